@@ -26,7 +26,7 @@ ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
-BINS := $(BUILD)/kiln-vmm $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
+BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
 .PHONY: all guest host test unit fuzz clean distclean

@@ -65,8 +65,9 @@ static void open_console(void)
 
 static int load_module(const char *relpath)
 {
-	char path[512];
-	snprintf(path, sizeof path, "%s/%s", MODULE_DIR, relpath);
+	char path[768];
+	if ((size_t)snprintf(path, sizeof path, "%s/%s", MODULE_DIR, relpath) >= sizeof path)
+		return -ENAMETOOLONG;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		say("module %s: %s", path, strerror(errno));
