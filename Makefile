@@ -8,7 +8,7 @@ CC      ?= gcc
 CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
            -fno-strict-aliasing -Isrc $(EXTRA_CFLAGS)
 LDFLAGS :=
-LDLIBS  := -lpthread
+LDLIBS  := -lpthread -lm
 
 ifeq ($(SAN),1)
 BUILD   := build/san
@@ -57,9 +57,7 @@ build/kiln-init: $(INIT_OBJ)
 	$(CC) -static -o $@ $^
 
 # ---- guest artifacts ----------------------------------------------------
-GUEST_MODULES := virtio_ring virtio virtio_mmio virtio_blk virtio_net \
-                 virtio-rng vsock vmw_vsock_virtio_transport_common \
-                 vmw_vsock_virtio_transport overlay
+GUEST_MODULES = $(shell grep -v "^\#" images/guest-modules)
 KERNEL := build/kernel/version
 
 guest: build/guest/vmlinux build/guest/initramfs.cpio build/guest/rootfs-minimal.ext4
@@ -71,7 +69,7 @@ build/guest/vmlinux: $(KERNEL) images/extract-vmlinux
 	@mkdir -p $(dir $@)
 	images/extract-vmlinux build/kernel/boot/vmlinuz-$$(cat $(KERNEL)) $@
 
-build/guest/initramfs.cpio: build/kiln-init $(KERNEL) images/build-initramfs images/resolve-modules
+build/guest/initramfs.cpio: build/kiln-init $(KERNEL) images/build-initramfs images/resolve-modules images/guest-modules
 	@mkdir -p $(dir $@)
 	images/build-initramfs $@ build/kiln-init build/kernel $(GUEST_MODULES)
 

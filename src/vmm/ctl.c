@@ -1,0 +1,264 @@
+#include "vmm/ctl.h"
+#include "vmm/vmm.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_CLIENTS 16
+#define MAX_LINE    (64 * 1024)
+
+struct ctl_client {
+	int fd;
+	struct ev_handler *h;
+	struct buf in;
+	struct ctl *ctl;
+};
+
+struct ctl {
+	struct vm *vm;
+	int listen_fd;
+	struct ev_handler *h;
+	char path[108];
+	struct ctl_client *clients[MAX_CLIENTS];
+};
+
+static int cmd_status(struct vm *vm, const struct json *req, struct buf *r)
+{
+	(void)req;
+	buf_printf(r, ",\"state\":\"%s\",\"vcpus\":%d,\"mem_mib\":%llu,\"pid\":%d,\"uptime_ms\":%llu",
+		   vm->paused ? "paused" : "running", vm->nvcpus,
+		   (unsigned long long)vm->cfg->mem_mib, (int)getpid(),
+		   (unsigned long long)((now_ns() - vm->start_ns) / 1000000));
+	return 0;
+}
+
+static int cmd_pause(struct vm *vm, const struct json *req, struct buf *r)
+{
+	(void)req;
+	int rc = vm_pause(vm);
+	if (rc < 0)
+		return rc;
+	buf_printf(r, ",\"state\":\"paused\"");
+	return 0;
+}
+
+static int cmd_resume(struct vm *vm, const struct json *req, struct buf *r)
+{
+	(void)req;
+	vm_resume(vm);
+	buf_printf(r, ",\"state\":\"running\"");
+	return 0;
+}
+
+static int cmd_shutdown(struct vm *vm, const struct json *req, struct buf *r)
+{
+	(void)req;
+	(void)r;
+	vm_request_exit(vm, EXIT_POWEROFF, "shutdown requested on the control socket");
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	ctl_cmd_fn fn;
+} commands[] = {
+	{ "status", cmd_status },
+	{ "pause", cmd_pause },
+	{ "resume", cmd_resume },
+	{ "shutdown", cmd_shutdown },
+};
+
+static void reply_error(struct buf *r, const char *msg)
+{
+	buf_reset(r);
+	buf_printf(r, "{\"ok\":false,\"error\":");
+	buf_json_str(r, msg);
+}
+
+static void handle_line(struct ctl *c, const char *line, size_t len, struct buf *r)
+{
+	buf_reset(r);
+	struct json *req = json_parse(line, len);
+	if (!req) {
+		reply_error(r, errmsg());
+		goto out;
+	}
+	const char *cmd = json_get_str(req, "cmd");
+	if (req->type != JSON_OBJECT || !cmd) {
+		reply_error(r, "request must be a JSON object with a string \"cmd\"");
+		goto out;
+	}
+	size_t i;
+	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
+		if (strcmp(commands[i].name, cmd) == 0)
+			break;
+	if (i == sizeof commands / sizeof commands[0]) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "unknown command \"%.100s\"", cmd);
+		reply_error(r, msg);
+		goto out;
+	}
+	buf_printf(r, "{\"ok\":true");
+	if (commands[i].fn(c->vm, req, r) < 0)
+		reply_error(r, errmsg());
+out:
+	if (req) {
+		struct json *id = json_get(req, "id");
+		if (id && id->type == JSON_NUMBER)
+			buf_printf(r, ",\"id\":%.0f", id->number);
+	}
+	buf_printf(r, "}\n");
+	json_free(req);
+}
+
+static void client_close(struct ctl_client *cl)
+{
+	struct ctl *c = cl->ctl;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (c->clients[i] == cl)
+			c->clients[i] = NULL;
+	ev_del(&c->vm->loop, cl->h);
+	close(cl->fd);
+	buf_free(&cl->in);
+	free(cl);
+}
+
+static bool send_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static void client_event(void *opaque, uint32_t events)
+{
+	struct ctl_client *cl = opaque;
+	char tmp[4096];
+	ssize_t n = recv(cl->fd, tmp, sizeof tmp, 0);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0 || (events & (EPOLLERR))) {
+		client_close(cl);
+		return;
+	}
+	buf_append(&cl->in, tmp, (size_t)n);
+	struct buf reply;
+	buf_init(&reply);
+	for (;;) {
+		char *nl = cl->in.len ? memchr(cl->in.data, '\n', cl->in.len) : NULL;
+		if (!nl) {
+			if (cl->in.len > MAX_LINE || buf_failed(&cl->in)) {
+				reply_error(&reply, "request line too long");
+				buf_printf(&reply, "}\n");
+				send_all(cl->fd, reply.data, reply.len);
+				buf_free(&reply);
+				client_close(cl);
+				return;
+			}
+			break;
+		}
+		size_t len = (size_t)(nl - cl->in.data);
+		handle_line(cl->ctl, cl->in.data, len, &reply);
+		memmove(cl->in.data, nl + 1, cl->in.len - len - 1);
+		cl->in.len -= len + 1;
+		if (!send_all(cl->fd, reply.data, reply.len)) {
+			buf_free(&reply);
+			client_close(cl);
+			return;
+		}
+	}
+	buf_free(&reply);
+}
+
+static void accept_event(void *opaque, uint32_t events)
+{
+	(void)events;
+	struct ctl *c = opaque;
+	int fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	int slot = -1;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (!c->clients[i]) {
+			slot = i;
+			break;
+		}
+	struct ctl_client *cl = slot >= 0 ? calloc(1, sizeof *cl) : NULL;
+	if (!cl) {
+		static const char busy[] = "{\"ok\":false,\"error\":\"too many control clients\"}\n";
+		send_all(fd, busy, sizeof busy - 1);
+		close(fd);
+		return;
+	}
+	/* Replies are sent with blocking writes; a client that does not read
+	 * its replies only stalls itself after the socket buffer fills, so
+	 * give it a send timeout. */
+	struct timeval tv = { .tv_sec = 2 };
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	cl->fd = fd;
+	cl->ctl = c;
+	buf_init(&cl->in);
+	cl->h = ev_add(&c->vm->loop, EV_CONTROL, fd, EPOLLIN, client_event, cl);
+	if (!cl->h) {
+		close(fd);
+		free(cl);
+		return;
+	}
+	c->clients[slot] = cl;
+}
+
+int ctl_start(struct vm *vm, const char *path)
+{
+	struct ctl *c = calloc(1, sizeof *c);
+	if (!c)
+		return errf(ENOMEM, "out of memory");
+	c->vm = vm;
+	snprintf(c->path, sizeof c->path, "%s", path);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (c->listen_fd < 0) {
+		free(c);
+		return errf_sys("control socket");
+	}
+	unlink(path);   /* config_check made sure nobody listens there */
+	if (bind(c->listen_fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(c->listen_fd, 16) < 0) {
+		int rc = errf_sys("control socket %s", path);
+		close(c->listen_fd);
+		free(c);
+		return rc;
+	}
+	vm->ctl = c;
+	c->h = ev_add(&vm->loop, EV_CONTROL, c->listen_fd, EPOLLIN, accept_event, c);
+	return c->h ? 0 : -1;
+}
+
+void ctl_stop(struct vm *vm)
+{
+	struct ctl *c = vm->ctl;
+	if (!c)
+		return;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (c->clients[i])
+			client_close(c->clients[i]);
+	ev_del(&vm->loop, c->h);
+	close(c->listen_fd);
+	unlink(c->path);
+	free(c);
+	vm->ctl = NULL;
+}

@@ -1,0 +1,15 @@
+/* The virtio devices kiln-vmm can attach, one file each. */
+#ifndef KILN_VMM_VIRTIO_DEVICES_H
+#define KILN_VMM_VIRTIO_DEVICES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vm;
+
+int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index);
+int virtio_rng_add(struct vm *vm);
+int virtio_net_add(struct vm *vm, const char *tap, const char *mac);
+int virtio_vsock_add(struct vm *vm, uint32_t guest_cid, const char *uds_path);
+
+#endif

@@ -1,0 +1,94 @@
+/*
+ * kvm: the VM-wide KVM objects, created in the order KVM requires: the TSS
+ * and identity-map pages (needed by Intel VMX for real-mode emulation,
+ * harmless on AMD), the in-kernel interrupt controllers (PIC, IOAPIC and
+ * per-vCPU LAPICs) before any vCPU exists, then the PIT.
+ */
+#include "vmm/vmm.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static const struct { int cap; const char *name; } required_caps[] = {
+	{ KVM_CAP_IRQCHIP, "IRQCHIP" },
+	{ KVM_CAP_IOEVENTFD, "IOEVENTFD" },
+	{ KVM_CAP_IRQFD, "IRQFD" },
+	{ KVM_CAP_USER_MEMORY, "USER_MEMORY" },
+	{ KVM_CAP_SET_TSS_ADDR, "SET_TSS_ADDR" },
+	{ KVM_CAP_PIT2, "PIT2" },
+	{ KVM_CAP_EXT_CPUID, "EXT_CPUID" },
+	{ KVM_CAP_MP_STATE, "MP_STATE" },
+};
+
+int kvm_open_vm(struct vm *vm)
+{
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (vm->kvm_fd < 0)
+		return errf_sys("cannot open /dev/kvm");
+	int version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
+	if (version != KVM_API_VERSION)
+		return errf(ENOTSUP, "/dev/kvm speaks API version %d, kiln-vmm needs %d",
+			    version, KVM_API_VERSION);
+	for (size_t i = 0; i < sizeof required_caps / sizeof required_caps[0]; i++)
+		if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, required_caps[i].cap) <= 0)
+			return errf(ENOTSUP, "KVM lacks the %s capability", required_caps[i].name);
+
+	vm->run_size = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	if (vm->run_size <= 0)
+		return errf_sys("KVM_GET_VCPU_MMAP_SIZE");
+
+	/* KVM_CREATE_VM can fail with EINTR under signal pressure. */
+	do
+		vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	while (vm->vm_fd < 0 && errno == EINTR);
+	if (vm->vm_fd < 0)
+		return errf_sys("KVM_CREATE_VM");
+
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0)
+		return errf_sys("KVM_SET_TSS_ADDR");
+	uint64_t idmap = IDMAP_ADDR;
+	if (ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &idmap) < 0)
+		return errf_sys("KVM_SET_IDENTITY_MAP_ADDR");
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		return errf_sys("KVM_CREATE_IRQCHIP");
+	/* SPEAKER_DUMMY: port 0x61 is handled in the kernel, not by us. */
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+		return errf_sys("KVM_CREATE_PIT2");
+	return 0;
+}
+
+int kvm_set_memory(struct vm *vm)
+{
+	struct kvm_userspace_memory_region low = {
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = vm->mem.low_size,
+		.userspace_addr = (uint64_t)vm->mem.host,
+	};
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &low) < 0)
+		return errf_sys("KVM_SET_USER_MEMORY_REGION (low memory)");
+	if (vm->mem.high_size) {
+		struct kvm_userspace_memory_region high = {
+			.slot = 1,
+			.guest_phys_addr = MMIO_HOLE_END,
+			.memory_size = vm->mem.high_size,
+			.userspace_addr = (uint64_t)vm->mem.host + vm->mem.low_size,
+		};
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &high) < 0)
+			return errf_sys("KVM_SET_USER_MEMORY_REGION (high memory)");
+	}
+	return 0;
+}
+
+int kvm_irq_line(struct vm *vm, int gsi, int level)
+{
+	struct kvm_irq_level irq = { .irq = (uint32_t)gsi, .level = (uint32_t)level };
+	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
+		return errf_sys("KVM_IRQ_LINE %d", gsi);
+	return 0;
+}
