@@ -56,11 +56,19 @@ build/obj-static/%.o: %.c
 build/kiln-init: $(INIT_OBJ)
 	$(CC) -static -o $@ $^
 
+# Guest-side test helpers (static, put into the test initramfs).
+GUEST_TEST_SRC := $(wildcard tests/guest/*.c)
+GUEST_TEST_BINS := $(patsubst tests/guest/%.c,build/tests/guest/%,$(GUEST_TEST_SRC))
+build/tests/guest/%: tests/guest/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize%,$(CFLAGS)) -static -o $@ $<
+
 # ---- guest artifacts ----------------------------------------------------
 GUEST_MODULES = $(shell grep -v "^\#" images/guest-modules)
 KERNEL := build/kernel/version
 
-guest: build/guest/vmlinux build/guest/initramfs.cpio build/guest/rootfs-minimal.ext4
+guest: build/guest/vmlinux build/guest/initramfs.cpio build/guest/rootfs-minimal.ext4 \
+       build/tests/test-initramfs.cpio
 
 $(KERNEL):
 	images/fetch-kernel build/kernel
@@ -72,6 +80,13 @@ build/guest/vmlinux: $(KERNEL) images/extract-vmlinux
 build/guest/initramfs.cpio: build/kiln-init $(KERNEL) images/build-initramfs images/resolve-modules images/guest-modules
 	@mkdir -p $(dir $@)
 	images/build-initramfs $@ build/kiln-init build/kernel $(GUEST_MODULES)
+
+# The VMM tests' initramfs: busybox, the same modules, test helpers.
+build/tests/test-initramfs.cpio: tests/guest/test-init $(GUEST_TEST_BINS) $(KERNEL) \
+		images/build-initramfs images/resolve-modules images/guest-modules
+	@mkdir -p $(dir $@)
+	images/build-initramfs --busybox $(foreach b,$(GUEST_TEST_BINS),--file $(b):/bin/$(notdir $(b))) \
+		$@ tests/guest/test-init build/kernel $(GUEST_MODULES)
 
 build/guest/rootfs-minimal.ext4: images/build-rootfs-minimal
 	@mkdir -p $(dir $@)

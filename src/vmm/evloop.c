@@ -52,11 +52,12 @@ struct ev_handler *ev_add(struct evloop *l, enum ev_group g, int fd, uint32_t ev
 	}
 	*h = (struct ev_handler){ .fd = fd, .fn = fn, .opaque = opaque, .group = g };
 	struct epoll_event ev = { .events = events, .data.ptr = h };
-	if (epoll_ctl(l->ep[g], EPOLL_CTL_ADD, fd, &ev) < 0) {
+	if (events && epoll_ctl(l->ep[g], EPOLL_CTL_ADD, fd, &ev) < 0) {
 		errf_sys("epoll_ctl add fd %d", fd);
 		free(h);
 		return NULL;
 	}
+	h->armed = events != 0;
 	h->next = l->handlers;
 	l->handlers = h;
 	return h;
@@ -65,8 +66,12 @@ struct ev_handler *ev_add(struct evloop *l, enum ev_group g, int fd, uint32_t ev
 int ev_modify(struct evloop *l, struct ev_handler *h, uint32_t events)
 {
 	struct epoll_event ev = { .events = events, .data.ptr = h };
-	if (epoll_ctl(l->ep[h->group], EPOLL_CTL_MOD, h->fd, &ev) < 0)
-		return errf_sys("epoll_ctl mod fd %d", h->fd);
+	int op = !events ? EPOLL_CTL_DEL : h->armed ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+	if (!events && !h->armed)
+		return 0;
+	if (epoll_ctl(l->ep[h->group], op, h->fd, &ev) < 0)
+		return errf_sys("epoll_ctl fd %d", h->fd);
+	h->armed = events != 0;
 	return 0;
 }
 
@@ -74,7 +79,8 @@ void ev_del(struct evloop *l, struct ev_handler *h)
 {
 	if (!h || h->dead)
 		return;
-	epoll_ctl(l->ep[h->group], EPOLL_CTL_DEL, h->fd, NULL);
+	if (h->armed)
+		epoll_ctl(l->ep[h->group], EPOLL_CTL_DEL, h->fd, NULL);
 	h->dead = true;
 }
 

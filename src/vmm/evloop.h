@@ -21,6 +21,7 @@ struct ev_handler {
 	void *opaque;
 	enum ev_group group;
 	struct ev_handler *next;   /* in the loop's list, for cleanup */
+	bool armed;                /* in the epoll set (events != 0) */
 	bool dead;
 };
 
@@ -34,6 +35,8 @@ void ev_close(struct evloop *l);
 /* ev_add: watch fd for events (EPOLLIN...). Returns the handler or NULL. */
 struct ev_handler *ev_add(struct evloop *l, enum ev_group g, int fd, uint32_t events,
 			  ev_fn fn, void *opaque);
+/* ev_modify: change the events watched. With 0 the fd leaves the epoll set
+ * altogether, so that not even EPOLLHUP wakes the loop for it. */
 int ev_modify(struct evloop *l, struct ev_handler *h, uint32_t events);
 /* ev_del: stop watching; the handler is freed after the current round. */
 void ev_del(struct evloop *l, struct ev_handler *h);
