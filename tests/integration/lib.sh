@@ -51,11 +51,13 @@ guest_initrd() {
 
 # guest_start NAME SCRIPT [kiln-vmm options...]: boot a test guest in the
 # background running SCRIPT; its console goes to $T/NAME.console, kiln-vmm's
-# stderr to $T/NAME.err. Sets GUEST_PID.
+# stderr to $T/NAME.err. Sets GUEST_PID. $VMM_PREFIX (words) runs before
+# kiln-vmm, e.g. "ip netns exec NS".
 guest_start() {
 	local name=$1 script=$2; shift 2
 	guest_initrd "$name" "$script"
-	"$VMM" --kernel "$GUEST/vmlinux" --initrd "$T/$name.cpio" \
+	# shellcheck disable=SC2086
+	${VMM_PREFIX:-} "$VMM" --kernel "$GUEST/vmlinux" --initrd "$T/$name.cpio" \
 		--console "$T/$name.console" "$@" 2>"$T/$name.err" &
 	GUEST_PID=$!
 	at_exit "kill -9 $GUEST_PID 2>/dev/null; wait $GUEST_PID 2>/dev/null"
