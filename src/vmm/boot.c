@@ -97,10 +97,11 @@ static int find_pvh_entry(int fd, const Elf64_Phdr *ph, const char *path, uint32
 
 static int load_kernel(struct vm *vm, uint32_t *entry, uint64_t *kernel_end)
 {
-	const char *path = vm->cfg->kernel;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char path[300];   /* "kernel PATH", for messages */
+	snprintf(path, sizeof path, "kernel %s", vm->cfg->kernel);
+	int fd = open(vm->cfg->kernel, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errf_sys("kernel %s", path);
+		return errf_sys("%s", path);
 	Elf64_Ehdr eh;
 	int rc = read_full(fd, &eh, sizeof eh, 0, path);
 	if (rc < 0)
@@ -108,7 +109,7 @@ static int load_kernel(struct vm *vm, uint32_t *entry, uint64_t *kernel_end)
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_machine != EM_X86_64 || eh.e_phentsize != sizeof(Elf64_Phdr) ||
 	    eh.e_phnum == 0 || eh.e_phnum > 64) {
-		rc = errf(EINVAL, "kernel %s is not an x86-64 ELF vmlinux (a bzImage? use images/extract-vmlinux)", path);
+		rc = errf(EINVAL, "%s is not an x86-64 ELF vmlinux (a bzImage? use images/extract-vmlinux)", path);
 		goto out;
 	}
 	Elf64_Phdr ph[64];
@@ -129,12 +130,12 @@ static int load_kernel(struct vm *vm, uint32_t *entry, uint64_t *kernel_end)
 			continue;
 		uint64_t pa = ph[i].p_paddr;
 		if (ph[i].p_filesz > ph[i].p_memsz || pa < HIMEM_START) {
-			rc = errf(EINVAL, "kernel %s: bad segment at 0x%llx", path, (unsigned long long)pa);
+			rc = errf(EINVAL, "%s: bad segment at 0x%llx", path, (unsigned long long)pa);
 			goto out;
 		}
 		uint8_t *dst = gpa_ptr(&vm->mem, pa, ph[i].p_memsz);
 		if (!dst) {
-			rc = errf(EINVAL, "kernel %s does not fit in %llu MiB of guest memory",
+			rc = errf(EINVAL, "%s does not fit in %llu MiB of guest memory",
 				  path, (unsigned long long)vm->cfg->mem_mib);
 			goto out;
 		}
@@ -147,7 +148,7 @@ static int load_kernel(struct vm *vm, uint32_t *entry, uint64_t *kernel_end)
 	}
 	rc = 0;
 	if (!found)
-		rc = errf(EINVAL, "kernel %s has no PVH entry note (built without CONFIG_PVH?)", path);
+		rc = errf(EINVAL, "%s has no PVH entry note (built without CONFIG_PVH?)", path);
 out:
 	close(fd);
 	return rc;
@@ -155,19 +156,20 @@ out:
 
 static int load_initrd(struct vm *vm, uint64_t kernel_end, uint64_t *addr, uint64_t *size)
 {
-	const char *path = vm->cfg->initrd;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char path[300];
+	snprintf(path, sizeof path, "initrd %s", vm->cfg->initrd);
+	int fd = open(vm->cfg->initrd, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errf_sys("initrd %s", path);
+		return errf_sys("%s", path);
 	struct stat st;
 	int rc = 0;
 	if (fstat(fd, &st) < 0) {
-		rc = errf_sys("initrd %s", path);
+		rc = errf_sys("%s", path);
 		goto out;
 	}
 	*size = (uint64_t)st.st_size;
 	if (*size == 0 || *size >= vm->mem.low_size) {
-		rc = errf(EINVAL, "initrd %s is %s", path, *size ? "larger than guest memory" : "empty");
+		rc = errf(EINVAL, "%s is %s", path, *size ? "larger than guest memory" : "empty");
 		goto out;
 	}
 	/* At the top of low memory, page aligned, like Firecracker. */
