@@ -39,7 +39,9 @@ $(OBJ)/%.o: %.c
 $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC))
+# Unit tests link the VMM's objects (without its main) and the common code.
+VMM_LIB_SRC := $(filter-out src/vmm/main.c,$(VMM_SRC))
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(VMM_LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

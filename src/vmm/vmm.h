@@ -117,6 +117,12 @@ struct vm {
 	uint64_t start_ns;
 };
 
+/* vm.c: the VM's life. vm_build returns 0 or the exit status to use. */
+void vm_init(struct vm *vm, const struct vmm_config *cfg);
+int vm_build(struct vm *vm);
+int vm_run(struct vm *vm);
+void vm_teardown(struct vm *vm);
+
 /* vm_request_exit: record why the VM ends (first caller wins). Safe from
  * any thread. */
 void vm_request_exit(struct vm *vm, int code, const char *fmt, ...)
