@@ -147,7 +147,7 @@ static void build_dsdt(struct vm *vm, struct buf *t)
 	for (int i = 0; i < vm->nvirtio; i++) {
 		struct virtio_dev *d = vm->virtio[i];
 		char name[5];
-		snprintf(name, sizeof name, "V%03d", i);
+		snprintf(name, sizeof name, "V%03d", i % 1000);
 		buf_reset(&dev); buf_reset(&res); buf_reset(&tmp);
 		aml_name_str(&dev, "_HID", "LNRO0005");
 		aml_name_int(&dev, "_UID", (uint64_t)i);
