@@ -29,7 +29,17 @@ obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
-.PHONY: all guest host test unit fuzz clean distclean
+# ---- kilnd (the sandbox service) and kiln (its command-line client) ------
+KILND_SRC     := $(wildcard src/api/*.c src/agent/*.c src/kilnd/*.c)
+KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
+CLI_SRC       := $(wildcard src/cli/*.c)
+# The guest agent's client library (src/client/); kilnd's guest operations
+# fail with ENOSYS in a tree without it.
+KCLIENT_SRC   := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
+KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
+BINS += $(BUILD)/kilnd $(BUILD)/kiln
+
+.PHONY: all guest host test unit fuzz clean distclean templates
 all: $(BINS) build/kiln-init
 
 $(OBJ)/%.o: %.c
@@ -38,6 +48,18 @@ $(OBJ)/%.o: %.c
 
 $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/kilnd: $(call obj,$(KILND_SRC) $(KCLIENT_SRC) $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KILND_LIBS)
+
+$(BUILD)/kiln: $(call obj,$(CLI_SRC) $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -ljansson -lnettle
+
+# kilnd's unit tests (tests/unit/unit_kilnd_*.c) link its objects.
+$(BUILD)/tests/unit_kilnd_%: $(OBJ)/tests/unit/unit_kilnd_%.o \
+		$(call obj,$(KILND_LIB_SRC) $(KCLIENT_SRC) $(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KILND_LIBS)
 
 # Unit tests link the VMM's objects (without its main) and the common code.
 VMM_LIB_SRC := $(filter-out src/vmm/main.c,$(VMM_SRC))
@@ -93,6 +115,13 @@ build/tests/test-initramfs.cpio: tests/guest/test-init $(GUEST_TEST_BINS) $(KERN
 build/guest/rootfs-minimal.ext4: images/build-rootfs-minimal
 	@mkdir -p $(dir $@)
 	images/build-rootfs-minimal $@
+
+# The `base` template's root image (Debian via mmdebstrap, through this
+# machine's apt sources): not part of `make guest`, as it downloads.
+templates: build/guest/rootfs-minimal.ext4 build/guest/rootfs-base.ext4
+build/guest/rootfs-base.ext4: images/build-rootfs-base
+	@mkdir -p $(dir $@)
+	images/build-rootfs-base $@
 
 # ---- the emulated KVM host ----------------------------------------------
 host: build/host/rootfs.ext4 build/host/initrd.cpio

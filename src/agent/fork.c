@@ -1,0 +1,345 @@
+/*
+ * fork: forks and snapshots of a running sandbox (docs/vmm.md, "fork" and
+ * "snapshot" control commands).
+ *
+ * A fork freezes the parent's writable layer: it moves to DATA/layers (the
+ * VMM keeps its open file), and the parent and every child get a new
+ * overlay on it, so no disk data is copied and each sees the disk as it
+ * was at the fork. This needs kiln-disk overlays.
+ *
+ * A snapshot pauses the VM, copies its writable layer (an overlay holds
+ * only what the sandbox changed) and saves memory and device state, then
+ * resumes it; creates with from_snapshot restore it with a layer of their
+ * own on top of the copy.
+ */
+#include "agent/disk.h"
+#include "agent/host_int.h"
+#include "agent/net.h"
+#include "agent/proc.h"
+#include "agent/vmm.h"
+#include "api/metrics.h"
+#include "common/err.h"
+#include "kilnd/config.h"
+#include "kilnd/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FORK_MAX 64
+
+static int ctl_simple(struct sandbox *sb, const char *cmd, int timeout_ms)
+{
+	char ctl[PATH_MAX];
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	json_t *req = json_pack("{s:s}", "cmd", cmd), *reply = NULL;
+	int rc = req ? vmm_ctl(ctl, req, &reply, timeout_ms) : errf(ENOMEM, "out of memory");
+	json_decref(req);
+	json_decref(reply);
+	return rc;
+}
+
+/* A child's record, linked and saved, with its directory. */
+static int child_new(struct host *h, struct sandbox *parent, struct sandbox **out)
+{
+	struct sbx_row row = { 0 };
+	int rc = make_id(row.id, "sbx_");
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&parent->lock);
+	snprintf(row.workspace, sizeof row.workspace, "%s", parent->row.workspace);
+	snprintf(row.template, sizeof row.template, "%s", parent->row.template);
+	snprintf(row.parent, sizeof row.parent, "%s", parent->row.id);
+	row.vcpus = parent->row.vcpus;
+	row.memory_mib = parent->row.memory_mib;
+	row.ttl_seconds = parent->row.ttl_seconds;
+	row.metadata = parent->row.metadata ? strdup(parent->row.metadata) : NULL;
+	row.env = parent->row.env ? strdup(parent->row.env) : NULL;
+	pthread_mutex_unlock(&parent->lock);
+	snprintf(row.state, sizeof row.state, "creating");
+	row.created_ms = row.active_ms = wall_ms();
+	struct sandbox *sb = sandbox_alloc(h, &row);
+	sbx_row_clear(&row);
+	if (!sb)
+		return errf(ENOMEM, "out of memory");
+	sb->counts_memory = true;
+	host_link(h, sb);
+	rc = sandbox_save(h, sb);
+	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
+		rc = errf_sys("mkdir %s", sb->dir);
+	if (rc < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "fork failed: %s", errmsg());
+		sandbox_abort(h, sb, why);
+		sandbox_put(h, sb);
+		return errf(-rc, "%s", why);
+	}
+	*out = sb;
+	return 0;
+}
+
+/* One fork of parent into n children (one pause): kids[] gets the ones
+ * that came up, *made grows by their number. */
+static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandbox **kids, int *made)
+{
+	const struct config *cfg = h->cfg;
+	int64_t t0 = mono_ms();
+	int ok = 0;
+	int rc = host_admit(h, n, (int64_t)n * parent->row.memory_mib, true);
+	if (rc < 0)
+		return rc;
+	int have = 0;
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX + 1, PATH_MAX);
+	enum disk_mode mode;
+	int nchain = 0;
+	rc = chain ? sandbox_chain(parent, &mode, chain, CHAIN_MAX - 1, &nchain) : errf(ENOMEM, "out of memory");
+	if (rc == 0 && mode != DISK_OVERLAY)
+		rc = errf(ENOTSUP, "forking needs copy-on-write disk overlays (kiln-disk), and "
+				   "sandbox %s runs on an upper-layer disk", parent->row.id);
+	for (int i = 0; rc == 0 && i < n; i++)
+		if ((rc = child_new(h, parent, &kids[i])) == 0)
+			have++;
+	host_admit_done(h, n - have, (int64_t)(n - have) * parent->row.memory_mib, false);
+	if (rc < 0)
+		goto fail_kids;
+
+	/* Freeze the parent's layer and make the new tops on it. */
+	char old_top[PATH_MAX], layer[PATH_MAX], ptop[PATH_MAX];
+	snprintf(old_top, sizeof old_top, "%s", chain[nchain - 1]);
+	char lname[ID_MAX + 24];
+	snprintf(lname, sizeof lname, "%s.%d", parent->row.id, nchain);
+	snprintf(ptop, sizeof ptop, "%s/disk.%d", parent->dir, nchain);
+	pthread_mutex_lock(&h->layers);
+	rc = layer_path(h, lname, layer);
+	if (rc == 0 && rename(old_top, layer) < 0)
+		rc = errf_sys("rename %s", old_top);
+	if (rc < 0) {
+		pthread_mutex_unlock(&h->layers);
+		goto fail_kids;
+	}
+	rc = disk_create(cfg, DISK_OVERLAY, layer, ptop);
+	json_t *children = json_array();
+	for (int i = 0; rc == 0 && i < n; i++) {
+		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX];
+		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
+		vm_path(vsock, sizeof vsock, kids[i]->dir, "vsock.sock");
+		vm_path(ctl, sizeof ctl, kids[i]->dir, "ctl.sock");
+		struct net_lease net;
+		rc = disk_create(cfg, DISK_OVERLAY, layer, top);
+		if (rc == 0)
+			rc = net_acquire(cfg, kids[i]->row.id, &net);
+		json_t *c = rc == 0 ? json_pack("{s:[s],s:s,s:s,s:s}", "disks", top, "vsock", vsock,
+						 "ctl", ctl, "hostname", kids[i]->row.id) : NULL;
+		if (c && net.tap[0])
+			json_object_set_new(c, "tap", json_string(net.tap));
+		if (rc == 0 && (!c || json_array_append_new(children, c) < 0))
+			rc = errf(ENOMEM, "out of memory");
+	}
+	json_t *reply = NULL;
+	if (rc == 0) {
+		json_t *req = json_pack("{s:s,s:o,s:[s]}", "cmd", "fork", "children", children,
+					"parent_disks", ptop);
+		children = NULL;
+		char ctl[PATH_MAX];
+		sandbox_ctl(parent, ctl, sizeof ctl);
+		rc = req ? vmm_ctl(ctl, req, &reply, cfg->boot_timeout_ms) : errf(ENOMEM, "out of memory");
+		json_decref(req);
+	}
+	json_decref(children);
+	json_t *pids = json_object_get(reply, "children");
+	if (rc == 0 && json_array_size(pids) != (size_t)n)
+		rc = errf(EPROTO, "kiln-vmm fork: %zu children in the reply, asked for %d",
+			  json_array_size(pids), n);
+	if (rc < 0) {
+		/* The parent still runs on its old layer: put it back. */
+		unlink(ptop);
+		if (rename(layer, old_top) < 0)
+			log_warn("sandbox %s: cannot move its layer back: %s", parent->row.id, strerror(errno));
+		pthread_mutex_unlock(&h->layers);
+		json_decref(reply);
+		goto fail_kids;
+	}
+	/* Record the new chains before the collector can run again. */
+	snprintf(chain[nchain - 1], PATH_MAX, "%s", layer);
+	snprintf(chain[nchain], PATH_MAX, "%s", ptop);
+	sandbox_set_chain(parent, DISK_OVERLAY, chain, nchain + 1);
+	sandbox_save(h, parent);
+	for (int i = 0; i < n; i++) {
+		snprintf(chain[nchain], PATH_MAX, "%s/disk", kids[i]->dir);
+		sandbox_set_chain(kids[i], DISK_OVERLAY, chain, nchain + 1);
+		sandbox_save(h, kids[i]);
+	}
+	pthread_mutex_unlock(&h->layers);
+	unlink(old_top);	/* the parent's old name for the layer, if it reappeared */
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = (pid_t)json_integer_value(json_object_get(json_array_get(pids, i), "pid"));
+		int crc = pid > 0 ? sandbox_attach_vmm(h, kids[i], pid, proc_start_time(pid))
+				  : errf(EPROTO, "kiln-vmm fork: no pid for child %d", i);
+		if (crc == 0)
+			crc = sandbox_wait_ready(h, kids[i], true);
+		double ms = (double)(mono_ms() - t0);
+		if (crc == 0) {
+			pthread_mutex_lock(&kids[i]->lock);
+			snprintf(kids[i]->row.state, sizeof kids[i]->row.state, "running");
+			kids[i]->row.ready_ms = ms;
+			kids[i]->row.active_ms = wall_ms();
+			pthread_mutex_unlock(&kids[i]->lock);
+			sandbox_save(h, kids[i]);
+			metrics_create(h->metrics, ms / 1000, true);
+			kids[ok++] = kids[i];
+		} else {
+			char why[300];
+			snprintf(why, sizeof why, "fork failed: %s", errmsg());
+			log_warn("sandbox %s: %s", kids[i]->row.id, why);
+			sandbox_abort(h, kids[i], why);
+			sandbox_put(h, kids[i]);
+			metrics_create(h->metrics, ms / 1000, false);
+			if (rc == 0)
+				rc = -EIO;
+			errf(EIO, "%s", why);
+		}
+	}
+	json_decref(reply);
+	free(chain);
+	host_admit_done(h, 0, 0, true);
+	*made += ok;
+	return rc;
+
+fail_kids:;
+	char why[300];
+	snprintf(why, sizeof why, "fork failed: %s", errmsg());
+	for (int i = 0; i < have; i++) {
+		sandbox_abort(h, kids[i], why);
+		sandbox_put(h, kids[i]);
+		metrics_create(h->metrics, 0, false);
+	}
+	free(chain);
+	host_admit_done(h, 0, 0, true);
+	return errf(-rc, "%s", why);
+}
+
+int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
+	      struct sandbox **children, int *made)
+{
+	*made = 0;
+	if (count < 1 || count > FORK_MAX)
+		return errf(EINVAL, "count must be from 1 to %d", FORK_MAX);
+	pthread_mutex_lock(&sb->op);
+	int rc = 0;
+	if (!sandbox_in(sb, "running"))
+		rc = sandbox_state_error(sb, "running");
+	else if (tree)
+		rc = fork_once(h, sb, count, children, made);
+	else
+		for (int i = 0; i < count && rc == 0; i++)
+			rc = fork_once(h, sb, 1, children + *made, made);
+	sandbox_touch(sb);
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+/* ---- snapshots ------------------------------------------------------------------------------ */
+
+int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
+{
+	const struct config *cfg = h->cfg;
+	pthread_mutex_lock(&sb->op);
+	struct snap_row snap = { 0 };
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
+	enum disk_mode mode;
+	int n = 0, rc;
+	if (!chain)
+		rc = errf(ENOMEM, "out of memory");
+	else if (!sandbox_in(sb, "running"))
+		rc = sandbox_state_error(sb, "running");
+	else
+		rc = sandbox_chain(sb, &mode, chain, CHAIN_MAX, &n);
+	if (rc == 0)
+		rc = make_id(snap.id, "snap_");
+	char dir[VM_DIR_MAX], vmdir[PATH_MAX], layer[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/snapshots/%s", cfg->data_dir, snap.id);
+	snprintf(vmdir, sizeof vmdir, "%s/vm", dir);
+	if (rc == 0 && mkdir(dir, 0700) < 0)
+		rc = errf_sys("mkdir %s", dir);
+	if (rc < 0)
+		goto out;
+	pthread_mutex_lock(&h->layers);
+	rc = layer_path(h, snap.id, layer);
+	/* Paused, the disk and the memory are of the same instant. */
+	bool paused = rc == 0 && (rc = ctl_simple(sb, "pause", 10000)) == 0;
+	if (rc == 0)
+		rc = disk_copy(chain[n - 1], layer);
+	if (rc == 0) {
+		char ctl[PATH_MAX];
+		sandbox_ctl(sb, ctl, sizeof ctl);
+		json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", vmdir, "diff", 0);
+		json_t *reply = NULL;
+		rc = req ? vmm_ctl(ctl, req, &reply, 120000) : errf(ENOMEM, "out of memory");
+		json_decref(req);
+		json_decref(reply);
+	}
+	if (paused) {
+		int saved = rc;
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		if (ctl_simple(sb, "resume", 10000) < 0)
+			log_warn("sandbox %s: resume after snapshot: %s", sb->row.id, errmsg());
+		if (saved < 0)
+			errf(-saved, "%s", msg);
+	}
+	if (rc == 0) {
+		snprintf(chain[n - 1], PATH_MAX, "%s", layer);
+		json_t *a = json_array();
+		for (int i = 0; a && i < n; i++)
+			json_array_append_new(a, json_string(chain[i]));
+		json_t *j = a ? json_pack("{s:s,s:o}", "mode", disk_mode_name(mode), "chain", a) : NULL;
+		snap.disks = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		json_decref(j);
+		pthread_mutex_lock(&sb->lock);
+		snprintf(snap.workspace, sizeof snap.workspace, "%s", sb->row.workspace);
+		snprintf(snap.sandbox, sizeof snap.sandbox, "%s", sb->row.id);
+		snprintf(snap.template, sizeof snap.template, "%s", sb->row.template);
+		snap.vcpus = sb->row.vcpus;
+		snap.memory_mib = sb->row.memory_mib;
+		snap.env = sb->row.env ? strdup(sb->row.env) : NULL;
+		pthread_mutex_unlock(&sb->lock);
+		snap.created_ms = wall_ms();
+		rc = snap.disks ? store_snapshot_save(h->store, &snap) : errf(ENOMEM, "out of memory");
+	}
+	if (rc < 0) {
+		unlink(layer);
+		rmtree(dir);
+	}
+	pthread_mutex_unlock(&h->layers);
+	if (rc == 0)
+		snprintf(id, ID_MAX, "%s", snap.id);
+out:
+	sandbox_touch(sb);
+	pthread_mutex_unlock(&sb->op);
+	free(chain);
+	snap_row_clear(&snap);
+	return rc;
+}
+
+int host_snapshot_delete(struct host *h, const char *workspace, const char *id)
+{
+	struct snap_row snap;
+	int rc = store_snapshot_load(h->store, id, workspace, &snap);
+	if (rc < 0)
+		return rc;
+	snap.deleted_ms = wall_ms();
+	rc = store_snapshot_save(h->store, &snap);
+	snap_row_clear(&snap);
+	if (rc < 0)
+		return rc;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/snapshots/%s", h->cfg->data_dir, id);
+	rmtree(dir);
+	layers_gc(h);
+	return 0;
+}

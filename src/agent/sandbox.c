@@ -1,0 +1,661 @@
+/*
+ * sandbox: the lifecycle of one sandbox: create (from a template's zygote,
+ * by booting, or from a snapshot), delete, hibernate, wake, and guest
+ * access. Forks and snapshots are in fork.c.
+ */
+#include "agent/guest.h"
+#include "agent/host_int.h"
+#include "agent/net.h"
+#include "agent/proc.h"
+#include "agent/template.h"
+#include "agent/vmm.h"
+#include "api/metrics.h"
+#include "common/err.h"
+#include "kilnd/config.h"
+#include "kilnd/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void sandbox_ctl(struct sandbox *sb, char *out, size_t cap)
+{
+	vm_path(out, cap, sb->dir, "ctl.sock");
+}
+
+/* ---- the disk chain in the record ------------------------------------------------ */
+
+int sandbox_chain(struct sandbox *sb, enum disk_mode *mode, char chain[][PATH_MAX], int max, int *n)
+{
+	pthread_mutex_lock(&sb->lock);
+	json_t *j = sb->row.disks ? json_loads(sb->row.disks, 0, NULL) : NULL;
+	pthread_mutex_unlock(&sb->lock);
+	int rc = 0;
+	const char *m = json_string_value(json_object_get(j, "mode"));
+	json_t *a = json_object_get(j, "chain");
+	if (!m || !json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > (size_t)max)
+		rc = errf(EINVAL, "sandbox %s: no disk chain recorded", sb->row.id);
+	if (rc == 0)
+		rc = disk_mode_parse(m, mode);
+	for (size_t i = 0; rc == 0 && i < json_array_size(a); i++) {
+		const char *p = json_string_value(json_array_get(a, i));
+		if (!p || strlen(p) >= PATH_MAX)
+			rc = errf(EINVAL, "sandbox %s: bad disk chain", sb->row.id);
+		else
+			snprintf(chain[i], PATH_MAX, "%s", p);
+	}
+	if (rc == 0)
+		*n = (int)json_array_size(a);
+	json_decref(j);
+	return rc;
+}
+
+int sandbox_set_chain(struct sandbox *sb, enum disk_mode mode, char chain[][PATH_MAX], int n)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < n; i++)
+		json_array_append_new(a, json_string(chain[i]));
+	json_t *j = a ? json_pack("{s:s,s:o}", "mode", disk_mode_name(mode), "chain", a) : NULL;
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!text)
+		return errf(ENOMEM, "out of memory");
+	pthread_mutex_lock(&sb->lock);
+	free(sb->row.disks);
+	sb->row.disks = text;
+	sb->mode = mode;
+	pthread_mutex_unlock(&sb->lock);
+	return 0;
+}
+
+/* The plan for the VM of a chain: its top is the sandbox's layer. */
+static void chain_plan(enum disk_mode mode, char chain[][PATH_MAX], int n, struct disk_plan *plan)
+{
+	disk_plan(mode, chain[0], chain[n - 1], plan);
+}
+
+/* ---- the VMM ------------------------------------------------------------------------ */
+
+void sandbox_sample(struct host *h, struct sandbox *sb)
+{
+	(void)h;
+	pthread_mutex_lock(&sb->lock);
+	double cpu;
+	int64_t rss;
+	if (sb->row.vmm_pid > 0 && proc_alive(sb->row.vmm_pid, sb->row.vmm_start) &&
+	    proc_usage(sb->row.vmm_pid, &cpu, &rss) == 0) {
+		int64_t now = mono_ms();
+		double dt = sb->sample_ms ? (double)(now - sb->sample_ms) / 1000 : 0;
+		sb->row.cpu_seconds = sb->row.cpu_base + cpu;
+		sb->row.rss_bytes = rss;
+		sb->row.mem_mib_seconds += (double)rss / (1024 * 1024) * dt;
+		sb->row.running_seconds += dt;
+		sb->sample_ms = now;
+	}
+	pthread_mutex_unlock(&sb->lock);
+}
+
+int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t start)
+{
+	int fd = proc_pidfd(pid);
+	if (fd < 0 || (start && proc_start_time(pid) != start)) {
+		if (fd >= 0)
+			close(fd);
+		return errf(ECHILD, "the VMM (pid %d) is gone", (int)pid);
+	}
+	char pidf[PATH_MAX];
+	vm_path(pidf, sizeof pidf, sb->dir, "vmm.pid");
+	pidfile_write(pidf, pid, start);
+	pthread_mutex_lock(&sb->lock);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = fd;
+	sb->row.vmm_pid = pid;
+	sb->row.vmm_start = start;
+	sb->vmm_dead = false;
+	sb->expect_exit = false;
+	sb->sample_ms = mono_ms();
+	pthread_mutex_unlock(&sb->lock);
+	return sandbox_save(h, sb);
+}
+
+/* The VMM that answers on a control socket, if any (found even when
+ * kilnd died before it could record the pid). */
+static pid_t ctl_pid(const char *ctl)
+{
+	struct stat st;
+	if (lstat(ctl, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	json_t *req = json_pack("{s:s}", "cmd", "status"), *reply = NULL;
+	pid_t pid = 0;
+	if (req && vmm_ctl(ctl, req, &reply, 2000) == 0)
+		pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));
+	json_decref(req);
+	json_decref(reply);
+	return pid;
+}
+
+void sandbox_teardown(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	pid_t pid = sb->row.vmm_pid;
+	int64_t start = sb->row.vmm_start;
+	sb->expect_exit = true;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	sb->row.vmm_pid = 0;
+	sb->row.vmm_start = 0;
+	pthread_mutex_unlock(&sb->lock);
+
+	if (pid > 0 && proc_kill_wait(pid, start, 5000) < 0)
+		log_warn("sandbox %s: %s", sb->row.id, errmsg());
+	char path[PATH_MAX];
+	pid_t other;
+	int64_t ostart;
+	vm_path(path, sizeof path, sb->dir, "vmm.pid");
+	if (pidfile_read(path, &other, &ostart) == 0 && (other != pid || ostart != start))
+		proc_kill_wait(other, ostart, 5000);
+	vm_path(path, sizeof path, sb->dir, "ctl.sock");
+	if ((other = ctl_pid(path)) > 0)
+		proc_kill_wait(other, 0, 5000);
+	net_release(h->cfg, sb->row.id);
+	if (rmtree(sb->dir) < 0)
+		log_warn("sandbox %s: %s", sb->row.id, errmsg());
+}
+
+int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
+{
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
+	struct guest *g;
+	int rc = guest_open(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, &g);
+	if (rc < 0)
+		return rc;
+	guest_set_timeout(g, h->cfg->boot_timeout_ms);
+	rc = guest_ping(g);
+	if (rc == 0 && resync)
+		rc = guest_resync(g, sb->row.id, sb->row.id);
+	guest_close(g);
+	return rc;
+}
+
+void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
+{
+	sandbox_teardown(h, sb);
+	sandbox_mem_release(h, sb);
+	pthread_mutex_lock(&sb->lock);
+	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, "deleted");
+	host_unlink(h, sb);
+	layers_gc(h);
+}
+
+void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
+{
+	sandbox_sample(h, sb);
+	sandbox_teardown(h, sb);
+	sandbox_mem_release(h, sb);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.cpu_base = sb->row.cpu_seconds;
+	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, "failed");
+}
+
+/* ---- create ---------------------------------------------------------------------------- */
+
+static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
+			       const struct net_lease *net)
+{
+	const struct config *cfg = h->cfg;
+	char chain[3][PATH_MAX];
+	int n = 0, rc;
+	snprintf(chain[n++], PATH_MAX, "%s", t->root);
+	if (t->snapshot && strcmp(t->base, t->root) != 0)
+		snprintf(chain[n++], PATH_MAX, "%s", t->base);
+	snprintf(chain[n], PATH_MAX, "%s/disk", sb->dir);
+	const char *top = chain[n++];
+	/* Over a snapshot's frozen layer an overlay keeps it intact; an upper
+	 * disk is a copy of the template's (it was mounted at the snapshot). */
+	if (t->snapshot && t->mode == DISK_UPPER)
+		rc = disk_copy(t->base, top);
+	else
+		rc = disk_create(cfg, t->mode, chain[n - 2], top);
+	if (rc == 0)
+		rc = sandbox_set_chain(sb, t->mode, chain, n);
+	if (rc < 0)
+		return rc;
+	struct disk_plan plan;
+	chain_plan(t->mode, chain, n, &plan);
+	pid_t pid;
+	if (t->snapshot) {
+		double vmm_ms;
+		struct spawn_spec s = { .dir = sb->dir, .disks = &plan, .tap = net->tap[0] ? net->tap : NULL,
+					.hostname = sb->row.id };
+		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
+	} else {
+		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
+				     .disks = plan, .tap = net->tap[0] ? net->tap : NULL,
+				     .hostname = sb->row.id };
+		rc = vmm_launch(cfg, &s, &pid);
+	}
+	if (rc < 0)
+		return rc;
+	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+}
+
+/* A snapshot's disks: the chain recorded with it; its top is the frozen
+ * copy under DATA/layers. */
+static int snap_chain(const struct snap_row *snap, enum disk_mode *mode, char chain[][PATH_MAX],
+		      int max, int *n)
+{
+	struct sandbox tmp = { .row = { .disks = snap->disks } };
+	snprintf(tmp.row.id, sizeof tmp.row.id, "%s", snap->id);
+	pthread_mutex_init(&tmp.lock, NULL);
+	int rc = sandbox_chain(&tmp, mode, chain, max, n);
+	pthread_mutex_destroy(&tmp.lock);
+	return rc;
+}
+
+static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct snap_row *snap,
+			       const struct net_lease *net)
+{
+	const struct config *cfg = h->cfg;
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX + 1, PATH_MAX);
+	if (!chain)
+		return errf(ENOMEM, "out of memory");
+	enum disk_mode mode;
+	pthread_mutex_lock(&h->layers);	/* the snapshot's layer stays until we refer to it */
+	int n, rc = snap_chain(snap, &mode, chain, CHAIN_MAX, &n);
+	if (rc == 0 && access(chain[n - 1], R_OK) < 0)
+		rc = errf(ENOENT, "snapshot %s: its disk is gone", snap->id);
+	if (rc == 0) {
+		char top[PATH_MAX];
+		snprintf(top, sizeof top, "%s/disk", sb->dir);
+		if (mode == DISK_OVERLAY) {
+			rc = disk_create(cfg, mode, chain[n - 1], top);
+			snprintf(chain[n++], PATH_MAX, "%s", top);
+		} else {
+			rc = disk_copy(chain[n - 1], top);
+			snprintf(chain[1], PATH_MAX, "%s", top);
+			n = 2;
+		}
+	}
+	if (rc == 0)
+		rc = sandbox_set_chain(sb, mode, chain, n);
+	pthread_mutex_unlock(&h->layers);
+	struct disk_plan plan;
+	if (rc == 0)
+		chain_plan(mode, chain, n, &plan);
+	free(chain);
+	if (rc < 0)
+		return rc;
+	char restore[PATH_MAX];
+	snprintf(restore, sizeof restore, "%s/snapshots/%s/vm", cfg->data_dir, snap->id);
+	struct vm_spec s = { .dir = sb->dir, .disks = plan, .tap = net->tap[0] ? net->tap : NULL,
+			     .hostname = sb->row.id, .restore = restore };
+	pid_t pid;
+	if ((rc = vmm_launch(cfg, &s, &pid)) < 0)
+		return rc;
+	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+}
+
+/* Errors while building say what failed; the status is a server error
+ * unless the cause is one the client can act on. */
+static int build_errno(int rc)
+{
+	switch (-rc) {
+	case EAGAIN: case ENOSPC: case ENOMEM: case ETIMEDOUT: case ENOTSUP: case ENOSYS:
+		return rc;
+	default:
+		return -EIO;
+	}
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int host_create(struct host *h, const struct create_req *req, struct sandbox **out)
+{
+	const struct config *cfg = h->cfg;
+	struct tmpl *t = NULL;
+	struct snap_row snap = { 0 };
+	struct sbx_row row = { 0 };
+	int rc;
+	if (req->snapshot) {
+		if ((rc = store_snapshot_load(h->store, req->snapshot, req->workspace, &snap)) < 0)
+			return rc;
+		snprintf(row.template, sizeof row.template, "%s", snap.template);
+		snprintf(row.snapshot, sizeof row.snapshot, "%s", snap.id);
+		row.vcpus = snap.vcpus;
+		row.memory_mib = snap.memory_mib;
+	} else {
+		if ((rc = templates_get(h->tpl, req->template, &t)) < 0)
+			return rc;
+		snprintf(row.template, sizeof row.template, "%s", t->name);
+		row.vcpus = t->vcpus;
+		row.memory_mib = t->memory_mib;
+	}
+	if ((rc = host_admit(h, 1, row.memory_mib, true)) < 0)
+		goto out;
+	if ((rc = make_id(row.id, "sbx_")) < 0) {
+		host_admit_done(h, 1, row.memory_mib, true);
+		goto out;
+	}
+	snprintf(row.workspace, sizeof row.workspace, "%s", req->workspace);
+	snprintf(row.state, sizeof row.state, "creating");
+	row.ttl_seconds = req->ttl_seconds >= 0 ? req->ttl_seconds : cfg->default_ttl;
+	row.created_ms = row.active_ms = wall_ms();
+	row.metadata = dup_or_null(req->metadata);
+	row.env = dup_or_null(req->env ? req->env : snap.env);
+	struct sandbox *sb = sandbox_alloc(h, &row);
+	sbx_row_clear(&row);
+	if (!sb) {
+		host_admit_done(h, 1, row.memory_mib, true);
+		rc = errf(ENOMEM, "out of memory");
+		goto out;
+	}
+	sb->counts_memory = true;	/* the admission's reservation is now the sandbox's */
+	host_link(h, sb);
+	log_debug("sandbox %s: creating from %s %s", sb->row.id, req->snapshot ? "snapshot" : "template",
+		  req->snapshot ? req->snapshot : req->template);
+
+	struct net_lease net;
+	rc = sandbox_save(h, sb);
+	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
+		rc = errf_sys("mkdir %s", sb->dir);
+	if (rc == 0)
+		rc = net_acquire(cfg, sb->row.id, &net);
+	if (rc == 0)
+		rc = t ? build_from_template(h, sb, t, &net) : build_from_snapshot(h, sb, &snap, &net);
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
+	if (rc == 0) {
+		pthread_mutex_lock(&sb->lock);
+		snprintf(sb->row.state, sizeof sb->row.state, "running");
+		sb->row.ready_ms = ms;
+		sb->row.active_ms = wall_ms();
+		pthread_mutex_unlock(&sb->lock);
+		sandbox_save(h, sb);
+		metrics_create(h->metrics, ms / 1000, true);
+		log_debug("sandbox %s: ready in %.1f ms", sb->row.id, ms);
+		*out = sb;
+	} else {
+		char why[300];
+		snprintf(why, sizeof why, "create failed: %s", errmsg());
+		rc = build_errno(rc);
+		log_warn("sandbox %s: %s", sb->row.id, why);
+		sandbox_abort(h, sb, why);
+		metrics_create(h->metrics, ms / 1000, false);
+		sandbox_put(h, sb);
+		errf(-rc, "%s", why);
+	}
+	host_admit_done(h, 0, 0, true);
+out:
+	tmpl_put(h->tpl, t);
+	snap_row_clear(&snap);
+	return rc;
+}
+
+/* ---- delete, hibernate, wake ------------------------------------------------------------ */
+
+int host_delete(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	if (sandbox_in(sb, "deleted")) {
+		pthread_mutex_unlock(&sb->op);
+		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	}
+	sandbox_sample(h, sb);
+	sandbox_set_state(h, sb, "deleting");	/* a restart finishes the job */
+	sandbox_teardown(h, sb);
+	sandbox_mem_release(h, sb);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.cpu_base = sb->row.cpu_seconds;
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, "deleted");
+	host_unlink(h, sb);
+	pthread_mutex_unlock(&sb->op);
+	layers_gc(h);
+	log_debug("sandbox %s: deleted", sb->row.id);
+	return 0;
+}
+
+int sandbox_state_error(struct sandbox *sb, const char *want)
+{
+	char state[16];
+	pthread_mutex_lock(&sb->lock);
+	snprintf(state, sizeof state, "%s", sb->row.state);
+	pthread_mutex_unlock(&sb->lock);
+	if (strcmp(state, "deleted") == 0)
+		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	return errf(EBUSY, "sandbox %s is %s, not %s", sb->row.id, state, want);
+}
+
+/* Wait up to ms for the VMM to exit (it was asked to). */
+static int wait_exit(struct sandbox *sb, int ms)
+{
+	pthread_mutex_lock(&sb->lock);
+	int fd = sb->pidfd;
+	pid_t pid = sb->row.vmm_pid;
+	pthread_mutex_unlock(&sb->lock);
+	if (fd < 0)
+		return 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+	while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		return errf(ETIMEDOUT, "the VMM did not exit within %d ms", ms);
+	proc_reap(pid);
+	return 0;
+}
+
+int host_hibernate(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = 0;
+	pthread_mutex_lock(&sb->lock);
+	bool running = strcmp(sb->row.state, "running") == 0 && !sb->vmm_dead;
+	int active = sb->active;
+	if (running && active == 0)
+		sb->expect_exit = true;
+	pthread_mutex_unlock(&sb->lock);
+	if (!running) {
+		rc = sandbox_state_error(sb, "running");
+		goto out;
+	}
+	if (active > 0) {
+		rc = errf(EBUSY, "sandbox %s has %d operations running; hibernate it when they end",
+			  sb->row.id, active);
+		goto out;
+	}
+	char dir[PATH_MAX], ctl[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/hibernate", sb->dir);
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	rmtree(dir);
+	sandbox_sample(h, sb);
+	json_t *req = json_pack("{s:s,s:s}", "cmd", "hibernate", "dir", dir), *reply = NULL;
+	rc = req ? vmm_ctl(ctl, req, &reply, 120000) : errf(ENOMEM, "out of memory");
+	json_decref(req);
+	json_decref(reply);
+	if (rc == 0)
+		rc = wait_exit(sb, 30000);
+	if (rc < 0) {
+		pthread_mutex_lock(&sb->lock);
+		sb->expect_exit = false;	/* still running (or housekeeping will notice) */
+		pthread_mutex_unlock(&sb->lock);
+		rmtree(dir);
+		goto out;
+	}
+	char pidf[PATH_MAX];
+	vm_path(pidf, sizeof pidf, sb->dir, "vmm.pid");
+	unlink(pidf);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.cpu_base = sb->row.cpu_seconds;
+	sb->row.vmm_pid = 0;
+	sb->row.vmm_start = 0;
+	sb->row.rss_bytes = 0;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, "hibernated");
+	sandbox_mem_release(h, sb);
+out:
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+/* Wake, with sb->op held. */
+static int wake_locked(struct host *h, struct sandbox *sb)
+{
+	if (sandbox_in(sb, "running"))
+		return 0;
+	if (!sandbox_in(sb, "hibernated"))
+		return sandbox_state_error(sb, "hibernated");
+	int rc = host_admit(h, 0, sb->row.memory_mib, false);
+	if (rc < 0)
+		return rc;
+	sb->counts_memory = true;
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
+	enum disk_mode mode;
+	int n;
+	rc = chain ? sandbox_chain(sb, &mode, chain, CHAIN_MAX, &n) : errf(ENOMEM, "out of memory");
+	char restore[PATH_MAX];
+	snprintf(restore, sizeof restore, "%s/hibernate", sb->dir);
+	struct vm_spec s = { .dir = sb->dir, .hostname = sb->row.id, .restore = restore };
+	if (rc == 0)
+		chain_plan(mode, chain, n, &s.disks);
+	free(chain);
+	struct net_lease net;
+	if (rc == 0)
+		rc = net_acquire(h->cfg, sb->row.id, &net);
+	if (rc == 0 && net.tap[0])
+		s.tap = net.tap;
+	pid_t pid = 0;
+	if (rc == 0)
+		rc = vmm_launch(h->cfg, &s, &pid);
+	if (rc == 0)
+		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	if (rc < 0) {
+		/* Stay hibernated: the snapshot is still there for another try. */
+		char why[300];
+		snprintf(why, sizeof why, "wake failed: %s", errmsg());
+		pthread_mutex_lock(&sb->lock);
+		pid_t p = sb->row.vmm_pid;
+		int64_t st = sb->row.vmm_start;
+		sb->expect_exit = true;
+		sb->row.vmm_pid = 0;
+		if (sb->pidfd >= 0)
+			close(sb->pidfd);
+		sb->pidfd = -1;
+		pthread_mutex_unlock(&sb->lock);
+		if (p > 0)
+			proc_kill_wait(p, st, 5000);
+		net_release(h->cfg, sb->row.id);
+		sandbox_mem_release(h, sb);
+		sandbox_save(h, sb);
+		return errf(-build_errno(rc), "%s", why);
+	}
+	pthread_mutex_lock(&sb->lock);
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, "running");
+	rmtree(restore);	/* the VMM maps its memory file; the mapping keeps it */
+	log_debug("sandbox %s: woken", sb->row.id);
+	return 0;
+}
+
+int host_wake(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = wake_locked(h, sb);
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool gone = strcmp(sb->row.state, "deleted") == 0;
+	if (!gone) {
+		sb->row.ttl_seconds = ttl_seconds;
+		sb->row.active_ms = wall_ms();
+	}
+	pthread_mutex_unlock(&sb->lock);
+	if (gone)
+		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	return sandbox_save(h, sb);
+}
+
+void sandbox_touch(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+}
+
+/* ---- guest access ----------------------------------------------------------------------- */
+
+int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = 0;
+	if (sandbox_in(sb, "hibernated"))
+		rc = wake_locked(h, sb);
+	if (rc == 0) {
+		pthread_mutex_lock(&sb->lock);
+		if (strcmp(sb->row.state, "running") == 0 && !sb->vmm_dead) {
+			sb->active++;
+			sb->row.active_ms = wall_ms();
+		} else {
+			rc = 1;
+		}
+		pthread_mutex_unlock(&sb->lock);
+		if (rc == 1)
+			rc = sandbox_state_error(sb, "running");
+	}
+	pthread_mutex_unlock(&sb->op);
+	if (rc < 0)
+		return rc;
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
+	rc = guest_open(vsock, 10000, sb->row.vmm_pid, out);
+	if (rc < 0) {
+		rc = errf(ECONNREFUSED, "sandbox %s: %s", sb->row.id, errmsg());
+		sandbox_leave(h, sb, NULL);
+	}
+	return rc;
+}
+
+void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g)
+{
+	(void)h;
+	guest_close(g);
+	pthread_mutex_lock(&sb->lock);
+	sb->active--;
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+}

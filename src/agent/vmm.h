@@ -1,0 +1,41 @@
+/*
+ * vmm: starting kiln-vmm and talking to its control socket (docs/vmm.md).
+ * Each VM has a directory holding its sockets and logs:
+ *   vsock.sock   the guest's vsock, bridged (the agent is port 52)
+ *   ctl.sock     the control socket
+ *   console.log  the guest's serial console
+ *   vmm.log      kiln-vmm's own stderr
+ *   vmm.pid      "PID START": which process is the VMM
+ */
+#ifndef KILN_AGENT_VMM_H
+#define KILN_AGENT_VMM_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#include "agent/disk.h"
+
+struct config;
+
+struct vm_spec {
+	const char *dir;
+	int vcpus, memory_mib;
+	struct disk_plan disks;
+	const char *tap;		/* NULL: no network device (issue 7) */
+	const char *hostname;
+	const char *restore;		/* a snapshot directory; NULL: cold boot */
+};
+
+/* Paths inside a VM directory. */
+void vm_path(char *out, size_t cap, const char *dir, const char *name);
+
+/* Start kiln-vmm for spec (detached, see proc.h); writes vmm.pid. */
+int vmm_launch(const struct config *cfg, const struct vm_spec *spec, pid_t *pid);
+
+/* One request on a control socket: req (borrowed) as a JSON line, the
+ * reply parsed into *reply (the caller frees it). {"ok":false} replies
+ * become -EIO with the VMM's error as the message, or -ENOTSUP when the
+ * VMM does not know the command (a kiln-vmm without that feature). */
+int vmm_ctl(const char *sock, json_t *req, json_t **reply, int timeout_ms);
+
+#endif

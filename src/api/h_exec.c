@@ -1,0 +1,298 @@
+/*
+ * h_exec: run a command in a sandbox, either to completion (one JSON
+ * answer with the output) or streamed as Server-Sent Events:
+ *
+ *   event: stdout   data: {"data":"text"}  or {"data_b64":"..."} when the
+ *   event: stderr         chunk is not valid UTF-8 (bytes are never lost)
+ *   event: exit     data: {"exit_code":0,"signal":null,"timed_out":false,"duration_ms":12.5}
+ *   event: error    data: {"code":"...","message":"..."}
+ *
+ * The command runs while the request does: if the client goes away, the
+ * agent connection closes and the agent kills the command's process group.
+ */
+#include "agent/guest.h"
+#include "agent/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "api/validate.h"
+#include "common/buf.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXEC_TIMEOUT_MAX (24 * 3600)
+#define ARGV_MAX 4096
+
+struct exec_req {
+	const char *cmd, *cwd, *stdin_text;
+	const char **argv;
+	json_t *env;
+	int64_t timeout_s;
+};
+
+static int parse_exec(struct req *r, struct exec_req *e)
+{
+	static const char *const keys[] = { "cmd", "argv", "env", "cwd", "timeout_seconds", "stdin", NULL };
+	memset(e, 0, sizeof *e);
+	int rc = v_known_keys(r->json, keys);
+	rc = rc ?: v_str(r->json, "cmd", false, 256 * 1024, &e->cmd);
+	rc = rc ?: v_str_array(r->json, "argv", ARGV_MAX, 128 * 1024, &e->argv);
+	rc = rc ?: v_str_map(r->json, "env", 1024, 128, 64 * 1024, true, &e->env);
+	rc = rc ?: v_str(r->json, "cwd", false, 4095, &e->cwd);
+	rc = rc ?: v_int(r->json, "timeout_seconds", false, 0, EXEC_TIMEOUT_MAX, &e->timeout_s);
+	rc = rc ?: v_str(r->json, "stdin", false, r->api->cfg->max_json_bytes, &e->stdin_text);
+	if (rc == 0 && !!e->cmd == !!e->argv)
+		rc = errf(EINVAL, "give exactly one of 'cmd' (a shell command) and 'argv'");
+	if (rc == 0 && e->cmd && !e->cmd[0])
+		rc = errf(EINVAL, "field 'cmd' is empty");
+	if (rc == 0 && e->cwd && e->cwd[0] != '/')
+		rc = errf(EINVAL, "field 'cwd' must be an absolute path");
+	if (rc < 0) {
+		free(e->argv);
+		e->argv = NULL;
+	}
+	return rc;
+}
+
+/* Enter the sandbox and start the command. On failure the answer is sent. */
+static int start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct guest **gp,
+		 int *answered)
+{
+	struct sandbox *sb;
+	if (req_sandbox(r, &sb, answered) < 0)
+		return -1;
+	struct sbx_row row;
+	int rc = sandbox_row(sb, &row);
+	char **env = rc == 0 ? env_merge(row.env, e->env) : NULL;
+	if (rc == 0)
+		sbx_row_clear(&row);
+	if (!env) {
+		req_sandbox_put(r, sb);
+		*answered = reply_error(r, 500, "internal", "out of memory");
+		return -1;
+	}
+	struct guest *g;
+	if ((rc = sandbox_enter(r->api->host, sb, &g)) < 0) {
+		free(env);
+		req_sandbox_put(r, sb);
+		*answered = reply_errno(r, rc);
+		return -1;
+	}
+	struct guest_cmd cmd = {
+		.argv = e->argv,
+		.shell = e->cmd,
+		.env = (const char *const *)env,
+		.cwd = e->cwd,
+		.timeout_ms = (uint32_t)(e->timeout_s * 1000),
+		.stdin_pipe = e->stdin_text != NULL,
+	};
+	rc = guest_exec_start(g, &cmd);
+	free(env);
+	if (rc == 0 && e->stdin_text) {
+		rc = guest_exec_stdin(g, e->stdin_text, strlen(e->stdin_text));
+		if (rc == 0)
+			rc = guest_exec_eof(g);
+	}
+	if (rc < 0) {
+		int status;
+		const char *code;
+		/* The agent refusing to start it (no such program, bad cwd) is the
+		 * request's fault; a broken connection is not. */
+		if (rc == -ECONNRESET || rc == -EPIPE || rc == -EPROTO || rc == -ETIMEDOUT)
+			status = errno_status(rc, &code);
+		else
+			status = 400, code = "invalid_request";
+		*answered = reply_error(r, status, code, "%s", errmsg());
+		sandbox_leave(r->api->host, sb, g);
+		req_sandbox_put(r, sb);
+		return -1;
+	}
+	*sbp = sb;
+	*gp = g;
+	return 0;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static json_t *exit_json(const struct guest_ev *ev, double ms)
+{
+	return json_pack("{s:i,s:o,s:b,s:f}", "exit_code", ev->code, "signal",
+			 ev->signal ? json_integer(ev->signal) : json_null(), "timed_out", ev->timed_out,
+			 "duration_ms", ms);
+}
+
+/* ---- to completion ---------------------------------------------------------------- */
+
+struct out {
+	struct buf b;
+	bool truncated;
+};
+
+static void take(struct out *o, const struct guest_ev *ev, uint64_t max)
+{
+	size_t room = o->b.len < max ? max - o->b.len : 0;
+	size_t n = ev->len < room ? ev->len : room;
+	buf_append(&o->b, ev->data, n);
+	if (n < ev->len)
+		o->truncated = true;
+}
+
+int h_exec(struct req *r)
+{
+	struct exec_req e;
+	if (parse_exec(r, &e) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	double t0 = now_ms();
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (start(r, &e, &sb, &g, &answered) < 0) {
+		free(e.argv);
+		return answered;
+	}
+	free(e.argv);
+	uint64_t max = r->api->cfg->max_exec_output;
+	struct out out = { 0 }, err = { 0 };
+	buf_init(&out.b);
+	buf_init(&err.b);
+	struct guest_ev ev;
+	int rc;
+	while ((rc = guest_exec_next(g, &ev, req_socket(r), -1)) == 1 && ev.kind != GEV_EXIT)
+		take(ev.kind == GEV_STDOUT ? &out : &err, &ev, max);
+	double ms = now_ms() - t0;
+	int result;
+	if (rc < 0) {
+		result = reply_errno(r, rc);
+	} else if (buf_failed(&out.b) || buf_failed(&err.b)) {
+		result = reply_error(r, 503, "no_capacity", "out of memory holding the output");
+	} else {
+		json_t *j = exit_json(&ev, ms);
+		if (j) {
+			json_object_set_new(j, "stdout", render_text(out.b.data, out.b.len));
+			json_object_set_new(j, "stderr", render_text(err.b.data, err.b.len));
+			if (out.truncated || err.truncated)
+				json_object_set_new(j, "truncated", json_true());
+		}
+		result = reply_json(r, 200, j);
+	}
+	buf_free(&out.b);
+	buf_free(&err.b);
+	sandbox_leave(r->api->host, sb, g);
+	req_sandbox_put(r, sb);
+	return result;
+}
+
+/* ---- streamed -------------------------------------------------------------------------- */
+
+struct sse {
+	struct api *api;
+	struct sandbox *sb;
+	struct guest *g;
+	struct buf out;		/* formatted, not yet handed to MHD */
+	size_t off;
+	bool done;
+	double t0;
+};
+
+static void sse_event(struct sse *s, const char *name, json_t *data)
+{
+	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	json_decref(data);
+	buf_printf(&s->out, "event: %s\ndata: %s\n\n", name,
+		   text ? text : "{\"code\":\"internal\",\"message\":\"out of memory\"}");
+	free(text);
+}
+
+static void sse_chunk(struct sse *s, const struct guest_ev *ev)
+{
+	json_t *j;
+	if (utf8_valid(ev->data, ev->len)) {
+		j = json_pack("{s:o}", "data", json_stringn((const char *)ev->data, ev->len));
+	} else {
+		char *b64 = base64_of(ev->data, ev->len);
+		j = b64 ? json_pack("{s:s}", "data_b64", b64) : NULL;
+		free(b64);
+	}
+	sse_event(s, ev->kind == GEV_STDOUT ? "stdout" : "stderr", j);
+}
+
+static long sse_read(void *ctx, char *buf, size_t max)
+{
+	struct sse *s = ctx;
+	while (s->off == s->out.len) {
+		if (s->done)
+			return HTTP_STREAM_END;
+		buf_reset(&s->out);
+		s->off = 0;
+		struct guest_ev ev;
+		/* Wake every 15 s with a comment, so proxies keep the stream and a
+		 * client that left is noticed when the write fails. */
+		int rc = guest_exec_next(s->g, &ev, -1, 15000);
+		if (rc == 0) {
+			buf_printf(&s->out, ": keepalive\n\n");
+		} else if (rc < 0) {
+			const char *code;
+			errno_status(rc, &code);
+			sse_event(s, "error", json_pack("{s:s,s:s}", "code", code, "message", errmsg()));
+			s->done = true;
+		} else if (ev.kind == GEV_EXIT) {
+			sse_event(s, "exit", exit_json(&ev, now_ms() - s->t0));
+			s->done = true;
+		} else {
+			sse_chunk(s, &ev);
+		}
+		if (buf_failed(&s->out))
+			return HTTP_STREAM_ERROR;
+	}
+	size_t n = s->out.len - s->off;
+	if (n > max)
+		n = max;
+	memcpy(buf, s->out.data + s->off, n);
+	s->off += n;
+	return (long)n;
+}
+
+static void sse_done(void *ctx)
+{
+	struct sse *s = ctx;
+	/* Closing the connection kills a command still running. */
+	sandbox_leave(s->api->host, s->sb, s->g);
+	sandbox_put(s->api->host, s->sb);
+	buf_free(&s->out);
+	free(s);
+}
+
+int h_exec_stream(struct req *r)
+{
+	struct exec_req e;
+	if (parse_exec(r, &e) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sse *s = calloc(1, sizeof *s);
+	if (!s) {
+		free(e.argv);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	s->api = r->api;
+	s->t0 = now_ms();
+	buf_init(&s->out);
+	int answered;
+	if (start(r, &e, &s->sb, &s->g, &answered) < 0) {
+		free(e.argv);
+		free(s);
+		return answered;
+	}
+	free(e.argv);
+	return reply_stream(r, 200, "text/event-stream", sse_read, sse_done, s);
+}

@@ -1,0 +1,242 @@
+/*
+ * h_files: files inside a sandbox. Paths are guest paths, absolute, taken
+ * literally and resolved by the guest agent inside the VM: "/../etc" is
+ * the guest's /etc, and nothing on the host is reachable through them.
+ * Downloads and uploads pass through an unlinked temporary file under
+ * DATA/tmp, so a large file costs no memory and the status is known before
+ * the first byte is sent.
+ */
+#include "agent/guest.h"
+#include "agent/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "api/validate.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LIST_MAX 10000
+
+static int query_path(struct req *r, const char **path)
+{
+	*path = NULL;
+	int rc = req_query_exact(r, "path", path);
+	return rc ?: v_guest_path(*path, "path");
+}
+
+static int query_bool(struct req *r, const char *name, bool *out)
+{
+	const char *v = req_query(r, name);
+	if (!v)
+		return 0;
+	if (!strcmp(v, "1") || !strcmp(v, "true"))
+		*out = true;
+	else if (!strcmp(v, "0") || !strcmp(v, "false"))
+		*out = false;
+	else
+		return errf(EINVAL, "query parameter '%s' must be true or false", name);
+	return 0;
+}
+
+/* Validate, find, enter. On failure the answer is sent. */
+static int open_guest(struct req *r, struct sandbox **sb, struct guest **g, int *answered)
+{
+	if (req_sandbox(r, sb, answered) < 0)
+		return -1;
+	int rc = sandbox_enter(r->api->host, *sb, g);
+	if (rc < 0) {
+		req_sandbox_put(r, *sb);
+		*answered = reply_errno(r, rc);
+		return -1;
+	}
+	return 0;
+}
+
+static void close_guest(struct req *r, struct sandbox *sb, struct guest *g)
+{
+	sandbox_leave(r->api->host, sb, g);
+	req_sandbox_put(r, sb);
+}
+
+static const char *type_of(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "file";
+	case S_IFDIR: return "dir";
+	case S_IFLNK: return "symlink";
+	case S_IFIFO: return "fifo";
+	case S_IFSOCK: return "socket";
+	case S_IFCHR: return "char";
+	case S_IFBLK: return "block";
+	default: return "other";
+	}
+}
+
+static json_t *stat_json(const struct guest_stat *st, const char *key, const char *name)
+{
+	char mode[8];
+	snprintf(mode, sizeof mode, "%04o", st->mode & 07777);
+	json_t *j = json_pack("{s:o,s:s,s:I,s:s,s:i,s:i,s:o}", key, render_text(name, strlen(name)),
+			      "type", type_of(st->mode), "size", (json_int_t)st->size, "mode", mode,
+			      "uid", (int)st->uid, "gid", (int)st->gid,
+			      "modified_at", render_time(st->mtime_ns / 1000000));
+	if (j && st->link[0])
+		json_object_set_new(j, "link", render_text(st->link, strlen(st->link)));
+	return j;
+}
+
+static int tmpfile_fd(struct req *r)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/tmp", r->api->cfg->data_dir);
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return fd < 0 ? errf_sys("temporary file in %s", dir) : fd;
+}
+
+int h_file_get(struct req *r)
+{
+	const char *path;
+	if (query_path(r, &path) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0)
+		return answered;
+	int fd = tmpfile_fd(r);
+	uint64_t size = 0;
+	int rc = fd < 0 ? fd : guest_read_file(g, path, fd, r->api->cfg->max_file_bytes, &size);
+	close_guest(r, sb, g);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = errf_sys("rewind");
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
+		return reply_errno(r, rc);
+	}
+	return reply_fd(r, fd, size, "application/octet-stream");
+}
+
+int h_file_put(struct req *r)
+{
+	const char *path, *mode_s = req_query(r, "mode");
+	bool mkdirs = true;
+	unsigned long mode = 0644;
+	int rc = query_path(r, &path);
+	rc = rc ?: query_bool(r, "mkdirs", &mkdirs);
+	if (rc == 0 && mode_s) {
+		char *end;
+		mode = strtoul(mode_s, &end, 8);
+		if (!*mode_s || *end || mode > 07777)
+			rc = errf(EINVAL, "query parameter 'mode' must be octal permission bits, e.g. 0644");
+	}
+	if (rc == 0 && path[strlen(path) - 1] == '/')
+		rc = errf(EINVAL, "'path' names a directory; give the file's path");
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0)
+		return answered;
+	uint64_t bytes = 0;
+	rc = guest_write_file(g, path, (uint32_t)mode, mkdirs, r->body_fd, &bytes);
+	close_guest(r, sb, g);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_json(r, 200, json_pack("{s:o,s:I}", "path", render_text(path, strlen(path)),
+					    "size", (json_int_t)bytes));
+}
+
+int h_file_delete(struct req *r)
+{
+	const char *path;
+	bool recursive = false;
+	int rc = query_path(r, &path);
+	rc = rc ?: query_bool(r, "recursive", &recursive);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0)
+		return answered;
+	rc = guest_remove(g, path, recursive);
+	close_guest(r, sb, g);
+	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}
+
+struct list_ctx {
+	json_t *a;
+	bool truncated;
+};
+
+static int add_entry(void *ctx, const struct guest_stat *e)
+{
+	struct list_ctx *l = ctx;
+	if (json_array_size(l->a) >= LIST_MAX) {
+		l->truncated = true;
+		return 1;	/* stops the walk */
+	}
+	return json_array_append_new(l->a, stat_json(e, "name", e->name)) < 0 ? -ENOMEM : 0;
+}
+
+int h_file_list(struct req *r)
+{
+	const char *path, *depth_s = req_query(r, "depth");
+	long depth = 1;
+	int rc = query_path(r, &path);
+	if (rc == 0 && depth_s) {
+		char *end;
+		depth = strtol(depth_s, &end, 10);
+		if (!*depth_s || *end || depth < 1 || depth > 64)
+			rc = errf(EINVAL, "query parameter 'depth' must be from 1 to 64");
+	}
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0)
+		return answered;
+	struct list_ctx l = { json_array(), false };
+	rc = l.a ? guest_list(g, path, (unsigned)depth, add_entry, &l) : -ENOMEM;
+	close_guest(r, sb, g);
+	if (rc < 0) {
+		json_decref(l.a);
+		return reply_errno(r, rc);
+	}
+	return reply_json(r, 200, json_pack("{s:o,s:o,s:b}", "path", render_text(path, strlen(path)),
+					    "entries", l.a, "truncated", l.truncated));
+}
+
+int h_file_stat(struct req *r)
+{
+	const char *path;
+	if (query_path(r, &path) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0)
+		return answered;
+	struct guest_stat *st = calloc(1, sizeof *st);
+	int rc = st ? guest_stat(g, path, st) : errf(ENOMEM, "out of memory");
+	close_guest(r, sb, g);
+	if (rc < 0) {
+		free(st);
+		return reply_errno(r, rc);
+	}
+	json_t *j = stat_json(st, "path", path);
+	free(st);
+	return reply_json(r, 200, j);
+}

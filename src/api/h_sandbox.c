@@ -1,0 +1,242 @@
+/*
+ * h_sandbox: create, list, get, delete, and the lifecycle routes
+ * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
+ */
+#include "agent/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "api/validate.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FORK_MAX 64
+
+static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
+{
+	struct sbx_row row;
+	int rc = sandbox_row(sb, &row);
+	req_sandbox_put(r, sb);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	json_t *j = render_sandbox(&row);
+	sbx_row_clear(&row);
+	return reply_json(r, status, j);
+}
+
+int h_sandbox_create(struct req *r)
+{
+	static const char *const keys[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
+					    "env", NULL };
+	const struct config *cfg = r->api->cfg;
+	const char *tmpl = NULL, *snap = NULL;
+	int64_t ttl = -1;
+	json_t *metadata = NULL, *env = NULL;
+	int rc = v_known_keys(r->json, keys);
+	rc = rc ?: v_str(r->json, "template", false, 64, &tmpl);
+	rc = rc ?: v_str(r->json, "from_snapshot", false, 64, &snap);
+	rc = rc ?: v_int(r->json, "ttl_seconds", false, 0, cfg->max_ttl, &ttl);
+	rc = rc ?: v_str_map(r->json, "metadata", 64, 64, 1024, false, &metadata);
+	rc = rc ?: v_str_map(r->json, "env", 256, 128, 8192, true, &env);
+	if (rc == 0 && tmpl && snap)
+		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
+	if (rc == 0 && tmpl && !v_is_name(tmpl))
+		rc = errf(EINVAL, "unknown template '%.64s'", tmpl);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	if (snap && !v_is_id(snap, "snap_"))
+		return reply_error(r, 404, "not_found", "snapshot %.64s not found", snap);
+	char *meta_text = metadata ? json_dumps(metadata, JSON_COMPACT) : NULL;
+	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
+	struct create_req cr = {
+		.workspace = r->workspace,
+		.template = snap ? NULL : (tmpl ? tmpl : "base"),
+		.snapshot = snap,
+		.ttl_seconds = ttl,
+		.metadata = meta_text,
+		.env = env_text,
+		.arrival_ns = r->arrival_ns,
+	};
+	struct sandbox *sb;
+	rc = host_create(r->api->host, &cr, &sb);
+	free(meta_text);
+	free(env_text);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_sandbox(r, 201, sb);
+}
+
+struct list_ctx {
+	json_t *a;
+	const char *status;
+};
+
+static int add_row(void *ctx, const struct sbx_row *row)
+{
+	struct list_ctx *l = ctx;
+	if (l->status && strcmp(l->status, row->state) != 0)
+		return 0;
+	return json_array_append_new(l->a, render_sandbox(row));
+}
+
+int h_sandbox_list(struct req *r)
+{
+	struct list_ctx l = { json_array(), req_query(r, "status") };
+	if (!l.a || host_each(r->api->host, r->workspace, add_row, &l) < 0) {
+		json_decref(l.a);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	return reply_json(r, 200, json_pack("{s:o}", "sandboxes", l.a));
+}
+
+int h_sandbox_get(struct req *r)
+{
+	struct sandbox *sb;
+	int answered;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	return reply_sandbox(r, 200, sb);
+}
+
+int h_sandbox_delete(struct req *r)
+{
+	struct sandbox *sb;
+	int answered;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	int rc = host_delete(r->api->host, sb);
+	req_sandbox_put(r, sb);
+	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}
+
+/* The lifecycle routes without parameters take an empty body or {}. */
+static int no_fields(struct req *r)
+{
+	static const char *const none[] = { NULL };
+	if (v_known_keys(r->json, none) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	return -1;
+}
+
+int h_sandbox_hibernate(struct req *r)
+{
+	int answered = no_fields(r);
+	if (answered >= 0)
+		return answered;
+	struct sandbox *sb;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	int rc = host_hibernate(r->api->host, sb);
+	if (rc < 0) {
+		req_sandbox_put(r, sb);
+		return reply_errno(r, rc);
+	}
+	return reply_sandbox(r, 200, sb);
+}
+
+int h_sandbox_wake(struct req *r)
+{
+	int answered = no_fields(r);
+	if (answered >= 0)
+		return answered;
+	struct sandbox *sb;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	int rc = host_wake(r->api->host, sb);
+	if (rc < 0) {
+		req_sandbox_put(r, sb);
+		return reply_errno(r, rc);
+	}
+	return reply_sandbox(r, 200, sb);
+}
+
+static int fork_route(struct req *r, bool tree)
+{
+	static const char *const keys[] = { "count", NULL };
+	int64_t count = 1;
+	int rc = v_known_keys(r->json, keys);
+	rc = rc ?: v_int(r->json, "count", false, 1, FORK_MAX, &count);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb, *kids[FORK_MAX];
+	int answered, made;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	rc = host_fork(r->api->host, sb, (int)count, tree, kids, &made);
+	req_sandbox_put(r, sb);
+	if (rc < 0 && made == 0)
+		return reply_errno(r, rc);
+	char why[512];
+	snprintf(why, sizeof why, "%s", rc < 0 ? errmsg() : "");
+	json_t *a = json_array();
+	for (int i = 0; i < made; i++) {
+		struct sbx_row row;
+		if (a && sandbox_row(kids[i], &row) == 0) {
+			json_array_append_new(a, render_sandbox(&row));
+			sbx_row_clear(&row);
+		}
+		req_sandbox_put(r, kids[i]);
+	}
+	json_t *j = json_pack("{s:o}", "sandboxes", a);
+	if (j && rc < 0) {
+		/* Some children came up, some did not: say both. */
+		json_object_set_new(j, "failed", json_integer(count - made));
+		json_object_set_new(j, "error", json_string(why));
+	}
+	return reply_json(r, 201, j);
+}
+
+int h_sandbox_fork(struct req *r)
+{
+	return fork_route(r, false);
+}
+
+int h_sandbox_fork_tree(struct req *r)
+{
+	return fork_route(r, true);
+}
+
+int h_sandbox_lifecycle(struct req *r)
+{
+	static const char *const keys[] = { "ttl_seconds", NULL };
+	int64_t ttl = 0;
+	int rc = v_known_keys(r->json, keys);
+	rc = rc ?: v_int(r->json, "ttl_seconds", true, 0, r->api->cfg->max_ttl, &ttl);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	int answered;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	if ((rc = host_set_ttl(r->api->host, sb, ttl)) < 0) {
+		req_sandbox_put(r, sb);
+		return reply_errno(r, rc);
+	}
+	return reply_sandbox(r, 200, sb);
+}
+
+int h_sandbox_snapshot(struct req *r)
+{
+	int answered = no_fields(r);
+	if (answered >= 0)
+		return answered;
+	struct sandbox *sb;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	char id[ID_MAX];
+	int rc = host_snapshot(r->api->host, sb, id);
+	req_sandbox_put(r, sb);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	struct snap_row s;
+	if ((rc = store_snapshot_load(r->api->store, id, r->workspace, &s)) < 0)
+		return reply_errno(r, rc);
+	json_t *j = render_snapshot(&s);
+	snap_row_clear(&s);
+	return reply_json(r, 201, j);
+}

@@ -1,0 +1,57 @@
+/*
+ * h_snapshot: the caller's snapshots (made by POST .../snapshot).
+ */
+#include "agent/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "api/validate.h"
+
+#include <string.h>
+
+struct list_ctx {
+	json_t *a;
+	const char *workspace;
+};
+
+static int add_snap(void *ctx, struct snap_row *s)
+{
+	struct list_ctx *l = ctx;
+	int rc = 0;
+	if (strcmp(s->workspace, l->workspace) == 0)
+		rc = json_array_append_new(l->a, render_snapshot(s));
+	snap_row_clear(s);
+	return rc;
+}
+
+int h_snapshot_list(struct req *r)
+{
+	struct list_ctx l = { json_array(), r->workspace };
+	int rc = l.a ? store_snapshot_each_live(r->api->store, add_snap, &l) : -1;
+	if (rc < 0) {
+		json_decref(l.a);
+		return reply_error(r, 500, "internal", "listing snapshots failed");
+	}
+	return reply_json(r, 200, json_pack("{s:o}", "snapshots", l.a));
+}
+
+int h_snapshot_get(struct req *r)
+{
+	struct snap_row s;
+	const char *id = r->params[0];
+	if (!v_is_id(id, "snap_") || store_snapshot_load(r->api->store, id, r->workspace, &s) < 0)
+		return reply_error(r, 404, "not_found", "snapshot %.40s not found", id);
+	json_t *j = render_snapshot(&s);
+	snap_row_clear(&s);
+	return reply_json(r, 200, j);
+}
+
+int h_snapshot_delete(struct req *r)
+{
+	const char *id = r->params[0];
+	if (!v_is_id(id, "snap_"))
+		return reply_error(r, 404, "not_found", "snapshot %.40s not found", id);
+	int rc = host_snapshot_delete(r->api->host, r->workspace, id);
+	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}

@@ -1,0 +1,22 @@
+/*
+ * hcommon: what several handlers share: finding the caller's sandbox from
+ * the path, and the environment of a command (the sandbox's env, then the
+ * request's).
+ */
+#ifndef KILN_API_HCOMMON_H
+#define KILN_API_HCOMMON_H
+
+#include <jansson.h>
+
+struct req;
+struct sandbox;
+
+/* The sandbox named by the path's {id}, owned by the caller. On failure
+ * the 404 has been sent: return *answered. */
+int req_sandbox(struct req *r, struct sandbox **out, int *answered);
+void req_sandbox_put(struct req *r, struct sandbox *sb);
+/* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
+ * overridden by the request's env object (may be NULL). */
+char **env_merge(const char *sandbox_env, const json_t *request_env);
+
+#endif

@@ -1,0 +1,528 @@
+#include "api/http.h"
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/metrics.h"
+#include "api/ratelimit.h"
+#include "api/routes.h"
+#include "common/err.h"
+#include "kilnd/log.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+double req_elapsed_ms(const struct req *r)
+{
+	return (double)(mono_ns() - r->arrival_ns) / 1e6;
+}
+
+const char *req_query(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+struct exact {
+	const char *name, *value;
+	bool nul;
+};
+
+static enum MHD_Result find_exact(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				  const char *value, size_t value_size)
+{
+	(void)kind, (void)key_size;
+	struct exact *e = cls;
+	if (strcmp(key, e->name) != 0)
+		return MHD_YES;
+	e->value = value;
+	e->nul = value && strlen(value) != value_size;
+	return MHD_NO;
+}
+
+int req_query_exact(struct req *r, const char *name, const char **out)
+{
+	struct exact e = { name, NULL, false };
+	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, find_exact, &e);
+	if (e.nul)
+		return errf(EINVAL, "query parameter '%s' holds a NUL byte", name);
+	*out = e.value;
+	return 0;
+}
+
+const char *req_header(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* ---- replies --------------------------------------------------------------- */
+
+static int queue(struct req *r, int status, struct MHD_Response *resp, const char *error_code)
+{
+	if (!resp)
+		return MHD_NO;	/* out of memory: MHD closes the connection */
+	if (r->answered) {
+		/* A handler answered twice: a bug, but not one to crash on. */
+		log_warn("http: %s %s answered twice", r->method, r->route ? r->route->pattern : "?");
+		MHD_destroy_response(resp);
+		return MHD_YES;
+	}
+	r->answered = true;
+	r->status = status;
+	metrics_http(r->api->metrics, status, error_code);
+	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
+	MHD_destroy_response(resp);
+	return rc;
+}
+
+static struct MHD_Response *json_response(json_t *json)
+{
+	char *text = json_dumps(json, JSON_COMPACT);
+	json_decref(json);
+	if (!text)
+		return NULL;
+	size_t len = strlen(text);
+	char *t = realloc(text, len + 2);
+	if (!t) {
+		free(text);
+		return NULL;
+	}
+	t[len++] = '\n';
+	t[len] = 0;
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, t, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(t);
+		return NULL;
+	}
+	MHD_add_response_header(resp, "Content-Type", "application/json");
+	return resp;
+}
+
+int reply_json(struct req *r, int status, json_t *json)
+{
+	if (!json)
+		return reply_error(r, 500, "internal", "out of memory building the reply");
+	return queue(r, status, json_response(json), NULL);
+}
+
+int reply_error(struct req *r, int status, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+	if (!j)	/* json_pack refuses invalid UTF-8; say so without the text */
+		j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message",
+			      "(message not valid UTF-8)");
+	struct MHD_Response *resp = json_response(j);
+	if (resp && status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"kiln\"");
+	if (status >= 500 && status != 503 && status != 501)
+		log_warn("http: %s %s -> %d %s: %s", r->method,
+			 r->route ? r->route->pattern : "?", status, code, msg);
+	return queue(r, status, resp, code);
+}
+
+int errno_status(int rc, const char **code)
+{
+	switch (-rc) {
+	case ENOENT: case ESRCH:
+		*code = "not_found"; return 404;
+	case EINVAL: case EBADMSG: case ENAMETOOLONG: case ENOTDIR: case EISDIR: case ERANGE:
+	case ELOOP: case EDOM:
+		*code = "invalid_request"; return 400;
+	case EACCES: case EPERM: case EROFS:
+		*code = "forbidden"; return 403;
+	case EEXIST: case EBUSY: case EALREADY: case ENOTEMPTY: case EXDEV: case ESTALE:
+		*code = "conflict"; return 409;
+	case EMSGSIZE: case EFBIG: case E2BIG:
+		*code = "payload_too_large"; return 413;
+	case ENOTSUP: case ENOSYS:
+		*code = "not_implemented"; return 501;
+	case EAGAIN: case ENOMEM: case ENOSPC: case EMFILE: case ENFILE: case EDQUOT:
+		*code = "no_capacity"; return 503;
+	case ETIMEDOUT:
+		*code = "timeout"; return 504;
+	case ECONNRESET: case ECONNREFUSED: case EPIPE: case EPROTO: case EHOSTDOWN:
+		*code = "guest_error"; return 502;
+	default:
+		*code = "internal"; return 500;
+	}
+}
+
+int reply_errno(struct req *r, int rc)
+{
+	const char *code;
+	int status = errno_status(rc, &code);
+	return reply_error(r, status, code, "%s", errmsg());
+}
+
+int reply_empty(struct req *r, int status)
+{
+	return queue(r, status, MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT), NULL);
+}
+
+int reply_fd(struct req *r, int fd, uint64_t size, const char *content_type)
+{
+	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
+	if (!resp) {
+		close(fd);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", content_type);
+	return queue(r, 200, resp, NULL);
+}
+
+int reply_text(struct req *r, int status, const char *content_type, char *text, size_t len)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", content_type);
+	return queue(r, status, resp, NULL);
+}
+
+struct stream {
+	http_read_fn *read;
+	http_done_fn *done;
+	void *ctx;
+};
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	(void)pos;
+	struct stream *s = cls;
+	long n = s->read(s->ctx, buf, max);
+	if (n == HTTP_STREAM_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n < 0)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	return n;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *s = cls;
+	s->done(s->ctx);
+	free(s);
+}
+
+int reply_stream(struct req *r, int status, const char *content_type, http_read_fn *read,
+		 http_done_fn *done, void *ctx)
+{
+	struct stream *s = calloc(1, sizeof *s);
+	if (!s) {
+		done(ctx);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	s->read = read, s->done = done, s->ctx = ctx;
+	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024,
+								       stream_read, s, stream_free);
+	if (!resp) {
+		stream_free(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, "Content-Type", content_type);
+	MHD_add_response_header(resp, "Cache-Control", "no-cache");
+	MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+	return queue(r, status, resp, NULL);
+}
+
+struct upgrade {
+	http_upgrade_fn *run;
+	void *ctx;
+};
+
+static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
+			size_t n, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	(void)conn, (void)con_cls;
+	struct upgrade *u = cls;
+	/* Thread per connection: this is the connection's own thread, so the
+	 * session may block here for as long as it lasts. */
+	u->run(u->ctx, sock, extra, n);
+	free(u);
+	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx)
+{
+	struct upgrade *u = calloc(1, sizeof *u);
+	if (!u)
+		return reply_error(r, 500, "internal", "out of memory");
+	u->run = run, u->ctx = ctx;
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, u);
+	if (!resp) {
+		free(u);
+		return MHD_NO;
+	}
+	for (int i = 0; headers[i][0]; i++)
+		MHD_add_response_header(resp, headers[i][0], headers[i][1]);
+	return queue(r, 101, resp, NULL);
+}
+
+int req_socket(struct req *r)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+/* ---- request life ---------------------------------------------------------- */
+
+static struct req *req_new(struct api *api, struct MHD_Connection *conn, const char *method)
+{
+	struct req *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->api = api;
+	r->conn = conn;
+	r->body_fd = -1;
+	r->arrival_ns = mono_ns();
+	snprintf(r->method, sizeof r->method, "%s", method);
+	return r;
+}
+
+static void req_free(struct req *r)
+{
+	for (int i = 0; i < r->nparams; i++)
+		free(r->params[i]);
+	free(r->body);
+	if (r->body_fd >= 0)
+		close(r->body_fd);
+	json_decref(r->json);
+	free(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls, (void)conn, (void)toe;
+	struct req *r = *con_cls;
+	if (r)
+		req_free(r);
+	*con_cls = NULL;
+}
+
+static uint64_t body_limit(const struct req *r)
+{
+	const struct config *cfg = r->api->cfg;
+	return r->route->body == BODY_FILE ? cfg->max_file_bytes : cfg->max_json_bytes;
+}
+
+/* Checks made when the headers are in: route, key, rate, declared size.
+ * Returns -1 to go on reading, or the MHD result of an early answer. */
+static int admit(struct req *r, const char *url)
+{
+	const struct config *cfg = r->api->cfg;
+	bool known;
+	r->route = route_match(r->method, url, r->params, MAX_PATH_PARAMS, &r->nparams, &known);
+	if (!r->route) {
+		if (known)
+			return reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
+					   r->method, url);
+		return reply_error(r, 404, "not_found", "no route %s %s", r->method, url);
+	}
+	if (!(r->route->flags & ROUTE_PUBLIC)) {
+		int rc = auth_request(r->api, req_header(r, "Authorization"), r->workspace);
+		if (rc == -EACCES)
+			return reply_error(r, 401, "unauthorized", "%s", errmsg());
+		if (rc < 0)
+			return reply_errno(r, rc);
+		int retry_ms;
+		if (!ratelimit_take(r->api->rl, r->workspace, &retry_ms)) {
+			char secs[16];
+			snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
+			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
+					      "too many requests for this workspace; slow down");
+			struct MHD_Response *resp = json_response(j);
+			if (resp)
+				MHD_add_response_header(resp, "Retry-After", secs);
+			return queue(r, 429, resp, "rate_limited");
+		}
+	}
+	const char *cl = req_header(r, "Content-Length");
+	if (cl) {
+		char *end;
+		errno = 0;
+		unsigned long long n = strtoull(cl, &end, 10);
+		if (errno || *end || end == cl)
+			return reply_error(r, 400, "invalid_request", "bad Content-Length");
+		if (n > body_limit(r))
+			return reply_error(r, 413, "payload_too_large",
+					   "the body is %llu bytes; the limit here is %llu", n,
+					   (unsigned long long)body_limit(r));
+	}
+	if (r->route->body == BODY_FILE) {
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s/tmp", cfg->data_dir);
+		r->body_fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (r->body_fd < 0)
+			return reply_error(r, 500, "internal", "cannot spool the upload in %s: %s", dir,
+					   strerror(errno));
+	}
+	return -1;
+}
+
+static void take_body(struct req *r, const char *data, size_t n)
+{
+	if (r->body_too_large || r->body_failed)
+		return;
+	r->body_total += n;
+	if (r->body_total > body_limit(r)) {
+		r->body_too_large = true;
+		return;
+	}
+	if (r->route->body == BODY_NONE)
+		return;
+	if (r->route->body == BODY_FILE) {
+		while (n > 0) {
+			ssize_t w = write(r->body_fd, data, n);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0) {
+				r->body_failed = true;
+				return;
+			}
+			data += w, n -= w;
+		}
+		return;
+	}
+	if (r->body_len + n + 1 > r->body_cap) {
+		size_t cap = r->body_cap ? r->body_cap : 4096;
+		while (cap < r->body_len + n + 1)
+			cap *= 2;
+		char *b = realloc(r->body, cap);
+		if (!b) {
+			r->body_failed = true;
+			return;
+		}
+		r->body = b, r->body_cap = cap;
+	}
+	memcpy(r->body + r->body_len, data, n);
+	r->body_len += n;
+	r->body[r->body_len] = 0;
+}
+
+static int dispatch(struct req *r)
+{
+	if (r->body_too_large)
+		return reply_error(r, 413, "payload_too_large", "the body is over the limit of %llu bytes",
+				   (unsigned long long)body_limit(r));
+	if (r->body_failed)
+		return reply_error(r, 503, "no_capacity", "could not store the request body");
+	if (r->route->body == BODY_JSON && r->body_len > 0) {
+		json_error_t e;
+		r->json = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &e);
+		if (!r->json)
+			return reply_error(r, 400, "invalid_json", "JSON body: %s (line %d, column %d)",
+					   e.text, e.line, e.column);
+		if (!json_is_object(r->json))
+			return reply_error(r, 400, "invalid_json", "the JSON body must be an object");
+	}
+	if (r->route->body == BODY_FILE && lseek(r->body_fd, 0, SEEK_SET) < 0)
+		return reply_error(r, 500, "internal", "rewinding the upload: %s", strerror(errno));
+	return r->route->fn(r);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	(void)version;
+	struct req *r = *con_cls;
+	if (!r) {
+		r = req_new(cls, conn, method);
+		if (!r)
+			return MHD_NO;
+		*con_cls = r;
+		int rc = admit(r, url);
+		return rc < 0 ? MHD_YES : rc;
+	}
+	if (*upload_size) {
+		if (!r->answered)
+			take_body(r, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->answered)
+		return MHD_YES;
+	return dispatch(r);
+}
+
+static int parse_listen(const char *addr, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[128], port[16];
+	const char *colon = strrchr(addr, ':');
+	if (!colon || !colon[1] || strlen(colon + 1) >= sizeof port)
+		return errf(EINVAL, "listen address %s: want HOST:PORT", addr);
+	size_t hl = colon - addr;
+	if (hl >= sizeof host)
+		return errf(EINVAL, "listen address %s: host too long", addr);
+	memcpy(host, addr, hl);
+	host[hl] = 0;
+	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+		memmove(host, host + 1, hl - 2);
+		host[hl - 2] = 0;
+	}
+	snprintf(port, sizeof port, "%s", colon + 1);
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE,
+				  .ai_socktype = SOCK_STREAM }, *ai;
+	int e = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
+	if (e)
+		return errf(EINVAL, "listen address %s: %s", addr, gai_strerror(e));
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+int http_start(struct api *api, const char *addr)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	int rc = parse_listen(addr, &ss, &sslen);
+	if (rc < 0)
+		return rc;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+			 MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	struct MHD_Daemon *d = MHD_start_daemon(
+		flags, 0, NULL, NULL, on_request, api,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)api->cfg->max_connections,
+		MHD_OPTION_CONNECTION_TIMEOUT, 120u,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
+		MHD_OPTION_THREAD_STACK_SIZE, (size_t)(2 << 20),
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+		MHD_OPTION_END);
+	if (!d)
+		return errf(EADDRINUSE, "cannot listen on %s (in use, or not an address of this machine)", addr);
+	api->mhd = d;
+	return 0;
+}
+
+void http_stop(struct api *api)
+{
+	if (api->mhd)
+		MHD_stop_daemon(api->mhd);
+	api->mhd = NULL;
+}

@@ -1,0 +1,104 @@
+/*
+ * http: kilnd's HTTP/1.1 server, on libmicrohttpd.
+ *
+ * Why libmicrohttpd: it is a maintained GNU library packaged by Debian
+ * (libmicrohttpd12), it has no dependencies we do not already carry, and it
+ * gives us what the API needs without patches: a thread per connection (an
+ * exec may block for minutes; a thread that waits on the guest is the
+ * simplest correct model, and the connection limit bounds the threads),
+ * streaming responses for Server-Sent Events, protocol upgrade for the PTY
+ * WebSocket, and careful request parsing with bounded memory. CivetWeb was
+ * the alternative; it embeds more (Lua, CGI) than we want.
+ *
+ * A request moves through: match a route (404/405), authenticate (401),
+ * rate limit (429), read the body within its limit (413; JSON bodies in
+ * memory, file uploads spooled to an unlinked temporary file), parse JSON
+ * (400), then the route's handler, which answers with one of the reply_*
+ * helpers. Every error is {"error":{"code":..,"message":..}}.
+ */
+#ifndef KILN_API_HTTP_H
+#define KILN_API_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/store.h"
+
+struct api;
+struct route;
+struct MHD_Connection;
+
+#define MAX_PATH_PARAMS 2
+
+struct req {
+	struct api *api;
+	struct MHD_Connection *conn;
+	const struct route *route;
+	char method[8];
+	char *params[MAX_PATH_PARAMS];	/* {id}... in the path */
+	int nparams;
+	char workspace[ID_MAX];		/* the caller's, after authentication */
+	int64_t arrival_ns;		/* CLOCK_MONOTONIC */
+	/* body */
+	char *body;			/* JSON: in memory, NUL-terminated */
+	size_t body_len, body_cap;
+	int body_fd;			/* file uploads: spooled here */
+	uint64_t body_total;
+	bool body_too_large, body_failed;
+	json_t *json;			/* parsed JSON body, or NULL */
+	/* answer */
+	bool answered;
+	int status;
+	void *stream;			/* state of a streaming response */
+};
+
+/* Start serving on addr ("127.0.0.1:7070", "[::1]:7070" or ":7070"). */
+int http_start(struct api *api, const char *addr);
+void http_stop(struct api *api);
+
+/* The reply helpers queue the response and return the value the request
+ * callback must return (MHD_YES or MHD_NO). json is stolen. */
+int reply_json(struct req *r, int status, json_t *json);
+int reply_error(struct req *r, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Map a -errno from the layers below (with errmsg()) to a status. */
+int reply_errno(struct req *r, int rc);
+int reply_empty(struct req *r, int status);
+/* A file's bytes (fd is taken over). */
+int reply_fd(struct req *r, int fd, uint64_t size, const char *content_type);
+/* Raw text (Prometheus). */
+int reply_text(struct req *r, int status, const char *content_type, char *text, size_t len);
+
+/* A streaming body (Server-Sent Events): read fills buf with up to max
+ * bytes and returns how many, blocking as long as it needs (a thread per
+ * connection), or HTTP_STREAM_END / HTTP_STREAM_ERROR; done frees ctx
+ * when the response ends for any reason (the client gone included). */
+#define HTTP_STREAM_END   (-1)
+#define HTTP_STREAM_ERROR (-2)
+typedef long http_read_fn(void *ctx, char *buf, size_t max);
+typedef void http_done_fn(void *ctx);
+int reply_stream(struct req *r, int status, const char *content_type, http_read_fn *read,
+		 http_done_fn *done, void *ctx);
+/* Switch protocols (WebSocket): after the 101 with these headers is sent,
+ * run(ctx, fd, extra, n) owns the socket until it returns (extra: bytes
+ * the client sent early); then the connection is closed. */
+typedef void http_upgrade_fn(void *ctx, int fd, const char *extra, size_t n);
+int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx);
+/* The client's socket, to notice it hanging up (-1 if unknown). */
+int req_socket(struct req *r);
+
+/* The status and error code a -errno maps to. */
+int errno_status(int rc, const char **code);
+
+/* A query parameter, or NULL. */
+const char *req_query(struct req *r, const char *name);
+/* Like req_query, but -EINVAL when the value holds a NUL byte (%00),
+ * which C strings would silently cut; 0 otherwise (*out NULL if absent). */
+int req_query_exact(struct req *r, const char *name, const char **out);
+/* A request header, or NULL. */
+const char *req_header(struct req *r, const char *name);
+/* Milliseconds since the request arrived. */
+double req_elapsed_ms(const struct req *r);
+
+#endif

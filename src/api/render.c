@@ -1,0 +1,135 @@
+#include "api/render.h"
+
+#include <nettle/base64.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+json_t *render_time(int64_t ms)
+{
+	if (ms <= 0)
+		return json_null();
+	char out[40];
+	time_t s = ms / 1000;
+	struct tm tm;
+	gmtime_r(&s, &tm);
+	size_t n = strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out + n, sizeof out - n, ".%03dZ", (int)(ms % 1000));
+	return json_string(out);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t len;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	unsigned cp = c & (0xff >> (len + 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+int utf8_valid(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq(s + i, n - i);
+		if (!l)
+			return 0;
+		i += l;
+	}
+	return 1;
+}
+
+json_t *render_text(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	if (utf8_valid(s, n))
+		return json_stringn((const char *)s, n);
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq(s + i, n - i);
+		if (l) {
+			memcpy(out + o, s + i, l);
+			o += l, i += l;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);	/* U+FFFD */
+			o += 3, i++;
+		}
+	}
+	json_t *j = json_stringn(out, o);
+	free(out);
+	return j;
+}
+
+char *base64_of(const void *p, size_t n)
+{
+	char *out = malloc(BASE64_ENCODE_RAW_LENGTH(n) + 1);
+	if (!out)
+		return NULL;
+	base64_encode_raw(out, n, p);
+	out[BASE64_ENCODE_RAW_LENGTH(n)] = 0;
+	return out;
+}
+
+static json_t *json_or_empty(const char *text)
+{
+	json_t *j = text ? json_loads(text, 0, NULL) : NULL;
+	return j ? j : json_object();
+}
+
+json_t *render_sandbox(const struct sbx_row *r)
+{
+	json_t *j = json_object();
+	if (!j)
+		return NULL;
+	json_object_set_new(j, "id", json_string(r->id));
+	json_object_set_new(j, "status", json_string(r->state));
+	json_object_set_new(j, "template", json_string(r->template));
+	json_object_set_new(j, "vcpus", json_integer(r->vcpus));
+	json_object_set_new(j, "memory_mib", json_integer(r->memory_mib));
+	json_object_set_new(j, "created_at", render_time(r->created_ms));
+	json_object_set_new(j, "ready_ms", r->ready_ms > 0 ? json_real(r->ready_ms) : json_null());
+	json_object_set_new(j, "ttl_seconds", json_integer(r->ttl_seconds));
+	json_object_set_new(j, "last_active_at", render_time(r->active_ms));
+	json_object_set_new(j, "expires_at", r->ttl_seconds > 0
+				? render_time(r->active_ms + r->ttl_seconds * 1000) : json_null());
+	json_object_set_new(j, "parent_id", r->parent[0] ? json_string(r->parent) : json_null());
+	json_object_set_new(j, "from_snapshot", r->snapshot[0] ? json_string(r->snapshot) : json_null());
+	json_object_set_new(j, "metadata", json_or_empty(r->metadata));
+	json_object_set_new(j, "usage", json_pack("{s:f,s:I,s:f,s:f}",
+		"cpu_seconds", r->cpu_seconds, "memory_bytes", (json_int_t)r->rss_bytes,
+		"memory_mib_seconds", r->mem_mib_seconds, "running_seconds", r->running_seconds));
+	if (r->error[0])
+		json_object_set_new(j, "error", json_string(r->error));
+	return j;
+}
+
+json_t *render_snapshot(const struct snap_row *s)
+{
+	return json_pack("{s:s,s:s,s:s,s:i,s:i,s:o}", "id", s->id, "sandbox_id", s->sandbox,
+			 "template", s->template, "vcpus", s->vcpus, "memory_mib", s->memory_mib,
+			 "created_at", render_time(s->created_ms));
+}

@@ -1,0 +1,85 @@
+#include "api/routes.h"
+#include "api/handlers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SBX "/v1/sandboxes/{id}"
+
+const struct route routes[] = {
+	{ "GET", "/healthz", h_healthz, BODY_NONE, ROUTE_PUBLIC },
+	{ "GET", "/metrics", h_metrics, BODY_NONE, ROUTE_PUBLIC },
+	{ "GET", "/v1/templates", h_templates, BODY_NONE, 0 },
+	{ "GET", "/v1/usage", h_usage, BODY_NONE, 0 },
+	{ "POST", "/v1/sandboxes", h_sandbox_create, BODY_JSON, 0 },
+	{ "GET", "/v1/sandboxes", h_sandbox_list, BODY_NONE, 0 },
+	{ "GET", SBX, h_sandbox_get, BODY_NONE, 0 },
+	{ "DELETE", SBX, h_sandbox_delete, BODY_NONE, 0 },
+	{ "POST", SBX "/exec", h_exec, BODY_JSON, 0 },
+	{ "POST", SBX "/exec/stream", h_exec_stream, BODY_JSON, 0 },
+	{ "GET", SBX "/pty", h_pty, BODY_NONE, 0 },
+	{ "GET", SBX "/files", h_file_get, BODY_NONE, 0 },
+	{ "PUT", SBX "/files", h_file_put, BODY_FILE, 0 },
+	{ "DELETE", SBX "/files", h_file_delete, BODY_NONE, 0 },
+	{ "GET", SBX "/files/list", h_file_list, BODY_NONE, 0 },
+	{ "GET", SBX "/files/stat", h_file_stat, BODY_NONE, 0 },
+	{ "POST", SBX "/snapshot", h_sandbox_snapshot, BODY_JSON, 0 },
+	{ "POST", SBX "/hibernate", h_sandbox_hibernate, BODY_JSON, 0 },
+	{ "POST", SBX "/wake", h_sandbox_wake, BODY_JSON, 0 },
+	{ "POST", SBX "/fork", h_sandbox_fork, BODY_JSON, 0 },
+	{ "POST", SBX "/fork_tree", h_sandbox_fork_tree, BODY_JSON, 0 },
+	{ "PATCH", SBX "/lifecycle", h_sandbox_lifecycle, BODY_JSON, 0 },
+	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, 0 },
+	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, 0 },
+	{ "DELETE", "/v1/snapshots/{id}", h_snapshot_delete, BODY_NONE, 0 },
+};
+const size_t nroutes = sizeof routes / sizeof routes[0];
+
+/* Does path match pattern? Captures go to params (copied). */
+static bool match(const char *pattern, const char *path, char *params[], int maxparams, int *nparams)
+{
+	int n = 0;
+	const char *p = pattern, *s = path;
+	while (*p && *s) {
+		if (*p != '/' || *s != '/')
+			goto no;
+		p++, s++;
+		const char *pe = strchrnul(p, '/'), *se = strchrnul(s, '/');
+		if (*p == '{') {
+			if (se == s || n >= maxparams)
+				goto no;
+			params[n] = strndup(s, se - s);
+			if (!params[n])
+				goto no;
+			n++;
+		} else if (pe - p != se - s || memcmp(p, s, pe - p) != 0) {
+			goto no;
+		}
+		p = pe, s = se;
+	}
+	if (*p || *s)
+		goto no;
+	*nparams = n;
+	return true;
+no:
+	while (n > 0)
+		free(params[--n]);
+	return false;
+}
+
+const struct route *route_match(const char *method, const char *path, char *params[],
+				int maxparams, int *nparams, bool *path_known)
+{
+	*path_known = false;
+	*nparams = 0;
+	for (size_t i = 0; i < nroutes; i++) {
+		if (!match(routes[i].pattern, path, params, maxparams, nparams))
+			continue;
+		if (strcmp(routes[i].method, method) == 0)
+			return &routes[i];
+		*path_known = true;
+		while (*nparams > 0)
+			free(params[--*nparams]);
+	}
+	return NULL;
+}

@@ -1,0 +1,50 @@
+/*
+ * config: kilnd's settings, from the command line (defaults below). Both
+ * roles read the same struct; it is filled once in main and read-only after.
+ */
+#ifndef KILN_KILND_CONFIG_H
+#define KILN_KILND_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Unix socket paths are at most 107 bytes; the longest we make is
+ * DATA/sandboxes/ID/vsock.sock_PORT, so the data directory is bounded. */
+#define DATA_DIR_MAX 48
+/* A VM's directory: DATA/sandboxes/ID or DATA/templates/NAME/vN/... */
+#define VM_DIR_MAX 160
+
+struct config {
+	char listen[128];		/* 127.0.0.1:7070 */
+	char data_dir[DATA_DIR_MAX + 1];	/* /var/lib/kiln */
+	char store[PATH_MAX];		/* "" : sqlite:DATA/kilnd.db */
+	char role[8];			/* all (api and agent: later) */
+	char bin_dir[PATH_MAX];		/* kiln-vmm, kiln-disk, guest/ */
+	char vmm[PATH_MAX];		/* BIN/kiln-vmm */
+	char disk_tool[PATH_MAX];	/* BIN/kiln-disk */
+	char kernel[PATH_MAX];		/* BIN/guest/vmlinux */
+	char initrd[PATH_MAX];		/* BIN/guest/initramfs.cpio */
+	char images[PATH_MAX];		/* BIN/guest: prebuilt rootfs-NAME.ext4 */
+	char image_builders[PATH_MAX];	/* BIN/../images: build-rootfs-NAME scripts */
+
+	int max_sandboxes;		/* live (not deleted), all workspaces */
+	int64_t max_memory_mib;		/* sum of running sandboxes' memory */
+	int max_creates;		/* creates in flight at once */
+	int create_wait_ms;		/* how long a create waits for a slot */
+	int64_t default_ttl;		/* seconds; 0: none */
+	int64_t max_ttl;
+	int rate_per_sec, rate_burst;	/* per workspace; 0: no limit */
+	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
+	int max_connections;
+	int sample_ms;			/* accounting period */
+	int boot_timeout_ms;		/* guest agent must answer within */
+	int reap_ms;			/* TTL check period */
+	bool verbose;
+};
+
+void config_defaults(struct config *c);
+/* Fill the paths derived from bin_dir and data_dir that were not given. */
+int config_finish(struct config *c);
+
+#endif

@@ -1,0 +1,349 @@
+/*
+ * kilnd: the kiln sandbox service.
+ *
+ *   kilnd [serve] [options]                  run the service (both roles)
+ *   kilnd keys create [--workspace W] [--name N]   print a new API key
+ *   kilnd keys list | keys revoke ID|PREFIX
+ *   kilnd template build NAME [--image F] [--no-snapshot] [--restart]
+ *   kilnd template list
+ *   kilnd routes                              the HTTP routes, one a line
+ *
+ * Options (all commands): --data DIR (default /var/lib/kiln), --verbose.
+ * See usage() for the service's limits.
+ */
+#include "agent/host.h"
+#include "agent/template.h"
+#include "agent/template_build.h"
+#include "api/api.h"
+#include "api/http.h"
+#include "api/keys.h"
+#include "api/metrics.h"
+#include "api/ratelimit.h"
+#include "api/routes.h"
+#include "api/store.h"
+#include "api/validate.h"
+#include "common/err.h"
+#include "kilnd/config.h"
+#include "kilnd/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char usage_text[] =
+	"usage: kilnd [serve] [options]\n"
+	"       kilnd keys create [--workspace NAME] [--name NAME]\n"
+	"       kilnd keys list\n"
+	"       kilnd keys revoke KEY-ID|PREFIX\n"
+	"       kilnd template build NAME [--image FILE] [--no-snapshot] [--restart]\n"
+	"       kilnd template list\n"
+	"       kilnd routes\n"
+	"\n"
+	"options:\n"
+	"  --data DIR            state, templates and sandboxes (default /var/lib/kiln;\n"
+	"                        at most 48 characters: Unix socket paths live below it)\n"
+	"  --listen HOST:PORT    the HTTP API (default 127.0.0.1:7070)\n"
+	"  --role all            both roles in one process (api and agent alone: later)\n"
+	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db)\n"
+	"  --bin DIR             where kiln-vmm, kiln-disk and guest/ are (default: kilnd's)\n"
+	"  --max-sandboxes N     live sandboxes on this host (default 256)\n"
+	"  --max-memory MIB      guest memory of running sandboxes (default 3/4 of RAM)\n"
+	"  --max-creates N       creates in flight at once (default 8)\n"
+	"  --create-wait MS      how long a create waits for a slot before 503 (default 30000)\n"
+	"  --default-ttl S       idle timeout of a sandbox that sets none (default 600; 0: none)\n"
+	"  --rate N[/BURST]      requests a second per workspace (default 200/400; 0: none)\n"
+	"  --max-body BYTES      JSON bodies (default 1 MiB)\n"
+	"  --max-file BYTES      file uploads and downloads (default 256 MiB)\n"
+	"  --sample-ms MS        accounting period (default 5000)\n"
+	"  --boot-timeout MS     time for a guest agent to answer (default 120000)\n"
+	"  --verbose             debug log lines\n";
+
+enum {
+	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
+	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE,
+	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
+};
+
+static const struct option options[] = {
+	{ "data", required_argument, 0, O_DATA },
+	{ "listen", required_argument, 0, O_LISTEN },
+	{ "role", required_argument, 0, O_ROLE },
+	{ "store", required_argument, 0, O_STORE },
+	{ "bin", required_argument, 0, O_BIN },
+	{ "max-sandboxes", required_argument, 0, O_MAX_SBX },
+	{ "max-memory", required_argument, 0, O_MAX_MEM },
+	{ "max-creates", required_argument, 0, O_MAX_CREATES },
+	{ "create-wait", required_argument, 0, O_CREATE_WAIT },
+	{ "default-ttl", required_argument, 0, O_TTL },
+	{ "rate", required_argument, 0, O_RATE },
+	{ "max-body", required_argument, 0, O_MAX_BODY },
+	{ "max-file", required_argument, 0, O_MAX_FILE },
+	{ "sample-ms", required_argument, 0, O_SAMPLE },
+	{ "boot-timeout", required_argument, 0, O_BOOT },
+	{ "verbose", no_argument, 0, O_VERBOSE },
+	{ "workspace", required_argument, 0, O_WORKSPACE },
+	{ "name", required_argument, 0, O_NAME },
+	{ "image", required_argument, 0, O_IMAGE },
+	{ "no-snapshot", no_argument, 0, O_NO_SNAPSHOT },
+	{ "restart", no_argument, 0, O_RESTART },
+	{ "help", no_argument, 0, O_HELP },
+	{ 0 },
+};
+
+struct cmdline {
+	struct config cfg;
+	const char *workspace, *name, *image;
+	bool no_snapshot, restart;
+};
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("kilnd: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(2);
+}
+
+static long long number(const char *s, const char *opt, long long min, long long max)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(s, &end, 10);
+	if (errno || !*s || *end || n < min || n > max)
+		die("%s wants a number from %lld to %lld, not '%s'", opt, min, max, s);
+	return n;
+}
+
+static void set_str(char *dst, size_t cap, const char *src, const char *opt)
+{
+	if (strlen(src) >= cap)
+		die("%s is too long (at most %zu characters)", opt, cap - 1);
+	memcpy(dst, src, strlen(src) + 1);
+}
+
+static void parse(int argc, char **argv, struct cmdline *c)
+{
+	config_defaults(&c->cfg);
+	int opt;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		struct config *g = &c->cfg;
+		switch (opt) {
+		case O_DATA: set_str(g->data_dir, sizeof g->data_dir, optarg, "--data"); break;
+		case O_LISTEN: set_str(g->listen, sizeof g->listen, optarg, "--listen"); break;
+		case O_ROLE: set_str(g->role, sizeof g->role, optarg, "--role"); break;
+		case O_STORE: set_str(g->store, sizeof g->store, optarg, "--store"); break;
+		case O_BIN: set_str(g->bin_dir, sizeof g->bin_dir, optarg, "--bin"); break;
+		case O_MAX_SBX: g->max_sandboxes = (int)number(optarg, "--max-sandboxes", 1, 100000); break;
+		case O_MAX_MEM: g->max_memory_mib = number(optarg, "--max-memory", 64, 1LL << 40); break;
+		case O_MAX_CREATES: g->max_creates = (int)number(optarg, "--max-creates", 1, 1024); break;
+		case O_CREATE_WAIT: g->create_wait_ms = (int)number(optarg, "--create-wait", 0, 600000); break;
+		case O_TTL: g->default_ttl = number(optarg, "--default-ttl", 0, g->max_ttl); break;
+		case O_RATE: {
+			char *slash = strchr(optarg, '/');
+			if (slash)
+				*slash = 0;
+			g->rate_per_sec = (int)number(optarg, "--rate", 0, 1000000);
+			g->rate_burst = slash ? (int)number(slash + 1, "--rate burst", 1, 1000000)
+					      : 2 * g->rate_per_sec;
+			break;
+		}
+		case O_MAX_BODY: g->max_json_bytes = number(optarg, "--max-body", 1024, 1LL << 30); break;
+		case O_MAX_FILE: g->max_file_bytes = number(optarg, "--max-file", 1024, 1LL << 40); break;
+		case O_SAMPLE: g->sample_ms = (int)number(optarg, "--sample-ms", 100, 3600000); break;
+		case O_BOOT: g->boot_timeout_ms = (int)number(optarg, "--boot-timeout", 100, 3600000); break;
+		case O_VERBOSE: g->verbose = log_verbose = true; break;
+		case O_WORKSPACE: c->workspace = optarg; break;
+		case O_NAME: c->name = optarg; break;
+		case O_IMAGE: c->image = optarg; break;
+		case O_NO_SNAPSHOT: c->no_snapshot = true; break;
+		case O_RESTART: c->restart = true; break;
+		case O_HELP: fputs(usage_text, stdout); exit(0);
+		default: fputs(usage_text, stderr); exit(2);
+		}
+	}
+	if (config_finish(&c->cfg) < 0)
+		die("%s", errmsg());
+}
+
+static struct store *open_store(const struct config *cfg)
+{
+	if (mkdir(cfg->data_dir, 0700) < 0 && errno != EEXIST)
+		die("cannot create %s: %s", cfg->data_dir, strerror(errno));
+	struct store *st;
+	if (store_open(cfg->store, &st) < 0)
+		die("%s", errmsg());
+	return st;
+}
+
+/* ---- keys --------------------------------------------------------------------------- */
+
+static int print_key(void *ctx, const struct key_row *k)
+{
+	(void)ctx;
+	printf("%-24s %-14s %-24s %-16s %s\n", k->id, k->prefix, k->workspace_name, k->name,
+	       k->revoked_ms ? "revoked" : "active");
+	return 0;
+}
+
+static int cmd_keys(struct cmdline *c, int argc, char **argv)
+{
+	if (argc < 1)
+		die("keys wants create, list or revoke");
+	struct store *st = open_store(&c->cfg);
+	int rc = 0;
+	if (!strcmp(argv[0], "create")) {
+		const char *ws = c->workspace ? c->workspace : "default";
+		if (!v_is_name(ws))
+			die("--workspace wants [a-z0-9-], at most 16 characters");
+		char wsid[ID_MAX], keyid[ID_MAX], key[KEY_LEN + 1], hash[KEY_HASH_LEN],
+			shown[KEY_SHOWN_LEN + 1];
+		rc = store_workspace_ensure(st, ws, wsid);
+		rc = rc ?: key_generate(key);
+		if (rc == 0) {
+			key_hash(key, strlen(key), hash);
+			key_shown(key, shown);
+			rc = store_key_add(st, wsid, c->name ? c->name : "", hash, shown, keyid);
+		}
+		if (rc == 0) {
+			printf("%s\n", key);
+			fprintf(stderr, "kilnd: key %s (%s...) for workspace %s (%s); it is shown only once\n",
+				keyid, shown, ws, wsid);
+		}
+	} else if (!strcmp(argv[0], "list")) {
+		rc = store_key_each(st, print_key, NULL);
+	} else if (!strcmp(argv[0], "revoke") && argc == 2) {
+		rc = store_key_revoke(st, argv[1]);
+		if (rc == 0)
+			fprintf(stderr, "kilnd: revoked %s\n", argv[1]);
+	} else {
+		die("keys wants create, list or revoke ID");
+	}
+	store_close(st);
+	if (rc < 0)
+		die("%s", errmsg());
+	return 0;
+}
+
+/* ---- templates ---------------------------------------------------------------------------- */
+
+static int cmd_template(struct cmdline *c, int argc, char **argv)
+{
+	if (argc >= 2 && !strcmp(argv[0], "build")) {
+		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
+					.restart = c->restart };
+		signal(SIGPIPE, SIG_IGN);
+		if (template_build(&c->cfg, &o) < 0) {
+			fprintf(stderr, "kilnd: %s\n", errmsg());
+			return 1;
+		}
+		return 0;
+	}
+	if (argc >= 1 && !strcmp(argv[0], "list")) {
+		for (int i = 0; i < ntemplate_defs; i++) {
+			char dir[PATH_MAX + 64], target[64];
+			snprintf(dir, sizeof dir, "%s/templates/%s/current", c->cfg.data_dir, template_defs[i].name);
+			ssize_t n = readlink(dir, target, sizeof target - 1);
+			struct tmpl t;
+			if (n > 0) {
+				target[n] = 0;
+				snprintf(dir, sizeof dir, "%s/templates/%s/%s", c->cfg.data_dir,
+					 template_defs[i].name, target);
+			}
+			if (n > 0 && tmpl_load(dir, &t) == 0)
+				printf("%-10s v%-4d %-9s %s\n", t.name, t.version,
+				       t.snapshot ? "snapshot" : "boot", disk_mode_name(t.mode));
+			else
+				printf("%-10s not built\n", template_defs[i].name);
+		}
+		return 0;
+	}
+	die("template wants 'build NAME' or 'list'");
+}
+
+/* ---- the service ------------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	/* Shutdown waits for requests in flight; a long exec must not hold
+	 * it forever. VMMs live on and the store is consistent (WAL). */
+	_exit(0);
+}
+
+static int serve(struct cmdline *c)
+{
+	struct config *cfg = &c->cfg;
+	if (strcmp(cfg->role, "all") != 0)
+		die("--role %s: only 'all' (both roles in one process) exists yet", cfg->role);
+	signal(SIGPIPE, SIG_IGN);
+	struct store *st = open_store(cfg);
+	char lockp[PATH_MAX];
+	snprintf(lockp, sizeof lockp, "%s/kilnd.lock", cfg->data_dir);
+	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
+		die("another kilnd serves %s", cfg->data_dir);
+	struct api api = { .cfg = cfg, .store = st };
+	api.metrics = metrics_new();
+	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
+	if (!api.metrics || !api.rl)
+		die("out of memory");
+	if (host_open(cfg, st, api.metrics, &api.host) < 0)
+		die("%s", errmsg());
+	if (http_start(&api, cfg->listen) < 0)
+		die("%s", errmsg());
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	log_info("serving on %s, data in %s", cfg->listen, cfg->data_dir);
+	while (!stop_signal)
+		pause();
+	log_info("signal %d: stopping (sandboxes keep running)", (int)stop_signal);
+	signal(SIGALRM, on_alarm);
+	alarm(10);
+	http_stop(&api);
+	host_close(api.host);
+	ratelimit_free(api.rl);
+	metrics_free(api.metrics);
+	store_close(st);
+	close(lock);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline c = { 0 };
+	parse(argc, argv, &c);
+	int n = argc - optind;
+	char **rest = argv + optind;
+	if (n == 0 || !strcmp(rest[0], "serve"))
+		return serve(&c);
+	if (!strcmp(rest[0], "keys"))
+		return cmd_keys(&c, n - 1, rest + 1);
+	if (!strcmp(rest[0], "template"))
+		return cmd_template(&c, n - 1, rest + 1);
+	if (!strcmp(rest[0], "routes")) {
+		for (size_t i = 0; i < nroutes; i++)
+			printf("%s %s\n", routes[i].method, routes[i].pattern);
+		return 0;
+	}
+	fputs(usage_text, stderr);
+	return 2;
+}
