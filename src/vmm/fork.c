@@ -1,13 +1,17 @@
 #include "vmm/fork.h"
 #include "vmm/child.h"
 #include "vmm/ctl.h"
+#include "vmm/devices/virtio_devices.h"
+#include "vmm/disk.h"
 #include "vmm/snapshot.h"
 #include "vmm/vmm.h"
 #include "common/err.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_CHILDREN 64
 
@@ -35,6 +39,11 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 			return errf(-rc, "child %d: %s", i, errmsg());
 	}
 
+	for (i = 0; i < n; i++)
+		if (cfgs[i].ndisks != vm->cfg->ndisks)
+			return errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
+				    i, vm->cfg->ndisks);
+
 	bool was_paused = vm->paused;
 	if ((rc = vm_pause(vm)) < 0)
 		return rc;
@@ -42,6 +51,27 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	strbuf_init(&payload);
 	struct snap_info info;
 	rc = vm_flush_disks(vm);
+	/* Disks first: each read-write disk's current top is sealed, and the
+	 * parent and every child get a new overlay over it. */
+	int ndisks = 0;
+	for (int d = 0; rc == 0 && d < vm->nvirtio; d++) {
+		struct disk *disk = virtio_blk_disk(vm->virtio[d]);
+		if (!disk)
+			continue;
+		const char *paths[MAX_CHILDREN];
+		for (i = 0; i < n; i++) {
+			paths[i] = cfgs[i].disks[ndisks].path;
+			if (disk->read_only) {
+				/* shared as it is */
+				cfgs[i].disks[ndisks].path = strdup(disk->path);
+				cfgs[i].disks[ndisks].read_only = true;
+			}
+		}
+		char parent_new[4200];
+		snprintf(parent_new, sizeof parent_new, "%s.%d-%u", disk->path, (int)getpid(), vm->forks);
+		rc = disk_fork(disk, parent_new, paths, n);
+		ndisks++;
+	}
 	if (rc == 0)
 		rc = snapshot_capture(vm, &payload);
 	if (rc == 0)
@@ -70,8 +100,18 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	if (!was_paused)
 		vm_resume(vm);
 	strbuf_free(&payload);
+	vm->forks++;
 	if (rc < 0)
 		return rc;
-	strbuf_printf(r, ",\"pause_ms\":%.2f", pause_ms);
+	strbuf_printf(r, ",\"pause_ms\":%.2f,\"parent_disks\":[", pause_ms);
+	int k = 0;
+	for (int d = 0; d < vm->nvirtio; d++) {
+		struct disk *disk = virtio_blk_disk(vm->virtio[d]);
+		if (disk) {
+			strbuf_printf(r, "%s", k++ ? "," : "");
+			strbuf_json_str(r, disk->path);
+		}
+	}
+	strbuf_printf(r, "]");
 	return 0;
 }

@@ -117,6 +117,7 @@ struct vm {
 	bool restored;                 /* built from a snapshot or a fork */
 	int ready_fd;                  /* a spawner waits here for "ready PID MS" */
 	uint64_t ready_from_ns;        /* ready time is measured from here */
+	unsigned forks;                /* live forks so far, to name disk layers */
 
 	uint64_t start_ns;
 };

@@ -147,6 +147,11 @@ static void blk_destroy(struct virtio_dev *d)
 	free(b);
 }
 
+struct disk *virtio_blk_disk(struct virtio_dev *d)
+{
+	return d->ops->device_id == VIRTIO_ID_BLOCK ? &((struct blk *)d->priv)->disk : NULL;
+}
+
 int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index)
 {
 	struct blk *b = calloc(1, sizeof *b);
