@@ -26,7 +26,7 @@ ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
-BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
+BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
 # ---- kilnd (the sandbox service) and kiln (its command-line client) ------
@@ -47,6 +47,9 @@ $(OBJ)/%.o: %.c
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/kiln-disk: $(call obj,src/tools/kiln-disk.c src/vmm/overlay.c $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/kilnd: $(call obj,$(KILND_SRC) $(KCLIENT_SRC) $(COMMON_SRC))

@@ -286,7 +286,7 @@ int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx)
 	return rc;
 }
 
-void host_metrics(struct host *h, struct buf *b)
+void host_metrics(struct host *h, struct strbuf *b)
 {
 	static const char *const states[] = { "creating", "running", "hibernated", "failed", "deleting" };
 	int count[5] = { 0 };
@@ -301,11 +301,11 @@ void host_metrics(struct host *h, struct buf *b)
 	}
 	mem = h->mem_mib;
 	pthread_mutex_unlock(&h->lock);
-	buf_printf(b, "# HELP kiln_sandboxes Sandboxes on this host, by state.\n"
+	strbuf_printf(b, "# HELP kiln_sandboxes Sandboxes on this host, by state.\n"
 		      "# TYPE kiln_sandboxes gauge\n");
 	for (int i = 0; i < 5; i++)
-		buf_printf(b, "kiln_sandboxes{state=\"%s\"} %d\n", states[i], count[i]);
-	buf_printf(b, "# HELP kiln_guest_memory_mib Guest memory of running sandboxes.\n"
+		strbuf_printf(b, "kiln_sandboxes{state=\"%s\"} %d\n", states[i], count[i]);
+	strbuf_printf(b, "# HELP kiln_guest_memory_mib Guest memory of running sandboxes.\n"
 		      "# TYPE kiln_guest_memory_mib gauge\nkiln_guest_memory_mib %lld\n",
 		   (long long)mem);
 }

@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "api/store.h"
-#include "common/buf.h"
+#include "common/strbuf.h"
 
 struct config;
 struct metrics;
@@ -79,6 +79,6 @@ typedef int host_tmpl_fn(void *ctx, const struct template_def *def, const struct
 /* Every known template, with its version in service (t NULL if none). */
 int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx);
 /* Gauges: sandboxes by state. */
-void host_metrics(struct host *h, struct buf *b);
+void host_metrics(struct host *h, struct strbuf *b);
 
 #endif

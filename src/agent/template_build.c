@@ -25,7 +25,7 @@
 #include "agent/proc.h"
 #include "agent/template.h"
 #include "agent/vmm.h"
-#include "common/buf.h"
+#include "common/strbuf.h"
 #include "common/err.h"
 #include "kilnd/config.h"
 
@@ -291,22 +291,22 @@ static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *
 	if (rc < 0)
 		return rc;
 	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
-	struct buf out;
-	buf_init(&out);
+	struct strbuf out;
+	strbuf_init(&out);
 	struct guest_ev ev;
 	rc = guest_exec_start(g, &c);
 	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
 		if (out.len < 64 * 1024)
-			buf_append(&out, ev.data, ev.len);
+			strbuf_append(&out, ev.data, ev.len);
 	if (rc == 1)
 		rc = 0;
-	buf_putc(&out, 0);
+	strbuf_putc(&out, 0);
 	guest_close(g);
 	if (rc == 0 && ev.code != 0)
 		rc = errf(EIO, "'%s' exited with %d: %.200s", cmd, ev.code, out.data ? out.data : "");
 	if (rc == 0 && want && (!out.data || !strstr(out.data, want)))
 		rc = errf(EIO, "'%s' printed '%.200s', not '%s'", cmd, out.data ? out.data : "", want);
-	buf_free(&out);
+	strbuf_free(&out);
 	return rc;
 }
 

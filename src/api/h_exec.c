@@ -18,7 +18,7 @@
 #include "api/http.h"
 #include "api/render.h"
 #include "api/validate.h"
-#include "common/buf.h"
+#include "common/strbuf.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -136,7 +136,7 @@ static json_t *exit_json(const struct guest_ev *ev, double ms)
 /* ---- to completion ---------------------------------------------------------------- */
 
 struct out {
-	struct buf b;
+	struct strbuf b;
 	bool truncated;
 };
 
@@ -144,7 +144,7 @@ static void take(struct out *o, const struct guest_ev *ev, uint64_t max)
 {
 	size_t room = o->b.len < max ? max - o->b.len : 0;
 	size_t n = ev->len < room ? ev->len : room;
-	buf_append(&o->b, ev->data, n);
+	strbuf_append(&o->b, ev->data, n);
 	if (n < ev->len)
 		o->truncated = true;
 }
@@ -165,8 +165,8 @@ int h_exec(struct req *r)
 	free(e.argv);
 	uint64_t max = r->api->cfg->max_exec_output;
 	struct out out = { 0 }, err = { 0 };
-	buf_init(&out.b);
-	buf_init(&err.b);
+	strbuf_init(&out.b);
+	strbuf_init(&err.b);
 	struct guest_ev ev;
 	int rc;
 	while ((rc = guest_exec_next(g, &ev, req_socket(r), -1)) == 1 && ev.kind != GEV_EXIT)
@@ -175,7 +175,7 @@ int h_exec(struct req *r)
 	int result;
 	if (rc < 0) {
 		result = reply_errno(r, rc);
-	} else if (buf_failed(&out.b) || buf_failed(&err.b)) {
+	} else if (strbuf_failed(&out.b) || strbuf_failed(&err.b)) {
 		result = reply_error(r, 503, "no_capacity", "out of memory holding the output");
 	} else {
 		json_t *j = exit_json(&ev, ms);
@@ -187,8 +187,8 @@ int h_exec(struct req *r)
 		}
 		result = reply_json(r, 200, j);
 	}
-	buf_free(&out.b);
-	buf_free(&err.b);
+	strbuf_free(&out.b);
+	strbuf_free(&err.b);
 	sandbox_leave(r->api->host, sb, g);
 	req_sandbox_put(r, sb);
 	return result;
@@ -200,7 +200,7 @@ struct sse {
 	struct api *api;
 	struct sandbox *sb;
 	struct guest *g;
-	struct buf out;		/* formatted, not yet handed to MHD */
+	struct strbuf out;		/* formatted, not yet handed to MHD */
 	size_t off;
 	bool done;
 	double t0;
@@ -210,7 +210,7 @@ static void sse_event(struct sse *s, const char *name, json_t *data)
 {
 	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
 	json_decref(data);
-	buf_printf(&s->out, "event: %s\ndata: %s\n\n", name,
+	strbuf_printf(&s->out, "event: %s\ndata: %s\n\n", name,
 		   text ? text : "{\"code\":\"internal\",\"message\":\"out of memory\"}");
 	free(text);
 }
@@ -234,14 +234,14 @@ static long sse_read(void *ctx, char *buf, size_t max)
 	while (s->off == s->out.len) {
 		if (s->done)
 			return HTTP_STREAM_END;
-		buf_reset(&s->out);
+		strbuf_reset(&s->out);
 		s->off = 0;
 		struct guest_ev ev;
 		/* Wake every 15 s with a comment, so proxies keep the stream and a
 		 * client that left is noticed when the write fails. */
 		int rc = guest_exec_next(s->g, &ev, -1, 15000);
 		if (rc == 0) {
-			buf_printf(&s->out, ": keepalive\n\n");
+			strbuf_printf(&s->out, ": keepalive\n\n");
 		} else if (rc < 0) {
 			const char *code;
 			errno_status(rc, &code);
@@ -253,7 +253,7 @@ static long sse_read(void *ctx, char *buf, size_t max)
 		} else {
 			sse_chunk(s, &ev);
 		}
-		if (buf_failed(&s->out))
+		if (strbuf_failed(&s->out))
 			return HTTP_STREAM_ERROR;
 	}
 	size_t n = s->out.len - s->off;
@@ -270,7 +270,7 @@ static void sse_done(void *ctx)
 	/* Closing the connection kills a command still running. */
 	sandbox_leave(s->api->host, s->sb, s->g);
 	sandbox_put(s->api->host, s->sb);
-	buf_free(&s->out);
+	strbuf_free(&s->out);
 	free(s);
 }
 
@@ -286,7 +286,7 @@ int h_exec_stream(struct req *r)
 	}
 	s->api = r->api;
 	s->t0 = now_ms();
-	buf_init(&s->out);
+	strbuf_init(&s->out);
 	int answered;
 	if (start(r, &e, &s->sb, &s->g, &answered) < 0) {
 		free(e.argv);

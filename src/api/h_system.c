@@ -8,7 +8,7 @@
 #include "api/http.h"
 #include "api/metrics.h"
 #include "api/render.h"
-#include "common/buf.h"
+#include "common/strbuf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +24,12 @@ int h_healthz(struct req *r)
 
 int h_metrics(struct req *r)
 {
-	struct buf b;
-	buf_init(&b);
+	struct strbuf b;
+	strbuf_init(&b);
 	metrics_render(r->api->metrics, &b);
 	host_metrics(r->api->host, &b);
-	if (buf_failed(&b)) {
-		buf_free(&b);
+	if (strbuf_failed(&b)) {
+		strbuf_free(&b);
 		return reply_error(r, 500, "internal", "out of memory");
 	}
 	return reply_text(r, 200, "text/plain; version=0.0.4", b.data, b.len);

@@ -79,37 +79,37 @@ void metrics_create(struct metrics *m, double seconds, bool ok)
 	pthread_mutex_unlock(&m->lock);
 }
 
-void metrics_render(struct metrics *m, struct buf *b)
+void metrics_render(struct metrics *m, struct strbuf *b)
 {
 	pthread_mutex_lock(&m->lock);
-	buf_printf(b, "# HELP kiln_http_requests_total HTTP requests answered, by status.\n"
+	strbuf_printf(b, "# HELP kiln_http_requests_total HTTP requests answered, by status.\n"
 		      "# TYPE kiln_http_requests_total counter\n");
 	for (size_t i = 0; i <= NSTATUS; i++) {
 		if (i < NSTATUS)
-			buf_printf(b, "kiln_http_requests_total{status=\"%d\"} %llu\n", statuses[i],
+			strbuf_printf(b, "kiln_http_requests_total{status=\"%d\"} %llu\n", statuses[i],
 				   (unsigned long long)m->by_status[i]);
 		else
-			buf_printf(b, "kiln_http_requests_total{status=\"other\"} %llu\n",
+			strbuf_printf(b, "kiln_http_requests_total{status=\"other\"} %llu\n",
 				   (unsigned long long)m->by_status[i]);
 	}
-	buf_printf(b, "# HELP kiln_errors_total Error responses, by error code.\n"
+	strbuf_printf(b, "# HELP kiln_errors_total Error responses, by error code.\n"
 		      "# TYPE kiln_errors_total counter\n");
 	for (size_t i = 0; i < NCODES; i++)
-		buf_printf(b, "kiln_errors_total{code=\"%s\"} %llu\n", codes[i],
+		strbuf_printf(b, "kiln_errors_total{code=\"%s\"} %llu\n", codes[i],
 			   (unsigned long long)m->by_code[i]);
-	buf_printf(b, "# HELP kiln_sandbox_create_seconds Time from a create request to the guest agent answering.\n"
+	strbuf_printf(b, "# HELP kiln_sandbox_create_seconds Time from a create request to the guest agent answering.\n"
 		      "# TYPE kiln_sandbox_create_seconds histogram\n");
 	uint64_t cum = 0;
 	for (size_t i = 0; i < NBUCKETS; i++) {
 		cum += m->create_bucket[i];
-		buf_printf(b, "kiln_sandbox_create_seconds_bucket{le=\"%g\"} %llu\n", buckets[i],
+		strbuf_printf(b, "kiln_sandbox_create_seconds_bucket{le=\"%g\"} %llu\n", buckets[i],
 			   (unsigned long long)cum);
 	}
-	buf_printf(b, "kiln_sandbox_create_seconds_bucket{le=\"+Inf\"} %llu\n",
+	strbuf_printf(b, "kiln_sandbox_create_seconds_bucket{le=\"+Inf\"} %llu\n",
 		   (unsigned long long)m->create_count);
-	buf_printf(b, "kiln_sandbox_create_seconds_sum %.6f\n", m->create_sum);
-	buf_printf(b, "kiln_sandbox_create_seconds_count %llu\n", (unsigned long long)m->create_count);
-	buf_printf(b, "# HELP kiln_sandbox_create_failures_total Creates that failed.\n"
+	strbuf_printf(b, "kiln_sandbox_create_seconds_sum %.6f\n", m->create_sum);
+	strbuf_printf(b, "kiln_sandbox_create_seconds_count %llu\n", (unsigned long long)m->create_count);
+	strbuf_printf(b, "# HELP kiln_sandbox_create_failures_total Creates that failed.\n"
 		      "# TYPE kiln_sandbox_create_failures_total counter\n"
 		      "kiln_sandbox_create_failures_total %llu\n", (unsigned long long)m->create_failed);
 	pthread_mutex_unlock(&m->lock);

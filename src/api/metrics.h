@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "common/buf.h"
+#include "common/strbuf.h"
 
 struct metrics;
 
@@ -18,6 +18,6 @@ void metrics_free(struct metrics *m);
 void metrics_http(struct metrics *m, int status, const char *error_code);
 /* One sandbox create (or fork child): seconds to ready, and whether it worked. */
 void metrics_create(struct metrics *m, double seconds, bool ok);
-void metrics_render(struct metrics *m, struct buf *b);
+void metrics_render(struct metrics *m, struct strbuf *b);
 
 #endif

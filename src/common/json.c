@@ -1,5 +1,5 @@
 #include "common/json.h"
-#include "common/buf.h"
+#include "common/strbuf.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -43,31 +43,31 @@ static int hex4(const char *s, unsigned *out)
 	return 0;
 }
 
-static void put_utf8(struct buf *b, unsigned cp)
+static void put_utf8(struct strbuf *b, unsigned cp)
 {
 	if (cp < 0x80) {
-		buf_putc(b, (char)cp);
+		strbuf_putc(b, (char)cp);
 	} else if (cp < 0x800) {
-		buf_putc(b, (char)(0xc0 | cp >> 6));
-		buf_putc(b, (char)(0x80 | (cp & 0x3f)));
+		strbuf_putc(b, (char)(0xc0 | cp >> 6));
+		strbuf_putc(b, (char)(0x80 | (cp & 0x3f)));
 	} else if (cp < 0x10000) {
-		buf_putc(b, (char)(0xe0 | cp >> 12));
-		buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-		buf_putc(b, (char)(0x80 | (cp & 0x3f)));
+		strbuf_putc(b, (char)(0xe0 | cp >> 12));
+		strbuf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3f)));
+		strbuf_putc(b, (char)(0x80 | (cp & 0x3f)));
 	} else {
-		buf_putc(b, (char)(0xf0 | cp >> 18));
-		buf_putc(b, (char)(0x80 | ((cp >> 12) & 0x3f)));
-		buf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3f)));
-		buf_putc(b, (char)(0x80 | (cp & 0x3f)));
+		strbuf_putc(b, (char)(0xf0 | cp >> 18));
+		strbuf_putc(b, (char)(0x80 | ((cp >> 12) & 0x3f)));
+		strbuf_putc(b, (char)(0x80 | ((cp >> 6) & 0x3f)));
+		strbuf_putc(b, (char)(0x80 | (cp & 0x3f)));
 	}
 }
 
 /* parse_string: ps->p is at the opening quote. Returns a malloc'd string. */
 static char *parse_string(struct parser *ps)
 {
-	struct buf b;
-	buf_init(&b);
-	buf_reserve(&b, 16);
+	struct strbuf b;
+	strbuf_init(&b);
+	strbuf_reserve(&b, 16);
 	ps->p++;
 	while (ps->p < ps->end && *ps->p != '"') {
 		unsigned char c = (unsigned char)*ps->p;
@@ -76,7 +76,7 @@ static char *parse_string(struct parser *ps)
 			goto bad;
 		}
 		if (c != '\\') {
-			buf_putc(&b, (char)c);
+			strbuf_putc(&b, (char)c);
 			ps->p++;
 			continue;
 		}
@@ -85,14 +85,14 @@ static char *parse_string(struct parser *ps)
 		char e = ps->p[1];
 		ps->p += 2;
 		switch (e) {
-		case '"': buf_putc(&b, '"'); break;
-		case '\\': buf_putc(&b, '\\'); break;
-		case '/': buf_putc(&b, '/'); break;
-		case 'b': buf_putc(&b, '\b'); break;
-		case 'f': buf_putc(&b, '\f'); break;
-		case 'n': buf_putc(&b, '\n'); break;
-		case 'r': buf_putc(&b, '\r'); break;
-		case 't': buf_putc(&b, '\t'); break;
+		case '"': strbuf_putc(&b, '"'); break;
+		case '\\': strbuf_putc(&b, '\\'); break;
+		case '/': strbuf_putc(&b, '/'); break;
+		case 'b': strbuf_putc(&b, '\b'); break;
+		case 'f': strbuf_putc(&b, '\f'); break;
+		case 'n': strbuf_putc(&b, '\n'); break;
+		case 'r': strbuf_putc(&b, '\r'); break;
+		case 't': strbuf_putc(&b, '\t'); break;
 		case 'u': {
 			unsigned cp, lo;
 			if (ps->end - ps->p < 4 || hex4(ps->p, &cp) < 0) {
@@ -127,7 +127,7 @@ static char *parse_string(struct parser *ps)
 	if (ps->p >= ps->end)
 		goto truncated;
 	ps->p++;
-	if (buf_failed(&b)) {
+	if (strbuf_failed(&b)) {
 		errf(ENOMEM, "json: out of memory");
 		goto bad;
 	}
@@ -135,7 +135,7 @@ static char *parse_string(struct parser *ps)
 truncated:
 	errf(EINVAL, "json: unterminated string");
 bad:
-	buf_free(&b);
+	strbuf_free(&b);
 	return NULL;
 }
 

@@ -3,7 +3,7 @@
  * socket, configuration). It parses a whole document into a tree; strings
  * are decoded to UTF-8 and NUL-terminated (a string with an embedded NUL is
  * rejected). Depth and size are bounded so hostile input cannot exhaust the
- * stack. Writing JSON is done with buf_printf/buf_json_str.
+ * stack. Writing JSON is done with strbuf_printf/strbuf_json_str.
  */
 #ifndef KILN_JSON_H
 #define KILN_JSON_H

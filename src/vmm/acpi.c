@@ -13,7 +13,7 @@
 #include "vmm/devices/serial.h"
 #include "vmm/devices/virtio_mmio.h"
 #include "vmm/vmm.h"
-#include "common/buf.h"
+#include "common/strbuf.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -105,7 +105,7 @@ static void header(struct acpi_header *h, const char *sig, uint32_t len, uint8_t
 }
 
 /* finish: set the table's checksum once its body is complete. */
-static void finish(struct buf *t)
+static void finish(struct strbuf *t)
 {
 	struct acpi_header *h = (struct acpi_header *)t->data;
 	h->length = (uint32_t)t->len;
@@ -113,17 +113,17 @@ static void finish(struct buf *t)
 	h->checksum = checksum(t->data, t->len);
 }
 
-static void build_dsdt(struct vm *vm, struct buf *t)
+static void build_dsdt(struct vm *vm, struct strbuf *t)
 {
 	struct acpi_header h = { 0 };
 	header(&h, "DSDT", 0, 2);
-	buf_append(t, &h, sizeof h);
+	strbuf_append(t, &h, sizeof h);
 
-	struct buf sb, dev, res, tmp;
-	buf_init(&sb);
-	buf_init(&dev);
-	buf_init(&res);
-	buf_init(&tmp);
+	struct strbuf sb, dev, res, tmp;
+	strbuf_init(&sb);
+	strbuf_init(&dev);
+	strbuf_init(&res);
+	strbuf_init(&tmp);
 
 	/* COM1 */
 	aml_name_eisaid(&dev, "_HID", "PNP0501");
@@ -135,7 +135,7 @@ static void build_dsdt(struct vm *vm, struct buf *t)
 	aml_device(&sb, "COM1", &dev);
 
 	/* pvpanic, so a guest panic is reported as one */
-	buf_reset(&dev); buf_reset(&res); buf_reset(&tmp);
+	strbuf_reset(&dev); strbuf_reset(&res); strbuf_reset(&tmp);
 	aml_name_str(&dev, "_HID", "QEMU0001");
 	aml_name_int(&dev, "_UID", 0);
 	aml_res_io(&res, PVPANIC_PORT, 1);
@@ -148,7 +148,7 @@ static void build_dsdt(struct vm *vm, struct buf *t)
 		struct virtio_dev *d = vm->virtio[i];
 		char name[5];
 		snprintf(name, sizeof name, "V%03d", i % 1000);
-		buf_reset(&dev); buf_reset(&res); buf_reset(&tmp);
+		strbuf_reset(&dev); strbuf_reset(&res); strbuf_reset(&tmp);
 		aml_name_str(&dev, "_HID", "LNRO0005");
 		aml_name_int(&dev, "_UID", (uint64_t)i);
 		aml_name_int(&dev, "_CCA", 1);
@@ -161,10 +161,10 @@ static void build_dsdt(struct vm *vm, struct buf *t)
 	aml_scope(t, "\\_SB_", &sb);
 
 	/* \_S5: SLP_TYP 5, what acpi_pm.c recognizes as power-off. */
-	buf_reset(&tmp);
-	struct buf pkg;
-	buf_init(&pkg);
-	buf_putc(&pkg, 4);
+	strbuf_reset(&tmp);
+	struct strbuf pkg;
+	strbuf_init(&pkg);
+	strbuf_putc(&pkg, 4);
 	aml_integer(&pkg, 5);
 	aml_integer(&pkg, 0);
 	aml_integer(&pkg, 0);
@@ -173,15 +173,15 @@ static void build_dsdt(struct vm *vm, struct buf *t)
 	aml_package_op(&tmp, package_op, 1, &pkg);
 	aml_name(t, "_S5_", &tmp);
 
-	buf_free(&pkg);
-	buf_free(&sb);
-	buf_free(&dev);
-	buf_free(&res);
-	buf_free(&tmp);
+	strbuf_free(&pkg);
+	strbuf_free(&sb);
+	strbuf_free(&dev);
+	strbuf_free(&res);
+	strbuf_free(&tmp);
 	finish(t);
 }
 
-static void build_fadt(struct buf *t, uint64_t dsdt)
+static void build_fadt(struct strbuf *t, uint64_t dsdt)
 {
 	struct fadt f = { 0 };
 	header(&f.h, "FACP", sizeof f, 6);
@@ -194,36 +194,36 @@ static void build_fadt(struct buf *t, uint64_t dsdt)
 	f.sleep_status_reg = (struct gas){ 1, 8, 0, 1, PORT_ACPI_SLEEP_STS };
 	f.x_dsdt = dsdt;
 	memcpy(&f.hypervisor_vendor_id, "KILNVMM", 8);
-	buf_append(t, &f, sizeof f);
+	strbuf_append(t, &f, sizeof f);
 	finish(t);
 }
 
-static void build_madt(struct vm *vm, struct buf *t)
+static void build_madt(struct vm *vm, struct strbuf *t)
 {
 	struct acpi_header h = { 0 };
 	header(&h, "APIC", 0, 5);
-	buf_append(t, &h, sizeof h);
+	strbuf_append(t, &h, sizeof h);
 	uint32_t lapic = LAPIC_ADDR, flags = 0;   /* no dual 8259 setup to mask */
-	buf_append(t, &lapic, 4);
-	buf_append(t, &flags, 4);
+	strbuf_append(t, &lapic, 4);
+	strbuf_append(t, &flags, 4);
 	for (int i = 0; i < vm->nvcpus; i++) {
 		uint8_t e[8] = { 0, 8, (uint8_t)i, (uint8_t)i, 1, 0, 0, 0 };   /* enabled */
-		buf_append(t, e, sizeof e);
+		strbuf_append(t, e, sizeof e);
 	}
 	uint8_t io[12] = { 1, 12, 0, 0 };                            /* IOAPIC id 0, GSI base 0 */
 	uint32_t ioapic = IOAPIC_ADDR;
 	memcpy(io + 4, &ioapic, 4);
-	buf_append(t, io, sizeof io);
+	strbuf_append(t, io, sizeof io);
 	finish(t);
 }
 
 int acpi_build(struct vm *vm)
 {
-	struct buf dsdt, fadt, madt, xsdt;
-	buf_init(&dsdt);
-	buf_init(&fadt);
-	buf_init(&madt);
-	buf_init(&xsdt);
+	struct strbuf dsdt, fadt, madt, xsdt;
+	strbuf_init(&dsdt);
+	strbuf_init(&fadt);
+	strbuf_init(&madt);
+	strbuf_init(&xsdt);
 
 	/* Addresses: RSDP (36 bytes) at the base, tables 64-byte aligned after. */
 	uint64_t xsdt_addr = ACPI_BASE + 64;
@@ -236,13 +236,13 @@ int acpi_build(struct vm *vm)
 	build_madt(vm, &madt);
 	struct acpi_header h = { 0 };
 	header(&h, "XSDT", 0, 1);
-	buf_append(&xsdt, &h, sizeof h);
-	buf_append(&xsdt, &fadt_addr, 8);
-	buf_append(&xsdt, &madt_addr, 8);
+	strbuf_append(&xsdt, &h, sizeof h);
+	strbuf_append(&xsdt, &fadt_addr, 8);
+	strbuf_append(&xsdt, &madt_addr, 8);
 	finish(&xsdt);
 
 	int rc = 0;
-	if (buf_failed(&dsdt) || buf_failed(&fadt) || buf_failed(&madt) || buf_failed(&xsdt)) {
+	if (strbuf_failed(&dsdt) || strbuf_failed(&fadt) || strbuf_failed(&madt) || strbuf_failed(&xsdt)) {
 		rc = errf(ENOMEM, "out of memory building ACPI tables");
 		goto out;
 	}
@@ -252,7 +252,7 @@ int acpi_build(struct vm *vm)
 	}
 	struct {
 		uint64_t addr;
-		struct buf *b;
+		struct strbuf *b;
 	} tables[] = { { xsdt_addr, &xsdt }, { fadt_addr, &fadt }, { madt_addr, &madt }, { dsdt_addr, &dsdt } };
 	for (size_t i = 0; i < 4; i++)
 		memcpy(gpa_ptr(&vm->mem, tables[i].addr, tables[i].b->len), tables[i].b->data, tables[i].b->len);
@@ -274,9 +274,9 @@ int acpi_build(struct vm *vm)
 	rsdp.ext_checksum = checksum(&rsdp, 36);
 	memcpy(gpa_ptr(&vm->mem, ACPI_BASE, sizeof rsdp), &rsdp, sizeof rsdp);
 out:
-	buf_free(&dsdt);
-	buf_free(&fadt);
-	buf_free(&madt);
-	buf_free(&xsdt);
+	strbuf_free(&dsdt);
+	strbuf_free(&fadt);
+	strbuf_free(&madt);
+	strbuf_free(&xsdt);
 	return rc;
 }

@@ -5,6 +5,7 @@
  */
 #include "vmm/config.h"
 #include "vmm/vmm.h"
+#include "vmm/snapshot.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -37,6 +38,10 @@ static const char usage_text[] =
 	"  --console FILE|-    guest serial console to FILE or stdout (default: discarded)\n"
 	"  --ctl PATH          control socket (JSON lines: status, pause, resume, shutdown)\n"
 	"  --no-rng            no virtio-rng device\n"
+	"  --restore DIR       start from the snapshot in DIR (shape from the snapshot)\n"
+	"  --zygote DIR        load the snapshot in DIR once and serve \"spawn\" on --ctl\n"
+	"  --hostname NAME     hostname the guest agent sets after a restore\n"
+	"  --no-resync         after a restore, do not resync the guest agent\n"
 	"exit status: 0 guest power-off or shutdown, 1 VMM failure, 2 bad configuration,\n"
 	"             3 guest reboot, 4 triple fault or KVM entry failure, 5 guest panic\n";
 
@@ -68,6 +73,10 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "console", required_argument, 0, 'o' },
 		{ "ctl", required_argument, 0, 's' },
 		{ "no-rng", no_argument, 0, 'R' },
+		{ "restore", required_argument, 0, 'r' },
+		{ "zygote", required_argument, 0, 'z' },
+		{ "hostname", required_argument, 0, 'H' },
+		{ "no-resync", no_argument, 0, 'S' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -76,6 +85,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	cfg->vcpus = 1;
 	cfg->guest_cid = 3;
 	cfg->rng = true;
+	cfg->resync = true;
 	cfg->mac = "06:00:ac:10:00:02";
 	opterr = 0;
 	optind = 1;
@@ -125,6 +135,10 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		case 'o': cfg->console = optarg; break;
 		case 's': cfg->ctl_path = optarg; break;
 		case 'R': cfg->rng = false; break;
+		case 'r': cfg->restore_dir = optarg; break;
+		case 'z': cfg->zygote_dir = optarg; break;
+		case 'H': cfg->hostname = optarg; break;
+		case 'S': cfg->resync = false; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 1;
@@ -137,8 +151,43 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	}
 	if (optind < argc)
 		return errf(EINVAL, "unexpected argument '%s' (see --help)", argv[optind]);
-	if (!cfg->kernel)
+	if (cfg->restore_dir && cfg->zygote_dir)
+		return errf(EINVAL, "--restore and --zygote exclude each other");
+	if ((cfg->restore_dir || cfg->zygote_dir) && (cfg->kernel || cfg->initrd))
+		return errf(EINVAL, "a snapshot brings its own kernel: drop --kernel/--initrd");
+	if (cfg->zygote_dir && !cfg->ctl_path)
+		return errf(EINVAL, "--zygote needs --ctl (spawns are requested there)");
+	if (!cfg->kernel && !cfg->restore_dir && !cfg->zygote_dir)
 		return errf(EINVAL, "--kernel is required (see --help)");
+	if (cfg->hostname && (strlen(cfg->hostname) > 63 || !cfg->hostname[0]))
+		return errf(EINVAL, "--hostname: 1 to 63 characters");
+	return 0;
+}
+
+int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info)
+{
+	if ((uint32_t)cfg->ndisks != info->ndisks)
+		return errf(EINVAL, "the snapshot has %u disk(s); give --disk %u time(s), not %d",
+			    info->ndisks, info->ndisks, cfg->ndisks);
+	for (int i = 0; i < cfg->ndisks; i++)
+		if (cfg->disks[i].read_only != (info->disk_ro[i] != 0))
+			return errf(EINVAL, "disk %d was %s in the snapshot", i,
+				    info->disk_ro[i] ? "read-only (add ,ro)" : "read-write (drop ,ro)");
+	if (info->net && !cfg->tap)
+		return errf(EINVAL, "the snapshot has a network device: give --net TAP");
+	if (!info->net && cfg->tap)
+		return errf(EINVAL, "the snapshot has no network device: drop --net");
+	if (info->vsock && !cfg->vsock_path)
+		return errf(EINVAL, "the snapshot has a vsock device: give --vsock PATH");
+	if (!info->vsock && cfg->vsock_path)
+		return errf(EINVAL, "the snapshot has no vsock device: drop --vsock");
+	cfg->mem_mib = info->mem_size >> 20;
+	cfg->vcpus = (int)info->nvcpus;
+	cfg->rng = info->rng != 0;
+	cfg->guest_cid = info->guest_cid;
+	snprintf(cfg->mac_buf, sizeof cfg->mac_buf, "%02x:%02x:%02x:%02x:%02x:%02x",
+		 info->mac[0], info->mac[1], info->mac[2], info->mac[3], info->mac[4], info->mac[5]);
+	cfg->mac = cfg->mac_buf;
 	return 0;
 }
 
@@ -203,7 +252,7 @@ static uint64_t host_mem_mib(void)
 int config_check(const struct vmm_config *cfg, int kvm_max_vcpus)
 {
 	int rc;
-	if ((rc = check_file("kernel", cfg->kernel, O_RDONLY)) < 0)
+	if (cfg->kernel && (rc = check_file("kernel", cfg->kernel, O_RDONLY)) < 0)
 		return rc;
 	if (cfg->initrd && (rc = check_file("initrd", cfg->initrd, O_RDONLY)) < 0)
 		return rc;

@@ -31,6 +31,11 @@ struct vmm_config {
 	const char *console;        /* file path, "-" for stdout, NULL for none */
 	const char *ctl_path;
 	bool rng;
+	const char *restore_dir;    /* --restore: start from a snapshot */
+	const char *zygote_dir;     /* --zygote: serve spawns of a snapshot */
+	const char *hostname;       /* given to the guest agent on resync */
+	bool resync;                /* resync the guest agent after a restore */
+	char mac_buf[18];
 };
 
 /* config_parse: fill cfg from argv. Returns 0, or -1 with errmsg() set
@@ -38,5 +43,10 @@ struct vmm_config {
 int config_parse(struct vmm_config *cfg, int argc, char **argv);
 /* config_check: validate against this host (files, limits) before use. */
 int config_check(const struct vmm_config *cfg, int kvm_max_vcpus);
+
+/* config_from_snapshot: take the VM's shape from a snapshot and check that
+ * the command line gives it what it needs (disks, TAP, vsock path). */
+struct snap_info;
+int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info);
 
 #endif

@@ -1,5 +1,8 @@
 #include "vmm/ctl.h"
 #include "vmm/vmm.h"
+#include "vmm/config.h"
+#include "vmm/fork.h"
+#include "vmm/snapshot.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -18,47 +21,88 @@
 struct ctl_client {
 	int fd;
 	struct ev_handler *h;
-	struct buf in;
+	struct strbuf in;
 	struct ctl *ctl;
 };
 
 struct ctl {
 	struct vm *vm;
+	const struct ctl_command *commands;
 	int listen_fd;
 	struct ev_handler *h;
 	char path[108];
 	struct ctl_client *clients[MAX_CLIENTS];
 };
 
-static int cmd_status(struct vm *vm, const struct json *req, struct buf *r)
+static int cmd_status(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	(void)req;
-	buf_printf(r, ",\"state\":\"%s\",\"vcpus\":%d,\"mem_mib\":%llu,\"pid\":%d,\"uptime_ms\":%llu",
-		   vm->paused ? "paused" : "running", vm->nvcpus,
+	strbuf_printf(r, ",\"state\":\"%s\",\"ready\":%s,\"vcpus\":%d,\"mem_mib\":%llu,\"pid\":%d,\"uptime_ms\":%llu",
+		   vm->paused ? "paused" : "running", vm->ready ? "true" : "false", vm->nvcpus,
 		   (unsigned long long)vm->cfg->mem_mib, (int)getpid(),
 		   (unsigned long long)((now_ns() - vm->start_ns) / 1000000));
 	return 0;
 }
 
-static int cmd_pause(struct vm *vm, const struct json *req, struct buf *r)
+/* snapshot_to: pause, capture, write DIR, and resume unless it was paused. */
+static int snapshot_to(struct vm *vm, const struct json *req, struct strbuf *r, bool stay_paused)
+{
+	const char *dir = json_get_str(req, "dir");
+	if (!dir || !dir[0])
+		return errf(EINVAL, "\"dir\" (a string) is required");
+	uint64_t t0 = now_ns();
+	bool was_paused = vm->paused;
+	int rc = vm_pause(vm);
+	if (rc < 0)
+		return rc;
+	struct strbuf payload;
+	strbuf_init(&payload);
+	rc = vm_flush_disks(vm);
+	if (rc == 0)
+		rc = snapshot_capture(vm, &payload);
+	if (rc == 0)
+		rc = snapshot_write(vm, dir, &payload);
+	strbuf_free(&payload);
+	if (!was_paused && !stay_paused)
+		vm_resume(vm);
+	if (rc < 0)
+		return rc;
+	strbuf_printf(r, ",\"ms\":%.1f", (double)(now_ns() - t0) / 1e6);
+	return 0;
+}
+
+static int cmd_snapshot(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	return snapshot_to(vm, req, r, false);
+}
+
+static int cmd_hibernate(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	int rc = snapshot_to(vm, req, r, true);
+	if (rc == 0)
+		vm_request_exit(vm, EXIT_POWEROFF, "hibernated to %s", json_get_str(req, "dir"));
+	return rc;
+}
+
+static int cmd_pause(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	(void)req;
 	int rc = vm_pause(vm);
 	if (rc < 0)
 		return rc;
-	buf_printf(r, ",\"state\":\"paused\"");
+	strbuf_printf(r, ",\"state\":\"paused\"");
 	return 0;
 }
 
-static int cmd_resume(struct vm *vm, const struct json *req, struct buf *r)
+static int cmd_resume(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	(void)req;
 	vm_resume(vm);
-	buf_printf(r, ",\"state\":\"running\"");
+	strbuf_printf(r, ",\"state\":\"running\"");
 	return 0;
 }
 
-static int cmd_shutdown(struct vm *vm, const struct json *req, struct buf *r)
+static int cmd_shutdown(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	(void)req;
 	(void)r;
@@ -66,26 +110,68 @@ static int cmd_shutdown(struct vm *vm, const struct json *req, struct buf *r)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	ctl_cmd_fn fn;
-} commands[] = {
+const struct ctl_command ctl_vm_commands[] = {
 	{ "status", cmd_status },
 	{ "pause", cmd_pause },
 	{ "resume", cmd_resume },
 	{ "shutdown", cmd_shutdown },
+	{ "snapshot", cmd_snapshot },
+	{ "hibernate", cmd_hibernate },
+	{ "fork", cmd_fork },
+	{ NULL, NULL },
 };
 
-static void reply_error(struct buf *r, const char *msg)
+int ctl_child_config(const struct json *req, struct vmm_config *cfg)
 {
-	buf_reset(r);
-	buf_printf(r, "{\"ok\":false,\"error\":");
-	buf_json_str(r, msg);
+	struct json *disks = json_get(req, "disks");
+	cfg->ndisks = 0;
+	if (disks && disks->type != JSON_ARRAY)
+		return errf(EINVAL, "\"disks\" must be an array of paths");
+	for (struct json *d = disks ? disks->child : NULL; d; d = d->next) {
+		if (d->type != JSON_STRING || !d->string[0])
+			return errf(EINVAL, "\"disks\" must be an array of paths");
+		if (cfg->ndisks == MAX_DISKS)
+			return errf(EINVAL, "at most %d disks", MAX_DISKS);
+		char *path = strdup(d->string);
+		if (!path)
+			return errf(ENOMEM, "out of memory");
+		struct disk_config *dc = &cfg->disks[cfg->ndisks++];
+		char *comma = strrchr(path, ',');
+		dc->read_only = false;
+		if (comma && strcmp(comma, ",ro") == 0) {
+			*comma = 0;
+			dc->read_only = true;
+		}
+		dc->path = path;
+	}
+	static const char *const keys[] = { "vsock", "ctl", "tap", "hostname", "console" };
+	const char **fields[] = { &cfg->vsock_path, &cfg->ctl_path, &cfg->tap, &cfg->hostname, &cfg->console };
+	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+		struct json *v = json_get(req, keys[i]);
+		*fields[i] = NULL;
+		if (!v || v->type == JSON_NULL)
+			continue;
+		if (v->type != JSON_STRING || !v->string[0])
+			return errf(EINVAL, "\"%s\" must be a non-empty string", keys[i]);
+		if (!(*fields[i] = strdup(v->string)))
+			return errf(ENOMEM, "out of memory");
+	}
+	bool resync;
+	if (json_get_bool(req, "resync", &resync))
+		cfg->resync = resync;
+	return 0;
 }
 
-static void handle_line(struct ctl *c, const char *line, size_t len, struct buf *r)
+static void reply_error(struct strbuf *r, const char *msg)
 {
-	buf_reset(r);
+	strbuf_reset(r);
+	strbuf_printf(r, "{\"ok\":false,\"error\":");
+	strbuf_json_str(r, msg);
+}
+
+static void handle_line(struct ctl *c, const char *line, size_t len, struct strbuf *r)
+{
+	strbuf_reset(r);
 	struct json *req = json_parse(line, len);
 	if (!req) {
 		reply_error(r, errmsg());
@@ -97,25 +183,25 @@ static void handle_line(struct ctl *c, const char *line, size_t len, struct buf 
 		goto out;
 	}
 	size_t i;
-	for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
-		if (strcmp(commands[i].name, cmd) == 0)
+	for (i = 0; c->commands[i].name; i++)
+		if (strcmp(c->commands[i].name, cmd) == 0)
 			break;
-	if (i == sizeof commands / sizeof commands[0]) {
+	if (!c->commands[i].name) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "unknown command \"%.100s\"", cmd);
 		reply_error(r, msg);
 		goto out;
 	}
-	buf_printf(r, "{\"ok\":true");
-	if (commands[i].fn(c->vm, req, r) < 0)
+	strbuf_printf(r, "{\"ok\":true");
+	if (c->commands[i].fn(c->vm, req, r) < 0)
 		reply_error(r, errmsg());
 out:
 	if (req) {
 		struct json *id = json_get(req, "id");
 		if (id && id->type == JSON_NUMBER)
-			buf_printf(r, ",\"id\":%.0f", id->number);
+			strbuf_printf(r, ",\"id\":%.0f", id->number);
 	}
-	buf_printf(r, "}\n");
+	strbuf_printf(r, "}\n");
 	json_free(req);
 }
 
@@ -127,7 +213,7 @@ static void client_close(struct ctl_client *cl)
 			c->clients[i] = NULL;
 	ev_del(&c->vm->loop, cl->h);
 	close(cl->fd);
-	buf_free(&cl->in);
+	strbuf_free(&cl->in);
 	free(cl);
 }
 
@@ -156,17 +242,17 @@ static void client_event(void *opaque, uint32_t events)
 		client_close(cl);
 		return;
 	}
-	buf_append(&cl->in, tmp, (size_t)n);
-	struct buf reply;
-	buf_init(&reply);
+	strbuf_append(&cl->in, tmp, (size_t)n);
+	struct strbuf reply;
+	strbuf_init(&reply);
 	for (;;) {
 		char *nl = cl->in.len ? memchr(cl->in.data, '\n', cl->in.len) : NULL;
 		if (!nl) {
-			if (cl->in.len > MAX_LINE || buf_failed(&cl->in)) {
+			if (cl->in.len > MAX_LINE || strbuf_failed(&cl->in)) {
 				reply_error(&reply, "request line too long");
-				buf_printf(&reply, "}\n");
+				strbuf_printf(&reply, "}\n");
 				send_all(cl->fd, reply.data, reply.len);
-				buf_free(&reply);
+				strbuf_free(&reply);
 				client_close(cl);
 				return;
 			}
@@ -177,12 +263,12 @@ static void client_event(void *opaque, uint32_t events)
 		memmove(cl->in.data, nl + 1, cl->in.len - len - 1);
 		cl->in.len -= len + 1;
 		if (!send_all(cl->fd, reply.data, reply.len)) {
-			buf_free(&reply);
+			strbuf_free(&reply);
 			client_close(cl);
 			return;
 		}
 	}
-	buf_free(&reply);
+	strbuf_free(&reply);
 }
 
 static void accept_event(void *opaque, uint32_t events)
@@ -212,7 +298,7 @@ static void accept_event(void *opaque, uint32_t events)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	cl->fd = fd;
 	cl->ctl = c;
-	buf_init(&cl->in);
+	strbuf_init(&cl->in);
 	cl->h = ev_add(&c->vm->loop, EV_CONTROL, fd, EPOLLIN, client_event, cl);
 	if (!cl->h) {
 		close(fd);
@@ -222,12 +308,13 @@ static void accept_event(void *opaque, uint32_t events)
 	c->clients[slot] = cl;
 }
 
-int ctl_start(struct vm *vm, const char *path)
+int ctl_start(struct vm *vm, const char *path, const struct ctl_command *commands)
 {
 	struct ctl *c = calloc(1, sizeof *c);
 	if (!c)
 		return errf(ENOMEM, "out of memory");
 	c->vm = vm;
+	c->commands = commands ? commands : ctl_vm_commands;
 	snprintf(c->path, sizeof c->path, "%s", path);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);

@@ -2,110 +2,94 @@
 #include "common/err.h"
 
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 int disk_open(struct disk *d, const char *path, bool read_only)
 {
 	memset(d, 0, sizeof *d);
-	d->fd = -1;
 	snprintf(d->path, sizeof d->path, "%s", path);
-	int fd = open(path, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
-	if (fd < 0)
-		return errf_sys("disk %s", path);
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return errf_sys("disk %s", path);
-	}
-	if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-		close(fd);
-		return errf(EINVAL, "disk %s is not a regular file or block device", path);
-	}
-	uint64_t size = (uint64_t)st.st_size;
-	if (S_ISBLK(st.st_mode)) {
-		off_t end = lseek(fd, 0, SEEK_END);
-		size = end > 0 ? (uint64_t)end : 0;
-	}
-	if (size < 512) {
-		close(fd);
-		return errf(EINVAL, "disk %s is smaller than one 512-byte sector", path);
-	}
-	d->fd = fd;
-	d->size = size & ~511ULL;
+	int rc = chain_open(&d->chain, path, !read_only);
+	if (rc < 0)
+		return rc;
+	d->size = d->chain.size;
 	d->read_only = read_only;
 	return 0;
 }
 
 void disk_close(struct disk *d)
 {
-	if (d->fd >= 0)
-		close(d->fd);
-	d->fd = -1;
-}
-
-static int64_t transfer(struct disk *d, const struct iovec *iov, int n, uint64_t off, bool write)
-{
-	uint64_t len = 0;
-	for (int i = 0; i < n; i++)
-		len += iov[i].iov_len;
-	if (off > d->size || len > d->size - off)
-		return -ERANGE;
-	if (write && d->read_only)
-		return -EROFS;
-	uint64_t done = 0;
-	struct iovec local[256];
-	if (n > 256)
-		return -EINVAL;
-	memcpy(local, iov, (size_t)n * sizeof *iov);
-	struct iovec *v = local;
-	while (done < len) {
-		ssize_t r = write ? pwritev(d->fd, v, n, (off_t)(off + done))
-				  : preadv(d->fd, v, n, (off_t)(off + done));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0) {
-			if (write)
-				return -EIO;
-			/* reading past the end of a sparse short file: zeros */
-			for (int i = 0; i < n; i++)
-				memset(v[i].iov_base, 0, v[i].iov_len);
-			break;
-		}
-		done += (uint64_t)r;
-		/* Advance the iovec past what was transferred. */
-		size_t k = (size_t)r;
-		while (n && k >= v->iov_len) {
-			k -= v->iov_len;
-			v++;
-			n--;
-		}
-		if (n) {
-			v->iov_base = (uint8_t *)v->iov_base + k;
-			v->iov_len -= k;
-		}
-	}
-	return (int64_t)len;
+	chain_close(&d->chain);
 }
 
 int64_t disk_readv(struct disk *d, const struct iovec *iov, int n, uint64_t off)
 {
-	return transfer(d, iov, n, off, false);
+	return chain_readv(&d->chain, iov, n, off);
 }
 
 int64_t disk_writev(struct disk *d, const struct iovec *iov, int n, uint64_t off)
 {
-	return transfer(d, iov, n, off, true);
+	if (d->read_only)
+		return -EROFS;
+	return chain_writev(&d->chain, iov, n, off);
 }
 
 int disk_flush(struct disk *d)
 {
+	return chain_flush(&d->chain);
+}
+
+int disk_fork(struct disk *d, const char *parent_new, const char *const *child_paths, int n)
+{
 	if (d->read_only)
 		return 0;
-	return fdatasync(d->fd) < 0 ? -errno : 0;
+	struct layer *top = &d->chain.layers[0];
+	if (top->raw)
+		return errf(EINVAL, "disk %s is a raw image: forking needs a copy-on-write overlay "
+			    "(kiln-disk create)", d->path);
+	int rc = disk_flush(d);
+	if (rc < 0)
+		return errf(-rc, "disk %s: flush: %s", d->path, strerror(-rc));
+	char frozen[PATH_MAX];
+	if (!realpath(d->path, frozen))
+		return errf_sys("disk %s", d->path);
+	if ((rc = overlay_set_sealed(frozen, true)) < 0)
+		return rc;
+	/* Past the depth limit, fold the chain into one layer over the raw
+	 * base first, so reads never walk a long chain. */
+	char base[PATH_MAX];
+	snprintf(base, sizeof base, "%s", frozen);
+	if (top->depth + 1 > OVERLAY_MAX_DEPTH) {
+		if ((size_t)snprintf(base, sizeof base, "%s.flat", frozen) >= sizeof base) {
+			overlay_set_sealed(frozen, false);
+			return errf(ENAMETOOLONG, "disk %s: path too long", frozen);
+		}
+		if ((rc = overlay_flatten(frozen, base)) < 0 || (rc = overlay_set_sealed(base, true)) < 0) {
+			overlay_set_sealed(frozen, false);
+			return rc;
+		}
+	}
+	int made = 0;
+	for (; made < n; made++)
+		if ((rc = overlay_create(child_paths[made], base)) < 0)
+			break;
+	if (rc == 0)
+		rc = overlay_create(parent_new, base);
+	struct chain next;
+	if (rc == 0 && (rc = chain_open(&next, parent_new, true)) < 0)
+		unlink(parent_new);
+	if (rc < 0) {
+		/* Leave everything as it was: the parent keeps writing its top. */
+		for (int i = 0; i < made; i++)
+			unlink(child_paths[i]);
+		overlay_set_sealed(frozen, false);
+		return rc;
+	}
+	chain_close(&d->chain);
+	d->chain = next;
+	snprintf(d->path, sizeof d->path, "%s", parent_new);
+	return 0;
 }

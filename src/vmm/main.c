@@ -5,11 +5,14 @@
  * Exit statuses are listed in vmm.h and docs/vmm.md.
  */
 #include "vmm/vmm.h"
+#include "vmm/snapshot.h"
+#include "vmm/zygote.h"
 #include "common/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -34,6 +37,18 @@ int main(int argc, char **argv)
 	if (max_vcpus <= 0)
 		max_vcpus = ioctl(kvm, KVM_CHECK_EXTENSION, KVM_CAP_NR_VCPUS);
 	close(kvm);
+	if (cfg.zygote_dir)
+		return zygote_main(&cfg, max_vcpus > 0 ? max_vcpus : 1);
+
+	uint8_t *payload = NULL;
+	size_t len = 0;
+	struct snap_info info;
+	if (cfg.restore_dir && (snapshot_read(cfg.restore_dir, &payload, &len) < 0 ||
+				snapshot_info(payload, len, &info) < 0 ||
+				config_from_snapshot(&cfg, &info) < 0)) {
+		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
+		return EXIT_CONFIG;
+	}
 	if (config_check(&cfg, max_vcpus > 0 ? max_vcpus : 1) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
 		return EXIT_CONFIG;
@@ -41,7 +56,14 @@ int main(int argc, char **argv)
 
 	static struct vm vm;
 	vm_init(&vm, &cfg);
-	int status = vm_build(&vm);
+	int status;
+	if (!cfg.restore_dir)
+		status = vm_build(&vm);
+	else if (snapshot_map_memory(&vm, cfg.restore_dir, info.mem_size) < 0)
+		status = EXIT_CONFIG;
+	else
+		status = vm_build_restored(&vm, payload, len);
+	free(payload);
 	if (status != 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
 		vm_teardown(&vm);

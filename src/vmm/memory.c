@@ -19,11 +19,16 @@ int guest_mem_alloc(struct guest_mem *m, uint64_t size)
 				(unsigned long long)(size >> 20));
 	/* Huge pages make the guest's TLB reach and a later fork() cheaper. */
 	madvise(p, size, MADV_HUGEPAGE);
-	m->host = p;
+	guest_mem_adopt(m, p, size);
+	return 0;
+}
+
+void guest_mem_adopt(struct guest_mem *m, void *host, uint64_t size)
+{
+	m->host = host;
 	m->size = size;
 	m->low_size = size < MMIO_HOLE ? size : MMIO_HOLE;
 	m->high_size = size - m->low_size;
-	return 0;
 }
 
 void guest_mem_free(struct guest_mem *m)

@@ -19,6 +19,8 @@ struct guest_mem {
 };
 
 int guest_mem_alloc(struct guest_mem *m, uint64_t size);
+/* guest_mem_adopt: use an existing mapping (a snapshot's memory file). */
+void guest_mem_adopt(struct guest_mem *m, void *host, uint64_t size);
 void guest_mem_free(struct guest_mem *m);
 
 /* gpa_ptr: the host address of [gpa, gpa+len), or NULL unless that whole

@@ -41,6 +41,8 @@ int vcpu_create(struct vm *vm, int index)
 		v->run = NULL;
 		return errf_sys("mmap vCPU %d", index);
 	}
+	/* A forked child builds its own vCPUs; it must not inherit ours. */
+	madvise(v->run, (size_t)vm->run_size, MADV_DONTFORK);
 	int rc = cpuid_set_vcpu(vm, v);
 	if (rc < 0)
 		return rc;

@@ -10,6 +10,8 @@
 #include "vmm/devices/serial.h"
 #include "vmm/devices/virtio_devices.h"
 #include "vmm/devices/virtio_mmio.h"
+#include "vmm/resync.h"
+#include "vmm/snapshot.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -113,17 +115,14 @@ static int open_console(const char *spec)
 
 /* vm_build: everything up to a VM that is ready to run. Returns 0, or the
  * exit status to use on failure (2 for bad input, 1 for a failing host). */
-int vm_build(struct vm *vm)
+/* setup_loop: the event loop, the exit eventfd and signal handling. */
+static int setup_loop(struct vm *vm)
 {
-	const struct vmm_config *cfg = vm->cfg;
-	int rc;
-
 	vm->exit_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->exit_efd < 0 || ev_init(&vm->loop) < 0)
-		return errf_sys("eventfd/epoll"), EXIT_ERROR;
+		return errf_sys("eventfd/epoll");
 	if (!ev_add(&vm->loop, EV_CONTROL, vm->exit_efd, EPOLLIN, on_exit_event, vm))
-		return EXIT_ERROR;
-
+		return -1;
 	sigset_t sigs;
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
@@ -132,23 +131,23 @@ int vm_build(struct vm *vm)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0 || !ev_add(&vm->loop, EV_CONTROL, sfd, EPOLLIN, on_signal, vm))
-		return errf_sys("signalfd"), EXIT_ERROR;
+		return errf_sys("signalfd");
 	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
 
-	if ((rc = kvm_open_vm(vm)) < 0)
-		return EXIT_ERROR;
-	if ((rc = guest_mem_alloc(&vm->mem, cfg->mem_mib << 20)) < 0)
-		return EXIT_ERROR;
-	if ((rc = kvm_set_memory(vm)) < 0 || (rc = cpuid_init(vm)) < 0)
-		return EXIT_ERROR;
-
+/* setup_devices: every device the configuration asks for, in a fixed
+ * order, so that a restore gets the MMIO slots and GSIs the snapshot had.
+ * Returns 0 or an exit status. */
+static int setup_devices(struct vm *vm)
+{
+	const struct vmm_config *cfg = vm->cfg;
 	int console = open_console(cfg->console);
 	if (cfg->console && console < 0)
 		return EXIT_CONFIG;
 	if (serial_add(vm, console) < 0 || i8042_add(vm) < 0 || acpi_pm_add(vm) < 0 ||
 	    pvpanic_add(vm) < 0)
 		return EXIT_ERROR;
-
 	for (int i = 0; i < cfg->ndisks; i++)
 		if (virtio_blk_add(vm, cfg->disks[i].path, cfg->disks[i].read_only, i) < 0)
 			return EXIT_CONFIG;
@@ -158,6 +157,19 @@ int vm_build(struct vm *vm)
 		return EXIT_CONFIG;
 	if (cfg->vsock_path && virtio_vsock_add(vm, cfg->guest_cid, cfg->vsock_path) < 0)
 		return EXIT_CONFIG;
+	return 0;
+}
+
+int vm_build(struct vm *vm)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	int status;
+	if (setup_loop(vm) < 0 || kvm_open_vm(vm) < 0 ||
+	    guest_mem_alloc(&vm->mem, cfg->mem_mib << 20) < 0 ||
+	    kvm_set_memory(vm) < 0 || cpuid_init(vm) < 0)
+		return EXIT_ERROR;
+	if ((status = setup_devices(vm)) != 0)
+		return status;
 
 	uint32_t entry;
 	if (boot_load(vm, &entry) < 0)
@@ -170,7 +182,30 @@ int vm_build(struct vm *vm)
 			return EXIT_ERROR;
 	if (vcpu_setup_boot(&vm->vcpus[0], entry, START_INFO_ADDR) < 0)
 		return EXIT_ERROR;
-	if (cfg->ctl_path && ctl_start(vm, cfg->ctl_path) < 0)
+	if (cfg->ctl_path && ctl_start(vm, cfg->ctl_path, NULL) < 0)
+		return EXIT_CONFIG;
+	return 0;
+}
+
+int vm_build_restored(struct vm *vm, const uint8_t *payload, size_t len)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	int status;
+	/* Guest memory is already in place (mapped from the snapshot, or
+	 * inherited across fork). */
+	if (setup_loop(vm) < 0 || kvm_open_vm(vm) < 0 || kvm_set_memory(vm) < 0 ||
+	    cpuid_init(vm) < 0)
+		return EXIT_ERROR;
+	if ((status = setup_devices(vm)) != 0)
+		return status;
+	vm->nvcpus = cfg->vcpus;
+	vm->restored = true;
+	for (int i = 0; i < vm->nvcpus; i++)
+		if (vcpu_create(vm, i) < 0)
+			return EXIT_ERROR;
+	if (snapshot_apply(vm, payload, len) < 0)
+		return EXIT_CONFIG;
+	if (cfg->ctl_path && ctl_start(vm, cfg->ctl_path, NULL) < 0)
 		return EXIT_CONFIG;
 	return 0;
 }
@@ -210,13 +245,39 @@ void vm_init(struct vm *vm, const struct vmm_config *cfg)
 {
 	memset(vm, 0, sizeof *vm);
 	vm->cfg = cfg;
-	vm->kvm_fd = vm->vm_fd = vm->exit_efd = -1;
+	vm->kvm_fd = vm->vm_fd = vm->exit_efd = vm->ready_fd = -1;
 	vm->loop.ep[0] = vm->loop.ep[1] = -1;
 	atomic_init(&vm->exit_code, -1);
 	pthread_mutex_init(&vm->dev_lock, NULL);
 	pthread_mutex_init(&vm->pause_lock, NULL);
 	pthread_cond_init(&vm->pause_cond, NULL);
-	vm->start_ns = now_ns();
+	vm->start_ns = vm->ready_from_ns = now_ns();
+}
+
+int vm_flush_disks(struct vm *vm)
+{
+	for (int i = 0; i < vm->nvirtio; i++) {
+		struct virtio_dev *d = vm->virtio[i];
+		int rc = d->ops->flush ? d->ops->flush(d) : 0;
+		if (rc < 0)
+			return errf(-rc, "flushing %s: %s", d->ops->name, strerror(-rc));
+	}
+	return 0;
+}
+
+void vm_set_ready(struct vm *vm)
+{
+	if (vm->ready)
+		return;
+	vm->ready = true;
+	double ms = (double)(now_ns() - vm->ready_from_ns) / 1e6;
+	if (vm->ready_fd >= 0) {
+		dprintf(vm->ready_fd, "ready %d %.3f\n", (int)getpid(), ms);
+		close(vm->ready_fd);
+		vm->ready_fd = -1;
+	}
+	if (vm->restored)
+		fprintf(stderr, "kiln-vmm: ready in %.1f ms\n", ms);
 }
 
 int vm_run(struct vm *vm)
@@ -226,6 +287,12 @@ int vm_run(struct vm *vm)
 			vm_request_exit(vm, EXIT_ERROR, "%s", errmsg());
 			break;
 		}
+	/* A restored guest's clock, entropy and name are stale until its agent
+	 * resyncs; a booted one is ready now. */
+	if (vm->restored && vm->cfg->resync && vm->cfg->vsock_path)
+		resync_start(vm);
+	else
+		vm_set_ready(vm);
 	while (atomic_load(&vm->exit_code) < 0)
 		if (ev_run_once(&vm->loop, 1000, &vm->paused) < 0) {
 			vm_request_exit(vm, EXIT_ERROR, "event loop: %s", errmsg());

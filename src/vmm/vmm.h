@@ -113,6 +113,11 @@ struct vm {
 	int vcpus_running;
 	bool paused;
 	atomic_bool stopping;
+	bool ready;                    /* booted, or restored and resynced */
+	bool restored;                 /* built from a snapshot or a fork */
+	int ready_fd;                  /* a spawner waits here for "ready PID MS" */
+	uint64_t ready_from_ns;        /* ready time is measured from here */
+	unsigned forks;                /* live forks so far, to name disk layers */
 
 	uint64_t start_ns;
 };
@@ -120,6 +125,9 @@ struct vm {
 /* vm.c: the VM's life. vm_build returns 0 or the exit status to use. */
 void vm_init(struct vm *vm, const struct vmm_config *cfg);
 int vm_build(struct vm *vm);
+/* vm_build_restored: the same from a snapshot payload, with guest memory
+ * already in vm->mem. */
+int vm_build_restored(struct vm *vm, const uint8_t *payload, size_t len);
 int vm_run(struct vm *vm);
 void vm_teardown(struct vm *vm);
 
@@ -127,6 +135,11 @@ void vm_teardown(struct vm *vm);
  * any thread. */
 void vm_request_exit(struct vm *vm, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* vm_flush_disks: make every disk write the guest completed durable. */
+int vm_flush_disks(struct vm *vm);
+/* vm_set_ready: the VM is usable; tell whoever waits. */
+void vm_set_ready(struct vm *vm);
 
 /* Pause and resume every vCPU; both return once all vCPUs have stopped or
  * been released. Called from the main thread only. */

@@ -6,6 +6,8 @@
   vsock_host.py loop UDS PORT N         N sequential connections, 1 KiB each
   vsock_host.py serve PATH              accept one connection on PATH and
                                         echo it back (guest-initiated)
+  vsock_host.py sh UDS PORT CMD         run CMD in the guest's vsock_sh, print
+                                        its output
 """
 import hashlib
 import os
@@ -85,6 +87,18 @@ def serve(path):
     os.unlink(path)
 
 
+def sh(uds, port, command):
+    s = connect(uds, port)
+    s.sendall(command.encode() + b"\n")
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    sys.stdout.write(out.decode(errors="replace"))
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "echo":
@@ -93,5 +107,7 @@ if __name__ == "__main__":
         loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif cmd == "serve":
         serve(sys.argv[2])
+    elif cmd == "sh":
+        sh(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
         raise SystemExit(__doc__)

@@ -1,5 +1,5 @@
 /* Unit tests for src/common/json.c and buf.c. */
-#include "common/buf.h"
+#include "common/strbuf.h"
 #include "common/err.h"
 #include "common/json.h"
 #include "test.h"
@@ -66,19 +66,19 @@ static void json_bounds_depth(void)
 
 static void buf_escapes_json(void)
 {
-	struct buf b;
-	buf_init(&b);
-	buf_json_str(&b, "q\"\\\n\x01");
+	struct strbuf b;
+	strbuf_init(&b);
+	strbuf_json_str(&b, "q\"\\\n\x01");
 	CHECK(strcmp(b.data, "\"q\\\"\\\\\\n\\u0001\"") == 0);
-	buf_printf(&b, "%d-%s", 42, "x");
+	strbuf_printf(&b, "%d-%s", 42, "x");
 	CHECK(b.len == strlen(b.data) && strstr(b.data, "42-x"));
 	/* Round trip through the parser. */
-	buf_reset(&b);
-	buf_json_str(&b, "tab\there \x7f end");
+	strbuf_reset(&b);
+	strbuf_json_str(&b, "tab\there \x7f end");
 	struct json *j = json_parse(b.data, b.len);
 	CHECK(j && strcmp(j->string, "tab\there \x7f end") == 0);
 	json_free(j);
-	buf_free(&b);
+	strbuf_free(&b);
 }
 
 int main(void)

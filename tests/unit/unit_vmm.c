@@ -160,9 +160,9 @@ static void virtq_rejects_hostile_chains(void)
 
 static void aml_encodes(void)
 {
-	struct buf b, body;
-	buf_init(&b);
-	buf_init(&body);
+	struct strbuf b, body;
+	strbuf_init(&b);
+	strbuf_init(&body);
 	aml_integer(&b, 0);
 	aml_integer(&b, 1);
 	aml_integer(&b, 0x2a);
@@ -173,28 +173,28 @@ static void aml_encodes(void)
 	CHECK(b.len == sizeof ints && memcmp(b.data, ints, sizeof ints) == 0);
 
 	/* EISAID("PNP0501") is 0x0105D041, stored little-endian. */
-	buf_reset(&b);
+	strbuf_reset(&b);
 	aml_name_eisaid(&b, "_HID", "PNP0501");
 	static const uint8_t hid[] = { 0x08, '_', 'H', 'I', 'D', 0x0c, 0x41, 0xd0, 0x05, 0x01 };
 	CHECK(b.len == sizeof hid && memcmp(b.data, hid, sizeof hid) == 0);
 
 	/* PkgLength: one byte below 63, two bytes (0x4N) up to 4095. */
-	buf_reset(&b);
+	strbuf_reset(&b);
 	for (int i = 0; i < 10; i++)
-		buf_putc(&body, 'x');
+		strbuf_putc(&body, 'x');
 	aml_device(&b, "DEV0", &body);
 	CHECK((uint8_t)b.data[0] == 0x5b && (uint8_t)b.data[1] == 0x82 && b.data[2] == 1 + 4 + 10);
-	buf_reset(&b);
-	buf_reset(&body);
+	strbuf_reset(&b);
+	strbuf_reset(&body);
 	for (int i = 0; i < 100; i++)
-		buf_putc(&body, 'x');
+		strbuf_putc(&body, 'x');
 	aml_device(&b, "DEV0", &body);
 	size_t total = 2 + 4 + 100;   /* pkglength bytes + name + body */
 	CHECK(((uint8_t)b.data[2] >> 6) == 1 && ((uint8_t)b.data[2] & 0x0f) == (total & 0x0f) &&
 	      (uint8_t)b.data[3] == (total >> 4));
 	CHECK(b.len == 2 + total);
-	buf_free(&b);
-	buf_free(&body);
+	strbuf_free(&b);
+	strbuf_free(&body);
 }
 
 int main(void)

@@ -8,6 +8,7 @@
 #include "vmm/devices/serial.h"
 #include "vmm/vmm.h"
 #include "common/err.h"
+#include "vmm/snapshot.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -133,6 +134,41 @@ static void serial_io(void *opaque, uint64_t off, uint8_t *data, uint32_t len, b
 		}
 	}
 	update_irq(s);
+}
+
+/* The guest-visible registers, as saved in a snapshot. */
+struct serial_state {
+	uint8_t ier, lcr, mcr, msr, scr, fcr, dll, dlm;
+	uint8_t thri_pending, level, pad[6];
+};
+
+void serial_save(struct vm *vm, struct strbuf *out)
+{
+	struct serial *s = vm->serial;
+	flush_line(s);
+	struct serial_state st = { s->ier, s->lcr, s->mcr, s->msr, s->scr, s->fcr, s->dll, s->dlm,
+				   s->thri_pending, (uint8_t)s->level, { 0 } };
+	strbuf_append(out, &st, sizeof st);
+}
+
+int serial_load(struct vm *vm, struct snap_reader *r)
+{
+	struct serial *s = vm->serial;
+	struct serial_state st;
+	if (!snap_read(r, &st, sizeof st))
+		return errf(EINVAL, "snapshot state is damaged: serial record");
+	s->ier = st.ier & 0x0f;
+	s->lcr = st.lcr;
+	s->mcr = st.mcr & 0x1f;
+	s->msr = st.msr;
+	s->scr = st.scr;
+	s->fcr = st.fcr;
+	s->dll = st.dll;
+	s->dlm = st.dlm;
+	s->thri_pending = st.thri_pending != 0;
+	s->level = -1;                    /* force the line to be driven again */
+	update_irq(s);
+	return 0;
 }
 
 int serial_add(struct vm *vm, int out_fd)

@@ -134,11 +134,22 @@ static void blk_config_read(struct virtio_dev *d, uint32_t off, uint8_t *data, u
 		memcpy(data, b->config + off, len);
 }
 
+static int blk_flush(struct virtio_dev *d)
+{
+	struct blk *b = d->priv;
+	return disk_flush(&b->disk);
+}
+
 static void blk_destroy(struct virtio_dev *d)
 {
 	struct blk *b = d->priv;
 	disk_close(&b->disk);
 	free(b);
+}
+
+struct disk *virtio_blk_disk(struct virtio_dev *d)
+{
+	return d->ops->device_id == VIRTIO_ID_BLOCK ? &((struct blk *)d->priv)->disk : NULL;
 }
 
 int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index)
@@ -162,6 +173,7 @@ int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index)
 		.config_read = blk_config_read,
 		.queue_notify = blk_notify,
 		.destroy = blk_destroy,
+		.flush = blk_flush,
 	};
 	uint64_t sectors = b->disk.size / 512;
 	uint32_t seg_max = SEG_MAX, blk_size = 512;

@@ -8,6 +8,9 @@
 struct vm;
 
 int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index);
+/* virtio_blk_disk: the disk behind a virtio-blk device, or NULL. */
+struct virtio_dev;
+struct disk *virtio_blk_disk(struct virtio_dev *d);
 int virtio_rng_add(struct vm *vm);
 int virtio_net_add(struct vm *vm, const char *tap, const char *mac);
 int virtio_vsock_add(struct vm *vm, uint32_t guest_cid, const char *uds_path);

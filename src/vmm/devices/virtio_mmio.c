@@ -4,6 +4,8 @@
  */
 #include "vmm/devices/virtio_mmio.h"
 #include "vmm/vmm.h"
+#include "vmm/snapshot.h"
+#include "common/strbuf.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -304,6 +306,89 @@ void virtio_mmio_destroy_all(struct vm *vm)
 		free(d);
 	}
 	vm->nvirtio = 0;
+}
+
+/* ---- snapshots ----------------------------------------------------------- */
+
+struct transport_state {
+	uint32_t device_id, status, dev_features_sel, drv_features_sel;
+	uint32_t queue_sel, isr, config_generation, pad;
+	uint64_t driver_features;
+	struct {
+		uint16_t num;
+		uint8_t ready, broken;
+		uint16_t last_avail, used_idx, signalled_used, pad;
+		uint64_t desc, avail, used;
+	} q[VIRTIO_MAX_QUEUES];
+};
+
+void virtio_mmio_save(struct virtio_dev *d, struct strbuf *out)
+{
+	struct transport_state st;
+	memset(&st, 0, sizeof st);
+	st.device_id = d->ops->device_id;
+	st.status = d->status;
+	st.dev_features_sel = d->dev_features_sel;
+	st.drv_features_sel = d->drv_features_sel;
+	st.queue_sel = d->queue_sel;
+	st.isr = d->isr;
+	st.config_generation = d->config_generation;
+	st.driver_features = d->driver_features;
+	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		struct virtq *q = &d->q[i];
+		st.q[i].num = q->num;
+		st.q[i].ready = q->ready;
+		st.q[i].broken = q->broken;
+		st.q[i].last_avail = q->last_avail;
+		st.q[i].used_idx = q->used_idx;
+		st.q[i].signalled_used = q->signalled_used;
+		st.q[i].desc = q->desc_gpa;
+		st.q[i].avail = q->avail_gpa;
+		st.q[i].used = q->used_gpa;
+	}
+	strbuf_append(out, &st, sizeof st);
+}
+
+int virtio_mmio_load(struct virtio_dev *d, struct snap_reader *r)
+{
+	struct transport_state st;
+	if (!snap_read(r, &st, sizeof st))
+		return errf(EINVAL, "snapshot state is damaged: virtio record");
+	if (st.device_id != d->ops->device_id)
+		return errf(EINVAL, "snapshot has virtio device type %u where this VM has %s",
+			    st.device_id, d->ops->name);
+	d->status = st.status;
+	d->dev_features_sel = st.dev_features_sel;
+	d->drv_features_sel = st.drv_features_sel;
+	d->queue_sel = st.queue_sel;
+	d->isr = st.isr;
+	d->config_generation = st.config_generation;
+	d->driver_features = st.driver_features & d->ops->features;
+	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		struct virtq *q = &d->q[i];
+		queue_reset(q);
+		q->num = st.q[i].num;
+		q->desc_gpa = st.q[i].desc;
+		q->avail_gpa = st.q[i].avail;
+		q->used_gpa = st.q[i].used;
+		if (!st.q[i].ready)
+			continue;
+		/* The same checks as when the driver first enabled the queue. */
+		if (i >= d->ops->num_queues || !queue_enable(d, q))
+			return errf(EINVAL, "snapshot has a bad %s queue %d", d->ops->name, i);
+		q->ready = true;
+		q->broken = st.q[i].broken;
+		q->last_avail = st.q[i].last_avail;
+		q->used_idx = st.q[i].used_idx;
+		q->signalled_used = st.q[i].signalled_used;
+	}
+	return 0;
+}
+
+void virtio_mmio_restored(struct virtio_dev *d)
+{
+	if (d->ops->restored && virtio_active(d))
+		d->ops->restored(d);
 }
 
 /* ---- split virtqueues ---------------------------------------------------- */

@@ -88,6 +88,11 @@ struct virtio_dev_ops {
 	void (*reset)(struct virtio_dev *d);
 	/* The VMM is exiting. */
 	void (*destroy)(struct virtio_dev *d);
+	/* State was just restored from a snapshot (main thread, before the
+	 * vCPUs run): resume I/O, tell the guest what changed. */
+	void (*restored)(struct virtio_dev *d);
+	/* Make completed writes durable (snapshots, forks). 0 or -errno. */
+	int (*flush)(struct virtio_dev *d);
 };
 
 struct virtio_dev {
@@ -111,6 +116,14 @@ struct virtio_dev {
 int virtio_mmio_add(struct vm *vm, const struct virtio_dev_ops *ops, void *priv,
 		    struct virtio_dev **out);
 void virtio_mmio_destroy_all(struct vm *vm);
+
+/* Snapshot support: the transport and queue state (device specifics are
+ * rebuilt from the new configuration). */
+struct strbuf;
+struct snap_reader;
+void virtio_mmio_save(struct virtio_dev *d, struct strbuf *out);
+int virtio_mmio_load(struct virtio_dev *d, struct snap_reader *r);
+void virtio_mmio_restored(struct virtio_dev *d);
 
 /* virtq_pop: take the next available chain. Returns 1 with *c filled, 0 if
  * the queue is empty, or -1 if the chain is malformed (the device is then

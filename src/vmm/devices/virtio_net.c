@@ -169,6 +169,11 @@ static void net_destroy(struct virtio_dev *d)
 	free(n);
 }
 
+static void net_restored(struct virtio_dev *d)
+{
+	net_activate(d);                          /* offloads on the new TAP, start receiving */
+}
+
 static const struct virtio_dev_ops net_ops = {
 	.name = "virtio-net",
 	.device_id = VIRTIO_ID_NET,
@@ -183,6 +188,7 @@ static const struct virtio_dev_ops net_ops = {
 	.activate = net_activate,
 	.reset = net_reset,
 	.destroy = net_destroy,
+	.restored = net_restored,
 };
 
 static int tap_open(const char *name)

@@ -800,6 +800,21 @@ static void vsock_destroy(struct virtio_dev *d)
 	free(vs);
 }
 
+/* After a restore the guest's connections point at peers that no longer
+ * exist: the transport-reset event makes it drop them (listeners stay)
+ * and re-read its CID. */
+static void vsock_restored(struct virtio_dev *d)
+{
+	struct virtq *q = &d->q[EVQ];
+	struct virtq_chain ch;
+	if (virtq_pop(d, q, &ch) != 1)
+		return;
+	uint32_t id = 0;                          /* VIRTIO_VSOCK_EVENT_TRANSPORT_RESET */
+	size_t n = buf_to_iov(ch.iov + ch.n_out, ch.n_in, 0, &id, sizeof id);
+	virtq_push(d, q, ch.head, (uint32_t)n);
+	virtio_notify_queue(d, q);
+}
+
 static const struct virtio_dev_ops vsock_ops = {
 	.name = "virtio-vsock",
 	.device_id = VIRTIO_ID_VSOCK,
@@ -810,6 +825,7 @@ static const struct virtio_dev_ops vsock_ops = {
 	.queue_notify = vsock_notify,
 	.reset = vsock_reset,
 	.destroy = vsock_destroy,
+	.restored = vsock_restored,
 };
 
 int virtio_vsock_add(struct vm *vm, uint32_t guest_cid, const char *uds_path)

@@ -1,22 +1,22 @@
-#include "common/buf.h"
+#include "common/strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void buf_init(struct buf *b)
+void strbuf_init(struct strbuf *b)
 {
 	memset(b, 0, sizeof *b);
 }
 
-void buf_free(struct buf *b)
+void strbuf_free(struct strbuf *b)
 {
 	free(b->data);
-	buf_init(b);
+	strbuf_init(b);
 }
 
-void buf_reset(struct buf *b)
+void strbuf_reset(struct strbuf *b)
 {
 	b->len = 0;
 	b->failed = false;
@@ -24,7 +24,7 @@ void buf_reset(struct buf *b)
 		b->data[0] = 0;
 }
 
-bool buf_reserve(struct buf *b, size_t extra)
+bool strbuf_reserve(struct strbuf *b, size_t extra)
 {
 	if (b->failed)
 		return false;
@@ -48,27 +48,27 @@ bool buf_reserve(struct buf *b, size_t extra)
 	return true;
 }
 
-void buf_append(struct buf *b, const void *p, size_t n)
+void strbuf_append(struct strbuf *b, const void *p, size_t n)
 {
-	if (!buf_reserve(b, n))
+	if (!strbuf_reserve(b, n))
 		return;
 	memcpy(b->data + b->len, p, n);
 	b->len += n;
 	b->data[b->len] = 0;
 }
 
-void buf_putc(struct buf *b, char c)
+void strbuf_putc(struct strbuf *b, char c)
 {
-	buf_append(b, &c, 1);
+	strbuf_append(b, &c, 1);
 }
 
-void buf_printf(struct buf *b, const char *fmt, ...)
+void strbuf_printf(struct strbuf *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	if (n < 0 || !buf_reserve(b, (size_t)n))
+	if (n < 0 || !strbuf_reserve(b, (size_t)n))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
@@ -76,22 +76,22 @@ void buf_printf(struct buf *b, const char *fmt, ...)
 	b->len += (size_t)n;
 }
 
-void buf_json_str(struct buf *b, const char *s)
+void strbuf_json_str(struct strbuf *b, const char *s)
 {
-	buf_putc(b, '"');
+	strbuf_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		switch (*p) {
-		case '"': buf_append(b, "\\\"", 2); break;
-		case '\\': buf_append(b, "\\\\", 2); break;
-		case '\n': buf_append(b, "\\n", 2); break;
-		case '\r': buf_append(b, "\\r", 2); break;
-		case '\t': buf_append(b, "\\t", 2); break;
+		case '"': strbuf_append(b, "\\\"", 2); break;
+		case '\\': strbuf_append(b, "\\\\", 2); break;
+		case '\n': strbuf_append(b, "\\n", 2); break;
+		case '\r': strbuf_append(b, "\\r", 2); break;
+		case '\t': strbuf_append(b, "\\t", 2); break;
 		default:
 			if (*p < 0x20)
-				buf_printf(b, "\\u%04x", *p);
+				strbuf_printf(b, "\\u%04x", *p);
 			else
-				buf_putc(b, (char)*p);
+				strbuf_putc(b, (char)*p);
 		}
 	}
-	buf_putc(b, '"');
+	strbuf_putc(b, '"');
 }
