@@ -30,7 +30,9 @@ BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(patsubst tests/u
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
 # ---- kilnd (the sandbox service) and kiln (its command-line client) ------
-KILND_SRC     := $(wildcard src/api/*.c src/agent/*.c src/kilnd/*.c)
+# kilnd makes disk overlays itself with the VMM's overlay code (no kiln-disk
+# process on the create path).
+KILND_SRC     := $(wildcard src/api/*.c src/agent/*.c src/kilnd/*.c) src/vmm/overlay.c
 KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
 CLI_SRC       := $(wildcard src/cli/*.c)
 # The guest agent's client library (src/client/); kilnd's guest operations

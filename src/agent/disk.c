@@ -1,86 +1,73 @@
 #include "agent/disk.h"
-#include "agent/proc.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "vmm/overlay.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-/* The writable upper layer's size: sparse, so it costs only what is written. */
-#define UPPER_SIZE "8G"
-
-const char *disk_mode_name(enum disk_mode m)
+int disk_create(const char *top, const char *base)
 {
-	return m == DISK_OVERLAY ? "overlay" : "upper";
+	if (base[0] != '/' || top[0] != '/')
+		return errf(EINVAL, "disk paths must be absolute (%s over %s)", top, base);
+	return overlay_create(top, base);
 }
 
-int disk_mode_parse(const char *s, enum disk_mode *m)
+int disk_seal(const char *path)
 {
-	if (strcmp(s, "overlay") == 0)
-		*m = DISK_OVERLAY;
-	else if (strcmp(s, "upper") == 0)
-		*m = DISK_UPPER;
-	else
-		return errf(EINVAL, "unknown disk mode '%s'", s);
-	return 0;
+	return overlay_set_sealed(path, true);
 }
 
-enum disk_mode disk_default_mode(const struct config *cfg)
+int disk_flatten(const char *top, const char *out)
 {
-	return access(cfg->disk_tool, X_OK) == 0 ? DISK_OVERLAY : DISK_UPPER;
+	return overlay_flatten(top, out);
 }
 
-int disk_create(const struct config *cfg, enum disk_mode mode, const char *base, const char *top)
+/* The base recorded in an overlay's header (docs/disk.md: its length at
+ * offset 56, the path at 64), resolved against the overlay's directory.
+ * 1 with the base, 0 for a raw image. */
+static int base_of(const char *path, char base[PATH_MAX])
 {
-	int rc;
-	if (access(base, R_OK) < 0)
-		return errf_sys("disk base %s", base);
-	if (mode == DISK_OVERLAY) {
-		char *argv[] = { (char *)cfg->disk_tool, "create", (char *)top, (char *)base, NULL };
-		rc = proc_run(argv, "/dev/null");
-		if (rc != 0)
-			return rc < 0 ? rc : errf(EIO, "kiln-disk create %s %s: exit status %d", top, base, rc);
-		return 0;
-	}
-	int fd = open(top, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return errf_sys("create %s", top);
+		return errf_sys("open %s", path);
+	uint8_t h[4096];
+	ssize_t n = pread(fd, h, sizeof h, 0);
 	close(fd);
-	char *argv[] = { "mke2fs", "-q", "-F", "-t", "ext4", "-E",
-			 "lazy_itable_init=1,lazy_journal_init=1,root_owner=0:0",
-			 (char *)top, UPPER_SIZE, NULL };
-	rc = proc_run(argv, "/dev/null");
-	if (rc != 0) {
-		unlink(top);
-		return rc < 0 ? rc : errf(EIO, "mke2fs %s: exit status %d", top, rc);
+	if (n < 64 || memcmp(h, OVERLAY_MAGIC, 8) != 0)
+		return 0;
+	uint32_t len;
+	memcpy(&len, h + 56, 4);
+	if (len == 0 || len >= 3000 || 64 + (ssize_t)len > n || h[64 + len] != 0)
+		return errf(EINVAL, "%s: bad base path in the overlay header", path);
+	const char *b = (const char *)h + 64;
+	if (b[0] == '/') {
+		snprintf(base, PATH_MAX, "%s", b);
+	} else {
+		const char *slash = strrchr(path, '/');
+		int dl = slash ? (int)(slash - path) : 1;
+		if (snprintf(base, PATH_MAX, "%.*s/%s", dl, slash ? path : ".", b) >= PATH_MAX)
+			return errf(ENAMETOOLONG, "%s: base path too long", path);
 	}
-	return 0;
+	return 1;
 }
 
-void disk_plan(enum disk_mode mode, const char *base, const char *top, struct disk_plan *out)
+int disk_chain(const char *top, char (*layers)[PATH_MAX], int max, int *n)
 {
-	memset(out, 0, sizeof *out);
-	if (mode == DISK_OVERLAY) {
-		out->n = 1;
-		snprintf(out->path[0], PATH_MAX, "%s", top);
-		snprintf(out->append, sizeof out->append, "kiln.root=/dev/vda");
-		return;
+	*n = 0;
+	char cur[PATH_MAX];
+	snprintf(cur, sizeof cur, "%s", top);
+	for (;;) {
+		if (*n == max)
+			return errf(ELOOP, "%s: chain deeper than %d layers", top, max);
+		snprintf(layers[(*n)++], PATH_MAX, "%s", cur);
+		char base[PATH_MAX];
+		int rc = base_of(cur, base);
+		if (rc <= 0)
+			return rc;
+		memcpy(cur, base, sizeof cur);
 	}
-	out->n = 2;
-	snprintf(out->path[0], PATH_MAX, "%s", base);
-	out->ro[0] = true;
-	snprintf(out->path[1], PATH_MAX, "%s", top);
-	snprintf(out->append, sizeof out->append, "kiln.root=/dev/vda kiln.overlay=/dev/vdb");
-}
-
-int disk_copy(const char *src, const char *dst)
-{
-	char *argv[] = { "cp", "--sparse=always", "--reflink=auto", (char *)src, (char *)dst, NULL };
-	int rc = proc_run(argv, "/dev/null");
-	if (rc != 0)
-		return rc < 0 ? rc : errf(EIO, "copying %s to %s: exit status %d", src, dst, rc);
-	return 0;
 }

@@ -1,16 +1,16 @@
 /*
  * fork: forks and snapshots of a running sandbox (docs/vmm.md, "fork" and
- * "snapshot" control commands).
+ * "snapshot" control commands; docs/disk.md, "Forking a disk").
  *
- * A fork freezes the parent's writable layer: it moves to DATA/layers (the
- * VMM keeps its open file), and the parent and every child get a new
- * overlay on it, so no disk data is copied and each sees the disk as it
- * was at the fork. This needs kiln-disk overlays.
+ * A fork is one control request: kiln-vmm pauses the VM, seals its disk's
+ * top, makes a new overlay on it for every child (at the paths we give,
+ * in the children's directories) and one for the parent (which it names
+ * in its reply), forks the process, and resumes. No disk data is copied.
  *
- * A snapshot pauses the VM, copies its writable layer (an overlay holds
- * only what the sandbox changed) and saves memory and device state, then
- * resumes it; creates with from_snapshot restore it with a layer of their
- * own on top of the copy.
+ * A snapshot pauses the VM, flattens its disk chain into one overlay over
+ * the raw base (a copy of what the template and the sandbox wrote), saves
+ * memory and device state, and resumes it; creates with from_snapshot
+ * restore it with an overlay of their own on that copy.
  */
 #include "agent/disk.h"
 #include "agent/host_int.h"
@@ -88,50 +88,22 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 {
 	const struct config *cfg = h->cfg;
 	int64_t t0 = mono_ms();
-	int ok = 0;
+	int ok = 0, have = 0;
 	int rc = host_admit(h, n, (int64_t)n * parent->row.memory_mib, true);
 	if (rc < 0)
 		return rc;
-	int have = 0;
-	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX + 1, PATH_MAX);
-	enum disk_mode mode;
-	int nchain = 0;
-	rc = chain ? sandbox_chain(parent, &mode, chain, CHAIN_MAX - 1, &nchain) : errf(ENOMEM, "out of memory");
-	if (rc == 0 && mode != DISK_OVERLAY)
-		rc = errf(ENOTSUP, "forking needs copy-on-write disk overlays (kiln-disk), and "
-				   "sandbox %s runs on an upper-layer disk", parent->row.id);
 	for (int i = 0; rc == 0 && i < n; i++)
 		if ((rc = child_new(h, parent, &kids[i])) == 0)
 			have++;
 	host_admit_done(h, n - have, (int64_t)(n - have) * parent->row.memory_mib, false);
-	if (rc < 0)
-		goto fail_kids;
-
-	/* Freeze the parent's layer and make the new tops on it. */
-	char old_top[PATH_MAX], layer[PATH_MAX], ptop[PATH_MAX];
-	snprintf(old_top, sizeof old_top, "%s", chain[nchain - 1]);
-	char lname[ID_MAX + 24];
-	snprintf(lname, sizeof lname, "%s.%d", parent->row.id, nchain);
-	snprintf(ptop, sizeof ptop, "%s/disk.%d", parent->dir, nchain);
-	pthread_mutex_lock(&h->layers);
-	rc = layer_path(h, lname, layer);
-	if (rc == 0 && rename(old_top, layer) < 0)
-		rc = errf_sys("rename %s", old_top);
-	if (rc < 0) {
-		pthread_mutex_unlock(&h->layers);
-		goto fail_kids;
-	}
-	rc = disk_create(cfg, DISK_OVERLAY, layer, ptop);
-	json_t *children = json_array();
+	json_t *children = json_array(), *reply = NULL;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX];
 		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
 		vm_path(vsock, sizeof vsock, kids[i]->dir, "vsock.sock");
 		vm_path(ctl, sizeof ctl, kids[i]->dir, "ctl.sock");
 		struct net_lease net;
-		rc = disk_create(cfg, DISK_OVERLAY, layer, top);
-		if (rc == 0)
-			rc = net_acquire(cfg, kids[i]->row.id, &net);
+		rc = net_acquire(cfg, kids[i]->row.id, &net);
 		json_t *c = rc == 0 ? json_pack("{s:[s],s:s,s:s,s:s}", "disks", top, "vsock", vsock,
 						 "ctl", ctl, "hostname", kids[i]->row.id) : NULL;
 		if (c && net.tap[0])
@@ -139,11 +111,11 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 		if (rc == 0 && (!c || json_array_append_new(children, c) < 0))
 			rc = errf(ENOMEM, "out of memory");
 	}
-	json_t *reply = NULL;
+	/* The layers lock covers the fork and the recording of the new tops,
+	 * which kiln-vmm makes: the collector must not see them unrecorded. */
+	pthread_mutex_lock(&h->layers);
 	if (rc == 0) {
-		json_t *req = json_pack("{s:s,s:o,s:[s]}", "cmd", "fork", "children", children,
-					"parent_disks", ptop);
-		children = NULL;
+		json_t *req = json_pack("{s:s,s:O}", "cmd", "fork", "children", children);
 		char ctl[PATH_MAX];
 		sandbox_ctl(parent, ctl, sizeof ctl);
 		rc = req ? vmm_ctl(ctl, req, &reply, cfg->boot_timeout_ms) : errf(ENOMEM, "out of memory");
@@ -151,30 +123,24 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 	}
 	json_decref(children);
 	json_t *pids = json_object_get(reply, "children");
-	if (rc == 0 && json_array_size(pids) != (size_t)n)
-		rc = errf(EPROTO, "kiln-vmm fork: %zu children in the reply, asked for %d",
-			  json_array_size(pids), n);
+	const char *ptop = json_string_value(json_array_get(json_object_get(reply, "parent_disks"), 0));
+	if (rc == 0 && (json_array_size(pids) != (size_t)n || !ptop || ptop[0] != '/'))
+		rc = errf(EPROTO, "kiln-vmm fork: the reply lacks children or parent_disks");
+	if (rc == 0) {
+		sandbox_set_top(parent, ptop);
+		sandbox_save(h, parent);
+		for (int i = 0; i < n; i++) {
+			char top[PATH_MAX];
+			snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
+			sandbox_set_top(kids[i], top);
+			sandbox_save(h, kids[i]);
+		}
+	}
+	pthread_mutex_unlock(&h->layers);
 	if (rc < 0) {
-		/* The parent still runs on its old layer: put it back. */
-		unlink(ptop);
-		if (rename(layer, old_top) < 0)
-			log_warn("sandbox %s: cannot move its layer back: %s", parent->row.id, strerror(errno));
-		pthread_mutex_unlock(&h->layers);
 		json_decref(reply);
 		goto fail_kids;
 	}
-	/* Record the new chains before the collector can run again. */
-	snprintf(chain[nchain - 1], PATH_MAX, "%s", layer);
-	snprintf(chain[nchain], PATH_MAX, "%s", ptop);
-	sandbox_set_chain(parent, DISK_OVERLAY, chain, nchain + 1);
-	sandbox_save(h, parent);
-	for (int i = 0; i < n; i++) {
-		snprintf(chain[nchain], PATH_MAX, "%s/disk", kids[i]->dir);
-		sandbox_set_chain(kids[i], DISK_OVERLAY, chain, nchain + 1);
-		sandbox_save(h, kids[i]);
-	}
-	pthread_mutex_unlock(&h->layers);
-	unlink(old_top);	/* the parent's old name for the layer, if it reappeared */
 
 	for (int i = 0; i < n; i++) {
 		pid_t pid = (pid_t)json_integer_value(json_object_get(json_array_get(pids, i), "pid"));
@@ -205,7 +171,6 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 		}
 	}
 	json_decref(reply);
-	free(chain);
 	host_admit_done(h, 0, 0, true);
 	*made += ok;
 	return rc;
@@ -218,7 +183,6 @@ fail_kids:;
 		sandbox_put(h, kids[i]);
 		metrics_create(h->metrics, 0, false);
 	}
-	free(chain);
 	host_admit_done(h, 0, 0, true);
 	return errf(-rc, "%s", why);
 }
@@ -250,30 +214,30 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	const struct config *cfg = h->cfg;
 	pthread_mutex_lock(&sb->op);
 	struct snap_row snap = { 0 };
-	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
-	enum disk_mode mode;
-	int n = 0, rc;
-	if (!chain)
-		rc = errf(ENOMEM, "out of memory");
-	else if (!sandbox_in(sb, "running"))
+	char top[PATH_MAX];
+	int rc;
+	if (!sandbox_in(sb, "running"))
 		rc = sandbox_state_error(sb, "running");
 	else
-		rc = sandbox_chain(sb, &mode, chain, CHAIN_MAX, &n);
+		rc = sandbox_top(sb, top);
 	if (rc == 0)
 		rc = make_id(snap.id, "snap_");
-	char dir[VM_DIR_MAX], vmdir[PATH_MAX], layer[PATH_MAX];
+	char dir[VM_DIR_MAX], vmdir[PATH_MAX], disk[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/snapshots/%s", cfg->data_dir, snap.id);
 	snprintf(vmdir, sizeof vmdir, "%s/vm", dir);
+	snprintf(disk, sizeof disk, "%s/disk", dir);
 	if (rc == 0 && mkdir(dir, 0700) < 0)
 		rc = errf_sys("mkdir %s", dir);
 	if (rc < 0)
 		goto out;
 	pthread_mutex_lock(&h->layers);
-	rc = layer_path(h, snap.id, layer);
-	/* Paused, the disk and the memory are of the same instant. */
-	bool paused = rc == 0 && (rc = ctl_simple(sb, "pause", 10000)) == 0;
+	/* Paused, the disk and the memory are of the same instant; kiln-vmm
+	 * keeps a VM that was paused before a snapshot paused after it. */
+	bool paused = (rc = ctl_simple(sb, "pause", 10000)) == 0;
 	if (rc == 0)
-		rc = disk_copy(chain[n - 1], layer);
+		rc = disk_flatten(top, disk);
+	if (rc == 0)
+		rc = disk_seal(disk);
 	if (rc == 0) {
 		char ctl[PATH_MAX];
 		sandbox_ctl(sb, ctl, sizeof ctl);
@@ -293,13 +257,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 			errf(-saved, "%s", msg);
 	}
 	if (rc == 0) {
-		snprintf(chain[n - 1], PATH_MAX, "%s", layer);
-		json_t *a = json_array();
-		for (int i = 0; a && i < n; i++)
-			json_array_append_new(a, json_string(chain[i]));
-		json_t *j = a ? json_pack("{s:s,s:o}", "mode", disk_mode_name(mode), "chain", a) : NULL;
-		snap.disks = j ? json_dumps(j, JSON_COMPACT) : NULL;
-		json_decref(j);
+		snap.disks = disks_json(disk);
 		pthread_mutex_lock(&sb->lock);
 		snprintf(snap.workspace, sizeof snap.workspace, "%s", sb->row.workspace);
 		snprintf(snap.sandbox, sizeof snap.sandbox, "%s", sb->row.id);
@@ -311,17 +269,14 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 		snap.created_ms = wall_ms();
 		rc = snap.disks ? store_snapshot_save(h->store, &snap) : errf(ENOMEM, "out of memory");
 	}
-	if (rc < 0) {
-		unlink(layer);
+	if (rc < 0)
 		rmtree(dir);
-	}
 	pthread_mutex_unlock(&h->layers);
 	if (rc == 0)
 		snprintf(id, ID_MAX, "%s", snap.id);
 out:
 	sandbox_touch(sb);
 	pthread_mutex_unlock(&sb->op);
-	free(chain);
 	snap_row_clear(&snap);
 	return rc;
 }
@@ -338,8 +293,8 @@ int host_snapshot_delete(struct host *h, const char *workspace, const char *id)
 	if (rc < 0)
 		return rc;
 	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s/snapshots/%s", h->cfg->data_dir, id);
+	snprintf(dir, sizeof dir, "%s/snapshots/%s/vm", h->cfg->data_dir, id);
 	rmtree(dir);
-	layers_gc(h);
+	layers_gc(h);	/* its disk goes when no sandbox sits on it */
 	return 0;
 }

@@ -4,9 +4,11 @@
 #include "agent/host_int.h"
 #include "common/err.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
@@ -26,4 +28,26 @@ int rmtree(const char *path)
 	if (rc < 0 && errno == ENOENT)
 		return 0;
 	return rc < 0 ? (rc == -1 ? errf_sys("remove %s", path) : rc) : 0;
+}
+
+int rmtree_except_disks(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : errf_sys("open %s", dir);
+	int rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strncmp(e->d_name, "disk", 4))
+			continue;
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
+			continue;
+		int r = e->d_type == DT_DIR ? rmtree(path) : unlink(path) < 0 && errno != ENOENT
+			? errf_sys("remove %s", path) : 0;
+		if (r < 0 && rc == 0)
+			rc = r;
+	}
+	closedir(d);
+	return rc;
 }

@@ -31,7 +31,6 @@ struct sandbox {
 	bool vmm_dead;			/* housekeeping saw it exit */
 	bool linked;			/* in h->list (h->lock) */
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
-	enum disk_mode mode;
 	char dir[VM_DIR_MAX];
 	int64_t sample_ms;		/* monotonic time of the last sample */
 	struct sandbox *next;
@@ -82,9 +81,12 @@ int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t st
 void sandbox_teardown(struct host *h, struct sandbox *sb);
 /* Wait for the guest agent, resync it, and measure. */
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync);
-/* The chain of disks in the row: mode, paths (base first). */
-int sandbox_chain(struct sandbox *sb, enum disk_mode *mode, char chain[][PATH_MAX], int max, int *n);
-int sandbox_set_chain(struct sandbox *sb, enum disk_mode mode, char chain[][PATH_MAX], int n);
+/* The sandbox's disk (its overlay, the top of its chain) in the record,
+ * kept as JSON {"top": PATH}; snapshots record theirs the same way. */
+int sandbox_top(struct sandbox *sb, char top[PATH_MAX]);
+int sandbox_set_top(struct sandbox *sb, const char *top);
+int disks_json_top(const char *disks, char top[PATH_MAX]);
+char *disks_json(const char *top);
 /* The VMM's control socket path. */
 void sandbox_ctl(struct sandbox *sb, char *out, size_t cap);
 /* Failure of a sandbox under construction: teardown and "deleted". */
@@ -94,11 +96,8 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why);
 /* -EBUSY "sandbox X is STATE, not want" (-ENOENT once deleted). */
 int sandbox_state_error(struct sandbox *sb, const char *want);
 
-/* layers.c: shared, frozen disk layers under DATA/layers. */
+/* layers.c: remove the disk layers and directories nothing uses. */
 #define CHAIN_MAX 64
-/* A fresh path for a layer. */
-int layer_path(struct host *h, const char *name, char out[PATH_MAX]);
-/* Remove every layer no live sandbox or snapshot refers to. */
 void layers_gc(struct host *h);
 
 /* recover.c */
@@ -106,5 +105,7 @@ int host_recover(struct host *h);
 
 /* fsutil */
 int rmtree(const char *path);
+/* Remove everything in dir but the files named disk*. */
+int rmtree_except_disks(const char *dir);
 
 #endif

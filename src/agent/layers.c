@@ -1,11 +1,15 @@
 /*
- * layers: disk layers shared by several sandboxes. A fork freezes the
- * parent's writable layer (parent and children get new overlays on it) and
- * a snapshot copies it; both kinds live in DATA/layers, outside any
- * sandbox's directory, because they outlive the sandbox that made them.
- * A layer is kept while the disk chain of a live sandbox or snapshot names
- * it; the collector removes the rest.
+ * layers: disk layers outlive the sandbox that made them. After a fork the
+ * parent's sealed old top (DATA/sandboxes/P/disk) is the base of the
+ * children's overlays, and a sandbox made from a snapshot sits on the
+ * snapshot's disk, so deleting a sandbox or snapshot removes its VM files
+ * at once but its disk layers only when no live chain uses them. The
+ * collector reads every live sandbox's and snapshot's chain (overlay
+ * headers name their bases) and then removes, under DATA/sandboxes and
+ * DATA/snapshots, whatever no chain names: the directories of deleted
+ * sandboxes and snapshots, and old tops a fork left in live ones.
  */
+#include "agent/disk.h"
 #include "agent/host_int.h"
 #include "common/err.h"
 #include "kilnd/config.h"
@@ -13,92 +17,146 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int layer_path(struct host *h, const char *name, char out[PATH_MAX])
-{
-	if (snprintf(out, PATH_MAX, "%s/layers/%s", h->cfg->data_dir, name) >= PATH_MAX)
-		return errf(ENAMETOOLONG, "layer path too long");
-	return 0;
-}
-
 struct refs {
-	char **paths;
+	char **s;
 	size_t n, cap;
 };
 
-static void refs_add_chain(struct refs *r, const char *disks)
+static void refs_add(struct refs *r, const char *s)
 {
-	json_t *j = disks ? json_loads(disks, 0, NULL) : NULL;
-	json_t *a = json_object_get(j, "chain");
-	for (size_t i = 0; i < json_array_size(a); i++) {
-		const char *p = json_string_value(json_array_get(a, i));
-		if (!p)
-			continue;
-		if (r->n == r->cap) {
-			size_t cap = r->cap ? r->cap * 2 : 64;
-			char **np = realloc(r->paths, cap * sizeof *np);
-			if (!np)
-				break;
-			r->paths = np, r->cap = cap;
-		}
-		if ((r->paths[r->n] = strdup(p)))
-			r->n++;
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		char **ns = realloc(r->s, cap * sizeof *ns);
+		if (!ns)
+			return;
+		r->s = ns, r->cap = cap;
 	}
-	json_decref(j);
+	if ((r->s[r->n] = strdup(s)))
+		r->n++;
 }
 
-static int snap_refs(void *ctx, struct snap_row *s)
-{
-	refs_add_chain(ctx, s->disks);
-	snap_row_clear(s);
-	return 0;
-}
-
-static bool referenced(const struct refs *r, const char *path)
+static bool refs_has(const struct refs *r, const char *s)
 {
 	for (size_t i = 0; i < r->n; i++)
-		if (strcmp(r->paths[i], path) == 0)
+		if (strcmp(r->s[i], s) == 0)
 			return true;
 	return false;
 }
 
+static void refs_free(struct refs *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->s[i]);
+	free(r->s);
+}
+
+/* Every layer of the chain under the disk recorded in disks (JSON). */
+static void add_chain(struct refs *layers, const char *disks)
+{
+	char top[PATH_MAX];
+	if (disks_json_top(disks, top) < 0)
+		return;
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
+	int n = 0;
+	if (chain && disk_chain(top, chain, CHAIN_MAX, &n) == 0)
+		for (int i = 0; i < n; i++)
+			refs_add(layers, chain[i]);
+	else if (chain)
+		refs_add(layers, top);	/* unreadable now: keep at least the top */
+	free(chain);
+}
+
+struct gc_ctx {
+	struct refs layers, live_snaps;
+};
+
+static int add_snapshot(void *ctx, struct snap_row *s)
+{
+	struct gc_ctx *g = ctx;
+	add_chain(&g->layers, s->disks);
+	refs_add(&g->live_snaps, s->id);
+	snap_row_clear(s);
+	return 0;
+}
+
+/* Remove what no chain names in one directory: in a live one only disk
+ * layers (disk*), in others everything. */
+static void sweep_dir(const char *dir, bool live, const struct refs *layers)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	int left = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) {
+			left++;
+			continue;
+		}
+		bool layer = !strncmp(e->d_name, "disk", 4);
+		if (refs_has(layers, path) || (live && !layer)) {
+			left++;
+			continue;
+		}
+		log_debug("collector: removing %s", path);
+		if (e->d_type == DT_DIR ? rmtree(path) < 0 : unlink(path) < 0)
+			left++;
+	}
+	closedir(d);
+	if (!live && left == 0)
+		rmdir(dir);
+}
+
+static void sweep(const char *root, const struct refs *live, const struct refs *layers)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char dir[PATH_MAX];
+		if (snprintf(dir, sizeof dir, "%s/%s", root, e->d_name) < (int)sizeof dir)
+			sweep_dir(dir, refs_has(live, e->d_name), layers);
+	}
+	closedir(d);
+}
+
 void layers_gc(struct host *h)
 {
-	struct refs r = { 0 };
+	struct gc_ctx g = { 0 };
+	struct refs live_sbx = { 0 };
 	pthread_mutex_lock(&h->layers);
 	pthread_mutex_lock(&h->lock);
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
 		pthread_mutex_lock(&sb->lock);
-		refs_add_chain(&r, sb->row.disks);
+		/* A failed sandbox keeps its record, not its disk. */
+		if (strcmp(sb->row.state, "failed") != 0) {
+			add_chain(&g.layers, sb->row.disks);
+			refs_add(&live_sbx, sb->row.id);
+		}
 		pthread_mutex_unlock(&sb->lock);
 	}
 	pthread_mutex_unlock(&h->lock);
-	/* If the store cannot be read, collect nothing rather than too much. */
-	bool ok = store_snapshot_each_live(h->store, snap_refs, &r) == 0;
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s/layers", h->cfg->data_dir);
-	DIR *d = ok ? opendir(dir) : NULL;
-	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		char path[PATH_MAX];
-		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path)
-			continue;
-		if (!referenced(&r, path)) {
-			log_debug("layer %s: no longer used, removed", e->d_name);
-			unlink(path);
-		}
+	/* If the snapshots cannot be read, remove nothing rather than too much. */
+	if (store_snapshot_each_live(h->store, add_snapshot, &g) == 0) {
+		char root[PATH_MAX];
+		snprintf(root, sizeof root, "%s/sandboxes", h->cfg->data_dir);
+		sweep(root, &live_sbx, &g.layers);
+		snprintf(root, sizeof root, "%s/snapshots", h->cfg->data_dir);
+		sweep(root, &g.live_snaps, &g.layers);
 	}
-	if (d)
-		closedir(d);
 	pthread_mutex_unlock(&h->layers);
-	for (size_t i = 0; i < r.n; i++)
-		free(r.paths[i]);
-	free(r.paths);
+	refs_free(&g.layers);
+	refs_free(&g.live_snaps);
+	refs_free(&live_sbx);
 }

@@ -75,7 +75,6 @@ static void recover_one(struct host *h, struct sandbox *sb)
 	const char *state = sb->row.state;
 	int rc;
 	char why[300];
-	sb->mode = DISK_OVERLAY;
 	if (strcmp(state, "creating") == 0 || strcmp(state, "deleting") == 0) {
 		bool was_creating = state[0] == 'c';
 		sandbox_teardown(h, sb);

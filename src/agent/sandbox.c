@@ -36,55 +36,45 @@ void sandbox_ctl(struct sandbox *sb, char *out, size_t cap)
 	vm_path(out, cap, sb->dir, "ctl.sock");
 }
 
-/* ---- the disk chain in the record ------------------------------------------------ */
+/* ---- the disk in the record --------------------------------------------------------- */
 
-int sandbox_chain(struct sandbox *sb, enum disk_mode *mode, char chain[][PATH_MAX], int max, int *n)
+int disks_json_top(const char *disks, char top[PATH_MAX])
 {
-	pthread_mutex_lock(&sb->lock);
-	json_t *j = sb->row.disks ? json_loads(sb->row.disks, 0, NULL) : NULL;
-	pthread_mutex_unlock(&sb->lock);
-	int rc = 0;
-	const char *m = json_string_value(json_object_get(j, "mode"));
-	json_t *a = json_object_get(j, "chain");
-	if (!m || !json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > (size_t)max)
-		rc = errf(EINVAL, "sandbox %s: no disk chain recorded", sb->row.id);
+	json_t *j = disks ? json_loads(disks, 0, NULL) : NULL;
+	const char *t = json_string_value(json_object_get(j, "top"));
+	int rc = t && t[0] == '/' && strlen(t) < PATH_MAX ? 0 : -EINVAL;
 	if (rc == 0)
-		rc = disk_mode_parse(m, mode);
-	for (size_t i = 0; rc == 0 && i < json_array_size(a); i++) {
-		const char *p = json_string_value(json_array_get(a, i));
-		if (!p || strlen(p) >= PATH_MAX)
-			rc = errf(EINVAL, "sandbox %s: bad disk chain", sb->row.id);
-		else
-			snprintf(chain[i], PATH_MAX, "%s", p);
-	}
-	if (rc == 0)
-		*n = (int)json_array_size(a);
+		snprintf(top, PATH_MAX, "%s", t);
 	json_decref(j);
 	return rc;
 }
 
-int sandbox_set_chain(struct sandbox *sb, enum disk_mode mode, char chain[][PATH_MAX], int n)
+char *disks_json(const char *top)
 {
-	json_t *a = json_array();
-	for (int i = 0; a && i < n; i++)
-		json_array_append_new(a, json_string(chain[i]));
-	json_t *j = a ? json_pack("{s:s,s:o}", "mode", disk_mode_name(mode), "chain", a) : NULL;
+	json_t *j = json_pack("{s:s}", "top", top);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
+	return text;
+}
+
+int sandbox_top(struct sandbox *sb, char top[PATH_MAX])
+{
+	pthread_mutex_lock(&sb->lock);
+	int rc = disks_json_top(sb->row.disks, top);
+	pthread_mutex_unlock(&sb->lock);
+	return rc < 0 ? errf(EINVAL, "sandbox %s: no disk recorded", sb->row.id) : 0;
+}
+
+int sandbox_set_top(struct sandbox *sb, const char *top)
+{
+	char *text = disks_json(top);
 	if (!text)
 		return errf(ENOMEM, "out of memory");
 	pthread_mutex_lock(&sb->lock);
 	free(sb->row.disks);
 	sb->row.disks = text;
-	sb->mode = mode;
 	pthread_mutex_unlock(&sb->lock);
 	return 0;
-}
-
-/* The plan for the VM of a chain: its top is the sandbox's layer. */
-static void chain_plan(enum disk_mode mode, char chain[][PATH_MAX], int n, struct disk_plan *plan)
-{
-	disk_plan(mode, chain[0], chain[n - 1], plan);
 }
 
 /* ---- the VMM ------------------------------------------------------------------------ */
@@ -173,7 +163,9 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 	if ((other = ctl_pid(path)) > 0)
 		proc_kill_wait(other, 0, 5000);
 	net_release(h->cfg, sb->row.id);
-	if (rmtree(sb->dir) < 0)
+	/* Its disk layers may be the base of others' (forks): the collector
+	 * removes them, and the directory, once nothing uses them. */
+	if (rmtree_except_disks(sb->dir) < 0)
 		log_warn("sandbox %s: %s", sb->row.id, errmsg());
 }
 
@@ -223,34 +215,24 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 			       const struct net_lease *net)
 {
 	const struct config *cfg = h->cfg;
-	char chain[3][PATH_MAX];
-	int n = 0, rc;
-	snprintf(chain[n++], PATH_MAX, "%s", t->root);
-	if (t->snapshot && strcmp(t->base, t->root) != 0)
-		snprintf(chain[n++], PATH_MAX, "%s", t->base);
-	snprintf(chain[n], PATH_MAX, "%s/disk", sb->dir);
-	const char *top = chain[n++];
-	/* Over a snapshot's frozen layer an overlay keeps it intact; an upper
-	 * disk is a copy of the template's (it was mounted at the snapshot). */
-	if (t->snapshot && t->mode == DISK_UPPER)
-		rc = disk_copy(t->base, top);
-	else
-		rc = disk_create(cfg, t->mode, chain[n - 2], top);
+	char top[PATH_MAX];
+	snprintf(top, sizeof top, "%s/disk", sb->dir);
+	pthread_mutex_lock(&h->layers);	/* made and recorded before the collector looks */
+	int rc = disk_create(top, t->base);
 	if (rc == 0)
-		rc = sandbox_set_chain(sb, t->mode, chain, n);
+		rc = sandbox_set_top(sb, top);
+	pthread_mutex_unlock(&h->layers);
 	if (rc < 0)
 		return rc;
-	struct disk_plan plan;
-	chain_plan(t->mode, chain, n, &plan);
 	pid_t pid;
 	if (t->snapshot) {
 		double vmm_ms;
-		struct spawn_spec s = { .dir = sb->dir, .disks = &plan, .tap = net->tap[0] ? net->tap : NULL,
+		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = net->tap[0] ? net->tap : NULL,
 					.hostname = sb->row.id };
 		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
 	} else {
 		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
-				     .disks = plan, .tap = net->tap[0] ? net->tap : NULL,
+				     .disk = top, .tap = net->tap[0] ? net->tap : NULL,
 				     .hostname = sb->row.id };
 		rc = vmm_launch(cfg, &s, &pid);
 	}
@@ -259,55 +241,29 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
 }
 
-/* A snapshot's disks: the chain recorded with it; its top is the frozen
- * copy under DATA/layers. */
-static int snap_chain(const struct snap_row *snap, enum disk_mode *mode, char chain[][PATH_MAX],
-		      int max, int *n)
-{
-	struct sandbox tmp = { .row = { .disks = snap->disks } };
-	snprintf(tmp.row.id, sizeof tmp.row.id, "%s", snap->id);
-	pthread_mutex_init(&tmp.lock, NULL);
-	int rc = sandbox_chain(&tmp, mode, chain, max, n);
-	pthread_mutex_destroy(&tmp.lock);
-	return rc;
-}
-
 static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct snap_row *snap,
 			       const struct net_lease *net)
 {
 	const struct config *cfg = h->cfg;
-	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX + 1, PATH_MAX);
-	if (!chain)
-		return errf(ENOMEM, "out of memory");
-	enum disk_mode mode;
-	pthread_mutex_lock(&h->layers);	/* the snapshot's layer stays until we refer to it */
-	int n, rc = snap_chain(snap, &mode, chain, CHAIN_MAX, &n);
-	if (rc == 0 && access(chain[n - 1], R_OK) < 0)
+	char base[PATH_MAX], top[PATH_MAX];
+	snprintf(top, sizeof top, "%s/disk", sb->dir);
+	/* The snapshot's disk stays while a live sandbox's chain holds it:
+	 * the collector waits until this one is recorded. */
+	pthread_mutex_lock(&h->layers);
+	int rc = disks_json_top(snap->disks, base) < 0
+		? errf(EINVAL, "snapshot %s: no disk recorded", snap->id) : 0;
+	if (rc == 0 && access(base, R_OK) < 0)
 		rc = errf(ENOENT, "snapshot %s: its disk is gone", snap->id);
-	if (rc == 0) {
-		char top[PATH_MAX];
-		snprintf(top, sizeof top, "%s/disk", sb->dir);
-		if (mode == DISK_OVERLAY) {
-			rc = disk_create(cfg, mode, chain[n - 1], top);
-			snprintf(chain[n++], PATH_MAX, "%s", top);
-		} else {
-			rc = disk_copy(chain[n - 1], top);
-			snprintf(chain[1], PATH_MAX, "%s", top);
-			n = 2;
-		}
-	}
 	if (rc == 0)
-		rc = sandbox_set_chain(sb, mode, chain, n);
+		rc = disk_create(top, base);
+	if (rc == 0)
+		rc = sandbox_set_top(sb, top);
 	pthread_mutex_unlock(&h->layers);
-	struct disk_plan plan;
-	if (rc == 0)
-		chain_plan(mode, chain, n, &plan);
-	free(chain);
 	if (rc < 0)
 		return rc;
 	char restore[PATH_MAX];
 	snprintf(restore, sizeof restore, "%s/snapshots/%s/vm", cfg->data_dir, snap->id);
-	struct vm_spec s = { .dir = sb->dir, .disks = plan, .tap = net->tap[0] ? net->tap : NULL,
+	struct vm_spec s = { .dir = sb->dir, .disk = top, .tap = net->tap[0] ? net->tap : NULL,
 			     .hostname = sb->row.id, .restore = restore };
 	pid_t pid;
 	if ((rc = vmm_launch(cfg, &s, &pid)) < 0)
@@ -537,16 +493,10 @@ static int wake_locked(struct host *h, struct sandbox *sb)
 	if (rc < 0)
 		return rc;
 	sb->counts_memory = true;
-	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
-	enum disk_mode mode;
-	int n;
-	rc = chain ? sandbox_chain(sb, &mode, chain, CHAIN_MAX, &n) : errf(ENOMEM, "out of memory");
-	char restore[PATH_MAX];
+	char top[PATH_MAX], restore[PATH_MAX];
+	rc = sandbox_top(sb, top);
 	snprintf(restore, sizeof restore, "%s/hibernate", sb->dir);
-	struct vm_spec s = { .dir = sb->dir, .hostname = sb->row.id, .restore = restore };
-	if (rc == 0)
-		chain_plan(mode, chain, n, &s.disks);
-	free(chain);
+	struct vm_spec s = { .dir = sb->dir, .disk = top, .hostname = sb->row.id, .restore = restore };
 	struct net_lease net;
 	if (rc == 0)
 		rc = net_acquire(h->cfg, sb->row.id, &net);

@@ -71,9 +71,9 @@ int tmpl_save_manifest(const struct tmpl *t)
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
 	snprintf(path, sizeof path, "%s/manifest.json", t->dir);
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:s,s:s,s:b,s:s,s:I}", "name", t->name,
+	json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:s,s:b,s:s,s:I}", "name", t->name,
 			      "version", t->version, "vcpus", t->vcpus, "memory_mib", t->memory_mib,
-			      "disk_mode", disk_mode_name(t->mode), "root", t->root, "base", t->base,
+			      "root", t->root, "base", t->base,
 			      "snapshot", t->snapshot, "snapshot_dir", t->snapdir,
 			      "built_ms", (json_int_t)t->built_ms);
 	if (!j)
@@ -110,8 +110,6 @@ int tmpl_load(const char *dir, struct tmpl *t)
 	rc = rc ?: copy_field(t->root, sizeof t->root, j, "root");
 	rc = rc ?: copy_field(t->base, sizeof t->base, j, "base");
 	rc = rc ?: copy_field(t->snapdir, sizeof t->snapdir, j, "snapshot_dir");
-	const char *mode = json_string_value(json_object_get(j, "disk_mode"));
-	rc = rc ?: (mode ? disk_mode_parse(mode, &t->mode) : errf(EINVAL, "manifest: no disk_mode"));
 	t->version = (int)json_integer_value(json_object_get(j, "version"));
 	t->vcpus = (int)json_integer_value(json_object_get(j, "vcpus"));
 	t->memory_mib = (int)json_integer_value(json_object_get(j, "memory_mib"));
@@ -246,12 +244,9 @@ int tmpl_spawn(const struct config *cfg, struct tmpl *t, const struct spawn_spec
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = tmpl_zygote_ensure(cfg, t)) < 0)
 			return rc;
-		json_t *disks = json_array();
-		for (int i = 0; disks && i < s->disks->n; i++)
-			json_array_append_new(disks, json_string(s->disks->path[i]));
-		json_t *req = disks ? json_pack("{s:s,s:o,s:s,s:s,s:s,s:s}", "cmd", "spawn", "disks", disks,
-						"vsock", vsock, "ctl", ctl, "hostname", s->hostname,
-						"console", console) : NULL;
+		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s}", "cmd", "spawn", "disks", s->disk,
+					"vsock", vsock, "ctl", ctl, "hostname", s->hostname,
+					"console", console);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
 		if (s->tap)

@@ -9,9 +9,9 @@
  * is complete and verified, so a failed build leaves the previous one in
  * service. A version directory:
  *   manifest.json   name, version, vcpus, memory_mib, disk mode, paths
- *   root.ext4       the root image (read-only)
- *   layer           the template VM's own disk layer, frozen at the
- *                   snapshot (overlay mode; sandboxes' overlays sit on it)
+ *   root.ext4       the root image (raw, read-only)
+ *   layer           the template VM's own overlay on it, sealed at the
+ *                   snapshot: sandboxes' overlays sit on it
  *   snapshot/       state + memory, if the version has a snapshot
  *   zygote.sock, zygote.pid, zygote.log
  * A version without a snapshot serves creates by booting (slower); it is
@@ -26,7 +26,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/disk.h"
 #include "kilnd/config.h"
 
 struct config;
@@ -49,9 +48,8 @@ struct tmpl {
 	int version;
 	char dir[VM_DIR_MAX];
 	int vcpus, memory_mib;
-	enum disk_mode mode;
 	char root[PATH_MAX];		/* the read-only image */
-	char base[PATH_MAX];		/* what sandbox layers sit on: layer or root */
+	char base[PATH_MAX];		/* what sandbox overlays sit on: layer, or root */
 	bool snapshot;
 	char snapdir[PATH_MAX];
 	int64_t built_ms;
@@ -76,7 +74,7 @@ int tmpl_save_manifest(const struct tmpl *t);
 
 struct spawn_spec {
 	const char *dir;		/* the new VM's directory (vmm.h) */
-	const struct disk_plan *disks;
+	const char *disk;		/* its overlay */
 	const char *tap;
 	const char *hostname;
 };

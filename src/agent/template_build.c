@@ -20,6 +20,7 @@
  * redone (the image step can take minutes). --restart starts over.
  */
 #include "agent/template_build.h"
+#include "agent/disk.h"
 #include "agent/guest.h"
 #include "agent/host_int.h"
 #include "agent/proc.h"
@@ -195,6 +196,16 @@ static int wait_builder(struct build *b, pid_t pid, const char *log)
 	}
 }
 
+/* Copy a root image, keeping holes (a 4 GiB image holds 0.5 GiB). */
+static int copy_image(const char *src, const char *dst)
+{
+	char *argv[] = { "cp", "--sparse=always", "--reflink=auto", (char *)src, (char *)dst, NULL };
+	int rc = proc_run(argv, "/dev/null");
+	if (rc != 0)
+		return rc < 0 ? rc : errf(EIO, "copying %s to %s: exit status %d", src, dst, rc);
+	return 0;
+}
+
 static int step_image(struct build *b)
 {
 	char src[PATH_MAX + 32], tmp[PATH_MAX + 16];
@@ -207,7 +218,7 @@ static int step_image(struct build *b)
 	int rc;
 	if (access(src, R_OK) == 0) {
 		progress(b, "copying %s", src);
-		rc = disk_copy(src, tmp);
+		rc = copy_image(src, tmp);
 	} else if (b->o->image) {
 		return errf_sys("image %s", src);
 	} else {
@@ -257,16 +268,14 @@ static int step_boot(struct build *b)
 	rmtree(b->vmdir);
 	if (mkdir(b->vmdir, 0700) < 0)
 		return errf_sys("mkdir %s", b->vmdir);
-	b->t.mode = b->o->no_snapshot ? DISK_UPPER : disk_default_mode(b->cfg);
 	snprintf(b->t.base, sizeof b->t.base, "%s/layer", b->t.dir);
 	unlink(b->t.base);
-	int rc = disk_create(b->cfg, b->t.mode, b->t.root, b->t.base);
+	int rc = disk_create(b->t.base, b->t.root);
 	if (rc < 0)
 		return rc;
 	struct vm_spec s = { .dir = b->vmdir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
-			     .hostname = b->def->name };
-	disk_plan(b->t.mode, b->t.root, b->t.base, &s.disks);
-	progress(b, "booting %s", disk_mode_name(b->t.mode));
+			     .disk = b->t.base, .hostname = b->def->name };
+	progress(b, "booting");
 	if ((rc = vmm_launch(b->cfg, &s, &b->vm_pid)) < 0)
 		return rc;
 	b->vm_start = proc_start_time(b->vm_pid);
@@ -343,8 +352,11 @@ static int step_snapshot(struct build *b)
 	json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", b->t.snapdir, "diff", 0), *reply;
 	int rc = req ? vmm_ctl(ctl, req, &reply, 300000) : errf(ENOMEM, "out of memory");
 	json_decref(req);
-	/* Killed right away: the layer must stay as the snapshot saw it. */
+	/* Killed right away: the layer must stay as the snapshot saw it, and
+	 * sealed it is a base for the sandboxes' overlays. */
 	kill_vm(b);
+	if (rc == 0)
+		rc = disk_seal(b->t.base);
 	if (rc == -ENOTSUP)
 		return errf(ENOTSUP, "%s; build a boot-only template with --no-snapshot", errmsg());
 	if (rc < 0)
@@ -363,22 +375,16 @@ static int step_verify(struct build *b)
 	rmtree(dir);
 	if (mkdir(dir, 0700) < 0)
 		return errf_sys("mkdir %s", dir);
-	struct disk_plan plan;
-	int rc;
 	pid_t pid = 0;
-	if (b->t.snapshot && b->t.mode == DISK_UPPER)
-		rc = disk_copy(b->t.base, top);
-	else
-		rc = disk_create(b->cfg, b->t.mode, b->t.base, top);
-	disk_plan(b->t.mode, b->t.root, top, &plan);
+	int rc = disk_create(top, b->t.base);
 	if (rc == 0 && b->t.snapshot) {
 		progress(b, "starting the zygote");
-		struct spawn_spec s = { .dir = dir, .disks = &plan, .hostname = "kiln-check" };
+		struct spawn_spec s = { .dir = dir, .disk = top, .hostname = "kiln-check" };
 		double ms;
 		rc = tmpl_spawn(b->cfg, &b->t, &s, &pid, &ms);
 	} else if (rc == 0) {
 		struct vm_spec s = { .dir = dir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
-				     .disks = plan, .hostname = "kiln-check" };
+				     .disk = top, .hostname = "kiln-check" };
 		rc = vmm_launch(b->cfg, &s, &pid);
 	}
 	int64_t start = pid > 0 ? proc_start_time(pid) : 0;
@@ -437,7 +443,6 @@ int template_build(const struct config *cfg, const struct build_opts *o)
 	if (rc == 0 && step_done(&b, "snapshot")) {
 		struct tmpl saved;
 		if (tmpl_load(b.t.dir, &saved) == 0) {
-			b.t.mode = saved.mode;
 			b.t.snapshot = saved.snapshot;
 			snprintf(b.t.base, sizeof b.t.base, "%s", saved.base);
 			snprintf(b.t.snapdir, sizeof b.t.snapdir, "%s", saved.snapdir);

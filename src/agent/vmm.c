@@ -22,7 +22,7 @@ void vm_path(char *out, size_t cap, const char *dir, const char *name)
 int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
 {
 	char vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX], pidf[PATH_MAX];
-	char mem[16], vcpus[16], append[256], disks[DISKS_MAX][PATH_MAX + 4];
+	char mem[16], vcpus[16], append[256];
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
 	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
 	vm_path(console, sizeof console, s->dir, "console.log");
@@ -38,7 +38,7 @@ int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
 	} else {
 		snprintf(mem, sizeof mem, "%d", s->memory_mib);
 		snprintf(vcpus, sizeof vcpus, "%d", s->vcpus);
-		snprintf(append, sizeof append, "%s kiln.hostname=%s", s->disks.append,
+		snprintf(append, sizeof append, "kiln.root=/dev/vda kiln.hostname=%s",
 			 s->hostname ? s->hostname : "kiln");
 		argv[n++] = "--kernel";
 		argv[n++] = (char *)cfg->kernel;
@@ -51,11 +51,8 @@ int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
 		argv[n++] = "--append";
 		argv[n++] = append;
 	}
-	for (int i = 0; i < s->disks.n; i++) {
-		snprintf(disks[i], sizeof disks[i], "%s%s", s->disks.path[i], s->disks.ro[i] ? ",ro" : "");
-		argv[n++] = "--disk";
-		argv[n++] = disks[i];
-	}
+	argv[n++] = "--disk";
+	argv[n++] = (char *)s->disk;
 	argv[n++] = "--vsock";
 	argv[n++] = vsock;
 	argv[n++] = "--ctl";

@@ -13,14 +13,13 @@
 #include <jansson.h>
 #include <sys/types.h>
 
-#include "agent/disk.h"
 
 struct config;
 
 struct vm_spec {
 	const char *dir;
 	int vcpus, memory_mib;
-	struct disk_plan disks;
+	const char *disk;		/* the root disk: the sandbox's overlay */
 	const char *tap;		/* NULL: no network device (issue 7) */
 	const char *hostname;
 	const char *restore;		/* a snapshot directory; NULL: cold boot */

@@ -46,7 +46,6 @@ static int add_template(void *ctx, const struct template_def *d, const struct tm
 	json_object_set_new(j, "version", t ? json_integer(t->version) : json_null());
 	json_object_set_new(j, "built_at", t ? render_time(t->built_ms) : json_null());
 	json_object_set_new(j, "snapshot", json_boolean(t && t->snapshot));
-	json_object_set_new(j, "disk_mode", t ? json_string(disk_mode_name(t->mode)) : json_null());
 	return json_array_append_new(ctx, j);
 }
 

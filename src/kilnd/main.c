@@ -261,8 +261,8 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 					 template_defs[i].name, target);
 			}
 			if (n > 0 && tmpl_load(dir, &t) == 0)
-				printf("%-10s v%-4d %-9s %s\n", t.name, t.version,
-				       t.snapshot ? "snapshot" : "boot", disk_mode_name(t.mode));
+				printf("%-10s v%-4d %s\n", t.name, t.version,
+				       t.snapshot ? "snapshot (zygote)" : "boot-only");
 			else
 				printf("%-10s not built\n", template_defs[i].name);
 		}
