@@ -65,8 +65,11 @@ static int reattach(struct host *h, struct sandbox *sb)
 		rc = guest_ping(g);
 		guest_close(g);
 	}
-	if (rc < 0)
-		return errf(-rc, "its agent did not answer after a kilnd restart: %s", errmsg());
+	if (rc < 0) {
+		char msg[300];	/* errf must not read the buffer it writes */
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "its agent did not answer after a kilnd restart: %s", msg);
+	}
 	return 0;
 }
 

@@ -594,7 +594,9 @@ int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
 	rc = guest_open(vsock, 10000, sb->row.vmm_pid, out);
 	if (rc < 0) {
-		rc = errf(ECONNREFUSED, "sandbox %s: %s", sb->row.id, errmsg());
+		char msg[300];	/* errf must not read the buffer it writes */
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		rc = errf(ECONNREFUSED, "sandbox %s: %s", sb->row.id, msg);
 		sandbox_leave(h, sb, NULL);
 	}
 	return rc;

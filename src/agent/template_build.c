@@ -282,8 +282,11 @@ static int step_boot(struct build *b)
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
 	struct guest *g;
-	if ((rc = guest_open(vsock, b->cfg->boot_timeout_ms, b->vm_pid, &g)) < 0)
-		return errf(-rc, "%s (console: %s/console.log)", errmsg(), b->vmdir);
+	if ((rc = guest_open(vsock, b->cfg->boot_timeout_ms, b->vm_pid, &g)) < 0) {
+		char msg[300];	/* errf must not read the buffer it writes */
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "%s (console: %s/console.log)", msg, b->vmdir);
+	}
 	guest_set_timeout(g, b->cfg->boot_timeout_ms);
 	rc = guest_ping(g);
 	guest_close(g);
@@ -357,8 +360,11 @@ static int step_snapshot(struct build *b)
 	kill_vm(b);
 	if (rc == 0)
 		rc = disk_seal(b->t.base);
-	if (rc == -ENOTSUP)
-		return errf(ENOTSUP, "%s; build a boot-only template with --no-snapshot", errmsg());
+	if (rc == -ENOTSUP) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(ENOTSUP, "%s; build a boot-only template with --no-snapshot", msg);
+	}
 	if (rc < 0)
 		return rc;
 	progress(b, "saved in %.0f ms", json_number_value(json_object_get(reply, "ms")));
@@ -394,6 +400,8 @@ static int step_verify(struct build *b)
 	}
 	if (pid > 0)
 		proc_kill_wait(pid, start, 5000);
+	if (rc < 0 && b->t.snapshot)
+		tmpl_zygote_stop(&b->t);	/* a version that failed serves nothing */
 	rmtree(dir);
 	return rc;
 }
@@ -483,10 +491,13 @@ int template_build(const struct config *cfg, const struct build_opts *o)
 		fprintf(stderr, "template %s: version %d in service (%s), %.1f s\n", o->name, b.t.version,
 			b.t.snapshot ? "snapshot served by a zygote" : "boot-only",
 			(double)(mono_ms() - b.t0) / 1000);
-	else
+	else {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
 		rc = errf(-rc, "template %s: step %s failed: %s (run the command again to resume; "
 			       "the version in service is unchanged)", o->name,
-			  steps[b.step < NSTEPS ? b.step : NSTEPS - 1], errmsg());
+			  steps[b.step < NSTEPS ? b.step : NSTEPS - 1], msg);
+	}
 	pthread_mutex_destroy(&b.t.zlock);
 	close(lock);
 	return rc;
