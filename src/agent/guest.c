@@ -64,6 +64,29 @@ void guest_close(struct guest *g)
 	free(g);
 }
 
+int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		struct guest *g;
+		int rc = guest_open(vsock, (int)(left > 0 ? left : 1), vmm_pid, &g);
+		if (rc < 0)
+			return rc;
+		guest_set_timeout(g, (int)(left < 2000 ? (left > 0 ? left : 1) : 2000));
+		if ((rc = guest_ping(g)) == 0) {
+			guest_set_timeout(g, -1);
+			*out = g;
+			return 0;
+		}
+		guest_close(g);
+		if (mono_ms() >= deadline || rc == -ECHILD)
+			return rc;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 void guest_set_timeout(struct guest *g, int ms)
 {
 	kiln_client_set_timeout(g->c, ms);
@@ -332,6 +355,11 @@ int guest_open(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **
 	return NO_CLIENT();
 }
 void guest_close(struct guest *g) { (void)g; }
+int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out)
+{
+	(void)vsock, (void)timeout_ms, (void)vmm_pid, (void)out;
+	return NO_CLIENT();
+}
 void guest_set_timeout(struct guest *g, int ms) { (void)g, (void)ms; }
 int guest_ping(struct guest *g) { (void)g; return NO_CLIENT(); }
 int guest_resync(struct guest *g, const char *h, const char *i) { (void)g, (void)h, (void)i; return NO_CLIENT(); }

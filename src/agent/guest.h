@@ -22,6 +22,11 @@ struct guest;
  * soon as that process is gone. */
 int guest_open(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out);
 void guest_close(struct guest *g);
+/* Open and PING until the agent answers on a connection that stays up:
+ * right after a restore or fork, kiln-vmm reports ready while the guest may
+ * still be handling the vsock transport reset, which drops a connection
+ * made too early. */
+int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out);
 /* Bound each later wait on this connection (-1: none). */
 void guest_set_timeout(struct guest *g, int ms);
 

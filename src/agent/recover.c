@@ -58,13 +58,10 @@ static int reattach(struct host *h, struct sandbox *sb)
 		return rc;
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
-	struct guest *g;
-	rc = guest_open(vsock, 5000, pid, &g);
-	if (rc == 0) {
-		guest_set_timeout(g, 5000);
-		rc = guest_ping(g);
+	struct guest *g = NULL;
+	rc = guest_wait_ready(vsock, 5000, pid, &g);
+	if (rc == 0)
 		guest_close(g);
-	}
 	if (rc < 0) {
 		char msg[300];	/* errf must not read the buffer it writes */
 		snprintf(msg, sizeof msg, "%s", errmsg());

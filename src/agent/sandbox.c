@@ -174,12 +174,11 @@ int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
 	struct guest *g;
-	int rc = guest_open(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, &g);
+	int rc = guest_wait_ready(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, &g);
 	if (rc < 0)
 		return rc;
 	guest_set_timeout(g, h->cfg->boot_timeout_ms);
-	rc = guest_ping(g);
-	if (rc == 0 && resync)
+	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
 	guest_close(g);
 	return rc;

@@ -282,15 +282,13 @@ static int step_boot(struct build *b)
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
 	struct guest *g;
-	if ((rc = guest_open(vsock, b->cfg->boot_timeout_ms, b->vm_pid, &g)) < 0) {
+	if ((rc = guest_wait_ready(vsock, b->cfg->boot_timeout_ms, b->vm_pid, &g)) < 0) {
 		char msg[300];	/* errf must not read the buffer it writes */
 		snprintf(msg, sizeof msg, "%s", errmsg());
 		return errf(-rc, "%s (console: %s/console.log)", msg, b->vmdir);
 	}
-	guest_set_timeout(g, b->cfg->boot_timeout_ms);
-	rc = guest_ping(g);
 	guest_close(g);
-	return rc;
+	return 0;
 }
 
 /* Run cmd in the build VM; its output must contain want (if given). */
@@ -299,7 +297,7 @@ static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, vmdir, "vsock.sock");
 	struct guest *g;
-	int rc = guest_open(vsock, b->cfg->boot_timeout_ms, pid, &g);
+	int rc = guest_wait_ready(vsock, b->cfg->boot_timeout_ms, pid, &g);
 	if (rc < 0)
 		return rc;
 	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
