@@ -22,6 +22,7 @@
 #include "kilnd/config.h"
 #include "kilnd/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -82,6 +83,43 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	return 0;
 }
 
+/* kiln-vmm forks the disks before the processes, so a fork that failed
+ * may have left the parent on a new overlay, TOP.<pid>-<n> (docs/disk.md),
+ * with the old top sealed under it. Find it, so the record follows the
+ * disk the VM really writes. */
+static void follow_new_top(struct host *h, struct sandbox *parent)
+{
+	char top[PATH_MAX], prefix[PATH_MAX + 32], best[PATH_MAX] = "";
+	if (sandbox_top(parent, top) < 0)
+		return;
+	int plen = snprintf(prefix, sizeof prefix, "%s.%d-", strrchr(top, '/') + 1, parent->row.vmm_pid);
+	long bestn = -1;
+	DIR *d = opendir(parent->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, prefix, plen) != 0)
+			continue;
+		long k = strtol(e->d_name + plen, &end, 10);
+		if (*end || k <= bestn)
+			continue;
+		bestn = k;
+		snprintf(best, sizeof best, "%s/%s", parent->dir, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	char (*chain)[PATH_MAX] = bestn >= 0 ? calloc(CHAIN_MAX, PATH_MAX) : NULL;
+	int n = 0;
+	bool switched = chain && disk_chain(best, chain, CHAIN_MAX, &n) == 0 && n > 1 &&
+			strcmp(chain[1], top) == 0;
+	free(chain);
+	if (!switched)
+		return;	/* the parent is still on its top */
+	log_warn("sandbox %s: the failed fork left it on %s", parent->row.id, best);
+	sandbox_set_top(parent, best);
+	sandbox_save(h, parent);
+}
+
 /* One fork of parent into n children (one pause): kids[] gets the ones
  * that came up, *made grows by their number. */
 static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandbox **kids, int *made)
@@ -135,6 +173,12 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 			sandbox_set_top(kids[i], top);
 			sandbox_save(h, kids[i]);
 		}
+	}
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		follow_new_top(h, parent);
+		errf(-rc, "%s", msg);
 	}
 	pthread_mutex_unlock(&h->layers);
 	if (rc < 0) {
