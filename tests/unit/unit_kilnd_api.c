@@ -1,0 +1,264 @@
+/* Unit tests for kilnd's request handling pieces: route matching,
+ * validation, the rate limiter, output rendering, WebSocket framing,
+ * errno-to-status mapping and disk chains. */
+#include "agent/disk.h"
+#include "api/http.h"
+#include "api/ratelimit.h"
+#include "api/render.h"
+#include "api/routes.h"
+#include "api/validate.h"
+#include "api/ws.h"
+#include "common/err.h"
+#include "test.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void routes_match_and_capture(void)
+{
+	char *p[MAX_PATH_PARAMS];
+	int n;
+	bool known;
+	const struct route *r = route_match("POST", "/v1/sandboxes/sbx_abc/exec", p, MAX_PATH_PARAMS, &n, &known);
+	CHECK(r && !strcmp(r->pattern, "/v1/sandboxes/{id}/exec") && n == 1 && !strcmp(p[0], "sbx_abc"));
+	while (n > 0)
+		free(p[--n]);
+	r = route_match("POST", "/v1/sandboxes/sbx_abc/exec/stream", p, MAX_PATH_PARAMS, &n, &known);
+	CHECK(r && r->fn && !strcmp(r->pattern, "/v1/sandboxes/{id}/exec/stream"));
+	while (n > 0)
+		free(p[--n]);
+	CHECK(!route_match("PUT", "/v1/sandboxes", p, MAX_PATH_PARAMS, &n, &known) && known && n == 0);
+	CHECK(!route_match("GET", "/v1/nothing", p, MAX_PATH_PARAMS, &n, &known) && !known);
+	CHECK(!route_match("GET", "/v1/sandboxes/", p, MAX_PATH_PARAMS, &n, &known));
+	CHECK(!route_match("GET", "/v1/sandboxes//files", p, MAX_PATH_PARAMS, &n, &known));
+	CHECK(!route_match("GET", "/healthz/x", p, MAX_PATH_PARAMS, &n, &known));
+	r = route_match("GET", "/healthz", p, MAX_PATH_PARAMS, &n, &known);
+	CHECK(r && (r->flags & ROUTE_PUBLIC));
+	/* Every route has a handler and only the two public ones skip auth. */
+	int pub = 0;
+	for (size_t i = 0; i < nroutes; i++) {
+		CHECK(routes[i].fn != NULL);
+		pub += !!(routes[i].flags & ROUTE_PUBLIC);
+	}
+	CHECK(pub == 2);
+}
+
+static json_t *js(const char *s)
+{
+	return json_loads(s, 0, NULL);
+}
+
+static void validation_is_strict(void)
+{
+	static const char *const keys[] = { "template", "ttl_seconds", "env", "argv", NULL };
+	json_t *j = js("{\"template\":\"base\",\"ttl_seconds\":5}");
+	const char *s = NULL;
+	int64_t n = 0;
+	CHECK(v_known_keys(j, keys) == 0);
+	CHECK(v_str(j, "template", true, 16, &s) == 0 && !strcmp(s, "base"));
+	CHECK(v_int(j, "ttl_seconds", false, 0, 10, &n) == 0 && n == 5);
+	CHECK(v_int(j, "ttl_seconds", false, 0, 4, &n) == -EINVAL);
+	CHECK(v_str(j, "template", true, 3, &s) == -EINVAL);	/* too long */
+	CHECK(v_str(j, "missing", true, 3, &s) == -EINVAL);
+	CHECK(v_str(j, "missing", false, 3, &s) == 0);
+	json_decref(j);
+	j = js("{\"template\":\"base\",\"bogus\":1}");
+	CHECK(v_known_keys(j, keys) == -EINVAL && strstr(errmsg(), "bogus"));
+	json_decref(j);
+	j = js("{\"ttl_seconds\":\"5\",\"template\":7}");	/* wrong types */
+	CHECK(v_int(j, "ttl_seconds", false, 0, 10, &n) == -EINVAL);
+	CHECK(v_str(j, "template", false, 10, &s) == -EINVAL);
+	json_decref(j);
+	j = js("{\"ttl_seconds\":1.5,\"template\":null}");	/* a real is not an integer; null is absent */
+	s = "kept";
+	CHECK(v_int(j, "ttl_seconds", false, 0, 10, &n) == -EINVAL);
+	CHECK(v_str(j, "template", false, 10, &s) == 0 && !strcmp(s, "kept"));
+	json_decref(j);
+	json_t *m = NULL;
+	j = js("{\"env\":{\"A_1\":\"x\",\"_b\":\"\"}}");
+	CHECK(v_str_map(j, "env", 4, 8, 8, true, &m) == 0 && json_object_size(m) == 2);
+	json_decref(j);
+	j = js("{\"env\":{\"1A\":\"x\"}}");
+	CHECK(v_str_map(j, "env", 4, 8, 8, true, &m) == -EINVAL);
+	json_decref(j);
+	j = js("{\"env\":{\"A\":1}}");
+	CHECK(v_str_map(j, "env", 4, 8, 8, true, &m) == -EINVAL);
+	json_decref(j);
+	j = js("{\"env\":{\"A\":\"x\",\"B\":\"y\",\"C\":\"z\"}}");
+	CHECK(v_str_map(j, "env", 2, 8, 8, true, &m) == -EINVAL);	/* too many */
+	json_decref(j);
+	const char **argv = NULL;
+	j = js("{\"argv\":[\"ls\",\"-la\"]}");
+	CHECK(v_str_array(j, "argv", 4, 16, &argv) == 0 && argv && !strcmp(argv[1], "-la") && !argv[2]);
+	free(argv);
+	json_decref(j);
+	j = js("{\"argv\":[]}");
+	CHECK(v_str_array(j, "argv", 4, 16, &argv) == -EINVAL);
+	json_decref(j);
+	j = js("{\"argv\":[\"ls\",3]}");
+	CHECK(v_str_array(j, "argv", 4, 16, &argv) == -EINVAL);
+	json_decref(j);
+	CHECK(v_known_keys(NULL, keys) == 0);	/* an empty body is {} */
+}
+
+static void ids_names_and_paths(void)
+{
+	CHECK(v_is_id("sbx_abc123", "sbx_"));
+	CHECK(!v_is_id("sbx_", "sbx_") && !v_is_id("sbx_ABC", "sbx_") && !v_is_id("snap_a", "sbx_"));
+	CHECK(!v_is_id("sbx_../../etc", "sbx_") && !v_is_id("sbx_a/b", "sbx_"));
+	CHECK(!v_is_id("sbx_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "sbx_"));	/* 33 characters */
+	CHECK(v_is_name("base") && v_is_name("my-tmpl2") && !v_is_name("-x") && !v_is_name("Base"));
+	CHECK(!v_is_name("a234567890abcdefg") && !v_is_name("") && !v_is_name("../x"));
+	CHECK(v_guest_path("/etc/passwd", "path") == 0);
+	CHECK(v_guest_path("/../../etc/passwd", "path") == 0);	/* a guest path, literal */
+	CHECK(v_guest_path("etc/passwd", "path") == -EINVAL);
+	CHECK(v_guest_path("", "path") == -EINVAL && v_guest_path(NULL, "path") == -EINVAL);
+	char *long_path = malloc(5000);
+	memset(long_path, 'a', 4999);
+	long_path[0] = '/';
+	long_path[4999] = 0;
+	CHECK(v_guest_path(long_path, "path") == -EINVAL);
+	free(long_path);
+}
+
+static void rate_limits_per_key(void)
+{
+	struct ratelimit *rl = ratelimit_new(1, 3);
+	int retry;
+	CHECK(ratelimit_take(rl, "ws_a", &retry) && ratelimit_take(rl, "ws_a", &retry) &&
+	      ratelimit_take(rl, "ws_a", &retry));
+	CHECK(!ratelimit_take(rl, "ws_a", &retry) && retry > 0 && retry <= 1001);
+	CHECK(ratelimit_take(rl, "ws_b", &retry));	/* another workspace has its own bucket */
+	ratelimit_free(rl);
+	rl = ratelimit_new(0, 0);	/* no limit */
+	for (int i = 0; i < 1000; i++)
+		CHECK(ratelimit_take(rl, "ws_a", &retry));
+	ratelimit_free(rl);
+}
+
+static void output_becomes_valid_json(void)
+{
+	CHECK(utf8_valid("h\xc3\xa9llo", 6) && utf8_valid("a\0b", 3));
+	CHECK(!utf8_valid("\xff", 1) && !utf8_valid("\xc3", 1) && !utf8_valid("\xed\xa0\x80", 3));
+	CHECK(!utf8_valid("\xc0\xaf", 2));	/* overlong */
+	json_t *j = render_text("a\xff" "b", 3);
+	CHECK(j && !strcmp(json_string_value(j), "a\xef\xbf\xbd" "b"));
+	json_decref(j);
+	char *b = base64_of("hi!", 3);
+	CHECK(b && !strcmp(b, "aGkh"));
+	free(b);
+	j = render_time(1700000000123LL);
+	CHECK(j && !strcmp(json_string_value(j), "2023-11-14T22:13:20.123Z"));
+	json_decref(j);
+}
+
+static void errno_maps_to_status(void)
+{
+	const char *code;
+	CHECK(errno_status(-ENOENT, &code) == 404 && !strcmp(code, "not_found"));
+	CHECK(errno_status(-EINVAL, &code) == 400);
+	CHECK(errno_status(-EBUSY, &code) == 409 && !strcmp(code, "conflict"));
+	CHECK(errno_status(-EAGAIN, &code) == 503 && !strcmp(code, "no_capacity"));
+	CHECK(errno_status(-EFBIG, &code) == 413);
+	CHECK(errno_status(-ENOTSUP, &code) == 501);
+	CHECK(errno_status(-ETIMEDOUT, &code) == 504);
+	CHECK(errno_status(-ECONNRESET, &code) == 502);
+	CHECK(errno_status(-EIO, &code) == 500);
+}
+
+/* A client frame: masked. */
+static size_t client_frame(uint8_t *out, int op, bool fin, const char *data, size_t n)
+{
+	static const uint8_t mask[4] = { 1, 2, 3, 4 };
+	size_t h = 0;
+	out[h++] = (fin ? 0x80 : 0) | op;
+	if (n < 126) {
+		out[h++] = 0x80 | n;
+	} else {
+		out[h++] = 0x80 | 126;
+		out[h++] = n >> 8;
+		out[h++] = n & 0xff;
+	}
+	memcpy(out + h, mask, 4);
+	h += 4;
+	for (size_t i = 0; i < n; i++)
+		out[h + i] = data[i] ^ mask[i & 3];
+	return h + n;
+}
+
+static void websocket_frames(void)
+{
+	char acc[29];
+	/* RFC 6455, section 1.3. */
+	CHECK(ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", acc) == 0 &&
+	      !strcmp(acc, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="));
+	CHECK(ws_accept_key("short", acc) < 0 && ws_accept_key(NULL, acc) < 0);
+	struct ws_reader r;
+	CHECK(ws_reader_init(&r) == 0);
+	uint8_t f[600];
+	size_t n = client_frame(f, WS_BINARY, true, "abc", 3);
+	n += client_frame(f + n, WS_TEXT, false, "{\"type\":", 8);
+	n += client_frame(f + n, WS_PING, true, "p", 1);	/* control frames interleave */
+	n += client_frame(f + n, WS_CONT, true, "\"resize\"}", 9);
+	/* Fed in two pieces: a frame split across reads. */
+	CHECK(ws_reader_feed(&r, f, 5) == 0);
+	int op;
+	const uint8_t *d;
+	size_t len;
+	CHECK(ws_next(&r, &op, &d, &len) == 0);
+	CHECK(ws_reader_feed(&r, f + 5, n - 5) == 0);
+	CHECK(ws_next(&r, &op, &d, &len) == 1 && op == WS_BINARY && len == 3 && !memcmp(d, "abc", 3));
+	CHECK(ws_next(&r, &op, &d, &len) == 1 && op == WS_PING && len == 1);
+	CHECK(ws_next(&r, &op, &d, &len) == 1 && op == WS_TEXT && len == 17 && !memcmp(d, "{\"type\":\"resize\"}", 17));
+	CHECK(ws_next(&r, &op, &d, &len) == 0);
+	/* An unmasked client frame is a protocol error. */
+	uint8_t bad[] = { 0x82, 0x01, 'x' };
+	CHECK(ws_reader_feed(&r, bad, sizeof bad) == 0 && ws_next(&r, &op, &d, &len) == -EPROTO);
+	ws_reader_free(&r);
+	CHECK(ws_reader_init(&r) == 0);
+	uint8_t huge[] = { 0x82, 0xff, 0, 0, 0, 0, 0x7f, 0, 0, 0, 1, 2, 3, 4 };
+	CHECK(ws_reader_feed(&r, huge, sizeof huge) == 0 && ws_next(&r, &op, &d, &len) == -EMSGSIZE);
+	ws_reader_free(&r);
+}
+
+static void disk_chains_follow_headers(void)
+{
+	char dir[] = "/tmp/kiln-unit-disk.XXXXXX", base[128], a[128], b[128];
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(base, sizeof base, "%s/root.raw", dir);
+	snprintf(a, sizeof a, "%s/a", dir);
+	snprintf(b, sizeof b, "%s/b", dir);
+	FILE *f = fopen(base, "w");
+	CHECK(f && ftruncate(fileno(f), 1 << 20) == 0);
+	if (f)
+		fclose(f);
+	CHECK(disk_create(a, base) == 0);
+	CHECK(disk_seal(a) == 0);
+	CHECK(disk_create(b, a) == 0);
+	CHECK(disk_create(b, a) < 0);		/* exists */
+	CHECK(disk_create("rel", base) < 0);	/* relative paths are refused */
+	char chain[4][PATH_MAX];
+	int n = 0;
+	CHECK(disk_chain(b, chain, 4, &n) == 0 && n == 3);
+	CHECK(n == 3 && !strcmp(chain[0], b) && !strcmp(chain[1], a) && !strcmp(chain[2], base));
+	CHECK(disk_chain(b, chain, 2, &n) == -ELOOP);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
+int main(void)
+{
+	int failures = 0;
+	RUN(routes_match_and_capture);
+	RUN(validation_is_strict);
+	RUN(ids_names_and_paths);
+	RUN(rate_limits_per_key);
+	RUN(output_becomes_valid_json);
+	RUN(errno_maps_to_status);
+	RUN(websocket_frames);
+	RUN(disk_chains_follow_headers);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,253 @@
+/* Unit tests for kilnd's store (src/api/store.c over the SQLite driver),
+ * on a real database file in a temporary directory. */
+#include "api/store.h"
+#include "api/db.h"
+#include "api/keys.h"
+#include "common/err.h"
+#include "test.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[64], dbpath[128];
+
+static struct store *open_fresh(void)
+{
+	struct store *st = NULL;
+	CHECK(store_open(dbpath, &st) == 0);
+	return st;
+}
+
+static void store_creates_schema_and_reopens(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(st && store_workspace_ensure(st, "alpha", a) == 0);
+	store_close(st);
+	st = open_fresh();	/* the schema is there: no error, same workspace */
+	CHECK(st && store_workspace_ensure(st, "alpha", b) == 0);
+	CHECK(strcmp(a, b) == 0);
+	CHECK(strncmp(a, "ws_", 3) == 0);
+	store_close(st);
+	CHECK(store_open("postgres://x", &st) == -ENOTSUP);
+}
+
+static void keys_are_stored_hashed_and_revocable(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX], kid[ID_MAX], key[KEY_LEN + 1], hash[KEY_HASH_LEN], shown[KEY_SHOWN_LEN + 1];
+	CHECK(store_workspace_ensure(st, "keys", ws) == 0);
+	CHECK(key_generate(key) == 0);
+	CHECK(key_well_formed(key, strlen(key)));
+	key_hash(key, strlen(key), hash);
+	key_shown(key, shown);
+	CHECK(strlen(hash) == 64 && strncmp(shown, "kiln_", 5) == 0 && strlen(shown) == KEY_SHOWN_LEN);
+	CHECK(store_key_add(st, ws, "ci", hash, shown, kid) == 0);
+	char found[ID_MAX] = "";
+	CHECK(store_key_lookup(st, hash, found) == 0 && strcmp(found, ws) == 0);
+	/* The key itself is nowhere in the database file. */
+	FILE *f = fopen(dbpath, "rb");
+	char *blob = calloc(1, 1 << 22);
+	size_t n = f ? fread(blob, 1, (1 << 22) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	CHECK(n > 0 && !memmem(blob, n, key, strlen(key)));
+	free(blob);
+	char other[KEY_HASH_LEN];
+	key_hash("kiln_nope", 9, other);
+	CHECK(store_key_lookup(st, other, found) == -ENOENT);
+	CHECK(store_key_revoke(st, kid) == 0);
+	CHECK(store_key_lookup(st, hash, found) == -ENOENT);
+	CHECK(store_key_revoke(st, kid) == -ENOENT);
+	store_close(st);
+}
+
+static void key_shapes(void)
+{
+	char key[KEY_LEN + 1], k2[KEY_LEN + 1];
+	CHECK(key_generate(key) == 0 && key_generate(k2) == 0 && strcmp(key, k2) != 0);
+	CHECK(!key_well_formed("kiln_short", 10));
+	CHECK(!key_well_formed("nope_abcdefghijkmnpqrstuvwxyz2345678", 37));
+	char bad[KEY_LEN + 1];
+	memcpy(bad, key, sizeof bad);
+	bad[10] = 'l';	/* not in the alphabet */
+	CHECK(!key_well_formed(bad, KEY_LEN));
+	bad[10] = 0;	/* embedded NUL */
+	CHECK(!key_well_formed(bad, KEY_LEN));
+	char h1[KEY_HASH_LEN], h2[KEY_HASH_LEN];
+	key_hash("abc", 3, h1);
+	CHECK(strcmp(h1, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") == 0);
+	key_hash("abd", 3, h2);
+	CHECK(strcmp(h1, h2) != 0);
+}
+
+static void sandbox_rows_round_trip(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "rows", ws) == 0);
+	struct sbx_row r = { 0 };
+	CHECK(make_id(r.id, "sbx_") == 0 && strlen(r.id) == 24);
+	snprintf(r.workspace, sizeof r.workspace, "%s", ws);
+	snprintf(r.template, sizeof r.template, "base");
+	snprintf(r.state, sizeof r.state, "running");
+	r.vcpus = 2;
+	r.memory_mib = 512;
+	r.ttl_seconds = 60;
+	r.created_ms = r.active_ms = wall_ms();
+	r.ready_ms = 12.5;
+	r.vmm_pid = 4242;
+	r.vmm_start = 99;
+	r.cpu_seconds = 1.25;
+	r.metadata = strdup("{\"a\":\"b\"}");
+	r.disks = strdup("{\"top\":\"/x/disk\"}");
+	CHECK(store_sandbox_save(st, &r) == 0);
+	struct sbx_row back;
+	CHECK(store_sandbox_load(st, r.id, &back) == 0);
+	CHECK(!strcmp(back.template, "base") && !strcmp(back.state, "running") && back.vcpus == 2);
+	CHECK(back.ready_ms == 12.5 && back.vmm_pid == 4242 && back.vmm_start == 99);
+	CHECK(back.metadata && !strcmp(back.metadata, "{\"a\":\"b\"}") && !back.env);
+	CHECK(back.parent[0] == 0 && back.deleted_ms == 0);
+	sbx_row_clear(&back);
+	/* Upsert: the state changes, the row stays one. */
+	snprintf(r.state, sizeof r.state, "deleted");
+	r.deleted_ms = wall_ms();
+	CHECK(store_sandbox_save(st, &r) == 0);
+	CHECK(store_sandbox_load(st, r.id, &back) == 0 && !strcmp(back.state, "deleted") && back.deleted_ms);
+	sbx_row_clear(&back);
+	CHECK(store_sandbox_load(st, "sbx_nothere", &back) == -ENOENT);
+	sbx_row_clear(&r);
+	store_close(st);
+}
+
+static int count_live(void *ctx, struct sbx_row *r)
+{
+	(*(int *)ctx)++;
+	sbx_row_clear(r);
+	return 0;
+}
+
+static void usage_sums_per_workspace(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "usage-a", a) == 0 && store_workspace_ensure(st, "usage-b", b) == 0);
+	for (int i = 0; i < 3; i++) {
+		struct sbx_row r = { 0 };
+		make_id(r.id, "sbx_");
+		snprintf(r.workspace, sizeof r.workspace, "%s", i < 2 ? a : b);
+		snprintf(r.template, sizeof r.template, "minimal");
+		snprintf(r.state, sizeof r.state, i == 0 ? "deleted" : "running");
+		r.cpu_seconds = 1.5 * (i + 1);
+		r.mem_mib_seconds = 100;
+		r.running_seconds = 10;
+		CHECK(store_sandbox_save(st, &r) == 0);
+	}
+	struct usage u;
+	CHECK(store_usage_sum(st, a, &u) == 0);
+	CHECK(u.sandboxes == 2 && u.live == 1 && u.cpu_seconds == 4.5 && u.mem_mib_seconds == 200);
+	CHECK(store_usage_sum(st, b, &u) == 0 && u.sandboxes == 1 && u.cpu_seconds == 4.5);
+	CHECK(store_usage_sum(st, "ws_none", &u) == 0 && u.sandboxes == 0 && u.cpu_seconds == 0);
+	int live = 0;
+	CHECK(store_sandbox_each_live(st, count_live, &live) == 0);
+	CHECK(live >= 2);
+	store_close(st);
+}
+
+static void snapshots_are_per_workspace(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "snap-a", a) == 0 && store_workspace_ensure(st, "snap-b", b) == 0);
+	struct snap_row s = { 0 };
+	make_id(s.id, "snap_");
+	snprintf(s.workspace, sizeof s.workspace, "%s", a);
+	snprintf(s.sandbox, sizeof s.sandbox, "sbx_x");
+	snprintf(s.template, sizeof s.template, "base");
+	s.vcpus = 1;
+	s.memory_mib = 256;
+	s.created_ms = wall_ms();
+	s.disks = strdup("{\"top\":\"/d\"}");
+	CHECK(store_snapshot_save(st, &s) == 0);
+	struct snap_row back;
+	CHECK(store_snapshot_load(st, s.id, a, &back) == 0 && !strcmp(back.disks, "{\"top\":\"/d\"}"));
+	snap_row_clear(&back);
+	CHECK(store_snapshot_load(st, s.id, b, &back) == -ENOENT);	/* another workspace's */
+	s.deleted_ms = wall_ms();
+	CHECK(store_snapshot_save(st, &s) == 0);
+	CHECK(store_snapshot_load(st, s.id, a, &back) == -ENOENT);	/* deleted */
+	snap_row_clear(&s);
+	store_close(st);
+}
+
+/* Several threads writing at once through the one store: no lost rows. */
+static struct store *shared;
+static char shared_ws[ID_MAX];
+
+static void *writer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < 50; i++) {
+		struct sbx_row r = { 0 };
+		make_id(r.id, "sbx_");
+		snprintf(r.workspace, sizeof r.workspace, "%s", shared_ws);
+		snprintf(r.template, sizeof r.template, "minimal");
+		snprintf(r.state, sizeof r.state, "running");
+		r.cpu_seconds = 1;
+		if (store_sandbox_save(shared, &r) < 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void concurrent_writes_all_land(void)
+{
+	shared = open_fresh();
+	CHECK(store_workspace_ensure(shared, "threads", shared_ws) == 0);
+	pthread_t t[8];
+	for (int i = 0; i < 8; i++)
+		pthread_create(&t[i], NULL, writer, NULL);
+	int bad = 0;
+	for (int i = 0; i < 8; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		bad += ret != NULL;
+	}
+	CHECK(bad == 0);
+	struct usage u;
+	CHECK(store_usage_sum(shared, shared_ws, &u) == 0 && u.sandboxes == 400 && u.cpu_seconds == 400);
+	store_close(shared);
+}
+
+static void ids_are_distinct(void)
+{
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(make_id(a, "sbx_") == 0 && make_id(b, "sbx_") == 0 && strcmp(a, b) != 0);
+	CHECK(make_id(a, "a_prefix_that_is_far_too_long_for_an_id_") < 0);
+}
+
+int main(void)
+{
+	int failures = 0;
+	snprintf(dir, sizeof dir, "/tmp/kiln-unit-store.XXXXXX");
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(dbpath, sizeof dbpath, "sqlite:%s/kilnd.db", dir);
+	RUN(store_creates_schema_and_reopens);
+	snprintf(dbpath, sizeof dbpath, "%s/kilnd.db", dir);	/* a bare path works too */
+	RUN(keys_are_stored_hashed_and_revocable);
+	RUN(key_shapes);
+	RUN(sandbox_rows_round_trip);
+	RUN(usage_sums_per_workspace);
+	RUN(snapshots_are_per_workspace);
+	RUN(concurrent_writes_all_land);
+	RUN(ids_are_distinct);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		failures++;
+	return failures ? 1 : 0;
+}
