@@ -39,7 +39,7 @@ CLI_SRC       := $(wildcard src/cli/*.c)
 # fail with ENOSYS in a tree without it.
 KCLIENT_SRC   := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
-BINS += $(BUILD)/kilnd $(BUILD)/kiln
+BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md
 
 .PHONY: all guest host test unit fuzz clean distclean templates
 all: $(BINS) build/kiln-init
@@ -59,6 +59,12 @@ $(BUILD)/kilnd: $(call obj,$(KILND_SRC) $(KCLIENT_SRC) $(COMMON_SRC))
 
 $(BUILD)/kiln: $(call obj,$(CLI_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -ljansson -lnettle
+
+# The API document travels with build/ into the emulated host, where a test
+# compares it with the routes kilnd serves.
+build/docs/api.md: docs/api.md
+	@mkdir -p $(dir $@)
+	cp $< $@
 
 # kilnd's unit tests (tests/unit/unit_kilnd_*.c) link its objects.
 $(BUILD)/tests/unit_kilnd_%: $(OBJ)/tests/unit/unit_kilnd_%.o \

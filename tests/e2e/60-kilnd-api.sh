@@ -1,0 +1,292 @@
+#!/bin/bash
+# kilnd's HTTP API without sandboxes: authentication, every route's error
+# paths, hostile input (malformed JSON, wrong types, unknown fields, huge
+# and endless bodies, deep nesting, bad ids and paths, garbage on the
+# socket), rate limits, docs/api.md against the routes, and the CLI's
+# errors. After all of it the service must still be serving. Runs with or
+# without KVM.
+. "$(dirname "$0")/lib.sh"
+
+start_kilnd --rate 0 || exit 1
+KEY_A=$(new_key alpha)
+KEY_B=$(new_key beta)
+
+# ---- authentication -----------------------------------------------------------
+KEY=
+api GET /v1/sandboxes
+expect auth_missing 401 unauthorized
+grep -qi 'WWW-Authenticate: Bearer' < <(curl -s -D - -o /dev/null "$URL/v1/sandboxes") &&
+	pass auth_challenge "WWW-Authenticate: Bearer" || fail auth_challenge "no WWW-Authenticate header"
+KEY=kiln_tooshort
+api GET /v1/sandboxes
+expect auth_malformed 401 unauthorized
+KEY=kiln_abcdefghijkmnpqrstuvwxyz23456789
+api GET /v1/sandboxes
+expect auth_unknown 401 unauthorized
+STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Basic $KEY_A" "$URL/v1/sandboxes")
+BODY=$(cat "$T/body")
+expect auth_not_bearer 401 unauthorized
+KEY_C=$(new_key gamma)
+KEY=$KEY_C
+api GET /v1/sandboxes
+expect auth_fresh_key 200 -
+kid=$("$KILND" --data "$DATA" keys list | awk '$3 == "gamma" { print $1 }')
+"$KILND" --data "$DATA" keys revoke "$kid" 2>/dev/null
+api GET /v1/sandboxes
+expect auth_revoked 401 unauthorized
+"$KILND" --data "$DATA" keys list | grep -q "$(cut -c1-13 <<<"$KEY_A")" &&
+	! grep -rqs "$KEY_A" "$DATA" &&
+	pass keys_hashed "keys list shows the prefix; the key itself is nowhere in $DATA" ||
+	fail keys_hashed "the key is stored in the clear, or missing from keys list"
+
+KEY=
+api GET /healthz
+expect healthz 200 -
+api GET /metrics
+if [ "$STATUS" = 200 ] && grep -q '^kiln_http_requests_total{status="401"} [1-9]' <<<"$BODY" &&
+   grep -q '^kiln_sandbox_create_seconds_bucket{le="+Inf"}' <<<"$BODY" &&
+   grep -q '^kiln_sandboxes{state="running"} 0' <<<"$BODY"; then
+	pass metrics "Prometheus text with requests, create latency histogram, sandboxes by state"
+else
+	fail metrics "status $STATUS: $(head -c 300 <<<"$BODY")"
+fi
+
+# ---- routes and their errors -------------------------------------------------------
+KEY=$KEY_A
+api GET /v1/nothing
+expect unknown_route 404 not_found
+api PUT /v1/sandboxes
+expect wrong_method 405 method_not_allowed
+api GET /v1/sandboxes
+[ "$STATUS" = 200 ] && [ "$(jget 'len(j["sandboxes"])')" = 0 ] &&
+	pass list_empty "200 []" || fail list_empty "$STATUS $BODY"
+api GET /v1/templates
+[ "$STATUS" = 200 ] && [ "$(jget '",".join(t["name"] + ":" + t["status"] for t in j["templates"])')" = "minimal:not_built,base:not_built" ] &&
+	pass templates_listed "minimal and base, not built" || fail templates_listed "$STATUS $BODY"
+api GET /v1/usage
+[ "$STATUS" = 200 ] && [ "$(jget 'j["sandboxes"]')" = 0 ] && [ "$(jget 'j["cpu_seconds"]')" = 0.0 ] &&
+	pass usage_empty "$BODY" || fail usage_empty "$STATUS $BODY"
+api POST /v1/sandboxes '{"template":"minimal"}'
+expect create_unbuilt_template 503 no_capacity
+api POST /v1/sandboxes '{"template":"nope"}'
+expect create_unknown_template 400 invalid_request
+api POST /v1/sandboxes '{"from_snapshot":"snap_nothere"}'
+expect create_unknown_snapshot 404 not_found
+api POST /v1/sandboxes '{"template":"minimal","from_snapshot":"snap_x"}'
+expect create_template_and_snapshot 400 invalid_request
+
+# Every route on a sandbox id that does not exist: 404 in the error shape.
+bad=0 n=0
+while read -r method pattern; do
+	[[ $pattern == */v1/sandboxes/\{id\}* ]] || continue
+	path=${pattern//\{id\}/sbx_doesnotexist}
+	body=
+	case $pattern in
+	*/exec|*/exec/stream) body='{"cmd":"true"}' ;;
+	*/lifecycle) body='{"ttl_seconds":5}' ;;
+	*/fork|*/fork_tree) body='{"count":1}' ;;
+	esac
+	case $pattern in */files*) path="$path?path=/etc/hostname" ;; esac
+	ws=()
+	[[ $pattern == */pty ]] && ws=(-H 'Upgrade: websocket' -H 'Connection: Upgrade' \
+		-H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==')
+	api "$method" "$path" "$body" "${ws[@]}"
+	n=$((n + 1))
+	if [ "$STATUS" != 404 ] || [ "$(jget 'j["error"]["code"]')" != not_found ]; then
+		bad=$((bad + 1))
+		echo "  $method $path -> $STATUS $BODY"
+	fi
+done < <("$KILND" routes)
+check routes_404_for_missing_sandbox "$n routes, $bad wrong" [ "$bad" = 0 -a "$n" -ge 16 ]
+api GET /v1/snapshots
+[ "$STATUS" = 200 ] && [ "$(jget 'len(j["snapshots"])')" = 0 ] && pass snapshots_empty "200 []" ||
+	fail snapshots_empty "$STATUS $BODY"
+api GET /v1/snapshots/snap_nothere
+expect snapshot_get_missing 404 not_found
+api DELETE /v1/snapshots/snap_nothere
+expect snapshot_delete_missing 404 not_found
+api GET "/v1/sandboxes/..%2F..%2Fetc"
+expect id_traversal 404 not_found
+
+# ---- hostile input ------------------------------------------------------------------------
+api POST /v1/sandboxes '{"template":'
+expect json_truncated 400 invalid_json
+api POST /v1/sandboxes '[1,2]'
+expect json_not_object 400 invalid_json
+api POST /v1/sandboxes '{"template":"minimal","template":"base"}'
+expect json_duplicate_key 400 invalid_json
+api POST /v1/sandboxes "$(printf '{"template":"\xff\xfe"}')"
+expect json_bad_utf8 400 invalid_json
+api POST /v1/sandboxes '{"template":"a\u0000b"}'
+expect json_nul 400 invalid_json
+api POST /v1/sandboxes '{"ttl_seconds":"10"}'
+expect type_ttl_string 400 invalid_request
+api POST /v1/sandboxes '{"ttl_seconds":1.5}'
+expect type_ttl_real 400 invalid_request
+api POST /v1/sandboxes '{"template":5}'
+expect type_template_number 400 invalid_request
+api POST /v1/sandboxes '{"metadata":[1]}'
+expect type_metadata_array 400 invalid_request
+api POST /v1/sandboxes '{"env":{"A":1}}'
+expect type_env_value 400 invalid_request
+api POST /v1/sandboxes '{"env":{"1BAD":"x"}}'
+expect env_bad_name 400 invalid_request
+api POST /v1/sandboxes '{"templat":"minimal"}'
+expect unknown_field 400 invalid_request
+api POST /v1/sandboxes '{"ttl_seconds":-1}'
+expect ttl_negative 400 invalid_request
+api POST /v1/sandboxes '{"ttl_seconds":100000000000}'
+expect ttl_too_large 400 invalid_request
+meta=$(python3 -c 'import json; print(json.dumps({"metadata": {"k%d" % i: "v" for i in range(100)}}))')
+api POST /v1/sandboxes "$meta"
+expect metadata_too_many 400 invalid_request
+python3 -c 'print("{\"template\":\"" + "a" * (2 << 20) + "\"}")' > "$T/big.json"
+api POST /v1/sandboxes "" --data-binary @"$T/big.json" -H 'Content-Type: application/json'
+expect body_too_large 413 payload_too_large
+STATUS=$(python3 -c 'import sys; sys.stdout.write("{\"x\":\"" + "a" * (3 << 20))' |
+	curl -s -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $KEY" \
+		-H 'Transfer-Encoding: chunked' --data-binary @- "$URL/v1/sandboxes")
+BODY=$(cat "$T/body")
+expect body_chunked_too_large 413 payload_too_large
+python3 -c 'print("[" * 200000)' > "$T/deep.json"
+api POST /v1/sandboxes "" --data-binary @"$T/deep.json"
+expect json_deep_nesting 400 invalid_json
+api POST /v1/sandboxes/sbx_doesnotexist/exec '{"cmd":5}'
+expect exec_cmd_number 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/exec '{"cmd":"true","argv":["true"]}'
+expect exec_cmd_and_argv 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/exec '{}'
+expect exec_nothing 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/exec '{"argv":[]}'
+expect exec_argv_empty 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/exec '{"cmd":"true","timeout_seconds":-5}'
+expect exec_timeout_negative 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/exec '{"cmd":"true","cwd":"relative"}'
+expect exec_cwd_relative 400 invalid_request
+api GET /v1/sandboxes/sbx_doesnotexist/files
+expect files_no_path 400 invalid_request
+api GET "/v1/sandboxes/sbx_doesnotexist/files?path=etc/passwd"
+expect files_relative_path 400 invalid_request
+api GET "/v1/sandboxes/sbx_doesnotexist/files?path=/etc/passwd%00.txt"
+expect files_nul_in_path 400 invalid_request
+api GET "/v1/sandboxes/sbx_doesnotexist/files/list?path=/&depth=0"
+expect files_bad_depth 400 invalid_request
+api PUT "/v1/sandboxes/sbx_doesnotexist/files?path=/x&mode=999"
+expect files_bad_mode 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/fork '{"count":0}'
+expect fork_count_zero 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/fork '{"count":1000}'
+expect fork_count_huge 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/fork_tree '{"count":"2"}'
+expect fork_count_string 400 invalid_request
+api PATCH /v1/sandboxes/sbx_doesnotexist/lifecycle '{}'
+expect lifecycle_no_ttl 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/hibernate '{"now":true}'
+expect hibernate_unknown_field 400 invalid_request
+api GET "/v1/sandboxes/sbx_doesnotexist/pty"
+expect pty_not_websocket 400 invalid_request
+code=$(python3 - "$PORT" "$KEY" <<'EOF'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+c.request("GET", "/v1/sandboxes?x=" + "a" * 200000, headers={"Authorization": "Bearer " + sys.argv[2]})
+print(c.getresponse().status)
+EOF
+)
+check url_too_long "status $code" [ "$code" -ge 400 -a "$code" -lt 500 ]
+# Garbage, half requests and a client that goes silent, on raw sockets.
+python3 - "$PORT" <<'EOF'
+import socket, sys
+port = int(sys.argv[1])
+for payload in [b"\x00\xff garbage\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n", b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 10\r\n\r\nab",
+                b"GET /v1/sandboxes HTTP/1.1\r\n" + b"X-A: b\r\n" * 5000 + b"\r\n"]:
+    s = socket.create_connection(("127.0.0.1", port))
+    try:
+        s.sendall(payload)
+        s.settimeout(2)
+        s.recv(4096)
+    except OSError:
+        pass
+    s.close()
+EOF
+alive alive_after_hostile_input
+
+# ---- docs/api.md and the routes, both ways -----------------------------------------------------
+doc=$REPO/docs/api.md
+if [ ! -f "$doc" ]; then
+	# Inside the emulated host only build/, tests/ and bench/ are present.
+	doc=$REPO/build/docs/api.md
+fi
+if [ -f "$doc" ]; then
+	documented=$(python3 - "$doc" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"```yaml\n(.*?)```", text, re.S)
+spec = m.group(1) if m else ""
+out, path, in_paths = [], None, False
+for line in spec.splitlines():
+    if re.match(r"^paths:\s*$", line):
+        in_paths = True
+        continue
+    if in_paths and re.match(r"^\S", line):
+        in_paths = False
+    if not in_paths:
+        continue
+    p = re.match(r"^  (/\S*):\s*$", line)
+    if p:
+        path = p.group(1)
+        continue
+    op = re.match(r"^    (get|put|post|delete|patch):\s*$", line)
+    if op and path:
+        out.append(op.group(1).upper() + " " + path)
+print("\n".join(sorted(out)))
+EOF
+)
+	served=$("$KILND" routes | sort)
+	if [ -n "$documented" ] && [ "$documented" = "$served" ]; then
+		pass docs_routes "docs/api.md documents exactly the $(wc -l <<<"$served") routes kilnd serves"
+	else
+		fail docs_routes "differences (< served, > documented): $(diff <(echo "$served") <(echo "$documented") | grep '^[<>]' | tr '\n' ' ')"
+	fi
+else
+	fail docs_routes "docs/api.md not found"
+fi
+
+# ---- the CLI's errors ---------------------------------------------------------------------------
+export KILN_API_URL=$URL KILN_API_KEY=$KEY_A
+"$KILN" ls --json > "$T/ls.json" && python3 -c 'import json,sys; json.load(open(sys.argv[1]))["sandboxes"]' "$T/ls.json" &&
+	pass cli_ls_json "kiln ls --json is the API's JSON" || fail cli_ls_json "$(cat "$T/ls.json")"
+"$KILN" get sbx_doesnotexist 2> "$T/err"
+st=$?
+check cli_not_found "exit $st: $(cat "$T/err")" [ "$st" = 3 ]
+KILN_API_KEY=kiln_bad "$KILN" ls 2> "$T/err"
+st=$?
+check cli_unauthorized "exit $st: $(cat "$T/err")" [ "$st" = 4 ]
+KILN_API_URL=http://127.0.0.1:1 "$KILN" ls 2> "$T/err"
+st=$?
+check cli_unreachable "exit $st: $(cat "$T/err")" [ "$st" = 1 -a -s "$T/err" ]
+"$KILN" exec sbx_doesnotexist -- true 2> /dev/null
+st=$?
+check cli_exec_missing "exit $st" [ "$st" = 3 ]
+
+# ---- workspaces see only their own ------------------------------------------------------------
+KEY=$KEY_B
+api GET /v1/usage
+[ "$STATUS" = 200 ] && [ "$(jget 'j["workspace_id"]')" != "$(KEY=$KEY_A; api GET /v1/usage; jget 'j["workspace_id"]')" ] &&
+	pass usage_per_workspace "two keys, two workspaces" || fail usage_per_workspace "$BODY"
+
+# ---- rate limits --------------------------------------------------------------------------------
+stop_kilnd
+start_kilnd --rate 2/4 || exit 1
+KEY=$KEY_A
+codes=
+for i in $(seq 1 12); do api GET /v1/sandboxes; codes+="$STATUS "; done
+retry=$(curl -s -D - -o /dev/null -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes" | tr -d '\r' | awk -F': ' 'tolower($1) == "retry-after" { print $2 }')
+KEY=$KEY_B
+api GET /v1/sandboxes
+b=$STATUS
+if [[ $codes == 200\ 200\ 200\ 200* ]] && [[ $codes == *429* ]] && [ -n "$retry" ] && [ "$b" = 200 ]; then
+	pass rate_limit "12 quick requests: $codes; Retry-After $retry; another workspace unaffected"
+else
+	fail rate_limit "codes: $codes; Retry-After '$retry'; other workspace $b"
+fi
+alive alive_at_end

@@ -1,0 +1,145 @@
+# Helpers for kilnd's end-to-end tests (bash). They run a real kilnd with a
+# real SQLite database and, where KVM works (the emulated host), real
+# sandboxes. Every test starts its own kilnd on its own port and data
+# directory, and at exit deletes what it made and checks that nothing of
+# it is left: no kiln-vmm process, no directory, no socket.
+# Lines: "PASS name: detail" / "FAIL name: why" (tests/run counts them).
+set -u
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${KILN_BUILD:-$REPO/build}
+KILND=$BUILD/kilnd
+KILN=$BUILD/kiln
+# Short: Unix socket paths live below the data directory.
+T=$(mktemp -d /tmp/ke.XXXXXX)
+DATA=$T/d
+PORT=${PORT:-$((17000 + RANDOM % 2000))}
+URL=http://127.0.0.1:$PORT
+KILND_PID=
+_cleanups=()
+
+pass() { echo "PASS $1${2:+: $2}"; }
+fail() { echo "FAIL $1${2:+: $2}"; }
+check() {
+	local name=$1 detail=$2; shift 2
+	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
+}
+at_exit() { _cleanups+=("$1"); }
+
+# kiln-vmm processes that belong to this test (their command lines name
+# its data directory, or their sockets live in it).
+test_vmms() {
+	local p
+	for p in $(pgrep -x kiln-vmm 2>/dev/null); do
+		if tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q "$T/" ||
+		   ls -l /proc/$p/cwd /proc/$p/fd 2>/dev/null | grep -q "$T/"; then
+			echo "$p"
+		fi
+	done
+}
+
+_on_exit() {
+	local i
+	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}"; done
+	stop_kilnd
+	# Zygotes outlive kilnd on purpose (a restart reuses them): stop ours.
+	local z
+	for z in "$DATA"/templates/*/v*/zygote.pid; do
+		[ -f "$z" ] && kill -9 "$(cut -d' ' -f1 "$z")" 2>/dev/null
+	done
+	local left
+	left=$(test_vmms)
+	if [ -n "$left" ]; then
+		echo "FAIL cleanup: kiln-vmm processes left behind: $left"
+		kill -9 $left 2>/dev/null
+	fi
+	rm -rf "$T"
+}
+trap _on_exit EXIT
+
+# start_kilnd [options]: run kilnd on $PORT with $DATA; waits for /healthz.
+start_kilnd() {
+	"$KILND" --data "$DATA" --listen "127.0.0.1:$PORT" "$@" >> "$T/kilnd.log" 2>&1 &
+	KILND_PID=$!
+	local i
+	for i in $(seq 1 100); do
+		curl -s -o /dev/null "$URL/healthz" && return 0
+		kill -0 "$KILND_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "FAIL start_kilnd: kilnd did not come up; log: $(tail -5 "$T/kilnd.log" | tr '\n' ' ')"
+	return 1
+}
+
+stop_kilnd() {
+	[ -n "$KILND_PID" ] || return 0
+	kill "$KILND_PID" 2>/dev/null
+	wait "$KILND_PID" 2>/dev/null
+	KILND_PID=
+}
+
+# new_key [WORKSPACE]: print a fresh API key.
+new_key() { "$KILND" --data "$DATA" keys create --workspace "${1:-default}" 2>/dev/null; }
+
+# api METHOD PATH [BODY] [curl args...]: sets STATUS and BODY (the body
+# is also in $T/body). $KEY is the caller's key ("" for none).
+KEY=
+api() {
+	local method=$1 path=$2 body=${3-}; shift; shift; [ $# -gt 0 ] && shift
+	local auth=()
+	[ -n "$KEY" ] && auth=(-H "Authorization: Bearer $KEY")
+	if [ -n "$body" ]; then
+		STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" \
+			-H 'Content-Type: application/json' --data-binary "$body" "$@" "$URL$path")
+	else
+		STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" "$@" "$URL$path")
+	fi
+	BODY=$(cat "$T/body")
+}
+
+# jget EXPR: evaluate a Python expression on the JSON in $BODY (as j).
+jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($1)" "$BODY" 2>/dev/null; }
+
+# expect NAME STATUS CODE: the last api call answered STATUS and, if CODE
+# is not "-", an error with that code in the documented shape.
+expect() {
+	local name=$1 want=$2 code=$3
+	if [ "$STATUS" != "$want" ]; then
+		fail "$name" "status $STATUS, wanted $want: $(head -c 300 <<<"$BODY")"
+		return 1
+	fi
+	if [ "$code" != - ]; then
+		local got
+		got=$(jget 'j["error"]["code"] if isinstance(j["error"]["message"], str) else ""')
+		if [ "$got" != "$code" ]; then
+			fail "$name" "status $STATUS but error code '$got', wanted '$code': $(head -c 300 <<<"$BODY")"
+			return 1
+		fi
+	fi
+	if [ "$code" = - ]; then pass "$name" "$want"; else pass "$name" "$want $code"; fi
+}
+
+# alive NAME: kilnd is still running and answering.
+alive() {
+	if kill -0 "$KILND_PID" 2>/dev/null && curl -s -o /dev/null -w '%{http_code}' "$URL/healthz" | grep -q 200; then
+		pass "$1" "kilnd still serving"
+	else
+		fail "$1" "kilnd died or stopped answering; log: $(tail -5 "$T/kilnd.log" | tr '\n' ' ')"
+	fi
+}
+
+# build_template NAME: build (or reuse, within this test) a template.
+build_template() {
+	"$KILND" --data "$DATA" template build "$1" > "$T/build-$1.log" 2>&1 ||
+		{ echo "FAIL template_$1: $(tail -3 "$T/build-$1.log" | tr '\n' ' ')"; return 1; }
+}
+
+# have_kvm: whether sandboxes can run here.
+have_kvm() { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }
+
+# create_sandbox [BODY]: POST /v1/sandboxes; sets SBX (empty on failure).
+create_sandbox() {
+	local body=${1:-'{"template":"minimal"}'}
+	api POST /v1/sandboxes "$body"
+	SBX=
+	[ "$STATUS" = 201 ] && SBX=$(jget 'j["id"]')
+}
