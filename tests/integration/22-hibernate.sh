@@ -36,3 +36,30 @@ if [ "$f" = on-disk ] && [ "$m" = in-memory ] && [ "${ta:-0}" -ge "$t1" ] && [ "
 else
 	fail wake "got '$out' (ticks before $t1); $(cat "$T/w.err")"
 fi
+
+# Diff snapshots: after a full snapshot, a diff holds only the pages changed
+# since (plus what the VMM itself wrote), and restoring it gives the whole
+# memory back.
+kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null
+"$BUILD/kiln-disk" create "$T/e.kcow" "$T/base.ext4"
+guest_start d 'vsock_sh 1000 & sleep 100000' --vsock "$T/d.vsock" --ctl "$T/d.ctl"
+wait_for_line "$T/d.console" 'vsock_sh: listening' 90
+m1=$(gsh "$T/d.vsock" 'dd if=/dev/urandom of=/tmp/one bs=1M count=16 2>/dev/null; md5sum < /tmp/one')
+r1=$(ctl "$T/d.ctl" "{\"cmd\":\"snapshot\",\"dir\":\"$T/full\"}")
+m2=$(gsh "$T/d.vsock" 'dd if=/dev/urandom of=/tmp/two bs=1M count=8 2>/dev/null; md5sum < /tmp/two')
+r2=$(ctl "$T/d.ctl" "{\"cmd\":\"snapshot\",\"dir\":\"$T/diff\",\"diff\":true}")
+full_kib=$(du -k "$T/full/memory" | cut -f1)
+diff_kib=$(du -k "$T/diff/memory" | cut -f1)
+ctl "$T/d.ctl" '{"cmd":"shutdown"}' >/dev/null
+guest_wait 30
+"$VMM" --restore "$T/diff" --vsock "$T/dr.vsock" --no-resync 2>"$T/dr.err" &
+dpid=$!
+at_exit "kill -9 $dpid 2>/dev/null; wait $dpid 2>/dev/null"
+wait_for_line "$T/dr.err" 'ready in' 30
+got=$(gsh "$T/dr.vsock" 'md5sum < /tmp/one; md5sum < /tmp/two' | tr '\n' ' ')
+if [[ $r2 == *'"diff":true'* ]] && [ "$got" = "$m1 $m2 " ] && [ "$diff_kib" -ge 8192 ] &&
+	[ "$diff_kib" -lt $((full_kib / 2)) ]; then
+	pass diff_snapshot "full memory file $full_kib KiB, diff $diff_kib KiB after 8 MiB changed; restored from the diff, both files intact"
+else
+	fail diff_snapshot "full '$r1' $full_kib KiB, diff '$r2' $diff_kib KiB; md5s want '$m1 $m2' got '$got'; $(cat "$T/dr.err")"
+fi
