@@ -46,6 +46,7 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 	static struct vm vm;
 	vm_init(&vm, cfg);
 	vm.mem = *mem;
+	vm.mem.dirty = NULL;          /* the parent's bitmap is not ours */
 	vm.ready_fd = ready_fd;
 	vm.ready_from_ns = t0;
 	int status = vm_build_restored(&vm, payload, len);

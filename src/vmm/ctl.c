@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,30 +45,58 @@ static int cmd_status(struct vm *vm, const struct json *req, struct strbuf *r)
 	return 0;
 }
 
-/* snapshot_to: pause, capture, write DIR, and resume unless it was paused. */
+/* snapshot_to: pause, capture, write DIR, and resume unless it was paused.
+ * A diff snapshot holds only the pages changed since the snapshot the VM's
+ * memory is tracked against (the last one taken, or the one it was
+ * restored from). */
 static int snapshot_to(struct vm *vm, const struct json *req, struct strbuf *r, bool stay_paused)
 {
 	const char *dir = json_get_str(req, "dir");
+	bool diff = false;
 	if (!dir || !dir[0])
 		return errf(EINVAL, "\"dir\" (a string) is required");
+	struct json *d = json_get(req, "diff");
+	if (d && !json_get_bool(req, "diff", &diff))
+		return errf(EINVAL, "\"diff\" must be true or false");
+	if (diff && !vm->snap_base[0])
+		return errf(EINVAL, "no snapshot to diff against: take a full snapshot first");
 	uint64_t t0 = now_ns();
 	bool was_paused = vm->paused;
 	int rc = vm_pause(vm);
 	if (rc < 0)
 		return rc;
+	size_t words = (vm->mem.size / 4096 + 63) / 64;
+	uint64_t *bits = calloc(words, 8);
 	struct strbuf payload;
 	strbuf_init(&payload);
-	rc = vm_flush_disks(vm);
+	struct snap_diff sd = { .parent = vm->snap_base, .bits = bits, .words = words };
+	rc = bits ? 0 : errf(ENOMEM, "out of memory");
 	if (rc == 0)
-		rc = snapshot_capture(vm, &payload);
+		rc = vm_flush_disks(vm);
+	if (rc == 0 && vm->dirty_logging)
+		rc = kvm_collect_dirty(vm, bits);
 	if (rc == 0)
-		rc = snapshot_write(vm, dir, &payload);
+		rc = snapshot_capture(vm, &payload, diff ? &sd : NULL);
+	if (rc == 0)
+		rc = snapshot_write(vm, dir, &payload, diff ? &sd : NULL);
+	if (rc == 0) {
+		/* This snapshot is the new base; track changes against it. */
+		char abs[4096];
+		if (realpath(dir, abs))
+			snprintf(vm->snap_base, sizeof vm->snap_base, "%s", abs);
+		rc = kvm_dirty_logging(vm, true);
+	} else if (bits && vm->mem.dirty) {
+		/* Nothing was written: those pages still differ from the base. */
+		for (size_t i = 0; i < words; i++)
+			vm->mem.dirty[i] |= bits[i];
+	}
+	free(bits);
 	strbuf_free(&payload);
 	if (!was_paused && !stay_paused)
 		vm_resume(vm);
 	if (rc < 0)
 		return rc;
-	strbuf_printf(r, ",\"ms\":%.1f", (double)(now_ns() - t0) / 1e6);
+	strbuf_printf(r, ",\"ms\":%.1f,\"diff\":%s", (double)(now_ns() - t0) / 1e6, diff ? "true" : "false");
 	return 0;
 }
 

@@ -34,6 +34,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 			return errf(EINVAL, "child %d: settings must be an object", i);
 		cfgs[i] = *vm->cfg;
 		cfgs[i].restore_dir = "(fork)";
+		cfgs[i].snap_base = NULL;    /* its memory is no snapshot on disk */
 		cfgs[i].kernel = cfgs[i].initrd = NULL;
 		if ((rc = ctl_child_config(c, &cfgs[i])) < 0)
 			return errf(-rc, "child %d: %s", i, errmsg());
@@ -73,7 +74,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		ndisks++;
 	}
 	if (rc == 0)
-		rc = snapshot_capture(vm, &payload);
+		rc = snapshot_capture(vm, &payload, NULL);
 	if (rc == 0)
 		rc = snapshot_info((const uint8_t *)payload.data, payload.len, &info);
 	for (i = 0; rc == 0 && i < n; i++) {

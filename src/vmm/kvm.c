@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
@@ -64,8 +65,10 @@ int kvm_open_vm(struct vm *vm)
 
 int kvm_set_memory(struct vm *vm)
 {
+	uint32_t flags = vm->dirty_logging ? KVM_MEM_LOG_DIRTY_PAGES : 0;
 	struct kvm_userspace_memory_region low = {
 		.slot = 0,
+		.flags = flags,
 		.guest_phys_addr = 0,
 		.memory_size = vm->mem.low_size,
 		.userspace_addr = (uint64_t)vm->mem.host,
@@ -75,6 +78,7 @@ int kvm_set_memory(struct vm *vm)
 	if (vm->mem.high_size) {
 		struct kvm_userspace_memory_region high = {
 			.slot = 1,
+			.flags = flags,
 			.guest_phys_addr = MMIO_HOLE_END,
 			.memory_size = vm->mem.high_size,
 			.userspace_addr = (uint64_t)vm->mem.host + vm->mem.low_size,
@@ -90,5 +94,55 @@ int kvm_irq_line(struct vm *vm, int gsi, int level)
 	struct kvm_irq_level irq = { .irq = (uint32_t)gsi, .level = (uint32_t)level };
 	if (ioctl(vm->vm_fd, KVM_IRQ_LINE, &irq) < 0)
 		return errf_sys("KVM_IRQ_LINE %d", gsi);
+	return 0;
+}
+
+int kvm_dirty_logging(struct vm *vm, bool on)
+{
+	if (vm->dirty_logging == on)
+		return 0;
+	vm->dirty_logging = on;
+	if (on && !vm->mem.dirty) {
+		vm->mem.dirty = calloc((vm->mem.size / 4096 + 63) / 64, 8);
+		if (!vm->mem.dirty)
+			return errf(ENOMEM, "out of memory");
+	}
+	return kvm_set_memory(vm);
+}
+
+/* kvm_collect_dirty: OR the pages dirtied since the last call (KVM's log,
+ * which this call clears, and the VMM's own writes) into bits, one bit per
+ * 4 KiB page of guest memory, and clear the VMM's bits. */
+int kvm_collect_dirty(struct vm *vm, uint64_t *bits)
+{
+	struct { uint64_t gpa_pages_off, pages; int slot; } slots[2] = {
+		{ 0, vm->mem.low_size / 4096, 0 },
+		{ vm->mem.low_size / 4096, vm->mem.high_size / 4096, 1 },
+	};
+	for (int s = 0; s < 2; s++) {
+		if (!slots[s].pages)
+			continue;
+		uint64_t words = (slots[s].pages + 63) / 64;
+		uint64_t *log = calloc(words, 8);
+		if (!log)
+			return errf(ENOMEM, "out of memory");
+		struct kvm_dirty_log dl = { .slot = (uint32_t)slots[s].slot, .dirty_bitmap = log };
+		if (ioctl(vm->vm_fd, KVM_GET_DIRTY_LOG, &dl) < 0) {
+			free(log);
+			return errf_sys("KVM_GET_DIRTY_LOG");
+		}
+		for (uint64_t p = 0; p < slots[s].pages; p++)
+			if (log[p / 64] & (1ULL << (p % 64))) {
+				uint64_t q = slots[s].gpa_pages_off + p;
+				bits[q / 64] |= 1ULL << (q % 64);
+			}
+		free(log);
+	}
+	uint64_t words = (vm->mem.size / 4096 + 63) / 64;
+	if (vm->mem.dirty)
+		for (uint64_t i = 0; i < words; i++) {
+			bits[i] |= vm->mem.dirty[i];
+			vm->mem.dirty[i] = 0;
+		}
 	return 0;
 }

@@ -54,12 +54,15 @@ int main(int argc, char **argv)
 		return EXIT_CONFIG;
 	}
 
+	static char base[4096];
+	if (cfg.restore_dir && realpath(cfg.restore_dir, base))
+		cfg.snap_base = base;
 	static struct vm vm;
 	vm_init(&vm, &cfg);
 	int status;
 	if (!cfg.restore_dir)
 		status = vm_build(&vm);
-	else if (snapshot_map_memory(&vm, cfg.restore_dir, info.mem_size) < 0)
+	else if (snapshot_memory(&vm, cfg.restore_dir, payload, len, false) < 0)
 		status = EXIT_CONFIG;
 	else
 		status = vm_build_restored(&vm, payload, len);

@@ -3,6 +3,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -35,5 +36,6 @@ void guest_mem_free(struct guest_mem *m)
 {
 	if (m->host)
 		munmap(m->host, m->size);
+	free(m->dirty);
 	memset(m, 0, sizeof *m);
 }

@@ -16,7 +16,22 @@ struct guest_mem {
 	uint64_t size;       /* total bytes */
 	uint64_t low_size;   /* bytes mapped at gpa 0 */
 	uint64_t high_size;  /* bytes mapped at gpa 4 GiB */
+	/* Pages the VMM itself wrote (device DMA), one bit per 4 KiB page of
+	 * the host mapping; KVM's dirty log does not see these writes. NULL
+	 * unless dirty tracking is on. */
+	uint64_t *dirty;
 };
+
+/* mem_mark_dirty: note a VMM write to [host, host+len) inside guest RAM. */
+static inline void mem_mark_dirty(struct guest_mem *m, const void *host, uint64_t len)
+{
+	if (!m->dirty || !len)
+		return;
+	uint64_t first = (uint64_t)((const uint8_t *)host - m->host) >> 12;
+	uint64_t last = ((uint64_t)((const uint8_t *)host - m->host) + len - 1) >> 12;
+	for (uint64_t p = first; p <= last; p++)
+		m->dirty[p / 64] |= 1ULL << (p % 64);
+}
 
 int guest_mem_alloc(struct guest_mem *m, uint64_t size);
 /* guest_mem_adopt: use an existing mapping (a snapshot's memory file). */

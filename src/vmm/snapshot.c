@@ -29,6 +29,7 @@
 
 enum {
 	TAG_INFO = 1, TAG_VCPU, TAG_IRQCHIP, TAG_PIT, TAG_CLOCK, TAG_SERIAL, TAG_VIRTIO,
+	TAG_PARENT, TAG_DIRTY,
 	TAG_END = 0xff,
 };
 
@@ -197,7 +198,7 @@ out:
 	return rc;
 }
 
-int snapshot_capture(struct vm *vm, struct strbuf *out)
+int snapshot_capture(struct vm *vm, struct strbuf *out, const struct snap_diff *diff)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	struct snap_info info = {
@@ -254,6 +255,10 @@ int snapshot_capture(struct vm *vm, struct strbuf *out)
 		record(out, TAG_VIRTIO, b.data, (uint32_t)b.len);
 	}
 	strbuf_free(&b);
+	if (diff) {
+		record(out, TAG_PARENT, diff->parent, (uint32_t)strlen(diff->parent) + 1);
+		record(out, TAG_DIRTY, diff->bits, (uint32_t)(diff->words * 8));
+	}
 	record(out, TAG_END, NULL, 0);
 	return strbuf_failed(out) ? errf(ENOMEM, "out of memory capturing the VM's state") : 0;
 }
@@ -373,6 +378,8 @@ int snapshot_apply(struct vm *vm, const uint8_t *payload, size_t len)
 	while (!end && next_record(&r, &tag, &body)) {
 		switch (tag) {
 		case TAG_INFO:
+		case TAG_PARENT:
+		case TAG_DIRTY:
 			break;
 		case TAG_VCPU:
 			if ((rc = apply_vcpu(vm, &body)) < 0)
@@ -459,16 +466,17 @@ static bool all_zero(const uint8_t *p, size_t n)
 
 /* write_memory: guest RAM to a sparse file; all-zero 64 KiB runs become
  * holes, so an idle 1 GiB guest costs what it uses. */
-static int write_memory(struct vm *vm, const char *path)
+static int write_memory(struct vm *vm, const char *path, const struct snap_diff *diff)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errf_sys("%s", path);
-	const size_t chunk = 64 * 1024;
+	const size_t chunk = diff ? 4096 : 64 * 1024;
 	int rc = 0;
 	for (uint64_t off = 0; off < vm->mem.size && rc == 0; off += chunk) {
 		const uint8_t *p = vm->mem.host + off;
-		if (all_zero(p, chunk))
+		uint64_t page = off / 4096;
+		if (diff ? !(diff->bits[page / 64] & (1ULL << (page % 64))) : all_zero(p, chunk))
 			continue;
 		if (pwrite(fd, p, chunk, (off_t)off) != (ssize_t)chunk)
 			rc = errf_sys("%s", path);
@@ -481,13 +489,14 @@ static int write_memory(struct vm *vm, const char *path)
 	return rc;
 }
 
-int snapshot_write(struct vm *vm, const char *dir, const struct strbuf *payload)
+int snapshot_write(struct vm *vm, const char *dir, const struct strbuf *payload,
+		   const struct snap_diff *diff)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return errf_sys("snapshot directory %s", dir);
 	char path[PATH_MAX], tmp[PATH_MAX];
 	snprintf(path, sizeof path, "%s/memory", dir);
-	int rc = write_memory(vm, path);
+	int rc = write_memory(vm, path, diff);
 	if (rc < 0)
 		return rc;
 	struct file_header h = { .version = SNAP_VERSION, .header_size = sizeof h,
@@ -581,46 +590,117 @@ static int open_memory(const char *dir, uint64_t mem_size, char *path, size_t pa
 	return fd;
 }
 
-int snapshot_map_memory(struct vm *vm, const char *dir, uint64_t mem_size)
+/* diff_of: the parent and page bitmap of a diff payload (parent NULL for a
+ * full snapshot). */
+static int diff_of(const uint8_t *payload, size_t len, uint64_t mem_size, const char **parent,
+		   const uint64_t **bits)
 {
-	char path[PATH_MAX];
-	int fd = open_memory(dir, mem_size, path, sizeof path);
-	if (fd < 0)
-		return fd;
-	/* MAP_PRIVATE: pages come from the page cache on first touch and the
-	 * guest's writes stay ours. The file must not change while mapped. */
-	void *p = mmap(NULL, mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return errf_sys("mmap %s", path);
-	guest_mem_adopt(&vm->mem, p, mem_size);
+	struct snap_reader r = { .p = payload, .len = len }, body;
+	uint32_t tag;
+	*parent = NULL;
+	*bits = NULL;
+	while (next_record(&r, &tag, &body)) {
+		if (tag == TAG_PARENT) {
+			if (body.len < 2 || body.len > 4096 || body.p[body.len - 1] != 0)
+				return bad("parent record");
+			*parent = (const char *)body.p;
+		} else if (tag == TAG_DIRTY) {
+			if (body.len != (mem_size / 4096 + 63) / 64 * 8)
+				return bad("dirty page record");
+			*bits = (const uint64_t *)body.p;
+		}
+	}
+	if (!*parent != !*bits)
+		return bad("diff records incomplete");
 	return 0;
 }
 
-int snapshot_load_memory(struct vm *vm, const char *dir, uint64_t mem_size)
+/* read_data: copy the data regions of a sparse file into memory (holes
+ * are left alone: fresh anonymous memory is already zero). */
+static int read_data(int fd, const char *path, uint8_t *dst, uint64_t size)
 {
-	char path[PATH_MAX];
-	int fd = open_memory(dir, mem_size, path, sizeof path);
-	if (fd < 0)
-		return fd;
-	int rc = guest_mem_alloc(&vm->mem, mem_size);
-	/* Read only the data regions of the sparse file; holes stay unbacked. */
-	for (off_t off = 0; rc == 0 && (uint64_t)off < mem_size;) {
+	for (off_t off = 0; (uint64_t)off < size;) {
 		off_t data = lseek(fd, off, SEEK_DATA);
 		if (data < 0)
 			break;                                /* no more data */
 		off_t hole = lseek(fd, data, SEEK_HOLE);
-		if (hole < 0)
-			hole = (off_t)mem_size;
-		for (off_t o = data; o < hole && rc == 0;) {
-			ssize_t n = pread(fd, vm->mem.host + o, (size_t)(hole - o), o);
+		if (hole < 0 || (uint64_t)hole > size)
+			hole = (off_t)size;
+		for (off_t o = data; o < hole;) {
+			ssize_t n = pread(fd, dst + o, (size_t)(hole - o), o);
 			if (n <= 0)
-				rc = errf_sys("%s", path);
-			else
-				o += n;
+				return errf_sys("%s", path);
+			o += n;
 		}
 		off = hole;
 	}
+	return 0;
+}
+
+static int memory_of(struct vm *vm, const char *dir, const uint8_t *payload, size_t len,
+		     uint64_t mem_size, bool anonymous, int depth)
+{
+	const char *parent;
+	const uint64_t *bits;
+	int rc = diff_of(payload, len, mem_size, &parent, &bits);
+	if (rc < 0)
+		return rc;
+	char path[PATH_MAX];
+	if (parent) {
+		if (depth >= 16)
+			return errf(ELOOP, "snapshot %s: chain of diff snapshots deeper than 16", dir);
+		uint8_t *pp;
+		size_t plen;
+		struct snap_info pinfo;
+		if ((rc = snapshot_read(parent, &pp, &plen)) < 0)
+			return errf(-rc, "parent of snapshot %s: %s", dir, errmsg());
+		rc = snapshot_info(pp, plen, &pinfo);
+		if (rc == 0 && pinfo.mem_size != mem_size)
+			rc = errf(EINVAL, "parent snapshot %s has %llu bytes of memory, %s has %llu", parent,
+				  (unsigned long long)pinfo.mem_size, dir, (unsigned long long)mem_size);
+		if (rc == 0)
+			rc = memory_of(vm, parent, pp, plen, mem_size, anonymous, depth + 1);
+		free(pp);
+		if (rc < 0)
+			return rc;
+		/* Then this snapshot's own pages over the parent's. */
+		int fd = open_memory(dir, mem_size, path, sizeof path);
+		if (fd < 0)
+			return fd;
+		for (uint64_t page = 0; rc == 0 && page < mem_size / 4096; page++)
+			if (bits[page / 64] & (1ULL << (page % 64)) &&
+			    pread(fd, vm->mem.host + page * 4096, 4096, (off_t)(page * 4096)) != 4096)
+				rc = errf(EIO, "snapshot %s: page %llu missing", path, (unsigned long long)page);
+		close(fd);
+		return rc;
+	}
+	int fd = open_memory(dir, mem_size, path, sizeof path);
+	if (fd < 0)
+		return fd;
+	if (anonymous) {
+		rc = guest_mem_alloc(&vm->mem, mem_size);
+		if (rc == 0)
+			rc = read_data(fd, path, vm->mem.host, mem_size);
+	} else {
+		/* MAP_PRIVATE: pages come from the page cache on first touch and
+		 * the guest's writes stay ours. The file must not change while
+		 * mapped. */
+		void *p = mmap(NULL, mem_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+		if (p == MAP_FAILED)
+			rc = errf_sys("mmap %s", path);
+		else
+			guest_mem_adopt(&vm->mem, p, mem_size);
+	}
 	close(fd);
 	return rc;
+}
+
+int snapshot_memory(struct vm *vm, const char *dir, const uint8_t *payload, size_t len,
+		    bool anonymous)
+{
+	struct snap_info info;
+	int rc = snapshot_info(payload, len, &info);
+	if (rc < 0)
+		return rc;
+	return memory_of(vm, dir, payload, len, info.mem_size, anonymous, 0);
 }

@@ -35,22 +35,34 @@ struct snap_info {
 	uint32_t tsc_khz;
 };
 
-/* snapshot_capture: append the state of a paused VM to out. */
-int snapshot_capture(struct vm *vm, struct strbuf *out);
+/* A diff snapshot: its memory file holds only the pages in bits (one bit
+ * per 4 KiB page), and the rest comes from the parent snapshot. */
+struct snap_diff {
+	const char *parent;          /* absolute path of the parent snapshot */
+	const uint64_t *bits;
+	size_t words;
+};
+
+/* snapshot_capture: append the state of a paused VM to out; diff (or NULL
+ * for a full snapshot) is recorded in it. */
+int snapshot_capture(struct vm *vm, struct strbuf *out, const struct snap_diff *diff);
 /* snapshot_info: read the shape record of a payload. */
 int snapshot_info(const uint8_t *payload, size_t len, struct snap_info *info);
 /* snapshot_apply: load a payload into a VM built to its shape (devices
  * created, vCPUs created, memory holding the snapshot's RAM). */
 int snapshot_apply(struct vm *vm, const uint8_t *payload, size_t len);
 
-/* Files. snapshot_write creates DIR/state and DIR/memory; snapshot_read
- * checks and returns the payload (malloc'd). */
-int snapshot_write(struct vm *vm, const char *dir, const struct strbuf *payload);
+/* Files. snapshot_write creates DIR/state and DIR/memory (only the diff's
+ * pages if diff is set); snapshot_read checks and returns the payload
+ * (malloc'd). */
+int snapshot_write(struct vm *vm, const char *dir, const struct strbuf *payload,
+		   const struct snap_diff *diff);
 int snapshot_read(const char *dir, uint8_t **payload, size_t *len);
-/* snapshot_map_memory: map DIR/memory (MAP_PRIVATE) as the guest's RAM. */
-int snapshot_map_memory(struct vm *vm, const char *dir, uint64_t mem_size);
-/* snapshot_load_memory: copy DIR/memory into anonymous memory (zygotes). */
-int snapshot_load_memory(struct vm *vm, const char *dir, uint64_t mem_size);
+/* snapshot_memory: give the VM the snapshot's RAM: DIR/memory mapped
+ * MAP_PRIVATE (restores), or read into anonymous memory with huge pages
+ * (zygotes, anonymous = true). A diff snapshot's parents come first. */
+int snapshot_memory(struct vm *vm, const char *dir, const uint8_t *payload, size_t len,
+		    bool anonymous);
 
 /* A bounds-checked reader over a payload; devices use it to load state. */
 struct snap_reader {

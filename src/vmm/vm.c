@@ -192,9 +192,12 @@ int vm_build_restored(struct vm *vm, const uint8_t *payload, size_t len)
 	const struct vmm_config *cfg = vm->cfg;
 	int status;
 	/* Guest memory is already in place (mapped from the snapshot, or
-	 * inherited across fork). */
+	 * inherited across fork). Memory that came from a snapshot on disk is
+	 * tracked against it, so the next snapshot can be a diff. */
+	if (cfg->snap_base)
+		snprintf(vm->snap_base, sizeof vm->snap_base, "%s", cfg->snap_base);
 	if (setup_loop(vm) < 0 || kvm_open_vm(vm) < 0 || kvm_set_memory(vm) < 0 ||
-	    cpuid_init(vm) < 0)
+	    cpuid_init(vm) < 0 || (cfg->snap_base && kvm_dirty_logging(vm, true) < 0))
 		return EXIT_ERROR;
 	if ((status = setup_devices(vm)) != 0)
 		return status;

@@ -118,6 +118,10 @@ struct vm {
 	int ready_fd;                  /* a spawner waits here for "ready PID MS" */
 	uint64_t ready_from_ns;        /* ready time is measured from here */
 	unsigned forks;                /* live forks so far, to name disk layers */
+	/* The snapshot that guest memory is tracked against: a diff snapshot
+	 * holds the pages changed since it. Empty until there is one. */
+	char snap_base[4096];
+	bool dirty_logging;
 
 	uint64_t start_ns;
 };
@@ -150,6 +154,8 @@ void vm_resume(struct vm *vm);
 int kvm_open_vm(struct vm *vm);
 int kvm_set_memory(struct vm *vm);
 int kvm_irq_line(struct vm *vm, int gsi, int level);
+int kvm_dirty_logging(struct vm *vm, bool on);
+int kvm_collect_dirty(struct vm *vm, uint64_t *bits);
 
 /* cpuid.c */
 int cpuid_init(struct vm *vm);

@@ -100,7 +100,10 @@ int zygote_main(struct vmm_config *cfg, int kvm_max_vcpus)
 		return EXIT_ERROR;
 	}
 	uint64_t t0 = now_ns();
-	if (snapshot_load_memory(&vm, cfg->zygote_dir, zy.info.mem_size) < 0) {
+	static char base[4096];
+	if (realpath(cfg->zygote_dir, base))
+		cfg->snap_base = base;
+	if (snapshot_memory(&vm, cfg->zygote_dir, zy.payload, zy.len, true) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
 		return EXIT_CONFIG;
 	}

@@ -398,9 +398,11 @@ static inline uint16_t avail_idx(struct virtq *q)
 	return __atomic_load_n(&q->avail[1], __ATOMIC_ACQUIRE);
 }
 
-static inline void set_avail_event(struct virtq *q, uint16_t v)
+static inline void set_avail_event(struct virtio_dev *d, struct virtq *q, uint16_t v)
 {
-	__atomic_store_n((uint16_t *)(q->used + 4 + 8 * (size_t)q->num), v, __ATOMIC_RELAXED);
+	uint16_t *p = (uint16_t *)(q->used + 4 + 8 * (size_t)q->num);
+	mem_mark_dirty(&d->vm->mem, p, 2);
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
 }
 
 bool virtq_has_avail(struct virtq *q)
@@ -418,7 +420,7 @@ int virtq_pop(struct virtio_dev *d, struct virtq *q, struct virtq_chain *c)
 			return 0;
 		/* Ask to be kicked for the next buffer, then look once more:
 		 * the driver may have added one before it saw our request. */
-		set_avail_event(q, q->last_avail);
+		set_avail_event(d, q, q->last_avail);
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		idx = avail_idx(q);
 		if (idx == q->last_avail)
@@ -452,6 +454,8 @@ int virtq_pop(struct virtio_dev *d, struct virtq *q, struct virtq_chain *c)
 			return -1;
 		}
 		if (desc.flags & VIRTQ_DESC_F_WRITE) {
+			/* We may write all of it: count it dirty for diff snapshots. */
+			mem_mark_dirty(&d->vm->mem, p, desc.len);
 			c->in_len += desc.len;
 			c->n_in++;
 		} else {
@@ -472,8 +476,9 @@ int virtq_pop(struct virtio_dev *d, struct virtq *q, struct virtq_chain *c)
 
 void virtq_push(struct virtio_dev *d, struct virtq *q, uint16_t head, uint32_t written)
 {
-	(void)d;
 	volatile uint8_t *elem = q->used + 4 + 8 * (size_t)(q->used_idx % q->num);
+	mem_mark_dirty(&d->vm->mem, (const void *)q->used, 4);
+	mem_mark_dirty(&d->vm->mem, (const void *)elem, 8);
 	uint32_t id = head;
 	memcpy((void *)elem, &id, 4);
 	memcpy((void *)(elem + 4), &written, 4);
