@@ -37,6 +37,15 @@ test_vmms() {
 	done
 }
 
+# Our kiln-vmm processes that are not template zygotes: sandboxes' VMMs.
+sandbox_vmms() {
+	local z p
+	z=$(cat "$DATA"/templates/*/v*/zygote.pid 2>/dev/null | cut -d' ' -f1)
+	for p in $(test_vmms); do
+		grep -qx "$p" <<<"$z" || echo "$p"
+	done
+}
+
 _on_exit() {
 	local i
 	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}"; done

@@ -1,0 +1,293 @@
+#!/bin/bash
+# Sandboxes through kilnd's API, for real (the minimal template, forked from
+# its zygote): every sandbox route's success and error paths, exec (output,
+# exit codes, env, cwd, stdin, timeouts, bytes), the SSE stream (chunks
+# before the end), files (up, down, list, stat, remove, guest paths taken
+# literally), the PTY WebSocket, snapshots, hibernate and wake (files
+# intact), forks, TTL changes, two workspaces that cannot see each other,
+# usage and metrics, and the kiln CLI. Needs KVM (the emulated host).
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+build_template minimal || exit 1
+pass template_build "minimal: $(tail -1 "$T/build-minimal.log")"
+start_kilnd --rate 0 || exit 1
+KEY_A=$(new_key alpha)
+KEY_B=$(new_key beta)
+KEY=$KEY_A
+at_exit 'KEY=$KEY_A; for s in $(curl -s -H "Authorization: Bearer $KEY_A" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
+
+# ---- create, get, list -------------------------------------------------------------------
+create_sandbox '{"template":"minimal","env":{"BAR":"from-sandbox"},"metadata":{"owner":"e2e"},"ttl_seconds":3600}'
+A=$SBX
+if [ -n "$A" ] && [ "$(jget 'j["status"], j["template"], j["vcpus"], j["memory_mib"], j["metadata"]["owner"], j["ttl_seconds"], j["ready_ms"] > 0, j["created_at"].endswith("Z")')" = "('running', 'minimal', 1, 256, 'e2e', 3600, True, True)" ]; then
+	pass create "201 $A ready in $(jget 'round(j["ready_ms"], 1)') ms"
+else
+	fail create "status $STATUS: $BODY"
+	exit 1
+fi
+api GET "/v1/sandboxes/$A"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["id"], j["status"]')" = "('$A', 'running')" ] && pass get "200 running" || fail get "$STATUS $BODY"
+api GET /v1/sandboxes
+[ "$(jget '[s["id"] for s in j["sandboxes"]]')" = "['$A']" ] && pass list "200 [$A]" || fail list "$BODY"
+api GET "/v1/sandboxes?status=hibernated"
+[ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass list_filter "status=hibernated: none" || fail list_filter "$BODY"
+
+# ---- exec --------------------------------------------------------------------------------------
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo hello; echo oops >&2; exit 3"}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"], j["stderr"], j["exit_code"], j["timed_out"], j["duration_ms"] > 0')" = "('hello\n', 'oops\n', 3, False, True)" ] &&
+	pass exec_output "stdout, stderr, exit 3" || fail exec_output "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/exec" '{"argv":["/bin/sh","-c","echo $FOO-$BAR; pwd"],"env":{"FOO":"from-request"},"cwd":"/tmp"}'
+[ "$(jget 'j["stdout"]')" = $'from-request-from-sandbox\n/tmp' ] && pass exec_env_cwd "sandbox env, request env, cwd" ||
+	fail exec_env_cwd "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/exec" '{"argv":["cat"],"stdin":"typed in\n"}'
+[ "$(jget 'j["stdout"]')" = "typed in" ] && pass exec_stdin "stdin fed and closed" || fail exec_stdin "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"sleep 30","timeout_seconds":1}'
+[ "$(jget 'j["timed_out"], j["exit_code"], j["duration_ms"] < 10000')" = "(True, 137, True)" ] &&
+	pass exec_timeout "killed after 1 s: exit 137" || fail exec_timeout "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/exec" '{"argv":["/no/such/program"]}'
+expect exec_missing_program 400 invalid_request
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"printf \"ok\\377\\n\""}'
+[ "$(jget 'j["stdout"]')" = $'ok\xef\xbf\xbd' ] && pass exec_invalid_utf8 "replaced by U+FFFD" || fail exec_invalid_utf8 "$BODY"
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\" x"}'
+[ "$(jget 'len(j["stdout"]), j.get("truncated")')" = "(16777216, True)" ] && pass exec_output_bounded "16 MiB kept, truncated" ||
+	fail exec_output_bounded "$(head -c 200 <<<"$BODY")"
+
+# ---- exec/stream: chunks arrive before the command ends ------------------------------------
+python3 - "$PORT" "$KEY" "$A" > "$T/sse.out" <<'EOF'
+import http.client, json, sys, time
+port, key, sbx = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+body = json.dumps({"cmd": "for i in 1 2 3; do echo line$i; sleep 0.5; done; printf '\\377' >&2; exit 4"})
+t0 = time.time()
+c.request("POST", "/v1/sandboxes/%s/exec/stream" % sbx, body, {"Authorization": "Bearer " + key})
+r = c.getresponse()
+events, ev = [], None
+while True:
+    line = r.fp.readline()
+    if not line:
+        break
+    line = line.decode().rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: "):
+        events.append((time.time() - t0, ev, json.loads(line[6:])))
+        if ev in ("exit", "error"):
+            break
+print(r.status, r.getheader("Content-Type"))
+for t, e, d in events:
+    print("%.2f %s %s" % (t, e, json.dumps(d)))
+EOF
+first=$(awk '$2 == "stdout" { print $1; exit }' "$T/sse.out")
+last=$(awk '$2 == "exit" { print $1 }' "$T/sse.out")
+if head -1 "$T/sse.out" | grep -q '^200 text/event-stream' && grep -q 'stdout {"data": "line3\\n"}' "$T/sse.out" &&
+   grep -q 'stderr {"data_b64": "/w=="}' "$T/sse.out" && grep -q '"exit_code": 4' "$T/sse.out" &&
+   python3 -c "import sys; sys.exit(not ($first + 0.8 < $last))"; then
+	pass exec_stream "first chunk at ${first}s, exit at ${last}s; bytes as data_b64"
+else
+	fail exec_stream "$(tr '\n' '|' < "$T/sse.out")"
+fi
+
+# ---- files ----------------------------------------------------------------------------------------
+api PUT "/v1/sandboxes/$A/files?path=/tmp/dir/sub/note.txt&mode=0600" "" --data-binary 'hello file'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["size"]')" = 10 ] && pass file_put "200, 10 bytes, parents made" || fail file_put "$STATUS $BODY"
+api GET "/v1/sandboxes/$A/files?path=/tmp/dir/sub/note.txt"
+[ "$STATUS" = 200 ] && [ "$BODY" = 'hello file' ] && pass file_get "the same bytes" || fail file_get "$STATUS $BODY"
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/dir/sub/note.txt"
+[ "$(jget 'j["type"], j["size"], j["mode"]')" = "('file', 10, '0600')" ] && pass file_stat "$BODY" || fail file_stat "$STATUS $BODY"
+api GET "/v1/sandboxes/$A/files/list?path=/tmp/dir&depth=2"
+[ "$(jget 'sorted((e["name"], e["type"]) for e in j["entries"])')" = "[('sub', 'dir'), ('sub/note.txt', 'file')]" ] &&
+	pass file_list "depth 2" || fail file_list "$STATUS $BODY"
+head -c 3000000 /dev/urandom > "$T/blob"
+api PUT "/v1/sandboxes/$A/files?path=/tmp/blob" "" --data-binary @"$T/blob"
+curl -s -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$A/files?path=/tmp/blob" -o "$T/blob.back"
+cmp -s "$T/blob" "$T/blob.back" && pass file_binary_roundtrip "3 MB of random bytes up and down" ||
+	fail file_binary_roundtrip "$(wc -c < "$T/blob.back") bytes back"
+api GET "/v1/sandboxes/$A/files?path=/tmp/dir"
+expect file_get_directory 400 invalid_request
+api GET "/v1/sandboxes/$A/files?path=/tmp/nothere"
+expect file_get_missing 404 not_found
+api GET "/v1/sandboxes/$A/files/stat?path=/nothere"
+expect file_stat_missing 404 not_found
+api DELETE "/v1/sandboxes/$A/files?path=/tmp/dir"
+expect file_delete_nonempty_dir 409 conflict
+api DELETE "/v1/sandboxes/$A/files?path=/tmp/dir&recursive=true"
+expect file_delete_recursive 204 -
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/dir"
+expect file_deleted 404 not_found
+# Guest paths are literal and resolved in the guest: ".." climbs the
+# guest's tree, never the host's.
+echo "host secret" > "$T/host-secret"
+api GET "/v1/sandboxes/$A/files?path=/../../../..$T/host-secret"
+expect file_traversal_host_unreachable 404 not_found
+api PUT "/v1/sandboxes/$A/files?path=/tmp/../../../tmp/trav.txt" "" --data-binary 'inside'
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /tmp/trav.txt"}'
+[ "$(jget 'j["stdout"]')" = inside ] && [ ! -e /tmp/trav.txt ] && pass file_traversal_in_guest "/tmp/../../../tmp/trav.txt is the guest's /tmp/trav.txt" ||
+	fail file_traversal_in_guest "$BODY"
+
+# ---- the terminal -------------------------------------------------------------------------------
+python3 - "$PORT" "$KEY" "$A" "$HERE" > "$T/pty.out" 2>&1 <<'EOF'
+import json, sys, time
+sys.path.insert(0, sys.argv[4])
+from ws import WS
+port, key, sbx = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ws = WS(port, "/v1/sandboxes/%s/pty?cols=80&rows=24" % sbx, key)
+out = b""
+def until(pattern, limit=20):
+    global out
+    end = time.time() + limit
+    while pattern not in out and time.time() < end:
+        op, data = ws.recv()
+        if op == 2:
+            out += data
+        elif op == 1:
+            out += b"[text " + data + b"]"
+    return pattern in out
+ws.send_binary(b"echo $((6*7))x\n")
+print("math", until(b"42x"))
+ws.send_text(json.dumps({"type": "resize", "cols": 100, "rows": 30}))
+ws.send_binary(b"stty size\n")
+print("resize", until(b"30 100"))
+ws.send_binary(b"exit 5\n")
+print("exit", until(b'"exit_code":5'))
+EOF
+if grep -q 'math True' "$T/pty.out" && grep -q 'resize True' "$T/pty.out" && grep -q 'exit True' "$T/pty.out"; then
+	pass pty "a shell on a terminal: input, resize, exit code 5"
+else
+	fail pty "$(tr '\n' ' ' < "$T/pty.out" | tail -c 400)"
+fi
+
+# ---- lifecycle ---------------------------------------------------------------------------------
+api PATCH "/v1/sandboxes/$A/lifecycle" '{"ttl_seconds":1234}'
+[ "$(jget 'j["ttl_seconds"]')" = 1234 ] && pass lifecycle_ttl "1234" || fail lifecycle_ttl "$STATUS $BODY"
+
+# ---- another workspace sees nothing --------------------------------------------------------------
+KEY=$KEY_B
+bad=
+for req in "GET /v1/sandboxes/$A" "DELETE /v1/sandboxes/$A" "POST /v1/sandboxes/$A/exec {\"cmd\":\"true\"}" \
+	   "GET /v1/sandboxes/$A/files?path=/etc/hostname" "POST /v1/sandboxes/$A/hibernate" \
+	   "POST /v1/sandboxes/$A/fork" "POST /v1/sandboxes/$A/snapshot" "PATCH /v1/sandboxes/$A/lifecycle {\"ttl_seconds\":1}"; do
+	read -r m p b <<<"$req"
+	api "$m" "$p" "${b:-}"
+	[ "$STATUS" = 404 ] || bad+="$m $p -> $STATUS; "
+done
+api GET /v1/sandboxes
+[ -z "$bad" ] && [ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass workspace_isolation "every route on the other's sandbox: 404; list empty" ||
+	fail workspace_isolation "$bad list $BODY"
+KEY=$KEY_A
+api GET "/v1/sandboxes/$A"
+[ "$(jget 'j["status"]')" = running ] && pass workspace_owner_unaffected "still running" || fail workspace_owner_unaffected "$BODY"
+
+# ---- snapshot, and a sandbox from it --------------------------------------------------------------
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo before-snapshot > /root/state"}'
+api POST "/v1/sandboxes/$A/snapshot"
+SNAP=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [[ $SNAP == snap_* ]] && pass snapshot "201 $SNAP" || fail snapshot "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo after-snapshot > /root/state; cat /root/state"}'
+[ "$(jget 'j["stdout"]')" = after-snapshot ] && pass snapshot_source_runs_on "the sandbox runs on" || fail snapshot_source_runs_on "$BODY"
+create_sandbox "{\"from_snapshot\":\"$SNAP\"}"
+S=$SBX
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/state; echo $BAR"}'
+[ -n "$S" ] && [ "$(jget 'j["stdout"]')" = $'before-snapshot\nfrom-sandbox' ] &&
+	pass create_from_snapshot "$S sees the disk and env of the moment of the snapshot" || fail create_from_snapshot "$STATUS $BODY"
+KEY=$KEY_B
+api GET "/v1/snapshots/$SNAP"
+expect snapshot_other_workspace 404 not_found
+api POST /v1/sandboxes "{\"from_snapshot\":\"$SNAP\"}"
+expect create_from_other_workspace_snapshot 404 not_found
+KEY=$KEY_A
+api GET /v1/snapshots
+[ "$(jget '[s["id"] for s in j["snapshots"]]')" = "['$SNAP']" ] && pass snapshot_list "[$SNAP]" || fail snapshot_list "$BODY"
+
+# ---- hibernate: nothing runs, an exec wakes it with its files -----------------------------------------
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo kept > /root/hib; sync"}'
+api POST "/v1/sandboxes/$A/hibernate"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"], j["usage"]["memory_bytes"]')" = "('hibernated', 0)" ] &&
+	pass hibernate "200 hibernated" || fail hibernate "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/hibernate"
+expect hibernate_twice 409 conflict
+n=$(test_vmms | xargs -r -n1 sh -c 'tr "\0" " " < /proc/$0/cmdline' | grep -c "$A" || true)
+check hibernate_no_vmm "VMMs of $A: $n" [ "$n" = 0 ]
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib /root/state"}'
+[ "$(jget 'j["stdout"]')" = $'kept\nafter-snapshot' ] && pass hibernate_exec_wakes "files intact after the wake" ||
+	fail hibernate_exec_wakes "$STATUS $BODY"
+api GET "/v1/sandboxes/$A"
+[ "$(jget 'j["status"]')" = running ] && pass woken_running "running" || fail woken_running "$BODY"
+api POST "/v1/sandboxes/$A/hibernate"
+api POST "/v1/sandboxes/$A/wake"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = running ] && pass wake "200 running" || fail wake "$STATUS $BODY"
+api POST "/v1/sandboxes/$A/wake"
+[ "$STATUS" = 200 ] && pass wake_running "a running sandbox: 200, unchanged" || fail wake_running "$STATUS $BODY"
+
+# ---- forks -----------------------------------------------------------------------------------------------
+api POST "/v1/sandboxes/$A/fork" '{"count":2}'
+kids=$(jget '" ".join(s["id"] for s in j["sandboxes"] if s["parent_id"] == "'"$A"'" and s["status"] == "running")')
+if [ "$STATUS" = 201 ] && [ "$(wc -w <<<"$kids")" = 2 ]; then
+	pass fork "201, 2 children"
+else
+	fail fork "$STATUS $BODY"
+fi
+ok=0
+for k in $kids; do
+	api POST "/v1/sandboxes/$k/exec" '{"cmd":"cat /root/hib; echo child > /root/hib"}'
+	[ "$(jget 'j["stdout"]')" = kept ] && ok=$((ok + 1))
+done
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib"}'
+[ "$ok" = 2 ] && [ "$(jget 'j["stdout"]')" = kept ] && pass fork_copy_on_write "children see the parent's files; their writes stay theirs" ||
+	fail fork_copy_on_write "$ok children ok; parent: $BODY"
+api POST "/v1/sandboxes/$A/fork_tree" '{"count":3}'
+tree=$(jget '" ".join(s["id"] for s in j["sandboxes"] if s["status"] == "running")')
+[ "$STATUS" = 201 ] && [ "$(wc -w <<<"$tree")" = 3 ] && pass fork_tree "201, 3 children in one pause" || fail fork_tree "$STATUS $BODY"
+for k in $kids $tree; do api DELETE "/v1/sandboxes/$k"; done
+
+# ---- the kiln CLI -----------------------------------------------------------------------------------------
+export KILN_API_URL=$URL KILN_API_KEY=$KEY_A
+C=$("$KILN" create --template minimal --ttl 600 2> "$T/err")
+[[ $C == sbx_* ]] && pass cli_create "$C" || fail cli_create "$(cat "$T/err")"
+out=$("$KILN" exec "$C" -- sh -c 'echo out; echo err >&2; exit 7' 2> "$T/err")
+st=$?
+[ "$st" = 7 ] && [ "$out" = out ] && [ "$(cat "$T/err")" = err ] && pass cli_exec "streams, exit status 7" ||
+	fail cli_exec "status $st, out '$out', err '$(cat "$T/err")'"
+echo "over the wire" > "$T/up.txt"
+"$KILN" cp "$T/up.txt" "$C:/tmp/up.txt" && "$KILN" cp "$C:/tmp/up.txt" "$T/down.txt" && cmp -s "$T/up.txt" "$T/down.txt" &&
+	pass cli_cp "up and down" || fail cli_cp "$(cat "$T/down.txt" 2>&1)"
+printf 'echo from-shell\nexit 3\n' | "$KILN" shell "$C" > "$T/shell.out" 2>&1
+st=$?
+grep -q from-shell "$T/shell.out" && [ "$st" = 3 ] && pass cli_shell "exit status 3" || fail cli_shell "status $st: $(tail -c 300 "$T/shell.out")"
+"$KILN" ls --json | python3 -c 'import json,sys; ids=[s["id"] for s in json.load(sys.stdin)["sandboxes"]]; sys.exit("'"$C"'" not in ids)' &&
+	pass cli_ls "lists $C" || fail cli_ls "$("$KILN" ls)"
+[ "$("$KILN" hibernate "$C")" = hibernated ] && [ "$("$KILN" wake "$C")" = running ] && pass cli_hibernate_wake "hibernated, running" ||
+	fail cli_hibernate_wake "$("$KILN" get "$C" 2>&1 | head -5)"
+snap=$("$KILN" snapshot "$C")
+[[ $snap == snap_* ]] && "$KILN" snapshots | grep -q "$snap" && pass cli_snapshot "$snap" || fail cli_snapshot "'$snap'"
+"$KILN" usage > "$T/usage.txt" && grep -q '^cpu_seconds' "$T/usage.txt" && pass cli_usage "$(head -1 "$T/usage.txt")" || fail cli_usage "$(cat "$T/usage.txt")"
+"$KILN" rm "$C" "$snap" && ! "$KILN" get "$C" 2>/dev/null && pass cli_rm "sandbox and snapshot" || fail cli_rm "still there"
+
+# ---- delete; usage and metrics ---------------------------------------------------------------------------
+api DELETE "/v1/sandboxes/$S"
+expect delete 204 -
+api DELETE "/v1/sandboxes/$S"
+expect delete_twice 404 not_found
+api GET "/v1/sandboxes/$S"
+expect get_deleted 404 not_found
+api DELETE "/v1/snapshots/$SNAP"
+expect snapshot_delete 204 -
+api GET /v1/usage
+[ "$(jget 'j["cpu_seconds"] > 0, j["running_seconds"] > 0, j["memory_mib_seconds"] > 0, j["sandboxes"] >= 8, j["live_sandboxes"]')" = "(True, True, True, True, 1)" ] &&
+	pass usage "$BODY" || fail usage "$BODY"
+KEY=$KEY_B
+api GET /v1/usage
+[ "$(jget 'j["sandboxes"], j["cpu_seconds"]')" = "(0, 0.0)" ] && pass usage_other_workspace "nothing" || fail usage_other_workspace "$BODY"
+KEY=$KEY_A
+curl -s "$URL/metrics" > "$T/metrics"
+count=$(awk '$1 == "kiln_sandbox_create_seconds_count" { print $2 }' "$T/metrics")
+check metrics_creates "create histogram count $count" [ "${count:-0}" -ge 8 ]
+grep -q '^kiln_sandboxes{state="running"} 1$' "$T/metrics" && pass metrics_states "1 running" ||
+	fail metrics_states "$(grep '^kiln_sandboxes' "$T/metrics" | tr '\n' ' ')"
+api DELETE "/v1/sandboxes/$A"
+expect delete_last 204 -
+sleep 0.5
+left=$(ls "$DATA/sandboxes" "$DATA/snapshots" 2>/dev/null | grep -c . || true)
+vmms=$(sandbox_vmms | wc -l)
+check no_leftovers "directories left under sandboxes/ and snapshots/: $left; sandbox VMMs: $vmms" [ "$left" = 0 -a "$vmms" = 0 ]
+alive alive_at_end
