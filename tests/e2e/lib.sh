@@ -106,7 +106,7 @@ api() {
 }
 
 # jget EXPR: evaluate a Python expression on the JSON in $BODY (as j).
-jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print($1)" "$BODY" 2>/dev/null; }
+jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print(($1))" "$BODY" 2>/dev/null; }
 
 # expect NAME STATUS CODE: the last api call answered STATUS and, if CODE
 # is not "-", an error with that code in the documented shape.
