@@ -134,11 +134,14 @@ int httpc_start(struct httpc *c, const struct httpc_target *t, const char *metho
 		return -1;
 	char head[2048];
 	uint64_t clen = body_fd >= 0 ? (uint64_t)body_fd_len : len;
+	/* One request per connection, unless the caller upgrades it. */
+	bool upgrade = extra_headers && strcasestr(extra_headers, "Connection:");
 	int n = snprintf(head, sizeof head,
-			 "%s %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: kiln-cli\r\nConnection: close\r\n"
+			 "%s %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: kiln-cli\r\n%s"
 			 "%s%s%s%s",
-			 method, path, t->host, t->port, t->key[0] ? "Authorization: Bearer " : "",
-			 t->key, t->key[0] ? "\r\n" : "", extra_headers ? extra_headers : "");
+			 method, path, t->host, t->port, upgrade ? "" : "Connection: close\r\n",
+			 t->key[0] ? "Authorization: Bearer " : "", t->key, t->key[0] ? "\r\n" : "",
+			 extra_headers ? extra_headers : "");
 	if (n < 0 || (size_t)n >= sizeof head - 64)
 		return fail(c, "request too long");
 	if (body || body_fd >= 0)
