@@ -1,0 +1,57 @@
+#!/bin/bash
+# 20 creates at once: each one succeeds (201, a running sandbox that runs
+# a command) or is refused with 503; kilnd does not crash, and no
+# half-made sandbox is left (every VMM and directory belongs to a sandbox
+# the API lists). kilnd runs with room for 12, so some must be refused.
+. "$(dirname "$0")/lib.sh"
+
+build_template minimal || exit 1
+start_kilnd --rate 0 --max-sandboxes 12 --max-creates 4 --create-wait 60000 || exit 1
+KEY=$(new_key conc)
+
+for i in $(seq 1 20); do
+	curl -s -o "$T/c$i.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
+		--data-binary '{"template":"minimal"}' "$URL/v1/sandboxes" > "$T/c$i.code" &
+done
+wait
+created=() refused=0 other=
+for i in $(seq 1 20); do
+	code=$(cat "$T/c$i.code")
+	case $code in
+	201) created+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/c$i.json")") ;;
+	503) grep -q '"no_capacity"' "$T/c$i.json" && refused=$((refused + 1)) || other+="$i:503-without-code " ;;
+	*) other+="$i:$code $(head -c 200 "$T/c$i.json") " ;;
+	esac
+done
+if [ -z "$other" ] && [ ${#created[@]} = 12 ] && [ $refused = 8 ]; then
+	pass concurrent_creates "20 at once: 12 created, 8 refused with 503"
+else
+	fail concurrent_creates "${#created[@]} created, $refused refused, others: $other"
+fi
+alive alive_after_burst
+
+api GET /v1/sandboxes
+listed=$(jget '" ".join(sorted(s["id"] for s in j["sandboxes"] if s["status"] == "running"))')
+all=$(jget 'len(j["sandboxes"])')
+[ "$listed" = "$(printf '%s\n' "${created[@]}" | sort | tr '\n' ' ' | sed 's/ $//')" ] && [ "$all" = ${#created[@]} ] &&
+	pass listed_are_created "the API lists exactly the 201s, all running" || fail listed_are_created "listed: $listed ($all)"
+ok=0
+for s in "${created[@]}"; do
+	api POST "/v1/sandboxes/$s/exec" '{"cmd":"cat /proc/sys/kernel/hostname"}'
+	[ "$(jget 'j["stdout"]')" = "$s" ] && ok=$((ok + 1))
+done
+check created_all_work "$ok of ${#created[@]} answer an exec, each with its own hostname" [ "$ok" = ${#created[@]} ]
+vmms=$(sandbox_vmms | wc -l)
+dirs=$(ls "$DATA/sandboxes" | wc -l)
+check no_half_made "sandbox VMMs $vmms, directories $dirs, for ${#created[@]} sandboxes" [ "$vmms" = ${#created[@]} -a "$dirs" = ${#created[@]} ]
+
+# Deleting them all at once, too.
+for s in "${created[@]}"; do
+	curl -s -o /dev/null -w '%{http_code}\n' -X DELETE -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$s" >> "$T/del.codes" &
+done
+wait
+sleep 0.5
+codes=$(sort "$T/del.codes" | uniq -c | tr -s ' ' | tr '\n' ' ')
+check concurrent_deletes "codes: $codes; sandbox VMMs left $(sandbox_vmms | wc -l), directories $(ls "$DATA/sandboxes" | wc -l)" \
+	[ "$(grep -c 204 "$T/del.codes")" = ${#created[@]} -a "$(sandbox_vmms | wc -l)" = 0 -a "$(ls "$DATA/sandboxes" | wc -l)" = 0 ]
+alive alive_at_end
