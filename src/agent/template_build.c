@@ -348,6 +348,12 @@ static int step_snapshot(struct build *b)
 		return 0;
 	}
 	rmtree(b->t.snapdir);
+	/* Let the guest finish closing the agent connections of the warm-up
+	 * first: a connection still half-closed in the snapshot lives on in
+	 * every sandbox, and a new connection that reuses its host port (the
+	 * restored VMM numbers them from the start again) is then refused or
+	 * never answered. */
+	usleep(500 * 1000);
 	char ctl[PATH_MAX];
 	vm_path(ctl, sizeof ctl, b->vmdir, "ctl.sock");
 	json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", b->t.snapdir, "diff", 0), *reply;
