@@ -592,6 +592,12 @@ int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
 	rc = guest_open(vsock, 10000, sb->row.vmm_pid, out);
+	/* A healthy agent answers a request in milliseconds and streams data
+	 * without pauses: a minute of silence means the guest is stuck, and a
+	 * request must not hold its thread forever. (Command output has no
+	 * such limit: commands may be quiet for long; see guest_exec_next.) */
+	if (rc == 0)
+		guest_set_timeout(*out, 60000);
 	if (rc < 0) {
 		char msg[300];	/* errf must not read the buffer it writes */
 		snprintf(msg, sizeof msg, "%s", errmsg());

@@ -18,7 +18,7 @@ KILND_PID=
 _cleanups=()
 
 pass() { echo "PASS $1${2:+: $2}"; }
-fail() { echo "FAIL $1${2:+: $2}"; }
+fail() { echo "FAIL $1${2:+: $2}"; echo "$1" >> "$T/failed"; }
 check() {
 	local name=$1 detail=$2; shift 2
 	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
@@ -61,6 +61,11 @@ _on_exit() {
 		echo "FAIL cleanup: kiln-vmm processes left behind: $left"
 		kill -9 $left 2>/dev/null
 	fi
+	# What kilnd said, when something failed.
+	if [ -s "$T/failed" ] && [ -s "$T/kilnd.log" ]; then
+		echo "  kilnd's last log lines:"
+		tail -25 "$T/kilnd.log" | sed 's/^/  | /'
+	fi
 	rm -rf "$T"
 }
 trap _on_exit EXIT
@@ -97,10 +102,10 @@ api() {
 	local auth=()
 	[ -n "$KEY" ] && auth=(-H "Authorization: Bearer $KEY")
 	if [ -n "$body" ]; then
-		STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" \
+		STATUS=$(curl -s -m 300 -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" \
 			-H 'Content-Type: application/json' --data-binary "$body" "$@" "$URL$path")
 	else
-		STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" "$@" "$URL$path")
+		STATUS=$(curl -s -m 300 -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" "$@" "$URL$path")
 	fi
 	BODY=$(cat "$T/body")
 }
