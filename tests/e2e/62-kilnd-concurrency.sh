@@ -9,11 +9,13 @@ build_template minimal || exit 1
 start_kilnd --rate 0 --max-sandboxes 12 --max-creates 4 --create-wait 60000 || exit 1
 KEY=$(new_key conc)
 
+pids=()
 for i in $(seq 1 20); do
-	curl -s -o "$T/c$i.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
+	curl -s -m 300 -o "$T/c$i.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
 		--data-binary '{"template":"minimal"}' "$URL/v1/sandboxes" > "$T/c$i.code" &
+	pids+=($!)
 done
-wait
+wait "${pids[@]}"	# not kilnd, which runs in the background too
 created=() refused=0 other=
 for i in $(seq 1 20); do
 	code=$(cat "$T/c$i.code")
@@ -46,10 +48,12 @@ dirs=$(ls "$DATA/sandboxes" | wc -l)
 check no_half_made "sandbox VMMs $vmms, directories $dirs, for ${#created[@]} sandboxes" [ "$vmms" = ${#created[@]} -a "$dirs" = ${#created[@]} ]
 
 # Deleting them all at once, too.
+pids=()
 for s in "${created[@]}"; do
-	curl -s -o /dev/null -w '%{http_code}\n' -X DELETE -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$s" >> "$T/del.codes" &
+	curl -s -m 300 -o /dev/null -w '%{http_code}\n' -X DELETE -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$s" >> "$T/del.codes" &
+	pids+=($!)
 done
-wait
+wait "${pids[@]}"
 sleep 0.5
 codes=$(sort "$T/del.codes" | uniq -c | tr -s ' ' | tr '\n' ' ')
 check concurrent_deletes "codes: $codes; sandbox VMMs left $(sandbox_vmms | wc -l), directories $(ls "$DATA/sandboxes" | wc -l)" \

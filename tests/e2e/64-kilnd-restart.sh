@@ -17,15 +17,17 @@ api POST "/v1/sandboxes/$R/exec" '{"cmd":"echo before-restart > /root/f; sync"}'
 R_PID=$(cut -d' ' -f1 "$DATA/sandboxes/$R/vmm.pid")
 [ -n "$R" ] && [ -n "$R_PID" ] && pass restart_setup "$R on VMM $R_PID" || { fail restart_setup "$BODY"; exit 1; }
 
+pids=()
 for i in $(seq 1 6); do
-	curl -s -o "$T/c$i.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $KEY" \
+	curl -s -m 300 -o "$T/c$i.json" -w '%{http_code}' -X POST -H "Authorization: Bearer $KEY" \
 		--data-binary '{"template":"minimal"}' "$URL/v1/sandboxes" > "$T/c$i.code" 2>/dev/null &
+	pids+=($!)
 done
 sleep 0.3
 kill -9 "$KILND_PID"
 wait "$KILND_PID" 2>/dev/null
 KILND_PID=
-wait
+wait "${pids[@]}"
 acked=()
 for i in $(seq 1 6); do
 	[ "$(cat "$T/c$i.code")" = 201 ] && acked+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/c$i.json")")
