@@ -288,7 +288,7 @@ grep -q '^kiln_sandboxes{state="running"} 1$' "$T/metrics" && pass metrics_state
 api DELETE "/v1/sandboxes/$A"
 expect delete_last 204 -
 sleep 0.5
-left=$(ls "$DATA/sandboxes" "$DATA/snapshots" 2>/dev/null | grep -c . || true)
+left=$(find "$DATA/sandboxes" "$DATA/snapshots" -mindepth 1 -maxdepth 1 | wc -l)
 vmms=$(sandbox_vmms | wc -l)
 check no_leftovers "directories left under sandboxes/ and snapshots/: $left; sandbox VMMs: $vmms $(cd "$DATA" && find sandboxes snapshots -mindepth 1 | head -20 | tr '\n' ' ')" [ "$left" = 0 -a "$vmms" = 0 ]
 alive alive_at_end

@@ -110,8 +110,10 @@ api() {
 	BODY=$(cat "$T/body")
 }
 
-# jget EXPR: evaluate a Python expression on the JSON in $BODY (as j).
-jget() { python3 -c "import json,sys; j=json.loads(sys.argv[1]); print(($1))" "$BODY" 2>/dev/null; }
+# jget EXPR: evaluate a Python expression on the last answer's JSON (as j).
+# (It reads the body from $T/body, where api put it: a large body does not
+# fit in an argument.)
+jget() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(($1))" "$T/body" 2>/dev/null; }
 
 # expect NAME STATUS CODE: the last api call answered STATUS and, if CODE
 # is not "-", an error with that code in the documented shape.
