@@ -61,6 +61,17 @@ static int open_guest(struct req *r, struct sandbox **sb, struct guest **g, int 
 	return 0;
 }
 
+/* The routes whose only parameter is the path. */
+static int path_and_guest(struct req *r, const char **path, struct sandbox **sb, struct guest **g,
+			  int *answered)
+{
+	if (query_path(r, path) < 0) {
+		*answered = reply_error(r, 400, "invalid_request", "%s", errmsg());
+		return -1;
+	}
+	return open_guest(r, sb, g, answered);
+}
+
 static void close_guest(struct req *r, struct sandbox *sb, struct guest *g)
 {
 	sandbox_leave(r->api->host, sb, g);
@@ -105,12 +116,10 @@ static int tmpfile_fd(struct req *r)
 int h_file_get(struct req *r)
 {
 	const char *path;
-	if (query_path(r, &path) < 0)
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0)
+	if (path_and_guest(r, &path, &sb, &g, &answered) < 0)
 		return answered;
 	int fd = tmpfile_fd(r);
 	uint64_t size = 0;
@@ -222,12 +231,10 @@ int h_file_list(struct req *r)
 int h_file_stat(struct req *r)
 {
 	const char *path;
-	if (query_path(r, &path) < 0)
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0)
+	if (path_and_guest(r, &path, &sb, &g, &answered) < 0)
 		return answered;
 	struct guest_stat *st = calloc(1, sizeof *st);
 	int rc = st ? guest_stat(g, path, st) : errf(ENOMEM, "out of memory");

@@ -123,7 +123,8 @@ static int no_fields(struct req *r)
 	return -1;
 }
 
-int h_sandbox_hibernate(struct req *r)
+/* hibernate and wake: no parameters, the sandbox after the change. */
+static int lifecycle_action(struct req *r, int (*action)(struct host *, struct sandbox *))
 {
 	int answered = no_fields(r);
 	if (answered >= 0)
@@ -131,7 +132,7 @@ int h_sandbox_hibernate(struct req *r)
 	struct sandbox *sb;
 	if (req_sandbox(r, &sb, &answered) < 0)
 		return answered;
-	int rc = host_hibernate(r->api->host, sb);
+	int rc = action(r->api->host, sb);
 	if (rc < 0) {
 		req_sandbox_put(r, sb);
 		return reply_errno(r, rc);
@@ -139,20 +140,14 @@ int h_sandbox_hibernate(struct req *r)
 	return reply_sandbox(r, 200, sb);
 }
 
+int h_sandbox_hibernate(struct req *r)
+{
+	return lifecycle_action(r, host_hibernate);
+}
+
 int h_sandbox_wake(struct req *r)
 {
-	int answered = no_fields(r);
-	if (answered >= 0)
-		return answered;
-	struct sandbox *sb;
-	if (req_sandbox(r, &sb, &answered) < 0)
-		return answered;
-	int rc = host_wake(r->api->host, sb);
-	if (rc < 0) {
-		req_sandbox_put(r, sb);
-		return reply_errno(r, rc);
-	}
-	return reply_sandbox(r, 200, sb);
+	return lifecycle_action(r, host_wake);
 }
 
 static int fork_route(struct req *r, bool tree)
