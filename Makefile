@@ -146,7 +146,7 @@ build/host/initrd.cpio: $(KERNEL) tests/host/initrd-init images/build-initramfs 
 		virtio_mmio virtio_blk
 
 # ---- tests ----------------------------------------------------------------
-test: all guest host
+test: all guest host templates
 	@tests/run $(BUILD)
 
 unit: all
