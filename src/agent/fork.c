@@ -68,6 +68,7 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	if (!sb)
 		return errf(ENOMEM, "out of memory");
 	sb->counts_memory = true;
+	pthread_mutex_lock(&sb->op);	/* until it is ready or gone, as in a create */
 	host_link(h, sb);
 	rc = sandbox_save(h, sb);
 	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
@@ -76,6 +77,7 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 		char why[300];
 		snprintf(why, sizeof why, "fork failed: %s", errmsg());
 		sandbox_abort(h, sb, why);
+		pthread_mutex_unlock(&sb->op);
 		sandbox_put(h, sb);
 		return errf(-rc, "%s", why);
 	}
@@ -201,12 +203,14 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 			pthread_mutex_unlock(&kids[i]->lock);
 			sandbox_save(h, kids[i]);
 			metrics_create(h->metrics, ms / 1000, true);
+			pthread_mutex_unlock(&kids[i]->op);
 			kids[ok++] = kids[i];
 		} else {
 			char why[300];
 			snprintf(why, sizeof why, "fork failed: %s", errmsg());
 			log_warn("sandbox %s: %s", kids[i]->row.id, why);
 			sandbox_abort(h, kids[i], why);
+			pthread_mutex_unlock(&kids[i]->op);
 			sandbox_put(h, kids[i]);
 			metrics_create(h->metrics, ms / 1000, false);
 			if (rc == 0)
@@ -224,6 +228,7 @@ fail_kids:;
 	snprintf(why, sizeof why, "fork failed: %s", errmsg());
 	for (int i = 0; i < have; i++) {
 		sandbox_abort(h, kids[i], why);
+		pthread_mutex_unlock(&kids[i]->op);
 		sandbox_put(h, kids[i]);
 		metrics_create(h->metrics, 0, false);
 	}

@@ -328,6 +328,9 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		goto out;
 	}
 	sb->counts_memory = true;	/* the admission's reservation is now the sandbox's */
+	/* Held until it is ready or gone: a DELETE of a sandbox still being
+	 * made (its id is listed) waits for the create to end. */
+	pthread_mutex_lock(&sb->op);
 	host_link(h, sb);
 	log_debug("sandbox %s: creating from %s %s", sb->row.id, req->snapshot ? "snapshot" : "template",
 		  req->snapshot ? req->snapshot : req->template);
@@ -352,6 +355,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		sandbox_save(h, sb);
 		metrics_create(h->metrics, ms / 1000, true);
 		log_debug("sandbox %s: ready in %.1f ms", sb->row.id, ms);
+		pthread_mutex_unlock(&sb->op);
 		*out = sb;
 	} else {
 		char why[300];
@@ -360,6 +364,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		log_warn("sandbox %s: %s", sb->row.id, why);
 		sandbox_abort(h, sb, why);
 		metrics_create(h->metrics, ms / 1000, false);
+		pthread_mutex_unlock(&sb->op);
 		sandbox_put(h, sb);
 		errf(-rc, "%s", why);
 	}
