@@ -131,14 +131,16 @@ static const char *need_id(int argc, char **argv, int i)
 	return argv[i];
 }
 
-/* Add "K=V" to an object (env, metadata). */
-static void add_kv(json_t *obj, const char *kv, const char *what)
+/* Add "K=V" to an object (env, metadata), made on first use. */
+static void add_kv(json_t **obj, const char *kv, const char *what)
 {
 	const char *eq = strchr(kv, '=');
 	if (!eq || eq == kv)
 		die("%s wants KEY=VALUE, not '%s'", what, kv);
+	if (!*obj && !(*obj = json_object()))
+		die("out of memory");
 	char *k = strndup(kv, eq - kv);
-	json_object_set_new(obj, k, json_string(eq + 1));
+	json_object_set_new(*obj, k, json_string(eq + 1));
 	free(k);
 }
 
@@ -148,7 +150,7 @@ struct opts {
 	long ttl, count, timeout;
 	bool tree, in;
 	const char *cwd;
-	json_t *env, *meta;
+	json_t *env, *meta;		/* from -e and --meta, or NULL */
 };
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -161,8 +163,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	};
 	o->ttl = -1;
 	o->count = 1;
-	o->env = json_object();
-	o->meta = json_object();
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+n:e:w:t:ijT:", lo, NULL)) != -1) {
@@ -171,8 +171,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'S': o->snapshot = optarg; break;
 		case 'l': o->ttl = strtol(optarg, NULL, 10); break;
 		case 'n': o->count = strtol(optarg, NULL, 10); break;
-		case 'e': add_kv(o->env, optarg, "-e"); break;
-		case 'm': add_kv(o->meta, optarg, "--meta"); break;
+		case 'e': add_kv(&o->env, optarg, "-e"); break;
+		case 'm': add_kv(&o->meta, optarg, "--meta"); break;
 		case 'w': o->cwd = optarg; break;
 		case 't': o->timeout = strtol(optarg, NULL, 10); break;
 		case 'i': o->in = true; break;
@@ -198,10 +198,10 @@ static int cmd_create(int argc, char **argv)
 		json_object_set_new(body, "template", json_string(o.template));
 	if (o.ttl >= 0)
 		json_object_set_new(body, "ttl_seconds", json_integer(o.ttl));
-	if (json_object_size(o.env))
-		json_object_set(body, "env", o.env);
-	if (json_object_size(o.meta))
-		json_object_set(body, "metadata", o.meta);
+	if (o.env)
+		json_object_set_new(body, "env", o.env);
+	if (o.meta)
+		json_object_set_new(body, "metadata", o.meta);
 	json_t *r = call("POST", "/v1/sandboxes", body);
 	if (json_out)
 		print_json(r);
@@ -343,8 +343,8 @@ static int cmd_exec(int argc, char **argv)
 			json_array_append_new(a, json_string(argv[i]));
 		json_object_set_new(body, "argv", a);
 	}
-	if (json_object_size(o.env))
-		json_object_set(body, "env", o.env);
+	if (o.env)
+		json_object_set_new(body, "env", o.env);
 	if (o.cwd)
 		json_object_set_new(body, "cwd", json_string(o.cwd));
 	if (o.timeout > 0)
