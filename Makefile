@@ -8,7 +8,7 @@ CC      ?= gcc
 CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
            -fno-strict-aliasing -Isrc $(EXTRA_CFLAGS)
 LDFLAGS :=
-LDLIBS  := -lpthread -lm
+LDLIBS  := -lpthread -lm -lseccomp
 
 ifeq ($(SAN),1)
 BUILD   := build/san

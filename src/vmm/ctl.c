@@ -139,6 +139,21 @@ static int cmd_shutdown(struct vm *vm, const struct json *req, struct strbuf *r)
 	return 0;
 }
 
+/* debug_exec: only with KILN_VMM_TEST_HOOKS=1 in the environment, try an
+ * execve, which the jail's seccomp filter must answer by killing us. */
+static int cmd_debug_exec(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	(void)vm;
+	(void)req;
+	(void)r;
+	const char *hooks = getenv("KILN_VMM_TEST_HOOKS");
+	if (!hooks || strcmp(hooks, "1") != 0)
+		return errf(EPERM, "test hooks are off");
+	char *const argv[] = { "true", NULL };
+	execve("/bin/true", argv, argv + 1);
+	return errf_sys("execve");
+}
+
 const struct ctl_command ctl_vm_commands[] = {
 	{ "status", cmd_status },
 	{ "pause", cmd_pause },
@@ -147,6 +162,7 @@ const struct ctl_command ctl_vm_commands[] = {
 	{ "snapshot", cmd_snapshot },
 	{ "hibernate", cmd_hibernate },
 	{ "fork", cmd_fork },
+	{ "debug_exec", cmd_debug_exec },
 	{ NULL, NULL },
 };
 

@@ -213,6 +213,11 @@ static int tap_open(const char *name)
 	return fd;
 }
 
+int virtio_net_tap_open(const char *name)
+{
+	return tap_open(name);
+}
+
 int virtio_net_add(struct vm *vm, const char *tap, const char *mac)
 {
 	struct net *n = calloc(1, sizeof *n);
@@ -226,7 +231,7 @@ int virtio_net_add(struct vm *vm, const char *tap, const char *mac)
 	for (int i = 0; i < 6; i++)
 		n->config[i] = (uint8_t)m[i];
 	n->config[6] = 1;                         /* VIRTIO_NET_S_LINK_UP */
-	n->tap_fd = tap_open(tap);
+	n->tap_fd = vm->cfg->tap_fd >= 0 ? vm->cfg->tap_fd : tap_open(tap);
 	if (n->tap_fd < 0) {
 		int rc = n->tap_fd;
 		free(n);
