@@ -166,6 +166,53 @@ const struct ctl_command ctl_vm_commands[] = {
 	{ NULL, NULL },
 };
 
+/* parse_jail: {"root":D,"uid":N,"gid":N,"cgroup":D,"netns":P,
+ * "binds":[P...],"ro_binds":[P...]} (see jail.h). */
+static int parse_jail(const struct json *j, struct jail_config *out)
+{
+	if (!j || j->type == JSON_NULL)
+		return 0;
+	if (j->type != JSON_OBJECT)
+		return errf(EINVAL, "\"jail\" must be an object");
+	struct jail_config jc = { 0 };
+	int64_t uid = 0, gid = 0;
+	const char *root = json_get_str(j, "root");
+	if (!root || root[0] != '/' || !json_get_int(j, "uid", &uid) || !json_get_int(j, "gid", &gid) ||
+	    uid <= 0 || gid <= 0 || uid > 0xfffffffe || gid > 0xfffffffe)
+		return errf(EINVAL, "\"jail\" needs an absolute \"root\" and unprivileged \"uid\" and \"gid\"");
+	jc.uid = (uid_t)uid;
+	jc.gid = (gid_t)gid;
+	if (!(jc.root = strdup(root)))
+		return errf(ENOMEM, "out of memory");
+	const char *keys[] = { "cgroup", "netns" };
+	const char **dst[] = { &jc.cgroup, &jc.netns };
+	for (int i = 0; i < 2; i++) {
+		const char *v = json_get_str(j, keys[i]);
+		if (json_get(j, keys[i]) && (!v || v[0] != '/'))
+			return errf(EINVAL, "jail \"%s\" must be an absolute path", keys[i]);
+		if (v && !(*dst[i] = strdup(v)))
+			return errf(ENOMEM, "out of memory");
+	}
+	const char *lists[] = { "binds", "ro_binds" };
+	const char **arrays[] = { jc.binds, jc.ro_binds };
+	int *counts[] = { &jc.nbinds, &jc.nro_binds };
+	for (int i = 0; i < 2; i++) {
+		struct json *a = json_get(j, lists[i]);
+		if (!a)
+			continue;
+		if (a->type != JSON_ARRAY)
+			return errf(EINVAL, "jail \"%s\" must be an array of absolute paths", lists[i]);
+		for (struct json *e = a->child; e; e = e->next) {
+			if (e->type != JSON_STRING || e->string[0] != '/' || *counts[i] == JAIL_MAX_BINDS)
+				return errf(EINVAL, "jail \"%s\": at most %d absolute paths", lists[i], JAIL_MAX_BINDS);
+			if (!(arrays[i][(*counts[i])++] = strdup(e->string)))
+				return errf(ENOMEM, "out of memory");
+		}
+	}
+	*out = jc;
+	return 0;
+}
+
 int ctl_child_config(const struct json *req, struct vmm_config *cfg)
 {
 	struct json *disks = json_get(req, "disks");
@@ -204,7 +251,7 @@ int ctl_child_config(const struct json *req, struct vmm_config *cfg)
 	bool resync;
 	if (json_get_bool(req, "resync", &resync))
 		cfg->resync = resync;
-	return 0;
+	return parse_jail(json_get(req, "jail"), &cfg->jail);
 }
 
 static void reply_error(struct strbuf *r, const char *msg)

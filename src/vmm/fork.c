@@ -35,9 +35,17 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		cfgs[i] = *vm->cfg;
 		cfgs[i].restore_dir = "(fork)";
 		cfgs[i].snap_base = NULL;    /* its memory is no snapshot on disk */
+		/* A jailed parent's children live in its jail: they cannot leave
+		 * it or build another, having no privileges left. */
+		cfgs[i].jailed = vm->cfg->jail.root || vm->cfg->jailed;
+		memset(&cfgs[i].jail, 0, sizeof cfgs[i].jail);
+		cfgs[i].kvm_fd = vm->kvm_fd;
+		cfgs[i].tap_fd = -1;
 		cfgs[i].kernel = cfgs[i].initrd = NULL;
 		if ((rc = ctl_child_config(c, &cfgs[i])) < 0)
 			return errf(-rc, "child %d: %s", i, errmsg());
+		if (cfgs[i].jail.root)
+			return errf(EINVAL, "child %d: forked children share their parent's jail", i);
 	}
 
 	for (i = 0; i < n; i++)

@@ -6,6 +6,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,13 @@ int zygote_main(struct vmm_config *cfg, int kvm_max_vcpus)
 		return EXIT_ERROR;
 	}
 	uint64_t t0 = now_ns();
+	/* Children create their VMs on this /dev/kvm descriptor: a jailed
+	 * child has no /dev/kvm of its own. */
+	cfg->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (cfg->kvm_fd < 0) {
+		fprintf(stderr, "kiln-vmm: cannot open /dev/kvm: %s\n", strerror(errno));
+		return EXIT_ERROR;
+	}
 	static char base[4096];
 	if (realpath(cfg->zygote_dir, base))
 		cfg->snap_base = base;

@@ -53,3 +53,25 @@ if [ $st = 159 ] && grep -q 'forbidden system call execve' "$T/j.err"; then
 else
 	fail jail_seccomp "status $st; stderr: $(tail -3 "$T/j.err")"
 fi
+
+# A zygote's children are jailed the same way, each in its own jail.
+mkdir -p "$T/jail2" "$T/box2"
+"$BUILD/kiln-disk" create "$T/box2/d.kcow" "$T/tmpl/base.img"
+chown -R 4000:4000 "$T/box2"
+"$VMM" --zygote "$T/box/snap" --ctl "$T/z.ctl" 2>"$T/z.err" &
+zpid=$!
+at_exit "kill -9 $zpid 2>/dev/null; wait $zpid 2>/dev/null"
+wait_for_line "$T/z.err" 'zygote ready' 30
+r=$(ctl "$T/z.ctl" "{\"cmd\":\"spawn\",\"disks\":[\"$T/box2/d.kcow\"],\"vsock\":\"$T/box2/v.sock\",\"resync\":false,\"jail\":{\"root\":\"$T/jail2\",\"uid\":4001,\"gid\":4000,\"binds\":[\"$T/box2\"],\"ro_binds\":[\"$T/tmpl\"]}}")
+cpid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$r")
+[ -n "$cpid" ] && at_exit "kill -9 $cpid 2>/dev/null"
+out=$(gsh "$T/box2/v.sock" 'echo answered')
+uid=$(awk '/^Uid:/{print $2}' /proc/$cpid/status 2>/dev/null)
+nspid=$(awk '/^NSpid:/{print $NF}' /proc/$cpid/status 2>/dev/null)
+seen=$(ls -A /proc/$cpid/root/ 2>/dev/null | tr '\n' ' ')
+want=$(for d in "$T/box2" "$T/tmpl"; do echo "$d" | cut -d/ -f2; done | sort -u | tr '\n' ' ')
+if [ "$out" = answered ] && [ "$uid" = 4001 ] && [ "$nspid" = 1 ] && [ "$seen" = "$want" ]; then
+	pass jail_zygote_child "spawned in its own jail: uid $uid, PID $nspid, root '$seen'; $r"
+else
+	fail jail_zygote_child "reply $r; answer '$out', uid '$uid', pid '$nspid', root '$seen'; $(tail -2 "$T/z.err")"
+fi
