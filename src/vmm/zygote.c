@@ -33,15 +33,16 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 	struct vmm_config cfg = *vm->cfg;
 	cfg.zygote_dir = NULL;
 	cfg.restore_dir = "(zygote)";
-	int rc = ctl_child_config(req, &cfg);
+	int rc = ctl_child_config(vm, req, &cfg);
 	if (rc == 0)
 		rc = config_from_snapshot(&cfg, &zy.info);
 	if (rc == 0)
 		rc = config_check(&cfg, zy.kvm_max_vcpus);
-	if (rc < 0)
-		return rc;
 	struct child_result res;
-	rc = child_spawn(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL, &res);
+	if (rc == 0)
+		rc = child_spawn(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL, &res);
+	if (cfg.tap_fd >= 0)
+		close(cfg.tap_fd);        /* the child has its own copy */
 	if (rc < 0)
 		return rc;
 	zy.spawned++;
