@@ -3,7 +3,6 @@
 # intact; a zygote spawns children from the same snapshot; bad snapshots
 # are refused with status 2.
 . "$(dirname "$0")/lib.sh"
-ctl() { printf '%s\n' "$2" | timeout 30 socat -t 30 - "UNIX-CONNECT:$1"; }
 COUNTER='dd if=/dev/urandom of=/tmp/blob bs=1M count=8 2>/dev/null
 i=0; while true; do i=$((i+1)); echo "count $i $(md5sum /tmp/blob | cut -c1-32)"; sleep 0.2; done'
 # last_count FILE: the last "count N MD5" line's N and MD5

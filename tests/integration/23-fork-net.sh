@@ -4,7 +4,6 @@
 # clone keeps the parent's guest address and reaches its own namespace.
 . "$(dirname "$0")/lib.sh"
 host=$(dirname "$0")/vsock_host.py
-gsh() { timeout 30 python3 "$host" sh "$1" 1000 "$2"; }
 n1=kiln-t23a-$$ n2=kiln-t23b-$$
 for ns in $n1 $n2; do
 	ip netns add $ns

@@ -4,8 +4,6 @@
 # guest, and a forbidden system call (execve) kills it with the call named.
 . "$(dirname "$0")/lib.sh"
 host=$(dirname "$0")/vsock_host.py
-ctl() { printf '%s\n' "$2" | timeout 60 socat -t 60 - "UNIX-CONNECT:$1"; }
-gsh() { timeout 30 python3 "$host" sh "$1" 1000 "$2"; }
 
 mkdir -p "$T/jail" "$T/box" "$T/tmpl"
 truncate -s 32M "$T/tmpl/base.img"

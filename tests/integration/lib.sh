@@ -102,3 +102,8 @@ guest_script_status() {
 diagnose() {
 	echo "vmm status ${GUEST_STATUS:-?}; stderr: $(tr '\n' ' ' < "$T/$1.err" | cut -c1-300); console tail: $(tail -c 300 "$T/$1.console" 2>/dev/null | tr '\r\n' '  ')"
 }
+
+# ctl SOCKET JSON: one request on a kiln-vmm control socket, the reply.
+ctl() { printf '%s\n' "$2" | timeout 120 socat -t 120 - "UNIX-CONNECT:$1"; }
+# gsh VSOCK CMD: run CMD in a test guest's vsock_sh (port 1000), its output.
+gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 "$2"; }
