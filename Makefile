@@ -21,12 +21,18 @@ OBJ := $(BUILD)/obj
 COMMON_SRC := $(wildcard src/common/*.c)
 VMM_SRC    := $(wildcard src/vmm/*.c src/vmm/devices/*.c)
 GUEST_SRC  := $(wildcard src/guest/*.c)
+# The agent without its main(), for unit tests that drive its parts.
+GUEST_LIB  := $(filter-out src/guest/init.c,$(GUEST_SRC))
+# The wire protocol codec, shared by kiln-init, the client and the fuzzer.
+PROTO_SRC  := src/common/buf.c src/common/proto.c
+# The host-side client library (kilnd links it too) and its debug CLI.
+CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
-BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
+BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-guest $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
 .PHONY: all guest host test unit fuzz clean distclean
@@ -39,7 +45,10 @@ $(OBJ)/%.o: %.c
 $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC))
+$(BUILD)/kiln-guest: $(call obj,src/client/kiln-guest.c $(CLIENT_SRC) $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(GUEST_LIB))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -49,7 +58,7 @@ $(BUILD)/tests/%: $(OBJ)/tests/integration/%.o $(call obj,$(COMMON_SRC))
 
 # kiln-init runs as PID 1 from the initramfs, where there is no libc: it is
 # always static, hence never sanitized (ASan cannot link statically).
-INIT_OBJ := $(patsubst %.c,build/obj-static/%.o,$(GUEST_SRC))
+INIT_OBJ := $(patsubst %.c,build/obj-static/%.o,$(GUEST_SRC) $(PROTO_SRC))
 build/obj-static/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -fsanitize%,$(CFLAGS)) -MMD -MP -c -o $@ $<
@@ -97,8 +106,22 @@ test: all guest host
 unit: all
 	@tests/run --unit-only $(BUILD)
 
+# libFuzzer over the frame decoder and the message parsers (agent and
+# client side), for a fixed number of runs from a seed corpus.
+FUZZ_CC   ?= clang-14
+FUZZ_RUNS ?= 300000
+FUZZ_SRC  := tests/fuzz/fuzz_proto.c $(PROTO_SRC) src/client/decode.c
+build/fuzz/fuzz_proto: $(FUZZ_SRC) $(wildcard src/common/*.h src/client/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
+fuzz: build/fuzz/fuzz_proto
+	@rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
+	@python3 tests/fuzz/seeds.py build/fuzz/corpus
+	build/fuzz/fuzz_proto -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 build/fuzz/corpus
+
 clean:
-	rm -rf build/obj build/obj-static build/san build/tests build/kiln-*
+	rm -rf build/obj build/obj-static build/san build/tests build/fuzz build/kiln-*
 
 distclean:
 	rm -rf build
