@@ -65,6 +65,14 @@ build/obj-static/%.o: %.c
 build/kiln-init: $(INIT_OBJ)
 	$(CC) -static -o $@ $^
 
+# For native tests under the sanitizers, a SAN build also has a dynamic,
+# sanitized agent; the unit tests pick the kiln-init next to them.
+ifeq ($(SAN),1)
+all: $(BUILD)/kiln-init
+$(BUILD)/kiln-init: $(call obj,$(GUEST_SRC) $(PROTO_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+endif
+
 # ---- guest artifacts ----------------------------------------------------
 GUEST_MODULES := virtio_ring virtio virtio_mmio virtio_blk virtio_net \
                  virtio-rng vsock vmw_vsock_virtio_transport_common \

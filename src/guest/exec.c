@@ -6,10 +6,14 @@
  * output goes straight into that connection's output buffer, and reading
  * stops while the buffer is above the high-water mark, so a slow client
  * slows the process down (its pipe fills and its write blocks). A
- * background process keeps running when its connection goes away; its
- * output then goes to a bounded ring that keeps the most recent bytes,
- * replayed to the next client that attaches. A foreground process is
- * killed (SIGKILL to its process group) when its connection goes away.
+ * foreground process is killed (SIGKILL to its process group) when its
+ * connection goes away. A background process keeps running; it also keeps
+ * the tail of its combined output (stdout and stderr in order) in a
+ * bounded ring, attached or not, so that ATTACH can replay it: output that
+ * was in flight to a client that vanished is not lost. A detached process
+ * never blocks on output; the oldest bytes fall off the ring instead, and
+ * ATTACH says how many (DROPPED, the position of the first replayed byte
+ * in the combined output).
  *
  * Exit is reported only after the output the process wrote before exiting
  * has been sent: at reap time the agent notes how many bytes are still in
@@ -67,7 +71,8 @@ struct proc {
 	struct conn *conn;	/* attached client */
 	struct chunk *ring_head, *ring_tail;
 	size_t ring_bytes, ring_cap;
-	uint64_t dropped;
+	uint64_t dropped;	/* output bytes that fell off the ring */
+	struct chunk *replay;	/* next ring chunk for an attaching client */
 	char cmd[256];		/* command line summary for PROCS */
 	struct proc *prev, *next;
 };
@@ -151,7 +156,8 @@ static void evict_exited(struct agent *a)
 /* Keep output for a later client. The ring holds the newest bytes; what
  * falls off the front is counted in `dropped`. The allocation overhead
  * counts too, so a process printing one byte at a time cannot make the
- * ring cost more than its cap. */
+ * ring cost more than its cap. No output is read during a replay, so the
+ * replay cursor never points at a chunk that falls off. */
 static void ring_push(struct proc *p, uint8_t stream, const uint8_t *d, size_t n)
 {
 	const size_t overhead = sizeof(struct chunk) + 16;
@@ -225,8 +231,8 @@ static void read_output(struct proc *p, int stream)
 			want = p->tail[stream];
 	}
 	if (p->conn) {
-		/* Replay of the ring comes first, to keep the order. */
-		if (!conn_has_room(p->conn) || p->ring_head) {
+		/* The replay of the ring comes first, to keep the order. */
+		if (!conn_has_room(p->conn) || p->replay) {
 			output_pause(p, true);
 			return;
 		}
@@ -239,6 +245,8 @@ static void read_output(struct proc *p, int stream)
 		}
 		n = read(fd, dst, want);
 		if (n > 0) {
+			if (p->flags & KILN_EXEC_BACKGROUND)
+				ring_push(p, (uint8_t)stream, dst, (size_t)n);
 			kiln_fb_raw_commit(&fb, (size_t)n);
 			if (conn_end(p->conn, &fb) < 0)
 				return;
@@ -371,7 +379,7 @@ static void proc_check_done(struct proc *p)
 {
 	if (!p->exited || p->out_fd >= 0 || p->err_fd >= 0)
 		return;
-	if (p->conn && p->ring_head)
+	if (p->conn && p->replay)
 		return;		/* the replay still runs */
 	if (!p->pty)
 		close_fd(p, &p->in_fd);
@@ -511,6 +519,7 @@ static int proc_frame(struct conn *c, uint8_t type, const uint8_t *d, uint32_t l
 		if (p->flags & KILN_EXEC_BACKGROUND) {
 			struct kiln_fb fb;
 			p->conn = NULL;
+			p->replay = NULL;
 			output_pause(p, false);
 			conn_begin(c, &fb, KILN_END);
 			conn_end_op(c, &fb);
@@ -528,20 +537,16 @@ static void proc_drain(struct conn *c)
 {
 	struct proc *p = c->st;
 
-	while (p->ring_head && conn_has_room(c)) {
-		struct chunk *ch = p->ring_head;
+	while (p->replay && conn_has_room(c)) {
+		struct chunk *ch = p->replay;
 		struct kiln_fb fb;
 		conn_begin(c, &fb, ch->stream == OUT ? KILN_STDOUT : KILN_STDERR);
 		kiln_fb_raw(&fb, ch->data, ch->len);
-		p->ring_head = ch->next;
-		if (!p->ring_head)
-			p->ring_tail = NULL;
-		p->ring_bytes -= ch->len + sizeof *ch + 16;
-		free(ch);
+		p->replay = ch->next;
 		if (conn_end(c, &fb) < 0)
 			return;
 	}
-	if (p->ring_head) {
+	if (p->replay) {
 		conn_want_drain(c);
 		return;
 	}
@@ -555,6 +560,7 @@ static void proc_abort(struct conn *c)
 	struct proc *p = c->st;
 
 	p->conn = NULL;
+	p->replay = NULL;
 	if (p->flags & KILN_EXEC_BACKGROUND) {
 		output_pause(p, false);
 		return;
@@ -874,6 +880,7 @@ void exec_attach(struct conn *c, const struct kiln_msg *m)
 		return;
 	}
 	p->conn = c;
+	p->replay = p->ring_head;
 	conn_op_start(c, &exec_op, p);
 	send_started(c, p);
 	if (!c->dead)
