@@ -117,8 +117,8 @@ unit: all
 # libFuzzer over the frame decoder and the message parsers (agent and
 # client side), for a fixed number of runs from a seed corpus.
 FUZZ_CC   ?= clang-14
-FUZZ_RUNS ?= 300000
-FUZZ_SRC  := tests/fuzz/fuzz_proto.c $(PROTO_SRC) src/client/decode.c
+FUZZ_RUNS ?= 1000000
+FUZZ_SRC  := tests/fuzz/fuzz_proto.c $(PROTO_SRC) src/client/decode.c src/guest/cmdline.c
 build/fuzz/fuzz_proto: $(FUZZ_SRC) $(wildcard src/common/*.h src/client/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
@@ -126,7 +126,7 @@ build/fuzz/fuzz_proto: $(FUZZ_SRC) $(wildcard src/common/*.h src/client/*.h)
 fuzz: build/fuzz/fuzz_proto
 	@rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
 	@python3 tests/fuzz/seeds.py build/fuzz/corpus
-	build/fuzz/fuzz_proto -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 build/fuzz/corpus
+	build/fuzz/fuzz_proto -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 -artifact_prefix=build/fuzz/ build/fuzz/corpus
 
 clean:
 	rm -rf build/obj build/obj-static build/san build/tests build/fuzz build/kiln-*
