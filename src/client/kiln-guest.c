@@ -519,7 +519,10 @@ static int cmd_cp(const struct target *t, int argc, char **argv)
 			return fail(c, "cp");
 		}
 		if (fd != 1) {
-			fchmod(fd, have_mode ? mode : rmode & 07777);
+			/* Only a file we made takes the mode: never /dev/null. */
+			struct stat st;
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+				fchmod(fd, have_mode ? mode : rmode & 07777);
 			if (close(fd) < 0)
 				die("%s: %s", dst, strerror(errno));
 		}
