@@ -354,7 +354,7 @@ int cl_recv(struct kiln_client *c, bool block, struct kiln_hdr *h, const uint8_t
 		buf_consume(&c->in, c->consume);
 		c->consume = 0;
 	}
-	for (;;) {
+	for (bool tried = false;; tried = true) {
 		rc = kiln_frame_peek(&c->in, KILN_FRAME_MAX, h, p);
 		if (rc == 1) {
 			c->consume = KILN_HDR_SIZE + h->len;
@@ -366,9 +366,10 @@ int cl_recv(struct kiln_client *c, bool block, struct kiln_hdr *h, const uint8_t
 		if (rc < 0)
 			return cl_break(c, EPROTO, "the agent speaks protocol version %u, not %u",
 					h->version, KILN_PROTO_VERSION);
-		if (!block)
+		/* Not blocking still means looking at what the socket has. */
+		if (!block && tried)
 			return 0;
-		rc = pump(c, true);
+		rc = block ? pump(c, true) : read_some(c);
 		if (rc < 0)
 			return rc;
 	}

@@ -113,6 +113,7 @@ static void on_accept(struct loop *l, int fd, uint32_t events, void *ctx)
 				 * listener's readiness. */
 				agent_log("accept: %s; pausing new connections", strerror(errno));
 				listen_pause(a, true);
+				a->accept_paused = true;
 			}
 			return;
 		}
@@ -158,8 +159,10 @@ static int conn_flush(struct conn *c)
 		}
 		buf_consume(&c->out, (size_t)n);
 	}
+	/* An idle connection keeps no buffer: 512 of them must not pin
+	 * megabytes of a small guest's memory. */
 	if (buf_used(&c->out) == 0)
-		buf_shrink(&c->out, 2 * CONN_OUT_HIGH);
+		buf_shrink(&c->out, 0);
 	return 0;
 }
 
@@ -424,7 +427,7 @@ static void conn_process(struct conn *c)
 	}
 	c->processing = false;
 	if (!c->dead && buf_used(&c->in) == 0)
-		buf_shrink(&c->in, READ_CHUNK * 2);
+		buf_shrink(&c->in, 0);
 }
 
 static void conn_read(struct conn *c)
@@ -581,10 +584,16 @@ int agent_run(struct agent *a)
 				break;
 		}
 		int timeout = exec_timeouts(a);
-		if (leave_by)
-			timeout = 50;
+		if (leave_by || (a->accept_paused && (timeout < 0 || timeout > 100)))
+			timeout = a->accept_paused ? 100 : 50;
 		int rc = loop_once(&a->loop, timeout);
 		bury(a);
+		/* Out of descriptors earlier: try accepting again, at most ten
+		 * times a second, even if no connection has closed since. */
+		if (a->accept_paused) {
+			a->accept_paused = false;
+			listen_pause(a, false);
+		}
 		if (rc < 0) {
 			agent_log("event loop: %s", strerror(-rc));
 			return rc;

@@ -36,6 +36,7 @@
 #define PROC_EXITED_KEEP 64		/* finished background records kept */
 #define RING_DEFAULT	(256u << 10)	/* background output kept, bytes */
 #define RING_MAX	(16u << 20)
+#define CG_PENDING_MAX	4096		/* exec cgroups waiting to be removed */
 
 struct conn;
 struct proc;
@@ -79,7 +80,10 @@ struct agent {
 	bool allow_resync;		/* clock and hostname may be set */
 	int shutdown;			/* 0, or RB_POWER_OFF / RB_AUTOBOOT */
 	bool stop;			/* leave the loop (not PID 1) */
+	bool accept_paused;		/* accept failed for lack of fds */
 	char cgroup[128];		/* user processes' cgroup, "" if none */
+	uint32_t cg_pending[CG_PENDING_MAX];	/* exec cgroups not yet empty */
+	int ncg_pending;
 	struct rlimit child_nofile;	/* NOFILE limit to give children */
 	uint64_t mem_reserve;		/* bytes kept from user processes */
 	uint32_t pids_max;		/* user processes' pids.max */
@@ -159,6 +163,14 @@ void sys_poweroff(struct conn *c, const struct kiln_msg *m);
  * (as PID 1) a cgroup for everything it starts. Messages go to the log. */
 void sys_protect(struct agent *a);
 int64_t sys_now_ns(int clock);
+
+/* cgroup.c: kiln-user and a child cgroup per EXEC (PID 1 only; without
+ * cgroups these do nothing and paths are ""). */
+void cg_setup(struct agent *a, uint64_t mem_total);
+int cg_create(struct agent *a, uint32_t id, char *path, size_t len);
+void cg_kill(const char *path);
+void cg_release(struct agent *a, uint32_t id);
+void cg_sweep(struct agent *a);
 
 /* Log a line on the console ("kiln-init: ..."). */
 void agent_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

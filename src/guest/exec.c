@@ -74,6 +74,7 @@ struct proc {
 	uint64_t dropped;	/* output bytes that fell off the ring */
 	struct chunk *replay;	/* next ring chunk for an attaching client */
 	char cmd[256];		/* command line summary for PROCS */
+	char cg[160];		/* its cgroup, "" without cgroups */
 	struct proc *prev, *next;
 };
 
@@ -105,6 +106,14 @@ static void close_fd(struct proc *p, int *fd)
 	*fd = -1;
 }
 
+/* SIGKILL for everything the command started: its process group, and its
+ * cgroup, which also holds what left the group (setsid, daemons). */
+static void kill_all(struct proc *p)
+{
+	kill(-p->pid, SIGKILL);
+	cg_kill(p->cg);
+}
+
 static void ring_clear(struct proc *p)
 {
 	while (p->ring_head) {
@@ -127,6 +136,8 @@ static void proc_free(struct proc *p)
 	close_fd(p, &p->err_fd);
 	ring_clear(p);
 	buf_free(&p->pending);
+	if (p->cg[0])
+		cg_release(a, p->id);
 	if (p->prev)
 		p->prev->next = p->next;
 	else
@@ -401,8 +412,12 @@ void exec_reaped(struct agent *a, pid_t pid, int status)
 	for (p = a->procs; p; p = p->next)
 		if (p->pid == pid && !p->exited)
 			break;
-	if (!p)
-		return;		/* an orphan the guest left to PID 1 */
+	if (!p) {
+		/* An orphan the guest left to PID 1: perhaps the last
+		 * process of a finished command's cgroup. */
+		cg_sweep(a);
+		return;
+	}
 	p->exited = true;
 	p->status = status;
 	p->deadline_ms = 0;
@@ -439,7 +454,7 @@ int exec_timeouts(struct agent *a)
 		if (!now)
 			now = now_ms();
 		if (now >= p->deadline_ms) {
-			kill(-p->pid, SIGKILL);
+			kill_all(p);
 			p->timed_out = true;
 			p->deadline_ms = 0;
 			continue;
@@ -525,7 +540,7 @@ static int proc_frame(struct conn *c, uint8_t type, const uint8_t *d, uint32_t l
 			conn_end_op(c, &fb);
 			proc_check_done(p);
 		} else if (!p->exited) {
-			kill(-p->pid, SIGKILL);
+			kill_all(p);
 		}
 		return 0;
 	}
@@ -568,7 +583,7 @@ static void proc_abort(struct conn *c)
 	/* A foreground process lives as long as its client. It is freed
 	 * when reaped. */
 	if (!p->exited)
-		kill(-p->pid, SIGKILL);
+		kill_all(p);
 	p->orphan = true;
 	if (p->pty)
 		p->out_fd = -1;
@@ -803,6 +818,17 @@ void exec_request(struct conn *c, const struct kiln_msg *m)
 		conn_error(c, ENOMEM, "EXEC: out of memory");
 		return;
 	}
+	p->id = a->next_id++;
+	if (!a->next_id)
+		a->next_id = 1;
+	rc = cg_create(a, p->id, p->cg, sizeof p->cg);
+	if (rc < 0) {
+		free(p);
+		free_strv(argv);
+		free_strv(env);
+		conn_error(c, -rc, "EXEC: create its cgroup: %s", strerror(-rc));
+		return;
+	}
 	struct spawn_req r = {
 		.argv = argv,
 		.envp = env,
@@ -813,7 +839,7 @@ void exec_request(struct conn *c, const struct kiln_msg *m)
 		.cols = (unsigned short)cols,
 		.want_stdin = flags & KILN_EXEC_STDIN,
 		.merge = flags & KILN_EXEC_MERGE,
-		.cgroup = a->cgroup[0] ? a->cgroup : NULL,
+		.cgroup = p->cg[0] ? p->cg : NULL,
 		.nofile = a->child_nofile,
 		.pipe_size = PIPE_SIZE,
 	};
@@ -823,15 +849,14 @@ void exec_request(struct conn *c, const struct kiln_msg *m)
 	free_strv(argv);
 	free_strv(env);
 	if (rc < 0) {
+		if (p->cg[0])
+			rmdir(p->cg);
 		free(p);
 		conn_error(c, -rc, "EXEC: %s", err);
 		return;
 	}
 
 	p->a = a;
-	p->id = a->next_id++;
-	if (!a->next_id)
-		a->next_id = 1;
 	p->flags = flags;
 	p->pty = r.pty;
 	p->in_fd = p->pty ? io.pty_fd : io.in_fd;

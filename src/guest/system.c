@@ -14,22 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/magic.h>
 #include <linux/random.h>
 
 #include "guest/agent.h"
 
 #define AGENT_VERSION	"kiln-init 0.1"
 #define ENTROPY_MAX	4096
-#define CGROUP_ROOT	"/sys/fs/cgroup"
-#define CGROUP_USER	CGROUP_ROOT "/kiln-user"
 
 int64_t sys_now_ns(int clock)
 {
@@ -199,60 +194,16 @@ void sys_poweroff(struct conn *c, const struct kiln_msg *m)
 		a->stop = true;
 }
 
-static int write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t n = write(fd, s, strlen(s));
-	int e = errno;
-	close(fd);
-	return n == (ssize_t)strlen(s) ? 0 : n < 0 ? -e : -EIO;
-}
-
-/* A cgroup for everything the agent starts, with memory and pids limits
- * that leave the agent (in the root cgroup) room to work when a guest
- * program eats all memory or forks without end. */
-static void make_user_cgroup(struct agent *a)
-{
-	struct statfs sfs;
-	char val[32];
-	int rc;
-
-	mkdir(CGROUP_ROOT, 0755);
-	if (statfs(CGROUP_ROOT, &sfs) < 0 || sfs.f_type != CGROUP2_SUPER_MAGIC) {
-		if (mount("cgroup2", CGROUP_ROOT, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
-			agent_log("mount cgroup2: %s; guest processes run without limits", strerror(errno));
-			return;
-		}
-	}
-	rc = write_file(CGROUP_ROOT "/cgroup.subtree_control", "+memory +pids");
-	if (rc < 0)
-		agent_log("enable memory and pids controllers: %s", strerror(-rc));
-	if (mkdir(CGROUP_USER, 0755) < 0 && errno != EEXIST) {
-		agent_log("mkdir %s: %s; guest processes run without limits", CGROUP_USER, strerror(errno));
-		return;
-	}
-	uint64_t total = meminfo("MemTotal");
-	if (total > a->mem_reserve * 2) {
-		snprintf(val, sizeof val, "%llu", (unsigned long long)(total - a->mem_reserve));
-		if ((rc = write_file(CGROUP_USER "/memory.max", val)) < 0)
-			agent_log("%s/memory.max: %s", CGROUP_USER, strerror(-rc));
-	}
-	snprintf(val, sizeof val, "%u", a->pids_max);
-	if ((rc = write_file(CGROUP_USER "/pids.max", val)) < 0)
-		agent_log("%s/pids.max: %s", CGROUP_USER, strerror(-rc));
-	snprintf(a->cgroup, sizeof a->cgroup, "%s", CGROUP_USER);
-}
-
 void sys_protect(struct agent *a)
 {
 	struct rlimit nofile = { 65536, 65536 };
-	int rc;
 
 	/* The OOM killer must never pick the agent. */
-	if ((rc = write_file("/proc/self/oom_score_adj", "-1000")) < 0)
-		agent_log("oom_score_adj: %s", strerror(-rc));
+	int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "-1000", 5) != 5)
+		agent_log("oom_score_adj: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
 	/* Room for many connections and processes, while children get the
 	 * usual limit back (see spawn.c). */
 	getrlimit(RLIMIT_NOFILE, &a->child_nofile);
@@ -261,5 +212,5 @@ void sys_protect(struct agent *a)
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
 	if (a->pid1)
-		make_user_cgroup(a);
+		cg_setup(a, meminfo("MemTotal"));
 }

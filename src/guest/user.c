@@ -38,6 +38,24 @@ static int parse_id(const char *s, unsigned *out)
 	return 0;
 }
 
+/* Read one line without its newline into buf. Returns 1 for a line, 0 at
+ * the end; a line that does not fit is skipped whole, so that its tail
+ * is never taken for an entry of its own. */
+static int read_line(FILE *f, char *buf, size_t size)
+{
+	while (fgets(buf, (int)size, f)) {
+		size_t n = strcspn(buf, "\n");
+		if (buf[n] == '\n' || feof(f)) {
+			buf[n] = 0;
+			return 1;
+		}
+		int ch;
+		while ((ch = fgetc(f)) != EOF && ch != '\n')
+			;
+	}
+	return 0;
+}
+
 /* Find the passwd entry whose name is `name` (or, with name NULL, whose
  * uid is `uid`). 1 when found, 0 when not. */
 static int passwd_find(const char *name, uid_t uid, struct user_info *u)
@@ -48,17 +66,8 @@ static int passwd_find(const char *name, uid_t uid, struct user_info *u)
 
 	if (!f)
 		return 0;
-	while (!found && fgets(line, sizeof line, f)) {
+	while (!found && read_line(f, line, sizeof line)) {
 		char *fl[7];
-		size_t n = strcspn(line, "\n");
-		if (line[n] != '\n' && !feof(f)) {
-			/* An over-long line: skip the rest of it. */
-			int ch;
-			while ((ch = fgetc(f)) != EOF && ch != '\n')
-				;
-			continue;
-		}
-		line[n] = 0;
 		if (split(line, fl, 7) < 7)
 			continue;
 		unsigned pu, pg;
@@ -93,16 +102,8 @@ static void groups_find(struct user_info *u)
 			fclose(f);
 		return;
 	}
-	while (fgets(line, sizeof line, f) && u->ngroups < USER_MAX_GROUPS) {
+	while (u->ngroups < USER_MAX_GROUPS && read_line(f, line, sizeof line)) {
 		char *fl[4];
-		size_t n = strcspn(line, "\n");
-		if (line[n] != '\n' && !feof(f)) {
-			int ch;
-			while ((ch = fgetc(f)) != EOF && ch != '\n')
-				;
-			continue;
-		}
-		line[n] = 0;
 		unsigned gid;
 		if (split(line, fl, 4) < 4 || parse_id(fl[2], &gid) < 0 || gid == u->gid)
 			continue;

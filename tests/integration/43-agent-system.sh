@@ -54,18 +54,23 @@ check memory_hog "status $rc ($(tr '\n' ' ' < "$T/hog.err")); memory.events: $ev
 check agent_after_memory_hog "ping" eval "kg --timeout 60 ping >/dev/null"
 
 # A fork bomb hits pids.max; meanwhile the agent answers and starts processes.
-kg exec -T 25 -- sh -c 'b() { b | b & }; b' >/dev/null 2>&1 &
+# (The bomb runs in the background of a shell that stays, so that its
+# timeout has something to kill: all of it, through the command's cgroup.)
+kg exec -T 25 -- sh -c 'b() { b | b & }; b; sleep 600' >/dev/null 2>&1 &
 bomb=$!
 sleep 5
+t0=$(now_ms)
+kg --timeout 60 ping >/dev/null
+ping_ms=$(( $(now_ms) - t0 ))
 t0=$(now_ms)
 during=$(kg --timeout 60 exec -- echo alive)
 ms=$(( $(now_ms) - t0 ))
 pids=$(kg --timeout 60 exec -- cat /sys/fs/cgroup/kiln-user/pids.max /sys/fs/cgroup/kiln-user/pids.events | tr '\n' ' ')
-wait "$bomb"
+wait "$bomb"; bomb_rc=$?
 sleep 2
 left=$(kg --timeout 60 exec -- cat /sys/fs/cgroup/kiln-user/pids.current)
-check fork_bomb "exec during the bomb: '$during' in $ms ms; pids.max/events: $pids; after: $left in the cgroup" \
-	test "$during" = alive -a "${left:-999}" -lt 20
+check fork_bomb "during the bomb: ping in $ping_ms ms, exec '$during' in $ms ms; pids.max/events: $pids; timeout status $bomb_rc; after: $left in the cgroup" \
+	test "$during" = alive -a "$bomb_rc" = 124 -a "${left:-999}" -lt 20
 
 # POWEROFF: the VM stops.
 kg poweroff; rc=$?
