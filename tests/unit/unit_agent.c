@@ -931,6 +931,104 @@ static int test_malformed_frames(void)
 	return 0;
 }
 
+/* ---- the VMM's vsock bridge -------------------------------------------------------
+ * kiln-vmm has no virtio-vsock yet, so this stands in for its bridge with
+ * the same handshake (Firecracker's): a client connects to a Unix socket,
+ * sends "CONNECT <port>\n", gets "OK <hostport>\n" and then talks to the
+ * guest. Here "the guest" is the real agent on its Unix socket; a port
+ * other than 52 gets the connection closed, as a VMM does when nothing
+ * listens on that port. */
+
+struct bridge { int lfd; };
+
+static void pump_fds(int a, int b)
+{
+	struct pollfd p[2] = { { a, POLLIN, 0 }, { b, POLLIN, 0 } };
+	char buf[65536];
+	for (;;) {
+		if (poll(p, 2, -1) < 0)
+			return;
+		for (int i = 0; i < 2; i++) {
+			if (!p[i].revents)
+				continue;
+			ssize_t n = read(p[i].fd, buf, sizeof buf);
+			if (n <= 0)
+				return;
+			if (write(p[1 - i].fd, buf, (size_t)n) != n)
+				return;
+		}
+	}
+}
+
+static void *bridge_conn(void *arg)
+{
+	int fd = (int)(intptr_t)arg, agent = -1;
+	char line[64];
+	size_t n = 0;
+	while (n + 1 < sizeof line && read(fd, line + n, 1) == 1 && line[n] != '\n')
+		n++;
+	line[n] = 0;
+	unsigned port;
+	if (sscanf(line, "CONNECT %u", &port) == 1 && port == KILN_VSOCK_PORT) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		strcpy(sa.sun_path, sock);
+		agent = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (agent >= 0 && connect(agent, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		    write(fd, "OK 1073741824\n", 14) == 14)
+			pump_fds(fd, agent);
+	}
+	if (agent >= 0)
+		close(agent);
+	close(fd);
+	return NULL;
+}
+
+static void *bridge_main(void *arg)
+{
+	struct bridge *b = arg;
+	for (;;) {
+		int fd = accept4(b->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		pthread_t t;
+		if (pthread_create(&t, NULL, bridge_conn, (void *)(intptr_t)fd) == 0)
+			pthread_detach(t);
+		else
+			close(fd);
+	}
+}
+
+static int test_vsock_bridge(void)
+{
+	static struct bridge b;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof sa.sun_path, "%s/vm.sock", dir);
+	b.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	T_ASSERT(b.lfd >= 0 && bind(b.lfd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(b.lfd, 16) == 0,
+		 "bridge socket: %s", strerror(errno));
+	pthread_t t;
+	T_ASSERT(pthread_create(&t, NULL, bridge_main, &b) == 0, "bridge thread");
+	pthread_detach(t);
+
+	struct kiln_client *c = kiln_client_new();
+	kiln_client_set_timeout(c, 10000);
+	T_ASSERT(kiln_connect_bridge(c, sa.sun_path, KILN_VSOCK_PORT) == 0, "%s", kiln_client_error(c));
+	static struct run r;
+	const char *e[] = { "echo", "through the bridge", NULL };
+	struct kiln_exec_req req = { .argv = e };
+	memset(&r, 0, sizeof r);
+	T_ASSERT(kiln_exec_start(c, &req, NULL, NULL) == 0 && collect(c, &r) == 0, "%s", kiln_client_error(c));
+	T_ASSERT(!strcmp(r.out, "through the bridge\n"), "got '%s'", r.out);
+	int rc = kiln_connect_bridge(c, sa.sun_path, 53);
+	T_ASSERT(rc == -ECONNREFUSED && strstr(kiln_client_error(c), "port 53"), "port 53: %d %s", rc,
+		 kiln_client_error(c));
+	rc = kiln_connect_bridge(c, "/no/such.sock", KILN_VSOCK_PORT);
+	T_ASSERT(rc == -ENOENT && strstr(kiln_client_error(c), "/no/such.sock"), "missing socket: %s",
+		 kiln_client_error(c));
+	kiln_client_free(c);
+	return 0;
+}
+
 static int test_poweroff_stops_agent(void)
 {
 	struct kiln_client *c = client();
@@ -975,6 +1073,7 @@ int main(void)
 	T_RUN(test_watch);
 	T_RUN(test_info_resync);
 	T_RUN(test_malformed_frames);
+	T_RUN(test_vsock_bridge);
 	T_RUN(test_poweroff_stops_agent);
 	return t_failed ? 1 : 0;
 }
