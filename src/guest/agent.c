@@ -320,9 +320,9 @@ static void conn_update(struct conn *c)
 {
 	if (c->dead)
 		return;
-	uint32_t ev = 0;
-	if (!c->in_paused)
-		ev |= EPOLLIN;
+	/* Paused input still watches for the peer going away, or a client
+	 * that vanished while its stdin was held back would go unnoticed. */
+	uint32_t ev = c->in_paused ? EPOLLRDHUP : EPOLLIN;
 	if (buf_used(&c->out) || c->want_drain)
 		ev |= EPOLLOUT;
 	loop_mod(&c->a->loop, c->fd, ev);
@@ -457,6 +457,10 @@ static void conn_io(struct loop *l, int fd, uint32_t events, void *ctx)
 	(void)l;
 	(void)fd;
 
+	if (c->in_paused && (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		conn_close(c);
+		return;
+	}
 	if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
 		if (conn_flush(c) < 0) {
 			conn_close(c);

@@ -515,6 +515,30 @@ static int test_foreground_dies_with_client(void)
 	return 0;
 }
 
+static int test_client_gone_while_stdin_held(void)
+{
+	struct kiln_client *c = client();
+	const char *s[] = { "sleep", "30", NULL };
+	struct kiln_exec_req req = { .argv = s, .flags = KILN_EXEC_STDIN };
+	uint32_t pid;
+	static char junk[1 << 20];
+	T_ASSERT(kiln_exec_start(c, &req, NULL, &pid) == 0, "%s", kiln_client_error(c));
+	/* More than the pipe holds: the agent keeps the rest and stops
+	 * reading this connection. */
+	for (int i = 0; i < 2; i++)
+		T_ASSERT(kiln_exec_stdin(c, junk, sizeof junk) == 0, "%s", kiln_client_error(c));
+	for (int i = 0; i < 50 && kiln_client_pending(c); i++) {
+		struct pollfd p = { kiln_client_fd(c), POLLOUT, 0 };
+		if (poll(&p, 1, 20) > 0)
+			kiln_client_io(c, p.revents);
+	}
+	kiln_client_free(c);
+	for (int i = 0; i < 300 && kill((pid_t)pid, 0) == 0; i++)
+		usleep(10000);
+	T_ASSERT(kill((pid_t)pid, 0) < 0, "pid %u still runs after its client left", pid);
+	return 0;
+}
+
 /* ---- backpressure -------------------------------------------------------------- */
 
 static long proc_field(pid_t pid, const char *file, const char *key)
@@ -1066,6 +1090,7 @@ int main(void)
 	T_RUN(test_pty);
 	T_RUN(test_background_reattach);
 	T_RUN(test_foreground_dies_with_client);
+	T_RUN(test_client_gone_while_stdin_held);
 	T_RUN(test_backpressure);
 	T_RUN(test_files_roundtrip);
 	T_RUN(test_write_enospc_midway);
