@@ -137,6 +137,13 @@ static int connect_sock(struct kiln_client *c, int domain, const struct sockaddr
 	c->fd = socket(domain, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (c->fd < 0)
 		return cl_fail(c, errno, "socket for %s: %s", what, strerror(errno));
+	if (domain == AF_VSOCK) {
+		/* The receive buffer is the agent's send credit: more of it
+		 * keeps downloads streaming (the default is 256 KiB). */
+		unsigned long long size = 2u << 20;
+		setsockopt(c->fd, AF_VSOCK, SO_VM_SOCKETS_BUFFER_MAX_SIZE, &size, sizeof size);
+		setsockopt(c->fd, AF_VSOCK, SO_VM_SOCKETS_BUFFER_SIZE, &size, sizeof size);
+	}
 	if (connect(c->fd, sa, len) == 0)
 		return 0;
 	if (errno != EINPROGRESS && errno != EAGAIN) {
@@ -229,19 +236,8 @@ fail:
 
 static int write_some(struct kiln_client *c)
 {
-	while (buf_used(&c->out)) {
-		ssize_t n = send(c->fd, buf_data(&c->out), buf_used(&c->out),
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN)
-				return 0;
-			return cl_break(c, errno, "send to the agent: %s", strerror(errno));
-		}
-		buf_consume(&c->out, (size_t)n);
-	}
-	return 0;
+	int rc = buf_send(&c->out, c->fd);
+	return rc < 0 ? cl_break(c, -rc, "send to the agent: %s", strerror(-rc)) : 0;
 }
 
 static int read_some(struct kiln_client *c)

@@ -43,6 +43,8 @@ int cl_parse(struct kiln_client *c, const struct kiln_hdr *h, const uint8_t *p,
 	     struct kiln_msg *m);
 /* Receive one frame that must be of type `want` (or ERROR). */
 int cl_expect(struct kiln_client *c, uint8_t want, struct kiln_msg *m);
+/* Copy a str field with a NUL, truncated to fit; "" when absent. */
+void cl_copy_str(const struct kiln_msg *m, unsigned tag, char *out, size_t outlen);
 /* The agent sent something the protocol does not allow here. */
 int cl_unexpected(struct kiln_client *c, uint8_t type, const char *during);
 

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "client/kiln_client.h"
+#include "client/client_int.h"
 
 /* Copy a str field, truncated to fit; "" when absent. */
-static void copy_str(const struct kiln_msg *m, unsigned tag, char *out, size_t outlen)
+void cl_copy_str(const struct kiln_msg *m, unsigned tag, char *out, size_t outlen)
 {
 	uint32_t n;
 	const uint8_t *v = kiln_msg_bytes(m, tag, &n);
@@ -30,8 +30,8 @@ int kiln_decode_stat(const struct kiln_msg *m, struct kiln_stat *st)
 	memset(st, 0, sizeof *st);
 	if (!kiln_msg_has(m, KT_MODE))
 		return -EBADMSG;
-	copy_str(m, KT_NAME, st->name, sizeof st->name);
-	copy_str(m, KT_LINK, st->link, sizeof st->link);
+	cl_copy_str(m, KT_NAME, st->name, sizeof st->name);
+	cl_copy_str(m, KT_LINK, st->link, sizeof st->link);
 	st->mode = kiln_msg_u32(m, KT_MODE, 0);
 	st->size = kiln_msg_u64(m, KT_SIZE, 0);
 	st->uid = kiln_msg_u32(m, KT_UID, 0);
@@ -50,10 +50,10 @@ int kiln_decode_info(const struct kiln_msg *m, struct kiln_info *info)
 	if (!kiln_msg_has(m, KT_VERSION))
 		return -EBADMSG;
 	info->version = kiln_msg_u32(m, KT_VERSION, 0);
-	copy_str(m, KT_AGENT, info->agent, sizeof info->agent);
-	copy_str(m, KT_KERNEL, info->kernel, sizeof info->kernel);
-	copy_str(m, KT_HOSTNAME, info->hostname, sizeof info->hostname);
-	copy_str(m, KT_IDENTITY, info->identity, sizeof info->identity);
+	cl_copy_str(m, KT_AGENT, info->agent, sizeof info->agent);
+	cl_copy_str(m, KT_KERNEL, info->kernel, sizeof info->kernel);
+	cl_copy_str(m, KT_HOSTNAME, info->hostname, sizeof info->hostname);
+	cl_copy_str(m, KT_IDENTITY, info->identity, sizeof info->identity);
 	info->uptime_ns = kiln_msg_u64(m, KT_UPTIME_NS, 0);
 	info->time_ns = kiln_msg_i64(m, KT_TIME_NS, 0);
 	info->mem_total = kiln_msg_u64(m, KT_MEM_TOTAL, 0);
@@ -88,7 +88,7 @@ int kiln_decode_proc(const struct kiln_msg *m, struct kiln_proc_info *p)
 	p->dropped = kiln_msg_u64(m, KT_DROPPED, 0);
 	if (p->state == KILN_PROC_EXITED)
 		decode_status(m, &p->code, &p->signal);
-	copy_str(m, KT_NAME, p->cmd, sizeof p->cmd);
+	cl_copy_str(m, KT_NAME, p->cmd, sizeof p->cmd);
 	return 0;
 }
 
@@ -109,7 +109,7 @@ int kiln_decode_error(const struct kiln_msg *m, int *err, char *msg, size_t msgl
 	/* An errno outside the range the kernel uses would confuse callers
 	 * that compare against -errno values; call it EIO. */
 	*err = e >= 1 && e < 4096 ? (int)e : EIO;
-	copy_str(m, KT_MESSAGE, msg, msglen);
+	cl_copy_str(m, KT_MESSAGE, msg, msglen);
 	if (msglen && !msg[0])
 		snprintf(msg, msglen, "%s", strerror(*err));
 	return 0;

@@ -558,17 +558,7 @@ int kiln_watch_next(struct kiln_client *c, uint32_t *events, char *name, size_t 
 	if (h.type != KILN_EVENT)
 		return cl_unexpected(c, h.type, "WATCH");
 	*events = kiln_msg_u32(&m, KT_EVENT, 0);
-	if (namelen) {
-		uint32_t n;
-		const uint8_t *v = kiln_msg_bytes(&m, KT_NAME, &n);
-		if (!v)
-			n = 0;
-		if (n >= namelen)
-			n = (uint32_t)namelen - 1;
-		if (n)
-			memcpy(name, v, n);
-		name[n] = 0;
-	}
+	cl_copy_str(&m, KT_NAME, name, namelen);
 	return 1;
 }
 

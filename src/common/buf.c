@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "common/buf.h"
 
@@ -81,4 +82,18 @@ void buf_free(struct buf *b)
 	free(b->p);
 	b->p = NULL;
 	b->off = b->len = b->cap = 0;
+}
+
+int buf_send(struct buf *b, int fd)
+{
+	while (buf_used(b)) {
+		ssize_t n = send(fd, buf_data(b), buf_used(b), MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		buf_consume(b, (size_t)n);
+	}
+	return 0;
 }

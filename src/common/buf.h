@@ -41,4 +41,8 @@ void buf_shrink(struct buf *b, size_t keep);
 
 void buf_free(struct buf *b);
 
+/* Send as much of the data to a non-blocking socket as it takes now and
+ * consume it. 0 (all sent, or the socket is full), or -errno. */
+int buf_send(struct buf *b, int fd);
+
 #endif
