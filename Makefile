@@ -8,7 +8,7 @@ CC      ?= gcc
 CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
            -fno-strict-aliasing -Isrc $(EXTRA_CFLAGS)
 LDFLAGS :=
-LDLIBS  := -lpthread
+LDLIBS  := -lpthread -lm -lseccomp
 
 ifeq ($(SAN),1)
 BUILD   := build/san
@@ -32,7 +32,8 @@ ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
-BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-guest $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
+BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(BUILD)/kiln-guest \
+        $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
 .PHONY: all guest host test unit fuzz clean distclean
@@ -45,10 +46,22 @@ $(OBJ)/%.o: %.c
 $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(BUILD)/kiln-disk: $(call obj,src/tools/kiln-disk.c src/vmm/overlay.c $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(BUILD)/kiln-guest: $(call obj,src/client/kiln-guest.c $(CLIENT_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(GUEST_LIB))
+# Unit tests link the common code and one component without its main():
+# the agent's (unit_agent*, unit_proto*) the guest agent and the client,
+# the others the VMM.
+VMM_LIB_SRC := $(filter-out src/vmm/main.c,$(VMM_SRC))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+AGENT_UNIT_BINS := $(filter $(BUILD)/tests/unit_agent% $(BUILD)/tests/unit_proto%,$(UNIT_BINS))
+$(AGENT_UNIT_BINS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(GUEST_LIB))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(filter-out $(AGENT_UNIT_BINS),$(UNIT_BINS)): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(VMM_LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -73,13 +86,19 @@ $(BUILD)/kiln-init: $(call obj,$(GUEST_SRC) $(PROTO_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 endif
 
+# Guest-side test helpers (static, put into the test initramfs).
+GUEST_TEST_SRC := $(wildcard tests/guest/*.c)
+GUEST_TEST_BINS := $(patsubst tests/guest/%.c,build/tests/guest/%,$(GUEST_TEST_SRC))
+build/tests/guest/%: tests/guest/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -fsanitize%,$(CFLAGS)) -static -o $@ $<
+
 # ---- guest artifacts ----------------------------------------------------
-GUEST_MODULES := virtio_ring virtio virtio_mmio virtio_blk virtio_net \
-                 virtio-rng vsock vmw_vsock_virtio_transport_common \
-                 vmw_vsock_virtio_transport overlay
+GUEST_MODULES = $(shell grep -v "^\#" images/guest-modules)
 KERNEL := build/kernel/version
 
-guest: build/guest/vmlinux build/guest/initramfs.cpio build/guest/rootfs-minimal.ext4
+guest: build/guest/vmlinux build/guest/initramfs.cpio build/guest/rootfs-minimal.ext4 \
+       build/tests/test-initramfs.cpio
 
 $(KERNEL):
 	images/fetch-kernel build/kernel
@@ -88,9 +107,16 @@ build/guest/vmlinux: $(KERNEL) images/extract-vmlinux
 	@mkdir -p $(dir $@)
 	images/extract-vmlinux build/kernel/boot/vmlinuz-$$(cat $(KERNEL)) $@
 
-build/guest/initramfs.cpio: build/kiln-init $(KERNEL) images/build-initramfs images/resolve-modules
+build/guest/initramfs.cpio: build/kiln-init $(KERNEL) images/build-initramfs images/resolve-modules images/guest-modules
 	@mkdir -p $(dir $@)
 	images/build-initramfs $@ build/kiln-init build/kernel $(GUEST_MODULES)
+
+# The VMM tests' initramfs: busybox, the same modules, test helpers.
+build/tests/test-initramfs.cpio: tests/guest/test-init $(GUEST_TEST_BINS) $(KERNEL) \
+		images/build-initramfs images/resolve-modules images/guest-modules
+	@mkdir -p $(dir $@)
+	images/build-initramfs --busybox $(foreach b,$(GUEST_TEST_BINS),--file $(b):/bin/$(notdir $(b))) \
+		$@ tests/guest/test-init build/kernel $(GUEST_MODULES)
 
 build/guest/rootfs-minimal.ext4: images/build-rootfs-minimal
 	@mkdir -p $(dir $@)

@@ -1,9 +1,10 @@
 #!/bin/bash
-# The agent in a real guest (QEMU microvm on KVM inside the emulated host,
-# reached over vhost-vsock): processes. Exit codes, stdin, environment,
-# working directory, user, timeout, pty, 64 concurrent execs, background
-# processes that outlive their client, and an independent client written
-# from docs/protocol.md (agent_raw.py) with malformed frames.
+# The agent in a real guest (kiln-vmm on KVM inside the emulated host,
+# reached through the VMM's vsock bridge): processes. Exit codes, stdin,
+# environment, working directory, user, timeout, pty, 64 concurrent execs,
+# background processes that outlive their client, an independent client
+# written from docs/protocol.md (agent_raw.py) with malformed frames; and
+# the same agent under QEMU's microvm reached over AF_VSOCK.
 . "$(dirname "$0")/lib.sh"
 disk=$(root_disk 256) || { fail agent_boot "cannot make a root disk"; exit 1; }
 start=$(now_ms)
@@ -11,7 +12,7 @@ if ! boot_guest -d "$disk"; then
 	fail agent_boot "the guest's agent did not answer"
 	exit 1
 fi
-pass agent_boot "agent answered $(( $(now_ms) - start )) ms after QEMU started: $(grep -m1 'kiln-init: ready' "$GUEST_CONSOLE" | tr -d '\r')"
+pass agent_boot "agent answered $(( $(now_ms) - start )) ms after kiln-vmm started: $(grep -m1 'kiln-init: ready' "$GUEST_CONSOLE" | tr -d '\r')"
 
 info=$(kg info)
 check agent_info "$(echo "$info" | grep -E '^(agent|kernel|pid)=' | tr '\n' ' ')" \
@@ -55,7 +56,7 @@ for i in $(seq 1 64); do
 	kg --timeout 120 exec -- sh -c 'sleep 2; echo $0' "$i" > "$T/c$i" 2>&1 &
 	pids+=($!)
 done
-wait "${pids[@]}"	# not a bare wait: QEMU is our child too
+wait "${pids[@]}"	# not a bare wait: the VMM is our child too
 ms=$(( $(now_ms) - t0 ))
 bad=0
 for i in $(seq 1 64); do [ "$(cat "$T/c$i")" = "$i" ] || bad=$((bad + 1)); done
@@ -72,9 +73,19 @@ check background_reattach "id $id pid $pid: $alive; attach gave '$(echo $out)' s
 check background_ps "$(echo "$ps" | grep -E "^$id ")" grep -qE "^$id +$pid +running +bg" <<<"$ps"
 
 # An independent client (Python, from docs/protocol.md) and malformed frames.
-out=$(python3 "$REPO/tests/integration/agent_raw.py" vsock 3 2>&1)
+out=$(python3 "$REPO/tests/integration/agent_raw.py" bridge "$GUEST_SOCK" 2>&1)
 while read -r line; do
 	case $line in PASS*|FAIL*) echo "$line" ;; esac
 done <<<"$out"
 grep -q '^PASS\|^FAIL' <<<"$out" || fail agent_raw "$(tail -3 <<<"$out")"
 check agent_alive_after_raw "ping after the raw tests" eval "kg ping >/dev/null"
+
+# The same agent under QEMU's microvm, over AF_VSOCK (vhost-vsock).
+if boot_guest -Q -c 5 -d "$(root_disk 128)"; then
+	out=$(kg exec -- sh -c 'echo via AF_VSOCK; exit 3'); rc=$?
+	check qemu_vsock_exec "status $rc: $out" test "$rc" = 3 -a "$out" = "via AF_VSOCK"
+	out=$(python3 "$REPO/tests/integration/agent_raw.py" vsock 5 2>&1 | grep -c '^PASS')
+	check qemu_vsock_raw "$out of 10 raw-client cases pass over AF_VSOCK" test "$out" = 10
+else
+	fail qemu_vsock_exec "the QEMU guest's agent did not answer"
+fi

@@ -6,11 +6,12 @@
 # POWEROFF.
 . "$(dirname "$0")/lib.sh"
 
-# Guest 1: the template image attached read-only, a tmpfs overlay, a NIC.
+# Guest 1: the template image attached read-only, a tmpfs overlay, a NIC
+# on a TAP whose host side is 10.201.3.1.
 template=$(root_disk 128) || { fail system_boot "cannot make a root disk"; exit 1; }
 sum_before=$(md5sum < "$template")
 if ! boot_guest -R "$template" -N -r "kiln.root=/dev/vda kiln.overlay=tmpfs" \
-	-a "kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3 kiln.hostname=sbx-one kiln.pids_max=1024"; then
+	-a "kiln.ip=10.201.3.2/24 kiln.gw=10.201.3.1 kiln.dns=10.201.3.1 kiln.hostname=sbx-one kiln.pids_max=1024"; then
 	fail system_boot "the guest's agent did not answer"
 	exit 1
 fi
@@ -21,9 +22,11 @@ check overlay_is_root "/ is overlayfs" grep -q '^overlay / overlay' <<<"$(cut -d
 out=$(kg exec -- ip -4 addr show eth0)
 route=$(kg exec -- ip route)
 dns=$(kg exec -- cat /etc/resolv.conf)
-check net_address "$(grep -o 'inet [0-9./]*' <<<"$out")" grep -q 'inet 10.0.2.15/24' <<<"$out"
-check net_route "$(echo $route)" grep -q 'default via 10.0.2.2 dev eth0' <<<"$route"
-check net_dns "$dns" test "$dns" = "nameserver 10.0.2.3"
+check net_address "$(grep -o 'inet [0-9./]*' <<<"$out")" grep -q 'inet 10.201.3.2/24' <<<"$out"
+check net_route "$(echo $route)" grep -q 'default via 10.201.3.1 dev eth0' <<<"$route"
+check net_dns "$dns" test "$dns" = "nameserver 10.201.3.1"
+out=$(kg exec -T 30 -- ping -c 2 -W 5 10.201.3.1 | tail -2 | tr '\n' ' ')
+check net_ping_host "$out" grep -q '2 packets received' <<<"$out"
 lo=$(kg exec -- ip -4 addr show lo)
 check net_lo "$(grep -o 'inet [0-9./]*' <<<"$lo")" grep -q 'inet 127.0.0.1/8' <<<"$lo"
 out=$(kg exec -- hostname)
@@ -74,9 +77,9 @@ check fork_bomb "during the bomb: ping in $ping_ms ms, exec '$during' in $ms ms;
 
 # POWEROFF: the VM stops.
 kg poweroff; rc=$?
-for i in $(seq 1 600); do kill -0 "$GUEST_QEMU" 2>/dev/null || break; sleep 0.1; done
-check poweroff "status $rc; QEMU $(kill -0 "$GUEST_QEMU" 2>/dev/null && echo 'still runs' || echo exited); console: $(tail -2 "$GUEST_CONSOLE" | tr '\r\n' '  ')" \
-	eval "! kill -0 $GUEST_QEMU 2>/dev/null"
+for i in $(seq 1 600); do kill -0 "$GUEST_VM" 2>/dev/null || break; sleep 0.1; done
+check poweroff "status $rc; kiln-vmm $(kill -0 "$GUEST_VM" 2>/dev/null && echo 'still runs' || echo exited); console: $(tail -2 "$GUEST_CONSOLE" | tr '\r\n' '  ')" \
+	eval "! kill -0 $GUEST_VM 2>/dev/null"
 check template_untouched "the read-only template's checksum" test "$(md5sum < "$template")" = "$sum_before"
 
 # Guest 2: the same template with a disk as the overlay's upper layer; what
@@ -88,6 +91,6 @@ if ! boot_guest -c 4 -R "$template" -d "$upper" -r "kiln.root=/dev/vda kiln.over
 	exit 1
 fi
 kg exec -- sh -c 'echo persisted > /root/kept' && kg poweroff
-for i in $(seq 1 600); do kill -0 "$GUEST_QEMU" 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 1 600); do kill -0 "$GUEST_VM" 2>/dev/null || break; sleep 0.1; done
 kept=$(debugfs -R 'cat /upper/root/kept' "$upper" 2>/dev/null)
 check overlay_disk "upper layer holds: '$kept'" test "$kept" = persisted

@@ -3,7 +3,9 @@
 docs/protocol.md alone (standard library only), and malformed input the
 agent must survive. Prints PASS/FAIL lines.
 
-usage: agent_raw.py vsock CID [PORT] | agent_raw.py unix PATH
+usage: agent_raw.py vsock CID [PORT] | unix PATH | bridge PATH [PORT]
+(bridge: a VMM's vsock socket, Firecracker style: "CONNECT <port>\\n",
+then "OK <hostport>\\n")
 """
 import os
 import socket
@@ -61,14 +63,25 @@ def u32(fields, tag):
 
 class Conn:
     def __init__(self, target):
+        port = int(target[2]) if len(target) > 2 else 52
         if target[0] == 'vsock':
             self.s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
-            self.s.connect((int(target[1]), int(target[2]) if len(target) > 2 else 52))
+            self.s.connect((int(target[1]), port))
         else:
             self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.s.connect(target[1])
         self.s.settimeout(30)
         self.buf = b''
+        if target[0] == 'bridge':
+            self.s.sendall(b'CONNECT %d\n' % port)
+            line = b''
+            while not line.endswith(b'\n'):
+                ch = self.s.recv(1)
+                if not ch:
+                    raise ConnectionError('the bridge closed before OK')
+                line += ch
+            if not line.startswith(b'OK '):
+                raise ConnectionError('the bridge answered %r' % line)
 
     def send(self, data):
         self.s.sendall(data)
@@ -190,7 +203,7 @@ def t_errors(target):
 
 def main():
     target = sys.argv[1:]
-    if not target or target[0] not in ('vsock', 'unix'):
+    if not target or target[0] not in ('vsock', 'unix', 'bridge'):
         print(__doc__, file=sys.stderr)
         return 2
     for name, fn in (('py_ping', t_ping), ('py_exec', t_exec), ('raw_errors', t_errors)):

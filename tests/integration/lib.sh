@@ -35,30 +35,98 @@ wait_for_line() {
 # now_ms: a monotonic clock in milliseconds.
 now_ms() { local s; s=$(cut -d' ' -f1 /proc/uptime); echo $(( ${s%.*} * 1000 + 10#${s#*.} * 10 )); }
 
-# ---- guests with the agent ------------------------------------------------
-# boot_guest [-c CID] [-m MIB] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w]
-# Boots build/guest/{vmlinux,initramfs.cpio} and waits until its agent
-# answers. DISKs become /dev/vda, /dev/vdb, ... (raw images; -R adds one
-# read-only); -N adds a NIC on QEMU user networking (10.0.2.0/24, gateway
-# 10.0.2.2, DNS 10.0.2.3, nothing leaves the machine); ROOTARGS
+# ---- booting test guests under kiln-vmm ---------------------------------
+VMM=$BUILD/kiln-vmm
+TEST_INITRD=$REPO/build/tests/test-initramfs.cpio
+
+# guest_initrd NAME SCRIPT: the test initramfs plus SCRIPT as /test.sh
+# (a second cpio archive appended: the kernel unpacks both).
+guest_initrd() {
+	local name=$1 script=$2 d=$T/$1.stage
+	mkdir -p "$d"
+	printf '%s\n' "$script" > "$d/test.sh"
+	(cd "$d" && echo test.sh | cpio --quiet -o -H newc) > "$T/$name.add.cpio"
+	cat "$TEST_INITRD" "$T/$name.add.cpio" > "$T/$name.cpio"
+}
+
+# guest_start NAME SCRIPT [kiln-vmm options...]: boot a test guest in the
+# background running SCRIPT; its console goes to $T/NAME.console, kiln-vmm's
+# stderr to $T/NAME.err. Sets GUEST_PID. $VMM_PREFIX (words) runs before
+# kiln-vmm, e.g. "ip netns exec NS".
+guest_start() {
+	local name=$1 script=$2; shift 2
+	guest_initrd "$name" "$script"
+	# shellcheck disable=SC2086
+	${VMM_PREFIX:-} "$VMM" --kernel "$GUEST/vmlinux" --initrd "$T/$name.cpio" \
+		--console "$T/$name.console" "$@" 2>"$T/$name.err" &
+	GUEST_PID=$!
+	at_exit "kill -9 $GUEST_PID 2>/dev/null; wait $GUEST_PID 2>/dev/null"
+}
+
+# guest_wait SECONDS: wait for the guest started last; sets GUEST_STATUS
+# (124 if it had to be killed).
+guest_wait() {
+	local limit=$1 start=$SECONDS
+	while kill -0 "$GUEST_PID" 2>/dev/null; do
+		if [ $((SECONDS - start)) -ge "$limit" ]; then
+			kill -9 "$GUEST_PID" 2>/dev/null
+			wait "$GUEST_PID" 2>/dev/null
+			GUEST_STATUS=124
+			return
+		fi
+		sleep 0.1
+	done
+	wait "$GUEST_PID" 2>/dev/null
+	GUEST_STATUS=$?
+}
+
+# guest_run NAME SCRIPT [kiln-vmm options...]: boot, run, wait (120 s).
+guest_run() {
+	guest_start "$@"
+	guest_wait 120
+}
+
+# guest_output NAME: what SCRIPT printed (console lines after test-init's
+# ready line, without the exit marker or kernel messages).
+guest_output() {
+	tr -d '\r' < "$T/$1.console" | sed -n '/^test-init: ready/,$p' | sed '1d' |
+		grep -v '^KILN-TEST-EXIT' | grep -v '^\[ *[0-9.]*\]'
+}
+# guest_script_status NAME: SCRIPT's exit status, or "none".
+guest_script_status() {
+	local s
+	s=$(tr -d '\r' < "$T/$1.console" | sed -n 's/^KILN-TEST-EXIT \([0-9]*\)$/\1/p' | tail -1)
+	echo "${s:-none}"
+}
+# diagnose NAME: a one-line summary of why a guest test went wrong.
+diagnose() {
+	echo "vmm status ${GUEST_STATUS:-?}; stderr: $(tr '\n' ' ' < "$T/$1.err" | cut -c1-300); console tail: $(tail -c 300 "$T/$1.console" 2>/dev/null | tr '\r\n' '  ')"
+}
+
+# ---- guests with the agent -------------------------------------------------
+# boot_guest [-Q] [-c CID] [-m MIB] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w]
+# Boots build/guest/{vmlinux,initramfs.cpio} (kiln-init as PID 1) under
+# kiln-vmm and waits until its agent answers over the VMM's vsock bridge.
+# DISKs become /dev/vda, /dev/vdb, ... (-R adds one read-only); -N adds a
+# NIC on a new TAP kt<CID> whose host side is 10.201.<CID>.1/24; ROOTARGS
 # (default "kiln.root=/dev/vda" when a disk is given) and APPEND go on the
-# kernel command line. Sets GUEST_CONSOLE (the console log) and GUEST_QEMU
-# (pid), and makes `kg ARGS` run build/kiln-guest against this guest; -w
-# returns without waiting for the agent. Fails (returns 1) with the
-# console's tail on stderr if the guest does not come up.
-#
-# kiln-vmm has no virtio-vsock yet, so this boots QEMU's microvm with
-# vhost-vsock and reaches the agent over AF_VSOCK; switching to kiln-vmm
-# (and `kg --vsock PATH.sock`) happens here and nowhere else.
+# kernel command line. Sets GUEST_CONSOLE (the console log), GUEST_VM (the
+# kiln-vmm pid) and GUEST_SOCK (the vsock bridge socket), and makes `kg ARGS`
+# run build/kiln-guest against this guest; -w returns without waiting for
+# the agent. Fails (returns 1) with the console's tail on stderr if the
+# guest does not come up. Which VMM boots the guest is decided here only:
+# -Q boots QEMU's microvm instead (the reference peer), with vhost-vsock
+# reached over AF_VSOCK (`kg --cid CID`); it takes no -N.
 boot_guest() {
-	local cid=3 mem=512 append="" rootargs="" wait=1 disks=() net=() opt OPTIND=1
-	while getopts "c:m:d:R:Na:r:w" opt; do
+	local cid=3 mem=512 append="" rootargs="" wait=1 disks=() net=() qemu=0 opt OPTIND=1
+	while getopts "Qc:m:d:R:Na:r:w" opt; do
 		case $opt in
+		Q) qemu=1 ;;
 		c) cid=$OPTARG ;;
 		m) mem=$OPTARG ;;
-		d) disks+=("$OPTARG") ;;
-		R) disks+=("$OPTARG,readonly=on") ;;
-		N) net=(-netdev user,id=n0,restrict=on -device virtio-net-device,netdev=n0) ;;
+		d) disks+=(--disk "$OPTARG") ;;
+		R) disks+=(--disk "$OPTARG,ro") ;;
+		N) net=(--net "kt$cid") ;;
 		a) append=$OPTARG ;;
 		r) rootargs=$OPTARG ;;
 		w) wait=0 ;;
@@ -66,29 +134,43 @@ boot_guest() {
 		esac
 	done
 	[ ${#disks[@]} -gt 0 ] && [ -z "$rootargs" ] && rootargs="kiln.root=/dev/vda"
-	local drives=() i=0 d
-	for d in "${disks[@]}"; do
-		drives+=(-drive "file=$d,format=raw,if=none,id=d$i,cache=unsafe"
-			 -device "virtio-blk-device,drive=d$i")
-		i=$((i + 1))
-	done
+	if [ ${#net[@]} -gt 0 ]; then
+		ip tuntap add dev "kt$cid" mode tap &&
+			ip addr add "10.201.$cid.1/24" dev "kt$cid" && ip link set "kt$cid" up || return 1
+		at_exit "ip link del kt$cid 2>/dev/null"
+	fi
 	GUEST_CONSOLE=$T/console.$cid
-	: > "$GUEST_CONSOLE"
-	qemu-system-x86_64 -M microvm,acpi=on -enable-kvm -cpu host -m "$mem" -smp 1 \
-		-nodefaults -no-user-config -nographic -no-reboot \
-		-serial "file:$GUEST_CONSOLE" -kernel "$GUEST/vmlinux" -initrd "$GUEST/initramfs.cpio" \
-		-append "console=ttyS0 reboot=t panic=-1 quiet $rootargs $append" \
-		-device "vhost-vsock-device,guest-cid=$cid" "${drives[@]}" "${net[@]}" \
-		</dev/null >"$T/qemu.$cid.err" 2>&1 &
-	GUEST_QEMU=$!
-	at_exit "kill -9 $GUEST_QEMU 2>/dev/null; wait $GUEST_QEMU 2>/dev/null"
-	GUEST_TRANSPORT="--cid $cid"
+	GUEST_SOCK=$T/vm.$cid.sock
+	if [ $qemu = 1 ]; then
+		local drives=() i=0 d
+		for ((i = 1; i < ${#disks[@]}; i += 2)); do
+			d=${disks[i]}
+			[[ $d == *,ro ]] && d="${d%,ro},readonly=on"
+			drives+=(-drive "file=$d,format=raw,if=none,id=d$i,cache=unsafe"
+				 -device "virtio-blk-device,drive=d$i")
+		done
+		qemu-system-x86_64 -M microvm,acpi=on -enable-kvm -cpu host -m "$mem" -smp 1 \
+			-nodefaults -no-user-config -nographic -no-reboot \
+			-serial "file:$GUEST_CONSOLE" -kernel "$GUEST/vmlinux" -initrd "$GUEST/initramfs.cpio" \
+			-append "console=ttyS0 reboot=t panic=-1 quiet $rootargs $append" \
+			-device "vhost-vsock-device,guest-cid=$cid" "${drives[@]}" \
+			</dev/null >"$T/vmm.$cid.err" 2>&1 &
+		GUEST_TRANSPORT="--cid $cid"
+	else
+		"$VMM" --kernel "$GUEST/vmlinux" --initrd "$GUEST/initramfs.cpio" --mem "$mem" \
+			--cid "$cid" --vsock "$GUEST_SOCK" --console "$GUEST_CONSOLE" \
+			--append "quiet $rootargs $append" "${disks[@]}" "${net[@]}" \
+			</dev/null 2>"$T/vmm.$cid.err" &
+		GUEST_TRANSPORT="--vsock $GUEST_SOCK"
+	fi
+	GUEST_VM=$!
+	at_exit "kill -9 $GUEST_VM 2>/dev/null; wait $GUEST_VM 2>/dev/null"
 	[ $wait = 1 ] || return 0
 	if ! wait_for_line "$GUEST_CONSOLE" 'kiln-init: ready' 150 ||
 	   ! kg --wait 30 --timeout 30 ping >/dev/null; then
 		echo "boot_guest: no agent; console tail:" >&2
 		tail -c 1500 "$GUEST_CONSOLE" >&2
-		cat "$T/qemu.$cid.err" >&2
+		cat "$T/vmm.$cid.err" >&2
 		return 1
 	fi
 }

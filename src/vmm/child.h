@@ -1,0 +1,31 @@
+/*
+ * child: starting a VM in a new process from captured state, for zygote
+ * spawns and live forks. The caller forks twice (so the VM is re-parented
+ * to the nearest subreaper and leaves no zombie behind), and the new
+ * process builds its own KVM VM over the guest memory it inherited
+ * copy-on-write: no file is read and no page copied on the way.
+ */
+#ifndef KILN_VMM_CHILD_H
+#define KILN_VMM_CHILD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vmm/memory.h"
+
+struct vmm_config;
+
+struct child_result {
+	pid_t pid;
+	double ready_ms;   /* from t0 to the child reporting ready */
+};
+
+/* child_spawn: fork a VM running payload over mem with cfg. Blocks until
+ * it reports ready (or fails: -errno, errmsg() says why). keep_fds lists
+ * descriptors the caller holds that the child must not close (-1 ends). */
+int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
+		const uint8_t *payload, size_t len, uint64_t t0,
+		const int *keep_fds, struct child_result *out);
+
+#endif

@@ -1,0 +1,59 @@
+/*
+ * config: kiln-vmm's command line, parsed and checked before anything is
+ * created, so that bad input costs nothing and leaves nothing behind.
+ */
+#ifndef KILN_VMM_CONFIG_H
+#define KILN_VMM_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/jail.h"
+
+#define MAX_DISKS 8
+
+struct disk_config {
+	const char *path;
+	bool read_only;
+};
+
+struct vmm_config {
+	const char *kernel;
+	const char *initrd;
+	const char *cmdline;        /* replaces the default command line */
+	const char *cmdline_extra;  /* appended to it */
+	struct disk_config disks[MAX_DISKS];
+	int ndisks;
+	uint64_t mem_mib;
+	int vcpus;
+	const char *vsock_path;
+	uint32_t guest_cid;
+	const char *tap;
+	const char *mac;            /* guest MAC, "02:..." */
+	const char *console;        /* file path, "-" for stdout, NULL for none */
+	const char *ctl_path;
+	bool rng;
+	const char *restore_dir;    /* --restore: start from a snapshot */
+	const char *zygote_dir;     /* --zygote: serve spawns of a snapshot */
+	const char *hostname;       /* given to the guest agent on resync */
+	const char *snap_base;      /* the snapshot this VM's memory started from */
+	bool resync;                /* resync the guest agent after a restore */
+	char mac_buf[18];
+	struct jail_config jail;
+	bool jailed;                /* already inside the jail (a fork of a jailed VMM) */
+	int kvm_fd;                 /* /dev/kvm, opened before the jail (-1: open it) */
+	int tap_fd;                 /* the TAP, opened before the jail (-1: open by name) */
+};
+
+/* config_parse: fill cfg from argv. Returns 0, or -1 with errmsg() set
+ * (exit status 2), or 1 when --help was printed. */
+int config_parse(struct vmm_config *cfg, int argc, char **argv);
+/* config_check: validate against this host (files, limits) before use. */
+int config_check(const struct vmm_config *cfg, int kvm_max_vcpus);
+
+/* config_from_snapshot: take the VM's shape from a snapshot and check that
+ * the command line gives it what it needs (disks, TAP, vsock path). */
+struct snap_info;
+int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info);
+
+#endif

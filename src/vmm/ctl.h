@@ -1,0 +1,40 @@
+/*
+ * ctl: the control socket. Clients send one JSON object per line, such as
+ * {"cmd":"pause"}, and get one JSON object per line back: {"ok":true,...}
+ * or {"ok":false,"error":"..."}. Requests are handled on the main thread,
+ * between device events, so a handler sees a consistent VM.
+ */
+#ifndef KILN_VMM_CTL_H
+#define KILN_VMM_CTL_H
+
+#include "common/strbuf.h"
+#include "common/json.h"
+
+struct vm;
+
+/* A command handler writes its reply's members after {"ok":true (reply
+ * already holds that opening) and returns 0, or returns -errno with
+ * errmsg() set for an error reply. */
+typedef int (*ctl_cmd_fn)(struct vm *vm, const struct json *req, struct strbuf *reply);
+
+struct ctl_command {
+	const char *name;
+	ctl_cmd_fn fn;
+};
+
+/* ctl_start: listen on path; commands is a table ending with a NULL name,
+ * or NULL for the running VM's commands (ctl_vm_commands). */
+int ctl_start(struct vm *vm, const char *path, const struct ctl_command *commands);
+void ctl_stop(struct vm *vm);
+extern const struct ctl_command ctl_vm_commands[];
+
+/* Parsing a child VM's settings (spawn, fork) from a request into cfg,
+ * which starts as a copy of the parent's. Strings are copied; a passed
+ * TAP ("tap_fd") is claimed from vm's current request. */
+struct vmm_config;
+int ctl_child_config(struct vm *vm, const struct json *req, struct vmm_config *cfg);
+/* ctl_claim_fd: take descriptor number index passed (SCM_RIGHTS) with the
+ * request being handled; the caller owns it then. */
+int ctl_claim_fd(struct vm *vm, int64_t index);
+
+#endif

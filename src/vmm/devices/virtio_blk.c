@@ -1,0 +1,185 @@
+/*
+ * virtio-blk (virtio 1.2 §5.2): one request queue over a disk. Requests
+ * are served synchronously on the main thread; each is a header (type,
+ * sector), data buffers, and a status byte the device writes last.
+ */
+#include "vmm/devices/virtio_devices.h"
+#include "vmm/devices/virtio_mmio.h"
+#include "vmm/disk.h"
+#include "vmm/vmm.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VIRTIO_ID_BLOCK 2
+#define VIRTIO_BLK_F_SEG_MAX  (1ULL << 2)
+#define VIRTIO_BLK_F_RO       (1ULL << 5)
+#define VIRTIO_BLK_F_BLK_SIZE (1ULL << 6)
+#define VIRTIO_BLK_F_FLUSH    (1ULL << 9)
+
+#define VIRTIO_BLK_T_IN     0
+#define VIRTIO_BLK_T_OUT    1
+#define VIRTIO_BLK_T_FLUSH  4
+#define VIRTIO_BLK_T_GET_ID 8
+
+#define VIRTIO_BLK_S_OK     0
+#define VIRTIO_BLK_S_IOERR  1
+#define VIRTIO_BLK_S_UNSUPP 2
+
+#define QUEUE_SIZE 256
+#define SEG_MAX    (VIRTQ_MAX_SEGS - 2)
+
+struct blk_req_hdr {
+	uint32_t type;
+	uint32_t reserved;
+	uint64_t sector;
+};
+
+struct blk {
+	struct disk disk;
+	int index;
+	struct virtio_dev_ops ops;
+	uint8_t config[24];
+};
+
+/* iov_slice: the part [skip, skip+len) of an iovec array. */
+static int iov_slice(const struct iovec *src, int n, size_t skip, size_t len,
+		     struct iovec *dst, int max)
+{
+	int k = 0;
+	for (int i = 0; i < n && len; i++) {
+		if (skip >= src[i].iov_len) {
+			skip -= src[i].iov_len;
+			continue;
+		}
+		if (k == max)
+			return -1;
+		size_t take = src[i].iov_len - skip;
+		if (take > len)
+			take = len;
+		dst[k++] = (struct iovec){ (uint8_t *)src[i].iov_base + skip, take };
+		len -= take;
+		skip = 0;
+	}
+	return k;
+}
+
+static uint8_t serve(struct blk *b, struct virtq_chain *c, uint32_t *written)
+{
+	struct blk_req_hdr h;
+	*written = 0;
+	if (c->in_len < 1 || iov_to_buf(c->iov, c->n_out, 0, &h, sizeof h) != sizeof h)
+		return VIRTIO_BLK_S_IOERR;
+	struct iovec data[VIRTQ_MAX_SEGS];
+	const struct iovec *in = c->iov + c->n_out;
+	uint64_t data_in = c->in_len - 1;              /* the last byte is status */
+	int64_t r;
+	int n;
+
+	switch (h.type) {
+	case VIRTIO_BLK_T_IN:
+		n = iov_slice(in, c->n_in, 0, data_in, data, VIRTQ_MAX_SEGS);
+		if (n < 0 || h.sector > UINT64_MAX / 512)
+			return VIRTIO_BLK_S_IOERR;
+		r = disk_readv(&b->disk, data, n, h.sector * 512);
+		if (r < 0)
+			return VIRTIO_BLK_S_IOERR;
+		*written = (uint32_t)r;
+		return VIRTIO_BLK_S_OK;
+	case VIRTIO_BLK_T_OUT:
+		n = iov_slice(c->iov, c->n_out, sizeof h, c->out_len - sizeof h, data, VIRTQ_MAX_SEGS);
+		if (n < 0 || h.sector > UINT64_MAX / 512)
+			return VIRTIO_BLK_S_IOERR;
+		r = disk_writev(&b->disk, data, n, h.sector * 512);
+		return r < 0 ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
+	case VIRTIO_BLK_T_FLUSH:
+		return disk_flush(&b->disk) < 0 ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
+	case VIRTIO_BLK_T_GET_ID: {
+		char id[20] = { 0 };
+		snprintf(id, sizeof id, "kiln-disk-%d", b->index);
+		*written = (uint32_t)buf_to_iov(in, c->n_in, 0, id, data_in < 20 ? data_in : 20);
+		return VIRTIO_BLK_S_OK;
+	}
+	default:
+		return VIRTIO_BLK_S_UNSUPP;
+	}
+}
+
+static void blk_notify(struct virtio_dev *d, int qi)
+{
+	struct blk *b = d->priv;
+	struct virtq *q = &d->q[qi];
+	struct virtq_chain c;
+	bool any = false;
+	while (virtq_pop(d, q, &c) == 1) {
+		uint32_t written;
+		uint8_t status = serve(b, &c, &written);
+		/* The status byte is the last writable byte of the chain. */
+		if (c.in_len)
+			buf_to_iov(c.iov + c.n_out, c.n_in, c.in_len - 1, &status, 1);
+		virtq_push(d, q, c.head, written + (c.in_len ? 1 : 0));
+		any = true;
+	}
+	if (any)
+		virtio_notify_queue(d, q);
+}
+
+static void blk_config_read(struct virtio_dev *d, uint32_t off, uint8_t *data, uint32_t len)
+{
+	struct blk *b = d->priv;
+	if (off < sizeof b->config && len <= sizeof b->config - off)
+		memcpy(data, b->config + off, len);
+}
+
+static int blk_flush(struct virtio_dev *d)
+{
+	struct blk *b = d->priv;
+	return disk_flush(&b->disk);
+}
+
+static void blk_destroy(struct virtio_dev *d)
+{
+	struct blk *b = d->priv;
+	disk_close(&b->disk);
+	free(b);
+}
+
+struct disk *virtio_blk_disk(struct virtio_dev *d)
+{
+	return d->ops->device_id == VIRTIO_ID_BLOCK ? &((struct blk *)d->priv)->disk : NULL;
+}
+
+int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index)
+{
+	struct blk *b = calloc(1, sizeof *b);
+	if (!b)
+		return errf(ENOMEM, "out of memory");
+	int rc = disk_open(&b->disk, path, read_only);
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	b->index = index;
+	b->ops = (struct virtio_dev_ops){
+		.name = "virtio-blk",
+		.device_id = VIRTIO_ID_BLOCK,
+		.num_queues = 1,
+		.queue_max = QUEUE_SIZE,
+		.features = VIRTIO_F_VERSION_1 | VIRTIO_RING_F_EVENT_IDX | VIRTIO_BLK_F_SEG_MAX |
+			    VIRTIO_BLK_F_BLK_SIZE | VIRTIO_BLK_F_FLUSH | (read_only ? VIRTIO_BLK_F_RO : 0),
+		.config_read = blk_config_read,
+		.queue_notify = blk_notify,
+		.destroy = blk_destroy,
+		.flush = blk_flush,
+	};
+	uint64_t sectors = b->disk.size / 512;
+	uint32_t seg_max = SEG_MAX, blk_size = 512;
+	memcpy(b->config + 0, &sectors, 8);
+	memcpy(b->config + 12, &seg_max, 4);
+	memcpy(b->config + 20, &blk_size, 4);
+	struct virtio_dev *d;
+	return virtio_mmio_add(vm, &b->ops, b, &d);
+}

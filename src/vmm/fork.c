@@ -1,0 +1,143 @@
+#include "vmm/fork.h"
+#include "vmm/child.h"
+#include "vmm/ctl.h"
+#include "vmm/devices/virtio_devices.h"
+#include "vmm/disk.h"
+#include "vmm/snapshot.h"
+#include "vmm/vmm.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_CHILDREN 64
+
+static void close_taps(struct vmm_config *cfgs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (cfgs[i].tap_fd >= 0) {
+			close(cfgs[i].tap_fd);
+			cfgs[i].tap_fd = -1;
+		}
+}
+
+int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	uint64_t t0 = now_ns();
+	struct json *children = json_get(req, "children");
+	if (!children || children->type != JSON_ARRAY || !children->child)
+		return errf(EINVAL, "\"children\" must be a non-empty array of child settings");
+	int n = 0;
+	for (struct json *c = children->child; c; c = c->next)
+		n++;
+	if (n > MAX_CHILDREN)
+		return errf(EINVAL, "at most %d children per fork", MAX_CHILDREN);
+
+	static struct vmm_config cfgs[MAX_CHILDREN];
+	int i = 0, rc;
+	for (struct json *c = children->child; c; c = c->next, i++) {
+		if (c->type != JSON_OBJECT)
+			return errf(EINVAL, "child %d: settings must be an object", i);
+		cfgs[i] = *vm->cfg;
+		cfgs[i].restore_dir = "(fork)";
+		cfgs[i].snap_base = NULL;    /* its memory is no snapshot on disk */
+		/* A jailed parent's children live in its jail: they cannot leave
+		 * it or build another, having no privileges left. */
+		cfgs[i].jailed = vm->cfg->jail.root || vm->cfg->jailed;
+		memset(&cfgs[i].jail, 0, sizeof cfgs[i].jail);
+		cfgs[i].kvm_fd = vm->kvm_fd;
+		cfgs[i].tap_fd = -1;
+		cfgs[i].tap = NULL;
+		cfgs[i].kernel = cfgs[i].initrd = NULL;
+		rc = ctl_child_config(vm, c, &cfgs[i]);
+		if (rc == 0 && cfgs[i].jail.root)
+			rc = errf(EINVAL, "forked children share their parent's jail");
+		if (rc < 0) {
+			close_taps(cfgs, i + 1);
+			return errf(-rc, "child %d: %s", i, errmsg());
+		}
+	}
+
+	for (i = 0; i < n; i++)
+		if (cfgs[i].ndisks != vm->cfg->ndisks) {
+			close_taps(cfgs, n);
+			return errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
+				    i, vm->cfg->ndisks);
+		}
+
+	bool was_paused = vm->paused;
+	if ((rc = vm_pause(vm)) < 0)
+		return rc;
+	struct strbuf payload;
+	strbuf_init(&payload);
+	struct snap_info info;
+	rc = vm_flush_disks(vm);
+	/* Disks first: each read-write disk's current top is sealed, and the
+	 * parent and every child get a new overlay over it. */
+	int ndisks = 0;
+	for (int d = 0; rc == 0 && d < vm->nvirtio; d++) {
+		struct disk *disk = virtio_blk_disk(vm->virtio[d]);
+		if (!disk)
+			continue;
+		const char *paths[MAX_CHILDREN];
+		for (i = 0; i < n; i++) {
+			paths[i] = cfgs[i].disks[ndisks].path;
+			if (disk->read_only) {
+				/* shared as it is */
+				cfgs[i].disks[ndisks].path = strdup(disk->path);
+				cfgs[i].disks[ndisks].read_only = true;
+			}
+		}
+		char parent_new[4200];
+		snprintf(parent_new, sizeof parent_new, "%s.%d-%u", disk->path, (int)getpid(), vm->forks);
+		rc = disk_fork(disk, parent_new, paths, n);
+		ndisks++;
+	}
+	if (rc == 0)
+		rc = snapshot_capture(vm, &payload, NULL);
+	if (rc == 0)
+		rc = snapshot_info((const uint8_t *)payload.data, payload.len, &info);
+	for (i = 0; rc == 0 && i < n; i++) {
+		rc = config_from_snapshot(&cfgs[i], &info);
+		if (rc == 0)
+			rc = config_check(&cfgs[i], MAX_VCPUS);
+		if (rc < 0)
+			rc = errf(-rc, "child %d: %s", i, errmsg());
+	}
+	double pause_ms = 0;
+	strbuf_printf(r, ",\"children\":[");
+	for (i = 0; rc == 0 && i < n; i++) {
+		struct child_result res;
+		rc = child_spawn(&vm->mem, &cfgs[i], (const uint8_t *)payload.data, payload.len,
+				 t0, NULL, &res);
+		if (rc < 0) {
+			rc = errf(-rc, "child %d: %s", i, errmsg());
+			break;
+		}
+		strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res.pid, res.ready_ms);
+	}
+	strbuf_printf(r, "]");
+	/* The children have their TAPs now; ours were only passing through. */
+	close_taps(cfgs, n);
+	pause_ms = (double)(now_ns() - t0) / 1e6;
+	if (!was_paused)
+		vm_resume(vm);
+	strbuf_free(&payload);
+	vm->forks++;
+	if (rc < 0)
+		return rc;
+	strbuf_printf(r, ",\"pause_ms\":%.2f,\"parent_disks\":[", pause_ms);
+	int k = 0;
+	for (int d = 0; d < vm->nvirtio; d++) {
+		struct disk *disk = virtio_blk_disk(vm->virtio[d]);
+		if (disk) {
+			strbuf_printf(r, "%s", k++ ? "," : "");
+			strbuf_json_str(r, disk->path);
+		}
+	}
+	strbuf_printf(r, "]");
+	return 0;
+}

@@ -1,0 +1,15 @@
+/*
+ * fork: live fork of a running VM. One pause, the state captured once,
+ * then N children started from it over copy-on-write memory, then the
+ * parent resumes. The control command is {"cmd":"fork","children":[...]}.
+ */
+#ifndef KILN_VMM_FORK_H
+#define KILN_VMM_FORK_H
+
+#include "common/json.h"
+#include "common/strbuf.h"
+
+struct vm;
+int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *reply);
+
+#endif

@@ -1,0 +1,482 @@
+#include "vmm/overlay.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CLUSTER ((uint64_t)1 << OVERLAY_CLUSTER_BITS)
+#define HEADER_SIZE 4096
+#define BASE_MAX 3000
+
+struct header {
+	char magic[8];
+	uint32_t version;
+	uint32_t cluster_bits;
+	uint64_t size;
+	uint64_t map_offset;
+	uint64_t map_entries;
+	uint64_t data_offset;
+	uint32_t depth;
+	uint32_t flags;
+	uint32_t base_len;
+	uint32_t reserved;
+	char base[BASE_MAX];
+};
+
+#define FLAG_SEALED 1
+
+_Static_assert(sizeof(struct header) <= HEADER_SIZE, "overlay header fits its block");
+
+static int full_pread(int fd, void *buf, size_t n, uint64_t off)
+{
+	uint8_t *p = buf;
+	while (n) {
+		ssize_t r = pread(fd, p, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0) {
+			memset(p, 0, n);       /* past the end of a file: zeros */
+			return 0;
+		}
+		p += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+static int full_pwrite(int fd, const void *buf, size_t n, uint64_t off)
+{
+	const uint8_t *p = buf;
+	while (n) {
+		ssize_t r = pwrite(fd, p, n, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EIO;
+		p += r;
+		n -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+bool overlay_is(int fd)
+{
+	char m[8];
+	return pread(fd, m, 8, 0) == 8 && memcmp(m, OVERLAY_MAGIC, 8) == 0;
+}
+
+static int read_header(int fd, const char *path, struct header *h)
+{
+	if (full_pread(fd, h, sizeof *h, 0) < 0)
+		return errf_sys("overlay %s", path);
+	if (memcmp(h->magic, OVERLAY_MAGIC, 8) != 0)
+		return errf(EINVAL, "overlay %s: bad magic", path);
+	if (h->version != 1 || h->cluster_bits != OVERLAY_CLUSTER_BITS)
+		return errf(EINVAL, "overlay %s: version %u / cluster bits %u not supported",
+			    path, h->version, h->cluster_bits);
+	if (h->size == 0 || h->size & 511 || h->map_offset != HEADER_SIZE ||
+	    h->map_entries != (h->size + CLUSTER - 1) / CLUSTER ||
+	    h->data_offset < h->map_offset + h->map_entries * 8 || h->data_offset % CLUSTER ||
+	    h->base_len == 0 || h->base_len >= BASE_MAX || h->base[h->base_len] != 0 ||
+	    h->depth == 0 || h->depth > 64)
+		return errf(EINVAL, "overlay %s: damaged header", path);
+	return 0;
+}
+
+/* resolve: a base path relative to the overlay's own directory. */
+static void resolve(const char *overlay, const char *base, char *out, size_t n)
+{
+	if (base[0] == '/') {
+		snprintf(out, n, "%s", base);
+		return;
+	}
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof tmp, "%s", overlay);
+	snprintf(out, n, "%s/%s", dirname(tmp), base);
+}
+
+/* base_info: the size and depth of a would-be base. */
+static int base_info(const char *path, uint64_t *size, uint32_t *depth)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("base %s", path);
+	int rc = 0;
+	if (overlay_is(fd)) {
+		struct header h = { 0 };
+		rc = read_header(fd, path, &h);
+		*size = h.size;
+		*depth = h.depth;
+	} else {
+		struct stat st;
+		if (fstat(fd, &st) < 0)
+			rc = errf_sys("base %s", path);
+		*size = (uint64_t)st.st_size & ~511ULL;
+		*depth = 0;
+		if (rc == 0 && *size == 0)
+			rc = errf(EINVAL, "base %s is empty", path);
+	}
+	close(fd);
+	return rc;
+}
+
+static int write_new(const char *path, const char *base_as_stored, uint64_t size, uint32_t depth)
+{
+	struct header *h = calloc(1, HEADER_SIZE);
+	if (!h)
+		return errf(ENOMEM, "out of memory");
+	memcpy(h->magic, OVERLAY_MAGIC, 8);
+	h->version = 1;
+	h->cluster_bits = OVERLAY_CLUSTER_BITS;
+	h->size = size;
+	h->map_offset = HEADER_SIZE;
+	h->map_entries = (size + CLUSTER - 1) / CLUSTER;
+	h->data_offset = (HEADER_SIZE + h->map_entries * 8 + CLUSTER - 1) & ~(CLUSTER - 1);
+	h->depth = depth;
+	h->base_len = (uint32_t)strlen(base_as_stored);
+	if (h->base_len == 0 || h->base_len >= BASE_MAX) {
+		free(h);
+		return errf(ENAMETOOLONG, "overlay %s: base path too long", path);
+	}
+	memcpy(h->base, base_as_stored, h->base_len + 1);
+	/* O_EXCL: never clobber a disk that may be in use. */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int rc = 0;
+	if (fd < 0) {
+		rc = errf_sys("overlay %s", path);
+	} else {
+		if (full_pwrite(fd, h, HEADER_SIZE, 0) < 0 ||
+		    ftruncate(fd, (off_t)h->data_offset) < 0)
+			rc = errf_sys("overlay %s", path);
+		if (rc == 0 && fsync(fd) < 0)
+			rc = errf_sys("overlay %s", path);
+		close(fd);
+		if (rc < 0)
+			unlink(path);
+	}
+	free(h);
+	return rc;
+}
+
+int overlay_create(const char *path, const char *base)
+{
+	char resolved[PATH_MAX];
+	resolve(path, base, resolved, sizeof resolved);
+	uint64_t size = 0;
+	uint32_t depth = 0;
+	int rc = base_info(resolved, &size, &depth);
+	if (rc < 0)
+		return rc;
+	return write_new(path, base, size, depth + 1);
+}
+
+int overlay_set_sealed(const char *path, bool sealed)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("overlay %s", path);
+	struct header h;
+	int rc = read_header(fd, path, &h);
+	if (rc == 0) {
+		h.flags = sealed ? h.flags | FLAG_SEALED : h.flags & ~(uint32_t)FLAG_SEALED;
+		if (full_pwrite(fd, &h.flags, 4, offsetof(struct header, flags)) < 0 || fsync(fd) < 0)
+			rc = errf_sys("overlay %s", path);
+	}
+	close(fd);
+	return rc;
+}
+
+/* ---- chains ------------------------------------------------------------- */
+
+static int open_layer(struct layer *l, const char *path, bool writable)
+{
+	memset(l, 0, sizeof *l);
+	snprintf(l->path, sizeof l->path, "%s", path);
+	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	if (l->fd < 0)
+		return errf_sys("disk %s", path);
+	if (!overlay_is(l->fd)) {
+		struct stat st;
+		if (fstat(l->fd, &st) < 0)
+			return errf_sys("disk %s", path);
+		l->raw = true;
+		l->file_size = (uint64_t)st.st_size;
+		if (S_ISBLK(st.st_mode)) {
+			off_t end = lseek(l->fd, 0, SEEK_END);
+			l->file_size = end > 0 ? (uint64_t)end : 0;
+		}
+		return 0;
+	}
+	struct header h;
+	int rc = read_header(l->fd, path, &h);
+	if (rc < 0)
+		return rc;
+	l->nmap = h.map_entries;
+	l->depth = h.depth;
+	l->size = h.size;
+	l->sealed = h.flags & FLAG_SEALED;
+	char next[PATH_MAX];
+	resolve(path, h.base, next, sizeof next);
+	if (!(l->base = strdup(next)))
+		return errf(ENOMEM, "out of memory");
+	l->map = calloc(l->nmap, 8);
+	if (!l->map)
+		return errf(ENOMEM, "out of memory");
+	if (full_pread(l->fd, l->map, l->nmap * 8, h.map_offset) < 0)
+		return errf_sys("overlay %s", path);
+	struct stat st;
+	if (fstat(l->fd, &st) < 0)
+		return errf_sys("overlay %s", path);
+	l->file_size = (uint64_t)st.st_size;
+	l->data_end = ((uint64_t)st.st_size + CLUSTER - 1) & ~(CLUSTER - 1);
+	if (l->data_end < h.data_offset)
+		l->data_end = h.data_offset;
+	for (uint64_t i = 0; i < l->nmap; i++)
+		if (l->map[i] && (l->map[i] % CLUSTER || l->map[i] < h.data_offset ||
+				  l->map[i] + CLUSTER > l->data_end))
+			return errf(EINVAL, "overlay %s: cluster %llu points outside the file",
+				    path, (unsigned long long)i);
+	return 0;
+}
+
+void chain_close(struct chain *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		if (c->layers[i].fd >= 0)
+			close(c->layers[i].fd);
+		free(c->layers[i].map);
+		free(c->layers[i].base);
+	}
+	free(c->layers);
+	free(c->scratch);
+	memset(c, 0, sizeof *c);
+}
+
+int chain_open(struct chain *c, const char *path, bool writable)
+{
+	memset(c, 0, sizeof *c);
+	const char *cur = path;
+	for (;;) {
+		if (c->n == 64) {
+			chain_close(c);
+			return errf(ELOOP, "disk %s: chain deeper than 64 layers", path);
+		}
+		struct layer *nl = realloc(c->layers, (size_t)(c->n + 1) * sizeof *nl);
+		if (!nl) {
+			chain_close(c);
+			return errf(ENOMEM, "out of memory");
+		}
+		c->layers = nl;
+		struct layer *l = &c->layers[c->n++];
+		int rc = open_layer(l, cur, writable && c->n == 1);
+		if (rc < 0) {
+			chain_close(c);            /* frees what open_layer got */
+			return rc;
+		}
+		if (c->n == 1)
+			c->size = l->raw ? l->file_size & ~511ULL : l->size;
+		else if (!l->raw && l->size < c->size) {
+			chain_close(c);
+			return errf(EINVAL, "disk %s: layer %s is smaller than the disk", path, l->path);
+		}
+		if (l->raw)
+			break;
+		cur = l->base;
+	}
+	if (c->size == 0) {
+		chain_close(c);
+		return errf(EINVAL, "disk %s is smaller than one 512-byte sector", path);
+	}
+	if (writable && !c->layers[0].raw && c->layers[0].sealed) {
+		chain_close(c);
+		return errf(EROFS, "disk %s is a sealed overlay (a base for others): open it read-only", path);
+	}
+	if (!(c->scratch = malloc(CLUSTER))) {
+		chain_close(c);
+		return errf(ENOMEM, "out of memory");
+	}
+	c->writable = writable;
+	return 0;
+}
+
+/* lookup: which layer holds cluster k, and where in its file. */
+static struct layer *lookup(struct chain *c, uint64_t k, uint64_t *where)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct layer *l = &c->layers[i];
+		if (l->raw) {
+			*where = k * CLUSTER;
+			return l;
+		}
+		if (k < l->nmap && l->map[k]) {
+			*where = l->map[k];
+			return l;
+		}
+	}
+	return NULL;
+}
+
+/* read_range: [off, off+len) within one cluster, into p. */
+static int read_range(struct chain *c, uint64_t off, uint8_t *p, size_t len)
+{
+	uint64_t where;
+	struct layer *l = lookup(c, off / CLUSTER, &where);
+	uint64_t in = off % CLUSTER;
+	if (!l) {
+		memset(p, 0, len);
+		return 0;
+	}
+	if (l->raw) {
+		/* The raw base may be shorter than the disk: zeros past its end. */
+		uint64_t at = where + in;
+		if (at >= l->file_size) {
+			memset(p, 0, len);
+			return 0;
+		}
+		size_t have = at + len > l->file_size ? (size_t)(l->file_size - at) : len;
+		int rc = full_pread(l->fd, p, have, at);
+		memset(p + have, 0, len - have);
+		return rc;
+	}
+	return full_pread(l->fd, p, len, where + in);
+}
+
+/* for_each_piece: walk an iovec and a disk range together, cluster by
+ * cluster, calling fn on each (host pointer, disk offset, length). */
+static int64_t for_each_piece(struct chain *c, const struct iovec *iov, int n, uint64_t off,
+			      int (*fn)(struct chain *, uint64_t, uint8_t *, size_t))
+{
+	uint64_t total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (off > c->size || total > c->size - off)
+		return -ERANGE;
+	for (int i = 0; i < n; i++) {
+		uint8_t *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+		while (left) {
+			size_t k = (size_t)(CLUSTER - off % CLUSTER);
+			if (k > left)
+				k = left;
+			int rc = fn(c, off, p, k);
+			if (rc < 0)
+				return rc;
+			p += k;
+			off += k;
+			left -= k;
+		}
+	}
+	return (int64_t)total;
+}
+
+int64_t chain_readv(struct chain *c, const struct iovec *iov, int n, uint64_t off)
+{
+	return for_each_piece(c, iov, n, off, read_range);
+}
+
+static int write_range(struct chain *c, uint64_t off, uint8_t *p, size_t len)
+{
+	struct layer *top = &c->layers[0];
+	if (top->raw)
+		return full_pwrite(top->fd, p, len, off);
+	uint64_t k = off / CLUSTER;
+	if (k >= top->nmap)
+		return -ERANGE;
+	if (top->map[k])
+		return full_pwrite(top->fd, p, len, top->map[k] + off % CLUSTER);
+	/* First write to this cluster here: copy it up whole, with the new
+	 * bytes in place, then point the map at it. Data before map entry, so
+	 * a crash in between leaves the old view intact. */
+	uint8_t *cl = c->scratch;
+	int rc = read_range(c, k * CLUSTER, cl, CLUSTER);
+	if (rc < 0)
+		return rc;
+	memcpy(cl + off % CLUSTER, p, len);
+	uint64_t where = top->data_end;
+	if ((rc = full_pwrite(top->fd, cl, CLUSTER, where)) < 0)
+		return rc;
+	top->data_end += CLUSTER;
+	if ((rc = full_pwrite(top->fd, &where, 8, HEADER_SIZE + k * 8)) < 0)
+		return rc;
+	top->map[k] = where;
+	return 0;
+}
+
+int64_t chain_writev(struct chain *c, const struct iovec *iov, int n, uint64_t off)
+{
+	if (!c->writable)
+		return -EROFS;
+	return for_each_piece(c, iov, n, off, write_range);
+}
+
+int chain_flush(struct chain *c)
+{
+	if (!c->writable)
+		return 0;
+	return fdatasync(c->layers[0].fd) < 0 ? -errno : 0;
+}
+
+int overlay_flatten(const char *top, const char *out)
+{
+	struct chain c;
+	int rc = chain_open(&c, top, false);
+	if (rc < 0)
+		return rc;
+	struct layer *raw = &c.layers[c.n - 1];
+	if (!raw->raw) {
+		chain_close(&c);
+		return errf(EINVAL, "disk %s: chain has no raw base", top);
+	}
+	/* The new overlay stores the raw base's absolute path. */
+	char base[PATH_MAX];
+	if (!realpath(raw->path, base)) {
+		rc = errf_sys("base %s", raw->path);
+		chain_close(&c);
+		return rc;
+	}
+	rc = write_new(out, base, c.size, 1);
+	struct chain o;
+	if (rc == 0)
+		rc = chain_open(&o, out, true);
+	if (rc < 0) {
+		chain_close(&c);
+		return rc;
+	}
+	uint8_t *cl = malloc(CLUSTER);
+	uint64_t nclusters = (c.size + CLUSTER - 1) / CLUSTER;
+	for (uint64_t k = 0; rc == 0 && k < nclusters; k++) {
+		uint64_t where;
+		struct layer *l = lookup(&c, k, &where);
+		if (!l || l->raw)
+			continue;               /* unchanged from the base */
+		if (!cl) {
+			rc = errf(ENOMEM, "out of memory");
+			break;
+		}
+		size_t len = (size_t)(k * CLUSTER + CLUSTER > c.size ? c.size - k * CLUSTER : CLUSTER);
+		if ((rc = full_pread(l->fd, cl, len, where)) == 0)
+			rc = write_range(&o, k * CLUSTER, cl, len);
+		if (rc < 0)
+			rc = errf(-rc, "flattening %s into %s: %s", top, out, strerror(-rc));
+	}
+	if (rc == 0 && (rc = chain_flush(&o)) < 0)
+		rc = errf(-rc, "flattening %s: %s", out, strerror(-rc));
+	free(cl);
+	chain_close(&o);
+	chain_close(&c);
+	if (rc < 0)
+		unlink(out);
+	return rc;
+}

@@ -1,0 +1,65 @@
+/*
+ * overlay: kiln's copy-on-write disk format (docs/disk.md). An overlay
+ * file holds the 64 KiB clusters written since it was created, and a map
+ * from cluster number to where that cluster lives in the file; everything
+ * else is read from its base, a raw image or another overlay. Creating an
+ * overlay copies no data, so sandbox creates and forks cost no disk I/O.
+ *
+ * A chain is opened whole (every layer's map in memory); only the top layer
+ * is written, and only if it is not sealed. Forking a disk seals the top
+ * and puts a fresh overlay over it for each side. Chains deeper than
+ * OVERLAY_MAX_DEPTH are flattened into one overlay over the raw base.
+ */
+#ifndef KILN_VMM_OVERLAY_H
+#define KILN_VMM_OVERLAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define OVERLAY_MAGIC "KILNCOW1"
+#define OVERLAY_CLUSTER_BITS 16
+#define OVERLAY_MAX_DEPTH 8
+
+struct layer {
+	int fd;
+	bool raw;                 /* a raw image: the bottom of a chain */
+	uint64_t file_size;       /* raw: bytes; reads past it are zeros */
+	uint64_t *map;            /* overlay: cluster -> file offset, 0 = absent */
+	uint64_t nmap;
+	uint64_t data_end;        /* overlay: where the next cluster goes */
+	bool sealed;
+	uint32_t depth;           /* 0 for a raw image */
+	uint64_t size;            /* overlay: the disk size it describes */
+	char *base;               /* overlay: its base, resolved */
+	char path[4096];
+};
+
+struct chain {
+	struct layer *layers;     /* [0] is the top */
+	int n;
+	uint64_t size;            /* virtual size in bytes */
+	bool writable;
+	uint8_t *scratch;         /* one cluster, for copy-up */
+};
+
+/* overlay_is: whether the file at fd starts with the overlay magic. */
+bool overlay_is(int fd);
+/* overlay_create: a new empty overlay at path over base (raw or overlay).
+ * The base's path is stored as given (relative paths are relative to the
+ * overlay's directory). */
+int overlay_create(const char *path, const char *base);
+/* overlay_set_sealed: mark an overlay read-only (a base for others), or
+ * undo that. */
+int overlay_set_sealed(const char *path, bool sealed);
+/* overlay_flatten: a new overlay at out holding every cluster that top's
+ * chain has above its raw base, over that base: depth 1. */
+int overlay_flatten(const char *top, const char *out);
+
+int chain_open(struct chain *c, const char *path, bool writable);
+void chain_close(struct chain *c);
+int64_t chain_readv(struct chain *c, const struct iovec *iov, int n, uint64_t off);
+int64_t chain_writev(struct chain *c, const struct iovec *iov, int n, uint64_t off);
+int chain_flush(struct chain *c);
+
+#endif

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Host side of kiln-vmm's vsock tests, over the VMM's Unix sockets.
+
+  vsock_host.py echo UDS PORT NBYTES    CONNECT to guest PORT, send NBYTES,
+                                        check they come back unchanged
+  vsock_host.py loop UDS PORT N         N sequential connections, 1 KiB each
+  vsock_host.py serve PATH              accept one connection on PATH and
+                                        echo it back (guest-initiated)
+  vsock_host.py sh UDS PORT CMD         run CMD in the guest's vsock_sh, print
+                                        its output
+  vsock_host.py tapctl CTL TAP JSON     open TAP here (IFF_VNET_HDR) and send the
+                                        control request JSON with it attached
+"""
+import hashlib
+import os
+import socket
+import sys
+import threading
+
+
+def connect(uds, port):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(30)
+    s.connect(uds)
+    s.sendall(b"CONNECT %d\n" % port)
+    line = b""
+    while not line.endswith(b"\n"):
+        c = s.recv(1)
+        if not c:
+            raise SystemExit("vsock_host: connection closed before OK (nobody listening?)")
+        line += c
+    if not line.startswith(b"OK "):
+        raise SystemExit("vsock_host: bad reply %r" % line)
+    return s
+
+
+def echo(uds, port, nbytes):
+    s = connect(uds, port)
+    data = os.urandom(nbytes)
+
+    def sender():
+        s.sendall(data)
+
+    t = threading.Thread(target=sender)
+    t.start()
+    got = bytearray()
+    while len(got) < nbytes:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    t.join()
+    s.close()
+    if hashlib.sha256(got).digest() != hashlib.sha256(data).digest():
+        raise SystemExit("vsock_host: echo differs (%d of %d bytes back)" % (len(got), nbytes))
+    print("vsock_host: ok %d" % nbytes)
+
+
+def loop(uds, port, n):
+    for i in range(n):
+        s = connect(uds, port)
+        payload = b"%08d" % i * 128
+        s.sendall(payload)
+        got = b""
+        while len(got) < len(payload):
+            chunk = s.recv(4096)
+            if not chunk:
+                raise SystemExit("vsock_host: connection %d closed early" % i)
+            got += chunk
+        if got != payload:
+            raise SystemExit("vsock_host: connection %d echoed wrong data" % i)
+        s.close()
+    print("vsock_host: ok %d connections" % n)
+
+
+def serve(path):
+    l = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    l.bind(path)
+    l.listen(1)
+    print("vsock_host: listening", flush=True)
+    c, _ = l.accept()
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        c.sendall(b)
+    c.close()
+    l.close()
+    os.unlink(path)
+
+
+def sh(uds, port, command):
+    s = connect(uds, port)
+    s.sendall(command.encode() + b"\n")
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        out += chunk
+    sys.stdout.write(out.decode(errors="replace"))
+
+
+def tapctl(ctl, tap, request):
+    import array
+    import fcntl
+    import struct
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    IFF_TAP, IFF_NO_PI, IFF_VNET_HDR, TUNSETIFF = 0x2, 0x1000, 0x4000, 0x400454ca
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", tap.encode(), IFF_TAP | IFF_NO_PI | IFF_VNET_HDR))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(120)
+    s.connect(ctl)
+    s.sendmsg([request.encode() + b"\n"],
+              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    os.close(fd)
+    reply = b""
+    while not reply.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    sys.stdout.write(reply.decode())
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1]
+    if cmd == "echo":
+        echo(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "loop":
+        loop(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "serve":
+        serve(sys.argv[2])
+    elif cmd == "sh":
+        sh(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif cmd == "tapctl":
+        tapctl(sys.argv[2], sys.argv[3], sys.argv[4])
+    else:
+        raise SystemExit(__doc__)

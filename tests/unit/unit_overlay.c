@@ -1,0 +1,201 @@
+/*
+ * Unit tests for the copy-on-write overlay format (src/vmm/overlay.c):
+ * random writes through a chain agree with a plain in-memory model, the
+ * base never changes, sealed layers refuse writes, flattening keeps the
+ * content, and damaged files are refused.
+ */
+#include "vmm/disk.h"
+#include "vmm/overlay.h"
+#include "common/err.h"
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SIZE (4 << 20)
+static char dir[] = "/tmp/kiln-unit-overlay.XXXXXX";
+static uint8_t model[SIZE], got[SIZE];
+
+static const char *path(const char *name)
+{
+	static char p[8][256];
+	static int i;
+	i = (i + 1) % 8;
+	snprintf(p[i], sizeof p[i], "%s/%s", dir, name);
+	return p[i];
+}
+
+static uint32_t rnd_state = 12345;
+static uint32_t rnd(void)
+{
+	rnd_state = rnd_state * 1103515245 + 12345;
+	return rnd_state >> 8;
+}
+
+static void make_base(void)
+{
+	for (int i = 0; i < SIZE; i++)
+		model[i] = (uint8_t)(i * 7 + i / 4096);
+	int fd = open(path("base.img"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, model, SIZE) == SIZE);
+	close(fd);
+}
+
+static bool same_as_model(struct chain *c)
+{
+	struct iovec v = { got, SIZE };
+	return chain_readv(c, &v, 1, 0) == SIZE && memcmp(got, model, SIZE) == 0;
+}
+
+static void random_writes(struct chain *c, int count)
+{
+	static uint8_t data[200000];
+	for (int k = 0; k < count; k++) {
+		uint32_t len = 1 + rnd() % 150000, off = rnd() % (SIZE - len);
+		for (uint32_t i = 0; i < len; i++)
+			data[i] = (uint8_t)rnd();
+		/* split into two iovecs to exercise the walk */
+		uint32_t a = len / 3;
+		struct iovec v[2] = { { data, a }, { data + a, len - a } };
+		CHECK(chain_writev(c, v, 2, off) == len);
+		memcpy(model + off, data, len);
+	}
+}
+
+static void overlay_follows_model(void)
+{
+	make_base();
+	uint8_t *base_copy = malloc(SIZE);
+	memcpy(base_copy, model, SIZE);
+	CHECK(overlay_create(path("o1"), "base.img") == 0);     /* relative base */
+	struct chain c;
+	CHECK(chain_open(&c, path("o1"), true) == 0);
+	CHECK(c.size == SIZE && c.n == 2);
+	CHECK(same_as_model(&c));
+	random_writes(&c, 200);
+	CHECK(same_as_model(&c));
+	CHECK(chain_flush(&c) == 0);
+	chain_close(&c);
+	/* Reopened, the same content; the base is untouched. */
+	CHECK(chain_open(&c, path("o1"), false) == 0);
+	CHECK(same_as_model(&c));
+	struct iovec v = { got, 16 };
+	CHECK(chain_writev(&c, &v, 1, 0) == -EROFS);
+	chain_close(&c);
+	CHECK(chain_open(&c, path("base.img"), false) == 0);
+	struct iovec all = { got, SIZE };
+	CHECK(chain_readv(&c, &all, 1, 0) == SIZE && memcmp(got, base_copy, SIZE) == 0);
+	CHECK(chain_readv(&c, &all, 1, 512) == -ERANGE);        /* past the end */
+	chain_close(&c);
+	free(base_copy);
+}
+
+static void fork_chain_is_copy_on_write(void)
+{
+	/* o1 (from the previous test) is sealed; two children branch off. */
+	uint8_t *snapshot = malloc(SIZE);
+	memcpy(snapshot, model, SIZE);
+	struct disk d;
+	CHECK(disk_open(&d, path("o1"), false) == 0);
+	const char *kids[1] = { path("child") };
+	CHECK(disk_fork(&d, path("parent2"), kids, 1) == 0);
+	CHECK(strcmp(d.path, path("parent2")) == 0);
+	/* The parent writes after the fork; the child does not see it. */
+	random_writes(&d.chain, 50);
+	struct chain child;
+	CHECK(chain_open(&child, path("child"), true) == 0);
+	struct iovec v = { got, SIZE };
+	CHECK(chain_readv(&child, &v, 1, 0) == SIZE && memcmp(got, snapshot, SIZE) == 0);
+	CHECK(same_as_model(&d.chain));
+	/* The frozen layer is sealed: nobody may write it any more. */
+	struct chain frozen;
+	CHECK(chain_open(&frozen, path("o1"), true) == -EROFS);
+	chain_close(&child);
+	disk_close(&d);
+	free(snapshot);
+}
+
+static void deep_chains_flatten(void)
+{
+	struct disk d;
+	CHECK(disk_open(&d, path("parent2"), false) == 0);
+	char name[64];
+	for (int i = 0; i < OVERLAY_MAX_DEPTH + 2; i++) {
+		snprintf(name, sizeof name, "gen%d", i);
+		const char *kid = path(name);
+		snprintf(name, sizeof name, "next%d", i);
+		CHECK(disk_fork(&d, path(name), &kid, 1) == 0);
+		random_writes(&d.chain, 5);
+		CHECK(d.chain.layers[0].depth <= OVERLAY_MAX_DEPTH);
+	}
+	CHECK(same_as_model(&d.chain));
+	/* kiln-disk flatten: one layer over the raw base, same bytes. */
+	CHECK(chain_flush(&d.chain) == 0);
+	CHECK(overlay_flatten(d.path, path("flat")) == 0);
+	struct chain f;
+	CHECK(chain_open(&f, path("flat"), false) == 0);
+	CHECK(f.n == 2 && same_as_model(&f));
+	chain_close(&f);
+	disk_close(&d);
+}
+
+static void raw_disks_cannot_fork(void)
+{
+	struct disk d;
+	CHECK(disk_open(&d, path("base.img"), false) == 0);
+	const char *kid = path("never");
+	CHECK(disk_fork(&d, path("never2"), &kid, 1) < 0);
+	CHECK(strstr(errmsg(), "raw image") != NULL);
+	CHECK(access(path("never"), F_OK) != 0);
+	disk_close(&d);
+}
+
+static void damaged_overlays_are_refused(void)
+{
+	CHECK(overlay_create(path("bad"), path("base.img")) == 0);
+	int fd = open(path("bad"), O_RDWR);
+	uint64_t huge = 1ULL << 40;              /* map entry 0 -> far outside the file */
+	CHECK(pwrite(fd, &huge, 8, 4096) == 8);
+	close(fd);
+	struct chain c;
+	CHECK(chain_open(&c, path("bad"), false) < 0);
+	CHECK(strstr(errmsg(), "outside the file") != NULL);
+	fd = open(path("bad"), O_RDWR);
+	uint32_t bits = 12;                      /* cluster bits */
+	CHECK(pwrite(fd, &bits, 4, 12) == 4);
+	close(fd);
+	CHECK(chain_open(&c, path("bad"), false) < 0);
+	/* A loop: an overlay whose base is itself. */
+	CHECK(overlay_create(path("loop"), path("base.img")) == 0);
+	fd = open(path("loop"), O_RDWR);
+	char self[] = "loop";
+	uint32_t len = 4;
+	CHECK(pwrite(fd, &len, 4, 56) == 4 && pwrite(fd, self, 5, 64) == 5);
+	close(fd);
+	CHECK(chain_open(&c, path("loop"), false) < 0);
+	CHECK(overlay_create(path("missing"), path("nonexistent.img")) < 0);
+}
+
+int main(void)
+{
+	int failures = 0;
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(overlay_follows_model);
+	RUN(fork_chain_is_copy_on_write);
+	RUN(deep_chains_flatten);
+	RUN(raw_disks_cannot_fork);
+	RUN(damaged_overlays_are_refused);
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		failures++;
+	return failures ? 1 : 0;
+}
