@@ -1,25 +1,21 @@
 #!/usr/bin/env python3
 """Write seed inputs for fuzz_proto into DIR: valid frames of the main
-message types, encoded here independently from docs/protocol.md (an
-8-byte header: u32 LE length, version 1, type, u16 flags; fields: u16 LE
-tag, u32 LE length, value). The first byte of each seed is the fuzzer's
-read-size selector."""
+message types, encoded by the Python client written from docs/protocol.md
+(tests/integration/agent_raw.py), not by the C codec under test. The first
+byte of each seed is the fuzzer's read-size selector."""
 import os
 import struct
 import sys
 
-def field(tag, value):
-    if isinstance(value, int):
-        value = struct.pack('<I', value)
-    elif isinstance(value, str):
-        value = value.encode()
-    return struct.pack('<HI', tag, len(value)) + value
+# The encoder of the independent Python client, written from the spec.
+sys.dont_write_bytecode = True	# no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'integration'))
+from agent_raw import field, frame  # noqa: E402
+
 
 def u64(tag, v):
     return struct.pack('<HIQ', tag, 8, v & (2**64 - 1))
 
-def frame(typ, payload=b''):
-    return struct.pack('<IBBH', len(payload), 1, typ, 0) + payload
 
 seeds = {
     'ping': frame(0x01),
