@@ -8,7 +8,7 @@ CC      ?= gcc
 CFLAGS  := -std=gnu11 -O2 -g -Wall -Wextra -Werror -D_GNU_SOURCE \
            -fno-strict-aliasing -Isrc $(EXTRA_CFLAGS)
 LDFLAGS :=
-LDLIBS  := -lpthread -lm
+LDLIBS  := -lpthread -lm -lseccomp
 
 ifeq ($(SAN),1)
 BUILD   := build/san
@@ -21,12 +21,19 @@ OBJ := $(BUILD)/obj
 COMMON_SRC := $(wildcard src/common/*.c)
 VMM_SRC    := $(wildcard src/vmm/*.c src/vmm/devices/*.c)
 GUEST_SRC  := $(wildcard src/guest/*.c)
+# The agent without its main(), for unit tests that drive its parts.
+GUEST_LIB  := $(filter-out src/guest/init.c,$(GUEST_SRC))
+# The wire protocol codec, shared by kiln-init, the client and the fuzzer.
+PROTO_SRC  := src/common/buf.c src/common/proto.c
+# The host-side client library (kilnd links it too) and its debug CLI.
+CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
 
-BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
+BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(BUILD)/kiln-guest \
+        $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC)) \
         $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(ITEST_SRC))
 
 # ---- kilnd (the sandbox service) and kiln (its command-line client) ------
@@ -35,9 +42,6 @@ BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(patsubst tests/u
 KILND_SRC     := $(wildcard src/api/*.c src/agent/*.c src/kilnd/*.c) src/vmm/overlay.c
 KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
 CLI_SRC       := $(wildcard src/cli/*.c)
-# The guest agent's client library (src/client/); kilnd's guest operations
-# fail with ENOSYS in a tree without it.
-KCLIENT_SRC   := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
 BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md
 
@@ -54,7 +58,7 @@ $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
 $(BUILD)/kiln-disk: $(call obj,src/tools/kiln-disk.c src/vmm/overlay.c $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/kilnd: $(call obj,$(KILND_SRC) $(KCLIENT_SRC) $(COMMON_SRC))
+$(BUILD)/kilnd: $(call obj,$(KILND_SRC) $(CLIENT_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KILND_LIBS)
 
 $(BUILD)/kiln: $(call obj,$(CLI_SRC) $(COMMON_SRC))
@@ -66,15 +70,23 @@ build/docs/api.md: docs/api.md
 	@mkdir -p $(dir $@)
 	cp $< $@
 
-# kilnd's unit tests (tests/unit/unit_kilnd_*.c) link its objects.
-$(BUILD)/tests/unit_kilnd_%: $(OBJ)/tests/unit/unit_kilnd_%.o \
-		$(call obj,$(KILND_LIB_SRC) $(KCLIENT_SRC) $(COMMON_SRC))
+$(BUILD)/kiln-guest: $(call obj,src/client/kiln-guest.c $(CLIENT_SRC) $(COMMON_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests link the common code and one component without its main():
+# the agent's (unit_agent*, unit_proto*) the guest agent and the client,
+# kilnd's (unit_kilnd_*) kilnd and the client, the others the VMM.
+VMM_LIB_SRC := $(filter-out src/vmm/main.c,$(VMM_SRC))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+AGENT_UNIT_BINS := $(filter $(BUILD)/tests/unit_agent% $(BUILD)/tests/unit_proto%,$(UNIT_BINS))
+KILND_UNIT_BINS := $(filter $(BUILD)/tests/unit_kilnd_%,$(UNIT_BINS))
+$(KILND_UNIT_BINS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(KILND_LIB_SRC) $(CLIENT_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KILND_LIBS)
-
-# Unit tests link the VMM's objects (without its main) and the common code.
-VMM_LIB_SRC := $(filter-out src/vmm/main.c,$(VMM_SRC))
-$(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(VMM_LIB_SRC))
+$(AGENT_UNIT_BINS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(GUEST_LIB))
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(filter-out $(AGENT_UNIT_BINS) $(KILND_UNIT_BINS),$(UNIT_BINS)): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(VMM_LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -84,12 +96,20 @@ $(BUILD)/tests/%: $(OBJ)/tests/integration/%.o $(call obj,$(COMMON_SRC))
 
 # kiln-init runs as PID 1 from the initramfs, where there is no libc: it is
 # always static, hence never sanitized (ASan cannot link statically).
-INIT_OBJ := $(patsubst %.c,build/obj-static/%.o,$(GUEST_SRC))
+INIT_OBJ := $(patsubst %.c,build/obj-static/%.o,$(GUEST_SRC) $(PROTO_SRC))
 build/obj-static/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -fsanitize%,$(CFLAGS)) -MMD -MP -c -o $@ $<
 build/kiln-init: $(INIT_OBJ)
 	$(CC) -static -o $@ $^
+
+# For native tests under the sanitizers, a SAN build also has a dynamic,
+# sanitized agent; the unit tests pick the kiln-init next to them.
+ifeq ($(SAN),1)
+all: $(BUILD)/kiln-init
+$(BUILD)/kiln-init: $(call obj,$(GUEST_SRC) $(PROTO_SRC))
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+endif
 
 # Guest-side test helpers (static, put into the test initramfs).
 GUEST_TEST_SRC := $(wildcard tests/guest/*.c)
@@ -152,8 +172,22 @@ test: all guest host templates
 unit: all
 	@tests/run --unit-only $(BUILD)
 
+# libFuzzer over the frame decoder and the message parsers (agent and
+# client side), for a fixed number of runs from a seed corpus.
+FUZZ_CC   ?= clang-14
+FUZZ_RUNS ?= 1000000
+FUZZ_SRC  := tests/fuzz/fuzz_proto.c $(PROTO_SRC) src/client/decode.c src/guest/cmdline.c
+build/fuzz/fuzz_proto: $(FUZZ_SRC) $(wildcard src/common/*.h src/client/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -std=gnu11 -g -O1 -D_GNU_SOURCE -Isrc -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRC)
+fuzz: build/fuzz/fuzz_proto
+	@rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus
+	@python3 tests/fuzz/seeds.py build/fuzz/corpus
+	build/fuzz/fuzz_proto -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 -artifact_prefix=build/fuzz/ build/fuzz/corpus
+
 clean:
-	rm -rf build/obj build/obj-static build/san build/tests build/kiln-*
+	rm -rf build/obj build/obj-static build/san build/tests build/fuzz build/kiln-*
 
 distclean:
 	rm -rf build

@@ -10,7 +10,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if __has_include("client/kiln_client.h")
 #include "client/kiln_client.h"
 
 struct guest {
@@ -338,43 +337,3 @@ int guest_remove(struct guest *g, const char *path, bool recursive)
 	int rc = kiln_remove(g->c, path, recursive ? KILN_REMOVE_RECURSIVE : 0);
 	return rc < 0 ? gfail(g, rc, "remove") : 0;
 }
-
-#else /* no agent client library in this tree */
-
-/* Until src/client/ (the guest agent's client library) is merged, kilnd
- * builds without it and every guest operation fails honestly. */
-#define NO_CLIENT() errf(ENOSYS, "this kilnd was built without the guest agent client (src/client/)")
-
-struct guest {
-	int unused;
-};
-
-int guest_open(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out)
-{
-	(void)vsock, (void)timeout_ms, (void)vmm_pid, (void)out;
-	return NO_CLIENT();
-}
-void guest_close(struct guest *g) { (void)g; }
-int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out)
-{
-	(void)vsock, (void)timeout_ms, (void)vmm_pid, (void)out;
-	return NO_CLIENT();
-}
-void guest_set_timeout(struct guest *g, int ms) { (void)g, (void)ms; }
-int guest_ping(struct guest *g) { (void)g; return NO_CLIENT(); }
-int guest_resync(struct guest *g, const char *h, const char *i) { (void)g, (void)h, (void)i; return NO_CLIENT(); }
-int guest_exec_start(struct guest *g, const struct guest_cmd *c) { (void)g, (void)c; return NO_CLIENT(); }
-int guest_exec_next(struct guest *g, struct guest_ev *ev, int fd, int ms) { (void)g, (void)ev, (void)fd, (void)ms; return NO_CLIENT(); }
-int guest_exec_stdin(struct guest *g, const void *p, size_t n) { (void)g, (void)p, (void)n; return NO_CLIENT(); }
-int guest_exec_eof(struct guest *g) { (void)g; return NO_CLIENT(); }
-int guest_exec_resize(struct guest *g, unsigned r, unsigned c) { (void)g, (void)r, (void)c; return NO_CLIENT(); }
-size_t guest_exec_pending(struct guest *g) { (void)g; return 0; }
-int guest_poll_fd(struct guest *g, short *ev) { (void)g, (void)ev; return NO_CLIENT(); }
-int guest_exec_io(struct guest *g, short rev) { (void)g, (void)rev; return NO_CLIENT(); }
-int guest_read_file(struct guest *g, const char *p, int fd, uint64_t m, uint64_t *s) { (void)g, (void)p, (void)fd, (void)m, (void)s; return NO_CLIENT(); }
-int guest_write_file(struct guest *g, const char *p, uint32_t m, bool d, int fd, uint64_t *b) { (void)g, (void)p, (void)m, (void)d, (void)fd, (void)b; return NO_CLIENT(); }
-int guest_stat(struct guest *g, const char *p, struct guest_stat *s) { (void)g, (void)p, (void)s; return NO_CLIENT(); }
-int guest_list(struct guest *g, const char *p, unsigned d, guest_entry_fn *f, void *c) { (void)g, (void)p, (void)d, (void)f, (void)c; return NO_CLIENT(); }
-int guest_remove(struct guest *g, const char *p, bool r) { (void)g, (void)p, (void)r; return NO_CLIENT(); }
-
-#endif

@@ -1,10 +1,15 @@
 #include "vmm/child.h"
 #include "vmm/vmm.h"
+#include "vmm/devices/virtio_devices.h"
+#include "vmm/jail.h"
 #include "common/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +66,17 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 	_exit(status);
 }
 
+/* has_final_line: whether a "ready" or "error" line has arrived. */
+static bool has_final_line(const char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((i == 0 || buf[i - 1] == '\n') && (strncmp(buf + i, "ready ", 6) == 0 ||
+						     strncmp(buf + i, "error ", 6) == 0) &&
+		    memchr(buf + i, '\n', n - i))
+			return true;
+	return false;
+}
+
 int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 		const uint8_t *payload, size_t len, uint64_t t0,
 		const int *keep_fds, struct child_result *out)
@@ -76,16 +92,48 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 	}
 	if (mid == 0) {
 		/* The intermediate process: fork the VM and vanish, so the VM is
-		 * nobody's child here and is adopted by the subreaper. */
+		 * nobody's child here and is adopted by the subreaper. A jailed VM
+		 * joins its network namespace and cgroup here, opens its TAP in
+		 * that namespace, and is born into a new PID namespace. */
 		close(p[0]);
+		struct vmm_config *c = (struct vmm_config *)cfg;
+		if (c->jail.root) {
+			if (jail_join(&c->jail) < 0 ||
+			    (c->tap && (c->tap_fd = virtio_net_tap_open(c->tap)) < 0) ||
+			    (unshare(CLONE_NEWPID) < 0 && errf_sys("jail: unshare PID namespace") < 0)) {
+				dprintf(p[1], "error %s\n", errmsg());
+				_exit(1);
+			}
+		}
 		pid_t vmpid = fork();
 		if (vmpid < 0) {
 			dprintf(p[1], "error fork: %s\n", strerror(errno));
 			_exit(1);
 		}
-		if (vmpid > 0)
+		if (vmpid > 0) {
+			/* Its pid as we see it: inside a new PID namespace it is 1. */
+			dprintf(p[1], "pid %d\n", (int)vmpid);
 			_exit(0);
-		close_inherited(p[1], keep_fds);
+		}
+		int keep[4] = { c->kvm_fd, c->tap_fd, -1, -1 }, k = 0;
+		int all[20];
+		for (int i = 0; keep_fds && keep_fds[i] >= 0 && k < 16; i++)
+			all[k++] = keep_fds[i];
+		for (int i = 0; i < 2; i++)
+			if (keep[i] >= 0)
+				all[k++] = keep[i];
+		all[k] = -1;
+		close_inherited(p[1], all);
+		if (c->jail.root) {
+			struct sigaction sa = { .sa_handler = jail_noop_handler };
+			sigemptyset(&sa.sa_mask);
+			sigaction(SIGTERM, &sa, NULL);
+			sigaction(SIGINT, &sa, NULL);
+			if (jail_enter(&c->jail) < 0) {
+				dprintf(p[1], "error %s\n", errmsg());
+				_exit(EXIT_CONFIG);
+			}
+		}
 		child_run(mem, cfg, payload, len, t0, p[1]);
 	}
 	close(p[1]);
@@ -95,7 +143,7 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 	size_t got = 0;
 	int rc = 0;
 	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
-	while (got < sizeof line - 1 && !memchr(line, '\n', got)) {
+	while (got < sizeof line - 1 && !has_final_line(line, got)) {
 		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
 		int left = (int)((deadline - now_ns()) / 1000000);
 		if (left <= 0 || poll(&pfd, 1, left) <= 0) {
@@ -115,15 +163,22 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 	close(p[0]);
 	if (rc < 0)
 		return rc;
-	line[strcspn(line, "\n")] = 0;
-	int pid;
+	/* "pid N" from the intermediate process, then "ready PID MS" or
+	 * "error MESSAGE" from the VM. */
+	int pid = -1, inner;
 	double ms;
-	if (sscanf(line, "ready %d %lf", &pid, &ms) == 2) {
-		out->pid = pid;
-		out->ready_ms = ms;
-		return 0;
+	for (char *l = line, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+		*nl = 0;
+		if (sscanf(l, "pid %d", &pid) == 1)
+			continue;
+		if (sscanf(l, "ready %d %lf", &inner, &ms) == 2 && pid > 0) {
+			out->pid = pid;
+			out->ready_ms = ms;
+			return 0;
+		}
+		if (strncmp(l, "error ", 6) == 0)
+			return errf(EINVAL, "%s", l + 6);
+		return errf(EIO, "the new VM said '%.100s'", l);
 	}
-	if (strncmp(line, "error ", 6) == 0)
-		return errf(EINVAL, "%s", line + 6);
-	return errf(EIO, "the new VM said '%.100s'", line);
+	return errf(EIO, "the new VM exited before it was ready");
 }

@@ -42,6 +42,13 @@ static const char usage_text[] =
 	"  --zygote DIR        load the snapshot in DIR once and serve \"spawn\" on --ctl\n"
 	"  --hostname NAME     hostname the guest agent sets after a restore\n"
 	"  --no-resync         after a restore, do not resync the guest agent\n"
+	"  --jail DIR          run jailed: DIR (empty) becomes the root of a new mount,\n"
+	"                      PID and (with --jail-netns) network namespace\n"
+	"  --jail-uid N --jail-gid N   the unprivileged ids to run as (required with --jail)\n"
+	"  --jail-bind PATH    make PATH visible (read-write) in the jail; repeat\n"
+	"  --jail-ro-bind PATH make PATH visible read-only in the jail; repeat\n"
+	"  --jail-cgroup DIR   join this cgroup first\n"
+	"  --jail-netns PATH   join this network namespace first (the TAP is opened there)\n"
 	"exit status: 0 guest power-off or shutdown, 1 VMM failure, 2 bad configuration,\n"
 	"             3 guest reboot, 4 triple fault or KVM entry failure, 5 guest panic\n";
 
@@ -77,6 +84,13 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "zygote", required_argument, 0, 'z' },
 		{ "hostname", required_argument, 0, 'H' },
 		{ "no-resync", no_argument, 0, 'S' },
+		{ "jail", required_argument, 0, 'J' },
+		{ "jail-uid", required_argument, 0, 'U' },
+		{ "jail-gid", required_argument, 0, 'G' },
+		{ "jail-bind", required_argument, 0, 'B' },
+		{ "jail-ro-bind", required_argument, 0, 'O' },
+		{ "jail-cgroup", required_argument, 0, 'X' },
+		{ "jail-netns", required_argument, 0, 'N' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -86,6 +100,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	cfg->guest_cid = 3;
 	cfg->rng = true;
 	cfg->resync = true;
+	cfg->kvm_fd = cfg->tap_fd = -1;
 	cfg->mac = "06:00:ac:10:00:02";
 	opterr = 0;
 	optind = 1;
@@ -139,6 +154,31 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		case 'z': cfg->zygote_dir = optarg; break;
 		case 'H': cfg->hostname = optarg; break;
 		case 'S': cfg->resync = false; break;
+		case 'J': cfg->jail.root = optarg; break;
+		case 'U':
+		case 'G':
+			if ((rc = parse_u64(optarg, c == 'U' ? "--jail-uid" : "--jail-gid", &v)) < 0)
+				return rc;
+			if (v == 0 || v > 0xfffffffe)
+				return errf(EINVAL, "%s: %s is not an unprivileged id", c == 'U' ? "--jail-uid" : "--jail-gid", optarg);
+			if (c == 'U')
+				cfg->jail.uid = (uid_t)v;
+			else
+				cfg->jail.gid = (gid_t)v;
+			break;
+		case 'B':
+		case 'O': {
+			int *n = c == 'B' ? &cfg->jail.nbinds : &cfg->jail.nro_binds;
+			const char **list = c == 'B' ? cfg->jail.binds : cfg->jail.ro_binds;
+			if (*n == JAIL_MAX_BINDS)
+				return errf(EINVAL, "at most %d --jail-bind/--jail-ro-bind each", JAIL_MAX_BINDS);
+			if (optarg[0] != '/')
+				return errf(EINVAL, "%s: must be an absolute path", optarg);
+			list[(*n)++] = optarg;
+			break;
+		}
+		case 'X': cfg->jail.cgroup = optarg; break;
+		case 'N': cfg->jail.netns = optarg; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 1;
@@ -161,6 +201,11 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		return errf(EINVAL, "--kernel is required (see --help)");
 	if (cfg->hostname && (strlen(cfg->hostname) > 63 || !cfg->hostname[0]))
 		return errf(EINVAL, "--hostname: 1 to 63 characters");
+	if (cfg->jail.root && (!cfg->jail.uid || !cfg->jail.gid))
+		return errf(EINVAL, "--jail needs --jail-uid and --jail-gid (unprivileged)");
+	if (!cfg->jail.root && (cfg->jail.uid || cfg->jail.gid || cfg->jail.nbinds || cfg->jail.nro_binds ||
+				cfg->jail.cgroup || cfg->jail.netns))
+		return errf(EINVAL, "--jail-* options need --jail DIR");
 	return 0;
 }
 

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "vmm/jail.h"
+
 #define MAX_DISKS 8
 
 struct disk_config {
@@ -37,6 +39,10 @@ struct vmm_config {
 	const char *snap_base;      /* the snapshot this VM's memory started from */
 	bool resync;                /* resync the guest agent after a restore */
 	char mac_buf[18];
+	struct jail_config jail;
+	bool jailed;                /* already inside the jail (a fork of a jailed VMM) */
+	int kvm_fd;                 /* /dev/kvm, opened before the jail (-1: open it) */
+	int tap_fd;                 /* the TAP, opened before the jail (-1: open by name) */
 };
 
 /* config_parse: fill cfg from argv. Returns 0, or -1 with errmsg() set

@@ -19,8 +19,12 @@
 #define MAX_CLIENTS 16
 #define MAX_LINE    (64 * 1024)
 
+#define CTL_MAX_FDS 16
+
 struct ctl_client {
 	int fd;
+	int fds[CTL_MAX_FDS];       /* received with SCM_RIGHTS, for the next request */
+	int nfds;
 	struct ev_handler *h;
 	struct strbuf in;
 	struct ctl *ctl;
@@ -28,6 +32,7 @@ struct ctl_client {
 
 struct ctl {
 	struct vm *vm;
+	struct ctl_client *current;   /* the client whose request is being handled */
 	const struct ctl_command *commands;
 	int listen_fd;
 	struct ev_handler *h;
@@ -139,6 +144,21 @@ static int cmd_shutdown(struct vm *vm, const struct json *req, struct strbuf *r)
 	return 0;
 }
 
+/* debug_exec: only with KILN_VMM_TEST_HOOKS=1 in the environment, try an
+ * execve, which the jail's seccomp filter must answer by killing us. */
+static int cmd_debug_exec(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	(void)vm;
+	(void)req;
+	(void)r;
+	const char *hooks = getenv("KILN_VMM_TEST_HOOKS");
+	if (!hooks || strcmp(hooks, "1") != 0)
+		return errf(EPERM, "test hooks are off");
+	char *const argv[] = { "true", NULL };
+	execve("/bin/true", argv, argv + 1);
+	return errf_sys("execve");
+}
+
 const struct ctl_command ctl_vm_commands[] = {
 	{ "status", cmd_status },
 	{ "pause", cmd_pause },
@@ -147,10 +167,58 @@ const struct ctl_command ctl_vm_commands[] = {
 	{ "snapshot", cmd_snapshot },
 	{ "hibernate", cmd_hibernate },
 	{ "fork", cmd_fork },
+	{ "debug_exec", cmd_debug_exec },
 	{ NULL, NULL },
 };
 
-int ctl_child_config(const struct json *req, struct vmm_config *cfg)
+/* parse_jail: {"root":D,"uid":N,"gid":N,"cgroup":D,"netns":P,
+ * "binds":[P...],"ro_binds":[P...]} (see jail.h). */
+static int parse_jail(const struct json *j, struct jail_config *out)
+{
+	if (!j || j->type == JSON_NULL)
+		return 0;
+	if (j->type != JSON_OBJECT)
+		return errf(EINVAL, "\"jail\" must be an object");
+	struct jail_config jc = { 0 };
+	int64_t uid = 0, gid = 0;
+	const char *root = json_get_str(j, "root");
+	if (!root || root[0] != '/' || !json_get_int(j, "uid", &uid) || !json_get_int(j, "gid", &gid) ||
+	    uid <= 0 || gid <= 0 || uid > 0xfffffffe || gid > 0xfffffffe)
+		return errf(EINVAL, "\"jail\" needs an absolute \"root\" and unprivileged \"uid\" and \"gid\"");
+	jc.uid = (uid_t)uid;
+	jc.gid = (gid_t)gid;
+	if (!(jc.root = strdup(root)))
+		return errf(ENOMEM, "out of memory");
+	const char *keys[] = { "cgroup", "netns" };
+	const char **dst[] = { &jc.cgroup, &jc.netns };
+	for (int i = 0; i < 2; i++) {
+		const char *v = json_get_str(j, keys[i]);
+		if (json_get(j, keys[i]) && (!v || v[0] != '/'))
+			return errf(EINVAL, "jail \"%s\" must be an absolute path", keys[i]);
+		if (v && !(*dst[i] = strdup(v)))
+			return errf(ENOMEM, "out of memory");
+	}
+	const char *lists[] = { "binds", "ro_binds" };
+	const char **arrays[] = { jc.binds, jc.ro_binds };
+	int *counts[] = { &jc.nbinds, &jc.nro_binds };
+	for (int i = 0; i < 2; i++) {
+		struct json *a = json_get(j, lists[i]);
+		if (!a)
+			continue;
+		if (a->type != JSON_ARRAY)
+			return errf(EINVAL, "jail \"%s\" must be an array of absolute paths", lists[i]);
+		for (struct json *e = a->child; e; e = e->next) {
+			if (e->type != JSON_STRING || e->string[0] != '/' || *counts[i] == JAIL_MAX_BINDS)
+				return errf(EINVAL, "jail \"%s\": at most %d absolute paths", lists[i], JAIL_MAX_BINDS);
+			if (!(arrays[i][(*counts[i])++] = strdup(e->string)))
+				return errf(ENOMEM, "out of memory");
+		}
+	}
+	*out = jc;
+	return 0;
+}
+
+int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct vmm_config *cfg)
 {
 	struct json *disks = json_get(req, "disks");
 	cfg->ndisks = 0;
@@ -188,7 +256,20 @@ int ctl_child_config(const struct json *req, struct vmm_config *cfg)
 	bool resync;
 	if (json_get_bool(req, "resync", &resync))
 		cfg->resync = resync;
-	return 0;
+	int64_t idx;
+	if (json_get(req, "tap_fd")) {
+		/* A TAP opened by the caller (in the child's network namespace)
+		 * and passed with SCM_RIGHTS; "tap" names it for messages. */
+		if (!json_get_int(req, "tap_fd", &idx))
+			return errf(EINVAL, "\"tap_fd\" must be the index of a passed descriptor");
+		int fd = ctl_claim_fd(cfg_vm_for_fds, idx);
+		if (fd < 0)
+			return fd;
+		cfg->tap_fd = fd;
+		if (!cfg->tap)
+			cfg->tap = "(passed)";
+	}
+	return parse_jail(json_get(req, "jail"), &cfg->jail);
 }
 
 static void reply_error(struct strbuf *r, const char *msg)
@@ -234,9 +315,28 @@ out:
 	json_free(req);
 }
 
+static void drop_fds(struct ctl_client *cl)
+{
+	for (int i = 0; i < cl->nfds; i++)
+		if (cl->fds[i] >= 0)
+			close(cl->fds[i]);
+	cl->nfds = 0;
+}
+
+int ctl_claim_fd(struct vm *vm, int64_t index)
+{
+	struct ctl_client *cl = vm->ctl ? vm->ctl->current : NULL;
+	if (!cl || index < 0 || index >= cl->nfds || cl->fds[index] < 0)
+		return errf(EBADF, "no descriptor %lld was passed with this request", (long long)index);
+	int fd = cl->fds[index];
+	cl->fds[index] = -1;
+	return fd;
+}
+
 static void client_close(struct ctl_client *cl)
 {
 	struct ctl *c = cl->ctl;
+	drop_fds(cl);
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (c->clients[i] == cl)
 			c->clients[i] = NULL;
@@ -264,9 +364,29 @@ static void client_event(void *opaque, uint32_t events)
 {
 	struct ctl_client *cl = opaque;
 	char tmp[4096];
-	ssize_t n = recv(cl->fd, tmp, sizeof tmp, 0);
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(CTL_MAX_FDS * sizeof(int))];
+	} cmsg;
+	struct iovec iov = { tmp, sizeof tmp };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cmsg,
+			     .msg_controllen = sizeof cmsg };
+	ssize_t n = recvmsg(cl->fd, &mh, MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	/* Descriptors (a TAP for a child, say) ride along with a request. */
+	for (struct cmsghdr *ch = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; ch; ch = CMSG_NXTHDR(&mh, ch)) {
+		if (ch->cmsg_level != SOL_SOCKET || ch->cmsg_type != SCM_RIGHTS)
+			continue;
+		int count = (int)((ch->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		int *fds = (int *)CMSG_DATA(ch);
+		for (int i = 0; i < count; i++) {
+			if (cl->nfds < CTL_MAX_FDS)
+				cl->fds[cl->nfds++] = fds[i];
+			else
+				close(fds[i]);
+		}
+	}
 	if (n <= 0 || (events & (EPOLLERR))) {
 		client_close(cl);
 		return;
@@ -288,7 +408,10 @@ static void client_event(void *opaque, uint32_t events)
 			break;
 		}
 		size_t len = (size_t)(nl - cl->in.data);
+		cl->ctl->current = cl;
 		handle_line(cl->ctl, cl->in.data, len, &reply);
+		cl->ctl->current = NULL;
+		drop_fds(cl);      /* what the request did not take is closed */
 		memmove(cl->in.data, nl + 1, cl->in.len - len - 1);
 		cl->in.len -= len + 1;
 		if (!send_all(cl->fd, reply.data, reply.len)) {

@@ -29,8 +29,12 @@ void ctl_stop(struct vm *vm);
 extern const struct ctl_command ctl_vm_commands[];
 
 /* Parsing a child VM's settings (spawn, fork) from a request into cfg,
- * which starts as a copy of the parent's. Strings are copied. */
+ * which starts as a copy of the parent's. Strings are copied; a passed
+ * TAP ("tap_fd") is claimed from vm's current request. */
 struct vmm_config;
-int ctl_child_config(const struct json *req, struct vmm_config *cfg);
+int ctl_child_config(struct vm *vm, const struct json *req, struct vmm_config *cfg);
+/* ctl_claim_fd: take descriptor number index passed (SCM_RIGHTS) with the
+ * request being handled; the caller owns it then. */
+int ctl_claim_fd(struct vm *vm, int64_t index);
 
 #endif

@@ -15,6 +15,15 @@
 
 #define MAX_CHILDREN 64
 
+static void close_taps(struct vmm_config *cfgs, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (cfgs[i].tap_fd >= 0) {
+			close(cfgs[i].tap_fd);
+			cfgs[i].tap_fd = -1;
+		}
+}
+
 int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	uint64_t t0 = now_ns();
@@ -35,15 +44,29 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		cfgs[i] = *vm->cfg;
 		cfgs[i].restore_dir = "(fork)";
 		cfgs[i].snap_base = NULL;    /* its memory is no snapshot on disk */
+		/* A jailed parent's children live in its jail: they cannot leave
+		 * it or build another, having no privileges left. */
+		cfgs[i].jailed = vm->cfg->jail.root || vm->cfg->jailed;
+		memset(&cfgs[i].jail, 0, sizeof cfgs[i].jail);
+		cfgs[i].kvm_fd = vm->kvm_fd;
+		cfgs[i].tap_fd = -1;
+		cfgs[i].tap = NULL;
 		cfgs[i].kernel = cfgs[i].initrd = NULL;
-		if ((rc = ctl_child_config(c, &cfgs[i])) < 0)
+		rc = ctl_child_config(vm, c, &cfgs[i]);
+		if (rc == 0 && cfgs[i].jail.root)
+			rc = errf(EINVAL, "forked children share their parent's jail");
+		if (rc < 0) {
+			close_taps(cfgs, i + 1);
 			return errf(-rc, "child %d: %s", i, errmsg());
+		}
 	}
 
 	for (i = 0; i < n; i++)
-		if (cfgs[i].ndisks != vm->cfg->ndisks)
+		if (cfgs[i].ndisks != vm->cfg->ndisks) {
+			close_taps(cfgs, n);
 			return errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
 				    i, vm->cfg->ndisks);
+		}
 
 	bool was_paused = vm->paused;
 	if ((rc = vm_pause(vm)) < 0)
@@ -97,6 +120,8 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res.pid, res.ready_ms);
 	}
 	strbuf_printf(r, "]");
+	/* The children have their TAPs now; ours were only passing through. */
+	close_taps(cfgs, n);
 	pause_ms = (double)(now_ns() - t0) / 1e6;
 	if (!was_paused)
 		vm_resume(vm);

@@ -27,7 +27,8 @@ static const struct { int cap; const char *name; } required_caps[] = {
 
 int kvm_open_vm(struct vm *vm)
 {
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	/* A jailed VMM has no /dev/kvm: it was opened before the jail. */
+	vm->kvm_fd = vm->cfg->kvm_fd >= 0 ? vm->cfg->kvm_fd : open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0)
 		return errf_sys("cannot open /dev/kvm");
 	int version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);

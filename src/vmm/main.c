@@ -7,6 +7,8 @@
 #include "vmm/vmm.h"
 #include "vmm/snapshot.h"
 #include "vmm/zygote.h"
+#include "vmm/jail.h"
+#include "vmm/devices/virtio_devices.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -14,8 +16,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+/* wait_for: the part of a jailed kiln-vmm that stays outside its PID
+ * namespace: pass on SIGTERM/SIGINT, then exit as the VMM did. */
+static void __attribute__((noreturn)) wait_for(pid_t pid)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	for (;;) {
+		int sig;
+		sigwait(&set, &sig);
+		if (sig != SIGCHLD) {
+			kill(pid, sig);
+			continue;
+		}
+		int st;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
+/* enter_jail: /dev/kvm and the TAP first (the jail has neither), then the
+ * namespaces; the VMM itself runs as PID 1 of a new PID namespace. */
+static int enter_jail(struct vmm_config *cfg)
+{
+	cfg->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (cfg->kvm_fd < 0)
+		return errf_sys("cannot open /dev/kvm");
+	int rc = jail_join(&cfg->jail);
+	if (rc < 0)
+		return rc;
+	if (cfg->tap && (cfg->tap_fd = virtio_net_tap_open(cfg->tap)) < 0)
+		return cfg->tap_fd;
+	if (unshare(CLONE_NEWPID) < 0)
+		return errf_sys("jail: unshare PID namespace");
+	pid_t pid = fork();
+	if (pid < 0)
+		return errf_sys("fork");
+	if (pid > 0)
+		wait_for(pid);
+	/* PID 1 ignores signals it has no handler for; the VMM's signalfd
+	 * needs them delivered, so give them one. */
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	sa.sa_handler = jail_noop_handler;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	return jail_enter(&cfg->jail);
+}
 
 int main(int argc, char **argv)
 {
@@ -57,6 +113,10 @@ int main(int argc, char **argv)
 	static char base[4096];
 	if (cfg.restore_dir && realpath(cfg.restore_dir, base))
 		cfg.snap_base = base;
+	if (cfg.jail.root && enter_jail(&cfg) < 0) {
+		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
+		return EXIT_CONFIG;
+	}
 	static struct vm vm;
 	vm_init(&vm, &cfg);
 	int status;

@@ -8,6 +8,7 @@
  * is not lost, and the loop clears it only before re-checking its flags.
  */
 #include "vmm/vmm.h"
+#include "vmm/jail.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -191,7 +192,10 @@ static void *vcpu_loop(struct vcpu *v);
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
-	vcpu_loop(v);
+	if ((v->vm->cfg->jail.root || v->vm->cfg->jailed) && jail_vcpu_thread() < 0)
+		vm_request_exit(v->vm, EXIT_ERROR, "vCPU %d: %s", v->index, errmsg());
+	else
+		vcpu_loop(v);
 	/* A vCPU that is gone no longer counts towards a pause. */
 	pthread_mutex_lock(&v->vm->pause_lock);
 	v->vm->vcpus_running--;

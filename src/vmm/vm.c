@@ -10,6 +10,7 @@
 #include "vmm/devices/serial.h"
 #include "vmm/devices/virtio_devices.h"
 #include "vmm/devices/virtio_mmio.h"
+#include "vmm/jail.h"
 #include "vmm/resync.h"
 #include "vmm/snapshot.h"
 #include "common/err.h"
@@ -285,6 +286,11 @@ void vm_set_ready(struct vm *vm)
 
 int vm_run(struct vm *vm)
 {
+	/* The last wall: unprivileged, seccomp, before any guest code runs. */
+	if (jail_lock(&vm->cfg->jail) < 0) {
+		vm_request_exit(vm, EXIT_ERROR, "%s", errmsg());
+		return EXIT_ERROR;
+	}
 	for (int i = 0; i < vm->nvcpus; i++)
 		if (vcpu_start(&vm->vcpus[i]) < 0) {
 			vm_request_exit(vm, EXIT_ERROR, "%s", errmsg());

@@ -6,6 +6,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,15 +33,16 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 	struct vmm_config cfg = *vm->cfg;
 	cfg.zygote_dir = NULL;
 	cfg.restore_dir = "(zygote)";
-	int rc = ctl_child_config(req, &cfg);
+	int rc = ctl_child_config(vm, req, &cfg);
 	if (rc == 0)
 		rc = config_from_snapshot(&cfg, &zy.info);
 	if (rc == 0)
 		rc = config_check(&cfg, zy.kvm_max_vcpus);
-	if (rc < 0)
-		return rc;
 	struct child_result res;
-	rc = child_spawn(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL, &res);
+	if (rc == 0)
+		rc = child_spawn(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL, &res);
+	if (cfg.tap_fd >= 0)
+		close(cfg.tap_fd);        /* the child has its own copy */
 	if (rc < 0)
 		return rc;
 	zy.spawned++;
@@ -100,6 +102,13 @@ int zygote_main(struct vmm_config *cfg, int kvm_max_vcpus)
 		return EXIT_ERROR;
 	}
 	uint64_t t0 = now_ns();
+	/* Children create their VMs on this /dev/kvm descriptor: a jailed
+	 * child has no /dev/kvm of its own. */
+	cfg->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	if (cfg->kvm_fd < 0) {
+		fprintf(stderr, "kiln-vmm: cannot open /dev/kvm: %s\n", strerror(errno));
+		return EXIT_ERROR;
+	}
 	static char base[4096];
 	if (realpath(cfg->zygote_dir, base))
 		cfg->snap_base = base;

@@ -8,7 +8,7 @@ guest_start c 'i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 0.2; done' 
 wait_for_line "$T/c.console" 'tick 3' 60 || fail ctl_setup "guest never ticked; $(diagnose c)"
 
 r=$(ctl '{"cmd":"status","id":7}')
-check ctl_status "$r" grep -q '"ok":true,"state":"running","vcpus":1.*"id":7' <<<"$r"
+check ctl_status "$r" grep -q '"ok":true,"state":"running","ready":true,"vcpus":1.*"id":7' <<<"$r"
 
 r=$(ctl '{"cmd":"pause"}')
 n1=$(grep -c tick "$T/c.console")

@@ -3,7 +3,6 @@
 # intact; a zygote spawns children from the same snapshot; bad snapshots
 # are refused with status 2.
 . "$(dirname "$0")/lib.sh"
-ctl() { printf '%s\n' "$2" | timeout 30 socat -t 30 - "UNIX-CONNECT:$1"; }
 COUNTER='dd if=/dev/urandom of=/tmp/blob bs=1M count=8 2>/dev/null
 i=0; while true; do i=$((i+1)); echo "count $i $(md5sum /tmp/blob | cut -c1-32)"; sleep 0.2; done'
 # last_count FILE: the last "count N MD5" line's N and MD5
@@ -67,9 +66,15 @@ fds0=$(ls /proc/$zpid/fd | wc -l)
 rss0=$(awk '/VmRSS/{print $2}' /proc/$zpid/status)
 fails=0
 for k in $(seq 1 50); do
-	r=$(ctl "$T/zy.ctl" "{\"cmd\":\"spawn\",\"ctl\":\"$T/s.ctl\"}")
+	r=$(printf '%s\n' "{\"cmd\":\"spawn\",\"ctl\":\"$T/s.ctl\"}" | timeout 30 socat -t 30 - "UNIX-CONNECT:$T/zy.ctl")
 	p=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$r")
-	if [ -z "$p" ]; then fails=$((fails + 1)); echo "spawn $k: $r" >&2; continue; fi
+	if [ -z "$p" ]; then
+		fails=$((fails + 1))
+		echo "spawn $k: '$r'; processes:" >&2
+		ps -eo pid,ppid,stat,wchan:24,args | grep '[k]iln-vmm' >&2
+		tail -3 "$T/zy.err" >&2
+		break
+	fi
 	t=$SECONDS
 	ctl "$T/s.ctl" '{"cmd":"shutdown"}' >/dev/null
 	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done

@@ -3,8 +3,6 @@
 # after the wake the guest's files, processes and memory are as they were.
 . "$(dirname "$0")/lib.sh"
 host=$(dirname "$0")/vsock_host.py
-ctl() { printf '%s\n' "$2" | timeout 120 socat -t 120 - "UNIX-CONNECT:$1"; }
-gsh() { timeout 30 python3 "$host" sh "$1" 1000 "$2"; }
 
 mke2fs -q -F -t ext4 "$T/base.ext4" 64M >/dev/null
 "$BUILD/kiln-disk" create "$T/d.kcow" "$T/base.ext4"

@@ -102,3 +102,91 @@ guest_script_status() {
 diagnose() {
 	echo "vmm status ${GUEST_STATUS:-?}; stderr: $(tr '\n' ' ' < "$T/$1.err" | cut -c1-300); console tail: $(tail -c 300 "$T/$1.console" 2>/dev/null | tr '\r\n' '  ')"
 }
+
+# ctl SOCKET JSON: one request on a kiln-vmm control socket, the reply.
+ctl() { printf '%s\n' "$2" | timeout 120 socat -t 120 - "UNIX-CONNECT:$1"; }
+# gsh VSOCK CMD: run CMD in a test guest's vsock_sh (port 1000), its output.
+gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 "$2"; }
+
+# ---- guests with the agent -------------------------------------------------
+# boot_guest [-Q] [-c CID] [-m MIB] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w]
+# Boots build/guest/{vmlinux,initramfs.cpio} (kiln-init as PID 1) under
+# kiln-vmm and waits until its agent answers over the VMM's vsock bridge.
+# DISKs become /dev/vda, /dev/vdb, ... (-R adds one read-only); -N adds a
+# NIC on a new TAP kt<CID> whose host side is 10.201.<CID>.1/24; ROOTARGS
+# (default "kiln.root=/dev/vda" when a disk is given) and APPEND go on the
+# kernel command line. Sets GUEST_CONSOLE (the console log), GUEST_VM (the
+# kiln-vmm pid) and GUEST_SOCK (the vsock bridge socket), and makes `kg ARGS`
+# run build/kiln-guest against this guest; -w returns without waiting for
+# the agent. Fails (returns 1) with the console's tail on stderr if the
+# guest does not come up. Which VMM boots the guest is decided here only:
+# -Q boots QEMU's microvm instead (the reference peer), with vhost-vsock
+# reached over AF_VSOCK (`kg --cid CID`); it takes no -N.
+boot_guest() {
+	local cid=3 mem=512 append="" rootargs="" wait=1 disks=() net=() qemu=0 opt OPTIND=1
+	while getopts "Qc:m:d:R:Na:r:w" opt; do
+		case $opt in
+		Q) qemu=1 ;;
+		c) cid=$OPTARG ;;
+		m) mem=$OPTARG ;;
+		d) disks+=(--disk "$OPTARG") ;;
+		R) disks+=(--disk "$OPTARG,ro") ;;
+		N) net=(--net "kt$cid") ;;
+		a) append=$OPTARG ;;
+		r) rootargs=$OPTARG ;;
+		w) wait=0 ;;
+		*) return 2 ;;
+		esac
+	done
+	[ ${#disks[@]} -gt 0 ] && [ -z "$rootargs" ] && rootargs="kiln.root=/dev/vda"
+	if [ ${#net[@]} -gt 0 ]; then
+		ip tuntap add dev "kt$cid" mode tap &&
+			ip addr add "10.201.$cid.1/24" dev "kt$cid" && ip link set "kt$cid" up || return 1
+		at_exit "ip link del kt$cid 2>/dev/null"
+	fi
+	GUEST_CONSOLE=$T/console.$cid
+	GUEST_SOCK=$T/vm.$cid.sock
+	if [ $qemu = 1 ]; then
+		local drives=() i=0 d
+		for ((i = 1; i < ${#disks[@]}; i += 2)); do
+			d=${disks[i]}
+			[[ $d == *,ro ]] && d="${d%,ro},readonly=on"
+			drives+=(-drive "file=$d,format=raw,if=none,id=d$i,cache=unsafe"
+				 -device "virtio-blk-device,drive=d$i")
+		done
+		qemu-system-x86_64 -M microvm,acpi=on -enable-kvm -cpu host -m "$mem" -smp 1 \
+			-nodefaults -no-user-config -nographic -no-reboot \
+			-serial "file:$GUEST_CONSOLE" -kernel "$GUEST/vmlinux" -initrd "$GUEST/initramfs.cpio" \
+			-append "console=ttyS0 reboot=t panic=-1 quiet $rootargs $append" \
+			-device "vhost-vsock-device,guest-cid=$cid" "${drives[@]}" \
+			</dev/null >"$T/vmm.$cid.err" 2>&1 &
+		GUEST_TRANSPORT="--cid $cid"
+	else
+		"$VMM" --kernel "$GUEST/vmlinux" --initrd "$GUEST/initramfs.cpio" --mem "$mem" \
+			--cid "$cid" --vsock "$GUEST_SOCK" --console "$GUEST_CONSOLE" \
+			--append "quiet $rootargs $append" "${disks[@]}" "${net[@]}" \
+			</dev/null 2>"$T/vmm.$cid.err" &
+		GUEST_TRANSPORT="--vsock $GUEST_SOCK"
+	fi
+	GUEST_VM=$!
+	at_exit "kill -9 $GUEST_VM 2>/dev/null; wait $GUEST_VM 2>/dev/null"
+	[ $wait = 1 ] || return 0
+	if ! wait_for_line "$GUEST_CONSOLE" 'kiln-init: ready' 150 ||
+	   ! kg --wait 30 --timeout 30 ping >/dev/null; then
+		echo "boot_guest: no agent; console tail:" >&2
+		tail -c 1500 "$GUEST_CONSOLE" >&2
+		cat "$T/vmm.$cid.err" >&2
+		return 1
+	fi
+}
+
+# kg ARGS...: kiln-guest against the guest boot_guest started last.
+kg() { "$BUILD/kiln-guest" $GUEST_TRANSPORT "$@"; }
+
+# root_disk SIZE_MIB: a private copy of the minimal root image, grown to
+# SIZE_MIB; prints its path.
+root_disk() {
+	local d=$T/root.$RANDOM.ext4
+	cp --sparse=always "$GUEST/rootfs-minimal.ext4" "$d" &&
+		truncate -s "${1}M" "$d" && resize2fs -f "$d" >/dev/null 2>&1 && echo "$d"
+}

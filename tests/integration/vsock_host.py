@@ -8,6 +8,8 @@
                                         echo it back (guest-initiated)
   vsock_host.py sh UDS PORT CMD         run CMD in the guest's vsock_sh, print
                                         its output
+  vsock_host.py tapctl CTL TAP JSON     open TAP here (IFF_VNET_HDR) and send the
+                                        control request JSON with it attached
 """
 import hashlib
 import os
@@ -99,6 +101,28 @@ def sh(uds, port, command):
     sys.stdout.write(out.decode(errors="replace"))
 
 
+def tapctl(ctl, tap, request):
+    import array
+    import fcntl
+    import struct
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    IFF_TAP, IFF_NO_PI, IFF_VNET_HDR, TUNSETIFF = 0x2, 0x1000, 0x4000, 0x400454ca
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", tap.encode(), IFF_TAP | IFF_NO_PI | IFF_VNET_HDR))
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(120)
+    s.connect(ctl)
+    s.sendmsg([request.encode() + b"\n"],
+              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
+    os.close(fd)
+    reply = b""
+    while not reply.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        reply += chunk
+    sys.stdout.write(reply.decode())
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "echo":
@@ -109,5 +133,7 @@ if __name__ == "__main__":
         serve(sys.argv[2])
     elif cmd == "sh":
         sh(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif cmd == "tapctl":
+        tapctl(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         raise SystemExit(__doc__)

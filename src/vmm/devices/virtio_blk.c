@@ -45,28 +45,6 @@ struct blk {
 	uint8_t config[24];
 };
 
-/* iov_slice: the part [skip, skip+len) of an iovec array. */
-static int iov_slice(const struct iovec *src, int n, size_t skip, size_t len,
-		     struct iovec *dst, int max)
-{
-	int k = 0;
-	for (int i = 0; i < n && len; i++) {
-		if (skip >= src[i].iov_len) {
-			skip -= src[i].iov_len;
-			continue;
-		}
-		if (k == max)
-			return -1;
-		size_t take = src[i].iov_len - skip;
-		if (take > len)
-			take = len;
-		dst[k++] = (struct iovec){ (uint8_t *)src[i].iov_base + skip, take };
-		len -= take;
-		skip = 0;
-	}
-	return k;
-}
-
 static uint8_t serve(struct blk *b, struct virtq_chain *c, uint32_t *written)
 {
 	struct blk_req_hdr h;

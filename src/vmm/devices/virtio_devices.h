@@ -13,6 +13,9 @@ struct virtio_dev;
 struct disk *virtio_blk_disk(struct virtio_dev *d);
 int virtio_rng_add(struct vm *vm);
 int virtio_net_add(struct vm *vm, const char *tap, const char *mac);
+/* virtio_net_tap_open: open (creating if needed) the TAP called name; for
+ * jails, which open it before they lose /dev/net/tun. */
+int virtio_net_tap_open(const char *name);
 int virtio_vsock_add(struct vm *vm, uint32_t guest_cid, const char *uds_path);
 
 #endif

@@ -516,7 +516,10 @@ void virtio_notify_config(struct virtio_dev *d)
 	}
 }
 
-size_t iov_to_buf(const struct iovec *iov, int n, size_t skip, void *buf, size_t len)
+/* iov_copy: copy between a flat buffer and an iovec array, starting skip
+ * bytes into the iovecs. */
+static size_t iov_copy(const struct iovec *iov, int n, size_t skip, void *buf, size_t len,
+		       bool to_buf)
 {
 	size_t done = 0;
 	for (int i = 0; i < n && done < len; i++) {
@@ -527,27 +530,43 @@ size_t iov_to_buf(const struct iovec *iov, int n, size_t skip, void *buf, size_t
 		size_t k = iov[i].iov_len - skip;
 		if (k > len - done)
 			k = len - done;
-		memcpy((uint8_t *)buf + done, (uint8_t *)iov[i].iov_base + skip, k);
+		uint8_t *v = (uint8_t *)iov[i].iov_base + skip;
+		if (to_buf)
+			memcpy((uint8_t *)buf + done, v, k);
+		else
+			memcpy(v, (const uint8_t *)buf + done, k);
 		done += k;
 		skip = 0;
 	}
 	return done;
 }
 
+size_t iov_to_buf(const struct iovec *iov, int n, size_t skip, void *buf, size_t len)
+{
+	return iov_copy(iov, n, skip, buf, len, true);
+}
+
 size_t buf_to_iov(const struct iovec *iov, int n, size_t skip, const void *buf, size_t len)
 {
-	size_t done = 0;
-	for (int i = 0; i < n && done < len; i++) {
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
+	return iov_copy(iov, n, skip, (void *)buf, len, false);
+}
+
+int iov_slice(const struct iovec *src, int n, size_t skip, size_t len, struct iovec *dst, int max)
+{
+	int k = 0;
+	for (int i = 0; i < n && len; i++) {
+		if (skip >= src[i].iov_len) {
+			skip -= src[i].iov_len;
 			continue;
 		}
-		size_t k = iov[i].iov_len - skip;
-		if (k > len - done)
-			k = len - done;
-		memcpy((uint8_t *)iov[i].iov_base + skip, (const uint8_t *)buf + done, k);
-		done += k;
+		if (k == max)
+			return -1;
+		size_t take = src[i].iov_len - skip;
+		if (take > len)
+			take = len;
+		dst[k++] = (struct iovec){ (uint8_t *)src[i].iov_base + skip, take };
+		len -= take;
 		skip = 0;
 	}
-	return done;
+	return k;
 }

@@ -145,5 +145,8 @@ static inline bool virtio_active(const struct virtio_dev *d)
 /* Copy helpers over a chain's iovecs. */
 size_t iov_to_buf(const struct iovec *iov, int n, size_t skip, void *buf, size_t len);
 size_t buf_to_iov(const struct iovec *iov, int n, size_t skip, const void *buf, size_t len);
+/* iov_slice: the part [skip, skip+len) of an iovec array into dst (at most
+ * max entries); returns the count, or -1 if dst is too small. */
+int iov_slice(const struct iovec *src, int n, size_t skip, size_t len, struct iovec *dst, int max);
 
 #endif

@@ -213,6 +213,29 @@ static int tap_open(const char *name)
 	return fd;
 }
 
+/* tap_adopt: a TAP someone else opened (in another network namespace) and
+ * passed to us: it must carry virtio-net headers like ours. */
+static int tap_adopt(int fd)
+{
+	struct ifreq ifr = { 0 };
+	int hdr = VNET_HDR_LEN;
+	if (ioctl(fd, TUNGETIFF, &ifr) < 0)
+		return errf_sys("passed TAP descriptor");
+	if (!(ifr.ifr_flags & IFF_TAP) || !(ifr.ifr_flags & IFF_NO_PI) || !(ifr.ifr_flags & IFF_VNET_HDR))
+		return errf(EINVAL, "passed TAP %s must be opened with IFF_TAP|IFF_NO_PI|IFF_VNET_HDR", ifr.ifr_name);
+	if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0)
+		return errf_sys("passed TAP %s: TUNSETVNETHDRSZ", ifr.ifr_name);
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return errf_sys("passed TAP %s", ifr.ifr_name);
+	return fd;
+}
+
+int virtio_net_tap_open(const char *name)
+{
+	return tap_open(name);
+}
+
 int virtio_net_add(struct vm *vm, const char *tap, const char *mac)
 {
 	struct net *n = calloc(1, sizeof *n);
@@ -226,7 +249,7 @@ int virtio_net_add(struct vm *vm, const char *tap, const char *mac)
 	for (int i = 0; i < 6; i++)
 		n->config[i] = (uint8_t)m[i];
 	n->config[6] = 1;                         /* VIRTIO_NET_S_LINK_UP */
-	n->tap_fd = tap_open(tap);
+	n->tap_fd = vm->cfg->tap_fd >= 0 ? tap_adopt(vm->cfg->tap_fd) : tap_open(tap);
 	if (n->tap_fd < 0) {
 		int rc = n->tap_fd;
 		free(n);

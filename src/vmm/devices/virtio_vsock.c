@@ -333,25 +333,12 @@ static bool send_data(struct vsock *vs, struct conn *c, struct virtq_chain *ch)
 	size_t want = room < credit ? room : credit;
 	if (want > MAX_PKT_DATA)
 		want = MAX_PKT_DATA;
-	/* Take the slice of the chain after the header. */
-	int n = 0;
-	size_t skip = sizeof(struct vsock_hdr), left = want;
-	const struct iovec *in = ch->iov + ch->n_out;
-	for (int i = 0; i < ch->n_in && left; i++) {
-		if (skip >= in[i].iov_len) {
-			skip -= in[i].iov_len;
-			continue;
-		}
-		size_t take = in[i].iov_len - skip;
-		if (take > left)
-			take = left;
-		data[n++] = (struct iovec){ (uint8_t *)in[i].iov_base + skip, take };
-		left -= take;
-		skip = 0;
-	}
+	/* The part of the chain after the header. */
+	int n = iov_slice(ch->iov + ch->n_out, ch->n_in, sizeof(struct vsock_hdr), want,
+			  data, VIRTQ_MAX_SEGS);
 	bool done_reading = false;
 	ssize_t got = 0;
-	if (want == 0 || n == 0) {
+	if (want == 0 || n <= 0) {
 		done_reading = true;      /* no credit: wait for a credit update */
 	} else {
 		got = readv(c->fd, data, n);
@@ -468,21 +455,8 @@ static void deliver_to_host(struct conn *c, const struct virtq_chain *ch, uint32
 	if (!c->pending_len) {
 		/* Fast path: straight from guest memory to the socket. */
 		struct iovec v[VIRTQ_MAX_SEGS];
-		int n = 0;
-		size_t left = len;
-		for (int i = 0; i < ch->n_out && left; i++) {
-			if (skip >= ch->iov[i].iov_len) {
-				skip -= ch->iov[i].iov_len;
-				continue;
-			}
-			size_t take = ch->iov[i].iov_len - skip;
-			if (take > left)
-				take = left;
-			v[n++] = (struct iovec){ (uint8_t *)ch->iov[i].iov_base + skip, take };
-			left -= take;
-			skip = 0;
-		}
-		struct msghdr mh = { .msg_iov = v, .msg_iovlen = (size_t)n };
+		int n = iov_slice(ch->iov, ch->n_out, skip, len, v, VIRTQ_MAX_SEGS);
+		struct msghdr mh = { .msg_iov = v, .msg_iovlen = n > 0 ? (size_t)n : 0 };
 		ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && errno != EAGAIN && errno != EINTR) {
 			conn_reset(c);

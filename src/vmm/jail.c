@@ -1,0 +1,244 @@
+#include "vmm/jail.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define KVMIO_TYPE  0xae00    /* the ioctl "type" byte of KVM requests */
+#define TTY_TUN_TYPE 0x5400   /* 'T': termios (TCGETS...) and TUN (TUNSETIFF...) */
+
+static int mkdir_p(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		int rc = mkdir(path, 0755);
+		*p = '/';
+		if (rc < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+static int bind_into(const char *root, const char *src, bool ro)
+{
+	char dst[PATH_MAX];
+	if (src[0] != '/' || (size_t)snprintf(dst, sizeof dst, "%s%s", root, src) >= sizeof dst)
+		return errf(EINVAL, "jail bind %s: must be an absolute path", src);
+	if (mkdir_p(dst) < 0)
+		return errf_sys("jail: mkdir %s", dst);
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return errf_sys("jail: bind %s", src);
+	if (ro && mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return errf_sys("jail: read-only %s", src);
+	if (!ro && mount(NULL, dst, NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, NULL) < 0)
+		return errf_sys("jail: remount %s", src);
+	return 0;
+}
+
+static int join_cgroup(const char *dir)
+{
+	/* cgroup v2 and v1 both take the pid in cgroup.procs. */
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/cgroup.procs", dir);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("jail: cgroup %s", dir);
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+	int rc = write(fd, pid, (size_t)n) == n ? 0 : errf_sys("jail: join cgroup %s", dir);
+	close(fd);
+	return rc;
+}
+
+int jail_join(const struct jail_config *j)
+{
+	if (!j->root)
+		return 0;
+	if (j->uid == 0 || j->gid == 0)
+		return errf(EINVAL, "jail: the VMM must run as an unprivileged uid and gid, not 0");
+	int rc;
+	if (j->netns) {
+		int fd = open(j->netns, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errf_sys("jail: network namespace %s", j->netns);
+		rc = setns(fd, CLONE_NEWNET);
+		close(fd);
+		if (rc < 0)
+			return errf_sys("jail: join network namespace %s", j->netns);
+	}
+	if (j->cgroup && (rc = join_cgroup(j->cgroup)) < 0)
+		return rc;
+	return 0;
+}
+
+int jail_enter(const struct jail_config *j)
+{
+	if (!j->root)
+		return 0;
+	int rc;
+	if (unshare(CLONE_NEWNS) < 0)
+		return errf_sys("jail: unshare mount namespace");
+	/* Nothing we mount may leak back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return errf_sys("jail: make / private");
+	if (mount("tmpfs", j->root, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=1m,mode=0755") < 0)
+		return errf_sys("jail: tmpfs on %s", j->root);
+	for (int i = 0; i < j->nro_binds; i++)
+		if ((rc = bind_into(j->root, j->ro_binds[i], true)) < 0)
+			return rc;
+	for (int i = 0; i < j->nbinds; i++)
+		if ((rc = bind_into(j->root, j->binds[i], false)) < 0)
+			return rc;
+	char old[PATH_MAX];
+	snprintf(old, sizeof old, "%s/.old-root", j->root);
+	if (mkdir(old, 0700) < 0 && errno != EEXIST)
+		return errf_sys("jail: mkdir %s", old);
+	if (syscall(SYS_pivot_root, j->root, old) < 0)
+		return errf_sys("jail: pivot_root %s", j->root);
+	if (chdir("/") < 0 || umount2("/.old-root", MNT_DETACH) < 0 || rmdir("/.old-root") < 0)
+		return errf_sys("jail: drop the old root");
+	/* Read-only from here on: the VMM writes only into its binds. */
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return errf_sys("jail: remount / read-only");
+
+	struct rlimit nofile = { 4096, 4096 }, core = { 0, 0 }, nproc = { 256, 256 };
+	if (setrlimit(RLIMIT_NOFILE, &nofile) < 0 || setrlimit(RLIMIT_CORE, &core) < 0)
+		return errf_sys("jail: setrlimit");
+	(void)nproc;   /* RLIMIT_NPROC counts the uid's processes; the pids cgroup bounds us */
+	return 0;
+}
+
+void jail_noop_handler(int sig)
+{
+	(void)sig;
+}
+
+/* ---- seccomp ------------------------------------------------------------ */
+
+static char *syscall_names[512];
+
+static void sigsys(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	int nr = si->si_syscall;
+	const char *name = nr >= 0 && nr < 512 && syscall_names[nr] ? syscall_names[nr] : "?";
+	char msg[160];
+	int n = snprintf(msg, sizeof msg, "kiln-vmm: seccomp: forbidden system call %s (%d); killed\n", name, nr);
+	if (write(2, msg, (size_t)n) < 0) {
+		/* nothing more to do */
+	}
+	syscall(SYS_exit_group, 128 + SIGSYS);
+}
+
+static int install_sigsys(void)
+{
+	for (int nr = 0; nr < 512; nr++)
+		if (!syscall_names[nr])
+			syscall_names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+	struct sigaction sa = { .sa_sigaction = sigsys, .sa_flags = SA_SIGINFO };
+	sigemptyset(&sa.sa_mask);
+	return sigaction(SIGSYS, &sa, NULL) < 0 ? errf_sys("sigaction SIGSYS") : 0;
+}
+
+static const char *const common_calls[] = {
+	"read", "write", "readv", "writev", "close", "futex", "rt_sigreturn", "rt_sigprocmask",
+	"clock_gettime", "gettimeofday", "exit", "exit_group", "mmap", "munmap", "mprotect",
+	"madvise", "brk", "getpid", "gettid", "tgkill", "sched_yield", "restart_syscall",
+	"epoll_ctl", "nanosleep", "clock_nanosleep", "rseq", "set_robust_list",
+};
+
+static const char *const main_calls[] = {
+	"pread64", "pwrite64", "preadv", "pwritev", "close_range", "openat", "open", "fstat",
+	"newfstatat", "statx", "lstat", "stat", "lseek", "mremap", "fsync", "fdatasync",
+	"ftruncate", "rename", "renameat", "renameat2", "unlink", "unlinkat", "mkdir", "mkdirat",
+	"rmdir", "readlink", "readlinkat", "getcwd", "fcntl", "poll", "ppoll", "epoll_create1",
+	"epoll_wait", "epoll_pwait", "eventfd2", "timerfd_create", "timerfd_settime",
+	"signalfd4", "bind", "listen", "accept4", "connect", "sendto", "sendmsg", "recvfrom",
+	"recvmsg", "shutdown", "setsockopt", "getsockopt", "getsockname", "clone", "clone3",
+	"wait4", "getrandom", "dup", "dup2", "dup3", "pipe2", "rt_sigaction", "sigaltstack",
+	"prlimit64", "sched_getaffinity", "kill", "uname", "sysinfo", "membarrier",
+	"copy_file_range", "fallocate",
+};
+
+static int add_calls(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int nr = seccomp_syscall_resolve_name(names[i]);
+		if (nr == __NR_SCMP_ERROR)
+			continue;                 /* not on this architecture */
+		int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+		if (rc < 0)
+			return errf(-rc, "seccomp: allow %s", names[i]);
+	}
+	return 0;
+}
+
+/* load_filter: everything not allowed traps into sigsys(). ioctl is
+ * allowed for KVM requests and for TUN/terminal ones only. */
+static int load_filter(bool main_thread)
+{
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+	if (!ctx)
+		return errf(ENOMEM, "seccomp_init");
+	int rc = add_calls(ctx, common_calls, sizeof common_calls / sizeof common_calls[0]);
+	if (rc == 0 && main_thread)
+		rc = add_calls(ctx, main_calls, sizeof main_calls / sizeof main_calls[0]);
+	if (rc == 0 && main_thread)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+	/* vCPU threads load their own filter after the main one is in place. */
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(seccomp), 0);
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				      SCMP_A0(SCMP_CMP_EQ, PR_SET_NO_NEW_PRIVS));
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1,
+				      SCMP_A0(SCMP_CMP_EQ, PR_SET_SECCOMP));
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, KVMIO_TYPE));
+	if (rc == 0)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, TTY_TUN_TYPE));
+	if (rc == 0 && (rc = seccomp_load(ctx)) < 0)
+		rc = errf(-rc, "seccomp_load: %s", strerror(-rc));
+	seccomp_release(ctx);
+	return rc;
+}
+
+int jail_lock(const struct jail_config *j)
+{
+	if (!j->root)
+		return 0;
+	if (setgroups(0, NULL) < 0 || setresgid(j->gid, j->gid, j->gid) < 0 ||
+	    setresuid(j->uid, j->uid, j->uid) < 0)
+		return errf_sys("jail: drop to uid %u gid %u", (unsigned)j->uid, (unsigned)j->gid);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return errf_sys("jail: prctl");
+	int rc = install_sigsys();
+	return rc < 0 ? rc : load_filter(true);
+}
+
+int jail_vcpu_thread(void)
+{
+	return load_filter(false);
+}
