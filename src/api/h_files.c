@@ -92,7 +92,7 @@ static const char *type_of(uint32_t mode)
 	}
 }
 
-static json_t *stat_json(const struct guest_stat *st, const char *key, const char *name)
+json_t *stat_json(const struct guest_stat *st, const char *key, const char *name)
 {
 	char mode[8];
 	snprintf(mode, sizeof mode, "%04o", st->mode & 07777);

@@ -16,5 +16,6 @@ handler_fn h_sandbox_lifecycle, h_sandbox_snapshot;
 handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_exec, h_exec_stream, h_pty;
 handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat;
+handler_fn h_mcp_sandbox, h_mcp_workspace;	/* mcp.c */
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+struct guest_stat;
 struct req;
 struct sandbox;
 
@@ -18,5 +19,7 @@ void req_sandbox_put(struct req *r, struct sandbox *sb);
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
  * overridden by the request's env object (may be NULL). */
 char **env_merge(const char *sandbox_env, const json_t *request_env);
+/* A guest file as the API shows it (FileEntry), its name under key. */
+json_t *stat_json(const struct guest_stat *st, const char *key, const char *name);
 
 #endif

@@ -15,6 +15,7 @@ enum body_kind {
 	BODY_NONE,	/* a body is read and ignored, up to the JSON limit */
 	BODY_JSON,	/* optional JSON object, up to max_json_bytes */
 	BODY_FILE,	/* raw bytes, up to max_file_bytes, spooled to a file */
+	BODY_RAW,	/* raw bytes in memory, up to max_json_bytes (MCP parses its own) */
 };
 
 enum {
