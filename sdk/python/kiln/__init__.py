@@ -1,0 +1,24 @@
+"""kiln: sandboxes for AI agents, each a microVM with its own kernel.
+
+    from kiln import Sandbox
+
+    with Sandbox.create(template="base") as sb:
+        print(sb.exec("python3 -c 'print(6*7)'").stdout)
+
+Configuration comes from arguments or from KILN_API_URL and KILN_API_KEY.
+"""
+
+from .client import Client, default_client
+from .errors import (AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError,
+                     NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
+from .files import Files
+from .sandbox import LANGUAGES, Sandbox
+from .types import ExecResult, FileInfo, Snapshot
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client", "default_client", "Sandbox", "Files", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES",
+    "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
+    "RateLimited", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
+]

@@ -1,0 +1,99 @@
+"""The exceptions of the kiln SDK.
+
+Every error the server answers is ``{"error": {"code", "message"}}`` with an
+HTTP status (docs/api.md); the SDK raises the exception class for it, which
+carries the server's ``code``, ``message`` and ``status``. Failures on the
+client's side (no connection, no answer in time) raise the same classes
+with codes of their own: ``connection_error``, ``client_timeout``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Type
+
+
+class KilnError(Exception):
+    """Base class: something kiln (or the way to it) refused or failed."""
+
+    def __init__(self, message: str, code: str = "error", status: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+
+    def __str__(self) -> str:
+        where = f" (HTTP {self.status})" if self.status else ""
+        return f"{self.code}{where}: {self.message}"
+
+
+class InvalidRequest(KilnError):
+    """400, 405, 413: the request is malformed, a field is wrong, or too large."""
+
+
+class AuthError(KilnError):
+    """401: no API key, or a malformed, unknown or revoked one."""
+
+
+class PermissionDenied(KilnError):
+    """403: the guest refused a file operation."""
+
+
+class NotFound(KilnError):
+    """404: no such sandbox, snapshot or guest file."""
+
+
+class Conflict(KilnError):
+    """409: the sandbox is in the wrong state for this."""
+
+
+class RateLimited(KilnError):
+    """429: too many requests for the workspace; retry_after says when to return."""
+
+    def __init__(self, message: str, code: str = "rate_limited", status: Optional[int] = 429,
+                 retry_after: Optional[float] = None) -> None:
+        super().__init__(message, code, status)
+        self.retry_after = retry_after
+
+
+class ServerError(KilnError):
+    """5xx: kilnd, a VMM or a guest failed, or there is no capacity (503)."""
+
+
+class Timeout(KilnError):
+    """504 from the server (the guest did not answer), or no answer in time here."""
+
+
+class ConnectionFailed(KilnError):
+    """kilnd could not be reached (connection refused, reset, DNS)."""
+
+
+class ForkError(ServerError):
+    """Some children of a fork were made and some were not: the ones made
+    are in ``sandboxes`` (delete them, or use them)."""
+
+    def __init__(self, message: str, sandboxes: List[Any], failed: int) -> None:
+        super().__init__(message, "fork_incomplete", 201)
+        self.sandboxes = sandboxes
+        self.failed = failed
+
+
+_BY_STATUS: Dict[int, Type[KilnError]] = {
+    400: InvalidRequest, 401: AuthError, 403: PermissionDenied, 404: NotFound,
+    405: InvalidRequest, 409: Conflict, 413: InvalidRequest, 429: RateLimited,
+    504: Timeout,
+}
+
+_BY_CODE: Dict[str, Type[KilnError]] = {
+    "invalid_json": InvalidRequest, "invalid_request": InvalidRequest,
+    "method_not_allowed": InvalidRequest, "payload_too_large": InvalidRequest,
+    "unauthorized": AuthError, "forbidden": PermissionDenied, "not_found": NotFound,
+    "conflict": Conflict, "rate_limited": RateLimited, "timeout": Timeout,
+}
+
+
+def error_for(status: Optional[int], code: str, message: str) -> KilnError:
+    """The exception for an error answer (status None: an SSE error event)."""
+    cls = _BY_STATUS.get(status or 0) or _BY_CODE.get(code)
+    if cls is None:
+        cls = ServerError if status is None or status >= 500 else KilnError
+    return cls(message, code, status)

@@ -1,0 +1,110 @@
+"""Files inside a sandbox. Paths are absolute guest paths, taken literally
+(``/../etc`` is the guest's ``/etc``): nothing outside the VM is reachable
+through them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from typing import TYPE_CHECKING, List, Union
+
+from .errors import NotFound
+from .types import FileInfo
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .sandbox import Sandbox
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class Files:
+    """``sandbox.files``: read, write, list, stat, remove, upload, download."""
+
+    def __init__(self, sandbox: "Sandbox") -> None:
+        self._sb = sandbox
+
+    def _url(self, sub: str = "") -> str:
+        return self._sb._path + "/files" + sub
+
+    @property
+    def _t(self):  # type: ignore[no-untyped-def]
+        return self._sb.client.transport
+
+    def read(self, path: str) -> bytes:
+        """The file's bytes."""
+        return bytes(self._t.request("GET", self._url(), query={"path": _guest(path)}).body)
+
+    def read_text(self, path: str, encoding: str = "utf-8") -> str:
+        return self.read(path).decode(encoding)
+
+    def write(self, path: str, data: Union[bytes, bytearray, str], *, mode: int = 0o644,
+              mkdirs: bool = True) -> int:
+        """Create or replace the file (atomically), making missing
+        directories unless mkdirs is False. Returns the bytes written."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("data must be bytes or str")
+        r = self._t.request("PUT", self._url(), query=_put_query(path, mode, mkdirs), body=bytes(data),
+                            headers={"Content-Type": "application/octet-stream"})
+        return int(r.json()["size"])
+
+    def list(self, path: str = "/", *, depth: int = 1) -> List[FileInfo]:
+        """The entries below a directory, depth levels deep (names relative to it)."""
+        j = self._t.request("GET", self._url("/list"), query={"path": _guest(path), "depth": depth}).json()
+        return [FileInfo.from_json(e) for e in j["entries"]]
+
+    def stat(self, path: str) -> FileInfo:
+        """Type, size, mode, owner and time (a link is not followed)."""
+        return FileInfo.from_json(self._t.request("GET", self._url("/stat"), query={"path": _guest(path)}).json())
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.stat(path)
+            return True
+        except NotFound:
+            return False
+
+    def remove(self, path: str, *, recursive: bool = False) -> None:
+        """Remove a file, or a directory (a non-empty one with recursive=True)."""
+        self._t.request("DELETE", self._url(), query={"path": _guest(path), "recursive": recursive}, ok=(204,))
+
+    def upload(self, local_path: PathLike, path: str, *, mode: int = 0o644, mkdirs: bool = True) -> int:
+        """Copy a local file into the sandbox, streamed from disk."""
+        with open(local_path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            r = self._t.request("PUT", self._url(), query=_put_query(path, mode, mkdirs), body=f,
+                                headers={"Content-Type": "application/octet-stream",
+                                         "Content-Length": str(size)})
+        return int(r.json()["size"])
+
+    def download(self, path: str, local_path: PathLike) -> int:
+        """Copy a sandbox file to local_path, streamed to disk; the local
+        file appears whole or not at all. Returns its size."""
+        dest = os.fspath(local_path)
+        fd, tmp = tempfile.mkstemp(prefix=".kiln-", dir=os.path.dirname(os.path.abspath(dest)))
+        try:
+            with os.fdopen(fd, "wb") as out:
+                with self._t.open("GET", self._url(), query={"path": _guest(path)}) as r:
+                    for chunk in r.chunks():
+                        out.write(chunk)
+                size = out.tell()
+            shutil.move(tmp, dest)
+            return size
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+
+def _guest(path: str) -> str:
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"guest paths are absolute: {path!r}")
+    return path
+
+
+def _put_query(path: str, mode: int, mkdirs: bool) -> dict:  # type: ignore[type-arg]
+    if not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+        raise ValueError("mode must be permission bits, e.g. 0o644")
+    return {"path": _guest(path), "mode": format(mode, "04o"), "mkdirs": mkdirs}

@@ -1,0 +1,310 @@
+"""Sandboxes: create, find, run commands and code, files, lifecycle."""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import json
+import math
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from .client import Client, _id, argv_or_cmd, clean, resolve, str_map
+from .errors import ConnectionFailed, ForkError, NotFound, error_for
+from .files import Files
+from .types import ExecResult, Snapshot
+
+Command = Union[str, Sequence[str]]
+OutputCallback = Callable[[str], None]
+
+# run_code: how each language runs a program given as text.
+LANGUAGES: Dict[str, List[str]] = {
+    "python": ["python3", "-c"],
+    "python3": ["python3", "-c"],
+    "bash": ["bash", "-c"],
+    "sh": ["sh", "-c"],
+    "javascript": ["node", "-e"],
+    "node": ["node", "-e"],
+}
+
+# An SSE stream sends a keepalive every 15 s: a minute of silence is a dead
+# connection, whatever the command does.
+STREAM_SILENCE_S = 60.0
+
+
+class Sandbox:
+    """A kiln sandbox: a microVM with its own kernel, forked from a template.
+
+    Use it as a context manager to delete it when the block ends, however
+    it ends::
+
+        with Sandbox.create(template="base") as sb:
+            print(sb.exec("uname -a").stdout)
+    """
+
+    def __init__(self, client: Client, info: Mapping[str, Any]) -> None:
+        self._client = client
+        self._info: Dict[str, Any] = dict(info)
+        self.id: str = self._info["id"]
+        self.files = Files(self)
+
+    # ---- finding and making ------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, template: Optional[str] = None, *, ttl_seconds: Optional[int] = None,
+               metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
+               allow_out: Optional[Sequence[str]] = None, from_snapshot: Optional[str] = None,
+               api_url: Optional[str] = None, api_key: Optional[str] = None,
+               client: Optional[Client] = None) -> "Sandbox":
+        """Create a sandbox from a template (default ``base``) or a snapshot.
+        It is running when this returns.
+
+        ``ttl_seconds`` is an idle timeout (0: never); ``env`` the
+        environment of every command; ``allow_out`` a list of CIDRs the
+        sandbox may reach (on servers with egress policies)."""
+        c = resolve(client, api_url, api_key)
+        if template is not None and from_snapshot is not None:
+            raise ValueError("give either template or from_snapshot, not both")
+        body = clean({
+            "template": template, "from_snapshot": from_snapshot, "ttl_seconds": ttl_seconds,
+            "metadata": str_map("metadata", metadata), "env": str_map("env", env),
+            "allow_out": list(allow_out) if allow_out is not None else None,
+        })
+        return cls(c, c.transport.request("POST", "/v1/sandboxes", json_body=body).json())
+
+    @classmethod
+    def get(cls, sandbox_id: str, *, api_url: Optional[str] = None, api_key: Optional[str] = None,
+            client: Optional[Client] = None) -> "Sandbox":
+        """The sandbox with this id (NotFound if there is none in the workspace)."""
+        c = resolve(client, api_url, api_key)
+        return cls(c, c.transport.request("GET", "/v1/sandboxes/" + _id(sandbox_id)).json())
+
+    @classmethod
+    def list(cls, *, status: Optional[str] = None, api_url: Optional[str] = None,
+             api_key: Optional[str] = None, client: Optional[Client] = None) -> List["Sandbox"]:
+        """The workspace's sandboxes, oldest first (optionally of one status)."""
+        c = resolve(client, api_url, api_key)
+        j = c.transport.request("GET", "/v1/sandboxes", query={"status": status}).json()
+        return [cls(c, s) for s in j["sandboxes"]]
+
+    # ---- what it is ------------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    @property
+    def info(self) -> Dict[str, Any]:
+        """The sandbox as the server last described it (docs/api.md, Sandbox)."""
+        return dict(self._info)
+
+    @property
+    def status(self) -> str:
+        return str(self._info.get("status", ""))
+
+    @property
+    def template(self) -> str:
+        return str(self._info.get("template", ""))
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        return dict(self._info.get("metadata") or {})
+
+    @property
+    def ttl_seconds(self) -> int:
+        return int(self._info.get("ttl_seconds", 0))
+
+    @property
+    def parent_id(self) -> Optional[str]:
+        return self._info.get("parent_id")
+
+    @property
+    def ready_ms(self) -> Optional[float]:
+        return self._info.get("ready_ms")
+
+    def refresh(self) -> "Sandbox":
+        """Read the sandbox's state again from the server."""
+        self._info = self._get("").json()
+        return self
+
+    def __repr__(self) -> str:
+        return f"<Sandbox {self.id} {self.status} {self.template}>"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sandbox) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    # ---- requests ----------------------------------------------------------------------------------------
+
+    @property
+    def _path(self) -> str:
+        return "/v1/sandboxes/" + _id(self.id)
+
+    def _get(self, sub: str, **kw: Any) -> Any:
+        return self._client.transport.request("GET", self._path + sub, **kw)
+
+    def _post(self, sub: str, body: Optional[Mapping[str, Any]] = None, **kw: Any) -> Any:
+        return self._client.transport.request("POST", self._path + sub, json_body=dict(body or {}), **kw)
+
+    # ---- commands ------------------------------------------------------------------------------------------
+
+    def exec(self, cmd: Command, *, timeout: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
+             cwd: Optional[str] = None, stdin: Optional[str] = None) -> ExecResult:
+        """Run a command to its end. A string runs with /bin/sh -c; a list
+        is the argv. ``timeout`` (seconds) kills it (result.timed_out).
+        A non-zero exit is a result, not an exception."""
+        body = _exec_body(cmd, timeout, env, cwd, stdin)
+        # The HTTP answer comes when the command ends: wait for it.
+        wait = None if timeout is None else timeout + 60.0
+        return ExecResult.from_json(self._post("/exec", body, timeout=wait).json())
+
+    def exec_stream(self, cmd: Command, *, on_stdout: Optional[OutputCallback] = None,
+                    on_stderr: Optional[OutputCallback] = None, timeout: Optional[int] = None,
+                    env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+                    stdin: Optional[str] = None) -> ExecResult:
+        """Run a command, handing its output to on_stdout / on_stderr as it
+        comes (before the command ends), and return how it ended with all
+        of its output. If a callback raises, the connection is closed, which
+        kills the command, and the exception propagates."""
+        outs: Dict[str, List[str]] = {"stdout": [], "stderr": []}
+        callbacks = {"stdout": on_stdout, "stderr": on_stderr}
+        result: Optional[Mapping[str, Any]] = None
+        for kind, text in self._stream(cmd, timeout, env, cwd, stdin):
+            if kind == "exit":
+                result = json.loads(text)
+                continue
+            outs[kind].append(text)
+            cb = callbacks[kind]
+            if cb is not None:
+                cb(text)
+        if result is None:
+            raise ConnectionFailed("the output stream ended without the command's exit", "stream_ended")
+        return ExecResult.from_json(result, "".join(outs["stdout"]), "".join(outs["stderr"]))
+
+    def _stream(self, cmd: Command, timeout: Optional[int], env: Optional[Mapping[str, str]],
+                cwd: Optional[str], stdin: Optional[str]) -> Iterator[Tuple[str, str]]:
+        """(stdout|stderr, text) as chunks arrive, then (exit, its JSON).
+        Bytes are decoded as UTF-8 across chunk boundaries (a character split
+        between two chunks comes out whole); invalid bytes become U+FFFD."""
+        body = _exec_body(cmd, timeout, env, cwd, stdin)
+        decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("stdout", "stderr")}
+        with self._client.transport.open("POST", self._path + "/exec/stream", json_body=body,
+                                         timeout=STREAM_SILENCE_S, ok=(200,),
+                                         headers={"Accept": "text/event-stream"}) as r:
+            for event, data in sse_events(r.chunks()):
+                j = json.loads(data)
+                if event in decoders:
+                    raw = base64.b64decode(j["data_b64"]) if "data_b64" in j else j["data"].encode()
+                    text = decoders[event].decode(raw)
+                    if text:
+                        yield event, text
+                elif event == "exit":
+                    for kind, d in decoders.items():
+                        rest = d.decode(b"", final=True)
+                        if rest:
+                            yield kind, rest
+                    yield "exit", data
+                elif event == "error":
+                    raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
+
+    def run_code(self, code: str, language: str = "python", *, timeout: Optional[int] = None,
+                 env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ExecResult:
+        """Run a program given as text: python (python3), bash, sh or
+        javascript (node, where the template has it)."""
+        try:
+            argv = LANGUAGES[language.lower()] + [code]
+        except KeyError:
+            raise ValueError(f"unknown language {language!r}; kiln runs: "
+                             + ", ".join(sorted(LANGUAGES))) from None
+        return self.exec(argv, timeout=timeout, env=env, cwd=cwd)
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """Snapshot memory, devices and disk; the sandbox runs on."""
+        return Snapshot.from_json(self._post("/snapshot").json())
+
+    def hibernate(self) -> "Sandbox":
+        """Save the sandbox to disk and stop its VM (it costs nothing until
+        it wakes; any request that needs it wakes it)."""
+        self._info = self._post("/hibernate").json()
+        return self
+
+    def wake(self) -> "Sandbox":
+        self._info = self._post("/wake").json()
+        return self
+
+    def fork(self, count: int = 1) -> List["Sandbox"]:
+        """count copies of this running sandbox, memory and disk, each
+        continuing from here (one pause per child)."""
+        return self._fork("/fork", count)
+
+    def fork_tree(self, count: int) -> List["Sandbox"]:
+        """count identical copies made in a single pause."""
+        return self._fork("/fork_tree", count)
+
+    def _fork(self, route: str, count: int) -> List["Sandbox"]:
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ValueError("count must be a positive integer")
+        j = self._post(route, {"count": count}).json()
+        kids = [Sandbox(self._client, s) for s in j["sandboxes"]]
+        if j.get("failed"):
+            raise ForkError(f"{j['failed']} of {count} forks failed: {j.get('error', '')}", kids, int(j["failed"]))
+        return kids
+
+    def set_ttl(self, seconds: int) -> "Sandbox":
+        """Change the idle timeout (0: never deleted for idleness)."""
+        self._info = self._client.transport.request(
+            "PATCH", self._path + "/lifecycle", json_body={"ttl_seconds": seconds}).json()
+        return self
+
+    def delete(self) -> None:
+        """Delete the sandbox: its VM, disk and network."""
+        self._client.transport.request("DELETE", self._path, ok=(204,))
+        self._info["status"] = "deleted"
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.delete()
+        except NotFound:
+            pass  # deleted already (in the block, or by its TTL)
+
+
+def _exec_body(cmd: Command, timeout: Optional[int], env: Optional[Mapping[str, str]],
+               cwd: Optional[str], stdin: Optional[str]) -> Dict[str, Any]:
+    if timeout is not None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
+            raise ValueError("timeout must be a number of seconds, 0 or more")
+        timeout = math.ceil(timeout)  # the server counts whole seconds
+    body = argv_or_cmd(cmd)
+    body.update(clean({"timeout_seconds": timeout, "env": str_map("env", env), "cwd": cwd, "stdin": stdin}))
+    return body
+
+
+def sse_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
+    """Server-Sent Events (event name, data) from a byte stream."""
+    buf = b""
+    event: str = "message"
+    data: List[str] = []
+    for chunk in chunks:
+        buf += chunk
+        while True:
+            i = buf.find(b"\n")
+            if i < 0:
+                break
+            line, buf = buf[:i].rstrip(b"\r"), buf[i + 1:]
+            if not line:
+                if data:
+                    yield event, "\n".join(data)
+                event, data = "message", []
+            elif not line.startswith(b":"):
+                name, _, value = line.partition(b":")
+                value = value[1:] if value.startswith(b" ") else value
+                if name == b"event":
+                    event = value.decode("utf-8", "replace")
+                elif name == b"data":
+                    data.append(value.decode("utf-8", "replace"))

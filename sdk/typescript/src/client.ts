@@ -1,0 +1,237 @@
+/**
+ * The connection to a kilnd: where it is, the API key, and HTTP over the
+ * runtime's fetch (which keeps connections alive and reuses them).
+ *
+ * Retries: only idempotent requests (GET, PUT, DELETE) are retried, after a
+ * network failure, 429 (after Retry-After), 502, 503 or 504, a few times
+ * with backoff. POST and PATCH are sent once: a create or an exec that may
+ * have happened is never repeated behind the caller's back.
+ */
+import {
+  ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
+} from "./errors.js";
+import type { Snapshot, SnapshotJSON, TemplateJSON, UsageJSON } from "./types.js";
+import { snapshotFrom } from "./types.js";
+
+export const DEFAULT_URL = "http://127.0.0.1:7070";
+const IDEMPOTENT = new Set(["GET", "HEAD", "PUT", "DELETE", "OPTIONS"]);
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+const USER_AGENT = "kiln-typescript/0.1.0";
+
+export interface ClientOptions {
+  /** Default: KILN_API_URL, else http://127.0.0.1:7070. */
+  apiUrl?: string;
+  /** Default: KILN_API_KEY. */
+  apiKey?: string;
+  /** Bound on each request in ms (null: none); exec waits for its command. Default 300000. */
+  timeoutMs?: number | null;
+  /** Retries of idempotent requests. Default 3. */
+  maxRetries?: number;
+  /** A fetch to use instead of the global one. */
+  fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined | null>;
+  json?: unknown;
+  body?: BodyInit;
+  headers?: Record<string, string>;
+  /** undefined: the client's; null: no bound. */
+  timeoutMs?: number | null;
+  /** Statuses that are not errors. Default 200, 201, 204. */
+  ok?: number[];
+  signal?: AbortSignal;
+}
+
+function env(name: string): string | undefined {
+  const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  return p?.env?.[name] || undefined;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+const backoff = (attempt: number) => Math.min(250 * 2 ** (attempt - 1), 4000);
+
+/** An id for a URL path: ids are [a-z0-9_], and nothing else may change the path. */
+export function checkId(id: string): string {
+  if (typeof id !== "string" || !/^[A-Za-z0-9_]+$/.test(id)) {
+    throw new TypeError(`not a kiln id: ${JSON.stringify(id)}`);
+  }
+  return id;
+}
+
+export class Client {
+  readonly apiUrl: string;
+  readonly apiKey: string | undefined;
+  readonly timeoutMs: number | null;
+  readonly maxRetries: number;
+  private readonly fetchFn: typeof fetch;
+
+  constructor(options: ClientOptions = {}) {
+    this.apiUrl = (options.apiUrl ?? env("KILN_API_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
+    let u: URL;
+    try {
+      u = new URL(this.apiUrl);
+    } catch {
+      throw new TypeError(`apiUrl must be http(s)://HOST[:PORT], not ${JSON.stringify(this.apiUrl)}`);
+    }
+    if (u.protocol !== "http:" && u.protocol !== "https:") {
+      throw new TypeError(`apiUrl must be http(s)://HOST[:PORT], not ${JSON.stringify(this.apiUrl)}`);
+    }
+    this.apiKey = options.apiKey ?? env("KILN_API_KEY");
+    this.timeoutMs = options.timeoutMs === undefined ? 300_000 : options.timeoutMs;
+    this.maxRetries = options.maxRetries ?? 3;
+    if (!(this.maxRetries >= 0)) throw new TypeError("maxRetries must be 0 or more");
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new TypeError("this runtime has no fetch: pass options.fetch");
+    this.fetchFn = f;
+  }
+
+  url(path: string, query?: RequestOptions["query"]): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) {
+      if (v !== undefined && v !== null) q.set(k, String(v));
+    }
+    const s = q.toString();
+    return this.apiUrl + path + (s ? `?${s}` : "");
+  }
+
+  headers(extra?: Record<string, string>): Record<string, string> {
+    const h: Record<string, string> = { "User-Agent": USER_AGENT, Accept: "application/json" };
+    if (this.apiKey) h.Authorization = `Bearer ${this.apiKey}`;
+    return { ...h, ...extra };
+  }
+
+  /** Send a request; resolves with the Response (body unread) when its
+   * status is in `ok`, else throws the KilnError for it. */
+  async request(method: string, path: string, opts: RequestOptions = {}): Promise<Response> {
+    const url = this.url(path, opts.query);
+    const headers = this.headers(opts.headers);
+    let body = opts.body;
+    if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json);
+      headers["Content-Type"] = "application/json";
+    }
+    const streamed = typeof ReadableStream !== "undefined" && body instanceof ReadableStream;
+    const retries = IDEMPOTENT.has(method) && !streamed ? this.maxRetries : 0;
+    const timeoutMs = opts.timeoutMs === undefined ? this.timeoutMs : opts.timeoutMs;
+    const ok = opts.ok ?? [200, 201, 204];
+    for (let attempt = 0; ; attempt++) {
+      const signals = [opts.signal, timeoutMs !== null ? AbortSignal.timeout(timeoutMs) : undefined]
+        .filter((s): s is AbortSignal => s !== undefined);
+      const init: RequestInit & { duplex?: string } = { method, headers, body };
+      if (signals.length) init.signal = signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+      if (streamed) init.duplex = "half";
+      let resp: Response;
+      try {
+        resp = await this.fetchFn(url, init);
+      } catch (e) {
+        const name = (e as { name?: string }).name;
+        if (name === "TimeoutError") {
+          throw new Timeout(`${method} ${path}: no answer from kilnd within ${timeoutMs} ms`, "client_timeout");
+        }
+        if (name === "AbortError") throw e;
+        if (attempt < retries) {
+          await sleep(backoff(attempt + 1));
+          continue;
+        }
+        const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+        throw new ConnectionFailed(
+          `${method} ${path}: cannot reach kilnd at ${this.apiUrl}: ${cause?.code ?? cause?.message ?? String(e)}`,
+          "connection_error", undefined, { cause: e });
+      }
+      if (ok.includes(resp.status)) return resp;
+      const err = await errorOf(resp);
+      if (RETRY_STATUSES.has(resp.status) && attempt < retries) {
+        let wait = backoff(attempt + 1);
+        if (err instanceof RateLimited && err.retryAfter !== undefined) wait = Math.min(err.retryAfter * 1000, 30_000);
+        await sleep(wait);
+        continue;
+      }
+      throw err;
+    }
+  }
+
+  /** A request whose answer is JSON. */
+  async json<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
+    const resp = await this.request(method, path, opts);
+    const text = await resp.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  }
+
+  /** A request whose answer has no body (204). */
+  async empty(method: string, path: string, opts: RequestOptions = {}): Promise<void> {
+    const resp = await this.request(method, path, { ok: [204, 200], ...opts });
+    await resp.body?.cancel();
+  }
+
+  // ---- snapshots, templates, usage ------------------------------------------------------------
+
+  async snapshots(): Promise<Snapshot[]> {
+    const j = await this.json<{ snapshots: SnapshotJSON[] }>("GET", "/v1/snapshots");
+    return j.snapshots.map(snapshotFrom);
+  }
+
+  async getSnapshot(id: string): Promise<Snapshot> {
+    return snapshotFrom(await this.json<SnapshotJSON>("GET", `/v1/snapshots/${checkId(id)}`));
+  }
+
+  async deleteSnapshot(id: string): Promise<void> {
+    await this.empty("DELETE", `/v1/snapshots/${checkId(id)}`);
+  }
+
+  async templates(): Promise<TemplateJSON[]> {
+    return (await this.json<{ templates: TemplateJSON[] }>("GET", "/v1/templates")).templates;
+  }
+
+  async usage(): Promise<UsageJSON> {
+    return this.json<UsageJSON>("GET", "/v1/usage");
+  }
+}
+
+async function errorOf(resp: Response): Promise<KilnError> {
+  const text = await resp.text().catch(() => "");
+  let code = `http_${resp.status}`;
+  let message = text.trim() || resp.statusText || "no message";
+  try {
+    const e = JSON.parse(text).error;
+    if (e && typeof e.code === "string") {
+      code = e.code;
+      message = String(e.message);
+    }
+  } catch {
+    /* not our JSON: keep the text */
+  }
+  const err = errorFor(resp.status, code, message);
+  if (err instanceof RateLimited) {
+    const ra = Number(resp.headers.get("Retry-After"));
+    err.retryAfter = Number.isFinite(ra) && resp.headers.get("Retry-After") !== null ? ra : undefined;
+  }
+  return err;
+}
+
+let defaultClient: Client | undefined;
+
+/** The client made from the environment, shared (made on first use). */
+export function getDefaultClient(): Client {
+  defaultClient ??= new Client();
+  return defaultClient;
+}
+
+export interface ConnectOptions {
+  apiUrl?: string;
+  apiKey?: string;
+  client?: Client;
+}
+
+export function resolveClient(o: ConnectOptions | undefined): Client {
+  if (o?.client) {
+    if (o.apiUrl !== undefined || o.apiKey !== undefined) {
+      throw new TypeError("give either client or apiUrl/apiKey, not both");
+    }
+    return o.client;
+  }
+  if (o?.apiUrl !== undefined || o?.apiKey !== undefined) {
+    return new Client({ apiUrl: o?.apiUrl, apiKey: o?.apiKey });
+  }
+  return getDefaultClient();
+}

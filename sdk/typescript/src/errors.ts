@@ -1,0 +1,79 @@
+/**
+ * The errors of the kiln SDK. Every error kilnd answers is
+ * `{"error": {"code", "message"}}` with an HTTP status (docs/api.md); the
+ * SDK throws the class for it, carrying the server's `code`, `message` and
+ * `status`. Failures on this side (no connection, no answer in time) throw
+ * the same classes with codes of their own: `connection_error`,
+ * `client_timeout`.
+ */
+
+export class KilnError extends Error {
+  readonly code: string;
+  readonly status: number | undefined;
+
+  constructor(message: string, code = "error", status?: number, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+  }
+
+  override toString(): string {
+    return `${this.name}: ${this.code}${this.status ? ` (HTTP ${this.status})` : ""}: ${this.message}`;
+  }
+}
+
+/** 400, 405, 413: the request is malformed, a field is wrong, or it is too large. */
+export class InvalidRequest extends KilnError {}
+/** 401: no API key, or a malformed, unknown or revoked one. */
+export class AuthError extends KilnError {}
+/** 403: the guest refused a file operation (or an Origin was refused). */
+export class PermissionDenied extends KilnError {}
+/** 404: no such sandbox, snapshot or guest file. */
+export class NotFound extends KilnError {}
+/** 409: the sandbox is in the wrong state for this. */
+export class Conflict extends KilnError {}
+/** 429: too many requests for the workspace; `retryAfter` (seconds) says when to come back. */
+export class RateLimited extends KilnError {
+  retryAfter: number | undefined;
+  constructor(message: string, code = "rate_limited", status = 429, retryAfter?: number) {
+    super(message, code, status);
+    this.retryAfter = retryAfter;
+  }
+}
+/** 5xx: kilnd, a VMM or a guest failed, or there is no capacity (503). */
+export class ServerError extends KilnError {}
+/** 504 from the server (the guest did not answer in time), or no answer in time here. */
+export class Timeout extends KilnError {}
+/** kilnd could not be reached (refused, reset, name not found). */
+export class ConnectionFailed extends KilnError {}
+/** Some children of a fork were made, some not: those made are in `sandboxes`. */
+export class ForkError<T = unknown> extends ServerError {
+  readonly sandboxes: T[];
+  readonly failed: number;
+  constructor(message: string, sandboxes: T[], failed: number) {
+    super(message, "fork_incomplete", 201);
+    this.sandboxes = sandboxes;
+    this.failed = failed;
+  }
+}
+
+type ErrorClass = new (message: string, code: string, status?: number) => KilnError;
+
+const byStatus: Record<number, ErrorClass> = {
+  400: InvalidRequest, 401: AuthError, 403: PermissionDenied, 404: NotFound, 405: InvalidRequest,
+  409: Conflict, 413: InvalidRequest, 429: RateLimited, 504: Timeout,
+};
+
+const byCode: Record<string, ErrorClass> = {
+  invalid_json: InvalidRequest, invalid_request: InvalidRequest, method_not_allowed: InvalidRequest,
+  payload_too_large: InvalidRequest, unauthorized: AuthError, forbidden: PermissionDenied,
+  not_found: NotFound, conflict: Conflict, rate_limited: RateLimited, timeout: Timeout,
+};
+
+/** The error for an answer (status undefined: an error event in a stream). */
+export function errorFor(status: number | undefined, code: string, message: string): KilnError {
+  const cls = (status !== undefined ? byStatus[status] : undefined) ?? byCode[code] ??
+    (status === undefined || status >= 500 ? ServerError : KilnError);
+  return new cls(message, code, status);
+}

@@ -1,0 +1,124 @@
+/**
+ * Files inside a sandbox. Paths are absolute guest paths, taken literally
+ * (`/../etc` is the guest's `/etc`): nothing outside the VM is reachable
+ * through them.
+ */
+import { NotFound } from "./errors.js";
+import type { Client } from "./client.js";
+import type { FileInfo, FileInfoJSON } from "./types.js";
+import { fileInfoFrom } from "./types.js";
+
+export interface WriteOptions {
+  /** Permission bits, e.g. 0o644 (the default). */
+  mode?: number;
+  /** Make missing directories (default true). */
+  mkdirs?: boolean;
+}
+
+function guest(path: string): string {
+  if (typeof path !== "string" || !path.startsWith("/")) {
+    throw new TypeError(`guest paths are absolute: ${JSON.stringify(path)}`);
+  }
+  return path;
+}
+
+function putQuery(path: string, o: WriteOptions) {
+  const mode = o.mode ?? 0o644;
+  if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new TypeError("mode must be permission bits, e.g. 0o644");
+  return { path: guest(path), mode: mode.toString(8).padStart(4, "0"), mkdirs: o.mkdirs ?? true };
+}
+
+/** `sandbox.files`: read, write, list, stat, remove, upload, download. */
+export class Files {
+  constructor(private readonly client: Client, private readonly base: () => string) {}
+
+  private get url() {
+    return `${this.base()}/files`;
+  }
+
+  /** The file's bytes. */
+  async read(path: string): Promise<Uint8Array> {
+    const r = await this.client.request("GET", this.url, { query: { path: guest(path) } });
+    return new Uint8Array(await r.arrayBuffer());
+  }
+
+  async readText(path: string): Promise<string> {
+    return new TextDecoder().decode(await this.read(path));
+  }
+
+  /** Create or replace the file (atomically). Returns the bytes written. */
+  async write(path: string, data: string | Uint8Array | ArrayBuffer, options: WriteOptions = {}): Promise<number> {
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data)
+      : data instanceof ArrayBuffer ? new Uint8Array(data) : data;
+    if (!(bytes instanceof Uint8Array)) throw new TypeError("data must be a string, Uint8Array or ArrayBuffer");
+    const j = await this.client.json<{ size: number }>("PUT", this.url, {
+      query: putQuery(path, options), body: bytes as unknown as BodyInit, headers: { "Content-Type": "application/octet-stream" },
+    });
+    return j.size;
+  }
+
+  /** The entries below a directory, depth levels deep (names relative to it). */
+  async list(path = "/", options: { depth?: number } = {}): Promise<FileInfo[]> {
+    const j = await this.client.json<{ entries: FileInfoJSON[] }>("GET", `${this.url}/list`, {
+      query: { path: guest(path), depth: options.depth ?? 1 },
+    });
+    return j.entries.map(fileInfoFrom);
+  }
+
+  /** Type, size, mode, owner and time (a link is not followed). */
+  async stat(path: string): Promise<FileInfo> {
+    return fileInfoFrom(await this.client.json<FileInfoJSON>("GET", `${this.url}/stat`, { query: { path: guest(path) } }));
+  }
+
+  async exists(path: string): Promise<boolean> {
+    try {
+      await this.stat(path);
+      return true;
+    } catch (e) {
+      if (e instanceof NotFound) return false;
+      throw e;
+    }
+  }
+
+  /** Remove a file, or a directory (a non-empty one with recursive). */
+  async remove(path: string, options: { recursive?: boolean } = {}): Promise<void> {
+    await this.client.empty("DELETE", this.url, { query: { path: guest(path), recursive: options.recursive ?? false } });
+  }
+
+  /** Copy a local file into the sandbox, streamed from disk (Node). */
+  async upload(localPath: string, path: string, options: WriteOptions = {}): Promise<number> {
+    const fs = await import("node:fs");
+    const blob = await fs.openAsBlob(localPath);
+    const j = await this.client.json<{ size: number }>("PUT", this.url, {
+      query: putQuery(path, options), body: blob, headers: { "Content-Type": "application/octet-stream" },
+    });
+    return j.size;
+  }
+
+  /** Copy a sandbox file to localPath, streamed to disk (Node); the local
+   * file appears whole or not at all. Returns its size. */
+  async download(path: string, localPath: string): Promise<number> {
+    const fs = await import("node:fs/promises");
+    const nodePath = await import("node:path");
+    const r = await this.client.request("GET", this.url, { query: { path: guest(path) } });
+    const dir = nodePath.dirname(nodePath.resolve(localPath));
+    const tmp = nodePath.join(dir, `.kiln-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+    const fh = await fs.open(tmp, "wx", 0o644);
+    let size = 0;
+    try {
+      if (r.body) {
+        for await (const chunk of r.body as unknown as AsyncIterable<Uint8Array>) {
+          await fh.write(chunk);
+          size += chunk.length;
+        }
+      }
+      await fh.close();
+      await fs.rename(tmp, localPath);
+      return size;
+    } catch (e) {
+      await fh.close().catch(() => undefined);
+      await fs.unlink(tmp).catch(() => undefined);
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,255 @@
+/** Sandboxes: create, find, run commands and code, files, terminal, lifecycle. */
+import type { ConnectOptions } from "./client.js";
+import { Client, checkId, resolveClient } from "./client.js";
+import { ForkError, NotFound } from "./errors.js";
+import { Files } from "./files.js";
+import type { PtyOptions } from "./pty.js";
+import { Pty } from "./pty.js";
+import type { StreamCallbacks } from "./stream.js";
+import { ExecStream } from "./stream.js";
+import type { ExecResult, ExecResultJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
+import { execResultFrom, snapshotFrom } from "./types.js";
+
+export interface CreateOptions extends ConnectOptions {
+  /** A template name (the server's default is "base"). */
+  template?: string;
+  /** Create from a snapshot instead of a template. */
+  fromSnapshot?: string;
+  /** Idle timeout in seconds (0: never). */
+  ttlSeconds?: number;
+  metadata?: Record<string, string>;
+  /** Environment of every command run in the sandbox. */
+  env?: Record<string, string>;
+  /** CIDRs the sandbox may reach, on servers with egress policies. */
+  allowOut?: string[];
+}
+
+export interface ExecOptions {
+  /** Kill the command after this many seconds (result.timedOut). */
+  timeout?: number;
+  env?: Record<string, string>;
+  cwd?: string;
+  /** Fed to the command's standard input, then closed. */
+  stdin?: string;
+  signal?: AbortSignal;
+}
+
+export type Command = string | string[];
+
+/** run_code: how each language runs a program given as text. */
+export const LANGUAGES: Readonly<Record<string, readonly string[]>> = {
+  python: ["python3", "-c"],
+  python3: ["python3", "-c"],
+  bash: ["bash", "-c"],
+  sh: ["sh", "-c"],
+  javascript: ["node", "-e"],
+  node: ["node", "-e"],
+};
+
+function execBody(cmd: Command, o: ExecOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (typeof cmd === "string") body.cmd = cmd;
+  else if (Array.isArray(cmd) && cmd.length > 0) body.argv = cmd.map(String);
+  else throw new TypeError("the command must be a string or a non-empty array of strings");
+  if (o.timeout !== undefined) {
+    if (!(o.timeout >= 0)) throw new TypeError("timeout must be a number of seconds, 0 or more");
+    body.timeout_seconds = Math.ceil(o.timeout);  // the server counts whole seconds
+  }
+  if (o.env !== undefined) body.env = o.env;
+  if (o.cwd !== undefined) body.cwd = o.cwd;
+  if (o.stdin !== undefined) body.stdin = o.stdin;
+  return body;
+}
+
+/**
+ * A kiln sandbox: a microVM with its own kernel, forked from a template.
+ * With `await using`, it is deleted when the block ends, however it ends:
+ *
+ *     await using sb = await Sandbox.create({ template: "base" });
+ *     console.log((await sb.exec("uname -a")).stdout);
+ */
+export class Sandbox {
+  readonly id: string;
+  readonly client: Client;
+  readonly files: Files;
+  private data: SandboxJSON;
+
+  constructor(client: Client, info: SandboxJSON) {
+    this.client = client;
+    this.data = info;
+    this.id = checkId(info.id);
+    this.files = new Files(client, () => this.path);
+  }
+
+  // ---- finding and making --------------------------------------------------------------------
+
+  /** Create a sandbox from a template or a snapshot; it is running when this resolves. */
+  static async create(options: CreateOptions = {}): Promise<Sandbox> {
+    const client = resolveClient(options);
+    if (options.template !== undefined && options.fromSnapshot !== undefined) {
+      throw new TypeError("give either template or fromSnapshot, not both");
+    }
+    const body: Record<string, unknown> = {};
+    if (options.template !== undefined) body.template = options.template;
+    if (options.fromSnapshot !== undefined) body.from_snapshot = options.fromSnapshot;
+    if (options.ttlSeconds !== undefined) body.ttl_seconds = options.ttlSeconds;
+    if (options.metadata !== undefined) body.metadata = options.metadata;
+    if (options.env !== undefined) body.env = options.env;
+    if (options.allowOut !== undefined) body.allow_out = options.allowOut;
+    return new Sandbox(client, await client.json<SandboxJSON>("POST", "/v1/sandboxes", { json: body }));
+  }
+
+  /** The sandbox with this id (NotFound if the workspace has none). */
+  static async get(id: string, options: ConnectOptions = {}): Promise<Sandbox> {
+    const client = resolveClient(options);
+    return new Sandbox(client, await client.json<SandboxJSON>("GET", `/v1/sandboxes/${checkId(id)}`));
+  }
+
+  /** The workspace's sandboxes, oldest first (optionally of one status). */
+  static async list(options: ConnectOptions & { status?: SandboxStatus } = {}): Promise<Sandbox[]> {
+    const client = resolveClient(options);
+    const j = await client.json<{ sandboxes: SandboxJSON[] }>("GET", "/v1/sandboxes", { query: { status: options.status } });
+    return j.sandboxes.map((s) => new Sandbox(client, s));
+  }
+
+  // ---- what it is ------------------------------------------------------------------------------
+
+  /** The sandbox as the server last described it (docs/api.md, Sandbox). */
+  get info(): SandboxJSON {
+    return { ...this.data };
+  }
+  get status(): SandboxStatus {
+    return this.data.status;
+  }
+  get template(): string {
+    return this.data.template;
+  }
+  get metadata(): Record<string, string> {
+    return { ...(this.data.metadata ?? {}) };
+  }
+  get ttlSeconds(): number {
+    return this.data.ttl_seconds;
+  }
+  get parentId(): string | null {
+    return this.data.parent_id;
+  }
+  get readyMs(): number | null {
+    return this.data.ready_ms;
+  }
+
+  private get path(): string {
+    return `/v1/sandboxes/${this.id}`;
+  }
+
+  /** Read the sandbox's state again from the server. */
+  async refresh(): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("GET", this.path);
+    return this;
+  }
+
+  toString(): string {
+    return `Sandbox(${this.id} ${this.status} ${this.template})`;
+  }
+
+  // ---- commands ----------------------------------------------------------------------------------
+
+  /** Run a command to its end: a string runs with /bin/sh -c, an array is the argv.
+   * A non-zero exit is a result, not an error. */
+  async exec(cmd: Command, options: ExecOptions = {}): Promise<ExecResult> {
+    const j = await this.client.json<ExecResultJSON>("POST", `${this.path}/exec`, {
+      json: execBody(cmd, options),
+      // The answer comes when the command ends: wait for it.
+      timeoutMs: options.timeout !== undefined ? (Math.ceil(options.timeout) + 60) * 1000 : null,
+      signal: options.signal,
+    });
+    return execResultFrom(j);
+  }
+
+  /** Run a command and get its output as it comes: iterate the stream
+   * (`for await (const chunk of sb.execStream(...))`), or give callbacks
+   * and `await stream.wait()`. */
+  execStream(cmd: Command, options: ExecOptions & StreamCallbacks = {}): ExecStream {
+    const body = execBody(cmd, options);
+    return new ExecStream(async () => {
+      const ctl = new AbortController();
+      const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+      const resp = await this.client.request("POST", `${this.path}/exec/stream`, {
+        json: body, timeoutMs: null, ok: [200], signal, headers: { Accept: "text/event-stream" },
+      });
+      if (!resp.body) throw new TypeError("the stream has no body");
+      return { body: resp.body, abort: () => ctl.abort() };
+    }, { onStdout: options.onStdout, onStderr: options.onStderr });
+  }
+
+  /** Run a program given as text: python (python3), bash, sh, or javascript (node, where the template has it). */
+  async runCode(code: string, language = "python", options: Omit<ExecOptions, "stdin"> = {}): Promise<ExecResult> {
+    const argv = LANGUAGES[language.toLowerCase()];
+    if (!argv) {
+      throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
+    }
+    return this.exec([...argv, code], options);
+  }
+
+  /** An interactive terminal (a WebSocket): the login shell, or options.cmd. */
+  async pty(options: PtyOptions = {}): Promise<Pty> {
+    return Pty.open(this.client, `${this.path}/pty`, options);
+  }
+
+  // ---- lifecycle -----------------------------------------------------------------------------------
+
+  /** Snapshot memory, devices and disk; the sandbox runs on. */
+  async snapshot(): Promise<Snapshot> {
+    return snapshotFrom(await this.client.json<SnapshotJSON>("POST", `${this.path}/snapshot`, { json: {} }));
+  }
+
+  /** Save the sandbox to disk and stop its VM; any request that needs it wakes it. */
+  async hibernate(): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/hibernate`, { json: {} });
+    return this;
+  }
+
+  async wake(): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/wake`, { json: {} });
+    return this;
+  }
+
+  /** count copies of this running sandbox, memory and disk (one pause per child). */
+  async fork(count = 1): Promise<Sandbox[]> {
+    return this.forkVia("fork", count);
+  }
+
+  /** count identical copies made in a single pause. */
+  async forkTree(count: number): Promise<Sandbox[]> {
+    return this.forkVia("fork_tree", count);
+  }
+
+  private async forkVia(route: string, count: number): Promise<Sandbox[]> {
+    if (!Number.isInteger(count) || count < 1) throw new TypeError("count must be a positive integer");
+    const j = await this.client.json<{ sandboxes: SandboxJSON[]; failed?: number; error?: string }>(
+      "POST", `${this.path}/${route}`, { json: { count } });
+    const kids = j.sandboxes.map((s) => new Sandbox(this.client, s));
+    if (j.failed) throw new ForkError(`${j.failed} of ${count} forks failed: ${j.error ?? ""}`, kids, j.failed);
+    return kids;
+  }
+
+  /** Change the idle timeout (0: never deleted for idleness). */
+  async setTtl(seconds: number): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { ttl_seconds: seconds } });
+    return this;
+  }
+
+  /** Delete the sandbox: its VM, disk and network. */
+  async delete(): Promise<void> {
+    await this.client.empty("DELETE", this.path);
+    this.data = { ...this.data, status: "deleted" };
+  }
+
+  /** `await using`: delete the sandbox (gone already is fine). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.delete();
+    } catch (e) {
+      if (!(e instanceof NotFound)) throw e;
+    }
+  }
+}

@@ -1,0 +1,134 @@
+/** Plain result types of the kiln SDK, and the JSON shapes they come from (docs/api.md). */
+
+export type SandboxStatus = "creating" | "running" | "hibernated" | "failed" | "deleting" | "deleted";
+
+export interface SandboxJSON {
+  id: string;
+  status: SandboxStatus;
+  template: string;
+  vcpus: number;
+  memory_mib: number;
+  created_at: string;
+  ready_ms: number | null;
+  ttl_seconds: number;
+  last_active_at: string | null;
+  expires_at: string | null;
+  parent_id: string | null;
+  from_snapshot: string | null;
+  metadata: Record<string, string>;
+  usage?: { cpu_seconds: number; memory_bytes: number; memory_mib_seconds: number; running_seconds: number };
+  error?: string;
+}
+
+export interface ExecResultJSON {
+  stdout?: string;
+  stderr?: string;
+  exit_code: number;
+  signal: number | null;
+  timed_out: boolean;
+  duration_ms: number;
+  truncated?: boolean;
+}
+
+/** How a command ended, and what it printed. */
+export interface ExecResult {
+  stdout: string;
+  stderr: string;
+  exitCode: number;
+  signal: number | null;
+  timedOut: boolean;
+  durationMs: number;
+  truncated: boolean;
+}
+
+export function execResultFrom(j: ExecResultJSON, stdout?: string, stderr?: string): ExecResult {
+  return {
+    stdout: stdout ?? j.stdout ?? "",
+    stderr: stderr ?? j.stderr ?? "",
+    exitCode: j.exit_code,
+    signal: j.signal ?? null,
+    timedOut: Boolean(j.timed_out),
+    durationMs: j.duration_ms ?? 0,
+    truncated: Boolean(j.truncated),
+  };
+}
+
+export type FileType = "file" | "dir" | "symlink" | "fifo" | "socket" | "char" | "block" | "other";
+
+export interface FileInfoJSON {
+  name?: string;
+  path?: string;
+  type: FileType;
+  size: number;
+  mode: string;
+  uid: number;
+  gid: number;
+  modified_at: string | null;
+  link?: string;
+}
+
+/** A guest file: from files.stat (path set) or files.list (name relative to the listed directory). */
+export interface FileInfo {
+  name: string;
+  path?: string;
+  type: FileType;
+  size: number;
+  mode: string;
+  uid: number;
+  gid: number;
+  modifiedAt: string | null;
+  link?: string;
+}
+
+export function fileInfoFrom(j: FileInfoJSON): FileInfo {
+  const name = j.name ?? (j.path ?? "").replace(/\/+$/, "").split("/").pop() ?? "";
+  const f: FileInfo = {
+    name: name || "/", type: j.type, size: j.size, mode: j.mode, uid: j.uid, gid: j.gid,
+    modifiedAt: j.modified_at ?? null,
+  };
+  if (j.path !== undefined) f.path = j.path;
+  if (j.link !== undefined) f.link = j.link;
+  return f;
+}
+
+export interface SnapshotJSON {
+  id: string;
+  sandbox_id: string;
+  template: string;
+  vcpus: number;
+  memory_mib: number;
+  created_at: string | null;
+}
+
+/** A snapshot: create sandboxes from it with `Sandbox.create({ fromSnapshot: snap.id })`. */
+export interface Snapshot {
+  id: string;
+  sandboxId: string;
+  template: string;
+  createdAt: string | null;
+}
+
+export function snapshotFrom(j: SnapshotJSON): Snapshot {
+  return { id: j.id, sandboxId: j.sandbox_id, template: j.template, createdAt: j.created_at ?? null };
+}
+
+export interface TemplateJSON {
+  name: string;
+  description: string;
+  vcpus: number;
+  memory_mib: number;
+  status: "ready" | "not_built";
+  version: number | null;
+  built_at: string | null;
+  snapshot: boolean;
+}
+
+export interface UsageJSON {
+  workspace_id: string;
+  cpu_seconds: number;
+  memory_mib_seconds: number;
+  memory_gib_hours: number;
+  running_seconds: number;
+  sandboxes: number;
+  live_sandboxes: number;
+}

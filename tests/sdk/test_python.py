@@ -1,0 +1,532 @@
+"""The Python SDK against a real kilnd with real sandboxes (tests/sdk/run).
+
+Every SDK method's success and error paths, streaming (chunks before the
+command ends), the context manager (deletes even when the block raises),
+retries (idempotent requests only), keep-alive, timeouts, and a bad API key
+giving AuthError everywhere. Runs with the installed wheel, not the source
+tree. Environment: KILN_API_URL, KILN_API_KEY (workspace "sdk"),
+KILN_TEST_KEY2 (another workspace), KILN_TEST_RATE_URL and
+KILN_TEST_RATE_KEY (a kilnd limited to 1 request a second, no templates).
+Prints "PASS name: detail" / "FAIL name: why".
+"""
+
+import os
+import socket
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+import kiln
+from kiln import (AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, NotFound,
+                  RateLimited, Sandbox, ServerError, Timeout)
+
+assert "site-packages" in kiln.__file__, f"testing {kiln.__file__}, not the installed wheel"
+
+TESTS = []
+made = []  # ids of sandboxes the tests created (all must be gone at the end)
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def new(template="minimal", **kw):
+    sb = Sandbox.create(template, **kw)
+    made.append(sb.id)
+    return sb
+
+
+def raises(cls, fn, *args, code=None, **kw):
+    """fn(*args) raises cls (with this code); returns the exception."""
+    try:
+        fn(*args, **kw)
+    except cls as e:
+        if code is not None and getattr(e, "code", None) != code:
+            raise AssertionError(f"{cls.__name__} with code {e.code!r}, wanted {code!r}: {e}")
+        return e
+    except Exception as e:
+        raise AssertionError(f"raised {type(e).__name__}: {e}, wanted {cls.__name__}") from e
+    raise AssertionError(f"did not raise {cls.__name__}")
+
+
+def eq(got, want, what=""):
+    if got != want:
+        raise AssertionError(f"{what}: got {got!r}, wanted {want!r}")
+
+
+# ---- shared sandboxes (creates are cheap, but not free under emulation) ---------------------------
+
+A = None  # minimal, for commands and files
+B = None  # base, for run_code (python3)
+
+
+@test
+def config_from_env_and_args():
+    c = Client()
+    eq((c.api_url, c.api_key), (os.environ["KILN_API_URL"], os.environ["KILN_API_KEY"]), "from the environment")
+    c2 = Client("http://example.invalid:1/", "kiln_x")
+    eq((c2.api_url, c2.api_key), ("http://example.invalid:1", "kiln_x"), "arguments win")
+    raises(ValueError, Client, "ftp://x")
+    raises(ValueError, Client, max_retries=-1)
+    raises(ValueError, Sandbox.list, client=c, api_key="kiln_x")
+    return "KILN_API_URL/KILN_API_KEY, arguments override, bad URL refused"
+
+
+@test
+def create_get_list():
+    global A, B
+    A = new("minimal", ttl_seconds=3600, metadata={"owner": "sdk-test"}, env={"FROM_SANDBOX": "yes"})
+    eq((A.status, A.template, A.metadata, A.ttl_seconds), ("running", "minimal", {"owner": "sdk-test"}, 3600))
+    assert A.ready_ms and A.ready_ms > 0, A.info
+    B = new("base")
+    got = Sandbox.get(A.id)
+    eq((got.id, got.status, got), (A.id, "running", A))
+    ids = [s.id for s in Sandbox.list()]
+    assert A.id in ids and B.id in ids, ids
+    eq([s.id for s in Sandbox.list(status="hibernated")], [], "status filter")
+    return f"{A.id} ready in {A.ready_ms:.0f} ms; get and list find it"
+
+
+@test
+def create_errors():
+    raises(InvalidRequest, Sandbox.create, "no_such_template!", code="invalid_request")
+    raises(InvalidRequest, Sandbox.create, "minimal", ttl_seconds=-5)
+    raises(InvalidRequest, Sandbox.create, "minimal", env={"1BAD": "x"})
+    raises(NotFound, Sandbox.create, from_snapshot="snap_doesnotexist")
+    raises(ValueError, Sandbox.create, "minimal", from_snapshot="snap_x")
+    return "bad template, ttl, env name: InvalidRequest; unknown snapshot: NotFound"
+
+
+@test
+def create_allow_out_is_sent():
+    # allow_out is the egress policy of servers that have one (issue 7). A
+    # server without it refuses the field by name, which shows it was sent.
+    try:
+        sb = new("minimal", allow_out=["10.0.0.0/8"])
+    except InvalidRequest as e:
+        assert "allow_out" in e.message, e
+        return f"this kilnd has no egress policy: {e.message}"
+    sb.delete()
+    return "accepted"
+
+
+@test
+def get_errors():
+    e = raises(NotFound, Sandbox.get, "sbx_doesnotexist", code="not_found")
+    assert "sbx_doesnotexist" in e.message and e.status == 404, e
+    raises(ValueError, Sandbox.get, "../v1/sandboxes")
+    other = Client(api_key=os.environ["KILN_TEST_KEY2"])
+    raises(NotFound, Sandbox.get, A.id, client=other)
+    eq(other.list(), [], "another workspace's list")
+    return "unknown id, an id that would change the path, another workspace's sandbox"
+
+
+@test
+def exec_results():
+    r = A.exec("echo hello; echo oops >&2; exit 3")
+    eq((r.stdout, r.stderr, r.exit_code, r.ok, r.timed_out), ("hello\n", "oops\n", 3, False, False))
+    assert r.duration_ms > 0
+    r = A.exec(["/bin/sh", "-c", 'echo "$FROM_SANDBOX $FOO"; pwd'], env={"FOO": "bar"}, cwd="/tmp")
+    eq(r.stdout, "yes bar\n/tmp\n", "argv, sandbox env, request env, cwd")
+    eq(A.exec(["cat"], stdin="typed in").stdout, "typed in", "stdin")
+    r = A.exec("sleep 30", timeout=1)
+    eq((r.timed_out, r.exit_code), (True, 137), "timeout")
+    return "stdout, stderr, exit code, argv, env, cwd, stdin, timeout"
+
+
+@test
+def exec_errors():
+    raises(InvalidRequest, A.exec, ["/no/such/program"])
+    raises(InvalidRequest, A.exec, "true", cwd="relative")
+    raises(ValueError, A.exec, [])
+    raises(ValueError, A.exec, "true", timeout=-1)
+    raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).exec, "true")
+    return "missing program, relative cwd: InvalidRequest; unknown sandbox: NotFound"
+
+
+@test
+def exec_stream_chunks_before_the_end():
+    seen = []
+    t0 = time.monotonic()
+    r = A.exec_stream("echo first; sleep 3; echo second; echo err >&2",
+                      on_stdout=lambda s: seen.append(("out", s, time.monotonic() - t0)),
+                      on_stderr=lambda s: seen.append(("err", s, time.monotonic() - t0)))
+    end = time.monotonic() - t0
+    first = next(t for k, s, t in seen if k == "out" and "first" in s)
+    assert end - first >= 2.0, f"first chunk at {first:.2f} s, the command ended at {end:.2f} s: {seen}"
+    eq((r.stdout, r.stderr, r.exit_code), ("first\nsecond\n", "err\n", 0))
+    assert any(k == "err" for k, _, _ in seen), seen
+    return f"first chunk after {first:.2f} s, the end after {end:.2f} s"
+
+
+@test
+def exec_stream_bytes_and_errors():
+    # A character split across two chunks, and bytes that are not UTF-8.
+    r = A.exec_stream(r"printf '\303'; sleep 1; printf '\251\n'; printf '\377\n'")
+    eq(r.stdout, "\u00e9\n\ufffd\n", "UTF-8 decoded across chunks, invalid bytes replaced")
+    raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).exec_stream, "true")
+    raises(InvalidRequest, A.exec_stream, "true", cwd="relative")
+    return "a split character comes out whole; unknown sandbox NotFound; bad cwd InvalidRequest"
+
+
+@test
+def exec_stream_callback_error_kills_the_command():
+    A.files.remove("/tmp/after") if A.files.exists("/tmp/after") else None
+
+    def boom(_):
+        raise RuntimeError("stop here")
+    e = raises(RuntimeError, A.exec_stream, "echo go; sleep 2; touch /tmp/after", on_stdout=boom)
+    time.sleep(4)
+    assert not A.files.exists("/tmp/after"), "the command went on after the stream was closed"
+    return f"{e}: the connection closed, the command was killed"
+
+
+@test
+def run_code():
+    r = B.run_code("import sys; print(6*7); print('e', file=sys.stderr)")
+    eq((r.stdout, r.stderr, r.exit_code), ("42\n", "e\n", 0), "python")
+    r = B.run_code("raise SystemExit(4)")
+    eq(r.exit_code, 4)
+    r = B.run_code("1/0")
+    assert r.exit_code == 1 and "ZeroDivisionError" in r.stderr, r
+    eq(B.run_code('echo "$((6*7))"', "bash").stdout, "42\n", "bash")
+    eq(A.run_code("echo sh", language="sh").stdout, "sh\n", "sh")
+    raises(ValueError, B.run_code, "x", "cobol")
+    return "python, bash, sh; exceptions are results; unknown language ValueError"
+
+
+@test
+def files_read_write_list_stat_remove():
+    f = A.files
+    eq(f.write("/work/dir/hello.txt", "héllo\n"), 7, "bytes written")
+    eq(f.read("/work/dir/hello.txt"), "héllo\n".encode(), "read")
+    eq(f.read_text("/work/dir/hello.txt"), "héllo\n", "read_text")
+    blob = bytes(range(256)) * 10
+    f.write("/work/dir/blob.bin", blob, mode=0o600)
+    eq(f.read("/work/dir/blob.bin"), blob, "binary")
+    st = f.stat("/work/dir/blob.bin")
+    eq((st.type, st.size, st.mode, st.path, st.name, st.is_file), ("file", 2560, "0600", "/work/dir/blob.bin", "blob.bin", True))
+    eq(f.stat("/work/dir").is_dir, True, "a directory")
+    eq(sorted(e.name for e in f.list("/work/dir")), ["blob.bin", "hello.txt"], "list")
+    eq(sorted(e.name for e in f.list("/work", depth=2)), ["dir", "dir/blob.bin", "dir/hello.txt"], "list depth 2")
+    eq(f.exists("/work/dir/hello.txt"), True)
+    f.remove("/work/dir/hello.txt")
+    eq(f.exists("/work/dir/hello.txt"), False, "removed")
+    raises(Conflict, f.remove, "/work/dir")
+    f.remove("/work/dir", recursive=True)
+    eq(f.exists("/work"), True)
+    eq(f.exists("/work/dir"), False, "removed recursively")
+    eq(A.exec("cat /etc/hostname").exit_code, 0)
+    return "write, read, read_text, stat, list (depth), exists, remove (recursive)"
+
+
+@test
+def files_errors():
+    f = A.files
+    raises(NotFound, f.read, "/no/such/file")
+    raises(NotFound, f.stat, "/no/such/file")
+    raises(NotFound, f.list, "/no/such/dir")
+    raises(NotFound, f.remove, "/no/such/file")
+    raises(NotFound, f.write, "/no/such/dir/x", b"y", mkdirs=False)
+    raises(ValueError, f.read, "relative/path")
+    raises(ValueError, f.write, "/tmp/x", b"y", mode=0o10000)
+    raises(TypeError, f.write, "/tmp/x", 5)
+    raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).files.read, "/etc/hostname")
+    return "missing files NotFound; relative paths, bad modes refused here"
+
+
+@test
+def files_upload_download():
+    data = os.urandom(3 << 20)
+    with tempfile.TemporaryDirectory() as d:
+        src, dst = os.path.join(d, "src.bin"), os.path.join(d, "dst.bin")
+        with open(src, "wb") as out:
+            out.write(data)
+        eq(A.files.upload(src, "/tmp/up/big.bin"), len(data), "uploaded")
+        eq(A.exec("md5sum /tmp/up/big.bin | cut -d' ' -f1").stdout.strip(), __import__("hashlib").md5(data).hexdigest(), "md5 in the guest")
+        eq(A.files.download("/tmp/up/big.bin", dst), len(data), "downloaded")
+        with open(dst, "rb") as inp:
+            eq(inp.read() == data, True, "same bytes")
+        raises(NotFound, A.files.download, "/no/such/file", os.path.join(d, "none"))
+        eq(sorted(os.listdir(d)), ["dst.bin", "src.bin"], "a failed download leaves no file")
+        raises(FileNotFoundError, A.files.upload, os.path.join(d, "missing"), "/tmp/x")
+    A.files.remove("/tmp/up", recursive=True)
+    return "3 MiB up and down, streamed; a failed download leaves nothing"
+
+
+@test
+def snapshot_and_create_from_it():
+    A.files.write("/root/state.txt", "before the snapshot")
+    snap = A.snapshot()
+    assert snap.id.startswith("snap_") and snap.sandbox_id == A.id, snap
+    try:
+        eq(A.client.get_snapshot(snap.id).id, snap.id)
+        assert snap.id in [s.id for s in A.client.snapshots()]
+        with Sandbox.create(from_snapshot=snap.id) as c:
+            made.append(c.id)
+            eq(c.files.read_text("/root/state.txt"), "before the snapshot", "the snapshot's file")
+    finally:
+        A.client.delete_snapshot(snap.id)
+    raises(NotFound, A.client.get_snapshot, snap.id)
+    raises(NotFound, A.client.delete_snapshot, snap.id)
+    raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).snapshot)
+    return f"{snap.id}: a sandbox made from it has the file; deleted; errors NotFound"
+
+
+@test
+def hibernate_and_wake():
+    sb = new("minimal")
+    try:
+        sb.files.write("/root/keep.txt", "kept")
+        eq(sb.hibernate().status, "hibernated")
+        eq(Sandbox.get(sb.id).status, "hibernated", "on the server")
+        raises(Conflict, sb.hibernate)
+        eq(sb.wake().status, "running")
+        eq(sb.wake().status, "running", "waking a running one leaves it running")
+        sb.hibernate()
+        eq(sb.files.read_text("/root/keep.txt"), "kept", "a request wakes it, files intact")
+        eq(sb.refresh().status, "running")
+    finally:
+        sb.delete()
+    raises(NotFound, sb.wake)
+    raises(NotFound, sb.hibernate)
+    return "hibernated, Conflict twice, woken explicitly and by a request, files intact"
+
+
+@test
+def fork_and_fork_tree():
+    A.files.write("/root/parent.txt", "from the parent")
+    kids = A.fork(2)
+    kids += A.fork_tree(2)
+    made.extend(k.id for k in kids)
+    try:
+        eq(len(kids), 4)
+        for k in kids:
+            eq((k.parent_id, k.status), (A.id, "running"))
+            eq(k.files.read_text("/root/parent.txt"), "from the parent", "the parent's disk")
+        kids[0].files.write("/root/parent.txt", "changed in a child")
+        eq(A.files.read_text("/root/parent.txt"), "from the parent", "copy-on-write")
+    finally:
+        for k in kids:
+            k.delete()
+    raises(ValueError, A.fork, 0)
+    raises(InvalidRequest, A.fork, 1000)
+    raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).fork_tree, 2)
+    return "fork(2) and fork_tree(2): children with the parent's files, copy-on-write"
+
+
+@test
+def set_ttl():
+    eq(A.set_ttl(7200).ttl_seconds, 7200)
+    eq(Sandbox.get(A.id).ttl_seconds, 7200, "on the server")
+    raises(InvalidRequest, A.set_ttl, -1)
+    raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).set_ttl, 5)
+    return "7200 s; a negative TTL InvalidRequest"
+
+
+@test
+def delete():
+    sb = new("minimal")
+    sb.delete()
+    raises(NotFound, Sandbox.get, sb.id)
+    raises(NotFound, sb.delete)
+    return "deleted; get and a second delete NotFound"
+
+
+@test
+def context_manager_deletes_even_when_the_block_raises():
+    box = {}
+    try:
+        with Sandbox.create("minimal") as sb:
+            made.append(sb.id)
+            box["id"] = sb.id
+            eq(sb.exec("echo in").stdout, "in\n")
+            raise RuntimeError("the body failed")
+    except RuntimeError:
+        pass
+    raises(NotFound, Sandbox.get, box["id"])
+    with Sandbox.create("minimal") as sb:
+        made.append(sb.id)
+        sb.delete()  # deleted inside the block: exiting is still fine
+    return f"{box['id']} deleted on the way out of a failed block"
+
+
+@test
+def keep_alive():
+    c = Client()
+    for _ in range(10):
+        c.list()
+    Sandbox.get(A.id, client=c).exec("true")
+    eq(c.transport.connections_made, 1, "connections for 11 requests")
+    c.close()
+    return "11 requests on one connection"
+
+
+@test
+def retries_only_idempotent_requests():
+    rated = Client(os.environ["KILN_TEST_RATE_URL"], os.environ["KILN_TEST_RATE_KEY"])
+    t0 = time.monotonic()
+    for _ in range(4):
+        rated.list()  # 1 request/s: these wait out the 429s
+    took = time.monotonic() - t0
+    assert took >= 1.5, f"4 lists at 1/s took {took:.2f} s: no 429 was met?"
+    t0 = time.monotonic()
+    e = None
+    for _ in range(3):  # a POST meets a 429 and is not retried
+        try:
+            rated.create("minimal")
+        except RateLimited as err:
+            e = err
+            break
+        except ServerError:
+            pass  # got through the limit: no template there (503); try again right away
+    assert e is not None, "no POST was rate limited"
+    assert e.status == 429 and e.retry_after is not None and e.retry_after >= 1, e
+    assert time.monotonic() - t0 < 1.0, "the POST was retried"
+    time.sleep(1.2)
+    raises(ServerError, rated.create, "minimal", code="no_capacity")
+    # Connection failures: GET retried with backoff (0.25 + 0.5 + 1 s), POST not.
+    dead = Client("http://127.0.0.1:9", "kiln_x")
+    t0 = time.monotonic()
+    raises(ConnectionFailed, dead.list, code="connection_error")
+    get_took = time.monotonic() - t0
+    t0 = time.monotonic()
+    raises(ConnectionFailed, dead.create, "minimal")
+    post_took = time.monotonic() - t0
+    assert get_took >= 1.7 and post_took < 0.5, (get_took, post_took)
+    return (f"GETs rode out 429s ({took:.1f} s); POST raised RateLimited (retry_after {e.retry_after}); "
+            f"503 ServerError; refused GET retried {get_took:.1f} s, POST {post_took:.2f} s")
+
+
+@test
+def client_timeout():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    port = srv.getsockname()[1]
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])  # and never answer
+            except OSError:
+                pass
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    try:
+        c = Client(f"http://127.0.0.1:{port}", "kiln_x", timeout=1, max_retries=0)
+        t0 = time.monotonic()
+        raises(Timeout, c.list, code="client_timeout")
+        took = time.monotonic() - t0
+        assert took < 5, took
+    finally:
+        stop.set()
+        th.join()
+        for s in held:
+            s.close()
+        srv.close()
+    return f"a server that never answers: Timeout after {took:.1f} s"
+
+
+@test
+def bad_key_is_auth_error_everywhere():
+    bad = Client(api_key="kiln_abcdefghijkmnpqrstuvwxyz23456789")
+    sb = Sandbox(bad, {"id": A.id})
+    calls = {
+        "create": lambda: Sandbox.create("minimal", client=bad),
+        "get": lambda: Sandbox.get(A.id, client=bad),
+        "list": lambda: Sandbox.list(client=bad),
+        "refresh": sb.refresh,
+        "exec": lambda: sb.exec("true"),
+        "exec_stream": lambda: sb.exec_stream("true"),
+        "run_code": lambda: sb.run_code("print(1)"),
+        "files.read": lambda: sb.files.read("/etc/hostname"),
+        "files.write": lambda: sb.files.write("/tmp/x", "y"),
+        "files.list": lambda: sb.files.list("/"),
+        "files.stat": lambda: sb.files.stat("/"),
+        "files.exists": lambda: sb.files.exists("/"),
+        "files.remove": lambda: sb.files.remove("/tmp/x"),
+        "files.upload": lambda: sb.files.upload(__file__, "/tmp/x"),
+        "files.download": lambda: sb.files.download("/etc/hostname", os.path.join(tempfile.gettempdir(), "kiln-never")),
+        "snapshot": sb.snapshot,
+        "hibernate": sb.hibernate,
+        "wake": sb.wake,
+        "fork": sb.fork,
+        "fork_tree": lambda: sb.fork_tree(2),
+        "set_ttl": lambda: sb.set_ttl(60),
+        "delete": sb.delete,
+        "snapshots": bad.snapshots,
+        "templates": bad.templates,
+        "usage": bad.usage,
+    }
+    for name, call in calls.items():
+        e = raises(AuthError, call, code="unauthorized")
+        assert e.status == 401 and "key" in e.message, (name, e)
+    raises(AuthError, Sandbox.list, client=Client(api_key=""))
+    eq(Sandbox.get(A.id).status, "running", "the sandbox is untouched")
+    return f"{len(calls)} calls, each AuthError 401 with the server's message"
+
+
+@test
+def templates_usage():
+    c = A.client
+    names = {t["name"]: t["status"] for t in c.templates()}
+    eq((names.get("minimal"), names.get("base")), ("ready", "ready"))
+    assert c.usage()["sandboxes"] >= 2
+    return "templates ready, usage counted"
+
+
+@test
+def zz_delete_shared():
+    A.delete()
+    B.delete()
+    return "the shared sandboxes are gone"
+
+
+def cleanup():
+    """Whatever the tests left (they should have left nothing)."""
+    left = []
+    for key in (os.environ["KILN_API_KEY"], os.environ["KILN_TEST_KEY2"]):
+        c = Client(api_key=key)
+        for sb in c.list():
+            left.append(sb.id)
+            try:
+                sb.delete()
+            except KilnError:
+                pass
+        for s in c.snapshots():
+            c.delete_snapshot(s.id)
+    return left
+
+
+def main():
+    failed = 0
+    only = sys.argv[1:]
+    for t in TESTS:
+        if only and t.__name__ not in only:
+            continue
+        name = "py_" + t.__name__
+        t0 = time.monotonic()
+        try:
+            detail = t()
+            print(f"PASS {name}: {detail} ({time.monotonic() - t0:.1f} s)", flush=True)
+        except Exception as e:
+            failed += 1
+            print(f"FAIL {name}: {type(e).__name__}: {e}".replace("\n", " "), flush=True)
+            traceback.print_exc(file=sys.stdout)
+    left = cleanup()
+    if left:
+        print(f"FAIL py_cleanup: the tests left {len(left)} sandboxes (deleted now): {' '.join(left)}")
+    else:
+        print(f"PASS py_cleanup: every one of the {len(made)} sandboxes the tests made is gone")
+    return 1 if failed or left else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
