@@ -337,6 +337,9 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 			snprintf(why, sizeof why, "the VMM exited");
 		log_warn("sandbox %s: %s", sb->row.id, why);
 		sandbox_fail(h, sb, why);
+		pthread_mutex_unlock(&sb->op);
+		layers_gc(h);	/* a failed sandbox keeps its record, not its disk */
+		return;
 	}
 	pthread_mutex_unlock(&sb->op);
 }

@@ -229,6 +229,8 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = net->tap[0] ? net->tap : NULL,
 					.hostname = sb->row.id };
 		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
+		if (rc == 0)
+			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms", sb->row.id, vmm_ms);
 	} else {
 		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
 				     .disk = top, .tap = net->tap[0] ? net->tap : NULL,

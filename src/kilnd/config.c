@@ -16,10 +16,11 @@ void config_defaults(struct config *c)
 	snprintf(c->role, sizeof c->role, "all");
 	c->max_sandboxes = 256;
 	struct sysinfo si;
-	/* Three quarters of the RAM for guests leaves room for the host, the
-	 * VMMs' own memory and the page cache of the template images. */
+	/* Guest memory is overcommitted three to one: a sandbox's memory is
+	 * the template's snapshot, shared copy-on-write until the guest writes
+	 * it, so what a sandbox costs is what it changes, far below its size. */
 	c->max_memory_mib = sysinfo(&si) == 0
-		? (int64_t)((uint64_t)si.totalram * si.mem_unit / (1024 * 1024) * 3 / 4) : 4096;
+		? (int64_t)((uint64_t)si.totalram * si.mem_unit / (1024 * 1024) * 3) : 4096;
 	c->max_creates = 8;
 	c->create_wait_ms = 30000;
 	c->default_ttl = 600;

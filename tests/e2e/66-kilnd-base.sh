@@ -23,9 +23,15 @@ api POST "/v1/sandboxes/$B/exec" '{"cmd":"pip --version && git --version && curl
 api POST "/v1/sandboxes/$B/exec" '{"cmd":"printf \"#include <stdio.h>\\nint main(void){puts(\\\"compiled\\\");return 0;}\\n\" > /tmp/t.c && cc -O2 -o /tmp/t /tmp/t.c && /tmp/t","timeout_seconds":300}'
 [ "$(jget 'j["stdout"]')" = compiled ] && pass base_compiler "cc builds and runs a program" || fail base_compiler "$BODY"
 api POST "/v1/sandboxes/$B/fork" '{"count":1}'
-K=$(jget 'j["sandboxes"][0]["id"]')
-api POST "/v1/sandboxes/$K/exec" "{\"cmd\":\"python3 -c 'print(6*7)'\"}"
-[ "$(jget 'j["stdout"]')" = 42 ] && pass base_fork "the fork runs python3 too" || fail base_fork "$BODY"
-api DELETE "/v1/sandboxes/$K"
+if [ "$STATUS" = 201 ]; then
+	K=$(jget 'j["sandboxes"][0]["id"]')
+	api POST "/v1/sandboxes/$K/exec" "{\"cmd\":\"python3 -c 'print(6*7)'\"}"
+	[ "$(jget 'j["stdout"]')" = 42 ] && pass base_fork "the fork runs python3 too" || fail base_fork "$BODY"
+	api DELETE "/v1/sandboxes/$K"
+else
+	fail base_fork "fork: $STATUS $BODY"
+fi
+api POST "/v1/sandboxes/$B/exec" "{\"cmd\":\"python3 -c 'print(6*7)'\"}"
+[ "$(jget 'j["stdout"]')" = 42 ] && pass base_after_fork "the parent runs on" || fail base_after_fork "$BODY"
 api DELETE "/v1/sandboxes/$B"
 alive alive_at_end
