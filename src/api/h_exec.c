@@ -200,6 +200,7 @@ struct sse {
 	struct api *api;
 	struct sandbox *sb;
 	struct guest *g;
+	int sock;			/* the client's: its hangup ends the command */
 	struct strbuf out;		/* formatted, not yet handed to MHD */
 	size_t off;
 	bool done;
@@ -237,9 +238,10 @@ static long sse_read(void *ctx, char *buf, size_t max)
 		strbuf_reset(&s->out);
 		s->off = 0;
 		struct guest_ev ev;
-		/* Wake every 15 s with a comment, so proxies keep the stream and a
-		 * client that left is noticed when the write fails. */
-		int rc = guest_exec_next(s->g, &ev, -1, 15000);
+		/* Wake every 15 s with a comment, so proxies keep the stream; a
+		 * client that hangs up is noticed at once (its socket), and the
+		 * command killed. */
+		int rc = guest_exec_next(s->g, &ev, s->sock, 15000);
 		if (rc == 0) {
 			strbuf_printf(&s->out, ": keepalive\n\n");
 		} else if (rc < 0) {
@@ -285,6 +287,7 @@ int h_exec_stream(struct req *r)
 		return reply_error(r, 500, "internal", "out of memory");
 	}
 	s->api = r->api;
+	s->sock = req_socket(r);
 	s->t0 = now_ms();
 	strbuf_init(&s->out);
 	int answered;

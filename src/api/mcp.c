@@ -274,7 +274,7 @@ static json_t *tool_json(const struct mcp_call *c, const struct mcp_tool *t)
 
 void mcp_text(struct mcp_out *out, const char *text, size_t len)
 {
-	json_t *s = json_stringn(text, len);
+	json_t *s = json_stringn(text ? text : "", len);
 	json_array_append_new(out->content, json_pack("{s:s,s:o}", "type", "text", "text",
 		s ? s : json_string("(output not valid UTF-8)")));
 }

@@ -139,8 +139,8 @@ static int run_shell(struct mcp_call *c, struct guest *g, const char *command, c
 		json_t *text = render_text(t.data, t.len);
 		json_array_append_new(out->content, json_pack("{s:s,s:o}", "type", "text", "text", text));
 		strbuf_free(&t);
-		out->structured = json_pack("{s:o,s:o,s:i,s:b,s:b}", "stdout", render_text(so.b.data, so.b.len),
-			"stderr", render_text(se.b.data, se.b.len), "exit_code", ev.code,
+		out->structured = json_pack("{s:o,s:o,s:i,s:b,s:b}", "stdout", render_text(so.b.data ? so.b.data : "", so.b.len),
+			"stderr", render_text(se.b.data ? se.b.data : "", se.b.len), "exit_code", ev.code,
 			"timed_out", ev.timed_out, "truncated", so.truncated || se.truncated);
 	}
 	strbuf_free(&so.b);
@@ -278,6 +278,8 @@ static int t_write_file(struct mcp_call *c, const json_t *args, struct mcp_out *
 			off += (size_t)w;
 	}
 	free(decoded);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = errf_sys("rewinding the file");
 	struct sandbox *sb;
 	struct guest *g;
 	uint64_t bytes = 0;

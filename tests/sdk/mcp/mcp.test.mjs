@@ -1,0 +1,291 @@
+// kiln's MCP servers, driven by the official MCP TypeScript SDK client as an
+// independent client (tests/sdk/run mcp): connect, list the tools, call each
+// one and check results and errors, on the workspace endpoint (POST /mcp)
+// and the per-sandbox one (POST /v1/sandboxes/{id}/mcp); then the protocol
+// edges with raw HTTP: versions, notifications, batches, Origin, bad keys.
+// The MCP client configuration of examples/mcp-config.json is the one used.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { McpError } from "@modelcontextprotocol/sdk/types.js";
+
+const URL_ = process.env.KILN_API_URL;
+const KEY = process.env.KILN_API_KEY;
+const made = new Set();
+
+/** The server entries of examples/mcp-config.json, ${VAR} filled from the environment. */
+function configServers(sandboxId = "sbx_none") {
+  process.env.KILN_SANDBOX_ID = sandboxId;
+  const text = readFileSync(join(process.env.KILN_REPO, "examples", "mcp-config.json"), "utf8")
+    .replace(/\$\{(\w+)\}/g, (_, v) => {
+      assert.ok(process.env[v] !== undefined, `examples/mcp-config.json uses \${${v}}, which is not set`);
+      return process.env[v];
+    });
+  return JSON.parse(text).mcpServers;
+}
+
+async function connect(url, key = KEY) {
+  const client = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: { Authorization: `Bearer ${key}` } },
+  });
+  await client.connect(transport);
+  return client;
+}
+
+/** A tool call that must succeed: its structured result. */
+async function call(client, name, args = {}) {
+  const r = await client.callTool({ name, arguments: args });
+  assert.equal(r.isError, false, `${name}: ${JSON.stringify(r.content)}`);
+  return r;
+}
+
+/** A tool call that must fail as a tool (isError): its text. */
+async function toolError(client, name, args) {
+  const r = await client.callTool({ name, arguments: args });
+  assert.equal(r.isError, true, `${name} should fail: ${JSON.stringify(r)}`);
+  return r.content.map((c) => c.text ?? "").join("");
+}
+
+/** A request that must fail with a JSON-RPC error of this code. */
+async function rpcError(promise, code) {
+  try {
+    await promise;
+  } catch (e) {
+    assert.ok(e instanceof McpError, `wanted McpError ${code}, got ${e}`);
+    assert.equal(e.code, code, String(e));
+    return e.message;
+  }
+  assert.fail(`no JSON-RPC error ${code}`);
+}
+
+/** POST raw JSON-RPC to an endpoint. */
+async function post(path, body, headers = {}) {
+  const r = await fetch(URL_ + path, {
+    method: "POST",
+    headers: {
+      Authorization: `Bearer ${KEY}`, "Content-Type": "application/json",
+      Accept: "application/json, text/event-stream", ...headers,
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await r.text();
+  return { status: r.status, type: r.headers.get("content-type"), json: text ? JSON.parse(text) : null };
+}
+
+const init = (version) => ({
+  jsonrpc: "2.0", id: 1, method: "initialize",
+  params: { protocolVersion: version, capabilities: {}, clientInfo: { name: "raw", version: "1" } },
+});
+
+let ws;          // the workspace endpoint's client, from examples/mcp-config.json
+let sbx;         // a sandbox made through it
+
+before(async () => {
+  const kiln = configServers().kiln;
+  assert.equal(kiln.type, "http");
+  const client = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(kiln.url), { requestInit: { headers: kiln.headers } }));
+  ws = client;
+});
+
+test("workspace: initialize and list the tools", async () => {
+  assert.equal(ws.getServerVersion().name, "kiln");
+  assert.ok(ws.getServerCapabilities().tools);
+  assert.match(ws.getInstructions(), /sandbox/);
+  const { tools } = await ws.listTools();
+  assert.deepEqual(tools.map((t) => t.name).sort(), [
+    "create_sandbox", "delete_sandbox", "fork_sandbox", "get_sandbox", "hibernate_sandbox",
+    "list_dir", "list_sandboxes", "read_file", "shell", "wake_sandbox", "write_file",
+  ]);
+  for (const t of tools) {
+    assert.equal(t.inputSchema.type, "object", t.name);
+    assert.ok(t.description && t.title && t.outputSchema, t.name);
+  }
+  const shell = tools.find((t) => t.name === "shell");
+  assert.deepEqual(shell.inputSchema.required, ["sandbox_id", "command"]);
+  await ws.ping();
+});
+
+test("workspace: create_sandbox, get_sandbox, list_sandboxes", async () => {
+  const r = await call(ws, "create_sandbox", { template: "minimal", metadata: { by: "mcp" }, ttl_seconds: 3600 });
+  sbx = r.structuredContent.id;
+  made.add(sbx);
+  assert.equal(r.structuredContent.status, "running");
+  assert.equal(JSON.parse(r.content[0].text).id, sbx, "the text block is the same JSON");
+  const g = await call(ws, "get_sandbox", { sandbox_id: sbx });
+  assert.deepEqual([g.structuredContent.id, g.structuredContent.metadata.by], [sbx, "mcp"]);
+  const l = await call(ws, "list_sandboxes");
+  assert.ok(l.structuredContent.sandboxes.some((s) => s.id === sbx));
+  assert.match(await toolError(ws, "create_sandbox", { template: "nope-not-built" }), /not built|unknown template/);
+  assert.match(await toolError(ws, "get_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+});
+
+test("workspace: shell", async () => {
+  let r = await call(ws, "shell", { sandbox_id: sbx, command: "echo hello; echo oops >&2" });
+  assert.deepEqual([r.structuredContent.stdout, r.structuredContent.stderr, r.structuredContent.exit_code], ["hello\n", "oops\n", 0]);
+  assert.match(r.content[0].text, /^hello\n[\s\S]*\[stderr\]\noops/);
+  r = await call(ws, "shell", { sandbox_id: sbx, command: "exit 3" });
+  assert.equal(r.structuredContent.exit_code, 3);
+  assert.match(r.content[0].text, /\[exit code 3\]/);
+  r = await call(ws, "shell", { sandbox_id: sbx, command: "sleep 30", timeout_ms: 1000 });
+  assert.equal(r.structuredContent.timed_out, true);
+  assert.match(await toolError(ws, "shell", { sandbox_id: "sbx_doesnotexist", command: "true" }), /not found/);
+});
+
+test("workspace: write_file, read_file (text and binary), list_dir", async () => {
+  let r = await call(ws, "write_file", { sandbox_id: sbx, path: "/work/notes.txt", content: "héllo\n" });
+  assert.deepEqual(r.structuredContent, { path: "/work/notes.txt", size: 7 });
+  r = await call(ws, "read_file", { sandbox_id: sbx, path: "/work/notes.txt" });
+  assert.equal(r.content[0].text, "héllo\n");
+  assert.equal(r.structuredContent.encoding, "utf-8");
+  const bin = Buffer.from([0, 1, 2, 0xff, 0xfe, 0x80]);
+  await call(ws, "write_file", { sandbox_id: sbx, path: "/work/blob.bin", content: bin.toString("base64"), encoding: "base64" });
+  r = await call(ws, "read_file", { sandbox_id: sbx, path: "/work/blob.bin" });
+  assert.equal(r.content[0].type, "resource");
+  assert.equal(r.content[0].resource.blob, bin.toString("base64"));
+  assert.deepEqual([r.structuredContent.encoding, r.structuredContent.content, r.structuredContent.size],
+    ["base64", bin.toString("base64"), 6]);
+  const sh = await call(ws, "shell", { sandbox_id: sbx, command: "od -An -tx1 /work/blob.bin" });
+  assert.equal(sh.structuredContent.stdout.trim(), "00 01 02 ff fe 80", "the bytes in the guest");
+  r = await call(ws, "list_dir", { sandbox_id: sbx, path: "/work" });
+  assert.deepEqual(r.structuredContent.entries.map((e) => e.name).sort(), ["blob.bin", "notes.txt"]);
+  assert.match(r.content[0].text, /file\s+7\s+notes.txt/);
+  assert.match(await toolError(ws, "read_file", { sandbox_id: sbx, path: "/no/such/file" }), /No such file|not found/i);
+  assert.match(await toolError(ws, "list_dir", { sandbox_id: sbx, path: "/no/such/dir" }), /No such|not found/i);
+  assert.match(await toolError(ws, "write_file", { sandbox_id: sbx, path: "/x", content: "%%%", encoding: "base64" }), /base64/);
+  assert.match(await toolError(ws, "read_file", { sandbox_id: sbx, path: "relative" }), /absolute/);
+});
+
+test("workspace: fork_sandbox", async () => {
+  const f = await call(ws, "fork_sandbox", { sandbox_id: sbx, count: 1 });
+  const kid = f.structuredContent.sandboxes[0].id;
+  made.add(kid);
+  assert.equal(f.structuredContent.sandboxes[0].parent_id, sbx);
+  const r = await call(ws, "read_file", { sandbox_id: kid, path: "/work/notes.txt" });
+  assert.equal(r.content[0].text, "héllo\n", "the child has the parent's files");
+  await call(ws, "delete_sandbox", { sandbox_id: kid });
+  made.delete(kid);
+  assert.match(await toolError(ws, "fork_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+});
+
+test("workspace: hibernate and wake", async () => {
+  const h = await call(ws, "hibernate_sandbox", { sandbox_id: sbx });
+  assert.equal(h.structuredContent.status, "hibernated");
+  assert.match(await toolError(ws, "hibernate_sandbox", { sandbox_id: sbx }), /hibernat/);
+  const w = await call(ws, "wake_sandbox", { sandbox_id: sbx });
+  assert.equal(w.structuredContent.status, "running");
+  await call(ws, "hibernate_sandbox", { sandbox_id: sbx });
+  const s = await call(ws, "shell", { sandbox_id: sbx, command: "cat /work/notes.txt" });
+  assert.equal(s.structuredContent.stdout, "héllo\n", "a tool call wakes it, files intact");
+});
+
+test("workspace: unknown tools and bad arguments are JSON-RPC errors", async () => {
+  assert.match(await rpcError(ws.callTool({ name: "no_such_tool", arguments: {} }), -32602), /unknown tool/);
+  assert.match(await rpcError(ws.callTool({ name: "shell", arguments: { sandbox_id: sbx, command: 5 } }), -32602), /command.*string/);
+  assert.match(await rpcError(ws.callTool({ name: "shell", arguments: { sandbox_id: sbx } }), -32602), /'command' is required/);
+  assert.match(await rpcError(ws.callTool({ name: "shell", arguments: { sandbox_id: sbx, command: "x", cmd: "y" } }), -32602), /unknown argument 'cmd'/);
+  assert.match(await rpcError(ws.callTool({ name: "fork_sandbox", arguments: { sandbox_id: sbx, count: 0 } }), -32602), /count/);
+  assert.match(await rpcError(ws.callTool({ name: "write_file", arguments: { sandbox_id: sbx, path: "/x", content: "y", encoding: "rot13" } }), -32602), /encoding/);
+  assert.match(await rpcError(ws.request({ method: "resources/list", params: {} },
+    (await import("@modelcontextprotocol/sdk/types.js")).ListResourcesResultSchema), -32601), /not found/);
+});
+
+test("per sandbox: the four tools on one sandbox", async () => {
+  const conf = configServers(sbx)["kiln-sandbox"];
+  assert.equal(conf.url, `${URL_}/v1/sandboxes/${sbx}/mcp`);
+  const c = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
+  await c.connect(new StreamableHTTPClientTransport(new URL(conf.url), { requestInit: { headers: conf.headers } }));
+  try {
+    assert.equal(c.getServerVersion().name, "kiln-sandbox");
+    const { tools } = await c.listTools();
+    assert.deepEqual(tools.map((t) => t.name).sort(), ["list_dir", "read_file", "shell", "write_file"]);
+    assert.deepEqual(tools.find((t) => t.name === "shell").inputSchema.required, ["command"]);
+    const r = await call(c, "shell", { command: "echo $((6*7)) > /work/answer; cat /work/answer" });
+    assert.equal(r.structuredContent.stdout, "42\n");
+    await call(c, "write_file", { path: "/work/from-sandbox-endpoint", content: "yes" });
+    assert.equal((await call(c, "read_file", { path: "/work/from-sandbox-endpoint" })).content[0].text, "yes");
+    const l = await call(c, "list_dir", { path: "/work" });
+    assert.ok(l.structuredContent.entries.some((e) => e.name === "answer"));
+    await rpcError(c.callTool({ name: "create_sandbox", arguments: {} }), -32602);
+    await rpcError(c.callTool({ name: "shell", arguments: { sandbox_id: sbx, command: "true" } }), -32602);
+    await c.ping();
+  } finally {
+    await c.close();
+  }
+  await assert.rejects(connect(`${URL_}/v1/sandboxes/sbx_doesnotexist/mcp`), /404|not found/);
+});
+
+test("a bad API key is 401 on both endpoints", async () => {
+  const bad = "kiln_abcdefghijkmnpqrstuvwxyz23456789";
+  await assert.rejects(connect(`${URL_}/mcp`, bad), /401|unauthorized|API key/i);
+  await assert.rejects(connect(`${URL_}/v1/sandboxes/${sbx}/mcp`, bad), /401|unauthorized|API key/i);
+  const r = await fetch(`${URL_}/mcp`, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(init("2025-06-18")) });
+  assert.equal(r.status, 401);
+  assert.equal((await r.json()).error.code, "unauthorized");
+});
+
+test("raw: protocol versions, notifications, ping, batches, parse errors", async () => {
+  for (const v of ["2025-06-18", "2025-03-26", "2024-11-05"]) {
+    const r = await post("/mcp", init(v));
+    assert.deepEqual([r.status, r.json.result.protocolVersion], [200, v], `version ${v}`);
+    assert.match(r.type, /application\/json/);
+  }
+  let r = await post("/mcp", init("2099-01-01"));
+  assert.equal(r.json.result.protocolVersion, "2025-06-18", "an unknown version gets our newest");
+  r = await post("/mcp", { jsonrpc: "2.0", method: "notifications/initialized" });
+  assert.deepEqual([r.status, r.json], [202, null]);
+  r = await post("/mcp", { jsonrpc: "2.0", id: "p", method: "ping" }, { "MCP-Protocol-Version": "2025-06-18" });
+  assert.deepEqual(r.json, { jsonrpc: "2.0", id: "p", result: {} });
+  r = await post("/mcp", { jsonrpc: "2.0", id: 1, method: "ping" }, { "MCP-Protocol-Version": "1999-01-01" });
+  assert.equal(r.status, 400);
+  assert.equal(r.json.error.code, -32600);
+  // 2024-11-05 clients get no fields their version does not define.
+  r = await post("/mcp", { jsonrpc: "2.0", id: 2, method: "tools/list" }, { "MCP-Protocol-Version": "2024-11-05" });
+  assert.ok(r.json.result.tools.every((t) => !("outputSchema" in t) && !("title" in t) && !("annotations" in t)));
+  r = await post("/mcp", { jsonrpc: "2.0", id: 2, method: "tools/list" }, { "MCP-Protocol-Version": "2025-03-26" });
+  assert.ok(r.json.result.tools.every((t) => "annotations" in t && !("outputSchema" in t)));
+  r = await post("/mcp", [{ jsonrpc: "2.0", id: 1, method: "ping" }, { jsonrpc: "2.0", method: "notifications/x" },
+    { jsonrpc: "2.0", id: 2, method: "nope" }]);
+  assert.deepEqual(r.json.map((m) => m.result ? "ok" : m.error.code), ["ok", -32601]);
+  r = await post("/mcp", "{not json");
+  assert.deepEqual([r.status, r.json.error.code, r.json.id], [400, -32700, null]);
+  r = await post("/mcp", { jsonrpc: "1.0", id: 1, method: "ping" });
+  assert.equal(r.json.error.code, -32600);
+  const g = await fetch(`${URL_}/mcp`, { headers: { Authorization: `Bearer ${KEY}`, Accept: "text/event-stream" } });
+  assert.equal(g.status, 405, "no server-initiated stream");
+  await g.body?.cancel();
+});
+
+test("raw: Origin is validated", async () => {
+  let r = await post("/mcp", init("2025-06-18"), { Origin: "http://evil.example" });
+  assert.deepEqual([r.status, r.json.error.code], [403, "forbidden"]);
+  r = await post(`/v1/sandboxes/${sbx}/mcp`, init("2025-06-18"), { Origin: "http://evil.example" });
+  assert.equal(r.status, 403);
+  r = await post("/mcp", init("2025-06-18"), { Origin: "http://localhost:8080" });
+  assert.equal(r.status, 200, "a loopback origin");
+  r = await post("/mcp", init("2025-06-18"), { Origin: process.env.KILN_TEST_ORIGIN_ALLOWED });
+  assert.equal(r.status, 200, "an origin of kilnd --mcp-origins");
+  r = await post("/mcp", init("2025-06-18"), { Origin: "http://localhost.evil.example" });
+  assert.equal(r.status, 403, "a name that starts like localhost");
+});
+
+test("workspace: delete_sandbox", async () => {
+  await call(ws, "delete_sandbox", { sandbox_id: sbx });
+  made.delete(sbx);
+  assert.match(await toolError(ws, "delete_sandbox", { sandbox_id: sbx }), /not found/);
+  const l = await call(ws, "list_sandboxes");
+  assert.ok(!l.structuredContent.sandboxes.some((s) => s.id === sbx));
+});
+
+after(async () => {
+  await ws?.close();
+  // Whatever a failed test left behind.
+  for (const id of made) {
+    await fetch(`${URL_}/v1/sandboxes/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
+  }
+});
