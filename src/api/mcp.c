@@ -25,6 +25,7 @@
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
+#include "api/validate.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -121,19 +122,6 @@ static json_t *rpc_result(json_t *id, json_t *result)
 
 /* ---- argument checking ------------------------------------------------------------------------------ */
 
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
-	case JSON_TRUE: case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 static bool has_type(const json_t *v, const char *type)
 {
 	if (!strcmp(type, "string")) return json_is_string(v);
@@ -154,7 +142,7 @@ static int schema_check(const json_t *schema, const json_t *v, const char *where
 	const char *type = json_string_value(json_object_get(schema, "type"));
 	if (type && !has_type(v, type))
 		return errf(EINVAL, "%s must be %s%s, not %s", where,
-			    strchr("aeiou", type[0]) ? "an " : "a ", type, type_name(v));
+			    strchr("aeiou", type[0]) ? "an " : "a ", type, v_type_name(v));
 	json_t *e = json_object_get(schema, "enum");
 	if (e) {
 		size_t i;

@@ -185,15 +185,23 @@ static int read_all(int fd, char *buf, size_t n)
 	return 0;
 }
 
+/* The tools whose only arguments are the sandbox and a path: check the
+ * path, then enter the sandbox. */
+static int path_guest(struct mcp_call *c, const json_t *args, const char **path, struct sandbox **sb,
+		      struct guest **g)
+{
+	*path = arg_str(args, "path", "");
+	int rc = v_guest_path(*path, "path");
+	return rc < 0 ? rc : tool_guest(c, args, sb, g);
+}
+
 static int t_read_file(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *path = arg_str(args, "path", "");
-	int rc = v_guest_path(path, "path");
-	if (rc < 0)
-		return rc;
+	const char *path;
 	struct sandbox *sb;
 	struct guest *g;
-	if ((rc = tool_guest(c, args, &sb, &g)) < 0)
+	int rc = path_guest(c, args, &path, &sb, &g);
+	if (rc < 0)
 		return rc;
 	int fd = memfd_create("kiln-mcp-read", MFD_CLOEXEC);
 	uint64_t size = 0;
@@ -322,13 +330,11 @@ static int add_entry(void *ctx, const struct guest_stat *e)
 
 static int t_list_dir(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *path = arg_str(args, "path", "");
-	int rc = v_guest_path(path, "path");
-	if (rc < 0)
-		return rc;
+	const char *path;
 	struct sandbox *sb;
 	struct guest *g;
-	if ((rc = tool_guest(c, args, &sb, &g)) < 0)
+	int rc = path_guest(c, args, &path, &sb, &g);
+	if (rc < 0)
 		return rc;
 	struct listing l = { json_array(), { 0 }, false };
 	strbuf_init(&l.text);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *type_name(const json_t *v)
+const char *v_type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: return "an object";
@@ -50,7 +50,7 @@ int v_str(const json_t *obj, const char *key, bool required, size_t maxlen, cons
 	if (!v)
 		return required ? errf(EINVAL, "field '%s' is required", key) : 0;
 	if (!json_is_string(v))
-		return errf(EINVAL, "field '%s' must be a string, not %s", key, type_name(v));
+		return errf(EINVAL, "field '%s' must be a string, not %s", key, v_type_name(v));
 	if (json_string_length(v) > maxlen)
 		return errf(EINVAL, "field '%s' is longer than %zu bytes", key, maxlen);
 	*out = json_string_value(v);
@@ -63,7 +63,7 @@ int v_int(const json_t *obj, const char *key, bool required, int64_t min, int64_
 	if (!v)
 		return required ? errf(EINVAL, "field '%s' is required", key) : 0;
 	if (!json_is_integer(v))
-		return errf(EINVAL, "field '%s' must be an integer, not %s", key, type_name(v));
+		return errf(EINVAL, "field '%s' must be an integer, not %s", key, v_type_name(v));
 	json_int_t n = json_integer_value(v);
 	if (n < min || n > max)
 		return errf(EINVAL, "field '%s' must be from %lld to %lld", key, (long long)min,
@@ -78,7 +78,7 @@ int v_bool(const json_t *obj, const char *key, bool *out)
 	if (!v)
 		return 0;
 	if (!json_is_boolean(v))
-		return errf(EINVAL, "field '%s' must be a boolean, not %s", key, type_name(v));
+		return errf(EINVAL, "field '%s' must be a boolean, not %s", key, v_type_name(v));
 	*out = json_is_true(v);
 	return 0;
 }
@@ -101,7 +101,7 @@ int v_str_map(const json_t *obj, const char *key, size_t max, size_t max_key, si
 	if (!v)
 		return 0;
 	if (!json_is_object(v))
-		return errf(EINVAL, "field '%s' must be an object of strings, not %s", key, type_name(v));
+		return errf(EINVAL, "field '%s' must be an object of strings, not %s", key, v_type_name(v));
 	if (json_object_size(v) > max)
 		return errf(EINVAL, "field '%s' has more than %zu entries", key, max);
 	const char *k;
@@ -113,7 +113,7 @@ int v_str_map(const json_t *obj, const char *key, size_t max, size_t max_key, si
 			return errf(EINVAL, "field '%s': '%.64s' is not a variable name", key, k);
 		if (!json_is_string(e))
 			return errf(EINVAL, "field '%s': '%.64s' must be a string, not %s", key, k,
-				    type_name(e));
+				    v_type_name(e));
 		if (json_string_length(e) > max_val)
 			return errf(EINVAL, "field '%s': '%.64s' is longer than %zu bytes", key, k, max_val);
 	}
@@ -127,7 +127,7 @@ int v_str_array(const json_t *obj, const char *key, size_t max, size_t maxlen, c
 	if (!v)
 		return 0;
 	if (!json_is_array(v))
-		return errf(EINVAL, "field '%s' must be an array of strings, not %s", key, type_name(v));
+		return errf(EINVAL, "field '%s' must be an array of strings, not %s", key, v_type_name(v));
 	size_t n = json_array_size(v);
 	if (n == 0 || n > max)
 		return errf(EINVAL, "field '%s' must have 1 to %zu items", key, max);

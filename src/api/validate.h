@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* "a string", "an integer"...: what a JSON value is, for messages. */
+const char *v_type_name(const json_t *v);
 /* obj (NULL: an empty body) has only keys from the NULL-terminated list. */
 int v_known_keys(const json_t *obj, const char *const allowed[]);
 /* The value of key if present, else leaves *out alone (-EINVAL if

@@ -1,6 +1,7 @@
 // A node --test reporter that prints kiln's test lines: "PASS name: detail"
-// and "FAIL name: why", one per test (subtests named parent/child). Files
-// that fail to load or tests cancelled count as failures.
+// and "FAIL name: why", one per test (subtests named parent/child, spaces
+// as underscores, after KILN_TEST_PREFIX). A file that fails to load, a
+// failing hook and a skipped test count as failures.
 import { basename } from "node:path";
 
 function oneLine(s) {
@@ -17,8 +18,7 @@ export default async function* reporter(source) {
     } else if (event.type === "test:pass" || event.type === "test:fail") {
       names[d.nesting] = d.name;
       const file = d.file ? basename(d.file).replace(/\.(test\.)?(m?js|ts)$/, "") : "";
-      // A file that ran no test (it failed to load) reports itself as a test.
-      const name = names.slice(0, d.nesting + 1).join("/").replace(/\s+/g, "_");
+      const name = (process.env.KILN_TEST_PREFIX ?? "") + names.slice(0, d.nesting + 1).join("/").replace(/\s+/g, "_");
       if (d.details?.type === "suite" && event.type === "test:pass") continue;
       if (event.type === "test:pass") {
         if (d.skip || d.todo) yield `FAIL ${name}: skipped (a test must not skip itself)\n`;
