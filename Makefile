@@ -43,7 +43,7 @@ $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
-$(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC))
+$(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC) $(CLIENT_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/kiln-disk: $(call obj,src/tools/kiln-disk.c src/vmm/overlay.c $(COMMON_SRC))
@@ -61,7 +61,7 @@ AGENT_UNIT_BINS := $(filter $(BUILD)/tests/unit_agent% $(BUILD)/tests/unit_proto
 $(AGENT_UNIT_BINS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(GUEST_LIB))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-$(filter-out $(AGENT_UNIT_BINS),$(UNIT_BINS)): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(VMM_LIB_SRC))
+$(filter-out $(AGENT_UNIT_BINS),$(UNIT_BINS)): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(VMM_LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
