@@ -77,9 +77,8 @@ static bool has_final_line(const char *buf, size_t n)
 	return false;
 }
 
-int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
-		const uint8_t *payload, size_t len, uint64_t t0,
-		const int *keep_fds, struct child_result *out)
+int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
+		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -139,18 +138,23 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 	close(p[1]);
 	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
 		;
+	return p[0];
+}
+
+int child_wait(int fd, struct child_result *out)
+{
 	char line[600];
 	size_t got = 0;
 	int rc = 0;
 	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
 	while (got < sizeof line - 1 && !has_final_line(line, got)) {
-		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
 		int left = (int)((deadline - now_ns()) / 1000000);
 		if (left <= 0 || poll(&pfd, 1, left) <= 0) {
 			rc = errf(ETIMEDOUT, "the new VM did not report ready in %d s", READY_TIMEOUT_MS / 1000);
 			break;
 		}
-		ssize_t n = read(p[0], line + got, sizeof line - 1 - got);
+		ssize_t n = read(fd, line + got, sizeof line - 1 - got);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
@@ -160,7 +164,7 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 		got += (size_t)n;
 		line[got] = 0;
 	}
-	close(p[0]);
+	close(fd);
 	if (rc < 0)
 		return rc;
 	/* "pid N" from the intermediate process, then "ready PID MS" or
@@ -181,4 +185,12 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 		return errf(EIO, "the new VM said '%.100s'", l);
 	}
 	return errf(EIO, "the new VM exited before it was ready");
+}
+
+int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
+		const uint8_t *payload, size_t len, uint64_t t0,
+		const int *keep_fds, struct child_result *out)
+{
+	int fd = child_start(mem, cfg, payload, len, t0, keep_fds);
+	return fd < 0 ? fd : child_wait(fd, out);
 }

@@ -21,6 +21,11 @@ struct child_result {
 	double ready_ms;   /* from t0 to the child reporting ready */
 };
 
+/* child_start: fork a VM running payload over mem with cfg; returns a
+ * descriptor on which child_wait learns its fate (which closes it). */
+int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
+		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds);
+int child_wait(int fd, struct child_result *out);
 /* child_spawn: fork a VM running payload over mem with cfg. Blocks until
  * it reports ready (or fails: -errno, errmsg() says why). keep_fds lists
  * descriptors the caller holds that the child must not close (-1 ends). */

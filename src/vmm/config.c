@@ -41,6 +41,7 @@ static const char usage_text[] =
 	"  --restore DIR       start from the snapshot in DIR (shape from the snapshot)\n"
 	"  --zygote DIR        load the snapshot in DIR once and serve \"spawn\" on --ctl\n"
 	"  --hostname NAME     hostname the guest agent sets after a restore\n"
+	"  --identity STR      identity the guest agent keeps after a restore\n"
 	"  --no-resync         after a restore, do not resync the guest agent\n"
 	"  --jail DIR          run jailed: DIR (empty) becomes the root of a new mount,\n"
 	"                      PID and (with --jail-netns) network namespace\n"
@@ -83,6 +84,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "restore", required_argument, 0, 'r' },
 		{ "zygote", required_argument, 0, 'z' },
 		{ "hostname", required_argument, 0, 'H' },
+		{ "identity", required_argument, 0, 'I' },
 		{ "no-resync", no_argument, 0, 'S' },
 		{ "jail", required_argument, 0, 'J' },
 		{ "jail-uid", required_argument, 0, 'U' },
@@ -153,6 +155,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		case 'r': cfg->restore_dir = optarg; break;
 		case 'z': cfg->zygote_dir = optarg; break;
 		case 'H': cfg->hostname = optarg; break;
+		case 'I': cfg->identity = optarg; break;
 		case 'S': cfg->resync = false; break;
 		case 'J': cfg->jail.root = optarg; break;
 		case 'U':
@@ -201,6 +204,8 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		return errf(EINVAL, "--kernel is required (see --help)");
 	if (cfg->hostname && (strlen(cfg->hostname) > 63 || !cfg->hostname[0]))
 		return errf(EINVAL, "--hostname: 1 to 63 characters");
+	if (cfg->identity && (strlen(cfg->identity) > 255 || !cfg->identity[0]))
+		return errf(EINVAL, "--identity: 1 to 255 characters");
 	if (cfg->jail.root && (!cfg->jail.uid || !cfg->jail.gid))
 		return errf(EINVAL, "--jail needs --jail-uid and --jail-gid (unprivileged)");
 	if (!cfg->jail.root && (cfg->jail.uid || cfg->jail.gid || cfg->jail.nbinds || cfg->jail.nro_binds ||

@@ -36,6 +36,7 @@ struct vmm_config {
 	const char *restore_dir;    /* --restore: start from a snapshot */
 	const char *zygote_dir;     /* --zygote: serve spawns of a snapshot */
 	const char *hostname;       /* given to the guest agent on resync */
+	const char *identity;       /* likewise (e.g. the sandbox id) */
 	const char *snap_base;      /* the snapshot this VM's memory started from */
 	bool resync;                /* resync the guest agent after a restore */
 	char mac_buf[18];

@@ -107,24 +107,33 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		if (rc < 0)
 			rc = errf(-rc, "child %d: %s", i, errmsg());
 	}
-	double pause_ms = 0;
-	strbuf_printf(r, ",\"children\":[");
+	/* Start every child, then let the parent run on while they restore
+	 * and resync: one pause covers the capture and the forks only. */
+	int fds[MAX_CHILDREN];
+	int started = 0;
 	for (i = 0; rc == 0 && i < n; i++) {
-		struct child_result res;
-		rc = child_spawn(&vm->mem, &cfgs[i], (const uint8_t *)payload.data, payload.len,
-				 t0, NULL, &res);
-		if (rc < 0) {
-			rc = errf(-rc, "child %d: %s", i, errmsg());
-			break;
-		}
-		strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res.pid, res.ready_ms);
+		fds[i] = child_start(&vm->mem, &cfgs[i], (const uint8_t *)payload.data, payload.len,
+				     t0, NULL);
+		if (fds[i] < 0)
+			rc = errf(-fds[i], "child %d: %s", i, errmsg());
+		else
+			started++;
 	}
-	strbuf_printf(r, "]");
-	/* The children have their TAPs now; ours were only passing through. */
-	close_taps(cfgs, n);
-	pause_ms = (double)(now_ns() - t0) / 1e6;
+	close_taps(cfgs, n);           /* the children have their own copies */
+	double pause_ms = (double)(now_ns() - t0) / 1e6;
 	if (!was_paused)
 		vm_resume(vm);
+	strbuf_printf(r, ",\"children\":[");
+	for (i = 0; i < started; i++) {
+		struct child_result res;
+		int wrc = child_wait(fds[i], &res);
+		if (wrc < 0 && rc == 0)
+			rc = errf(-wrc, "child %d: %s", i, errmsg());
+		if (wrc == 0)
+			strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res.pid,
+				      res.ready_ms);
+	}
+	strbuf_printf(r, "]");
 	strbuf_free(&payload);
 	vm->forks++;
 	if (rc < 0)

@@ -66,7 +66,7 @@ fds0=$(ls /proc/$zpid/fd | wc -l)
 rss0=$(awk '/VmRSS/{print $2}' /proc/$zpid/status)
 fails=0
 for k in $(seq 1 50); do
-	r=$(printf '%s\n' "{\"cmd\":\"spawn\",\"ctl\":\"$T/s.ctl\"}" | timeout 30 socat -t 30 - "UNIX-CONNECT:$T/zy.ctl")
+	r=$(ctl "$T/zy.ctl" "{\"cmd\":\"spawn\",\"ctl\":\"$T/s.ctl\"}")
 	p=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$r")
 	if [ -z "$p" ]; then
 		fails=$((fails + 1))

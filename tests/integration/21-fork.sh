@@ -13,7 +13,7 @@ sleep 600' --disk "$T/p.kcow" --vsock "$T/p.vsock" --ctl "$T/p.ctl" --mem 256
 wait_for_line "$T/p.console" 'vsock_sh: listening' 90 || fail fork_setup "$(diagnose p)"
 gsh "$T/p.vsock" 'echo before > /mnt/shared; echo 1111 > /tmp/mem; sync; echo ok' >/dev/null
 
-r=$(ctl "$T/p.ctl" "{\"cmd\":\"fork\",\"children\":[{\"disks\":[\"$T/c.kcow\"],\"vsock\":\"$T/c.vsock\",\"ctl\":\"$T/c.ctl\",\"console\":\"$T/c.console\"}]}")
+r=$(ctl "$T/p.ctl" "{\"cmd\":\"fork\",\"children\":[{\"disks\":[\"$T/c.kcow\"],\"vsock\":\"$T/c.vsock\",\"ctl\":\"$T/c.ctl\",\"console\":\"$T/c.console\",\"resync\":false}]}")
 cpid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$r")
 [ -n "$cpid" ] && at_exit "kill -9 $cpid 2>/dev/null"
 check fork_reply "$r" grep -q '"ok":true' <<<"$r"
@@ -32,7 +32,7 @@ fi
 # fork of 4 with one pause: all answer, the parent still runs.
 req="{\"cmd\":\"fork\",\"children\":["
 for k in 1 2 3 4; do
-	req+="$([ $k = 1 ] || echo ,){\"disks\":[\"$T/t$k.kcow\"],\"vsock\":\"$T/t$k.vsock\",\"ctl\":\"$T/t$k.ctl\"}"
+	req+="$([ $k = 1 ] || echo ,){\"disks\":[\"$T/t$k.kcow\"],\"vsock\":\"$T/t$k.vsock\",\"ctl\":\"$T/t$k.ctl\",\"resync\":false}"
 done
 req+="]}"
 r=$(ctl "$T/p.ctl" "$req")

@@ -104,7 +104,7 @@ diagnose() {
 }
 
 # ctl SOCKET JSON: one request on a kiln-vmm control socket, the reply.
-ctl() { printf '%s\n' "$2" | timeout 120 socat -t 120 - "UNIX-CONNECT:$1"; }
+ctl() { timeout 160 python3 "$REPO/tests/integration/vsock_host.py" ctl "$1" "$2"; }
 # gsh VSOCK CMD: run CMD in a test guest's vsock_sh (port 1000), its output.
 gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 "$2"; }
 

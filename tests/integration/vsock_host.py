@@ -10,6 +10,7 @@
                                         its output
   vsock_host.py tapctl CTL TAP JSON     open TAP here (IFF_VNET_HDR) and send the
                                         control request JSON with it attached
+  vsock_host.py ctl CTL JSON            one control request, its one-line reply
 """
 import hashlib
 import os
@@ -101,26 +102,38 @@ def sh(uds, port, command):
     sys.stdout.write(out.decode(errors="replace"))
 
 
-def tapctl(ctl, tap, request):
+def ctl(path, request, fds=()):
     import array
-    import fcntl
-    import struct
-    fd = os.open("/dev/net/tun", os.O_RDWR)
-    IFF_TAP, IFF_NO_PI, IFF_VNET_HDR, TUNSETIFF = 0x2, 0x1000, 0x4000, 0x400454ca
-    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", tap.encode(), IFF_TAP | IFF_NO_PI | IFF_VNET_HDR))
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(120)
-    s.connect(ctl)
-    s.sendmsg([request.encode() + b"\n"],
-              [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]))])
-    os.close(fd)
+    s.settimeout(150)
+    try:
+        s.connect(path)
+    except OSError as e:
+        raise SystemExit("vsock_host: %s: %s" % (path, e))
+    if fds:
+        s.sendmsg([request.encode() + b"\n"],
+                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+    else:
+        s.sendall(request.encode() + b"\n")
     reply = b""
     while not reply.endswith(b"\n"):
         chunk = s.recv(65536)
         if not chunk:
             break
         reply += chunk
+    s.close()
     sys.stdout.write(reply.decode())
+
+
+def tapctl(ctl_path, tap, request):
+    import array
+    import fcntl
+    import struct
+    fd = os.open("/dev/net/tun", os.O_RDWR)
+    IFF_TAP, IFF_NO_PI, IFF_VNET_HDR, TUNSETIFF = 0x2, 0x1000, 0x4000, 0x400454ca
+    fcntl.ioctl(fd, TUNSETIFF, struct.pack("16sH", tap.encode(), IFF_TAP | IFF_NO_PI | IFF_VNET_HDR))
+    ctl(ctl_path, request, [fd])
+    os.close(fd)
 
 
 if __name__ == "__main__":
@@ -133,6 +146,8 @@ if __name__ == "__main__":
         serve(sys.argv[2])
     elif cmd == "sh":
         sh(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif cmd == "ctl":
+        ctl(sys.argv[2], sys.argv[3])
     elif cmd == "tapctl":
         tapctl(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

@@ -1,0 +1,366 @@
+/*
+ * net: see net.h. The namespaces, links and addresses are made with ip(8)
+ * and the rules with nft(8), each run as a child process with an argument
+ * vector (no shell) and its script on stdin; every run is checked and a
+ * failure reports the command's own message.
+ */
+#include "net/net.h"
+#include "common/err.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define NETNS_DIR "/run/netns"
+#define NS_PREFIX "kiln-n"
+
+/* The Stratum mining-pool ports dropped for every sandbox (docs/network.md). */
+#define STRATUM_PORTS "3333, 3334, 3335, 4444, 5555, 5588, 6666, 7777, 8008, 8888, 9999, 14433, 14444, 45560, 45700"
+
+void net_default_config(struct net_config *c)
+{
+	c->pool = 0x0ac80000;             /* 10.200.0.0 */
+	c->pool_bits = 16;
+	c->guest_ip = "172.16.0.2";
+	c->gateway_ip = "172.16.0.1";
+	c->tap_bits = 30;
+	c->gateway_mac = "02:6b:69:6c:6e:01";
+}
+
+static void ip4(uint32_t a, char out[16])
+{
+	snprintf(out, 16, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+}
+
+int net_parse_cidr(const char *s, struct net_cidr *out)
+{
+	char buf[32];
+	if (strlen(s) >= sizeof buf)
+		return errf(EINVAL, "'%s' is not an IPv4 address or CIDR", s);
+	strcpy(buf, s);
+	int bits = 32;
+	char *slash = strchr(buf, '/');
+	if (slash) {
+		char *end;
+		long b = strtol(slash + 1, &end, 10);
+		if (end == slash + 1 || *end || b < 0 || b > 32)
+			return errf(EINVAL, "'%s': bad prefix length", s);
+		bits = (int)b;
+		*slash = 0;
+	}
+	struct in_addr a;
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return errf(EINVAL, "'%s' is not an IPv4 address or CIDR", s);
+	uint32_t addr = ntohl(a.s_addr);
+	uint32_t mask = bits ? ~0u << (32 - bits) : 0;
+	out->addr = addr & mask;
+	out->bits = bits;
+	return 0;
+}
+
+/* run: argv with input on stdin; 0, or -1 with the tail of its stderr. */
+static int run(const char *const argv[], const char *input)
+{
+	int in[2], err[2];
+	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+		return errf_sys("pipe");
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	pid_t pid;
+	int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(in[0]);
+	close(err[1]);
+	if (rc != 0) {
+		close(in[1]);
+		close(err[0]);
+		return errf(rc, "cannot run %s: %s", argv[0], strerror(rc));
+	}
+	if (input) {
+		size_t n = strlen(input), off = 0;
+		while (off < n) {
+			ssize_t w = write(in[1], input + off, n - off);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+	}
+	close(in[1]);
+	char msg[512];
+	size_t got = 0;
+	for (;;) {
+		ssize_t r = read(err[0], msg + got, sizeof msg - 1 - got);
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+		if (got == sizeof msg - 1)
+			got = 0;                /* keep the end of a long message */
+	}
+	msg[got] = 0;
+	close(err[0]);
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	msg[strcspn(msg, "\n")] = 0;
+	return errf(EIO, "%s %s: %s", argv[0], argv[1] ? argv[1] : "", msg[0] ? msg : "failed");
+}
+
+static int nft(const char *netns, const char *script)
+{
+	if (!netns) {
+		const char *argv[] = { "nft", "-f", "-", NULL };
+		return run(argv, script);
+	}
+	const char *argv[] = { "ip", "netns", "exec", netns, "nft", "-f", "-", NULL };
+	return run(argv, script);
+}
+
+static int ip_batch(const char *netns, const char *script)
+{
+	if (!netns) {
+		const char *argv[] = { "ip", "-batch", "-", NULL };
+		return run(argv, script);
+	}
+	const char *argv[] = { "ip", "-n", netns, "-batch", "-", NULL };
+	return run(argv, script);
+}
+
+static int write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("%s", path);
+	ssize_t n = write(fd, text, strlen(text));
+	close(fd);
+	return n == (ssize_t)strlen(text) ? 0 : errf_sys("%s", path);
+}
+
+int net_init(const struct net_config *c)
+{
+	int rc = write_file("/proc/sys/net/ipv4/ip_forward", "1\n");
+	if (rc < 0)
+		return rc;
+	char pool[16], script[4096];
+	ip4(c->pool, pool);
+	snprintf(script, sizeof script,
+		 "add table inet kiln\n"
+		 "add chain inet kiln forward { type filter hook forward priority 0; policy accept; }\n"
+		 "add chain inet kiln input { type filter hook input priority 0; policy accept; }\n"
+		 "add chain inet kiln postrouting { type nat hook postrouting priority 100; policy accept; }\n"
+		 "add map inet kiln egress { type ifname : verdict; }\n"
+		 "flush chain inet kiln forward\n"
+		 "flush chain inet kiln input\n"
+		 "flush chain inet kiln postrouting\n"
+		 "add rule inet kiln forward ct state established,related accept\n"
+		 "add rule inet kiln forward iifname \"kv*\" oifname \"kv*\" drop comment \"sandbox to sandbox\"\n"
+		 "add rule inet kiln forward iifname \"kv*\" ip daddr 169.254.0.0/16 drop comment \"cloud metadata\"\n"
+		 "add rule inet kiln forward iifname \"kv*\" tcp dport { " STRATUM_PORTS " } drop comment \"stratum mining\"\n"
+		 "add rule inet kiln forward iifname \"kv*\" iifname vmap @egress\n"
+		 "add rule inet kiln input iifname \"kv*\" ct state established,related accept\n"
+		 "add rule inet kiln input iifname \"kv*\" drop comment \"the host itself\"\n"
+		 "add rule inet kiln postrouting ip saddr %s/%d oifname != \"kv*\" masquerade\n",
+		 pool, c->pool_bits);
+	return nft(NULL, script);
+}
+
+void net_slot_info(const struct net_config *c, uint32_t slot, struct net_slot *out)
+{
+	memset(out, 0, sizeof *out);
+	out->slot = slot;
+	snprintf(out->netns, sizeof out->netns, NS_PREFIX "%u", slot);
+	snprintf(out->netns_path, sizeof out->netns_path, NETNS_DIR "/" NS_PREFIX "%u", slot);
+	snprintf(out->tap, sizeof out->tap, "tap0");
+	snprintf(out->veth, sizeof out->veth, "kv%u", slot);
+	ip4(c->pool + slot * 4 + 1, out->host_ip);
+	ip4(c->pool + slot * 4 + 2, out->ns_ip);
+}
+
+int net_list(uint32_t *slots, int max)
+{
+	DIR *d = opendir(NETNS_DIR);
+	int n = 0;
+	if (!d)
+		return 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < max) {
+		char *end;
+		if (strncmp(e->d_name, NS_PREFIX, strlen(NS_PREFIX)) != 0)
+			continue;
+		unsigned long v = strtoul(e->d_name + strlen(NS_PREFIX), &end, 10);
+		if (*end == 0 && end != e->d_name + strlen(NS_PREFIX))
+			slots[n++] = (uint32_t)v;
+	}
+	closedir(d);
+	return n;
+}
+
+static int setup_slot(const struct net_config *c, const struct net_slot *s)
+{
+	char script[2048];
+	snprintf(script, sizeof script,
+		 "link add %s type veth peer name vn netns %s\n"
+		 "addr add %s/30 dev %s\n"
+		 "link set %s up\n",
+		 s->veth, s->netns, s->host_ip, s->veth, s->veth);
+	int rc = ip_batch(NULL, script);
+	if (rc < 0)
+		return rc;
+	snprintf(script, sizeof script,
+		 "link set lo up\n"
+		 "addr add %s/30 dev vn\n"
+		 "link set vn up\n"
+		 "route add default via %s\n"
+		 "tuntap add dev %s mode tap\n"
+		 "link set %s address %s\n"
+		 "addr add %s/%d dev %s\n"
+		 "link set %s up\n",
+		 s->ns_ip, s->host_ip, s->tap, s->tap, c->gateway_mac, c->gateway_ip, c->tap_bits,
+		 s->tap, s->tap);
+	if ((rc = ip_batch(s->netns, script)) < 0)
+		return rc;
+	const char *sysctl[] = { "ip", "netns", "exec", s->netns, "sysctl", "-qw",
+				 "net.ipv4.ip_forward=1", NULL };
+	if ((rc = run(sysctl, NULL)) < 0)
+		return rc;
+	/* Inside: the guests' shared address leaves as the veth's. */
+	snprintf(script, sizeof script,
+		 "table ip kiln {\n"
+		 "\tchain post {\n"
+		 "\t\ttype nat hook postrouting priority 100; policy accept;\n"
+		 "\t\toifname \"vn\" masquerade\n"
+		 "\t}\n"
+		 "}\n");
+	if ((rc = nft(s->netns, script)) < 0)
+		return rc;
+	struct net_policy open_policy = { .allow_internet = true };
+	return net_set_policy(c, s, &open_policy);
+}
+
+int net_create(const struct net_config *c, struct net_slot *out)
+{
+	uint32_t max = (1u << (32 - c->pool_bits)) / 4;
+	mkdir(NETNS_DIR, 0755);
+	for (uint32_t slot = 1; slot < max; slot++) {
+		char path[64];
+		snprintf(path, sizeof path, NETNS_DIR "/" NS_PREFIX "%u", slot);
+		if (access(path, F_OK) == 0)
+			continue;
+		net_slot_info(c, slot, out);
+		/* ip netns add fails if another creator got here first: that is
+		 * how a slot is claimed. */
+		const char *argv[] = { "ip", "netns", "add", out->netns, NULL };
+		if (run(argv, NULL) < 0)
+			continue;
+		int rc = setup_slot(c, out);
+		if (rc < 0) {
+			char why[512];
+			snprintf(why, sizeof why, "%s", errmsg());
+			net_destroy(c, slot);
+			return errf(-rc, "network for slot %u: %s", slot, why);
+		}
+		return 0;
+	}
+	return errf(ENOSPC, "no free network slot (pool of %u)", max);
+}
+
+static int append_set(char *buf, size_t n, const struct net_cidr *list, int count)
+{
+	size_t len = strlen(buf);
+	len += (size_t)snprintf(buf + len, n - len, "{ ");
+	for (int i = 0; i < count && len < n; i++) {
+		char a[16];
+		ip4(list[i].addr, a);
+		len += (size_t)snprintf(buf + len, n - len, "%s%s/%d", i ? ", " : "", a, list[i].bits);
+	}
+	if (len < n)
+		len += (size_t)snprintf(buf + len, n - len, " }");
+	return len < n ? 0 : errf(E2BIG, "policy too large");
+}
+
+int net_set_policy(const struct net_config *c, const struct net_slot *s, const struct net_policy *p)
+{
+	(void)c;
+	if (p->nallow > NET_MAX_CIDRS || p->ndeny > NET_MAX_CIDRS)
+		return errf(EINVAL, "at most %d CIDRs in each of allow_out and deny_out", NET_MAX_CIDRS);
+	/* One nft run is one transaction: the old rules are replaced, never
+	 * absent, so a policy change cannot open a window. */
+	char script[8192];
+	snprintf(script, sizeof script,
+		 "add chain inet kiln sbx%u\n"
+		 "flush chain inet kiln sbx%u\n", s->slot, s->slot);
+	int rc = 0;
+	if (p->ndeny) {
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add rule inet kiln sbx%u ip daddr ", s->slot);
+		rc = append_set(script, sizeof script, p->deny, p->ndeny);
+		strncat(script, " drop\n", sizeof script - strlen(script) - 1);
+	}
+	if (rc == 0 && !p->allow_internet) {
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add rule inet kiln sbx%u drop\n", s->slot);
+	} else if (rc == 0 && p->nallow) {
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add rule inet kiln sbx%u ip daddr ", s->slot);
+		rc = append_set(script, sizeof script, p->allow, p->nallow);
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 " accept\nadd rule inet kiln sbx%u drop\n", s->slot);
+	}
+	if (rc < 0)
+		return rc;
+	snprintf(script + strlen(script), sizeof script - strlen(script),
+		 "add element inet kiln egress { \"%s\" : jump sbx%u }\n", s->veth, s->slot);
+	return nft(NULL, script);
+}
+
+int net_destroy(const struct net_config *c, uint32_t slot)
+{
+	struct net_slot s;
+	net_slot_info(c, slot, &s);
+	char script[256];
+	/* Each piece may already be gone: try them one by one. */
+	snprintf(script, sizeof script, "delete element inet kiln egress { \"%s\" }\n", s.veth);
+	nft(NULL, script);
+	snprintf(script, sizeof script, "delete chain inet kiln sbx%u\n", slot);
+	nft(NULL, script);
+	const char *del_link[] = { "ip", "link", "del", s.veth, NULL };
+	run(del_link, NULL);
+	if (access(s.netns_path, F_OK) == 0) {
+		/* Deleting the namespace takes the TAP and the veth with it. */
+		const char *argv[] = { "ip", "netns", "del", s.netns, NULL };
+		int rc = run(argv, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int net_cleanup(const struct net_config *c)
+{
+	uint32_t slots[4096];
+	int n = net_list(slots, 4096);
+	int rc = 0;
+	for (int i = 0; i < n; i++)
+		if (net_destroy(c, slots[i]) < 0)
+			rc = -1;
+	const char *argv[] = { "nft", "delete", "table", "inet", "kiln", NULL };
+	char probe[] = "list table inet kiln\n";
+	if (nft(NULL, probe) == 0 && run(argv, NULL) < 0)
+		rc = -1;
+	return rc;
+}

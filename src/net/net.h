@@ -1,0 +1,82 @@
+/*
+ * net: the network of each sandbox (docs/network.md).
+ *
+ * Every sandbox gets its own network namespace "kiln-n<slot>" holding the
+ * guest's TAP (tap0, gateway address and MAC the same in every sandbox, so
+ * a template's baked-in guest address works in all its clones) and one end
+ * of a veth pair; the other end, kv<slot>, is on the host with an address
+ * from a pool of /30s. Guest traffic is masqueraded twice: to the veth
+ * address inside the namespace, then out of the host's uplink.
+ *
+ * The host firewall is one nftables table, "inet kiln", created and
+ * removed whole. It drops sandbox-to-sandbox traffic, cloud metadata
+ * (169.254.0.0/16), anything addressed to the host itself, and Stratum
+ * mining ports; each sandbox's egress policy is a chain of its own, reached
+ * through a verdict map keyed by its veth, replaced atomically.
+ *
+ * Setting a namespace up takes a few runs of ip(8) and nft(8); callers keep
+ * a warm pool of ready slots so that creates do not wait for them.
+ */
+#ifndef KILN_NET_H
+#define KILN_NET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NET_MAX_CIDRS 32
+
+struct net_config {
+	uint32_t pool;           /* first address of the host-side pool, host order */
+	int pool_bits;           /* its prefix length (16: 16384 sandboxes) */
+	const char *guest_ip;    /* the guests' address, e.g. 172.16.0.2 */
+	const char *gateway_ip;  /* the TAP's address, the guests' gateway */
+	int tap_bits;            /* prefix length of that link (30) */
+	const char *gateway_mac; /* the TAP's MAC, the same in every sandbox */
+};
+
+/* net_default_config: 10.200.0.0/16, guest 172.16.0.2/30 via 172.16.0.1. */
+void net_default_config(struct net_config *c);
+
+struct net_slot {
+	uint32_t slot;
+	char netns[32];          /* kiln-n<slot> */
+	char netns_path[64];     /* /run/netns/kiln-n<slot> */
+	char tap[16];            /* tap0, inside netns */
+	char veth[16];           /* kv<slot>, on the host */
+	char host_ip[16];        /* the host's end of the veth */
+	char ns_ip[16];          /* the namespace's end */
+};
+
+struct net_cidr {
+	uint32_t addr;           /* host order */
+	int bits;
+};
+
+struct net_policy {
+	bool allow_internet;     /* false: nothing leaves (allow_out is ignored) */
+	struct net_cidr allow[NET_MAX_CIDRS];   /* non-empty: only these */
+	int nallow;
+	struct net_cidr deny[NET_MAX_CIDRS];    /* never these */
+	int ndeny;
+};
+
+/* net_parse_cidr: "a.b.c.d[/n]". */
+int net_parse_cidr(const char *s, struct net_cidr *out);
+
+/* net_init: IP forwarding on, the kiln table in place (idempotent). */
+int net_init(const struct net_config *c);
+/* net_create: a namespace for a free slot, with the default policy
+ * (internet allowed, nothing denied). */
+int net_create(const struct net_config *c, struct net_slot *out);
+/* net_slot_info: the names and addresses of slot n. */
+void net_slot_info(const struct net_config *c, uint32_t slot, struct net_slot *out);
+int net_set_policy(const struct net_config *c, const struct net_slot *s, const struct net_policy *p);
+/* net_destroy: the namespace (the veth goes with it) and its rules;
+ * idempotent. */
+int net_destroy(const struct net_config *c, uint32_t slot);
+/* net_cleanup: every kiln namespace and the table itself. */
+int net_cleanup(const struct net_config *c);
+/* net_list: slots that exist, up to max; returns the count. */
+int net_list(uint32_t *slots, int max);
+
+#endif

@@ -1,0 +1,64 @@
+#!/bin/bash
+# fork_tree of 16 over a guest running kiln-init: one pause, 16 children,
+# each resynced by kiln-vmm before it is reported ready, so all answer exec
+# with their own hostname and their own random numbers (their RNG state
+# was cloned: without the reseed their first UUIDs would be the same), and
+# the parent runs on. Restores resync too.
+. "$(dirname "$0")/lib.sh"
+KG() { timeout 60 "$BUILD/kiln-guest" --vsock "$1" "${@:2}"; }
+
+cp --sparse=always "$GUEST/rootfs-minimal.ext4" "$T/root.ext4"
+"$BUILD/kiln-disk" create "$T/p.kcow" "$T/root.ext4"
+"$VMM" --kernel "$GUEST/vmlinux" --initrd "$GUEST/initramfs.cpio" --disk "$T/p.kcow" \
+	--append "kiln.root=/dev/vda kiln.hostname=parent" --mem 256 \
+	--vsock "$T/p.sock" --ctl "$T/p.ctl" --console "$T/p.console" 2>"$T/p.err" &
+ppid_=$!
+at_exit "kill -9 $ppid_ 2>/dev/null; wait $ppid_ 2>/dev/null"
+wait_for_line "$T/p.console" 'kiln-init: ready' 90 && KG "$T/p.sock" --wait 30 ping >/dev/null ||
+	fail fork_tree_setup "parent agent never answered: $(tail -c 300 "$T/p.console")"
+KG "$T/p.sock" exec -- sh -c 'echo warm > /root/before' >/dev/null
+
+req='{"cmd":"fork","children":['
+for k in $(seq 1 16); do
+	req+="$([ "$k" = 1 ] || echo ,){\"disks\":[\"$T/c$k.kcow\"],\"vsock\":\"$T/c$k.sock\",\"hostname\":\"child-$k\",\"identity\":\"sbx-$k\"}"
+done
+req+=']}'
+t0=$(now_ms)
+r=$(ctl "$T/p.ctl" "$req")
+t1=$(now_ms)
+fork_reply=$r
+for p in $(grep -o '"pid":[0-9]*' <<<"$r" | cut -d: -f2); do at_exit "kill -9 $p 2>/dev/null"; done
+names="" uuids="" answered=0
+for k in $(seq 1 16); do
+	out=$(KG "$T/c$k.sock" exec -- sh -c 'hostname; cat /proc/sys/kernel/random/uuid; cat /root/before' 2>&1)
+	read -r name uuid before <<<"$(tr '\n' ' ' <<<"$out")"
+	[ "$name" = "child-$k" ] && [ "$before" = warm ] && answered=$((answered + 1))
+	uuids+="$uuid"$'\n'
+done
+distinct=$(sort -u <<<"$uuids" | grep -c .)
+parent=$(KG "$T/p.sock" exec -- hostname 2>&1)
+if [ $answered = 16 ] && [ "$distinct" = 16 ] && [ "$parent" = parent ]; then
+	pass fork_tree_16 "16 children answer with their own hostname and 16 distinct UUIDs; parent runs on; fork reply in $((t1 - t0)) ms, $(grep -o '"pause_ms":[0-9.]*' <<<"$r")"
+else
+	fail fork_tree_16 "answered $answered/16, distinct UUIDs $distinct, parent '$parent'; reply $r"
+fi
+
+# Restore resyncs too: a hibernated guest wakes with the clock set and a
+# new name.
+r=$(ctl "$T/p.ctl" "{\"cmd\":\"hibernate\",\"dir\":\"$T/hib\"}")
+for _ in $(seq 100); do kill -0 $ppid_ 2>/dev/null || break; sleep 0.1; done
+sleep 3
+# The parent writes to the layer the fork gave it.
+"$VMM" --restore "$T/hib" --disk "$(sed -n 's/.*"parent_disks":\["\([^"]*\)".*/\1/p' <<<"$fork_reply")" \
+	--vsock "$T/w.sock" --hostname woken 2>"$T/w.err" &
+wpid=$!
+at_exit "kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null"
+wait_for_line "$T/w.err" 'ready in|did not resync' 60
+out=$(KG "$T/w.sock" exec -- sh -c 'hostname; date +%s' 2>&1 | tr '\n' ' ')
+read -r name gtime <<<"$out"
+skew=$(( $(date +%s) - ${gtime:-0} ))
+if [ "$name" = woken ] && [ "${skew#-}" -le 2 ]; then
+	pass restore_resync "$(grep -m1 'ready in' "$T/w.err"); hostname '$name', clock off by ${skew} s after 3 s asleep"
+else
+	fail restore_resync "got '$out' (skew $skew); $(cat "$T/w.err")"
+fi
