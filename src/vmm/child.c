@@ -141,50 +141,53 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 	return p[0];
 }
 
-int child_wait(int fd, struct child_result *out)
+int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 {
-	char line[600];
-	size_t got = 0;
-	int rc = 0;
-	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
-	while (got < sizeof line - 1 && !has_final_line(line, got)) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int left = (int)((deadline - now_ns()) / 1000000);
-		if (left <= 0 || poll(&pfd, 1, left) <= 0) {
-			rc = errf(ETIMEDOUT, "the new VM did not report ready in %d s", READY_TIMEOUT_MS / 1000);
-			break;
-		}
-		ssize_t n = read(fd, line + got, sizeof line - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = errf(EIO, "the new VM exited before it was ready");
-			break;
-		}
-		got += (size_t)n;
-		line[got] = 0;
-	}
-	close(fd);
-	if (rc < 0)
-		return rc;
+	if (!has_final_line(buf, n))
+		return eof || n >= CHILD_REPORT_MAX - 1 ? errf(EIO, "the new VM exited before it was ready") : 0;
 	/* "pid N" from the intermediate process, then "ready PID MS" or
 	 * "error MESSAGE" from the VM. */
 	int pid = -1, inner;
 	double ms;
-	for (char *l = line, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+	buf[n] = 0;
+	for (char *l = buf, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
 		*nl = 0;
 		if (sscanf(l, "pid %d", &pid) == 1)
 			continue;
 		if (sscanf(l, "ready %d %lf", &inner, &ms) == 2 && pid > 0) {
 			out->pid = pid;
 			out->ready_ms = ms;
-			return 0;
+			return 1;
 		}
 		if (strncmp(l, "error ", 6) == 0)
 			return errf(EINVAL, "%s", l + 6);
 		return errf(EIO, "the new VM said '%.100s'", l);
 	}
 	return errf(EIO, "the new VM exited before it was ready");
+}
+
+int child_wait(int fd, struct child_result *out)
+{
+	char buf[CHILD_REPORT_MAX];
+	size_t got = 0;
+	int rc = 0;
+	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
+	while (rc == 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int left = (int)((deadline - now_ns()) / 1000000);
+		if (left <= 0 || poll(&pfd, 1, left) <= 0) {
+			rc = errf(ETIMEDOUT, "the new VM did not report ready in %d s", READY_TIMEOUT_MS / 1000);
+			break;
+		}
+		ssize_t k = read(fd, buf + got, sizeof buf - 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k > 0)
+			got += (size_t)k;
+		rc = child_parse(buf, got, k <= 0, out);
+	}
+	close(fd);
+	return rc < 0 ? rc : 0;
 }
 
 int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
