@@ -49,8 +49,15 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 	  size_t len, uint64_t t0, int ready_fd)
 {
 	static struct vm vm;
-	vm_init(&vm, cfg);
-	vm.mem = *mem;
+	static struct vmm_config own_cfg;
+	/* mem may be this very vm's: a VM that a zygote spawned (so runs
+	 * here) and now forks. Copy it before vm_init clears vm. The config
+	 * is copied too: the fork handler's table of child settings must not
+	 * be this VM's own, or its next fork would rewrite it. */
+	struct guest_mem inherited = *mem;
+	own_cfg = *cfg;
+	vm_init(&vm, &own_cfg);
+	vm.mem = inherited;
 	vm.mem.dirty = NULL;          /* the parent's bitmap is not ours */
 	vm.ready_fd = ready_fd;
 	vm.ready_from_ns = t0;
@@ -61,6 +68,8 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 		_exit(status);
 	}
 	status = vm_run(&vm);
+	if (vm.ready_fd >= 0)          /* it ended before it was ready: say why */
+		dprintf(vm.ready_fd, "error %s\n", vm.exit_reason);
 	vm_teardown(&vm);
 	fprintf(stderr, "kiln-vmm[%d]: %s (exit status %d)\n", (int)getpid(), vm.exit_reason, status);
 	_exit(status);
@@ -143,17 +152,24 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 
 int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 {
-	if (!has_final_line(buf, n))
+	if (!has_final_line(buf, n)) {
+		out->pid = -1;
+		if (n > 4 && strncmp(buf, "pid ", 4) == 0)
+			out->pid = atoi(buf + 4);
 		return eof || n >= CHILD_REPORT_MAX - 1 ? errf(EIO, "the new VM exited before it was ready") : 0;
+	}
 	/* "pid N" from the intermediate process, then "ready PID MS" or
 	 * "error MESSAGE" from the VM. */
 	int pid = -1, inner;
 	double ms;
+	out->pid = -1;
 	buf[n] = 0;
 	for (char *l = buf, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
 		*nl = 0;
-		if (sscanf(l, "pid %d", &pid) == 1)
+		if (sscanf(l, "pid %d", &pid) == 1) {
+			out->pid = pid;       /* known even if it fails: see child_discard */
 			continue;
+		}
 		if (sscanf(l, "ready %d %lf", &inner, &ms) == 2 && pid > 0) {
 			out->pid = pid;
 			out->ready_ms = ms;
@@ -187,7 +203,15 @@ int child_wait(int fd, struct child_result *out)
 		rc = child_parse(buf, got, k <= 0, out);
 	}
 	close(fd);
+	if (rc < 0)
+		child_discard(out);
 	return rc < 0 ? rc : 0;
+}
+
+void child_discard(const struct child_result *res)
+{
+	if (res->pid > 0)
+		kill(res->pid, SIGKILL);
 }
 
 int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,

@@ -32,6 +32,10 @@ int child_wait(int fd, struct child_result *out);
  * 0 while more is to come, -errno when it failed or went away. */
 #define CHILD_REPORT_MAX 600
 int child_parse(char *buf, size_t n, bool eof, struct child_result *out);
+/* child_discard: a child that failed or never reported ready is killed
+ * rather than left running unseen (out->pid is set once its pid is known,
+ * -1 before). child_wait does this itself. */
+void child_discard(const struct child_result *res);
 /* child_spawn: fork a VM running payload over mem with cfg. Blocks until
  * it reports ready (or fails: -errno, errmsg() says why). keep_fds lists
  * descriptors the caller holds that the child must not close (-1 ends). */

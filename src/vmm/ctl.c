@@ -289,6 +289,14 @@ static void reply_error(struct strbuf *r, const char *msg)
 	strbuf_json_str(r, msg);
 }
 
+int ctl_fail(struct strbuf *r, int rc, const char *members)
+{
+	(void)rc;                      /* errmsg() says it all */
+	reply_error(r, errmsg());
+	strbuf_printf(r, "%s", members);
+	return CTL_FAILED;
+}
+
 static void handle_line(struct ctl *c, const char *line, size_t len, struct strbuf *r)
 {
 	strbuf_reset(r);
@@ -320,7 +328,7 @@ static void handle_line(struct ctl *c, const char *line, size_t len, struct strb
 		return;
 	}
 	if (rc < 0)
-		reply_error(r, errmsg());
+		reply_error(r, errmsg());   /* CTL_FAILED: r holds the error already */
 out:
 	if (req) {
 		struct json *id = json_get(req, "id");

@@ -27,6 +27,12 @@ struct ctl_pending *ctl_defer(struct vm *vm, const struct json *req);
  * errmsg(). The client may be gone: then the reply is dropped. */
 void ctl_finish(struct ctl_pending *p, int rc, const char *members);
 
+/* A handler whose error reply must carry members too (a failed fork says
+ * which disk layer its parent now writes to) returns ctl_fail(reply, rc,
+ * members) instead of rc. */
+#define CTL_FAILED 2
+int ctl_fail(struct strbuf *reply, int rc, const char *members);
+
 struct ctl_command {
 	const char *name;
 	ctl_cmd_fn fn;

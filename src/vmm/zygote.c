@@ -51,6 +51,8 @@ static void spawn_event(void *opaque, uint32_t events)
 	int rc = child_parse(w->buf, w->got, k <= 0, &res);
 	if (rc == 0)
 		return;
+	if (rc < 0)
+		child_discard(&res);
 	char members[96] = "";
 	if (rc > 0) {
 		zy.spawned++;
