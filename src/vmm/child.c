@@ -49,8 +49,15 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 	  size_t len, uint64_t t0, int ready_fd)
 {
 	static struct vm vm;
-	vm_init(&vm, cfg);
-	vm.mem = *mem;
+	static struct vmm_config own_cfg;
+	/* mem may be this very vm's: a VM that a zygote spawned (so runs
+	 * here) and now forks. Copy it before vm_init clears vm. The config
+	 * is copied too: the fork handler's table of child settings must not
+	 * be this VM's own, or its next fork would rewrite it. */
+	struct guest_mem inherited = *mem;
+	own_cfg = *cfg;
+	vm_init(&vm, &own_cfg);
+	vm.mem = inherited;
 	vm.mem.dirty = NULL;          /* the parent's bitmap is not ours */
 	vm.ready_fd = ready_fd;
 	vm.ready_from_ns = t0;
@@ -61,6 +68,8 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 		_exit(status);
 	}
 	status = vm_run(&vm);
+	if (vm.ready_fd >= 0)          /* it ended before it was ready: say why */
+		dprintf(vm.ready_fd, "error %s\n", vm.exit_reason);
 	vm_teardown(&vm);
 	fprintf(stderr, "kiln-vmm[%d]: %s (exit status %d)\n", (int)getpid(), vm.exit_reason, status);
 	_exit(status);
@@ -141,50 +150,68 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 	return p[0];
 }
 
-int child_wait(int fd, struct child_result *out)
+int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 {
-	char line[600];
-	size_t got = 0;
-	int rc = 0;
-	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
-	while (got < sizeof line - 1 && !has_final_line(line, got)) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int left = (int)((deadline - now_ns()) / 1000000);
-		if (left <= 0 || poll(&pfd, 1, left) <= 0) {
-			rc = errf(ETIMEDOUT, "the new VM did not report ready in %d s", READY_TIMEOUT_MS / 1000);
-			break;
-		}
-		ssize_t n = read(fd, line + got, sizeof line - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = errf(EIO, "the new VM exited before it was ready");
-			break;
-		}
-		got += (size_t)n;
-		line[got] = 0;
+	if (!has_final_line(buf, n)) {
+		out->pid = -1;
+		if (n > 4 && strncmp(buf, "pid ", 4) == 0)
+			out->pid = atoi(buf + 4);
+		return eof || n >= CHILD_REPORT_MAX - 1 ? errf(EIO, "the new VM exited before it was ready") : 0;
 	}
-	close(fd);
-	if (rc < 0)
-		return rc;
 	/* "pid N" from the intermediate process, then "ready PID MS" or
 	 * "error MESSAGE" from the VM. */
 	int pid = -1, inner;
 	double ms;
-	for (char *l = line, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+	out->pid = -1;
+	buf[n] = 0;
+	for (char *l = buf, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
 		*nl = 0;
-		if (sscanf(l, "pid %d", &pid) == 1)
+		if (sscanf(l, "pid %d", &pid) == 1) {
+			out->pid = pid;       /* known even if it fails: see child_discard */
 			continue;
+		}
 		if (sscanf(l, "ready %d %lf", &inner, &ms) == 2 && pid > 0) {
 			out->pid = pid;
 			out->ready_ms = ms;
-			return 0;
+			return 1;
 		}
 		if (strncmp(l, "error ", 6) == 0)
 			return errf(EINVAL, "%s", l + 6);
 		return errf(EIO, "the new VM said '%.100s'", l);
 	}
 	return errf(EIO, "the new VM exited before it was ready");
+}
+
+int child_wait(int fd, struct child_result *out)
+{
+	char buf[CHILD_REPORT_MAX];
+	size_t got = 0;
+	int rc = 0;
+	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_MS * 1000000;
+	while (rc == 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		int left = (int)((deadline - now_ns()) / 1000000);
+		if (left <= 0 || poll(&pfd, 1, left) <= 0) {
+			rc = errf(ETIMEDOUT, "the new VM did not report ready in %d s", READY_TIMEOUT_MS / 1000);
+			break;
+		}
+		ssize_t k = read(fd, buf + got, sizeof buf - 1 - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k > 0)
+			got += (size_t)k;
+		rc = child_parse(buf, got, k <= 0, out);
+	}
+	close(fd);
+	if (rc < 0)
+		child_discard(out);
+	return rc < 0 ? rc : 0;
+}
+
+void child_discard(const struct child_result *res)
+{
+	if (res->pid > 0)
+		kill(res->pid, SIGKILL);
 }
 
 int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,

@@ -8,6 +8,7 @@
 #ifndef KILN_VMM_CHILD_H
 #define KILN_VMM_CHILD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,6 +27,15 @@ struct child_result {
 int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds);
 int child_wait(int fd, struct child_result *out);
+/* child_parse: for callers that read the descriptor themselves (into a
+ * buffer of CHILD_REPORT_MAX): 1 and *out when the child reported ready,
+ * 0 while more is to come, -errno when it failed or went away. */
+#define CHILD_REPORT_MAX 600
+int child_parse(char *buf, size_t n, bool eof, struct child_result *out);
+/* child_discard: a child that failed or never reported ready is killed
+ * rather than left running unseen (out->pid is set once its pid is known,
+ * -1 before). child_wait does this itself. */
+void child_discard(const struct child_result *res);
 /* child_spawn: fork a VM running payload over mem with cfg. Blocks until
  * it reports ready (or fails: -errno, errmsg() says why). keep_fds lists
  * descriptors the caller holds that the child must not close (-1 ends). */

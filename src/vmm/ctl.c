@@ -30,8 +30,17 @@ struct ctl_client {
 	struct ctl *ctl;
 };
 
+struct ctl_pending {
+	struct ctl *ctl;
+	struct ctl_client *client;   /* NULL once the client is gone */
+	bool has_id;
+	double id;
+	struct ctl_pending *next;
+};
+
 struct ctl {
 	struct vm *vm;
+	struct ctl_pending *pending;
 	struct ctl_client *current;   /* the client whose request is being handled */
 	const struct ctl_command *commands;
 	int listen_fd;
@@ -280,6 +289,14 @@ static void reply_error(struct strbuf *r, const char *msg)
 	strbuf_json_str(r, msg);
 }
 
+int ctl_fail(struct strbuf *r, int rc, const char *members)
+{
+	(void)rc;                      /* errmsg() says it all */
+	reply_error(r, errmsg());
+	strbuf_printf(r, "%s", members);
+	return CTL_FAILED;
+}
+
 static void handle_line(struct ctl *c, const char *line, size_t len, struct strbuf *r)
 {
 	strbuf_reset(r);
@@ -304,8 +321,14 @@ static void handle_line(struct ctl *c, const char *line, size_t len, struct strb
 		goto out;
 	}
 	strbuf_printf(r, "{\"ok\":true");
-	if (c->commands[i].fn(c->vm, req, r) < 0)
-		reply_error(r, errmsg());
+	int rc = c->commands[i].fn(c->vm, req, r);
+	if (rc == CTL_DEFERRED) {
+		strbuf_reset(r);               /* the answer comes with ctl_finish */
+		json_free(req);
+		return;
+	}
+	if (rc < 0)
+		reply_error(r, errmsg());   /* CTL_FAILED: r holds the error already */
 out:
 	if (req) {
 		struct json *id = json_get(req, "id");
@@ -334,10 +357,58 @@ int ctl_claim_fd(struct vm *vm, int64_t index)
 	return fd;
 }
 
+static bool send_all(int fd, const char *p, size_t n);
+
+struct ctl_pending *ctl_defer(struct vm *vm, const struct json *req)
+{
+	struct ctl *c = vm->ctl;
+	struct ctl_pending *p = c ? calloc(1, sizeof *p) : NULL;
+	if (!p)
+		return NULL;
+	p->ctl = c;
+	p->client = c->current;
+	struct json *id = json_get(req, "id");
+	if (id && id->type == JSON_NUMBER) {
+		p->has_id = true;
+		p->id = id->number;
+	}
+	p->next = c->pending;
+	c->pending = p;
+	return p;
+}
+
+void ctl_finish(struct ctl_pending *p, int rc, const char *members)
+{
+	struct ctl *c = p->ctl;
+	struct strbuf r;
+	strbuf_init(&r);
+	if (rc == 0) {
+		strbuf_printf(&r, "{\"ok\":true%s", members ? members : "");
+	} else {
+		strbuf_printf(&r, "{\"ok\":false,\"error\":");
+		strbuf_json_str(&r, errmsg());
+	}
+	if (p->has_id)
+		strbuf_printf(&r, ",\"id\":%.0f", p->id);
+	strbuf_printf(&r, "}\n");
+	if (p->client && !strbuf_failed(&r))
+		send_all(p->client->fd, r.data, r.len);
+	strbuf_free(&r);
+	for (struct ctl_pending **pp = &c->pending; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	free(p);
+}
+
 static void client_close(struct ctl_client *cl)
 {
 	struct ctl *c = cl->ctl;
 	drop_fds(cl);
+	for (struct ctl_pending *p = c->pending; p; p = p->next)
+		if (p->client == cl)
+			p->client = NULL;       /* its answer has nobody to go to */
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (c->clients[i] == cl)
 			c->clients[i] = NULL;
@@ -413,6 +484,11 @@ static void client_event(void *opaque, uint32_t events)
 		handle_line(cl->ctl, cl->in.data, len, &reply);
 		cl->ctl->current = NULL;
 		drop_fds(cl);      /* what the request did not take is closed */
+		if (!reply.len) {  /* deferred */
+			memmove(cl->in.data, nl + 1, cl->in.len - len - 1);
+			cl->in.len -= len + 1;
+			continue;
+		}
 		memmove(cl->in.data, nl + 1, cl->in.len - len - 1);
 		cl->in.len -= len + 1;
 		if (!send_all(cl->fd, reply.data, reply.len)) {
@@ -496,6 +572,11 @@ void ctl_stop(struct vm *vm)
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (c->clients[i])
 			client_close(c->clients[i]);
+	while (c->pending) {
+		struct ctl_pending *p = c->pending;
+		c->pending = p->next;
+		free(p);
+	}
 	ev_del(&vm->loop, c->h);
 	close(c->listen_fd);
 	unlink(c->path);

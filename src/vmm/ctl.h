@@ -17,6 +17,22 @@ struct vm;
  * errmsg() set for an error reply. */
 typedef int (*ctl_cmd_fn)(struct vm *vm, const struct json *req, struct strbuf *reply);
 
+/* A handler that cannot answer yet (a spawn waiting for its child) calls
+ * ctl_defer(), returns CTL_DEFERRED, and answers later with ctl_finish().
+ * The client may send more requests meanwhile. */
+#define CTL_DEFERRED 1
+struct ctl_pending;
+struct ctl_pending *ctl_defer(struct vm *vm, const struct json *req);
+/* ctl_finish: reply {"ok":true<members>} when rc == 0, else the error in
+ * errmsg(). The client may be gone: then the reply is dropped. */
+void ctl_finish(struct ctl_pending *p, int rc, const char *members);
+
+/* A handler whose error reply must carry members too (a failed fork says
+ * which disk layer its parent now writes to) returns ctl_fail(reply, rc,
+ * members) instead of rc. */
+#define CTL_FAILED 2
+int ctl_fail(struct strbuf *reply, int rc, const char *members);
+
 struct ctl_command {
 	const char *name;
 	ctl_cmd_fn fn;

@@ -123,30 +123,41 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	double pause_ms = (double)(now_ns() - t0) / 1e6;
 	if (!was_paused)
 		vm_resume(vm);
-	strbuf_printf(r, ",\"children\":[");
+	struct child_result res[MAX_CHILDREN];
 	for (i = 0; i < started; i++) {
-		struct child_result res;
-		int wrc = child_wait(fds[i], &res);
+		int wrc = child_wait(fds[i], &res[i]);
 		if (wrc < 0 && rc == 0)
 			rc = errf(-wrc, "child %d: %s", i, errmsg());
-		if (wrc == 0)
-			strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res.pid,
-				      res.ready_ms);
 	}
-	strbuf_printf(r, "]");
 	strbuf_free(&payload);
 	vm->forks++;
-	if (rc < 0)
-		return rc;
-	strbuf_printf(r, ",\"pause_ms\":%.2f,\"parent_disks\":[", pause_ms);
+	/* The parent's disks may have moved to a new layer even when the
+	 * fork failed: the caller learns where either way. */
+	struct strbuf disks;
+	strbuf_init(&disks);
+	strbuf_printf(&disks, ",\"parent_disks\":[");
 	int k = 0;
 	for (int d = 0; d < vm->nvirtio; d++) {
 		struct disk *disk = virtio_blk_disk(vm->virtio[d]);
 		if (disk) {
-			strbuf_printf(r, "%s", k++ ? "," : "");
-			strbuf_json_str(r, disk->path);
+			strbuf_printf(&disks, "%s", k++ ? "," : "");
+			strbuf_json_str(&disks, disk->path);
 		}
 	}
-	strbuf_printf(r, "]");
+	strbuf_printf(&disks, "]");
+	if (rc < 0) {
+		/* All or nothing: children that did start are not left behind. */
+		for (i = 0; i < started; i++)
+			child_discard(&res[i]);
+		rc = ctl_fail(r, rc, disks.data ? disks.data : "");
+		strbuf_free(&disks);
+		return rc;
+	}
+	strbuf_printf(r, ",\"children\":[");
+	for (i = 0; i < started; i++)
+		strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res[i].pid,
+			      res[i].ready_ms);
+	strbuf_printf(r, "],\"pause_ms\":%.2f%s", pause_ms, disks.data ? disks.data : "");
+	strbuf_free(&disks);
 	return 0;
 }

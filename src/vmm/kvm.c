@@ -75,7 +75,8 @@ int kvm_set_memory(struct vm *vm)
 		.userspace_addr = (uint64_t)vm->mem.host,
 	};
 	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &low) < 0)
-		return errf_sys("KVM_SET_USER_MEMORY_REGION (low memory)");
+		return errf_sys("KVM_SET_USER_MEMORY_REGION (low memory: %llu MiB at %p, flags %u)",
+				(unsigned long long)(low.memory_size >> 20), vm->mem.host, flags);
 	if (vm->mem.high_size) {
 		struct kvm_userspace_memory_region high = {
 			.slot = 1,

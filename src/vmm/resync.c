@@ -18,8 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ATTEMPTS   100        /* x 100 ms: the agent may still be reconnecting */
-#define TIMEOUT_MS 5000
+/* The agent may still be reconnecting: attempts 100 ms apart, each call
+ * bounded, all of them within DEADLINE_MS, well inside the 120 s a spawner
+ * waits for the ready line (so a stuck guest ends in an error, not a
+ * timeout on the other side). */
+#define TIMEOUT_MS  5000
+#define DEADLINE_MS 60000
 
 struct resync {
 	struct vm *vm;
@@ -40,8 +44,10 @@ static void *resync_thread(void *arg)
 	struct kiln_client *c = kiln_client_new();
 	r->rc = -ENOMEM;
 	snprintf(r->error, sizeof r->error, "out of memory");
-	for (int attempt = 0; c && attempt < ATTEMPTS; attempt++) {
-		kiln_client_set_timeout(c, TIMEOUT_MS);
+	uint64_t deadline = now_ns() + (uint64_t)DEADLINE_MS * 1000000;
+	while (c && now_ns() < deadline) {
+		uint64_t left_ms = (deadline - now_ns()) / 1000000;
+		kiln_client_set_timeout(c, left_ms < TIMEOUT_MS ? (int)left_ms + 1 : TIMEOUT_MS);
 		int rc = kiln_connect_bridge(c, r->vm->cfg->vsock_path, KILN_VSOCK_PORT);
 		if (rc == 0) {
 			uint8_t entropy[64];

@@ -27,8 +27,46 @@ struct zygote {
  * only holds its loop, config and memory, and points here. */
 static struct zygote zy;
 
+/* A spawn whose child has not reported yet; the zygote serves other
+ * requests meanwhile. */
+struct spawn_wait {
+	struct vm *vm;
+	struct ctl_pending *pending;
+	struct ev_handler *h;
+	int fd;
+	char buf[CHILD_REPORT_MAX];
+	size_t got;
+};
+
+static void spawn_event(void *opaque, uint32_t events)
+{
+	(void)events;
+	struct spawn_wait *w = opaque;
+	ssize_t k = read(w->fd, w->buf + w->got, sizeof w->buf - 1 - w->got);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (k > 0)
+		w->got += (size_t)k;
+	struct child_result res;
+	int rc = child_parse(w->buf, w->got, k <= 0, &res);
+	if (rc == 0)
+		return;
+	if (rc < 0)
+		child_discard(&res);
+	char members[96] = "";
+	if (rc > 0) {
+		zy.spawned++;
+		snprintf(members, sizeof members, ",\"pid\":%d,\"ready_ms\":%.2f", (int)res.pid, res.ready_ms);
+	}
+	ctl_finish(w->pending, rc > 0 ? 0 : rc, members);
+	ev_del(&w->vm->loop, w->h);
+	close(w->fd);
+	free(w);
+}
+
 static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 {
+	(void)r;
 	uint64_t t0 = now_ns();
 	struct vmm_config cfg = *vm->cfg;
 	cfg.zygote_dir = NULL;
@@ -38,12 +76,38 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 		rc = config_from_snapshot(&cfg, &zy.info);
 	if (rc == 0)
 		rc = config_check(&cfg, zy.kvm_max_vcpus);
-	struct child_result res;
-	if (rc == 0)
-		rc = child_spawn(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL, &res);
+	int fd = -1;
+	if (rc == 0 && (fd = child_start(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL)) < 0)
+		rc = fd;
 	if (cfg.tap_fd >= 0)
 		close(cfg.tap_fd);        /* the child has its own copy */
 	if (rc < 0)
+		return rc;
+	/* Answer when the child is ready; spawn the next meanwhile. */
+	struct spawn_wait *w = calloc(1, sizeof *w);
+	if (w)
+		w->pending = ctl_defer(vm, req);
+	if (w && w->pending) {
+		w->vm = vm;
+		w->fd = fd;
+		w->h = ev_add(&vm->loop, EV_CONTROL, fd, EPOLLIN, spawn_event, w);
+		if (w->h)
+			return CTL_DEFERRED;
+		/* Cannot watch it: wait for it here instead. */
+		struct child_result res;
+		char members[96] = "";
+		rc = child_wait(fd, &res);
+		if (rc == 0) {
+			zy.spawned++;
+			snprintf(members, sizeof members, ",\"pid\":%d,\"ready_ms\":%.2f", (int)res.pid, res.ready_ms);
+		}
+		ctl_finish(w->pending, rc, members);
+		free(w);
+		return CTL_DEFERRED;
+	}
+	free(w);
+	struct child_result res;
+	if ((rc = child_wait(fd, &res)) < 0)
 		return rc;
 	zy.spawned++;
 	strbuf_printf(r, ",\"pid\":%d,\"ready_ms\":%.2f", (int)res.pid, res.ready_ms);

@@ -107,3 +107,24 @@ mk version; printf '\x09' | dd of="$T/version/state" bs=1 seek=8 conv=notrunc 2>
 mk memsize; truncate -s 100M "$T/memsize/memory"; bad memory_size "the state says" "$T/memsize"
 mk magic; printf 'NOTASNAP' | dd of="$T/magic/state" bs=1 conv=notrunc 2>/dev/null; bad magic "not a kiln snapshot" "$T/magic"
 bad missing "No such file" "$T/nonexistent"
+
+# The zygote answers spawns as their children become ready, and serves
+# other requests meanwhile: 6 spawns sent at once all succeed.
+cpids=()
+for k in 1 2 3 4 5 6; do
+	ctl "$T/zy.ctl" "{\"cmd\":\"spawn\",\"ctl\":\"$T/par$k.ctl\",\"id\":$k}" > "$T/par$k.out" &
+	cpids+=($!)
+done
+st=$(ctl "$T/zy.ctl" '{"cmd":"status"}')
+wait "${cpids[@]}"
+ok=0
+for k in 1 2 3 4 5 6; do
+	grep -q "\"ok\":true,\"pid\":[0-9]*,\"ready_ms\":[0-9.]*,\"id\":$k}" "$T/par$k.out" && ok=$((ok + 1))
+	p=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$T/par$k.out")
+	[ -n "$p" ] && kill -9 "$p" 2>/dev/null
+done
+if [ $ok = 6 ] && [[ $st == *'"state":"zygote"'* ]]; then
+	pass zygote_concurrent "6 concurrent spawns answered with their ids; status answered meanwhile"
+else
+	fail zygote_concurrent "$ok of 6: $(cat "$T"/par*.out | tr '\n' ' '); status '$st'"
+fi

@@ -56,7 +56,8 @@ at_exit "kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null"
 wait_for_line "$T/w.err" 'ready in|did not resync' 60
 out=$(KG "$T/w.sock" exec -- sh -c 'hostname; date +%s' 2>&1 | tr '\n' ' ')
 read -r name gtime <<<"$out"
-skew=$(( $(date +%s) - ${gtime:-0} ))
+[[ $gtime =~ ^[0-9]+$ ]] || gtime=0
+skew=$(( $(date +%s) - gtime ))
 if [ "$name" = woken ] && [ "${skew#-}" -le 2 ]; then
 	pass restore_resync "$(grep -m1 'ready in' "$T/w.err"); hostname '$name', clock off by ${skew} s after 3 s asleep"
 else

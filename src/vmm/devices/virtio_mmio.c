@@ -385,10 +385,26 @@ int virtio_mmio_load(struct virtio_dev *d, struct snap_reader *r)
 	return 0;
 }
 
+/* A kick or an interrupt in flight when the state was captured is lost
+ * with the old VM: the kick sat in the old ioeventfd, the interrupt in
+ * KVM's irqfd work queue. So every ready queue is looked at once as if
+ * kicked, and an interrupt the guest has not acknowledged is raised again
+ * (a spurious one costs the driver a look at its used rings). */
 void virtio_mmio_restored(struct virtio_dev *d)
 {
-	if (d->ops->restored && virtio_active(d))
+	if (!virtio_active(d))
+		return;
+	if (d->ops->restored)
 		d->ops->restored(d);
+	for (int i = 0; i < d->ops->num_queues; i++)
+		if (d->q[i].ready && !d->q[i].broken && d->ops->queue_notify)
+			d->ops->queue_notify(d, i);
+	if (d->isr) {
+		uint64_t one = 1;
+		if (write(d->irq_fd, &one, sizeof one) < 0) {
+			/* cannot fail short of a closed fd */
+		}
+	}
 }
 
 /* ---- split virtqueues ---------------------------------------------------- */
