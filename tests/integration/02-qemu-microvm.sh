@@ -10,7 +10,7 @@ timeout 120 qemu-system-x86_64 -M microvm,acpi=on -enable-kvm -cpu host \
 	-serial "file:$out" -kernel "$GUEST/vmlinux" -initrd "$GUEST/initramfs.cpio" \
 	-append "console=ttyS0 reboot=t panic=-1 quiet" </dev/null >"$T/qemu.err" 2>&1 &
 qpid=$!
-at_exit "kill -9 $qpid 2>/dev/null; wait $qpid 2>/dev/null"
+at_exit "kill $qpid 2>/dev/null; wait $qpid 2>/dev/null"  # TERM: timeout passes it on
 if wait_for_line "$out" 'kiln-init: ready' 110; then
 	ms=$(( $(now_ms) - start ))
 	line=$(grep -m1 'kiln-init: ready' "$out" | tr -d '\r')
