@@ -232,6 +232,29 @@ fail:
 	return cl_fail(c, -rc, "vsock bridge %s: %s", uds, strerror(-rc));
 }
 
+int kiln_client_detach(struct kiln_client *c, int *fd, void **early, size_t *n)
+{
+	int rc = cl_usable(c);
+	if (rc < 0)
+		return rc;
+	if (c->consume) {
+		buf_consume(&c->in, c->consume);
+		c->consume = 0;
+	}
+	*early = NULL;
+	*n = buf_used(&c->in);
+	if (*n) {
+		*early = malloc(*n);
+		if (!*early)
+			return cl_fail(c, ENOMEM, "out of memory");
+		memcpy(*early, buf_data(&c->in), *n);
+	}
+	*fd = c->fd;
+	c->fd = -1;
+	kiln_close(c);
+	return 0;
+}
+
 /* ---- I/O -------------------------------------------------------------- */
 
 static int write_some(struct kiln_client *c)
