@@ -65,7 +65,9 @@ KEY=$KEY_A
 # ---- through the proxy, by path -------------------------------------------------------------------
 for i in $(seq 1 240); do
 	api GET "$P/8080/sub/hello.txt"
-	[ "$STATUS" = 200 ] && break
+	# Until the server listens: 502 "nothing listens"; anything else is
+	# the answer.
+	[ "$STATUS" = 502 ] && grep -q "nothing listens" <<<"$BODY" || break
 	sleep 0.5
 done
 [ "$STATUS" = 200 ] && [ "$BODY" = "hello from the sandbox" ] &&
