@@ -77,6 +77,17 @@ static int count_port(void *ctx, const struct port_row *pr)
 	return 0;
 }
 
+/* The path's sandbox is the caller's (else a 404 was sent). Exposures
+ * need nothing more of it: the guest is not involved. */
+static bool caller_owns(struct req *r, int *answered)
+{
+	struct sandbox *sb;
+	if (req_sandbox(r, &sb, answered) < 0)
+		return false;
+	req_sandbox_put(r, sb);
+	return true;
+}
+
 int h_port_expose(struct req *r)
 {
 	static const char *const keys[] = { "port", "public", NULL };
@@ -87,11 +98,9 @@ int h_port_expose(struct req *r)
 	rc = rc ?: v_bool(r->json, "public", &public);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (!caller_owns(r, &answered))
 		return answered;
-	req_sandbox_put(r, sb);
 
 	struct count_ctx c = { .port = (int)port };
 	rc = store_port_each(r->api->store, r->params[0], count_port, &c);
@@ -113,11 +122,9 @@ int h_port_expose(struct req *r)
 
 int h_port_list(struct req *r)
 {
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (!caller_owns(r, &answered))
 		return answered;
-	req_sandbox_put(r, sb);
 	struct count_ctx c = { .port = -1, .a = json_array(), .r = r };
 	if (!c.a)
 		return reply_error(r, 500, "internal", "out of memory");
@@ -131,11 +138,9 @@ int h_port_list(struct req *r)
 
 int h_port_delete(struct req *r)
 {
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (!caller_owns(r, &answered))
 		return answered;
-	req_sandbox_put(r, sb);
 	int port = v_port(r->params[1]);
 	if (!port)
 		return reply_error(r, 400, "invalid_request", "'%.20s' is not a TCP port (1 to 65535)",
