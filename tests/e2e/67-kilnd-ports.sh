@@ -143,22 +143,22 @@ PY
 [ "$out" = ok ] && pass proxy_upgrade "101, 95 kB echoed through the tunnel, ends passed on" || fail proxy_upgrade "$out"
 
 # ---- by Host --------------------------------------------------------------------------------------
-api GET /sub/hello.txt -H "Host: 8080-$S.$DOMAIN"
+api GET /sub/hello.txt "" -H "Host: 8080-$S.$DOMAIN"
 [ "$STATUS" = 200 ] && [ "$BODY" = "hello from the sandbox" ] && pass host_route "200 by Host 8080-$S.$DOMAIN" ||
 	fail host_route "$STATUS $BODY"
-api GET /headers -H "Host: 8080-${S/_/-}.$DOMAIN:$PORT"
+api GET /headers "" -H "Host: 8080-${S/_/-}.$DOMAIN:$PORT"
 [ "$STATUS" = 200 ] && [ "$(jget 'j["path"], "x-forwarded-prefix" in j["headers"]')" = "('/headers', False)" ] &&
 	pass host_route_dns_name "8080-${S/_/-}: whole path, no prefix" || fail host_route_dns_name "$STATUS $BODY"
 KEY=
-api GET /sub/hello.txt -H "Host: 8080-$S.$DOMAIN"
+api GET /sub/hello.txt "" -H "Host: 8080-$S.$DOMAIN"
 expect host_route_without_key 401 unauthorized
 KEY=$KEY_B
-api GET /sub/hello.txt -H "Host: 8080-$S.$DOMAIN"
+api GET /sub/hello.txt "" -H "Host: 8080-$S.$DOMAIN"
 expect host_route_other_workspace 404 not_found
 KEY=$KEY_A
-api GET /sub/hello.txt -H "Host: 8081-$S.$DOMAIN"
+api GET /sub/hello.txt "" -H "Host: 8081-$S.$DOMAIN"
 expect host_route_unexposed 404 not_found
-api GET /v1/sandboxes -H "Host: 127.0.0.1:$PORT"
+api GET /v1/sandboxes "" -H "Host: 127.0.0.1:$PORT"
 [ "$STATUS" = 200 ] && pass api_still_served "other hosts reach the API" || fail api_still_served "$STATUS $BODY"
 
 # ---- public ----------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ api POST "/v1/sandboxes/$S/ports" '{"port":8080,"public":true}'
 KEY=
 api GET "$P/8080/sub/hello.txt"
 [ "$STATUS" = 200 ] && [ "$BODY" = "hello from the sandbox" ] && pass public_without_key "200" || fail public_without_key "$STATUS $BODY"
-api GET /sub/hello.txt -H "Host: 8080-$S.$DOMAIN"
+api GET /sub/hello.txt "" -H "Host: 8080-$S.$DOMAIN"
 [ "$STATUS" = 200 ] && pass public_by_host "200" || fail public_by_host "$STATUS $BODY"
 KEY=$KEY_B
 api GET "$P/8080/headers"
