@@ -31,11 +31,15 @@ int up_init(struct upstream *u, int fd, int watch_fd, const void *early, size_t 
 	u->buf = malloc(UP_BUF);
 	if (!u->buf)
 		return errf(ENOMEM, "out of memory");
-	/* The guest may answer before we send (a banner): keep what came
-	 * with CONNECT's OK, up to the head limit. */
-	if (n > UP_HEAD_MAX)
-		n = UP_HEAD_MAX;
-	memcpy(u->buf, early, n);
+	/* Bytes that came with CONNECT's OK: the server spoke first. An HTTP
+	 * server does not, but within the head limit they are kept as the
+	 * start of its answer. */
+	if (n > UP_HEAD_MAX) {
+		up_free(u);
+		return errf(EPROTO, "the sandbox's server sent %zu bytes before the request", n);
+	}
+	if (n)
+		memcpy(u->buf, early, n);
 	u->len = n;
 	return 0;
 }

@@ -47,7 +47,8 @@ struct upstream {
 	int chunk;			/* CHUNKED: 0 size line, 1 data, 2 its CRLF, 3 done */
 };
 
-/* fd is borrowed. -ENOMEM. */
+/* fd is borrowed; early: bytes the guest sent before the request (at most
+ * UP_HEAD_MAX, else -EPROTO). 0, -ENOMEM or -EPROTO. */
 int up_init(struct upstream *u, int fd, int watch_fd, const void *early, size_t n);
 void up_free(struct upstream *u);
 /* Write all of p to the guest (waiting up to timeout_ms without
