@@ -184,9 +184,15 @@ static void build_head(struct req *r, struct proxy *p, const char *target, bool 
 		strbuf_printf(b, "X-Forwarded-For: %s, %s\r\n", xff, client);
 	else if (client[0])
 		strbuf_printf(b, "X-Forwarded-For: %s\r\n", client);
+	/* Behind a TLS proxy, the host and scheme the user saw are that
+	 * proxy's: keep them when it said so. (Any client can send these;
+	 * they tell the guest how to build links, they prove nothing.) */
+	const char *xfh = req_header(r, "X-Forwarded-Host"), *xfp = req_header(r, "X-Forwarded-Proto");
+	if (xfh && !has_crlf(xfh))
+		host = xfh;
 	if (host && !has_crlf(host))
 		strbuf_printf(b, "X-Forwarded-Host: %s\r\n", host);
-	strbuf_printf(b, "X-Forwarded-Proto: http\r\n");
+	strbuf_printf(b, "X-Forwarded-Proto: %s\r\n", xfp && !strcasecmp(xfp, "https") ? "https" : "http");
 	if (!by_host)
 		strbuf_printf(b, "X-Forwarded-Prefix: /v1/sandboxes/%s/proxy/%d\r\n", p->id, p->port);
 	strbuf_printf(b, "\r\n");
