@@ -55,6 +55,11 @@ api POST "/v1/sandboxes/$S/ports" '{"port":9999}'
 api GET "/v1/sandboxes/$S/ports"
 [ "$STATUS" = 200 ] && [ "$(jget '[(p["port"], p["public"]) for p in j["ports"]]')" = "[(8080, False), (9999, False)]" ] &&
 	pass list_ports "$(jget '[p["port"] for p in j["ports"]]')" || fail list_ports "$STATUS $BODY"
+out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY_A "$KILN" expose "$S" 8080 2>&1)
+[ "$out" = "$URL$P/8080/" ] && pass cli_expose "kiln expose prints $out" || fail cli_expose "$out"
+out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY_A "$KILN" ports "$S" 2>&1)
+[ "$(awk 'NR > 1 { print $1 "-" $2 }' <<<"$out" | tr '\n' ' ')" = "8080-no 9999-no " ] &&
+	pass cli_ports "kiln ports: 8080, 9999" || fail cli_ports "$out"
 KEY=$KEY_B
 api GET "/v1/sandboxes/$S/ports"
 expect list_ports_other_workspace 404 not_found
