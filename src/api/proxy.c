@@ -47,6 +47,7 @@ struct proxy {
 	struct api *api;
 	struct sandbox *sb;
 	struct guest *g;		/* the sandbox_enter token */
+	bool entered;			/* counted as an operation of sb */
 	int fd;				/* the stream to the guest port */
 	struct upstream up;
 	char id[ID_MAX];
@@ -65,7 +66,8 @@ void proxy_free(struct proxy *p)
 	up_free(&p->up);
 	if (p->fd >= 0)
 		close(p->fd);
-	sandbox_leave(p->api->host, p->sb, p->g);
+	if (p->entered)
+		sandbox_leave(p->api->host, p->sb, p->g);
 	sandbox_put(p->api->host, p->sb);
 	free(p);
 }
@@ -272,6 +274,7 @@ int proxy_admit(struct req *r)
 	sandbox_touch(p->sb);
 	/* Wakes a hibernated sandbox. */
 	rc = sandbox_enter(api->host, p->sb, &p->g);
+	p->entered = rc == 0;
 	if (rc < 0) {
 		sandbox_put(api->host, p->sb);
 		free(p);
@@ -376,21 +379,26 @@ static int send_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* After the 101: the client's socket and the guest's are one stream. */
+/* After the 101: the client's socket and the guest's are one stream, an
+ * operation of the sandbox again until it ends. */
 static void tunnel(void *ctx, int fd, const char *extra, size_t n)
 {
 	struct proxy *p = ctx;
 	const uint8_t *early;
 	size_t m = up_pending(&p->up, &early);
-	if ((!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
+	p->entered = sandbox_hold(p->api->host, p->sb) == 0;
+	if (p->entered && (!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
 	    (!m || send_all(fd, early, m) == 0))
 		tunnel_run(fd, p->fd, tick, p);
 	proxy_free(p);
 }
 
-/* The guest switched protocols (WebSocket). If MHD never gets to send the
- * 101 (the client vanished first), it never calls tunnel and p is lost
- * with its sandbox_enter: MHD gives upgrade responses no destructor. */
+/* The guest switched protocols (WebSocket). MHD gives upgrade responses
+ * no destructor: if it never gets to send the 101 (the client vanished
+ * first), it never calls tunnel, and p is lost. So the sandbox is left
+ * here, and tunnel holds it again: what may be lost is memory and a
+ * socket, never an operation count that would keep the sandbox from
+ * hibernating for good. */
 static int answer_upgrade(struct req *r, struct proxy *p, const struct up_head *h)
 {
 	const char *(*hdr)[2] = calloc((size_t)h->n + 3, sizeof *hdr);
@@ -403,6 +411,9 @@ static int answer_upgrade(struct req *r, struct proxy *p, const struct up_head *
 	for (int i = 0; i < h->n; i++)
 		if (!up_hop_by_hop(h->h[i].name))
 			hdr[k][0] = h->h[i].name, hdr[k++][1] = h->h[i].value;
+	sandbox_leave(p->api->host, p->sb, p->g);
+	p->g = NULL;
+	p->entered = false;
 	r->proxy = NULL;
 	int rc = reply_upgrade(r, (const char *const (*)[2])hdr, tunnel, p);
 	free(hdr);

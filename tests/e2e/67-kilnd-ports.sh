@@ -134,6 +134,17 @@ while b"\r\n\r\n" not in buf:
 head, rest = buf.split(b"\r\n\r\n", 1)
 if not head.startswith(b"HTTP/1.1 101"):
     sys.exit("not 101: %r" % head)
+s.sendall(b"first")
+while len(rest) < 5:
+    rest += s.recv(4096)
+# An open tunnel is an operation of the sandbox: it cannot hibernate.
+import urllib.error, urllib.request
+req = urllib.request.Request("http://127.0.0.1:%d%s/hibernate" % (port, path.split("/proxy/")[0]),
+                             data=b"{}", method="POST", headers={"Authorization": "Bearer " + key})
+try:
+    hib = urllib.request.urlopen(req, timeout=120).status
+except urllib.error.HTTPError as e:
+    hib = e.code
 msg = b"through the tunnel " * 5000
 s.sendall(msg)
 s.shutdown(socket.SHUT_WR)
@@ -142,10 +153,11 @@ while True:
     if not d:
         break
     rest += d
-print("ok" if rest == msg else "echoed %d of %d bytes" % (len(rest), len(msg)))
+ok = rest == b"first" + msg
+print("ok" if ok and hib == 409 else "echoed %d of %d bytes, hibernate %d" % (len(rest), len(msg) + 5, hib))
 PY
 )
-[ "$out" = ok ] && pass proxy_upgrade "101, 95 kB echoed through the tunnel, ends passed on" || fail proxy_upgrade "$out"
+[ "$out" = ok ] && pass proxy_upgrade "101, 95 kB echoed through the tunnel, ends passed on, hibernate refused meanwhile" || fail proxy_upgrade "$out"
 
 # ---- by Host --------------------------------------------------------------------------------------
 api GET /sub/hello.txt "" -H "Host: 8080-$S.$DOMAIN"
