@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 
 #define TUNNEL_BUF (64u << 10)
@@ -49,9 +50,12 @@ static int step(struct dir *d, short from_rev, short to_rev)
 
 void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
 {
-	static __thread struct dir d[2];	/* 128 KiB: not on a 2 MiB stack */
-	d[0] = (struct dir){ .from = a, .to = b };
-	d[1] = (struct dir){ .from = b, .to = a };
+	/* 128 KiB of buffers: from the heap, not a connection thread's stack. */
+	struct dir *d = calloc(2, sizeof *d);
+	if (!d)
+		return;
+	d[0].from = a, d[0].to = b;
+	d[1].from = b, d[1].to = a;
 
 	while (!(d[0].shut && d[1].shut)) {
 		/* pf[0] is socket a: it feeds d[0] and drains d[1]. */
@@ -69,12 +73,13 @@ void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
 		if (poll(pf, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			return;
+			break;
 		}
 		if (step(&d[0], pf[0].revents, pf[1].revents) < 0 ||
 		    step(&d[1], pf[1].revents, pf[0].revents) < 0)
-			return;
+			break;
 		if (tick)
 			tick(ctx);
 	}
+	free(d);
 }
