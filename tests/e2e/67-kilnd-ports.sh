@@ -110,6 +110,25 @@ curl -s -o "$T/big" -H "Authorization: Bearer $KEY_A" "$URL$P/8080/big"
 	fail proxy_download "$(stat -c %s "$T/big") bytes, sum differs"
 api GET "$P/8080/chunked"
 [ "$STATUS" = 200 ] && [ "$BODY" = "one two three" ] && pass proxy_chunked_answer "'$BODY'" || fail proxy_chunked_answer "$STATUS $BODY"
+out=$(python3 - "$URL$P/8080/slow" "$KEY_A" <<'PY'
+import sys, time, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+with urllib.request.urlopen(req, timeout=120) as resp:
+    first = resp.read(6)
+    t_first = time.monotonic()
+    rest = resp.read()
+    t_end = time.monotonic()
+print("ok" if first + rest == b"first\nsecond\n" and t_end - t_first > 2 else
+      "%r %r, the first chunk came %.1f s before the end" % (first, rest, t_end - t_first))
+PY
+)
+[ "$out" = ok ] && pass proxy_streams_answer "the first chunk before the guest's 3 s pause ended" || fail proxy_streams_answer "$out"
+api GET "$P/8080/garbage"
+expect proxy_guest_not_http 502 guest_error
+seq 1 8 | xargs -P 8 -I{} curl -s -o "$T/par{}" -w '%{http_code}\n' -H "Authorization: Bearer $KEY_A" \
+	"$URL$P/8080/sub/hello.txt" > "$T/par_status"
+[ "$(sort -u "$T/par_status")" = 200 ] && [ "$(cat "$T"/par[1-8] | sort -u)" = "hello from the sandbox" ] &&
+	pass proxy_parallel "8 requests at once, all 200" || fail proxy_parallel "$(sort "$T/par_status" | uniq -c | tr '\n' ' ')"
 STATUS=$(curl -s -I -o "$T/head" -w '%{http_code}' -H "Authorization: Bearer $KEY_A" "$URL$P/8080/sub/hello.txt")
 [ "$STATUS" = 200 ] && grep -qi '^content-length: 23' "$T/head" && pass proxy_head "200, Content-Length 23, no body" ||
 	fail proxy_head "$STATUS $(tr '\r\n' '  ' < "$T/head")"

@@ -4,14 +4,16 @@
     python3 ports_server.py PORT DIR
 
 GET serves files from DIR, and also: /headers (the request as JSON),
-/chunked (a chunked answer), /upgrade with "Upgrade: echo" (101, then
-every byte back until the client's end). POST echoes the body, read with
-Content-Length or chunked.
+/chunked (a chunked answer), /slow (a chunk, 3 s of nothing, another),
+/garbage (an answer that is not HTTP), /upgrade with "Upgrade: echo"
+(101, then every byte back until the client's end). POST echoes the
+body, read with Content-Length or chunked.
 """
 import functools
 import http.server
 import json
 import sys
+import time
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -35,6 +37,19 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             for part in (b"one ", b"two ", b"three"):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.write(b"0\r\n\r\n")
+            return
+        if self.path == "/slow":
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"6\r\nfirst\n\r\n")
+            self.wfile.flush()
+            time.sleep(3)
+            self.wfile.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
+            return
+        if self.path == "/garbage":
+            self.wfile.write(b"SSH-2.0-not-http\r\n\r\n")
+            self.close_connection = True
             return
         if self.path == "/upgrade" and self.headers.get("Upgrade") == "echo":
             self.send_response(101)
