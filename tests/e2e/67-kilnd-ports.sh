@@ -6,8 +6,9 @@
 # bytes, bodies streamed both ways, chunked and Upgrade passed through),
 # without (401), with another workspace's key (404), public (200 without a
 # key); an unexposed port (404), a port nobody listens on (502), bad ports
-# (400); a hibernated sandbox woken by a request; exposures listed,
-# removed, and gone with their sandbox. Needs KVM (the emulated host).
+# (400); exposures kept across a restart of kilnd; a hibernated sandbox
+# woken by a request; exposures listed, removed, and gone with their
+# sandbox. Needs KVM (the emulated host).
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 DOMAIN=sbx.test
@@ -212,6 +213,17 @@ api GET "$P/8080/headers"
 KEY=
 api GET "$P/9999/"
 expect private_port_still_private 401 unauthorized
+KEY=$KEY_A
+
+# ---- kept across a restart of kilnd (the sandbox keeps running) -----------------------------
+stop_kilnd
+start_kilnd --rate 0 --domain "$DOMAIN" || exit 1
+api GET "/v1/sandboxes/$S/ports"
+[ "$(jget '[(p["port"], p["public"]) for p in j["ports"]]')" = "[(8080, True), (9999, False)]" ] &&
+	pass ports_kept_on_restart "8080 public, 9999" || fail ports_kept_on_restart "$STATUS $BODY"
+KEY=
+api GET "$P/8080/sub/hello.txt"
+[ "$STATUS" = 200 ] && pass proxy_after_restart "200 without a key" || fail proxy_after_restart "$STATUS $BODY"
 KEY=$KEY_A
 
 # ---- hibernated: a request wakes it --------------------------------------------------------------
