@@ -99,7 +99,11 @@ bool proxy_host_match(struct req *r)
 	r->params[1] = strdup(name);
 	r->params[2] = strdup(r->raw_uri ? r->raw_uri : "/");
 	r->nparams = 3;
-	return r->params[0] && r->params[1] && r->params[2];
+	if (r->params[0] && r->params[1] && r->params[2])
+		return true;
+	while (r->nparams > 0)		/* out of memory: not ours after all */
+		free(r->params[--r->nparams]);
+	return false;
 }
 
 /* The request target for the guest: the raw URI after
