@@ -116,6 +116,14 @@ int guest_resync(struct guest *g, const char *hostname, const char *identity)
 	return rc < 0 ? gfail(g, rc, "guest resync") : 0;
 }
 
+int guest_tcp_connect(struct guest *g, unsigned port, int *fd, void **early, size_t *n)
+{
+	int rc = kiln_tcp_connect(g->c, NULL, port);
+	if (rc == 0)
+		rc = kiln_client_detach(g->c, fd, early, n);
+	return rc < 0 ? gfail(g, rc, "guest connect") : 0;
+}
+
 int guest_exec_start(struct guest *g, const struct guest_cmd *cmd)
 {
 	struct kiln_exec_req r = {

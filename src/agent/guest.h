@@ -34,6 +34,13 @@ int guest_ping(struct guest *g);
 /* After a restore or fork: wall clock, fresh entropy, hostname, identity. */
 int guest_resync(struct guest *g, const char *hostname, const char *identity);
 
+/* CONNECT to a TCP port on the guest's loopback (docs/protocol.md). On
+ * success the agent connection becomes a byte stream to it: *fd gets the
+ * socket (non-blocking; the caller closes it; g keeps no connection) and
+ * *early, *n the bytes already read from it (malloc'd, NULL if none).
+ * -ECONNREFUSED when nothing listens on the port. */
+int guest_tcp_connect(struct guest *g, unsigned port, int *fd, void **early, size_t *n);
+
 /* ---- processes ------------------------------------------------------------ */
 
 struct guest_cmd {

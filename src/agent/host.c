@@ -186,6 +186,9 @@ void sandbox_set_state(struct host *h, struct sandbox *sb, const char *state)
 		sb->row.deleted_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_save(h, sb);
+	/* Its exposed ports go with it (the record itself is kept). */
+	if (strcmp(state, "deleted") == 0 && store_port_delete_all(h->store, sb->row.id) < 0)
+		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
 }
 
 bool sandbox_in(struct sandbox *sb, const char *state)

@@ -72,6 +72,11 @@ int host_snapshot_delete(struct host *h, const char *workspace, const char *id);
  * activity until sandbox_leave, and connects to its agent. */
 int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out);
 void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g);
+/* Count an operation that already has its guest connection (a proxied
+ * WebSocket taken over from its request) without waking or connecting:
+ * -EBUSY-style state error unless running. sandbox_leave(h, sb, NULL)
+ * ends it. */
+int sandbox_hold(struct host *h, struct sandbox *sb);
 /* Any API request naming the sandbox is activity (TTL). */
 void sandbox_touch(struct sandbox *sb);
 

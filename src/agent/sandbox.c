@@ -614,6 +614,19 @@ int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
 	return rc;
 }
 
+int sandbox_hold(struct host *h, struct sandbox *sb)
+{
+	(void)h;
+	pthread_mutex_lock(&sb->lock);
+	bool running = strcmp(sb->row.state, "running") == 0 && !sb->vmm_dead;
+	if (running) {
+		sb->active++;
+		sb->row.active_ms = wall_ms();
+	}
+	pthread_mutex_unlock(&sb->lock);
+	return running ? 0 : sandbox_state_error(sb, "running");
+}
+
 void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g)
 {
 	(void)h;

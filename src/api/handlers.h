@@ -2,7 +2,8 @@
  * handlers: one function per route (routes.c lists them), grouped in files
  * by resource: h_system.c (health, metrics, templates, usage),
  * h_sandbox.c (create, list, get, delete, lifecycle), h_exec.c (exec and
- * its SSE stream), h_pty.c (WebSocket terminal), h_files.c, h_snapshot.c.
+ * its SSE stream), h_pty.c (WebSocket terminal), h_files.c, h_snapshot.c,
+ * h_ports.c (exposed ports) and proxy.c (requests to them).
  */
 #ifndef KILN_API_HANDLERS_H
 #define KILN_API_HANDLERS_H
@@ -17,5 +18,7 @@ handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_exec, h_exec_stream, h_pty;
 handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat;
 handler_fn h_mcp_sandbox, h_mcp_workspace;	/* mcp.c */
+handler_fn h_port_expose, h_port_list, h_port_delete;	/* h_ports.c */
+handler_fn h_proxy;				/* proxy.c */
 
 #endif

@@ -2,6 +2,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/metrics.h"
+#include "api/proxy.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "common/err.h"
@@ -61,6 +62,39 @@ int req_query_exact(struct req *r, const char *name, const char **out)
 		return errf(EINVAL, "query parameter '%s' holds a NUL byte", name);
 	*out = e.value;
 	return 0;
+}
+
+struct each_header {
+	req_header_fn *fn;
+	void *ctx;
+};
+
+static enum MHD_Result one_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				  const char *value)
+{
+	(void)kind;
+	struct each_header *e = cls;
+	return e->fn(e->ctx, key, value ? value : "") ? MHD_NO : MHD_YES;
+}
+
+void req_each_header(struct req *r, req_header_fn *fn, void *ctx)
+{
+	struct each_header e = { fn, ctx };
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, one_header, &e);
+}
+
+void req_client_addr(struct req *r, char *out, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	out[0] = 0;
+	if (!ci || !ci->client_addr)
+		return;
+	const struct sockaddr *sa = ci->client_addr;
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)len);
 }
 
 const char *req_header(struct req *r, const char *name)
@@ -177,6 +211,21 @@ int reply_empty(struct req *r, int status)
 	return queue(r, status, MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT), NULL);
 }
 
+int reply_headers(struct req *r, int status, const char *const headers[][2])
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(0, "", MHD_RESPMEM_PERSISTENT);
+	if (resp)
+		for (int i = 0; headers[i][0]; i++)
+			MHD_add_response_header(resp, headers[i][0], headers[i][1]);
+	return queue(r, status, resp, NULL);
+}
+
+int reply_abort(struct req *r)
+{
+	r->answered = true;
+	return MHD_NO;
+}
+
 int reply_fd(struct req *r, int fd, uint64_t size, const char *content_type)
 {
 	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
@@ -245,6 +294,27 @@ int reply_stream(struct req *r, int status, const char *content_type, http_read_
 	return queue(r, status, resp, NULL);
 }
 
+int reply_response(struct req *r, int status, const char *const headers[][2], uint64_t size,
+		   http_read_fn *read, http_done_fn *done, void *ctx)
+{
+	struct stream *s = calloc(1, sizeof *s);
+	if (!s) {
+		done(ctx);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	s->read = read, s->done = done, s->ctx = ctx;
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+		size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, 64 * 1024, stream_read, s,
+		stream_free);
+	if (!resp) {
+		stream_free(s);
+		return MHD_NO;
+	}
+	for (int i = 0; headers[i][0]; i++)
+		MHD_add_response_header(resp, headers[i][0], headers[i][1]);
+	return queue(r, status, resp, NULL);
+}
+
 struct upgrade {
 	http_upgrade_fn *run;
 	void *ctx;
@@ -287,7 +357,7 @@ int req_socket(struct req *r)
 
 /* ---- request life ---------------------------------------------------------- */
 
-static struct req *req_new(struct api *api, struct MHD_Connection *conn, const char *method)
+static struct req *req_new(struct api *api, struct MHD_Connection *conn)
 {
 	struct req *r = calloc(1, sizeof *r);
 	if (!r)
@@ -296,12 +366,24 @@ static struct req *req_new(struct api *api, struct MHD_Connection *conn, const c
 	r->conn = conn;
 	r->body_fd = -1;
 	r->arrival_ns = mono_ns();
-	snprintf(r->method, sizeof r->method, "%s", method);
+	return r;
+}
+
+/* MHD hands the handler a decoded path without the query; the proxy needs
+ * the request target as sent. This callback sees it first and starts the
+ * request's record with it. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+	struct req *r = req_new(cls, conn);
+	if (r && uri)
+		r->raw_uri = strdup(uri);
 	return r;
 }
 
 static void req_free(struct req *r)
 {
+	proxy_free(r->proxy);
+	free(r->raw_uri);
 	for (int i = 0; i < r->nparams; i++)
 		free(r->params[i]);
 	free(r->body);
@@ -324,7 +406,24 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 static uint64_t body_limit(const struct req *r)
 {
 	const struct config *cfg = r->api->cfg;
+	if (r->route->body == BODY_STREAM)
+		return UINT64_MAX;
 	return r->route->body == BODY_FILE ? cfg->max_file_bytes : cfg->max_json_bytes;
+}
+
+int req_rate_limit(struct req *r)
+{
+	int retry_ms;
+	if (ratelimit_take(r->api->rl, r->workspace, &retry_ms))
+		return -1;
+	char secs[16];
+	snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
+			      "too many requests for this workspace; slow down");
+	struct MHD_Response *resp = json_response(j);
+	if (resp)
+		MHD_add_response_header(resp, "Retry-After", secs);
+	return queue(r, 429, resp, "rate_limited");
 }
 
 /* Checks made when the headers are in: route, key, rate, declared size.
@@ -332,8 +431,15 @@ static uint64_t body_limit(const struct req *r)
 static int admit(struct req *r, const char *url)
 {
 	const struct config *cfg = r->api->cfg;
-	bool known;
-	r->route = route_match(r->method, url, r->params, MAX_PATH_PARAMS, &r->nparams, &known);
+	bool known = false;
+	/* A Host under the configured domain names an exposed port, whatever
+	 * the path: the whole request is the guest's. */
+	if (proxy_host_match(r))
+		r->route = &proxy_host_route;
+	else
+		r->route = route_match(r->method, url, r->params, MAX_PATH_PARAMS, &r->nparams, &known);
+	if (r->route && (r->route->flags & ROUTE_PROXY))
+		return proxy_admit(r);
 	if (!r->route) {
 		if (known)
 			return reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
@@ -346,17 +452,9 @@ static int admit(struct req *r, const char *url)
 			return reply_error(r, 401, "unauthorized", "%s", errmsg());
 		if (rc < 0)
 			return reply_errno(r, rc);
-		int retry_ms;
-		if (!ratelimit_take(r->api->rl, r->workspace, &retry_ms)) {
-			char secs[16];
-			snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
-			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
-					      "too many requests for this workspace; slow down");
-			struct MHD_Response *resp = json_response(j);
-			if (resp)
-				MHD_add_response_header(resp, "Retry-After", secs);
-			return queue(r, 429, resp, "rate_limited");
-		}
+		rc = req_rate_limit(r);
+		if (rc >= 0)
+			return rc;
 	}
 	const char *cl = req_header(r, "Content-Length");
 	if (cl) {
@@ -383,6 +481,11 @@ static int admit(struct req *r, const char *url)
 
 static void take_body(struct req *r, const char *data, size_t n)
 {
+	if (r->route->body == BODY_STREAM) {
+		if (r->proxy)
+			proxy_body(r, data, n);
+		return;
+	}
 	if (r->body_too_large || r->body_failed)
 		return;
 	r->body_total += n;
@@ -449,10 +552,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	(void)version;
 	struct req *r = *con_cls;
 	if (!r) {
-		r = req_new(cls, conn, method);
+		r = req_new(cls, conn);
 		if (!r)
 			return MHD_NO;
 		*con_cls = r;
+	}
+	if (!r->admitted) {
+		r->admitted = true;
+		snprintf(r->method, sizeof r->method, "%s", method);
 		int rc = admit(r, url);
 		return rc < 0 ? MHD_YES : rc;
 	}
@@ -513,6 +620,7 @@ int http_start(struct api *api, const char *addr)
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
 		MHD_OPTION_THREAD_STACK_SIZE, (size_t)(2 << 20),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+		MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
 		MHD_OPTION_END);
 	if (!d)
 		return errf(EADDRINUSE, "cannot listen on %s (in use, or not an address of this machine)", addr);

@@ -26,16 +26,19 @@
 #include "api/store.h"
 
 struct api;
+struct proxy;
 struct route;
 struct MHD_Connection;
 
-#define MAX_PATH_PARAMS 2
+#define MAX_PATH_PARAMS 3
 
 struct req {
 	struct api *api;
 	struct MHD_Connection *conn;
 	const struct route *route;
 	char method[8];
+	char *raw_uri;			/* as the client sent it (query included), or NULL */
+	bool admitted;			/* route, key and size checked */
 	char *params[MAX_PATH_PARAMS];	/* {id}... in the path */
 	int nparams;
 	char workspace[ID_MAX];		/* the caller's, after authentication */
@@ -47,6 +50,7 @@ struct req {
 	uint64_t body_total;
 	bool body_too_large, body_failed;
 	json_t *json;			/* parsed JSON body, or NULL */
+	struct proxy *proxy;		/* a request to an exposed port (proxy.c) */
 	/* answer */
 	bool answered;
 	int status;
@@ -65,6 +69,10 @@ int reply_error(struct req *r, int status, const char *code, const char *fmt, ..
 /* Map a -errno from the layers below (with errmsg()) to a status. */
 int reply_errno(struct req *r, int rc);
 int reply_empty(struct req *r, int status);
+/* No body, these headers ({name, value} pairs up to {NULL, NULL}). */
+int reply_headers(struct req *r, int status, const char *const headers[][2]);
+/* No answer: the connection is closed (the client went away). */
+int reply_abort(struct req *r);
 /* A file's bytes (fd is taken over). */
 int reply_fd(struct req *r, int fd, uint64_t size, const char *content_type);
 /* Raw text (Prometheus). */
@@ -80,11 +88,20 @@ typedef long http_read_fn(void *ctx, char *buf, size_t max);
 typedef void http_done_fn(void *ctx);
 int reply_stream(struct req *r, int status, const char *content_type, http_read_fn *read,
 		 http_done_fn *done, void *ctx);
+/* A response with these headers ({name, value} pairs, up to {NULL,
+ * NULL}) and a body of size bytes (HTTP_SIZE_UNKNOWN: chunked, or up to
+ * the close) streamed by read as in reply_stream. */
+#define HTTP_SIZE_UNKNOWN UINT64_MAX
+int reply_response(struct req *r, int status, const char *const headers[][2], uint64_t size,
+		   http_read_fn *read, http_done_fn *done, void *ctx);
 /* Switch protocols (WebSocket): after the 101 with these headers is sent,
  * run(ctx, fd, extra, n) owns the socket until it returns (extra: bytes
  * the client sent early); then the connection is closed. */
 typedef void http_upgrade_fn(void *ctx, int fd, const char *extra, size_t n);
 int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx);
+/* Take one request from r->workspace's rate: -1 when allowed, else the
+ * MHD result of the 429 sent. */
+int req_rate_limit(struct req *r);
 /* The client's socket, to notice it hanging up (-1 if unknown). */
 int req_socket(struct req *r);
 
@@ -96,6 +113,11 @@ const char *req_query(struct req *r, const char *name);
 /* Like req_query, but -EINVAL when the value holds a NUL byte (%00),
  * which C strings would silently cut; 0 otherwise (*out NULL if absent). */
 int req_query_exact(struct req *r, const char *name, const char **out);
+/* Call fn for every request header, in order; non-zero stops. */
+typedef int req_header_fn(void *ctx, const char *name, const char *value);
+void req_each_header(struct req *r, req_header_fn *fn, void *ctx);
+/* The client's address as text ("" if unknown). */
+void req_client_addr(struct req *r, char *out, size_t len);
 /* A request header, or NULL. */
 const char *req_header(struct req *r, const char *name);
 /* Milliseconds since the request arrived. */

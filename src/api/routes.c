@@ -5,6 +5,7 @@
 #include <string.h>
 
 #define SBX "/v1/sandboxes/{id}"
+#define PROXY SBX "/proxy/{port}/{path}"
 
 const struct route routes[] = {
 	{ "GET", "/healthz", h_healthz, BODY_NONE, ROUTE_PUBLIC },
@@ -31,11 +32,24 @@ const struct route routes[] = {
 	{ "PATCH", SBX "/lifecycle", h_sandbox_lifecycle, BODY_JSON, 0 },
 	{ "POST", SBX "/mcp", h_mcp_sandbox, BODY_RAW, 0 },
 	{ "POST", "/mcp", h_mcp_workspace, BODY_RAW, 0 },
+	{ "POST", SBX "/ports", h_port_expose, BODY_JSON, 0 },
+	{ "GET", SBX "/ports", h_port_list, BODY_NONE, 0 },
+	{ "DELETE", SBX "/ports/{port}", h_port_delete, BODY_NONE, 0 },
+	/* Any method goes to the guest; these are the ones HTTP servers use. */
+	{ "GET", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "HEAD", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "POST", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "PUT", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "PATCH", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "DELETE", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "OPTIONS", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
 	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, 0 },
 	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, 0 },
 	{ "DELETE", "/v1/snapshots/{id}", h_snapshot_delete, BODY_NONE, 0 },
 };
 const size_t nroutes = sizeof routes / sizeof routes[0];
+
+const struct route proxy_host_route = { "*", "PORT-ID.DOMAIN", h_proxy, BODY_STREAM, ROUTE_PROXY };
 
 /* Does path match pattern? Captures go to params (copied). */
 static bool match(const char *pattern, const char *path, char *params[], int maxparams, int *nparams)
@@ -47,6 +61,13 @@ static bool match(const char *pattern, const char *path, char *params[], int max
 			goto no;
 		p++, s++;
 		const char *pe = strchrnul(p, '/'), *se = strchrnul(s, '/');
+		if (!strcmp(p, "{path}")) {
+			if (n >= maxparams || !(params[n] = strdup(s)))
+				goto no;
+			n++;
+			p += strlen(p), s += strlen(s);
+			break;
+		}
 		if (*p == '{') {
 			if (se == s || n >= maxparams)
 				goto no;
@@ -58,6 +79,14 @@ static bool match(const char *pattern, const char *path, char *params[], int max
 			goto no;
 		}
 		p = pe, s = se;
+	}
+	/* ".../{port}" matches ".../{port}/{path}" too: the proxy redirects
+	 * it to ".../{port}/", as a browser resolves links against that. */
+	if (!*s && !strcmp(p, "/{path}")) {
+		if (n >= maxparams || !(params[n] = strdup("")))
+			goto no;
+		n++;
+		p += strlen(p);
 	}
 	if (*p || *s)
 		goto no;

@@ -69,4 +69,14 @@ const char schema_sql[] =
 	"  created_ms BIGINT NOT NULL,\n"
 	"  deleted_ms BIGINT\n"
 	");\n"
-	"CREATE INDEX IF NOT EXISTS snapshots_by_workspace ON snapshots (workspace_id);\n";
+	"CREATE INDEX IF NOT EXISTS snapshots_by_workspace ON snapshots (workspace_id);\n"
+	/* Guest ports reachable through kilnd's proxy; removed with the
+	 * sandbox (unlike its record, nothing needs them afterwards). */
+	"CREATE TABLE IF NOT EXISTS ports (\n"
+	"  sandbox_id TEXT NOT NULL,\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  port BIGINT NOT NULL,\n"
+	"  public BIGINT NOT NULL,\n"		/* 1: no API key needed */
+	"  created_ms BIGINT NOT NULL,\n"
+	"  PRIMARY KEY (sandbox_id, port)\n"
+	");\n";

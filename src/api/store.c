@@ -475,6 +475,92 @@ int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx)
 
 /* ---- accounting ------------------------------------------------------------- */
 
+/* ---- exposed ports -------------------------------------------------------- */
+
+#define PORT_COLS "sandbox_id, workspace_id, port, public, created_ms"
+
+int store_port_save(struct store *st, const struct port_row *r)
+{
+	return RUN(st,
+		   "INSERT INTO ports (" PORT_COLS ") VALUES ($1, $2, $3, $4, $5) "
+		   "ON CONFLICT (sandbox_id, port) DO UPDATE SET public = excluded.public",
+		   NULL, NULL, NULL, DBV_S(r->sandbox), DBV_S(r->workspace), DBV_I(r->port),
+		   DBV_I(r->public ? 1 : 0), DBV_I(r->created_ms));
+}
+
+static int fill_port(struct port_row *r, const struct dbv *c, int n)
+{
+	if (n < 5)
+		return errf(EIO, "store: short port row");
+	memset(r, 0, sizeof *r);
+	copy_str(r->sandbox, sizeof r->sandbox, dbv_text(&c[0]));
+	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[1]));
+	r->port = (int)dbv_int(&c[2]);
+	r->public = dbv_int(&c[3]) != 0;
+	r->created_ms = dbv_int(&c[4]);
+	return 0;
+}
+
+struct port_one {
+	struct port_row *r;
+	bool found;
+};
+
+static int row_port_one(void *ctx, const struct dbv *c, int n)
+{
+	struct port_one *o = ctx;
+	int rc = fill_port(o->r, c, n);
+	if (rc < 0)
+		return rc;
+	o->found = true;
+	return 1;
+}
+
+int store_port_load(struct store *st, const char *sandbox, int port, struct port_row *r)
+{
+	struct port_one o = { r, false };
+	int rc = RUN(st, "SELECT " PORT_COLS " FROM ports WHERE sandbox_id = $1 AND port = $2",
+		     row_port_one, &o, NULL, DBV_S(sandbox), DBV_I(port));
+	if (rc < 0)
+		return rc;
+	return o.found ? 0 : errf(ENOENT, "port %d of sandbox %s is not exposed", port, sandbox);
+}
+
+struct port_each {
+	store_port_fn *fn;
+	void *ctx;
+};
+
+static int row_port_each(void *ctx, const struct dbv *c, int n)
+{
+	struct port_each *e = ctx;
+	struct port_row r;
+	int rc = fill_port(&r, c, n);
+	return rc < 0 ? rc : e->fn(e->ctx, &r);
+}
+
+int store_port_each(struct store *st, const char *sandbox, store_port_fn *fn, void *ctx)
+{
+	struct port_each e = { fn, ctx };
+	return RUN(st, "SELECT " PORT_COLS " FROM ports WHERE sandbox_id = $1 ORDER BY port",
+		   row_port_each, &e, NULL, DBV_S(sandbox));
+}
+
+int store_port_delete(struct store *st, const char *sandbox, int port)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "DELETE FROM ports WHERE sandbox_id = $1 AND port = $2", NULL, NULL,
+		     &changes, DBV_S(sandbox), DBV_I(port));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(ENOENT, "port %d of sandbox %s is not exposed", port, sandbox);
+}
+
+int store_port_delete_all(struct store *st, const char *sandbox)
+{
+	return RUN(st, "DELETE FROM ports WHERE sandbox_id = $1", NULL, NULL, NULL, DBV_S(sandbox));
+}
+
 static int row_usage(void *ctx, const struct dbv *c, int n)
 {
 	struct usage *u = ctx;

@@ -100,6 +100,28 @@ int store_snapshot_load(struct store *st, const char *id, const char *workspace,
 typedef int store_snap_fn(void *ctx, struct snap_row *r);	/* owned by fn */
 int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx);
 
+/* ---- exposed ports -------------------------------------------------------- */
+
+/* A guest TCP port reachable through kilnd's proxy. */
+struct port_row {
+	char sandbox[ID_MAX], workspace[ID_MAX];
+	int port;			/* 1..65535 */
+	bool public;			/* reachable without an API key */
+	int64_t created_ms;
+};
+
+/* Add, or change whether it is public (created_ms stays). */
+int store_port_save(struct store *st, const struct port_row *r);
+/* -ENOENT when the port is not exposed. */
+int store_port_load(struct store *st, const char *sandbox, int port, struct port_row *r);
+typedef int store_port_fn(void *ctx, const struct port_row *r);
+/* The sandbox's exposed ports, by port number. */
+int store_port_each(struct store *st, const char *sandbox, store_port_fn *fn, void *ctx);
+/* -ENOENT when the port was not exposed. */
+int store_port_delete(struct store *st, const char *sandbox, int port);
+/* All of the sandbox's (it is gone). */
+int store_port_delete_all(struct store *st, const char *sandbox);
+
 /* ---- accounting ----------------------------------------------------------- */
 
 struct usage {

@@ -181,3 +181,40 @@ int v_guest_path(const char *s, const char *param)
 		return errf(EINVAL, "'%s' is longer than 4095 bytes", param);
 	return 0;
 }
+
+bool v_is_domain(const char *s)
+{
+	size_t n = strlen(s), label = 0;
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		char ch = s[i];
+		if (ch == '.' || ch == 0) {
+			if (label == 0 || label > 63 || s[i - 1] == '-')
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'))
+			return false;
+		if (label == 0 && ch == '-')
+			return false;
+		label++;
+	}
+	return true;
+}
+
+int v_port(const char *s)
+{
+	int port = 0;
+	if (!s || s[0] < '1' || s[0] > '9')
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		port = port * 10 + (*s - '0');
+		if (port > 65535)
+			return 0;
+	}
+	return port;
+}

@@ -34,6 +34,12 @@ int v_str_array(const json_t *obj, const char *key, size_t max, size_t maxlen, c
 bool v_is_id(const char *s, const char *prefix);
 /* A template name: [a-z0-9][a-z0-9-]{0,15} (short: it is part of socket paths). */
 bool v_is_name(const char *s);
+/* A DNS name for host routing: dot-separated labels of [a-z0-9-], none
+ * empty or starting or ending with '-', at most 253 bytes, lower case. */
+bool v_is_domain(const char *s);
+/* A TCP port in a path segment: decimal 1..65535, no sign or leading zero;
+ * 0 when it is not one. */
+int v_port(const char *s);
 /* A guest path from a query parameter: absolute, 1..4095 bytes. Paths are
  * taken literally (".." included): they name files inside the guest, where
  * the agent resolves them, so nothing on the host is reachable by them. */

@@ -37,6 +37,8 @@ static const char usage_text[] =
 	"  snapshots                   snapshots of this workspace\n"
 	"  hibernate ID | wake ID      stop billing for a sandbox, and bring it back\n"
 	"  ttl ID SECONDS              set the idle timeout (0: none)\n"
+	"  expose ID PORT [--public]   reach guest port PORT through kilnd; prints its URL\n"
+	"  ports ID | unexpose ID PORT the exposed ports, and stop exposing one\n"
 	"  rm ID...                    delete sandboxes (or snapshots: snap_...)\n"
 	"  templates                   the templates and their state\n"
 	"  usage                       this workspace's resource usage\n"
@@ -148,7 +150,7 @@ static void add_kv(json_t **obj, const char *kv, const char *what)
 struct opts {
 	const char *template, *snapshot;
 	long ttl, count, timeout;
-	bool tree, in;
+	bool tree, in, public;
 	const char *cwd;
 	json_t *env, *meta;		/* from -e and --meta, or NULL */
 };
@@ -159,7 +161,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "template", required_argument, 0, 'T' }, { "from-snapshot", required_argument, 0, 'S' },
 		{ "ttl", required_argument, 0, 'l' }, { "env", required_argument, 0, 'e' },
 		{ "meta", required_argument, 0, 'm' }, { "json", no_argument, 0, 'j' },
-		{ "tree", no_argument, 0, 'r' }, { "help", no_argument, 0, 'h' }, { 0 },
+		{ "tree", no_argument, 0, 'r' }, { "public", no_argument, 0, 'P' },
+		{ "help", no_argument, 0, 'h' }, { 0 },
 	};
 	o->ttl = -1;
 	o->count = 1;
@@ -178,6 +181,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'i': o->in = true; break;
 		case 'j': json_out = true; break;
 		case 'r': o->tree = true; break;
+		case 'P': o->public = true; break;
 		case 'h': fputs(usage_text, stdout); exit(0);
 		default: fputs(usage_text, stderr); exit(2);
 		}
@@ -545,6 +549,48 @@ static int cmd_ttl(int argc, char **argv)
 	return 0;
 }
 
+/* expose ID PORT [--public], unexpose ID PORT, ports ID */
+static int cmd_ports(int argc, char **argv, const char *what)
+{
+	struct opts o = { 0 };
+	int i = parse_opts(argc, argv, &o);
+	const char *id = need_id(argc, argv, i);
+	bool list = !strcmp(what, "ports");
+	if (!list && i + 1 >= argc)
+		die("%s wants ID PORT", what);
+	char path[160];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/ports", id);
+	json_t *r;
+	if (list) {
+		r = call("GET", path, NULL);
+	} else if (!strcmp(what, "unexpose")) {
+		size_t n = strlen(path);
+		snprintf(path + n, sizeof path - n, "/%s", argv[i + 1]);
+		call("DELETE", path, NULL);
+		return 0;
+	} else {
+		char *end;
+		long port = strtol(argv[i + 1], &end, 10);
+		if (*end || port < 1 || port > 65535)
+			die("'%s' is not a TCP port (1 to 65535)", argv[i + 1]);
+		r = call("POST", path, json_pack("{s:i,s:b}", "port", (int)port, "public", o.public));
+	}
+	if (json_out) {
+		print_json(r);
+	} else if (list) {
+		size_t k;
+		json_t *p;
+		printf("%-6s %-7s %s\n", "PORT", "PUBLIC", "URL");
+		json_array_foreach(json_object_get(r, "ports"), k, p)
+			printf("%-6lld %-7s %s\n", (long long)json_integer_value(json_object_get(p, "port")),
+			       json_is_true(json_object_get(p, "public")) ? "yes" : "no", str(p, "url"));
+	} else {
+		printf("%s\n", str(r, "url"));
+	}
+	json_decref(r);
+	return 0;
+}
+
 static int cmd_rm(int argc, char **argv)
 {
 	struct opts o = { 0 };
@@ -637,6 +683,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "wake")) return simple(argc, argv, "wake", "status");
 	if (!strcmp(cmd, "ttl")) return cmd_ttl(argc, argv);
 	if (!strcmp(cmd, "rm")) return cmd_rm(argc, argv);
+	if (!strcmp(cmd, "expose") || !strcmp(cmd, "unexpose") || !strcmp(cmd, "ports"))
+		return cmd_ports(argc, argv, cmd);
 	if (!strcmp(cmd, "snapshots")) return cmd_list(argc, argv, "/v1/snapshots", "snapshots");
 	if (!strcmp(cmd, "templates")) return cmd_list(argc, argv, "/v1/templates", "templates");
 	if (!strcmp(cmd, "usage")) return cmd_usage(argc, argv);

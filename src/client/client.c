@@ -232,6 +232,35 @@ fail:
 	return cl_fail(c, -rc, "vsock bridge %s: %s", uds, strerror(-rc));
 }
 
+/* Drop the frame handed out last: its bytes are used up. */
+static void drop_last(struct kiln_client *c)
+{
+	if (c->consume) {
+		buf_consume(&c->in, c->consume);
+		c->consume = 0;
+	}
+}
+
+int kiln_client_detach(struct kiln_client *c, int *fd, void **early, size_t *n)
+{
+	int rc = cl_usable(c);
+	if (rc < 0)
+		return rc;
+	drop_last(c);
+	*early = NULL;
+	*n = buf_used(&c->in);
+	if (*n) {
+		*early = malloc(*n);
+		if (!*early)
+			return cl_fail(c, ENOMEM, "out of memory");
+		memcpy(*early, buf_data(&c->in), *n);
+	}
+	*fd = c->fd;
+	c->fd = -1;
+	kiln_close(c);
+	return 0;
+}
+
 /* ---- I/O -------------------------------------------------------------- */
 
 static int write_some(struct kiln_client *c)
@@ -243,10 +272,7 @@ static int write_some(struct kiln_client *c)
 static int read_some(struct kiln_client *c)
 {
 	/* Drop the frame handed out last before making room. */
-	if (c->consume) {
-		buf_consume(&c->in, c->consume);
-		c->consume = 0;
-	}
+	drop_last(c);
 	size_t room = CL_IN_LIMIT - buf_used(&c->in);
 	if (room == 0)
 		return 0;	/* full: the caller must take frames first */
@@ -346,10 +372,7 @@ int cl_recv(struct kiln_client *c, bool block, struct kiln_hdr *h, const uint8_t
 	int rc = cl_usable(c);
 	if (rc < 0)
 		return rc;
-	if (c->consume) {
-		buf_consume(&c->in, c->consume);
-		c->consume = 0;
-	}
+	drop_last(c);
 	for (bool tried = false;; tried = true) {
 		rc = kiln_frame_peek(&c->in, KILN_FRAME_MAX, h, p);
 		if (rc == 1) {

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -67,6 +68,8 @@ static const char usage_text[] =
 "  watch [-r] [-n COUNT] PATH      print file events\n"
 "  resync [--time now|NS] [--entropy BYTES] [--hostname NAME] [--identity ID]\n"
 "  poweroff [--reboot]\n"
+"  connect PORT [HOST]             TCP to HOST:PORT in the guest (default\n"
+"                                  127.0.0.1), joined to stdin and stdout\n"
 "  bench-exec [-n N] [--local] -- CMD...   exec round-trip percentiles\n";
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -761,6 +764,59 @@ static int cmd_info(const struct target *t)
 	return 0;
 }
 
+/* Like nc: stdin goes to the guest's TCP connection, its bytes to stdout;
+ * the end of stdin is passed on as a half-close. */
+static int cmd_connect(const struct target *t, int argc, char **argv)
+{
+	if (argc < 2 || argc > 3)
+		die("connect wants PORT [HOST]");
+	unsigned port = (unsigned)num(argv[1], "port");
+	struct kiln_client *c = open_client(t);
+	int fd;
+	void *early;
+	size_t n;
+	if (kiln_tcp_connect(c, argc == 3 ? argv[2] : NULL, port) < 0 ||
+	    kiln_client_detach(c, &fd, &early, &n) < 0)
+		return fail(c, "connect");
+	kiln_client_free(c);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	int rc = n ? write_all(STDOUT_FILENO, early, n) : 0;
+	free(early);
+	bool in_open = true;
+	char buf[65536];
+	while (rc == 0) {
+		struct pollfd pf[2] = { { .fd = in_open ? STDIN_FILENO : -1, .events = POLLIN },
+					{ .fd = fd, .events = POLLIN } };
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -1;
+			break;
+		}
+		if (pf[0].revents) {
+			ssize_t r = read(STDIN_FILENO, buf, sizeof buf);
+			if (r > 0) {
+				rc = write_all(fd, buf, (size_t)r);
+			} else {
+				shutdown(fd, SHUT_WR);
+				in_open = false;
+			}
+		}
+		if (pf[1].revents) {
+			ssize_t r = read(fd, buf, sizeof buf);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				rc = r < 0 ? -1 : 1;
+				break;
+			}
+			rc = write_all(STDOUT_FILENO, buf, (size_t)r);
+		}
+	}
+	close(fd);
+	return rc < 0 ? 1 : 0;
+}
+
 static int cmd_resync(const struct target *t, int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -939,6 +995,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "watch")) return cmd_watch(&t, cargc, cargv);
 	if (!strcmp(cmd, "resync")) return cmd_resync(&t, cargc, cargv);
 	if (!strcmp(cmd, "poweroff")) return cmd_poweroff(&t, cargc, cargv);
+	if (!strcmp(cmd, "connect")) return cmd_connect(&t, cargc, cargv);
 	if (!strcmp(cmd, "bench-exec")) return cmd_bench_exec(&t, cargc, cargv);
 	die("unknown command %s (see --help)", cmd);
 }

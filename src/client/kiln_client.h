@@ -195,6 +195,20 @@ int kiln_watch_start(struct kiln_client *c, const char *path, uint32_t flags);
 int kiln_watch_next(struct kiln_client *c, uint32_t *events, char *name, size_t namelen);
 int kiln_watch_cancel(struct kiln_client *c);
 
+/* ---- TCP inside the guest ----------------------------------------------- */
+
+/* CONNECT: the agent opens a TCP connection to host:port inside the guest
+ * (host: a numeric IPv4 or IPv6 address; NULL: 127.0.0.1). On success the
+ * connection carries no more frames: it is a byte stream to that TCP
+ * connection, to be taken with kiln_client_detach. A refused connect is
+ * -ECONNREFUSED (the agent's errno) and the client stays usable. */
+int kiln_tcp_connect(struct kiln_client *c, const char *host, unsigned port);
+/* Take the connection's socket (non-blocking; the caller closes it) and
+ * the bytes already received past the last reply (*early, malloc'd, NULL
+ * when n is 0: they come before anything read from the socket). The
+ * client is left unconnected. */
+int kiln_client_detach(struct kiln_client *c, int *fd, void **early, size_t *n);
+
 /* ---- event-loop integration -------------------------------------------- */
 
 /* The connected socket, for poll(). */

@@ -42,6 +42,17 @@ static int drain_to_end(struct kiln_client *c)
 
 /* ---- guest ------------------------------------------------------------ */
 
+int kiln_tcp_connect(struct kiln_client *c, const char *host, unsigned port)
+{
+	struct kiln_fb fb;
+	struct kiln_msg m;
+	cl_begin(c, &fb, KILN_CONNECT);
+	kiln_fb_u32(&fb, KT_PORT, port);
+	if (host)
+		kiln_fb_str(&fb, KT_HOST, host);
+	return request(c, &fb, KILN_OK, &m);
+}
+
 int kiln_ping(struct kiln_client *c)
 {
 	struct kiln_fb fb;

@@ -28,6 +28,7 @@ static const uint8_t tag_kinds[KT_TAG_COUNT] = {
 	[KT_STATE] = KK_U32, [KT_DATA] = KK_BYTES, [KT_RING] = KK_U32,
 	[KT_START_NS] = KK_I64, [KT_NLINK] = KK_U64, [KT_INO] = KK_U64,
 	[KT_ATIME_NS] = KK_I64, [KT_CTIME_NS] = KK_I64, [KT_NPROCS] = KK_U32,
+	[KT_PORT] = KK_U32, [KT_HOST] = KK_STR,
 };
 
 static const char *const tag_names[KT_TAG_COUNT] = {
@@ -49,6 +50,7 @@ static const char *const tag_names[KT_TAG_COUNT] = {
 	[KT_DATA] = "DATA", [KT_RING] = "RING", [KT_START_NS] = "START_NS",
 	[KT_NLINK] = "NLINK", [KT_INO] = "INO", [KT_ATIME_NS] = "ATIME_NS",
 	[KT_CTIME_NS] = "CTIME_NS", [KT_NPROCS] = "NPROCS",
+	[KT_PORT] = "PORT", [KT_HOST] = "HOST",
 };
 
 /* Only argv and the environment may repeat; a second PATH in one message
@@ -78,6 +80,7 @@ const char *kiln_type_name(unsigned type)
 	case KILN_WATCH: return "WATCH";
 	case KILN_RESYNC: return "RESYNC";
 	case KILN_POWEROFF: return "POWEROFF";
+	case KILN_CONNECT: return "CONNECT";
 	case KILN_DATA: return "DATA";
 	case KILN_EOF: return "EOF";
 	case KILN_RESIZE: return "RESIZE";

@@ -56,6 +56,7 @@ enum kiln_type {
 	KILN_WATCH	= 0x18,
 	KILN_RESYNC	= 0x20,
 	KILN_POWEROFF	= 0x21,
+	KILN_CONNECT	= 0x30,	/* TCP inside the guest; then a raw stream */
 
 	/* client to agent, inside a running operation */
 	KILN_DATA	= 0x40,	/* raw: stdin bytes or file content */
@@ -134,6 +135,8 @@ enum kiln_tag {
 	KT_ATIME_NS = 49,	/* i64  */
 	KT_CTIME_NS = 50,	/* i64  */
 	KT_NPROCS = 51,		/* u32  processes the agent tracks */
+	KT_PORT = 52,		/* u32  TCP port (CONNECT) */
+	KT_HOST = 53,		/* str  numeric IPv4 or IPv6 address (CONNECT) */
 	KT_TAG_COUNT		/* one past the highest tag */
 };
 

@@ -259,19 +259,14 @@ static void conn_fatal(struct conn *c, int err, const char *fmt, ...)
 	conn_close(c);
 }
 
-void conn_close(struct conn *c)
+/* Take a live connection out of the list and the loop; it is freed after
+ * this loop turn (handlers later in the batch may still hold it). */
+static void conn_unlink(struct conn *c)
 {
 	struct agent *a = c->a;
 
-	if (c->dead)
-		return;
-	if (c->op && c->op->abort)
-		c->op->abort(c);
-	c->op = NULL;
-	c->st = NULL;
 	c->dead = true;
 	loop_del(&a->loop, c->fd);
-	close(c->fd);
 	c->fd = -1;
 	if (c->prev)
 		c->prev->next = c->next;
@@ -282,6 +277,39 @@ void conn_close(struct conn *c)
 	c->prev = NULL;
 	c->next = a->graveyard;
 	a->graveyard = c;
+}
+
+void conn_close(struct conn *c)
+{
+	if (c->dead)
+		return;
+	if (c->op && c->op->abort)
+		c->op->abort(c);
+	c->op = NULL;
+	c->st = NULL;
+	int fd = c->fd;
+	conn_unlink(c);
+	close(fd);
+	agent_conn_gone(c->a);
+}
+
+int conn_detach(struct conn *c, struct buf *in, struct buf *out)
+{
+	if (c->dead)
+		return -EPIPE;
+	int fd = c->fd;
+	c->op = NULL;
+	c->st = NULL;
+	*in = c->in;
+	*out = c->out;
+	memset(&c->in, 0, sizeof c->in);
+	memset(&c->out, 0, sizeof c->out);
+	conn_unlink(c);
+	return fd;
+}
+
+void agent_conn_gone(struct agent *a)
+{
 	a->nconns--;
 	listen_pause(a, false);
 }
@@ -371,6 +399,7 @@ static void dispatch_request(struct conn *c, uint8_t type, const uint8_t *p, uin
 	case KILN_WATCH: watch_request(c, &m); break;
 	case KILN_RESYNC: sys_resync(c, &m); break;
 	case KILN_POWEROFF: sys_poweroff(c, &m); break;
+	case KILN_CONNECT: connect_request(c, &m); break;
 	default:
 		conn_error(c, EOPNOTSUPP, "unknown request type 0x%02x", type);
 	}
@@ -612,6 +641,7 @@ void agent_free(struct agent *a)
 {
 	while (a->conns)
 		conn_close(a->conns);
+	pipe_free_all(a);
 	bury(a);
 	exec_free_all(a);
 	if (a->sig_fd >= 0)

@@ -40,6 +40,7 @@
 
 struct conn;
 struct proc;
+struct pipe;
 
 /* What a running operation does with the frames and events it gets. */
 struct conn_op {
@@ -72,7 +73,8 @@ struct agent {
 	int sig_fd;
 	struct conn *conns;
 	struct conn *graveyard;		/* closed, freed after the loop turn */
-	int nconns;
+	int nconns;			/* connections and pipes */
+	struct pipe *pipes;		/* CONNECT byte pipes */
 	struct proc *procs;
 	int nprocs;
 	uint32_t next_id;
@@ -120,6 +122,13 @@ void conn_pause_input(struct conn *c, bool paused);
 /* Ask for the op's drain callback once the socket can take more. */
 void conn_want_drain(struct conn *c);
 void conn_close(struct conn *c);
+/* Hand the connection's socket over (CONNECT): returns the fd, or -errno
+ * if the connection is already closed. The bytes received but not yet
+ * parsed and those queued but not yet sent move to *in and *out. The
+ * socket still counts against CONN_MAX until agent_conn_gone. */
+int conn_detach(struct conn *c, struct buf *in, struct buf *out);
+/* A connection (or a pipe made of one) has ended: accept again. */
+void agent_conn_gone(struct agent *a);
 /* Parse a request's fields, answering ERROR for a malformed one.
  * Returns false when the request was answered. */
 bool conn_parse(struct conn *c, struct kiln_msg *m, uint8_t type,
@@ -150,6 +159,16 @@ void files_chmod(struct conn *c, const struct kiln_msg *m);
  * answering ERROR when it is missing or too long. */
 bool files_path(struct conn *c, const struct kiln_msg *m, unsigned tag,
 		char *out, size_t outlen);
+
+/* connect.c: CONNECT, a TCP connection inside the guest */
+void connect_request(struct conn *c, const struct kiln_msg *m);
+
+/* pipe.c: after CONNECT, the agent connection and the TCP connection
+ * joined as one byte stream. Takes both sockets and the bytes already
+ * read from (in) or queued for (out) the agent connection. 0, or -errno
+ * after closing both. */
+int pipe_start(struct agent *a, int conn_fd, struct buf *in, struct buf *out, int tcp_fd);
+void pipe_free_all(struct agent *a);
 
 /* watch.c */
 void watch_request(struct conn *c, const struct kiln_msg *m);

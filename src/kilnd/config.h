@@ -37,6 +37,7 @@ struct config {
 	int rate_per_sec, rate_burst;	/* per workspace; 0: no limit */
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;
+	char domain[254];		/* host routing PORT-ID.DOMAIN; "" : off */
 	char mcp_origins[1024];		/* Origins allowed on MCP besides loopback, comma-separated */
 	int sample_ms;			/* accounting period */
 	int boot_timeout_ms;		/* guest agent must answer within */

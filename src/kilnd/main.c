@@ -66,11 +66,14 @@ static const char usage_text[] =
 	"  --boot-timeout MS     time for a guest agent to answer (default 120000)\n"
 	"  --mcp-origins LIST    browser Origins allowed on the MCP endpoints besides\n"
 	"                        loopback ones, comma-separated (default: none)\n"
+	"  --domain NAME         also route requests for Host PORT-ID.NAME to the\n"
+	"                        exposed port PORT of sandbox ID (default: none)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
 	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS,
+	O_DOMAIN,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 };
 
@@ -92,6 +95,7 @@ static const struct option options[] = {
 	{ "boot-timeout", required_argument, 0, O_BOOT },
 	{ "verbose", no_argument, 0, O_VERBOSE },
 	{ "mcp-origins", required_argument, 0, O_MCP_ORIGINS },
+	{ "domain", required_argument, 0, O_DOMAIN },
 	{ "workspace", required_argument, 0, O_WORKSPACE },
 	{ "name", required_argument, 0, O_NAME },
 	{ "image", required_argument, 0, O_IMAGE },
@@ -168,6 +172,11 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_BOOT: g->boot_timeout_ms = (int)number(optarg, "--boot-timeout", 100, 3600000); break;
 		case O_VERBOSE: g->verbose = log_verbose = true; break;
 		case O_MCP_ORIGINS: set_str(g->mcp_origins, sizeof g->mcp_origins, optarg, "--mcp-origins"); break;
+		case O_DOMAIN:
+			set_str(g->domain, sizeof g->domain, optarg, "--domain");
+			if (!v_is_domain(g->domain))
+				die("--domain %s: want a DNS name such as sandboxes.example.com", optarg);
+			break;
 		case O_WORKSPACE: c->workspace = optarg; break;
 		case O_NAME: c->name = optarg; break;
 		case O_IMAGE: c->image = optarg; break;

@@ -185,6 +185,39 @@ def exec_stream_callback_error_kills_the_command():
 
 
 @test
+def expose_port():
+    # A server in the base sandbox, reached through kilnd's proxy.
+    B.exec("mkdir -p /srv/sdk && echo from the sandbox > /srv/sdk/hi.txt && "
+           "(setsid python3 -m http.server 8080 --bind 127.0.0.1 --directory /srv/sdk "
+           "> /dev/null 2>&1 < /dev/null &)")
+    url = B.expose_port(8080)
+    assert url.endswith(f"/v1/sandboxes/{B.id}/proxy/8080/"), url
+    eq([(p["port"], p["public"]) for p in B.ports()], [(8080, False)], "ports()")
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(url + "hi.txt", headers={"Authorization": "Bearer " + os.environ["KILN_API_KEY"]})
+    body, status = None, None
+    for _ in range(120):  # until the server listens (502 before)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                status, body = resp.status, resp.read()
+            break
+        except urllib.error.HTTPError as e:
+            status = e.code
+            if e.code != 502:
+                break
+            time.sleep(0.5)
+    eq((status, body), (200, b"from the sandbox\n"), "GET through the proxy")
+    eq(B.expose_port(8080, public=True), url, "again, public")
+    eq(B.ports()[0]["public"], True, "public")
+    B.unexpose_port(8080)
+    eq(B.ports(), [], "after unexpose")
+    raises(NotFound, B.unexpose_port, 8080)
+    raises(ValueError, B.expose_port, 0)
+    return f"{url}hi.txt answered 200; public, listed, removed"
+
+
+@test
 def run_code():
     r = B.run_code("import sys; print(6*7); print('e', file=sys.stderr)")
     eq((r.stdout, r.stderr, r.exit_code), ("42\n", "e\n", 0), "python")

@@ -11,6 +11,9 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdint.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1053,6 +1056,228 @@ static int test_vsock_bridge(void)
 	return 0;
 }
 
+/* ---- CONNECT ------------------------------------------------------------ */
+
+/* A TCP server on 127.0.0.1 for one connection, in a thread: mode 'e'
+ * echoes until the client's end of input, then closes; mode 'h' sends a
+ * banner, half-closes, and then keeps what the client sends until its end. */
+struct tcp_peer {
+	int lfd;
+	unsigned port;
+	char mode;
+	char got[256];
+	size_t ngot;
+	bool saw_eof;
+	pthread_t th;
+};
+
+static void *tcp_peer_main(void *arg)
+{
+	struct tcp_peer *tp = arg;
+	int fd = accept(tp->lfd, NULL, NULL);
+	if (fd < 0)
+		return NULL;
+	char buf[65536];
+	ssize_t n;
+	if (tp->mode == 'h') {
+		n = write(fd, "banner", 6);
+		shutdown(fd, SHUT_WR);
+	}
+	while ((n = read(fd, buf, sizeof buf)) > 0) {
+		if (tp->mode == 'e') {
+			for (ssize_t off = 0, w; off < n; off += w)
+				if ((w = write(fd, buf + off, (size_t)(n - off))) <= 0)
+					goto out;
+		} else if (tp->ngot + (size_t)n < sizeof tp->got) {
+			memcpy(tp->got + tp->ngot, buf, (size_t)n);
+			tp->ngot += (size_t)n;
+		}
+	}
+	tp->saw_eof = n == 0;
+out:
+	close(fd);
+	return NULL;
+}
+
+static int tcp_peer_start(struct tcp_peer *tp, char mode)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	memset(tp, 0, sizeof *tp);
+	tp->mode = mode;
+	tp->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (tp->lfd < 0 || bind(tp->lfd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(tp->lfd, 4) < 0 || getsockname(tp->lfd, (struct sockaddr *)&sa, &len) < 0)
+		return -errno;
+	tp->port = ntohs(sa.sin_port);
+	return pthread_create(&tp->th, NULL, tcp_peer_main, tp) ? -EAGAIN : 0;
+}
+
+static void tcp_peer_stop(struct tcp_peer *tp)
+{
+	pthread_join(tp->th, NULL);
+	close(tp->lfd);
+}
+
+/* CONNECT, then the socket as a blocking byte stream. */
+static int tcp_through_agent(unsigned port, void **early, size_t *n, char *err, size_t errlen)
+{
+	struct kiln_client *c = client();
+	int fd = -1;
+	if (!c)
+		return -1;
+	if (kiln_tcp_connect(c, NULL, port) < 0 || kiln_client_detach(c, &fd, early, n) < 0) {
+		snprintf(err, errlen, "%s", kiln_client_error(c));
+		fd = -1;
+	}
+	kiln_client_free(c);
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
+/* Echo 3 MiB through the pipe while reading the echo at the same time
+ * (more than the pipe's buffers hold, so backpressure is exercised), then
+ * a half-close from our side must reach the server, whose close then
+ * reaches us as the end of the stream. */
+static void *send_all_then_shut(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	static char chunk[65536];
+	for (size_t i = 0; i < sizeof chunk; i++)
+		chunk[i] = (char)('a' + i % 26);
+	for (int i = 0; i < 48; i++)
+		for (size_t off = 0; off < sizeof chunk;) {
+			ssize_t w = write(fd, chunk + off, sizeof chunk - off);
+			if (w <= 0)
+				return (void *)1;
+			off += (size_t)w;
+		}
+	shutdown(fd, SHUT_WR);
+	return NULL;
+}
+
+static int test_connect_echo(void)
+{
+	struct tcp_peer tp;
+	char err[1024] = "";
+	void *early;
+	size_t n;
+	T_ASSERT(tcp_peer_start(&tp, 'e') == 0, "tcp server: %s", strerror(errno));
+	int fd = tcp_through_agent(tp.port, &early, &n, err, sizeof err);
+	T_ASSERT(fd >= 0, "connect to %u: %s", tp.port, err);
+	pthread_t th;
+	T_ASSERT(pthread_create(&th, NULL, send_all_then_shut, (void *)(intptr_t)fd) == 0, "thread");
+	uint64_t total = n, bad = 0;
+	for (size_t i = 0; i < n; i++)
+		bad += ((char *)early)[i] != (char)('a' + i % 26);
+	free(early);
+	char buf[65536];
+	ssize_t r;
+	while ((r = read(fd, buf, sizeof buf)) > 0) {
+		for (ssize_t i = 0; i < r; i++)
+			bad += buf[i] != (char)('a' + (total + (uint64_t)i) % 65536 % 26);
+		total += (uint64_t)r;
+	}
+	void *res;
+	pthread_join(th, &res);
+	close(fd);
+	tcp_peer_stop(&tp);
+	T_ASSERT(res == NULL, "sending failed");
+	T_ASSERT(r == 0 && total == 48u * 65536 && bad == 0, "echo: %llu bytes back (%llu wrong), read %zd",
+		 (unsigned long long)total, (unsigned long long)bad, r);
+	T_ASSERT(agent_alive(), "agent gone");
+	return 0;
+}
+
+/* The guest side ends first: we read its banner and the end of the
+ * stream, and can still send, which the server receives up to our end. */
+static int test_connect_halfclose(void)
+{
+	struct tcp_peer tp;
+	char err[1024] = "", buf[64];
+	void *early;
+	size_t n;
+	T_ASSERT(tcp_peer_start(&tp, 'h') == 0, "tcp server: %s", strerror(errno));
+	int fd = tcp_through_agent(tp.port, &early, &n, err, sizeof err);
+	T_ASSERT(fd >= 0, "connect to %u: %s", tp.port, err);
+	size_t got = n < sizeof buf ? n : sizeof buf - 1;
+	memcpy(buf, early ? early : "", got);
+	free(early);
+	ssize_t r;
+	while (got < sizeof buf - 1 && (r = read(fd, buf + got, sizeof buf - 1 - got)) > 0)
+		got += (size_t)r;
+	buf[got] = 0;
+	T_ASSERT(!strcmp(buf, "banner"), "read '%s' before the end", buf);
+	T_ASSERT(write(fd, "after your end", 14) == 14, "write after the server's end: %s", strerror(errno));
+	shutdown(fd, SHUT_WR);
+	tcp_peer_stop(&tp);
+	close(fd);
+	T_ASSERT(tp.saw_eof && tp.ngot == 14 && !memcmp(tp.got, "after your end", 14),
+		 "server got %zu bytes '%.*s', end %d", tp.ngot, (int)tp.ngot, tp.got, tp.saw_eof);
+	return 0;
+}
+
+/* A port nobody listens on is ERROR ECONNREFUSED, and the connection
+ * stays usable; bad requests are EINVAL. */
+static int test_connect_errors(void)
+{
+	struct kiln_client *c = client();
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	T_ASSERT(c && s >= 0 && bind(s, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+		 getsockname(s, (struct sockaddr *)&sa, &len) == 0, "setup");
+	close(s);	/* bound, never listened: refused */
+	unsigned port = ntohs(sa.sin_port);
+	int rc = kiln_tcp_connect(c, NULL, port);
+	T_ASSERT(rc == -ECONNREFUSED && strstr(kiln_client_error(c), "127.0.0.1:"),
+		 "closed port: %d %s", rc, kiln_client_error(c));
+	T_ASSERT(kiln_ping(c) == 0, "not usable after a refused CONNECT: %s", kiln_client_error(c));
+	rc = kiln_tcp_connect(c, "::1", port);
+	T_ASSERT(rc == -ECONNREFUSED || rc == -EADDRNOTAVAIL || rc == -ENETUNREACH ||
+		 rc == -EAFNOSUPPORT, "[::1]: %d %s", rc, kiln_client_error(c));
+	rc = kiln_tcp_connect(c, NULL, 0);
+	T_ASSERT(rc == -EINVAL, "port 0: %d %s", rc, kiln_client_error(c));
+	rc = kiln_tcp_connect(c, NULL, 70000);
+	T_ASSERT(rc == -EINVAL, "port 70000: %d %s", rc, kiln_client_error(c));
+	rc = kiln_tcp_connect(c, "localhost", 80);
+	T_ASSERT(rc == -EINVAL && strstr(kiln_client_error(c), "numeric"), "a name: %d %s", rc,
+		 kiln_client_error(c));
+	T_ASSERT(kiln_ping(c) == 0, "not usable after bad CONNECTs: %s", kiln_client_error(c));
+	kiln_client_free(c);
+	return 0;
+}
+
+/* Many pipes opened and dropped mid-stream, or before the server
+ * answers: the agent frees them (it would run out of its 512 connection
+ * slots otherwise) and keeps serving. */
+static int test_connect_many(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof sa;
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	T_ASSERT(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1024) == 0 &&
+		 getsockname(l, (struct sockaddr *)&sa, &len) == 0, "listen: %s", strerror(errno));
+	char err[1024] = "";
+	for (int i = 0; i < 600; i++) {
+		void *early;
+		size_t n;
+		int fd = tcp_through_agent(ntohs(sa.sin_port), &early, &n, err, sizeof err);
+		free(early);
+		T_ASSERT(fd >= 0, "pipe %d: %s", i, err);
+		if (i % 2 && write(fd, "x", 1) != 1)
+			T_ASSERT(0, "write to pipe %d", i);
+		int a = accept(l, NULL, NULL);
+		close(fd);
+		if (a >= 0)
+			close(a);
+	}
+	close(l);
+	T_ASSERT(agent_alive(), "agent gone");
+	return 0;
+}
+
 static int test_poweroff_stops_agent(void)
 {
 	struct kiln_client *c = client();
@@ -1099,6 +1324,10 @@ int main(void)
 	T_RUN(test_info_resync);
 	T_RUN(test_malformed_frames);
 	T_RUN(test_vsock_bridge);
+	T_RUN(test_connect_echo);
+	T_RUN(test_connect_halfclose);
+	T_RUN(test_connect_errors);
+	T_RUN(test_connect_many);
 	T_RUN(test_poweroff_stops_agent);
 	return t_failed ? 1 : 0;
 }

@@ -183,6 +183,40 @@ static void snapshots_are_per_workspace(void)
 	store_close(st);
 }
 
+/* Exposed ports: saved, re-exposed (only public changes), listed in
+ * order, removed one by one and all at once with their sandbox. */
+static int collect_port(void *ctx, const struct port_row *r)
+{
+	char *out = ctx;
+	snprintf(out + strlen(out), 64, "%d%s ", r->port, r->public ? "p" : "");
+	return 0;
+}
+
+static void ports_round_trip(void)
+{
+	struct store *st = open_fresh();
+	struct port_row r = { .port = 8080, .created_ms = 1000 }, back;
+	char list[256] = "";
+	snprintf(r.sandbox, sizeof r.sandbox, "sbx_ports");
+	snprintf(r.workspace, sizeof r.workspace, "ws_a");
+	CHECK(store_port_save(st, &r) == 0);
+	r.port = 22;
+	CHECK(store_port_save(st, &r) == 0);
+	r.port = 8080, r.public = true, r.created_ms = 2000;
+	CHECK(store_port_save(st, &r) == 0);
+	CHECK(store_port_load(st, "sbx_ports", 8080, &back) == 0 && back.public &&
+	      back.created_ms == 1000 && !strcmp(back.workspace, "ws_a"));
+	CHECK(store_port_load(st, "sbx_ports", 9090, &back) == -ENOENT);
+	CHECK(store_port_load(st, "sbx_other", 8080, &back) == -ENOENT);
+	CHECK(store_port_each(st, "sbx_ports", collect_port, list) == 0 && !strcmp(list, "22 8080p "));
+	CHECK(store_port_delete(st, "sbx_ports", 22) == 0);
+	CHECK(store_port_delete(st, "sbx_ports", 22) == -ENOENT);
+	CHECK(store_port_delete_all(st, "sbx_ports") == 0);
+	list[0] = 0;
+	CHECK(store_port_each(st, "sbx_ports", collect_port, list) == 0 && !strcmp(list, ""));
+	store_close(st);
+}
+
 /* Several threads writing at once through the one store: no lost rows. */
 static struct store *shared;
 static char shared_ws[ID_MAX];
@@ -243,6 +277,7 @@ int main(void)
 	RUN(sandbox_rows_round_trip);
 	RUN(usage_sums_per_workspace);
 	RUN(snapshots_are_per_workspace);
+	RUN(ports_round_trip);
 	RUN(concurrent_writes_all_land);
 	RUN(ids_are_distinct);
 	char cmd[128];

@@ -253,6 +253,25 @@ class Sandbox:
             raise ForkError(f"{j['failed']} of {count} forks failed: {j.get('error', '')}", kids, int(j["failed"]))
         return kids
 
+    # ---- exposed ports -------------------------------------------------------------------------------------
+
+    def expose_port(self, port: int, public: bool = False) -> str:
+        """Make a TCP port of the guest (a server on its 127.0.0.1)
+        reachable through kilnd; returns its URL. Requests need this
+        workspace's API key unless ``public``. Exposing it again changes
+        only ``public``."""
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise ValueError("port must be an integer from 1 to 65535")
+        return self._post("/ports", {"port": port, "public": bool(public)}).json()["url"]
+
+    def ports(self) -> List[Dict[str, Any]]:
+        """The exposed ports: {port, public, url, host_url?, created_at}."""
+        return self._get("/ports").json()["ports"]
+
+    def unexpose_port(self, port: int) -> None:
+        """Stop exposing a port (NotFound if it was not)."""
+        self._client.transport.request("DELETE", f"{self._path}/ports/{int(port)}", ok=(204,))
+
     def set_ttl(self, seconds: int) -> "Sandbox":
         """Change the idle timeout (0: never deleted for idleness)."""
         self._info = self._client.transport.request(

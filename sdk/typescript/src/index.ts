@@ -22,5 +22,5 @@ export type { Command, CreateOptions, ExecOptions } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
-  ExecResult, FileInfo, FileType, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON,
+  ExecResult, FileInfo, FileType, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON,
 } from "./types.js";

@@ -7,7 +7,7 @@ import type { PtyOptions } from "./pty.js";
 import { Pty } from "./pty.js";
 import type { StreamCallbacks } from "./stream.js";
 import { ExecStream } from "./stream.js";
-import type { ExecResult, ExecResultJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
+import type { ExecResult, ExecResultJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
 import { execResultFrom, snapshotFrom } from "./types.js";
 
 export interface CreateOptions extends ConnectOptions {
@@ -233,6 +233,30 @@ export class Sandbox {
   }
 
   /** Change the idle timeout (0: never deleted for idleness). */
+  /** Make a TCP port of the guest (a server on its 127.0.0.1) reachable
+   * through kilnd; resolves to its URL. Requests need this workspace's API
+   * key unless `public`. Exposing it again changes only `public`. */
+  async exposePort(port: number, options: { public?: boolean } = {}): Promise<string> {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new RangeError("port must be an integer from 1 to 65535");
+    }
+    const j = await this.client.json<PortJSON>("POST", `${this.path}/ports`, {
+      json: { port, public: options.public ?? false },
+    });
+    return j.url;
+  }
+
+  /** The exposed ports. */
+  async ports(): Promise<PortJSON[]> {
+    return (await this.client.json<{ ports: PortJSON[] }>("GET", `${this.path}/ports`)).ports;
+  }
+
+  /** Stop exposing a port (NotFound if it was not). */
+  async unexposePort(port: number): Promise<void> {
+    if (!Number.isInteger(port)) throw new RangeError("port must be an integer");
+    await this.client.empty("DELETE", `${this.path}/ports/${port}`);
+  }
+
   async setTtl(seconds: number): Promise<this> {
     this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { ttl_seconds: seconds } });
     return this;

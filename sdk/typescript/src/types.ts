@@ -123,6 +123,17 @@ export interface TemplateJSON {
   snapshot: boolean;
 }
 
+/** An exposed port (POST/GET /v1/sandboxes/{id}/ports). */
+export interface PortJSON {
+  port: number;
+  public: boolean;
+  /** The proxy URL on the kiln server. */
+  url: string;
+  /** By host name, when the server has a domain. */
+  host_url?: string;
+  created_at: string;
+}
+
 export interface UsageJSON {
   workspace_id: string;
   cpu_seconds: number;

@@ -152,6 +152,30 @@ test("execStream: leaving the loop kills the command", async () => {
   assert.equal(await A.files.exists("/tmp/after"), false, "the command went on");
 });
 
+test("exposePort: a server in the sandbox through kiln's proxy", async () => {
+  await B.exec("mkdir -p /srv/ts && echo from the sandbox > /srv/ts/hi.txt && " +
+    "(setsid python3 -m http.server 8081 --bind 127.0.0.1 --directory /srv/ts > /dev/null 2>&1 < /dev/null &)");
+  const url = await B.exposePort(8081);
+  assert.ok(url.endsWith(`/v1/sandboxes/${B.id}/proxy/8081/`), url);
+  assert.deepEqual((await B.ports()).map((p) => [p.port, p.public]), [[8081, false]]);
+  let status = 0;
+  let body = "";
+  for (let i = 0; i < 120; i++) { // 502 until the server listens
+    const resp = await fetch(url + "hi.txt", { headers: { Authorization: `Bearer ${env.KILN_API_KEY}` } });
+    status = resp.status;
+    body = await resp.text();
+    if (status !== 502) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.deepEqual([status, body], [200, "from the sandbox\n"]);
+  assert.equal(await B.exposePort(8081, { public: true }), url);
+  assert.equal((await fetch(url + "hi.txt")).status, 200, "public: no key needed");
+  await B.unexposePort(8081);
+  assert.deepEqual(await B.ports(), []);
+  await rejects(() => B.unexposePort(8081), NotFound);
+  await rejects(() => B.exposePort(0), RangeError);
+});
+
 test("runCode", async () => {
   let r = await B.runCode("import sys; print(6*7); print('e', file=sys.stderr)");
   assert.deepEqual([r.stdout, r.stderr, r.exitCode], ["42\n", "e\n", 0]);

@@ -1,0 +1,152 @@
+/*
+ * h_ports: exposed ports of a sandbox.
+ *
+ *   POST   /v1/sandboxes/{id}/ports          {"port":8080,"public":false}
+ *   GET    /v1/sandboxes/{id}/ports
+ *   DELETE /v1/sandboxes/{id}/ports/{port}
+ *
+ * An exposure is only a record (the store's ports table): requests reach
+ * the guest through proxy.c, which reads it. Exposing does not need the
+ * guest, so a hibernated sandbox stays asleep until a request comes.
+ */
+#include "agent/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "api/validate.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PORTS_MAX 32	/* per sandbox */
+
+/* Where a client reaches the port: through this server's address as the
+ * client named it (Host), and, with a domain, by host name. */
+static json_t *port_json(struct req *r, const struct port_row *pr)
+{
+	const char *host = req_header(r, "Host"), *proto = req_header(r, "X-Forwarded-Proto");
+	const char *scheme = proto && !strcasecmp(proto, "https") ? "https" : "http";
+	const char *domain = r->api->cfg->domain;
+	char url[512], host_url[512] = "";
+	if (!host || strpbrk(host, " /\\\"<>"))
+		host = r->api->cfg->listen;
+	snprintf(url, sizeof url, "%s://%s/v1/sandboxes/%s/proxy/%d/", scheme, host, pr->sandbox,
+		 pr->port);
+	if (domain[0]) {
+		/* DNS names have no '_': the id is written with '-', which
+		 * proxy_host_match turns back. The client's port, if any,
+		 * is kept (the same server answers). */
+		char id[ID_MAX];
+		snprintf(id, sizeof id, "%s", pr->sandbox);
+		for (char *c = id; *c; c++)
+			if (*c == '_')
+				*c = '-';
+		const char *colon = host[0] != '[' ? strrchr(host, ':') : strstr(host, "]:");
+		if (colon && host[0] == '[')
+			colon++;
+		snprintf(host_url, sizeof host_url, "%s://%d-%s.%s%s/", scheme, pr->port, id, domain,
+			 colon ? colon : "");
+	}
+	return json_pack("{s:i,s:b,s:s,s:s?,s:o}", "port", pr->port, "public", pr->public, "url", url,
+			 "host_url", host_url[0] ? host_url : NULL, "created_at",
+			 render_time(pr->created_ms));
+}
+
+struct count_ctx {
+	int n;
+	bool exists;
+	int port;
+	json_t *a;
+	struct req *r;
+};
+
+static int count_port(void *ctx, const struct port_row *pr)
+{
+	struct count_ctx *c = ctx;
+	c->n++;
+	if (pr->port == c->port)
+		c->exists = true;
+	if (c->a && json_array_append_new(c->a, port_json(c->r, pr)) < 0)
+		return errf(ENOMEM, "out of memory");
+	return 0;
+}
+
+/* The path's sandbox is the caller's (else a 404 was sent). Exposures
+ * need nothing more of it: the guest is not involved. */
+static bool caller_owns(struct req *r, int *answered)
+{
+	struct sandbox *sb;
+	if (req_sandbox(r, &sb, answered) < 0)
+		return false;
+	req_sandbox_put(r, sb);
+	return true;
+}
+
+int h_port_expose(struct req *r)
+{
+	static const char *const keys[] = { "port", "public", NULL };
+	int64_t port = 0;
+	bool public = false;
+	int rc = v_known_keys(r->json, keys);
+	rc = rc ?: v_int(r->json, "port", true, 1, 65535, &port);
+	rc = rc ?: v_bool(r->json, "public", &public);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	int answered;
+	if (!caller_owns(r, &answered))
+		return answered;
+
+	struct count_ctx c = { .port = (int)port };
+	rc = store_port_each(r->api->store, r->params[0], count_port, &c);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	if (!c.exists && c.n >= PORTS_MAX)
+		return reply_error(r, 409, "conflict", "sandbox %s already exposes %d ports, the most it may",
+				   r->params[0], PORTS_MAX);
+	struct port_row pr = { .port = (int)port, .public = public, .created_ms = wall_ms() };
+	snprintf(pr.sandbox, sizeof pr.sandbox, "%s", r->params[0]);
+	snprintf(pr.workspace, sizeof pr.workspace, "%s", r->workspace);
+	rc = store_port_save(r->api->store, &pr);
+	if (rc == 0)
+		rc = store_port_load(r->api->store, pr.sandbox, pr.port, &pr);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_json(r, c.exists ? 200 : 201, port_json(r, &pr));
+}
+
+int h_port_list(struct req *r)
+{
+	int answered;
+	if (!caller_owns(r, &answered))
+		return answered;
+	struct count_ctx c = { .port = -1, .a = json_array(), .r = r };
+	if (!c.a)
+		return reply_error(r, 500, "internal", "out of memory");
+	int rc = store_port_each(r->api->store, r->params[0], count_port, &c);
+	if (rc < 0) {
+		json_decref(c.a);
+		return reply_errno(r, rc);
+	}
+	return reply_json(r, 200, json_pack("{s:o}", "ports", c.a));
+}
+
+int h_port_delete(struct req *r)
+{
+	int answered;
+	if (!caller_owns(r, &answered))
+		return answered;
+	int port = v_port(r->params[1]);
+	if (!port)
+		return reply_error(r, 400, "invalid_request", "'%.20s' is not a TCP port (1 to 65535)",
+				   r->params[1]);
+	int rc = store_port_delete(r->api->store, r->params[0], port);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_empty(r, 204);
+}

@@ -1,0 +1,213 @@
+/* Unit tests for the proxy to exposed ports: its routes, port and domain
+ * checks, and upstream.c reading guest HTTP responses (well-formed ones
+ * in every body framing, and the malformed ones a hostile guest sends). */
+#include "api/http.h"
+#include "api/routes.h"
+#include "api/upstream.h"
+#include "api/validate.h"
+#include "test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void proxy_routes(void)
+{
+	char *p[MAX_PATH_PARAMS];
+	int n;
+	bool known;
+	const char *methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS" };
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		const struct route *r = route_match(methods[i], "/v1/sandboxes/sbx_a/proxy/8080/x/y", p,
+						    MAX_PATH_PARAMS, &n, &known);
+		CHECK(r && (r->flags & ROUTE_PROXY) && r->body == BODY_STREAM && n == 3 &&
+		      !strcmp(p[0], "sbx_a") && !strcmp(p[1], "8080") && !strcmp(p[2], "x/y"));
+		while (n > 0)
+			free(p[--n]);
+	}
+	/* No slash after the port: matched, so that it can be redirected. */
+	const struct route *r = route_match("GET", "/v1/sandboxes/sbx_a/proxy/8080", p, MAX_PATH_PARAMS,
+					    &n, &known);
+	CHECK(r && (r->flags & ROUTE_PROXY) && n == 3 && !strcmp(p[2], ""));
+	while (n > 0)
+		free(p[--n]);
+	r = route_match("GET", "/v1/sandboxes/sbx_a/proxy/8080/", p, MAX_PATH_PARAMS, &n, &known);
+	CHECK(r && n == 3 && !strcmp(p[2], ""));
+	while (n > 0)
+		free(p[--n]);
+	CHECK(!route_match("GET", "/v1/sandboxes/sbx_a/proxy", p, MAX_PATH_PARAMS, &n, &known));
+	r = route_match("DELETE", "/v1/sandboxes/sbx_a/ports/8080", p, MAX_PATH_PARAMS, &n, &known);
+	CHECK(r && n == 2 && !strcmp(p[1], "8080") && !(r->flags & ROUTE_PROXY));
+	while (n > 0)
+		free(p[--n]);
+	CHECK(route_match("POST", "/v1/sandboxes/sbx_a/ports", p, MAX_PATH_PARAMS, &n, &known) && n == 1);
+	while (n > 0)
+		free(p[--n]);
+}
+
+static void ports_and_domains(void)
+{
+	CHECK(v_port("1") == 1 && v_port("8080") == 8080 && v_port("65535") == 65535);
+	CHECK(!v_port("0") && !v_port("65536") && !v_port("08080") && !v_port("-1") && !v_port("") &&
+	      !v_port("80x") && !v_port("+80") && !v_port("99999999999") && !v_port(NULL));
+	CHECK(v_is_domain("sandboxes.example.com") && v_is_domain("localhost") && v_is_domain("a-b.c9"));
+	CHECK(!v_is_domain("") && !v_is_domain(".example.com") && !v_is_domain("example.com.") &&
+	      !v_is_domain("a..b") && !v_is_domain("-a.b") && !v_is_domain("a-.b") &&
+	      !v_is_domain("Example.com") && !v_is_domain("a_b.c") && !v_is_domain("a b"));
+}
+
+/* A response as a guest would write it, read back through upstream.c. */
+struct exchange {
+	int status;
+	char body[512];
+	long nbody;
+	int head_rc;
+	long body_rc;
+};
+
+static void read_answer(const char *text, size_t len, bool head_only, struct exchange *x)
+{
+	int sv[2];
+	struct upstream u;
+	struct up_head h;
+	memset(x, 0, sizeof *x);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) < 0) {
+		x->head_rc = -errno;
+		return;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(sv[1], text + off, len - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	shutdown(sv[1], SHUT_WR);
+	up_init(&u, sv[0], -1, NULL, 0);
+	x->head_rc = up_read_head(&u, head_only, 1000, &h);
+	if (x->head_rc == 0) {
+		x->status = h.status;
+		long n;
+		while ((n = up_read_body(&u, x->body + x->nbody, sizeof x->body - 1 - (size_t)x->nbody)) > 0)
+			x->nbody += n;
+		x->body_rc = n;
+		up_head_free(&h);
+	}
+	up_free(&u);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+#define ANSWER(s, head_only, x) read_answer((s), sizeof(s) - 1, (head_only), (x))
+
+static void upstream_framings(void)
+{
+	struct exchange x;
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhelloEXTRA", false, &x);
+	CHECK(x.head_rc == 0 && x.status == 200 && x.body_rc == 0 && x.nbody == 5 &&
+	      !strcmp(x.body, "hello"));
+	ANSWER("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n"
+	       "0\r\nTrailer-A: x\r\n\r\n", false, &x);
+	CHECK(x.head_rc == 0 && x.body_rc == 0 && !strcmp(x.body, "hello world"));
+	ANSWER("HTTP/1.0 200 OK\nServer: old\n\nabc", false, &x);	/* bare LF, close-delimited */
+	CHECK(x.head_rc == 0 && x.body_rc == 0 && !strcmp(x.body, "abc"));
+	ANSWER("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", false, &x);
+	CHECK(x.head_rc == 0 && x.status == 404 && x.nbody == 0 && x.body_rc == 0);
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", true, &x);	/* HEAD */
+	CHECK(x.head_rc == 0 && x.status == 200 && x.nbody == 0 && x.body_rc == 0);
+	ANSWER("HTTP/1.1 204 No Content\r\n\r\n", false, &x);
+	CHECK(x.head_rc == 0 && x.status == 204 && x.nbody == 0);
+	/* Transfer-Encoding wins over Content-Length (RFC 9112 6.3). */
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+	       false, &x);
+	CHECK(x.head_rc == 0 && !strcmp(x.body, "abc"));
+}
+
+static void upstream_refuses_bad_answers(void)
+{
+	struct exchange x;
+	ANSWER("SSH-2.0-OpenSSH_9.2\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Le", false, &x);		/* cut in the head */
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\n folded: x\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Length: -3\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nX: a\001b\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 99 Low\r\n\r\n", false, &x);
+	CHECK(x.head_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", false, &x);	/* short body */
+	CHECK(x.head_rc == 0 && x.body_rc == -EPROTO && x.nbody == 3);
+	ANSWER("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", false, &x);
+	CHECK(x.head_rc == 0 && x.body_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n", false, &x);
+	CHECK(x.head_rc == 0 && x.body_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffffff\r\n", false, &x);
+	CHECK(x.head_rc == 0 && x.body_rc == -EPROTO);
+	ANSWER("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", false, &x);
+	CHECK(x.head_rc == 0 && x.body_rc == -EPROTO);
+	/* A head without end: refused at the limit, not buffered on. */
+	size_t big = UP_HEAD_MAX + 4096;
+	char *t = malloc(big);
+	if (t) {
+		memcpy(t, "HTTP/1.1 200 OK\r\nX: ", 20);
+		memset(t + 20, 'a', big - 20);
+		read_answer(t, big, false, &x);
+		CHECK(x.head_rc == -EPROTO);
+		free(t);
+	}
+	/* A head of more headers than kept. */
+	char many[8192] = "HTTP/1.1 200 OK\r\n";
+	for (int i = 0; i < UP_HEADERS_MAX + 1; i++)
+		snprintf(many + strlen(many), sizeof many - strlen(many), "H%d: v\r\n", i);
+	strcat(many, "\r\n");
+	read_answer(many, strlen(many), false, &x);
+	CHECK(x.head_rc == -EPROTO);
+}
+
+/* After a 101 the bytes past the head are the new protocol's. */
+static void upstream_switch_keeps_bytes(void)
+{
+	int sv[2];
+	struct upstream u;
+	struct up_head h;
+	const char text[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+			    "\r\n\x81\x02hi";
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+	CHECK(write(sv[1], text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+	CHECK(up_init(&u, sv[0], -1, NULL, 0) == 0);
+	CHECK(up_read_head(&u, false, 1000, &h) == 0 && h.status == 101);
+	CHECK(!strcmp(up_header(&h, "upgrade"), "websocket") && up_hop_by_hop("connection"));
+	const uint8_t *p;
+	size_t n = up_pending(&u, &p);
+	CHECK(n == 4 && !memcmp(p, "\x81\x02hi", 4));
+	up_head_free(&h);
+	up_free(&u);
+	close(sv[0]);
+	close(sv[1]);
+	CHECK(up_list_has("keep-alive, Upgrade", "upgrade") && !up_list_has("keep-alive", "upgrade") &&
+	      !up_list_has("upgrades", "upgrade"));
+}
+
+int main(void)
+{
+	int failures = 0;
+	RUN(proxy_routes);
+	RUN(ports_and_domains);
+	RUN(upstream_framings);
+	RUN(upstream_refuses_bad_answers);
+	RUN(upstream_switch_keeps_bytes);
+	return failures ? 1 : 0;
+}
