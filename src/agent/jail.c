@@ -101,6 +101,10 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 		rc = errf_sys("mkdir %s", j->root);
 	if (rc == 0)
 		rc = give_dir(sb->dir, j->uid);
+	/* Its top layer too: a fork seals it (reopens it to write) as the
+	 * VMM's uid. */
+	if (rc == 0 && top && under(top, sb->dir) && chown(top, j->uid, j->uid) < 0)
+		rc = errf_sys("jail: chown %s", top);
 	if (rc == 0 && h->cgroups)
 		rc = cgroup_make(cfg, sb->row.id, sb->row.vcpus, sb->row.memory_mib, j->cgroup);
 	return rc;

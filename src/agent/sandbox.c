@@ -134,6 +134,8 @@ static pid_t ctl_pid(const char *ctl)
 	pid_t pid = 0;
 	if (req && vmm_ctl(ctl, req, &reply, 2000) == 0)
 		pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));
+	if (pid <= 1)
+		pid = 0;	/* a VMM in a PID namespace of its own says 1: not ours to kill */
 	json_decref(req);
 	json_decref(reply);
 	return pid;

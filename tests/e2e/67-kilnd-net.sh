@@ -54,9 +54,10 @@ start_kilnd --rate 0 --net-pool 2 || exit 1
 KEY=$(new_key net)
 at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
 
-# fetch SBX HOST PORT: what the guest gets from http://HOST:PORT/, or "blocked".
+# fetch SBX HOST PORT: what the guest gets from http://HOST:PORT/, or
+# "blocked". (nc: the static busybox's wget crashes resolving names.)
 fetch() {
-	api POST "/v1/sandboxes/$1/exec" "{\"cmd\":\"wget -q -T 3 -O - http://$2:$3/ 2>/dev/null || echo blocked\"}"
+	api POST "/v1/sandboxes/$1/exec" "{\"cmd\":\"echo GET / | nc -w 5 $2 $3 | head -1 | grep . || echo blocked\"}"
 	jget 'j["stdout"].strip()'
 }
 reach() {   # reach NAME SBX HOST PORT WANT
