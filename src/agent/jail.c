@@ -91,6 +91,14 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	for (int i = 0; i < n && rc == 0; i++) {
 		dir_of(chain[i], d);
 		rc = add_ro(j, d, sandboxes);
+		/* A fork reopens the chain under its new layers as the VMM's
+		 * uid: the sealed layers below (a template's, a snapshot's,
+		 * read-only for good) are made readable to it. Their
+		 * directories stay closed to everyone else's jail. */
+		struct stat st;
+		if (rc == 0 && i > 0 && !under(chain[i], sandboxes) && stat(chain[i], &st) == 0 &&
+		    (st.st_mode & 0444) != 0444 && chmod(chain[i], (st.st_mode & 07777) | 0444) < 0)
+			rc = errf_sys("jail: chmod %s", chain[i]);
 	}
 	free(chain);
 	if (rc == 0 && extra)
