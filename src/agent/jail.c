@@ -35,10 +35,17 @@ static bool under(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
-static int add_ro(struct vmm_jail *j, const char *dir, const char *sandboxes)
+static int add_ro(struct vmm_jail *j, const char *dir, const char *sandboxes, const char *data)
 {
 	if (!dir || !dir[0] || under(dir, sandboxes) || strcmp(dir, sandboxes) == 0)
 		return 0;
+	/* A bind keeps its directory's mode: the VMM, unprivileged once it
+	 * runs, must pass through it (not list it) to reopen the layers
+	 * inside when it forks. Only kiln's own directories are changed. */
+	struct stat st;
+	if (under(dir, data) && stat(dir, &st) == 0 && (st.st_mode & 0111) != 0111 &&
+	    chmod(dir, (st.st_mode & 07777) | 0111) < 0)
+		return errf_sys("jail: chmod %s", dir);
 	for (int i = 0; i < j->nro_binds; i++)
 		if (strcmp(j->ro_binds[i], dir) == 0)
 			return 0;
@@ -90,7 +97,7 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	rc = 0;
 	for (int i = 0; i < n && rc == 0; i++) {
 		dir_of(chain[i], d);
-		rc = add_ro(j, d, sandboxes);
+		rc = add_ro(j, d, sandboxes, cfg->data_dir);
 		/* A fork reopens the chain under its new layers as the VMM's
 		 * uid: the sealed layers below (a template's, a snapshot's,
 		 * read-only for good) are made readable to it. Their
@@ -102,9 +109,9 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	}
 	free(chain);
 	if (rc == 0 && extra)
-		rc = add_ro(j, extra, sandboxes);
+		rc = add_ro(j, extra, sandboxes, cfg->data_dir);
 	if (rc == 0 && extra2)
-		rc = add_ro(j, extra2, sandboxes);
+		rc = add_ro(j, extra2, sandboxes, cfg->data_dir);
 	if (rc == 0 && mkdir(j->root, 0755) < 0 && errno != EEXIST)
 		rc = errf_sys("mkdir %s", j->root);
 	if (rc == 0)
