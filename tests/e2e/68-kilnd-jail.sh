@@ -70,7 +70,7 @@ sleep 8
 t0=$(date +%s.%N)
 out=$(run_in "$B" 'echo neighbour-ok')
 t1=$(date +%s.%N)
-check jail_fork_bomb_neighbour "B answered '$out' in $(echo "$t1 - $t0" | bc) s during A's fork bomb" [ "$out" = neighbour-ok ]
+check jail_fork_bomb_neighbour "B answered '$out' in $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s during A's fork bomb" [ "$out" = neighbour-ok ]
 alive jail_fork_bomb_kilnd
 wait $bomb
 kill -0 "$pa" 2>/dev/null && pass jail_fork_bomb_vmm "A's VMM survives its guest's fork bomb" || fail jail_fork_bomb_vmm "A's VMM died"
