@@ -12,19 +12,11 @@
 . "$(dirname "$0")/lib.sh"
 have_kvm || { echo "SKIP kilnd_net: no KVM"; exit 0; }
 up=kiln-t67-up
-at_exit "ip netns del $up 2>/dev/null; ip link del kup67 2>/dev/null; ip route del 203.0.113.0/24 2>/dev/null; ip route del 169.254.169.254/32 2>/dev/null"
+. "$(dirname "$0")/../integration/upstream.sh"
 
 # Upstream: HTTP on its own address, on a second "internet" address, on
 # 169.254.169.254 and on Stratum's 3333; the host serves on its own.
-ip netns add $up
-ip link add kup67 type veth peer name uv netns $up
-ip addr add 192.0.2.1/24 dev kup67 && ip link set kup67 up
-ip -n $up addr add 192.0.2.2/24 dev uv && ip -n $up link set uv up && ip -n $up link set lo up
-ip -n $up link add inet0 type dummy && ip -n $up link set inet0 up
-ip -n $up addr add 203.0.113.10/24 dev inet0
-ip -n $up addr add 169.254.169.254/32 dev inet0
-ip route add 203.0.113.0/24 via 192.0.2.2
-ip route add 169.254.169.254/32 via 192.0.2.2
+upstream $up kup67
 mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
 serve() {   # serve NETNS|- PORT [BIND]: an HTTP server, stopped at exit
 	local ns=$1 port=$2 bind=${3:-0.0.0.0} pre=()
