@@ -141,17 +141,22 @@ void cgroup_remove(const struct config *cfg, const char *id)
 	if (access(path, F_OK) < 0)
 		return;
 	/* An exiting process leaves its cgroup a moment after its pidfd
-	 * says so: try for a while, killing whatever is still in it. */
-	for (int i = 0; i < 100; i++) {
+	 * says so (a big VM takes a while to free): try for a while,
+	 * killing whatever is still in it. */
+	for (int i = 0; i < 500; i++) {
 		if (rmdir(path) == 0 || errno == ENOENT)
 			return;
 		if (errno != EBUSY)
 			break;
-		if (i == 20)
+		if (i % 50 == 10)
 			write_text(path, "cgroup.kill", "1");
 		usleep(20000);
 	}
-	log_warn("cgroup %s: cannot remove it: %s", path, strerror(errno));
+	char procs[128] = "";
+	read_text(path, "cgroup.procs", procs, sizeof procs);
+	procs[strcspn(procs, "\n")] = 0;
+	log_warn("cgroup %s: cannot remove it: %s (processes: %s)", path, strerror(errno),
+		 procs[0] ? procs : "none");
 }
 
 void cgroup_finish(const struct config *cfg)

@@ -121,6 +121,10 @@ left_ns=$(ip netns list | grep -o 'kiln-n[0-9]*' | tr '\n' ' ')
 left_links=$(ip -o link show | grep -o ' kv[0-9]*' | tr '\n' ' ')
 left_table=$(nft list tables 2>/dev/null | grep 'inet kiln')
 left_cg=$(ls -A $CG 2>/dev/null | grep sbx_ | tr '\n' ' ')
+for c in $left_cg; do   # why, for the failure line
+	echo "  $c: procs '$(cat $CG/$c/cgroup.procs | tr '\n' ' ')' $(tr '\n' ' ' < $CG/$c/cgroup.events)"
+	grep "$c" "$T/kilnd.log" | tail -5 | sed 's/^/  | /'
+done
 left_jail=$(ls -A "$DATA/jail" 2>/dev/null | tr '\n' ' ')
 check jail_nothing_left "namespaces '$left_ns', veths '$left_links', table '$left_table', cgroups '$left_cg', jail roots '$left_jail'" \
 	eval '[ -z "$left_ns$left_links$left_table$left_cg$left_jail" ] && [ ! -e $CG ]'
