@@ -84,6 +84,16 @@ bool cgroup_setup(const struct config *cfg)
 	return true;
 }
 
+int cgroup_memory_mib(const struct config *cfg, int memory_mib)
+{
+	/* The guest's memory once as its own pages and once as page cache:
+	 * a snapshot or hibernation writes all of it to a file, and a VMM
+	 * restored from one maps it from that file. Both are charged to the
+	 * VMM, and dirty pages cannot be dropped at once. */
+	long long mib = 2LL * memory_mib + cfg->vmm_overhead_mib;
+	return mib > 16 ? (int)mib : 16;
+}
+
 int cgroup_make(const struct config *cfg, const char *id, int vcpus, int memory_mib,
 		char path[PATH_MAX])
 {
@@ -95,8 +105,7 @@ int cgroup_make(const struct config *cfg, const char *id, int vcpus, int memory_
 	int rc = 0;
 	snprintf(v, sizeof v, "%d 100000", vcpus * 100000);
 	rc = rc ?: write_text(path, "cpu.max", v);
-	long long mem = (long long)memory_mib + cfg->vmm_overhead_mib;
-	snprintf(v, sizeof v, "%lld", (mem > 16 ? mem : 16) << 20);
+	snprintf(v, sizeof v, "%lld", (long long)cgroup_memory_mib(cfg, memory_mib) << 20);
 	rc = rc ?: write_text(path, "memory.max", v);
 	/* Swapped out, a VMM would go over its limit slowly instead of
 	 * being stopped; and one killed takes its whole cgroup along. */

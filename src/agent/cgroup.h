@@ -1,7 +1,7 @@
 /*
  * cgroup: one cgroup v2 per sandbox VMM, CGROUP/<sandbox id> (CGROUP is
  * --cgroup, /sys/fs/cgroup/kiln by default), with cpu.max (its vCPUs'
- * worth), memory.max (guest memory plus --vmm-overhead; no swap) and
+ * worth), memory.max (cgroup_memory_mib; no swap) and
  * pids.max. The kernel kills a VMM that goes over memory.max (the whole
  * cgroup: memory.oom.group), and memory.events says so afterwards.
  * Hosts with only cgroup v1 get no cgroups (logged once): the rest of the
@@ -19,6 +19,9 @@ struct config;
 /* The parent made and the cpu, memory and pids controllers enabled on
  * the way down from the cgroup v2 root. false: no cgroup v2 here. */
 bool cgroup_setup(const struct config *cfg);
+/* memory.max of a VMM whose guest has memory_mib: twice that (its pages,
+ * and a snapshot of them in the page cache) plus --vmm-overhead. */
+int cgroup_memory_mib(const struct config *cfg, int memory_mib);
 /* A sandbox's cgroup with its limits; path gets its directory. */
 int cgroup_make(const struct config *cfg, const char *id, int vcpus, int memory_mib,
 		char path[PATH_MAX]);

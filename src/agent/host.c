@@ -331,8 +331,8 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 		char why[200];
 		int st = proc_reap(sb->row.vmm_pid);
 		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
-			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB guest + %d MiB) "
-				 "and was killed", sb->row.memory_mib, h->cfg->vmm_overhead_mib);
+			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
+				 cgroup_memory_mib(h->cfg, sb->row.memory_mib));
 		else if (st >= 0 && WIFEXITED(st))
 			snprintf(why, sizeof why, "the VMM exited with status %d%s", WEXITSTATUS(st),
 				 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "");

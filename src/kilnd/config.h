@@ -49,7 +49,7 @@ struct config {
 	bool jail;			/* jail every VMM (--no-jail: for debugging) */
 	int jail_uid;			/* first uid (and gid) of the VMMs */
 	char cgroup[PATH_MAX];		/* parent of the sandboxes' cgroups */
-	int vmm_overhead_mib;		/* memory.max = guest memory + this */
+	int vmm_overhead_mib;		/* memory.max = 2 x guest memory + this */
 	int vmm_pids;			/* pids.max */
 };
 

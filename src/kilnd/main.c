@@ -72,7 +72,8 @@ static const char usage_text[] =
 	"                        (debugging only)\n"
 	"  --jail-uid N          first uid and gid of jailed VMMs (default 900000)\n"
 	"  --cgroup DIR          parent of the sandboxes' cgroups (default /sys/fs/cgroup/kiln)\n"
-	"  --vmm-overhead MIB    a VMM's memory limit over its guest's memory (default 96)\n"
+	"  --vmm-overhead MIB    a VMM's memory limit over twice its guest's memory\n"
+	"                        (default 96)\n"
 	"  --vmm-pids N          a VMM's pids limit (default 64)\n"
 	"  --verbose             debug log lines\n";
 

@@ -41,7 +41,7 @@ check jail_dirs_private "sandbox directories (uid:mode): $dirs" [ "$dirs" = "${u
 cga=$(cut -d: -f3 /proc/$pa/cgroup)
 lim="$(cat $CG/$A/memory.max 2>/dev/null) $(cat $CG/$A/pids.max 2>/dev/null) $(cut -d' ' -f1 $CG/$A/cpu.max 2>/dev/null)"
 check jail_cgroup "in $cga; memory.max pids.max cpu.max: $lim" \
-	eval '[ "$cga" = "/kiln/$A" ] && [ "$lim" = "$(( (256 + 96) << 20 )) 64 100000" ]'
+	eval '[ "$cga" = "/kiln/$A" ] && [ "$lim" = "$(( (2 * 256 + 96) << 20 )) 64 100000" ]'
 nsa=$(ip netns identify "$pa")
 check jail_netns "VMM in namespace '$nsa'" [ -n "$nsa" ]
 seen=$(ls -A /proc/$pa/root/ 2>/dev/null | tr '\n' ' ')
@@ -84,9 +84,10 @@ check jail_memory_hog "guest hog: '$out'; then '$out2', status $(jget 'j["status
 alive jail_memory_hog_kilnd
 
 # ---- over the VMM's memory limit -------------------------------------------------------------
-# With a limit below the guest's memory, the guest can push its VMM over.
+# With a limit (2 x 256 - 330 = 182 MiB) below the guest's memory, the
+# guest can push its VMM over.
 stop_kilnd
-start_kilnd --rate 0 --net-pool 1 --vmm-overhead -150 || exit 1
+start_kilnd --rate 0 --net-pool 1 --vmm-overhead -330 || exit 1
 create_sandbox
 M=$SBX
 pm=$(vmm_of "$M")
