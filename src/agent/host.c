@@ -415,10 +415,11 @@ static int make_dirs(const struct config *cfg)
 			return errf_sys("mkdir %s", p);
 	}
 	/* Jailed VMMs see DATA/sandboxes (jail.h): they may pass through it
-	 * to their own directory, not list it. */
+	 * to their own directory, not list it. (Also with --no-jail: VMMs
+	 * jailed by an earlier kilnd may still run.) */
 	char p[PATH_MAX];
 	snprintf(p, sizeof p, "%s/sandboxes", cfg->data_dir);
-	if (chmod(p, cfg->jail ? 0711 : 0700) < 0)
+	if (chmod(p, 0711) < 0)
 		return errf_sys("chmod %s", p);
 	return 0;
 }
