@@ -70,8 +70,9 @@ int net_acquire(struct host *h, struct sandbox *sb, bool want, struct net_lease 
 	if (fresh)
 		rc = netpool_take(h->net, &slot);
 	/* The policy is in force before the VM runs: a guest never sees a
-	 * moment of the open default. */
-	if (rc == 0 && (rc = apply(slot, policy)) < 0 && fresh)
+	 * moment of the open default. A fresh slot has the open policy
+	 * already (net_create): nothing to run for a sandbox that keeps it. */
+	if (rc == 0 && !(fresh && !policy) && (rc = apply(slot, policy)) < 0 && fresh)
 		netpool_drop(h->net, slot);
 	free(policy);
 	if (rc < 0)
