@@ -129,8 +129,27 @@ else
 	fail net_fork "$STATUS $BODY"
 fi
 
-# ---- nothing left --------------------------------------------------------------------------
+# ---- the switches -----------------------------------------------------------------------------
 for s in "$A" "$B" "$C" "$D" "$F"; do [ -n "$s" ] && api DELETE "/v1/sandboxes/$s"; done
+# --no-jail (debugging): the VMM runs as root, still in its namespace
+# (it gets its TAP opened there by kilnd), and its guest is online.
+stop_kilnd
+start_kilnd --rate 0 --net-pool 0 --no-jail || exit 1
+create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
+N=$SBX
+uidN=$(awk '/^Uid:/{print $2}' /proc/$(cut -d' ' -f1 "$DATA/sandboxes/$N/vmm.pid" 2>/dev/null)/status 2>/dev/null)
+check net_no_jail "unjailed VMM uid '$uidN' in '$(netns_of "$N")'" eval '[ -n "$N" ] && [ "$uidN" = 0 ] && [ -n "$(netns_of "$N")" ]'
+reach net_no_jail_reaches "$N" 203.0.113.10 80 kiln-upstream
+reach net_no_jail_policy "$N" 192.0.2.2 80 blocked
+[ -n "$N" ] && api DELETE "/v1/sandboxes/$N"
+# --no-net: a template built with a network device is refused, by name.
+stop_kilnd
+start_kilnd --rate 0 --no-net || exit 1
+api POST /v1/sandboxes '{"template":"minimal"}'
+check net_off_refuses_net_template "$STATUS $(jget 'j["error"]["message"]')" \
+	eval '[ "$STATUS" = 501 ] && grep -q -- "--no-net" "$T/body"'
+
+# ---- nothing left --------------------------------------------------------------------------
 stop_kilnd
 left_ns=$(ip netns list | grep -o 'kiln-n[0-9]*' | tr '\n' ' ')
 left_links=$(ip -o link show | grep -o ' kv[0-9]*' | tr '\n' ' ')
