@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,6 +102,9 @@ int netpool_open(const struct config *cfg, struct netpool **out)
 static void *fill(void *arg)
 {
 	struct netpool *p = arg;
+	/* Refilling is background work: its ip(8) and nft(8) runs (which
+	 * inherit this thread's nice value) yield to the creates. */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
 		if (p->nready >= p->cfg->net_pool) {
