@@ -134,11 +134,10 @@ int vmm_jail_inherit(struct host *h, struct sandbox *parent, struct sandbox *chi
 	pthread_mutex_unlock(&h->lock);
 	if (!child->jail_uid)
 		return 0;	/* the parent runs unjailed (started with --no-jail) */
-	char path[PATH_MAX];
-	snprintf(path, sizeof path, "%s/jail/%s", h->cfg->data_dir, child->row.id);
+	char cgroup[PATH_MAX];
 	int rc = give_dir(child->dir, child->jail_uid);
 	if (rc == 0 && h->cgroups)
-		rc = cgroup_make(h->cfg, child->row.id, child->row.vcpus, child->row.memory_mib, path);
+		rc = cgroup_make(h->cfg, child->row.id, child->row.vcpus, child->row.memory_mib, cgroup);
 	return rc;
 }
 
