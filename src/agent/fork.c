@@ -12,7 +12,9 @@
  * memory and device state, and resumes it; creates with from_snapshot
  * restore it with an overlay of their own on that copy.
  */
+#include "agent/cgroup.h"
 #include "agent/disk.h"
+#include "agent/jail.h"
 #include "agent/host_int.h"
 #include "agent/net.h"
 #include "agent/proc.h"
@@ -24,6 +26,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +63,8 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	row.ttl_seconds = parent->row.ttl_seconds;
 	row.metadata = parent->row.metadata ? strdup(parent->row.metadata) : NULL;
 	row.env = parent->row.env ? strdup(parent->row.env) : NULL;
+	/* A fork keeps its parent's egress policy (in its own namespace). */
+	row.net_policy = parent->row.net_policy ? strdup(parent->row.net_policy) : NULL;
 	pthread_mutex_unlock(&parent->lock);
 	snprintf(row.state, sizeof row.state, "creating");
 	row.created_ms = row.active_ms = wall_ms();
@@ -73,6 +78,9 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	rc = sandbox_save(h, sb);
 	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
 		rc = errf_sys("mkdir %s", sb->dir);
+	/* The parent's VMM makes the child's files, as the parent's uid. */
+	if (rc == 0)
+		rc = vmm_jail_inherit(h, parent, sb);
 	if (rc < 0) {
 		char why[300];
 		snprintf(why, sizeof why, "fork failed: %s", errmsg());
@@ -137,17 +145,30 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 			have++;
 	host_admit_done(h, n - have, (int64_t)(n - have) * parent->row.memory_mib, false);
 	json_t *children = json_array(), *reply = NULL;
+	/* Each child's TAP, opened here in its own namespace and passed: a
+	 * fork stays in its parent's jail and cannot open one by name. */
+	int taps[FORK_MAX], ntaps = 0;
+	bool want_net = parent->row.net_slot != 0;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX];
 		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
 		vm_path(vsock, sizeof vsock, kids[i]->dir, "vsock.sock");
 		vm_path(ctl, sizeof ctl, kids[i]->dir, "ctl.sock");
 		struct net_lease net;
-		rc = net_acquire(cfg, kids[i]->row.id, &net);
+		rc = net_acquire(h, kids[i], want_net, &net);
+		if (rc == 0)
+			sandbox_save(h, kids[i]);	/* its slot, for a restart's cleanup */
+		if (rc == 0 && net.slot) {
+			int fd = net_tap_open(net.netns, net.tap);
+			if (fd < 0)
+				rc = fd;
+			else
+				taps[ntaps++] = fd;
+		}
 		json_t *c = rc == 0 ? json_pack("{s:[s],s:s,s:s,s:s}", "disks", top, "vsock", vsock,
 						 "ctl", ctl, "hostname", kids[i]->row.id) : NULL;
-		if (c && net.tap[0])
-			json_object_set_new(c, "tap", json_string(net.tap));
+		if (c && net.slot)
+			json_object_set_new(c, "tap_fd", json_integer(ntaps - 1));
 		if (rc == 0 && (!c || json_array_append_new(children, c) < 0))
 			rc = errf(ENOMEM, "out of memory");
 	}
@@ -158,9 +179,12 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 		json_t *req = json_pack("{s:s,s:O}", "cmd", "fork", "children", children);
 		char ctl[PATH_MAX];
 		sandbox_ctl(parent, ctl, sizeof ctl);
-		rc = req ? vmm_ctl(ctl, req, &reply, cfg->boot_timeout_ms) : errf(ENOMEM, "out of memory");
+		rc = req ? vmm_ctl_fds(ctl, req, taps, ntaps, &reply, cfg->boot_timeout_ms)
+			 : errf(ENOMEM, "out of memory");
 		json_decref(req);
 	}
+	for (int i = 0; i < ntaps; i++)
+		close(taps[i]);
 	json_decref(children);
 	json_t *pids = json_object_get(reply, "children");
 	const char *ptop = json_string_value(json_array_get(json_object_get(reply, "parent_disks"), 0));
@@ -192,6 +216,12 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 		pid_t pid = (pid_t)json_integer_value(json_object_get(json_array_get(pids, i), "pid"));
 		int crc = pid > 0 ? sandbox_attach_vmm(h, kids[i], pid, proc_start_time(pid))
 				  : errf(EPROTO, "kiln-vmm fork: no pid for child %d", i);
+		/* Born in its parent's cgroup: its own limits from now on. */
+		if (crc == 0 && h->cgroups && kids[i]->jail_uid) {
+			char cg[PATH_MAX + 64];
+			snprintf(cg, sizeof cg, "%s/%s", cfg->cgroup, kids[i]->row.id);
+			crc = cgroup_move(cg, pid);
+		}
 		if (crc == 0)
 			crc = sandbox_wait_ready(h, kids[i], true);
 		double ms = (double)(mono_ms() - t0);
@@ -287,14 +317,32 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 		rc = disk_flatten(top, disk);
 	if (rc == 0)
 		rc = disk_seal(disk);
+	/* A jailed VMM sees only the sandboxes' directories: it writes the
+	 * snapshot into its own, and it is moved into place after. */
+	char own[PATH_MAX];
+	snprintf(own, sizeof own, "%s/snap.%s", sb->dir, snap.id);
 	if (rc == 0) {
 		char ctl[PATH_MAX];
 		sandbox_ctl(sb, ctl, sizeof ctl);
-		json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", vmdir, "diff", 0);
+		json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", own, "diff", 0);
 		json_t *reply = NULL;
 		rc = req ? vmm_ctl(ctl, req, &reply, 120000) : errf(ENOMEM, "out of memory");
 		json_decref(req);
 		json_decref(reply);
+		if (rc == 0 && rename(own, vmdir) < 0)
+			rc = errf_sys("rename %s", own);
+		if (rc < 0)
+			rmtree(own);
+	}
+	/* Its VM has a network device: sandboxes made from it need one. */
+	if (rc == 0 && sb->row.net_slot) {
+		char mark[PATH_MAX];
+		snprintf(mark, sizeof mark, "%s/net", dir);
+		int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			rc = errf_sys("%s", mark);
+		else
+			close(fd);
 	}
 	if (paused) {
 		int saved = rc;

@@ -1,7 +1,9 @@
 /*
  * host: the sandbox table, capacity and housekeeping of the agent role.
  */
+#include "agent/cgroup.h"
 #include "agent/host_int.h"
+#include "agent/netpool.h"
 #include "agent/proc.h"
 #include "agent/template.h"
 #include "api/metrics.h"
@@ -331,7 +333,10 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	if (sandbox_in(sb, "running") && !sb->expect_exit) {
 		char why[200];
 		int st = proc_reap(sb->row.vmm_pid);
-		if (st >= 0 && WIFEXITED(st))
+		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
+			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
+				 cgroup_memory_mib(h->cfg, sb->row.memory_mib));
+		else if (st >= 0 && WIFEXITED(st))
 			snprintf(why, sizeof why, "the VMM exited with status %d%s", WEXITSTATUS(st),
 				 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "");
 		else if (st >= 0 && WIFSIGNALED(st))
@@ -404,14 +409,40 @@ static void *housekeeper(void *arg)
 
 static int make_dirs(const struct config *cfg)
 {
-	static const char *const sub[] = { "", "/sandboxes", "/snapshots", "/layers", "/templates", "/tmp" };
+	static const char *const sub[] = { "", "/sandboxes", "/snapshots", "/layers", "/templates", "/tmp",
+					   "/jail" };
 	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof p, "%s%s", cfg->data_dir, sub[i]);
 		if (mkdir(p, 0700) < 0 && errno != EEXIST)
 			return errf_sys("mkdir %s", p);
 	}
+	/* Jailed VMMs see DATA/sandboxes (jail.h): they may pass through it
+	 * to their own directory, not list it. (Also with --no-jail: VMMs
+	 * jailed by an earlier kilnd may still run.) */
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/sandboxes", cfg->data_dir);
+	if (chmod(p, 0711) < 0)
+		return errf_sys("chmod %s", p);
 	return 0;
+}
+
+/* The pool starts once recovery knows which slots sandboxes hold. */
+static void start_netpool(struct host *h)
+{
+	uint32_t *keep = NULL;
+	int n = 0, cap = 0;
+	pthread_mutex_lock(&h->lock);
+	for (struct sandbox *sb = h->list; sb; sb = sb->next)
+		cap++;
+	keep = calloc(cap ? cap : 1, sizeof *keep);
+	for (struct sandbox *sb = h->list; sb && keep; sb = sb->next)
+		if (sb->row.net_slot)
+			keep[n++] = (uint32_t)sb->row.net_slot;
+	pthread_mutex_unlock(&h->lock);
+	if (keep)
+		netpool_start(h->net, keep, n);
+	free(keep);
 }
 
 int host_open(const struct config *cfg, struct store *store, struct metrics *metrics,
@@ -430,10 +461,15 @@ int host_open(const struct config *cfg, struct store *store, struct metrics *met
 	 * them and learn their exit status. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	int rc = make_dirs(cfg);
+	if (rc == 0 && cfg->net)
+		rc = netpool_open(cfg, &h->net);
+	h->cgroups = cfg->jail && cgroup_setup(cfg);
 	if (rc == 0)
 		rc = templates_open(cfg, &h->tpl);
 	if (rc == 0)
 		rc = host_recover(h);
+	if (rc == 0 && h->net)
+		start_netpool(h);
 	if (rc == 0) {
 		if (pthread_create(&h->housekeeper, NULL, housekeeper, h) != 0)
 			rc = errf(EAGAIN, "cannot start the housekeeping thread");
@@ -474,6 +510,13 @@ void host_close(struct host *h)
 		sandbox_put(h, sb);
 	}
 	templates_close(h->tpl);
+	/* What sandboxes that live on hold stays; the rest goes. */
+	netpool_close(h->net);
+	if (h->cgroups)
+		cgroup_finish(h->cfg);
+	char jail[PATH_MAX];
+	snprintf(jail, sizeof jail, "%s/jail", h->cfg->data_dir);
+	rmdir(jail);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->layers);
 	pthread_mutex_destroy(&h->lock);

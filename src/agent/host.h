@@ -42,6 +42,7 @@ struct create_req {
 	const char *snapshot;		/* from_snapshot */
 	int64_t ttl_seconds;		/* -1: the default */
 	const char *metadata, *env;	/* JSON object text, or NULL */
+	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */
 };
 
@@ -59,6 +60,8 @@ int host_delete(struct host *h, struct sandbox *sb);
 int host_hibernate(struct host *h, struct sandbox *sb);
 int host_wake(struct host *h, struct sandbox *sb);
 int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds);
+/* A new egress policy (netpolicy.h text), in force when this returns. */
+int host_set_network(struct host *h, struct sandbox *sb, const char *policy);
 /* A snapshot of the running sandbox (memory and disk); its id. */
 int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX]);
 /* count children of sb: with tree, all in one pause (identical); without,

@@ -32,6 +32,7 @@ struct sandbox {
 	bool linked;			/* in h->list (h->lock) */
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
 	char dir[VM_DIR_MAX];
+	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */
 	int64_t sample_ms;		/* monotonic time of the last sample */
 	struct sandbox *next;
 };
@@ -52,6 +53,8 @@ struct host {
 	pthread_mutex_t layers;
 	pthread_t housekeeper;
 	bool housekeeping, stop;
+	struct netpool *net;		/* NULL: --no-net */
+	bool cgroups;			/* cgroup v2 limits for VMMs */
 };
 
 /* host.c */

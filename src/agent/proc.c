@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,14 +52,30 @@ static void child_setup(const char *log, bool detach)
 
 int proc_spawn(char *const argv[], const char *log, pid_t *pid)
 {
+	return proc_spawn_in(argv, log, NULL, pid);
+}
+
+int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t *pid)
+{
+	/* Opened here: the child may only make async-signal-safe calls. */
+	int ns = netns ? open(netns, O_RDONLY | O_CLOEXEC) : -1;
+	if (netns && ns < 0)
+		return errf_sys("network namespace %s", netns);
 	pid_t p = fork();
-	if (p < 0)
+	if (p < 0) {
+		if (ns >= 0)
+			close(ns);
 		return errf_sys("fork for %s", argv[0]);
+	}
 	if (p == 0) {
+		if (ns >= 0 && setns(ns, CLONE_NEWNET) < 0)
+			_exit(126);
 		child_setup(log, true);
 		execv(argv[0], argv);
 		_exit(127);
 	}
+	if (ns >= 0)
+		close(ns);
 	*pid = p;
 	return 0;
 }

@@ -16,6 +16,8 @@
 /* Start argv[0] with argv, detached (setsid), stdout and stderr appended to
  * log (or /dev/null), no other fds. *pid gets its pid. */
 int proc_spawn(char *const argv[], const char *log, pid_t *pid);
+/* The same, in the network namespace at netns (NULL: kilnd's). */
+int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t *pid);
 /* Run argv to completion (stdout/stderr to log, or inherited if NULL);
  * returns its exit status (0..255), 128+signal, or -errno. */
 int proc_run(char *const argv[], const char *log);

@@ -10,6 +10,7 @@
  */
 #include "agent/guest.h"
 #include "agent/host_int.h"
+#include "agent/jail.h"
 #include "agent/proc.h"
 #include "agent/vmm.h"
 #include "common/err.h"
@@ -75,6 +76,10 @@ static void recover_one(struct host *h, struct sandbox *sb)
 	const char *state = sb->row.state;
 	int rc;
 	char why[300];
+	struct stat st;
+	/* Its VMM's uid is its directory's owner (jail.c). */
+	if (stat(sb->dir, &st) == 0 && st.st_uid != 0)
+		sb->jail_uid = st.st_uid;
 	if (strcmp(state, "creating") == 0 || strcmp(state, "deleting") == 0) {
 		bool was_creating = state[0] == 'c';
 		sandbox_teardown(h, sb);
@@ -147,6 +152,49 @@ static void remove_orphans(struct host *h)
 	closedir(d);
 }
 
+static bool linked(struct host *h, const char *id)
+{
+	bool known = false;
+	pthread_mutex_lock(&h->lock);
+	for (struct sandbox *sb = h->list; sb && !known; sb = sb->next)
+		known = strcmp(sb->row.id, id) == 0;
+	pthread_mutex_unlock(&h->lock);
+	return known;
+}
+
+/* Jail roots and cgroups of sandboxes that are gone (a kill between a
+ * delete's steps). Only this kilnd's: other kilnds on the host use the
+ * same cgroup parent, so a cgroup goes only if our store knows its id. */
+static void remove_orphan_jails(struct host *h)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/jail", h->cfg->data_dir);
+	const char *dirs[] = { dir, h->cgroups ? h->cfg->cgroup : NULL };
+	for (int k = 0; k < 2; k++) {
+		DIR *d = dirs[k] ? opendir(dirs[k]) : NULL;
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (strncmp(e->d_name, "sbx_", 4) != 0 || strlen(e->d_name) >= ID_MAX ||
+			    linked(h, e->d_name))
+				continue;
+			struct sbx_row row;
+			if (k == 1 && store_sandbox_load(h->store, e->d_name, &row) < 0)
+				continue;
+			if (k == 1)
+				sbx_row_clear(&row);
+			struct sbx_row empty = { 0 };
+			snprintf(empty.id, sizeof empty.id, "%s", e->d_name);
+			struct sandbox *sb = sandbox_alloc(h, &empty);
+			if (sb) {
+				vmm_jail_release(h, sb);
+				sandbox_put(h, sb);
+			}
+		}
+		if (d)
+			closedir(d);
+	}
+}
+
 int host_recover(struct host *h)
 {
 	struct rows rows = { 0 };
@@ -167,6 +215,7 @@ int host_recover(struct host *h)
 	if (rc < 0)
 		return rc;
 	remove_orphans(h);
+	remove_orphan_jails(h);
 	layers_gc(h);
 	return 0;
 }

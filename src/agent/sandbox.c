@@ -4,6 +4,7 @@
  * access. Forks and snapshots are in fork.c.
  */
 #include "agent/guest.h"
+#include "agent/jail.h"
 #include "agent/host_int.h"
 #include "agent/net.h"
 #include "agent/proc.h"
@@ -133,6 +134,8 @@ static pid_t ctl_pid(const char *ctl)
 	pid_t pid = 0;
 	if (req && vmm_ctl(ctl, req, &reply, 2000) == 0)
 		pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));
+	if (pid <= 1)
+		pid = 0;	/* a VMM in a PID namespace of its own says 1: not ours to kill */
 	json_decref(req);
 	json_decref(reply);
 	return pid;
@@ -162,7 +165,8 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 	vm_path(path, sizeof path, sb->dir, "ctl.sock");
 	if ((other = ctl_pid(path)) > 0)
 		proc_kill_wait(other, 0, 5000);
-	net_release(h->cfg, sb->row.id);
+	net_release(h, sb);
+	vmm_jail_release(h, sb);
 	/* Its disk layers may be the base of others' (forks): the collector
 	 * removes them, and the directory, once nothing uses them. */
 	if (rmtree_except_disks(sb->dir) < 0)
@@ -224,19 +228,33 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 	if (rc < 0)
 		return rc;
 	pid_t pid;
-	if (t->snapshot) {
+	const char *tap = net->slot ? net->tap : NULL, *netns = net->slot ? net->netns : NULL;
+	struct vmm_jail *jail = malloc(sizeof *jail);
+	if (!jail)
+		return errf(ENOMEM, "out of memory");
+	char kdir[PATH_MAX], idir[PATH_MAX];
+	snprintf(kdir, sizeof kdir, "%s", cfg->kernel);
+	snprintf(idir, sizeof idir, "%s", cfg->initrd);
+	if (strrchr(kdir, '/'))
+		*strrchr(kdir, '/') = 0;
+	if (strrchr(idir, '/'))
+		*strrchr(idir, '/') = 0;
+	rc = vmm_jail_prepare(h, sb, top, t->snapshot ? NULL : kdir, t->snapshot ? NULL : idir, netns,
+			      jail);
+	if (rc == 0 && t->snapshot) {
 		double vmm_ms;
-		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = net->tap[0] ? net->tap : NULL,
-					.hostname = sb->row.id };
+		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = tap, .netns = netns,
+					.hostname = sb->row.id, .jail = jail };
 		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
 		if (rc == 0)
 			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms", sb->row.id, vmm_ms);
-	} else {
+	} else if (rc == 0) {
 		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
-				     .disk = top, .tap = net->tap[0] ? net->tap : NULL,
-				     .hostname = sb->row.id };
+				     .disk = top, .tap = tap, .netns = netns, .hostname = sb->row.id,
+				     .jail = jail };
 		rc = vmm_launch(cfg, &s, &pid);
 	}
+	free(jail);
 	if (rc < 0)
 		return rc;
 	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
@@ -262,14 +280,31 @@ static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct 
 	pthread_mutex_unlock(&h->layers);
 	if (rc < 0)
 		return rc;
-	char restore[PATH_MAX];
-	snprintf(restore, sizeof restore, "%s/snapshots/%s/vm", cfg->data_dir, snap->id);
-	struct vm_spec s = { .dir = sb->dir, .disk = top, .tap = net->tap[0] ? net->tap : NULL,
-			     .hostname = sb->row.id, .restore = restore };
+	char restore[PATH_MAX], sdir[VM_DIR_MAX];
+	snprintf(sdir, sizeof sdir, "%s/snapshots/%s", cfg->data_dir, snap->id);
+	snprintf(restore, sizeof restore, "%s/vm", sdir);
+	struct vmm_jail *jail = malloc(sizeof *jail);
+	if (!jail)
+		return errf(ENOMEM, "out of memory");
+	const char *netns = net->slot ? net->netns : NULL;
+	struct vm_spec s = { .dir = sb->dir, .disk = top, .tap = net->slot ? net->tap : NULL,
+			     .netns = netns, .hostname = sb->row.id, .restore = restore, .jail = jail };
 	pid_t pid;
-	if ((rc = vmm_launch(cfg, &s, &pid)) < 0)
+	rc = vmm_jail_prepare(h, sb, top, sdir, NULL, netns, jail);
+	if (rc == 0)
+		rc = vmm_launch(cfg, &s, &pid);
+	free(jail);
+	if (rc < 0)
 		return rc;
 	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+}
+
+/* A snapshot of a VM with a network device is marked so (fork.c). */
+static bool snapshot_has_net(const struct config *cfg, const char *id)
+{
+	char mark[PATH_MAX];
+	snprintf(mark, sizeof mark, "%s/snapshots/%s/net", cfg->data_dir, id);
+	return access(mark, F_OK) == 0;
 }
 
 /* Errors while building say what failed; the status is a server error
@@ -322,6 +357,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
 	row.env = dup_or_null(req->env ? req->env : snap.env);
+	row.net_policy = dup_or_null(req->net_policy);
 	struct sandbox *sb = sandbox_alloc(h, &row);
 	sbx_row_clear(&row);
 	if (!sb) {
@@ -342,7 +378,9 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
 		rc = errf_sys("mkdir %s", sb->dir);
 	if (rc == 0)
-		rc = net_acquire(cfg, sb->row.id, &net);
+		rc = net_acquire(h, sb, t ? t->net : snapshot_has_net(cfg, snap.id), &net);
+	if (rc == 0)
+		rc = sandbox_save(h, sb);	/* its slot: a restart after a kill frees it */
 	if (rc == 0)
 		rc = t ? build_from_template(h, sb, t, &net) : build_from_snapshot(h, sb, &snap, &net);
 	if (rc == 0)
@@ -504,13 +542,25 @@ static int wake_locked(struct host *h, struct sandbox *sb)
 	snprintf(restore, sizeof restore, "%s/hibernate", sb->dir);
 	struct vm_spec s = { .dir = sb->dir, .disk = top, .hostname = sb->row.id, .restore = restore };
 	struct net_lease net;
+	/* It had a network when it hibernated: it keeps its slot meanwhile
+	 * (or gets a new one with its policy, if a restart lost it). */
 	if (rc == 0)
-		rc = net_acquire(h->cfg, sb->row.id, &net);
-	if (rc == 0 && net.tap[0])
+		rc = net_acquire(h, sb, sb->row.net_slot != 0, &net);
+	if (rc == 0 && net.slot) {
 		s.tap = net.tap;
+		s.netns = net.netns;
+		sandbox_save(h, sb);
+	}
+	struct vmm_jail *jail = rc == 0 ? malloc(sizeof *jail) : NULL;
+	if (rc == 0 && !jail)
+		rc = errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = vmm_jail_prepare(h, sb, top, NULL, NULL, s.netns, jail);
+	s.jail = jail;
 	pid_t pid = 0;
 	if (rc == 0)
 		rc = vmm_launch(h->cfg, &s, &pid);
+	free(jail);
 	if (rc == 0)
 		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
 	if (rc == 0)
@@ -530,7 +580,6 @@ static int wake_locked(struct host *h, struct sandbox *sb)
 		pthread_mutex_unlock(&sb->lock);
 		if (p > 0)
 			proc_kill_wait(p, st, 5000);
-		net_release(h->cfg, sb->row.id);
 		sandbox_mem_release(h, sb);
 		sandbox_save(h, sb);
 		return errf(-build_errno(rc), "%s", why);
@@ -635,4 +684,18 @@ void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g)
 	sb->active--;
 	sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
+}
+
+/* ---- network ---------------------------------------------------------------------------- */
+
+int host_set_network(struct host *h, struct sandbox *sb, const char *policy)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = sandbox_in(sb, "deleted") || sandbox_in(sb, "failed")
+		 ? sandbox_state_error(sb, "running or hibernated") : 0;
+	if (rc == 0)
+		rc = net_change_policy(h, sb, policy);
+	sandbox_touch(sb);
+	pthread_mutex_unlock(&sb->op);
+	return rc;
 }

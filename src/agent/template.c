@@ -1,4 +1,6 @@
 #include "agent/template.h"
+#include "agent/jail.h"
+#include "agent/net.h"
 #include "agent/proc.h"
 #include "agent/vmm.h"
 #include "common/err.h"
@@ -76,6 +78,8 @@ int tmpl_save_manifest(const struct tmpl *t)
 			      "root", t->root, "base", t->base,
 			      "snapshot", t->snapshot, "snapshot_dir", t->snapdir,
 			      "built_ms", (json_int_t)t->built_ms);
+	if (j)
+		json_object_set_new(j, "net", json_boolean(t->net));
 	if (!j)
 		return errf(ENOMEM, "out of memory");
 	int rc = json_dump_file(j, tmp, JSON_INDENT(2));
@@ -114,6 +118,7 @@ int tmpl_load(const char *dir, struct tmpl *t)
 	t->vcpus = (int)json_integer_value(json_object_get(j, "vcpus"));
 	t->memory_mib = (int)json_integer_value(json_object_get(j, "memory_mib"));
 	t->snapshot = json_is_true(json_object_get(j, "snapshot"));
+	t->net = json_is_true(json_object_get(j, "net"));	/* its VM has a network device */
 	t->built_ms = json_integer_value(json_object_get(j, "built_ms"));
 	json_decref(j);
 	if (rc == 0 && (t->version <= 0 || t->vcpus <= 0 || t->memory_mib <= 0))
@@ -249,10 +254,25 @@ int tmpl_spawn(const struct config *cfg, struct tmpl *t, const struct spawn_spec
 					"console", console);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
-		if (s->tap)
-			json_object_set_new(req, "tap", json_string(s->tap));
+		int tap = -1;
+		if (s->jail && s->jail->on) {
+			/* The child opens its TAP by name once in its namespace. */
+			json_object_set_new(req, "jail", vmm_jail_json(s->jail));
+			if (s->tap)
+				json_object_set_new(req, "tap", json_string(s->tap));
+		} else if (s->tap) {
+			/* Unjailed, it stays in the zygote's namespace: it gets
+			 * its TAP opened in its own. */
+			if ((tap = net_tap_open(s->netns, s->tap)) < 0) {
+				json_decref(req);
+				return tap;
+			}
+			json_object_set_new(req, "tap_fd", json_integer(0));
+		}
 		json_t *reply = NULL;
-		rc = vmm_ctl(zsock, req, &reply, cfg->boot_timeout_ms);
+		rc = vmm_ctl_fds(zsock, req, &tap, tap >= 0 ? 1 : 0, &reply, cfg->boot_timeout_ms);
+		if (tap >= 0)
+			close(tap);
 		json_decref(req);
 		if (rc == 0) {
 			*pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));

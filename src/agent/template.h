@@ -29,6 +29,7 @@
 #include "kilnd/config.h"
 
 struct config;
+struct vmm_jail;
 
 /* The templates kiln knows how to build. */
 struct template_def {
@@ -51,6 +52,7 @@ struct tmpl {
 	char root[PATH_MAX];		/* the read-only image */
 	char base[PATH_MAX];		/* what sandbox overlays sit on: layer, or root */
 	bool snapshot;
+	bool net;			/* its VM has a network device */
 	char snapdir[PATH_MAX];
 	int64_t built_ms;
 	int refs;			/* under the registry lock */
@@ -75,8 +77,10 @@ int tmpl_save_manifest(const struct tmpl *t);
 struct spawn_spec {
 	const char *dir;		/* the new VM's directory (vmm.h) */
 	const char *disk;		/* its overlay */
-	const char *tap;
+	const char *tap;		/* NULL: no network device */
+	const char *netns;		/* the namespace its TAP is in */
 	const char *hostname;
+	struct vmm_jail *jail;		/* NULL or off: unjailed */
 };
 
 /* Make sure the version's zygote runs (starting it if needed). */

@@ -23,6 +23,8 @@
 #include "agent/disk.h"
 #include "agent/guest.h"
 #include "agent/host_int.h"
+#include "agent/net.h"
+#include "net/net.h"
 #include "agent/proc.h"
 #include "agent/template.h"
 #include "agent/vmm.h"
@@ -59,6 +61,7 @@ struct build {
 	int step;
 	bool tty;
 	int64_t t0;
+	struct net_lease net;		/* the build VM's network (slot 0: none) */
 };
 
 /* ---- progress ----------------------------------------------------------------------- */
@@ -275,6 +278,10 @@ static int step_boot(struct build *b)
 		return rc;
 	struct vm_spec s = { .dir = b->vmdir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
 			     .disk = b->t.base, .hostname = b->def->name };
+	if (b->net.slot) {
+		s.tap = b->net.tap;
+		s.netns = b->net.netns;
+	}
 	progress(b, "booting");
 	if ((rc = vmm_launch(b->cfg, &s, &b->vm_pid)) < 0)
 		return rc;
@@ -390,11 +397,19 @@ static int step_verify(struct build *b)
 	if (rc == 0 && b->t.snapshot) {
 		progress(b, "starting the zygote");
 		struct spawn_spec s = { .dir = dir, .disk = top, .hostname = "kiln-check" };
+		if (b->t.net) {
+			s.tap = b->net.tap;
+			s.netns = b->net.netns;
+		}
 		double ms;
 		rc = tmpl_spawn(b->cfg, &b->t, &s, &pid, &ms);
 	} else if (rc == 0) {
 		struct vm_spec s = { .dir = dir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
 				     .disk = top, .hostname = "kiln-check" };
+		if (b->t.net) {
+			s.tap = b->net.tap;
+			s.netns = b->net.netns;
+		}
 		rc = vmm_launch(b->cfg, &s, &pid);
 	}
 	int64_t start = pid > 0 ? proc_start_time(pid) : 0;
@@ -422,6 +437,51 @@ static int step_activate(struct build *b)
 		return errf_sys("switching %s", cur);
 	unlink(link);
 	return 0;
+}
+
+/* The build VM gets a network of its own, as a sandbox does, so its
+ * snapshot has a network device and the guest's address (kiln.ip) is up
+ * in every clone. It is claimed in DATA/net like kilnd's (netpool.h), so
+ * a kilnd that starts after a killed build removes it. */
+static void claim_file(struct build *b, char out[PATH_MAX])
+{
+	snprintf(out, PATH_MAX, "%s/net/%u", b->cfg->data_dir, b->net.slot);
+}
+
+static int build_net(struct build *b)
+{
+	struct net_config nc;
+	struct net_slot ns;
+	net_default_config(&nc);
+	int rc = net_init(&nc);
+	if (rc == 0)
+		rc = net_create(&nc, &ns);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "the build VM's network: %s (build with --no-net on a host without "
+				 "nftables)", msg);
+	}
+	net_lease_of(ns.slot, &b->net);
+	char dir[PATH_MAX], claim[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/net", b->cfg->data_dir);
+	mkdir(dir, 0700);
+	claim_file(b, claim);
+	int fd = open(claim, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+static void build_net_drop(struct build *b)
+{
+	struct net_config nc;
+	char claim[PATH_MAX];
+	net_default_config(&nc);
+	net_destroy(&nc, b->net.slot);
+	claim_file(b, claim);
+	unlink(claim);
+	b->net.slot = 0;
 }
 
 int template_build(const struct config *cfg, const struct build_opts *o)
@@ -456,10 +516,15 @@ int template_build(const struct config *cfg, const struct build_opts *o)
 		struct tmpl saved;
 		if (tmpl_load(b.t.dir, &saved) == 0) {
 			b.t.snapshot = saved.snapshot;
+			b.t.net = saved.net;
 			snprintf(b.t.base, sizeof b.t.base, "%s", saved.base);
 			snprintf(b.t.snapdir, sizeof b.t.snapdir, "%s", saved.snapdir);
 		}
 	}
+	if (rc == 0 && !step_done(&b, "snapshot"))
+		b.t.net = cfg->net;
+	if (rc == 0 && b.t.net)
+		rc = build_net(&b);
 	for (b.step = 0; rc == 0 && b.step < NSTEPS; b.step++) {
 		const char *name = steps[b.step];
 		/* boot, warm and snapshot are one unit: the VM does not survive. */
@@ -489,6 +554,8 @@ int template_build(const struct config *cfg, const struct build_opts *o)
 	kill_vm(&b);
 	if (b.vmdir[0])
 		rmtree(b.vmdir);
+	if (b.net.slot)
+		build_net_drop(&b);
 	if (b.tty)
 		fputc('\n', stderr);
 	if (rc == 0)

@@ -1,4 +1,6 @@
 #include "agent/vmm.h"
+#include "agent/jail.h"
+#include "net/net.h"
 #include "agent/proc.h"
 #include "common/err.h"
 #include "kilnd/config.h"
@@ -22,14 +24,14 @@ void vm_path(char *out, size_t cap, const char *dir, const char *name)
 int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
 {
 	char vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX], pidf[PATH_MAX];
-	char mem[16], vcpus[16], append[256];
+	char mem[16], vcpus[16], append[320], uid[16];
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
 	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
 	vm_path(console, sizeof console, s->dir, "console.log");
 	vm_path(log, sizeof log, s->dir, "vmm.log");
 	vm_path(pidf, sizeof pidf, s->dir, "vmm.pid");
 
-	char *argv[40];
+	char *argv[72];
 	int n = 0;
 	argv[n++] = (char *)cfg->vmm;
 	if (s->restore) {
@@ -38,8 +40,16 @@ int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
 	} else {
 		snprintf(mem, sizeof mem, "%d", s->memory_mib);
 		snprintf(vcpus, sizeof vcpus, "%d", s->vcpus);
-		snprintf(append, sizeof append, "kiln.root=/dev/vda kiln.hostname=%s",
-			 s->hostname ? s->hostname : "kiln");
+		int len = snprintf(append, sizeof append, "kiln.root=/dev/vda kiln.hostname=%s",
+				   s->hostname ? s->hostname : "kiln");
+		if (s->tap) {
+			/* Every guest has the same address (docs/network.md): a
+			 * snapshot of this boot serves all its clones. */
+			struct net_config nc;
+			net_default_config(&nc);
+			snprintf(append + len, sizeof append - len, " kiln.ip=%s/%d kiln.gw=%s",
+				 nc.guest_ip, nc.tap_bits, nc.gateway_ip);
+		}
 		argv[n++] = "--kernel";
 		argv[n++] = (char *)cfg->kernel;
 		argv[n++] = "--initrd";
@@ -67,9 +77,14 @@ int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
 		argv[n++] = "--hostname";
 		argv[n++] = (char *)s->hostname;
 	}
+	bool jailed = s->jail && s->jail->on;
+	if (jailed)
+		vmm_jail_argv(s->jail, argv, &n, uid, sizeof uid);
 	argv[n] = NULL;
 
-	int rc = proc_spawn(argv, log, pid);
+	/* A jailed VMM joins its namespace itself; an unjailed one starts
+	 * in it. */
+	int rc = proc_spawn_in(argv, log, jailed ? NULL : s->netns, pid);
 	if (rc < 0)
 		return rc;
 	/* The start time is read right away: the process cannot have been
@@ -111,6 +126,37 @@ static int wait_fd(int fd, short ev, int64_t deadline)
 
 int vmm_ctl(const char *sock, json_t *req, json_t **reply, int timeout_ms)
 {
+	return vmm_ctl_fds(sock, req, NULL, 0, reply, timeout_ms);
+}
+
+/* The first bytes of the request carry the descriptors (SCM_RIGHTS):
+ * kiln-vmm keeps what arrives with a line for that line. */
+static ssize_t send_fds(int fd, const char *text, size_t len, const int *fds, int nfds)
+{
+	struct iovec iov = { (void *)text, len };
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (nfds > 0) {
+		memset(&u, 0, sizeof u);
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+int vmm_ctl_fds(const char *sock, json_t *req, const int *fds, int nfds, json_t **reply,
+		int timeout_ms)
+{
+	if (nfds < 0 || nfds > 8)
+		return errf(EINVAL, "at most 8 descriptors with a control request");
 	*reply = NULL;
 	char *text = json_dumps(req, JSON_COMPACT);
 	if (!text)
@@ -127,7 +173,8 @@ int vmm_ctl(const char *sock, json_t *req, json_t **reply, int timeout_ms)
 	size_t off = 0;
 	int rc = 0;
 	while (off < len && rc == 0) {
-		ssize_t w = send(fd, text + off, len - off, MSG_NOSIGNAL);
+		ssize_t w = off == 0 ? send_fds(fd, text, len, fds, nfds)
+				     : send(fd, text + off, len - off, MSG_NOSIGNAL);
 		if (w > 0)
 			off += w;
 		else if (errno != EINTR)

@@ -15,14 +15,17 @@
 
 
 struct config;
+struct vmm_jail;
 
 struct vm_spec {
 	const char *dir;
 	int vcpus, memory_mib;
 	const char *disk;		/* the root disk: the sandbox's overlay */
-	const char *tap;		/* NULL: no network device (issue 7) */
+	const char *tap;		/* NULL: no network device */
+	const char *netns;		/* the namespace it runs in (and its TAP is in) */
 	const char *hostname;
 	const char *restore;		/* a snapshot directory; NULL: cold boot */
+	struct vmm_jail *jail;		/* NULL or off: unjailed */
 };
 
 /* Paths inside a VM directory. */
@@ -36,5 +39,9 @@ int vmm_launch(const struct config *cfg, const struct vm_spec *spec, pid_t *pid)
  * become -EIO with the VMM's error as the message, or -ENOTSUP when the
  * VMM does not know the command (a kiln-vmm without that feature). */
 int vmm_ctl(const char *sock, json_t *req, json_t **reply, int timeout_ms);
+/* The same, passing descriptors with the request (SCM_RIGHTS), which it
+ * names by their index (e.g. "tap_fd":0). They stay the caller's. */
+int vmm_ctl_fds(const char *sock, json_t *req, const int *fds, int nfds, json_t **reply,
+		int timeout_ms);
 
 #endif

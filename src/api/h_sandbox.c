@@ -3,6 +3,7 @@
  * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
  */
 #include "agent/host.h"
+#include "agent/netpolicy.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -32,7 +33,7 @@ static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
 int h_sandbox_create(struct req *r)
 {
 	static const char *const keys[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
-					    "env", NULL };
+					    "env", "allow_out", "deny_out", "allow_internet", NULL };
 	const struct config *cfg = r->api->cfg;
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1;
@@ -43,14 +44,20 @@ int h_sandbox_create(struct req *r)
 	rc = rc ?: v_int(r->json, "ttl_seconds", false, 0, cfg->max_ttl, &ttl);
 	rc = rc ?: v_str_map(r->json, "metadata", 64, 64, 1024, false, &metadata);
 	rc = rc ?: v_str_map(r->json, "env", 256, 128, 8192, true, &env);
+	char *policy = NULL;
+	rc = rc ?: netpolicy_from_request(r->json, &policy);
 	if (rc == 0 && tmpl && snap)
 		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
 	if (rc == 0 && tmpl && !v_is_name(tmpl))
 		rc = errf(EINVAL, "unknown template '%.64s'", tmpl);
-	if (rc < 0)
+	if (rc < 0) {
+		free(policy);
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	if (snap && !v_is_id(snap, "snap_"))
+	}
+	if (snap && !v_is_id(snap, "snap_")) {
+		free(policy);
 		return reply_error(r, 404, "not_found", "snapshot %.64s not found", snap);
+	}
 	char *meta_text = metadata ? json_dumps(metadata, JSON_COMPACT) : NULL;
 	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
 	struct create_req cr = {
@@ -60,12 +67,14 @@ int h_sandbox_create(struct req *r)
 		.ttl_seconds = ttl,
 		.metadata = meta_text,
 		.env = env_text,
+		.net_policy = policy,
 		.arrival_ns = r->arrival_ns,
 	};
 	struct sandbox *sb;
 	rc = host_create(r->api->host, &cr, &sb);
 	free(meta_text);
 	free(env_text);
+	free(policy);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_sandbox(r, 201, sb);
@@ -234,4 +243,33 @@ int h_sandbox_snapshot(struct req *r)
 	json_t *j = render_snapshot(&s);
 	snap_row_clear(&s);
 	return reply_json(r, 201, j);
+}
+
+/* PUT /v1/sandboxes/{id}/network: the whole egress policy, replaced
+ * (fields left out take their defaults); in force when it answers. */
+int h_sandbox_network(struct req *r)
+{
+	static const char *const keys[] = { "allow_out", "deny_out", "allow_internet", NULL };
+	char *policy = NULL;
+	int rc = v_known_keys(r->json, keys);
+	/* An empty body is the open policy, said explicitly. */
+	json_t *open_policy = json_pack("{s:b}", "allow_internet", 1);
+	rc = rc ?: netpolicy_from_request(r->json && json_object_size(r->json) ? r->json : open_policy,
+					  &policy);
+	json_decref(open_policy);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	int answered;
+	if (req_sandbox(r, &sb, &answered) < 0) {
+		free(policy);
+		return answered;
+	}
+	rc = host_set_network(r->api->host, sb, policy);
+	free(policy);
+	if (rc < 0) {
+		req_sandbox_put(r, sb);
+		return reply_errno(r, rc);
+	}
+	return reply_sandbox(r, 200, sb);
 }

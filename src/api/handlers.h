@@ -13,7 +13,7 @@
 handler_fn h_healthz, h_metrics, h_templates, h_usage;
 handler_fn h_sandbox_create, h_sandbox_list, h_sandbox_get, h_sandbox_delete;
 handler_fn h_sandbox_hibernate, h_sandbox_wake, h_sandbox_fork, h_sandbox_fork_tree;
-handler_fn h_sandbox_lifecycle, h_sandbox_snapshot;
+handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network;
 handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_exec, h_exec_stream, h_pty;
 handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat;

@@ -1,4 +1,5 @@
 #include "api/render.h"
+#include "agent/netpolicy.h"
 
 #include <nettle/base64.h>
 #include <stdbool.h>
@@ -122,6 +123,7 @@ json_t *render_sandbox(const struct sbx_row *r)
 	json_object_set_new(j, "usage", json_pack("{s:f,s:I,s:f,s:f}",
 		"cpu_seconds", r->cpu_seconds, "memory_bytes", (json_int_t)r->rss_bytes,
 		"memory_mib_seconds", r->mem_mib_seconds, "running_seconds", r->running_seconds));
+	json_object_set_new(j, "network", netpolicy_render(r->net_policy));
 	if (r->error[0])
 		json_object_set_new(j, "error", json_string(r->error));
 	return j;

@@ -7,7 +7,7 @@
  */
 #include "api/schema.h"
 
-const int schema_version = 1;
+const int schema_version = 2;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -53,7 +53,9 @@ const char schema_sql[] =
 	"  mem_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
 	"  running_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
 	"  rss_bytes BIGINT NOT NULL DEFAULT 0,\n"
-	"  error TEXT\n"
+	"  error TEXT,\n"
+	"  net_slot BIGINT NOT NULL DEFAULT 0,\n"	/* its network (src/net), 0: none */
+	"  net_policy TEXT\n"			/* egress policy, JSON (docs/network.md) */
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"

@@ -67,6 +67,8 @@ struct sbx_row {
 	char *env;			/* JSON object text */
 	char *disks;			/* JSON array: the disk chain, base first */
 	char error[256];		/* why it failed, or "" */
+	int net_slot;			/* its network namespace's slot; 0: none */
+	char *net_policy;		/* egress policy, JSON object text (or NULL: open) */
 };
 
 /* Free the heap strings of a row (not the row). */

@@ -34,6 +34,15 @@ void config_defaults(struct config *c)
 	c->sample_ms = 5000;
 	c->boot_timeout_ms = 120000;
 	c->reap_ms = 250;
+	c->net = true;
+	c->net_pool = 4;
+	c->jail = true;
+	c->jail_uid = 900000;
+	snprintf(c->cgroup, sizeof c->cgroup, "/sys/fs/cgroup/kiln");
+	/* What a VMM needs besides its guest's memory: its own code and
+	 * heap, device buffers, page tables of the guest's memory. */
+	c->vmm_overhead_mib = 96;
+	c->vmm_pids = 64;
 }
 
 static int set_path(char *dst, const char *dir, const char *rel)

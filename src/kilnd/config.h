@@ -43,6 +43,15 @@ struct config {
 	int boot_timeout_ms;		/* guest agent must answer within */
 	int reap_ms;			/* TTL check period */
 	bool verbose;
+
+	/* Isolation (docs/network.md, docs/kilnd.md "Isolation"). */
+	bool net;			/* a network per sandbox (--no-net: none) */
+	int net_pool;			/* namespaces kept ready for creates */
+	bool jail;			/* jail every VMM (--no-jail: for debugging) */
+	int jail_uid;			/* first uid (and gid) of the VMMs */
+	char cgroup[PATH_MAX];		/* parent of the sandboxes' cgroups */
+	int vmm_overhead_mib;		/* memory.max = 2 x guest memory + this */
+	int vmm_pids;			/* pids.max */
 };
 
 void config_defaults(struct config *c);

@@ -68,6 +68,15 @@ static const char usage_text[] =
 	"                        loopback ones, comma-separated (default: none)\n"
 	"  --domain NAME         also route requests for Host PORT-ID.NAME to the\n"
 	"                        exposed port PORT of sandbox ID (default: none)\n"
+	"  --no-net              no network for sandboxes (hosts without nftables)\n"
+	"  --net-pool N          sandbox networks kept ready (default 4; 0: made per create)\n"
+	"  --no-jail             run VMMs unjailed: no cgroup, uid or mount namespace\n"
+	"                        (debugging only)\n"
+	"  --jail-uid N          first uid and gid of jailed VMMs (default 900000)\n"
+	"  --cgroup DIR          parent of the sandboxes' cgroups (default /sys/fs/cgroup/kiln)\n"
+	"  --vmm-overhead MIB    a VMM's memory limit over twice its guest's memory\n"
+	"                        (default 96)\n"
+	"  --vmm-pids N          a VMM's pids limit (default 64)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
@@ -75,6 +84,7 @@ enum {
 	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS,
 	O_DOMAIN,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
+	O_NO_NET, O_NET_POOL, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
 };
 
 static const struct option options[] = {
@@ -102,6 +112,13 @@ static const struct option options[] = {
 	{ "no-snapshot", no_argument, 0, O_NO_SNAPSHOT },
 	{ "restart", no_argument, 0, O_RESTART },
 	{ "help", no_argument, 0, O_HELP },
+	{ "no-net", no_argument, 0, O_NO_NET },
+	{ "net-pool", required_argument, 0, O_NET_POOL },
+	{ "no-jail", no_argument, 0, O_NO_JAIL },
+	{ "jail-uid", required_argument, 0, O_JAIL_UID },
+	{ "cgroup", required_argument, 0, O_CGROUP },
+	{ "vmm-overhead", required_argument, 0, O_VMM_OVERHEAD },
+	{ "vmm-pids", required_argument, 0, O_VMM_PIDS },
 	{ 0 },
 };
 
@@ -182,6 +199,17 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_IMAGE: c->image = optarg; break;
 		case O_NO_SNAPSHOT: c->no_snapshot = true; break;
 		case O_RESTART: c->restart = true; break;
+		case O_NO_NET: g->net = false; break;
+		case O_NET_POOL: g->net_pool = (int)number(optarg, "--net-pool", 0, 256); break;
+		case O_NO_JAIL: g->jail = false; break;
+		case O_JAIL_UID: g->jail_uid = (int)number(optarg, "--jail-uid", 1000, 2000000000); break;
+		case O_CGROUP:
+			if (optarg[0] != '/')
+				die("--cgroup must be an absolute path");
+			set_str(g->cgroup, sizeof g->cgroup, optarg, "--cgroup");
+			break;
+		case O_VMM_OVERHEAD: g->vmm_overhead_mib = (int)number(optarg, "--vmm-overhead", -4096, 65536); break;
+		case O_VMM_PIDS: g->vmm_pids = (int)number(optarg, "--vmm-pids", 8, 100000); break;
 		case O_HELP: fputs(usage_text, stdout); exit(0);
 		default: fputs(usage_text, stderr); exit(2);
 		}

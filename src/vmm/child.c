@@ -107,8 +107,9 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 		struct vmm_config *c = (struct vmm_config *)cfg;
 		if (c->jail.root) {
 			if (jail_join(&c->jail) < 0 ||
-			    (c->tap && (c->tap_fd = virtio_net_tap_open(c->tap)) < 0) ||
-			    (unshare(CLONE_NEWPID) < 0 && errf_sys("jail: unshare PID namespace") < 0)) {
+			    (c->tap && c->tap_fd < 0 && (c->tap_fd = virtio_net_tap_open(c->tap)) < 0) ||
+			    (!c->jail.no_pidns && unshare(CLONE_NEWPID) < 0 &&
+			     errf_sys("jail: unshare PID namespace") < 0)) {
 				dprintf(p[1], "error %s\n", errmsg());
 				_exit(1);
 			}
@@ -133,10 +134,13 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 		all[k] = -1;
 		close_inherited(p[1], all);
 		if (c->jail.root) {
+			/* As PID 1 it would ignore signals without a handler. */
 			struct sigaction sa = { .sa_handler = jail_noop_handler };
 			sigemptyset(&sa.sa_mask);
-			sigaction(SIGTERM, &sa, NULL);
-			sigaction(SIGINT, &sa, NULL);
+			if (!c->jail.no_pidns) {
+				sigaction(SIGTERM, &sa, NULL);
+				sigaction(SIGINT, &sa, NULL);
+			}
 			if (jail_enter(&c->jail) < 0) {
 				dprintf(p[1], "error %s\n", errmsg());
 				_exit(EXIT_CONFIG);

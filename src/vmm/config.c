@@ -50,6 +50,7 @@ static const char usage_text[] =
 	"  --jail-ro-bind PATH make PATH visible read-only in the jail; repeat\n"
 	"  --jail-cgroup DIR   join this cgroup first\n"
 	"  --jail-netns PATH   join this network namespace first (the TAP is opened there)\n"
+	"  --jail-no-pidns     no PID namespace of its own (live forks outlive it)\n"
 	"exit status: 0 guest power-off or shutdown, 1 VMM failure, 2 bad configuration,\n"
 	"             3 guest reboot, 4 triple fault or KVM entry failure, 5 guest panic\n";
 
@@ -93,6 +94,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "jail-ro-bind", required_argument, 0, 'O' },
 		{ "jail-cgroup", required_argument, 0, 'X' },
 		{ "jail-netns", required_argument, 0, 'N' },
+		{ "jail-no-pidns", no_argument, 0, 'P' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -182,6 +184,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		}
 		case 'X': cfg->jail.cgroup = optarg; break;
 		case 'N': cfg->jail.netns = optarg; break;
+		case 'P': cfg->jail.no_pidns = true; break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 1;
@@ -209,7 +212,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	if (cfg->jail.root && (!cfg->jail.uid || !cfg->jail.gid))
 		return errf(EINVAL, "--jail needs --jail-uid and --jail-gid (unprivileged)");
 	if (!cfg->jail.root && (cfg->jail.uid || cfg->jail.gid || cfg->jail.nbinds || cfg->jail.nro_binds ||
-				cfg->jail.cgroup || cfg->jail.netns))
+				cfg->jail.cgroup || cfg->jail.netns || cfg->jail.no_pidns))
 		return errf(EINVAL, "--jail-* options need --jail DIR");
 	return 0;
 }

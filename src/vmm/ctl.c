@@ -181,7 +181,7 @@ const struct ctl_command ctl_vm_commands[] = {
 };
 
 /* parse_jail: {"root":D,"uid":N,"gid":N,"cgroup":D,"netns":P,
- * "binds":[P...],"ro_binds":[P...]} (see jail.h). */
+ * "binds":[P...],"ro_binds":[P...],"pidns":BOOL} (see jail.h). */
 static int parse_jail(const struct json *j, struct jail_config *out)
 {
 	if (!j || j->type == JSON_NULL)
@@ -223,6 +223,9 @@ static int parse_jail(const struct json *j, struct jail_config *out)
 				return errf(ENOMEM, "out of memory");
 		}
 	}
+	bool pidns;
+	if (json_get_bool(j, "pidns", &pidns))
+		jc.no_pidns = !pidns;
 	*out = jc;
 	return 0;
 }

@@ -118,6 +118,11 @@ int jail_enter(const struct jail_config *j)
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return errf_sys("jail: remount / read-only");
 
+	/* The sockets it binds now, as root, it must still connect to once it
+	 * is unprivileged (the vsock bridge resyncs the guest through its own
+	 * socket): they are made open to all, and kept private by the
+	 * directory they are in, which belongs to the jail's uid alone. */
+	umask(0);
 	struct rlimit nofile = { 4096, 4096 }, core = { 0, 0 }, nproc = { 256, 256 };
 	if (setrlimit(RLIMIT_NOFILE, &nofile) < 0 || setrlimit(RLIMIT_CORE, &core) < 0)
 		return errf_sys("jail: setrlimit");

@@ -33,6 +33,10 @@ struct jail_config {
 	int nbinds;
 	const char *ro_binds[JAIL_MAX_BINDS];
 	int nro_binds;
+	/* No PID namespace of its own: for VMMs that will be live-forked.
+	 * Their children share the parent's namespaces, and in a PID
+	 * namespace of the parent's they would all die with it (its PID 1). */
+	bool no_pidns;
 };
 
 /* jail_join: step 1 (as root). The TAP is opened after it. */

@@ -57,6 +57,8 @@ static int enter_jail(struct vmm_config *cfg)
 		return rc;
 	if (cfg->tap && (cfg->tap_fd = virtio_net_tap_open(cfg->tap)) < 0)
 		return cfg->tap_fd;
+	if (cfg->jail.no_pidns)
+		return jail_enter(&cfg->jail);
 	if (unshare(CLONE_NEWPID) < 0)
 		return errf_sys("jail: unshare PID namespace");
 	pid_t pid = fork();

@@ -61,6 +61,17 @@ _on_exit() {
 		echo "FAIL cleanup: kiln-vmm processes left behind: $left"
 		kill -9 $left 2>/dev/null
 	fi
+	# Networks and cgroups of sandboxes a failed test left (its kilnd
+	# claimed them in DATA/net; cgroups are named after sandboxes).
+	local slot c
+	for slot in $(ls "$DATA/net" 2>/dev/null); do
+		"$BUILD/kiln-net" destroy "$slot" >/dev/null 2>&1
+	done
+	for c in $(ls "$DATA/sandboxes" 2>/dev/null); do
+		[ -d "/sys/fs/cgroup/kiln/$c" ] && { echo 1 > "/sys/fs/cgroup/kiln/$c/cgroup.kill"; sleep 0.2; rmdir "/sys/fs/cgroup/kiln/$c"; } 2>/dev/null
+	done
+	rmdir /sys/fs/cgroup/kiln 2>/dev/null
+	ip netns list 2>/dev/null | grep -q '^kiln-n' || nft delete table inet kiln 2>/dev/null
 	# What kilnd said, when something failed.
 	if [ -s "$T/failed" ] && [ -s "$T/kilnd.log" ]; then
 		echo "  kilnd's last log lines:"

@@ -7,19 +7,12 @@
 . "$(dirname "$0")/lib.sh"
 NET=$BUILD/kiln-net
 up=kiln-t71-up
-at_exit "$NET cleanup >/dev/null 2>&1; ip netns del $up 2>/dev/null; ip link del kup0 2>/dev/null"
+. "$(dirname "$0")/upstream.sh"
+at_exit "$NET cleanup >/dev/null 2>&1"
 
 # Upstream: the host routes to it through kup0; it serves HTTP on its own
 # address, on a second "internet" address, on 169.254.169.254, and on 3333.
-ip netns add $up
-ip link add kup0 type veth peer name uv netns $up
-ip addr add 192.0.2.1/24 dev kup0 && ip link set kup0 up
-ip -n $up addr add 192.0.2.2/24 dev uv && ip -n $up link set uv up && ip -n $up link set lo up
-ip -n $up link add inet0 type dummy && ip -n $up link set inet0 up
-ip -n $up addr add 203.0.113.10/24 dev inet0
-ip -n $up addr add 169.254.169.254/32 dev inet0
-ip route add 203.0.113.0/24 via 192.0.2.2
-ip route add 169.254.169.254/32 via 192.0.2.2
+upstream $up kup0
 ip route show default | grep -q . || ip route add default via 192.0.2.2
 mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
 ip netns exec $up python3 -m http.server 80 --directory "$T/www" >/dev/null 2>&1 &

@@ -2,6 +2,8 @@
  * validation, the rate limiter, output rendering, WebSocket framing,
  * errno-to-status mapping and disk chains. */
 #include "agent/disk.h"
+#include "agent/netpolicy.h"
+#include "net/net.h"
 #include "api/http.h"
 #include "api/ratelimit.h"
 #include "api/render.h"
@@ -249,10 +251,47 @@ static void disk_chains_follow_headers(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* Egress policies: canonical text, defaults, and bad values named. */
+static void net_policies(void)
+{
+	char *text = NULL;
+	json_t *b = json_loads("{\"template\":\"minimal\"}", 0, NULL);
+	CHECK(netpolicy_from_request(b, &text) == 0 && text == NULL);	/* no policy given */
+	json_decref(b);
+	b = json_loads("{\"allow_out\":[\"10.1.2.3/8\",\"192.0.2.7\"],\"deny_out\":null}", 0, NULL);
+	CHECK(netpolicy_from_request(b, &text) == 0 && text &&
+	      !strcmp(text, "{\"allow_internet\":true,\"allow_out\":[\"10.0.0.0/8\",\"192.0.2.7/32\"],\"deny_out\":[]}"));
+	struct net_policy p;
+	CHECK(netpolicy_parse(text, &p) == 0 && p.allow_internet && p.nallow == 2 && p.ndeny == 0 &&
+	      p.allow[0].addr == 0x0a000000 && p.allow[0].bits == 8 && p.allow[1].bits == 32);
+	free(text);
+	json_decref(b);
+	CHECK(netpolicy_parse(NULL, &p) == 0 && p.allow_internet && p.nallow == 0);
+	static const char *const bad[][2] = {
+		{ "{\"allow_out\":[\"10.0.0.300/8\"]}", "10.0.0.300/8" },
+		{ "{\"deny_out\":[\"1.2.3.4/33\"]}", "1.2.3.4/33" },
+		{ "{\"deny_out\":\"10.0.0.0/8\"}", "deny_out" },
+		{ "{\"allow_out\":[42]}", "allow_out" },
+		{ "{\"allow_internet\":\"no\"}", "allow_internet" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		b = json_loads(bad[i][0], 0, NULL);
+		text = NULL;
+		int rc = netpolicy_from_request(b, &text);
+		CHECK(rc == -EINVAL && !text && strstr(errmsg(), bad[i][1]));
+		json_decref(b);
+	}
+	json_t *r = netpolicy_render("{\"allow_internet\":false}");
+	CHECK(json_is_false(json_object_get(r, "allow_internet")) &&
+	      json_array_size(json_object_get(r, "allow_out")) == 0);
+	json_decref(r);
+}
+
 int main(void)
 {
 	int failures = 0;
 	RUN(routes_match_and_capture);
+	RUN(net_policies);
 	RUN(validation_is_strict);
 	RUN(ids_names_and_paths);
 	RUN(rate_limits_per_key);

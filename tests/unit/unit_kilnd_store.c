@@ -7,6 +7,7 @@
 #include "test.h"
 
 #include <errno.h>
+#include <sqlite3.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +105,12 @@ static void sandbox_rows_round_trip(void)
 	r.cpu_seconds = 1.25;
 	r.metadata = strdup("{\"a\":\"b\"}");
 	r.disks = strdup("{\"top\":\"/x/disk\"}");
+	r.net_slot = 17;
+	r.net_policy = strdup("{\"allow_internet\":false}");
 	CHECK(store_sandbox_save(st, &r) == 0);
 	struct sbx_row back;
 	CHECK(store_sandbox_load(st, r.id, &back) == 0);
+	CHECK(back.net_slot == 17 && back.net_policy && !strcmp(back.net_policy, "{\"allow_internet\":false}"));
 	CHECK(!strcmp(back.template, "base") && !strcmp(back.state, "running") && back.vcpus == 2);
 	CHECK(back.ready_ms == 12.5 && back.vmm_pid == 4242 && back.vmm_start == 99);
 	CHECK(back.metadata && !strcmp(back.metadata, "{\"a\":\"b\"}") && !back.env);
@@ -128,6 +132,40 @@ static int count_live(void *ctx, struct sbx_row *r)
 	(*(int *)ctx)++;
 	sbx_row_clear(r);
 	return 0;
+}
+
+/* A database of schema version 1 (no network columns) gains them. */
+static void schema_v1_is_migrated(void)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/v1.db", dir);
+	static const char v1[] = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); "
+		 "INSERT INTO meta VALUES ('schema_version', '1'); "
+		 "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, template TEXT NOT NULL, "
+		 "state TEXT NOT NULL, parent_id TEXT, snapshot_id TEXT, vcpus BIGINT NOT NULL, "
+		 "memory_mib BIGINT NOT NULL, ttl_seconds BIGINT NOT NULL, metadata TEXT, env TEXT, disks TEXT, "
+		 "created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, deleted_ms BIGINT, active_ms BIGINT NOT NULL, "
+		 "ready_ms DOUBLE PRECISION, vmm_pid BIGINT, vmm_start BIGINT, cpu_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, "
+		 "cpu_base DOUBLE PRECISION NOT NULL DEFAULT 0, mem_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, "
+		 "running_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, rss_bytes BIGINT NOT NULL DEFAULT 0, error TEXT); "
+		 "INSERT INTO sandboxes (id, workspace_id, template, state, vcpus, memory_mib, ttl_seconds, created_ms, "
+		 "updated_ms, active_ms) VALUES ('sbx_old', 'ws_x', 'base', 'running', 1, 256, 0, 1, 1, 1);";
+	sqlite3 *db = NULL;
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK && sqlite3_exec(db, v1, NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	struct store *st = NULL;
+	CHECK(store_open(path, &st) == 0);
+	struct sbx_row r;
+	CHECK(st && store_sandbox_load(st, "sbx_old", &r) == 0);
+	CHECK(r.net_slot == 0 && r.net_policy == NULL);
+	r.net_slot = 3;
+	CHECK(store_sandbox_save(st, &r) == 0);
+	sbx_row_clear(&r);
+	store_close(st);
+	CHECK(store_open(path, &st) == 0);	/* once migrated, opened as version 2 */
+	CHECK(st && store_sandbox_load(st, "sbx_old", &r) == 0 && r.net_slot == 3);
+	sbx_row_clear(&r);
+	store_close(st);
 }
 
 static void usage_sums_per_workspace(void)
@@ -275,6 +313,7 @@ int main(void)
 	RUN(keys_are_stored_hashed_and_revocable);
 	RUN(key_shapes);
 	RUN(sandbox_rows_round_trip);
+	RUN(schema_v1_is_migrated);
 	RUN(usage_sums_per_workspace);
 	RUN(snapshots_are_per_workspace);
 	RUN(ports_round_trip);

@@ -52,7 +52,8 @@ class Sandbox:
     @classmethod
     def create(cls, template: Optional[str] = None, *, ttl_seconds: Optional[int] = None,
                metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
-               allow_out: Optional[Sequence[str]] = None, from_snapshot: Optional[str] = None,
+               allow_out: Optional[Sequence[str]] = None, deny_out: Optional[Sequence[str]] = None,
+               allow_internet: Optional[bool] = None, from_snapshot: Optional[str] = None,
                api_url: Optional[str] = None, api_key: Optional[str] = None,
                client: Optional[Client] = None) -> "Sandbox":
         """Create a sandbox from a template (default ``base``) or a snapshot.
@@ -60,7 +61,8 @@ class Sandbox:
 
         ``ttl_seconds`` is an idle timeout (0: never); ``env`` the
         environment of every command; ``allow_out`` a list of CIDRs the
-        sandbox may reach (on servers with egress policies)."""
+        sandbox may reach (only those), ``deny_out`` CIDRs it may never
+        reach, ``allow_internet=False`` nothing at all (docs/network.md)."""
         c = resolve(client, api_url, api_key)
         if template is not None and from_snapshot is not None:
             raise ValueError("give either template or from_snapshot, not both")
@@ -68,6 +70,8 @@ class Sandbox:
             "template": template, "from_snapshot": from_snapshot, "ttl_seconds": ttl_seconds,
             "metadata": str_map("metadata", metadata), "env": str_map("env", env),
             "allow_out": list(allow_out) if allow_out is not None else None,
+            "deny_out": list(deny_out) if deny_out is not None else None,
+            "allow_internet": allow_internet,
         })
         return cls(c, c.transport.request("POST", "/v1/sandboxes", json_body=body).json())
 
@@ -276,6 +280,17 @@ class Sandbox:
         """Change the idle timeout (0: never deleted for idleness)."""
         self._info = self._client.transport.request(
             "PATCH", self._path + "/lifecycle", json_body={"ttl_seconds": seconds}).json()
+        return self
+
+    def set_network(self, *, allow_out: Optional[Sequence[str]] = None,
+                    deny_out: Optional[Sequence[str]] = None,
+                    allow_internet: bool = True) -> "Sandbox":
+        """Replace the egress policy (fields left out take their defaults);
+        in force for new connections when this returns."""
+        body = clean({"allow_out": list(allow_out) if allow_out is not None else None,
+                      "deny_out": list(deny_out) if deny_out is not None else None,
+                      "allow_internet": allow_internet})
+        self._info = self._client.transport.request("PUT", self._path + "/network", json_body=body).json()
         return self
 
     def delete(self) -> None:

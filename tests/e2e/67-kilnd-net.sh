@@ -1,0 +1,159 @@
+#!/bin/bash
+# Sandbox networks through kilnd (docs/network.md): every sandbox gets its
+# own namespace from the warm pool and its guest has its address from the
+# template (kiln.ip), so it reaches "the internet" (a namespace this test
+# makes upstream of the host, standing in for it) at once; but not another
+# sandbox, cloud metadata, the host's own addresses or a Stratum port.
+# Egress policies: allow_out with one CIDR, allow_internet false, changes
+# with PUT .../network on a running sandbox, bad CIDRs refused with 400;
+# forks get networks of their own with their parent's policy. Deleting
+# everything and stopping kilnd leaves no namespace, veth, TAP or nftables
+# table. Only addresses this test makes are ever contacted.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { echo "SKIP kilnd_net: no KVM"; exit 0; }
+up=kiln-t67-up
+. "$(dirname "$0")/../integration/upstream.sh"
+
+# Upstream: HTTP on its own address, on a second "internet" address, on
+# 169.254.169.254 and on Stratum's 3333; the host serves on its own.
+upstream $up kup67
+mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
+serve() {   # serve NETNS|- PORT [BIND]: an HTTP server, stopped at exit
+	local ns=$1 port=$2 bind=${3:-0.0.0.0} pre=()
+	[ "$ns" != - ] && pre=(ip netns exec "$ns")
+	"${pre[@]}" python3 -m http.server "$port" --bind "$bind" --directory "$T/www" >/dev/null 2>&1 &
+	at_exit "kill $! 2>/dev/null"
+}
+serve $up 80
+serve $up 3333
+serve - 8080
+# answers URL: it serves (python starts slowly in the emulated host).
+answers() {
+	local i
+	for i in $(seq 60); do
+		[ "$(curl -s -m 5 "$1")" = kiln-upstream ] && return 0
+		sleep 0.5
+	done
+	return 1
+}
+# The servers answer the host: "blocked" below is the firewall's doing.
+for u in 192.0.2.2:80 192.0.2.2:3333 203.0.113.10:80 169.254.169.254:80 192.0.2.1:8080; do
+	answers "http://$u/" || { fail net_setup "http://$u/ does not answer the host"; exit 1; }
+done
+
+build_template minimal || exit 1
+start_kilnd --rate 0 --net-pool 2 || exit 1
+KEY=$(new_key net)
+at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
+
+# fetch SBX HOST PORT: what the guest gets from http://HOST:PORT/, or
+# "blocked". (nc: the static busybox's wget crashes resolving names.)
+fetch() {
+	api POST "/v1/sandboxes/$1/exec" "{\"cmd\":\"echo GET / | nc -w 5 $2 $3 | head -1 | grep . || echo blocked\"}"
+	jget 'j["stdout"].strip()'
+}
+reach() {   # reach NAME SBX HOST PORT WANT
+	local got
+	got=$(fetch "$2" "$3" "$4")
+	check "$1" "$3:$4 -> '$got'" [ "$got" = "$5" ]
+}
+# The namespace of a sandbox's VMM (it runs in it, jailed).
+netns_of() { ip netns identify "$(cut -d' ' -f1 "$DATA/sandboxes/$1/vmm.pid")"; }
+
+create_sandbox '{"template":"minimal"}'
+A=$SBX
+[ -n "$A" ] || { fail net_create "$STATUS $BODY"; exit 1; }
+check net_policy_shown "GET shows $(jget 'j["network"]')" \
+	[ "$(jget 'j["network"]')" = "{'allow_internet': True, 'allow_out': [], 'deny_out': []}" ]
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"ip -4 addr show eth0 | grep -o \"inet [0-9./]*\"; ip route | grep default"}'
+check net_guest_configured "$(jget 'j["stdout"]' | tr '\n' ' ')" grep -q "inet 172.16.0.2/30" "$T/body"
+nsA=$(netns_of "$A")
+check net_own_namespace "VMM of $A runs in '$nsA'" [ -n "$nsA" ]
+reach net_reaches_internet "$A" 192.0.2.2 80 kiln-upstream
+
+create_sandbox '{"template":"minimal"}'
+B=$SBX
+nsB=$(netns_of "$B")
+ipB=$(ip -n "$nsB" -4 -o addr show vn 2>/dev/null | grep -o 'inet [0-9.]*' | cut -d' ' -f2)
+hostB=$(ip -4 -o addr show "kv${nsB#kiln-n}" 2>/dev/null | grep -o 'inet [0-9.]*' | cut -d' ' -f2)
+check net_two_namespaces "$A in $nsA, $B in $nsB ($ipB, host side $hostB)" \
+	eval '[ -n "$nsB" ] && [ "$nsA" != "$nsB" ] && [ -n "$ipB" ]'
+serve "$nsB" 80 "$ipB"
+check net_setup_sandbox_server "B's namespace serves on $ipB" answers "http://$ipB/"
+reach net_blocks_other_sandbox "$A" "$ipB" 80 blocked
+reach net_blocks_metadata "$A" 169.254.169.254 80 blocked
+reach net_blocks_host "$A" 192.0.2.1 8080 blocked
+reach net_blocks_host_veth "$A" "$hostB" 8080 blocked
+reach net_blocks_stratum "$A" 192.0.2.2 3333 blocked
+
+# ---- policies -----------------------------------------------------------------------------
+create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
+C=$SBX
+reach net_allow_out_cidr "$C" 203.0.113.10 80 kiln-upstream
+reach net_allow_out_others_dropped "$C" 192.0.2.2 80 blocked
+create_sandbox '{"template":"minimal","allow_internet":false}'
+D=$SBX
+check net_no_internet_shown "$(jget 'j["network"]')" [ "$(jget 'j["network"]["allow_internet"]')" = False ]
+reach net_no_internet "$D" 192.0.2.2 80 blocked
+
+api PUT "/v1/sandboxes/$A/network" '{"allow_internet":false}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["network"]["allow_internet"]')" = False ] &&
+	reach net_put_no_internet "$A" 192.0.2.2 80 blocked || fail net_put_no_internet "$STATUS $BODY"
+api PUT "/v1/sandboxes/$A/network" '{"deny_out":["192.0.2.2"]}'
+check net_put_deny "$STATUS $(jget 'j["network"]')" [ "$(jget 'j["network"]["deny_out"]')" = "['192.0.2.2/32']" ]
+reach net_put_deny_dropped "$A" 192.0.2.2 80 blocked
+reach net_put_deny_others_pass "$A" 203.0.113.10 80 kiln-upstream
+api PUT "/v1/sandboxes/$D/network" '{}'
+reach net_put_open "$D" 192.0.2.2 80 kiln-upstream
+
+api POST /v1/sandboxes '{"template":"minimal","allow_out":["10.0.0.300/8"]}'
+expect net_bad_cidr 400 invalid_request && check net_bad_cidr_named "$(jget 'j["error"]["message"]')" grep -q '10.0.0.300/8' "$T/body"
+api POST /v1/sandboxes '{"template":"minimal","deny_out":"10.0.0.0/8"}'
+expect net_bad_list 400 invalid_request
+api PUT "/v1/sandboxes/$A/network" '{"allow_out":["1.2.3.4/33"]}'
+expect net_put_bad_cidr 400 invalid_request && check net_put_bad_named "$(jget 'j["error"]["message"]')" grep -q '1.2.3.4/33' "$T/body"
+api PUT "/v1/sandboxes/$A/network" '{"allow_everything":true}'
+expect net_put_unknown_field 400 invalid_request
+api PUT /v1/sandboxes/sbx_doesnotexist/network '{}'
+expect net_put_not_found 404 not_found
+
+# ---- forks ---------------------------------------------------------------------------------
+api POST "/v1/sandboxes/$C/fork" '{"count":1}'
+F=$(jget 'j["sandboxes"][0]["id"]')
+[ -n "$F" ] || F=
+if [ "$STATUS" = 201 ] && [ -n "$F" ]; then
+	reach net_fork_policy_kept "$F" 192.0.2.2 80 blocked
+	reach net_fork_reaches "$F" 203.0.113.10 80 kiln-upstream
+	reach net_fork_parent_runs_on "$C" 203.0.113.10 80 kiln-upstream
+else
+	fail net_fork "$STATUS $BODY"
+fi
+
+# ---- the switches -----------------------------------------------------------------------------
+for s in "$A" "$B" "$C" "$D" "$F"; do [ -n "$s" ] && api DELETE "/v1/sandboxes/$s"; done
+# --no-jail (debugging): the VMM runs as root (a zygote's child in the
+# zygote's namespace, with its TAP opened in its own by kilnd and passed),
+# and its guest is online with its policy.
+stop_kilnd
+start_kilnd --rate 0 --net-pool 0 --no-jail || exit 1
+create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
+N=$SBX
+uidN=$(awk '/^Uid:/{print $2}' /proc/$(cut -d' ' -f1 "$DATA/sandboxes/$N/vmm.pid" 2>/dev/null)/status 2>/dev/null)
+check net_no_jail "unjailed VMM uid '$uidN'" eval '[ -n "$N" ] && [ "$uidN" = 0 ]'
+reach net_no_jail_reaches "$N" 203.0.113.10 80 kiln-upstream
+reach net_no_jail_policy "$N" 192.0.2.2 80 blocked
+[ -n "$N" ] && api DELETE "/v1/sandboxes/$N"
+# --no-net: a template built with a network device is refused, by name.
+stop_kilnd
+start_kilnd --rate 0 --no-net || exit 1
+api POST /v1/sandboxes '{"template":"minimal"}'
+check net_off_refuses_net_template "$STATUS $(jget 'j["error"]["message"]')" \
+	eval '[ "$STATUS" = 501 ] && grep -q -- "--no-net" "$T/body"'
+
+# ---- nothing left --------------------------------------------------------------------------
+stop_kilnd
+left_ns=$(ip netns list | grep -o 'kiln-n[0-9]*' | tr '\n' ' ')
+left_links=$(ip -o link show | grep -o ' kv[0-9]*' | tr '\n' ' ')
+left_table=$(nft list tables 2>/dev/null | grep 'inet kiln')
+check net_nothing_left "namespaces '$left_ns', veths '$left_links', table '$left_table', DATA/net: $(ls "$DATA/net" 2>/dev/null | wc -l)" \
+	eval '[ -z "$left_ns" ] && [ -z "$left_links" ] && [ -z "$left_table" ]'

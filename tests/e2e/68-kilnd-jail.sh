@@ -1,0 +1,131 @@
+#!/bin/bash
+# The jail around every VMM kilnd starts (docs/kilnd.md "Isolation"): an
+# unprivileged uid of its own, seccomp, its sandbox's network namespace,
+# a cgroup with cpu, memory and pids limits, and a root holding only the
+# sandboxes' directory and the template. Forks keep their parent's uid and
+# get their own cgroup. A guest fork bomb and a memory hog leave kilnd and
+# a neighbour responsive; a VMM that goes over its memory limit is killed
+# and its sandbox marked failed, the neighbour unharmed. A SIGKILL of
+# kilnd and a restart, then deleting everything, leave no namespace, veth,
+# nftables table, cgroup or jail directory behind.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { echo "SKIP kilnd_jail: no KVM"; exit 0; }
+CG=/sys/fs/cgroup/kiln
+[ -e /sys/fs/cgroup/cgroup.controllers ] || { echo "SKIP kilnd_jail: no cgroup v2"; exit 0; }
+
+build_template minimal || exit 1
+start_kilnd --rate 0 --net-pool 1 || exit 1
+KEY=$(new_key jail)
+at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
+vmm_of() { cut -d' ' -f1 "$DATA/sandboxes/$1/vmm.pid" 2>/dev/null; }
+run_in() {   # run_in SBX CMD [TIMEOUT]: stdout of CMD in the guest
+	api POST "/v1/sandboxes/$1/exec" "{\"cmd\":\"$2\",\"timeout_seconds\":${3:-60}}"
+	jget 'j["stdout"].strip()'
+}
+
+create_sandbox
+A=$SBX
+create_sandbox
+B=$SBX
+[ -n "$A" ] && [ -n "$B" ] || { fail jail_create "$STATUS $BODY"; exit 1; }
+pa=$(vmm_of "$A") pb=$(vmm_of "$B")
+ua=$(awk '/^Uid:/{print $2 "/" $3 "/" $4}' /proc/$pa/status)
+ub=$(awk '/^Uid:/{print $2}' /proc/$pb/status)
+nnp=$(awk '/^NoNewPrivs:/{print $2}' /proc/$pa/status)
+sec=$(awk '/^Seccomp:/{print $2}' /proc/$pa/status)
+check jail_uid "VMM $pa runs as $ua (B's as $ub), NoNewPrivs $nnp, seccomp mode $sec" \
+	eval '[ "${ua%%/*}" != 0 ] && [ "$ua" = "${ua%%/*}/${ua%%/*}/${ua%%/*}" ] && [ "$ub" != "${ua%%/*}" ] && [ "$nnp" = 1 ] && [ "$sec" = 2 ]'
+dirs=$(stat -c '%u:%a' "$DATA/sandboxes/$A" "$DATA/sandboxes/$B" | tr '\n' ' ')
+check jail_dirs_private "sandbox directories (uid:mode): $dirs" [ "$dirs" = "${ua%%/*}:700 $ub:700 " ]
+
+cga=$(cut -d: -f3 /proc/$pa/cgroup)
+lim="$(cat $CG/$A/memory.max 2>/dev/null) $(cat $CG/$A/pids.max 2>/dev/null) $(cut -d' ' -f1 $CG/$A/cpu.max 2>/dev/null)"
+check jail_cgroup "in $cga; memory.max pids.max cpu.max: $lim" \
+	eval '[ "$cga" = "/kiln/$A" ] && [ "$lim" = "$(( (2 * 256 + 96) << 20 )) 64 100000" ]'
+nsa=$(ip netns identify "$pa")
+check jail_netns "VMM in namespace '$nsa'" [ -n "$nsa" ]
+seen=$(ls -A /proc/$pa/root/ 2>/dev/null | tr '\n' ' ')
+want="$(echo "$DATA" | cut -d/ -f2) "
+others=$(ls -A "/proc/$pa/root$DATA/" 2>/dev/null | tr '\n' ' ')
+check jail_root "root holds '$seen', DATA in it holds '$others'" \
+	eval '[ "$seen" = "$want" ] && ! [ -e "/proc/$pa/root/etc/passwd" ] && ! [ -e "/proc/$pa/root$DATA/kilnd.db" ]'
+
+# Forks stay in their parent's jail (same uid) with a cgroup of their own.
+api POST "/v1/sandboxes/$A/fork" '{"count":1}'
+K=$(jget 'j["sandboxes"][0]["id"]')
+pk=$(vmm_of "$K")
+uk=$(awk '/^Uid:/{print $2}' /proc/$pk/status 2>/dev/null)
+cgk=$(cut -d: -f3 /proc/$pk/cgroup 2>/dev/null)
+fk=$(run_in "$K" 'echo forked')
+check jail_fork "fork $K: uid $uk, cgroup $cgk, answers '$fk'" \
+	eval '[ "$uk" = "${ua%%/*}" ] && [ "$cgk" = "/kiln/$K" ] && [ "$fk" = forked ]'
+[ -n "$K" ] && api DELETE "/v1/sandboxes/$K"
+check jail_fork_cgroup_removed "after delete: $CG/$K exists: $([ -e "$CG/$K" ] && echo yes || echo no)" \
+	eval '[ -n "$K" ] && [ ! -e "$CG/$K" ]'
+
+# ---- a fork bomb and a memory hog in A -----------------------------------------------------
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"f(){ f|f& }; f","timeout_seconds":20}' &
+bomb=$!
+sleep 8
+t0=$(date +%s.%N)
+out=$(run_in "$B" 'echo neighbour-ok')
+t1=$(date +%s.%N)
+check jail_fork_bomb_neighbour "B answered '$out' in $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s during A's fork bomb" [ "$out" = neighbour-ok ]
+alive jail_fork_bomb_kilnd
+wait $bomb
+kill -0 "$pa" 2>/dev/null && pass jail_fork_bomb_vmm "A's VMM survives its guest's fork bomb" || fail jail_fork_bomb_vmm "A's VMM died"
+api DELETE "/v1/sandboxes/$A"
+
+out=$(run_in "$B" 'head -c 400m /dev/zero | tail > /dev/null; echo hog-done' 120)
+out2=$(run_in "$B" 'echo still-here')
+api GET "/v1/sandboxes/$B"
+check jail_memory_hog "guest hog: '$out'; then '$out2', status $(jget 'j["status"]')" \
+	eval '[ "$out2" = still-here ] && [ "$(jget '\''j["status"]'\'')" = running ]'
+alive jail_memory_hog_kilnd
+
+# ---- over the VMM's memory limit -------------------------------------------------------------
+# With a limit (2 x 256 - 330 = 182 MiB) below the guest's memory, the
+# guest can push its VMM over.
+stop_kilnd
+start_kilnd --rate 0 --net-pool 1 --vmm-overhead -330 || exit 1
+create_sandbox
+M=$SBX
+pm=$(vmm_of "$M")
+run_in "$M" 'head -c 200m /dev/zero | tail > /dev/null; echo survived' 120 >/dev/null
+for i in $(seq 50); do
+	api GET "/v1/sandboxes/$M"
+	[ "$(jget 'j["status"]')" = failed ] && break
+	sleep 0.2
+done
+check jail_memory_limit_kill "M: $(jget 'j["status"], j.get("error")')" \
+	eval '[ "$(jget '\''j["status"]'\'')" = failed ] && grep -q '\''memory limit'\'' "$T/body"'
+out=$(run_in "$B" 'echo neighbour-ok')
+check jail_memory_limit_neighbour "B answers '$out'" [ "$out" = neighbour-ok ]
+check jail_memory_limit_cleanup "M's VMM gone, cgroup removed" eval '! kill -0 "$pm" 2>/dev/null && [ ! -e "$CG/$M" ]' 
+
+# ---- SIGKILL, restart, delete: nothing left -----------------------------------------------
+pool_before=$(ls "$DATA/net" | tr '\n' ' ')
+kill -9 "$KILND_PID"
+wait "$KILND_PID" 2>/dev/null
+KILND_PID=
+start_kilnd --rate 0 --net-pool 1 || exit 1
+sleep 2
+api GET "/v1/sandboxes/$B"
+nns=$(ip netns list | grep -c '^kiln-n')
+st=$(jget 'j["status"]')
+back=$(run_in "$B" 'echo back')
+check jail_restart_reattached "B $st after the kill, answers '$back'; namespaces $nns (claims before: $pool_before)" \
+	eval '[ "$st" = running ] && [ "$back" = back ] && [ "$nns" -le 2 ]'
+for s in "$B" "$M"; do api DELETE "/v1/sandboxes/$s"; done
+stop_kilnd
+left_ns=$(ip netns list | grep -o 'kiln-n[0-9]*' | tr '\n' ' ')
+left_links=$(ip -o link show | grep -o ' kv[0-9]*' | tr '\n' ' ')
+left_table=$(nft list tables 2>/dev/null | grep 'inet kiln')
+left_cg=$(ls -A $CG 2>/dev/null | grep sbx_ | tr '\n' ' ')
+for c in $left_cg; do   # why, for the failure line
+	echo "  $c: procs '$(cat $CG/$c/cgroup.procs | tr '\n' ' ')' $(tr '\n' ' ' < $CG/$c/cgroup.events)"
+	grep "$c" "$T/kilnd.log" | tail -5 | sed 's/^/  | /'
+done
+left_jail=$(ls -A "$DATA/jail" 2>/dev/null | tr '\n' ' ')
+check jail_nothing_left "namespaces '$left_ns', veths '$left_links', table '$left_table', cgroups '$left_cg', jail roots '$left_jail'" \
+	eval '[ -z "$left_ns$left_links$left_table$left_cg$left_jail" ] && [ ! -e $CG ]'
