@@ -1,4 +1,4 @@
-"""The HTTP server that tests/e2e/67-kilnd-ports.sh runs inside a sandbox
+"""The HTTP server that tests/e2e/69-kilnd-ports.sh runs inside a sandbox
 (python3 of the base template, standard library only):
 
     python3 ports_server.py PORT DIR
