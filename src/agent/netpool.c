@@ -155,6 +155,21 @@ void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
 	}
 	if (d)
 		closedir(d);
+	/* A kill while a namespace was being made leaves one without a claim
+	 * file (before its claim is written, or half set up). kilnd owns the
+	 * host's kiln-n namespaces (one kilnd per host), so any that no
+	 * sandbox holds goes too. */
+	uint32_t slots[4096];
+	int n = net_list(slots, 4096);
+	for (int i = 0; i < n; i++) {
+		bool held = false;
+		for (int k = 0; k < nkeep && !held; k++)
+			held = keep[k] == slots[i];
+		if (!held) {
+			netpool_drop(p, slots[i]);
+			removed++;
+		}
+	}
 	if (removed)
 		log_info("removed %d sandbox networks no sandbox holds", removed);
 	int size = p->cfg->net_pool < POOL_MAX ? p->cfg->net_pool : POOL_MAX;

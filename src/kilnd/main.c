@@ -25,6 +25,7 @@
 #include "common/err.h"
 #include "kilnd/config.h"
 #include "kilnd/log.h"
+#include "net/net.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +71,8 @@ static const char usage_text[] =
 	"                        exposed port PORT of sandbox ID (default: none)\n"
 	"  --no-net              no network for sandboxes (hosts without nftables)\n"
 	"  --net-pool N          sandbox networks kept ready (default 4; 0: made per create)\n"
+	"  --net-range CIDR      host-side addresses of sandbox networks, a /30 each\n"
+	"                        (default 10.200.0.0/16)\n"
 	"  --no-jail             run VMMs unjailed: no cgroup, uid or mount namespace\n"
 	"                        (debugging only)\n"
 	"  --jail-uid N          first uid and gid of jailed VMMs (default 900000)\n"
@@ -84,7 +87,7 @@ enum {
 	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS,
 	O_DOMAIN,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
-	O_NO_NET, O_NET_POOL, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
+	O_NO_NET, O_NET_POOL, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
 };
 
 static const struct option options[] = {
@@ -114,6 +117,7 @@ static const struct option options[] = {
 	{ "help", no_argument, 0, O_HELP },
 	{ "no-net", no_argument, 0, O_NO_NET },
 	{ "net-pool", required_argument, 0, O_NET_POOL },
+	{ "net-range", required_argument, 0, O_NET_RANGE },
 	{ "no-jail", no_argument, 0, O_NO_JAIL },
 	{ "jail-uid", required_argument, 0, O_JAIL_UID },
 	{ "cgroup", required_argument, 0, O_CGROUP },
@@ -201,6 +205,10 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_RESTART: c->restart = true; break;
 		case O_NO_NET: g->net = false; break;
 		case O_NET_POOL: g->net_pool = (int)number(optarg, "--net-pool", 0, 256); break;
+		case O_NET_RANGE:
+			if (net_set_pool(optarg) < 0)
+				die("--net-range: %s", errmsg());
+			break;
 		case O_NO_JAIL: g->jail = false; break;
 		case O_JAIL_UID: g->jail_uid = (int)number(optarg, "--jail-uid", 1000, 2000000000); break;
 		case O_CGROUP:

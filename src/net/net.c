@@ -28,10 +28,29 @@ extern char **environ;
 /* The Stratum mining-pool ports dropped for every sandbox (docs/network.md). */
 #define STRATUM_PORTS "3333, 3334, 3335, 4444, 5555, 5588, 6666, 7777, 8008, 8888, 9999, 14433, 14444, 45560, 45700"
 
+/* The host-side pool, set once at start (net_set_pool) before any
+ * namespace is made: every process of a kiln host must agree on it. */
+static uint32_t pool_addr = 0x0ac80000;  /* 10.200.0.0 */
+static int pool_bits = 16;
+
+int net_set_pool(const char *cidr)
+{
+	struct net_cidr c;
+	int rc = net_parse_cidr(cidr, &c);
+	if (rc < 0)
+		return rc;
+	if (!strchr(cidr, '/') || c.bits < 8 || c.bits > 28)
+		return errf(EINVAL, "'%s': the sandbox address pool needs a prefix from /8 to /28 "
+				    "(a /30 per sandbox)", cidr);
+	pool_addr = c.addr;
+	pool_bits = c.bits;
+	return 0;
+}
+
 void net_default_config(struct net_config *c)
 {
-	c->pool = 0x0ac80000;             /* 10.200.0.0 */
-	c->pool_bits = 16;
+	c->pool = pool_addr;
+	c->pool_bits = pool_bits;
 	c->guest_ip = "172.16.0.2";
 	c->gateway_ip = "172.16.0.1";
 	c->tap_bits = 30;

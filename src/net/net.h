@@ -34,8 +34,12 @@ struct net_config {
 	const char *gateway_mac; /* the TAP's MAC, the same in every sandbox */
 };
 
-/* net_default_config: 10.200.0.0/16, guest 172.16.0.2/30 via 172.16.0.1. */
+/* net_default_config: 10.200.0.0/16 (or what net_set_pool said), guest
+ * 172.16.0.2/30 via 172.16.0.1. */
 void net_default_config(struct net_config *c);
+/* net_set_pool: the host-side address pool, e.g. "10.200.0.0/16"; one /30
+ * per sandbox. Call before anything else here. */
+int net_set_pool(const char *cidr);
 
 struct net_slot {
 	uint32_t slot;

@@ -135,9 +135,15 @@ for s in "$A" "$B" "$C" "$D" "$F"; do [ -n "$s" ] && api DELETE "/v1/sandboxes/$
 # zygote's namespace, with its TAP opened in its own by kilnd and passed),
 # and its guest is online with its policy.
 stop_kilnd
-start_kilnd --rate 0 --net-pool 0 --no-jail || exit 1
+# Its networks come from another range (--net-range).
+start_kilnd --rate 0 --net-pool 0 --no-jail --net-range 10.201.4.0/24 || exit 1
 create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
 N=$SBX
+hostend=$(ip -o -4 addr show | awk '$2 ~ /^kv/ {print $4}' | tr '\n' ' ')
+check net_range "host ends '$hostend'" eval '[[ $hostend == 10.201.4.* ]]'
+bad=$("$KILND" --data "$DATA" --net-range 10.201.4.0/30 2>&1)
+check net_range_bad "status $?: $bad" eval '[[ $bad == *"--net-range"*"/28"* ]]'
+
 uidN=$(awk '/^Uid:/{print $2}' /proc/$(cut -d' ' -f1 "$DATA/sandboxes/$N/vmm.pid" 2>/dev/null)/status 2>/dev/null)
 check net_no_jail "unjailed VMM uid '$uidN'" eval '[ -n "$N" ] && [ "$uidN" = 0 ]'
 reach net_no_jail_reaches "$N" 203.0.113.10 80 kiln-upstream
