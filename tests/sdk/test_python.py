@@ -114,6 +114,25 @@ def create_allow_out_is_sent():
 
 
 @test
+def network_policy():
+    try:
+        sb = new("minimal", deny_out=["192.0.2.0/24"])
+    except InvalidRequest as e:
+        assert "deny_out" in e.message, e
+        return f"this kilnd has no egress policy: {e.message}"
+    eq(sb.info["network"], {"allow_internet": True, "allow_out": [], "deny_out": ["192.0.2.0/24"]}, "created")
+    eq(sb.set_network(allow_out=["10.1.2.3"]), sb, "set_network returns the sandbox")
+    eq(sb.info["network"], {"allow_internet": True, "allow_out": ["10.1.2.3/32"], "deny_out": []}, "replaced")
+    sb.set_network(allow_internet=False)
+    eq(Sandbox.get(sb.id).info["network"]["allow_internet"], False, "get sees the new policy")
+    e = raises(InvalidRequest, sb.set_network, deny_out=["not-a-cidr"])
+    assert "not-a-cidr" in e.message, e
+    eq(Sandbox.get(sb.id).info["network"]["allow_internet"], False, "a refused policy changes nothing")
+    sb.delete()
+    return "deny_out at create, set_network, a bad CIDR refused by name"
+
+
+@test
 def get_errors():
     e = raises(NotFound, Sandbox.get, "sbx_doesnotexist", code="not_found")
     assert "sbx_doesnotexist" in e.message and e.status == 404, e

@@ -18,9 +18,9 @@ export type { WriteOptions } from "./files.js";
 export { Pty } from "./pty.js";
 export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";
-export type { Command, CreateOptions, ExecOptions } from "./sandbox.js";
+export type { Command, CreateOptions, ExecOptions, NetworkOptions } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
-  ExecResult, FileInfo, FileType, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON,
+  ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON,
 } from "./types.js";

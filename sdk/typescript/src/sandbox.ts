@@ -7,7 +7,7 @@ import type { PtyOptions } from "./pty.js";
 import { Pty } from "./pty.js";
 import type { StreamCallbacks } from "./stream.js";
 import { ExecStream } from "./stream.js";
-import type { ExecResult, ExecResultJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
+import type { ExecResult, ExecResultJSON, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
 import { execResultFrom, snapshotFrom } from "./types.js";
 
 export interface CreateOptions extends ConnectOptions {
@@ -20,8 +20,26 @@ export interface CreateOptions extends ConnectOptions {
   metadata?: Record<string, string>;
   /** Environment of every command run in the sandbox. */
   env?: Record<string, string>;
-  /** CIDRs the sandbox may reach, on servers with egress policies. */
+  /** Egress (docs/network.md): if given, the only CIDRs the sandbox may reach. */
   allowOut?: string[];
+  /** CIDRs the sandbox may never reach. */
+  denyOut?: string[];
+  /** false: the sandbox reaches nothing outside itself. */
+  allowInternet?: boolean;
+}
+
+/** An egress policy; fields left out take their defaults. */
+export interface NetworkOptions {
+  allowOut?: string[];
+  denyOut?: string[];
+  allowInternet?: boolean;
+}
+
+function networkBody(o: NetworkOptions, body: Record<string, unknown>): Record<string, unknown> {
+  if (o.allowOut !== undefined) body.allow_out = o.allowOut;
+  if (o.denyOut !== undefined) body.deny_out = o.denyOut;
+  if (o.allowInternet !== undefined) body.allow_internet = o.allowInternet;
+  return body;
 }
 
 export interface ExecOptions {
@@ -95,7 +113,7 @@ export class Sandbox {
     if (options.ttlSeconds !== undefined) body.ttl_seconds = options.ttlSeconds;
     if (options.metadata !== undefined) body.metadata = options.metadata;
     if (options.env !== undefined) body.env = options.env;
-    if (options.allowOut !== undefined) body.allow_out = options.allowOut;
+    networkBody(options, body);
     return new Sandbox(client, await client.json<SandboxJSON>("POST", "/v1/sandboxes", { json: body }));
   }
 
@@ -260,6 +278,17 @@ export class Sandbox {
   async setTtl(seconds: number): Promise<this> {
     this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { ttl_seconds: seconds } });
     return this;
+  }
+
+  /** Replace the egress policy; in force for new connections when this resolves. */
+  async setNetwork(options: NetworkOptions = {}): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("PUT", `${this.path}/network`, { json: networkBody(options, {}) });
+    return this;
+  }
+
+  /** The egress policy, canonical (CIDRs with their prefix length). */
+  get network(): NetworkPolicyJSON | undefined {
+    return this.data.network ? { ...this.data.network } : undefined;
   }
 
   /** Delete the sandbox: its VM, disk and network. */

@@ -17,7 +17,15 @@ export interface SandboxJSON {
   from_snapshot: string | null;
   metadata: Record<string, string>;
   usage?: { cpu_seconds: number; memory_bytes: number; memory_mib_seconds: number; running_seconds: number };
+  network?: NetworkPolicyJSON;
   error?: string;
+}
+
+/** A sandbox's egress policy as the server reports it (docs/network.md). */
+export interface NetworkPolicyJSON {
+  allow_internet: boolean;
+  allow_out: string[];
+  deny_out: string[];
 }
 
 export interface ExecResultJSON {

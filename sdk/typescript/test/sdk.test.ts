@@ -89,6 +89,26 @@ test("create sends allowOut", async () => {
   }
 });
 
+test("egress policy: create with denyOut, setNetwork, a bad CIDR named", async () => {
+  let sb: Sandbox;
+  try {
+    sb = await create({ denyOut: ["192.0.2.0/24"] });
+  } catch (e) {
+    // A server without egress policies refuses the field by name.
+    assert.ok(e instanceof InvalidRequest && e.message.includes("deny_out"), String(e));
+    return;
+  }
+  assert.deepEqual(sb.network, { allow_internet: true, allow_out: [], deny_out: ["192.0.2.0/24"] });
+  assert.equal(await sb.setNetwork({ allowOut: ["10.1.2.3"], allowInternet: true }), sb);
+  assert.deepEqual(sb.network, { allow_internet: true, allow_out: ["10.1.2.3/32"], deny_out: [] });
+  await sb.setNetwork({ allowInternet: false });
+  assert.equal((await Sandbox.get(sb.id)).network?.allow_internet, false, "get sees the new policy");
+  const e = await rejects(() => sb.setNetwork({ denyOut: ["not-a-cidr"] }), InvalidRequest);
+  assert.ok(e.message.includes("not-a-cidr"), e.message);
+  assert.equal((await Sandbox.get(sb.id)).network?.allow_internet, false, "a refused policy changes nothing");
+  await sb.delete();
+});
+
 test("get errors", async () => {
   const e = await rejects(() => Sandbox.get("sbx_doesnotexist"), NotFound, "not_found");
   assert.equal(e.status, 404);
