@@ -240,9 +240,14 @@ static void *vcpu_loop(struct vcpu *v)
 			struct kvm_sregs sregs = { 0 };
 			ioctl(v->fd, KVM_GET_REGS, &regs);
 			ioctl(v->fd, KVM_GET_SREGS, &sregs);
+			/* On AMD, KVM INITs the vCPU on a shutdown intercept (the
+			 * VMCB is undefined after one): what it reads back then is
+			 * the reset state, not where the guest faulted. */
+			bool reset = regs.rip == 0xfff0 && sregs.cr0 == 0x10 && sregs.efer == 0;
 			vm_request_exit(vm, EXIT_TRIPLE_FAULT,
-					"guest triple fault on vCPU %d (rip 0x%llx rsp 0x%llx cr0 0x%llx cr3 0x%llx cr4 0x%llx efer 0x%llx)",
-					v->index, (unsigned long long)regs.rip, (unsigned long long)regs.rsp,
+					"guest triple fault on vCPU %d (%s rip 0x%llx rsp 0x%llx cr0 0x%llx cr3 0x%llx cr4 0x%llx efer 0x%llx)",
+					v->index, reset ? "KVM reset the vCPU, so where it faulted is lost;" : "at",
+					(unsigned long long)regs.rip, (unsigned long long)regs.rsp,
 					(unsigned long long)sregs.cr0, (unsigned long long)sregs.cr3,
 					(unsigned long long)sregs.cr4, (unsigned long long)sregs.efer);
 			return NULL;
