@@ -22,10 +22,17 @@ else
 fi
 
 sleep 2
+# Connections made the moment the restored VM's socket exists (before the
+# guest has handled the vsock transport reset, which drops every connected
+# socket) must not be cut by it: kiln-vmm holds them until the guest has.
+timeout 60 python3 "$host" early "$T/w.vsock" 1000 8 > "$T/early.out" 2>&1 &
+epid=$!
 "$VMM" --restore "$T/hib" --disk "$T/d.kcow" --vsock "$T/w.vsock" --ctl "$T/w.ctl" \
 	--console "$T/w.console" --no-resync 2>"$T/w.err" &
 wpid=$!
 at_exit "kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null"
+wait $epid
+check wake_first_connections "$(cat "$T/early.out")" grep -q 'early 8/8$' "$T/early.out"
 wait_for_line "$T/w.err" 'ready in' 30
 out=$(gsh "$T/w.vsock" 'cat /mnt/f /tmp/m; cat /tmp/ticks; sleep 1; cat /tmp/ticks' | tr '\n' ' ')
 read -r f m ta tb <<<"$out"

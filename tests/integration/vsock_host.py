@@ -11,6 +11,10 @@
   vsock_host.py tapctl CTL TAP JSON     open TAP here (IFF_VNET_HDR) and send the
                                         control request JSON with it attached
   vsock_host.py ctl CTL JSON            one control request, its one-line reply
+  vsock_host.py early UDS PORT N        as soon as UDS accepts (a VM being
+                                        restored), N connections at once, each
+                                        running "echo ok" in vsock_sh; prints
+                                        how many answered, and what went wrong
 """
 import hashlib
 import os
@@ -102,6 +106,47 @@ def sh(uds, port, command):
     sys.stdout.write(out.decode(errors="replace"))
 
 
+def early(uds, port, n):
+    import errno
+    import time
+    deadline = time.monotonic() + 30
+    while True:  # the first moment the VMM's socket takes connections
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(uds)
+            probe.close()
+            break
+        except OSError as e:
+            probe.close()
+            if e.errno not in (errno.ENOENT, errno.ECONNREFUSED) or time.monotonic() > deadline:
+                raise SystemExit("vsock_host: %s: %s" % (uds, e))
+            time.sleep(0.001)
+    results = [None] * n
+
+    def one(i):
+        try:
+            s = connect(uds, port)
+            s.sendall(b"echo ok-%d\n" % i)
+            out = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                out += chunk
+            results[i] = out.decode(errors="replace").strip()
+        except (OSError, SystemExit) as e:
+            results[i] = "error: %s" % e
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    good = sum(1 for i, r in enumerate(results) if r == "ok-%d" % i)
+    bad = "; ".join("%d: %r" % (i, r) for i, r in enumerate(results) if r != "ok-%d" % i)
+    print("vsock_host: early %d/%d%s" % (good, n, (" (" + bad[:300] + ")") if bad else ""))
+
+
 def ctl(path, request, fds=()):
     import array
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -148,6 +193,8 @@ if __name__ == "__main__":
         sh(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     elif cmd == "ctl":
         ctl(sys.argv[2], sys.argv[3])
+    elif cmd == "early":
+        early(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
     elif cmd == "tapctl":
         tapctl(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

@@ -426,6 +426,21 @@ bool virtq_has_avail(struct virtq *q)
 	return q->ready && !q->broken && avail_idx(q) != q->last_avail;
 }
 
+uint16_t virtq_avail_idx(struct virtq *q)
+{
+	return avail_idx(q);
+}
+
+uint16_t virtq_kick_on_next(struct virtio_dev *d, struct virtq *q)
+{
+	uint16_t idx = avail_idx(q);
+	if (d->driver_features & VIRTIO_RING_F_EVENT_IDX) {
+		set_avail_event(d, q, idx);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	return idx;
+}
+
 int virtq_pop(struct virtio_dev *d, struct virtq *q, struct virtq_chain *c)
 {
 	if (!q->ready || q->broken)

@@ -133,6 +133,12 @@ int virtq_pop(struct virtio_dev *d, struct virtq *q, struct virtq_chain *c);
 void virtq_push(struct virtio_dev *d, struct virtq *q, uint16_t head, uint32_t written);
 /* virtq_has_avail: whether the driver has made buffers available. */
 bool virtq_has_avail(struct virtq *q);
+
+/* virtq_kick_on_next: ask the driver (with EVENT_IDX) to notify us when
+ * it adds a buffer beyond those already available. Returns the driver's
+ * avail index now: a later one says it has added a buffer since. */
+uint16_t virtq_kick_on_next(struct virtio_dev *d, struct virtq *q);
+uint16_t virtq_avail_idx(struct virtq *q);
 /* virtio_notify_queue: interrupt the guest for used buffers, unless the
  * driver suppressed it. */
 void virtio_notify_queue(struct virtio_dev *d, struct virtq *q);

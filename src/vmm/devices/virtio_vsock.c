@@ -54,6 +54,7 @@ enum { OP_REQUEST = 1, OP_RESPONSE, OP_RST, OP_SHUTDOWN, OP_RW, OP_CREDIT_UPDATE
 #define LOCAL_PORT_LAST  ((1u << 31) - 1)
 #define NBUCKETS 256
 #define RST_RING 64
+#define RESET_ACK_NS   (10 * 1000000000ULL)
 
 struct vsock_hdr {
 	uint64_t src_cid, dst_cid;
@@ -126,7 +127,24 @@ struct vsock {
 	struct vsock_hdr rst[RST_RING];  /* resets for unknown connections */
 	int rst_head, rst_len;
 	uint8_t config[8];
+	/* After a restore, new host connections wait in the listen backlog
+	 * until the guest has handled the transport reset: it resets every
+	 * connected socket, and would reset one made before it got to the
+	 * event too. Its refill of the event queue says it is done. */
+	bool held;
+	uint16_t evq_avail;          /* the event queue's avail index at the reset */
+	uint64_t held_until;
 };
+
+static void release_held(struct vsock *vs, const char *why)
+{
+	if (!vs->held)
+		return;
+	vs->held = false;
+	if (why)
+		fprintf(stderr, "kiln-vmm: vsock: %s\n", why);
+	ev_modify(&vs->dev->vm->loop, vs->listen_h, EPOLLIN);
+}
 
 static void conn_destroy(struct conn *c);
 static void conn_event(void *opaque, uint32_t events);
@@ -717,6 +735,8 @@ static void timer_event(void *opaque, uint32_t events)
 		return;
 	pthread_mutex_lock(&vs->dev->vm->dev_lock);
 	uint64_t now = now_ns();
+	if (vs->held && now > vs->held_until)
+		release_held(vs, "the guest did not acknowledge the transport reset in 10 s; accepting connections");
 	for (int i = 0; i < NBUCKETS; i++) {
 		struct conn *c = vs->buckets[i];
 		while (c) {
@@ -735,6 +755,8 @@ static void timer_event(void *opaque, uint32_t events)
 static void vsock_notify(struct virtio_dev *d, int qi)
 {
 	struct vsock *vs = d->priv;
+	if (qi == EVQ && vs->held && virtq_avail_idx(&d->q[EVQ]) != vs->evq_avail)
+		release_held(vs, NULL);       /* an event buffer came back: reset done */
 	if (qi == TXQ)
 		tx_process(vs);
 	rx_pump(vs);                              /* new rx buffers, or replies owed */
@@ -785,6 +807,13 @@ static void vsock_restored(struct virtio_dev *d)
 		return;
 	uint32_t id = 0;                          /* VIRTIO_VSOCK_EVENT_TRANSPORT_RESET */
 	size_t n = buf_to_iov(ch.iov + ch.n_out, ch.n_in, 0, &id, sizeof id);
+	struct vsock *vs = d->priv;
+	/* Linux refills the event queue and kicks it once it has handled the
+	 * event; with EVENT_IDX it kicks only if asked to. */
+	vs->evq_avail = virtq_kick_on_next(d, q);
+	vs->held = true;
+	vs->held_until = now_ns() + RESET_ACK_NS;
+	ev_modify(&d->vm->loop, vs->listen_h, 0);
 	virtq_push(d, q, ch.head, (uint32_t)n);
 	virtio_notify_queue(d, q);
 }
