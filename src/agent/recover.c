@@ -120,6 +120,17 @@ static void recover_one(struct host *h, struct sandbox *sb)
 	sandbox_save(h, sb);
 }
 
+/* linked: whether a sandbox of this id is in the host's list. */
+static bool linked(struct host *h, const char *id)
+{
+	bool known = false;
+	pthread_mutex_lock(&h->lock);
+	for (struct sandbox *sb = h->list; sb && !known; sb = sb->next)
+		known = strcmp(sb->row.id, id) == 0;
+	pthread_mutex_unlock(&h->lock);
+	return known;
+}
+
 /* Directories under DATA/sandboxes that no live record owns. */
 static void remove_orphans(struct host *h)
 {
@@ -132,17 +143,11 @@ static void remove_orphans(struct host *h)
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
 			continue;
-		struct sandbox *sb;
-		bool known = false;
-		pthread_mutex_lock(&h->lock);
-		for (sb = h->list; sb && !known; sb = sb->next)
-			known = strcmp(sb->row.id, e->d_name) == 0;
-		pthread_mutex_unlock(&h->lock);
-		if (known || strlen(e->d_name) >= ID_MAX)
+		if (strlen(e->d_name) >= ID_MAX || linked(h, e->d_name))
 			continue;
 		struct sbx_row row = { 0 };
 		snprintf(row.id, sizeof row.id, "%s", e->d_name);
-		sb = sandbox_alloc(h, &row);
+		struct sandbox *sb = sandbox_alloc(h, &row);
 		if (!sb)
 			continue;
 		log_info("sandbox directory %s: no record owns it; removed", e->d_name);
@@ -150,16 +155,6 @@ static void remove_orphans(struct host *h)
 		sandbox_put(h, sb);
 	}
 	closedir(d);
-}
-
-static bool linked(struct host *h, const char *id)
-{
-	bool known = false;
-	pthread_mutex_lock(&h->lock);
-	for (struct sandbox *sb = h->list; sb && !known; sb = sb->next)
-		known = strcmp(sb->row.id, id) == 0;
-	pthread_mutex_unlock(&h->lock);
-	return known;
 }
 
 /* Jail roots and cgroups of sandboxes that are gone (a kill between a
