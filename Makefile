@@ -158,7 +158,11 @@ build/guest/rootfs-base.ext4: images/build-rootfs-base
 	images/build-rootfs-base $@
 
 # ---- the emulated KVM host ----------------------------------------------
-host: build/host/rootfs.ext4 build/host/initrd.cpio
+host: build/host/rootfs.ext4 build/host/initrd.cpio build/host/heartbeat
+
+build/host/heartbeat: tests/host/heartbeat.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
 
 build/host/rootfs.ext4: $(KERNEL) tests/host/packages tests/host/build-rootfs
 	tests/host/build-rootfs $@ build/kernel
