@@ -94,16 +94,19 @@ def serve(path):
     os.unlink(path)
 
 
-def sh(uds, port, command):
-    s = connect(uds, port)
-    s.sendall(command.encode() + b"\n")
+def read_all(s):
     out = b""
     while True:
         chunk = s.recv(65536)
         if not chunk:
-            break
+            return out
         out += chunk
-    sys.stdout.write(out.decode(errors="replace"))
+
+
+def sh(uds, port, command):
+    s = connect(uds, port)
+    s.sendall(command.encode() + b"\n")
+    sys.stdout.write(read_all(s).decode(errors="replace"))
 
 
 def early(uds, port, n):
@@ -127,13 +130,7 @@ def early(uds, port, n):
         try:
             s = connect(uds, port)
             s.sendall(b"echo ok-%d\n" % i)
-            out = b""
-            while True:
-                chunk = s.recv(4096)
-                if not chunk:
-                    break
-                out += chunk
-            results[i] = out.decode(errors="replace").strip()
+            results[i] = read_all(s).decode(errors="replace").strip()
         except (OSError, SystemExit) as e:
             results[i] = "error: %s" % e
 
