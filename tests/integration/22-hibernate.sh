@@ -32,8 +32,9 @@ epid=$!
 wpid=$!
 at_exit "kill -9 $wpid 2>/dev/null; wait $wpid 2>/dev/null"
 wait $epid
-check wake_first_connections "$(cat "$T/early.out")" grep -q 'early 8/8$' "$T/early.out"
 wait_for_line "$T/w.err" 'ready in' 30
+check wake_first_connections "$(cat "$T/early.out"); $(grep -m1 'transport reset' "$T/w.err")" \
+	eval "grep -q 'early 8/8$' '$T/early.out' && grep -q 'handled the transport reset in' '$T/w.err'"
 out=$(gsh "$T/w.vsock" 'cat /mnt/f /tmp/m; cat /tmp/ticks; sleep 1; cat /tmp/ticks' | tr '\n' ' ')
 read -r f m ta tb <<<"$out"
 if [ "$f" = on-disk ] && [ "$m" = in-memory ] && [ "${ta:-0}" -ge "$t1" ] && [ "${tb:-0}" -gt "${ta:-0}" ]; then

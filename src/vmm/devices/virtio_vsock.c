@@ -133,16 +133,20 @@ struct vsock {
 	 * event too. Its refill of the event queue says it is done. */
 	bool held;
 	uint16_t evq_avail;          /* the event queue's avail index at the reset */
-	uint64_t held_until;
+	uint64_t held_since, held_until;
 };
 
-static void release_held(struct vsock *vs, const char *why)
+static void release_held(struct vsock *vs, bool acked)
 {
 	if (!vs->held)
 		return;
 	vs->held = false;
-	if (why)
-		fprintf(stderr, "kiln-vmm: vsock: %s\n", why);
+	if (acked)
+		fprintf(stderr, "kiln-vmm: vsock: the guest handled the transport reset in %.1f ms\n",
+			(double)(now_ns() - vs->held_since) / 1e6);
+	else
+		fprintf(stderr, "kiln-vmm: vsock: the guest did not handle the transport reset in %llu s; "
+			"accepting connections\n", RESET_ACK_NS / 1000000000ULL);
 	ev_modify(&vs->dev->vm->loop, vs->listen_h, EPOLLIN);
 }
 
@@ -736,7 +740,7 @@ static void timer_event(void *opaque, uint32_t events)
 	pthread_mutex_lock(&vs->dev->vm->dev_lock);
 	uint64_t now = now_ns();
 	if (vs->held && now > vs->held_until)
-		release_held(vs, "the guest did not acknowledge the transport reset in 10 s; accepting connections");
+		release_held(vs, false);
 	for (int i = 0; i < NBUCKETS; i++) {
 		struct conn *c = vs->buckets[i];
 		while (c) {
@@ -756,7 +760,7 @@ static void vsock_notify(struct virtio_dev *d, int qi)
 {
 	struct vsock *vs = d->priv;
 	if (qi == EVQ && vs->held && virtq_avail_idx(&d->q[EVQ]) != vs->evq_avail)
-		release_held(vs, NULL);       /* an event buffer came back: reset done */
+		release_held(vs, true);       /* an event buffer came back: reset done */
 	if (qi == TXQ)
 		tx_process(vs);
 	rx_pump(vs);                              /* new rx buffers, or replies owed */
@@ -812,7 +816,8 @@ static void vsock_restored(struct virtio_dev *d)
 	 * event; with EVENT_IDX it kicks only if asked to. */
 	vs->evq_avail = virtq_kick_on_next(d, q);
 	vs->held = true;
-	vs->held_until = now_ns() + RESET_ACK_NS;
+	vs->held_since = now_ns();
+	vs->held_until = vs->held_since + RESET_ACK_NS;
 	ev_modify(&d->vm->loop, vs->listen_h, 0);
 	virtq_push(d, q, ch.head, (uint32_t)n);
 	virtio_notify_queue(d, q);
