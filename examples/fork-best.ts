@@ -19,13 +19,19 @@ await parent.exec("mkdir -p /work && python3 -c \"import json, random; random.se
 const branches = await parent.forkTree(4);          // 4 identical children, one pause
 const scores = await Promise.all(Object.entries(approaches).map(async ([name, code], i) => {
   const sb = branches[i];
-  await sb.files.write("/work/candidate.py", code);
-  await sb.files.write("/work/bench.py", bench);
-  const r = await sb.exec("python3 bench.py", { cwd: "/work", timeout: 120 });
-  const seconds = r.exitCode === 0 ? Number(r.stdout) : Infinity;
-  console.log(`${name.padEnd(16)} ${sb.id}  ${r.exitCode === 0 ? `${seconds.toFixed(4)} s` : "failed"}`);
+  let seconds = Infinity;                           // a branch that fails just loses
+  try {
+    await sb.files.write("/work/candidate.py", code);
+    await sb.files.write("/work/bench.py", bench);
+    const r = await sb.exec("python3 bench.py", { cwd: "/work", timeout: 120 });
+    if (r.exitCode === 0) seconds = Number(r.stdout);
+  } catch (e) {
+    console.log(`${name}: ${e}`);
+  }
+  console.log(`${name.padEnd(16)} ${sb.id}  ${seconds < Infinity ? `${seconds.toFixed(4)} s` : "failed"}`);
   return { name, sb, seconds };
 }));
 scores.sort((a, b) => a.seconds - b.seconds);
-for (const loser of scores.slice(1)) await loser.sb.delete();
-console.log(`best: ${scores[0].name}; kept ${scores[0].sb.id}`);
+const best = scores[0].seconds < Infinity ? scores[0] : undefined;
+for (const loser of scores) if (loser !== best) await loser.sb.delete();
+console.log(best ? `best: ${best.name}; kept ${best.sb.id}` : "no branch succeeded; all deleted");
