@@ -170,11 +170,40 @@ static void handle_mmio(struct vcpu *v)
 	pthread_mutex_unlock(&v->vm->dev_lock);
 }
 
-/* park: wait while a pause is requested. Returns false when stopping. */
+/* complete_io: KVM finishes the instruction of an I/O or MMIO exit (the
+ * value read into RAX, RIP past it) only on the next KVM_RUN. Do that now,
+ * with immediate_exit so that no further guest instruction runs, as
+ * Firecracker does before a snapshot: state read with the exit pending
+ * would have the instruction half done, and a restored or forked guest
+ * would run it a second time. */
+static void complete_io(struct vcpu *v)
+{
+	for (int i = 0; i < 64 && v->io_pending; i++) {
+		v->run->immediate_exit = 1;
+		int rc = ioctl(v->fd, KVM_RUN, 0);
+		v->run->immediate_exit = 0;
+		/* A string instruction may need another round of I/O. */
+		if (rc == 0 && v->run->exit_reason == KVM_EXIT_IO)
+			handle_io(v);
+		else if (rc == 0 && v->run->exit_reason == KVM_EXIT_MMIO)
+			handle_mmio(v);
+		else
+			v->io_pending = false;
+	}
+	v->io_pending = false;
+}
+
+/* park: wait while a pause is requested, I/O completed first. Returns
+ * false when stopping. */
 static bool park(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
 	pthread_mutex_lock(&vm->pause_lock);
+	while (vm->pause_requested && !atomic_load(&vm->stopping) && v->io_pending) {
+		pthread_mutex_unlock(&vm->pause_lock);
+		complete_io(v);
+		pthread_mutex_lock(&vm->pause_lock);
+	}
 	if (vm->pause_requested && !atomic_load(&vm->stopping)) {
 		vm->vcpus_parked++;
 		pthread_cond_broadcast(&vm->pause_cond);
@@ -218,18 +247,23 @@ static void *vcpu_loop(struct vcpu *v)
 		if (!park(v))
 			break;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
+			if (errno == EINTR)
+				v->io_pending = false;   /* KVM completed it before it returned */
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			vm_request_exit(vm, EXIT_ERROR, "KVM_RUN on vCPU %d: %s", v->index, strerror(errno));
 			break;
 		}
 		struct kvm_run *run = v->run;
+		v->io_pending = false;
 		switch (run->exit_reason) {
 		case KVM_EXIT_IO:
 			handle_io(v);
+			v->io_pending = true;
 			break;
 		case KVM_EXIT_MMIO:
 			handle_mmio(v);
+			v->io_pending = true;
 			break;
 		case KVM_EXIT_HLT:
 		case KVM_EXIT_INTR:

@@ -75,6 +75,7 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool started;
+	bool io_pending;             /* an I/O exit KVM completes on the next KVM_RUN */
 };
 
 struct serial;
