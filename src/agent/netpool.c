@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,41 +136,41 @@ static void *fill(void *arg)
 	return NULL;
 }
 
+static bool slot_listed(const uint32_t *slots, int n, uint32_t slot)
+{
+	for (int i = 0; i < n; i++)
+		if (slots[i] == slot)
+			return true;
+	return false;
+}
+
 void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
 {
+	/* Every slot that has a kiln-n namespace or a claim file in DATA/net:
+	 * a kill while a namespace was being made leaves one without a claim
+	 * file (before its claim is written, or half set up), or a claim
+	 * whose namespace is gone. kilnd owns the host's kiln-n namespaces
+	 * (one kilnd per host), so whatever no sandbox holds goes. */
+	enum { MAX_SLOTS = 8192 };
+	static uint32_t slots[MAX_SLOTS];
+	int n = net_list(slots, MAX_SLOTS / 2);
 	DIR *d = opendir(p->dir);
 	struct dirent *e;
-	int removed = 0;
-	while (d && (e = readdir(d))) {
+	while (d && (e = readdir(d)) && n < MAX_SLOTS) {
 		char *end;
 		unsigned long slot = strtoul(e->d_name, &end, 10);
-		if (*end || end == e->d_name || !slot)
-			continue;
-		bool held = false;
-		for (int i = 0; i < nkeep && !held; i++)
-			held = keep[i] == slot;
-		if (!held) {
-			netpool_drop(p, (uint32_t)slot);
-			removed++;
-		}
+		if (!*end && end != e->d_name && slot && slot <= UINT32_MAX &&
+		    !slot_listed(slots, n, (uint32_t)slot))
+			slots[n++] = (uint32_t)slot;
 	}
 	if (d)
 		closedir(d);
-	/* A kill while a namespace was being made leaves one without a claim
-	 * file (before its claim is written, or half set up). kilnd owns the
-	 * host's kiln-n namespaces (one kilnd per host), so any that no
-	 * sandbox holds goes too. */
-	uint32_t slots[4096];
-	int n = net_list(slots, 4096);
-	for (int i = 0; i < n; i++) {
-		bool held = false;
-		for (int k = 0; k < nkeep && !held; k++)
-			held = keep[k] == slots[i];
-		if (!held) {
+	int removed = 0;
+	for (int i = 0; i < n; i++)
+		if (!slot_listed(keep, nkeep, slots[i])) {
 			netpool_drop(p, slots[i]);
 			removed++;
 		}
-	}
 	if (removed)
 		log_info("removed %d sandbox networks no sandbox holds", removed);
 	int size = p->cfg->net_pool < POOL_MAX ? p->cfg->net_pool : POOL_MAX;
