@@ -133,7 +133,7 @@ struct vsock {
 	 * event too. Its refill of the event queue says it is done. */
 	bool held;
 	uint16_t evq_avail;          /* the event queue's avail index at the reset */
-	uint64_t held_since, held_until;
+	uint64_t held_since;
 };
 
 static void release_held(struct vsock *vs, bool acked)
@@ -739,7 +739,7 @@ static void timer_event(void *opaque, uint32_t events)
 		return;
 	pthread_mutex_lock(&vs->dev->vm->dev_lock);
 	uint64_t now = now_ns();
-	if (vs->held && now > vs->held_until)
+	if (vs->held && now - vs->held_since > RESET_ACK_NS)
 		release_held(vs, false);
 	for (int i = 0; i < NBUCKETS; i++) {
 		struct conn *c = vs->buckets[i];
@@ -817,7 +817,6 @@ static void vsock_restored(struct virtio_dev *d)
 	vs->evq_avail = virtq_kick_on_next(d, q);
 	vs->held = true;
 	vs->held_since = now_ns();
-	vs->held_until = vs->held_since + RESET_ACK_NS;
 	ev_modify(&d->vm->loop, vs->listen_h, 0);
 	virtq_push(d, q, ch.head, (uint32_t)n);
 	virtio_notify_queue(d, q);
