@@ -1,7 +1,7 @@
 #include "agent/cgroup.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -19,10 +19,10 @@
 #include "agent/net.h"
 #include "agent/proc.h"
 #include "agent/vmm.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

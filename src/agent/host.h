@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/store.h"
+#include "store/store.h"
 #include "common/strbuf.h"
 
 struct config;

@@ -13,7 +13,7 @@
 #include "agent/host_int.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 #include "agent/netpool.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 #include "net/net.h"
 
 #include <dirent.h>

@@ -15,7 +15,7 @@
 #include "agent/vmm.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

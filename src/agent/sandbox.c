@@ -10,10 +10,10 @@
 #include "agent/proc.h"
 #include "agent/template.h"
 #include "agent/vmm.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -5,7 +5,7 @@
 #include "agent/vmm.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <jansson.h>

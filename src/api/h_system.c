@@ -6,7 +6,7 @@
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/http.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "api/render.h"
 #include "common/strbuf.h"
 

@@ -1,12 +1,12 @@
 #include "api/http.h"
 #include "api/api.h"
 #include "api/auth.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "api/proxy.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "common/err.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

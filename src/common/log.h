@@ -2,8 +2,8 @@
  * log: kilnd's log lines on stderr, one per event, with a UTC timestamp
  * and a level. Safe from any thread (one fprintf per line).
  */
-#ifndef KILN_KILND_LOG_H
-#define KILN_KILND_LOG_H
+#ifndef KILN_COMMON_LOG_H
+#define KILN_COMMON_LOG_H
 
 #include <stdbool.h>
 

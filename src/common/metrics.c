@@ -1,4 +1,4 @@
-#include "api/metrics.h"
+#include "common/metrics.h"
 
 #include <pthread.h>
 #include <stdint.h>

@@ -3,8 +3,8 @@
  * Prometheus text format at GET /metrics (gauges of sandboxes by state are
  * added by the host agent at scrape time).
  */
-#ifndef KILN_API_METRICS_H
-#define KILN_API_METRICS_H
+#ifndef KILN_COMMON_METRICS_H
+#define KILN_COMMON_METRICS_H
 
 #include <stdbool.h>
 

@@ -17,14 +17,14 @@
 #include "api/api.h"
 #include "api/http.h"
 #include "api/keys.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
-#include "api/store.h"
+#include "store/store.h"
 #include "api/validate.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 #include "net/net.h"
 
 #include <errno.h>

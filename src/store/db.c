@@ -1,7 +1,7 @@
 /*
  * db: helpers shared by every driver (see db.h).
  */
-#include "api/db.h"
+#include "store/db.h"
 
 #include <stdlib.h>
 

@@ -10,8 +10,8 @@
  * (key) DO UPDATE SET col = excluded.col`, and types are TEXT, BIGINT and
  * DOUBLE PRECISION. The schema lives in schema.c.
  */
-#ifndef KILN_API_DB_H
-#define KILN_API_DB_H
+#ifndef KILN_STORE_DB_H
+#define KILN_STORE_DB_H
 
 #include <stdint.h>
 

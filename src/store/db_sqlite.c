@@ -7,7 +7,7 @@
  * rolls back cleanly). Readers never block the writer. A busy timeout lets
  * `kilnd keys create` run while the daemon holds the database.
  */
-#include "api/db.h"
+#include "store/db.h"
 #include "common/err.h"
 
 #include <errno.h>

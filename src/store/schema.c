@@ -5,7 +5,7 @@
  * since the Unix epoch. A change that is not a plain addition bumps
  * schema_version and adds a migration in store.c.
  */
-#include "api/schema.h"
+#include "store/schema.h"
 
 const int schema_version = 2;
 

@@ -4,9 +4,9 @@
  * calls: SQLite serializes writers anyway, and one connection shared under
  * a lock is simpler than a pool for a single box.
  */
-#include "api/store.h"
-#include "api/db.h"
-#include "api/schema.h"
+#include "store/store.h"
+#include "store/db.h"
+#include "store/schema.h"
 #include "common/err.h"
 
 #include <errno.h>

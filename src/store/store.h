@@ -7,8 +7,8 @@
  * state "deleted", so usage stays summable and a restart never loses a
  * record it acknowledged.
  */
-#ifndef KILN_API_STORE_H
-#define KILN_API_STORE_H
+#ifndef KILN_STORE_STORE_H
+#define KILN_STORE_STORE_H
 
 #include <stdbool.h>
 #include <stdint.h>

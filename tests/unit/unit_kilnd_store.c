@@ -1,7 +1,7 @@
-/* Unit tests for kilnd's store (src/api/store.c over the SQLite driver),
+/* Unit tests for kilnd's store (src/store/store.c over the SQLite driver),
  * on a real database file in a temporary directory. */
-#include "api/store.h"
-#include "api/db.h"
+#include "store/store.h"
+#include "store/db.h"
 #include "api/keys.h"
 #include "common/err.h"
 #include "test.h"
