@@ -1,6 +1,6 @@
 #include "agent/cgroup.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -41,7 +41,7 @@ static int read_text(const char *dir, const char *file, char *buf, size_t cap)
 	return n < 0 ? -errno : 0;
 }
 
-bool cgroup_setup(const struct config *cfg)
+bool cgroup_setup(const struct host_config *cfg)
 {
 	static bool warned;
 	char probe[64];
@@ -84,7 +84,7 @@ bool cgroup_setup(const struct config *cfg)
 	return true;
 }
 
-int cgroup_memory_mib(const struct config *cfg, int memory_mib)
+int cgroup_memory_mib(const struct host_config *cfg, int memory_mib)
 {
 	/* The guest's memory once as its own pages and once as page cache:
 	 * a snapshot or hibernation writes all of it to a file, and a VMM
@@ -94,7 +94,7 @@ int cgroup_memory_mib(const struct config *cfg, int memory_mib)
 	return mib > 16 ? (int)mib : 16;
 }
 
-int cgroup_make(const struct config *cfg, const char *id, int vcpus, int memory_mib,
+int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
 		char path[PATH_MAX])
 {
 	if (snprintf(path, PATH_MAX, "%s/%s", cfg->cgroup, id) >= PATH_MAX)
@@ -131,7 +131,7 @@ int cgroup_move(const char *path, pid_t pid)
 	return write_text(path, "cgroup.procs", v);
 }
 
-bool cgroup_oom_killed(const struct config *cfg, const char *id)
+bool cgroup_oom_killed(const struct host_config *cfg, const char *id)
 {
 	char path[PATH_MAX], buf[512];
 	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path)
@@ -142,7 +142,7 @@ bool cgroup_oom_killed(const struct config *cfg, const char *id)
 	return k && atol(k + 9) > 0;
 }
 
-void cgroup_remove(const struct config *cfg, const char *id)
+void cgroup_remove(const struct host_config *cfg, const char *id)
 {
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path)
@@ -168,7 +168,7 @@ void cgroup_remove(const struct config *cfg, const char *id)
 		 procs[0] ? procs : "none");
 }
 
-void cgroup_finish(const struct config *cfg)
+void cgroup_finish(const struct host_config *cfg)
 {
 	rmdir(cfg->cgroup);	/* fails while sandboxes that live on use it */
 }

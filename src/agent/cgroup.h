@@ -14,24 +14,24 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-struct config;
+struct host_config;
 
 /* The parent made and the cpu, memory and pids controllers enabled on
  * the way down from the cgroup v2 root. false: no cgroup v2 here. */
-bool cgroup_setup(const struct config *cfg);
+bool cgroup_setup(const struct host_config *cfg);
 /* memory.max of a VMM whose guest has memory_mib: twice that (its pages,
  * and a snapshot of them in the page cache) plus --vmm-overhead. */
-int cgroup_memory_mib(const struct config *cfg, int memory_mib);
+int cgroup_memory_mib(const struct host_config *cfg, int memory_mib);
 /* A sandbox's cgroup with its limits; path gets its directory. */
-int cgroup_make(const struct config *cfg, const char *id, int vcpus, int memory_mib,
+int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
 		char path[PATH_MAX]);
 /* Move pid (a whole process) into the cgroup at path. */
 int cgroup_move(const char *path, pid_t pid);
 /* Did the kernel kill something in it for going over memory.max? */
-bool cgroup_oom_killed(const struct config *cfg, const char *id);
+bool cgroup_oom_killed(const struct host_config *cfg, const char *id);
 /* Remove it (idempotent); processes still in it are killed first. */
-void cgroup_remove(const struct config *cfg, const char *id);
+void cgroup_remove(const struct host_config *cfg, const char *id);
 /* The parent, when nothing is left in it (clean shutdown). */
-void cgroup_finish(const struct config *cfg);
+void cgroup_finish(const struct host_config *cfg);
 
 #endif

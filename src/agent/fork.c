@@ -21,7 +21,7 @@
 #include "agent/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <dirent.h>
@@ -134,7 +134,7 @@ static void follow_new_top(struct host *h, struct sandbox *parent)
  * that came up, *made grows by their number. */
 static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandbox **kids, int *made)
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	int64_t t0 = mono_ms();
 	int ok = 0, have = 0;
 	int rc = host_admit(h, n, (int64_t)n * parent->row.memory_mib, true);
@@ -290,7 +290,7 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 
 int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	pthread_mutex_lock(&sb->op);
 	struct snap_row snap = { 0 };
 	char top[PATH_MAX];

@@ -8,7 +8,7 @@
 #include "agent/template.h"
 #include "common/metrics.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -94,7 +94,7 @@ void host_unlink(struct host *h, struct sandbox *sb)
 
 int host_admit(struct host *h, int n, int64_t mem_mib, bool slot)
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += cfg->create_wait_ms / 1000;
@@ -407,7 +407,7 @@ static void *housekeeper(void *arg)
 	}
 }
 
-static int make_dirs(const struct config *cfg)
+static int make_dirs(const struct host_config *cfg)
 {
 	static const char *const sub[] = { "", "/sandboxes", "/snapshots", "/layers", "/templates", "/tmp",
 					   "/jail" };
@@ -445,7 +445,7 @@ static void start_netpool(struct host *h)
 	free(keep);
 }
 
-int host_open(const struct config *cfg, struct store *store, struct metrics *metrics,
+int host_open(const struct host_config *cfg, struct store *store, struct metrics *metrics,
 	      struct host **out)
 {
 	struct host *h = calloc(1, sizeof *h);

@@ -21,7 +21,7 @@
 #include "store/store.h"
 #include "common/strbuf.h"
 
-struct config;
+struct host_config;
 struct metrics;
 struct guest;
 struct host;
@@ -31,7 +31,7 @@ struct tmpl;
 
 /* Load templates, recover the sandboxes a previous kilnd left (re-attach
  * or clean up), start housekeeping. */
-int host_open(const struct config *cfg, struct store *store, struct metrics *metrics,
+int host_open(const struct host_config *cfg, struct store *store, struct metrics *metrics,
 	      struct host **out);
 /* Stop housekeeping. Running VMMs are left running, for the next kilnd. */
 void host_close(struct host *h);

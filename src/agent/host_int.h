@@ -16,7 +16,7 @@
 
 #include "agent/disk.h"
 #include "agent/host.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 
 struct templates;
 
@@ -38,7 +38,7 @@ struct sandbox {
 };
 
 struct host {
-	const struct config *cfg;
+	const struct host_config *cfg;
 	struct store *store;
 	struct metrics *metrics;
 	struct templates *tpl;

@@ -3,7 +3,7 @@
 #include "agent/host_int.h"
 #include "agent/jail.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -74,7 +74,7 @@ static int give_dir(const char *dir, uid_t uid)
 int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const char *extra,
 		     const char *extra2, const char *netns, struct vmm_jail *j)
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	memset(j, 0, sizeof *j);
 	if (!cfg->jail)
 		return 0;

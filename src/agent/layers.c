@@ -12,7 +12,7 @@
 #include "agent/disk.h"
 #include "agent/host_int.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <dirent.h>

@@ -7,7 +7,7 @@
 #include "agent/netpolicy.h"
 #include "agent/netpool.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 #include "net/net.h"
 

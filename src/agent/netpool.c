@@ -1,6 +1,6 @@
 #include "agent/netpool.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 #include "net/net.h"
 
@@ -19,7 +19,7 @@
 #define POOL_MAX 256
 
 struct netpool {
-	const struct config *cfg;
+	const struct host_config *cfg;
 	struct net_config nc;
 	char dir[DATA_DIR_MAX + 8];	/* DATA/net: one file per claimed slot */
 	pthread_mutex_t lock;
@@ -74,7 +74,7 @@ bool netpool_exists(struct netpool *p, uint32_t slot)
 	return access(s.netns_path, F_OK) == 0;
 }
 
-int netpool_open(const struct config *cfg, struct netpool **out)
+int netpool_open(const struct host_config *cfg, struct netpool **out)
 {
 	struct netpool *p = calloc(1, sizeof *p);
 	if (!p)

@@ -16,11 +16,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct config;
+struct host_config;
 struct netpool;
 
 /* The kiln nftables table in place, DATA/net made; no thread yet. */
-int netpool_open(const struct config *cfg, struct netpool **out);
+int netpool_open(const struct host_config *cfg, struct netpool **out);
 /* Remove the slots claimed in DATA/net that are not in keep[] (the
  * sandboxes that live on), then start filling the pool. */
 void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep);

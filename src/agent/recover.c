@@ -14,7 +14,7 @@
 #include "agent/proc.h"
 #include "agent/vmm.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <dirent.h>

@@ -12,7 +12,7 @@
 #include "agent/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -217,7 +217,7 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
 			       const struct net_lease *net)
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	char top[PATH_MAX];
 	snprintf(top, sizeof top, "%s/disk", sb->dir);
 	pthread_mutex_lock(&h->layers);	/* made and recorded before the collector looks */
@@ -263,7 +263,7 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct snap_row *snap,
 			       const struct net_lease *net)
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	char base[PATH_MAX], top[PATH_MAX];
 	snprintf(top, sizeof top, "%s/disk", sb->dir);
 	/* The snapshot's disk stays while a live sandbox's chain holds it:
@@ -300,7 +300,7 @@ static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct 
 }
 
 /* A snapshot of a VM with a network device is marked so (fork.c). */
-static bool snapshot_has_net(const struct config *cfg, const char *id)
+static bool snapshot_has_net(const struct host_config *cfg, const char *id)
 {
 	char mark[PATH_MAX];
 	snprintf(mark, sizeof mark, "%s/snapshots/%s/net", cfg->data_dir, id);
@@ -326,7 +326,7 @@ static char *dup_or_null(const char *s)
 
 int host_create(struct host *h, const struct create_req *req, struct sandbox **out)
 {
-	const struct config *cfg = h->cfg;
+	const struct host_config *cfg = h->cfg;
 	struct tmpl *t = NULL;
 	struct snap_row snap = { 0 };
 	struct sbx_row row = { 0 };

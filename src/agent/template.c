@@ -4,7 +4,7 @@
 #include "agent/proc.h"
 #include "agent/vmm.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -35,12 +35,12 @@ const struct template_def *template_def_find(const char *name)
 /* The registry keeps the version in service of each template, reloaded
  * whenever `current` points elsewhere (a build ran in another process). */
 struct templates {
-	const struct config *cfg;
+	const struct host_config *cfg;
 	pthread_mutex_t lock;
 	struct tmpl *cur[8];
 };
 
-int templates_open(const struct config *cfg, struct templates **out)
+int templates_open(const struct host_config *cfg, struct templates **out)
 {
 	struct templates *ts = calloc(1, sizeof *ts);
 	if (!ts)
@@ -194,7 +194,7 @@ static bool zygote_answers(const char *sock)
 	return rc == 0;
 }
 
-int tmpl_zygote_ensure(const struct config *cfg, struct tmpl *t)
+int tmpl_zygote_ensure(const struct host_config *cfg, struct tmpl *t)
 {
 	if (!t->snapshot)
 		return errf(EINVAL, "template %s v%d has no snapshot", t->name, t->version);
@@ -237,7 +237,7 @@ out:
 	return rc;
 }
 
-int tmpl_spawn(const struct config *cfg, struct tmpl *t, const struct spawn_spec *s,
+int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms)
 {
 	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];

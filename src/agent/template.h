@@ -26,9 +26,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 
-struct config;
+struct host_config;
 struct vmm_jail;
 
 /* The templates kiln knows how to build. */
@@ -61,7 +61,7 @@ struct tmpl {
 
 struct templates;
 
-int templates_open(const struct config *cfg, struct templates **out);
+int templates_open(const struct host_config *cfg, struct templates **out);
 void templates_close(struct templates *ts);
 /* The version in service of a known template (a reference: tmpl_put it).
  * -EINVAL for an unknown name, -EAGAIN when it has not been built. */
@@ -84,9 +84,9 @@ struct spawn_spec {
 };
 
 /* Make sure the version's zygote runs (starting it if needed). */
-int tmpl_zygote_ensure(const struct config *cfg, struct tmpl *t);
+int tmpl_zygote_ensure(const struct host_config *cfg, struct tmpl *t);
 /* Fork a VM from the zygote: pid and the VMM's own ready time. */
-int tmpl_spawn(const struct config *cfg, struct tmpl *t, const struct spawn_spec *s,
+int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms);
 /* Stop the version's zygote, if one runs. */
 void tmpl_zygote_stop(struct tmpl *t);

@@ -30,7 +30,7 @@
 #include "agent/vmm.h"
 #include "common/strbuf.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,7 +50,7 @@ static const char *const steps[] = { "image", "boot", "warm", "snapshot", "verif
 #define NSTEPS 6
 
 struct build {
-	const struct config *cfg;
+	const struct host_config *cfg;
 	const struct build_opts *o;
 	const struct template_def *def;
 	struct tmpl t;			/* the version being made */
@@ -484,7 +484,7 @@ static void build_net_drop(struct build *b)
 	b->net.slot = 0;
 }
 
-int template_build(const struct config *cfg, const struct build_opts *o)
+int template_build(const struct host_config *cfg, const struct build_opts *o)
 {
 	struct build b = { .cfg = cfg, .o = o, .tty = isatty(2), .t0 = mono_ms() };
 	b.def = template_def_find(o->name);

@@ -3,7 +3,7 @@
 
 #include <stdbool.h>
 
-struct config;
+struct host_config;
 
 struct build_opts {
 	const char *name;
@@ -13,6 +13,6 @@ struct build_opts {
 };
 
 /* `kilnd template build` (see template_build.c). */
-int template_build(const struct config *cfg, const struct build_opts *o);
+int template_build(const struct host_config *cfg, const struct build_opts *o);
 
 #endif

@@ -3,7 +3,7 @@
 #include "net/net.h"
 #include "agent/proc.h"
 #include "common/err.h"
-#include "kilnd/config.h"
+#include "agent/host_config.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -21,7 +21,7 @@ void vm_path(char *out, size_t cap, const char *dir, const char *name)
 	snprintf(out, cap, "%s/%s", dir, name);
 }
 
-int vmm_launch(const struct config *cfg, const struct vm_spec *s, pid_t *pid)
+int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pid)
 {
 	char vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX], pidf[PATH_MAX];
 	char mem[16], vcpus[16], append[320], uid[16];

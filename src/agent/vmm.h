@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 
-struct config;
+struct host_config;
 struct vmm_jail;
 
 struct vm_spec {
@@ -32,7 +32,7 @@ struct vm_spec {
 void vm_path(char *out, size_t cap, const char *dir, const char *name);
 
 /* Start kiln-vmm for spec (detached, see proc.h); writes vmm.pid. */
-int vmm_launch(const struct config *cfg, const struct vm_spec *spec, pid_t *pid);
+int vmm_launch(const struct host_config *cfg, const struct vm_spec *spec, pid_t *pid);
 
 /* One request on a control socket: req (borrowed) as a JSON line, the
  * reply parsed into *reply (the caller frees it). {"ok":false} replies

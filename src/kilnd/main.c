@@ -128,6 +128,7 @@ static const struct option options[] = {
 
 struct cmdline {
 	struct config cfg;
+	struct host_config host;	/* the host agent's part of cfg */
 	const char *workspace, *name, *image;
 	bool no_snapshot, restart;
 };
@@ -224,6 +225,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 	}
 	if (config_finish(&c->cfg) < 0)
 		die("%s", errmsg());
+	config_host(&c->cfg, &c->host);
 }
 
 static struct store *open_store(const struct config *cfg)
@@ -293,7 +295,7 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
 					.restart = c->restart };
 		signal(SIGPIPE, SIG_IGN);
-		if (template_build(&c->cfg, &o) < 0) {
+		if (template_build(&c->host, &o) < 0) {
 			fprintf(stderr, "kilnd: %s\n", errmsg());
 			return 1;
 		}
@@ -355,7 +357,7 @@ static int serve(struct cmdline *c)
 	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
 	if (!api.metrics || !api.rl)
 		die("out of memory");
-	if (host_open(cfg, st, api.metrics, &api.host) < 0)
+	if (host_open(&c->host, st, api.metrics, &api.host) < 0)
 		die("%s", errmsg());
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());
