@@ -34,7 +34,7 @@ int h_sandbox_create(struct req *r)
 {
 	static const char *const keys[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
 					    "env", "allow_out", "deny_out", "allow_internet", NULL };
-	const struct config *cfg = r->api->cfg;
+	const struct api_config *cfg = r->api->cfg;
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1;
 	json_t *metadata = NULL, *env = NULL;

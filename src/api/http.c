@@ -405,7 +405,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static uint64_t body_limit(const struct req *r)
 {
-	const struct config *cfg = r->api->cfg;
+	const struct api_config *cfg = r->api->cfg;
 	if (r->route->body == BODY_STREAM)
 		return UINT64_MAX;
 	return r->route->body == BODY_FILE ? cfg->max_file_bytes : cfg->max_json_bytes;
@@ -430,7 +430,7 @@ int req_rate_limit(struct req *r)
  * Returns -1 to go on reading, or the MHD result of an early answer. */
 static int admit(struct req *r, const char *url)
 {
-	const struct config *cfg = r->api->cfg;
+	const struct api_config *cfg = r->api->cfg;
 	bool known = false;
 	/* A Host under the configured domain names an exposed port, whatever
 	 * the path: the whole request is the guest's. */

@@ -84,7 +84,7 @@ static bool loopback_origin(const char *o)
 
 /* Browsers send Origin; agents' HTTP clients do not. A request without one
  * cannot come from a web page, so it passes (it still needs the key). */
-static bool origin_allowed(const struct config *cfg, const char *origin)
+static bool origin_allowed(const struct api_config *cfg, const char *origin)
 {
 	if (!origin || loopback_origin(origin))
 		return true;

@@ -360,7 +360,7 @@ static int t_list_dir(struct mcp_call *c, const json_t *args, struct mcp_out *ou
 
 static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const struct config *cfg = c->r->api->cfg;
+	const struct api_config *cfg = c->r->api->cfg;
 	const char *tmpl = arg_str(args, "template", "base");
 	int64_t ttl = arg_int(args, "ttl_seconds", -1);
 	json_t *metadata = NULL, *env = NULL;

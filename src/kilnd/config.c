@@ -1,4 +1,5 @@
 #include "kilnd/config.h"
+#include "api/api.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -104,4 +105,19 @@ void config_host(const struct config *c, struct host_config *h)
 	snprintf(h->cgroup, sizeof h->cgroup, "%s", c->cgroup);
 	h->vmm_overhead_mib = c->vmm_overhead_mib;
 	h->vmm_pids = c->vmm_pids;
+}
+
+void config_api(const struct config *c, struct api_config *a)
+{
+	memset(a, 0, sizeof *a);
+	snprintf(a->listen, sizeof a->listen, "%s", c->listen);
+	snprintf(a->data_dir, sizeof a->data_dir, "%s", c->data_dir);
+	snprintf(a->role, sizeof a->role, "%s", c->role);
+	snprintf(a->domain, sizeof a->domain, "%s", c->domain);
+	snprintf(a->mcp_origins, sizeof a->mcp_origins, "%s", c->mcp_origins);
+	a->max_ttl = c->max_ttl;
+	a->max_json_bytes = c->max_json_bytes;
+	a->max_file_bytes = c->max_file_bytes;
+	a->max_exec_output = c->max_exec_output;
+	a->max_connections = c->max_connections;
 }

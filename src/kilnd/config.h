@@ -55,5 +55,8 @@ void config_defaults(struct config *c);
 int config_finish(struct config *c);
 /* The host agent's part of the settings (after config_finish). */
 void config_host(const struct config *c, struct host_config *h);
+struct api_config;
+/* The API's part of the settings (after config_finish). */
+void config_api(const struct config *c, struct api_config *a);
 
 #endif

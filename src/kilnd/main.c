@@ -129,6 +129,7 @@ static const struct option options[] = {
 struct cmdline {
 	struct config cfg;
 	struct host_config host;	/* the host agent's part of cfg */
+	struct api_config api;		/* the API's part of cfg */
 	const char *workspace, *name, *image;
 	bool no_snapshot, restart;
 };
@@ -226,6 +227,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 	if (config_finish(&c->cfg) < 0)
 		die("%s", errmsg());
 	config_host(&c->cfg, &c->host);
+	config_api(&c->cfg, &c->api);
 }
 
 static struct store *open_store(const struct config *cfg)
@@ -352,7 +354,7 @@ static int serve(struct cmdline *c)
 	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
 		die("another kilnd serves %s", cfg->data_dir);
-	struct api api = { .cfg = cfg, .store = st };
+	struct api api = { .cfg = &c->api, .store = st };
 	api.metrics = metrics_new();
 	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
 	if (!api.metrics || !api.rl)
