@@ -1,7 +1,7 @@
 /*
  * api: the control-plane role of kilnd. It owns the HTTP server, the store,
  * authentication, rate limits and metrics, and calls the host agent (the
- * sandbox service of this machine, src/agent/host.h) for everything that
+ * sandbox service of this machine, src/host/host.h) for everything that
  * touches a VM. With --role=api on several hosts the agent calls become
  * requests to remote agents; on one box they are function calls.
  */
@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "agent/host_config.h"	/* DATA_DIR_MAX */
+#include "host/host_config.h"	/* DATA_DIR_MAX */
 
 /* The API's settings, filled by kilnd from its command line
  * (src/kilnd/config.c, config_api); read-only once the server runs. */

@@ -2,8 +2,8 @@
  * h_sandbox: create, list, get, delete, and the lifecycle routes
  * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
  */
-#include "agent/host.h"
-#include "agent/netpolicy.h"
+#include "host/host.h"
+#include "host/netpolicy.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"

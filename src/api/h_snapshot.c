@@ -1,7 +1,7 @@
 /*
  * h_snapshot: the caller's snapshots (made by POST .../snapshot).
  */
-#include "agent/host.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/http.h"

@@ -1,5 +1,5 @@
 #include "api/hcommon.h"
-#include "agent/host.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/http.h"
 #include "api/validate.h"

@@ -6,8 +6,8 @@
  * REST handlers do, with tighter output bounds: what they return goes into
  * a model's context.
  */
-#include "agent/guest.h"
-#include "agent/host.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/hcommon.h"
 #include "api/http.h"

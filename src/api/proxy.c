@@ -14,8 +14,8 @@
  * against hibernation) until the response has been sent.
  */
 #include "api/proxy.h"
-#include "agent/guest.h"
-#include "agent/host.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/handlers.h"

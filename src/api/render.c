@@ -1,5 +1,5 @@
 #include "api/render.h"
-#include "agent/netpolicy.h"
+#include "host/netpolicy.h"
 
 #include <nettle/base64.h>
 #include <stdbool.h>

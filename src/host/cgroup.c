@@ -1,6 +1,6 @@
-#include "agent/cgroup.h"
+#include "host/cgroup.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>

@@ -7,8 +7,8 @@
  * Hosts with only cgroup v1 get no cgroups (logged once): the rest of the
  * jail still applies.
  */
-#ifndef KILN_AGENT_CGROUP_H
-#define KILN_AGENT_CGROUP_H
+#ifndef KILN_HOST_CGROUP_H
+#define KILN_HOST_CGROUP_H
 
 #include <limits.h>
 #include <stdbool.h>

@@ -1,4 +1,4 @@
-#include "agent/disk.h"
+#include "host/disk.h"
 #include "common/err.h"
 #include "vmm/overlay.h"
 

@@ -10,8 +10,8 @@
  * kilnd always passes absolute paths, and an overlay records its base as
  * given, so a layer's chain does not depend on where it is read from.
  */
-#ifndef KILN_AGENT_DISK_H
-#define KILN_AGENT_DISK_H
+#ifndef KILN_HOST_DISK_H
+#define KILN_HOST_DISK_H
 
 #include <limits.h>
 

@@ -12,16 +12,16 @@
  * memory and device state, and resumes it; creates with from_snapshot
  * restore it with an overlay of their own on that copy.
  */
-#include "agent/cgroup.h"
-#include "agent/disk.h"
-#include "agent/jail.h"
-#include "agent/host_int.h"
-#include "agent/net.h"
-#include "agent/proc.h"
-#include "agent/vmm.h"
+#include "host/cgroup.h"
+#include "host/disk.h"
+#include "host/jail.h"
+#include "host/host_int.h"
+#include "host/net.h"
+#include "host/proc.h"
+#include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <dirent.h>

@@ -1,7 +1,7 @@
 /*
  * fsutil: removing a VM's directory tree (disks, sockets, logs).
  */
-#include "agent/host_int.h"
+#include "host/host_int.h"
 #include "common/err.h"
 
 #include <dirent.h>

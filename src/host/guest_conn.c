@@ -1,5 +1,5 @@
-#include "agent/guest.h"
-#include "agent/proc.h"
+#include "host/guest_conn.h"
+#include "host/proc.h"
 #include "common/err.h"
 
 #include <errno.h>

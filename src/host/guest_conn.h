@@ -1,5 +1,5 @@
 /*
- * guest: kilnd's side of a guest agent connection (docs/protocol.md),
+ * guest_conn: kilnd's side of a guest agent connection (docs/protocol.md),
  * through the VMM's vsock bridge. It wraps the agent client library
  * (src/client/) so that the rest of kilnd speaks in its own small types,
  * and turns the library's errors into errmsg() messages.
@@ -7,8 +7,8 @@
  * One struct guest is one connection running one operation at a time;
  * kilnd opens one per request (connections are cheap: a Unix socket).
  */
-#ifndef KILN_AGENT_GUEST_H
-#define KILN_AGENT_GUEST_H
+#ifndef KILN_HOST_GUEST_CONN_H
+#define KILN_HOST_GUEST_CONN_H
 
 #include <stdbool.h>
 #include <stddef.h>

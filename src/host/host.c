@@ -1,14 +1,14 @@
 /*
  * host: the sandbox table, capacity and housekeeping of the agent role.
  */
-#include "agent/cgroup.h"
-#include "agent/host_int.h"
-#include "agent/netpool.h"
-#include "agent/proc.h"
-#include "agent/template.h"
+#include "host/cgroup.h"
+#include "host/host_int.h"
+#include "host/netpool.h"
+#include "host/proc.h"
+#include "host/template.h"
 #include "common/metrics.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>

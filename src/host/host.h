@@ -12,8 +12,8 @@
  * pty) run concurrently between sandbox_enter and sandbox_leave, which
  * count as activity for the TTL and wake a hibernated sandbox first.
  */
-#ifndef KILN_AGENT_HOST_H
-#define KILN_AGENT_HOST_H
+#ifndef KILN_HOST_HOST_H
+#define KILN_HOST_HOST_H
 
 #include <stdbool.h>
 #include <stdint.h>

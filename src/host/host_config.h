@@ -5,8 +5,8 @@
  * agent can run under another front end (a remote agent role) unchanged.
  * Read-only once host_open has it.
  */
-#ifndef KILN_AGENT_HOST_CONFIG_H
-#define KILN_AGENT_HOST_CONFIG_H
+#ifndef KILN_HOST_HOST_CONFIG_H
+#define KILN_HOST_HOST_CONFIG_H
 
 #include <limits.h>
 #include <stdbool.h>

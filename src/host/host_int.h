@@ -6,17 +6,17 @@
  * Lock order: sb->op, then h->lock, then sb->lock. sb->lock guards the
  * row and the runtime fields; h->lock the list, references and capacity.
  */
-#ifndef KILN_AGENT_HOST_INT_H
-#define KILN_AGENT_HOST_INT_H
+#ifndef KILN_HOST_HOST_INT_H
+#define KILN_HOST_HOST_INT_H
 
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "agent/disk.h"
-#include "agent/host.h"
-#include "agent/host_config.h"
+#include "host/disk.h"
+#include "host/host.h"
+#include "host/host_config.h"
 
 struct templates;
 

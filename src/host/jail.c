@@ -1,9 +1,9 @@
-#include "agent/cgroup.h"
-#include "agent/disk.h"
-#include "agent/host_int.h"
-#include "agent/jail.h"
+#include "host/cgroup.h"
+#include "host/disk.h"
+#include "host/host_int.h"
+#include "host/jail.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 
 #include <errno.h>
 #include <stdio.h>

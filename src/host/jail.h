@@ -15,8 +15,8 @@
  * VMM that may be forked therefore has no PID namespace of its own, or
  * its forks would die with it. --no-jail turns all of this off (debugging).
  */
-#ifndef KILN_AGENT_JAIL_H
-#define KILN_AGENT_JAIL_H
+#ifndef KILN_HOST_JAIL_H
+#define KILN_HOST_JAIL_H
 
 #include <jansson.h>
 #include <limits.h>

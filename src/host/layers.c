@@ -9,10 +9,10 @@
  * DATA/snapshots, whatever no chain names: the directories of deleted
  * sandboxes and snapshots, and old tops a fork left in live ones.
  */
-#include "agent/disk.h"
-#include "agent/host_int.h"
+#include "host/disk.h"
+#include "host/host_int.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <dirent.h>

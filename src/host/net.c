@@ -2,12 +2,12 @@
  * net: see net.h. The nftables and ip(8) work is src/net's; this file
  * decides which slot a sandbox has and keeps the record true.
  */
-#include "agent/host_int.h"
-#include "agent/net.h"
-#include "agent/netpolicy.h"
-#include "agent/netpool.h"
+#include "host/host_int.h"
+#include "host/net.h"
+#include "host/netpolicy.h"
+#include "host/netpool.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 #include "net/net.h"
 

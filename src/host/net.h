@@ -8,8 +8,8 @@
  * hibernates, and is released with the sandbox (delete, failure, or a
  * restart that finds it gone).
  */
-#ifndef KILN_AGENT_NET_H
-#define KILN_AGENT_NET_H
+#ifndef KILN_HOST_NET_H
+#define KILN_HOST_NET_H
 
 #include <stdbool.h>
 #include <stdint.h>

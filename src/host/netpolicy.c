@@ -1,4 +1,4 @@
-#include "agent/netpolicy.h"
+#include "host/netpolicy.h"
 #include "common/err.h"
 #include "net/net.h"
 

@@ -5,8 +5,8 @@
  *
  *   {"allow_internet": true, "allow_out": ["CIDR"...], "deny_out": ["CIDR"...]}
  */
-#ifndef KILN_AGENT_NETPOLICY_H
-#define KILN_AGENT_NETPOLICY_H
+#ifndef KILN_HOST_NETPOLICY_H
+#define KILN_HOST_NETPOLICY_H
 
 #include <jansson.h>
 

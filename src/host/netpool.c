@@ -1,6 +1,6 @@
-#include "agent/netpool.h"
+#include "host/netpool.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 #include "net/net.h"
 

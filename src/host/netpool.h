@@ -10,8 +10,8 @@
  * after a SIGKILL finds there which namespaces were its own (other kilnds
  * on the host keep theirs) and removes those no sandbox holds.
  */
-#ifndef KILN_AGENT_NETPOOL_H
-#define KILN_AGENT_NETPOOL_H
+#ifndef KILN_HOST_NETPOOL_H
+#define KILN_HOST_NETPOOL_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "agent/proc.h"
+#include "host/proc.h"
 #include "common/err.h"
 
 #include <dirent.h>

@@ -6,8 +6,8 @@
  * named by its pid and its start time, so a recycled pid is never mistaken
  * for it.
  */
-#ifndef KILN_AGENT_PROC_H
-#define KILN_AGENT_PROC_H
+#ifndef KILN_HOST_PROC_H
+#define KILN_HOST_PROC_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -8,13 +8,13 @@
  * no record owns (a crash between making them and recording them) are
  * removed, and so are unreferenced disk layers.
  */
-#include "agent/guest.h"
-#include "agent/host_int.h"
-#include "agent/jail.h"
-#include "agent/proc.h"
-#include "agent/vmm.h"
+#include "host/guest_conn.h"
+#include "host/host_int.h"
+#include "host/jail.h"
+#include "host/proc.h"
+#include "host/vmm.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <dirent.h>

@@ -3,16 +3,16 @@
  * by booting, or from a snapshot), delete, hibernate, wake, and guest
  * access. Forks and snapshots are in fork.c.
  */
-#include "agent/guest.h"
-#include "agent/jail.h"
-#include "agent/host_int.h"
-#include "agent/net.h"
-#include "agent/proc.h"
-#include "agent/template.h"
-#include "agent/vmm.h"
+#include "host/guest_conn.h"
+#include "host/jail.h"
+#include "host/host_int.h"
+#include "host/net.h"
+#include "host/proc.h"
+#include "host/template.h"
+#include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>

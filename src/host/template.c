@@ -1,10 +1,10 @@
-#include "agent/template.h"
-#include "agent/jail.h"
-#include "agent/net.h"
-#include "agent/proc.h"
-#include "agent/vmm.h"
+#include "host/template.h"
+#include "host/jail.h"
+#include "host/net.h"
+#include "host/proc.h"
+#include "host/vmm.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 #include "common/log.h"
 
 #include <errno.h>

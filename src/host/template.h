@@ -17,8 +17,8 @@
  * A version without a snapshot serves creates by booting (slower); it is
  * what `template build --no-snapshot` makes where kiln-vmm cannot snapshot.
  */
-#ifndef KILN_AGENT_TEMPLATE_H
-#define KILN_AGENT_TEMPLATE_H
+#ifndef KILN_HOST_TEMPLATE_H
+#define KILN_HOST_TEMPLATE_H
 
 #include <limits.h>
 #include <pthread.h>
@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent/host_config.h"
+#include "host/host_config.h"
 
 struct host_config;
 struct vmm_jail;

@@ -19,18 +19,18 @@
  * running the command again resumes: steps listed in vN/progress are not
  * redone (the image step can take minutes). --restart starts over.
  */
-#include "agent/template_build.h"
-#include "agent/disk.h"
-#include "agent/guest.h"
-#include "agent/host_int.h"
-#include "agent/net.h"
+#include "host/template_build.h"
+#include "host/disk.h"
+#include "host/guest_conn.h"
+#include "host/host_int.h"
+#include "host/net.h"
 #include "net/net.h"
-#include "agent/proc.h"
-#include "agent/template.h"
-#include "agent/vmm.h"
+#include "host/proc.h"
+#include "host/template.h"
+#include "host/vmm.h"
 #include "common/strbuf.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 
 #include <dirent.h>
 #include <errno.h>

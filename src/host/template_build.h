@@ -1,5 +1,5 @@
-#ifndef KILN_AGENT_TEMPLATE_BUILD_H
-#define KILN_AGENT_TEMPLATE_BUILD_H
+#ifndef KILN_HOST_TEMPLATE_BUILD_H
+#define KILN_HOST_TEMPLATE_BUILD_H
 
 #include <stdbool.h>
 

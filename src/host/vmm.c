@@ -1,9 +1,9 @@
-#include "agent/vmm.h"
-#include "agent/jail.h"
+#include "host/vmm.h"
+#include "host/jail.h"
 #include "net/net.h"
-#include "agent/proc.h"
+#include "host/proc.h"
 #include "common/err.h"
-#include "agent/host_config.h"
+#include "host/host_config.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -7,8 +7,8 @@
  *   vmm.log      kiln-vmm's own stderr
  *   vmm.pid      "PID START": which process is the VMM
  */
-#ifndef KILN_AGENT_VMM_H
-#define KILN_AGENT_VMM_H
+#ifndef KILN_HOST_VMM_H
+#define KILN_HOST_VMM_H
 
 #include <jansson.h>
 #include <sys/types.h>

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/host_config.h"	/* DATA_DIR_MAX */
+#include "host/host_config.h"	/* DATA_DIR_MAX */
 
 struct config {
 	char listen[128];		/* 127.0.0.1:7070 */

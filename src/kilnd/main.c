@@ -11,9 +11,9 @@
  * Options (all commands): --data DIR (default /var/lib/kiln), --verbose.
  * See usage() for the service's limits.
  */
-#include "agent/host.h"
-#include "agent/template.h"
-#include "agent/template_build.h"
+#include "host/host.h"
+#include "host/template.h"
+#include "host/template_build.h"
 #include "api/api.h"
 #include "api/http.h"
 #include "api/keys.h"

@@ -16,7 +16,7 @@ layer() {
 	api|mcp|proxy|cli|tools) echo 5 ;;	# front ends (and standalone programs)
 	ops) echo 4 ;;			# the operations layer
 	hostif) echo 3 ;;		# the host interface: local | remote
-	host|agent) echo 2 ;;		# the host agent
+	host) echo 2 ;;		# the host agent
 	vmm|net|store|client|guest) echo 1 ;;	# mechanisms
 	common) echo 0 ;;
 	esac

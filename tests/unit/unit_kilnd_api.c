@@ -1,8 +1,8 @@
 /* Unit tests for kilnd's request handling pieces: route matching,
  * validation, the rate limiter, output rendering, WebSocket framing,
  * errno-to-status mapping and disk chains. */
-#include "agent/disk.h"
-#include "agent/netpolicy.h"
+#include "host/disk.h"
+#include "host/netpolicy.h"
 #include "net/net.h"
 #include "api/http.h"
 #include "api/ratelimit.h"
