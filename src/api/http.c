@@ -2,7 +2,7 @@
 #include "api/api.h"
 #include "api/auth.h"
 #include "common/metrics.h"
-#include "api/proxy.h"
+#include "proxy/proxy.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "common/err.h"

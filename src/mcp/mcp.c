@@ -20,7 +20,7 @@
  *   - a tool that ran and failed (no such file, sandbox gone) answers a
  *     result with isError: true, so the model reads why.
  */
-#include "api/mcp.h"
+#include "mcp/mcp.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"

@@ -13,8 +13,8 @@
  * argument checking against each tool's inputSchema); mcp_tools.c the
  * tools, which call the host agent as the REST handlers do.
  */
-#ifndef KILN_API_MCP_H
-#define KILN_API_MCP_H
+#ifndef KILN_MCP_MCP_H
+#define KILN_MCP_MCP_H
 
 #include <jansson.h>
 #include <stdbool.h>

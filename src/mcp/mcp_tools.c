@@ -11,7 +11,7 @@
 #include "api/api.h"
 #include "api/hcommon.h"
 #include "api/http.h"
-#include "api/mcp.h"
+#include "mcp/mcp.h"
 #include "api/render.h"
 #include "api/validate.h"
 #include "common/err.h"

@@ -13,7 +13,7 @@
  * The request holds the sandbox "entered" (an operation, for the TTL and
  * against hibernation) until the response has been sent.
  */
-#include "api/proxy.h"
+#include "proxy/proxy.h"
 #include "host/guest_conn.h"
 #include "host/host.h"
 #include "api/api.h"
@@ -21,8 +21,8 @@
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/routes.h"
-#include "api/tunnel.h"
-#include "api/upstream.h"
+#include "proxy/tunnel.h"
+#include "proxy/upstream.h"
 #include "api/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"

@@ -15,8 +15,8 @@
  * The hooks below are called by http.c at the request's stages; h_proxy
  * (handlers.h) answers once the request body has been passed on.
  */
-#ifndef KILN_API_PROXY_H
-#define KILN_API_PROXY_H
+#ifndef KILN_PROXY_PROXY_H
+#define KILN_PROXY_PROXY_H
 
 #include <stdbool.h>
 #include <stddef.h>

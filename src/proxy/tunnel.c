@@ -3,7 +3,7 @@
  * writes it out before reading again: simple, and the slow side's
  * backpressure reaches the fast one through the socket buffers.
  */
-#include "api/tunnel.h"
+#include "proxy/tunnel.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -4,8 +4,8 @@
  * half-close. One bounded buffer per direction; blocking, for the calling
  * connection's own thread.
  */
-#ifndef KILN_API_TUNNEL_H
-#define KILN_API_TUNNEL_H
+#ifndef KILN_PROXY_TUNNEL_H
+#define KILN_PROXY_TUNNEL_H
 
 typedef void tunnel_tick_fn(void *ctx);
 

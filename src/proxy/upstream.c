@@ -1,7 +1,7 @@
 /*
  * upstream: reading a guest's HTTP response. See upstream.h.
  */
-#include "api/upstream.h"
+#include "proxy/upstream.h"
 #include "common/err.h"
 
 #include <errno.h>

@@ -9,8 +9,8 @@
  * Every wait also watches the HTTP client's socket, so a request whose
  * client went away does not hold its thread until the guest answers.
  */
-#ifndef KILN_API_UPSTREAM_H
-#define KILN_API_UPSTREAM_H
+#ifndef KILN_PROXY_UPSTREAM_H
+#define KILN_PROXY_UPSTREAM_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
  * in every body framing, and the malformed ones a hostile guest sends). */
 #include "api/http.h"
 #include "api/routes.h"
-#include "api/upstream.h"
+#include "proxy/upstream.h"
 #include "api/validate.h"
 #include "test.h"
 
