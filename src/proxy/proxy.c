@@ -481,3 +481,16 @@ int h_proxy(struct req *r)
 	up_head_free(&h);
 	return rc;
 }
+
+static void proxy_done(struct req *r)
+{
+	proxy_free(r->proxy);
+	r->proxy = NULL;
+}
+
+const struct route_hooks proxy_hooks = {
+	.match_host = proxy_host_match,
+	.admit = proxy_admit,
+	.body = proxy_body,
+	.done = proxy_done,
+};

@@ -23,6 +23,10 @@
 
 struct proxy;
 struct req;
+struct route_hooks;
+
+/* The hooks of the proxy's routes (src/api/routes.c): the functions below. */
+extern const struct route_hooks proxy_hooks;
 
 /* With a domain configured, does the Host header name PORT-ID.DOMAIN
  * (ID may be written with '-' for '_', as DNS names want)? Sets the
