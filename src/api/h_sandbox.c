@@ -88,7 +88,7 @@ struct list_ctx {
 static int add_row(void *ctx, const struct sbx_row *row)
 {
 	struct list_ctx *l = ctx;
-	if (l->status && strcmp(l->status, row->state) != 0)
+	if (l->status && strcmp(l->status, sbx_state_name(row->state)) != 0)
 		return 0;
 	return json_array_append_new(l->a, render_sandbox(row));
 }

@@ -66,7 +66,7 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	/* A fork keeps its parent's egress policy (in its own namespace). */
 	row.net_policy = parent->row.net_policy ? strdup(parent->row.net_policy) : NULL;
 	pthread_mutex_unlock(&parent->lock);
-	snprintf(row.state, sizeof row.state, "creating");
+	row.state = SBX_CREATING;
 	row.created_ms = row.active_ms = wall_ms();
 	struct sandbox *sb = sandbox_alloc(h, &row);
 	sbx_row_clear(&row);
@@ -227,11 +227,10 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 		double ms = (double)(mono_ms() - t0);
 		if (crc == 0) {
 			pthread_mutex_lock(&kids[i]->lock);
-			snprintf(kids[i]->row.state, sizeof kids[i]->row.state, "running");
 			kids[i]->row.ready_ms = ms;
 			kids[i]->row.active_ms = wall_ms();
 			pthread_mutex_unlock(&kids[i]->lock);
-			sandbox_save(h, kids[i]);
+			sandbox_set_state(h, kids[i], SBX_RUNNING);
 			metrics_create(h->metrics, ms / 1000, true);
 			pthread_mutex_unlock(&kids[i]->op);
 			kids[ok++] = kids[i];
@@ -274,7 +273,7 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 		return errf(EINVAL, "count must be from 1 to %d", FORK_MAX);
 	pthread_mutex_lock(&sb->op);
 	int rc = 0;
-	if (!sandbox_in(sb, "running"))
+	if (!sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	else if (tree)
 		rc = fork_once(h, sb, count, children, made);
@@ -295,7 +294,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	struct snap_row snap = { 0 };
 	char top[PATH_MAX];
 	int rc;
-	if (!sandbox_in(sb, "running"))
+	if (!sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	else
 		rc = sandbox_top(sb, top);

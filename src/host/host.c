@@ -180,23 +180,31 @@ int sandbox_save(struct host *h, struct sandbox *sb)
 	return rc;
 }
 
-void sandbox_set_state(struct host *h, struct sandbox *sb, const char *state)
+int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state)
 {
 	pthread_mutex_lock(&sb->lock);
-	snprintf(sb->row.state, sizeof sb->row.state, "%s", state);
-	if (strcmp(state, "deleted") == 0)
+	int rc = sbx_state_move(&sb->row.state, state);
+	if (rc == 0 && state == SBX_DELETED)
 		sb->row.deleted_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
+	if (rc < 0) {
+		/* A bug above: say so, and leave the record as it was. */
+		char why[128];
+		snprintf(why, sizeof why, "%s", errmsg());
+		log_warn("sandbox %s: state change refused: %s", sb->row.id, why);
+		return errf(EBUSY, "sandbox %s: %s", sb->row.id, why);
+	}
 	sandbox_save(h, sb);
 	/* Its exposed ports go with it (the record itself is kept). */
-	if (strcmp(state, "deleted") == 0 && store_port_delete_all(h->store, sb->row.id) < 0)
+	if (state == SBX_DELETED && store_port_delete_all(h->store, sb->row.id) < 0)
 		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
+	return 0;
 }
 
-bool sandbox_in(struct sandbox *sb, const char *state)
+bool sandbox_in(struct sandbox *sb, enum sbx_state state)
 {
 	pthread_mutex_lock(&sb->lock);
-	bool yes = strcmp(sb->row.state, state) == 0;
+	bool yes = sb->row.state == state;
 	pthread_mutex_unlock(&sb->lock);
 	return yes;
 }
@@ -270,7 +278,7 @@ int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx)
 		struct sbx_row r;
 		if ((rc = sandbox_row(a[i], &r)) < 0)
 			break;
-		if (strcmp(r.state, "deleted") != 0)
+		if (r.state != SBX_DELETED)
 			rc = fn(ctx, &r);
 		sbx_row_clear(&r);
 	}
@@ -293,23 +301,23 @@ int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx)
 
 void host_metrics(struct host *h, struct strbuf *b)
 {
-	static const char *const states[] = { "creating", "running", "hibernated", "failed", "deleting" };
-	int count[5] = { 0 };
+	/* Deleted ones are not reported. */
+	int count[SBX_NSTATES] = { 0 };
 	int64_t mem;
 	pthread_mutex_lock(&h->lock);
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
 		pthread_mutex_lock(&sb->lock);
-		for (int i = 0; i < 5; i++)
-			if (strcmp(sb->row.state, states[i]) == 0)
-				count[i]++;
+		if (sb->row.state < SBX_NSTATES)
+			count[sb->row.state]++;
 		pthread_mutex_unlock(&sb->lock);
 	}
 	mem = h->mem_mib;
 	pthread_mutex_unlock(&h->lock);
 	strbuf_printf(b, "# HELP kiln_sandboxes Sandboxes on this host, by state.\n"
 		      "# TYPE kiln_sandboxes gauge\n");
-	for (int i = 0; i < 5; i++)
-		strbuf_printf(b, "kiln_sandboxes{state=\"%s\"} %d\n", states[i], count[i]);
+	for (int i = 0; i < SBX_NSTATES; i++)
+		if (i != SBX_DELETED)
+			strbuf_printf(b, "kiln_sandboxes{state=\"%s\"} %d\n", sbx_state_name(i), count[i]);
 	strbuf_printf(b, "# HELP kiln_guest_memory_mib Guest memory of running sandboxes.\n"
 		      "# TYPE kiln_guest_memory_mib gauge\nkiln_guest_memory_mib %lld\n",
 		   (long long)mem);
@@ -322,7 +330,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	bool watch = sb->pidfd >= 0 && !sb->expect_exit && !sb->vmm_dead &&
-		     strcmp(sb->row.state, "running") == 0;
+		     sb->row.state == SBX_RUNNING;
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
 	if (watch && poll(&p, 1, 0) == 1)
 		sb->vmm_dead = true;
@@ -330,7 +338,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&sb->lock);
 	if (!dead || pthread_mutex_trylock(&sb->op) != 0)
 		return;	/* an operation runs: look again next round */
-	if (sandbox_in(sb, "running") && !sb->expect_exit) {
+	if (sandbox_in(sb, SBX_RUNNING) && !sb->expect_exit) {
 		char why[200];
 		int st = proc_reap(sb->row.vmm_pid);
 		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
@@ -356,7 +364,7 @@ static void check_ttl(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	bool idle = sb->row.ttl_seconds > 0 && sb->active == 0 &&
-		    strcmp(sb->row.state, "deleted") != 0 && strcmp(sb->row.state, "creating") != 0 &&
+		    sb->row.state != SBX_DELETED && sb->row.state != SBX_CREATING &&
 		    wall_ms() - sb->row.active_ms >= sb->row.ttl_seconds * 1000;
 	pthread_mutex_unlock(&sb->lock);
 	if (!idle)
@@ -398,7 +406,7 @@ static void *housekeeper(void *arg)
 		for (int i = 0; i < n; i++) {
 			check_vmm(h, a[i]);
 			check_ttl(h, a[i]);
-			if (sample && sandbox_in(a[i], "running")) {
+			if (sample && sandbox_in(a[i], SBX_RUNNING)) {
 				sandbox_sample(h, a[i]);
 				sandbox_save(h, a[i]);
 			}

@@ -71,8 +71,11 @@ void sandbox_mem_hold(struct host *h, struct sandbox *sb);
 void sandbox_mem_release(struct host *h, struct sandbox *sb);
 /* Persist the row (under sb->lock). */
 int sandbox_save(struct host *h, struct sandbox *sb);
-void sandbox_set_state(struct host *h, struct sandbox *sb, const char *state);
-bool sandbox_in(struct sandbox *sb, const char *state);
+/* The one way a sandbox's state changes: checks the move is legal
+ * (store/sbx_state.h), then persists the row. -EBUSY, nothing changed,
+ * for an illegal move. */
+int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state);
+bool sandbox_in(struct sandbox *sb, enum sbx_state state);
 
 /* sandbox.c */
 /* Take a final accounting sample of the VMM while it still exists. */

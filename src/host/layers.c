@@ -140,7 +140,7 @@ void layers_gc(struct host *h)
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
 		pthread_mutex_lock(&sb->lock);
 		/* A failed sandbox keeps its record, not its disk. */
-		if (strcmp(sb->row.state, "failed") != 0) {
+		if (sb->row.state != SBX_FAILED) {
 			add_chain(&g.layers, sb->row.disks);
 			refs_add(&live_sbx, sb->row.id);
 		}

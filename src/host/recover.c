@@ -73,20 +73,20 @@ static int reattach(struct host *h, struct sandbox *sb)
 
 static void recover_one(struct host *h, struct sandbox *sb)
 {
-	const char *state = sb->row.state;
+	enum sbx_state state = sb->row.state;
 	int rc;
 	char why[300];
 	struct stat st;
 	/* Its VMM's uid is its directory's owner (jail.c). */
 	if (stat(sb->dir, &st) == 0 && st.st_uid != 0)
 		sb->jail_uid = st.st_uid;
-	if (strcmp(state, "creating") == 0 || strcmp(state, "deleting") == 0) {
-		bool was_creating = state[0] == 'c';
+	if (state == SBX_CREATING || state == SBX_DELETING) {
+		bool was_creating = state == SBX_CREATING;
 		sandbox_teardown(h, sb);
 		if (was_creating)
 			snprintf(sb->row.error, sizeof sb->row.error,
 				 "create interrupted by a kilnd restart");
-		sandbox_set_state(h, sb, "deleted");
+		sandbox_set_state(h, sb, SBX_DELETED);
 		log_info("sandbox %s: %s cut short by a restart; cleaned up", sb->row.id,
 			 was_creating ? "create" : "delete");
 		return;
@@ -95,7 +95,7 @@ static void recover_one(struct host *h, struct sandbox *sb)
 	h->live++;
 	pthread_mutex_unlock(&h->lock);
 	host_link(h, sb);
-	if (strcmp(state, "running") == 0) {
+	if (state == SBX_RUNNING) {
 		if ((rc = reattach(h, sb)) == 0) {
 			sandbox_mem_hold(h, sb);
 			log_info("sandbox %s: re-attached to its VMM (pid %d)", sb->row.id, sb->row.vmm_pid);
@@ -106,7 +106,7 @@ static void recover_one(struct host *h, struct sandbox *sb)
 		sandbox_fail(h, sb, why);
 		return;
 	}
-	if (strcmp(state, "hibernated") == 0) {
+	if (state == SBX_HIBERNATED) {
 		char dir[PATH_MAX];
 		struct stat st;
 		snprintf(dir, sizeof dir, "%s/hibernate", sb->dir);

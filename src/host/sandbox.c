@@ -195,7 +195,7 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
 	pthread_mutex_lock(&sb->lock);
 	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
 	pthread_mutex_unlock(&sb->lock);
-	sandbox_set_state(h, sb, "deleted");
+	sandbox_set_state(h, sb, SBX_DELETED);
 	host_unlink(h, sb);
 	layers_gc(h);
 }
@@ -209,7 +209,7 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 	sb->row.cpu_base = sb->row.cpu_seconds;
 	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
 	pthread_mutex_unlock(&sb->lock);
-	sandbox_set_state(h, sb, "failed");
+	sandbox_set_state(h, sb, SBX_FAILED);
 }
 
 /* ---- create ---------------------------------------------------------------------------- */
@@ -352,7 +352,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		goto out;
 	}
 	snprintf(row.workspace, sizeof row.workspace, "%s", req->workspace);
-	snprintf(row.state, sizeof row.state, "creating");
+	row.state = SBX_CREATING;
 	row.ttl_seconds = req->ttl_seconds >= 0 ? req->ttl_seconds : cfg->default_ttl;
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
@@ -388,11 +388,10 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
 	if (rc == 0) {
 		pthread_mutex_lock(&sb->lock);
-		snprintf(sb->row.state, sizeof sb->row.state, "running");
 		sb->row.ready_ms = ms;
 		sb->row.active_ms = wall_ms();
 		pthread_mutex_unlock(&sb->lock);
-		sandbox_save(h, sb);
+		sandbox_set_state(h, sb, SBX_RUNNING);
 		metrics_create(h->metrics, ms / 1000, true);
 		log_debug("sandbox %s: ready in %.1f ms", sb->row.id, ms);
 		pthread_mutex_unlock(&sb->op);
@@ -420,18 +419,18 @@ out:
 int host_delete(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->op);
-	if (sandbox_in(sb, "deleted")) {
+	if (sandbox_in(sb, SBX_DELETED)) {
 		pthread_mutex_unlock(&sb->op);
 		return errf(ENOENT, "sandbox %s not found", sb->row.id);
 	}
 	sandbox_sample(h, sb);
-	sandbox_set_state(h, sb, "deleting");	/* a restart finishes the job */
+	sandbox_set_state(h, sb, SBX_DELETING);	/* a restart finishes the job */
 	sandbox_teardown(h, sb);
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
 	sb->row.cpu_base = sb->row.cpu_seconds;
 	pthread_mutex_unlock(&sb->lock);
-	sandbox_set_state(h, sb, "deleted");
+	sandbox_set_state(h, sb, SBX_DELETED);
 	host_unlink(h, sb);
 	pthread_mutex_unlock(&sb->op);
 	layers_gc(h);
@@ -441,13 +440,12 @@ int host_delete(struct host *h, struct sandbox *sb)
 
 int sandbox_state_error(struct sandbox *sb, const char *want)
 {
-	char state[16];
 	pthread_mutex_lock(&sb->lock);
-	snprintf(state, sizeof state, "%s", sb->row.state);
+	enum sbx_state state = sb->row.state;
 	pthread_mutex_unlock(&sb->lock);
-	if (strcmp(state, "deleted") == 0)
+	if (state == SBX_DELETED)
 		return errf(ENOENT, "sandbox %s not found", sb->row.id);
-	return errf(EBUSY, "sandbox %s is %s, not %s", sb->row.id, state, want);
+	return errf(EBUSY, "sandbox %s is %s, not %s", sb->row.id, sbx_state_name(state), want);
 }
 
 /* Wait up to ms for the VMM to exit (it was asked to). */
@@ -474,7 +472,7 @@ int host_hibernate(struct host *h, struct sandbox *sb)
 	pthread_mutex_lock(&sb->op);
 	int rc = 0;
 	pthread_mutex_lock(&sb->lock);
-	bool running = strcmp(sb->row.state, "running") == 0 && !sb->vmm_dead;
+	bool running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
 	int active = sb->active;
 	if (running && active == 0)
 		sb->expect_exit = true;
@@ -519,7 +517,7 @@ int host_hibernate(struct host *h, struct sandbox *sb)
 	sb->pidfd = -1;
 	sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
-	sandbox_set_state(h, sb, "hibernated");
+	sandbox_set_state(h, sb, SBX_HIBERNATED);
 	sandbox_mem_release(h, sb);
 out:
 	pthread_mutex_unlock(&sb->op);
@@ -529,9 +527,9 @@ out:
 /* Wake, with sb->op held. */
 static int wake_locked(struct host *h, struct sandbox *sb)
 {
-	if (sandbox_in(sb, "running"))
+	if (sandbox_in(sb, SBX_RUNNING))
 		return 0;
-	if (!sandbox_in(sb, "hibernated"))
+	if (!sandbox_in(sb, SBX_HIBERNATED))
 		return sandbox_state_error(sb, "hibernated");
 	int rc = host_admit(h, 0, sb->row.memory_mib, false);
 	if (rc < 0)
@@ -587,7 +585,7 @@ static int wake_locked(struct host *h, struct sandbox *sb)
 	pthread_mutex_lock(&sb->lock);
 	sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
-	sandbox_set_state(h, sb, "running");
+	sandbox_set_state(h, sb, SBX_RUNNING);
 	rmtree(restore);	/* the VMM maps its memory file; the mapping keeps it */
 	log_debug("sandbox %s: woken", sb->row.id);
 	return 0;
@@ -604,7 +602,7 @@ int host_wake(struct host *h, struct sandbox *sb)
 int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds)
 {
 	pthread_mutex_lock(&sb->lock);
-	bool gone = strcmp(sb->row.state, "deleted") == 0;
+	bool gone = sb->row.state == SBX_DELETED;
 	if (!gone) {
 		sb->row.ttl_seconds = ttl_seconds;
 		sb->row.active_ms = wall_ms();
@@ -628,11 +626,11 @@ int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
 {
 	pthread_mutex_lock(&sb->op);
 	int rc = 0;
-	if (sandbox_in(sb, "hibernated"))
+	if (sandbox_in(sb, SBX_HIBERNATED))
 		rc = wake_locked(h, sb);
 	if (rc == 0) {
 		pthread_mutex_lock(&sb->lock);
-		if (strcmp(sb->row.state, "running") == 0 && !sb->vmm_dead) {
+		if (sb->row.state == SBX_RUNNING && !sb->vmm_dead) {
 			sb->active++;
 			sb->row.active_ms = wall_ms();
 		} else {
@@ -667,7 +665,7 @@ int sandbox_hold(struct host *h, struct sandbox *sb)
 {
 	(void)h;
 	pthread_mutex_lock(&sb->lock);
-	bool running = strcmp(sb->row.state, "running") == 0 && !sb->vmm_dead;
+	bool running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
 	if (running) {
 		sb->active++;
 		sb->row.active_ms = wall_ms();
@@ -691,7 +689,7 @@ void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g)
 int host_set_network(struct host *h, struct sandbox *sb, const char *policy)
 {
 	pthread_mutex_lock(&sb->op);
-	int rc = sandbox_in(sb, "deleted") || sandbox_in(sb, "failed")
+	int rc = sandbox_in(sb, SBX_DELETED) || sandbox_in(sb, SBX_FAILED)
 		 ? sandbox_state_error(sb, "running or hibernated") : 0;
 	if (rc == 0)
 		rc = net_change_policy(h, sb, policy);

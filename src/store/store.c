@@ -290,7 +290,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   "rss_bytes = excluded.rss_bytes, error = excluded.error, "
 		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy",
 		   NULL, NULL, NULL,
-		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(r->state),
+		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
 		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
 		   DBV_I(r->vcpus), DBV_I(r->memory_mib), DBV_I(r->ttl_seconds),
 		   DBV_S(r->metadata), DBV_S(r->env), DBV_S(r->disks),
@@ -310,7 +310,9 @@ static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
 	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
 	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[1]));
 	copy_str(r->template, sizeof r->template, dbv_text(&c[2]));
-	copy_str(r->state, sizeof r->state, dbv_text(&c[3]));
+	if (sbx_state_parse(dbv_text(&c[3]), &r->state) < 0)
+		return errf(EIO, "store: sandbox %s has an unknown state '%.32s'", r->id,
+			    dbv_text(&c[3]));
 	copy_str(r->parent, sizeof r->parent, dbv_text(&c[4]));
 	copy_str(r->snapshot, sizeof r->snapshot, dbv_text(&c[5]));
 	r->vcpus = (int)dbv_int(&c[6]);
@@ -386,7 +388,7 @@ int store_sandbox_each_live(struct store *st, store_sbx_fn *fn, void *ctx)
 {
 	struct sbx_each e = { fn, ctx };
 	return RUN(st, "SELECT " SBX_COLS " FROM sandboxes WHERE state <> $1 ORDER BY created_ms",
-		   row_sbx_each, &e, NULL, DBV_S("deleted"));
+		   row_sbx_each, &e, NULL, DBV_S(sbx_state_name(SBX_DELETED)));
 }
 
 /* ---- snapshots ------------------------------------------------------------ */
@@ -593,5 +595,5 @@ int store_usage_sum(struct store *st, const char *workspace, struct usage *u)
 	return RUN(st,
 		   "SELECT SUM(cpu_seconds), SUM(mem_mib_seconds), SUM(running_seconds), COUNT(*), "
 		   "SUM(CASE WHEN state = $1 THEN 0 ELSE 1 END) FROM sandboxes WHERE workspace_id = $2",
-		   row_usage, u, NULL, DBV_S("deleted"), DBV_S(workspace));
+		   row_usage, u, NULL, DBV_S(sbx_state_name(SBX_DELETED)), DBV_S(workspace));
 }

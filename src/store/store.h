@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/sbx_state.h"
+
 #define ID_MAX   40	/* "sbx_" + 20 characters, with room to spare */
 #define NAME_MAX_LEN 64
 
@@ -49,7 +51,7 @@ int store_key_revoke(struct store *st, const char *id_or_prefix);
 struct sbx_row {
 	char id[ID_MAX], workspace[ID_MAX];
 	char template[NAME_MAX_LEN];
-	char state[16];			/* creating, running, hibernated, failed, deleted */
+	enum sbx_state state;		/* kept by its name (sbx_state.h) */
 	char parent[ID_MAX];		/* forked from, or "" */
 	char snapshot[ID_MAX];		/* created from this snapshot, or "" */
 	int vcpus, memory_mib;
