@@ -39,7 +39,7 @@ BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(BUILD)/kiln-gues
 # ---- kilnd (the sandbox service) and kiln (its command-line client) ------
 # kilnd makes disk overlays itself with the VMM's overlay code (no kiln-disk
 # process on the create path).
-KILND_SRC     := $(wildcard src/api/*.c src/mcp/*.c src/proxy/*.c src/host/*.c src/store/*.c src/kilnd/*.c src/net/*.c) src/vmm/overlay.c
+KILND_SRC     := $(wildcard src/api/*.c src/mcp/*.c src/proxy/*.c src/ops/*.c src/host/*.c src/store/*.c src/kilnd/*.c src/net/*.c) src/vmm/overlay.c
 KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
 CLI_SRC       := $(wildcard src/cli/*.c)
 KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle

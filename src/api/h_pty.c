@@ -15,7 +15,7 @@
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "api/ws.h"
 #include "common/err.h"
 

@@ -6,7 +6,7 @@
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 
 #include <string.h>
 

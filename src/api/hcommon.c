@@ -2,7 +2,7 @@
 #include "host/host.h"
 #include "api/api.h"
 #include "api/http.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -21,7 +21,7 @@
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "store/store.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 #include "kilnd/config.h"
 #include "common/log.h"

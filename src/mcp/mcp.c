@@ -25,7 +25,7 @@
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>

@@ -13,7 +13,7 @@
 #include "api/http.h"
 #include "mcp/mcp.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 

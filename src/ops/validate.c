@@ -1,4 +1,4 @@
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>

@@ -4,8 +4,8 @@
  * field, which the handler sends back as a 400. A JSON null counts as an
  * absent optional field. Every string and collection has a bound.
  */
-#ifndef KILN_API_VALIDATE_H
-#define KILN_API_VALIDATE_H
+#ifndef KILN_OPS_VALIDATE_H
+#define KILN_OPS_VALIDATE_H
 
 #include <jansson.h>
 #include <stdbool.h>

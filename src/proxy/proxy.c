@@ -23,7 +23,7 @@
 #include "api/routes.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 

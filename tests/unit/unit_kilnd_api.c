@@ -8,7 +8,7 @@
 #include "api/ratelimit.h"
 #include "api/render.h"
 #include "api/routes.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "api/ws.h"
 #include "common/err.h"
 #include "test.h"

@@ -4,7 +4,7 @@
 #include "api/http.h"
 #include "api/routes.h"
 #include "proxy/upstream.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "test.h"
 
 #include <errno.h>
