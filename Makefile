@@ -39,13 +39,13 @@ BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(BUILD)/kiln-gues
 # ---- kilnd (the sandbox service) and kiln (its command-line client) ------
 # kilnd makes disk overlays itself with the VMM's overlay code (no kiln-disk
 # process on the create path).
-KILND_SRC     := $(wildcard src/api/*.c src/agent/*.c src/kilnd/*.c src/net/*.c) src/vmm/overlay.c
+KILND_SRC     := $(wildcard src/api/*.c src/mcp/*.c src/proxy/*.c src/ops/*.c src/host/*.c src/store/*.c src/kilnd/*.c src/net/*.c) src/vmm/overlay.c
 KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
 CLI_SRC       := $(wildcard src/cli/*.c)
 KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
-BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md
+BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers
 
-.PHONY: all guest host test unit fuzz clean distclean templates
+.PHONY: all guest host test unit fuzz clean distclean templates layers
 all: $(BINS) build/kiln-init
 
 $(OBJ)/%.o: %.c
@@ -120,6 +120,15 @@ GUEST_TEST_BINS := $(patsubst tests/guest/%.c,build/tests/guest/%,$(GUEST_TEST_S
 build/tests/guest/%: tests/guest/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -fsanitize%,$(CFLAGS)) -static -o $@ $<
+
+# The layering check (DESIGN.md "Layers"): a script over src/, run by the
+# unit loop as build/tests/unit_layers, or alone with `make layers`.
+$(BUILD)/tests/unit_layers: tests/unit/layers.sh
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s/tests/unit/layers.sh" "%s/src"\n' "$(CURDIR)" "$(CURDIR)" > $@
+	chmod +x $@
+layers:
+	@tests/unit/layers.sh src
 
 # ---- guest artifacts ----------------------------------------------------
 GUEST_MODULES = $(shell grep -v "^\#" images/guest-modules)

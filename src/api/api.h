@@ -1,14 +1,29 @@
 /*
  * api: the control-plane role of kilnd. It owns the HTTP server, the store,
  * authentication, rate limits and metrics, and calls the host agent (the
- * sandbox service of this machine, src/agent/host.h) for everything that
+ * sandbox service of this machine, src/host/host.h) for everything that
  * touches a VM. With --role=api on several hosts the agent calls become
  * requests to remote agents; on one box they are function calls.
  */
 #ifndef KILN_API_API_H
 #define KILN_API_API_H
 
-#include "kilnd/config.h"
+#include <stdint.h>
+
+#include "host/host_config.h"	/* DATA_DIR_MAX */
+
+/* The API's settings, filled by kilnd from its command line
+ * (src/kilnd/config.c, config_api); read-only once the server runs. */
+struct api_config {
+	char listen[128];		/* host:port served */
+	char data_dir[DATA_DIR_MAX + 1];	/* tmp/ for request bodies */
+	char role[8];			/* reported by /v1/health */
+	char domain[254];		/* host routing PORT-ID.DOMAIN; "" : off */
+	char mcp_origins[1024];		/* Origins allowed on MCP besides loopback */
+	int64_t max_ttl;		/* seconds */
+	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
+	int max_connections;
+};
 
 struct store;
 struct host;
@@ -16,7 +31,7 @@ struct metrics;
 struct ratelimit;
 
 struct api {
-	const struct config *cfg;
+	const struct api_config *cfg;
 	struct store *store;
 	struct host *host;
 	struct metrics *metrics;

@@ -7,7 +7,7 @@
 #ifndef KILN_API_AUTH_H
 #define KILN_API_AUTH_H
 
-#include "api/store.h"
+#include "store/store.h"
 
 struct api;
 

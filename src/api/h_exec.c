@@ -10,14 +10,14 @@
  * The command runs while the request does: if the client goes away, the
  * agent connection closes and the agent kills the command's process group.
  */
-#include "agent/guest.h"
-#include "agent/host.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/strbuf.h"
 #include "common/err.h"
 

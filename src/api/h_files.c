@@ -6,14 +6,14 @@
  * DATA/tmp, so a large file costs no memory and the status is known before
  * the first byte is sent.
  */
-#include "agent/guest.h"
-#include "agent/host.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>

@@ -9,13 +9,13 @@
  * the guest through proxy.c, which reads it. Exposing does not need the
  * guest, so a hibernated sandbox stays asleep until a request comes.
  */
-#include "agent/host.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>

@@ -9,13 +9,13 @@
  * {"type":"exit","exit_code":N} and a close frame. Without cmd the user's
  * login shell runs.
  */
-#include "agent/guest.h"
-#include "agent/host.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "api/ws.h"
 #include "common/err.h"
 

@@ -2,14 +2,14 @@
  * h_sandbox: create, list, get, delete, and the lifecycle routes
  * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
  */
-#include "agent/host.h"
-#include "agent/netpolicy.h"
+#include "host/host.h"
+#include "host/netpolicy.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -34,7 +34,7 @@ int h_sandbox_create(struct req *r)
 {
 	static const char *const keys[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
 					    "env", "allow_out", "deny_out", "allow_internet", NULL };
-	const struct config *cfg = r->api->cfg;
+	const struct api_config *cfg = r->api->cfg;
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1;
 	json_t *metadata = NULL, *env = NULL;
@@ -88,7 +88,7 @@ struct list_ctx {
 static int add_row(void *ctx, const struct sbx_row *row)
 {
 	struct list_ctx *l = ctx;
-	if (l->status && strcmp(l->status, row->state) != 0)
+	if (l->status && strcmp(l->status, sbx_state_name(row->state)) != 0)
 		return 0;
 	return json_array_append_new(l->a, render_sandbox(row));
 }

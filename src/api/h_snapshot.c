@@ -1,12 +1,12 @@
 /*
  * h_snapshot: the caller's snapshots (made by POST .../snapshot).
  */
-#include "agent/host.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/render.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 
 #include <string.h>
 

@@ -1,12 +1,12 @@
 /*
  * h_system: health, metrics, templates, usage.
  */
-#include "agent/host.h"
-#include "agent/template.h"
+#include "host/host.h"
+#include "host/template.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/http.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "api/render.h"
 #include "common/strbuf.h"
 

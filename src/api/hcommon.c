@@ -1,8 +1,8 @@
 #include "api/hcommon.h"
-#include "agent/host.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/http.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 
 #include <stdlib.h>
 #include <string.h>

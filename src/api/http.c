@@ -1,12 +1,11 @@
 #include "api/http.h"
 #include "api/api.h"
 #include "api/auth.h"
-#include "api/metrics.h"
-#include "api/proxy.h"
+#include "common/metrics.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "common/err.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -382,7 +381,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 
 static void req_free(struct req *r)
 {
-	proxy_free(r->proxy);
+	if (r->route && r->route->hooks && r->route->hooks->done)
+		r->route->hooks->done(r);
 	free(r->raw_uri);
 	for (int i = 0; i < r->nparams; i++)
 		free(r->params[i]);
@@ -405,7 +405,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 static uint64_t body_limit(const struct req *r)
 {
-	const struct config *cfg = r->api->cfg;
+	const struct api_config *cfg = r->api->cfg;
 	if (r->route->body == BODY_STREAM)
 		return UINT64_MAX;
 	return r->route->body == BODY_FILE ? cfg->max_file_bytes : cfg->max_json_bytes;
@@ -430,16 +430,18 @@ int req_rate_limit(struct req *r)
  * Returns -1 to go on reading, or the MHD result of an early answer. */
 static int admit(struct req *r, const char *url)
 {
-	const struct config *cfg = r->api->cfg;
+	const struct api_config *cfg = r->api->cfg;
 	bool known = false;
 	/* A Host under the configured domain names an exposed port, whatever
 	 * the path: the whole request is the guest's. */
-	if (proxy_host_match(r))
-		r->route = &proxy_host_route;
-	else
+	r->route = NULL;
+	for (size_t i = 0; i < nhost_routes && !r->route; i++)
+		if (host_routes[i]->hooks->match_host(r))
+			r->route = host_routes[i];
+	if (!r->route)
 		r->route = route_match(r->method, url, r->params, MAX_PATH_PARAMS, &r->nparams, &known);
-	if (r->route && (r->route->flags & ROUTE_PROXY))
-		return proxy_admit(r);
+	if (r->route && r->route->hooks && r->route->hooks->admit)
+		return r->route->hooks->admit(r);
 	if (!r->route) {
 		if (known)
 			return reply_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
@@ -482,8 +484,8 @@ static int admit(struct req *r, const char *url)
 static void take_body(struct req *r, const char *data, size_t n)
 {
 	if (r->route->body == BODY_STREAM) {
-		if (r->proxy)
-			proxy_body(r, data, n);
+		if (r->route->hooks && r->route->hooks->body)
+			r->route->hooks->body(r, data, n);
 		return;
 	}
 	if (r->body_too_large || r->body_failed)

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/store.h"
+#include "store/store.h"
 
 struct api;
 struct proxy;

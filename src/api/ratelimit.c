@@ -1,5 +1,5 @@
 #include "api/ratelimit.h"
-#include "api/store.h"
+#include "store/store.h"
 
 #include <pthread.h>
 #include <stdint.h>

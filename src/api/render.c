@@ -1,5 +1,5 @@
 #include "api/render.h"
-#include "agent/netpolicy.h"
+#include "host/netpolicy.h"
 
 #include <nettle/base64.h>
 #include <stdbool.h>
@@ -107,7 +107,7 @@ json_t *render_sandbox(const struct sbx_row *r)
 	if (!j)
 		return NULL;
 	json_object_set_new(j, "id", json_string(r->id));
-	json_object_set_new(j, "status", json_string(r->state));
+	json_object_set_new(j, "status", json_string(sbx_state_name(r->state)));
 	json_object_set_new(j, "template", json_string(r->template));
 	json_object_set_new(j, "vcpus", json_integer(r->vcpus));
 	json_object_set_new(j, "memory_mib", json_integer(r->memory_mib));

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/store.h"
+#include "store/store.h"
 
 json_t *render_sandbox(const struct sbx_row *r);
 json_t *render_snapshot(const struct snap_row *s);

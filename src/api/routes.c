@@ -1,5 +1,6 @@
 #include "api/routes.h"
 #include "api/handlers.h"
+#include "proxy/proxy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,9 @@
 #define SBX "/v1/sandboxes/{id}"
 #define PROXY SBX "/proxy/{port}/{path}"
 
+/* Most rows have no hooks and leave them out (NULL). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const struct route routes[] = {
 	{ "GET", "/healthz", h_healthz, BODY_NONE, ROUTE_PUBLIC },
 	{ "GET", "/metrics", h_metrics, BODY_NONE, ROUTE_PUBLIC },
@@ -37,20 +41,23 @@ const struct route routes[] = {
 	{ "GET", SBX "/ports", h_port_list, BODY_NONE, 0 },
 	{ "DELETE", SBX "/ports/{port}", h_port_delete, BODY_NONE, 0 },
 	/* Any method goes to the guest; these are the ones HTTP servers use. */
-	{ "GET", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
-	{ "HEAD", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
-	{ "POST", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
-	{ "PUT", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
-	{ "PATCH", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
-	{ "DELETE", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
-	{ "OPTIONS", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY },
+	{ "GET", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
+	{ "HEAD", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
+	{ "POST", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
+	{ "PUT", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
+	{ "PATCH", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
+	{ "DELETE", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
+	{ "OPTIONS", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
 	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, 0 },
 	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, 0 },
 	{ "DELETE", "/v1/snapshots/{id}", h_snapshot_delete, BODY_NONE, 0 },
 };
+#pragma GCC diagnostic pop
 const size_t nroutes = sizeof routes / sizeof routes[0];
 
-const struct route proxy_host_route = { "*", "PORT-ID.DOMAIN", h_proxy, BODY_STREAM, ROUTE_PROXY };
+const struct route proxy_host_route = { "*", "PORT-ID.DOMAIN", h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks };
+const struct route *const host_routes[] = { &proxy_host_route };
+const size_t nhost_routes = sizeof host_routes / sizeof host_routes[0];
 
 /* Does path match pattern? Captures go to params (copied). */
 static bool match(const char *pattern, const char *path, char *params[], int maxparams, int *nparams)

@@ -21,10 +21,27 @@ enum body_kind {
 
 enum {
 	ROUTE_PUBLIC = 1,	/* no API key needed */
-	ROUTE_PROXY = 2,	/* to a sandbox's exposed port; proxy.c authenticates */
+	ROUTE_PROXY = 2,	/* to a sandbox's exposed port; its hooks authenticate */
 };
 
 typedef int handler_fn(struct req *r);
+
+/* What a route does at the request's stages besides its handler, for
+ * front ends that take the request over early (the port proxy): http.c
+ * calls these, and so names no front end. Any may be NULL. */
+struct route_hooks {
+	/* For host_routes: does the request belong to this route whatever its
+	 * path (by its Host header)? Sets the request's params when it does. */
+	bool (*match_host)(struct req *r);
+	/* The headers are in: the route checks who may itself, instead of
+	 * the API key, rate and size checks. -1 to go on (the body follows),
+	 * or the MHD result of an answer already sent. */
+	int (*admit)(struct req *r);
+	/* A piece of a BODY_STREAM body. */
+	void (*body)(struct req *r, const char *data, size_t n);
+	/* The request is over: free what admit attached to it. */
+	void (*done)(struct req *r);
+};
 
 struct route {
 	const char *method;
@@ -32,14 +49,17 @@ struct route {
 	handler_fn *fn;
 	enum body_kind body;
 	unsigned flags;
+	const struct route_hooks *hooks;	/* or NULL */
 };
 
 extern const struct route routes[];
 extern const size_t nroutes;
 
-/* The route of requests that a Host header sends to an exposed port
- * (proxy.c); it is not in the table, as it matches no path. */
+/* Routes chosen by the Host header, tried before the table: they match
+ * no path (the exposed ports' PORT-ID.DOMAIN, src/proxy/proxy.c). */
 extern const struct route proxy_host_route;
+extern const struct route *const host_routes[];
+extern const size_t nhost_routes;
 
 /* The route for method and path. A "{path}" at the end of a pattern
  * captures the rest of the path, slashes included (possibly empty). Captured segments are copied (the caller

@@ -1,4 +1,5 @@
 #include "kilnd/config.h"
+#include "api/api.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -78,4 +79,45 @@ int config_finish(struct config *c)
 	if (c->data_dir[0] != '/')
 		return errf(EINVAL, "--data must be an absolute path");
 	return 0;
+}
+
+void config_host(const struct config *c, struct host_config *h)
+{
+	memset(h, 0, sizeof *h);
+	snprintf(h->data_dir, sizeof h->data_dir, "%s", c->data_dir);
+	snprintf(h->vmm, sizeof h->vmm, "%s", c->vmm);
+	snprintf(h->kernel, sizeof h->kernel, "%s", c->kernel);
+	snprintf(h->initrd, sizeof h->initrd, "%s", c->initrd);
+	snprintf(h->images, sizeof h->images, "%s", c->images);
+	snprintf(h->image_builders, sizeof h->image_builders, "%s", c->image_builders);
+	h->max_sandboxes = c->max_sandboxes;
+	h->max_memory_mib = c->max_memory_mib;
+	h->max_creates = c->max_creates;
+	h->create_wait_ms = c->create_wait_ms;
+	h->default_ttl = c->default_ttl;
+	h->sample_ms = c->sample_ms;
+	h->boot_timeout_ms = c->boot_timeout_ms;
+	h->reap_ms = c->reap_ms;
+	h->net = c->net;
+	h->net_pool = c->net_pool;
+	h->jail = c->jail;
+	h->jail_uid = c->jail_uid;
+	snprintf(h->cgroup, sizeof h->cgroup, "%s", c->cgroup);
+	h->vmm_overhead_mib = c->vmm_overhead_mib;
+	h->vmm_pids = c->vmm_pids;
+}
+
+void config_api(const struct config *c, struct api_config *a)
+{
+	memset(a, 0, sizeof *a);
+	snprintf(a->listen, sizeof a->listen, "%s", c->listen);
+	snprintf(a->data_dir, sizeof a->data_dir, "%s", c->data_dir);
+	snprintf(a->role, sizeof a->role, "%s", c->role);
+	snprintf(a->domain, sizeof a->domain, "%s", c->domain);
+	snprintf(a->mcp_origins, sizeof a->mcp_origins, "%s", c->mcp_origins);
+	a->max_ttl = c->max_ttl;
+	a->max_json_bytes = c->max_json_bytes;
+	a->max_file_bytes = c->max_file_bytes;
+	a->max_exec_output = c->max_exec_output;
+	a->max_connections = c->max_connections;
 }

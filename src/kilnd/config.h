@@ -9,11 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Unix socket paths are at most 107 bytes; the longest we make is
- * DATA/sandboxes/ID/vsock.sock_PORT, so the data directory is bounded. */
-#define DATA_DIR_MAX 48
-/* A VM's directory: DATA/sandboxes/ID or DATA/templates/NAME/vN/... */
-#define VM_DIR_MAX 160
+#include "host/host_config.h"	/* DATA_DIR_MAX */
 
 struct config {
 	char listen[128];		/* 127.0.0.1:7070 */
@@ -57,5 +53,10 @@ struct config {
 void config_defaults(struct config *c);
 /* Fill the paths derived from bin_dir and data_dir that were not given. */
 int config_finish(struct config *c);
+/* The host agent's part of the settings (after config_finish). */
+void config_host(const struct config *c, struct host_config *h);
+struct api_config;
+/* The API's part of the settings (after config_finish). */
+void config_api(const struct config *c, struct api_config *a);
 
 #endif

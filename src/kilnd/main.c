@@ -11,20 +11,20 @@
  * Options (all commands): --data DIR (default /var/lib/kiln), --verbose.
  * See usage() for the service's limits.
  */
-#include "agent/host.h"
-#include "agent/template.h"
-#include "agent/template_build.h"
+#include "host/host.h"
+#include "host/template.h"
+#include "host/template_build.h"
 #include "api/api.h"
 #include "api/http.h"
 #include "api/keys.h"
-#include "api/metrics.h"
+#include "common/metrics.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
-#include "api/store.h"
-#include "api/validate.h"
+#include "store/store.h"
+#include "ops/validate.h"
 #include "common/err.h"
 #include "kilnd/config.h"
-#include "kilnd/log.h"
+#include "common/log.h"
 #include "net/net.h"
 
 #include <errno.h>
@@ -128,6 +128,8 @@ static const struct option options[] = {
 
 struct cmdline {
 	struct config cfg;
+	struct host_config host;	/* the host agent's part of cfg */
+	struct api_config api;		/* the API's part of cfg */
 	const char *workspace, *name, *image;
 	bool no_snapshot, restart;
 };
@@ -224,6 +226,8 @@ static void parse(int argc, char **argv, struct cmdline *c)
 	}
 	if (config_finish(&c->cfg) < 0)
 		die("%s", errmsg());
+	config_host(&c->cfg, &c->host);
+	config_api(&c->cfg, &c->api);
 }
 
 static struct store *open_store(const struct config *cfg)
@@ -293,7 +297,7 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
 					.restart = c->restart };
 		signal(SIGPIPE, SIG_IGN);
-		if (template_build(&c->cfg, &o) < 0) {
+		if (template_build(&c->host, &o) < 0) {
 			fprintf(stderr, "kilnd: %s\n", errmsg());
 			return 1;
 		}
@@ -350,12 +354,12 @@ static int serve(struct cmdline *c)
 	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
 		die("another kilnd serves %s", cfg->data_dir);
-	struct api api = { .cfg = cfg, .store = st };
+	struct api api = { .cfg = &c->api, .store = st };
 	api.metrics = metrics_new();
 	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
 	if (!api.metrics || !api.rl)
 		die("out of memory");
-	if (host_open(cfg, st, api.metrics, &api.host) < 0)
+	if (host_open(&c->host, st, api.metrics, &api.host) < 0)
 		die("%s", errmsg());
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());

@@ -1,14 +1,14 @@
 /* Unit tests for kilnd's request handling pieces: route matching,
  * validation, the rate limiter, output rendering, WebSocket framing,
  * errno-to-status mapping and disk chains. */
-#include "agent/disk.h"
-#include "agent/netpolicy.h"
+#include "host/disk.h"
+#include "host/netpolicy.h"
 #include "net/net.h"
 #include "api/http.h"
 #include "api/ratelimit.h"
 #include "api/render.h"
 #include "api/routes.h"
-#include "api/validate.h"
+#include "ops/validate.h"
 #include "api/ws.h"
 #include "common/err.h"
 #include "test.h"

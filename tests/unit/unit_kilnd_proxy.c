@@ -3,8 +3,8 @@
  * in every body framing, and the malformed ones a hostile guest sends). */
 #include "api/http.h"
 #include "api/routes.h"
-#include "api/upstream.h"
-#include "api/validate.h"
+#include "proxy/upstream.h"
+#include "ops/validate.h"
 #include "test.h"
 
 #include <errno.h>

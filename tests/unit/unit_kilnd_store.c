@@ -1,7 +1,7 @@
-/* Unit tests for kilnd's store (src/api/store.c over the SQLite driver),
+/* Unit tests for kilnd's store (src/store/store.c over the SQLite driver),
  * on a real database file in a temporary directory. */
-#include "api/store.h"
-#include "api/db.h"
+#include "store/store.h"
+#include "store/db.h"
 #include "api/keys.h"
 #include "common/err.h"
 #include "test.h"
@@ -94,7 +94,7 @@ static void sandbox_rows_round_trip(void)
 	CHECK(make_id(r.id, "sbx_") == 0 && strlen(r.id) == 24);
 	snprintf(r.workspace, sizeof r.workspace, "%s", ws);
 	snprintf(r.template, sizeof r.template, "base");
-	snprintf(r.state, sizeof r.state, "running");
+	r.state = SBX_RUNNING;
 	r.vcpus = 2;
 	r.memory_mib = 512;
 	r.ttl_seconds = 60;
@@ -111,16 +111,16 @@ static void sandbox_rows_round_trip(void)
 	struct sbx_row back;
 	CHECK(store_sandbox_load(st, r.id, &back) == 0);
 	CHECK(back.net_slot == 17 && back.net_policy && !strcmp(back.net_policy, "{\"allow_internet\":false}"));
-	CHECK(!strcmp(back.template, "base") && !strcmp(back.state, "running") && back.vcpus == 2);
+	CHECK(!strcmp(back.template, "base") && back.state == SBX_RUNNING && back.vcpus == 2);
 	CHECK(back.ready_ms == 12.5 && back.vmm_pid == 4242 && back.vmm_start == 99);
 	CHECK(back.metadata && !strcmp(back.metadata, "{\"a\":\"b\"}") && !back.env);
 	CHECK(back.parent[0] == 0 && back.deleted_ms == 0);
 	sbx_row_clear(&back);
 	/* Upsert: the state changes, the row stays one. */
-	snprintf(r.state, sizeof r.state, "deleted");
+	r.state = SBX_DELETED;
 	r.deleted_ms = wall_ms();
 	CHECK(store_sandbox_save(st, &r) == 0);
-	CHECK(store_sandbox_load(st, r.id, &back) == 0 && !strcmp(back.state, "deleted") && back.deleted_ms);
+	CHECK(store_sandbox_load(st, r.id, &back) == 0 && back.state == SBX_DELETED && back.deleted_ms);
 	sbx_row_clear(&back);
 	CHECK(store_sandbox_load(st, "sbx_nothere", &back) == -ENOENT);
 	sbx_row_clear(&r);
@@ -178,7 +178,7 @@ static void usage_sums_per_workspace(void)
 		make_id(r.id, "sbx_");
 		snprintf(r.workspace, sizeof r.workspace, "%s", i < 2 ? a : b);
 		snprintf(r.template, sizeof r.template, "minimal");
-		snprintf(r.state, sizeof r.state, i == 0 ? "deleted" : "running");
+		r.state = i == 0 ? SBX_DELETED : SBX_RUNNING;
 		r.cpu_seconds = 1.5 * (i + 1);
 		r.mem_mib_seconds = 100;
 		r.running_seconds = 10;
@@ -267,7 +267,7 @@ static void *writer(void *arg)
 		make_id(r.id, "sbx_");
 		snprintf(r.workspace, sizeof r.workspace, "%s", shared_ws);
 		snprintf(r.template, sizeof r.template, "minimal");
-		snprintf(r.state, sizeof r.state, "running");
+		r.state = SBX_RUNNING;
 		r.cpu_seconds = 1;
 		if (store_sandbox_save(shared, &r) < 0)
 			return (void *)1;

@@ -1,0 +1,37 @@
+/*
+ * cgroup: one cgroup v2 per sandbox VMM, CGROUP/<sandbox id> (CGROUP is
+ * --cgroup, /sys/fs/cgroup/kiln by default), with cpu.max (its vCPUs'
+ * worth), memory.max (cgroup_memory_mib; no swap) and
+ * pids.max. The kernel kills a VMM that goes over memory.max (the whole
+ * cgroup: memory.oom.group), and memory.events says so afterwards.
+ * Hosts with only cgroup v1 get no cgroups (logged once): the rest of the
+ * jail still applies.
+ */
+#ifndef KILN_HOST_CGROUP_H
+#define KILN_HOST_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct host_config;
+
+/* The parent made and the cpu, memory and pids controllers enabled on
+ * the way down from the cgroup v2 root. false: no cgroup v2 here. */
+bool cgroup_setup(const struct host_config *cfg);
+/* memory.max of a VMM whose guest has memory_mib: twice that (its pages,
+ * and a snapshot of them in the page cache) plus --vmm-overhead. */
+int cgroup_memory_mib(const struct host_config *cfg, int memory_mib);
+/* A sandbox's cgroup with its limits; path gets its directory. */
+int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
+		char path[PATH_MAX]);
+/* Move pid (a whole process) into the cgroup at path. */
+int cgroup_move(const char *path, pid_t pid);
+/* Did the kernel kill something in it for going over memory.max? */
+bool cgroup_oom_killed(const struct host_config *cfg, const char *id);
+/* Remove it (idempotent); processes still in it are killed first. */
+void cgroup_remove(const struct host_config *cfg, const char *id);
+/* The parent, when nothing is left in it (clean shutdown). */
+void cgroup_finish(const struct host_config *cfg);
+
+#endif

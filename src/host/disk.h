@@ -1,0 +1,28 @@
+/*
+ * disk: the disks of sandboxes, as copy-on-write overlays (docs/disk.md,
+ * src/vmm/overlay.c, linked in: no process is started for a disk). A
+ * template's root image is raw and read-only; the template VM's own layer
+ * is an overlay on it, sealed after the snapshot; every sandbox writes to
+ * an overlay of its own on top. A live fork (done by kiln-vmm) seals the
+ * parent's top and gives parent and children new overlays on it, so
+ * layers come to be shared; layers.c removes them once nothing uses them.
+ *
+ * kilnd always passes absolute paths, and an overlay records its base as
+ * given, so a layer's chain does not depend on where it is read from.
+ */
+#ifndef KILN_HOST_DISK_H
+#define KILN_HOST_DISK_H
+
+#include <limits.h>
+
+/* Make top, a new empty overlay over base. */
+int disk_create(const char *top, const char *base);
+/* Seal an overlay: read-only from now on, a base for others. */
+int disk_seal(const char *path);
+/* A depth-1 overlay at out with the content of top's chain, over the same
+ * raw base (a copy of what the sandbox changed, and its template's). */
+int disk_flatten(const char *top, const char *out);
+/* The layers of top's chain, top first, raw base last; at most max. */
+int disk_chain(const char *top, char (*layers)[PATH_MAX], int max, int *n);
+
+#endif

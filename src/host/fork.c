@@ -1,0 +1,396 @@
+/*
+ * fork: forks and snapshots of a running sandbox (docs/vmm.md, "fork" and
+ * "snapshot" control commands; docs/disk.md, "Forking a disk").
+ *
+ * A fork is one control request: kiln-vmm pauses the VM, seals its disk's
+ * top, makes a new overlay on it for every child (at the paths we give,
+ * in the children's directories) and one for the parent (which it names
+ * in its reply), forks the process, and resumes. No disk data is copied.
+ *
+ * A snapshot pauses the VM, flattens its disk chain into one overlay over
+ * the raw base (a copy of what the template and the sandbox wrote), saves
+ * memory and device state, and resumes it; creates with from_snapshot
+ * restore it with an overlay of their own on that copy.
+ */
+#include "host/cgroup.h"
+#include "host/disk.h"
+#include "host/jail.h"
+#include "host/host_int.h"
+#include "host/net.h"
+#include "host/proc.h"
+#include "host/vmm.h"
+#include "common/metrics.h"
+#include "common/err.h"
+#include "host/host_config.h"
+#include "common/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FORK_MAX 64
+
+static int ctl_simple(struct sandbox *sb, const char *cmd, int timeout_ms)
+{
+	char ctl[PATH_MAX];
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	json_t *req = json_pack("{s:s}", "cmd", cmd), *reply = NULL;
+	int rc = req ? vmm_ctl(ctl, req, &reply, timeout_ms) : errf(ENOMEM, "out of memory");
+	json_decref(req);
+	json_decref(reply);
+	return rc;
+}
+
+/* A child's record, linked and saved, with its directory. */
+static int child_new(struct host *h, struct sandbox *parent, struct sandbox **out)
+{
+	struct sbx_row row = { 0 };
+	int rc = make_id(row.id, "sbx_");
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&parent->lock);
+	snprintf(row.workspace, sizeof row.workspace, "%s", parent->row.workspace);
+	snprintf(row.template, sizeof row.template, "%s", parent->row.template);
+	snprintf(row.parent, sizeof row.parent, "%s", parent->row.id);
+	row.vcpus = parent->row.vcpus;
+	row.memory_mib = parent->row.memory_mib;
+	row.ttl_seconds = parent->row.ttl_seconds;
+	row.metadata = parent->row.metadata ? strdup(parent->row.metadata) : NULL;
+	row.env = parent->row.env ? strdup(parent->row.env) : NULL;
+	/* A fork keeps its parent's egress policy (in its own namespace). */
+	row.net_policy = parent->row.net_policy ? strdup(parent->row.net_policy) : NULL;
+	pthread_mutex_unlock(&parent->lock);
+	row.state = SBX_CREATING;
+	row.created_ms = row.active_ms = wall_ms();
+	struct sandbox *sb = sandbox_alloc(h, &row);
+	sbx_row_clear(&row);
+	if (!sb)
+		return errf(ENOMEM, "out of memory");
+	sb->counts_memory = true;
+	pthread_mutex_lock(&sb->op);	/* until it is ready or gone, as in a create */
+	host_link(h, sb);
+	rc = sandbox_save(h, sb);
+	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
+		rc = errf_sys("mkdir %s", sb->dir);
+	/* The parent's VMM makes the child's files, as the parent's uid. */
+	if (rc == 0)
+		rc = vmm_jail_inherit(h, parent, sb);
+	if (rc < 0) {
+		char why[300];
+		snprintf(why, sizeof why, "fork failed: %s", errmsg());
+		sandbox_abort(h, sb, why);
+		pthread_mutex_unlock(&sb->op);
+		sandbox_put(h, sb);
+		return errf(-rc, "%s", why);
+	}
+	*out = sb;
+	return 0;
+}
+
+/* kiln-vmm forks the disks before the processes, so a fork that failed
+ * may have left the parent on a new overlay, TOP.<pid>-<n> (docs/disk.md),
+ * with the old top sealed under it. Find it, so the record follows the
+ * disk the VM really writes. */
+static void follow_new_top(struct host *h, struct sandbox *parent)
+{
+	char top[PATH_MAX], prefix[PATH_MAX + 32], best[PATH_MAX] = "";
+	if (sandbox_top(parent, top) < 0)
+		return;
+	int plen = snprintf(prefix, sizeof prefix, "%s.%d-", strrchr(top, '/') + 1, parent->row.vmm_pid);
+	long bestn = -1;
+	DIR *d = opendir(parent->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *end;
+		if (strncmp(e->d_name, prefix, plen) != 0)
+			continue;
+		long k = strtol(e->d_name + plen, &end, 10);
+		if (*end || k <= bestn)
+			continue;
+		bestn = k;
+		snprintf(best, sizeof best, "%s/%s", parent->dir, e->d_name);
+	}
+	if (d)
+		closedir(d);
+	char (*chain)[PATH_MAX] = bestn >= 0 ? calloc(CHAIN_MAX, PATH_MAX) : NULL;
+	int n = 0;
+	bool switched = chain && disk_chain(best, chain, CHAIN_MAX, &n) == 0 && n > 1 &&
+			strcmp(chain[1], top) == 0;
+	free(chain);
+	if (!switched)
+		return;	/* the parent is still on its top */
+	log_warn("sandbox %s: the failed fork left it on %s", parent->row.id, best);
+	sandbox_set_top(parent, best);
+	sandbox_save(h, parent);
+}
+
+/* One fork of parent into n children (one pause): kids[] gets the ones
+ * that came up, *made grows by their number. */
+static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandbox **kids, int *made)
+{
+	const struct host_config *cfg = h->cfg;
+	int64_t t0 = mono_ms();
+	int ok = 0, have = 0;
+	int rc = host_admit(h, n, (int64_t)n * parent->row.memory_mib, true);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; rc == 0 && i < n; i++)
+		if ((rc = child_new(h, parent, &kids[i])) == 0)
+			have++;
+	host_admit_done(h, n - have, (int64_t)(n - have) * parent->row.memory_mib, false);
+	json_t *children = json_array(), *reply = NULL;
+	/* Each child's TAP, opened here in its own namespace and passed: a
+	 * fork stays in its parent's jail and cannot open one by name. */
+	int taps[FORK_MAX], ntaps = 0;
+	bool want_net = parent->row.net_slot != 0;
+	for (int i = 0; rc == 0 && i < n; i++) {
+		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX];
+		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
+		vm_path(vsock, sizeof vsock, kids[i]->dir, "vsock.sock");
+		vm_path(ctl, sizeof ctl, kids[i]->dir, "ctl.sock");
+		struct net_lease net;
+		rc = net_acquire(h, kids[i], want_net, &net);
+		if (rc == 0)
+			sandbox_save(h, kids[i]);	/* its slot, for a restart's cleanup */
+		if (rc == 0 && net.slot) {
+			int fd = net_tap_open(net.netns, net.tap);
+			if (fd < 0)
+				rc = fd;
+			else
+				taps[ntaps++] = fd;
+		}
+		json_t *c = rc == 0 ? json_pack("{s:[s],s:s,s:s,s:s}", "disks", top, "vsock", vsock,
+						 "ctl", ctl, "hostname", kids[i]->row.id) : NULL;
+		if (c && net.slot)
+			json_object_set_new(c, "tap_fd", json_integer(ntaps - 1));
+		if (rc == 0 && (!c || json_array_append_new(children, c) < 0))
+			rc = errf(ENOMEM, "out of memory");
+	}
+	/* The layers lock covers the fork and the recording of the new tops,
+	 * which kiln-vmm makes: the collector must not see them unrecorded. */
+	pthread_mutex_lock(&h->layers);
+	if (rc == 0) {
+		json_t *req = json_pack("{s:s,s:O}", "cmd", "fork", "children", children);
+		char ctl[PATH_MAX];
+		sandbox_ctl(parent, ctl, sizeof ctl);
+		rc = req ? vmm_ctl_fds(ctl, req, taps, ntaps, &reply, cfg->boot_timeout_ms)
+			 : errf(ENOMEM, "out of memory");
+		json_decref(req);
+	}
+	for (int i = 0; i < ntaps; i++)
+		close(taps[i]);
+	json_decref(children);
+	json_t *pids = json_object_get(reply, "children");
+	const char *ptop = json_string_value(json_array_get(json_object_get(reply, "parent_disks"), 0));
+	if (rc == 0 && (json_array_size(pids) != (size_t)n || !ptop || ptop[0] != '/'))
+		rc = errf(EPROTO, "kiln-vmm fork: the reply lacks children or parent_disks");
+	if (rc == 0) {
+		sandbox_set_top(parent, ptop);
+		sandbox_save(h, parent);
+		for (int i = 0; i < n; i++) {
+			char top[PATH_MAX];
+			snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
+			sandbox_set_top(kids[i], top);
+			sandbox_save(h, kids[i]);
+		}
+	}
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		follow_new_top(h, parent);
+		errf(-rc, "%s", msg);
+	}
+	pthread_mutex_unlock(&h->layers);
+	if (rc < 0) {
+		json_decref(reply);
+		goto fail_kids;
+	}
+
+	for (int i = 0; i < n; i++) {
+		pid_t pid = (pid_t)json_integer_value(json_object_get(json_array_get(pids, i), "pid"));
+		int crc = pid > 0 ? sandbox_attach_vmm(h, kids[i], pid, proc_start_time(pid))
+				  : errf(EPROTO, "kiln-vmm fork: no pid for child %d", i);
+		/* Born in its parent's cgroup: its own limits from now on. */
+		if (crc == 0 && h->cgroups && kids[i]->jail_uid) {
+			char cg[PATH_MAX + 64];
+			snprintf(cg, sizeof cg, "%s/%s", cfg->cgroup, kids[i]->row.id);
+			crc = cgroup_move(cg, pid);
+		}
+		if (crc == 0)
+			crc = sandbox_wait_ready(h, kids[i], true);
+		double ms = (double)(mono_ms() - t0);
+		if (crc == 0) {
+			pthread_mutex_lock(&kids[i]->lock);
+			kids[i]->row.ready_ms = ms;
+			kids[i]->row.active_ms = wall_ms();
+			pthread_mutex_unlock(&kids[i]->lock);
+			sandbox_set_state(h, kids[i], SBX_RUNNING);
+			metrics_create(h->metrics, ms / 1000, true);
+			pthread_mutex_unlock(&kids[i]->op);
+			kids[ok++] = kids[i];
+		} else {
+			char why[300];
+			snprintf(why, sizeof why, "fork failed: %s", errmsg());
+			log_warn("sandbox %s: %s", kids[i]->row.id, why);
+			sandbox_abort(h, kids[i], why);
+			pthread_mutex_unlock(&kids[i]->op);
+			sandbox_put(h, kids[i]);
+			metrics_create(h->metrics, ms / 1000, false);
+			if (rc == 0)
+				rc = -EIO;
+			errf(EIO, "%s", why);
+		}
+	}
+	json_decref(reply);
+	host_admit_done(h, 0, 0, true);
+	*made += ok;
+	return rc;
+
+fail_kids:;
+	char why[300];
+	snprintf(why, sizeof why, "fork failed: %s", errmsg());
+	for (int i = 0; i < have; i++) {
+		sandbox_abort(h, kids[i], why);
+		pthread_mutex_unlock(&kids[i]->op);
+		sandbox_put(h, kids[i]);
+		metrics_create(h->metrics, 0, false);
+	}
+	host_admit_done(h, 0, 0, true);
+	return errf(-rc, "%s", why);
+}
+
+int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
+	      struct sandbox **children, int *made)
+{
+	*made = 0;
+	if (count < 1 || count > FORK_MAX)
+		return errf(EINVAL, "count must be from 1 to %d", FORK_MAX);
+	pthread_mutex_lock(&sb->op);
+	int rc = 0;
+	if (!sandbox_in(sb, SBX_RUNNING))
+		rc = sandbox_state_error(sb, "running");
+	else if (tree)
+		rc = fork_once(h, sb, count, children, made);
+	else
+		for (int i = 0; i < count && rc == 0; i++)
+			rc = fork_once(h, sb, 1, children + *made, made);
+	sandbox_touch(sb);
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+/* ---- snapshots ------------------------------------------------------------------------------ */
+
+int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
+{
+	const struct host_config *cfg = h->cfg;
+	pthread_mutex_lock(&sb->op);
+	struct snap_row snap = { 0 };
+	char top[PATH_MAX];
+	int rc;
+	if (!sandbox_in(sb, SBX_RUNNING))
+		rc = sandbox_state_error(sb, "running");
+	else
+		rc = sandbox_top(sb, top);
+	if (rc == 0)
+		rc = make_id(snap.id, "snap_");
+	char dir[VM_DIR_MAX], vmdir[PATH_MAX], disk[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/snapshots/%s", cfg->data_dir, snap.id);
+	snprintf(vmdir, sizeof vmdir, "%s/vm", dir);
+	snprintf(disk, sizeof disk, "%s/disk", dir);
+	if (rc == 0 && mkdir(dir, 0700) < 0)
+		rc = errf_sys("mkdir %s", dir);
+	if (rc < 0)
+		goto out;
+	pthread_mutex_lock(&h->layers);
+	/* Paused, the disk and the memory are of the same instant; kiln-vmm
+	 * keeps a VM that was paused before a snapshot paused after it. */
+	bool paused = (rc = ctl_simple(sb, "pause", 10000)) == 0;
+	if (rc == 0)
+		rc = disk_flatten(top, disk);
+	if (rc == 0)
+		rc = disk_seal(disk);
+	/* A jailed VMM sees only the sandboxes' directories: it writes the
+	 * snapshot into its own, and it is moved into place after. */
+	char own[PATH_MAX];
+	snprintf(own, sizeof own, "%s/snap.%s", sb->dir, snap.id);
+	if (rc == 0) {
+		char ctl[PATH_MAX];
+		sandbox_ctl(sb, ctl, sizeof ctl);
+		json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", own, "diff", 0);
+		json_t *reply = NULL;
+		rc = req ? vmm_ctl(ctl, req, &reply, 120000) : errf(ENOMEM, "out of memory");
+		json_decref(req);
+		json_decref(reply);
+		if (rc == 0 && rename(own, vmdir) < 0)
+			rc = errf_sys("rename %s", own);
+		if (rc < 0)
+			rmtree(own);
+	}
+	/* Its VM has a network device: sandboxes made from it need one. */
+	if (rc == 0 && sb->row.net_slot) {
+		char mark[PATH_MAX];
+		snprintf(mark, sizeof mark, "%s/net", dir);
+		int fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0)
+			rc = errf_sys("%s", mark);
+		else
+			close(fd);
+	}
+	if (paused) {
+		int saved = rc;
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		if (ctl_simple(sb, "resume", 10000) < 0)
+			log_warn("sandbox %s: resume after snapshot: %s", sb->row.id, errmsg());
+		if (saved < 0)
+			errf(-saved, "%s", msg);
+	}
+	if (rc == 0) {
+		snap.disks = disks_json(disk);
+		pthread_mutex_lock(&sb->lock);
+		snprintf(snap.workspace, sizeof snap.workspace, "%s", sb->row.workspace);
+		snprintf(snap.sandbox, sizeof snap.sandbox, "%s", sb->row.id);
+		snprintf(snap.template, sizeof snap.template, "%s", sb->row.template);
+		snap.vcpus = sb->row.vcpus;
+		snap.memory_mib = sb->row.memory_mib;
+		snap.env = sb->row.env ? strdup(sb->row.env) : NULL;
+		pthread_mutex_unlock(&sb->lock);
+		snap.created_ms = wall_ms();
+		rc = snap.disks ? store_snapshot_save(h->store, &snap) : errf(ENOMEM, "out of memory");
+	}
+	if (rc < 0)
+		rmtree(dir);
+	pthread_mutex_unlock(&h->layers);
+	if (rc == 0)
+		snprintf(id, ID_MAX, "%s", snap.id);
+out:
+	sandbox_touch(sb);
+	pthread_mutex_unlock(&sb->op);
+	snap_row_clear(&snap);
+	return rc;
+}
+
+int host_snapshot_delete(struct host *h, const char *workspace, const char *id)
+{
+	struct snap_row snap;
+	int rc = store_snapshot_load(h->store, id, workspace, &snap);
+	if (rc < 0)
+		return rc;
+	snap.deleted_ms = wall_ms();
+	rc = store_snapshot_save(h->store, &snap);
+	snap_row_clear(&snap);
+	if (rc < 0)
+		return rc;
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/snapshots/%s/vm", h->cfg->data_dir, id);
+	rmtree(dir);
+	layers_gc(h);	/* its disk goes when no sandbox sits on it */
+	return 0;
+}

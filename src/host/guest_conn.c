@@ -1,0 +1,347 @@
+#include "host/guest_conn.h"
+#include "host/proc.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/kiln_client.h"
+
+struct guest {
+	struct kiln_client *c;
+};
+
+/* The library's message becomes ours (errmsg()). */
+static int gfail(struct guest *g, int rc, const char *what)
+{
+	const char *m = g && g->c ? kiln_client_error(g->c) : "";
+	return errf(-rc, "%s: %s", what, m[0] ? m : strerror(-rc));
+}
+
+int guest_open(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out)
+{
+	struct guest *g = calloc(1, sizeof *g);
+	if (!g || !(g->c = kiln_client_new())) {
+		free(g);
+		return errf(ENOMEM, "out of memory");
+	}
+	int64_t deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		kiln_client_set_timeout(g->c, (int)(left < 2000 ? (left > 0 ? left : 1) : 2000));
+		int rc = kiln_connect_bridge(g->c, vsock, KILN_VSOCK_PORT);
+		if (rc == 0)
+			break;
+		if (vmm_pid > 0 && !proc_alive(vmm_pid, 0)) {
+			rc = errf(ECHILD, "the VMM exited before the guest agent answered");
+			guest_close(g);
+			return rc;
+		}
+		if (mono_ms() >= deadline) {
+			rc = gfail(g, -ETIMEDOUT, "guest agent did not answer in time");
+			guest_close(g);
+			return rc;
+		}
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	kiln_client_set_timeout(g->c, -1);
+	*out = g;
+	return 0;
+}
+
+void guest_close(struct guest *g)
+{
+	if (!g)
+		return;
+	kiln_client_free(g->c);
+	free(g);
+}
+
+int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out)
+{
+	int64_t deadline = mono_ms() + timeout_ms;
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		struct guest *g;
+		int rc = guest_open(vsock, (int)(left > 0 ? left : 1), vmm_pid, &g);
+		if (rc < 0)
+			return rc;
+		guest_set_timeout(g, (int)(left < 2000 ? (left > 0 ? left : 1) : 2000));
+		if ((rc = guest_ping(g)) == 0) {
+			guest_set_timeout(g, -1);
+			*out = g;
+			return 0;
+		}
+		guest_close(g);
+		if (mono_ms() >= deadline || rc == -ECHILD)
+			return rc;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+void guest_set_timeout(struct guest *g, int ms)
+{
+	kiln_client_set_timeout(g->c, ms);
+}
+
+int guest_ping(struct guest *g)
+{
+	int rc = kiln_ping(g->c);
+	return rc < 0 ? gfail(g, rc, "guest ping") : 0;
+}
+
+int guest_resync(struct guest *g, const char *hostname, const char *identity)
+{
+	unsigned char seed[64];
+	if (getrandom(seed, sizeof seed, 0) != (ssize_t)sizeof seed)
+		return errf_sys("getrandom");
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	struct kiln_resync r = {
+		.set_time = true,
+		.time_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+		.entropy = seed,
+		.entropy_len = sizeof seed,
+		.hostname = hostname,
+		.identity = identity,
+	};
+	int rc = kiln_resync(g->c, &r);
+	return rc < 0 ? gfail(g, rc, "guest resync") : 0;
+}
+
+int guest_tcp_connect(struct guest *g, unsigned port, int *fd, void **early, size_t *n)
+{
+	int rc = kiln_tcp_connect(g->c, NULL, port);
+	if (rc == 0)
+		rc = kiln_client_detach(g->c, fd, early, n);
+	return rc < 0 ? gfail(g, rc, "guest connect") : 0;
+}
+
+int guest_exec_start(struct guest *g, const struct guest_cmd *cmd)
+{
+	struct kiln_exec_req r = {
+		.argv = cmd->argv,
+		.shell = cmd->shell,
+		.env = cmd->env,
+		.cwd = cmd->cwd,
+		.timeout_ms = cmd->timeout_ms,
+		.flags = (cmd->stdin_pipe ? KILN_EXEC_STDIN : 0) | (cmd->pty ? KILN_EXEC_PTY : 0),
+		.rows = cmd->rows,
+		.cols = cmd->cols,
+	};
+	uint32_t id, pid;
+	int rc = kiln_exec_start(g->c, &r, &id, &pid);
+	return rc < 0 ? gfail(g, rc, "exec") : 0;
+}
+
+static void convert(const struct kiln_io *io, struct guest_ev *ev)
+{
+	memset(ev, 0, sizeof *ev);
+	switch (io->kind) {
+	case KILN_IO_STDOUT: ev->kind = GEV_STDOUT; break;
+	case KILN_IO_STDERR: ev->kind = GEV_STDERR; break;
+	default: ev->kind = GEV_EXIT; break;
+	}
+	ev->data = io->data;
+	ev->len = io->len;
+	ev->signal = io->signal;
+	ev->code = io->signal ? 128 + io->signal : io->code;
+	ev->timed_out = io->timed_out;
+}
+
+int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms)
+{
+	int64_t deadline = wait_ms >= 0 ? mono_ms() + wait_ms : 0;
+	for (;;) {
+		struct kiln_io io;
+		int rc = kiln_exec_poll(g->c, &io);
+		if (rc < 0)
+			return gfail(g, rc, "exec");
+		if (rc > 0) {
+			convert(&io, ev);
+			return 1;
+		}
+		struct pollfd p[2] = {
+			{ .fd = kiln_client_fd(g->c), .events = kiln_client_events(g->c) },
+			{ .fd = watch_fd, .events = POLLRDHUP },
+		};
+		int left = -1;
+		if (wait_ms >= 0) {
+			left = (int)(deadline - mono_ms());
+			if (left < 0)
+				left = 0;
+		}
+		int n = poll(p, watch_fd >= 0 ? 2 : 1, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errf_sys("poll");
+		if (n == 0)
+			return 0;
+		if (watch_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return errf(ECONNABORTED, "the client went away");
+		if (p[0].revents && (rc = kiln_client_io(g->c, p[0].revents)) < 0)
+			return gfail(g, rc, "exec");
+	}
+}
+
+int guest_exec_stdin(struct guest *g, const void *p, size_t n)
+{
+	int rc = kiln_exec_stdin(g->c, p, n);
+	return rc < 0 ? gfail(g, rc, "exec stdin") : 0;
+}
+
+int guest_exec_eof(struct guest *g)
+{
+	int rc = kiln_exec_eof(g->c);
+	return rc < 0 ? gfail(g, rc, "exec stdin") : 0;
+}
+
+int guest_exec_resize(struct guest *g, unsigned rows, unsigned cols)
+{
+	int rc = kiln_exec_resize(g->c, rows, cols);
+	return rc < 0 ? gfail(g, rc, "resize") : 0;
+}
+
+size_t guest_exec_pending(struct guest *g)
+{
+	return kiln_client_pending(g->c);
+}
+
+int guest_poll_fd(struct guest *g, short *events)
+{
+	*events = kiln_client_events(g->c);
+	return kiln_client_fd(g->c);
+}
+
+int guest_exec_io(struct guest *g, short revents)
+{
+	int rc = kiln_client_io(g->c, revents);
+	return rc < 0 ? gfail(g, rc, "exec") : 0;
+}
+
+/* ---- files ------------------------------------------------------------------ */
+
+struct sink_ctx {
+	int fd;
+	uint64_t total, max;
+};
+
+static int sink_fd(void *ctx, const void *data, size_t len)
+{
+	struct sink_ctx *s = ctx;
+	s->total += len;
+	if (s->total > s->max)
+		return -EFBIG;
+	const char *p = data;
+	while (len > 0) {
+		ssize_t w = write(s->fd, p, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -(errno ? errno : EIO);
+		p += w, len -= w;
+	}
+	return 0;
+}
+
+int guest_read_file(struct guest *g, const char *path, int out_fd, uint64_t max, uint64_t *size)
+{
+	struct sink_ctx s = { out_fd, 0, max };
+	uint64_t fsize = 0, bytes = 0;
+	uint32_t mode;
+	int rc = kiln_read_file(g->c, path, 0, UINT64_MAX, sink_fd, &s, &fsize, &mode, &bytes);
+	if (rc == -EFBIG)
+		return errf(EFBIG, "%s is larger than the limit of %llu bytes", path,
+			    (unsigned long long)max);
+	if (rc < 0)
+		return gfail(g, rc, "read");
+	*size = bytes;
+	return 0;
+}
+
+static ssize_t source_fd(void *ctx, void *buf, size_t cap)
+{
+	int fd = *(int *)ctx;
+	for (;;) {
+		ssize_t n = read(fd, buf, cap);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int guest_write_file(struct guest *g, const char *path, uint32_t mode, bool mkdirs, int in_fd,
+		     uint64_t *bytes)
+{
+	int rc = kiln_write_file(g->c, path, mode, mkdirs ? KILN_WRITE_MKDIRS : 0, source_fd, &in_fd,
+				 bytes);
+	return rc < 0 ? gfail(g, rc, "write") : 0;
+}
+
+static void stat_of(const struct kiln_stat *k, struct guest_stat *st)
+{
+	memcpy(st->name, k->name, sizeof st->name);
+	st->mode = k->mode;
+	st->size = k->size;
+	st->uid = k->uid;
+	st->gid = k->gid;
+	st->mtime_ns = k->mtime_ns;
+	memcpy(st->link, k->link, sizeof st->link);
+}
+
+int guest_stat(struct guest *g, const char *path, struct guest_stat *st)
+{
+	struct kiln_stat *k = calloc(1, sizeof *k);
+	if (!k)
+		return errf(ENOMEM, "out of memory");
+	int rc = kiln_stat(g->c, path, KILN_STAT_NOFOLLOW, k);
+	if (rc < 0)
+		rc = gfail(g, rc, "stat");
+	else
+		stat_of(k, st);
+	free(k);
+	return rc;
+}
+
+struct list_ctx {
+	guest_entry_fn *fn;
+	void *ctx;
+	struct guest_stat st;
+};
+
+static int list_entry(void *ctx, const struct kiln_stat *e)
+{
+	struct list_ctx *l = ctx;
+	stat_of(e, &l->st);
+	return l->fn(l->ctx, &l->st);
+}
+
+int guest_list(struct guest *g, const char *path, unsigned depth, guest_entry_fn *fn, void *ctx)
+{
+	struct list_ctx *l = calloc(1, sizeof *l);
+	if (!l)
+		return errf(ENOMEM, "out of memory");
+	l->fn = fn;
+	l->ctx = ctx;
+	uint64_t count;
+	int rc = kiln_list(g->c, path, depth, list_entry, l, &count);
+	free(l);
+	if (rc > 0)
+		return rc;	/* fn stopped the walk */
+	return rc < 0 ? gfail(g, rc, "list") : 0;
+}
+
+int guest_remove(struct guest *g, const char *path, bool recursive)
+{
+	int rc = kiln_remove(g->c, path, recursive ? KILN_REMOVE_RECURSIVE : 0);
+	return rc < 0 ? gfail(g, rc, "remove") : 0;
+}

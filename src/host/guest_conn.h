@@ -1,0 +1,105 @@
+/*
+ * guest_conn: kilnd's side of a guest agent connection (docs/protocol.md),
+ * through the VMM's vsock bridge. It wraps the agent client library
+ * (src/client/) so that the rest of kilnd speaks in its own small types,
+ * and turns the library's errors into errmsg() messages.
+ *
+ * One struct guest is one connection running one operation at a time;
+ * kilnd opens one per request (connections are cheap: a Unix socket).
+ */
+#ifndef KILN_HOST_GUEST_CONN_H
+#define KILN_HOST_GUEST_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct guest;
+
+/* Connect to the agent behind the vsock bridge at vsock, retrying while it
+ * does not listen yet, for up to timeout_ms. If vmm_pid > 0, give up as
+ * soon as that process is gone. */
+int guest_open(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out);
+void guest_close(struct guest *g);
+/* Open and PING until the agent answers on a connection that stays up:
+ * right after a restore or fork, kiln-vmm reports ready while the guest may
+ * still be handling the vsock transport reset, which drops a connection
+ * made too early. */
+int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out);
+/* Bound each later wait on this connection (-1: none). */
+void guest_set_timeout(struct guest *g, int ms);
+
+int guest_ping(struct guest *g);
+/* After a restore or fork: wall clock, fresh entropy, hostname, identity. */
+int guest_resync(struct guest *g, const char *hostname, const char *identity);
+
+/* CONNECT to a TCP port on the guest's loopback (docs/protocol.md). On
+ * success the agent connection becomes a byte stream to it: *fd gets the
+ * socket (non-blocking; the caller closes it; g keeps no connection) and
+ * *early, *n the bytes already read from it (malloc'd, NULL if none).
+ * -ECONNREFUSED when nothing listens on the port. */
+int guest_tcp_connect(struct guest *g, unsigned port, int *fd, void **early, size_t *n);
+
+/* ---- processes ------------------------------------------------------------ */
+
+struct guest_cmd {
+	const char *const *argv;	/* or NULL and shell */
+	const char *shell;
+	const char *const *env;		/* NAME=VALUE, NULL-terminated, or NULL */
+	const char *cwd;
+	uint32_t timeout_ms;		/* 0: none */
+	bool stdin_pipe;		/* feed stdin with guest_exec_stdin */
+	bool pty;
+	unsigned rows, cols;
+};
+
+enum guest_ev_kind { GEV_STDOUT = 1, GEV_STDERR, GEV_EXIT };
+
+struct guest_ev {
+	enum guest_ev_kind kind;
+	const uint8_t *data;		/* STDOUT/STDERR, valid until the next call */
+	size_t len;
+	int code;			/* EXIT: the exit code, or 128 + signal */
+	int signal;			/* EXIT: the signal that killed it, or 0 */
+	bool timed_out;
+};
+
+int guest_exec_start(struct guest *g, const struct guest_cmd *cmd);
+/* The next event, feeding queued stdin meanwhile. Waits up to wait_ms
+ * (-1: no limit) and returns 1 with an event, 0 when the time passed.
+ * If watch_fd >= 0 hangs up (the HTTP client went away), -ECONNABORTED. */
+int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms);
+/* Queue stdin bytes / the end of stdin / a terminal size. */
+int guest_exec_stdin(struct guest *g, const void *p, size_t n);
+int guest_exec_eof(struct guest *g);
+int guest_exec_resize(struct guest *g, unsigned rows, unsigned cols);
+/* Bytes of stdin queued but not yet sent. */
+size_t guest_exec_pending(struct guest *g);
+/* For callers with their own poll loop: the fd and the events to wait for,
+ * then guest_exec_io with what poll reported. */
+int guest_poll_fd(struct guest *g, short *events);
+int guest_exec_io(struct guest *g, short revents);
+
+/* ---- files ------------------------------------------------------------------ */
+
+struct guest_stat {
+	char name[4096];		/* list: relative to the listed directory */
+	uint32_t mode;			/* with the S_IFMT bits */
+	uint64_t size;
+	uint32_t uid, gid;
+	int64_t mtime_ns;
+	char link[4096];
+};
+
+/* Copy a guest file into out_fd (at most max bytes: -EFBIG beyond). */
+int guest_read_file(struct guest *g, const char *path, int out_fd, uint64_t max, uint64_t *size);
+/* Replace a guest file (atomically) with what in_fd holds from its offset 0. */
+int guest_write_file(struct guest *g, const char *path, uint32_t mode, bool mkdirs, int in_fd,
+		     uint64_t *bytes);
+int guest_stat(struct guest *g, const char *path, struct guest_stat *st);
+typedef int guest_entry_fn(void *ctx, const struct guest_stat *e);
+int guest_list(struct guest *g, const char *path, unsigned depth, guest_entry_fn *fn, void *ctx);
+int guest_remove(struct guest *g, const char *path, bool recursive);
+
+#endif

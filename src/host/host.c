@@ -1,0 +1,532 @@
+/*
+ * host: the sandbox table, capacity and housekeeping of the agent role.
+ */
+#include "host/cgroup.h"
+#include "host/host_int.h"
+#include "host/netpool.h"
+#include "host/proc.h"
+#include "host/template.h"
+#include "common/metrics.h"
+#include "common/err.h"
+#include "host/host_config.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct sandbox *sandbox_alloc(struct host *h, const struct sbx_row *row)
+{
+	struct sandbox *sb = calloc(1, sizeof *sb);
+	if (!sb)
+		return NULL;
+	if (sbx_row_copy(&sb->row, row) < 0) {
+		free(sb);
+		return NULL;
+	}
+	pthread_mutex_init(&sb->lock, NULL);
+	pthread_mutex_init(&sb->op, NULL);
+	sb->refs = 1;
+	sb->pidfd = -1;
+	snprintf(sb->dir, sizeof sb->dir, "%s/sandboxes/%s", h->cfg->data_dir, row->id);
+	return sb;
+}
+
+static void sandbox_free(struct sandbox *sb)
+{
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sbx_row_clear(&sb->row);
+	pthread_mutex_destroy(&sb->lock);
+	pthread_mutex_destroy(&sb->op);
+	free(sb);
+}
+
+void sandbox_put(struct host *h, struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	pthread_mutex_lock(&h->lock);
+	bool last = --sb->refs == 0;
+	pthread_mutex_unlock(&h->lock);
+	if (last)
+		sandbox_free(sb);
+}
+
+void host_link(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&h->lock);
+	if (!sb->linked) {
+		sb->linked = true;
+		sb->refs++;
+		sb->next = h->list;
+		h->list = sb;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void host_unlink(struct host *h, struct sandbox *sb)
+{
+	bool drop = false;
+	pthread_mutex_lock(&h->lock);
+	if (sb->linked) {
+		for (struct sandbox **p = &h->list; *p; p = &(*p)->next)
+			if (*p == sb) {
+				*p = sb->next;
+				break;
+			}
+		sb->linked = false;
+		h->live--;
+		drop = true;
+		pthread_cond_broadcast(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+	if (drop)
+		sandbox_put(h, sb);
+}
+
+int host_admit(struct host *h, int n, int64_t mem_mib, bool slot)
+{
+	const struct host_config *cfg = h->cfg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += cfg->create_wait_ms / 1000;
+	until.tv_nsec += (long)(cfg->create_wait_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&h->lock);
+	int rc = 0;
+	for (;;) {
+		if (h->stop) {
+			rc = errf(EAGAIN, "kilnd is shutting down");
+			break;
+		}
+		if (h->live + n > cfg->max_sandboxes) {
+			rc = errf(EAGAIN, "no capacity: %d sandboxes exist, the limit is %d", h->live,
+				  cfg->max_sandboxes);
+			break;
+		}
+		if (h->mem_mib + mem_mib > cfg->max_memory_mib) {
+			rc = errf(EAGAIN, "no capacity: %lld MiB of guest memory in use, the limit is %lld",
+				  (long long)h->mem_mib, (long long)cfg->max_memory_mib);
+			break;
+		}
+		if (!slot || h->creating < cfg->max_creates)
+			break;
+		if (pthread_cond_timedwait(&h->cond, &h->lock, &until) == ETIMEDOUT) {
+			rc = errf(EAGAIN, "no capacity: %d creates in flight for %d ms", h->creating,
+				  cfg->create_wait_ms);
+			break;
+		}
+	}
+	if (rc == 0) {
+		h->live += n;
+		h->mem_mib += mem_mib;
+		if (slot)
+			h->creating++;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+void host_admit_done(struct host *h, int n_unused, int64_t mem_unused, bool slot)
+{
+	pthread_mutex_lock(&h->lock);
+	h->live -= n_unused;
+	h->mem_mib -= mem_unused;
+	if (slot)
+		h->creating--;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void sandbox_mem_hold(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&h->lock);
+	if (!sb->counts_memory) {
+		sb->counts_memory = true;
+		h->mem_mib += sb->row.memory_mib;
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void sandbox_mem_release(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&h->lock);
+	if (sb->counts_memory) {
+		sb->counts_memory = false;
+		h->mem_mib -= sb->row.memory_mib;
+		pthread_cond_broadcast(&h->cond);
+	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+int sandbox_save(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	int rc = store_sandbox_save(h->store, &sb->row);
+	pthread_mutex_unlock(&sb->lock);
+	if (rc < 0)
+		log_warn("sandbox %s: saving its record: %s", sb->row.id, errmsg());
+	return rc;
+}
+
+int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state)
+{
+	pthread_mutex_lock(&sb->lock);
+	int rc = sbx_state_move(&sb->row.state, state);
+	if (rc == 0 && state == SBX_DELETED)
+		sb->row.deleted_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+	if (rc < 0) {
+		/* A bug above: say so, and leave the record as it was. */
+		char why[128];
+		snprintf(why, sizeof why, "%s", errmsg());
+		log_warn("sandbox %s: state change refused: %s", sb->row.id, why);
+		return errf(EBUSY, "sandbox %s: %s", sb->row.id, why);
+	}
+	sandbox_save(h, sb);
+	/* Its exposed ports go with it (the record itself is kept). */
+	if (state == SBX_DELETED && store_port_delete_all(h->store, sb->row.id) < 0)
+		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
+	return 0;
+}
+
+bool sandbox_in(struct sandbox *sb, enum sbx_state state)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool yes = sb->row.state == state;
+	pthread_mutex_unlock(&sb->lock);
+	return yes;
+}
+
+int host_find(struct host *h, const char *workspace, const char *id, struct sandbox **out)
+{
+	pthread_mutex_lock(&h->lock);
+	struct sandbox *sb = h->list;
+	while (sb && strcmp(sb->row.id, id) != 0)
+		sb = sb->next;
+	/* id and workspace never change, so reading them here is safe. */
+	if (sb && strcmp(sb->row.workspace, workspace) != 0)
+		sb = NULL;
+	if (sb)
+		sb->refs++;
+	pthread_mutex_unlock(&h->lock);
+	if (!sb)
+		return errf(ENOENT, "sandbox %s not found", id);
+	*out = sb;
+	return 0;
+}
+
+int sandbox_row(struct sandbox *sb, struct sbx_row *out)
+{
+	pthread_mutex_lock(&sb->lock);
+	int rc = sbx_row_copy(out, &sb->row);
+	pthread_mutex_unlock(&sb->lock);
+	return rc;
+}
+
+/* A snapshot of the list (references), so callbacks run without h->lock. */
+static int list_refs(struct host *h, struct sandbox ***out, int *n)
+{
+	pthread_mutex_lock(&h->lock);
+	int count = 0;
+	for (struct sandbox *sb = h->list; sb; sb = sb->next)
+		count++;
+	struct sandbox **a = calloc(count + 1, sizeof *a);
+	if (!a) {
+		pthread_mutex_unlock(&h->lock);
+		return errf(ENOMEM, "out of memory");
+	}
+	int i = 0;
+	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
+		sb->refs++;
+		a[i++] = sb;
+	}
+	pthread_mutex_unlock(&h->lock);
+	*out = a;
+	*n = i;
+	return 0;
+}
+
+static void list_drop(struct host *h, struct sandbox **a, int n)
+{
+	for (int i = 0; i < n; i++)
+		sandbox_put(h, a[i]);
+	free(a);
+}
+
+int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx)
+{
+	struct sandbox **a;
+	int n, rc = list_refs(h, &a, &n);
+	if (rc < 0)
+		return rc;
+	/* The list is newest first; callers want oldest first. */
+	for (int i = n - 1; i >= 0 && rc == 0; i--) {
+		if (workspace && strcmp(a[i]->row.workspace, workspace) != 0)
+			continue;
+		struct sbx_row r;
+		if ((rc = sandbox_row(a[i], &r)) < 0)
+			break;
+		if (r.state != SBX_DELETED)
+			rc = fn(ctx, &r);
+		sbx_row_clear(&r);
+	}
+	list_drop(h, a, n);
+	return rc;
+}
+
+int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx)
+{
+	int rc = 0;
+	for (int i = 0; i < ntemplate_defs && rc == 0; i++) {
+		struct tmpl *t = NULL;
+		if (templates_get(h->tpl, template_defs[i].name, &t) < 0)
+			t = NULL;
+		rc = fn(ctx, &template_defs[i], t);
+		tmpl_put(h->tpl, t);
+	}
+	return rc;
+}
+
+void host_metrics(struct host *h, struct strbuf *b)
+{
+	/* Deleted ones are not reported. */
+	int count[SBX_NSTATES] = { 0 };
+	int64_t mem;
+	pthread_mutex_lock(&h->lock);
+	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
+		pthread_mutex_lock(&sb->lock);
+		if (sb->row.state < SBX_NSTATES)
+			count[sb->row.state]++;
+		pthread_mutex_unlock(&sb->lock);
+	}
+	mem = h->mem_mib;
+	pthread_mutex_unlock(&h->lock);
+	strbuf_printf(b, "# HELP kiln_sandboxes Sandboxes on this host, by state.\n"
+		      "# TYPE kiln_sandboxes gauge\n");
+	for (int i = 0; i < SBX_NSTATES; i++)
+		if (i != SBX_DELETED)
+			strbuf_printf(b, "kiln_sandboxes{state=\"%s\"} %d\n", sbx_state_name(i), count[i]);
+	strbuf_printf(b, "# HELP kiln_guest_memory_mib Guest memory of running sandboxes.\n"
+		      "# TYPE kiln_guest_memory_mib gauge\nkiln_guest_memory_mib %lld\n",
+		   (long long)mem);
+}
+
+/* ---- housekeeping ---------------------------------------------------------------- */
+
+/* Did the VMM exit when nobody asked it to? */
+static void check_vmm(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool watch = sb->pidfd >= 0 && !sb->expect_exit && !sb->vmm_dead &&
+		     sb->row.state == SBX_RUNNING;
+	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
+	if (watch && poll(&p, 1, 0) == 1)
+		sb->vmm_dead = true;
+	bool dead = sb->vmm_dead && !sb->expect_exit;
+	pthread_mutex_unlock(&sb->lock);
+	if (!dead || pthread_mutex_trylock(&sb->op) != 0)
+		return;	/* an operation runs: look again next round */
+	if (sandbox_in(sb, SBX_RUNNING) && !sb->expect_exit) {
+		char why[200];
+		int st = proc_reap(sb->row.vmm_pid);
+		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
+			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
+				 cgroup_memory_mib(h->cfg, sb->row.memory_mib));
+		else if (st >= 0 && WIFEXITED(st))
+			snprintf(why, sizeof why, "the VMM exited with status %d%s", WEXITSTATUS(st),
+				 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "");
+		else if (st >= 0 && WIFSIGNALED(st))
+			snprintf(why, sizeof why, "the VMM was killed by signal %d", WTERMSIG(st));
+		else
+			snprintf(why, sizeof why, "the VMM exited");
+		log_warn("sandbox %s: %s", sb->row.id, why);
+		sandbox_fail(h, sb, why);
+		pthread_mutex_unlock(&sb->op);
+		layers_gc(h);	/* a failed sandbox keeps its record, not its disk */
+		return;
+	}
+	pthread_mutex_unlock(&sb->op);
+}
+
+static void check_ttl(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool idle = sb->row.ttl_seconds > 0 && sb->active == 0 &&
+		    sb->row.state != SBX_DELETED && sb->row.state != SBX_CREATING &&
+		    wall_ms() - sb->row.active_ms >= sb->row.ttl_seconds * 1000;
+	pthread_mutex_unlock(&sb->lock);
+	if (!idle)
+		return;
+	/* Not while another operation runs on it (that is activity too). */
+	if (pthread_mutex_trylock(&sb->op) != 0)
+		return;
+	pthread_mutex_unlock(&sb->op);
+	log_info("sandbox %s: idle for its TTL, deleting", sb->row.id);
+	if (host_delete(h, sb) < 0)
+		log_warn("sandbox %s: TTL delete: %s", sb->row.id, errmsg());
+}
+
+static void *housekeeper(void *arg)
+{
+	struct host *h = arg;
+	int64_t next_sample = mono_ms() + h->cfg->sample_ms;
+	for (;;) {
+		pthread_mutex_lock(&h->lock);
+		if (!h->stop) {
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += (long)h->cfg->reap_ms * 1000000;
+			until.tv_sec += until.tv_nsec / 1000000000;
+			until.tv_nsec %= 1000000000;
+			pthread_cond_timedwait(&h->cond, &h->lock, &until);
+		}
+		bool stop = h->stop;
+		pthread_mutex_unlock(&h->lock);
+		if (stop)
+			return NULL;
+		struct sandbox **a;
+		int n;
+		if (list_refs(h, &a, &n) < 0)
+			continue;
+		bool sample = mono_ms() >= next_sample;
+		if (sample)
+			next_sample = mono_ms() + h->cfg->sample_ms;
+		for (int i = 0; i < n; i++) {
+			check_vmm(h, a[i]);
+			check_ttl(h, a[i]);
+			if (sample && sandbox_in(a[i], SBX_RUNNING)) {
+				sandbox_sample(h, a[i]);
+				sandbox_save(h, a[i]);
+			}
+		}
+		list_drop(h, a, n);
+	}
+}
+
+static int make_dirs(const struct host_config *cfg)
+{
+	static const char *const sub[] = { "", "/sandboxes", "/snapshots", "/layers", "/templates", "/tmp",
+					   "/jail" };
+	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s%s", cfg->data_dir, sub[i]);
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return errf_sys("mkdir %s", p);
+	}
+	/* Jailed VMMs see DATA/sandboxes (jail.h): they may pass through it
+	 * to their own directory, not list it. (Also with --no-jail: VMMs
+	 * jailed by an earlier kilnd may still run.) */
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/sandboxes", cfg->data_dir);
+	if (chmod(p, 0711) < 0)
+		return errf_sys("chmod %s", p);
+	return 0;
+}
+
+/* The pool starts once recovery knows which slots sandboxes hold. */
+static void start_netpool(struct host *h)
+{
+	uint32_t *keep = NULL;
+	int n = 0, cap = 0;
+	pthread_mutex_lock(&h->lock);
+	for (struct sandbox *sb = h->list; sb; sb = sb->next)
+		cap++;
+	keep = calloc(cap ? cap : 1, sizeof *keep);
+	for (struct sandbox *sb = h->list; sb && keep; sb = sb->next)
+		if (sb->row.net_slot)
+			keep[n++] = (uint32_t)sb->row.net_slot;
+	pthread_mutex_unlock(&h->lock);
+	if (keep)
+		netpool_start(h->net, keep, n);
+	free(keep);
+}
+
+int host_open(const struct host_config *cfg, struct store *store, struct metrics *metrics,
+	      struct host **out)
+{
+	struct host *h = calloc(1, sizeof *h);
+	if (!h)
+		return errf(ENOMEM, "out of memory");
+	h->cfg = cfg;
+	h->store = store;
+	h->metrics = metrics;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->layers, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	/* VMMs forked by zygotes and VMMs are re-parented to us, so we reap
+	 * them and learn their exit status. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
+	int rc = make_dirs(cfg);
+	if (rc == 0 && cfg->net)
+		rc = netpool_open(cfg, &h->net);
+	h->cgroups = cfg->jail && cgroup_setup(cfg);
+	if (rc == 0)
+		rc = templates_open(cfg, &h->tpl);
+	if (rc == 0)
+		rc = host_recover(h);
+	if (rc == 0 && h->net)
+		start_netpool(h);
+	if (rc == 0) {
+		if (pthread_create(&h->housekeeper, NULL, housekeeper, h) != 0)
+			rc = errf(EAGAIN, "cannot start the housekeeping thread");
+		else
+			h->housekeeping = true;
+	}
+	if (rc < 0) {
+		host_close(h);
+		return rc;
+	}
+	/* Zygotes of the templates in service, so the first create is fast. */
+	for (int i = 0; i < ntemplate_defs; i++) {
+		struct tmpl *t;
+		if (templates_get(h->tpl, template_defs[i].name, &t) < 0)
+			continue;
+		if (t->snapshot && tmpl_zygote_ensure(cfg, t) < 0)
+			log_warn("template %s: %s", t->name, errmsg());
+		tmpl_put(h->tpl, t);
+	}
+	*out = h;
+	return 0;
+}
+
+void host_close(struct host *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->stop = true;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	if (h->housekeeping)
+		pthread_join(h->housekeeper, NULL);
+	while (h->list) {
+		struct sandbox *sb = h->list;
+		h->list = sb->next;
+		sandbox_save(h, sb);
+		sandbox_put(h, sb);
+	}
+	templates_close(h->tpl);
+	/* What sandboxes that live on hold stays; the rest goes. */
+	netpool_close(h->net);
+	if (h->cgroups)
+		cgroup_finish(h->cfg);
+	char jail[PATH_MAX];
+	snprintf(jail, sizeof jail, "%s/jail", h->cfg->data_dir);
+	rmdir(jail);
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->layers);
+	pthread_mutex_destroy(&h->lock);
+	free(h);
+}

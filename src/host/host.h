@@ -1,0 +1,92 @@
+/*
+ * host: the agent role of kilnd, the sandbox service of one KVM host. It
+ * owns the templates and their zygotes, every sandbox's VMM, disks,
+ * network lease and directory, and a housekeeping thread that notices dead
+ * VMMs, applies TTLs and samples accounting. The API role calls these
+ * functions; errors are -errno with errmsg() set, mapped to HTTP statuses
+ * by the caller (-ENOENT 404, -EBUSY 409 wrong state, -EAGAIN 503 no
+ * capacity, -ENOTSUP 501 a VMM feature missing).
+ *
+ * A sandbox's lifecycle operations (create, delete, hibernate, wake, fork,
+ * snapshot) run one at a time per sandbox; guest operations (exec, files,
+ * pty) run concurrently between sandbox_enter and sandbox_leave, which
+ * count as activity for the TTL and wake a hibernated sandbox first.
+ */
+#ifndef KILN_HOST_HOST_H
+#define KILN_HOST_HOST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "common/strbuf.h"
+
+struct host_config;
+struct metrics;
+struct guest;
+struct host;
+struct sandbox;
+struct template_def;
+struct tmpl;
+
+/* Load templates, recover the sandboxes a previous kilnd left (re-attach
+ * or clean up), start housekeeping. */
+int host_open(const struct host_config *cfg, struct store *store, struct metrics *metrics,
+	      struct host **out);
+/* Stop housekeeping. Running VMMs are left running, for the next kilnd. */
+void host_close(struct host *h);
+
+struct create_req {
+	const char *workspace;
+	const char *template;		/* or NULL with snapshot */
+	const char *snapshot;		/* from_snapshot */
+	int64_t ttl_seconds;		/* -1: the default */
+	const char *metadata, *env;	/* JSON object text, or NULL */
+	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
+	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */
+};
+
+int host_create(struct host *h, const struct create_req *req, struct sandbox **out);
+/* The caller's sandbox id (a reference), -ENOENT if it does not exist or
+ * belongs to another workspace. */
+int host_find(struct host *h, const char *workspace, const char *id, struct sandbox **out);
+void sandbox_put(struct host *h, struct sandbox *sb);
+/* A consistent copy of the record (sbx_row_clear it). */
+int sandbox_row(struct sandbox *sb, struct sbx_row *out);
+typedef int host_row_fn(void *ctx, const struct sbx_row *r);
+int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx);
+
+int host_delete(struct host *h, struct sandbox *sb);
+int host_hibernate(struct host *h, struct sandbox *sb);
+int host_wake(struct host *h, struct sandbox *sb);
+int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds);
+/* A new egress policy (netpolicy.h text), in force when this returns. */
+int host_set_network(struct host *h, struct sandbox *sb, const char *policy);
+/* A snapshot of the running sandbox (memory and disk); its id. */
+int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX]);
+/* count children of sb: with tree, all in one pause (identical); without,
+ * one pause each. children[] gets references; *made how many exist (they
+ * are returned even when a later one failed). */
+int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
+	      struct sandbox **children, int *made);
+int host_snapshot_delete(struct host *h, const char *workspace, const char *id);
+
+/* Guest access: wakes a hibernated sandbox, counts the operation as
+ * activity until sandbox_leave, and connects to its agent. */
+int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out);
+void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g);
+/* Count an operation that already has its guest connection (a proxied
+ * WebSocket taken over from its request) without waking or connecting:
+ * -EBUSY-style state error unless running. sandbox_leave(h, sb, NULL)
+ * ends it. */
+int sandbox_hold(struct host *h, struct sandbox *sb);
+/* Any API request naming the sandbox is activity (TTL). */
+void sandbox_touch(struct sandbox *sb);
+
+typedef int host_tmpl_fn(void *ctx, const struct template_def *def, const struct tmpl *t);
+/* Every known template, with its version in service (t NULL if none). */
+int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx);
+/* Gauges: sandboxes by state. */
+void host_metrics(struct host *h, struct strbuf *b);
+
+#endif

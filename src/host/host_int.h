@@ -1,0 +1,117 @@
+/*
+ * host_int: the agent's internals, shared by host.c (table, capacity,
+ * housekeeping), sandbox.c (lifecycle), fork.c (forks and snapshots),
+ * layers.c (shared disk layers) and recover.c (restart).
+ *
+ * Lock order: sb->op, then h->lock, then sb->lock. sb->lock guards the
+ * row and the runtime fields; h->lock the list, references and capacity.
+ */
+#ifndef KILN_HOST_HOST_INT_H
+#define KILN_HOST_HOST_INT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "host/disk.h"
+#include "host/host.h"
+#include "host/host_config.h"
+
+struct templates;
+
+struct sandbox {
+	struct sbx_row row;
+	pthread_mutex_t lock;
+	pthread_mutex_t op;		/* one lifecycle operation at a time */
+	int refs;			/* h->lock */
+	int active;			/* guest operations in flight */
+	int pidfd;			/* the VMM's, or -1 */
+	bool expect_exit;		/* an operation is stopping the VMM */
+	bool vmm_dead;			/* housekeeping saw it exit */
+	bool linked;			/* in h->list (h->lock) */
+	bool counts_memory;		/* its memory_mib is in h->mem_mib */
+	char dir[VM_DIR_MAX];
+	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */
+	int64_t sample_ms;		/* monotonic time of the last sample */
+	struct sandbox *next;
+};
+
+struct host {
+	const struct host_config *cfg;
+	struct store *store;
+	struct metrics *metrics;
+	struct templates *tpl;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a create slot freed, or stop */
+	struct sandbox *list;
+	int live;			/* linked sandboxes (max_sandboxes) */
+	int64_t mem_mib;		/* memory of running and starting VMs */
+	int creating;			/* creates in flight (max_creates) */
+	/* Held while a layer is made and recorded, and by the collector, so
+	 * a layer is never collected between the two. */
+	pthread_mutex_t layers;
+	pthread_t housekeeper;
+	bool housekeeping, stop;
+	struct netpool *net;		/* NULL: --no-net */
+	bool cgroups;			/* cgroup v2 limits for VMMs */
+};
+
+/* host.c */
+struct sandbox *sandbox_alloc(struct host *h, const struct sbx_row *row);
+void host_link(struct host *h, struct sandbox *sb);
+void host_unlink(struct host *h, struct sandbox *sb);
+/* Reserve n sandboxes and mem_mib of guest memory (and a create slot
+ * with slot), waiting up to create_wait_ms for a slot. -EAGAIN when there
+ * is no room. Done gives back what was not used, and the slot. */
+int host_admit(struct host *h, int n, int64_t mem_mib, bool slot);
+void host_admit_done(struct host *h, int n_unused, int64_t mem_unused, bool slot);
+/* Memory accounting of one sandbox's VM (idempotent both ways). */
+void sandbox_mem_hold(struct host *h, struct sandbox *sb);
+void sandbox_mem_release(struct host *h, struct sandbox *sb);
+/* Persist the row (under sb->lock). */
+int sandbox_save(struct host *h, struct sandbox *sb);
+/* The one way a sandbox's state changes: checks the move is legal
+ * (store/sbx_state.h), then persists the row. -EBUSY, nothing changed,
+ * for an illegal move. */
+int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state);
+bool sandbox_in(struct sandbox *sb, enum sbx_state state);
+
+/* sandbox.c */
+/* Take a final accounting sample of the VMM while it still exists. */
+void sandbox_sample(struct host *h, struct sandbox *sb);
+/* Adopt a started VMM: pid in the row and vmm.pid, pidfd for housekeeping. */
+int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t start);
+/* Kill the VMM (if any), release network, remove the directory. The
+ * record is not changed. */
+void sandbox_teardown(struct host *h, struct sandbox *sb);
+/* Wait for the guest agent, resync it, and measure. */
+int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync);
+/* The sandbox's disk (its overlay, the top of its chain) in the record,
+ * kept as JSON {"top": PATH}; snapshots record theirs the same way. */
+int sandbox_top(struct sandbox *sb, char top[PATH_MAX]);
+int sandbox_set_top(struct sandbox *sb, const char *top);
+int disks_json_top(const char *disks, char top[PATH_MAX]);
+char *disks_json(const char *top);
+/* The VMM's control socket path. */
+void sandbox_ctl(struct sandbox *sb, char *out, size_t cap);
+/* Failure of a sandbox under construction: teardown and "deleted". */
+void sandbox_abort(struct host *h, struct sandbox *sb, const char *why);
+/* A VM that died: teardown and "failed" with why. */
+void sandbox_fail(struct host *h, struct sandbox *sb, const char *why);
+/* -EBUSY "sandbox X is STATE, not want" (-ENOENT once deleted). */
+int sandbox_state_error(struct sandbox *sb, const char *want);
+
+/* layers.c: remove the disk layers and directories nothing uses. */
+#define CHAIN_MAX 64
+void layers_gc(struct host *h);
+
+/* recover.c */
+int host_recover(struct host *h);
+
+/* fsutil */
+int rmtree(const char *path);
+/* Remove everything in dir but the files named disk*. */
+int rmtree_except_disks(const char *dir);
+
+#endif

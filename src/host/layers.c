@@ -1,0 +1,162 @@
+/*
+ * layers: disk layers outlive the sandbox that made them. After a fork the
+ * parent's sealed old top (DATA/sandboxes/P/disk) is the base of the
+ * children's overlays, and a sandbox made from a snapshot sits on the
+ * snapshot's disk, so deleting a sandbox or snapshot removes its VM files
+ * at once but its disk layers only when no live chain uses them. The
+ * collector reads every live sandbox's and snapshot's chain (overlay
+ * headers name their bases) and then removes, under DATA/sandboxes and
+ * DATA/snapshots, whatever no chain names: the directories of deleted
+ * sandboxes and snapshots, and old tops a fork left in live ones.
+ */
+#include "host/disk.h"
+#include "host/host_int.h"
+#include "common/err.h"
+#include "host/host_config.h"
+#include "common/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct refs {
+	char **s;
+	size_t n, cap;
+};
+
+static void refs_add(struct refs *r, const char *s)
+{
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 64;
+		char **ns = realloc(r->s, cap * sizeof *ns);
+		if (!ns)
+			return;
+		r->s = ns, r->cap = cap;
+	}
+	if ((r->s[r->n] = strdup(s)))
+		r->n++;
+}
+
+static bool refs_has(const struct refs *r, const char *s)
+{
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->s[i], s) == 0)
+			return true;
+	return false;
+}
+
+static void refs_free(struct refs *r)
+{
+	for (size_t i = 0; i < r->n; i++)
+		free(r->s[i]);
+	free(r->s);
+}
+
+/* Every layer of the chain under the disk recorded in disks (JSON). */
+static void add_chain(struct refs *layers, const char *disks)
+{
+	char top[PATH_MAX];
+	if (disks_json_top(disks, top) < 0)
+		return;
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
+	int n = 0;
+	if (chain && disk_chain(top, chain, CHAIN_MAX, &n) == 0)
+		for (int i = 0; i < n; i++)
+			refs_add(layers, chain[i]);
+	else if (chain)
+		refs_add(layers, top);	/* unreadable now: keep at least the top */
+	free(chain);
+}
+
+struct gc_ctx {
+	struct refs layers, live_snaps;
+};
+
+static int add_snapshot(void *ctx, struct snap_row *s)
+{
+	struct gc_ctx *g = ctx;
+	add_chain(&g->layers, s->disks);
+	refs_add(&g->live_snaps, s->id);
+	snap_row_clear(s);
+	return 0;
+}
+
+/* Remove what no chain names in one directory: in a live one only disk
+ * layers (disk*), in others everything. */
+static void sweep_dir(const char *dir, bool live, const struct refs *layers)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	int left = 0;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char path[PATH_MAX];
+		if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) >= (int)sizeof path) {
+			left++;
+			continue;
+		}
+		bool layer = !strncmp(e->d_name, "disk", 4);
+		if (refs_has(layers, path) || (live && !layer)) {
+			left++;
+			continue;
+		}
+		log_debug("collector: removing %s", path);
+		if (e->d_type == DT_DIR ? rmtree(path) < 0 : unlink(path) < 0)
+			left++;
+	}
+	closedir(d);
+	if (!live && left == 0)
+		rmdir(dir);
+}
+
+static void sweep(const char *root, const struct refs *live, const struct refs *layers)
+{
+	DIR *d = opendir(root);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		char dir[PATH_MAX];
+		if (snprintf(dir, sizeof dir, "%s/%s", root, e->d_name) < (int)sizeof dir)
+			sweep_dir(dir, refs_has(live, e->d_name), layers);
+	}
+	closedir(d);
+}
+
+void layers_gc(struct host *h)
+{
+	struct gc_ctx g = { 0 };
+	struct refs live_sbx = { 0 };
+	pthread_mutex_lock(&h->layers);
+	pthread_mutex_lock(&h->lock);
+	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
+		pthread_mutex_lock(&sb->lock);
+		/* A failed sandbox keeps its record, not its disk. */
+		if (sb->row.state != SBX_FAILED) {
+			add_chain(&g.layers, sb->row.disks);
+			refs_add(&live_sbx, sb->row.id);
+		}
+		pthread_mutex_unlock(&sb->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+	/* If the snapshots cannot be read, remove nothing rather than too much. */
+	if (store_snapshot_each_live(h->store, add_snapshot, &g) == 0) {
+		char root[PATH_MAX];
+		snprintf(root, sizeof root, "%s/sandboxes", h->cfg->data_dir);
+		sweep(root, &live_sbx, &g.layers);
+		snprintf(root, sizeof root, "%s/snapshots", h->cfg->data_dir);
+		sweep(root, &g.live_snaps, &g.layers);
+	}
+	pthread_mutex_unlock(&h->layers);
+	refs_free(&g.layers);
+	refs_free(&g.live_snaps);
+	refs_free(&live_sbx);
+}

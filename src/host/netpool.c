@@ -1,0 +1,223 @@
+#include "host/netpool.h"
+#include "common/err.h"
+#include "host/host_config.h"
+#include "common/log.h"
+#include "net/net.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define POOL_MAX 256
+
+struct netpool {
+	const struct host_config *cfg;
+	struct net_config nc;
+	char dir[DATA_DIR_MAX + 8];	/* DATA/net: one file per claimed slot */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a slot was taken, or stop */
+	uint32_t ready[POOL_MAX];
+	int nready;
+	bool stop, filling;
+	pthread_t filler;
+};
+
+static void claim_path(struct netpool *p, uint32_t slot, char out[PATH_MAX])
+{
+	snprintf(out, PATH_MAX, "%s/%u", p->dir, slot);
+}
+
+/* A slot made and claimed (the claim file written right after, so a kill
+ * in between leaves at most one namespace unaccounted). */
+static int make_slot(struct netpool *p, uint32_t *slot)
+{
+	struct net_slot s;
+	int rc = net_create(&p->nc, &s);
+	if (rc < 0)
+		return rc;
+	char path[PATH_MAX];
+	claim_path(p, s.slot, path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = errf_sys("claim %s", path);
+		net_destroy(&p->nc, s.slot);
+		return rc;
+	}
+	close(fd);
+	*slot = s.slot;
+	return 0;
+}
+
+void netpool_drop(struct netpool *p, uint32_t slot)
+{
+	if (!slot)
+		return;
+	if (net_destroy(&p->nc, slot) < 0)
+		log_warn("network slot %u: %s", slot, errmsg());
+	char path[PATH_MAX];
+	claim_path(p, slot, path);
+	unlink(path);
+}
+
+bool netpool_exists(struct netpool *p, uint32_t slot)
+{
+	struct net_slot s;
+	net_slot_info(&p->nc, slot, &s);
+	return access(s.netns_path, F_OK) == 0;
+}
+
+int netpool_open(const struct host_config *cfg, struct netpool **out)
+{
+	struct netpool *p = calloc(1, sizeof *p);
+	if (!p)
+		return errf(ENOMEM, "out of memory");
+	p->cfg = cfg;
+	net_default_config(&p->nc);
+	snprintf(p->dir, sizeof p->dir, "%s/net", cfg->data_dir);
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	int rc = mkdir(p->dir, 0700) < 0 && errno != EEXIST ? errf_sys("mkdir %s", p->dir) : 0;
+	if (rc == 0 && (rc = net_init(&p->nc)) < 0) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		rc = errf(-rc, "sandbox networks: %s (run with --no-net on a host without nftables)", msg);
+	}
+	if (rc < 0) {
+		pthread_cond_destroy(&p->cond);
+		pthread_mutex_destroy(&p->lock);
+		free(p);
+		return rc;
+	}
+	*out = p;
+	return 0;
+}
+
+static void *fill(void *arg)
+{
+	struct netpool *p = arg;
+	/* Refilling is background work: its ip(8) and nft(8) runs (which
+	 * inherit this thread's nice value) yield to the creates. */
+	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
+	pthread_mutex_lock(&p->lock);
+	while (!p->stop) {
+		if (p->nready >= p->cfg->net_pool) {
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		uint32_t slot;
+		int rc = make_slot(p, &slot);
+		if (rc < 0)
+			log_warn("network pool: %s", errmsg());
+		pthread_mutex_lock(&p->lock);
+		if (rc == 0 && p->stop) {
+			pthread_mutex_unlock(&p->lock);
+			netpool_drop(p, slot);
+			pthread_mutex_lock(&p->lock);
+		} else if (rc == 0) {
+			p->ready[p->nready++] = slot;
+		} else {
+			/* Not in a tight loop: try again in a second. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += 1;
+			pthread_cond_timedwait(&p->cond, &p->lock, &until);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+static bool slot_listed(const uint32_t *slots, int n, uint32_t slot)
+{
+	for (int i = 0; i < n; i++)
+		if (slots[i] == slot)
+			return true;
+	return false;
+}
+
+void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
+{
+	/* Every slot that has a kiln-n namespace or a claim file in DATA/net:
+	 * a kill while a namespace was being made leaves one without a claim
+	 * file (before its claim is written, or half set up), or a claim
+	 * whose namespace is gone. kilnd owns the host's kiln-n namespaces
+	 * (one kilnd per host), so whatever no sandbox holds goes. */
+	enum { MAX_SLOTS = 8192 };
+	static uint32_t slots[MAX_SLOTS];
+	int n = net_list(slots, MAX_SLOTS / 2);
+	DIR *d = opendir(p->dir);
+	struct dirent *e;
+	while (d && (e = readdir(d)) && n < MAX_SLOTS) {
+		char *end;
+		unsigned long slot = strtoul(e->d_name, &end, 10);
+		if (!*end && end != e->d_name && slot && slot <= UINT32_MAX &&
+		    !slot_listed(slots, n, (uint32_t)slot))
+			slots[n++] = (uint32_t)slot;
+	}
+	if (d)
+		closedir(d);
+	int removed = 0;
+	for (int i = 0; i < n; i++)
+		if (!slot_listed(keep, nkeep, slots[i])) {
+			netpool_drop(p, slots[i]);
+			removed++;
+		}
+	if (removed)
+		log_info("removed %d sandbox networks no sandbox holds", removed);
+	int size = p->cfg->net_pool < POOL_MAX ? p->cfg->net_pool : POOL_MAX;
+	if (size > 0 && pthread_create(&p->filler, NULL, fill, p) == 0)
+		p->filling = true;
+}
+
+int netpool_take(struct netpool *p, uint32_t *slot)
+{
+	pthread_mutex_lock(&p->lock);
+	bool have = p->nready > 0;
+	if (have)
+		*slot = p->ready[--p->nready];
+	pthread_cond_broadcast(&p->cond);	/* the filler makes another */
+	pthread_mutex_unlock(&p->lock);
+	return have ? 0 : make_slot(p, slot);
+}
+
+int netpool_ready(struct netpool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	int n = p->nready;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+void netpool_close(struct netpool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	if (p->filling)
+		pthread_join(p->filler, NULL);
+	for (int i = 0; i < p->nready; i++)
+		netpool_drop(p, p->ready[i]);
+	p->nready = 0;
+	uint32_t any[1];
+	if (net_list(any, 1) == 0) {
+		/* No sandbox network is left on the host (ours or another
+		 * kilnd's): the table goes too. */
+		net_cleanup(&p->nc);
+		rmdir(p->dir);
+	}
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}

@@ -1,0 +1,41 @@
+/*
+ * netpool: the sandbox networks (src/net) a kilnd owns, and a warm pool of
+ * ready ones. Making a network takes a handful of ip(8) and nft(8) runs
+ * (tens of milliseconds on a real host, seconds under emulation), so a
+ * background thread keeps `size` of them made; a create takes one from the
+ * pool and only makes its own when the pool is empty.
+ *
+ * Every slot this kilnd claims has a file DATA/net/SLOT, made as soon as
+ * the namespace exists and removed after it is gone. A kilnd that starts
+ * after a SIGKILL finds there which namespaces were its own (other kilnds
+ * on the host keep theirs) and removes those no sandbox holds.
+ */
+#ifndef KILN_HOST_NETPOOL_H
+#define KILN_HOST_NETPOOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct host_config;
+struct netpool;
+
+/* The kiln nftables table in place, DATA/net made; no thread yet. */
+int netpool_open(const struct host_config *cfg, struct netpool **out);
+/* Remove the slots claimed in DATA/net that are not in keep[] (the
+ * sandboxes that live on), then start filling the pool. */
+void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep);
+/* Stop the filler and remove the pool's ready slots; the slots that
+ * sandboxes hold stay (their VMMs outlive kilnd). With none left on the
+ * host, the kiln table goes too. */
+void netpool_close(struct netpool *p);
+
+/* A ready slot (from the pool, or made now): its number. */
+int netpool_take(struct netpool *p, uint32_t *slot);
+/* Whether slot's namespace still exists. */
+bool netpool_exists(struct netpool *p, uint32_t slot);
+/* Destroy a slot and its claim (idempotent). */
+void netpool_drop(struct netpool *p, uint32_t slot);
+/* Slots now in the pool (for tests and metrics). */
+int netpool_ready(struct netpool *p);
+
+#endif

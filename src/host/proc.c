@@ -1,0 +1,254 @@
+#include "host/proc.h"
+#include "common/err.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_setup(const char *log, bool detach)
+{
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	if (detach)
+		setsid();
+	int in = open("/dev/null", O_RDONLY);
+	int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+	if (in >= 0)
+		dup2(in, 0);
+	if (out >= 0) {
+		dup2(out, 1);
+		dup2(out, 2);
+	} else if (detach) {
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+	}
+	/* Close everything else: the HTTP sockets, the database, other VMMs'
+	 * sockets must not leak into a VMM that lives on. */
+	syscall(SYS_close_range, 3, ~0U, 0);
+}
+
+int proc_spawn(char *const argv[], const char *log, pid_t *pid)
+{
+	return proc_spawn_in(argv, log, NULL, pid);
+}
+
+int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t *pid)
+{
+	/* Opened here: the child may only make async-signal-safe calls. */
+	int ns = netns ? open(netns, O_RDONLY | O_CLOEXEC) : -1;
+	if (netns && ns < 0)
+		return errf_sys("network namespace %s", netns);
+	pid_t p = fork();
+	if (p < 0) {
+		if (ns >= 0)
+			close(ns);
+		return errf_sys("fork for %s", argv[0]);
+	}
+	if (p == 0) {
+		if (ns >= 0 && setns(ns, CLONE_NEWNET) < 0)
+			_exit(126);
+		child_setup(log, true);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (ns >= 0)
+		close(ns);
+	*pid = p;
+	return 0;
+}
+
+int proc_run(char *const argv[], const char *log)
+{
+	pid_t p = fork();
+	if (p < 0)
+		return errf_sys("fork for %s", argv[0]);
+	if (p == 0) {
+		if (log)
+			child_setup(log, false);
+		else
+			syscall(SYS_close_range, 3, ~0U, 0);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(p, &st, 0) < 0)
+		if (errno != EINTR)
+			return errf_sys("waitpid %s", argv[0]);
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	return 128 + WTERMSIG(st);
+}
+
+/* The fields after "(comm)" of /proc/PID/stat; comm may hold spaces and
+ * parentheses, so parse from the last ')'. */
+static int read_stat(pid_t pid, char *buf, size_t cap, char **rest)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = 0;
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return -EPROTO;
+	*rest = p + 2;	/* field 3 (state) */
+	return 0;
+}
+
+/* Field number f (>= 3) of the stat line. */
+static const char *stat_field(char *rest, int f)
+{
+	char *p = rest;
+	for (int i = 3; i < f && p; i++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	return p;
+}
+
+int64_t proc_start_time(pid_t pid)
+{
+	char buf[1024], *rest;
+	if (pid <= 0 || read_stat(pid, buf, sizeof buf, &rest) < 0)
+		return 0;
+	const char *f = stat_field(rest, 22);
+	return f ? strtoll(f, NULL, 10) : 0;
+}
+
+bool proc_alive(pid_t pid, int64_t start)
+{
+	char buf[1024], *rest;
+	if (pid <= 0 || read_stat(pid, buf, sizeof buf, &rest) < 0)
+		return false;
+	if (rest[0] == 'Z' || rest[0] == 'X')
+		return false;
+	const char *f = stat_field(rest, 22);
+	return f && (start == 0 || strtoll(f, NULL, 10) == start);
+}
+
+int proc_usage(pid_t pid, double *cpu_seconds, int64_t *rss_bytes)
+{
+	char buf[1024], *rest;
+	if (pid <= 0 || read_stat(pid, buf, sizeof buf, &rest) < 0)
+		return -ESRCH;
+	const char *ut = stat_field(rest, 14), *st = stat_field(rest, 15), *rss = stat_field(rest, 24);
+	if (!ut || !st || !rss)
+		return -EPROTO;
+	long tick = sysconf(_SC_CLK_TCK);
+	*cpu_seconds = (double)(strtoull(ut, NULL, 10) + strtoull(st, NULL, 10)) / (tick > 0 ? tick : 100);
+	*rss_bytes = strtoll(rss, NULL, 10) * sysconf(_SC_PAGESIZE);
+	return 0;
+}
+
+int proc_pidfd(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return fd < 0 ? errf_sys("pidfd_open %d", (int)pid) : fd;
+}
+
+int proc_reap(pid_t pid)
+{
+	int st;
+	pid_t p = waitpid(pid, &st, WNOHANG);
+	return p == pid ? st : -1;
+}
+
+int proc_kill_wait(pid_t pid, int64_t start, int ms)
+{
+	if (pid <= 0)
+		return 0;
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pfd < 0)
+		return 0;	/* gone */
+	/* The pidfd pins the identity: check the start time after opening it. */
+	if (start && proc_start_time(pid) != start) {
+		close(pfd);
+		return 0;
+	}
+	syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+	struct pollfd p = { .fd = pfd, .events = POLLIN };
+	int64_t end = mono_ms() + ms;
+	int rc = -ETIMEDOUT;
+	for (;;) {
+		int left = (int)(end - mono_ms());
+		if (left < 0)
+			left = 0;
+		int n = poll(&p, 1, left);
+		if (n > 0) {
+			rc = 0;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (errno != EINTR)
+			break;
+	}
+	proc_reap(pid);
+	close(pfd);
+	return rc == 0 ? 0 : errf(ETIMEDOUT, "process %d did not die within %d ms", (int)pid, ms);
+}
+
+int pidfile_write(const char *path, pid_t pid, int64_t start)
+{
+	char tmp[4200], text[64];
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	int n = snprintf(text, sizeof text, "%d %lld\n", (int)pid, (long long)start);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errf_sys("create %s", tmp);
+	if (write(fd, text, n) != n) {
+		int e = errf_sys("write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		return e;
+	}
+	close(fd);
+	if (rename(tmp, path) < 0)
+		return errf_sys("rename %s", tmp);
+	return 0;
+}
+
+int pidfile_read(const char *path, pid_t *pid, int64_t *start)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	int p = 0;
+	long long s = 0;
+	int n = fscanf(f, "%d %lld", &p, &s);
+	fclose(f);
+	if (n != 2 || p <= 0)
+		return -EINVAL;
+	*pid = p;
+	*start = s;
+	return 0;
+}

@@ -1,0 +1,47 @@
+/*
+ * proc: the processes kilnd runs and watches (VMMs, zygotes, image
+ * builders). A VMM must outlive kilnd (restart safety), so it gets its own
+ * session, /dev/null as stdin and a log file as stdout and stderr: never a
+ * pipe to kilnd, whose death would kill it with SIGPIPE. A process is
+ * named by its pid and its start time, so a recycled pid is never mistaken
+ * for it.
+ */
+#ifndef KILN_HOST_PROC_H
+#define KILN_HOST_PROC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Start argv[0] with argv, detached (setsid), stdout and stderr appended to
+ * log (or /dev/null), no other fds. *pid gets its pid. */
+int proc_spawn(char *const argv[], const char *log, pid_t *pid);
+/* The same, in the network namespace at netns (NULL: kilnd's). */
+int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t *pid);
+/* Run argv to completion (stdout/stderr to log, or inherited if NULL);
+ * returns its exit status (0..255), 128+signal, or -errno. */
+int proc_run(char *const argv[], const char *log);
+
+/* Field 22 of /proc/PID/stat (clock ticks after boot); 0 if gone. */
+int64_t proc_start_time(pid_t pid);
+/* Is pid alive and started at start (0: any start time)? Zombies are not. */
+bool proc_alive(pid_t pid, int64_t start);
+/* CPU seconds (user + system, all threads) and resident bytes; -ESRCH. */
+int proc_usage(pid_t pid, double *cpu_seconds, int64_t *rss_bytes);
+
+/* pidfd_open(2), or -errno. */
+int proc_pidfd(pid_t pid);
+/* Reap pid if it is our child and has exited: its wait status, or -1. */
+int proc_reap(pid_t pid);
+/* SIGKILL pid if it is still the process started at start, then wait up
+ * to ms for it to be gone. 0 if gone (or never there), -ETIMEDOUT. */
+int proc_kill_wait(pid_t pid, int64_t start, int ms);
+
+/* Write / read "PID START\n" files (a VMM's identity in its directory). */
+int pidfile_write(const char *path, pid_t pid, int64_t start);
+int pidfile_read(const char *path, pid_t *pid, int64_t *start);
+
+/* Monotonic milliseconds. */
+int64_t mono_ms(void);
+
+#endif

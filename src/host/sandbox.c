@@ -1,0 +1,699 @@
+/*
+ * sandbox: the lifecycle of one sandbox: create (from a template's zygote,
+ * by booting, or from a snapshot), delete, hibernate, wake, and guest
+ * access. Forks and snapshots are in fork.c.
+ */
+#include "host/guest_conn.h"
+#include "host/jail.h"
+#include "host/host_int.h"
+#include "host/net.h"
+#include "host/proc.h"
+#include "host/template.h"
+#include "host/vmm.h"
+#include "common/metrics.h"
+#include "common/err.h"
+#include "host/host_config.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void sandbox_ctl(struct sandbox *sb, char *out, size_t cap)
+{
+	vm_path(out, cap, sb->dir, "ctl.sock");
+}
+
+/* ---- the disk in the record --------------------------------------------------------- */
+
+int disks_json_top(const char *disks, char top[PATH_MAX])
+{
+	json_t *j = disks ? json_loads(disks, 0, NULL) : NULL;
+	const char *t = json_string_value(json_object_get(j, "top"));
+	int rc = t && t[0] == '/' && strlen(t) < PATH_MAX ? 0 : -EINVAL;
+	if (rc == 0)
+		snprintf(top, PATH_MAX, "%s", t);
+	json_decref(j);
+	return rc;
+}
+
+char *disks_json(const char *top)
+{
+	json_t *j = json_pack("{s:s}", "top", top);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return text;
+}
+
+int sandbox_top(struct sandbox *sb, char top[PATH_MAX])
+{
+	pthread_mutex_lock(&sb->lock);
+	int rc = disks_json_top(sb->row.disks, top);
+	pthread_mutex_unlock(&sb->lock);
+	return rc < 0 ? errf(EINVAL, "sandbox %s: no disk recorded", sb->row.id) : 0;
+}
+
+int sandbox_set_top(struct sandbox *sb, const char *top)
+{
+	char *text = disks_json(top);
+	if (!text)
+		return errf(ENOMEM, "out of memory");
+	pthread_mutex_lock(&sb->lock);
+	free(sb->row.disks);
+	sb->row.disks = text;
+	pthread_mutex_unlock(&sb->lock);
+	return 0;
+}
+
+/* ---- the VMM ------------------------------------------------------------------------ */
+
+void sandbox_sample(struct host *h, struct sandbox *sb)
+{
+	(void)h;
+	pthread_mutex_lock(&sb->lock);
+	double cpu;
+	int64_t rss;
+	if (sb->row.vmm_pid > 0 && proc_alive(sb->row.vmm_pid, sb->row.vmm_start) &&
+	    proc_usage(sb->row.vmm_pid, &cpu, &rss) == 0) {
+		int64_t now = mono_ms();
+		double dt = sb->sample_ms ? (double)(now - sb->sample_ms) / 1000 : 0;
+		sb->row.cpu_seconds = sb->row.cpu_base + cpu;
+		sb->row.rss_bytes = rss;
+		sb->row.mem_mib_seconds += (double)rss / (1024 * 1024) * dt;
+		sb->row.running_seconds += dt;
+		sb->sample_ms = now;
+	}
+	pthread_mutex_unlock(&sb->lock);
+}
+
+int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t start)
+{
+	int fd = proc_pidfd(pid);
+	if (fd < 0 || (start && proc_start_time(pid) != start)) {
+		if (fd >= 0)
+			close(fd);
+		return errf(ECHILD, "the VMM (pid %d) is gone", (int)pid);
+	}
+	char pidf[PATH_MAX];
+	vm_path(pidf, sizeof pidf, sb->dir, "vmm.pid");
+	pidfile_write(pidf, pid, start);
+	pthread_mutex_lock(&sb->lock);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = fd;
+	sb->row.vmm_pid = pid;
+	sb->row.vmm_start = start;
+	sb->vmm_dead = false;
+	sb->expect_exit = false;
+	sb->sample_ms = mono_ms();
+	pthread_mutex_unlock(&sb->lock);
+	return sandbox_save(h, sb);
+}
+
+/* The VMM that answers on a control socket, if any (found even when
+ * kilnd died before it could record the pid). */
+static pid_t ctl_pid(const char *ctl)
+{
+	struct stat st;
+	if (lstat(ctl, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	json_t *req = json_pack("{s:s}", "cmd", "status"), *reply = NULL;
+	pid_t pid = 0;
+	if (req && vmm_ctl(ctl, req, &reply, 2000) == 0)
+		pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));
+	if (pid <= 1)
+		pid = 0;	/* a VMM in a PID namespace of its own says 1: not ours to kill */
+	json_decref(req);
+	json_decref(reply);
+	return pid;
+}
+
+void sandbox_teardown(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	pid_t pid = sb->row.vmm_pid;
+	int64_t start = sb->row.vmm_start;
+	sb->expect_exit = true;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	sb->row.vmm_pid = 0;
+	sb->row.vmm_start = 0;
+	pthread_mutex_unlock(&sb->lock);
+
+	if (pid > 0 && proc_kill_wait(pid, start, 5000) < 0)
+		log_warn("sandbox %s: %s", sb->row.id, errmsg());
+	char path[PATH_MAX];
+	pid_t other;
+	int64_t ostart;
+	vm_path(path, sizeof path, sb->dir, "vmm.pid");
+	if (pidfile_read(path, &other, &ostart) == 0 && (other != pid || ostart != start))
+		proc_kill_wait(other, ostart, 5000);
+	vm_path(path, sizeof path, sb->dir, "ctl.sock");
+	if ((other = ctl_pid(path)) > 0)
+		proc_kill_wait(other, 0, 5000);
+	net_release(h, sb);
+	vmm_jail_release(h, sb);
+	/* Its disk layers may be the base of others' (forks): the collector
+	 * removes them, and the directory, once nothing uses them. */
+	if (rmtree_except_disks(sb->dir) < 0)
+		log_warn("sandbox %s: %s", sb->row.id, errmsg());
+}
+
+int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
+{
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
+	struct guest *g;
+	int rc = guest_wait_ready(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, &g);
+	if (rc < 0)
+		return rc;
+	guest_set_timeout(g, h->cfg->boot_timeout_ms);
+	if (resync)
+		rc = guest_resync(g, sb->row.id, sb->row.id);
+	guest_close(g);
+	return rc;
+}
+
+void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
+{
+	sandbox_teardown(h, sb);
+	sandbox_mem_release(h, sb);
+	pthread_mutex_lock(&sb->lock);
+	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, SBX_DELETED);
+	host_unlink(h, sb);
+	layers_gc(h);
+}
+
+void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
+{
+	sandbox_sample(h, sb);
+	sandbox_teardown(h, sb);
+	sandbox_mem_release(h, sb);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.cpu_base = sb->row.cpu_seconds;
+	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, SBX_FAILED);
+}
+
+/* ---- create ---------------------------------------------------------------------------- */
+
+static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
+			       const struct net_lease *net)
+{
+	const struct host_config *cfg = h->cfg;
+	char top[PATH_MAX];
+	snprintf(top, sizeof top, "%s/disk", sb->dir);
+	pthread_mutex_lock(&h->layers);	/* made and recorded before the collector looks */
+	int rc = disk_create(top, t->base);
+	if (rc == 0)
+		rc = sandbox_set_top(sb, top);
+	pthread_mutex_unlock(&h->layers);
+	if (rc < 0)
+		return rc;
+	pid_t pid;
+	const char *tap = net->slot ? net->tap : NULL, *netns = net->slot ? net->netns : NULL;
+	struct vmm_jail *jail = malloc(sizeof *jail);
+	if (!jail)
+		return errf(ENOMEM, "out of memory");
+	char kdir[PATH_MAX], idir[PATH_MAX];
+	snprintf(kdir, sizeof kdir, "%s", cfg->kernel);
+	snprintf(idir, sizeof idir, "%s", cfg->initrd);
+	if (strrchr(kdir, '/'))
+		*strrchr(kdir, '/') = 0;
+	if (strrchr(idir, '/'))
+		*strrchr(idir, '/') = 0;
+	rc = vmm_jail_prepare(h, sb, top, t->snapshot ? NULL : kdir, t->snapshot ? NULL : idir, netns,
+			      jail);
+	if (rc == 0 && t->snapshot) {
+		double vmm_ms;
+		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = tap, .netns = netns,
+					.hostname = sb->row.id, .jail = jail };
+		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
+		if (rc == 0)
+			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms", sb->row.id, vmm_ms);
+	} else if (rc == 0) {
+		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
+				     .disk = top, .tap = tap, .netns = netns, .hostname = sb->row.id,
+				     .jail = jail };
+		rc = vmm_launch(cfg, &s, &pid);
+	}
+	free(jail);
+	if (rc < 0)
+		return rc;
+	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+}
+
+static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct snap_row *snap,
+			       const struct net_lease *net)
+{
+	const struct host_config *cfg = h->cfg;
+	char base[PATH_MAX], top[PATH_MAX];
+	snprintf(top, sizeof top, "%s/disk", sb->dir);
+	/* The snapshot's disk stays while a live sandbox's chain holds it:
+	 * the collector waits until this one is recorded. */
+	pthread_mutex_lock(&h->layers);
+	int rc = disks_json_top(snap->disks, base) < 0
+		? errf(EINVAL, "snapshot %s: no disk recorded", snap->id) : 0;
+	if (rc == 0 && access(base, R_OK) < 0)
+		rc = errf(ENOENT, "snapshot %s: its disk is gone", snap->id);
+	if (rc == 0)
+		rc = disk_create(top, base);
+	if (rc == 0)
+		rc = sandbox_set_top(sb, top);
+	pthread_mutex_unlock(&h->layers);
+	if (rc < 0)
+		return rc;
+	char restore[PATH_MAX], sdir[VM_DIR_MAX];
+	snprintf(sdir, sizeof sdir, "%s/snapshots/%s", cfg->data_dir, snap->id);
+	snprintf(restore, sizeof restore, "%s/vm", sdir);
+	struct vmm_jail *jail = malloc(sizeof *jail);
+	if (!jail)
+		return errf(ENOMEM, "out of memory");
+	const char *netns = net->slot ? net->netns : NULL;
+	struct vm_spec s = { .dir = sb->dir, .disk = top, .tap = net->slot ? net->tap : NULL,
+			     .netns = netns, .hostname = sb->row.id, .restore = restore, .jail = jail };
+	pid_t pid;
+	rc = vmm_jail_prepare(h, sb, top, sdir, NULL, netns, jail);
+	if (rc == 0)
+		rc = vmm_launch(cfg, &s, &pid);
+	free(jail);
+	if (rc < 0)
+		return rc;
+	return sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+}
+
+/* A snapshot of a VM with a network device is marked so (fork.c). */
+static bool snapshot_has_net(const struct host_config *cfg, const char *id)
+{
+	char mark[PATH_MAX];
+	snprintf(mark, sizeof mark, "%s/snapshots/%s/net", cfg->data_dir, id);
+	return access(mark, F_OK) == 0;
+}
+
+/* Errors while building say what failed; the status is a server error
+ * unless the cause is one the client can act on. */
+static int build_errno(int rc)
+{
+	switch (-rc) {
+	case EAGAIN: case ENOSPC: case ENOMEM: case ETIMEDOUT: case ENOTSUP: case ENOSYS:
+		return rc;
+	default:
+		return -EIO;
+	}
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int host_create(struct host *h, const struct create_req *req, struct sandbox **out)
+{
+	const struct host_config *cfg = h->cfg;
+	struct tmpl *t = NULL;
+	struct snap_row snap = { 0 };
+	struct sbx_row row = { 0 };
+	int rc;
+	if (req->snapshot) {
+		if ((rc = store_snapshot_load(h->store, req->snapshot, req->workspace, &snap)) < 0)
+			return rc;
+		snprintf(row.template, sizeof row.template, "%s", snap.template);
+		snprintf(row.snapshot, sizeof row.snapshot, "%s", snap.id);
+		row.vcpus = snap.vcpus;
+		row.memory_mib = snap.memory_mib;
+	} else {
+		if ((rc = templates_get(h->tpl, req->template, &t)) < 0)
+			return rc;
+		snprintf(row.template, sizeof row.template, "%s", t->name);
+		row.vcpus = t->vcpus;
+		row.memory_mib = t->memory_mib;
+	}
+	if ((rc = host_admit(h, 1, row.memory_mib, true)) < 0)
+		goto out;
+	if ((rc = make_id(row.id, "sbx_")) < 0) {
+		host_admit_done(h, 1, row.memory_mib, true);
+		goto out;
+	}
+	snprintf(row.workspace, sizeof row.workspace, "%s", req->workspace);
+	row.state = SBX_CREATING;
+	row.ttl_seconds = req->ttl_seconds >= 0 ? req->ttl_seconds : cfg->default_ttl;
+	row.created_ms = row.active_ms = wall_ms();
+	row.metadata = dup_or_null(req->metadata);
+	row.env = dup_or_null(req->env ? req->env : snap.env);
+	row.net_policy = dup_or_null(req->net_policy);
+	struct sandbox *sb = sandbox_alloc(h, &row);
+	sbx_row_clear(&row);
+	if (!sb) {
+		host_admit_done(h, 1, row.memory_mib, true);
+		rc = errf(ENOMEM, "out of memory");
+		goto out;
+	}
+	sb->counts_memory = true;	/* the admission's reservation is now the sandbox's */
+	/* Held until it is ready or gone: a DELETE of a sandbox still being
+	 * made (its id is listed) waits for the create to end. */
+	pthread_mutex_lock(&sb->op);
+	host_link(h, sb);
+	log_debug("sandbox %s: creating from %s %s", sb->row.id, req->snapshot ? "snapshot" : "template",
+		  req->snapshot ? req->snapshot : req->template);
+
+	struct net_lease net;
+	rc = sandbox_save(h, sb);
+	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
+		rc = errf_sys("mkdir %s", sb->dir);
+	if (rc == 0)
+		rc = net_acquire(h, sb, t ? t->net : snapshot_has_net(cfg, snap.id), &net);
+	if (rc == 0)
+		rc = sandbox_save(h, sb);	/* its slot: a restart after a kill frees it */
+	if (rc == 0)
+		rc = t ? build_from_template(h, sb, t, &net) : build_from_snapshot(h, sb, &snap, &net);
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
+	if (rc == 0) {
+		pthread_mutex_lock(&sb->lock);
+		sb->row.ready_ms = ms;
+		sb->row.active_ms = wall_ms();
+		pthread_mutex_unlock(&sb->lock);
+		sandbox_set_state(h, sb, SBX_RUNNING);
+		metrics_create(h->metrics, ms / 1000, true);
+		log_debug("sandbox %s: ready in %.1f ms", sb->row.id, ms);
+		pthread_mutex_unlock(&sb->op);
+		*out = sb;
+	} else {
+		char why[300];
+		snprintf(why, sizeof why, "create failed: %s", errmsg());
+		rc = build_errno(rc);
+		log_warn("sandbox %s: %s", sb->row.id, why);
+		sandbox_abort(h, sb, why);
+		metrics_create(h->metrics, ms / 1000, false);
+		pthread_mutex_unlock(&sb->op);
+		sandbox_put(h, sb);
+		errf(-rc, "%s", why);
+	}
+	host_admit_done(h, 0, 0, true);
+out:
+	tmpl_put(h->tpl, t);
+	snap_row_clear(&snap);
+	return rc;
+}
+
+/* ---- delete, hibernate, wake ------------------------------------------------------------ */
+
+int host_delete(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	if (sandbox_in(sb, SBX_DELETED)) {
+		pthread_mutex_unlock(&sb->op);
+		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	}
+	sandbox_sample(h, sb);
+	sandbox_set_state(h, sb, SBX_DELETING);	/* a restart finishes the job */
+	sandbox_teardown(h, sb);
+	sandbox_mem_release(h, sb);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.cpu_base = sb->row.cpu_seconds;
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, SBX_DELETED);
+	host_unlink(h, sb);
+	pthread_mutex_unlock(&sb->op);
+	layers_gc(h);
+	log_debug("sandbox %s: deleted", sb->row.id);
+	return 0;
+}
+
+int sandbox_state_error(struct sandbox *sb, const char *want)
+{
+	pthread_mutex_lock(&sb->lock);
+	enum sbx_state state = sb->row.state;
+	pthread_mutex_unlock(&sb->lock);
+	if (state == SBX_DELETED)
+		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	return errf(EBUSY, "sandbox %s is %s, not %s", sb->row.id, sbx_state_name(state), want);
+}
+
+/* Wait up to ms for the VMM to exit (it was asked to). */
+static int wait_exit(struct sandbox *sb, int ms)
+{
+	pthread_mutex_lock(&sb->lock);
+	int fd = sb->pidfd;
+	pid_t pid = sb->row.vmm_pid;
+	pthread_mutex_unlock(&sb->lock);
+	if (fd < 0)
+		return 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+	while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		return errf(ETIMEDOUT, "the VMM did not exit within %d ms", ms);
+	proc_reap(pid);
+	return 0;
+}
+
+int host_hibernate(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = 0;
+	pthread_mutex_lock(&sb->lock);
+	bool running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
+	int active = sb->active;
+	if (running && active == 0)
+		sb->expect_exit = true;
+	pthread_mutex_unlock(&sb->lock);
+	if (!running) {
+		rc = sandbox_state_error(sb, "running");
+		goto out;
+	}
+	if (active > 0) {
+		rc = errf(EBUSY, "sandbox %s has %d operations running; hibernate it when they end",
+			  sb->row.id, active);
+		goto out;
+	}
+	char dir[PATH_MAX], ctl[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/hibernate", sb->dir);
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	rmtree(dir);
+	sandbox_sample(h, sb);
+	json_t *req = json_pack("{s:s,s:s}", "cmd", "hibernate", "dir", dir), *reply = NULL;
+	rc = req ? vmm_ctl(ctl, req, &reply, 120000) : errf(ENOMEM, "out of memory");
+	json_decref(req);
+	json_decref(reply);
+	if (rc == 0)
+		rc = wait_exit(sb, 30000);
+	if (rc < 0) {
+		pthread_mutex_lock(&sb->lock);
+		sb->expect_exit = false;	/* still running (or housekeeping will notice) */
+		pthread_mutex_unlock(&sb->lock);
+		rmtree(dir);
+		goto out;
+	}
+	char pidf[PATH_MAX];
+	vm_path(pidf, sizeof pidf, sb->dir, "vmm.pid");
+	unlink(pidf);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.cpu_base = sb->row.cpu_seconds;
+	sb->row.vmm_pid = 0;
+	sb->row.vmm_start = 0;
+	sb->row.rss_bytes = 0;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, SBX_HIBERNATED);
+	sandbox_mem_release(h, sb);
+out:
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+/* Wake, with sb->op held. */
+static int wake_locked(struct host *h, struct sandbox *sb)
+{
+	if (sandbox_in(sb, SBX_RUNNING))
+		return 0;
+	if (!sandbox_in(sb, SBX_HIBERNATED))
+		return sandbox_state_error(sb, "hibernated");
+	int rc = host_admit(h, 0, sb->row.memory_mib, false);
+	if (rc < 0)
+		return rc;
+	sb->counts_memory = true;
+	char top[PATH_MAX], restore[PATH_MAX];
+	rc = sandbox_top(sb, top);
+	snprintf(restore, sizeof restore, "%s/hibernate", sb->dir);
+	struct vm_spec s = { .dir = sb->dir, .disk = top, .hostname = sb->row.id, .restore = restore };
+	struct net_lease net;
+	/* It had a network when it hibernated: it keeps its slot meanwhile
+	 * (or gets a new one with its policy, if a restart lost it). */
+	if (rc == 0)
+		rc = net_acquire(h, sb, sb->row.net_slot != 0, &net);
+	if (rc == 0 && net.slot) {
+		s.tap = net.tap;
+		s.netns = net.netns;
+		sandbox_save(h, sb);
+	}
+	struct vmm_jail *jail = rc == 0 ? malloc(sizeof *jail) : NULL;
+	if (rc == 0 && !jail)
+		rc = errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = vmm_jail_prepare(h, sb, top, NULL, NULL, s.netns, jail);
+	s.jail = jail;
+	pid_t pid = 0;
+	if (rc == 0)
+		rc = vmm_launch(h->cfg, &s, &pid);
+	free(jail);
+	if (rc == 0)
+		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	if (rc < 0) {
+		/* Stay hibernated: the snapshot is still there for another try. */
+		char why[300];
+		snprintf(why, sizeof why, "wake failed: %s", errmsg());
+		pthread_mutex_lock(&sb->lock);
+		pid_t p = sb->row.vmm_pid;
+		int64_t st = sb->row.vmm_start;
+		sb->expect_exit = true;
+		sb->row.vmm_pid = 0;
+		if (sb->pidfd >= 0)
+			close(sb->pidfd);
+		sb->pidfd = -1;
+		pthread_mutex_unlock(&sb->lock);
+		if (p > 0)
+			proc_kill_wait(p, st, 5000);
+		sandbox_mem_release(h, sb);
+		sandbox_save(h, sb);
+		return errf(-build_errno(rc), "%s", why);
+	}
+	pthread_mutex_lock(&sb->lock);
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, SBX_RUNNING);
+	rmtree(restore);	/* the VMM maps its memory file; the mapping keeps it */
+	log_debug("sandbox %s: woken", sb->row.id);
+	return 0;
+}
+
+int host_wake(struct host *h, struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = wake_locked(h, sb);
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool gone = sb->row.state == SBX_DELETED;
+	if (!gone) {
+		sb->row.ttl_seconds = ttl_seconds;
+		sb->row.active_ms = wall_ms();
+	}
+	pthread_mutex_unlock(&sb->lock);
+	if (gone)
+		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	return sandbox_save(h, sb);
+}
+
+void sandbox_touch(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+}
+
+/* ---- guest access ----------------------------------------------------------------------- */
+
+int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = 0;
+	if (sandbox_in(sb, SBX_HIBERNATED))
+		rc = wake_locked(h, sb);
+	if (rc == 0) {
+		pthread_mutex_lock(&sb->lock);
+		if (sb->row.state == SBX_RUNNING && !sb->vmm_dead) {
+			sb->active++;
+			sb->row.active_ms = wall_ms();
+		} else {
+			rc = 1;
+		}
+		pthread_mutex_unlock(&sb->lock);
+		if (rc == 1)
+			rc = sandbox_state_error(sb, "running");
+	}
+	pthread_mutex_unlock(&sb->op);
+	if (rc < 0)
+		return rc;
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
+	rc = guest_open(vsock, 10000, sb->row.vmm_pid, out);
+	/* A healthy agent answers a request in milliseconds and streams data
+	 * without pauses: a minute of silence means the guest is stuck, and a
+	 * request must not hold its thread forever. (Command output has no
+	 * such limit: commands may be quiet for long; see guest_exec_next.) */
+	if (rc == 0)
+		guest_set_timeout(*out, 60000);
+	if (rc < 0) {
+		char msg[300];	/* errf must not read the buffer it writes */
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		rc = errf(ECONNREFUSED, "sandbox %s: %s", sb->row.id, msg);
+		sandbox_leave(h, sb, NULL);
+	}
+	return rc;
+}
+
+int sandbox_hold(struct host *h, struct sandbox *sb)
+{
+	(void)h;
+	pthread_mutex_lock(&sb->lock);
+	bool running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
+	if (running) {
+		sb->active++;
+		sb->row.active_ms = wall_ms();
+	}
+	pthread_mutex_unlock(&sb->lock);
+	return running ? 0 : sandbox_state_error(sb, "running");
+}
+
+void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g)
+{
+	(void)h;
+	guest_close(g);
+	pthread_mutex_lock(&sb->lock);
+	sb->active--;
+	sb->row.active_ms = wall_ms();
+	pthread_mutex_unlock(&sb->lock);
+}
+
+/* ---- network ---------------------------------------------------------------------------- */
+
+int host_set_network(struct host *h, struct sandbox *sb, const char *policy)
+{
+	pthread_mutex_lock(&sb->op);
+	int rc = sandbox_in(sb, SBX_DELETED) || sandbox_in(sb, SBX_FAILED)
+		 ? sandbox_state_error(sb, "running or hibernated") : 0;
+	if (rc == 0)
+		rc = net_change_policy(h, sb, policy);
+	sandbox_touch(sb);
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}

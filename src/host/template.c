@@ -1,0 +1,302 @@
+#include "host/template.h"
+#include "host/jail.h"
+#include "host/net.h"
+#include "host/proc.h"
+#include "host/vmm.h"
+#include "common/err.h"
+#include "host/host_config.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const struct template_def template_defs[] = {
+	{ "minimal", "busybox on a small ext4 root", 1, 256, NULL },
+	{ "base", "Debian 12 (bookworm) with python3, pip, git, curl, ca-certificates, build-essential",
+	  2, 512,
+	  /* Warm the page cache the snapshot keeps: every sandbox starts with
+	   * python3 and the shell already read from disk. */
+	  "python3 -c 'import json, os, subprocess, ssl, urllib.request' && git --version >/dev/null" },
+};
+const int ntemplate_defs = sizeof template_defs / sizeof template_defs[0];
+
+const struct template_def *template_def_find(const char *name)
+{
+	for (int i = 0; i < ntemplate_defs; i++)
+		if (strcmp(template_defs[i].name, name) == 0)
+			return &template_defs[i];
+	return NULL;
+}
+
+/* The registry keeps the version in service of each template, reloaded
+ * whenever `current` points elsewhere (a build ran in another process). */
+struct templates {
+	const struct host_config *cfg;
+	pthread_mutex_t lock;
+	struct tmpl *cur[8];
+};
+
+int templates_open(const struct host_config *cfg, struct templates **out)
+{
+	struct templates *ts = calloc(1, sizeof *ts);
+	if (!ts)
+		return errf(ENOMEM, "out of memory");
+	ts->cfg = cfg;
+	pthread_mutex_init(&ts->lock, NULL);
+	*out = ts;
+	return 0;
+}
+
+static void tmpl_free(struct tmpl *t)
+{
+	pthread_mutex_destroy(&t->zlock);
+	free(t);
+}
+
+void templates_close(struct templates *ts)
+{
+	if (!ts)
+		return;
+	for (int i = 0; i < ntemplate_defs; i++)
+		if (ts->cur[i] && --ts->cur[i]->refs == 0)
+			tmpl_free(ts->cur[i]);
+	pthread_mutex_destroy(&ts->lock);
+	free(ts);
+}
+
+int tmpl_save_manifest(const struct tmpl *t)
+{
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/manifest.json", t->dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	json_t *j = json_pack("{s:s,s:i,s:i,s:i,s:s,s:s,s:b,s:s,s:I}", "name", t->name,
+			      "version", t->version, "vcpus", t->vcpus, "memory_mib", t->memory_mib,
+			      "root", t->root, "base", t->base,
+			      "snapshot", t->snapshot, "snapshot_dir", t->snapdir,
+			      "built_ms", (json_int_t)t->built_ms);
+	if (j)
+		json_object_set_new(j, "net", json_boolean(t->net));
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	int rc = json_dump_file(j, tmp, JSON_INDENT(2));
+	json_decref(j);
+	if (rc < 0)
+		return errf(EIO, "writing %s", tmp);
+	if (rename(tmp, path) < 0)
+		return errf_sys("rename %s", tmp);
+	return 0;
+}
+
+static int copy_field(char *dst, size_t cap, json_t *j, const char *key)
+{
+	const char *s = json_string_value(json_object_get(j, key));
+	if (!s || strlen(s) >= cap)
+		return errf(EINVAL, "manifest: bad or missing '%s'", key);
+	memcpy(dst, s, strlen(s) + 1);
+	return 0;
+}
+
+int tmpl_load(const char *dir, struct tmpl *t)
+{
+	char path[PATH_MAX + 16];
+	memset(t, 0, sizeof *t);
+	snprintf(path, sizeof path, "%s/manifest.json", dir);
+	json_error_t e;
+	json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+	if (!j)
+		return errf(ENOENT, "%s: %s", path, e.text);
+	int rc = 0;
+	rc = rc ?: copy_field(t->name, sizeof t->name, j, "name");
+	rc = rc ?: copy_field(t->root, sizeof t->root, j, "root");
+	rc = rc ?: copy_field(t->base, sizeof t->base, j, "base");
+	rc = rc ?: copy_field(t->snapdir, sizeof t->snapdir, j, "snapshot_dir");
+	t->version = (int)json_integer_value(json_object_get(j, "version"));
+	t->vcpus = (int)json_integer_value(json_object_get(j, "vcpus"));
+	t->memory_mib = (int)json_integer_value(json_object_get(j, "memory_mib"));
+	t->snapshot = json_is_true(json_object_get(j, "snapshot"));
+	t->net = json_is_true(json_object_get(j, "net"));	/* its VM has a network device */
+	t->built_ms = json_integer_value(json_object_get(j, "built_ms"));
+	json_decref(j);
+	if (rc == 0 && (t->version <= 0 || t->vcpus <= 0 || t->memory_mib <= 0))
+		rc = errf(EINVAL, "%s: bad version, vcpus or memory_mib", path);
+	snprintf(t->dir, sizeof t->dir, "%s", dir);
+	return rc;
+}
+
+int templates_get(struct templates *ts, const char *name, struct tmpl **out)
+{
+	int idx = -1;
+	for (int i = 0; i < ntemplate_defs; i++)
+		if (strcmp(template_defs[i].name, name) == 0)
+			idx = i;
+	if (idx < 0)
+		return errf(EINVAL, "unknown template '%s'", name);
+	char link[PATH_MAX], target[64], dir[PATH_MAX + 80];
+	snprintf(link, sizeof link, "%s/templates/%s/current", ts->cfg->data_dir, name);
+	ssize_t n = readlink(link, target, sizeof target - 1);
+	if (n <= 0)
+		return errf(EAGAIN, "template '%s' is not built: run 'kilnd template build %s'", name, name);
+	target[n] = 0;
+	snprintf(dir, sizeof dir, "%s/templates/%s/%s", ts->cfg->data_dir, name, target);
+
+	pthread_mutex_lock(&ts->lock);
+	struct tmpl *t = ts->cur[idx];
+	if (!t || strcmp(t->dir, dir) != 0) {
+		struct tmpl *fresh = calloc(1, sizeof *fresh);
+		int rc = fresh ? tmpl_load(dir, fresh) : errf(ENOMEM, "out of memory");
+		if (rc < 0) {
+			pthread_mutex_unlock(&ts->lock);
+			free(fresh);
+			return rc;
+		}
+		pthread_mutex_init(&fresh->zlock, NULL);
+		fresh->refs = 1;	/* the registry's */
+		if (t) {
+			log_info("template %s: version %d now in service (was %d)", name, fresh->version,
+				 t->version);
+			/* The old version's zygote is no longer needed; sandboxes
+			 * forked from it are processes of their own. */
+			tmpl_zygote_stop(t);
+			if (--t->refs == 0)
+				tmpl_free(t);
+		}
+		ts->cur[idx] = t = fresh;
+	}
+	t->refs++;
+	pthread_mutex_unlock(&ts->lock);
+	*out = t;
+	return 0;
+}
+
+void tmpl_put(struct templates *ts, struct tmpl *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_lock(&ts->lock);
+	bool last = --t->refs == 0;
+	pthread_mutex_unlock(&ts->lock);
+	if (last)
+		tmpl_free(t);
+}
+
+/* ---- zygotes -------------------------------------------------------------------- */
+
+static bool zygote_answers(const char *sock)
+{
+	json_t *req = json_pack("{s:s}", "cmd", "status"), *reply = NULL;
+	int rc = req ? vmm_ctl(sock, req, &reply, 2000) : -ENOMEM;
+	json_decref(req);
+	json_decref(reply);
+	return rc == 0;
+}
+
+int tmpl_zygote_ensure(const struct host_config *cfg, struct tmpl *t)
+{
+	if (!t->snapshot)
+		return errf(EINVAL, "template %s v%d has no snapshot", t->name, t->version);
+	char sock[PATH_MAX], pidf[PATH_MAX], log[PATH_MAX];
+	vm_path(sock, sizeof sock, t->dir, "zygote.sock");
+	vm_path(pidf, sizeof pidf, t->dir, "zygote.pid");
+	vm_path(log, sizeof log, t->dir, "zygote.log");
+	pthread_mutex_lock(&t->zlock);
+	int rc = 0;
+	pid_t pid;
+	int64_t start;
+	if (zygote_answers(sock))
+		goto out;
+	/* A zygote that does not answer is replaced. */
+	if (pidfile_read(pidf, &pid, &start) == 0)
+		proc_kill_wait(pid, start, 2000);
+	char *argv[] = { (char *)cfg->vmm, "--zygote", t->snapdir, "--ctl", sock, NULL };
+	if ((rc = proc_spawn(argv, log, &pid)) < 0)
+		goto out;
+	start = proc_start_time(pid);
+	if ((rc = pidfile_write(pidf, pid, start)) < 0)
+		goto out;
+	int64_t deadline = mono_ms() + cfg->boot_timeout_ms;
+	while (!zygote_answers(sock)) {
+		if (!proc_alive(pid, start)) {
+			proc_reap(pid);
+			rc = errf(EIO, "template %s: the zygote exited at start (see %s)", t->name, log);
+			goto out;
+		}
+		if (mono_ms() > deadline) {
+			proc_kill_wait(pid, start, 2000);
+			rc = errf(ETIMEDOUT, "template %s: the zygote did not answer (see %s)", t->name, log);
+			goto out;
+		}
+		usleep(10000);
+	}
+	log_info("template %s v%d: zygote %d serving", t->name, t->version, (int)pid);
+out:
+	pthread_mutex_unlock(&t->zlock);
+	return rc;
+}
+
+int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
+	       pid_t *pid, double *ready_ms)
+{
+	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
+	vm_path(zsock, sizeof zsock, t->dir, "zygote.sock");
+	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
+	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
+	vm_path(console, sizeof console, s->dir, "console.log");
+	int rc = 0;
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if ((rc = tmpl_zygote_ensure(cfg, t)) < 0)
+			return rc;
+		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s}", "cmd", "spawn", "disks", s->disk,
+					"vsock", vsock, "ctl", ctl, "hostname", s->hostname,
+					"console", console);
+		if (!req)
+			return errf(ENOMEM, "out of memory");
+		int tap = -1;
+		if (s->jail && s->jail->on) {
+			/* The child opens its TAP by name once in its namespace. */
+			json_object_set_new(req, "jail", vmm_jail_json(s->jail));
+			if (s->tap)
+				json_object_set_new(req, "tap", json_string(s->tap));
+		} else if (s->tap) {
+			/* Unjailed, it stays in the zygote's namespace: it gets
+			 * its TAP opened in its own. */
+			if ((tap = net_tap_open(s->netns, s->tap)) < 0) {
+				json_decref(req);
+				return tap;
+			}
+			json_object_set_new(req, "tap_fd", json_integer(0));
+		}
+		json_t *reply = NULL;
+		rc = vmm_ctl_fds(zsock, req, &tap, tap >= 0 ? 1 : 0, &reply, cfg->boot_timeout_ms);
+		if (tap >= 0)
+			close(tap);
+		json_decref(req);
+		if (rc == 0) {
+			*pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));
+			*ready_ms = json_number_value(json_object_get(reply, "ready_ms"));
+			json_decref(reply);
+			if (*pid <= 0)
+				return errf(EPROTO, "zygote spawn: no pid in the reply");
+			return 0;
+		}
+		/* A zygote that went away mid-request is restarted once. */
+		if (rc != -ECONNRESET && rc != -ECONNREFUSED && rc != -ENOENT)
+			return rc;
+	}
+	return rc;
+}
+
+void tmpl_zygote_stop(struct tmpl *t)
+{
+	char pidf[PATH_MAX];
+	pid_t pid;
+	int64_t start;
+	vm_path(pidf, sizeof pidf, t->dir, "zygote.pid");
+	if (pidfile_read(pidf, &pid, &start) == 0) {
+		proc_kill_wait(pid, start, 2000);
+		unlink(pidf);
+	}
+}

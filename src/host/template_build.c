@@ -1,0 +1,575 @@
+/*
+ * template_build: `kilnd template build NAME`. A build makes the next
+ * version directory DATA/templates/NAME/vN in steps:
+ *
+ *   image     the root image: a prebuilt BIN/guest/rootfs-NAME.ext4, or
+ *             --image FILE, or the builder images/build-rootfs-NAME
+ *   boot      a VM boots on it (with its own writable layer) until the
+ *             guest agent answers
+ *   warm      the template's warm-up command runs (its page cache is then
+ *             part of the snapshot), and the root is checked
+ *   snapshot  memory and device state are saved and the VM is killed at
+ *             once, so its layer stays exactly as the snapshot saw it
+ *   verify    a sandbox is made from the new version (through a zygote)
+ *             and runs a command
+ *   activate  `current` is switched to vN atomically
+ *
+ * The symlink `build` names the version in progress. A build that fails
+ * leaves `current` alone, so the previous version stays in service, and
+ * running the command again resumes: steps listed in vN/progress are not
+ * redone (the image step can take minutes). --restart starts over.
+ */
+#include "host/template_build.h"
+#include "host/disk.h"
+#include "host/guest_conn.h"
+#include "host/host_int.h"
+#include "host/net.h"
+#include "net/net.h"
+#include "host/proc.h"
+#include "host/template.h"
+#include "host/vmm.h"
+#include "common/strbuf.h"
+#include "common/err.h"
+#include "host/host_config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *const steps[] = { "image", "boot", "warm", "snapshot", "verify", "activate" };
+#define NSTEPS 6
+
+struct build {
+	const struct host_config *cfg;
+	const struct build_opts *o;
+	const struct template_def *def;
+	struct tmpl t;			/* the version being made */
+	char tdir[VM_DIR_MAX - 16];	/* DATA/templates/NAME */
+	char vmdir[PATH_MAX];		/* the build VM's directory */
+	pid_t vm_pid;
+	int64_t vm_start;
+	int step;
+	bool tty;
+	int64_t t0;
+	struct net_lease net;		/* the build VM's network (slot 0: none) */
+};
+
+/* ---- progress ----------------------------------------------------------------------- */
+
+static void progress(struct build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void progress(struct build *b, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	double secs = (double)(mono_ms() - b->t0) / 1000;
+	if (b->tty) {
+		char bar[NSTEPS * 4 + 1];
+		int fill = b->step * 4;
+		for (int i = 0; i < NSTEPS * 4; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[NSTEPS * 4] = 0;
+		fprintf(stderr, "\r\033[K[%s] %d/%d %s: %.60s (%.0fs)", bar, b->step + 1, NSTEPS,
+			steps[b->step], msg, secs);
+	} else {
+		fprintf(stderr, "template %s [%d/%d] %s: %s (%.1fs)\n", b->def->name, b->step + 1, NSTEPS,
+			steps[b->step], msg, secs);
+	}
+	fflush(stderr);
+}
+
+static bool step_done(struct build *b, const char *step)
+{
+	char path[PATH_MAX + 16], line[64];
+	snprintf(path, sizeof path, "%s/progress", b->t.dir);
+	FILE *f = fopen(path, "re");
+	bool done = false;
+	while (f && fgets(line, sizeof line, f))
+		if (strcspn(line, "\n") == strlen(step) && !strncmp(line, step, strlen(step)))
+			done = true;
+	if (f)
+		fclose(f);
+	return done;
+}
+
+static int mark_done(struct build *b, const char *step)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/progress", b->t.dir);
+	FILE *f = fopen(path, "ae");
+	if (!f)
+		return errf_sys("open %s", path);
+	fprintf(f, "%s\n", step);
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0) {
+		fclose(f);
+		return errf_sys("write %s", path);
+	}
+	fclose(f);
+	return 0;
+}
+
+/* ---- the version directory ------------------------------------------------------------- */
+
+static int next_version(const char *tdir)
+{
+	int max = 0;
+	DIR *d = opendir(tdir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] == 'v' && atoi(e->d_name + 1) > max)
+			max = atoi(e->d_name + 1);
+	if (d)
+		closedir(d);
+	return max + 1;
+}
+
+/* The version in progress (resumed) or a new one. */
+static int open_version(struct build *b)
+{
+	char link[PATH_MAX + 8], target[16];
+	snprintf(link, sizeof link, "%s/build", b->tdir);
+	ssize_t n = readlink(link, target, sizeof target - 1);
+	if (n > 0) {
+		target[n] = 0;
+		snprintf(b->t.dir, sizeof b->t.dir, "%s/%s", b->tdir, target);
+		if (b->o->restart) {
+			rmtree(b->t.dir);
+			unlink(link);
+		} else if (access(b->t.dir, F_OK) == 0) {
+			b->t.version = atoi(target + 1);
+			fprintf(stderr, "template %s: resuming the build of version %d\n", b->def->name,
+				b->t.version);
+			return 0;
+		}
+	}
+	b->t.version = next_version(b->tdir);
+	snprintf(b->t.dir, sizeof b->t.dir, "%s/v%d", b->tdir, b->t.version);
+	if (mkdir(b->t.dir, 0700) < 0)
+		return errf_sys("mkdir %s", b->t.dir);
+	char tmp[PATH_MAX + 16];
+	snprintf(tmp, sizeof tmp, "%s/build.tmp", b->tdir);
+	snprintf(target, sizeof target, "v%d", b->t.version);
+	unlink(tmp);
+	if (symlink(target, tmp) < 0 || rename(tmp, link) < 0)
+		return errf_sys("symlink %s", link);
+	return 0;
+}
+
+/* ---- steps ------------------------------------------------------------------------------ */
+
+static int wait_builder(struct build *b, pid_t pid, const char *log)
+{
+	int64_t last = 0;
+	for (;;) {
+		int st;
+		pid_t p = waitpid(pid, &st, WNOHANG);
+		if (p == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0
+				? 0 : errf(EIO, "the image builder failed; see %s", log);
+		if (p < 0 && errno != EINTR)
+			return errf_sys("waitpid");
+		if (mono_ms() - last >= (b->tty ? 1000 : 15000)) {
+			/* The builder's last line says where it is. */
+			char line[160] = "building";
+			FILE *f = fopen(log, "re");
+			if (f) {
+				char tmp[160];
+				while (fgets(tmp, sizeof tmp, f))
+					if (tmp[0] != '\n')
+						snprintf(line, sizeof line, "%s", tmp);
+				fclose(f);
+			}
+			line[strcspn(line, "\n")] = 0;
+			progress(b, "%s", line);
+			last = mono_ms();
+		}
+		usleep(200000);
+	}
+}
+
+/* Copy a root image, keeping holes (a 4 GiB image holds 0.5 GiB). */
+static int copy_image(const char *src, const char *dst)
+{
+	char *argv[] = { "cp", "--sparse=always", "--reflink=auto", (char *)src, (char *)dst, NULL };
+	int rc = proc_run(argv, "/dev/null");
+	if (rc != 0)
+		return rc < 0 ? rc : errf(EIO, "copying %s to %s: exit status %d", src, dst, rc);
+	return 0;
+}
+
+static int step_image(struct build *b)
+{
+	char src[PATH_MAX + 32], tmp[PATH_MAX + 16];
+	snprintf(b->t.root, sizeof b->t.root, "%s/root.ext4", b->t.dir);
+	snprintf(tmp, sizeof tmp, "%s.tmp", b->t.root);
+	if (b->o->image)
+		snprintf(src, sizeof src, "%s", b->o->image);
+	else
+		snprintf(src, sizeof src, "%s/rootfs-%s.ext4", b->cfg->images, b->def->name);
+	int rc;
+	if (access(src, R_OK) == 0) {
+		progress(b, "copying %s", src);
+		rc = copy_image(src, tmp);
+	} else if (b->o->image) {
+		return errf_sys("image %s", src);
+	} else {
+		char builder[PATH_MAX + 32], log[PATH_MAX + 16];
+		snprintf(builder, sizeof builder, "%s/build-rootfs-%s", b->cfg->image_builders, b->def->name);
+		snprintf(log, sizeof log, "%s/image.log", b->t.dir);
+		if (access(builder, X_OK) < 0)
+			return errf(ENOENT, "no prebuilt image %s and no builder %s", src, builder);
+		progress(b, "running %s (log: %s)", builder, log);
+		char *argv[] = { builder, tmp, NULL };
+		pid_t pid;
+		/* Not detached: a build interrupted with ^C takes its builder along. */
+		pid = fork();
+		if (pid < 0)
+			return errf_sys("fork");
+		if (pid == 0) {
+			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (fd >= 0) {
+				dup2(fd, 1);
+				dup2(fd, 2);
+			}
+			execv(builder, argv);
+			_exit(127);
+		}
+		rc = wait_builder(b, pid, log);
+	}
+	if (rc == 0 && chmod(tmp, 0444) < 0)
+		rc = errf_sys("chmod %s", tmp);
+	if (rc == 0 && rename(tmp, b->t.root) < 0)
+		rc = errf_sys("rename %s", tmp);
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+static void kill_vm(struct build *b)
+{
+	if (b->vm_pid > 0)
+		proc_kill_wait(b->vm_pid, b->vm_start, 5000);
+	b->vm_pid = 0;
+}
+
+static int step_boot(struct build *b)
+{
+	snprintf(b->t.root, sizeof b->t.root, "%s/root.ext4", b->t.dir);
+	snprintf(b->vmdir, sizeof b->vmdir, "%s/vm", b->t.dir);
+	rmtree(b->vmdir);
+	if (mkdir(b->vmdir, 0700) < 0)
+		return errf_sys("mkdir %s", b->vmdir);
+	snprintf(b->t.base, sizeof b->t.base, "%s/layer", b->t.dir);
+	unlink(b->t.base);
+	int rc = disk_create(b->t.base, b->t.root);
+	if (rc < 0)
+		return rc;
+	struct vm_spec s = { .dir = b->vmdir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
+			     .disk = b->t.base, .hostname = b->def->name };
+	if (b->net.slot) {
+		s.tap = b->net.tap;
+		s.netns = b->net.netns;
+	}
+	progress(b, "booting");
+	if ((rc = vmm_launch(b->cfg, &s, &b->vm_pid)) < 0)
+		return rc;
+	b->vm_start = proc_start_time(b->vm_pid);
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
+	struct guest *g;
+	if ((rc = guest_wait_ready(vsock, b->cfg->boot_timeout_ms, b->vm_pid, &g)) < 0) {
+		char msg[300];	/* errf must not read the buffer it writes */
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "%s (console: %s/console.log)", msg, b->vmdir);
+	}
+	guest_close(g);
+	return 0;
+}
+
+/* Run cmd in the build VM; its output must contain want (if given). */
+static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *cmd, const char *want)
+{
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, vmdir, "vsock.sock");
+	struct guest *g;
+	int rc = guest_wait_ready(vsock, b->cfg->boot_timeout_ms, pid, &g);
+	if (rc < 0)
+		return rc;
+	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
+	struct strbuf out;
+	strbuf_init(&out);
+	struct guest_ev ev;
+	rc = guest_exec_start(g, &c);
+	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
+		if (out.len < 64 * 1024)
+			strbuf_append(&out, ev.data, ev.len);
+	if (rc == 1)
+		rc = 0;
+	strbuf_putc(&out, 0);
+	guest_close(g);
+	if (rc == 0 && ev.code != 0)
+		rc = errf(EIO, "'%s' exited with %d: %.200s", cmd, ev.code, out.data ? out.data : "");
+	if (rc == 0 && want && (!out.data || !strstr(out.data, want)))
+		rc = errf(EIO, "'%s' printed '%.200s', not '%s'", cmd, out.data ? out.data : "", want);
+	strbuf_free(&out);
+	return rc;
+}
+
+/* The root must be the template's image, not the initramfs: a shell and
+ * an /etc/hostname are there. */
+#define ROOT_CHECK "test -x /bin/sh && test -s /etc/hostname && echo kiln-root-ok"
+
+static int step_warm(struct build *b)
+{
+	int rc = run_in_vm(b, b->vmdir, b->vm_pid, ROOT_CHECK, "kiln-root-ok");
+	if (rc == 0 && b->def->warmup) {
+		progress(b, "%s", b->def->warmup);
+		rc = run_in_vm(b, b->vmdir, b->vm_pid, b->def->warmup, NULL);
+	}
+	if (rc == 0)
+		rc = run_in_vm(b, b->vmdir, b->vm_pid, "sync", NULL);
+	return rc;
+}
+
+static int step_snapshot(struct build *b)
+{
+	snprintf(b->t.snapdir, sizeof b->t.snapdir, "%s/snapshot", b->t.dir);
+	if (b->o->no_snapshot) {
+		/* Boot-only: sandboxes boot on the root with a layer of their own. */
+		kill_vm(b);
+		unlink(b->t.base);
+		snprintf(b->t.base, sizeof b->t.base, "%s", b->t.root);
+		b->t.snapshot = false;
+		return 0;
+	}
+	rmtree(b->t.snapdir);
+	/* Let the guest finish closing the agent connections of the warm-up
+	 * first: a connection still half-closed in the snapshot lives on in
+	 * every sandbox, and a new connection that reuses its host port (the
+	 * restored VMM numbers them from the start again) is then refused or
+	 * never answered. */
+	usleep(500 * 1000);
+	char ctl[PATH_MAX];
+	vm_path(ctl, sizeof ctl, b->vmdir, "ctl.sock");
+	json_t *req = json_pack("{s:s,s:s,s:b}", "cmd", "snapshot", "dir", b->t.snapdir, "diff", 0), *reply;
+	int rc = req ? vmm_ctl(ctl, req, &reply, 300000) : errf(ENOMEM, "out of memory");
+	json_decref(req);
+	/* Killed right away: the layer must stay as the snapshot saw it, and
+	 * sealed it is a base for the sandboxes' overlays. */
+	kill_vm(b);
+	if (rc == 0)
+		rc = disk_seal(b->t.base);
+	if (rc == -ENOTSUP) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(ENOTSUP, "%s; build a boot-only template with --no-snapshot", msg);
+	}
+	if (rc < 0)
+		return rc;
+	progress(b, "saved in %.0f ms", json_number_value(json_object_get(reply, "ms")));
+	json_decref(reply);
+	b->t.snapshot = true;
+	return 0;
+}
+
+static int step_verify(struct build *b)
+{
+	char dir[VM_DIR_MAX + 8], top[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/check", b->t.dir);
+	snprintf(top, sizeof top, "%s/disk", dir);
+	rmtree(dir);
+	if (mkdir(dir, 0700) < 0)
+		return errf_sys("mkdir %s", dir);
+	pid_t pid = 0;
+	int rc = disk_create(top, b->t.base);
+	if (rc == 0 && b->t.snapshot) {
+		progress(b, "starting the zygote");
+		struct spawn_spec s = { .dir = dir, .disk = top, .hostname = "kiln-check" };
+		if (b->t.net) {
+			s.tap = b->net.tap;
+			s.netns = b->net.netns;
+		}
+		double ms;
+		rc = tmpl_spawn(b->cfg, &b->t, &s, &pid, &ms);
+	} else if (rc == 0) {
+		struct vm_spec s = { .dir = dir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
+				     .disk = top, .hostname = "kiln-check" };
+		if (b->t.net) {
+			s.tap = b->net.tap;
+			s.netns = b->net.netns;
+		}
+		rc = vmm_launch(b->cfg, &s, &pid);
+	}
+	int64_t start = pid > 0 ? proc_start_time(pid) : 0;
+	if (rc == 0) {
+		progress(b, "running a command in a new sandbox");
+		rc = run_in_vm(b, dir, pid, ROOT_CHECK, "kiln-root-ok");
+	}
+	if (pid > 0)
+		proc_kill_wait(pid, start, 5000);
+	if (rc < 0 && b->t.snapshot)
+		tmpl_zygote_stop(&b->t);	/* a version that failed serves nothing */
+	rmtree(dir);
+	return rc;
+}
+
+static int step_activate(struct build *b)
+{
+	char cur[PATH_MAX + 16], tmp[PATH_MAX + 16], target[32], link[PATH_MAX + 16];
+	snprintf(cur, sizeof cur, "%s/current", b->tdir);
+	snprintf(tmp, sizeof tmp, "%s/current.tmp", b->tdir);
+	snprintf(link, sizeof link, "%s/build", b->tdir);
+	snprintf(target, sizeof target, "v%d", b->t.version);
+	unlink(tmp);
+	if (symlink(target, tmp) < 0 || rename(tmp, cur) < 0)
+		return errf_sys("switching %s", cur);
+	unlink(link);
+	return 0;
+}
+
+/* The build VM gets a network of its own, as a sandbox does, so its
+ * snapshot has a network device and the guest's address (kiln.ip) is up
+ * in every clone. It is claimed in DATA/net like kilnd's (netpool.h), so
+ * a kilnd that starts after a killed build removes it. */
+static void claim_file(struct build *b, char out[PATH_MAX])
+{
+	snprintf(out, PATH_MAX, "%s/net/%u", b->cfg->data_dir, b->net.slot);
+}
+
+static int build_net(struct build *b)
+{
+	struct net_config nc;
+	struct net_slot ns;
+	net_default_config(&nc);
+	int rc = net_init(&nc);
+	if (rc == 0)
+		rc = net_create(&nc, &ns);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "the build VM's network: %s (build with --no-net on a host without "
+				 "nftables)", msg);
+	}
+	net_lease_of(ns.slot, &b->net);
+	char dir[PATH_MAX], claim[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/net", b->cfg->data_dir);
+	mkdir(dir, 0700);
+	claim_file(b, claim);
+	int fd = open(claim, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+static void build_net_drop(struct build *b)
+{
+	struct net_config nc;
+	char claim[PATH_MAX];
+	net_default_config(&nc);
+	net_destroy(&nc, b->net.slot);
+	claim_file(b, claim);
+	unlink(claim);
+	b->net.slot = 0;
+}
+
+int template_build(const struct host_config *cfg, const struct build_opts *o)
+{
+	struct build b = { .cfg = cfg, .o = o, .tty = isatty(2), .t0 = mono_ms() };
+	b.def = template_def_find(o->name);
+	if (!b.def)
+		return errf(EINVAL, "unknown template '%s' (known: minimal, base)", o->name);
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/templates", cfg->data_dir);
+	mkdir(cfg->data_dir, 0700);
+	mkdir(path, 0700);
+	snprintf(b.tdir, sizeof b.tdir, "%s/templates/%s", cfg->data_dir, o->name);
+	if (mkdir(b.tdir, 0700) < 0 && errno != EEXIST)
+		return errf_sys("mkdir %s", b.tdir);
+	char lockp[PATH_MAX + 8];
+	snprintf(lockp, sizeof lockp, "%s/.lock", b.tdir);
+	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0) {
+		if (lock >= 0)
+			close(lock);
+		return errf(EBUSY, "another build of template %s is running", o->name);
+	}
+	int rc = open_version(&b);
+	snprintf(b.t.name, sizeof b.t.name, "%s", o->name);
+	b.t.vcpus = b.def->vcpus;
+	b.t.memory_mib = b.def->memory_mib;
+	pthread_mutex_init(&b.t.zlock, NULL);
+	snprintf(b.t.root, sizeof b.t.root, "%s/root.ext4", b.t.dir);
+	/* A resumed build picks up what the manifest of earlier steps says. */
+	if (rc == 0 && step_done(&b, "snapshot")) {
+		struct tmpl saved;
+		if (tmpl_load(b.t.dir, &saved) == 0) {
+			b.t.snapshot = saved.snapshot;
+			b.t.net = saved.net;
+			snprintf(b.t.base, sizeof b.t.base, "%s", saved.base);
+			snprintf(b.t.snapdir, sizeof b.t.snapdir, "%s", saved.snapdir);
+		}
+	}
+	if (rc == 0 && !step_done(&b, "snapshot"))
+		b.t.net = cfg->net;
+	if (rc == 0 && b.t.net)
+		rc = build_net(&b);
+	for (b.step = 0; rc == 0 && b.step < NSTEPS; b.step++) {
+		const char *name = steps[b.step];
+		/* boot, warm and snapshot are one unit: the VM does not survive. */
+		if (step_done(&b, b.step >= 1 && b.step <= 3 ? "snapshot" : name)) {
+			progress(&b, "done before");
+			continue;
+		}
+		progress(&b, "starting");
+		switch (b.step) {
+		case 0: rc = step_image(&b); break;
+		case 1: rc = step_boot(&b); break;
+		case 2: rc = step_warm(&b); break;
+		case 3:
+			rc = step_snapshot(&b);
+			b.t.built_ms = wall_ms();
+			if (rc == 0)
+				rc = tmpl_save_manifest(&b.t);
+			break;
+		case 4: rc = step_verify(&b); break;
+		case 5: rc = step_activate(&b); break;
+		}
+		if (rc < 0)
+			break;
+		if (b.step != 1 && b.step != 2)
+			rc = mark_done(&b, name);
+	}
+	kill_vm(&b);
+	if (b.vmdir[0])
+		rmtree(b.vmdir);
+	if (b.net.slot)
+		build_net_drop(&b);
+	if (b.tty)
+		fputc('\n', stderr);
+	if (rc == 0)
+		fprintf(stderr, "template %s: version %d in service (%s), %.1f s\n", o->name, b.t.version,
+			b.t.snapshot ? "snapshot served by a zygote" : "boot-only",
+			(double)(mono_ms() - b.t0) / 1000);
+	else {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		rc = errf(-rc, "template %s: step %s failed: %s (run the command again to resume; "
+			       "the version in service is unchanged)", o->name,
+			  steps[b.step < NSTEPS ? b.step : NSTEPS - 1], msg);
+	}
+	pthread_mutex_destroy(&b.t.zlock);
+	close(lock);
+	return rc;
+}

@@ -1,0 +1,571 @@
+/*
+ * mcp_tools: the tools of kiln's MCP servers (mcp.h). The sandbox tools
+ * (shell, read_file, write_file, list_dir) act on the endpoint's sandbox,
+ * or, on the workspace endpoint, on the one their sandbox_id names; the
+ * others manage the caller's sandboxes. They call the host agent as the
+ * REST handlers do, with tighter output bounds: what they return goes into
+ * a model's context.
+ */
+#include "host/guest_conn.h"
+#include "host/host.h"
+#include "api/api.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "mcp/mcp.h"
+#include "api/render.h"
+#include "ops/validate.h"
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#include <errno.h>
+#include <nettle/base64.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define OUTPUT_MAX (1u << 20)		/* shell: bytes kept per stream */
+#define FILE_MAX (4u << 20)		/* read_file */
+#define LIST_MAX 10000
+#define FORK_MAX 64
+
+/* ---- schemas ------------------------------------------------------------------------------------ */
+
+#define SANDBOX_SCHEMA \
+	"{\"type\":\"object\",\"required\":[\"id\",\"status\",\"template\"],\"properties\":{" \
+	"\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
+	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"}," \
+	"\"parent_id\":{\"type\":[\"string\",\"null\"]}}}"
+#define SANDBOX_ID_ONLY \
+	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" \
+	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"}}}"
+
+/* ---- helpers --------------------------------------------------------------------------------------- */
+
+static int tool_sandbox(struct mcp_call *c, const json_t *args, struct sandbox **sb)
+{
+	const char *id = c->sandbox_id ? c->sandbox_id
+				       : json_string_value(json_object_get(args, "sandbox_id"));
+	if (!id || !v_is_id(id, "sbx_") || host_find(c->r->api->host, c->r->workspace, id, sb) < 0)
+		return errf(ENOENT, "sandbox %.40s not found", id ? id : "");
+	sandbox_touch(*sb);
+	return 0;
+}
+
+/* The sandbox, entered for guest work (waking it if it hibernates). */
+static int tool_guest(struct mcp_call *c, const json_t *args, struct sandbox **sb, struct guest **g)
+{
+	int rc = tool_sandbox(c, args, sb);
+	if (rc < 0)
+		return rc;
+	if ((rc = sandbox_enter(c->r->api->host, *sb, g)) < 0)
+		sandbox_put(c->r->api->host, *sb);
+	return rc;
+}
+
+static void tool_leave(struct mcp_call *c, struct sandbox *sb, struct guest *g)
+{
+	sandbox_leave(c->r->api->host, sb, g);
+	sandbox_put(c->r->api->host, sb);
+}
+
+static json_t *sandbox_json(struct sandbox *sb)
+{
+	struct sbx_row row;
+	if (sandbox_row(sb, &row) < 0)
+		return NULL;
+	json_t *j = render_sandbox(&row);
+	sbx_row_clear(&row);
+	return j;
+}
+
+static const char *arg_str(const json_t *args, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(args, key));
+	return s ? s : dflt;
+}
+
+static int64_t arg_int(const json_t *args, const char *key, int64_t dflt)
+{
+	json_t *v = json_object_get(args, key);
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* ---- shell ---------------------------------------------------------------------------------------- */
+
+struct capped {
+	struct strbuf b;
+	bool truncated;
+};
+
+static void keep(struct capped *o, const struct guest_ev *ev)
+{
+	size_t room = o->b.len < OUTPUT_MAX ? OUTPUT_MAX - o->b.len : 0;
+	strbuf_append(&o->b, ev->data, ev->len < room ? ev->len : room);
+	o->truncated = o->truncated || ev->len > room;
+}
+
+static int run_shell(struct mcp_call *c, struct guest *g, const char *command, char **env,
+		     int64_t timeout_ms, struct mcp_out *out)
+{
+	struct guest_cmd cmd = { .shell = command, .env = (const char *const *)env,
+				 .timeout_ms = (uint32_t)timeout_ms };
+	int rc = guest_exec_start(g, &cmd);
+	if (rc < 0)
+		return rc;
+	struct capped so = { .truncated = false }, se = { .truncated = false };
+	strbuf_init(&so.b);
+	strbuf_init(&se.b);
+	struct guest_ev ev;
+	while ((rc = guest_exec_next(g, &ev, req_socket(c->r), -1)) == 1 && ev.kind != GEV_EXIT)
+		keep(ev.kind == GEV_STDOUT ? &so : &se, &ev);
+	if (rc >= 0 && (strbuf_failed(&so.b) || strbuf_failed(&se.b)))
+		rc = errf(ENOMEM, "out of memory holding the output");
+	if (rc >= 0) {
+		/* For the model: stdout, then stderr and how it ended when there
+		 * is something to say. */
+		struct strbuf t;
+		strbuf_init(&t);
+		strbuf_append(&t, so.b.data, so.b.len);
+		if (se.b.len)
+			strbuf_printf(&t, "%s[stderr]\n%.*s", t.len ? "\n" : "", (int)se.b.len, se.b.data);
+		if (ev.timed_out)
+			strbuf_printf(&t, "%s[timed out after %lld ms]", t.len ? "\n" : "", (long long)timeout_ms);
+		if (ev.code != 0 || t.len == 0)
+			strbuf_printf(&t, "%s[exit code %d]", t.len ? "\n" : "", ev.code);
+		if (so.truncated || se.truncated)
+			strbuf_printf(&t, "\n[output truncated to %u bytes per stream]", OUTPUT_MAX);
+		json_t *text = render_text(t.data, t.len);
+		json_array_append_new(out->content, json_pack("{s:s,s:o}", "type", "text", "text", text));
+		strbuf_free(&t);
+		out->structured = json_pack("{s:o,s:o,s:i,s:b,s:b}", "stdout", render_text(so.b.data ? so.b.data : "", so.b.len),
+			"stderr", render_text(se.b.data ? se.b.data : "", se.b.len), "exit_code", ev.code,
+			"timed_out", ev.timed_out, "truncated", so.truncated || se.truncated);
+	}
+	strbuf_free(&so.b);
+	strbuf_free(&se.b);
+	return rc < 0 ? rc : 0;
+}
+
+static int t_shell(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct sandbox *sb;
+	struct guest *g;
+	struct sbx_row row;
+	int rc = tool_sandbox(c, args, &sb);
+	if (rc < 0)
+		return rc;
+	if ((rc = sandbox_row(sb, &row)) < 0) {
+		sandbox_put(c->r->api->host, sb);
+		return rc;
+	}
+	char **env = env_merge(row.env, NULL);
+	sbx_row_clear(&row);
+	rc = env ? sandbox_enter(c->r->api->host, sb, &g) : errf(ENOMEM, "out of memory");
+	if (rc == 0) {
+		rc = run_shell(c, g, arg_str(args, "command", ""), env, arg_int(args, "timeout_ms", 120000), out);
+		sandbox_leave(c->r->api->host, sb, g);
+	}
+	free(env);
+	sandbox_put(c->r->api->host, sb);
+	return rc;
+}
+
+/* ---- files ---------------------------------------------------------------------------------------- */
+
+static int read_all(int fd, char *buf, size_t n)
+{
+	for (size_t off = 0; off < n;) {
+		ssize_t got = pread(fd, buf + off, n - off, (off_t)off);
+		if (got <= 0)
+			return errf(EIO, "reading the file back: %s", got < 0 ? strerror(errno) : "short");
+		off += (size_t)got;
+	}
+	return 0;
+}
+
+/* The tools whose only arguments are the sandbox and a path: check the
+ * path, then enter the sandbox. */
+static int path_guest(struct mcp_call *c, const json_t *args, const char **path, struct sandbox **sb,
+		      struct guest **g)
+{
+	*path = arg_str(args, "path", "");
+	int rc = v_guest_path(*path, "path");
+	return rc < 0 ? rc : tool_guest(c, args, sb, g);
+}
+
+static int t_read_file(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const char *path;
+	struct sandbox *sb;
+	struct guest *g;
+	int rc = path_guest(c, args, &path, &sb, &g);
+	if (rc < 0)
+		return rc;
+	int fd = memfd_create("kiln-mcp-read", MFD_CLOEXEC);
+	uint64_t size = 0;
+	rc = fd < 0 ? errf_sys("memfd_create") : guest_read_file(g, path, fd, FILE_MAX, &size);
+	tool_leave(c, sb, g);
+	if (rc == -EFBIG)
+		rc = errf(EFBIG, "%s is larger than read_file's limit of %u bytes; download it with "
+			  "GET /v1/sandboxes/{id}/files", path, FILE_MAX);
+	char *buf = rc == 0 ? malloc(size + 1) : NULL;
+	if (rc == 0 && !buf)
+		rc = errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = read_all(fd, buf, size);
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0) {
+		free(buf);
+		return rc;
+	}
+	json_t *st;
+	if (utf8_valid(buf, size)) {
+		mcp_text(out, buf, size);
+		st = json_pack("{s:s,s:s,s:s%,s:I}", "path", path, "encoding", "utf-8", "content", buf,
+			       (size_t)size, "size", (json_int_t)size);
+	} else {
+		/* Bytes that are not text travel as base64, as an embedded
+		 * resource (clients know it is binary) and in the structure. */
+		char *b64 = base64_of(buf, size), uri[4200];
+		snprintf(uri, sizeof uri, "file://%s", path);
+		json_array_append_new(out->content, json_pack("{s:s,s:{s:s,s:s,s:s}}", "type", "resource",
+			"resource", "uri", uri, "mimeType", "application/octet-stream", "blob", b64 ? b64 : ""));
+		st = json_pack("{s:s,s:s,s:s,s:I}", "path", path, "encoding", "base64", "content",
+			       b64 ? b64 : "", "size", (json_int_t)size);
+		free(b64);
+	}
+	free(buf);
+	out->structured = st;
+	return st ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int decode_base64(const char *s, size_t n, uint8_t **out, size_t *len)
+{
+	struct base64_decode_ctx ctx;
+	base64_decode_init(&ctx);
+	uint8_t *b = malloc(BASE64_DECODE_LENGTH(n) + 1);
+	*len = BASE64_DECODE_LENGTH(n);
+	if (!b)
+		return errf(ENOMEM, "out of memory");
+	if (!base64_decode_update(&ctx, len, b, n, s) || !base64_decode_final(&ctx)) {
+		free(b);
+		return errf(EINVAL, "content is not valid base64");
+	}
+	*out = b;
+	return 0;
+}
+
+static int t_write_file(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const char *path = arg_str(args, "path", ""), *enc = arg_str(args, "encoding", "utf-8");
+	json_t *content = json_object_get(args, "content");
+	int rc = v_guest_path(path, "path");
+	if (rc == 0 && path[strlen(path) - 1] == '/')
+		rc = errf(EINVAL, "path names a directory; give the file's path");
+	if (rc < 0)
+		return rc;
+	const uint8_t *data = (const uint8_t *)json_string_value(content);
+	size_t len = json_string_length(content);
+	uint8_t *decoded = NULL;
+	if (!strcmp(enc, "base64")) {
+		if ((rc = decode_base64((const char *)data, len, &decoded, &len)) < 0)
+			return rc;
+		data = decoded;
+	}
+	int fd = memfd_create("kiln-mcp-write", MFD_CLOEXEC);
+	if (fd < 0)
+		rc = errf_sys("memfd_create");
+	for (size_t off = 0; rc == 0 && off < len;) {
+		ssize_t w = write(fd, data + off, len - off);
+		if (w <= 0)
+			rc = errf_sys("buffering the file");
+		else
+			off += (size_t)w;
+	}
+	free(decoded);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = errf_sys("rewinding the file");
+	struct sandbox *sb;
+	struct guest *g;
+	uint64_t bytes = 0;
+	if (rc == 0 && (rc = tool_guest(c, args, &sb, &g)) == 0) {
+		rc = guest_write_file(g, path, 0644, true, fd, &bytes);
+		tool_leave(c, sb, g);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		return rc;
+	char text[4200];
+	int n = snprintf(text, sizeof text, "wrote %llu bytes to %s", (unsigned long long)bytes, path);
+	mcp_text(out, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+	out->structured = json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)bytes);
+	return 0;
+}
+
+struct listing {
+	json_t *entries;
+	struct strbuf text;
+	bool truncated;
+};
+
+static int add_entry(void *ctx, const struct guest_stat *e)
+{
+	struct listing *l = ctx;
+	if (json_array_size(l->entries) >= LIST_MAX) {
+		l->truncated = true;
+		return 1;
+	}
+	json_t *j = stat_json(e, "name", e->name);
+	if (!j || json_array_append_new(l->entries, j) < 0)
+		return -ENOMEM;
+	const char *type = json_string_value(json_object_get(j, "type"));
+	strbuf_printf(&l->text, "%-7s %10llu  %s%s\n", type, (unsigned long long)e->size, e->name,
+		      !strcmp(type, "dir") ? "/" : "");
+	return 0;
+}
+
+static int t_list_dir(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const char *path;
+	struct sandbox *sb;
+	struct guest *g;
+	int rc = path_guest(c, args, &path, &sb, &g);
+	if (rc < 0)
+		return rc;
+	struct listing l = { json_array(), { 0 }, false };
+	strbuf_init(&l.text);
+	rc = l.entries ? guest_list(g, path, 1, add_entry, &l) : errf(ENOMEM, "out of memory");
+	tool_leave(c, sb, g);
+	if (rc == 0 && strbuf_failed(&l.text))
+		rc = errf(ENOMEM, "out of memory");
+	if (rc == 0) {
+		if (l.truncated)
+			strbuf_printf(&l.text, "[only the first %d entries]\n", LIST_MAX);
+		if (l.text.len == 0)
+			strbuf_printf(&l.text, "(empty directory)\n");
+		mcp_text(out, l.text.data, l.text.len);
+		out->structured = json_pack("{s:s,s:O,s:b}", "path", path, "entries", l.entries,
+					    "truncated", l.truncated);
+	}
+	json_decref(l.entries);
+	strbuf_free(&l.text);
+	return rc;
+}
+
+/* ---- sandboxes -------------------------------------------------------------------------------------- */
+
+static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const struct api_config *cfg = c->r->api->cfg;
+	const char *tmpl = arg_str(args, "template", "base");
+	int64_t ttl = arg_int(args, "ttl_seconds", -1);
+	json_t *metadata = NULL, *env = NULL;
+	int rc = v_str_map(args, "metadata", 64, 64, 1024, false, &metadata);
+	rc = rc ?: v_str_map(args, "env", 256, 128, 8192, true, &env);
+	if (rc == 0 && !v_is_name(tmpl))
+		rc = errf(EINVAL, "unknown template '%.64s'", tmpl);
+	if (rc == 0 && ttl > cfg->max_ttl)
+		rc = errf(EINVAL, "ttl_seconds must be at most %lld", (long long)cfg->max_ttl);
+	if (rc < 0)
+		return rc;
+	char *meta_text = metadata ? json_dumps(metadata, JSON_COMPACT) : NULL;
+	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
+	struct create_req cr = { .workspace = c->r->workspace, .template = tmpl, .ttl_seconds = ttl,
+				 .metadata = meta_text, .env = env_text, .arrival_ns = c->r->arrival_ns };
+	struct sandbox *sb;
+	rc = host_create(c->r->api->host, &cr, &sb);
+	free(meta_text);
+	free(env_text);
+	if (rc < 0)
+		return rc;
+	json_t *j = sandbox_json(sb);
+	sandbox_put(c->r->api->host, sb);
+	mcp_json(out, j);
+	return j ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int add_row(void *ctx, const struct sbx_row *row)
+{
+	return json_array_append_new(ctx, render_sandbox(row));
+}
+
+static int t_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	(void)args;
+	json_t *a = json_array();
+	if (!a || host_each(c->r->api->host, c->r->workspace, add_row, a) < 0) {
+		json_decref(a);
+		return errf(ENOMEM, "out of memory");
+	}
+	mcp_json(out, json_pack("{s:o}", "sandboxes", a));
+	return 0;
+}
+
+static int t_get(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct sandbox *sb;
+	int rc = tool_sandbox(c, args, &sb);
+	if (rc < 0)
+		return rc;
+	json_t *j = sandbox_json(sb);
+	sandbox_put(c->r->api->host, sb);
+	mcp_json(out, j);
+	return j ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int t_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct sandbox *sb;
+	int rc = tool_sandbox(c, args, &sb);
+	if (rc < 0)
+		return rc;
+	rc = host_delete(c->r->api->host, sb);
+	sandbox_put(c->r->api->host, sb);
+	if (rc < 0)
+		return rc;
+	mcp_json(out, json_pack("{s:s,s:b}", "sandbox_id", arg_str(args, "sandbox_id", ""), "deleted", 1));
+	return 0;
+}
+
+static int t_fork(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	int count = (int)arg_int(args, "count", 1), made = 0;
+	struct sandbox *sb, *kids[FORK_MAX];
+	int rc = tool_sandbox(c, args, &sb);
+	if (rc < 0)
+		return rc;
+	rc = host_fork(c->r->api->host, sb, count, false, kids, &made);
+	sandbox_put(c->r->api->host, sb);
+	char why[512];
+	snprintf(why, sizeof why, "%s", rc < 0 ? errmsg() : "");
+	json_t *a = json_array();
+	for (int i = 0; i < made; i++) {
+		json_array_append_new(a, sandbox_json(kids[i]));
+		sandbox_put(c->r->api->host, kids[i]);
+	}
+	if (rc < 0 && made == 0) {
+		json_decref(a);
+		return errf(-rc, "%s", why);
+	}
+	json_t *j = json_pack("{s:o}", "sandboxes", a);
+	if (j && rc < 0) {
+		json_object_set_new(j, "failed", json_integer(count - made));
+		json_object_set_new(j, "error", json_string(why));
+	}
+	mcp_json(out, j);
+	return j ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int lifecycle(struct mcp_call *c, const json_t *args, struct mcp_out *out,
+		     int (*action)(struct host *, struct sandbox *))
+{
+	struct sandbox *sb;
+	int rc = tool_sandbox(c, args, &sb);
+	if (rc < 0)
+		return rc;
+	rc = action(c->r->api->host, sb);
+	json_t *j = rc == 0 ? sandbox_json(sb) : NULL;
+	sandbox_put(c->r->api->host, sb);
+	if (rc < 0)
+		return rc;
+	mcp_json(out, j);
+	return j ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int t_hibernate(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	return lifecycle(c, args, out, host_hibernate);
+}
+
+static int t_wake(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	return lifecycle(c, args, out, host_wake);
+}
+
+/* ---- the table ------------------------------------------------------------------------------------------ */
+
+const struct mcp_tool mcp_tools[] = {
+	{ "shell", "Run a shell command",
+	  "Run a command with /bin/sh -c in the sandbox and wait for it to end. Returns its "
+	  "standard output, then its standard error and exit code when there is something to say "
+	  "(each stream is cut after 1 MiB).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
+	  "\"command\":{\"type\":\"string\",\"maxLength\":262144,\"description\":\"The shell command.\"},"
+	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
+	  "\"description\":\"Kill the command after this long (default 120000).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"exit_code\",\"timed_out\"],\"properties\":{"
+	  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\"},"
+	  "\"timed_out\":{\"type\":\"boolean\"},\"truncated\":{\"type\":\"boolean\"}}}",
+	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_shell },
+	{ "read_file", "Read a file",
+	  "Read a file of the sandbox (at most 4 MiB). Text comes back as text; other bytes as "
+	  "base64 (an embedded resource, and encoding \"base64\" in the structured result).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"path\",\"encoding\",\"content\",\"size\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
+	  "\"content\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
+	  MCP_SANDBOX | MCP_READ_ONLY, t_read_file },
+	{ "write_file", "Write a file",
+	  "Create or replace a file of the sandbox (atomically; missing directories are made).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
+	  "\"content\":{\"type\":\"string\",\"description\":\"The file's content, as text or base64.\"},"
+	  "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
+	  "\"description\":\"How content is written: utf-8 (default) or base64.\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"path\",\"size\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
+	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_file },
+	{ "list_dir", "List a directory",
+	  "List the entries of a directory of the sandbox: type, size and name, one a line.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"path\",\"entries\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},\"entries\":{\"type\":\"array\","
+	  "\"items\":{\"type\":\"object\",\"required\":[\"name\",\"type\"],\"properties\":{"
+	  "\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}}}}",
+	  MCP_SANDBOX | MCP_READ_ONLY, t_list_dir },
+	{ "create_sandbox", "Create a sandbox",
+	  "Create a sandbox (a Linux microVM) from a template, running in well under a second. "
+	  "base is Debian with python3, pip, git, curl and a C compiler; minimal is busybox.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+	  "\"template\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"base (default) or minimal.\"},"
+	  "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":604800,"
+	  "\"description\":\"Delete it after this long without use (0: never; default: the server's).\"},"
+	  "\"metadata\":{\"type\":\"object\",\"maxProperties\":64,\"additionalProperties\":{\"type\":\"string\",\"maxLength\":1024}},"
+	  "\"env\":{\"type\":\"object\",\"maxProperties\":256,\"additionalProperties\":{\"type\":\"string\",\"maxLength\":8192},"
+	  "\"description\":\"Environment of every command run in it.\"}}}",
+	  SANDBOX_SCHEMA, 0, t_create },
+	{ "list_sandboxes", "List sandboxes", "List the workspace's sandboxes, oldest first.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
+	  "\"items\":" SANDBOX_SCHEMA "}}}",
+	  MCP_READ_ONLY, t_list },
+	{ "get_sandbox", "Describe a sandbox", "One sandbox: its status, template, size, parent and usage.",
+	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, MCP_READ_ONLY, t_get },
+	{ "delete_sandbox", "Delete a sandbox", "Delete a sandbox: its VM, its disk and its files are gone.",
+	  SANDBOX_ID_ONLY,
+	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"deleted\"],\"properties\":{"
+	  "\"sandbox_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
+	  MCP_DESTRUCTIVE, t_delete },
+	{ "fork_sandbox", "Fork a sandbox",
+	  "Fork a running sandbox into count copies, memory and disk (copy-on-write): each child "
+	  "continues from the parent's state, to try different paths from one point.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{"
+	  "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
+	  "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":64,\"description\":\"How many children (default 1).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
+	  "\"items\":" SANDBOX_SCHEMA "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
+	  0, t_fork },
+	{ "hibernate_sandbox", "Hibernate a sandbox",
+	  "Save a sandbox to disk and stop its VM: it costs nothing until used again (any tool "
+	  "call on it wakes it).",
+	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_hibernate },
+	{ "wake_sandbox", "Wake a sandbox", "Restore a hibernated sandbox now (tools wake it anyway).",
+	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_wake },
+};
+const int mcp_ntools = sizeof mcp_tools / sizeof mcp_tools[0];

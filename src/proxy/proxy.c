@@ -1,0 +1,496 @@
+/*
+ * proxy: requests to exposed ports. See proxy.h for what it does; here is
+ * how a request goes:
+ *
+ *   proxy_admit    who may (store, key), wake and enter the sandbox,
+ *                  CONNECT to the port, send the request head
+ *   proxy_body     each piece of the body, as MHD hands it over
+ *                  (re-chunked when the client sent it chunked)
+ *   h_proxy        read the guest's response head; answer with its status
+ *                  and headers and a body streamed from the guest, or
+ *                  switch protocols and tunnel
+ *
+ * The request holds the sandbox "entered" (an operation, for the TTL and
+ * against hibernation) until the response has been sent.
+ */
+#include "proxy/proxy.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "api/routes.h"
+#include "proxy/tunnel.h"
+#include "proxy/upstream.h"
+#include "ops/validate.h"
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* A guest server that takes longer than this to start answering, or to
+ * take a piece of the body, gets a 504 / 502. Response bodies may pause
+ * for as long as they like (event streams): the client's hang-up ends
+ * them. */
+#define PROXY_WAIT_MS (300 * 1000)
+
+struct proxy {
+	struct api *api;
+	struct sandbox *sb;
+	struct guest *g;		/* the sandbox_enter token */
+	bool entered;			/* counted as an operation of sb */
+	int fd;				/* the stream to the guest port */
+	struct upstream up;
+	char id[ID_MAX];
+	int port;
+	bool head;			/* a HEAD request: no response body */
+	bool chunked;			/* the body goes to the guest chunked */
+	bool upgrade;			/* the client asked to switch protocols */
+	int err;			/* sending the request failed: -errno */
+	char errmsg[256];
+};
+
+void proxy_free(struct proxy *p)
+{
+	if (!p)
+		return;
+	up_free(&p->up);
+	if (p->fd >= 0)
+		close(p->fd);
+	if (p->entered)
+		sandbox_leave(p->api->host, p->sb, p->g);
+	sandbox_put(p->api->host, p->sb);
+	free(p);
+}
+
+/* ---- routing -------------------------------------------------------------------- */
+
+bool proxy_host_match(struct req *r)
+{
+	const char *domain = r->api->cfg->domain, *host = req_header(r, "Host");
+	char name[300];
+	if (!domain[0] || !host || strlen(host) >= sizeof name || host[0] == '[')
+		return false;
+	size_t n = 0;
+	for (; host[n] && host[n] != ':'; n++)
+		name[n] = (char)tolower((unsigned char)host[n]);
+	name[n] = 0;
+	size_t dl = strlen(domain);
+	if (n <= dl + 1 || name[n - dl - 1] != '.' || strcmp(name + n - dl, domain) != 0)
+		return false;
+	name[n - dl - 1] = 0;		/* "8080-sbx_abc" */
+	char *dash = strchr(name, '-');
+	if (!dash || strchr(name, '.'))
+		return false;
+	*dash = 0;
+	char *id = dash + 1;
+	if (!strncmp(id, "sbx-", 4))
+		id[3] = '_';
+	r->params[0] = strdup(id);
+	r->params[1] = strdup(name);
+	r->params[2] = strdup(r->raw_uri ? r->raw_uri : "/");
+	r->nparams = 3;
+	if (r->params[0] && r->params[1] && r->params[2])
+		return true;
+	while (r->nparams > 0)		/* out of memory: not ours after all */
+		free(r->params[--r->nparams]);
+	return false;
+}
+
+/* The request target for the guest: the raw URI after
+ * /v1/sandboxes/ID/proxy/PORT, or NULL when there is no "/" after PORT. */
+static const char *path_rest(const char *raw)
+{
+	const char *p = raw;
+	for (int i = 0; i < 6; i++) {
+		p = strpbrk(p + (i > 0), "/?");
+		if (!p || *p == '?')
+			return NULL;
+	}
+	return p;
+}
+
+/* ".../proxy/8080" (query kept) to ".../proxy/8080/". */
+static int redirect_slash(struct req *r)
+{
+	const char *raw = r->raw_uri ? r->raw_uri : "";
+	size_t q = strcspn(raw, "?");
+	char *loc = NULL;
+	if (asprintf(&loc, "%.*s/%s", (int)q, raw, raw + q) < 0)
+		return reply_error(r, 500, "internal", "out of memory");
+	const char *const headers[][2] = { { "Location", loc }, { NULL, NULL } };
+	int rc = reply_headers(r, 308, headers);
+	free(loc);
+	return rc;
+}
+
+/* ---- the request head --------------------------------------------------------- */
+
+struct head_ctx {
+	struct req *r;
+	struct strbuf *b;
+	const char *connection;		/* the client's Connection header */
+	bool strip_auth;
+};
+
+static bool has_crlf(const char *s)
+{
+	return strpbrk(s, "\r\n") != NULL;
+}
+
+static int copy_header(void *ctx, const char *name, const char *value)
+{
+	struct head_ctx *h = ctx;
+	if (up_hop_by_hop(name) || !strcasecmp(name, "Expect") ||
+	    !strncasecmp(name, "X-Forwarded-", 12) || has_crlf(name) || has_crlf(value))
+		return 0;
+	if (h->strip_auth && !strcasecmp(name, "Authorization"))
+		return 0;
+	/* Headers the client declared hop-by-hop in Connection. */
+	if (h->connection && up_list_has(h->connection, name))
+		return 0;
+	strbuf_printf(h->b, "%s: %s\r\n", name, value);
+	return 0;
+}
+
+/* The request as the guest sees it. */
+static void build_head(struct req *r, struct proxy *p, const char *target, bool by_host,
+		       bool strip_auth, struct strbuf *b)
+{
+	const char *conn = req_header(r, "Connection"), *upg = req_header(r, "Upgrade");
+	const char *te = req_header(r, "Transfer-Encoding"), *cl = req_header(r, "Content-Length");
+	const char *host = req_header(r, "Host"), *xff = req_header(r, "X-Forwarded-For");
+	struct head_ctx h = { r, b, conn, strip_auth };
+	char client[64];
+
+	strbuf_printf(b, "%s %s HTTP/1.1\r\n", r->method, target);
+	req_each_header(r, copy_header, &h);
+	p->upgrade = upg && conn && up_list_has(conn, "upgrade") && !has_crlf(upg);
+	if (p->upgrade)
+		strbuf_printf(b, "Connection: Upgrade\r\nUpgrade: %s\r\n", upg);
+	else
+		strbuf_printf(b, "Connection: close\r\n");
+	/* MHD has decoded a chunked body; it is chunked again for the guest. */
+	p->chunked = te && strcasecmp(te, "identity") != 0;
+	if (p->chunked)
+		strbuf_printf(b, "Transfer-Encoding: chunked\r\n");
+	else if (cl && !has_crlf(cl))
+		strbuf_printf(b, "Content-Length: %s\r\n", cl);
+	req_client_addr(r, client, sizeof client);
+	if (xff && !has_crlf(xff))
+		strbuf_printf(b, "X-Forwarded-For: %s, %s\r\n", xff, client);
+	else if (client[0])
+		strbuf_printf(b, "X-Forwarded-For: %s\r\n", client);
+	/* Behind a TLS proxy, the host and scheme the user saw are that
+	 * proxy's: keep them when it said so. (Any client can send these;
+	 * they tell the guest how to build links, they prove nothing.) */
+	const char *xfh = req_header(r, "X-Forwarded-Host"), *xfp = req_header(r, "X-Forwarded-Proto");
+	if (xfh && !has_crlf(xfh))
+		host = xfh;
+	if (host && !has_crlf(host))
+		strbuf_printf(b, "X-Forwarded-Host: %s\r\n", host);
+	strbuf_printf(b, "X-Forwarded-Proto: %s\r\n", xfp && !strcasecmp(xfp, "https") ? "https" : "http");
+	if (!by_host)
+		strbuf_printf(b, "X-Forwarded-Prefix: /v1/sandboxes/%s/proxy/%d\r\n", p->id, p->port);
+	strbuf_printf(b, "\r\n");
+}
+
+/* ---- admission ------------------------------------------------------------------ */
+
+/* Who may: fills r->workspace with the sandbox's workspace. -1 to go on,
+ * or the MHD result of the refusal. *strip_auth: the Authorization header
+ * holds a kiln key, which the guest must not see. */
+static int authorize(struct req *r, const char *id, int port, bool *strip_auth)
+{
+	struct api *api = r->api;
+	struct port_row pr;
+	char ws[ID_MAX];
+	int rc = store_port_load(api->store, id, port, &pr);
+	if (rc < 0 && rc != -ENOENT)
+		return reply_errno(r, rc);
+	bool exposed = rc == 0;
+	int arc = auth_request(api, req_header(r, "Authorization"), ws);
+	if (arc < 0 && arc != -EACCES)
+		return reply_errno(r, arc);
+	*strip_auth = arc == 0;
+	if (exposed && pr.public) {
+		snprintf(r->workspace, sizeof r->workspace, "%s", pr.workspace);
+		return -1;
+	}
+	if (arc < 0)
+		return reply_error(r, 401, "unauthorized", "%s", errmsg());
+	snprintf(r->workspace, sizeof r->workspace, "%s", ws);
+	rc = req_rate_limit(r);
+	if (rc >= 0)
+		return rc;
+	if (exposed && !strcmp(pr.workspace, ws))
+		return -1;
+	struct sandbox *sb;
+	if (host_find(api->host, ws, id, &sb) < 0)
+		return reply_error(r, 404, "not_found", "sandbox %s not found", id);
+	sandbox_put(api->host, sb);
+	return reply_error(r, 404, "not_found", "port %d of sandbox %s is not exposed", port, id);
+}
+
+int proxy_admit(struct req *r)
+{
+	struct api *api = r->api;
+	const char *id = r->nparams == 3 ? r->params[0] : "";
+	const char *portstr = r->nparams == 3 ? r->params[1] : "";
+	bool by_host = r->route == &proxy_host_route, strip_auth = false;
+	int port = v_port(portstr);
+
+	if (!v_is_id(id, "sbx_"))
+		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+	if (!port)
+		return reply_error(r, 400, "invalid_request", "'%.20s' is not a TCP port (1 to 65535)",
+				   portstr);
+	const char *target = by_host ? (r->raw_uri ? r->raw_uri : "/") : path_rest(r->raw_uri ? r->raw_uri : "");
+	int rc = authorize(r, id, port, &strip_auth);
+	if (rc >= 0)
+		return rc;
+	if (!target)
+		return redirect_slash(r);
+	if (target[0] != '/' || has_crlf(target) || strchr(target, ' '))
+		return reply_error(r, 400, "invalid_request", "bad request target");
+
+	struct proxy *p = calloc(1, sizeof *p);
+	if (!p)
+		return reply_error(r, 500, "internal", "out of memory");
+	p->api = api;
+	p->fd = -1;
+	p->port = port;
+	p->head = !strcmp(r->method, "HEAD");
+	snprintf(p->id, sizeof p->id, "%s", id);
+	if (host_find(api->host, r->workspace, id, &p->sb) < 0) {
+		free(p);
+		return reply_error(r, 404, "not_found", "sandbox %s not found", id);
+	}
+	sandbox_touch(p->sb);
+	/* Wakes a hibernated sandbox. */
+	rc = sandbox_enter(api->host, p->sb, &p->g);
+	p->entered = rc == 0;
+	if (rc < 0) {
+		sandbox_put(api->host, p->sb);
+		free(p);
+		return reply_errno(r, rc);
+	}
+	void *early = NULL;
+	size_t n = 0;
+	rc = guest_tcp_connect(p->g, (unsigned)port, &p->fd, &early, &n);
+	if (rc == 0)
+		rc = up_init(&p->up, p->fd, req_socket(r), early, n);
+	free(early);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		proxy_free(p);
+		if (rc == -ECONNREFUSED)
+			return reply_error(r, 502, "guest_error", "nothing listens on port %d in sandbox %s",
+					   port, id);
+		return reply_error(r, 502, "guest_error", "port %d of sandbox %s: %s", port, id, msg);
+	}
+	r->proxy = p;
+
+	struct strbuf b;
+	strbuf_init(&b);
+	build_head(r, p, target, by_host, strip_auth, &b);
+	if (strbuf_failed(&b))
+		rc = errf(ENOMEM, "out of memory");
+	else
+		rc = up_write(&p->up, b.data, b.len, PROXY_WAIT_MS);
+	strbuf_free(&b);
+	if (rc < 0) {
+		p->err = rc;
+		snprintf(p->errmsg, sizeof p->errmsg, "%s", errmsg());
+	}
+	return -1;
+}
+
+void proxy_body(struct req *r, const char *data, size_t n)
+{
+	struct proxy *p = r->proxy;
+	if (!p || p->err || n == 0)
+		return;
+	int rc = 0;
+	if (p->chunked) {
+		char size[24];
+		snprintf(size, sizeof size, "%zx\r\n", n);
+		rc = up_write(&p->up, size, strlen(size), PROXY_WAIT_MS);
+	}
+	if (rc == 0)
+		rc = up_write(&p->up, data, n, PROXY_WAIT_MS);
+	if (rc == 0 && p->chunked)
+		rc = up_write(&p->up, "\r\n", 2, PROXY_WAIT_MS);
+	if (rc < 0) {
+		/* The guest may have answered early (413...) and closed:
+		 * h_proxy still reads its answer. The rest of the body is
+		 * dropped. */
+		p->err = rc;
+		snprintf(p->errmsg, sizeof p->errmsg, "%s", errmsg());
+	}
+}
+
+/* ---- the answer ------------------------------------------------------------------ */
+
+static long body_read(void *ctx, char *buf, size_t max)
+{
+	struct proxy *p = ctx;
+	long n = up_read_body(&p->up, buf, max);
+	sandbox_touch(p->sb);
+	if (n > 0)
+		return n;
+	return n == 0 ? HTTP_STREAM_END : HTTP_STREAM_ERROR;
+}
+
+static void body_done(void *ctx)
+{
+	proxy_free(ctx);
+}
+
+static void tick(void *ctx)
+{
+	struct proxy *p = ctx;
+	sandbox_touch(p->sb);
+}
+
+/* All of p to the client's socket (which MHD may have made non-blocking). */
+static int send_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			if (poll(&pf, 1, PROXY_WAIT_MS) <= 0)
+				return -1;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* After the 101: the client's socket and the guest's are one stream, an
+ * operation of the sandbox again until it ends. */
+static void tunnel(void *ctx, int fd, const char *extra, size_t n)
+{
+	struct proxy *p = ctx;
+	const uint8_t *early;
+	size_t m = up_pending(&p->up, &early);
+	p->entered = sandbox_hold(p->api->host, p->sb) == 0;
+	if (p->entered && (!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
+	    (!m || send_all(fd, early, m) == 0))
+		tunnel_run(fd, p->fd, tick, p);
+	proxy_free(p);
+}
+
+/* The guest switched protocols (WebSocket). MHD gives upgrade responses
+ * no destructor: if it never gets to send the 101 (the client vanished
+ * first), it never calls tunnel, and p is lost. So the sandbox is left
+ * here, and tunnel holds it again: what may be lost is memory and a
+ * socket, never an operation count that would keep the sandbox from
+ * hibernating for good. */
+static int answer_upgrade(struct req *r, struct proxy *p, const struct up_head *h)
+{
+	const char *(*hdr)[2] = calloc((size_t)h->n + 3, sizeof *hdr);
+	if (!hdr)
+		return reply_error(r, 500, "internal", "out of memory");
+	int k = 0;
+	const char *upg = up_header(h, "Upgrade");
+	hdr[k][0] = "Upgrade", hdr[k++][1] = upg ? upg : req_header(r, "Upgrade");
+	hdr[k][0] = "Connection", hdr[k++][1] = "Upgrade";
+	for (int i = 0; i < h->n; i++)
+		if (!up_hop_by_hop(h->h[i].name))
+			hdr[k][0] = h->h[i].name, hdr[k++][1] = h->h[i].value;
+	sandbox_leave(p->api->host, p->sb, p->g);
+	p->g = NULL;
+	p->entered = false;
+	r->proxy = NULL;
+	int rc = reply_upgrade(r, (const char *const (*)[2])hdr, tunnel, p);
+	free(hdr);
+	return rc;
+}
+
+int h_proxy(struct req *r)
+{
+	struct proxy *p = r->proxy;
+	struct up_head h;
+	if (!p)
+		return reply_error(r, 500, "internal", "proxy request without a guest connection");
+	if (!p->err && p->chunked) {
+		int rc = up_write(&p->up, "0\r\n\r\n", 5, PROXY_WAIT_MS);
+		if (rc < 0) {
+			p->err = rc;
+			snprintf(p->errmsg, sizeof p->errmsg, "%s", errmsg());
+		}
+	}
+	int rc = up_read_head(&p->up, p->head, PROXY_WAIT_MS, &h);
+	if (rc < 0) {
+		if (rc == -ECONNABORTED)
+			return reply_abort(r);
+		if (p->err)
+			return reply_error(r, 502, "guest_error", "port %d of sandbox %s: %s", p->port, p->id,
+					   p->errmsg);
+		if (rc == -ETIMEDOUT)
+			return reply_error(r, 504, "timeout", "port %d of sandbox %s: %s", p->port, p->id,
+					   errmsg());
+		return reply_error(r, 502, "guest_error", "port %d of sandbox %s: %s", p->port, p->id,
+				   errmsg());
+	}
+	if (h.status == 101) {
+		if (!p->upgrade) {
+			up_head_free(&h);
+			return reply_error(r, 502, "guest_error",
+					   "port %d of sandbox %s switched protocols unasked", p->port, p->id);
+		}
+		rc = answer_upgrade(r, p, &h);
+		up_head_free(&h);
+		return rc;
+	}
+	const char *(*hdr)[2] = calloc((size_t)h.n + 1, sizeof *hdr);
+	if (!hdr) {
+		up_head_free(&h);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	int k = 0;
+	for (int i = 0; i < h.n; i++)
+		if (!up_hop_by_hop(h.h[i].name))
+			hdr[k][0] = h.h[i].name, hdr[k++][1] = h.h[i].value;
+	uint64_t size = HTTP_SIZE_UNKNOWN;
+	const char *cl = up_header(&h, "Content-Length");
+	if (h.body == UP_BODY_LENGTH)
+		size = h.length;
+	else if (h.body == UP_BODY_NONE)
+		size = p->head && cl ? strtoull(cl, NULL, 10) : 0;
+	r->proxy = NULL;	/* the response owns it now */
+	rc = reply_response(r, h.status, (const char *const (*)[2])hdr, size, body_read, body_done, p);
+	free(hdr);
+	up_head_free(&h);
+	return rc;
+}
+
+static void proxy_done(struct req *r)
+{
+	proxy_free(r->proxy);
+	r->proxy = NULL;
+}
+
+const struct route_hooks proxy_hooks = {
+	.match_host = proxy_host_match,
+	.admit = proxy_admit,
+	.body = proxy_body,
+	.done = proxy_done,
+};

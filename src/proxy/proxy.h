@@ -1,0 +1,43 @@
+/*
+ * proxy: HTTP requests to a port a sandbox exposed (POST .../ports), by
+ * path, /v1/sandboxes/{id}/proxy/{port}/{path}, or, with --domain, by
+ * Host, {port}-{id}.{domain}. Each request gets its own connection to the
+ * guest port, made by the guest agent (CONNECT over vsock, so the guest's
+ * network plays no part), and is forwarded as HTTP/1.1 with the path prefix
+ * cut, hop-by-hop headers dropped and X-Forwarded-* added; bodies stream
+ * both ways. A WebSocket (any Upgrade the guest accepts with 101) becomes
+ * a byte tunnel.
+ *
+ * Who may: anyone for a public port; otherwise an API key of the
+ * sandbox's workspace (401 without a valid key, 404 with another
+ * workspace's). A valid kiln key is never passed to the guest.
+ *
+ * The hooks below are called by http.c at the request's stages; h_proxy
+ * (handlers.h) answers once the request body has been passed on.
+ */
+#ifndef KILN_PROXY_PROXY_H
+#define KILN_PROXY_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct proxy;
+struct req;
+struct route_hooks;
+
+/* The hooks of the proxy's routes (src/api/routes.c): the functions below. */
+extern const struct route_hooks proxy_hooks;
+
+/* With a domain configured, does the Host header name PORT-ID.DOMAIN
+ * (ID may be written with '-' for '_', as DNS names want)? Sets the
+ * request's params (id, port, path) when it does. */
+bool proxy_host_match(struct req *r);
+/* The headers are in: check who may, reach the guest port and send the
+ * request head. -1 to go on (the body follows), or the MHD result of an
+ * answer already sent. */
+int proxy_admit(struct req *r);
+/* A piece of the request body. */
+void proxy_body(struct req *r, const char *data, size_t n);
+void proxy_free(struct proxy *p);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * tunnel: join two connected sockets (an upgraded HTTP client and a guest
+ * connection) until both directions end, passing each end on as a
+ * half-close. One bounded buffer per direction; blocking, for the calling
+ * connection's own thread.
+ */
+#ifndef KILN_PROXY_TUNNEL_H
+#define KILN_PROXY_TUNNEL_H
+
+typedef void tunnel_tick_fn(void *ctx);
+
+/* Pump bytes between a and b. tick (may be NULL) is called after each
+ * transfer, so the caller can count the traffic as activity. Returns when
+ * both sides have ended or either fails. */
+void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx);
+
+#endif

@@ -1,0 +1,599 @@
+/*
+ * store: records over the db driver. Every statement here is plain SQL that
+ * SQLite and PostgreSQL both run (see db.h). One mutex serializes the
+ * calls: SQLite serializes writers anyway, and one connection shared under
+ * a lock is simpler than a pool for a single box.
+ */
+#include "store/store.h"
+#include "store/db.h"
+#include "store/schema.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+struct store {
+	const struct db_driver *drv;
+	struct db *db;
+	pthread_mutex_t lock;
+};
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int make_id(char out[ID_MAX], const char *prefix)
+{
+	/* Lower-case base32 without look-alikes (no 0/o, 1/l). */
+	static const char alphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
+	unsigned char rnd[20];
+	size_t plen = strlen(prefix);
+	if (plen + sizeof rnd + 1 > ID_MAX)
+		return errf(EINVAL, "id prefix too long");
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		return errf_sys("getrandom");
+	memcpy(out, prefix, plen);
+	for (size_t i = 0; i < sizeof rnd; i++)
+		out[plen + i] = alphabet[rnd[i] & 31];
+	out[plen + sizeof rnd] = 0;
+	return 0;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src ? src : "");
+}
+
+static char *dup_or_null(const struct dbv *v)
+{
+	return v->type == DBV_TEXT ? strdup(v->s) : NULL;
+}
+
+static int run(struct store *st, const char *sql, const struct dbv *p, int n,
+	       db_row_fn *fn, void *ctx, int64_t *changes)
+{
+	pthread_mutex_lock(&st->lock);
+	int rc = st->drv->exec(st->db, sql, p, n, fn, ctx, changes);
+	pthread_mutex_unlock(&st->lock);
+	return rc;
+}
+
+#define RUN(st, sql, fn, ctx, changes, ...)                                          \
+	({                                                                           \
+		const struct dbv p_[] = { __VA_ARGS__ };                             \
+		run((st), (sql), p_, (int)(sizeof p_ / sizeof p_[0]), (fn), (ctx), (changes)); \
+	})
+
+static int row_version(void *ctx, const struct dbv *c, int n)
+{
+	if (n > 0)
+		*(int64_t *)ctx = dbv_int(&c[0]);
+	return 0;
+}
+
+int store_open(const char *target, struct store **out)
+{
+	if (strncmp(target, "sqlite:", 7) == 0)
+		target += 7;
+	else if (strncmp(target, "postgres", 8) == 0)
+		return errf(ENOTSUP, "PostgreSQL storage is not built yet (the schema and statements are ready for it)");
+	struct store *st = calloc(1, sizeof *st);
+	if (!st)
+		return errf(ENOMEM, "store: out of memory");
+	st->drv = &db_sqlite;
+	pthread_mutex_init(&st->lock, NULL);
+	int rc = st->drv->open(target, &st->db);
+	if (rc < 0) {
+		free(st);
+		return rc;
+	}
+	rc = st->drv->script(st->db, schema_sql);
+	int64_t version = 0;
+	if (rc == 0)
+		rc = RUN(st, "SELECT value FROM meta WHERE key = $1", row_version, &version, NULL,
+			 DBV_S("schema_version"));
+	if (rc == 0 && version > schema_version)
+		rc = errf(EPROTO, "store: database schema version %lld is newer than this kilnd (%d)",
+			  (long long)version, schema_version);
+	/* Version 1 had no network columns: add them (a plain addition,
+	 * but CREATE TABLE IF NOT EXISTS does not change an existing table). */
+	if (rc == 0 && version == 1)
+		rc = st->drv->script(st->db,
+				     "ALTER TABLE sandboxes ADD COLUMN net_slot BIGINT NOT NULL DEFAULT 0;\n"
+				     "ALTER TABLE sandboxes ADD COLUMN net_policy TEXT;\n"
+				     "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n");
+	if (rc == 0 && version == 0) {
+		char v[16];
+		snprintf(v, sizeof v, "%d", schema_version);
+		rc = RUN(st, "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
+			 NULL, NULL, NULL, DBV_S("schema_version"), DBV_S(v));
+	}
+	if (rc < 0) {
+		store_close(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	st->drv->close(st->db);
+	pthread_mutex_destroy(&st->lock);
+	free(st);
+}
+
+/* ---- workspaces and keys ---------------------------------------------- */
+
+static int row_first_text(void *ctx, const struct dbv *c, int n)
+{
+	if (n > 0)
+		copy_str(ctx, ID_MAX, dbv_text(&c[0]));
+	return 1;
+}
+
+int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX])
+{
+	char found[ID_MAX] = "";
+	int rc = RUN(st, "SELECT id FROM workspaces WHERE name = $1", row_first_text, found, NULL,
+		     DBV_S(name));
+	if (rc < 0)
+		return rc;
+	if (found[0]) {
+		copy_str(id, ID_MAX, found);
+		return 0;
+	}
+	char fresh[ID_MAX];
+	if ((rc = make_id(fresh, "ws_")) < 0)
+		return rc;
+	rc = RUN(st, "INSERT INTO workspaces (id, name, created_ms) VALUES ($1, $2, $3) "
+		     "ON CONFLICT (name) DO NOTHING",
+		 NULL, NULL, NULL, DBV_S(fresh), DBV_S(name), DBV_I(wall_ms()));
+	if (rc < 0)
+		return rc;
+	/* Another process may have created it between the two statements. */
+	rc = RUN(st, "SELECT id FROM workspaces WHERE name = $1", row_first_text, found, NULL,
+		 DBV_S(name));
+	if (rc < 0)
+		return rc;
+	if (!found[0])
+		return errf(EIO, "store: workspace %s vanished", name);
+	copy_str(id, ID_MAX, found);
+	return 0;
+}
+
+int store_key_add(struct store *st, const char *workspace, const char *name,
+		  const char *hash, const char *prefix, char id[ID_MAX])
+{
+	int rc = make_id(id, "key_");
+	if (rc < 0)
+		return rc;
+	return RUN(st, "INSERT INTO api_keys (id, workspace_id, name, hash, prefix, created_ms) "
+		       "VALUES ($1, $2, $3, $4, $5, $6)",
+		   NULL, NULL, NULL, DBV_S(id), DBV_S(workspace), DBV_S(name), DBV_S(hash),
+		   DBV_S(prefix), DBV_I(wall_ms()));
+}
+
+int store_key_lookup(struct store *st, const char *hash, char workspace[ID_MAX])
+{
+	char found[ID_MAX] = "";
+	int rc = RUN(st, "SELECT workspace_id FROM api_keys WHERE hash = $1 AND revoked_ms IS NULL",
+		     row_first_text, found, NULL, DBV_S(hash));
+	if (rc < 0)
+		return rc;
+	if (!found[0])
+		return -ENOENT;
+	copy_str(workspace, ID_MAX, found);
+	return 0;
+}
+
+struct key_each {
+	store_key_fn *fn;
+	void *ctx;
+};
+
+static int row_key(void *ctx, const struct dbv *c, int n)
+{
+	struct key_each *e = ctx;
+	struct key_row k = { 0 };
+	if (n < 7)
+		return errf(EIO, "store: short key row");
+	copy_str(k.id, sizeof k.id, dbv_text(&c[0]));
+	copy_str(k.workspace, sizeof k.workspace, dbv_text(&c[1]));
+	copy_str(k.workspace_name, sizeof k.workspace_name, dbv_text(&c[2]));
+	copy_str(k.name, sizeof k.name, dbv_text(&c[3]));
+	copy_str(k.prefix, sizeof k.prefix, dbv_text(&c[4]));
+	k.created_ms = dbv_int(&c[5]);
+	k.revoked_ms = dbv_int(&c[6]);
+	return e->fn(e->ctx, &k);
+}
+
+int store_key_each(struct store *st, store_key_fn *fn, void *ctx)
+{
+	struct key_each e = { fn, ctx };
+	return run(st, "SELECT k.id, k.workspace_id, w.name, k.name, k.prefix, k.created_ms, k.revoked_ms "
+		       "FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id ORDER BY k.created_ms",
+		   NULL, 0, row_key, &e, NULL);
+}
+
+int store_key_revoke(struct store *st, const char *id_or_prefix)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "UPDATE api_keys SET revoked_ms = $1 WHERE (id = $2 OR prefix = $2) "
+			 "AND revoked_ms IS NULL",
+		     NULL, NULL, &changes, DBV_I(wall_ms()), DBV_S(id_or_prefix));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(ENOENT, "no active key %s", id_or_prefix);
+}
+
+/* ---- sandboxes ------------------------------------------------------------ */
+
+void sbx_row_clear(struct sbx_row *r)
+{
+	free(r->metadata);
+	free(r->env);
+	free(r->disks);
+	free(r->net_policy);
+	r->metadata = r->env = r->disks = r->net_policy = NULL;
+}
+
+int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src)
+{
+	*dst = *src;
+	dst->metadata = src->metadata ? strdup(src->metadata) : NULL;
+	dst->env = src->env ? strdup(src->env) : NULL;
+	dst->disks = src->disks ? strdup(src->disks) : NULL;
+	dst->net_policy = src->net_policy ? strdup(src->net_policy) : NULL;
+	if ((src->metadata && !dst->metadata) || (src->env && !dst->env) ||
+	    (src->disks && !dst->disks) || (src->net_policy && !dst->net_policy)) {
+		sbx_row_clear(dst);
+		return errf(ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+#define SBX_COLS                                                                        \
+	"id, workspace_id, template, state, parent_id, snapshot_id, vcpus, memory_mib, "  \
+	"ttl_seconds, metadata, env, disks, created_ms, updated_ms, deleted_ms, "        \
+	"active_ms, ready_ms, vmm_pid, vmm_start, cpu_seconds, cpu_base, "                \
+	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy"
+#define SBX_NCOLS 27
+
+static const char *empty_null(const char *s)
+{
+	return s && s[0] ? s : NULL;
+}
+
+int store_sandbox_save(struct store *st, const struct sbx_row *r)
+{
+	return RUN(st,
+		   "INSERT INTO sandboxes (" SBX_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
+		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) "
+		   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds, "
+		   "metadata = excluded.metadata, env = excluded.env, disks = excluded.disks, "
+		   "updated_ms = excluded.updated_ms, deleted_ms = excluded.deleted_ms, "
+		   "active_ms = excluded.active_ms, ready_ms = excluded.ready_ms, "
+		   "vmm_pid = excluded.vmm_pid, vmm_start = excluded.vmm_start, "
+		   "cpu_seconds = excluded.cpu_seconds, cpu_base = excluded.cpu_base, "
+		   "mem_mib_seconds = excluded.mem_mib_seconds, running_seconds = excluded.running_seconds, "
+		   "rss_bytes = excluded.rss_bytes, error = excluded.error, "
+		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy",
+		   NULL, NULL, NULL,
+		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
+		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
+		   DBV_I(r->vcpus), DBV_I(r->memory_mib), DBV_I(r->ttl_seconds),
+		   DBV_S(r->metadata), DBV_S(r->env), DBV_S(r->disks),
+		   DBV_I(r->created_ms), DBV_I(wall_ms()),
+		   r->deleted_ms ? DBV_I(r->deleted_ms) : DBV_S(NULL),
+		   DBV_I(r->active_ms), DBV_D(r->ready_ms), DBV_I(r->vmm_pid), DBV_I(r->vmm_start),
+		   DBV_D(r->cpu_seconds), DBV_D(r->cpu_base), DBV_D(r->mem_mib_seconds),
+		   DBV_D(r->running_seconds), DBV_I(r->rss_bytes), DBV_S(empty_null(r->error)),
+		   DBV_I(r->net_slot), DBV_S(r->net_policy));
+}
+
+static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
+{
+	if (n < SBX_NCOLS)
+		return errf(EIO, "store: short sandbox row");
+	memset(r, 0, sizeof *r);
+	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
+	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[1]));
+	copy_str(r->template, sizeof r->template, dbv_text(&c[2]));
+	if (sbx_state_parse(dbv_text(&c[3]), &r->state) < 0)
+		return errf(EIO, "store: sandbox %s has an unknown state '%.32s'", r->id,
+			    dbv_text(&c[3]));
+	copy_str(r->parent, sizeof r->parent, dbv_text(&c[4]));
+	copy_str(r->snapshot, sizeof r->snapshot, dbv_text(&c[5]));
+	r->vcpus = (int)dbv_int(&c[6]);
+	r->memory_mib = (int)dbv_int(&c[7]);
+	r->ttl_seconds = dbv_int(&c[8]);
+	r->metadata = dup_or_null(&c[9]);
+	r->env = dup_or_null(&c[10]);
+	r->disks = dup_or_null(&c[11]);
+	r->created_ms = dbv_int(&c[12]);
+	r->updated_ms = dbv_int(&c[13]);
+	r->deleted_ms = dbv_int(&c[14]);
+	r->active_ms = dbv_int(&c[15]);
+	r->ready_ms = dbv_real(&c[16]);
+	r->vmm_pid = (int)dbv_int(&c[17]);
+	r->vmm_start = dbv_int(&c[18]);
+	r->cpu_seconds = dbv_real(&c[19]);
+	r->cpu_base = dbv_real(&c[20]);
+	r->mem_mib_seconds = dbv_real(&c[21]);
+	r->running_seconds = dbv_real(&c[22]);
+	r->rss_bytes = dbv_int(&c[23]);
+	copy_str(r->error, sizeof r->error, dbv_text(&c[24]));
+	r->net_slot = (int)dbv_int(&c[25]);
+	r->net_policy = dup_or_null(&c[26]);
+	if ((c[9].type == DBV_TEXT && !r->metadata) || (c[10].type == DBV_TEXT && !r->env) ||
+	    (c[11].type == DBV_TEXT && !r->disks) || (c[26].type == DBV_TEXT && !r->net_policy)) {
+		sbx_row_clear(r);
+		return errf(ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+struct sbx_one {
+	struct sbx_row *r;
+	bool found;
+};
+
+static int row_sbx_one(void *ctx, const struct dbv *c, int n)
+{
+	struct sbx_one *o = ctx;
+	int rc = fill_sbx(o->r, c, n);
+	if (rc < 0)
+		return rc;
+	o->found = true;
+	return 1;
+}
+
+int store_sandbox_load(struct store *st, const char *id, struct sbx_row *r)
+{
+	struct sbx_one o = { r, false };
+	int rc = RUN(st, "SELECT " SBX_COLS " FROM sandboxes WHERE id = $1", row_sbx_one, &o, NULL,
+		     DBV_S(id));
+	if (rc < 0)
+		return rc;
+	return o.found ? 0 : errf(ENOENT, "sandbox %s: no record", id);
+}
+
+struct sbx_each {
+	store_sbx_fn *fn;
+	void *ctx;
+};
+
+static int row_sbx_each(void *ctx, const struct dbv *c, int n)
+{
+	struct sbx_each *e = ctx;
+	struct sbx_row r;
+	int rc = fill_sbx(&r, c, n);
+	if (rc < 0)
+		return rc;
+	return e->fn(e->ctx, &r);
+}
+
+int store_sandbox_each_live(struct store *st, store_sbx_fn *fn, void *ctx)
+{
+	struct sbx_each e = { fn, ctx };
+	return RUN(st, "SELECT " SBX_COLS " FROM sandboxes WHERE state <> $1 ORDER BY created_ms",
+		   row_sbx_each, &e, NULL, DBV_S(sbx_state_name(SBX_DELETED)));
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+void snap_row_clear(struct snap_row *r)
+{
+	free(r->disks);
+	free(r->env);
+	r->disks = r->env = NULL;
+}
+
+#define SNAP_COLS "id, workspace_id, sandbox_id, template, vcpus, memory_mib, disks, env, created_ms, deleted_ms"
+
+int store_snapshot_save(struct store *st, const struct snap_row *r)
+{
+	return RUN(st,
+		   "INSERT INTO snapshots (" SNAP_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
+		   "ON CONFLICT (id) DO UPDATE SET disks = excluded.disks, deleted_ms = excluded.deleted_ms",
+		   NULL, NULL, NULL, DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->sandbox),
+		   DBV_S(r->template), DBV_I(r->vcpus), DBV_I(r->memory_mib), DBV_S(r->disks),
+		   DBV_S(r->env), DBV_I(r->created_ms),
+		   r->deleted_ms ? DBV_I(r->deleted_ms) : DBV_S(NULL));
+}
+
+static int fill_snap(struct snap_row *r, const struct dbv *c, int n)
+{
+	if (n < 10)
+		return errf(EIO, "store: short snapshot row");
+	memset(r, 0, sizeof *r);
+	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
+	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[1]));
+	copy_str(r->sandbox, sizeof r->sandbox, dbv_text(&c[2]));
+	copy_str(r->template, sizeof r->template, dbv_text(&c[3]));
+	r->vcpus = (int)dbv_int(&c[4]);
+	r->memory_mib = (int)dbv_int(&c[5]);
+	r->disks = dup_or_null(&c[6]);
+	r->env = dup_or_null(&c[7]);
+	r->created_ms = dbv_int(&c[8]);
+	r->deleted_ms = dbv_int(&c[9]);
+	if ((c[6].type == DBV_TEXT && !r->disks) || (c[7].type == DBV_TEXT && !r->env)) {
+		snap_row_clear(r);
+		return errf(ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+struct snap_one {
+	struct snap_row *r;
+	const char *workspace;
+	bool found;
+};
+
+static int row_snap_one(void *ctx, const struct dbv *c, int n)
+{
+	struct snap_one *o = ctx;
+	int rc = fill_snap(o->r, c, n);
+	if (rc < 0)
+		return rc;
+	if (o->r->deleted_ms || (o->workspace && strcmp(o->workspace, o->r->workspace) != 0)) {
+		snap_row_clear(o->r);
+		return 1;
+	}
+	o->found = true;
+	return 1;
+}
+
+int store_snapshot_load(struct store *st, const char *id, const char *workspace,
+			struct snap_row *r)
+{
+	struct snap_one o = { r, workspace, false };
+	int rc = RUN(st, "SELECT " SNAP_COLS " FROM snapshots WHERE id = $1", row_snap_one, &o, NULL,
+		     DBV_S(id));
+	if (rc < 0)
+		return rc;
+	return o.found ? 0 : errf(ENOENT, "snapshot %s not found", id);
+}
+
+struct snap_each {
+	store_snap_fn *fn;
+	void *ctx;
+};
+
+static int row_snap_each(void *ctx, const struct dbv *c, int n)
+{
+	struct snap_each *e = ctx;
+	struct snap_row r;
+	int rc = fill_snap(&r, c, n);
+	if (rc < 0)
+		return rc;
+	return e->fn(e->ctx, &r);
+}
+
+int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx)
+{
+	struct snap_each e = { fn, ctx };
+	return run(st, "SELECT " SNAP_COLS " FROM snapshots WHERE deleted_ms IS NULL ORDER BY created_ms",
+		   NULL, 0, row_snap_each, &e, NULL);
+}
+
+/* ---- accounting ------------------------------------------------------------- */
+
+/* ---- exposed ports -------------------------------------------------------- */
+
+#define PORT_COLS "sandbox_id, workspace_id, port, public, created_ms"
+
+int store_port_save(struct store *st, const struct port_row *r)
+{
+	return RUN(st,
+		   "INSERT INTO ports (" PORT_COLS ") VALUES ($1, $2, $3, $4, $5) "
+		   "ON CONFLICT (sandbox_id, port) DO UPDATE SET public = excluded.public",
+		   NULL, NULL, NULL, DBV_S(r->sandbox), DBV_S(r->workspace), DBV_I(r->port),
+		   DBV_I(r->public ? 1 : 0), DBV_I(r->created_ms));
+}
+
+static int fill_port(struct port_row *r, const struct dbv *c, int n)
+{
+	if (n < 5)
+		return errf(EIO, "store: short port row");
+	memset(r, 0, sizeof *r);
+	copy_str(r->sandbox, sizeof r->sandbox, dbv_text(&c[0]));
+	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[1]));
+	r->port = (int)dbv_int(&c[2]);
+	r->public = dbv_int(&c[3]) != 0;
+	r->created_ms = dbv_int(&c[4]);
+	return 0;
+}
+
+struct port_one {
+	struct port_row *r;
+	bool found;
+};
+
+static int row_port_one(void *ctx, const struct dbv *c, int n)
+{
+	struct port_one *o = ctx;
+	int rc = fill_port(o->r, c, n);
+	if (rc < 0)
+		return rc;
+	o->found = true;
+	return 1;
+}
+
+int store_port_load(struct store *st, const char *sandbox, int port, struct port_row *r)
+{
+	struct port_one o = { r, false };
+	int rc = RUN(st, "SELECT " PORT_COLS " FROM ports WHERE sandbox_id = $1 AND port = $2",
+		     row_port_one, &o, NULL, DBV_S(sandbox), DBV_I(port));
+	if (rc < 0)
+		return rc;
+	return o.found ? 0 : errf(ENOENT, "port %d of sandbox %s is not exposed", port, sandbox);
+}
+
+struct port_each {
+	store_port_fn *fn;
+	void *ctx;
+};
+
+static int row_port_each(void *ctx, const struct dbv *c, int n)
+{
+	struct port_each *e = ctx;
+	struct port_row r;
+	int rc = fill_port(&r, c, n);
+	return rc < 0 ? rc : e->fn(e->ctx, &r);
+}
+
+int store_port_each(struct store *st, const char *sandbox, store_port_fn *fn, void *ctx)
+{
+	struct port_each e = { fn, ctx };
+	return RUN(st, "SELECT " PORT_COLS " FROM ports WHERE sandbox_id = $1 ORDER BY port",
+		   row_port_each, &e, NULL, DBV_S(sandbox));
+}
+
+int store_port_delete(struct store *st, const char *sandbox, int port)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "DELETE FROM ports WHERE sandbox_id = $1 AND port = $2", NULL, NULL,
+		     &changes, DBV_S(sandbox), DBV_I(port));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(ENOENT, "port %d of sandbox %s is not exposed", port, sandbox);
+}
+
+int store_port_delete_all(struct store *st, const char *sandbox)
+{
+	return RUN(st, "DELETE FROM ports WHERE sandbox_id = $1", NULL, NULL, NULL, DBV_S(sandbox));
+}
+
+static int row_usage(void *ctx, const struct dbv *c, int n)
+{
+	struct usage *u = ctx;
+	if (n < 5)
+		return errf(EIO, "store: short usage row");
+	u->cpu_seconds = dbv_real(&c[0]);
+	u->mem_mib_seconds = dbv_real(&c[1]);
+	u->running_seconds = dbv_real(&c[2]);
+	u->sandboxes = dbv_int(&c[3]);
+	u->live = dbv_int(&c[4]);
+	return 0;
+}
+
+int store_usage_sum(struct store *st, const char *workspace, struct usage *u)
+{
+	memset(u, 0, sizeof *u);
+	return RUN(st,
+		   "SELECT SUM(cpu_seconds), SUM(mem_mib_seconds), SUM(running_seconds), COUNT(*), "
+		   "SUM(CASE WHEN state = $1 THEN 0 ELSE 1 END) FROM sandboxes WHERE workspace_id = $2",
+		   row_usage, u, NULL, DBV_S(sbx_state_name(SBX_DELETED)), DBV_S(workspace));
+}
