@@ -14,7 +14,12 @@ int req_sandbox(struct req *r, struct sandbox **out, int *answered)
 		*answered = reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
 		return -1;
 	}
-	sandbox_touch(*out);
+	/* Reading a sandbox (GET: itself, its ports, logs) is not activity,
+	 * or a dashboard polling it would keep it alive forever; a request
+	 * that changes it is. Guest work (exec, files, pty) counts by itself
+	 * in sandbox_enter. */
+	if (strcmp(r->method, "GET") != 0)
+		sandbox_touch(*out);
 	return 0;
 }
 

@@ -12,8 +12,9 @@ struct guest_stat;
 struct req;
 struct sandbox;
 
-/* The sandbox named by the path's {id}, owned by the caller. On failure
- * the 404 has been sent: return *answered. */
+/* The sandbox named by the path's {id}, owned by the caller; a request
+ * other than GET counts as activity (TTL). On failure the 404 has been
+ * sent: return *answered. */
 int req_sandbox(struct req *r, struct sandbox **out, int *answered);
 void req_sandbox_put(struct req *r, struct sandbox *sb);
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text

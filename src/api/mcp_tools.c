@@ -49,8 +49,7 @@ static int tool_sandbox(struct mcp_call *c, const json_t *args, struct sandbox *
 				       : json_string_value(json_object_get(args, "sandbox_id"));
 	if (!id || !v_is_id(id, "sbx_") || host_find(c->r->api->host, c->r->workspace, id, sb) < 0)
 		return errf(ENOENT, "sandbox %.40s not found", id ? id : "");
-	sandbox_touch(*sb);
-	return 0;
+	return 0;	/* not activity by itself (docs/api.md): reads are not */
 }
 
 /* The sandbox, entered for guest work (waking it if it hibernates). */
@@ -467,6 +466,7 @@ static int lifecycle(struct mcp_call *c, const json_t *args, struct mcp_out *out
 	int rc = tool_sandbox(c, args, &sb);
 	if (rc < 0)
 		return rc;
+	sandbox_touch(sb);
 	rc = action(c->r->api->host, sb);
 	json_t *j = rc == 0 ? sandbox_json(sb) : NULL;
 	sandbox_put(c->r->api->host, sb);
