@@ -194,6 +194,7 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
 	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+	snprintf(sb->row.ended, sizeof sb->row.ended, "failed");
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, "deleted");
 	host_unlink(h, sb);
@@ -419,11 +420,21 @@ out:
 
 int host_delete(struct host *h, struct sandbox *sb)
 {
+	return sandbox_delete_why(h, sb, "deleted");
+}
+
+int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
+{
 	pthread_mutex_lock(&sb->op);
 	if (sandbox_in(sb, "deleted")) {
 		pthread_mutex_unlock(&sb->op);
 		return errf(ENOENT, "sandbox %s not found", sb->row.id);
 	}
+	/* One that had failed ended by failing, whatever removed it. */
+	pthread_mutex_lock(&sb->lock);
+	snprintf(sb->row.ended, sizeof sb->row.ended, "%s",
+		 strcmp(sb->row.state, "failed") == 0 ? "failed" : why);
+	pthread_mutex_unlock(&sb->lock);
 	sandbox_sample(h, sb);
 	sandbox_set_state(h, sb, "deleting");	/* a restart finishes the job */
 	sandbox_teardown(h, sb);

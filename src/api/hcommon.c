@@ -2,16 +2,43 @@
 #include "agent/host.h"
 #include "api/api.h"
 #include "api/http.h"
+#include "api/render.h"
+#include "api/store.h"
 #include "api/validate.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+int reply_sandbox_missing(struct req *r, const char *id)
+{
+	struct sbx_row row;
+	if (!v_is_id(id, "sbx_") || store_sandbox_load(r->api->store, id, &row) < 0)
+		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+	/* Another workspace's sandbox does not exist for this caller. */
+	bool ended = strcmp(row.workspace, r->workspace) == 0 && strcmp(row.state, "deleted") == 0 &&
+		     row.deleted_ms > 0 && wall_ms() - row.deleted_ms < ENDED_RETENTION_S * 1000;
+	const char *why = row.ended[0] ? row.ended : "deleted";
+	json_t *e = NULL;
+	if (ended) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "sandbox %s ended (%s)%s%s", row.id, why, row.error[0] ? ": " : "",
+			 row.error);
+		e = json_pack("{s:{s:s,s:s,s:s,s:o}}", "error", "code", "sandbox_ended", "message", msg,
+			      "ended", why, "ended_at", render_time(row.deleted_ms));
+	}
+	sbx_row_clear(&row);
+	if (!ended)
+		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+	if (!e)
+		return reply_error(r, 404, "sandbox_ended", "sandbox %.40s ended", id);
+	return reply_json(r, 404, e);
+}
+
 int req_sandbox(struct req *r, struct sandbox **out, int *answered)
 {
 	const char *id = r->nparams > 0 ? r->params[0] : "";
 	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, out) < 0) {
-		*answered = reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+		*answered = reply_sandbox_missing(r, id);
 		return -1;
 	}
 	/* Reading a sandbox (GET: itself, its ports, logs) is not activity,

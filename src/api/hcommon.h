@@ -17,6 +17,12 @@ struct sandbox;
  * sent: return *answered. */
 int req_sandbox(struct req *r, struct sandbox **out, int *answered);
 void req_sandbox_put(struct req *r, struct sandbox *sb);
+/* How long a sandbox that ended is still named in 404s (docs/api.md). */
+#define ENDED_RETENTION_S (24 * 3600)
+/* The 404 for a sandbox id the caller cannot use: "sandbox_ended" with
+ * why and when for the caller's sandbox that ended within
+ * ENDED_RETENTION_S (its record is kept), else "not_found". */
+int reply_sandbox_missing(struct req *r, const char *id);
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
  * overridden by the request's env object (may be NULL). */
 char **env_merge(const char *sandbox_env, const json_t *request_env);

@@ -445,7 +445,7 @@ int h_mcp_sandbox(struct req *r)
 	struct sandbox *sb;
 	const char *id = r->params[0];
 	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, &sb) < 0)
-		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+		return reply_sandbox_missing(r, id);
 	req_sandbox_put(r, sb);
 	return serve(r, r->params[0]);
 }

@@ -272,9 +272,17 @@ snap=$("$KILN" snapshot "$C")
 api DELETE "/v1/sandboxes/$S"
 expect delete 204 -
 api DELETE "/v1/sandboxes/$S"
-expect delete_twice 404 not_found
+expect delete_twice 404 sandbox_ended
 api GET "/v1/sandboxes/$S"
-expect get_deleted 404 not_found
+expect get_deleted 404 sandbox_ended &&
+	check get_deleted_why "$(jget 'j["error"]["ended"], j["error"]["ended_at"]')" \
+		[ "$(jget 'j["error"]["ended"], j["error"]["ended_at"][:2], j["error"]["ended_at"][-1]')" = "('deleted', '20', 'Z')" ]
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"true"}'
+expect exec_deleted 404 sandbox_ended
+KEY=$KEY_B
+api GET "/v1/sandboxes/$S"
+expect get_deleted_other_workspace 404 not_found
+KEY=$KEY_A
 api DELETE "/v1/snapshots/$SNAP"
 expect snapshot_delete 204 -
 api GET /v1/usage
