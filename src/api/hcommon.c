@@ -1,10 +1,14 @@
 #include "api/hcommon.h"
 #include "agent/host.h"
+#include "agent/template.h"
 #include "api/api.h"
 #include "api/http.h"
 #include "api/render.h"
 #include "api/store.h"
 #include "api/validate.h"
+#include "common/err.h"
+
+#include <errno.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,4 +90,48 @@ char **env_merge(const char *sandbox_env, const json_t *request_env)
 	}
 	json_decref(merged);
 	return env;
+}
+
+struct tmpl_names {
+	const char *want;
+	bool found;
+	json_t *names;
+	char list[256];
+};
+
+static int add_tmpl_name(void *ctx, const struct template_def *def, const struct tmpl *t)
+{
+	(void)t;
+	struct tmpl_names *n = ctx;
+	const char *name = def->name;
+	if (strcmp(name, n->want) == 0)
+		n->found = true;
+	size_t len = strlen(n->list);
+	snprintf(n->list + len, sizeof n->list - len, "%s%s", len ? ", " : "", name);
+	return json_array_append_new(n->names, json_string(name));
+}
+
+int template_known(struct req *r, const char *name, json_t **names)
+{
+	struct tmpl_names n = { .want = name, .names = json_array() };
+	*names = NULL;
+	if (!n.names || host_templates(r->api->host, add_tmpl_name, &n) < 0) {
+		json_decref(n.names);
+		return errf(ENOMEM, "out of memory");
+	}
+	if (n.found) {
+		json_decref(n.names);
+		return 0;
+	}
+	*names = n.names;
+	return errf(ENOENT, "unknown template '%.64s'; the templates are: %s", name, n.list);
+}
+
+int reply_template_missing(struct req *r, json_t *names)
+{
+	json_t *e = json_pack("{s:{s:s,s:s,s:o}}", "error", "code", "template_not_found", "message",
+			      errmsg(), "templates", names);
+	if (!e)
+		return reply_error(r, 404, "template_not_found", "%s", errmsg());
+	return reply_json(r, 404, e);
 }

@@ -365,8 +365,13 @@ static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	json_t *metadata = NULL, *env = NULL;
 	int rc = v_str_map(args, "metadata", 64, 64, 1024, false, &metadata);
 	rc = rc ?: v_str_map(args, "env", 256, 128, 8192, true, &env);
-	if (rc == 0 && !v_is_name(tmpl))
-		rc = errf(EINVAL, "unknown template '%.64s'", tmpl);
+	json_t *names = NULL;
+	if (rc == 0 && template_known(c->r, tmpl, &names) < 0) {
+		char why[400];	/* errf must not read the buffer it writes */
+		snprintf(why, sizeof why, "%s", errmsg());
+		json_decref(names);
+		rc = errf(EINVAL, "%s", why);
+	}
 	if (rc == 0 && ttl > cfg->max_ttl)
 		rc = errf(EINVAL, "ttl_seconds must be at most %lld", (long long)cfg->max_ttl);
 	if (rc < 0)
