@@ -146,6 +146,9 @@ def until(pattern, limit=20):
     return pattern in out
 ws.send_binary(b"echo $((6*7))x\n")
 print("math", until(b"42x"))
+# The sandbox's create-time env reaches the terminal's shell too.
+ws.send_binary(b"echo \"[$BAR]\"\n")
+print("env", until(b"[from-sandbox]"))
 ws.send_text(json.dumps({"type": "resize", "cols": 100, "rows": 30}))
 ws.send_binary(b"stty size\n")
 print("resize", until(b"30 100"))
@@ -157,6 +160,8 @@ if grep -q 'math True' "$T/pty.out" && grep -q 'resize True' "$T/pty.out" && gre
 else
 	fail pty "$(tr '\n' ' ' < "$T/pty.out" | tail -c 400)"
 fi
+grep -q 'env True' "$T/pty.out" && pass pty_env "the sandbox's env (BAR) in the terminal's shell" ||
+	fail pty_env "$(tr '\n' ' ' < "$T/pty.out" | tail -c 400)"
 
 # ---- lifecycle ---------------------------------------------------------------------------------
 api PATCH "/v1/sandboxes/$A/lifecycle" '{"ttl_seconds":1234}'
