@@ -538,7 +538,7 @@ out:
 }
 
 /* Wake, with sb->op held. */
-static int wake_locked(struct host *h, struct sandbox *sb)
+int wake_locked(struct host *h, struct sandbox *sb)
 {
 	if (sandbox_in(sb, "running"))
 		return 0;

@@ -223,6 +223,23 @@ api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib /root/state"}'
 	fail hibernate_exec_wakes "$STATUS $BODY"
 api GET "/v1/sandboxes/$A"
 [ "$(jget 'j["status"]')" = running ] && pass woken_running "running" || fail woken_running "$BODY"
+# A snapshot of a hibernated sandbox wakes it (it stays running) and is
+# a snapshot like any other: a sandbox made from it has the files.
+api POST "/v1/sandboxes/$A/hibernate"
+api POST "/v1/sandboxes/$A/snapshot"
+HSNAP=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [ "${HSNAP#snap_}" != "$HSNAP" ] && pass snapshot_hibernated "201 $HSNAP" ||
+	fail snapshot_hibernated "$STATUS $BODY"
+api GET "/v1/sandboxes/$A"
+[ "$(jget 'j["status"]')" = running ] && pass snapshot_hibernated_woke "running after the snapshot" ||
+	fail snapshot_hibernated_woke "$BODY"
+create_sandbox '{"from_snapshot":"'"$HSNAP"'"}'
+HS=$SBX
+api POST "/v1/sandboxes/$HS/exec" '{"cmd":"cat /root/hib"}'
+[ -n "$HS" ] && [ "$(jget 'j["stdout"]')" = kept ] && pass snapshot_hibernated_restores "its files in a sandbox made from it" ||
+	fail snapshot_hibernated_restores "$STATUS $BODY"
+[ -n "$HS" ] && api DELETE "/v1/sandboxes/$HS"
+api DELETE "/v1/snapshots/$HSNAP"
 api POST "/v1/sandboxes/$A/hibernate"
 api POST "/v1/sandboxes/$A/wake"
 [ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = running ] && pass wake "200 running" || fail wake "$STATUS $BODY"
