@@ -4,7 +4,8 @@
  *
  *   event: stdout   data: {"data":"text"}  or {"data_b64":"..."} when the
  *   event: stderr         chunk is not valid UTF-8 (bytes are never lost)
- *   event: exit     data: {"exit_code":0,"signal":null,"timed_out":false,"duration_ms":12.5}
+ *   event: exit     data: {"stdout":"","stderr":"","exit_code":0,"signal":null,
+ *                          "timed_out":false,"duration_ms":12.5,"truncated":false}
  *   event: error    data: {"code":"...","message":"..."}
  *
  * The command runs while the request does: if the client goes away, the
@@ -126,12 +127,6 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static json_t *exit_json(const struct guest_ev *ev, double ms)
-{
-	return json_pack("{s:i,s:o,s:b,s:f}", "exit_code", ev->code, "signal",
-			 ev->signal ? json_integer(ev->signal) : json_null(), "timed_out", ev->timed_out,
-			 "duration_ms", ms);
-}
 
 /* ---- to completion ---------------------------------------------------------------- */
 
@@ -178,14 +173,9 @@ int h_exec(struct req *r)
 	} else if (strbuf_failed(&out.b) || strbuf_failed(&err.b)) {
 		result = reply_error(r, 503, "no_capacity", "out of memory holding the output");
 	} else {
-		json_t *j = exit_json(&ev, ms);
-		if (j) {
-			json_object_set_new(j, "stdout", render_text(out.b.data, out.b.len));
-			json_object_set_new(j, "stderr", render_text(err.b.data, err.b.len));
-			if (out.truncated || err.truncated)
-				json_object_set_new(j, "truncated", json_true());
-		}
-		result = reply_json(r, 200, j);
+		result = reply_json(r, 200, render_exec_result(out.b.data, out.b.len, err.b.data, err.b.len,
+							       ev.code, ev.signal, ev.timed_out, ms,
+							       out.truncated || err.truncated));
 	}
 	strbuf_free(&out.b);
 	strbuf_free(&err.b);
@@ -250,7 +240,9 @@ static long sse_read(void *ctx, char *buf, size_t max)
 			sse_event(s, "error", json_pack("{s:s,s:s}", "code", code, "message", errmsg()));
 			s->done = true;
 		} else if (ev.kind == GEV_EXIT) {
-			sse_event(s, "exit", exit_json(&ev, now_ms() - s->t0));
+			/* The whole ExecResult: the output came as events. */
+			sse_event(s, "exit", render_exec_result(NULL, 0, NULL, 0, ev.code, ev.signal, ev.timed_out,
+								now_ms() - s->t0, false));
 			s->done = true;
 		} else {
 			sse_chunk(s, &ev);

@@ -128,14 +128,28 @@ static void session(void *ctx, int fd, const char *extra, size_t n)
 		g = NULL;
 		goto out;
 	}
+	/* The sandbox's create-time env, as for exec (docs/api.md). */
+	struct sbx_row row;
+	char **env = NULL;
+	if (sandbox_row(sb, &row) == 0) {
+		env = env_merge(row.env, NULL);
+		sbx_row_clear(&row);
+	}
+	if (!env) {
+		send_error(fd, "out of memory");
+		goto out;
+	}
 	struct guest_cmd cmd = {
 		.shell = p->cmd[0] ? p->cmd : "exec \"${SHELL:-/bin/sh}\" -l",
+		.env = (const char *const *)env,
 		.stdin_pipe = true,
 		.pty = true,
 		.rows = p->rows,
 		.cols = p->cols,
 	};
-	if (guest_exec_start(g, &cmd) < 0) {
+	int started = guest_exec_start(g, &cmd);
+	free(env);
+	if (started < 0) {
 		send_error(fd, errmsg());
 		goto out;
 	}

@@ -1,5 +1,5 @@
 /*
- * h_sandbox: create, list, get, delete, and the lifecycle routes
+ * h_sandbox: create, get, delete, and the lifecycle routes
  * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
  */
 #include "host/host.h"
@@ -48,11 +48,14 @@ int h_sandbox_create(struct req *r)
 	rc = rc ?: netpolicy_from_request(r->json, &policy);
 	if (rc == 0 && tmpl && snap)
 		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
-	if (rc == 0 && tmpl && !v_is_name(tmpl))
-		rc = errf(EINVAL, "unknown template '%.64s'", tmpl);
 	if (rc < 0) {
 		free(policy);
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	}
+	json_t *names;
+	if (tmpl && template_known(r, tmpl, &names) < 0) {
+		free(policy);
+		return names ? reply_template_missing(r, names) : reply_errno(r, -ENOMEM);
 	}
 	if (snap && !v_is_id(snap, "snap_")) {
 		free(policy);
@@ -78,29 +81,6 @@ int h_sandbox_create(struct req *r)
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_sandbox(r, 201, sb);
-}
-
-struct list_ctx {
-	json_t *a;
-	const char *status;
-};
-
-static int add_row(void *ctx, const struct sbx_row *row)
-{
-	struct list_ctx *l = ctx;
-	if (l->status && strcmp(l->status, sbx_state_name(row->state)) != 0)
-		return 0;
-	return json_array_append_new(l->a, render_sandbox(row));
-}
-
-int h_sandbox_list(struct req *r)
-{
-	struct list_ctx l = { json_array(), req_query(r, "status") };
-	if (!l.a || host_each(r->api->host, r->workspace, add_row, &l) < 0) {
-		json_decref(l.a);
-		return reply_error(r, 500, "internal", "out of memory");
-	}
-	return reply_json(r, 200, json_pack("{s:o}", "sandboxes", l.a));
 }
 
 int h_sandbox_get(struct req *r)

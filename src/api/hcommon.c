@@ -1,20 +1,56 @@
 #include "api/hcommon.h"
 #include "host/host.h"
+#include "host/template.h"
 #include "api/api.h"
 #include "api/http.h"
+#include "api/render.h"
+#include "store/store.h"
 #include "ops/validate.h"
+#include "common/err.h"
+
+#include <errno.h>
 
 #include <stdlib.h>
 #include <string.h>
+
+int reply_sandbox_missing(struct req *r, const char *id)
+{
+	struct sbx_row row;
+	if (!v_is_id(id, "sbx_") || store_sandbox_load(r->api->store, id, &row) < 0)
+		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+	/* Another workspace's sandbox does not exist for this caller. */
+	bool ended = strcmp(row.workspace, r->workspace) == 0 && row.state == SBX_DELETED &&
+		     row.deleted_ms > 0 && wall_ms() - row.deleted_ms < ENDED_RETENTION_S * 1000;
+	const char *why = row.ended[0] ? row.ended : "deleted";
+	json_t *e = NULL;
+	if (ended) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "sandbox %s ended (%s)%s%s", row.id, why, row.error[0] ? ": " : "",
+			 row.error);
+		e = json_pack("{s:{s:s,s:s,s:s,s:o}}", "error", "code", "sandbox_ended", "message", msg,
+			      "ended", why, "ended_at", render_time(row.deleted_ms));
+	}
+	sbx_row_clear(&row);
+	if (!ended)
+		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+	if (!e)
+		return reply_error(r, 404, "sandbox_ended", "sandbox %.40s ended", id);
+	return reply_json(r, 404, e);
+}
 
 int req_sandbox(struct req *r, struct sandbox **out, int *answered)
 {
 	const char *id = r->nparams > 0 ? r->params[0] : "";
 	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, out) < 0) {
-		*answered = reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+		*answered = reply_sandbox_missing(r, id);
 		return -1;
 	}
-	sandbox_touch(*out);
+	/* Reading a sandbox (GET: itself, its ports, logs) is not activity,
+	 * or a dashboard polling it would keep it alive forever; a request
+	 * that changes it is. Guest work (exec, files, pty) counts by itself
+	 * in sandbox_enter. */
+	if (strcmp(r->method, "GET") != 0)
+		sandbox_touch(*out);
 	return 0;
 }
 
@@ -54,4 +90,48 @@ char **env_merge(const char *sandbox_env, const json_t *request_env)
 	}
 	json_decref(merged);
 	return env;
+}
+
+struct tmpl_names {
+	const char *want;
+	bool found;
+	json_t *names;
+	char list[256];
+};
+
+static int add_tmpl_name(void *ctx, const struct template_def *def, const struct tmpl *t)
+{
+	(void)t;
+	struct tmpl_names *n = ctx;
+	const char *name = def->name;
+	if (strcmp(name, n->want) == 0)
+		n->found = true;
+	size_t len = strlen(n->list);
+	snprintf(n->list + len, sizeof n->list - len, "%s%s", len ? ", " : "", name);
+	return json_array_append_new(n->names, json_string(name));
+}
+
+int template_known(struct req *r, const char *name, json_t **names)
+{
+	struct tmpl_names n = { .want = name, .names = json_array() };
+	*names = NULL;
+	if (!n.names || host_templates(r->api->host, add_tmpl_name, &n) < 0) {
+		json_decref(n.names);
+		return errf(ENOMEM, "out of memory");
+	}
+	if (n.found) {
+		json_decref(n.names);
+		return 0;
+	}
+	*names = n.names;
+	return errf(ENOENT, "unknown template '%.64s'; the templates are: %s", name, n.list);
+}
+
+int reply_template_missing(struct req *r, json_t *names)
+{
+	json_t *e = json_pack("{s:{s:s,s:s,s:o}}", "error", "code", "template_not_found", "message",
+			      errmsg(), "templates", names);
+	if (!e)
+		return reply_error(r, 404, "template_not_found", "%s", errmsg());
+	return reply_json(r, 404, e);
 }

@@ -12,10 +12,22 @@ struct guest_stat;
 struct req;
 struct sandbox;
 
-/* The sandbox named by the path's {id}, owned by the caller. On failure
- * the 404 has been sent: return *answered. */
+/* The sandbox named by the path's {id}, owned by the caller; a request
+ * other than GET counts as activity (TTL). On failure the 404 has been
+ * sent: return *answered. */
 int req_sandbox(struct req *r, struct sandbox **out, int *answered);
 void req_sandbox_put(struct req *r, struct sandbox *sb);
+/* How long a sandbox that ended is still named in 404s (docs/api.md). */
+#define ENDED_RETENTION_S (24 * 3600)
+/* The 404 for a sandbox id the caller cannot use: "sandbox_ended" with
+ * why and when for the caller's sandbox that ended within
+ * ENDED_RETENTION_S (its record is kept), else "not_found". */
+int reply_sandbox_missing(struct req *r, const char *id);
+/* 0 if a template of that name exists; else -ENOENT, errmsg() listing
+ * the templates that do, and *names their JSON array (yours). */
+int template_known(struct req *r, const char *name, json_t **names);
+/* 404 template_not_found with errmsg() and "templates": names (taken). */
+int reply_template_missing(struct req *r, json_t *names);
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
  * overridden by the request's env object (may be NULL). */
 char **env_merge(const char *sandbox_env, const json_t *request_env);

@@ -135,3 +135,15 @@ json_t *render_snapshot(const struct snap_row *s)
 			 "template", s->template, "vcpus", s->vcpus, "memory_mib", s->memory_mib,
 			 "created_at", render_time(s->created_ms));
 }
+
+json_t *render_exec_result(const void *out, size_t out_len, const void *err, size_t err_len, int exit_code,
+			   int signal, bool timed_out, double duration_ms, bool truncated)
+{
+	/* json_stringn(NULL, 0) is NULL, and a NULL member is silently
+	 * dropped: an empty output must still be "". */
+	return json_pack("{s:o,s:o,s:i,s:o,s:b,s:f,s:b}",
+			 "stdout", render_text(out ? out : "", out ? out_len : 0),
+			 "stderr", render_text(err ? err : "", err ? err_len : 0),
+			 "exit_code", exit_code, "signal", signal ? json_integer(signal) : json_null(),
+			 "timed_out", timed_out, "duration_ms", duration_ms, "truncated", truncated);
+}

@@ -7,6 +7,7 @@
 #define KILN_API_RENDER_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,11 @@
 
 json_t *render_sandbox(const struct sbx_row *r);
 json_t *render_snapshot(const struct snap_row *s);
+/* An ExecResult with every field docs/api.md lists, always: stdout and
+ * stderr ("" when empty or NULL: the stream sends output as events),
+ * exit_code, signal (null if none), timed_out, duration_ms, truncated. */
+json_t *render_exec_result(const void *out, size_t out_len, const void *err, size_t err_len, int exit_code,
+			   int signal, bool timed_out, double duration_ms, bool truncated);
 /* "2025-05-20T12:34:56.789Z" */
 json_t *render_time(int64_t ms);
 /* Bytes as a JSON string: invalid UTF-8 sequences become U+FFFD. */

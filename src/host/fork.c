@@ -293,10 +293,12 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	pthread_mutex_lock(&sb->op);
 	struct snap_row snap = { 0 };
 	char top[PATH_MAX];
-	int rc;
-	if (!sandbox_in(sb, SBX_RUNNING))
+	/* A hibernated one is woken first (docs/api.md), like any request
+	 * that needs its guest, and stays running. */
+	int rc = sandbox_in(sb, SBX_HIBERNATED) ? wake_locked(h, sb) : 0;
+	if (rc == 0 && !sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
-	else
+	if (rc == 0)
 		rc = sandbox_top(sb, top);
 	if (rc == 0)
 		rc = make_id(snap.id, "snap_");

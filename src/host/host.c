@@ -374,7 +374,7 @@ static void check_ttl(struct host *h, struct sandbox *sb)
 		return;
 	pthread_mutex_unlock(&sb->op);
 	log_info("sandbox %s: idle for its TTL, deleting", sb->row.id);
-	if (host_delete(h, sb) < 0)
+	if (sandbox_delete_why(h, sb, "ttl") < 0)
 		log_warn("sandbox %s: TTL delete: %s", sb->row.id, errmsg());
 }
 

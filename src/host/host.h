@@ -80,7 +80,7 @@ void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g);
  * -EBUSY-style state error unless running. sandbox_leave(h, sb, NULL)
  * ends it. */
 int sandbox_hold(struct host *h, struct sandbox *sb);
-/* Any API request naming the sandbox is activity (TTL). */
+/* Count a change to the sandbox as activity (TTL; docs/api.md says what is). */
 void sandbox_touch(struct sandbox *sb);
 
 typedef int host_tmpl_fn(void *ctx, const struct template_def *def, const struct tmpl *t);

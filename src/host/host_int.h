@@ -95,6 +95,11 @@ int disks_json_top(const char *disks, char top[PATH_MAX]);
 char *disks_json(const char *top);
 /* The VMM's control socket path. */
 void sandbox_ctl(struct sandbox *sb, char *out, size_t cap);
+/* Wake a hibernated sandbox; the caller holds sb->op. */
+int wake_locked(struct host *h, struct sandbox *sb);
+/* host_delete, recording why it ended ("deleted", "ttl"; "failed" if it
+ * had failed) for the answers about it afterwards. */
+int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why);
 /* Failure of a sandbox under construction: teardown and "deleted". */
 void sandbox_abort(struct host *h, struct sandbox *sb, const char *why);
 /* A VM that died: teardown and "failed" with why. */

@@ -86,6 +86,8 @@ static void recover_one(struct host *h, struct sandbox *sb)
 		if (was_creating)
 			snprintf(sb->row.error, sizeof sb->row.error,
 				 "create interrupted by a kilnd restart");
+		if (!sb->row.ended[0])
+			snprintf(sb->row.ended, sizeof sb->row.ended, "%s", was_creating ? "failed" : "deleted");
 		sandbox_set_state(h, sb, SBX_DELETED);
 		log_info("sandbox %s: %s cut short by a restart; cleaned up", sb->row.id,
 			 was_creating ? "create" : "delete");

@@ -194,6 +194,7 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
 	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+	snprintf(sb->row.ended, sizeof sb->row.ended, "failed");
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, SBX_DELETED);
 	host_unlink(h, sb);
@@ -418,11 +419,21 @@ out:
 
 int host_delete(struct host *h, struct sandbox *sb)
 {
+	return sandbox_delete_why(h, sb, "deleted");
+}
+
+int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
+{
 	pthread_mutex_lock(&sb->op);
 	if (sandbox_in(sb, SBX_DELETED)) {
 		pthread_mutex_unlock(&sb->op);
 		return errf(ENOENT, "sandbox %s not found", sb->row.id);
 	}
+	/* One that had failed ended by failing, whatever removed it. */
+	pthread_mutex_lock(&sb->lock);
+	snprintf(sb->row.ended, sizeof sb->row.ended, "%s",
+		 sb->row.state == SBX_FAILED ? "failed" : why);
+	pthread_mutex_unlock(&sb->lock);
 	sandbox_sample(h, sb);
 	sandbox_set_state(h, sb, SBX_DELETING);	/* a restart finishes the job */
 	sandbox_teardown(h, sb);
@@ -525,7 +536,7 @@ out:
 }
 
 /* Wake, with sb->op held. */
-static int wake_locked(struct host *h, struct sandbox *sb)
+int wake_locked(struct host *h, struct sandbox *sb)
 {
 	if (sandbox_in(sb, SBX_RUNNING))
 		return 0;

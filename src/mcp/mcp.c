@@ -21,6 +21,7 @@
  *     result with isError: true, so the model reads why.
  */
 #include "mcp/mcp.h"
+#include "host/host.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -440,10 +441,11 @@ static int serve(struct req *r, const char *sandbox_id)
 
 int h_mcp_sandbox(struct req *r)
 {
+	/* Only the 404; each tool says itself whether it is activity. */
 	struct sandbox *sb;
-	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
-		return answered;
+	const char *id = r->params[0];
+	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, &sb) < 0)
+		return reply_sandbox_missing(r, id);
 	req_sandbox_put(r, sb);
 	return serve(r, r->params[0]);
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #define OUTPUT_MAX (1u << 20)		/* shell: bytes kept per stream */
@@ -49,8 +50,7 @@ static int tool_sandbox(struct mcp_call *c, const json_t *args, struct sandbox *
 				       : json_string_value(json_object_get(args, "sandbox_id"));
 	if (!id || !v_is_id(id, "sbx_") || host_find(c->r->api->host, c->r->workspace, id, sb) < 0)
 		return errf(ENOENT, "sandbox %.40s not found", id ? id : "");
-	sandbox_touch(*sb);
-	return 0;
+	return 0;	/* not activity by itself (docs/api.md): reads are not */
 }
 
 /* The sandbox, entered for guest work (waking it if it hibernates). */
@@ -106,11 +106,19 @@ static void keep(struct capped *o, const struct guest_ev *ev)
 	o->truncated = o->truncated || ev->len > room;
 }
 
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static int run_shell(struct mcp_call *c, struct guest *g, const char *command, char **env,
 		     int64_t timeout_ms, struct mcp_out *out)
 {
 	struct guest_cmd cmd = { .shell = command, .env = (const char *const *)env,
 				 .timeout_ms = (uint32_t)timeout_ms };
+	double t0 = now_ms();
 	int rc = guest_exec_start(g, &cmd);
 	if (rc < 0)
 		return rc;
@@ -139,9 +147,8 @@ static int run_shell(struct mcp_call *c, struct guest *g, const char *command, c
 		json_t *text = render_text(t.data, t.len);
 		json_array_append_new(out->content, json_pack("{s:s,s:o}", "type", "text", "text", text));
 		strbuf_free(&t);
-		out->structured = json_pack("{s:o,s:o,s:i,s:b,s:b}", "stdout", render_text(so.b.data ? so.b.data : "", so.b.len),
-			"stderr", render_text(se.b.data ? se.b.data : "", se.b.len), "exit_code", ev.code,
-			"timed_out", ev.timed_out, "truncated", so.truncated || se.truncated);
+		out->structured = render_exec_result(so.b.data, so.b.len, se.b.data, se.b.len, ev.code, ev.signal,
+						     ev.timed_out, now_ms() - t0, so.truncated || se.truncated);
 	}
 	strbuf_free(&so.b);
 	strbuf_free(&se.b);
@@ -366,8 +373,13 @@ static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	json_t *metadata = NULL, *env = NULL;
 	int rc = v_str_map(args, "metadata", 64, 64, 1024, false, &metadata);
 	rc = rc ?: v_str_map(args, "env", 256, 128, 8192, true, &env);
-	if (rc == 0 && !v_is_name(tmpl))
-		rc = errf(EINVAL, "unknown template '%.64s'", tmpl);
+	json_t *names = NULL;
+	if (rc == 0 && template_known(c->r, tmpl, &names) < 0) {
+		char why[400];	/* errf must not read the buffer it writes */
+		snprintf(why, sizeof why, "%s", errmsg());
+		json_decref(names);
+		rc = errf(EINVAL, "%s", why);
+	}
 	if (rc == 0 && ttl > cfg->max_ttl)
 		rc = errf(EINVAL, "ttl_seconds must be at most %lld", (long long)cfg->max_ttl);
 	if (rc < 0)
@@ -467,6 +479,7 @@ static int lifecycle(struct mcp_call *c, const json_t *args, struct mcp_out *out
 	int rc = tool_sandbox(c, args, &sb);
 	if (rc < 0)
 		return rc;
+	sandbox_touch(sb);
 	rc = action(c->r->api->host, sb);
 	json_t *j = rc == 0 ? sandbox_json(sb) : NULL;
 	sandbox_put(c->r->api->host, sb);
@@ -497,9 +510,11 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"command\":{\"type\":\"string\",\"maxLength\":262144,\"description\":\"The shell command.\"},"
 	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
 	  "\"description\":\"Kill the command after this long (default 120000).\"}}}",
-	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"exit_code\",\"timed_out\"],\"properties\":{"
+	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"exit_code\",\"signal\",\"timed_out\","
+	  "\"duration_ms\",\"truncated\"],\"properties\":{"
 	  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\"},"
-	  "\"timed_out\":{\"type\":\"boolean\"},\"truncated\":{\"type\":\"boolean\"}}}",
+	  "\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{\"type\":\"boolean\"},"
+	  "\"duration_ms\":{\"type\":\"number\"},\"truncated\":{\"type\":\"boolean\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_shell },
 	{ "read_file", "Read a file",
 	  "Read a file of the sandbox (at most 4 MiB). Text comes back as text; other bytes as "

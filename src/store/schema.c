@@ -7,7 +7,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 2;
+const int schema_version = 3;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -55,7 +55,8 @@ const char schema_sql[] =
 	"  rss_bytes BIGINT NOT NULL DEFAULT 0,\n"
 	"  error TEXT,\n"
 	"  net_slot BIGINT NOT NULL DEFAULT 0,\n"	/* its network (src/net), 0: none */
-	"  net_policy TEXT\n"			/* egress policy, JSON (docs/network.md) */
+	"  net_policy TEXT,\n"			/* egress policy, JSON (docs/network.md) */
+	"  ended TEXT\n"			/* why it ended: deleted, ttl, failed */
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"

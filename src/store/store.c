@@ -105,11 +105,20 @@ int store_open(const char *target, struct store **out)
 			  (long long)version, schema_version);
 	/* Version 1 had no network columns: add them (a plain addition,
 	 * but CREATE TABLE IF NOT EXISTS does not change an existing table). */
-	if (rc == 0 && version == 1)
+	if (rc == 0 && version == 1) {
 		rc = st->drv->script(st->db,
 				     "ALTER TABLE sandboxes ADD COLUMN net_slot BIGINT NOT NULL DEFAULT 0;\n"
 				     "ALTER TABLE sandboxes ADD COLUMN net_policy TEXT;\n"
 				     "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n");
+		version = 2;
+	}
+	/* Version 2 did not say why a sandbox ended: rows ended before it
+	 * read as "deleted". */
+	if (rc == 0 && version == 2)
+		rc = st->drv->script(st->db,
+				     "ALTER TABLE sandboxes ADD COLUMN ended TEXT;\n"
+				     "UPDATE sandboxes SET ended = 'deleted' WHERE state = 'deleted';\n"
+				     "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n");
 	if (rc == 0 && version == 0) {
 		char v[16];
 		snprintf(v, sizeof v, "%d", schema_version);
@@ -267,8 +276,8 @@ int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src)
 	"id, workspace_id, template, state, parent_id, snapshot_id, vcpus, memory_mib, "  \
 	"ttl_seconds, metadata, env, disks, created_ms, updated_ms, deleted_ms, "        \
 	"active_ms, ready_ms, vmm_pid, vmm_start, cpu_seconds, cpu_base, "                \
-	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy"
-#define SBX_NCOLS 27
+	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy, ended"
+#define SBX_NCOLS 28
 
 static const char *empty_null(const char *s)
 {
@@ -279,7 +288,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 {
 	return RUN(st,
 		   "INSERT INTO sandboxes (" SBX_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) "
+		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) "
 		   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds, "
 		   "metadata = excluded.metadata, env = excluded.env, disks = excluded.disks, "
 		   "updated_ms = excluded.updated_ms, deleted_ms = excluded.deleted_ms, "
@@ -288,7 +297,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   "cpu_seconds = excluded.cpu_seconds, cpu_base = excluded.cpu_base, "
 		   "mem_mib_seconds = excluded.mem_mib_seconds, running_seconds = excluded.running_seconds, "
 		   "rss_bytes = excluded.rss_bytes, error = excluded.error, "
-		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy",
+		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy, ended = excluded.ended",
 		   NULL, NULL, NULL,
 		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
 		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
@@ -299,7 +308,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   DBV_I(r->active_ms), DBV_D(r->ready_ms), DBV_I(r->vmm_pid), DBV_I(r->vmm_start),
 		   DBV_D(r->cpu_seconds), DBV_D(r->cpu_base), DBV_D(r->mem_mib_seconds),
 		   DBV_D(r->running_seconds), DBV_I(r->rss_bytes), DBV_S(empty_null(r->error)),
-		   DBV_I(r->net_slot), DBV_S(r->net_policy));
+		   DBV_I(r->net_slot), DBV_S(r->net_policy), DBV_S(empty_null(r->ended)));
 }
 
 static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
@@ -336,6 +345,7 @@ static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
 	copy_str(r->error, sizeof r->error, dbv_text(&c[24]));
 	r->net_slot = (int)dbv_int(&c[25]);
 	r->net_policy = dup_or_null(&c[26]);
+	copy_str(r->ended, sizeof r->ended, dbv_text(&c[27]));
 	if ((c[9].type == DBV_TEXT && !r->metadata) || (c[10].type == DBV_TEXT && !r->env) ||
 	    (c[11].type == DBV_TEXT && !r->disks) || (c[26].type == DBV_TEXT && !r->net_policy)) {
 		sbx_row_clear(r);

@@ -71,6 +71,7 @@ struct sbx_row {
 	char error[256];		/* why it failed, or "" */
 	int net_slot;			/* its network namespace's slot; 0: none */
 	char *net_policy;		/* egress policy, JSON object text (or NULL: open) */
+	char ended[16];			/* deleted: why ("deleted", "ttl", "failed"), else "" */
 };
 
 /* Free the heap strings of a row (not the row). */

@@ -60,6 +60,19 @@ expect wrong_method 405 method_not_allowed
 api GET /v1/sandboxes
 [ "$STATUS" = 200 ] && [ "$(jget 'len(j["sandboxes"])')" = 0 ] &&
 	pass list_empty "200 []" || fail list_empty "$STATUS $BODY"
+[ "$(jget 'j["next_cursor"]')" = None ] && pass list_no_next_cursor "null" || fail list_no_next_cursor "$BODY"
+# The list's query parameters: unknown or malformed ones are refused,
+# naming the parameter (contract: docs/api.md, List).
+for q in "stauts=running:stauts" "status=runing:status" "status=:status" "limit=0:limit" "limit=1001:limit" \
+	 "limit=abc:limit" "limit=5x:limit" "cursor=xyz:cursor" "cursor=12.sbx_:cursor" "template=../x:template" \
+	 "metadata.=v:metadata." "sort=id:sort" "limit=5&bogus=1:bogus"; do
+	api GET "/v1/sandboxes?${q%%:*}"
+	expect "list_bad_${q%%:*}" 400 invalid_request &&
+		check "list_bad_names_${q%%:*}" "$(jget 'j["error"]["message"]')" grep -qF "${q##*:}" "$T/body"
+done
+api GET "/v1/sandboxes?status=running&template=base&metadata.owner=x&limit=1000&cursor=1700000000000.sbx_aaaaaaaaaaaaaaaaaaaa"
+[ "$STATUS" = 200 ] && [ "$(jget 'len(j["sandboxes"]), j["next_cursor"]')" = "(0, None)" ] &&
+	pass list_all_params "every known parameter accepted" || fail list_all_params "$STATUS $BODY"
 api GET /v1/templates
 [ "$STATUS" = 200 ] && [ "$(jget '",".join(t["name"] + ":" + t["status"] for t in j["templates"])')" = "minimal:not_built,base:not_built" ] &&
 	pass templates_listed "minimal and base, not built" || fail templates_listed "$STATUS $BODY"
@@ -69,7 +82,11 @@ api GET /v1/usage
 api POST /v1/sandboxes '{"template":"minimal"}'
 expect create_unbuilt_template 503 no_capacity
 api POST /v1/sandboxes '{"template":"nope"}'
-expect create_unknown_template 400 invalid_request
+expect create_unknown_template 404 template_not_found &&
+	check unknown_template_lists "$(jget 'j["error"]["message"]')" \
+		[ "$(jget '",".join(j["error"]["templates"]), "minimal, base" in j["error"]["message"]')" = "('minimal,base', True)" ]
+api POST /v1/sandboxes '{"template":"../x"}'
+expect create_bad_template_name 404 template_not_found
 api POST /v1/sandboxes '{"from_snapshot":"snap_nothere"}'
 expect create_unknown_snapshot 404 not_found
 api POST /v1/sandboxes '{"template":"minimal","from_snapshot":"snap_x"}'

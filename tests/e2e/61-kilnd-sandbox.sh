@@ -146,6 +146,9 @@ def until(pattern, limit=20):
     return pattern in out
 ws.send_binary(b"echo $((6*7))x\n")
 print("math", until(b"42x"))
+# The sandbox's create-time env reaches the terminal's shell too.
+ws.send_binary(b"echo \"[$BAR]\"\n")
+print("env", until(b"[from-sandbox]"))
 ws.send_text(json.dumps({"type": "resize", "cols": 100, "rows": 30}))
 ws.send_binary(b"stty size\n")
 print("resize", until(b"30 100"))
@@ -157,6 +160,8 @@ if grep -q 'math True' "$T/pty.out" && grep -q 'resize True' "$T/pty.out" && gre
 else
 	fail pty "$(tr '\n' ' ' < "$T/pty.out" | tail -c 400)"
 fi
+grep -q 'env True' "$T/pty.out" && pass pty_env "the sandbox's env (BAR) in the terminal's shell" ||
+	fail pty_env "$(tr '\n' ' ' < "$T/pty.out" | tail -c 400)"
 
 # ---- lifecycle ---------------------------------------------------------------------------------
 api PATCH "/v1/sandboxes/$A/lifecycle" '{"ttl_seconds":1234}'
@@ -218,6 +223,23 @@ api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib /root/state"}'
 	fail hibernate_exec_wakes "$STATUS $BODY"
 api GET "/v1/sandboxes/$A"
 [ "$(jget 'j["status"]')" = running ] && pass woken_running "running" || fail woken_running "$BODY"
+# A snapshot of a hibernated sandbox wakes it (it stays running) and is
+# a snapshot like any other: a sandbox made from it has the files.
+api POST "/v1/sandboxes/$A/hibernate"
+api POST "/v1/sandboxes/$A/snapshot"
+HSNAP=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [ "${HSNAP#snap_}" != "$HSNAP" ] && pass snapshot_hibernated "201 $HSNAP" ||
+	fail snapshot_hibernated "$STATUS $BODY"
+api GET "/v1/sandboxes/$A"
+[ "$(jget 'j["status"]')" = running ] && pass snapshot_hibernated_woke "running after the snapshot" ||
+	fail snapshot_hibernated_woke "$BODY"
+create_sandbox '{"from_snapshot":"'"$HSNAP"'"}'
+HS=$SBX
+api POST "/v1/sandboxes/$HS/exec" '{"cmd":"cat /root/hib"}'
+[ -n "$HS" ] && [ "$(jget 'j["stdout"]')" = kept ] && pass snapshot_hibernated_restores "its files in a sandbox made from it" ||
+	fail snapshot_hibernated_restores "$STATUS $BODY"
+[ -n "$HS" ] && api DELETE "/v1/sandboxes/$HS"
+api DELETE "/v1/snapshots/$HSNAP"
 api POST "/v1/sandboxes/$A/hibernate"
 api POST "/v1/sandboxes/$A/wake"
 [ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = running ] && pass wake "200 running" || fail wake "$STATUS $BODY"
@@ -272,9 +294,17 @@ snap=$("$KILN" snapshot "$C")
 api DELETE "/v1/sandboxes/$S"
 expect delete 204 -
 api DELETE "/v1/sandboxes/$S"
-expect delete_twice 404 not_found
+expect delete_twice 404 sandbox_ended
 api GET "/v1/sandboxes/$S"
-expect get_deleted 404 not_found
+expect get_deleted 404 sandbox_ended &&
+	check get_deleted_why "$(jget 'j["error"]["ended"], j["error"]["ended_at"]')" \
+		[ "$(jget 'j["error"]["ended"], j["error"]["ended_at"][:2], j["error"]["ended_at"][-1]')" = "('deleted', '20', 'Z')" ]
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"true"}'
+expect exec_deleted 404 sandbox_ended
+KEY=$KEY_B
+api GET "/v1/sandboxes/$S"
+expect get_deleted_other_workspace 404 not_found
+KEY=$KEY_A
 api DELETE "/v1/snapshots/$SNAP"
 expect snapshot_delete 204 -
 api GET /v1/usage

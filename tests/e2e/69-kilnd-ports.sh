@@ -256,6 +256,6 @@ api GET "$P/8080/sub/hello.txt"
 expect exposure_gone_with_sandbox 401 unauthorized
 KEY=$KEY_A
 api GET "/v1/sandboxes/$S/ports"
-expect ports_of_deleted 404 not_found
+expect ports_of_deleted 404 sandbox_ended
 S=
 alive alive_at_end

@@ -91,13 +91,48 @@ def create_get_list():
 
 
 @test
+def list_filters_and_pages():
+    tag = "list-%d" % os.getpid()
+    mine = [new("minimal", metadata={"suite": tag, "n": str(i)}) for i in range(3)]
+    got = Sandbox.list(metadata={"suite": tag})
+    eq([s.id for s in got], [s.id for s in mine], "metadata filter, oldest first")
+    eq([s.id for s in Sandbox.list(metadata={"suite": tag, "n": "1"})], [mine[1].id], "two metadata keys")
+    eq([s.id for s in Sandbox.list(metadata={"suite": tag}, template="base")], [], "template filter")
+    eq([s.id for s in Sandbox.list(metadata={"suite": tag}, status="running", template="minimal")],
+       [s.id for s in mine], "status and template")
+    page, cur = Sandbox.list_page(metadata={"suite": tag}, limit=2)
+    eq([s.id for s in page], [s.id for s in mine[:2]], "first page")
+    assert isinstance(cur, str), cur
+    page2, cur2 = Sandbox.list_page(metadata={"suite": tag}, limit=2, cursor=cur)
+    eq(([s.id for s in page2], cur2), ([mine[2].id], None), "second page, the last")
+    eq([s.id for s in Sandbox.list(metadata={"suite": tag}, limit=2)], [s.id for s in mine[:2]], "limit")
+    e = raises(InvalidRequest, Sandbox.list_page, limit=0)
+    assert "limit" in e.message, e
+    for sb in mine:
+        sb.delete()
+    return "status, template, metadata filters; limit and cursor pages; a bad limit named"
+
+
+@test
+def ended_sandbox():
+    sb = new("minimal")
+    sb.delete()
+    e = raises(NotFound, Sandbox.get, sb.id, code="sandbox_ended")
+    eq(e.details.get("ended"), "deleted", "why")
+    assert str(e.details.get("ended_at", "")).endswith("Z"), e.details
+    return f"{e.details['ended']} at {e.details['ended_at']}"
+
+
+@test
 def create_errors():
-    raises(InvalidRequest, Sandbox.create, "no_such_template!", code="invalid_request")
+    e = raises(NotFound, Sandbox.create, "no_such_template", code="template_not_found")
+    eq(e.details.get("templates"), ["minimal", "base"], "the templates that exist, in the error")
+    assert "minimal, base" in e.message, e
     raises(InvalidRequest, Sandbox.create, "minimal", ttl_seconds=-5)
     raises(InvalidRequest, Sandbox.create, "minimal", env={"1BAD": "x"})
     raises(NotFound, Sandbox.create, from_snapshot="snap_doesnotexist")
     raises(ValueError, Sandbox.create, "minimal", from_snapshot="snap_x")
-    return "bad template, ttl, env name: InvalidRequest; unknown snapshot: NotFound"
+    return "unknown template: NotFound listing the templates; bad ttl, env name: InvalidRequest; unknown snapshot: NotFound"
 
 
 @test
@@ -153,7 +188,14 @@ def exec_results():
     eq(A.exec(["cat"], stdin="typed in").stdout, "typed in", "stdin")
     r = A.exec("sleep 30", timeout=1)
     eq((r.timed_out, r.exit_code), (True, 137), "timeout")
-    return "stdout, stderr, exit code, argv, env, cwd, stdin, timeout"
+    # Every ExecResult field is on the wire, empty output included.
+    raw = A.client.transport.request("POST", f"/v1/sandboxes/{A.id}/exec", json_body={"cmd": "true"}).json()
+    eq(sorted(raw), sorted(["stdout", "stderr", "exit_code", "signal", "timed_out", "duration_ms", "truncated"]),
+       "ExecResult fields")
+    eq((raw["stdout"], raw["stderr"], raw["truncated"], raw["signal"]), ("", "", False, None), "empty values")
+    r = A.exec("true")
+    eq((r.stdout, r.stderr, r.exit_code, r.signal, r.timed_out, r.truncated), ("", "", 0, None, False, False))
+    return "stdout, stderr, exit code, argv, env, cwd, stdin, timeout, every field present"
 
 
 @test

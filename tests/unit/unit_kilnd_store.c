@@ -162,8 +162,15 @@ static void schema_v1_is_migrated(void)
 	CHECK(store_sandbox_save(st, &r) == 0);
 	sbx_row_clear(&r);
 	store_close(st);
-	CHECK(store_open(path, &st) == 0);	/* once migrated, opened as version 2 */
+	CHECK(store_open(path, &st) == 0);	/* once migrated, opened as version 3 */
 	CHECK(st && store_sandbox_load(st, "sbx_old", &r) == 0 && r.net_slot == 3);
+	/* Version 3: why a sandbox ended is kept with its record. */
+	CHECK(r.ended[0] == 0);
+	r.state = SBX_DELETED;
+	snprintf(r.ended, sizeof r.ended, "ttl");
+	CHECK(store_sandbox_save(st, &r) == 0);
+	sbx_row_clear(&r);
+	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && strcmp(r.ended, "ttl") == 0);
 	sbx_row_clear(&r);
 	store_close(st);
 }

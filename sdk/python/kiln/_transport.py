@@ -263,12 +263,15 @@ def _backoff(attempt: int) -> float:
 
 def _error(resp: http.client.HTTPResponse, data: bytes, method: str, url: str) -> KilnError:
     code, message = "http_%d" % resp.status, data.decode("utf-8", "replace").strip()
+    details = {}
     try:
         e = json.loads(data)["error"]
         code, message = str(e["code"]), str(e["message"])
+        details = dict(e)
     except (ValueError, KeyError, TypeError):
         message = message or resp.reason or "no message"
     err = error_for(resp.status, code, message)
+    err.details = details
     if isinstance(err, RateLimited):
         try:
             err.retry_after = float(resp.getheader("Retry-After") or "")

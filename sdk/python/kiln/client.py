@@ -56,9 +56,10 @@ class Client:
         from .sandbox import Sandbox
         return Sandbox.get(sandbox_id, client=self)
 
-    def list(self, status: Optional[str] = None) -> List["Sandbox"]:
+    def list(self, status: Optional[str] = None, *, template: Optional[str] = None,
+             metadata: Optional[Dict[str, str]] = None, limit: Optional[int] = None) -> List["Sandbox"]:
         from .sandbox import Sandbox
-        return Sandbox.list(status=status, client=self)
+        return Sandbox.list(status=status, template=template, metadata=metadata, limit=limit, client=self)
 
     # ---- snapshots, templates, usage ---------------------------------------------------------------
 

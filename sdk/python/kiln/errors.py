@@ -20,6 +20,10 @@ class KilnError(Exception):
         self.message = message
         self.code = code
         self.status = status
+        # The server's whole error object: fields beyond code and message,
+        # e.g. "ended" and "ended_at" (sandbox_ended), "templates"
+        # (template_not_found). Empty for failures on this side.
+        self.details: Dict[str, Any] = {}
 
     def __str__(self) -> str:
         where = f" (HTTP {self.status})" if self.status else ""

@@ -83,12 +83,39 @@ class Sandbox:
         return cls(c, c.transport.request("GET", "/v1/sandboxes/" + _id(sandbox_id)).json())
 
     @classmethod
-    def list(cls, *, status: Optional[str] = None, api_url: Optional[str] = None,
-             api_key: Optional[str] = None, client: Optional[Client] = None) -> List["Sandbox"]:
-        """The workspace's sandboxes, oldest first (optionally of one status)."""
+    def list(cls, *, status: Optional[str] = None, template: Optional[str] = None,
+             metadata: Optional[Mapping[str, str]] = None, limit: Optional[int] = None,
+             api_url: Optional[str] = None, api_key: Optional[str] = None,
+             client: Optional[Client] = None) -> List["Sandbox"]:
+        """The workspace's sandboxes that have not ended, oldest first: those
+        of that status, template and metadata (every key/value must match),
+        all of them (the pages followed) or the first ``limit``."""
         c = resolve(client, api_url, api_key)
-        j = c.transport.request("GET", "/v1/sandboxes", query={"status": status}).json()
-        return [cls(c, s) for s in j["sandboxes"]]
+        out: List["Sandbox"] = []
+        cursor: Optional[str] = None
+        while limit is None or len(out) < limit:
+            page, cursor = cls.list_page(status=status, template=template, metadata=metadata,
+                                         limit=min(1000, limit - len(out)) if limit is not None else 1000,
+                                         cursor=cursor, client=c)
+            out.extend(page)
+            if cursor is None:
+                break
+        return out
+
+    @classmethod
+    def list_page(cls, *, status: Optional[str] = None, template: Optional[str] = None,
+                  metadata: Optional[Mapping[str, str]] = None, limit: Optional[int] = None,
+                  cursor: Optional[str] = None, api_url: Optional[str] = None,
+                  api_key: Optional[str] = None,
+                  client: Optional[Client] = None) -> Tuple[List["Sandbox"], Optional[str]]:
+        """One page of the list (``limit`` 1 to 1000, default 100) and the
+        cursor of the next (None on the last): pass it as ``cursor``."""
+        c = resolve(client, api_url, api_key)
+        query: Dict[str, Any] = {"status": status, "template": template, "limit": limit, "cursor": cursor}
+        for k, v in (metadata or {}).items():
+            query["metadata." + k] = v
+        j = c.transport.request("GET", "/v1/sandboxes", query=query).json()
+        return [cls(c, s) for s in j["sandboxes"]], j.get("next_cursor")
 
     # ---- what it is ------------------------------------------------------------------------------------
 

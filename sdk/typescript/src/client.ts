@@ -192,16 +192,19 @@ async function errorOf(resp: Response): Promise<KilnError> {
   const text = await resp.text().catch(() => "");
   let code = `http_${resp.status}`;
   let message = text.trim() || resp.statusText || "no message";
+  let details: Record<string, unknown> = {};
   try {
     const e = JSON.parse(text).error;
     if (e && typeof e.code === "string") {
       code = e.code;
       message = String(e.message);
+      details = { ...e };
     }
   } catch {
     /* not our JSON: keep the text */
   }
   const err = errorFor(resp.status, code, message);
+  err.details = details;
   if (err instanceof RateLimited) {
     const ra = Number(resp.headers.get("Retry-After"));
     err.retryAfter = Number.isFinite(ra) && resp.headers.get("Retry-After") !== null ? ra : undefined;

@@ -10,6 +10,10 @@
 export class KilnError extends Error {
   readonly code: string;
   readonly status: number | undefined;
+  /** The server's whole error object: fields beyond code and message, e.g.
+   * `ended` and `ended_at` (sandbox_ended), `templates` (template_not_found).
+   * Empty for failures on this side. */
+  details: Record<string, unknown> = {};
 
   constructor(message: string, code = "error", status?: number, options?: { cause?: unknown }) {
     super(message, options);

@@ -79,6 +79,19 @@ function execBody(cmd: Command, o: ExecOptions): Record<string, unknown> {
   return body;
 }
 
+/** What Sandbox.list and listPage filter on (all must match). */
+export interface ListFilter {
+  status?: SandboxStatus;
+  template?: string;
+  metadata?: Record<string, string>;
+}
+
+/** A page of the list and the cursor of the next (null on the last). */
+export interface SandboxPage {
+  sandboxes: Sandbox[];
+  nextCursor: string | null;
+}
+
 /**
  * A kiln sandbox: a microVM with its own kernel, forked from a template.
  * With `await using`, it is deleted when the block ends, however it ends:
@@ -124,10 +137,36 @@ export class Sandbox {
   }
 
   /** The workspace's sandboxes, oldest first (optionally of one status). */
-  static async list(options: ConnectOptions & { status?: SandboxStatus } = {}): Promise<Sandbox[]> {
+  /** The workspace's sandboxes that have not ended, oldest first: those of
+   * that status, template and metadata (every key/value must match), all of
+   * them (the pages followed) or the first `limit`. */
+  static async list(options: ConnectOptions & ListFilter & { limit?: number } = {}): Promise<Sandbox[]> {
     const client = resolveClient(options);
-    const j = await client.json<{ sandboxes: SandboxJSON[] }>("GET", "/v1/sandboxes", { query: { status: options.status } });
-    return j.sandboxes.map((s) => new Sandbox(client, s));
+    const out: Sandbox[] = [];
+    let cursor: string | null = null;
+    while (options.limit === undefined || out.length < options.limit) {
+      const limit: number = options.limit === undefined ? 1000 : Math.min(1000, options.limit - out.length);
+      const page: SandboxPage = await Sandbox.listPage({ ...options, client, limit, cursor: cursor ?? undefined });
+      out.push(...page.sandboxes);
+      cursor = page.nextCursor;
+      if (cursor === null) break;
+    }
+    return out;
+  }
+
+  /** One page of the list (`limit` 1 to 1000, default 100) and the cursor
+   * of the next (null on the last): pass it as `cursor`. */
+  static async listPage(
+    options: ConnectOptions & ListFilter & { limit?: number; cursor?: string } = {},
+  ): Promise<SandboxPage> {
+    const client = resolveClient(options);
+    const query: Record<string, string | number | undefined> = {
+      status: options.status, template: options.template, limit: options.limit, cursor: options.cursor,
+    };
+    for (const [k, v] of Object.entries(options.metadata ?? {})) query["metadata." + k] = v;
+    const j = await client.json<{ sandboxes: SandboxJSON[]; next_cursor?: string | null }>(
+      "GET", "/v1/sandboxes", { query });
+    return { sandboxes: j.sandboxes.map((s) => new Sandbox(client, s)), nextCursor: j.next_cursor ?? null };
   }
 
   // ---- what it is ------------------------------------------------------------------------------

@@ -71,8 +71,38 @@ test("create, get, list", async () => {
   assert.deepEqual(await Sandbox.list({ status: "hibernated" }), []);
 });
 
+test("list: filters and pages", async () => {
+  const tag = `list-ts-${process.pid}`;
+  const mine: Sandbox[] = [];
+  for (let i = 0; i < 3; i++) mine.push(await create({ metadata: { suite: tag, n: String(i) } }));
+  const ids = (l: Sandbox[]) => l.map((s) => s.id);
+  assert.deepEqual(ids(await Sandbox.list({ metadata: { suite: tag } })), ids(mine), "metadata, oldest first");
+  assert.deepEqual(ids(await Sandbox.list({ metadata: { suite: tag, n: "1" } })), [mine[1].id]);
+  assert.deepEqual(ids(await Sandbox.list({ metadata: { suite: tag }, template: "base" })), []);
+  assert.deepEqual(ids(await Sandbox.list({ metadata: { suite: tag }, status: "running", template: "minimal" })), ids(mine));
+  const p1 = await Sandbox.listPage({ metadata: { suite: tag }, limit: 2 });
+  assert.deepEqual(ids(p1.sandboxes), ids(mine.slice(0, 2)));
+  assert.equal(typeof p1.nextCursor, "string");
+  const p2 = await Sandbox.listPage({ metadata: { suite: tag }, limit: 2, cursor: p1.nextCursor ?? undefined });
+  assert.deepEqual([ids(p2.sandboxes), p2.nextCursor], [[mine[2].id], null]);
+  assert.deepEqual(ids(await Sandbox.list({ metadata: { suite: tag }, limit: 2 })), ids(mine.slice(0, 2)));
+  const e = await rejects(() => Sandbox.listPage({ limit: 0 }), InvalidRequest);
+  assert.ok(e.message.includes("limit"), e.message);
+  for (const sb of mine) await sb.delete();
+});
+
+test("an ended sandbox: sandbox_ended, why and when", async () => {
+  const sb = await create();
+  await sb.delete();
+  const e = await rejects(() => Sandbox.get(sb.id), NotFound, "sandbox_ended");
+  assert.equal(e.details.ended, "deleted");
+  assert.ok(String(e.details.ended_at).endsWith("Z"), String(e.details.ended_at));
+});
+
 test("create errors", async () => {
-  await rejects(() => Sandbox.create({ template: "no_such!" }), InvalidRequest, "invalid_request");
+  const t = await rejects(() => Sandbox.create({ template: "no_such" }), NotFound, "template_not_found");
+  assert.deepEqual(t.details.templates, ["minimal", "base"]);
+  assert.ok(t.message.includes("minimal, base"), t.message);
   await rejects(() => Sandbox.create({ template: "minimal", ttlSeconds: -5 }), InvalidRequest);
   await rejects(() => Sandbox.create({ fromSnapshot: "snap_doesnotexist" }), NotFound, "not_found");
   await rejects(() => Sandbox.create({ template: "minimal", fromSnapshot: "snap_x" }), TypeError);
@@ -127,6 +157,12 @@ test("exec", async () => {
   assert.equal((await A.exec(["cat"], { stdin: "typed in" })).stdout, "typed in");
   r = await A.exec("sleep 30", { timeout: 1 });
   assert.deepEqual([r.timedOut, r.exitCode], [true, 137]);
+  // Every ExecResult field is on the wire, empty output included.
+  const raw = await A.client.json<Record<string, unknown>>("POST", `/v1/sandboxes/${A.id}/exec`, { json: { cmd: "true" } });
+  assert.deepEqual(Object.keys(raw).sort(), ["duration_ms", "exit_code", "signal", "stderr", "stdout", "timed_out", "truncated"]);
+  assert.deepEqual([raw.stdout, raw.stderr, raw.truncated, raw.signal], ["", "", false, null]);
+  r = await A.exec("true");
+  assert.deepEqual([r.stdout, r.stderr, r.exitCode, r.signal, r.timedOut, r.truncated], ["", "", 0, null, false, false]);
 });
 
 test("exec errors", async () => {
