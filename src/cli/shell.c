@@ -210,6 +210,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	else
 		memcpy(buf, c.buf + c.off, len);	/* frames that came with the 101 */
 	bool in_open = true;
+	char last = 0;
 	while (result < 0) {
 		if ((result = frames(buf, &len, c.fd)) != -1)
 			break;
@@ -235,10 +236,18 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 		if (p[1].revents) {
 			char in[4096];
 			ssize_t n = read(0, in, sizeof in);
-			if (n > 0)
+			if (n > 0) {
 				send_frame(c.fd, 0x2, in, (size_t)n);
-			else
-				in_open = false;	/* local EOF: the remote shell ends on ^D */
+				last = in[n - 1];
+			} else if (n == 0 || errno != EINTR) {
+				/* The end of piped input: the terminal has no EOF
+				 * of its own, so type one, ^D at the start of a line
+				 * (a terminal's stdin never ends: ^D is read as a key). */
+				in_open = false;
+				if (last != '\n' && last != 0)
+					send_frame(c.fd, 0x2, "\n", 1);
+				send_frame(c.fd, 0x2, "\x04", 1);
+			}
 		}
 		if (p[2].revents) {
 			struct signalfd_siginfo si;
