@@ -170,6 +170,15 @@ int cmd_exec(const struct command *cmd, struct opts *o)
 	if (c.status != 200) {
 		char *resp = NULL;
 		httpc_read_all(&c, &resp, NULL, BODY_MAX);
+		/* The guest could not start it (its execve failed): 127 when
+		 * there is no such program, 126 otherwise, as a shell says. */
+		json_t *j = c.status == 400 && resp ? json_loads(resp, 0, NULL) : NULL;
+		const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+		if (m && strstr(m, "execve")) {
+			fprintf(stderr, "kiln: %s: %s\n", o->pos[command_start(cmd, o)], m);
+			return strstr(m, "No such file") ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+		}
+		json_decref(j);
 		die_response(c.status, resp);
 	}
 	int exit_code = -1;

@@ -267,7 +267,7 @@ int cmd_cp(const struct command *cmd, struct opts *o)
 				die("%s: %s", a, strerror(errno));
 			if (S_ISDIR(st.st_mode)) {
 				if (!o->recursive)
-					die("%s is a directory (use cp -r)", a);
+					usage_error(cmd, "%s is a directory (use cp -r)", a);
 				json_t *ds = remote_stat(did, dst);
 				char *to = ds && !strcmp(str(ds, "type"), "dir")
 					   ? join(dst, base_name(a, tmp, sizeof tmp)) : strdup(dst);
@@ -313,7 +313,7 @@ int cmd_cp(const struct command *cmd, struct opts *o)
 	char *to = local_dir ? join(b, base_name(src, tmp, sizeof tmp)) : strdup(b);
 	if (dir) {
 		if (!o->recursive)
-			die("%s:%s is a directory (use cp -r)", sid, src);
+			usage_error(cmd, "%s:%s is a directory (use cp -r)", sid, src);
 		if (!strcmp(b, "-"))
 			usage_error(cmd, "a directory cannot go to stdout");
 		get_tree(sid, src, to);

@@ -128,7 +128,7 @@ int main(int argc, char **argv)
 			usage_error(find("help"), "help wants at most one command");
 		if (argc == 3) {
 			const struct command *c = find(argv[2]);
-			if (!c || !c->run)
+			if (!c)
 				usage_error(NULL, "unknown command '%s'", argv[2]);
 			command_help(c, stdout);
 		} else {

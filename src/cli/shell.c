@@ -6,6 +6,7 @@
  */
 #include "cli/shell.h"
 #include "cli/httpc.h"
+#include "cli/args.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -145,7 +146,7 @@ static int frames(uint8_t *buf, size_t *len, int fd)
 			else if (type && !strcmp(type, "error")) {
 				restore_tty();
 				fprintf(stderr, "kiln: %s\n", json_string_value(json_object_get(j, "message")));
-				result = 1;
+				result = EXIT_KILN;
 			}
 			json_decref(j);
 		} else if (op == 0x8) {
@@ -166,7 +167,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	uint8_t rnd[16];
 	char key[32], path[8192], headers[256];
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		return 1;
+		return EXIT_KILN;
 	base64_encode_raw(key, sizeof rnd, rnd);
 	key[24] = 0;
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
@@ -183,7 +184,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	if (httpc_start(&c, t, "GET", path, headers, NULL, 0, -1, 0) < 0) {
 		fprintf(stderr, "kiln: %s\n", c.error);
 		httpc_close(&c);
-		return 1;
+		return EXIT_KILN;
 	}
 	if (c.status != 101) {
 		char *body = NULL;
@@ -194,7 +195,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 		json_decref(j);
 		free(body);
 		httpc_close(&c);
-		return 1;
+		return EXIT_KILN;
 	}
 	make_raw();
 	sigset_t set;
@@ -206,7 +207,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	uint8_t *buf = malloc(cap);
 	int result = -1;
 	if (!buf)
-		result = 1;
+		result = EXIT_KILN;
 	else
 		memcpy(buf, c.buf + c.off, len);	/* frames that came with the 101 */
 	bool in_open = true;
@@ -222,13 +223,15 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			result = 1;
+			result = EXIT_KILN;
 			break;
 		}
 		if (p[0].revents) {
 			ssize_t n = recv(c.fd, buf + len, cap - len, 0);
 			if (n <= 0) {
-				result = n == 0 ? 0 : 1;
+				restore_tty();
+				fprintf(stderr, "kiln: the terminal's connection ended before its command did\n");
+				result = EXIT_KILN;
 				break;
 			}
 			len += (size_t)n;
@@ -259,7 +262,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	if (result == -2) {
 		restore_tty();
 		fprintf(stderr, "kiln: bad frame from the server\n");
-		result = 1;
+		result = EXIT_KILN;
 	}
 	restore_tty();
 	free(buf);
