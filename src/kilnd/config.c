@@ -77,5 +77,11 @@ int config_finish(struct config *c)
 		snprintf(c->store, sizeof c->store, "sqlite:%s/kilnd.db", c->data_dir);
 	if (c->data_dir[0] != '/')
 		return errf(EINVAL, "--data must be an absolute path");
+	if (!c->tls_cert[0] != !c->tls_key[0])
+		return errf(EINVAL, "--tls-cert and --tls-key go together");
+	if (c->tls_cert[0] && access(c->tls_cert, R_OK) != 0)
+		return errf_sys("--tls-cert %s", c->tls_cert);
+	if (c->tls_key[0] && access(c->tls_key, R_OK) != 0)
+		return errf_sys("--tls-key %s", c->tls_key);
 	return 0;
 }
