@@ -110,8 +110,9 @@ echo "kiln's stdin" | k cp <(echo "from process substitution") "$A:/tmp/procsub.
 check cp_process_substitution "$(k exec "$A" -- cat /tmp/procsub.txt)" [ "$(k exec "$A" -- cat /tmp/procsub.txt)" = "from process substitution" ]
 mkfifo "$T/fifo"
 (echo "from a fifo" > "$T/fifo") &
+writer=$!
 echo "kiln's stdin" | k cp "$T/fifo" "$A:/tmp/fifo.txt"
-wait
+wait $writer
 check cp_fifo "$(k exec "$A" -- cat /tmp/fifo.txt)" [ "$(k exec "$A" -- cat /tmp/fifo.txt)" = "from a fifo" ]
 echo "piped in" | k cp - "$A:/tmp/stdin.txt"
 check cp_stdin_dash "$(k exec "$A" -- cat /tmp/stdin.txt)" [ "$(k exec "$A" -- cat /tmp/stdin.txt)" = "piped in" ]
