@@ -43,6 +43,8 @@ KILND_SRC     := $(wildcard src/api/*.c src/mcp/*.c src/proxy/*.c src/ops/*.c sr
 KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
 CLI_SRC       := $(wildcard src/cli/*.c)
 KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
+# libcurl: the CLI's HTTP and HTTPS (Debian's libcurl4-openssl-dev).
+CLI_LIBS      := -ljansson -lnettle -lcurl
 BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers
 
 .PHONY: all guest host test unit fuzz clean distclean templates layers
@@ -65,7 +67,7 @@ $(BUILD)/kilnd: $(call obj,$(KILND_SRC) $(CLIENT_SRC) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KILND_LIBS)
 
 $(BUILD)/kiln: $(call obj,$(CLI_SRC) $(COMMON_SRC))
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -ljansson -lnettle
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CLI_LIBS)
 
 # The API document travels with build/ into the emulated host, where a test
 # compares it with the routes kilnd serves.

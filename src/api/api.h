@@ -20,6 +20,8 @@ struct api_config {
 	char role[8];			/* reported by /v1/health */
 	char domain[254];		/* host routing PORT-ID.DOMAIN; "" : off */
 	char mcp_origins[1024];		/* Origins allowed on MCP besides loopback */
+	char tls_cert[PATH_MAX];	/* PEM certificate chain: serve HTTPS; "" : HTTP */
+	char tls_key[PATH_MAX];		/* its PEM private key */
 	int64_t max_ttl;		/* seconds */
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;

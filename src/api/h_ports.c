@@ -31,7 +31,7 @@
 static json_t *port_json(struct req *r, const struct port_row *pr)
 {
 	const char *host = req_header(r, "Host"), *proto = req_header(r, "X-Forwarded-Proto");
-	const char *scheme = proto && !strcasecmp(proto, "https") ? "https" : "http";
+	const char *scheme = r->api->cfg->tls_cert[0] || (proto && !strcasecmp(proto, "https")) ? "https" : "http";
 	const char *domain = r->api->cfg->domain;
 	char url[512], host_url[512] = "";
 	if (!host || strpbrk(host, " /\\\"<>"))

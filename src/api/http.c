@@ -603,6 +603,27 @@ static int parse_listen(const char *addr, struct sockaddr_storage *ss, socklen_t
 	return 0;
 }
 
+/* A PEM file, whole and NUL-terminated (malloc'd). */
+static int read_pem(const char *path, char **out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("%s", path);
+	size_t cap = 1 << 20, len = 0;
+	char *b = malloc(cap + 1);
+	ssize_t n = 0;
+	while (b && len < cap && (n = read(fd, b + len, cap - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	if (!b || n < 0 || len == 0 || len == cap) {
+		free(b);
+		return errf(EINVAL, "%s: not a PEM file of at most 1 MiB", path);
+	}
+	b[len] = 0;
+	*out = b;
+	return 0;
+}
+
 int http_start(struct api *api, const char *addr)
 {
 	struct sockaddr_storage ss;
@@ -612,6 +633,19 @@ int http_start(struct api *api, const char *addr)
 		return rc;
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+	/* HTTPS (--tls-cert, --tls-key): MHD's GnuTLS, fed the PEM files. */
+	struct MHD_OptionItem tls[3] = { { MHD_OPTION_END, 0, NULL } };
+	if (api->cfg->tls_cert[0]) {
+		static char *cert, *key;	/* MHD keeps pointers to them */
+		if (!MHD_is_feature_supported(MHD_FEATURE_TLS))
+			return errf(ENOTSUP, "this libmicrohttpd has no TLS: --tls-cert cannot be served");
+		if ((rc = read_pem(api->cfg->tls_cert, &cert)) < 0 || (rc = read_pem(api->cfg->tls_key, &key)) < 0)
+			return rc;
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, cert };
+		tls[1] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, key };
+		tls[2] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	}
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	struct MHD_Daemon *d = MHD_start_daemon(
@@ -623,7 +657,11 @@ int http_start(struct api *api, const char *addr)
 		MHD_OPTION_THREAD_STACK_SIZE, (size_t)(2 << 20),
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
 		MHD_OPTION_URI_LOG_CALLBACK, on_uri, api,
+		MHD_OPTION_ARRAY, tls,
 		MHD_OPTION_END);
+	if (!d && tls[0].option != MHD_OPTION_END)
+		return errf(EINVAL, "cannot serve HTTPS on %s (in use, or --tls-cert/--tls-key are not a PEM "
+			    "certificate and its key)", addr);
 	if (!d)
 		return errf(EADDRINUSE, "cannot listen on %s (in use, or not an address of this machine)", addr);
 	api->mhd = d;

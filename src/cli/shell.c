@@ -6,6 +6,7 @@
  */
 #include "cli/shell.h"
 #include "cli/httpc.h"
+#include "cli/args.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -44,7 +45,7 @@ static void make_raw(void)
 	}
 }
 
-static int send_frame(int fd, int op, const void *data, size_t len)
+static int send_frame(struct httpc_ws *w, int op, const void *data, size_t len)
 {
 	uint8_t hdr[14], mask[4];
 	size_t h = 2;
@@ -73,35 +74,24 @@ static int send_frame(int fd, int op, const void *data, size_t len)
 	const uint8_t *d = data;
 	for (size_t i = 0; i < len; i++)
 		frame[h + i] = d[i] ^ mask[i & 3];
-	size_t off = 0, total = h + len;
-	int rc = 0;
-	while (off < total) {
-		ssize_t w = send(fd, frame + off, total - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = -1;
-			break;
-		}
-		off += (size_t)w;
-	}
+	int rc = httpc_ws_send(w, frame, h + len);
 	free(frame);
 	return rc;
 }
 
-static void send_size(int fd)
+static void send_size(struct httpc_ws *w)
 {
 	struct winsize ws;
 	if (!isatty(0) || ioctl(0, TIOCGWINSZ, &ws) < 0 || !ws.ws_row)
 		return;
 	char msg[96];
 	int n = snprintf(msg, sizeof msg, "{\"type\":\"resize\",\"cols\":%u,\"rows\":%u}", ws.ws_col, ws.ws_row);
-	send_frame(fd, 0x1, msg, (size_t)n);
+	send_frame(w, 0x1, msg, (size_t)n);
 }
 
 /* Frames from the server (unmasked). Returns the exit code once the
  * session ended, -1 to keep going, or -2 on an error. */
-static int frames(uint8_t *buf, size_t *len, int fd)
+static int frames(uint8_t *buf, size_t *len, struct httpc_ws *w)
 {
 	size_t off = 0;
 	int result = -1;
@@ -145,14 +135,14 @@ static int frames(uint8_t *buf, size_t *len, int fd)
 			else if (type && !strcmp(type, "error")) {
 				restore_tty();
 				fprintf(stderr, "kiln: %s\n", json_string_value(json_object_get(j, "message")));
-				result = 1;
+				result = EXIT_KILN;
 			}
 			json_decref(j);
 		} else if (op == 0x8) {
 			if (result < 0)
 				result = 0;
 		} else if (op == 0x9) {
-			send_frame(fd, 0xa, d, plen);
+			send_frame(w, 0xa, d, plen);
 		}
 		off += h + plen;
 	}
@@ -164,9 +154,9 @@ static int frames(uint8_t *buf, size_t *len, int fd)
 int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 {
 	uint8_t rnd[16];
-	char key[32], path[8192], headers[256];
+	char key[32], path[8192];
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		return 1;
+		return EXIT_KILN;
 	base64_encode_raw(key, sizeof rnd, rnd);
 	key[24] = 0;
 	struct winsize ws = { .ws_row = 24, .ws_col = 80 };
@@ -176,25 +166,23 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	snprintf(path, sizeof path, "/v1/sandboxes/%s/pty?rows=%u&cols=%u%s%s", id, ws.ws_row ? ws.ws_row : 24,
 		 ws.ws_col ? ws.ws_col : 80, esc ? "&cmd=" : "", esc ? esc : "");
 	free(esc);
-	snprintf(headers, sizeof headers,
-		 "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
-		 "Sec-WebSocket-Key: %s\r\n", key);
-	struct httpc c;
-	if (httpc_start(&c, t, "GET", path, headers, NULL, 0, -1, 0) < 0) {
-		fprintf(stderr, "kiln: %s\n", c.error);
-		httpc_close(&c);
-		return 1;
+	struct httpc_ws w;
+	if (httpc_ws_open(&w, t, path, key) < 0) {
+		fprintf(stderr, "kiln: %s\n", w.error);
+		httpc_ws_close(&w);
+		return EXIT_KILN;
 	}
-	if (c.status != 101) {
-		char *body = NULL;
-		httpc_read_all(&c, &body, NULL, 1 << 16);
-		json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+	if (w.status != 101) {
+		json_t *j = w.body ? json_loads(w.body, 0, NULL) : NULL;
 		const char *m = json_string_value(json_object_get(json_object_get(j, "error"), "message"));
-		fprintf(stderr, "kiln: %s\n", m ? m : "the server refused the terminal");
+		if (w.status == 401)
+			fprintf(stderr, "kiln: %s: %s\n", t->key[0] ? "kilnd refused the API key in KILN_API_KEY"
+							  : "no API key: set KILN_API_KEY", m ? m : "unauthorized");
+		else
+			fprintf(stderr, "kiln: %s (HTTP %d)\n", m ? m : "the server refused the terminal", w.status);
 		json_decref(j);
-		free(body);
-		httpc_close(&c);
-		return 1;
+		httpc_ws_close(&w);
+		return EXIT_KILN;
 	}
 	make_raw();
 	sigset_t set;
@@ -202,60 +190,74 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 	sigaddset(&set, SIGWINCH);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	size_t cap = (1u << 20) + 64, len = c.len - c.off;
+	size_t cap = (1u << 20) + 64, len = w.extra_len;
 	uint8_t *buf = malloc(cap);
 	int result = -1;
 	if (!buf)
-		result = 1;
+		result = EXIT_KILN;
 	else
-		memcpy(buf, c.buf + c.off, len);	/* frames that came with the 101 */
+		memcpy(buf, w.extra, len);	/* frames that came with the 101 */
 	bool in_open = true;
+	char last = 0;
 	while (result < 0) {
-		if ((result = frames(buf, &len, c.fd)) != -1)
+		if ((result = frames(buf, &len, &w)) != -1)
 			break;
+		/* Drain what TLS holds before polling the socket. */
+		long n = len < cap ? httpc_ws_recv(&w, buf + len, cap - len) : -2;
+		if (n >= 0 || n == -1) {
+			if (n <= 0) {
+				restore_tty();
+				fprintf(stderr, "kiln: the terminal's connection ended before its command did%s%s\n",
+					n < 0 ? ": " : "", n < 0 ? w.error : "");
+				result = EXIT_KILN;
+				break;
+			}
+			len += (size_t)n;
+			continue;
+		}
 		struct pollfd p[3] = {
-			{ .fd = c.fd, .events = POLLIN },
+			{ .fd = w.fd, .events = POLLIN },
 			{ .fd = in_open ? 0 : -1, .events = POLLIN },
 			{ .fd = sfd, .events = POLLIN },
 		};
 		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
-			result = 1;
+			result = EXIT_KILN;
 			break;
-		}
-		if (p[0].revents) {
-			ssize_t n = recv(c.fd, buf + len, cap - len, 0);
-			if (n <= 0) {
-				result = n == 0 ? 0 : 1;
-				break;
-			}
-			len += (size_t)n;
 		}
 		if (p[1].revents) {
 			char in[4096];
 			ssize_t n = read(0, in, sizeof in);
-			if (n > 0)
-				send_frame(c.fd, 0x2, in, (size_t)n);
-			else
-				in_open = false;	/* local EOF: the remote shell ends on ^D */
+			if (n > 0) {
+				send_frame(&w, 0x2, in, (size_t)n);
+				last = in[n - 1];
+			} else if (n == 0 || errno != EINTR) {
+				/* The end of piped input: the terminal has no EOF
+				 * of its own, so type one, ^D at the start of a line
+				 * (a terminal's stdin never ends: ^D is read as a key). */
+				in_open = false;
+				if (last != '\n' && last != 0)
+					send_frame(&w, 0x2, "\n", 1);
+				send_frame(&w, 0x2, "\x04", 1);
+			}
 		}
 		if (p[2].revents) {
 			struct signalfd_siginfo si;
 			while (read(sfd, &si, sizeof si) > 0)
 				;
-			send_size(c.fd);
+			send_size(&w);
 		}
 	}
 	if (result == -2) {
 		restore_tty();
 		fprintf(stderr, "kiln: bad frame from the server\n");
-		result = 1;
+		result = EXIT_KILN;
 	}
 	restore_tty();
 	free(buf);
 	if (sfd >= 0)
 		close(sfd);
-	httpc_close(&c);
+	httpc_ws_close(&w);
 	return result;
 }

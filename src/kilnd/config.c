@@ -78,6 +78,12 @@ int config_finish(struct config *c)
 		snprintf(c->store, sizeof c->store, "sqlite:%s/kilnd.db", c->data_dir);
 	if (c->data_dir[0] != '/')
 		return errf(EINVAL, "--data must be an absolute path");
+	if (!c->tls_cert[0] != !c->tls_key[0])
+		return errf(EINVAL, "--tls-cert and --tls-key go together");
+	if (c->tls_cert[0] && access(c->tls_cert, R_OK) != 0)
+		return errf_sys("--tls-cert %s", c->tls_cert);
+	if (c->tls_key[0] && access(c->tls_key, R_OK) != 0)
+		return errf_sys("--tls-key %s", c->tls_key);
 	return 0;
 }
 
@@ -115,6 +121,8 @@ void config_api(const struct config *c, struct api_config *a)
 	snprintf(a->role, sizeof a->role, "%s", c->role);
 	snprintf(a->domain, sizeof a->domain, "%s", c->domain);
 	snprintf(a->mcp_origins, sizeof a->mcp_origins, "%s", c->mcp_origins);
+	snprintf(a->tls_cert, sizeof a->tls_cert, "%s", c->tls_cert);
+	snprintf(a->tls_key, sizeof a->tls_key, "%s", c->tls_key);
 	a->max_ttl = c->max_ttl;
 	a->max_json_bytes = c->max_json_bytes;
 	a->max_file_bytes = c->max_file_bytes;

@@ -34,6 +34,8 @@ struct config {
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;
 	char domain[254];		/* host routing PORT-ID.DOMAIN; "" : off */
+	char tls_cert[PATH_MAX];	/* PEM certificate chain: serve HTTPS; "" : HTTP */
+	char tls_key[PATH_MAX];		/* its PEM private key */
 	char mcp_origins[1024];		/* Origins allowed on MCP besides loopback, comma-separated */
 	int sample_ms;			/* accounting period */
 	int boot_timeout_ms;		/* guest agent must answer within */

@@ -51,6 +51,8 @@ static const char usage_text[] =
 	"  --data DIR            state, templates and sandboxes (default /var/lib/kiln;\n"
 	"                        at most 48 characters: Unix socket paths live below it)\n"
 	"  --listen HOST:PORT    the HTTP API (default 127.0.0.1:7070)\n"
+	"  --tls-cert FILE       serve HTTPS with this PEM certificate (chain)...\n"
+	"  --tls-key FILE        ...and this PEM private key (default: plain HTTP)\n"
 	"  --role all            both roles in one process (api and agent alone: later)\n"
 	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db)\n"
 	"  --bin DIR             where kiln-vmm, kiln-disk and guest/ are (default: kilnd's)\n"
@@ -84,7 +86,7 @@ static const char usage_text[] =
 
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
-	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS,
+	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_NO_NET, O_NET_POOL, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
@@ -108,6 +110,8 @@ static const struct option options[] = {
 	{ "boot-timeout", required_argument, 0, O_BOOT },
 	{ "verbose", no_argument, 0, O_VERBOSE },
 	{ "mcp-origins", required_argument, 0, O_MCP_ORIGINS },
+	{ "tls-cert", required_argument, 0, O_TLS_CERT },
+	{ "tls-key", required_argument, 0, O_TLS_KEY },
 	{ "domain", required_argument, 0, O_DOMAIN },
 	{ "workspace", required_argument, 0, O_WORKSPACE },
 	{ "name", required_argument, 0, O_NAME },
@@ -195,6 +199,8 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_BOOT: g->boot_timeout_ms = (int)number(optarg, "--boot-timeout", 100, 3600000); break;
 		case O_VERBOSE: g->verbose = log_verbose = true; break;
 		case O_MCP_ORIGINS: set_str(g->mcp_origins, sizeof g->mcp_origins, optarg, "--mcp-origins"); break;
+		case O_TLS_CERT: set_str(g->tls_cert, sizeof g->tls_cert, optarg, "--tls-cert"); break;
+		case O_TLS_KEY: set_str(g->tls_key, sizeof g->tls_key, optarg, "--tls-key"); break;
 		case O_DOMAIN:
 			set_str(g->domain, sizeof g->domain, optarg, "--domain");
 			if (!v_is_domain(g->domain))

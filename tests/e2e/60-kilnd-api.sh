@@ -279,16 +279,16 @@ export KILN_API_URL=$URL KILN_API_KEY=$KEY_A
 	pass cli_ls_json "kiln ls --json is the API's JSON" || fail cli_ls_json "$(cat "$T/ls.json")"
 "$KILN" get sbx_doesnotexist 2> "$T/err"
 st=$?
-check cli_not_found "exit $st: $(cat "$T/err")" [ "$st" = 3 ]
+check cli_not_found "exit $st: $(cat "$T/err")" [ "$st" = 125 ]
 KILN_API_KEY=kiln_bad "$KILN" ls 2> "$T/err"
 st=$?
-check cli_unauthorized "exit $st: $(cat "$T/err")" [ "$st" = 4 ]
+check cli_unauthorized "exit $st: $(cat "$T/err")" [ "$st" = 125 ]
 KILN_API_URL=http://127.0.0.1:1 "$KILN" ls 2> "$T/err"
 st=$?
-check cli_unreachable "exit $st: $(cat "$T/err")" [ "$st" = 1 -a -s "$T/err" ]
+check cli_unreachable "exit $st: $(cat "$T/err")" [ "$st" = 125 -a -s "$T/err" ]
 "$KILN" exec sbx_doesnotexist -- true 2> /dev/null
 st=$?
-check cli_exec_missing "exit $st" [ "$st" = 3 ]
+check cli_exec_missing "exit $st" [ "$st" = 125 ]
 
 # ---- workspaces see only their own ------------------------------------------------------------
 KEY=$KEY_B

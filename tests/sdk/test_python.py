@@ -561,10 +561,11 @@ def bad_key_is_auth_error_everywhere():
     }
     for name, call in calls.items():
         e = raises(AuthError, call, code="unauthorized")
-        assert e.status == 401 and "key" in e.message, (name, e)
-    raises(AuthError, Sandbox.list, client=Client(api_key=""))
+        assert e.status == 401 and "key" in e.message and "KILN_API_KEY" in e.message, (name, e)
+    e = raises(AuthError, Sandbox.list, client=Client(api_key=""))
+    assert e.message.startswith("no API key: set KILN_API_KEY"), e
     eq(Sandbox.get(A.id).status, "running", "the sandbox is untouched")
-    return f"{len(calls)} calls, each AuthError 401 with the server's message"
+    return f"{len(calls)} calls, each AuthError 401 with the server's message naming KILN_API_KEY; no key: {e.message}"
 
 
 @test

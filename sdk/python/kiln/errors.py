@@ -100,4 +100,13 @@ def error_for(status: Optional[int], code: str, message: str) -> KilnError:
     cls = _BY_STATUS.get(status or 0) or _BY_CODE.get(code)
     if cls is None:
         cls = ServerError if status is None or status >= 500 else KilnError
+    if cls is AuthError:
+        message = _auth_hint(message)
     return cls(message, code, status)
+
+
+def _auth_hint(message: str) -> str:
+    """Say where the key comes from: kilnd only knows it got none or a bad one."""
+    if message.startswith("missing API key"):
+        return "no API key: set KILN_API_KEY or pass api_key= (kilnd said: %s)" % message
+    return "%s (the API key comes from api_key= or KILN_API_KEY)" % message

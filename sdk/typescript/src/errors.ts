@@ -79,5 +79,14 @@ const byCode: Record<string, ErrorClass> = {
 export function errorFor(status: number | undefined, code: string, message: string): KilnError {
   const cls = (status !== undefined ? byStatus[status] : undefined) ?? byCode[code] ??
     (status === undefined || status >= 500 ? ServerError : KilnError);
+  if (cls === AuthError) message = authHint(message);
   return new cls(message, code, status);
+}
+
+/** Say where the key comes from: kilnd only knows it got none or a bad one. */
+function authHint(message: string): string {
+  if (message.startsWith("missing API key")) {
+    return `no API key: set KILN_API_KEY or pass apiKey (kilnd said: ${message})`;
+  }
+  return `${message} (the API key comes from apiKey or KILN_API_KEY)`;
 }

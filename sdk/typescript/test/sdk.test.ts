@@ -476,7 +476,10 @@ test("a bad API key is AuthError everywhere", async () => {
     for (const [name, call] of Object.entries(calls)) {
       const e = await rejects(call, AuthError, "unauthorized");
       assert.ok(e.status === 401 && e.message.includes("key"), `${name}: ${String(e)}`);
+      assert.ok(e.message.includes("KILN_API_KEY"), `${name}: ${String(e)}`);
     }
+    const none = await rejects(() => Sandbox.list({ client: new Client({ apiKey: "" }) }), AuthError, "unauthorized");
+    assert.ok(none.message.startsWith("no API key: set KILN_API_KEY"), String(none));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,0 +1,50 @@
+/*
+ * args: the kiln CLI's command-line parsing. Options may come anywhere
+ * among a command's arguments (GNU style, without relying on getopt's
+ * permutation, which POSIXLY_CORRECT turns off); only what follows `--`
+ * is passed on untouched. Each command names the options it takes; any
+ * other is a usage error (exit 2) naming it. Numbers are parsed strictly.
+ */
+#ifndef KILN_CLI_ARGS_H
+#define KILN_CLI_ARGS_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+/* kiln's exit statuses (docs/cli.md). exec and shell exit with the remote
+ * command's status instead; kiln's own failures stay in 125..127 so that
+ * they do not look like the command's (docker's convention). */
+enum {
+	EXIT_USAGE = 2,		/* bad command line: nothing was sent */
+	EXIT_KILN = 125,	/* kiln or kilnd failed (unreachable, TLS, an API error) */
+	EXIT_CANNOT_RUN = 126,	/* exec: the command could not be started */
+	EXIT_NOT_FOUND = 127,	/* exec: the command was not found */
+};
+
+struct opts {
+	const char *template, *snapshot, *cwd, *status, *cursor;
+	long long ttl;			/* -1: not given */
+	long long n;			/* -n: fork's count, logs' lines; -1: not given */
+	long long timeout, limit;	/* 0 / -1: not given */
+	bool json, tree, in, public, recursive, follow, no_internet, internet, help;
+	json_t *env, *meta;		/* from -e / --meta, or NULL */
+	json_t *allow_out, *deny_out;	/* arrays, or NULL */
+	char **pos;			/* positional arguments, in order */
+	int npos;
+	int dashdash;			/* index in pos of the first argument after --, or -1 */
+};
+
+struct command;
+
+/* Parse argv (argv[0] is the command's name) for cmd into o. Exits 2 on a
+ * usage error, naming the option or value. */
+void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o);
+
+/* A strict decimal number in [min, max]; exits 2 naming what and the value. */
+long long args_number(const char *what, const char *value, long long min, long long max);
+
+/* Print "kiln: MESSAGE" and the hint to see `kiln help CMD`, exit 2. */
+void usage_error(const struct command *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+#endif

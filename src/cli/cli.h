@@ -1,0 +1,59 @@
+/*
+ * cli: what the kiln CLI's files share: the command table's entry, the
+ * connection to kilnd, and the helpers that print and fail.
+ */
+#ifndef KILN_CLI_CLI_H
+#define KILN_CLI_CLI_H
+
+#include "cli/args.h"
+#include "cli/httpc.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+struct command {
+	const char *name;
+	int (*run)(const struct command *cmd, struct opts *o);
+	const char *opts;	/* long names of the options it takes, space-separated */
+	const char *synopsis;	/* "fork ID [-n N] [--tree] [--json]" */
+	const char *summary;	/* one line for `kiln help` */
+	const char *details;	/* the option lines of `kiln help CMD`, or NULL */
+	bool passes_argv;	/* what follows -- is a remote command */
+};
+
+extern struct httpc_target target;
+
+/* `kiln help CMD`: synopsis, summary and details. */
+void command_help(const struct command *cmd, FILE *f);
+
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Report an API error response ({"error":{...}}) and exit EXIT_KILN. */
+void die_response(int status, const char *body) __attribute__((noreturn));
+/* One request with a JSON answer (NULL for 204); exits on errors. */
+json_t *call(const char *method, const char *path, json_t *body);
+void print_json(json_t *j);
+/* o[k] as a string, or "-". */
+const char *str(json_t *o, const char *k);
+bool is_id(const char *s, const char *prefix);
+/* pos[i] as a sandbox id, or a usage error. */
+const char *need_id(const struct command *cmd, struct opts *o, int i);
+/* A usage error unless cmd got between min and max positional arguments. */
+void need_args(const struct command *cmd, struct opts *o, int min, int max);
+int write_all(int fd, const void *p, size_t n);
+
+
+
+/* Server-Sent Events from c until on() returns nonzero (its value) or the
+ * stream ends (0); -1 on an error. */
+int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, void *arg), void *arg);
+
+/* The commands (cmd_*.c). Each returns kiln's exit status. */
+#define COMMAND(name) int cmd_##name(const struct command *cmd, struct opts *o)
+COMMAND(create); COMMAND(ls); COMMAND(get); COMMAND(fork); COMMAND(snapshot);
+COMMAND(hibernate); COMMAND(wake); COMMAND(ttl); COMMAND(rm); COMMAND(snapshots);
+COMMAND(templates); COMMAND(usage); COMMAND(exec); COMMAND(shell); COMMAND(logs);
+COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
+COMMAND(network);
+#undef COMMAND
+#endif

@@ -1,0 +1,280 @@
+/*
+ * cmd_sandbox: the commands about sandboxes as a whole: create, ls, get,
+ * fork, snapshot, hibernate, wake, ttl, rm; and the workspace's listings
+ * (snapshots, templates, usage).
+ */
+#include "cli/cli.h"
+#include "cli/out.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The egress fields of create and network, from the options. */
+static void put_policy(json_t *body, struct opts *o)
+{
+	if (o->allow_out)
+		json_object_set_new(body, "allow_out", o->allow_out);
+	if (o->deny_out)
+		json_object_set_new(body, "deny_out", o->deny_out);
+	if (o->no_internet)
+		json_object_set_new(body, "allow_internet", json_false());
+	else if (o->internet)
+		json_object_set_new(body, "allow_internet", json_true());
+	o->allow_out = o->deny_out = NULL;
+}
+
+int cmd_create(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 0, 1);
+	const char *t = o->template, *snap = o->snapshot;
+	if (o->npos == 1) {
+		const char *p = o->pos[0];
+		const char **slot = is_id(p, "snap_") ? &snap : &t;
+		if (*slot && strcmp(*slot, p))
+			usage_error(cmd, "'%s' and '%s' both name what to create from", p, *slot);
+		*slot = p;
+	}
+	if (t && snap)
+		usage_error(cmd, "a template and a snapshot exclude each other");
+	json_t *body = json_object();
+	if (snap)
+		json_object_set_new(body, "from_snapshot", json_string(snap));
+	else if (t)
+		json_object_set_new(body, "template", json_string(t));
+	if (o->ttl >= 0)
+		json_object_set_new(body, "ttl_seconds", json_integer(o->ttl));
+	if (o->env)
+		json_object_set_new(body, "env", o->env);
+	if (o->meta)
+		json_object_set_new(body, "metadata", o->meta);
+	o->env = o->meta = NULL;
+	put_policy(body, o);
+	progress_start(o, "creating a sandbox");
+	json_t *r = call("POST", "/v1/sandboxes", body);
+	progress_end();
+	if (o->json)
+		print_json(r);
+	else
+		printf("%s\n", str(r, "id"));
+	json_decref(r);
+	return 0;
+}
+
+/* GET /v1/sandboxes with the filters; every page unless --limit. */
+int cmd_ls(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 0, 0);
+	json_t *all = json_array(), *next = json_null();
+	char *cursor = o->cursor ? strdup(o->cursor) : NULL;
+	for (;;) {
+		struct query q = { 0 };
+		query_add(&q, "status", o->status);
+		query_add(&q, "template", o->template);
+		const char *k;
+		json_t *v;
+		json_object_foreach(o->meta, k, v) {
+			char name[300];
+			snprintf(name, sizeof name, "metadata.%s", k);
+			query_add(&q, name, json_string_value(v));
+		}
+		char lim[24];
+		snprintf(lim, sizeof lim, "%lld", o->limit > 0 ? o->limit : 1000);
+		query_add(&q, "limit", lim);
+		query_add(&q, "cursor", cursor);
+		char *path = query_path("/v1/sandboxes", &q);
+		json_t *r = call("GET", path, NULL);
+		free(path);
+		json_array_extend(all, json_object_get(r, "sandboxes"));
+		const char *nc = json_string_value(json_object_get(r, "next_cursor"));
+		free(cursor);
+		cursor = nc ? strdup(nc) : NULL;
+		json_decref(r);
+		if (!cursor || o->limit > 0)
+			break;
+	}
+	if (cursor) {
+		json_decref(next);
+		next = json_string(cursor);
+	}
+	if (o->json) {
+		json_t *r = json_pack("{s:o,s:o}", "sandboxes", all, "next_cursor", next);
+		print_json(r);
+		json_decref(r);
+	} else {
+		struct table t;
+		table_init(&t, "ID STATUS TEMPLATE CREATED READY_MS EXPIRES");
+		size_t i;
+		json_t *s;
+		json_array_foreach(all, i, s) {
+			char ready[32] = "-";
+			json_t *rm = json_object_get(s, "ready_ms");
+			if (json_is_number(rm))
+				snprintf(ready, sizeof ready, "%.0f", json_number_value(rm));
+			char created[32], expires[32];
+			table_row(&t, str(s, "id"), status_word(str(s, "status")), str(s, "template"),
+				  ago(str(s, "created_at"), created, sizeof created), ready,
+				  ago(str(s, "expires_at"), expires, sizeof expires), NULL);
+		}
+		table_print(&t, stdout);
+		if (cursor)
+			fprintf(stderr, "more: kiln ls --limit %lld --cursor %s\n", o->limit, cursor);
+		json_decref(all);
+		json_decref(next);
+	}
+	free(cursor);
+	return 0;
+}
+
+int cmd_get(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 1, 1);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s", need_id(cmd, o, 0));
+	json_t *r = call("GET", path, NULL);
+	print_json(r);
+	json_decref(r);
+	return 0;
+}
+
+int cmd_fork(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 1, 1);
+	const char *id = need_id(cmd, o, 0);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/%s", id, o->tree ? "fork_tree" : "fork");
+	progress_start(o, "forking");
+	json_t *r = call("POST", path, json_pack("{s:I}", "count", (json_int_t)(o->n > 0 ? o->n : 1)));
+	progress_end();
+	if (o->json) {
+		print_json(r);
+	} else {
+		size_t k;
+		json_t *s;
+		json_array_foreach(json_object_get(r, "sandboxes"), k, s)
+			printf("%s\n", str(s, "id"));
+	}
+	int failed = json_object_get(r, "error") != NULL;
+	if (failed)
+		fprintf(stderr, "kiln: %s\n", str(r, "error"));
+	json_decref(r);
+	return failed ? EXIT_KILN : 0;
+}
+
+/* POST /v1/sandboxes/ID/ACTION with an empty object; prints one field. */
+static int simple(const struct command *cmd, struct opts *o, const char *action, const char *key)
+{
+	need_args(cmd, o, 1, 1);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/%s", need_id(cmd, o, 0), action);
+	progress_start(o, action);
+	json_t *r = call("POST", path, json_object());
+	progress_end();
+	if (o->json)
+		print_json(r);
+	else
+		printf("%s\n", str(r, key));
+	json_decref(r);
+	return 0;
+}
+
+int cmd_snapshot(const struct command *cmd, struct opts *o) { return simple(cmd, o, "snapshot", "id"); }
+int cmd_hibernate(const struct command *cmd, struct opts *o) { return simple(cmd, o, "hibernate", "status"); }
+int cmd_wake(const struct command *cmd, struct opts *o) { return simple(cmd, o, "wake", "status"); }
+
+int cmd_ttl(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	const char *id = need_id(cmd, o, 0);
+	long long secs = args_number("ttl SECONDS", o->pos[1], 0, 604800);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
+	json_t *r = call("PATCH", path, json_pack("{s:I}", "ttl_seconds", (json_int_t)secs));
+	if (o->json)
+		print_json(r);
+	else
+		printf("%s ttl %llds, expires %s\n", id, secs, str(r, "expires_at"));
+	json_decref(r);
+	return 0;
+}
+
+int cmd_rm(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 1, -1);
+	for (int i = 0; i < o->npos; i++)	/* check them all before deleting any */
+		if (!is_id(o->pos[i], "snap_"))
+			need_id(cmd, o, i);
+	for (int i = 0; i < o->npos; i++) {
+		char path[128];
+		snprintf(path, sizeof path, "/v1/%s/%s", is_id(o->pos[i], "snap_") ? "snapshots" : "sandboxes",
+			 o->pos[i]);
+		json_decref(call("DELETE", path, NULL));
+	}
+	return 0;
+}
+
+int cmd_snapshots(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 0, 0);
+	json_t *r = call("GET", "/v1/snapshots", NULL);
+	if (o->json) {
+		print_json(r);
+	} else {
+		struct table t;
+		table_init(&t, "ID SANDBOX TEMPLATE CREATED");
+		size_t i;
+		json_t *s;
+		json_array_foreach(json_object_get(r, "snapshots"), i, s) {
+			char created[32];
+			table_row(&t, str(s, "id"), str(s, "sandbox_id"), str(s, "template"),
+				  ago(str(s, "created_at"), created, sizeof created), NULL);
+		}
+		table_print(&t, stdout);
+	}
+	json_decref(r);
+	return 0;
+}
+
+int cmd_templates(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 0, 0);
+	json_t *r = call("GET", "/v1/templates", NULL);
+	if (o->json) {
+		print_json(r);
+	} else {
+		struct table t;
+		table_init(&t, "NAME STATUS VERSION VCPUS MEM_MIB DESCRIPTION");
+		size_t i;
+		json_t *s;
+		json_array_foreach(json_object_get(r, "templates"), i, s) {
+			json_t *v = json_object_get(s, "version");
+			char ver[24] = "-", cpus[24], mem[24];
+			if (json_is_integer(v))
+				snprintf(ver, sizeof ver, "v%lld", (long long)json_integer_value(v));
+			snprintf(cpus, sizeof cpus, "%lld", (long long)json_integer_value(json_object_get(s, "vcpus")));
+			snprintf(mem, sizeof mem, "%lld", (long long)json_integer_value(json_object_get(s, "memory_mib")));
+			table_row(&t, str(s, "name"), status_word(str(s, "status")), ver, cpus, mem,
+				  str(s, "description"), NULL);
+		}
+		table_print(&t, stdout);
+	}
+	json_decref(r);
+	return 0;
+}
+
+int cmd_usage(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 0, 0);
+	json_t *r = call("GET", "/v1/usage", NULL);
+	if (o->json) {
+		print_json(r);
+	} else {
+		printf("cpu_seconds        %.3f\n", json_number_value(json_object_get(r, "cpu_seconds")));
+		printf("memory_gib_hours   %.6f\n", json_number_value(json_object_get(r, "memory_gib_hours")));
+		printf("running_seconds    %.1f\n", json_number_value(json_object_get(r, "running_seconds")));
+		printf("sandboxes          %lld (%lld live)\n",
+		       (long long)json_integer_value(json_object_get(r, "sandboxes")),
+		       (long long)json_integer_value(json_object_get(r, "live_sandboxes")));
+	}
+	json_decref(r);
+	return 0;
+}

@@ -1,0 +1,121 @@
+/*
+ * util: the kiln CLI's shared helpers: failing with the documented exit
+ * statuses (docs/cli.md), one JSON request to kilnd, ids, printing.
+ */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BODY_MAX (64u << 20)
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("kiln: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	exit(EXIT_KILN);
+}
+
+void die_response(int status, const char *body)
+{
+	json_t *j = body ? json_loads(body, 0, NULL) : NULL;
+	json_t *e = json_object_get(j, "error");
+	const char *m = json_string_value(json_object_get(e, "message"));
+	const char *code = json_string_value(json_object_get(e, "code"));
+	if (status == 401 && !target.key[0])
+		fprintf(stderr, "kiln: no API key: set KILN_API_KEY (make one with: kilnd keys create --workspace NAME)\n");
+	else if (status == 401)
+		fprintf(stderr, "kiln: kilnd refused the API key in KILN_API_KEY: %s\n", m ? m : "unauthorized");
+	else if (m)
+		fprintf(stderr, "kiln: %s (%s, HTTP %d)\n", m, code ? code : "error", status);
+	else
+		fprintf(stderr, "kiln: HTTP %d\n", status);
+	json_decref(j);
+	exit(EXIT_KILN);
+}
+
+json_t *call(const char *method, const char *path, json_t *body)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	struct httpc c;
+	int rc = httpc_start(&c, &target, method, path, text ? "Content-Type: application/json\r\n" : NULL,
+			     text, text ? strlen(text) : 0, -1, 0);
+	free(text);
+	char *resp = NULL;
+	if (rc == 0)
+		rc = httpc_read_all(&c, &resp, NULL, BODY_MAX);
+	if (rc < 0)
+		die("%s", c.error);
+	httpc_close(&c);
+	if (c.status >= 300)
+		die_response(c.status, resp);
+	json_t *j = c.status == 204 ? NULL : json_loads(resp, 0, NULL);
+	if (c.status != 204 && !j)
+		die("kilnd answered something that is not JSON");
+	free(resp);
+	return j;
+}
+
+void print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_INDENT(2));
+	if (s)
+		puts(s);
+	free(s);
+}
+
+const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "-";
+}
+
+bool is_id(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	if (strncmp(s, prefix, n) != 0 || !s[n] || strlen(s) > 40)
+		return false;
+	for (s += n; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+			return false;
+	return true;
+}
+
+void need_args(const struct command *cmd, struct opts *o, int min, int max)
+{
+	if (o->npos < min)
+		usage_error(cmd, "%s wants %d argument%s, got %d", cmd->name, min, min == 1 ? "" : "s", o->npos);
+	if (max >= 0 && o->npos > max)
+		usage_error(cmd, "%s: unexpected argument '%s'", cmd->name, o->pos[max]);
+}
+
+const char *need_id(const struct command *cmd, struct opts *o, int i)
+{
+	if (i >= o->npos)
+		usage_error(cmd, "a sandbox id is missing");
+	if (!is_id(o->pos[i], "sbx_"))
+		usage_error(cmd, "'%s' is not a sandbox id (sbx_...)", o->pos[i]);
+	return o->pos[i];
+}
+
+int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w, n -= (size_t)w;
+	}
+	return 0;
+}
