@@ -18,6 +18,7 @@
 #include "vmm/bus.h"
 #include "vmm/config.h"
 #include "vmm/evloop.h"
+#include "vmm/exitlog.h"
 #include "vmm/memory.h"
 
 #define MAX_VCPUS      32
@@ -76,6 +77,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	bool io_pending;             /* an I/O exit KVM completes on the next KVM_RUN */
+	struct exitlog exits;        /* the last exits, for a post-mortem */
 };
 
 struct serial;
