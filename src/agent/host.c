@@ -6,6 +6,7 @@
 #include "agent/netpool.h"
 #include "agent/proc.h"
 #include "agent/template.h"
+#include "agent/vmm.h"
 #include "api/metrics.h"
 #include "common/err.h"
 #include "kilnd/config.h"
@@ -201,6 +202,8 @@ bool sandbox_in(struct sandbox *sb, const char *state)
 	return yes;
 }
 
+static void check_vmm(struct host *h, struct sandbox *sb);
+
 int host_find(struct host *h, const char *workspace, const char *id, struct sandbox **out)
 {
 	pthread_mutex_lock(&h->lock);
@@ -215,6 +218,9 @@ int host_find(struct host *h, const char *workspace, const char *id, struct sand
 	pthread_mutex_unlock(&h->lock);
 	if (!sb)
 		return errf(ENOENT, "sandbox %s not found", id);
+	/* A VMM that died since the last housekeeping round makes the
+	 * sandbox failed now, not after this request read it as running. */
+	check_vmm(h, sb);
 	*out = sb;
 	return 0;
 }
@@ -267,6 +273,7 @@ int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx)
 	for (int i = n - 1; i >= 0 && rc == 0; i--) {
 		if (workspace && strcmp(a[i]->row.workspace, workspace) != 0)
 			continue;
+		check_vmm(h, a[i]);
 		struct sbx_row r;
 		if ((rc = sandbox_row(a[i], &r)) < 0)
 			break;
@@ -331,15 +338,23 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	if (!dead || pthread_mutex_trylock(&sb->op) != 0)
 		return;	/* an operation runs: look again next round */
 	if (sandbox_in(sb, "running") && !sb->expect_exit) {
-		char why[200];
+		char why[400];
 		int st = proc_reap(sb->row.vmm_pid);
 		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
 			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
 				 cgroup_memory_mib(h->cfg, sb->row.memory_mib));
-		else if (st >= 0 && WIFEXITED(st))
-			snprintf(why, sizeof why, "the VMM exited with status %d%s", WEXITSTATUS(st),
-				 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "");
-		else if (st >= 0 && WIFSIGNALED(st))
+		else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) > 128)
+			/* a jailed VMM's outer process passes on a signal death so */
+			snprintf(why, sizeof why, "the VMM was killed by signal %d", WEXITSTATUS(st) - 128);
+		else if (st >= 0 && WIFEXITED(st)) {
+			/* kiln-vmm's last stderr line says why it ended (a triple
+			 * fault, a panic, a failed KVM_RUN...). */
+			char line[160];
+			vmm_last_line(sb->dir, line, sizeof line);
+			snprintf(why, sizeof why, "the VMM exited with status %d%s%s%s", WEXITSTATUS(st),
+				 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "",
+				 line[0] ? ": " : "", line);
+		} else if (st >= 0 && WIFSIGNALED(st))
 			snprintf(why, sizeof why, "the VMM was killed by signal %d", WTERMSIG(st));
 		else
 			snprintf(why, sizeof why, "the VMM exited");
