@@ -106,7 +106,7 @@ struct vm {
 	 * wakes the main loop, which stops the vCPUs. */
 	atomic_int exit_code;          /* -1 while running */
 	int exit_efd;
-	char exit_reason[128];
+	char exit_reason[256];
 
 	/* Pausing: vCPU threads park on pause_cond while paused is set. */
 	pthread_mutex_t pause_lock;
