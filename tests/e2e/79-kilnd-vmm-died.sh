@@ -1,9 +1,12 @@
 #!/bin/bash
-# A sandbox whose VMM died never reads "running": the very next request
-# that names it (or lists it) finds it "failed", with the reason. kill -9:
-# "killed by signal 9"; a VMM that ended on its own (here SIGTERM, which
-# kiln-vmm handles and reports): its last stderr line, the line that names
-# a triple fault or a panic when the guest died. Both are deletable after.
+# A sandbox whose VMM died never reads "running": once the VMM is gone
+# (here: its pid no longer exists), the next request that names it or
+# lists it finds it "failed", with the reason. kill -9: "killed by signal
+# 9" where kilnd has the wait status, else that it ended without a last
+# line (a zygote's child that is not kilnd's); a VMM that ended on its own
+# (here SIGTERM, which kiln-vmm handles and reports): its last stderr
+# line, the line that names a triple fault or a panic when the guest died.
+# Both are deletable after.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail vmm_died_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 build_template minimal || exit 1
@@ -24,7 +27,7 @@ case_() {
 	gone "$pid" || { fail "$name" "VMM $pid still alive 10 s after SIG$sig"; return; }
 	api GET "/v1/sandboxes/$id"
 	st=$(jget 'j["status"]') err=$(jget 'j["error"]')
-	if [ "$st" = failed ] && [[ $err == *"$want"* ]]; then
+	if [ "$st" = failed ] && [[ $err =~ $want ]]; then
 		pass "$name" "GET right after the VMM exited: failed, '$err'"
 	else
 		fail "$name" "GET right after the VMM exited: status '$st', error '$err' (want failed, '$want')"
@@ -35,5 +38,5 @@ case_() {
 	api DELETE "/v1/sandboxes/$id"
 	expect "${name}_deletable" 204 -
 }
-case_ vmm_killed KILL "the VMM was killed by signal 9"
-case_ vmm_exited TERM "the VMM exited with status 0: kiln-vmm: stopped by signal 15"
+case_ vmm_killed KILL "the VMM was killed by signal 9|the VMM ended without a last line"
+case_ vmm_exited TERM "the VMM exited( with status 0)?: kiln-vmm: stopped by signal 15 \\(exit status 0\\)"
