@@ -6,6 +6,7 @@
 #include "host/netpool.h"
 #include "host/proc.h"
 #include "host/template.h"
+#include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
 #include "host/host_config.h"
@@ -209,6 +210,8 @@ bool sandbox_in(struct sandbox *sb, enum sbx_state state)
 	return yes;
 }
 
+static void check_vmm(struct host *h, struct sandbox *sb);
+
 int host_find(struct host *h, const char *workspace, const char *id, struct sandbox **out)
 {
 	pthread_mutex_lock(&h->lock);
@@ -223,6 +226,9 @@ int host_find(struct host *h, const char *workspace, const char *id, struct sand
 	pthread_mutex_unlock(&h->lock);
 	if (!sb)
 		return errf(ENOENT, "sandbox %s not found", id);
+	/* A VMM that died since the last housekeeping round makes the
+	 * sandbox failed now, not after this request read it as running. */
+	check_vmm(h, sb);
 	*out = sb;
 	return 0;
 }
@@ -275,6 +281,7 @@ int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx)
 	for (int i = n - 1; i >= 0 && rc == 0; i--) {
 		if (workspace && strcmp(a[i]->row.workspace, workspace) != 0)
 			continue;
+		check_vmm(h, a[i]);
 		struct sbx_row r;
 		if ((rc = sandbox_row(a[i], &r)) < 0)
 			break;
@@ -339,18 +346,41 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	if (!dead || pthread_mutex_trylock(&sb->op) != 0)
 		return;	/* an operation runs: look again next round */
 	if (sandbox_in(sb, SBX_RUNNING) && !sb->expect_exit) {
-		char why[200];
-		int st = proc_reap(sb->row.vmm_pid);
+		char why[sizeof sb->row.error];
+		/* Read without reaping: the pid stays taken until the sandbox
+		 * reads failed, so whoever sees the VMM gone sees that too. */
+		int st = proc_exit_status(sb->row.vmm_pid);
 		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
 			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
 				 cgroup_memory_mib(h->cfg, sb->row.memory_mib));
-		else if (st >= 0 && WIFEXITED(st))
-			snprintf(why, sizeof why, "the VMM exited with status %d%s", WEXITSTATUS(st),
-				 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "");
+		else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) > 128)
+			/* a jailed VMM's outer process passes on a signal death so */
+			snprintf(why, sizeof why, "the VMM was killed by signal %d", WEXITSTATUS(st) - 128);
 		else if (st >= 0 && WIFSIGNALED(st))
 			snprintf(why, sizeof why, "the VMM was killed by signal %d", WTERMSIG(st));
-		else
-			snprintf(why, sizeof why, "the VMM exited");
+		else {
+			/* kiln-vmm's last stderr line says why it ended (a triple
+			 * fault, a panic, a failed KVM_RUN...) and ends "(exit
+			 * status N)". A VMM that is not our child (a zygote's,
+			 * when the zygote outlived an earlier kilnd) has no wait
+			 * status for us: its last line is all there is. */
+			char line[160];
+			vmm_last_line(sb->dir, line, sizeof line);
+			bool final = strstr(line, "(exit status ") != NULL;
+			if (st >= 0 && WIFEXITED(st))
+				snprintf(why, sizeof why, "the VMM exited with status %d%s%s%s", WEXITSTATUS(st),
+					 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "",
+					 final ? ": " : "", final ? line : "");
+			else if (final)
+				snprintf(why, sizeof why, "the VMM exited: %s", line);
+			else
+				snprintf(why, sizeof why, "the VMM ended without a last line (killed by a signal?)");
+		}
+		pthread_mutex_lock(&sb->lock);
+		snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
+		pthread_mutex_unlock(&sb->lock);
+		sandbox_set_state(h, sb, SBX_FAILED);
+		proc_reap(sb->row.vmm_pid);
 		log_warn("sandbox %s: %s", sb->row.id, why);
 		sandbox_fail(h, sb, why);
 		pthread_mutex_unlock(&sb->op);

@@ -182,6 +182,18 @@ int proc_reap(pid_t pid)
 	return p == pid ? st : -1;
 }
 
+int proc_exit_status(pid_t pid)
+{
+	siginfo_t si = { 0 };
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != pid)
+		return -1;
+	if (si.si_code == CLD_EXITED)
+		return (si.si_status & 0xff) << 8;
+	if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
+		return si.si_status & 0x7f;
+	return -1;
+}
+
 int proc_kill_wait(pid_t pid, int64_t start, int ms)
 {
 	if (pid <= 0)

@@ -33,6 +33,9 @@ int proc_usage(pid_t pid, double *cpu_seconds, int64_t *rss_bytes);
 int proc_pidfd(pid_t pid);
 /* Reap pid if it is our child and has exited: its wait status, or -1. */
 int proc_reap(pid_t pid);
+/* The wait status of pid if it is our child and has exited, without
+ * reaping it (WNOWAIT: the pid stays taken), or -1. */
+int proc_exit_status(pid_t pid);
 /* SIGKILL pid if it is still the process started at start, then wait up
  * to ms for it to be gone. 0 if gone (or never there), -ETIMEDOUT. */
 int proc_kill_wait(pid_t pid, int64_t start, int ms);

@@ -210,7 +210,12 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 	sb->row.cpu_base = sb->row.cpu_seconds;
 	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
 	pthread_mutex_unlock(&sb->lock);
-	sandbox_set_state(h, sb, SBX_FAILED);
+	/* Housekeeping marks a dead VMM's sandbox failed before it reaps the
+	 * pid; here the record only takes the final accounting. */
+	if (sandbox_in(sb, SBX_FAILED))
+		sandbox_save(h, sb);
+	else
+		sandbox_set_state(h, sb, SBX_FAILED);
 }
 
 /* ---- create ---------------------------------------------------------------------------- */

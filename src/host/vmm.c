@@ -6,11 +6,13 @@
 #include "host/host_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -19,6 +21,35 @@
 void vm_path(char *out, size_t cap, const char *dir, const char *name)
 {
 	snprintf(out, cap, "%s/%s", dir, name);
+}
+
+void vmm_last_line(const char *dir, char *out, size_t cap)
+{
+	char path[PATH_MAX], buf[4096];
+	out[0] = 0;
+	vm_path(path, sizeof path, dir, "vmm.log");
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	struct stat st;
+	ssize_t n = 0;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 && st.st_uid == geteuid()) {
+		off_t off = st.st_size > (off_t)sizeof buf ? st.st_size - (off_t)sizeof buf : 0;
+		n = pread(fd, buf, sizeof buf, off);
+	}
+	close(fd);
+	if (n <= 0)
+		return;
+	size_t end = (size_t)n;
+	while (end && (buf[end - 1] == '\n' || buf[end - 1] == '\r' || buf[end - 1] == ' '))
+		end--;
+	size_t start = end;
+	while (start && buf[start - 1] != '\n')
+		start--;
+	size_t k = 0;
+	for (size_t i = start; i < end && k + 1 < cap; i++)
+		out[k++] = buf[i] >= 0x20 && buf[i] < 0x7f ? buf[i] : '?';
+	out[k] = 0;
 }
 
 int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pid)

@@ -31,6 +31,12 @@ struct vm_spec {
 /* Paths inside a VM directory. */
 void vm_path(char *out, size_t cap, const char *dir, const char *name);
 
+/* The last non-empty line of the VM's vmm.log (kiln-vmm writes the reason
+ * it ended there last), printable ASCII only, into out; "" if there is
+ * none. The directory may be the jailed VMM's to write: a log that is not
+ * the regular, singly linked, root-owned file kilnd created reads as "". */
+void vmm_last_line(const char *dir, char *out, size_t cap);
+
 /* Start kiln-vmm for spec (detached, see proc.h); writes vmm.pid. */
 int vmm_launch(const struct host_config *cfg, const struct vm_spec *spec, pid_t *pid);
 

@@ -44,6 +44,8 @@ int vcpu_create(struct vm *vm, int index)
 	}
 	/* A forked child builds its own vCPUs; it must not inherit ours. */
 	madvise(v->run, (size_t)vm->run_size, MADV_DONTFORK);
+	memset(&v->exits, 0, sizeof v->exits);
+	exitlog_enable(v);
 	int rc = cpuid_set_vcpu(vm, v);
 	if (rc < 0)
 		return rc;
@@ -256,6 +258,7 @@ static void *vcpu_loop(struct vcpu *v)
 		}
 		struct kvm_run *run = v->run;
 		v->io_pending = false;
+		exitlog_record(v);
 		switch (run->exit_reason) {
 		case KVM_EXIT_IO:
 			handle_io(v);
@@ -278,6 +281,7 @@ static void *vcpu_loop(struct vcpu *v)
 			 * VMCB is undefined after one): what it reads back then is
 			 * the reset state, not where the guest faulted. */
 			bool reset = regs.rip == 0xfff0 && sregs.cr0 == 0x10 && sregs.efer == 0;
+			exitlog_dump(vm, "guest triple fault (KVM_EXIT_SHUTDOWN)");
 			vm_request_exit(vm, EXIT_TRIPLE_FAULT,
 					"guest triple fault on vCPU %d (%s rip 0x%llx rsp 0x%llx cr0 0x%llx cr3 0x%llx cr4 0x%llx efer 0x%llx)",
 					v->index, reset ? "KVM reset the vCPU, so where it faulted is lost;" : "at",
@@ -292,6 +296,7 @@ static void *vcpu_loop(struct vcpu *v)
 				vm_request_exit(vm, EXIT_REBOOT, "guest reboot");
 				break;
 			case KVM_SYSTEM_EVENT_CRASH:
+				exitlog_dump(vm, "guest crash (KVM_SYSTEM_EVENT_CRASH)");
 				vm_request_exit(vm, EXIT_PANIC, "guest crash");
 				break;
 			default:
@@ -299,13 +304,22 @@ static void *vcpu_loop(struct vcpu *v)
 			}
 			return NULL;
 		case KVM_EXIT_FAIL_ENTRY:
+			exitlog_dump(vm, "KVM_EXIT_FAIL_ENTRY");
 			vm_request_exit(vm, EXIT_TRIPLE_FAULT, "KVM could not enter the guest on vCPU %d (reason 0x%llx)",
 					v->index, (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 			return NULL;
-		case KVM_EXIT_INTERNAL_ERROR:
+		case KVM_EXIT_INTERNAL_ERROR: {
+			char why[160];
+			int len = snprintf(why, sizeof why, "KVM internal error %u on vCPU %d, data",
+					   run->internal.suberror, v->index);
+			for (uint32_t k = 0; k < run->internal.ndata && k < 8 && len > 0 && len < (int)sizeof why; k++)
+				len += snprintf(why + len, sizeof why - (size_t)len, " 0x%llx",
+						(unsigned long long)run->internal.data[k]);
+			exitlog_dump(vm, why);
 			vm_request_exit(vm, EXIT_TRIPLE_FAULT, "KVM internal error %u on vCPU %d",
 					run->internal.suberror, v->index);
 			return NULL;
+		}
 		default:
 			vm_request_exit(vm, EXIT_ERROR, "unexpected KVM exit %u on vCPU %d",
 					run->exit_reason, v->index);

@@ -18,6 +18,7 @@
 #include "vmm/bus.h"
 #include "vmm/config.h"
 #include "vmm/evloop.h"
+#include "vmm/exitlog.h"
 #include "vmm/memory.h"
 
 #define MAX_VCPUS      32
@@ -76,6 +77,7 @@ struct vcpu {
 	pthread_t thread;
 	bool started;
 	bool io_pending;             /* an I/O exit KVM completes on the next KVM_RUN */
+	struct exitlog exits;        /* the last exits, for a post-mortem */
 };
 
 struct serial;
@@ -104,7 +106,7 @@ struct vm {
 	 * wakes the main loop, which stops the vCPUs. */
 	atomic_int exit_code;          /* -1 while running */
 	int exit_efd;
-	char exit_reason[128];
+	char exit_reason[256];
 
 	/* Pausing: vCPU threads park on pause_cond while paused is set. */
 	pthread_mutex_t pause_lock;

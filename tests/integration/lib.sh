@@ -109,7 +109,7 @@ ctl() { timeout 160 python3 "$REPO/tests/integration/vsock_host.py" ctl "$1" "$2
 gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 "$2"; }
 
 # ---- guests with the agent -------------------------------------------------
-# boot_guest [-Q] [-c CID] [-m MIB] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w]
+# boot_guest [-Q] [-c CID] [-m MIB] [-n VCPUS] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w]
 # Boots build/guest/{vmlinux,initramfs.cpio} (kiln-init as PID 1) under
 # kiln-vmm and waits until its agent answers over the VMM's vsock bridge.
 # DISKs become /dev/vda, /dev/vdb, ... (-R adds one read-only); -N adds a
@@ -123,12 +123,13 @@ gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 
 # -Q boots QEMU's microvm instead (the reference peer), with vhost-vsock
 # reached over AF_VSOCK (`kg --cid CID`); it takes no -N.
 boot_guest() {
-	local cid=3 mem=512 append="" rootargs="" wait=1 disks=() net=() qemu=0 opt OPTIND=1
-	while getopts "Qc:m:d:R:Na:r:w" opt; do
+	local cid=3 mem=512 vcpus=1 append="" rootargs="" wait=1 disks=() net=() qemu=0 opt OPTIND=1
+	while getopts "Qc:m:n:d:R:Na:r:w" opt; do
 		case $opt in
 		Q) qemu=1 ;;
 		c) cid=$OPTARG ;;
 		m) mem=$OPTARG ;;
+		n) vcpus=$OPTARG ;;
 		d) disks+=(--disk "$OPTARG") ;;
 		R) disks+=(--disk "$OPTARG,ro") ;;
 		N) net=(--net "kt$cid") ;;
@@ -154,7 +155,7 @@ boot_guest() {
 			drives+=(-drive "file=$d,format=raw,if=none,id=d$i,cache=unsafe"
 				 -device "virtio-blk-device,drive=d$i")
 		done
-		qemu-system-x86_64 -M microvm,acpi=on -enable-kvm -cpu host -m "$mem" -smp 1 \
+		qemu-system-x86_64 -M microvm,acpi=on -enable-kvm -cpu host -m "$mem" -smp "$vcpus" \
 			-nodefaults -no-user-config -nographic -no-reboot \
 			-serial "file:$GUEST_CONSOLE" -kernel "$GUEST/vmlinux" -initrd "$GUEST/initramfs.cpio" \
 			-append "console=ttyS0 reboot=t panic=-1 quiet $rootargs $append" \
@@ -163,7 +164,7 @@ boot_guest() {
 		GUEST_TRANSPORT="--cid $cid"
 	else
 		"$VMM" --kernel "$GUEST/vmlinux" --initrd "$GUEST/initramfs.cpio" --mem "$mem" \
-			--cid "$cid" --vsock "$GUEST_SOCK" --console "$GUEST_CONSOLE" \
+			--vcpus "$vcpus" --cid "$cid" --vsock "$GUEST_SOCK" --console "$GUEST_CONSOLE" \
 			--append "quiet $rootargs $append" "${disks[@]}" "${net[@]}" \
 			</dev/null 2>"$T/vmm.$cid.err" &
 		GUEST_TRANSPORT="--vsock $GUEST_SOCK"

@@ -40,11 +40,25 @@ struct serial {
 	int level;
 	char line[512];
 	size_t line_len;
+	/* The console's last bytes, for the post-mortem of a guest that died
+	 * (exitlog.c): a ring, tail_pos the next byte to write. */
+	char tail[2048];
+	size_t tail_pos, tail_len;
 };
+
+static void keep_tail(struct serial *s, const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		s->tail[s->tail_pos] = p[i];
+		s->tail_pos = (s->tail_pos + 1) % sizeof s->tail;
+	}
+	s->tail_len = s->tail_len + n > sizeof s->tail ? sizeof s->tail : s->tail_len + n;
+}
 
 static void flush_line(struct serial *s)
 {
 	size_t off = 0;
+	keep_tail(s, s->line, s->line_len);
 	while (s->out_fd >= 0 && off < s->line_len) {
 		ssize_t n = write(s->out_fd, s->line + off, s->line_len - off);
 		if (n < 0 && errno == EINTR)
@@ -186,6 +200,21 @@ void serial_flush(struct vm *vm)
 {
 	if (vm->serial)
 		flush_line(vm->serial);
+}
+
+size_t serial_tail(struct vm *vm, char *buf, size_t size)
+{
+	struct serial *s = vm->serial;
+	if (!s || !size)
+		return 0;
+	/* The line not yet flushed is the newest output: count it in. */
+	size_t n = s->tail_len < size ? s->tail_len : size;
+	size_t start = (s->tail_pos + sizeof s->tail - n) % sizeof s->tail;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = s->tail[(start + i) % sizeof s->tail];
+	size_t extra = s->line_len < size - n ? s->line_len : size - n;
+	memcpy(buf + n, s->line, extra);
+	return n + extra;
 }
 
 void serial_destroy(struct vm *vm)
