@@ -2,6 +2,7 @@
  * host: the sandbox table, capacity and housekeeping of the agent role.
  */
 #include "agent/cgroup.h"
+#include "agent/host_events.h"
 #include "agent/host_int.h"
 #include "agent/netpool.h"
 #include "agent/proc.h"
@@ -174,9 +175,13 @@ int sandbox_save(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	int rc = store_sandbox_save(h->store, &sb->row);
+	char state[sizeof sb->row.state];
+	memcpy(state, sb->row.state, sizeof state);
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		log_warn("sandbox %s: saving its record: %s", sb->row.id, errmsg());
+	else
+		host_events_emit(sb->row.workspace, sb->row.id, state);	/* id, workspace never change */
 	return rc;
 }
 

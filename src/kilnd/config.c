@@ -71,6 +71,7 @@ int config_finish(struct config *c)
 	rc = rc ?: set_path(c->initrd, c->bin_dir, "guest/initramfs.cpio");
 	rc = rc ?: set_path(c->images, c->bin_dir, "guest");
 	rc = rc ?: set_path(c->image_builders, c->bin_dir, "../images");
+	rc = rc ?: set_path(c->web_dir, c->bin_dir, "web");
 	if (rc)
 		return rc;
 	if (!c->store[0])
