@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -103,6 +104,29 @@ static void drop(int slot)
 	pthread_mutex_lock(&lock);
 	sessions[slot].live = false;
 	pthread_mutex_unlock(&lock);
+}
+
+char *cookie_without_session(const char *value)
+{
+	char *out = malloc(strlen(value) + 1);
+	if (!out)
+		return NULL;
+	size_t n = 0, cl = strlen(SESSION_COOKIE);
+	const char *p = value;
+	while (*p) {
+		while (*p == ' ' || *p == ';')
+			p++;
+		const char *e = strchrnul(p, ';');
+		if (e > p && !(strncmp(p, SESSION_COOKIE, cl) == 0 && (p[cl] == '=' || p[cl] == ' '))) {
+			if (n)
+				out[n++] = ';', out[n++] = ' ';
+			memcpy(out + n, p, e - p);
+			n += e - p;
+		}
+		p = e;
+	}
+	out[n] = 0;
+	return out;
 }
 
 bool req_is_tls(struct req *r)

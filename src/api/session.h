@@ -33,6 +33,16 @@ struct req;
  * store fails. */
 int auth_http(struct req *r);
 
+/* A Cookie header's value without the session cookie (malloc'd; "" when
+ * nothing is left, NULL when out of memory): what a sandbox's exposed
+ * port is sent. */
+char *cookie_without_session(const char *value);
+
+/* What a guest's pages served by path (/v1/sandboxes/ID/proxy/PORT/) are
+ * confined by: scripts, forms and popups work, but in an opaque origin,
+ * not kilnd's, so they cannot use a dashboard session. */
+#define PROXY_PATH_CSP "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads"
+
 /* Whether r came over TLS (directly, or by a proxy's X-Forwarded-Proto). */
 bool req_is_tls(struct req *r);
 

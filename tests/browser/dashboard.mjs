@@ -272,6 +272,38 @@ if (!ONLY_STATIC) {
       pass("processes_ports", "the process list shows ps output; port 8080 exposed with its URL");
     });
 
+    await step("proxied_app_isolated", async () => {
+      // A page of the guest, served by path on kilnd's own origin, tries
+      // to read the session and call the API with it.
+      const page1 = `<!doctype html><body>app<script>
+let out = [];
+try { out.push("cookie=" + document.cookie); } catch (e) { out.push("cookie:blocked"); }
+fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
+  (t) => { document.body.dataset.r = out.concat("session=" + t).join("|"); },
+  () => { document.body.dataset.r = out.concat("session:blocked").join("|"); });
+</script>`;
+      const cgi = '#!/bin/sh\necho "Content-Type: text/plain"\necho\necho "cookie=[$HTTP_COOKIE]"\n';
+      const setup = await rest("POST", `/v1/sandboxes/${sbx}/exec`, {
+        cmd: "mkdir -p /tmp/www/cgi-bin && cat > /tmp/www/index.html && printf '%s' \"$CGI\" > /tmp/www/cgi-bin/c && chmod +x /tmp/www/cgi-bin/c && " +
+          "busybox httpd -p 127.0.0.1:8081 -h /tmp/www </dev/null >/dev/null 2>&1",
+        env: { CGI: cgi }, stdin: page1,
+      });
+      const exp = await rest("POST", `/v1/sandboxes/${sbx}/ports`, { port: 8081, public: true });
+      if (setup.json?.exit_code !== 0 || !exp.json?.url) throw new Error(`guest web server: ${setup.text} ${exp.text}`);
+      await ctx.addCookies([{ name: "app", value: "1", url: URL_ }]);
+      const p2 = await ctx.newPage();
+      const base = new URL(exp.json.url, URL_).href.replace(/\/?$/, "/");
+      const seen = await (await p2.goto(base + "cgi-bin/c")).text();
+      const resp = await p2.goto(base);
+      const csp = (await resp.allHeaders())["content-security-policy"] ?? "";
+      await p2.locator("body[data-r]").waitFor({ timeout: 30000 });
+      const r = await p2.evaluate(() => document.body.dataset.r);
+      await p2.close();
+      check("proxied_app_isolated", /cookie=\[app=1\]/.test(seen) && !/kiln_session/.test(seen) && /^sandbox /.test(csp) &&
+        !/csrf_token/.test(r) && !/kiln_session/.test(r),
+        `the guest got "${seen.trim()}"; its page (CSP "${csp}") saw ${r.slice(0, 140)}`, `guest saw ${seen}; csp ${csp}; page saw ${r}`);
+    });
+
     await step("delete", async () => {
       await page.getByRole("tab", { name: "Terminal" }).click();
       await page.getByRole("button", { name: "Delete" }).click();
