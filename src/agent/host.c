@@ -177,11 +177,12 @@ int sandbox_save(struct host *h, struct sandbox *sb)
 	int rc = store_sandbox_save(h->store, &sb->row);
 	char state[sizeof sb->row.state];
 	memcpy(state, sb->row.state, sizeof state);
+	struct host_event ev = { sb->row.workspace, sb->row.id, state, sb->row.cpu_seconds, sb->row.rss_bytes };
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		log_warn("sandbox %s: saving its record: %s", sb->row.id, errmsg());
 	else
-		host_events_emit(sb->row.workspace, sb->row.id, state);	/* id, workspace never change */
+		host_events_emit(&ev);	/* id and workspace never change */
 	return rc;
 }
 

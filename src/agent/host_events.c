@@ -38,12 +38,12 @@ void host_events_unsubscribe(host_event_fn *fn, void *ctx)
 	pthread_mutex_unlock(&lock);
 }
 
-void host_events_emit(const char *workspace, const char *id, const char *state)
+void host_events_emit(const struct host_event *e)
 {
 	/* Held while calling: unsubscribe then cannot return while a call
 	 * into the subscriber is under way. */
 	pthread_mutex_lock(&lock);
 	for (int i = 0; i < nsubs; i++)
-		subs[i].fn(subs[i].ctx, workspace, id, state);
+		subs[i].fn(subs[i].ctx, e);
 	pthread_mutex_unlock(&lock);
 }

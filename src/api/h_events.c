@@ -6,8 +6,13 @@
  *   event: sandbox
  *   data: {"id":"sbx_...","state":"running"}
  *
- * A sandbox's record is saved often (accounting samples too); only a
- * state different from the last one this stream sent goes out. When a
+ * A sandbox's record is also saved at every accounting sample (kilnd
+ * --sample-ms); a save that does not change its state is sent as
+ *
+ *   event: usage
+ *   data: {"id":"sbx_...","cpu_seconds":1.25,"memory_bytes":52428800}
+ *
+ * (CPU time so far, resident memory now), for live charts. When a
  * client falls more than QUEUE_MAX events behind, it gets one
  * `event: resync` instead and should list the sandboxes again. A comment
  * line (`: keepalive`) is sent after 15 s of silence. The stream names no
@@ -32,6 +37,8 @@
 
 struct event {
 	char id[ID_MAX], state[16];
+	double cpu_seconds;
+	int64_t rss_bytes;
 };
 
 struct stream {
@@ -46,18 +53,20 @@ struct stream {
 	int nseen;
 };
 
-static void on_event(void *ctx, const char *workspace, const char *id, const char *state)
+static void on_event(void *ctx, const struct host_event *ev)
 {
 	struct stream *s = ctx;
-	if (strcmp(workspace, s->workspace) != 0)
+	if (strcmp(ev->workspace, s->workspace) != 0)
 		return;
 	pthread_mutex_lock(&s->lock);
 	if (s->n == QUEUE_MAX) {
 		s->overflow = true;
 	} else {
 		struct event *e = &s->q[(s->head + s->n++) % QUEUE_MAX];
-		snprintf(e->id, sizeof e->id, "%s", id);
-		snprintf(e->state, sizeof e->state, "%s", state);
+		snprintf(e->id, sizeof e->id, "%s", ev->id);
+		snprintf(e->state, sizeof e->state, "%s", ev->state);
+		e->cpu_seconds = ev->cpu_seconds;
+		e->rss_bytes = ev->rss_bytes;
 	}
 	pthread_cond_signal(&s->cond);
 	pthread_mutex_unlock(&s->lock);
@@ -100,13 +109,15 @@ static long events_read(void *ctx, char *buf, size_t max)
 			pthread_mutex_unlock(&s->lock);
 			return snprintf(buf, max, "event: resync\ndata: {}\n\n");
 		}
-		while (s->n > 0) {
+		if (s->n > 0) {
 			struct event e = s->q[s->head];
 			s->head = (s->head + 1) % QUEUE_MAX;
 			s->n--;
-			if (!news(s, &e))
-				continue;
 			pthread_mutex_unlock(&s->lock);
+			if (!news(s, &e))
+				return snprintf(buf, max, "event: usage\ndata: {\"id\":\"%s\",\"cpu_seconds\":%.3f,"
+						"\"memory_bytes\":%lld}\n\n", e.id, e.cpu_seconds,
+						(long long)e.rss_bytes);
 			return snprintf(buf, max, "event: sandbox\ndata: {\"id\":\"%s\",\"state\":\"%s\"}\n\n",
 					e.id, e.state);
 		}

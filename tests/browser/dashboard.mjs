@@ -270,6 +270,16 @@ if (!ONLY_STATIC) {
       await page.locator("#ports a", { hasText: "/proxy/8080" }).waitFor({ timeout: 30000 });
       await shot("ports");
       pass("processes_ports", "the process list shows ps output; port 8080 exposed with its URL");
+      // The charts fill from `event: usage` (kilnd's accounting samples).
+      let pts = 0;
+      for (let i = 0; i < 60 && pts < 3; i++) {
+        pts = Number(await page.locator("#chart-mem").getAttribute("data-points"));
+        if (pts < 3) await page.waitForTimeout(1000);
+      }
+      const caption = await page.locator("#chart-mem figcaption").textContent();
+      const lines = await page.locator("#chart-cpu polyline, #chart-mem polyline").count();
+      await shot("charts");
+      check("live_charts", pts >= 3 && lines === 2 && /MiB/.test(caption), `memory and CPU charts drawn from ${pts} pushed samples (${caption})`, `${pts} samples, ${lines} lines, "${caption}"`);
     });
 
     await step("proxied_app_isolated", async () => {

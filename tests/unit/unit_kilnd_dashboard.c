@@ -58,24 +58,27 @@ static void dashboard_routes(void)
 
 static int calls;
 static char last[64];
-static void on_ev(void *ctx, const char *ws, const char *id, const char *state)
+static void on_ev(void *ctx, const struct host_event *e)
 {
 	(void)ctx;
 	calls++;
-	snprintf(last, sizeof last, "%s %s %s", ws, id, state);
+	snprintf(last, sizeof last, "%s %s %s %.1f %lld", e->workspace, e->id, e->state, e->cpu_seconds,
+		 (long long)e->rss_bytes);
 }
 
 static void events_subscribers(void)
 {
 	int a, b;
 	CHECK(host_events_subscribe(on_ev, &a) == 0 && host_events_subscribe(on_ev, &b) == 0);
-	host_events_emit("ws_1", "sbx_1", "running");
-	CHECK(calls == 2 && !strcmp(last, "ws_1 sbx_1 running"));
+	struct host_event e = { "ws_1", "sbx_1", "running", 1.5, 4096 };
+	host_events_emit(&e);
+	CHECK(calls == 2 && !strcmp(last, "ws_1 sbx_1 running 1.5 4096"));
 	host_events_unsubscribe(on_ev, &a);
-	host_events_emit("ws_1", "sbx_1", "deleted");
+	e.state = "deleted";
+	host_events_emit(&e);
 	CHECK(calls == 3);
 	host_events_unsubscribe(on_ev, &b);
-	host_events_emit("ws_1", "sbx_1", "deleted");
+	host_events_emit(&e);
 	CHECK(calls == 3);
 }
 

@@ -5,6 +5,7 @@ import "./style.css";
 import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry } from "./api";
 import { h, clear, fmtBytes, fmtTime, notice } from "./dom";
 import { openTerminal, type TermHandle } from "./terminal";
+import { lineChart } from "./chart";
 
 const app = document.getElementById("app")!;
 const sandboxes = new Map<string, Sandbox>();
@@ -13,6 +14,9 @@ let liveState = "connecting";
 let workspace = "";
 let teardown: (() => void) | null = null;	// the current view's terminal etc.
 let signinMessage = "";
+// Live usage per sandbox, from `event: usage`: CPU seconds and memory at each sample.
+const samples = new Map<string, { t: number; cpu: number; mem: number }[]>();
+const MAX_SAMPLES = 120;
 
 // ---- theme -----------------------------------------------------------------------------------
 
@@ -137,6 +141,16 @@ function startEvents(): void {
     redraw();
   });
   events.addEventListener("resync", () => loadSandboxes().catch(() => {}));
+  events.addEventListener("usage", (ev) => {
+    const { id, cpu_seconds, memory_bytes } = JSON.parse((ev as MessageEvent).data);
+    const list = samples.get(id) ?? [];
+    list.push({ t: Date.now() / 1000, cpu: cpu_seconds, mem: memory_bytes });
+    if (list.length > MAX_SAMPLES) list.shift();
+    samples.set(id, list);
+    const s = sandboxes.get(id);
+    if (s) s.usage = { ...(s.usage ?? { memory_mib_seconds: 0, running_seconds: 0 }), cpu_seconds, memory_bytes } as Sandbox["usage"];
+    redraw();
+  });
 }
 
 let redrawHook: (() => void) | null = null;
@@ -349,10 +363,21 @@ function sandboxView(id: string): HTMLElement {
   };
   const tree = h("div", { id: "tree" });
   const drawTree = () => clear(tree, forkTree(id));
+  const charts = h("div", { class: "charts" });
+  const drawCharts = () => {
+    const list = samples.get(id) ?? [];
+    // CPU: the share of one vCPU used between samples.
+    const cpu = list.slice(1).map((p, i) => Math.max(0, ((p.cpu - list[i].cpu) / Math.max(0.001, p.t - list[i].t)) * 100));
+    clear(charts,
+      lineChart("chart-cpu", "CPU (% of one vCPU)", cpu, (v) => `${v.toFixed(1)} %`, 5),
+      lineChart("chart-mem", "Memory", list.map((p) => p.mem / 1048576), (v) => `${v.toFixed(1)} MiB`, 16));
+  };
   redrawHook = () => {
     drawDetail();
     drawTree();
+    drawCharts();
   };
+  drawCharts();
   api<Sandbox>("GET", `/v1/sandboxes/${id}`).then((s) => {
     sandboxes.set(id, s);
     redraw();
@@ -401,7 +426,7 @@ function sandboxView(id: string): HTMLElement {
   setTimeout(() => show(0));
   return h("div", {},
     h("p", {}, h("a", { href: "#/sandboxes" }, "← All sandboxes")),
-    h("section", { class: "card" }, actions, msg, detail),
+    h("section", { class: "card" }, actions, msg, detail, charts),
     h("section", { class: "card" }, tablist, panel));
 }
 
