@@ -61,6 +61,7 @@ export interface Sandbox {
   memory_mib: number;
   created_at: string;
   ttl_seconds: number;
+  ready_ms?: number | null;
   last_active_at?: string;
   expires_at?: string | null;
   parent_id?: string | null;

@@ -41,3 +41,14 @@ export function notice(el: HTMLElement, text: string, kind: "ok" | "error" = "ok
   el.className = `notice ${kind}`;
   el.setAttribute("role", kind === "error" ? "alert" : "status");
 }
+
+/* Run a redraw without losing the keyboard's place: the focused link or
+ * control is found again (by id, else href) in what was drawn. */
+export function keepFocus(fn: () => void): void {
+  const a = document.activeElement as HTMLElement | null;
+  const id = a?.id, href = a?.getAttribute("href");
+  fn();
+  if (!a || document.contains(a)) return;
+  const again = (id && document.getElementById(id)) || (href && document.querySelector(`[href="${CSS.escape(href)}"]`));
+  (again as HTMLElement | null)?.focus();
+}

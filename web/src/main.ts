@@ -3,7 +3,7 @@
 // the sandbox list live from GET /v1/events.
 import "./style.css";
 import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry } from "./api";
-import { h, clear, fmtBytes, fmtTime, notice } from "./dom";
+import { h, clear, fmtBytes, fmtTime, notice, keepFocus } from "./dom";
 import { openTerminal, type TermHandle } from "./terminal";
 import { lineChart } from "./chart";
 
@@ -156,7 +156,7 @@ function startEvents(): void {
 let redrawHook: (() => void) | null = null;
 function redraw(): void {
   updateLive();
-  redrawHook?.();
+  keepFocus(() => redrawHook?.());
 }
 function updateLive(): void {
   const el = document.getElementById("live");
@@ -353,7 +353,7 @@ function sandboxView(id: string): HTMLElement {
       h("dt", {}, "Template"), h("dd", {}, s.template || "—"),
       h("dt", {}, "Size"), h("dd", {}, `${s.vcpus} vCPU, ${s.memory_mib} MiB`),
       h("dt", {}, "Created"), h("dd", {}, fmtTime(s.created_at)),
-      h("dt", {}, "Ready in"), h("dd", {}, s.ready_ms != null ? `${(s as any).ready_ms.toFixed?.(1) ?? s.ready_ms} ms` : "—"),
+      h("dt", {}, "Ready in"), h("dd", {}, s.ready_ms != null ? `${s.ready_ms.toFixed(1)} ms` : "—"),
       h("dt", {}, "Idle timeout"), h("dd", {}, s.ttl_seconds ? `${s.ttl_seconds} s (expires ${fmtTime(s.expires_at)})` : "none"),
       h("dt", {}, "Parent"), h("dd", {}, s.parent_id ? h("a", { href: `#/sandboxes/${s.parent_id}` }, s.parent_id) : "—"),
       h("dt", {}, "CPU time"), h("dd", {}, s.usage ? `${s.usage.cpu_seconds.toFixed(2)} s` : "—"),
