@@ -235,6 +235,18 @@ if (!ONLY_STATIC) {
       check("files_upload_download", inGuest.json?.stdout?.startsWith(sum) && sumBack === sum,
         `200000 random bytes uploaded, listed, in the guest and downloaded with the same SHA-256 ${sum.slice(0, 16)}…`,
         `guest ${inGuest.json?.stdout}, download ${sumBack}, sent ${sum}`);
+      await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "echo 'old text' > /tmp/dash-note.txt" });
+      await page.getByRole("button", { name: "List" }).click();
+      await page.getByRole("button", { name: "Edit dash-note.txt" }).click();
+      const area = page.getByLabel("Contents of /tmp/dash-note.txt");
+      const before = await area.inputValue();
+      await area.fill("new text\nsecond line\n");
+      await shot("file-edit");
+      await page.getByRole("button", { name: "Save" }).click();
+      await page.locator("#editor form").waitFor({ state: "detached", timeout: 30000 });
+      const after = await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "cat /tmp/dash-note.txt" });
+      check("file_edit", before === "old text\n" && after.json?.stdout === "new text\nsecond line\n",
+        "a small text file opened in the editor and saved back", `before ${JSON.stringify(before)}, after ${JSON.stringify(after.json?.stdout)}`);
     });
 
     await step("fork", async () => {

@@ -461,6 +461,8 @@ function terminalPanel(id: string): HTMLElement {
   return wrap;
 }
 
+const EDIT_MAX = 64 * 1024;
+
 function filesPanel(id: string): HTMLElement {
   const path = h("input", { id: "fp-path", type: "text", value: "/tmp", spellcheck: "false" });
   const msg = h("p", { "aria-live": "polite" });
@@ -476,7 +478,9 @@ function filesPanel(id: string): HTMLElement {
         const name = e.type === "dir"
           ? h("button", { type: "button", class: "link", onclick: (() => { path.value = full; list(); }) as EventListener }, e.name + "/")
           : h("a", { href: `/v1/sandboxes/${id}/files?path=${encodeURIComponent(full)}`, download: e.name }, e.name);
-        return h("tr", { "data-name": e.name }, h("td", {}, name), h("td", {}, e.type), h("td", { class: "num" }, e.type === "file" ? fmtBytes(e.size) : ""), h("td", {}, e.mode), h("td", {}, fmtTime(e.modified_at)));
+        const edit = e.type === "file" && e.size <= EDIT_MAX
+          ? h("button", { type: "button", class: "ghost", "aria-label": `Edit ${e.name}`, onclick: (() => editFile(full)) as EventListener }, "Edit") : null;
+        return h("tr", { "data-name": e.name }, h("td", {}, name, " ", edit), h("td", {}, e.type), h("td", { class: "num" }, e.type === "file" ? fmtBytes(e.size) : ""), h("td", {}, e.mode), h("td", {}, fmtTime(e.modified_at)));
       });
       const upBtn = path.value !== "/" ? h("tr", {}, h("td", {}, h("button", { type: "button", class: "link", onclick: (() => { path.value = up; list(); }) as EventListener }, "../")), h("td", {}, "dir"), h("td"), h("td"), h("td")) : null;
       clear(tbody, upBtn, ...rows);
@@ -508,8 +512,43 @@ function filesPanel(id: string): HTMLElement {
       notice(msg, `Upload failed: ${(e as Error).message}`, "error");
     }
   });
+  // Small text files open in a text area; Save writes them back (PUT).
+  const editor = h("div", { id: "editor" });
+  const editFile = async (full: string) => {
+    try {
+      const r = await fetch(`/v1/sandboxes/${id}/files?path=${encodeURIComponent(full)}`, { credentials: "same-origin" });
+      if (!r.ok) throw new Error(`${r.status}: ${(await r.json().catch(() => null))?.error?.message ?? r.statusText}`);
+      const bytes = new Uint8Array(await r.arrayBuffer());
+      let text: string;
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      } catch {
+        return notice(msg, `${full} is not UTF-8 text: download it instead`, "error");
+      }
+      const area = h("textarea", { id: "ed-text", rows: "14", spellcheck: "false" });
+      area.value = text;
+      const save = h("button", { type: "submit" }, "Save");
+      const cancel = h("button", { type: "button", class: "ghost", onclick: (() => clear(editor)) as EventListener }, "Cancel");
+      const f = h("form", { class: "card", "aria-label": `Edit ${full}` }, h("label", { for: "ed-text" }, `Contents of ${full}`), area, h("div", { class: "actions" }, save, cancel));
+      f.addEventListener("submit", async (ev) => {
+        ev.preventDefault();
+        try {
+          await api("PUT", `/v1/sandboxes/${id}/files?path=${encodeURIComponent(full)}`, undefined, new Blob([area.value]));
+          notice(msg, `saved ${full}`);
+          clear(editor);
+          list();
+        } catch (e) {
+          notice(msg, `Save failed: ${(e as Error).message}`, "error");
+        }
+      });
+      clear(editor, f);
+      area.focus();
+    } catch (e) {
+      notice(msg, (e as Error).message, "error");
+    }
+  };
   setTimeout(list);
-  return h("div", {}, form, upForm, msg,
+  return h("div", {}, form, upForm, msg, editor,
     h("div", { class: "scroll" }, h("table", { id: "files" },
       h("thead", {}, h("tr", {}, ...["Name", "Type", "Size", "Mode", "Modified"].map((t) => h("th", { scope: "col" }, t)))), tbody)));
 }
