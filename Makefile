@@ -47,8 +47,22 @@ KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
 CLI_LIBS      := -ljansson -lnettle -lcurl
 BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers
 
-.PHONY: all guest host test unit fuzz clean distclean templates layers
-all: $(BINS) build/kiln-init
+.PHONY: all guest host test unit fuzz clean distclean templates layers web
+all: $(BINS) build/kiln-init build/web/index.html
+
+# ---- the web dashboard (web/, docs/dashboard.md) ---------------------------
+# TypeScript bundled by esbuild into build/web/, where kilnd (--web-dir,
+# default the web/ beside it) serves it. npm ci installs the locked
+# dependencies into web/node_modules once (again when the lock changes).
+WEB_SRC := $(wildcard web/src/*) web/index.html web/build.mjs
+web: build/web/index.html
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	@command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { \
+		echo "make: the dashboard (web/) needs node and npm: run scripts/setup (Debian's nodejs and npm)" >&2; exit 1; }
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+build/web/index.html: $(WEB_SRC) web/node_modules/.package-lock.json
+	node web/build.mjs build/web
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -205,7 +219,7 @@ fuzz: build/fuzz/fuzz_proto
 	build/fuzz/fuzz_proto -runs=$(FUZZ_RUNS) -seed=1 -max_len=4096 -artifact_prefix=build/fuzz/ build/fuzz/corpus
 
 clean:
-	rm -rf build/obj build/obj-static build/san build/tests build/fuzz build/kiln-*
+	rm -rf build/obj build/obj-static build/san build/tests build/fuzz build/kiln-* build/web
 
 distclean:
 	rm -rf build

@@ -22,6 +22,7 @@ struct api_config {
 	char mcp_origins[1024];		/* Origins allowed on MCP besides loopback */
 	char tls_cert[PATH_MAX];	/* PEM certificate chain: serve HTTPS; "" : HTTP */
 	char tls_key[PATH_MAX];		/* its PEM private key */
+	char web_dir[PATH_MAX];		/* the dashboard's files (BIN/web) */
 	int64_t max_ttl;		/* seconds */
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;

@@ -20,5 +20,9 @@ handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat;
 handler_fn h_mcp_sandbox, h_mcp_workspace;	/* mcp/mcp.c */
 handler_fn h_port_expose, h_port_list, h_port_delete;	/* h_ports.c */
 handler_fn h_proxy;				/* proxy/proxy.c */
+handler_fn h_dashboard_root, h_dashboard;	/* h_dashboard.c */
+handler_fn h_session_create, h_session_get, h_session_delete;	/* h_session.c */
+handler_fn h_events;				/* h_events.c */
+handler_fn h_key_list, h_key_create, h_key_delete;	/* h_keys.c */
 
 #endif

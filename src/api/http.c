@@ -4,6 +4,7 @@
 #include "common/metrics.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
+#include "api/session.h"
 #include "common/err.h"
 #include "common/log.h"
 
@@ -449,7 +450,7 @@ static int admit(struct req *r, const char *url)
 		return reply_error(r, 404, "not_found", "no route %s %s", r->method, url);
 	}
 	if (!(r->route->flags & ROUTE_PUBLIC)) {
-		int rc = auth_request(r->api, req_header(r, "Authorization"), r->workspace);
+		int rc = auth_http(r);	/* a key, or a dashboard session (session.h) */
 		if (rc == -EACCES)
 			return reply_error(r, 401, "unauthorized", "%s", errmsg());
 		if (rc < 0)

@@ -51,6 +51,16 @@ const struct route routes[] = {
 	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, 0 },
 	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, 0 },
 	{ "DELETE", "/v1/snapshots/{id}", h_snapshot_delete, BODY_NONE, 0 },
+	/* The dashboard (docs/dashboard.md): its files, sign-in, events, keys. */
+	{ "GET", "/", h_dashboard_root, BODY_NONE, ROUTE_PUBLIC },
+	{ "GET", "/dashboard/{path}", h_dashboard, BODY_NONE, ROUTE_PUBLIC },
+	{ "POST", "/v1/session", h_session_create, BODY_JSON, ROUTE_PUBLIC },
+	{ "GET", "/v1/session", h_session_get, BODY_NONE, 0 },
+	{ "DELETE", "/v1/session", h_session_delete, BODY_NONE, 0 },
+	{ "GET", "/v1/events", h_events, BODY_NONE, 0 },
+	{ "GET", "/v1/keys", h_key_list, BODY_NONE, 0 },
+	{ "POST", "/v1/keys", h_key_create, BODY_JSON, 0 },
+	{ "DELETE", "/v1/keys/{id}", h_key_delete, BODY_NONE, 0 },
 };
 #pragma GCC diagnostic pop
 const size_t nroutes = sizeof routes / sizeof routes[0];

@@ -2,6 +2,7 @@
  * host: the sandbox table, capacity and housekeeping of the agent role.
  */
 #include "host/cgroup.h"
+#include "host/host_events.h"
 #include "host/host_int.h"
 #include "host/netpool.h"
 #include "host/proc.h"
@@ -175,9 +176,14 @@ int sandbox_save(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	int rc = store_sandbox_save(h->store, &sb->row);
+	/* The name is a static string: it outlives the lock. */
+	struct host_event ev = { sb->row.workspace, sb->row.id, sbx_state_name(sb->row.state),
+				 sb->row.cpu_seconds, sb->row.rss_bytes };
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		log_warn("sandbox %s: saving its record: %s", sb->row.id, errmsg());
+	else
+		host_events_emit(&ev);	/* id and workspace never change */
 	return rc;
 }
 

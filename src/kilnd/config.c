@@ -72,6 +72,7 @@ int config_finish(struct config *c)
 	rc = rc ?: set_path(c->initrd, c->bin_dir, "guest/initramfs.cpio");
 	rc = rc ?: set_path(c->images, c->bin_dir, "guest");
 	rc = rc ?: set_path(c->image_builders, c->bin_dir, "../images");
+	rc = rc ?: set_path(c->web_dir, c->bin_dir, "web");
 	if (rc)
 		return rc;
 	if (!c->store[0])
@@ -123,6 +124,7 @@ void config_api(const struct config *c, struct api_config *a)
 	snprintf(a->mcp_origins, sizeof a->mcp_origins, "%s", c->mcp_origins);
 	snprintf(a->tls_cert, sizeof a->tls_cert, "%s", c->tls_cert);
 	snprintf(a->tls_key, sizeof a->tls_key, "%s", c->tls_key);
+	snprintf(a->web_dir, sizeof a->web_dir, "%s", c->web_dir);
 	a->max_ttl = c->max_ttl;
 	a->max_json_bytes = c->max_json_bytes;
 	a->max_file_bytes = c->max_file_bytes;

@@ -23,6 +23,7 @@ struct config {
 	char initrd[PATH_MAX];		/* BIN/guest/initramfs.cpio */
 	char images[PATH_MAX];		/* BIN/guest: prebuilt rootfs-NAME.ext4 */
 	char image_builders[PATH_MAX];	/* BIN/../images: build-rootfs-NAME scripts */
+	char web_dir[PATH_MAX];		/* BIN/web: the dashboard's files */
 
 	int max_sandboxes;		/* live (not deleted), all workspaces */
 	int64_t max_memory_mib;		/* sum of running sandboxes' memory */

@@ -56,6 +56,7 @@ static const char usage_text[] =
 	"  --role all            both roles in one process (api and agent alone: later)\n"
 	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db)\n"
 	"  --bin DIR             where kiln-vmm, kiln-disk and guest/ are (default: kilnd's)\n"
+	"  --web-dir DIR         the dashboard's files, served at /dashboard/ (default BIN/web)\n"
 	"  --max-sandboxes N     live sandboxes on this host (default 256)\n"
 	"  --max-memory MIB      guest memory of running sandboxes (default 3 x RAM: it\n"
 	"                        is shared copy-on-write with the template)\n"
@@ -87,7 +88,7 @@ static const char usage_text[] =
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
 	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
-	O_DOMAIN,
+	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_NO_NET, O_NET_POOL, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
 };
@@ -113,6 +114,7 @@ static const struct option options[] = {
 	{ "tls-cert", required_argument, 0, O_TLS_CERT },
 	{ "tls-key", required_argument, 0, O_TLS_KEY },
 	{ "domain", required_argument, 0, O_DOMAIN },
+	{ "web-dir", required_argument, 0, O_WEB_DIR },
 	{ "workspace", required_argument, 0, O_WORKSPACE },
 	{ "name", required_argument, 0, O_NAME },
 	{ "image", required_argument, 0, O_IMAGE },
@@ -206,6 +208,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			if (!v_is_domain(g->domain))
 				die("--domain %s: want a DNS name such as sandboxes.example.com", optarg);
 			break;
+		case O_WEB_DIR: set_str(g->web_dir, sizeof g->web_dir, optarg, "--web-dir"); break;
 		case O_WORKSPACE: c->workspace = optarg; break;
 		case O_NAME: c->name = optarg; break;
 		case O_IMAGE: c->image = optarg; break;

@@ -21,6 +21,7 @@
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/routes.h"
+#include "api/session.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 #include "ops/validate.h"
@@ -155,6 +156,14 @@ static int copy_header(void *ctx, const char *name, const char *value)
 		return 0;
 	if (h->strip_auth && !strcasecmp(name, "Authorization"))
 		return 0;
+	/* The dashboard's session is kilnd's, never the guest's (session.h). */
+	if (!strcasecmp(name, "Cookie")) {
+		char *rest = cookie_without_session(value);
+		if (rest && *rest && !has_crlf(rest))
+			strbuf_printf(h->b, "Cookie: %s\r\n", rest);
+		free(rest);
+		return 0;
+	}
 	/* Headers the client declared hop-by-hop in Connection. */
 	if (h->connection && up_list_has(h->connection, name))
 		return 0;
@@ -460,7 +469,7 @@ int h_proxy(struct req *r)
 		up_head_free(&h);
 		return rc;
 	}
-	const char *(*hdr)[2] = calloc((size_t)h.n + 1, sizeof *hdr);
+	const char *(*hdr)[2] = calloc((size_t)h.n + 2, sizeof *hdr);
 	if (!hdr) {
 		up_head_free(&h);
 		return reply_error(r, 500, "internal", "out of memory");
@@ -469,6 +478,12 @@ int h_proxy(struct req *r)
 	for (int i = 0; i < h.n; i++)
 		if (!up_hop_by_hop(h.h[i].name))
 			hdr[k][0] = h.h[i].name, hdr[k++][1] = h.h[i].value;
+	/* By path, the guest's pages share kilnd's origin with the dashboard:
+	 * a sandboxed document gets an opaque origin of its own, so its
+	 * scripts cannot call the API with the dashboard's session. (By host
+	 * name, --domain, they are another origin already.) */
+	if (r->route != &proxy_host_route)
+		hdr[k][0] = "Content-Security-Policy", hdr[k++][1] = PROXY_PATH_CSP;
 	uint64_t size = HTTP_SIZE_UNKNOWN;
 	const char *cl = up_header(&h, "Content-Length");
 	if (h.body == UP_BODY_LENGTH)

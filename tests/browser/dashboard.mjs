@@ -1,0 +1,406 @@
+// tests/browser/dashboard.mjs: kiln's web dashboard in a real browser
+// (Debian's Chromium, headless, driven by playwright-core; nothing is
+// downloaded), against a real kilnd: KILN_API_URL and KILN_API_KEY (a
+// workspace key), and KILN_TEST_TEMPLATE (default minimal). Screenshots go
+// to KILN_SCREENSHOTS (default build/dashboard-screenshots). Lines:
+// "PASS name: detail" / "FAIL name: why". Everything it creates (sandboxes,
+// keys) is removed at the end, also after a failure.
+import { chromium } from "playwright-core";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const URL_ = process.env.KILN_API_URL ?? "http://127.0.0.1:7070";
+const KEY = process.env.KILN_API_KEY;
+const TEMPLATE = process.env.KILN_TEST_TEMPLATE ?? "minimal";
+const SHOTS = process.env.KILN_SCREENSHOTS ?? join(here, "../../build/dashboard-screenshots");
+const BROWSER = process.env.KILN_CHROMIUM ?? "/usr/bin/chromium";
+const P = process.env.KILN_TEST_PREFIX ?? "dash_";
+const ONLY_STATIC = process.env.KILN_DASH_NO_SANDBOXES === "1";	// no KVM: the parts that need none
+let failed = 0;
+const pass = (n, d) => console.log(`PASS ${P}${n}: ${d}`);
+const fail = (n, d) => (failed++, console.log(`FAIL ${P}${n}: ${String(d).replace(/\s+/g, " ").slice(0, 600)}`));
+const check = (n, ok, d, why) => (ok ? pass(n, d) : fail(n, why ?? d));
+if (!KEY) {
+  fail("setup", "KILN_API_KEY is not set");
+  process.exit(1);
+}
+mkdirSync(SHOTS, { recursive: true });
+
+// ---- REST with the key (setup, cleanup, cross-checks) ----------------------------------------
+async function rest(method, path, body, headers = {}) {
+  const r = await fetch(URL_ + path, {
+    method, headers: { Authorization: `Bearer ${KEY}`, ...(body ? { "Content-Type": "application/json" } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await r.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch { /* not JSON */ }
+  return { status: r.status, json, text, headers: r.headers };
+}
+const made = new Set();	// sandboxes to delete at the end
+const keysMade = new Set();
+
+// A step: runs fn, FAIL with the error if it throws (the rest goes on).
+async function step(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    fail(name, e?.stack?.split("\n").slice(0, 3).join(" ") ?? e);
+  }
+}
+
+// ---- security of the HTTP side ---------------------------------------------------------------
+async function session(key, extra = {}) {
+  const r = await fetch(URL_ + "/v1/session", { method: "POST", headers: { "Content-Type": "application/json", ...extra }, body: JSON.stringify({ api_key: key }) });
+  const setCookie = r.headers.get("set-cookie") ?? "";
+  const json = await r.json().catch(() => null);
+  const cookie = setCookie.split(";")[0];
+  return { status: r.status, setCookie, cookie, json };
+}
+
+await step("csp", async () => {
+  const r = await fetch(URL_ + "/dashboard/");
+  const csp = r.headers.get("content-security-policy") ?? "";
+  const html = await r.text();
+  const js = html.match(/src="\/dashboard\/(app-[^"]+\.js)"/)?.[1];
+  const a = js ? await fetch(URL_ + "/dashboard/" + js) : null;
+  const ok = r.status === 200 && /script-src 'self'(;|$)/.test(csp) && /default-src 'none'/.test(csp) &&
+    /frame-ancestors 'none'/.test(csp) && !/unsafe-eval/.test(csp) && !/script-src[^;]*unsafe-inline/.test(csp) &&
+    r.headers.get("cache-control") === "no-cache" && r.headers.get("x-content-type-options") === "nosniff" &&
+    a?.status === 200 && /immutable/.test(a.headers.get("cache-control") ?? "") && (a.headers.get("content-security-policy") ?? "") === csp;
+  check("csp", ok, `/dashboard/ and ${js}: ${csp}; index no-cache, bundle immutable`,
+    `status ${r.status} csp "${csp}" cache "${r.headers.get("cache-control")}" bundle ${a?.status} "${a?.headers.get("cache-control")}"`);
+  const root = await fetch(URL_ + "/", { redirect: "manual" });
+  const trav = await fetch(URL_ + "/dashboard/..%2fkilnd.db");
+  check("dashboard_paths", root.status === 302 && root.headers.get("location") === "/dashboard/" && trav.status === 404,
+    "/ redirects to /dashboard/; an escaping name is 404", `/ ${root.status} ${root.headers.get("location")}, ..%2f ${trav.status}`);
+});
+
+let S = null;	// a session made by fetch
+await step("cookie_flags", async () => {
+  S = await session(KEY);
+  const c = S.setCookie;
+  check("cookie_flags", S.status === 201 && /^kiln_session=[0-9a-f]{64}$/.test(S.cookie) && /HttpOnly/i.test(c) && /SameSite=Strict/i.test(c) &&
+    /Path=\//.test(c) && /Max-Age=\d+/.test(c) && !/Secure/i.test(c) && /^[0-9a-f]{64}$/.test(S.json?.csrf_token ?? ""),
+    `Set-Cookie: ${c.replace(/=[0-9a-f]{64}/, "=…")}`, `${S.status} ${c} ${JSON.stringify(S.json)}`);
+  const tls = await session(KEY, { "X-Forwarded-Proto": "https" });
+  check("cookie_secure_tls", /;\s*Secure/i.test(tls.setCookie), "Secure behind a TLS proxy (X-Forwarded-Proto: https)", tls.setCookie);
+  await fetch(URL_ + "/v1/session", { method: "DELETE", headers: { Cookie: tls.cookie, "X-CSRF-Token": tls.json.csrf_token } });
+  const bad = await session("kiln_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+  check("session_bad_key", bad.status === 401 && !bad.setCookie && /unknown or revoked/.test(bad.json?.error?.message ?? ""),
+    `401 ${bad.json?.error?.message}`, `${bad.status} ${JSON.stringify(bad.json)} ${bad.setCookie}`);
+});
+
+await step("csrf", async () => {
+  // Every mutating route, with the cookie but without (or with a wrong)
+  // token, is refused before it does anything. The routes come from kilnd.
+  const routes = readFileSync(process.env.KILN_ROUTES ?? "/dev/null", "utf8").trim().split("\n").filter(Boolean)
+    .map((l) => l.split(" ")).filter(([m, p]) => !["GET", "HEAD"].includes(m) && !p.includes("/proxy/") && p !== "/v1/session" || (m === "DELETE" && p === "/v1/session"));
+  if (routes.length < 10) throw new Error(`only ${routes.length} mutating routes read from KILN_ROUTES`);
+  const before = (await rest("GET", "/v1/keys")).json.keys.length;
+  let bad = [];
+  for (const [m, p] of routes) {
+    const path = p.replace("{id}", "sbx_doesnotexist00000000").replace("{port}", "8080");
+    for (const tok of [undefined, "0".repeat(64)]) {
+      const r = await fetch(URL_ + path, { method: m, headers: { Cookie: S.cookie, "Content-Type": "application/json", ...(tok ? { "X-CSRF-Token": tok } : {}) }, body: m === "DELETE" ? undefined : "{}" });
+      const j = await r.json().catch(() => null);
+      if (r.status !== 403 || !/CSRF/.test(j?.error?.message ?? "")) bad.push(`${m} ${p} ${tok ? "wrong" : "no"} token -> ${r.status}`);
+    }
+  }
+  const after = (await rest("GET", "/v1/keys")).json.keys.length;
+  check("csrf_required", bad.length === 0 && before === after, `${routes.length} mutating routes refuse a cookie without the right X-CSRF-Token (403)`, bad.join("; "));
+  const ok = await fetch(URL_ + "/v1/keys", { method: "POST", headers: { Cookie: S.cookie, "X-CSRF-Token": S.json.csrf_token, "Content-Type": "application/json" }, body: '{"name":"csrf-ok"}' });
+  const k = await ok.json();
+  if (k.id) keysMade.add(k.id);
+  check("csrf_accepted", ok.status === 201 && k.key?.startsWith("kiln_"), "with the token the same request works (201)", `${ok.status} ${JSON.stringify(k)}`);
+  const evil = await fetch(URL_ + "/v1/keys", { headers: { Cookie: S.cookie, Origin: "http://evil.example" } });
+  const proxied = await fetch(URL_ + "/v1/sandboxes/sbx_doesnotexist00000000/proxy/8080/", { headers: { Cookie: S.cookie } });
+  check("cookie_origin", evil.status === 403 && proxied.status === 401,
+    "a cookie request from another Origin is 403; the cookie opens no exposed port (401)", `origin ${evil.status}, proxy ${proxied.status}`);
+});
+
+// ---- the browser -----------------------------------------------------------------------------
+const browser = await chromium.launch({ executablePath: BROWSER, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, colorScheme: "light" });
+const page = await ctx.newPage();
+const consoleErrors = [];
+page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+page.on("pageerror", (e) => consoleErrors.push(String(e)));
+page.on("dialog", (d) => d.accept());	// the confirmations: yes
+const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+const T = 180_000;	// sandbox operations in an emulated host are slow
+
+async function signIn(key) {
+  await page.goto(URL_ + "/dashboard/");
+  await page.getByLabel("Workspace API key").fill(key);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+await step("bad_key", async () => {
+  await signIn("kiln_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb");
+  const msg = page.locator("#signin-msg");
+  await msg.filter({ hasText: "Sign-in refused" }).waitFor({ timeout: 15000 });
+  const text = await msg.textContent();
+  await shot("signin-refused");
+  check("bad_key_refused", /unknown or revoked API key/.test(text) && (await page.getByLabel("Workspace API key").inputValue()) === "",
+    `the page says "${text}" and the field is emptied`, text);
+});
+
+await step("sign_in", async () => {
+  await signIn(KEY);
+  await page.locator("#sandboxes").waitFor({ timeout: 15000 });
+  await page.locator("#live", { hasText: "live" }).waitFor({ timeout: 15000 });
+  const jar = await ctx.cookies();
+  const c = jar.find((x) => x.name === "kiln_session");
+  const seen = await page.evaluate(() => document.cookie + JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
+  check("sign_in", c && c.httpOnly && c.sameSite === "Strict" && !seen.includes("kiln_session") && !seen.includes(KEY.slice(5)),
+    "signed in; the cookie is HttpOnly and SameSite=Strict; neither the key nor the cookie is readable by the page's script or in storage",
+    `cookie ${JSON.stringify(c)}, script sees ${seen}`);
+  await shot("sandboxes-empty");
+});
+
+let sbx = null, child = null;
+if (!ONLY_STATIC) {
+  await step("create", async () => {
+    await page.evaluate(() => (window.__noReload = 1));
+    await page.getByLabel("Template").selectOption(TEMPLATE);
+    await page.getByLabel("Idle timeout (s, 0: none)").fill("900");
+    await page.getByLabel("Environment").fill("GREETING=hello from the dashboard");
+    await page.getByRole("button", { name: "Create sandbox" }).click();
+    const row = page.locator("#sandboxes tbody tr").first();
+    await row.waitFor({ timeout: T });
+    sbx = await row.getAttribute("data-id");
+    made.add(sbx);
+    await page.locator(`#sandboxes tr[data-id="${sbx}"] .badge`, { hasText: "running" }).waitFor({ timeout: T });
+    const env = await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "echo $GREETING" });
+    check("create", env.json?.stdout === "hello from the dashboard\n", `${sbx} created from the form, running, with its env`, JSON.stringify(env.json));
+    // One made behind the page's back shows up by the event stream alone.
+    const other = await rest("POST", "/v1/sandboxes", { template: TEMPLATE, ttl_seconds: 900 });
+    if (other.json?.id) made.add(other.json.id);
+    await page.locator(`#sandboxes tr[data-id="${other.json?.id}"]`).waitFor({ timeout: 30000 });
+    const same = await page.evaluate(() => window.__noReload === 1);
+    check("live_list", same, `${other.json?.id}, created by the REST API, appeared without a reload (SSE)`, "the page reloaded");
+    await page.getByLabel("Status").selectOption("hibernated");
+    const none = await page.locator("#sandboxes tbody tr").count();
+    await page.getByLabel("Status").selectOption("all");
+    await page.getByLabel("Filter").fill(other.json.id.slice(4, 14));
+    const one = await page.locator("#sandboxes tbody tr").count();
+    await page.getByLabel("Filter").fill("");
+    check("filters", none === 0 && one === 1, "status hibernated shows none; an id filter shows one", `${none} hibernated, ${one} by id`);
+    await shot("sandboxes");
+    await rest("DELETE", `/v1/sandboxes/${other.json.id}`);
+    await page.locator(`#sandboxes tr[data-id="${other.json.id}"]`).waitFor({ state: "detached", timeout: 60000 });
+    made.delete(other.json.id);
+    pass("live_delete", `${other.json.id}, deleted by the REST API, left the list by itself`);
+  });
+
+  if (sbx) {
+    await step("terminal", async () => {
+      await page.locator(`#sandboxes a[href="#/sandboxes/${sbx}"]`).click();
+      await page.locator("#terminal .xterm-rows").waitFor({ timeout: 30000 });
+      await page.locator("#term-status", { hasText: "connected" }).waitFor({ timeout: 60000 });
+      await page.waitForTimeout(1500);	// the shell's prompt
+      await page.locator("#terminal").click();
+      await page.keyboard.type("echo hello\n", { delay: 30 });
+      const rows = page.locator("#terminal .xterm-rows");
+      let lines = [];
+      for (let i = 0; i < 100; i++) {
+        lines = (await rows.evaluate((el) => [...el.children].map((r) => r.textContent.replace(/\u00a0/g, " ").trimEnd())));
+        if (lines.includes("hello")) break;
+        await page.waitForTimeout(300);
+      }
+      await shot("terminal");
+      check("terminal_echo", lines.includes("hello") && lines.some((l) => l.includes("echo hello")),
+        "typed `echo hello` into xterm.js over the PTY WebSocket (cookie session) and read `hello` back from the screen", JSON.stringify(lines.filter(Boolean)));
+    });
+
+    await step("files", async () => {
+      await page.getByRole("tab", { name: "Files" }).click();
+      await page.getByLabel("Directory").fill("/tmp");
+      await page.getByRole("button", { name: "List" }).click();
+      const data = randomBytes(200_000);
+      const sum = createHash("sha256").update(data).digest("hex");
+      await page.getByLabel("Upload a file to this directory").setInputFiles({ name: "dash-upload.bin", mimeType: "application/octet-stream", buffer: data });
+      await page.getByRole("button", { name: "Upload", exact: true }).click();
+      const link = page.locator('#files tr[data-name="dash-upload.bin"] a');
+      await link.waitFor({ timeout: 60000 });
+      const inGuest = await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "sha256sum /tmp/dash-upload.bin" });
+      const [dl] = await Promise.all([page.waitForEvent("download", { timeout: 60000 }), link.click()]);
+      const back = readFileSync(await dl.path());
+      const sumBack = createHash("sha256").update(back).digest("hex");
+      await shot("files");
+      check("files_upload_download", inGuest.json?.stdout?.startsWith(sum) && sumBack === sum,
+        `200000 random bytes uploaded, listed, in the guest and downloaded with the same SHA-256 ${sum.slice(0, 16)}…`,
+        `guest ${inGuest.json?.stdout}, download ${sumBack}, sent ${sum}`);
+      await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "echo 'old text' > /tmp/dash-note.txt" });
+      await page.getByRole("button", { name: "List" }).click();
+      await page.getByRole("button", { name: "Edit dash-note.txt" }).click();
+      const area = page.getByLabel("Contents of /tmp/dash-note.txt");
+      const before = await area.inputValue();
+      await area.fill("new text\nsecond line\n");
+      await shot("file-edit");
+      await page.getByRole("button", { name: "Save" }).click();
+      await page.locator("#editor form").waitFor({ state: "detached", timeout: 30000 });
+      const after = await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "cat /tmp/dash-note.txt" });
+      check("file_edit", before === "old text\n" && after.json?.stdout === "new text\nsecond line\n",
+        "a small text file opened in the editor and saved back", `before ${JSON.stringify(before)}, after ${JSON.stringify(after.json?.stdout)}`);
+    });
+
+    await step("fork", async () => {
+      await page.getByRole("button", { name: "Fork" }).click();
+      const msg = page.locator("#action-msg");
+      await msg.filter({ hasText: /forked: sbx_/ }).waitFor({ timeout: T });
+      child = (await msg.textContent()).match(/sbx_[a-z0-9]+/)[0];
+      made.add(child);
+      await page.getByRole("tab", { name: "Fork tree" }).click();
+      const nested = page.locator(`#tree li[data-id="${sbx}"] > ul > li[data-id="${child}"]`);
+      await nested.waitFor({ timeout: 30000 });
+      await shot("fork-tree");
+      pass("fork_tree", `forked ${child}; the tree draws it under ${sbx}`);
+    });
+
+    await step("hibernate_wake", async () => {
+      await page.getByRole("button", { name: "Hibernate" }).click();
+      await page.locator("#d-status .badge", { hasText: "hibernated" }).waitFor({ timeout: T });
+      const s1 = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.status;
+      await shot("hibernated");
+      await page.getByRole("button", { name: "Wake" }).click();
+      await page.locator("#d-status .badge", { hasText: "running" }).waitFor({ timeout: T });
+      const s2 = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.status;
+      check("hibernate_wake", s1 === "hibernated" && s2 === "running", "hibernated, then woken, from the buttons; the page followed each state", `${s1} then ${s2}`);
+    });
+
+    await step("processes_ports", async () => {
+      await page.getByRole("tab", { name: "Processes" }).click();
+      await page.locator("#ps", { hasText: "PID" }).waitFor({ timeout: 60000 });
+      await page.getByRole("tab", { name: "Ports" }).click();
+      await page.getByLabel("Guest port").fill("8080");
+      await page.getByRole("button", { name: "Expose" }).click();
+      await page.locator("#ports a", { hasText: "/proxy/8080" }).waitFor({ timeout: 30000 });
+      await shot("ports");
+      pass("processes_ports", "the process list shows ps output; port 8080 exposed with its URL");
+      // The charts fill from `event: usage` (kilnd's accounting samples).
+      let pts = 0;
+      for (let i = 0; i < 60 && pts < 3; i++) {
+        pts = Number(await page.locator("#chart-mem").getAttribute("data-points"));
+        if (pts < 3) await page.waitForTimeout(1000);
+      }
+      const caption = await page.locator("#chart-mem figcaption").textContent();
+      const lines = await page.locator("#chart-cpu polyline, #chart-mem polyline").count();
+      await shot("charts");
+      check("live_charts", pts >= 3 && lines === 2 && /MiB/.test(caption), `memory and CPU charts drawn from ${pts} pushed samples (${caption})`, `${pts} samples, ${lines} lines, "${caption}"`);
+    });
+
+    await step("proxied_app_isolated", async () => {
+      // A page of the guest, served by path on kilnd's own origin, tries
+      // to read the session and call the API with it.
+      const page1 = `<!doctype html><body>app<script>
+let out = [];
+try { out.push("cookie=" + document.cookie); } catch (e) { out.push("cookie:blocked"); }
+fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
+  (t) => { document.body.dataset.r = out.concat("session=" + t).join("|"); },
+  () => { document.body.dataset.r = out.concat("session:blocked").join("|"); });
+</script>`;
+      const cgi = '#!/bin/sh\necho "Content-Type: text/plain"\necho\necho "cookie=[$HTTP_COOKIE]"\n';
+      const setup = await rest("POST", `/v1/sandboxes/${sbx}/exec`, {
+        cmd: "mkdir -p /tmp/www/cgi-bin && cat > /tmp/www/index.html && printf '%s' \"$CGI\" > /tmp/www/cgi-bin/c && chmod +x /tmp/www/cgi-bin/c && " +
+          "busybox httpd -p 127.0.0.1:8081 -h /tmp/www </dev/null >/dev/null 2>&1",
+        env: { CGI: cgi }, stdin: page1,
+      });
+      const exp = await rest("POST", `/v1/sandboxes/${sbx}/ports`, { port: 8081, public: true });
+      if (setup.json?.exit_code !== 0 || !exp.json?.url) throw new Error(`guest web server: ${setup.text} ${exp.text}`);
+      await ctx.addCookies([{ name: "app", value: "1", url: URL_ }]);
+      const p2 = await ctx.newPage();
+      const base = new URL(exp.json.url, URL_).href.replace(/\/?$/, "/");
+      const seen = await (await p2.goto(base + "cgi-bin/c")).text();
+      const resp = await p2.goto(base);
+      const csp = (await resp.allHeaders())["content-security-policy"] ?? "";
+      await p2.locator("body[data-r]").waitFor({ timeout: 30000 });
+      const r = await p2.evaluate(() => document.body.dataset.r);
+      await p2.close();
+      check("proxied_app_isolated", /cookie=\[app=1\]/.test(seen) && !/kiln_session/.test(seen) && /^sandbox /.test(csp) &&
+        !/csrf_token/.test(r) && !/kiln_session/.test(r),
+        `the guest got "${seen.trim()}"; its page (CSP "${csp}") saw ${r.slice(0, 140)}`, `guest saw ${seen}; csp ${csp}; page saw ${r}`);
+    });
+
+    await step("delete", async () => {
+      await page.getByRole("tab", { name: "Terminal" }).click();
+      await page.getByRole("button", { name: "Delete" }).click();
+      await page.locator("#sandboxes").waitFor({ timeout: T });
+      await page.locator(`#sandboxes tr[data-id="${sbx}"]`).waitFor({ state: "detached", timeout: 60000 });
+      const gone = await rest("GET", `/v1/sandboxes/${sbx}`);
+      check("delete", gone.status === 404, `${sbx} deleted after the confirmation`, `GET says ${gone.status}`);
+      if (gone.status === 404) made.delete(sbx);
+    });
+  }
+}
+
+await step("usage_page", async () => {
+  await page.goto(URL_ + "/dashboard/#/usage");
+  await page.locator("#usage dt", { hasText: "CPU time" }).waitFor({ timeout: 15000 });
+  await shot("usage");
+  pass("usage_page", "the usage figures of GET /v1/usage");
+});
+
+await step("phone_dark", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(URL_ + "/dashboard/#/sandboxes");
+  await page.locator("#sandboxes").waitFor({ timeout: 15000 });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  await shot("phone");
+  await page.getByRole("button", { name: "Switch between light and dark" }).click();
+  const theme = await page.evaluate(() => [document.documentElement.dataset.theme, getComputedStyle(document.body).backgroundColor]);
+  await shot("phone-dark");
+  await page.setViewportSize({ width: 1280, height: 860 });
+  await shot("sandboxes-dark");
+  await page.getByRole("button", { name: "Switch between light and dark" }).click();
+  check("phone_dark", overflow <= 0 && theme[0] === "dark" && theme[1] === "rgb(15, 17, 21)", "no sideways scroll at 390 px; the dark theme switches on",
+    `overflow ${overflow}px, theme ${theme}`);
+  // Keyboard: every control has a name, and Tab reaches the nav.
+  const unlabelled = await page.evaluate(() => [...document.querySelectorAll("input, select, textarea, button")].filter((e) => {
+    const id = e.id && document.querySelector(`label[for="${e.id}"]`);
+    return !id && !e.getAttribute("aria-label") && !(e.textContent || "").trim();
+  }).map((e) => e.outerHTML.slice(0, 80)));
+  check("labelled_controls", unlabelled.length === 0, "every input, select and button has a label or a name", unlabelled.join(" "));
+});
+
+await step("revoke_signs_out", async () => {
+  await page.goto(URL_ + "/dashboard/#/keys");
+  await page.getByLabel("Name of a new key").fill("browser-test");
+  await page.getByRole("button", { name: "Create key" }).click();
+  const out = page.locator("#new-key-value");
+  await out.waitFor({ timeout: 15000 });
+  const newKey = (await out.textContent()).trim();
+  await shot("keys-created");
+  const listed = await rest("GET", "/v1/keys");
+  const row = listed.json.keys.find((k) => newKey.startsWith(k.prefix));
+  if (row) keysMade.add(row.id);
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("Workspace API key").waitFor({ timeout: 15000 });
+  const afterOut = (await page.content()).includes(newKey);	// the key left the page with the sign-out
+  await signIn(newKey);
+  await page.locator("#sandboxes").waitFor({ timeout: 15000 });
+  await page.goto(URL_ + "/dashboard/#/keys");
+  await page.getByRole("button", { name: `Revoke key ${row.prefix}` }).click();
+  const msg = page.locator("#signin-msg");
+  await msg.filter({ hasText: "revoked" }).waitFor({ timeout: 15000 });
+  await shot("signed-out-revoked");
+  const text = await msg.textContent();
+  const again = await rest("GET", "/v1/keys");
+  const st = again.json.keys.find((k) => k.id === row.id);
+  check("revoke_signs_out", st?.revoked === true && /revoked/.test(text) && !afterOut,
+    `signed in with a key made on the keys page, revoked it there, and was signed out: "${text}"`, `${JSON.stringify(st)} ${text}`);
+});
+
+check("no_console_errors", consoleErrors.filter((e) => !/401|403|Failed to load resource/.test(e)).length === 0,
+  "the page logged no script errors", consoleErrors.join(" | "));
+
+// ---- cleanup ---------------------------------------------------------------------------------
+await browser.close();
+for (const id of made) await rest("DELETE", `/v1/sandboxes/${id}`);
+for (const id of keysMade) await rest("DELETE", `/v1/keys/${id}`);
+if (S) await fetch(URL_ + "/v1/session", { method: "DELETE", headers: { Cookie: S.cookie, "X-CSRF-Token": S.json.csrf_token } });
+process.exit(failed ? 1 : 0);

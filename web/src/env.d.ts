@@ -1,0 +1,2 @@
+// esbuild bundles imported CSS into app-HASH.css.
+declare module "*.css";
