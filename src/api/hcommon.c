@@ -2,19 +2,27 @@
 #include "host/host.h"
 #include "api/api.h"
 #include "api/http.h"
+#include "ops/ops.h"
 #include "ops/validate.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+void req_caller(struct req *r, struct ops_caller *out)
+{
+	*out = (struct ops_caller){ .host = r->api->host, .workspace = r->workspace,
+				    .arrival_ns = r->arrival_ns, .max_ttl = r->api->cfg->max_ttl };
+}
+
 int req_sandbox(struct req *r, struct sandbox **out, int *answered)
 {
-	const char *id = r->nparams > 0 ? r->params[0] : "";
-	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, out) < 0) {
-		*answered = reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
+	struct ops_caller c;
+	req_caller(r, &c);
+	if (ops_sandbox(&c, r->nparams > 0 ? r->params[0] : "", out) < 0) {
+		*answered = reply_errno(r, -ENOENT);
 		return -1;
 	}
-	sandbox_touch(*out);
 	return 0;
 }
 

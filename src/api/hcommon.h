@@ -9,8 +9,12 @@
 #include <jansson.h>
 
 struct guest_stat;
+struct ops_caller;
 struct req;
 struct sandbox;
+
+/* The operations layer's view of the request (ops/ops.h): who, when. */
+void req_caller(struct req *r, struct ops_caller *out);
 
 /* The sandbox named by the path's {id}, owned by the caller. On failure
  * the 404 has been sent: return *answered. */
