@@ -9,14 +9,13 @@
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
+#include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FORK_MAX 64
 
 static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
 {
@@ -32,52 +31,15 @@ static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
 
 int h_sandbox_create(struct req *r)
 {
-	static const char *const keys[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
-					    "env", "allow_out", "deny_out", "allow_internet", NULL };
-	const struct api_config *cfg = r->api->cfg;
-	const char *tmpl = NULL, *snap = NULL;
-	int64_t ttl = -1;
-	json_t *metadata = NULL, *env = NULL;
-	int rc = v_known_keys(r->json, keys);
-	rc = rc ?: v_str(r->json, "template", false, 64, &tmpl);
-	rc = rc ?: v_str(r->json, "from_snapshot", false, 64, &snap);
-	rc = rc ?: v_int(r->json, "ttl_seconds", false, 0, cfg->max_ttl, &ttl);
-	rc = rc ?: v_str_map(r->json, "metadata", 64, 64, 1024, false, &metadata);
-	rc = rc ?: v_str_map(r->json, "env", 256, 128, 8192, true, &env);
-	char *policy = NULL;
-	rc = rc ?: netpolicy_from_request(r->json, &policy);
-	if (rc == 0 && tmpl && snap)
-		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
-	if (rc < 0) {
-		free(policy);
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	}
-	json_t *names;
-	if (tmpl && template_known(r, tmpl, &names) < 0) {
-		free(policy);
-		return names ? reply_template_missing(r, names) : reply_errno(r, -ENOMEM);
-	}
-	if (snap && !v_is_id(snap, "snap_")) {
-		free(policy);
-		return reply_error(r, 404, "not_found", "snapshot %.64s not found", snap);
-	}
-	char *meta_text = metadata ? json_dumps(metadata, JSON_COMPACT) : NULL;
-	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
-	struct create_req cr = {
-		.workspace = r->workspace,
-		.template = snap ? NULL : (tmpl ? tmpl : "base"),
-		.snapshot = snap,
-		.ttl_seconds = ttl,
-		.metadata = meta_text,
-		.env = env_text,
-		.net_policy = policy,
-		.arrival_ns = r->arrival_ns,
-	};
+	struct ops_caller c;
 	struct sandbox *sb;
-	rc = host_create(r->api->host, &cr, &sb);
-	free(meta_text);
-	free(env_text);
-	free(policy);
+	req_caller(r, &c);
+	int rc = ops_create(&c, r->json, &sb);
+	const char *tmpl = json_string_value(json_object_get(r->json, "template"));
+	json_t *names = NULL;
+	/* An unknown template's 404 lists the templates that exist. */
+	if (rc == -ENOENT && tmpl && ops_template_known(c.host, tmpl, &names) < 0 && names)
+		return reply_template_missing(r, names);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_sandbox(r, 201, sb);
@@ -142,35 +104,29 @@ int h_sandbox_wake(struct req *r)
 static int fork_route(struct req *r, bool tree)
 {
 	static const char *const keys[] = { "count", NULL };
-	int64_t count = 1;
+	struct ops_caller c;
+	struct ops_forked f;
 	int rc = v_known_keys(r->json, keys);
-	rc = rc ?: v_int(r->json, "count", false, 1, FORK_MAX, &count);
 	if (rc < 0)
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb, *kids[FORK_MAX];
-	int answered, made;
-	if (req_sandbox(r, &sb, &answered) < 0)
-		return answered;
-	rc = host_fork(r->api->host, sb, (int)count, tree, kids, &made);
-	req_sandbox_put(r, sb);
-	if (rc < 0 && made == 0)
 		return reply_errno(r, rc);
-	char why[512];
-	snprintf(why, sizeof why, "%s", rc < 0 ? errmsg() : "");
+	req_caller(r, &c);
+	rc = ops_fork(&c, r->nparams > 0 ? r->params[0] : "", r->json, tree, &f);
+	if (rc < 0 && f.made == 0)
+		return reply_errno(r, rc);
 	json_t *a = json_array();
-	for (int i = 0; i < made; i++) {
+	for (int i = 0; i < f.made; i++) {
 		struct sbx_row row;
-		if (a && sandbox_row(kids[i], &row) == 0) {
+		if (a && sandbox_row(f.kids[i], &row) == 0) {
 			json_array_append_new(a, render_sandbox(&row));
 			sbx_row_clear(&row);
 		}
-		req_sandbox_put(r, kids[i]);
+		req_sandbox_put(r, f.kids[i]);
 	}
 	json_t *j = json_pack("{s:o}", "sandboxes", a);
 	if (j && rc < 0) {
 		/* Some children came up, some did not: say both. */
-		json_object_set_new(j, "failed", json_integer(count - made));
-		json_object_set_new(j, "error", json_string(why));
+		json_object_set_new(j, "failed", json_integer(f.count - f.made));
+		json_object_set_new(j, "error", json_string(f.why));
 	}
 	return reply_json(r, 201, j);
 }

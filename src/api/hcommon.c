@@ -4,12 +4,12 @@
 #include "api/api.h"
 #include "api/http.h"
 #include "api/render.h"
+#include "ops/ops.h"
 #include "store/store.h"
 #include "ops/validate.h"
 #include "common/err.h"
 
 #include <errno.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,19 +38,27 @@ int reply_sandbox_missing(struct req *r, const char *id)
 	return reply_json(r, 404, e);
 }
 
+void req_caller(struct req *r, struct ops_caller *out)
+{
+	*out = (struct ops_caller){ .host = r->api->host, .workspace = r->workspace,
+				    .arrival_ns = r->arrival_ns, .max_ttl = r->api->cfg->max_ttl,
+				    /* Reading a sandbox (GET: itself, its ports, logs) is
+				     * not activity, or a dashboard polling it would keep it
+				     * alive forever; a request that changes it is. Guest
+				     * work (exec, files, pty) counts by itself in
+				     * sandbox_enter. */
+				    .touch = strcmp(r->method, "GET") != 0 };
+}
+
 int req_sandbox(struct req *r, struct sandbox **out, int *answered)
 {
+	struct ops_caller c;
+	req_caller(r, &c);
 	const char *id = r->nparams > 0 ? r->params[0] : "";
-	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, out) < 0) {
+	if (ops_sandbox(&c, id, out) < 0) {
 		*answered = reply_sandbox_missing(r, id);
 		return -1;
 	}
-	/* Reading a sandbox (GET: itself, its ports, logs) is not activity,
-	 * or a dashboard polling it would keep it alive forever; a request
-	 * that changes it is. Guest work (exec, files, pty) counts by itself
-	 * in sandbox_enter. */
-	if (strcmp(r->method, "GET") != 0)
-		sandbox_touch(*out);
 	return 0;
 }
 
@@ -90,41 +98,6 @@ char **env_merge(const char *sandbox_env, const json_t *request_env)
 	}
 	json_decref(merged);
 	return env;
-}
-
-struct tmpl_names {
-	const char *want;
-	bool found;
-	json_t *names;
-	char list[256];
-};
-
-static int add_tmpl_name(void *ctx, const struct template_def *def, const struct tmpl *t)
-{
-	(void)t;
-	struct tmpl_names *n = ctx;
-	const char *name = def->name;
-	if (strcmp(name, n->want) == 0)
-		n->found = true;
-	size_t len = strlen(n->list);
-	snprintf(n->list + len, sizeof n->list - len, "%s%s", len ? ", " : "", name);
-	return json_array_append_new(n->names, json_string(name));
-}
-
-int template_known(struct req *r, const char *name, json_t **names)
-{
-	struct tmpl_names n = { .want = name, .names = json_array() };
-	*names = NULL;
-	if (!n.names || host_templates(r->api->host, add_tmpl_name, &n) < 0) {
-		json_decref(n.names);
-		return errf(ENOMEM, "out of memory");
-	}
-	if (n.found) {
-		json_decref(n.names);
-		return 0;
-	}
-	*names = n.names;
-	return errf(ENOENT, "unknown template '%.64s'; the templates are: %s", name, n.list);
 }
 
 int reply_template_missing(struct req *r, json_t *names)

@@ -9,8 +9,13 @@
 #include <jansson.h>
 
 struct guest_stat;
+struct ops_caller;
 struct req;
 struct sandbox;
+
+/* The operations layer's view of the request (ops/ops.h): who, when, and
+ * whether looking a sandbox up is activity (any method but GET). */
+void req_caller(struct req *r, struct ops_caller *out);
 
 /* The sandbox named by the path's {id}, owned by the caller; a request
  * other than GET counts as activity (TTL). On failure the 404 has been
@@ -23,9 +28,6 @@ void req_sandbox_put(struct req *r, struct sandbox *sb);
  * why and when for the caller's sandbox that ended within
  * ENDED_RETENTION_S (its record is kept), else "not_found". */
 int reply_sandbox_missing(struct req *r, const char *id);
-/* 0 if a template of that name exists; else -ENOENT, errmsg() listing
- * the templates that do, and *names their JSON array (yours). */
-int template_known(struct req *r, const char *name, json_t **names);
 /* 404 template_not_found with errmsg() and "templates": names (taken). */
 int reply_template_missing(struct req *r, json_t *names);
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text

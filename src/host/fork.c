@@ -34,8 +34,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FORK_MAX 64
-
 static int ctl_simple(struct sandbox *sb, const char *cmd, int timeout_ms)
 {
 	char ctl[PATH_MAX];
@@ -147,7 +145,7 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 	json_t *children = json_array(), *reply = NULL;
 	/* Each child's TAP, opened here in its own namespace and passed: a
 	 * fork stays in its parent's jail and cannot open one by name. */
-	int taps[FORK_MAX], ntaps = 0;
+	int taps[HOST_FORK_MAX], ntaps = 0;
 	bool want_net = parent->row.net_slot != 0;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX];
@@ -269,8 +267,8 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	      struct sandbox **children, int *made)
 {
 	*made = 0;
-	if (count < 1 || count > FORK_MAX)
-		return errf(EINVAL, "count must be from 1 to %d", FORK_MAX);
+	if (count < 1 || count > HOST_FORK_MAX)
+		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
 	pthread_mutex_lock(&sb->op);
 	int rc = 0;
 	if (!sandbox_in(sb, SBX_RUNNING))

@@ -64,9 +64,10 @@ int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds);
 int host_set_network(struct host *h, struct sandbox *sb, const char *policy);
 /* A snapshot of the running sandbox (memory and disk); its id. */
 int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX]);
-/* count children of sb: with tree, all in one pause (identical); without,
- * one pause each. children[] gets references; *made how many exist (they
- * are returned even when a later one failed). */
+/* count (1 to HOST_FORK_MAX) children of sb: with tree, all in one pause
+ * (identical); without, one pause each. children[] gets references; *made
+ * how many exist (they are returned even when a later one failed). */
+#define HOST_FORK_MAX 64
 int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	      struct sandbox **children, int *made);
 int host_snapshot_delete(struct host *h, const char *workspace, const char *id);

@@ -13,9 +13,11 @@
 #include "api/http.h"
 #include "mcp/mcp.h"
 #include "api/render.h"
+#include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"
+#include "net/net.h"
 
 #include <errno.h>
 #include <nettle/base64.h>
@@ -29,7 +31,9 @@
 #define OUTPUT_MAX (1u << 20)		/* shell: bytes kept per stream */
 #define FILE_MAX (4u << 20)		/* read_file */
 #define LIST_MAX 10000
-#define FORK_MAX 64
+/* A bound of ops.h or host.h, as the number a schema shows. */
+#define STR_(x) #x
+#define NUM(x) STR_(x)
 
 /* ---- schemas ------------------------------------------------------------------------------------ */
 
@@ -44,13 +48,17 @@
 
 /* ---- helpers --------------------------------------------------------------------------------------- */
 
+static const char *tool_sandbox_id(struct mcp_call *c, const json_t *args)
+{
+	return c->sandbox_id ? c->sandbox_id : json_string_value(json_object_get(args, "sandbox_id"));
+}
+
 static int tool_sandbox(struct mcp_call *c, const json_t *args, struct sandbox **sb)
 {
-	const char *id = c->sandbox_id ? c->sandbox_id
-				       : json_string_value(json_object_get(args, "sandbox_id"));
-	if (!id || !v_is_id(id, "sbx_") || host_find(c->r->api->host, c->r->workspace, id, sb) < 0)
-		return errf(ENOENT, "sandbox %.40s not found", id ? id : "");
-	return 0;	/* not activity by itself (docs/api.md): reads are not */
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	oc.touch = false;	/* not activity by itself (docs/api.md): reads are not */
+	return ops_sandbox(&oc, tool_sandbox_id(c, args), sb);
 }
 
 /* The sandbox, entered for guest work (waking it if it hibernates). */
@@ -367,31 +375,10 @@ static int t_list_dir(struct mcp_call *c, const json_t *args, struct mcp_out *ou
 
 static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const struct api_config *cfg = c->r->api->cfg;
-	const char *tmpl = arg_str(args, "template", "base");
-	int64_t ttl = arg_int(args, "ttl_seconds", -1);
-	json_t *metadata = NULL, *env = NULL;
-	int rc = v_str_map(args, "metadata", 64, 64, 1024, false, &metadata);
-	rc = rc ?: v_str_map(args, "env", 256, 128, 8192, true, &env);
-	json_t *names = NULL;
-	if (rc == 0 && template_known(c->r, tmpl, &names) < 0) {
-		char why[400];	/* errf must not read the buffer it writes */
-		snprintf(why, sizeof why, "%s", errmsg());
-		json_decref(names);
-		rc = errf(EINVAL, "%s", why);
-	}
-	if (rc == 0 && ttl > cfg->max_ttl)
-		rc = errf(EINVAL, "ttl_seconds must be at most %lld", (long long)cfg->max_ttl);
-	if (rc < 0)
-		return rc;
-	char *meta_text = metadata ? json_dumps(metadata, JSON_COMPACT) : NULL;
-	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
-	struct create_req cr = { .workspace = c->r->workspace, .template = tmpl, .ttl_seconds = ttl,
-				 .metadata = meta_text, .env = env_text, .arrival_ns = c->r->arrival_ns };
+	struct ops_caller oc;
 	struct sandbox *sb;
-	rc = host_create(c->r->api->host, &cr, &sb);
-	free(meta_text);
-	free(env_text);
+	req_caller(c->r, &oc);
+	int rc = ops_create(&oc, args, &sb);
 	if (rc < 0)
 		return rc;
 	json_t *j = sandbox_json(sb);
@@ -445,28 +432,21 @@ static int t_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 
 static int t_fork(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	int count = (int)arg_int(args, "count", 1), made = 0;
-	struct sandbox *sb, *kids[FORK_MAX];
-	int rc = tool_sandbox(c, args, &sb);
-	if (rc < 0)
+	struct ops_caller oc;
+	struct ops_forked f;
+	req_caller(c->r, &oc);
+	int rc = ops_fork(&oc, tool_sandbox_id(c, args), args, false, &f);
+	if (rc < 0 && f.made == 0)
 		return rc;
-	rc = host_fork(c->r->api->host, sb, count, false, kids, &made);
-	sandbox_put(c->r->api->host, sb);
-	char why[512];
-	snprintf(why, sizeof why, "%s", rc < 0 ? errmsg() : "");
 	json_t *a = json_array();
-	for (int i = 0; i < made; i++) {
-		json_array_append_new(a, sandbox_json(kids[i]));
-		sandbox_put(c->r->api->host, kids[i]);
-	}
-	if (rc < 0 && made == 0) {
-		json_decref(a);
-		return errf(-rc, "%s", why);
+	for (int i = 0; i < f.made; i++) {
+		json_array_append_new(a, sandbox_json(f.kids[i]));
+		sandbox_put(c->r->api->host, f.kids[i]);
 	}
 	json_t *j = json_pack("{s:o}", "sandboxes", a);
 	if (j && rc < 0) {
-		json_object_set_new(j, "failed", json_integer(count - made));
-		json_object_set_new(j, "error", json_string(why));
+		json_object_set_new(j, "failed", json_integer(f.count - f.made));
+		json_object_set_new(j, "error", json_string(f.why));
 	}
 	mcp_json(out, j);
 	return j ? 0 : errf(ENOMEM, "out of memory");
@@ -545,15 +525,24 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}}}}",
 	  MCP_SANDBOX | MCP_READ_ONLY, t_list_dir },
 	{ "create_sandbox", "Create a sandbox",
-	  "Create a sandbox (a Linux microVM) from a template, running in well under a second. "
-	  "base is Debian with python3, pip, git, curl and a C compiler; minimal is busybox.",
+	  "Create a sandbox (a Linux microVM) from a template, running in well under a second, or "
+	  "from a snapshot. base is Debian with python3, pip, git, curl and a C compiler; minimal is busybox.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	  "\"template\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"base (default) or minimal.\"},"
-	  "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":604800,"
-	  "\"description\":\"Delete it after this long without use (0: never; default: the server's).\"},"
-	  "\"metadata\":{\"type\":\"object\",\"maxProperties\":64,\"additionalProperties\":{\"type\":\"string\",\"maxLength\":1024}},"
-	  "\"env\":{\"type\":\"object\",\"maxProperties\":256,\"additionalProperties\":{\"type\":\"string\",\"maxLength\":8192},"
-	  "\"description\":\"Environment of every command run in it.\"}}}",
+	  "\"template\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ",\"description\":\"base (default) or minimal.\"},"
+	  "\"from_snapshot\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
+	  "\"description\":\"A snapshot (snap_...) to start from instead of a template: its memory and disk.\"},"
+	  "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":0,"
+	  "\"description\":\"Delete it after this long without use (0: never; default and most: the server's).\"},"
+	  "\"metadata\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_METADATA_MAX) ",\"additionalProperties\":"
+	  "{\"type\":\"string\",\"maxLength\":" NUM(OPS_METADATA_VALUE_MAX) "}},"
+	  "\"env\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_ENV_MAX) ",\"additionalProperties\":"
+	  "{\"type\":\"string\",\"maxLength\":" NUM(OPS_ENV_VALUE_MAX) "},"
+	  "\"description\":\"Environment of every command run in it.\"},"
+	  "\"allow_out\":{\"type\":\"array\",\"maxItems\":" NUM(NET_MAX_CIDRS) ",\"items\":{\"type\":\"string\"},"
+	  "\"description\":\"IPv4 addresses or CIDRs; when given, only these can be reached.\"},"
+	  "\"deny_out\":{\"type\":\"array\",\"maxItems\":" NUM(NET_MAX_CIDRS) ",\"items\":{\"type\":\"string\"},"
+	  "\"description\":\"IPv4 addresses or CIDRs never reachable.\"},"
+	  "\"allow_internet\":{\"type\":\"boolean\",\"description\":\"false: nothing leaves the sandbox (default true).\"}}}",
 	  SANDBOX_SCHEMA, 0, t_create },
 	{ "list_sandboxes", "List sandboxes", "List the workspace's sandboxes, oldest first.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
@@ -572,7 +561,7 @@ const struct mcp_tool mcp_tools[] = {
 	  "continues from the parent's state, to try different paths from one point.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
-	  "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":64,\"description\":\"How many children (default 1).\"}}}",
+	  "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(HOST_FORK_MAX) ",\"description\":\"How many children (default 1).\"}}}",
 	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
 	  "\"items\":" SANDBOX_SCHEMA "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
 	  0, t_fork },

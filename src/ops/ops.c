@@ -1,0 +1,126 @@
+#include "ops/ops.h"
+#include "ops/validate.h"
+#include "host/netpolicy.h"
+#include "host/template.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int ops_sandbox(const struct ops_caller *c, const char *id, struct sandbox **out)
+{
+	if (!id || !v_is_id(id, "sbx_") || host_find(c->host, c->workspace, id, out) < 0)
+		return errf(ENOENT, "sandbox %.40s not found", id ? id : "");
+	if (c->touch)
+		sandbox_touch(*out);
+	return 0;
+}
+
+struct tmpl_names {
+	const char *want;
+	bool found;
+	json_t *names;
+	char list[256];
+};
+
+static int add_tmpl_name(void *ctx, const struct template_def *def, const struct tmpl *t)
+{
+	(void)t;
+	struct tmpl_names *n = ctx;
+	const char *name = def->name;
+	if (strcmp(name, n->want) == 0)
+		n->found = true;
+	size_t len = strlen(n->list);
+	snprintf(n->list + len, sizeof n->list - len, "%s%s", len ? ", " : "", name);
+	return json_array_append_new(n->names, json_string(name));
+}
+
+int ops_template_known(struct host *h, const char *name, json_t **names)
+{
+	struct tmpl_names n = { .want = name, .names = json_array() };
+	*names = NULL;
+	if (!n.names || host_templates(h, add_tmpl_name, &n) < 0) {
+		json_decref(n.names);
+		return errf(ENOMEM, "out of memory");
+	}
+	if (n.found) {
+		json_decref(n.names);
+		return 0;
+	}
+	*names = n.names;
+	return errf(ENOENT, "unknown template '%.64s'; the templates are: %s", name, n.list);
+}
+
+const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
+					  "env", "allow_out", "deny_out", "allow_internet", NULL };
+
+int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **out)
+{
+	const char *tmpl = NULL, *snap = NULL;
+	int64_t ttl = -1;
+	json_t *metadata = NULL, *env = NULL;
+	char *policy = NULL;
+	int rc = v_known_keys(args, ops_create_fields);
+	rc = rc ?: v_str(args, "template", false, OPS_NAME_MAX, &tmpl);
+	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &snap);
+	rc = rc ?: v_int(args, "ttl_seconds", false, 0, c->max_ttl, &ttl);
+	rc = rc ?: v_str_map(args, "metadata", OPS_METADATA_MAX, OPS_METADATA_KEY_MAX,
+			     OPS_METADATA_VALUE_MAX, false, &metadata);
+	rc = rc ?: v_str_map(args, "env", OPS_ENV_MAX, OPS_ENV_KEY_MAX, OPS_ENV_VALUE_MAX, true, &env);
+	rc = rc ?: netpolicy_from_request(args, &policy);
+	if (rc == 0 && tmpl && snap)
+		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
+	json_t *names = NULL;
+	if (rc == 0 && tmpl)
+		rc = ops_template_known(c->host, tmpl, &names);
+	json_decref(names);
+	if (rc == 0 && snap && !v_is_id(snap, "snap_"))
+		rc = errf(ENOENT, "snapshot %.64s not found", snap);
+	if (rc < 0) {
+		free(policy);
+		return rc;
+	}
+	char *meta_text = metadata ? json_dumps(metadata, JSON_COMPACT) : NULL;
+	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
+	if ((metadata && !meta_text) || (env && !env_text))
+		rc = errf(ENOMEM, "out of memory");
+	struct create_req cr = {
+		.workspace = c->workspace,
+		.template = snap ? NULL : (tmpl ? tmpl : "base"),
+		.snapshot = snap,
+		.ttl_seconds = ttl,
+		.metadata = meta_text,
+		.env = env_text,
+		.net_policy = policy,
+		.arrival_ns = c->arrival_ns,
+	};
+	if (rc == 0)
+		rc = host_create(c->host, &cr, out);
+	free(meta_text);
+	free(env_text);
+	free(policy);
+	return rc;
+}
+
+int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *args, bool tree,
+	     struct ops_forked *f)
+{
+	int64_t count = 1;
+	struct sandbox *parent;
+	f->count = f->made = 0;
+	f->why[0] = 0;
+	int rc = v_int(args, "count", false, 1, HOST_FORK_MAX, &count);
+	rc = rc ?: ops_sandbox(c, parent_id, &parent);
+	if (rc < 0)
+		return rc;
+	f->count = (int)count;
+	rc = host_fork(c->host, parent, f->count, tree, f->kids, &f->made);
+	if (rc < 0)
+		snprintf(f->why, sizeof f->why, "%s", errmsg());
+	sandbox_put(c->host, parent);
+	if (rc < 0)
+		errf(-rc, "%s", f->why);	/* sandbox_put may have said something else */
+	return rc;
+}
