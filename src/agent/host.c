@@ -331,7 +331,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	if (!dead || pthread_mutex_trylock(&sb->op) != 0)
 		return;	/* an operation runs: look again next round */
 	if (sandbox_in(sb, "running") && !sb->expect_exit) {
-		char why[200];
+		char why[400];
 		int st = proc_reap(sb->row.vmm_pid);
 		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
 			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
@@ -343,6 +343,12 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 			snprintf(why, sizeof why, "the VMM was killed by signal %d", WTERMSIG(st));
 		else
 			snprintf(why, sizeof why, "the VMM exited");
+		/* Its own last words say most about why. */
+		char last[160];
+		if (sandbox_vmm_last_line(sb, last, sizeof last) == 0 && last[0]) {
+			size_t len = strlen(why);
+			snprintf(why + len, sizeof why - len, "; it said: %s", last);
+		}
 		log_warn("sandbox %s: %s", sb->row.id, why);
 		sandbox_fail(h, sb, why);
 		pthread_mutex_unlock(&sb->op);
@@ -410,7 +416,7 @@ static void *housekeeper(void *arg)
 static int make_dirs(const struct config *cfg)
 {
 	static const char *const sub[] = { "", "/sandboxes", "/snapshots", "/layers", "/templates", "/tmp",
-					   "/jail" };
+					   "/jail", "/logs" };
 	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof p, "%s%s", cfg->data_dir, sub[i]);

@@ -204,6 +204,7 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
 void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 {
 	sandbox_sample(h, sb);
+	sandbox_log_keep(h, sb);	/* why it failed is often in there */
 	sandbox_teardown(h, sb);
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
@@ -443,6 +444,7 @@ int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
 	sb->row.cpu_base = sb->row.cpu_seconds;
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, "deleted");
+	sandbox_log_drop(h, sb);
 	host_unlink(h, sb);
 	pthread_mutex_unlock(&sb->op);
 	layers_gc(h);
