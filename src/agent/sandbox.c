@@ -3,6 +3,7 @@
  * by booting, or from a snapshot), delete, hibernate, wake, and guest
  * access. Forks and snapshots are in fork.c.
  */
+#include "agent/dns.h"
 #include "agent/guest.h"
 #include "agent/jail.h"
 #include "agent/host_int.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,6 +175,33 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 		log_warn("sandbox %s: %s", sb->row.id, errmsg());
 }
 
+/* The guest's resolver, as the host's is now (dns.h): a template's copy
+ * may be stale, and a host that moved networks has other servers. */
+static int write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g)
+{
+	char servers[DNS_LIST_MAX], text[512];
+	dns_servers(h->cfg, servers);
+	dns_resolv_conf(servers, text, sizeof text);
+	if (!text[0]) {
+		log_warn("sandbox %s: the host has no nameserver a guest can reach (give kilnd --dns)",
+			 sb->row.id);
+		return 0;
+	}
+	int fd = memfd_create("resolv.conf", MFD_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("memfd_create");
+	int rc = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : errf_sys("memfd write");
+	if (rc == 0)
+		rc = guest_write_file(g, "/etc/resolv.conf", 0644, false, fd, NULL);
+	close(fd);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "writing the guest's /etc/resolv.conf: %s", msg);
+	}
+	return 0;
+}
+
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
 {
 	char vsock[PATH_MAX];
@@ -184,6 +213,8 @@ int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
 	guest_set_timeout(g, h->cfg->boot_timeout_ms);
 	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
+	if (rc == 0 && sb->row.net_slot)
+		rc = write_resolv_conf(h, sb, g);
 	guest_close(g);
 	return rc;
 }
