@@ -176,8 +176,10 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 }
 
 /* The guest's resolver, as the host's is now (dns.h): a template's copy
- * may be stale, and a host that moved networks has other servers. */
-static int write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g)
+ * may be stale, and a host that moved networks has other servers. A guest
+ * whose file cannot be written (a read-only image) still works otherwise:
+ * that is logged, not a failed create. */
+static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g)
 {
 	char servers[DNS_LIST_MAX], text[512];
 	dns_servers(h->cfg, servers);
@@ -185,21 +187,17 @@ static int write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g
 	if (!text[0]) {
 		log_warn("sandbox %s: the host has no nameserver a guest can reach (give kilnd --dns)",
 			 sb->row.id);
-		return 0;
+		return;
 	}
 	int fd = memfd_create("resolv.conf", MFD_CLOEXEC);
-	if (fd < 0)
-		return errf_sys("memfd_create");
-	int rc = write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : errf_sys("memfd write");
+	int rc = fd < 0 ? errf_sys("memfd_create")
+		 : write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : errf_sys("memfd write");
 	if (rc == 0)
 		rc = guest_write_file(g, "/etc/resolv.conf", 0644, false, fd, NULL);
-	close(fd);
-	if (rc < 0) {
-		char msg[300];
-		snprintf(msg, sizeof msg, "%s", errmsg());
-		return errf(-rc, "writing the guest's /etc/resolv.conf: %s", msg);
-	}
-	return 0;
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		log_warn("sandbox %s: writing the guest's /etc/resolv.conf: %s", sb->row.id, errmsg());
 }
 
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
@@ -214,7 +212,7 @@ int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
 	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
 	if (rc == 0 && sb->row.net_slot)
-		rc = write_resolv_conf(h, sb, g);
+		write_resolv_conf(h, sb, g);
 	guest_close(g);
 	return rc;
 }
