@@ -20,6 +20,7 @@ const struct route routes[] = {
 	{ "GET", "/v1/sandboxes", h_sandbox_list, BODY_NONE, 0 },
 	{ "GET", SBX, h_sandbox_get, BODY_NONE, 0 },
 	{ "DELETE", SBX, h_sandbox_delete, BODY_NONE, 0 },
+	{ "GET", SBX "/logs", h_sandbox_logs, BODY_NONE, 0 },
 	{ "POST", SBX "/exec", h_exec, BODY_JSON, 0 },
 	{ "POST", SBX "/exec/stream", h_exec_stream, BODY_JSON, 0 },
 	{ "GET", SBX "/pty", h_pty, BODY_NONE, 0 },

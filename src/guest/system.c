@@ -167,6 +167,9 @@ void sys_resync(struct conn *c, const struct kiln_msg *m)
 	}
 	if (kiln_msg_has(m, KT_IDENTITY)) {
 		memcpy(a->identity, ident, sizeof ident);
+		/* The first line of a sandbox's own console log (a create is a
+		 * restore or fork: the boot's lines are the template's). */
+		agent_log("resync: this is %s", ident);
 		if (a->pid1) {
 			/* Where programs in the guest can read it. */
 			mkdir("/run/kiln", 0755);

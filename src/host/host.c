@@ -454,7 +454,7 @@ static void *housekeeper(void *arg)
 static int make_dirs(const struct host_config *cfg)
 {
 	static const char *const sub[] = { "", "/sandboxes", "/snapshots", "/layers", "/templates", "/tmp",
-					   "/jail" };
+					   "/jail", "/logs" };
 	for (size_t i = 0; i < sizeof sub / sizeof sub[0]; i++) {
 		char p[PATH_MAX];
 		snprintf(p, sizeof p, "%s%s", cfg->data_dir, sub[i]);

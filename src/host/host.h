@@ -84,6 +84,13 @@ int sandbox_hold(struct host *h, struct sandbox *sb);
 /* Count a change to the sandbox as activity (TTL; docs/api.md says what is). */
 void sandbox_touch(struct sandbox *sb);
 
+/* A read-only descriptor of the sandbox's console log: the guest
+ * kernel's messages and kiln-init's lines ("kiln-init: ..."), since it
+ * was created, as the VMM appends them (a failed sandbox: the end of it,
+ * kept; nothing written yet: an empty file). Safe against a VMM that
+ * replaced the file (logs.c). */
+int host_log_open(struct host *h, struct sandbox *sb, int *fd);
+
 typedef int host_tmpl_fn(void *ctx, const struct template_def *def, const struct tmpl *t);
 /* Every known template, with its version in service (t NULL if none). */
 int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx);

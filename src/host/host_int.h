@@ -95,6 +95,11 @@ int disks_json_top(const char *disks, char top[PATH_MAX]);
 char *disks_json(const char *top);
 /* The VMM's control socket path. */
 void sandbox_ctl(struct sandbox *sb, char *out, size_t cap);
+/* logs.c: keep the end of a failing sandbox's console (before its
+ * directory goes), and drop it with the sandbox. (The last line its VMM
+ * wrote to stderr: vmm_last_line, host/vmm.h.) */
+void sandbox_log_keep(struct host *h, struct sandbox *sb);
+void sandbox_log_drop(struct host *h, struct sandbox *sb);
 /* Wake a hibernated sandbox; the caller holds sb->op. */
 int wake_locked(struct host *h, struct sandbox *sb);
 /* host_delete, recording why it ended ("deleted", "ttl"; "failed" if it

@@ -3,6 +3,7 @@
  * by booting, or from a snapshot), delete, hibernate, wake, and guest
  * access. Forks and snapshots are in fork.c.
  */
+#include "host/dns.h"
 #include "host/guest_conn.h"
 #include "host/jail.h"
 #include "host/host_int.h"
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -173,6 +175,31 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 		log_warn("sandbox %s: %s", sb->row.id, errmsg());
 }
 
+/* The guest's resolver, as the host's is now (dns.h): a template's copy
+ * may be stale, and a host that moved networks has other servers. A guest
+ * whose file cannot be written (a read-only image) still works otherwise:
+ * that is logged, not a failed create. */
+static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g)
+{
+	char servers[DNS_LIST_MAX], text[512];
+	dns_servers(h->cfg, servers);
+	dns_resolv_conf(servers, text, sizeof text);
+	if (!text[0]) {
+		log_warn("sandbox %s: the host has no nameserver a guest can reach (give kilnd --dns)",
+			 sb->row.id);
+		return;
+	}
+	int fd = memfd_create("resolv.conf", MFD_CLOEXEC);
+	int rc = fd < 0 ? errf_sys("memfd_create")
+		 : write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : errf_sys("memfd write");
+	if (rc == 0)
+		rc = guest_write_file(g, "/etc/resolv.conf", 0644, false, fd, NULL);
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0)
+		log_warn("sandbox %s: writing the guest's /etc/resolv.conf: %s", sb->row.id, errmsg());
+}
+
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
 {
 	char vsock[PATH_MAX];
@@ -184,6 +211,8 @@ int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
 	guest_set_timeout(g, h->cfg->boot_timeout_ms);
 	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
+	if (rc == 0 && sb->row.net_slot)
+		write_resolv_conf(h, sb, g);
 	guest_close(g);
 	return rc;
 }
@@ -204,6 +233,7 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
 void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 {
 	sandbox_sample(h, sb);
+	sandbox_log_keep(h, sb);	/* why it failed is often in there */
 	sandbox_teardown(h, sb);
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
@@ -447,6 +477,7 @@ int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
 	sb->row.cpu_base = sb->row.cpu_seconds;
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, SBX_DELETED);
+	sandbox_log_drop(h, sb);
 	host_unlink(h, sb);
 	pthread_mutex_unlock(&sb->op);
 	layers_gc(h);

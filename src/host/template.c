@@ -240,8 +240,9 @@ out:
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms)
 {
-	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
+	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
 	vm_path(zsock, sizeof zsock, t->dir, "zygote.sock");
+	vm_path(log, sizeof log, s->dir, "vmm.log");
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
 	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
 	vm_path(console, sizeof console, s->dir, "console.log");
@@ -249,9 +250,9 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = tmpl_zygote_ensure(cfg, t)) < 0)
 			return rc;
-		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s}", "cmd", "spawn", "disks", s->disk,
+		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s,s:s}", "cmd", "spawn", "disks", s->disk,
 					"vsock", vsock, "ctl", ctl, "hostname", s->hostname,
-					"console", console);
+					"console", console, "log", log);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
 		int tap = -1;

@@ -1,3 +1,4 @@
+#include "host/dns.h"
 #include "host/vmm.h"
 #include "host/jail.h"
 #include "net/net.h"
@@ -78,8 +79,14 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pi
 			 * snapshot of this boot serves all its clones. */
 			struct net_config nc;
 			net_default_config(&nc);
-			snprintf(append + len, sizeof append - len, " kiln.ip=%s/%d kiln.gw=%s",
-				 nc.guest_ip, nc.tap_bits, nc.gateway_ip);
+			len += snprintf(append + len, sizeof append - len, " kiln.ip=%s/%d kiln.gw=%s",
+					nc.guest_ip, nc.tap_bits, nc.gateway_ip);
+			/* Its resolver, written by kiln-init at boot (a template's
+			 * build); creates, forks and wakes write it again. */
+			char dns[DNS_LIST_MAX];
+			dns_servers(cfg, dns);
+			if (dns[0] && len < (int)sizeof append)
+				snprintf(append + len, sizeof append - len, " kiln.dns=%s", dns);
 		}
 		argv[n++] = "--kernel";
 		argv[n++] = (char *)cfg->kernel;

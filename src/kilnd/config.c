@@ -112,6 +112,7 @@ void config_host(const struct config *c, struct host_config *h)
 	snprintf(h->cgroup, sizeof h->cgroup, "%s", c->cgroup);
 	h->vmm_overhead_mib = c->vmm_overhead_mib;
 	h->vmm_pids = c->vmm_pids;
+	snprintf(h->dns, sizeof h->dns, "%s", c->dns);
 }
 
 void config_api(const struct config *c, struct api_config *a)

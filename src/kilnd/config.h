@@ -46,6 +46,7 @@ struct config {
 	/* Isolation (docs/network.md, docs/kilnd.md "Isolation"). */
 	bool net;			/* a network per sandbox (--no-net: none) */
 	int net_pool;			/* namespaces kept ready for creates */
+	char dns[128];			/* guests' nameservers, "A.B.C.D,..." ("": the host's) */
 	bool jail;			/* jail every VMM (--no-jail: for debugging) */
 	int jail_uid;			/* first uid (and gid) of the VMMs */
 	char cgroup[PATH_MAX];		/* parent of the sandboxes' cgroups */

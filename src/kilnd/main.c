@@ -11,6 +11,7 @@
  * Options (all commands): --data DIR (default /var/lib/kiln), --verbose.
  * See usage() for the service's limits.
  */
+#include "host/dns.h"
 #include "host/host.h"
 #include "host/template.h"
 #include "host/template_build.h"
@@ -74,6 +75,8 @@ static const char usage_text[] =
 	"                        exposed port PORT of sandbox ID (default: none)\n"
 	"  --no-net              no network for sandboxes (hosts without nftables)\n"
 	"  --net-pool N          sandbox networks kept ready (default 4; 0: made per create)\n"
+	"  --dns LIST            guests' nameservers, comma-separated IPv4 addresses (default:\n"
+	"                        the host's non-loopback ones, read at each create)\n"
 	"  --net-range CIDR      host-side addresses of sandbox networks, a /30 each\n"
 	"                        (default 10.200.0.0/16)\n"
 	"  --no-jail             run VMMs unjailed: no cgroup, uid or mount namespace\n"
@@ -90,7 +93,7 @@ enum {
 	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
-	O_NO_NET, O_NET_POOL, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
+	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
 };
 
 static const struct option options[] = {
@@ -123,6 +126,7 @@ static const struct option options[] = {
 	{ "help", no_argument, 0, O_HELP },
 	{ "no-net", no_argument, 0, O_NO_NET },
 	{ "net-pool", required_argument, 0, O_NET_POOL },
+	{ "dns", required_argument, 0, O_DNS },
 	{ "net-range", required_argument, 0, O_NET_RANGE },
 	{ "no-jail", no_argument, 0, O_NO_JAIL },
 	{ "jail-uid", required_argument, 0, O_JAIL_UID },
@@ -216,6 +220,11 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_RESTART: c->restart = true; break;
 		case O_NO_NET: g->net = false; break;
 		case O_NET_POOL: g->net_pool = (int)number(optarg, "--net-pool", 0, 256); break;
+		case O_DNS:
+			if (!dns_list_valid(optarg))
+				die("--dns %s: want 1 to 3 IPv4 addresses, comma-separated", optarg);
+			set_str(g->dns, sizeof g->dns, optarg, "--dns");
+			break;
 		case O_NET_RANGE:
 			if (net_set_pool(optarg) < 0)
 				die("--net-range: %s", errmsg());

@@ -253,9 +253,9 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 		}
 		dc->path = path;
 	}
-	static const char *const keys[] = { "vsock", "ctl", "tap", "hostname", "identity", "console" };
+	static const char *const keys[] = { "vsock", "ctl", "tap", "hostname", "identity", "console", "log" };
 	const char **fields[] = { &cfg->vsock_path, &cfg->ctl_path, &cfg->tap, &cfg->hostname,
-				  &cfg->identity, &cfg->console };
+				  &cfg->identity, &cfg->console, &cfg->log };
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		struct json *v = json_get(req, keys[i]);
 		*fields[i] = NULL;

@@ -108,7 +108,9 @@ static int open_console(const char *spec)
 		return -1;
 	if (strcmp(spec, "-") == 0)
 		return dup(STDOUT_FILENO);
-	int fd = open(spec, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Appended: a sandbox's console log runs on across hibernate and
+	 * wake (a restored VMM opens it again). */
+	int fd = open(spec, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return errf_sys("--console %s", spec);
 	return fd;
@@ -143,6 +145,19 @@ static int setup_loop(struct vm *vm)
 static int setup_devices(struct vm *vm)
 {
 	const struct vmm_config *cfg = vm->cfg;
+	/* A spawned or forked VM's messages go to its own log, not its
+	 * zygote's or parent's: its host reads the last line when it dies. */
+	if (cfg->log) {
+		int fd = open(cfg->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (fd < 0) {
+			fprintf(stderr, "kiln-vmm: log %s: %s\n", cfg->log, strerror(errno));
+			return EXIT_CONFIG;
+		}
+		if (fd != STDERR_FILENO) {
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+	}
 	int console = open_console(cfg->console);
 	if (cfg->console && console < 0)
 		return EXIT_CONFIG;

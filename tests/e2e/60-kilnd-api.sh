@@ -70,6 +70,10 @@ for q in "stauts=running:stauts" "status=runing:status" "status=:status" "limit=
 	expect "list_bad_${q%%:*}" 400 invalid_request &&
 		check "list_bad_names_${q%%:*}" "$(jget 'j["error"]["message"]')" grep -qF "${q##*:}" "$T/body"
 done
+api GET "/v1/sandboxes/sbx_doesnotexist/logs?tail=-1"
+expect logs_bad_tail 400 invalid_request
+api GET "/v1/sandboxes/sbx_doesnotexist/logs?tail=5"
+expect logs_missing_sandbox 404 not_found
 api GET "/v1/sandboxes?status=running&template=base&metadata.owner=x&limit=1000&cursor=1700000000000.sbx_aaaaaaaaaaaaaaaaaaaa"
 [ "$STATUS" = 200 ] && [ "$(jget 'len(j["sandboxes"]), j["next_cursor"]')" = "(0, None)" ] &&
 	pass list_all_params "every known parameter accepted" || fail list_all_params "$STATUS $BODY"
@@ -272,6 +276,18 @@ EOF
 else
 	fail docs_routes "docs/api.md not found"
 fi
+# The docs name only documents that exist, and README's map every src/ directory.
+missing=
+for n in $(grep -ohE '\b[A-Za-z_-]+\.md\b' "$REPO/README.md" "$REPO"/docs/*.md | sort -u); do
+	[ -e "$REPO/docs/$n" ] || [ -e "$REPO/$n" ] || missing="$missing $n"
+done
+check docs_links "every NAME.md the docs name exists${missing:+; missing:$missing}" [ -z "$missing" ]
+unmapped=
+for d in "$REPO"/src/*/; do
+	d=${d%/}; d=src/${d##*/}/
+	grep -q "^    $d" "$REPO/README.md" || unmapped="$unmapped $d"
+done
+check readme_map "README's map names every src/ directory${unmapped:+; not:$unmapped}" [ -z "$unmapped" ]
 
 # ---- the CLI's errors ---------------------------------------------------------------------------
 export KILN_API_URL=$URL KILN_API_KEY=$KEY_A

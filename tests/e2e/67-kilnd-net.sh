@@ -4,6 +4,8 @@
 # template (kiln.ip), so it reaches "the internet" (a namespace this test
 # makes upstream of the host, standing in for it) at once; but not another
 # sandbox, cloud metadata, the host's own addresses or a Stratum port.
+# DNS: kilnd (--dns) writes each guest's /etc/resolv.conf at create, fork
+# and wake, and a name resolves through a resolver in "the internet".
 # Egress policies: allow_out with one CIDR, allow_internet false, changes
 # with PUT .../network on a running sandbox, bad CIDRs refused with 400;
 # forks get networks of their own with their parent's policy. Deleting
@@ -41,8 +43,13 @@ for u in 192.0.2.2:80 192.0.2.2:3333 203.0.113.10:80 169.254.169.254:80 192.0.2.
 	answers "http://$u/" || { fail net_setup "http://$u/ does not answer the host"; exit 1; }
 done
 
+# A resolver in "the internet": one name, kiln-dns.test, is 198.51.100.7.
+ip netns exec $up python3 "$(dirname "$0")/dns_server.py" 203.0.113.10 kiln-dns.test 198.51.100.7 \
+	> "$T/dns.log" 2>&1 &
+at_exit "kill $! 2>/dev/null"
+
 build_template minimal || exit 1
-start_kilnd --rate 0 --net-pool 2 || exit 1
+start_kilnd --rate 0 --net-pool 2 --dns 203.0.113.10 || exit 1
 KEY=$(new_key net)
 at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
 
@@ -70,6 +77,28 @@ check net_guest_configured "$(jget 'j["stdout"]' | tr '\n' ' ')" grep -q "inet 1
 nsA=$(netns_of "$A")
 check net_own_namespace "VMM of $A runs in '$nsA'" [ -n "$nsA" ]
 reach net_reaches_internet "$A" 192.0.2.2 80 kiln-upstream
+
+# ---- DNS ------------------------------------------------------------------------------------
+# resolves SBX: what the guest's resolver says kiln-dns.test is.
+resolves() {
+	api POST "/v1/sandboxes/$1/exec" '{"cmd":"nslookup kiln-dns.test 2>&1 | grep -A2 -i \"^name:\" | grep -o \"198.51.100.7\" | head -1; grep ^nameserver /etc/resolv.conf"}'
+	jget 'j["stdout"]' | tr '\n' ' ' | sed 's/ $//'
+}
+got=$(resolves "$A")
+check net_dns_create "after create: '$got'" [ "$got" = "198.51.100.7 nameserver 203.0.113.10" ]
+# The guest's file is kiln's to write: spoiled, it comes back at wake and
+# in a fork (both write it again, as the host's resolver may have moved).
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo nameserver 192.0.2.99 > /etc/resolv.conf"}'
+api POST "/v1/sandboxes/$A/fork"
+AF=$(jget 'j["sandboxes"][0]["id"]')
+got=$(resolves "$AF")
+check net_dns_fork "the fork: '$got'" [ "$got" = "198.51.100.7 nameserver 203.0.113.10" ]
+[ -n "$AF" ] && api DELETE "/v1/sandboxes/$AF"
+api POST "/v1/sandboxes/$A/hibernate"
+got=$(resolves "$A")
+check net_dns_wake "after a wake: '$got'" [ "$got" = "198.51.100.7 nameserver 203.0.113.10" ]
+bad=$("$KILND" --data "$DATA" --dns 1.2.3.4,nope 2>&1)
+check net_dns_bad "status $?: $bad" eval '[[ $bad == *"--dns 1.2.3.4,nope"* ]]'
 
 create_sandbox '{"template":"minimal"}'
 B=$SBX

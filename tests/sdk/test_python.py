@@ -114,6 +114,22 @@ def list_filters_and_pages():
 
 
 @test
+def logs_tail_and_follow():
+    A.exec("echo sdk-log-marker > /dev/console")
+    lines = A.logs(tail=50)
+    assert {"source": "console", "text": "sdk-log-marker", "ts": None} in lines, lines[-5:]
+    eq(A.logs(tail=1), [{"source": "console", "text": "sdk-log-marker", "ts": None}], "tail=1")
+    e = raises(InvalidRequest, A.logs, tail=-1)
+    assert "tail" in e.message, e
+    it = A.follow_logs(tail=1)
+    eq(next(it)["text"], "sdk-log-marker", "follow starts with the tail")
+    A.exec("echo sdk-log-later > /dev/console")
+    eq(next(it)["text"], "sdk-log-later", "then new lines as they come")
+    it.close()
+    return f"{len(lines)} lines; tail, follow"
+
+
+@test
 def ended_sandbox():
     sb = new("minimal")
     sb.delete()

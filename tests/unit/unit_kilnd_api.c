@@ -2,6 +2,7 @@
  * validation, the rate limiter, output rendering, WebSocket framing,
  * errno-to-status mapping and disk chains. */
 #include "host/disk.h"
+#include "host/dns.h"
 #include "host/netpolicy.h"
 #include "net/net.h"
 #include "api/http.h"
@@ -14,9 +15,45 @@
 #include "test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* The guests' nameservers from a resolv.conf: IPv4, not loopback, 3 at
+ * most; an ExecResult has every field even with no output. */
+static void dns_servers_from_resolv_conf(void)
+{
+	char path[] = "/tmp/kiln-unit-resolv.XXXXXX", out[DNS_LIST_MAX];
+	int fd = mkstemp(path);
+	CHECK(fd >= 0);
+	static const char text[] = "# comment\nnameserver 127.0.0.53\nnameserver ::1\noptions edns0\n"
+				   "nameserver 192.0.2.53\n  nameserver\t10.0.0.1 # trailing\nnameserver 0.0.0.0\n"
+				   "nameserver 10.0.0.2\nnameserver 10.0.0.3\nnameserver 10.0.0.4\n";
+	CHECK(write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+	close(fd);
+	dns_from_resolv_conf(path, out);
+	CHECK(strcmp(out, "192.0.2.53,10.0.0.1,10.0.0.2") == 0);
+	fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK(fd >= 0 && write(fd, "nameserver 127.0.0.53\n", 22) == 22);
+	close(fd);
+	dns_from_resolv_conf(path, out);
+	CHECK(out[0] == 0);	/* a loopback stub only: nothing for a guest */
+	unlink(path);
+	dns_from_resolv_conf("/nonexistent/resolv.conf", out);
+	CHECK(out[0] == 0);
+	CHECK(dns_list_valid("192.0.2.1") && dns_list_valid("1.1.1.1,8.8.8.8,9.9.9.9"));
+	CHECK(!dns_list_valid("") && !dns_list_valid("1.1.1.1,") && !dns_list_valid("a.b.c.d") &&
+	      !dns_list_valid("1.1.1.1,2.2.2.2,3.3.3.3,4.4.4.4") && !dns_list_valid("::1"));
+	char conf[256];
+	dns_resolv_conf("192.0.2.53,10.0.0.1", conf, sizeof conf);
+	CHECK(strstr(conf, "\nnameserver 192.0.2.53\nnameserver 10.0.0.1\n") != NULL);
+	json_t *j = render_exec_result(NULL, 0, NULL, 0, 0, 0, false, 1.5, false);
+	CHECK(j && json_object_size(j) == 7 && !strcmp(json_string_value(json_object_get(j, "stdout")), "") &&
+	      !strcmp(json_string_value(json_object_get(j, "stderr")), "") &&
+	      json_is_null(json_object_get(j, "signal")) && json_is_false(json_object_get(j, "truncated")));
+	json_decref(j);
+}
 
 static void routes_match_and_capture(void)
 {
@@ -313,5 +350,6 @@ int main(void)
 	RUN(errno_maps_to_status);
 	RUN(websocket_frames);
 	RUN(disk_chains_follow_headers);
+	RUN(dns_servers_from_resolv_conf);
 	return failures ? 1 : 0;
 }

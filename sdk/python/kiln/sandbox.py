@@ -250,6 +250,29 @@ class Sandbox:
                              + ", ".join(sorted(LANGUAGES))) from None
         return self.exec(argv, timeout=timeout, env=env, cwd=cwd)
 
+    # ---- logs --------------------------------------------------------------------------------------------------
+
+    def logs(self, tail: int = 200) -> List[Dict[str, Any]]:
+        """The last ``tail`` lines (0 to 10000) of the sandbox's console, oldest
+        first, each {"source": "console"|"init", "text": ..., "ts": None}
+        (docs/api.md, Logs). Reading logs is not activity (TTL)."""
+        j = self._client.transport.request("GET", self._path + "/logs", query={"tail": tail}).json()
+        return list(j["lines"])
+
+    def follow_logs(self, tail: int = 200) -> Iterator[Dict[str, Any]]:
+        """The last ``tail`` lines, then each new one as the guest writes it,
+        until the sandbox ends (deleted or failed); stop early by leaving the
+        loop (the connection is closed)."""
+        with self._client.transport.open("GET", self._path + "/logs",
+                                         query={"tail": tail, "follow": "true"},
+                                         timeout=STREAM_SILENCE_S, ok=(200,),
+                                         headers={"Accept": "text/event-stream"}) as r:
+            for event, data in sse_events(r.chunks()):
+                if event == "line":
+                    yield dict(json.loads(data))
+                elif event == "end":
+                    return
+
     # ---- lifecycle ---------------------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:

@@ -18,7 +18,7 @@ export type { WriteOptions } from "./files.js";
 export { Pty } from "./pty.js";
 export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";
-export type { Command, CreateOptions, ExecOptions, ListFilter, NetworkOptions, SandboxPage } from "./sandbox.js";
+export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, SandboxPage } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {

@@ -6,7 +6,7 @@ import { Files } from "./files.js";
 import type { PtyOptions } from "./pty.js";
 import { Pty } from "./pty.js";
 import type { StreamCallbacks } from "./stream.js";
-import { ExecStream } from "./stream.js";
+import { ExecStream, STREAM_SILENCE_MS, sseEvents } from "./stream.js";
 import type { ExecResult, ExecResultJSON, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
 import { execResultFrom, snapshotFrom } from "./types.js";
 
@@ -77,6 +77,15 @@ function execBody(cmd: Command, o: ExecOptions): Record<string, unknown> {
   if (o.cwd !== undefined) body.cwd = o.cwd;
   if (o.stdin !== undefined) body.stdin = o.stdin;
   return body;
+}
+
+/** A line of a sandbox's console (docs/api.md, Logs). */
+export interface LogLine {
+  /** "init": kiln-init's own line; "console": the guest kernel's or another program's. */
+  source: "console" | "init";
+  text: string;
+  /** Unix seconds, or null: the console records no time. */
+  ts: number | null;
 }
 
 /** What Sandbox.list and listPage filter on (all must match). */
@@ -250,6 +259,38 @@ export class Sandbox {
   /** An interactive terminal (a WebSocket): the login shell, or options.cmd. */
   async pty(options: PtyOptions = {}): Promise<Pty> {
     return Pty.open(this.client, `${this.path}/pty`, options);
+  }
+
+  // ---- logs ----------------------------------------------------------------------------------------
+
+  /** The last `tail` lines (0 to 10000, default 200) of the sandbox's console,
+   * oldest first (docs/api.md, Logs). Reading logs is not activity (TTL). */
+  async logs(options: { tail?: number } = {}): Promise<LogLine[]> {
+    const j = await this.client.json<{ lines: LogLine[] }>("GET", `${this.path}/logs`, {
+      query: { tail: options.tail ?? 200 },
+    });
+    return j.lines;
+  }
+
+  /** The last `tail` lines, then each new one as the guest writes it, until
+   * the sandbox ends (deleted or failed). Breaking out of the loop closes
+   * the connection. */
+  async *followLogs(options: { tail?: number; signal?: AbortSignal } = {}): AsyncGenerator<LogLine> {
+    const ctl = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+    const resp = await this.client.request("GET", `${this.path}/logs`, {
+      query: { tail: options.tail ?? 200, follow: "true" }, timeoutMs: null, ok: [200], signal,
+      headers: { Accept: "text/event-stream" },
+    });
+    if (!resp.body) throw new TypeError("the stream has no body");
+    try {
+      for await (const ev of sseEvents(resp.body, STREAM_SILENCE_MS, () => ctl.abort())) {
+        if (ev.event === "line") yield JSON.parse(ev.data) as LogLine;
+        else if (ev.event === "end") return;
+      }
+    } finally {
+      ctl.abort();
+    }
   }
 
   // ---- lifecycle -----------------------------------------------------------------------------------

@@ -91,6 +91,20 @@ test("list: filters and pages", async () => {
   for (const sb of mine) await sb.delete();
 });
 
+test("logs: tail and follow", async () => {
+  await A.exec("echo ts-log-marker > /dev/console");
+  const lines = await A.logs({ tail: 50 });
+  assert.ok(lines.some((l) => l.source === "console" && l.text === "ts-log-marker" && l.ts === null), JSON.stringify(lines.slice(-5)));
+  assert.deepEqual(await A.logs({ tail: 1 }), [{ source: "console", text: "ts-log-marker", ts: null }]);
+  const e = await rejects(() => A.logs({ tail: -1 }), InvalidRequest);
+  assert.ok(e.message.includes("tail"), e.message);
+  const it = A.followLogs({ tail: 1 });
+  assert.equal((await it.next()).value?.text, "ts-log-marker");
+  await A.exec("echo ts-log-later > /dev/console");
+  assert.equal((await it.next()).value?.text, "ts-log-later");
+  await it.return(undefined);
+});
+
 test("an ended sandbox: sandbox_ended, why and when", async () => {
   const sb = await create();
   await sb.delete();

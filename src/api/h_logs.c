@@ -1,0 +1,277 @@
+/*
+ * h_logs: GET /v1/sandboxes/{id}/logs, the sandbox's console log as lines
+ * (docs/api.md, Logs): the guest console ("console") and kiln-init's own
+ * lines ("init", written to the console as "kiln-init: ..."). ?tail=N
+ * answers the last N lines as JSON; &follow=true streams them as SSE, then
+ * new lines as the VMM appends them, and "end" when the sandbox ends.
+ * Reading logs is not activity (TTL) and does not wake a hibernated
+ * sandbox.
+ */
+#include "host/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TAIL_DEFAULT 200
+#define TAIL_MAX 10000
+#define WINDOW (4 << 20)	/* the tail is looked for in the last 4 MiB */
+#define LINE_MAX_BYTES 8192	/* a longer line is cut there */
+#define INIT_PREFIX "kiln-init: "
+#define POLL_MS 250
+#define KEEPALIVE_MS 15000
+
+struct logq {
+	long tail;
+	bool follow;
+	char bad[200];
+};
+
+static enum MHD_Result take_param(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				  const char *value, size_t value_size)
+{
+	(void)kind;
+	struct logq *q = cls;
+	const char *v = value ? value : "";
+	if (strlen(key) != key_size || strlen(v) != value_size) {
+		snprintf(q->bad, sizeof q->bad, "query parameter '%.64s' holds a NUL byte", key);
+	} else if (strcmp(key, "tail") == 0) {
+		char *end;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		if (errno || end == v || *end || n < 0 || n > TAIL_MAX)
+			snprintf(q->bad, sizeof q->bad, "tail '%.32s' is not a number from 0 to %d", v, TAIL_MAX);
+		q->tail = n;
+	} else if (strcmp(key, "follow") == 0) {
+		if (strcmp(v, "true") == 0)
+			q->follow = true;
+		else if (strcmp(v, "false") == 0)
+			q->follow = false;
+		else
+			snprintf(q->bad, sizeof q->bad, "follow '%.32s' is not true or false", v);
+	} else {
+		snprintf(q->bad, sizeof q->bad, "unknown query parameter '%.64s' (known: tail, follow)", key);
+	}
+	return q->bad[0] ? MHD_NO : MHD_YES;
+}
+
+/* One console line (no newline) as {"source","text","ts"}. The console
+ * has no times of its own: ts is null. */
+static json_t *line_json(const char *p, size_t n)
+{
+	if (n && p[n - 1] == '\r')
+		n--;
+	if (n > LINE_MAX_BYTES)
+		n = LINE_MAX_BYTES;
+	const char *source = "console";
+	if (n >= strlen(INIT_PREFIX) && memcmp(p, INIT_PREFIX, strlen(INIT_PREFIX)) == 0) {
+		source = "init";
+		p += strlen(INIT_PREFIX);
+		n -= strlen(INIT_PREFIX);
+	}
+	return json_pack("{s:s,s:o,s:n}", "source", source, "text", render_text(p, n), "ts");
+}
+
+/* The last tail complete lines of fd, as a JSON array; *end gets the
+ * offset after the last complete line (where following goes on). */
+static int read_tail(int fd, long tail, json_t **out, off_t *end)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return errf_sys("console log");
+	off_t from = st.st_size > WINDOW ? st.st_size - WINDOW : 0;
+	size_t cap = (size_t)(st.st_size - from);
+	char *buf = malloc(cap + 1);
+	if (!buf)
+		return errf(ENOMEM, "out of memory");
+	ssize_t n = cap ? pread(fd, buf, cap, from) : 0;
+	if (n < 0) {
+		free(buf);
+		return errf_sys("console log");
+	}
+	/* Only complete lines; a partial last one comes when it ends. */
+	size_t len = (size_t)n;
+	while (len && buf[len - 1] != '\n')
+		len--;
+	*end = from + (off_t)len;
+	/* Walk back over tail newlines (the first line of a cut window is
+	 * partial: skipped unless the window starts the file). */
+	size_t start = len, count = 0;
+	while (start > 0 && count < (size_t)tail) {
+		size_t i = start - 1;	/* the newline ending the line */
+		while (i > 0 && buf[i - 1] != '\n')
+			i--;
+		if (i == 0 && from > 0)
+			break;
+		start = i;
+		count++;
+	}
+	json_t *a = json_array();
+	for (size_t i = start; a && i < len;) {
+		char *nl = memchr(buf + i, '\n', len - i);
+		json_array_append_new(a, line_json(buf + i, (size_t)(nl - (buf + i))));
+		i = (size_t)(nl - buf) + 1;
+	}
+	free(buf);
+	if (!a)
+		return errf(ENOMEM, "out of memory");
+	*out = a;
+	return 0;
+}
+
+/* ---- follow ------------------------------------------------------------------------- */
+
+struct follow {
+	struct api *api;
+	struct sandbox *sb;
+	int fd, sock;
+	off_t off;		/* next byte of the log to read */
+	struct strbuf out;
+	size_t sent;
+	char part[LINE_MAX_BYTES];	/* a line not ended yet */
+	size_t npart;
+	bool done;
+	int64_t quiet_ms;
+};
+
+static void sse(struct follow *f, const char *name, json_t *data)
+{
+	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
+	json_decref(data);
+	strbuf_printf(&f->out, "event: %s\ndata: %s\n\n", name, text ? text : "{}");
+	free(text);
+}
+
+static void flush_line(struct follow *f)
+{
+	sse(f, "line", line_json(f->part, f->npart));
+	f->npart = 0;
+}
+
+static bool ended(struct follow *f)
+{
+	struct sbx_row row;
+	if (sandbox_row(f->sb, &row) < 0)
+		return false;
+	bool gone = row.state == SBX_DELETED || row.state == SBX_FAILED;
+	sbx_row_clear(&row);
+	return gone;
+}
+
+static long follow_read(void *ctx, char *buf, size_t max)
+{
+	struct follow *f = ctx;
+	while (f->sent == f->out.len) {
+		if (f->done)
+			return HTTP_STREAM_END;
+		strbuf_reset(&f->out);
+		f->sent = 0;
+		char chunk[16384];
+		ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
+		if (n > 0) {
+			f->off += n;
+			f->quiet_ms = 0;
+			for (ssize_t i = 0; i < n; i++) {
+				if (chunk[i] == '\n')
+					flush_line(f);
+				else if (f->npart < sizeof f->part)
+					f->part[f->npart++] = chunk[i];
+			}
+			continue;
+		}
+		if (ended(f)) {
+			if (f->npart)
+				flush_line(f);
+			sse(f, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
+			f->done = true;
+			continue;
+		}
+		/* Nothing new: wait a little, watching for the client to go. */
+		struct pollfd p = { .fd = f->sock, .events = POLLRDHUP };
+		int r = poll(&p, f->sock >= 0 ? 1 : 0, POLL_MS);
+		if (r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return HTTP_STREAM_END;
+		f->quiet_ms += POLL_MS;
+		if (f->quiet_ms >= KEEPALIVE_MS) {
+			strbuf_printf(&f->out, ": keepalive\n\n");
+			f->quiet_ms = 0;
+		}
+	}
+	if (strbuf_failed(&f->out))
+		return HTTP_STREAM_ERROR;
+	size_t n = f->out.len - f->sent;
+	if (n > max)
+		n = max;
+	memcpy(buf, f->out.data + f->sent, n);
+	f->sent += n;
+	return (long)n;
+}
+
+static void follow_done(void *ctx)
+{
+	struct follow *f = ctx;
+	close(f->fd);
+	sandbox_put(f->api->host, f->sb);
+	strbuf_free(&f->out);
+	free(f);
+}
+
+int h_sandbox_logs(struct req *r)
+{
+	struct logq q = { .tail = TAIL_DEFAULT };
+	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, take_param, &q);
+	if (q.bad[0])
+		return reply_error(r, 400, "invalid_request", "%s", q.bad);
+	struct sandbox *sb;
+	int answered, fd;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	int rc = host_log_open(r->api->host, sb, &fd);
+	if (rc < 0) {
+		req_sandbox_put(r, sb);
+		return reply_errno(r, rc);
+	}
+	json_t *lines = NULL;
+	off_t end = 0;
+	if ((rc = read_tail(fd, q.tail, &lines, &end)) < 0) {
+		close(fd);
+		req_sandbox_put(r, sb);
+		return reply_errno(r, rc);
+	}
+	if (!q.follow) {
+		close(fd);
+		req_sandbox_put(r, sb);
+		return reply_json(r, 200, json_pack("{s:o}", "lines", lines));
+	}
+	struct follow *f = calloc(1, sizeof *f);
+	if (!f) {
+		json_decref(lines);
+		close(fd);
+		req_sandbox_put(r, sb);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	f->api = r->api;
+	f->sb = sb;
+	f->fd = fd;
+	f->sock = req_socket(r);
+	f->off = end;
+	strbuf_init(&f->out);
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l)
+		sse(f, "line", json_incref(l));
+	json_decref(lines);
+	return reply_stream(r, 200, "text/event-stream", follow_read, follow_done, f);
+}
