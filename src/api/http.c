@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,18 +319,58 @@ int reply_response(struct req *r, int status, const char *const headers[][2], ui
 struct upgrade {
 	http_upgrade_fn *run;
 	void *ctx;
+	bool tls;
+	/* for a session on a thread of its own (HTTPS) */
+	MHD_socket sock;
+	char *extra;
+	size_t n;
+	struct MHD_UpgradeResponseHandle *urh;
 };
+
+static void *upgraded_thread(void *arg)
+{
+	struct upgrade *u = arg;
+	u->run(u->ctx, u->sock, u->extra, u->n);
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(u->extra);
+	free(u);
+	return NULL;
+}
 
 static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
 			size_t n, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
 	(void)conn, (void)con_cls;
 	struct upgrade *u = cls;
-	/* Thread per connection: this is the connection's own thread, so the
-	 * session may block here for as long as it lasts. */
-	u->run(u->ctx, sock, extra, n);
-	free(u);
-	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+	if (!u->tls) {
+		/* Thread per connection: this is the connection's own thread,
+		 * so the session may block here for as long as it lasts. */
+		u->run(u->ctx, sock, extra, n);
+		free(u);
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		return;
+	}
+	/* HTTPS: sock is one end of a socket pair whose other end this
+	 * connection's thread relays through TLS once we return, so the
+	 * session must run on a thread of its own. */
+	u->sock = sock, u->n = n, u->urh = urh;
+	u->extra = n ? malloc(n) : NULL;
+	pthread_attr_t a;
+	pthread_t t;
+	int rc = (n && !u->extra) ? ENOMEM : pthread_attr_init(&a);
+	if (rc == 0) {
+		if (n)
+			memcpy(u->extra, extra, n);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		rc = pthread_create(&t, &a, upgraded_thread, u);
+		pthread_attr_destroy(&a);
+	}
+	if (rc != 0) {
+		log_warn("no thread for an upgraded connection: %s", strerror(rc));
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		free(u->extra);
+		free(u);	/* the session's ctx is lost with it */
+	}
 }
 
 int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx)
@@ -338,6 +379,7 @@ int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn
 	if (!u)
 		return reply_error(r, 500, "internal", "out of memory");
 	u->run = run, u->ctx = ctx;
+	u->tls = r->api->cfg->tls_cert[0] != 0;
 	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, u);
 	if (!resp) {
 		free(u);

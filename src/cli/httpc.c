@@ -416,6 +416,8 @@ int httpc_ws_open(struct httpc_ws *w, const struct httpc_target *t, const char *
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	free(url);
 	curl_easy_setopt(e, CURLOPT_CONNECT_ONLY, 1L);
+	/* ALPN must not pick HTTP/2: the Upgrade below is HTTP/1.1's. */
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	CURLcode rc = curl_easy_perform(e);
 	if (rc != CURLE_OK) {
 		explain(w->error, sizeof w->error, t, rc, w->errbuf);

@@ -21,7 +21,21 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
+
+/* The end of piped stdin is typed as ^D once the remote output has been
+ * quiet this long (the shell is at its prompt), and again after
+ * EOF_AGAIN_MS of quiet for as long as the session lasts. */
+#define EOF_QUIET_MS 300
+#define EOF_AGAIN_MS 1000
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static struct termios saved;
 static bool raw_mode;
@@ -199,6 +213,9 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 		memcpy(buf, w.extra, len);	/* frames that came with the 101 */
 	bool in_open = true;
 	char last = 0;
+	/* After the end of piped stdin: when to type the next ^D (ms on the
+	 * monotonic clock), 0 while stdin is open. */
+	int64_t eof_at = 0;
 	while (result < 0) {
 		if ((result = frames(buf, &len, &w)) != -1)
 			break;
@@ -213,6 +230,8 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 				break;
 			}
 			len += (size_t)n;
+			if (eof_at)
+				eof_at = now_ms() + EOF_QUIET_MS;	/* still talking: wait */
 			continue;
 		}
 		struct pollfd p[3] = {
@@ -220,11 +239,24 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 			{ .fd = in_open ? 0 : -1, .events = POLLIN },
 			{ .fd = sfd, .events = POLLIN },
 		};
-		if (poll(p, 3, -1) < 0) {
+		int timeout = -1;
+		if (eof_at) {
+			int64_t left = eof_at - now_ms();
+			timeout = left > 0 ? (int)left : 0;
+		}
+		int pr = poll(p, 3, timeout);
+		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
 			result = EXIT_KILN;
 			break;
+		}
+		if (pr == 0 && eof_at) {
+			/* Quiet since: the remote side waits for input. A ^D at
+			 * the start of a line is the terminal's end of input; a
+			 * shell whose line editor dropped it gets another later. */
+			send_frame(&w, 0x2, "\x04", 1);
+			eof_at = now_ms() + EOF_AGAIN_MS;
 		}
 		if (p[1].revents) {
 			char in[4096];
@@ -239,7 +271,7 @@ int shell_run(const struct httpc_target *t, const char *id, const char *cmd)
 				in_open = false;
 				if (last != '\n' && last != 0)
 					send_frame(&w, 0x2, "\n", 1);
-				send_frame(&w, 0x2, "\x04", 1);
+				eof_at = now_ms() + EOF_QUIET_MS;
 			}
 		}
 		if (p[2].revents) {

@@ -172,8 +172,8 @@ ids=$(k ls --json | js '" ".join(s["id"] for s in j["sandboxes"])')
 [ "$ids" = "$A $N" ] && pass ls_all "oldest first: $ids" || fail ls_all "$ids"
 check ls_meta "$(k ls --meta who=cli --json | js '[s["id"] for s in j["sandboxes"]]')" \
 	[ "$(k ls --meta who=cli --meta run=72 --json | js '[s["id"] for s in j["sandboxes"]]')" = "['$A']" ]
-check ls_status "$(k ls --status hibernated --json 2>&1 | head -c 200)" [ "$(k ls --status hibernated --json | js 'len(j["sandboxes"])')" = 0 ]
-check ls_template "$(k ls --template minimal --json 2>&1 | head -c 200)" [ "$(k ls --template minimal --json | js 'len(j["sandboxes"])')" = 2 ]
+check ls_status "--status hibernated: none; running: 2" [ "$(k ls --status hibernated --json | js 'len(j["sandboxes"])') $(k ls --status running --json | js 'len(j["sandboxes"])')" = "0 2" ]
+check ls_template "--template base: none; minimal: 2" [ "$(k ls --template base --json | js 'len(j["sandboxes"])') $(k ls --template minimal --json | js 'len(j["sandboxes"])')" = "0 2" ]
 page=$(k ls --limit 1 --json)
 cur=$(js 'j["next_cursor"]' <<<"$page")
 p2=$(k ls --limit 1 --cursor "$cur" --json)
@@ -208,9 +208,9 @@ bad=$(awk -v c="$col" 'NR > 1 && substr($0, c + 1, 1) == " " { print }' "$T/ls.t
 grep -qE '[0-9]+[smhd] ago' "$T/ls.txt" && pass relative_times "$(grep -oE '[0-9]+[smhd] ago' "$T/ls.txt" | head -1)" ||
 	fail relative_times "$(cat "$T/ls.txt")"
 grep -q $'\033' "$T/ls.txt" && fail no_colour_in_pipe "escape codes in a pipe" || pass no_colour_in_pipe "none"
-script -qec "$KILN ls" /dev/null > "$T/tty.txt" 2>&1
+TERM=xterm script -qec "$KILN ls" /dev/null > "$T/tty.txt" 2>&1
 grep -q $'\033\[32mrunning' "$T/tty.txt" && pass colour_on_tty "running in green" || fail colour_on_tty "$(cat -v "$T/tty.txt")"
-NO_COLOR=1 script -qec "$KILN ls" /dev/null > "$T/tty.txt" 2>&1
+NO_COLOR=1 TERM=xterm script -qec "$KILN ls" /dev/null > "$T/tty.txt" 2>&1
 grep -q running "$T/tty.txt" && ! grep -q $'\033\[' "$T/tty.txt" && pass no_colour_env "NO_COLOR honoured" || fail no_colour_env "$(cat -v "$T/tty.txt")"
 script -qec "$KILN create minimal" /dev/null > "$T/tty.txt" 2>&1
 P=$(grep -o 'sbx_[a-z0-9]*' "$T/tty.txt" | tail -1)
