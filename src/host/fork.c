@@ -147,6 +147,9 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 	 * fork stays in its parent's jail and cannot open one by name. */
 	int taps[HOST_FORK_MAX], ntaps = 0;
 	bool want_net = parent->row.net_slot != 0;
+	/* And each child's own vmm.log as its stderr (else it writes to its
+	 * parent's), where the 8 descriptors a request can carry allow. */
+	bool logs = (want_net ? 2 : 1) * n <= 8;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
 		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
@@ -170,6 +173,15 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 						 "log", log) : NULL;
 		if (c && net.slot)
 			json_object_set_new(c, "tap_fd", json_integer(ntaps - 1));
+		if (c && logs) {
+			char logp[PATH_MAX];
+			vm_path(logp, sizeof logp, kids[i]->dir, "vmm.log");
+			int fd = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+			if (fd >= 0) {
+				taps[ntaps++] = fd;
+				json_object_set_new(c, "stderr_fd", json_integer(ntaps - 1));
+			}
+		}
 		if (rc == 0 && (!c || json_array_append_new(children, c) < 0))
 			rc = errf(ENOMEM, "out of memory");
 	}

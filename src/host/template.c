@@ -8,6 +8,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,7 +256,16 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 					"console", console, "log", log);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
-		int tap = -1;
+		/* Its stderr: its own vmm.log (not the zygote's, shared by all
+		 * its children), where its final line says why it ended. */
+		int fds[2], nfds = 0, tap = -1;
+		char logp[PATH_MAX];
+		vm_path(logp, sizeof logp, s->dir, "vmm.log");
+		int log = open(logp, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (log >= 0) {
+			json_object_set_new(req, "stderr_fd", json_integer(nfds));
+			fds[nfds++] = log;
+		}
 		if (s->jail && s->jail->on) {
 			/* The child opens its TAP by name once in its namespace. */
 			json_object_set_new(req, "jail", vmm_jail_json(s->jail));
@@ -265,15 +275,18 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 			/* Unjailed, it stays in the zygote's namespace: it gets
 			 * its TAP opened in its own. */
 			if ((tap = net_tap_open(s->netns, s->tap)) < 0) {
+				if (log >= 0)
+					close(log);
 				json_decref(req);
 				return tap;
 			}
-			json_object_set_new(req, "tap_fd", json_integer(0));
+			json_object_set_new(req, "tap_fd", json_integer(nfds));
+			fds[nfds++] = tap;
 		}
 		json_t *reply = NULL;
-		rc = vmm_ctl_fds(zsock, req, &tap, tap >= 0 ? 1 : 0, &reply, cfg->boot_timeout_ms);
-		if (tap >= 0)
-			close(tap);
+		rc = vmm_ctl_fds(zsock, req, fds, nfds, &reply, cfg->boot_timeout_ms);
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
 		json_decref(req);
 		if (rc == 0) {
 			*pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));

@@ -124,6 +124,11 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 			dprintf(p[1], "pid %d\n", (int)vmpid);
 			_exit(0);
 		}
+		if (c->stderr_fd >= 0 && c->stderr_fd != STDERR_FILENO) {
+			dup2(c->stderr_fd, STDERR_FILENO);
+			close(c->stderr_fd);
+			c->stderr_fd = -1;
+		}
 		int keep[4] = { c->kvm_fd, c->tap_fd, -1, -1 }, k = 0;
 		int all[20];
 		for (int i = 0; keep_fds && keep_fds[i] >= 0 && k < 16; i++)

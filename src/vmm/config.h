@@ -45,6 +45,7 @@ struct vmm_config {
 	bool jailed;                /* already inside the jail (a fork of a jailed VMM) */
 	int kvm_fd;                 /* /dev/kvm, opened before the jail (-1: open it) */
 	int tap_fd;                 /* the TAP, opened before the jail (-1: open by name) */
+	int stderr_fd;              /* a spawned or forked child's stderr (-1: inherited) */
 };
 
 /* config_parse: fill cfg from argv. Returns 0, or -1 with errmsg() set

@@ -282,6 +282,18 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 		if (!cfg->tap)
 			cfg->tap = "(passed)";
 	}
+	cfg->stderr_fd = -1;
+	if (json_get(req, "stderr_fd")) {
+		/* Where the child's own messages go (its final line says why it
+		 * ended), instead of its parent's or zygote's log, which it
+		 * would otherwise share with every other child. */
+		if (!json_get_int(req, "stderr_fd", &idx))
+			return errf(EINVAL, "\"stderr_fd\" must be the index of a passed descriptor");
+		int fd = ctl_claim_fd(cfg_vm_for_fds, idx);
+		if (fd < 0)
+			return fd;
+		cfg->stderr_fd = fd;
+	}
 	return parse_jail(json_get(req, "jail"), &cfg->jail);
 }
 

@@ -15,13 +15,19 @@
 
 #define MAX_CHILDREN 64
 
+/* close_taps: the descriptors passed for the children (TAPs, stderr). */
 static void close_taps(struct vmm_config *cfgs, int n)
 {
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (cfgs[i].tap_fd >= 0) {
 			close(cfgs[i].tap_fd);
 			cfgs[i].tap_fd = -1;
 		}
+		if (cfgs[i].stderr_fd >= 0) {
+			close(cfgs[i].stderr_fd);
+			cfgs[i].stderr_fd = -1;
+		}
+	}
 }
 
 int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
@@ -50,6 +56,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		memset(&cfgs[i].jail, 0, sizeof cfgs[i].jail);
 		cfgs[i].kvm_fd = vm->kvm_fd;
 		cfgs[i].tap_fd = -1;
+		cfgs[i].stderr_fd = -1;
 		cfgs[i].tap = NULL;
 		cfgs[i].kernel = cfgs[i].initrd = NULL;
 		rc = ctl_child_config(vm, c, &cfgs[i]);

@@ -81,6 +81,8 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 		rc = fd;
 	if (cfg.tap_fd >= 0)
 		close(cfg.tap_fd);        /* the child has its own copy */
+	if (cfg.stderr_fd >= 0)
+		close(cfg.stderr_fd);
 	if (rc < 0)
 		return rc;
 	/* Answer when the child is ready; spawn the next meanwhile. */

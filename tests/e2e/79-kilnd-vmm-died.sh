@@ -39,4 +39,4 @@ case_() {
 	expect "${name}_deletable" 204 -
 }
 case_ vmm_killed KILL "the VMM was killed by signal 9|the VMM ended without a last line"
-case_ vmm_exited TERM "the VMM exited( with status 0)?: kiln-vmm: stopped by signal 15 \\(exit status 0\\)"
+case_ vmm_exited TERM "the VMM exited( with status 0)?: kiln-vmm(\\[[0-9]+\\])?: stopped by signal 15 \\(exit status 0\\)"
