@@ -489,14 +489,14 @@ function filesPanel(id: string): HTMLElement {
       notice(msg, (e as Error).message, "error");
     }
   };
-  const form = h("form", { class: "row", "aria-label": "Directory" },
+  const form = h("form", { class: "row", "aria-label": "Browse a directory" },
     h("div", { class: "grow" }, h("label", { for: "fp-path" }, "Directory"), path),
     h("button", { type: "submit" }, "List"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     list();
   });
-  const upForm = h("form", { class: "row", "aria-label": "Upload" },
+  const upForm = h("form", { class: "row", "aria-label": "Upload a file" },
     h("div", { class: "grow" }, h("label", { for: "fp-upload" }, "Upload a file to this directory"), file),
     h("button", { type: "submit", id: "fp-upload-btn" }, "Upload"));
   upForm.addEventListener("submit", async (ev) => {
