@@ -219,7 +219,7 @@ if (!ONLY_STATIC) {
 
     await step("files", async () => {
       await page.getByRole("tab", { name: "Files" }).click();
-      await page.getByLabel("Directory").fill("/tmp");
+      await page.getByLabel("Directory", { exact: true }).fill("/tmp");
       await page.getByRole("button", { name: "List" }).click();
       const data = randomBytes(200_000);
       const sum = createHash("sha256").update(data).digest("hex");
