@@ -7,7 +7,8 @@
  *   data: {"id":"sbx_...","state":"running"}
  *
  * A sandbox's record is also saved at every accounting sample (kilnd
- * --sample-ms); a save that does not change its state is sent as
+ * --sample-ms); a save of a running sandbox that does not change its
+ * state is sent as
  *
  *   event: usage
  *   data: {"id":"sbx_...","cpu_seconds":1.25,"memory_bytes":52428800}
@@ -109,17 +110,22 @@ static long events_read(void *ctx, char *buf, size_t max)
 			pthread_mutex_unlock(&s->lock);
 			return snprintf(buf, max, "event: resync\ndata: {}\n\n");
 		}
-		if (s->n > 0) {
+		while (s->n > 0) {
 			struct event e = s->q[s->head];
 			s->head = (s->head + 1) % QUEUE_MAX;
 			s->n--;
+			if (news(s, &e)) {
+				pthread_mutex_unlock(&s->lock);
+				return snprintf(buf, max, "event: sandbox\ndata: {\"id\":\"%s\",\"state\":\"%s\"}\n\n",
+						e.id, e.state);
+			}
+			/* Figures only of a running VMM: other saves (on the way
+			 * to hibernation, a fork's bookkeeping) carry no sample. */
+			if (strcmp(e.state, "running") != 0 || e.rss_bytes <= 0)
+				continue;
 			pthread_mutex_unlock(&s->lock);
-			if (!news(s, &e))
-				return snprintf(buf, max, "event: usage\ndata: {\"id\":\"%s\",\"cpu_seconds\":%.3f,"
-						"\"memory_bytes\":%lld}\n\n", e.id, e.cpu_seconds,
-						(long long)e.rss_bytes);
-			return snprintf(buf, max, "event: sandbox\ndata: {\"id\":\"%s\",\"state\":\"%s\"}\n\n",
-					e.id, e.state);
+			return snprintf(buf, max, "event: usage\ndata: {\"id\":\"%s\",\"cpu_seconds\":%.3f,"
+					"\"memory_bytes\":%lld}\n\n", e.id, e.cpu_seconds, (long long)e.rss_bytes);
 		}
 		if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT) {
 			pthread_mutex_unlock(&s->lock);

@@ -42,6 +42,7 @@ async function rest(method, path, body, headers = {}) {
 }
 const made = new Set();	// sandboxes to delete at the end
 const keysMade = new Set();
+const snapsMade = new Set();
 
 // A step: runs fn, FAIL with the error if it throws (the rest goes on).
 async function step(name, fn) {
@@ -219,7 +220,7 @@ if (!ONLY_STATIC) {
 
     await step("files", async () => {
       await page.getByRole("tab", { name: "Files" }).click();
-      await page.getByLabel("Directory").fill("/tmp");
+      await page.getByLabel("Directory", { exact: true }).fill("/tmp");
       await page.getByRole("button", { name: "List" }).click();
       const data = randomBytes(200_000);
       const sum = createHash("sha256").update(data).digest("hex");
@@ -291,7 +292,28 @@ if (!ONLY_STATIC) {
       const caption = await page.locator("#chart-mem figcaption").textContent();
       const lines = await page.locator("#chart-cpu polyline, #chart-mem polyline").count();
       await shot("charts");
-      check("live_charts", pts >= 3 && lines === 2 && /MiB/.test(caption), `memory and CPU charts drawn from ${pts} pushed samples (${caption})`, `${pts} samples, ${lines} lines, "${caption}"`);
+      const mib = Number(caption.match(/([\d.]+) MiB/)?.[1] ?? 0);
+      check("live_charts", pts >= 3 && lines === 2 && mib > 1, `memory and CPU charts drawn from ${pts} pushed samples (${caption})`, `${pts} samples, ${lines} lines, "${caption}"`);
+    });
+
+    await step("snapshot_page", async () => {
+      await page.getByRole("button", { name: "Snapshot" }).click();
+      const msg = page.locator("#action-msg");
+      await msg.filter({ hasText: /snapshot snap_\w+ taken/ }).waitFor({ timeout: T });
+      const snap = (await msg.textContent()).match(/snap_[a-z0-9]+/)[0];
+      snapsMade.add(snap);
+      await page.getByRole("link", { name: "Templates" }).click();
+      await page.locator(`#snapshots tr[data-id="${snap}"]`).waitFor({ timeout: 30000 });
+      const tpl = await page.locator(`#templates tr[data-name="${TEMPLATE}"]`).textContent();
+      await shot("templates");
+      await page.getByRole("button", { name: `Delete snapshot ${snap}` }).click();
+      await page.locator(`#snapshots tr[data-id="${snap}"]`).waitFor({ state: "detached", timeout: 60000 });
+      const gone = await rest("GET", `/v1/snapshots/${snap}`);
+      if (gone.status === 404) snapsMade.delete(snap);
+      check("snapshot_page", /v\d+/.test(tpl) && gone.status === 404,
+        `snapshot ${snap} taken from the sandbox page, listed with the templates (${tpl.trim().slice(0, 60)}), deleted after the confirmation`, `template row "${tpl}", GET after delete ${gone.status}`);
+      await page.goto(`${URL_}/dashboard/#/sandboxes/${sbx}`);
+      await page.locator("#d-status .badge").waitFor({ timeout: 30000 });
     });
 
     await step("proxied_app_isolated", async () => {
@@ -402,5 +424,6 @@ check("no_console_errors", consoleErrors.filter((e) => !/401|403|Failed to load 
 await browser.close();
 for (const id of made) await rest("DELETE", `/v1/sandboxes/${id}`);
 for (const id of keysMade) await rest("DELETE", `/v1/keys/${id}`);
+for (const id of snapsMade) await rest("DELETE", `/v1/snapshots/${id}`);
 if (S) await fetch(URL_ + "/v1/session", { method: "DELETE", headers: { Cookie: S.cookie, "X-CSRF-Token": S.json.csrf_token } });
 process.exit(failed ? 1 : 0);

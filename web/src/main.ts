@@ -185,7 +185,7 @@ function shell(title: string, body: HTMLElement): HTMLElement {
     h("a", { href: "#main", class: "skip" }, "Skip to content"),
     h("header", { class: "top" },
       h("span", { class: "brand" }, "kiln"),
-      h("nav", { "aria-label": "Sections" }, link("sandboxes", "Sandboxes"), link("keys", "API keys"), link("usage", "Usage")),
+      h("nav", { "aria-label": "Sections" }, link("sandboxes", "Sandboxes"), link("templates", "Templates"), link("keys", "API keys"), link("usage", "Usage")),
       h("span", { class: "spacer" }),
       h("span", { id: "live", class: "live", role: "status" }),
       h("span", { class: "ws", title: "workspace" }, workspace),
@@ -205,6 +205,7 @@ function route(): void {
   let view: HTMLElement;
   if (parts[0] === "keys") view = shell("API keys", keysView());
   else if (parts[0] === "usage") view = shell("Usage", usageView());
+  else if (parts[0] === "templates") view = shell("Templates and snapshots", templatesView());
   else if (parts[0] === "sandboxes" && parts[1]) view = shell(`Sandbox ${parts[1]}`, sandboxView(decodeURIComponent(parts[1])));
   else view = shell("Sandboxes", listView());
   clear(app, view);
@@ -489,14 +490,14 @@ function filesPanel(id: string): HTMLElement {
       notice(msg, (e as Error).message, "error");
     }
   };
-  const form = h("form", { class: "row", "aria-label": "Directory" },
+  const form = h("form", { class: "row", "aria-label": "Browse a directory" },
     h("div", { class: "grow" }, h("label", { for: "fp-path" }, "Directory"), path),
     h("button", { type: "submit" }, "List"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     list();
   });
-  const upForm = h("form", { class: "row", "aria-label": "Upload" },
+  const upForm = h("form", { class: "row", "aria-label": "Upload a file" },
     h("div", { class: "grow" }, h("label", { for: "fp-upload" }, "Upload a file to this directory"), file),
     h("button", { type: "submit", id: "fp-upload-btn" }, "Upload"));
   upForm.addEventListener("submit", async (ev) => {
@@ -656,6 +657,40 @@ function keysView(): HTMLElement {
   return h("div", {}, h("section", { class: "card" }, form, shown, msg),
     h("section", { class: "card" }, h("div", { class: "scroll" }, h("table", { id: "keys" },
       h("thead", {}, h("tr", {}, ...["Key", "Name", "Created", "State", ""].map((t) => h("th", { scope: "col" }, t)))), tbody))));
+}
+
+function templatesView(): HTMLElement {
+  const tb = h("tbody"), sb = h("tbody");
+  const msg = h("p", { "aria-live": "polite" });
+  api("GET", "/v1/templates").then((r) => clear(tb, ...r.templates.map((t: any) => h("tr", { "data-name": t.name },
+    h("td", {}, t.name), h("td", {}, t.description), h("td", {}, `${t.vcpus} vCPU, ${t.memory_mib} MiB`),
+    h("td", {}, t.status === "ready" ? `v${t.version}, ${fmtTime(t.built_at)}${t.snapshot ? " (zygote)" : ""}` : "not built")))))
+    .catch((e) => notice(msg, (e as Error).message, "error"));
+  const loadSnaps = () => api("GET", "/v1/snapshots").then((r) => clear(sb, ...(r.snapshots.length ? r.snapshots.map((n: any) => {
+    const start = h("button", { type: "button", "aria-label": `New sandbox from ${n.id}` }, "New sandbox");
+    start.addEventListener("click", async () => {
+      try {
+        const s = await api<Sandbox>("POST", "/v1/sandboxes", { from_snapshot: n.id });
+        location.hash = `#/sandboxes/${s.id}`;
+      } catch (e) {
+        notice(msg, (e as Error).message, "error");
+      }
+    });
+    const del = h("button", { type: "button", class: "danger", "aria-label": `Delete snapshot ${n.id}` }, "Delete");
+    del.addEventListener("click", async () => {
+      if (!confirm(`Delete snapshot ${n.id}?`)) return;
+      await api("DELETE", `/v1/snapshots/${n.id}`).catch((e) => notice(msg, e.message, "error"));
+      loadSnaps();
+    });
+    return h("tr", { "data-id": n.id }, h("td", {}, h("code", {}, n.id)), h("td", {}, n.sandbox_id ? h("a", { href: `#/sandboxes/${n.sandbox_id}` }, n.sandbox_id) : "—"),
+      h("td", {}, n.template), h("td", {}, fmtTime(n.created_at)), h("td", {}, start, " ", del));
+  }) : [h("tr", {}, h("td", { colspan: "5" }, "No snapshots: take one from a sandbox's page."))])))
+    .catch((e) => notice(msg, (e as Error).message, "error"));
+  loadSnaps();
+  const head = (...c: string[]) => h("thead", {}, h("tr", {}, ...c.map((t) => h("th", { scope: "col" }, t))));
+  return h("div", {}, msg,
+    h("section", { class: "card" }, h("h2", {}, "Templates"), h("div", { class: "scroll" }, h("table", { id: "templates" }, head("Name", "Description", "Size", "Built"), tb))),
+    h("section", { class: "card" }, h("h2", {}, "Snapshots"), h("div", { class: "scroll" }, h("table", { id: "snapshots" }, head("Id", "Of sandbox", "Template", "Taken", ""), sb))));
 }
 
 function usageView(): HTMLElement {
