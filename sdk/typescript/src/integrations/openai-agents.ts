@@ -10,8 +10,9 @@
  *     });
  *
  * The sandbox is made on the first tool call and deleted when the callback
- * settles. A failing tool call is reported to the model as the SDK does
- * (its default error function), and the run goes on.
+ * settles. A failing tool call goes back to the model as "error: " and
+ * kiln's message (not the SDK's default, which hides the message), and
+ * the run goes on.
  */
 import { tool, type FunctionTool } from "@openai/agents";
 
@@ -41,6 +42,9 @@ export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions
     parameters: t.parameters as any,
     strict: false,
     execute: (args: unknown) => t.execute(args as Record<string, unknown>),
+    // The SDK's default hides the error ("An error occurred while running
+    // the tool"); the model does better knowing the file was not there.
+    errorFunction: (_ctx: unknown, error: unknown) => `error: ${error instanceof Error ? error.message : String(error)}`,
   }) as SandboxFunctionTool);
 }
 
