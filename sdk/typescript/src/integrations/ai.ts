@@ -1,0 +1,52 @@
+/**
+ * kiln sandbox tools for the Vercel AI SDK (`ai`, v6): each tool is the
+ * SDK's own `tool()`, so they go straight into generateText / streamText /
+ * ToolLoopAgent's `tools`.
+ *
+ *     import { generateText, stepCountIs } from "ai";
+ *     import { withSandboxTools } from "@kiln/sdk/ai";
+ *     const text = await withSandboxTools({ template: "base" }, async (tools) =>
+ *       (await generateText({ model, tools, stopWhen: stepCountIs(10), prompt })).text);
+ *
+ * The sandbox is made on the first tool call and deleted when the callback
+ * settles. A tool that fails (no such file, say) rejects, which the SDK
+ * hands the model as a tool error.
+ */
+import { jsonSchema, tool, type Tool, type ToolSet } from "ai";
+
+import {
+  SandboxSession, sandboxToolSpecs, type SandboxSessionOptions, type SandboxSource, type SandboxToolName,
+} from "./tools.js";
+
+export { SandboxSession } from "./tools.js";
+export type { SandboxSessionOptions, SandboxToolName } from "./tools.js";
+
+export interface SandboxToolsOptions {
+  /** Only these tools (default: run_code, shell, read_file, write_file, list_dir). */
+  only?: readonly SandboxToolName[];
+}
+
+/** The sandbox tools as an AI SDK ToolSet, keyed by tool name. */
+export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions = {}): ToolSet {
+  const set: Record<string, Tool> = {};
+  for (const t of sandboxToolSpecs(source, options.only)) {
+    set[t.name] = tool({
+      description: t.description,
+      inputSchema: jsonSchema<Record<string, unknown>>(t.parameters),
+      execute: (args: Record<string, unknown>) => t.execute(args),
+    });
+  }
+  return set;
+}
+
+/** A sandbox for one conversation: fn gets the tools; the sandbox is deleted when fn settles. */
+export async function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
+  fn: (tools: ToolSet, session: SandboxSession) => Promise<T>): Promise<T> {
+  const { only, ...create } = options;
+  const session = new SandboxSession(create);
+  try {
+    return await fn(sandboxTools(session, { only }), session);
+  } finally {
+    await session.close();
+  }
+}

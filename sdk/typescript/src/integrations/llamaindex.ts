@@ -1,0 +1,46 @@
+/**
+ * kiln sandbox tools for LlamaIndex.TS (`llamaindex`): each is a
+ * FunctionTool (JSON Schema parameters), for `agent({ llm, tools })` of
+ * @llamaindex/workflow or any LlamaIndex tool-calling LLM.
+ *
+ *     import { agent } from "@llamaindex/workflow";
+ *     import { withSandboxTools } from "@kiln/sdk/llamaindex";
+ *     await withSandboxTools({ template: "base" }, async (tools) =>
+ *       (await agent({ llm, tools }).run("What is 6*7? Use python.")).data.result);
+ *
+ * The sandbox is made on the first tool call and deleted when the callback
+ * settles.
+ */
+import { FunctionTool, type BaseToolWithCall } from "llamaindex";
+
+import {
+  SandboxSession, sandboxToolSpecs, type SandboxSessionOptions, type SandboxSource, type SandboxToolName,
+} from "./tools.js";
+
+export { SandboxSession } from "./tools.js";
+export type { SandboxSessionOptions, SandboxToolName } from "./tools.js";
+
+export interface SandboxToolsOptions {
+  /** Only these tools (default: run_code, shell, read_file, write_file, list_dir). */
+  only?: readonly SandboxToolName[];
+}
+
+/** The sandbox tools as LlamaIndex FunctionTools. */
+export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions = {}): BaseToolWithCall[] {
+  return sandboxToolSpecs(source, options.only).map((t) => FunctionTool.from(
+    (args: Record<string, unknown>) => t.execute(args),
+    { name: t.name, description: t.description, parameters: t.parameters as any },
+  ) as unknown as BaseToolWithCall);
+}
+
+/** A sandbox for one conversation: fn gets the tools; the sandbox is deleted when fn settles. */
+export async function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
+  fn: (tools: BaseToolWithCall[], session: SandboxSession) => Promise<T>): Promise<T> {
+  const { only, ...create } = options;
+  const session = new SandboxSession(create);
+  try {
+    return await fn(sandboxTools(session, { only }), session);
+  } finally {
+    await session.close();
+  }
+}
