@@ -43,6 +43,7 @@ void config_defaults(struct config *c)
 	 * heap, device buffers, page tables of the guest's memory. */
 	c->vmm_overhead_mib = 96;
 	c->vmm_pids = 64;
+	c->reserve_disk_mib = 256;
 }
 
 static int set_path(char *dst, const char *dir, const char *rel)
