@@ -108,6 +108,10 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 		return errf(ENOMEM, "out of memory");
 	if (top && (rc = disk_chain(cfg->data_dir, top, chain, CHAIN_MAX, &n)) < 0)
 		n = 0;
+	if (rc == -EPERM) {	/* a header names a base outside kiln's directories */
+		free(chain);
+		return rc;
+	}
 	rc = 0;
 	for (int i = 0; i < n && rc == 0; i++) {
 		dir_of(chain[i], d);
