@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,8 +170,25 @@ int kiln_connect_unix(struct kiln_client *c, const char *path)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof sa.sun_path)
 		return cl_fail(c, ENAMETOOLONG, "connect %s: socket path too long", path);
-	strcpy(sa.sun_path, path);
-	return connect_sock(c, AF_UNIX, (struct sockaddr *)&sa, sizeof sa, path);
+	/* The socket lies in a directory its VMM may write, and kilnd is
+	 * root: it connects to the socket at path itself, never through a
+	 * symlink there to some other service's (the O_PATH fd pins what
+	 * was checked; connect goes through its /proc link). */
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (pfd < 0)
+		return cl_fail(c, errno, "connect %s: %s", path, strerror(errno));
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		close(pfd);
+		return cl_fail(c, ENOTSOCK, "connect %s: not a socket", path);
+	}
+	if (access("/proc/self/fd", F_OK) == 0)	/* else (no /proc): the path */
+		snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", pfd);
+	else
+		strcpy(sa.sun_path, path);
+	int rc = connect_sock(c, AF_UNIX, (struct sockaddr *)&sa, sizeof sa, path);
+	close(pfd);
+	return rc;
 }
 
 int kiln_connect_vsock(struct kiln_client *c, unsigned cid, unsigned port)

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
@@ -84,18 +86,40 @@ bool cgroup_setup(const struct host_config *cfg)
 	return true;
 }
 
-int cgroup_memory_mib(const struct host_config *cfg, int memory_mib)
+int cgroup_memory_mib(const struct host_config *cfg, int memory_mib, int disk_mib)
 {
 	/* The guest's memory once as its own pages and once as page cache:
 	 * a snapshot or hibernation writes all of it to a file, and a VMM
 	 * restored from one maps it from that file. Both are charged to the
 	 * VMM, and dirty pages cannot be dropped at once. */
-	long long mib = 2LL * memory_mib + cfg->vmm_overhead_mib;
+	long long mib = 2LL * memory_mib + cfg->vmm_overhead_mib + disk_mib;
 	return mib > 16 ? (int)mib : 16;
 }
 
+int cgroup_disk_mib(const struct host_config *cfg, uint64_t disk_bytes)
+{
+	char dir[PATH_MAX];
+	struct statfs fs;
+	snprintf(dir, sizeof dir, "%s/sandboxes", cfg->data_dir);
+	if (statfs(dir, &fs) < 0 || (fs.f_type != TMPFS_MAGIC && fs.f_type != RAMFS_MAGIC))
+		return 0;
+	/* Its top layer grows by whole clusters, at most to the disk's size,
+	 * plus the cluster map (8 bytes per 64 KiB) and the header. */
+	uint64_t mib = (disk_bytes + (disk_bytes >> 13) + (1 << 20) - 1) >> 20;
+	return mib < (1u << 30) ? (int)mib + 1 : 1 << 30;
+}
+
+int cgroup_memory_max_mib(const struct host_config *cfg, const char *id)
+{
+	char path[PATH_MAX], buf[64];
+	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path ||
+	    read_text(path, "memory.max", buf, sizeof buf) < 0)
+		return 0;
+	return (int)(atoll(buf) >> 20);
+}
+
 int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
-		char path[PATH_MAX])
+		int disk_mib, char path[PATH_MAX])
 {
 	if (snprintf(path, PATH_MAX, "%s/%s", cfg->cgroup, id) >= PATH_MAX)
 		return errf(ENAMETOOLONG, "cgroup path too long");
@@ -105,7 +129,7 @@ int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int me
 	int rc = 0;
 	snprintf(v, sizeof v, "%d 100000", vcpus * 100000);
 	rc = rc ?: write_text(path, "cpu.max", v);
-	snprintf(v, sizeof v, "%lld", (long long)cgroup_memory_mib(cfg, memory_mib) << 20);
+	snprintf(v, sizeof v, "%lld", (long long)cgroup_memory_mib(cfg, memory_mib, disk_mib) << 20);
 	rc = rc ?: write_text(path, "memory.max", v);
 	/* Swapped out, a VMM would go over its limit slowly instead of
 	 * being stopped; and one killed takes its whole cgroup along. */

@@ -12,6 +12,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct host_config;
@@ -20,11 +21,21 @@ struct host_config;
  * the way down from the cgroup v2 root. false: no cgroup v2 here. */
 bool cgroup_setup(const struct host_config *cfg);
 /* memory.max of a VMM whose guest has memory_mib: twice that (its pages,
- * and a snapshot of them in the page cache) plus --vmm-overhead. */
-int cgroup_memory_mib(const struct host_config *cfg, int memory_mib);
+ * and a snapshot of them in the page cache) plus --vmm-overhead, plus
+ * disk_mib (cgroup_disk_mib: what its disk may hold in RAM). */
+int cgroup_memory_mib(const struct host_config *cfg, int memory_mib, int disk_mib);
+/* How much of a disk of disk_bytes its VMM's cgroup is charged for: all
+ * of it where DATA/sandboxes is on a RAM filesystem (tmpfs, ramfs), whose
+ * pages are the file's only copy and are charged to the process that
+ * wrote them; 0 on a disk filesystem, whose page cache the VMM keeps
+ * written back and dropped (src/vmm/overlay.c) and the kernel can
+ * reclaim. docs/kilnd.md "Memory of a VMM". */
+int cgroup_disk_mib(const struct host_config *cfg, uint64_t disk_bytes);
 /* A sandbox's cgroup with its limits; path gets its directory. */
 int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
-		char path[PATH_MAX]);
+		int disk_mib, char path[PATH_MAX]);
+/* Its memory.max in MiB as set (for messages); 0 if unknown. */
+int cgroup_memory_max_mib(const struct host_config *cfg, const char *id);
 /* Move pid (a whole process) into the cgroup at path. */
 int cgroup_move(const char *path, pid_t pid);
 /* Did the kernel kill something in it for going over memory.max? */

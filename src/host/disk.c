@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int disk_create(const char *top, const char *base)
@@ -21,19 +23,62 @@ int disk_seal(const char *path)
 	return overlay_set_sealed(path, true);
 }
 
-int disk_flatten(const char *top, const char *out)
+/* Where a layer below a sandbox's top may be: kiln's template, snapshot
+ * and sandbox directories, as real paths. A VMM writes its top layer's
+ * header, base path included; kilnd follows a base only into these. */
+struct roots {
+	char buf[3][PATH_MAX];
+	const char *list[4];
+};
+
+static const char *const *kiln_roots(const char *data_dir, struct roots *r)
 {
-	return overlay_flatten(top, out);
+	static const char *const names[] = { "templates", "snapshots", "sandboxes" };
+	int n = 0;
+	for (int i = 0; i < 3; i++) {
+		char p[PATH_MAX];
+		snprintf(p, sizeof p, "%s/%s", data_dir, names[i]);
+		if (realpath(p, r->buf[n])) {
+			r->list[n] = r->buf[n];
+			n++;
+		}
+	}
+	r->list[n] = NULL;
+	return r->list;
+}
+
+int disk_flatten(const char *data_dir, const char *top, const char *out)
+{
+	struct roots r;
+	return overlay_flatten(top, out, kiln_roots(data_dir, &r));
+}
+
+int disk_size(const char *path, uint64_t *bytes)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errf_sys("open %s", path);
+	uint8_t h[24];
+	struct stat st;
+	int rc = 0;
+	if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, OVERLAY_MAGIC, 8) == 0)
+		memcpy(bytes, h + 16, 8);        /* docs/disk.md: the size at offset 16 */
+	else if (fstat(fd, &st) == 0)
+		*bytes = (uint64_t)st.st_size;
+	else
+		rc = errf_sys("stat %s", path);
+	close(fd);
+	return rc;
 }
 
 /* The base recorded in an overlay's header (docs/disk.md: its length at
  * offset 56, the path at 64), resolved against the overlay's directory.
  * 1 with the base, 0 for a raw image. */
-static int base_of(const char *path, char base[PATH_MAX])
+static int base_of(const char *path, char base[PATH_MAX], const char *const *roots)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = overlay_open_within(path, O_RDONLY, roots);
 	if (fd < 0)
-		return errf_sys("open %s", path);
+		return fd;
 	uint8_t h[4096];
 	ssize_t n = pread(fd, h, sizeof h, 0);
 	close(fd);
@@ -55,8 +100,10 @@ static int base_of(const char *path, char base[PATH_MAX])
 	return 1;
 }
 
-int disk_chain(const char *top, char (*layers)[PATH_MAX], int max, int *n)
+int disk_chain(const char *data_dir, const char *top, char (*layers)[PATH_MAX], int max, int *n)
 {
+	struct roots r;
+	const char *const *roots = kiln_roots(data_dir, &r);
 	*n = 0;
 	char cur[PATH_MAX];
 	snprintf(cur, sizeof cur, "%s", top);
@@ -65,7 +112,8 @@ int disk_chain(const char *top, char (*layers)[PATH_MAX], int max, int *n)
 			return errf(ELOOP, "%s: chain deeper than %d layers", top, max);
 		snprintf(layers[(*n)++], PATH_MAX, "%s", cur);
 		char base[PATH_MAX];
-		int rc = base_of(cur, base);
+		/* The top is kilnd's own path; every base comes from a header. */
+		int rc = base_of(cur, base, *n == 1 ? NULL : roots);
 		if (rc <= 0)
 			return rc;
 		memcpy(cur, base, sizeof cur);

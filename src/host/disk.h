@@ -14,15 +14,25 @@
 #define KILN_HOST_DISK_H
 
 #include <limits.h>
+#include <stdint.h>
 
 /* Make top, a new empty overlay over base. */
 int disk_create(const char *top, const char *base);
 /* Seal an overlay: read-only from now on, a base for others. */
 int disk_seal(const char *path);
 /* A depth-1 overlay at out with the content of top's chain, over the same
- * raw base (a copy of what the sandbox changed, and its template's). */
-int disk_flatten(const char *top, const char *out);
-/* The layers of top's chain, top first, raw base last; at most max. */
-int disk_chain(const char *top, char (*layers)[PATH_MAX], int max, int *n);
+ * raw base (a copy of what the sandbox changed, and its template's); its
+ * layers are confined as for disk_chain. */
+int disk_flatten(const char *data_dir, const char *top, const char *out);
+/* The size of the disk an overlay (or raw image) describes. The header
+ * of a sandbox's top layer is the VMM's to write: callers bound what
+ * they do with the number. */
+int disk_size(const char *path, uint64_t *bytes);
+/* The layers of top's chain, top first, raw base last; at most max.
+ * A header is the VMM's to write: every base must be a regular file
+ * reached without symlinks under DATA/templates, DATA/snapshots or
+ * DATA/sandboxes (data_dir is DATA), or the chain is refused (-EPERM),
+ * and nothing outside them is opened. */
+int disk_chain(const char *data_dir, const char *top, char (*layers)[PATH_MAX], int max, int *n);
 
 #endif

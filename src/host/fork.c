@@ -118,7 +118,7 @@ static void follow_new_top(struct host *h, struct sandbox *parent)
 		closedir(d);
 	char (*chain)[PATH_MAX] = bestn >= 0 ? calloc(CHAIN_MAX, PATH_MAX) : NULL;
 	int n = 0;
-	bool switched = chain && disk_chain(best, chain, CHAIN_MAX, &n) == 0 && n > 1 &&
+	bool switched = chain && disk_chain(h->cfg->data_dir, best, chain, CHAIN_MAX, &n) == 0 && n > 1 &&
 			strcmp(chain[1], top) == 0;
 	free(chain);
 	if (!switched)
@@ -227,8 +227,15 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 
 	for (int i = 0; i < n; i++) {
 		pid_t pid = (pid_t)json_integer_value(json_object_get(json_array_get(pids, i), "pid"));
-		int crc = pid > 0 ? sandbox_attach_vmm(h, kids[i], pid, proc_start_time(pid))
-				  : errf(EPROTO, "kiln-vmm fork: no pid for child %d", i);
+		/* The parent VMM names its children: a jailed one may name only
+		 * processes of its own uid (never a host process kilnd would
+		 * then move into a cgroup, and kill). */
+		uid_t owner = 0;
+		int crc = pid <= 0 ? errf(EPROTO, "kiln-vmm fork: no pid for child %d", i)
+			: kids[i]->jail_uid && (proc_uid(pid, &owner) < 0 || owner != kids[i]->jail_uid)
+			? errf(EPERM, "kiln-vmm fork: child %d's pid %d is not a process of its jail",
+			       i, (int)pid)
+			: sandbox_attach_vmm(h, kids[i], pid, proc_start_time(pid));
 		/* Born in its parent's cgroup: its own limits from now on. */
 		if (crc == 0 && h->cgroups && kids[i]->jail_uid) {
 			char cg[PATH_MAX + 64];
@@ -328,7 +335,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	 * keeps a VM that was paused before a snapshot paused after it. */
 	bool paused = (rc = ctl_simple(sb, "pause", 10000)) == 0;
 	if (rc == 0)
-		rc = disk_flatten(top, disk);
+		rc = disk_flatten(cfg->data_dir, top, disk);
 	if (rc == 0)
 		rc = disk_seal(disk);
 	/* A jailed VMM sees only the sandboxes' directories: it writes the
@@ -343,6 +350,10 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 		rc = req ? vmm_ctl(ctl, req, &reply, 120000) : errf(ENOMEM, "out of memory");
 		json_decref(req);
 		json_decref(reply);
+		/* The VMM wrote it: a directory, not a link to elsewhere. */
+		struct stat st;
+		if (rc == 0 && (lstat(own, &st) < 0 || !S_ISDIR(st.st_mode)))
+			rc = errf(EPERM, "snapshot: %s is not a directory", own);
 		if (rc == 0 && rename(own, vmdir) < 0)
 			rc = errf_sys("rename %s", own);
 		if (rc < 0)

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -94,6 +95,27 @@ void host_unlink(struct host *h, struct sandbox *sb)
 		sandbox_put(h, sb);
 }
 
+/* disk_room: room on the data filesystem for n more sandboxes (or a
+ * wake) with mem_mib of guest memory: besides --reserve-disk, which no
+ * sandbox takes (the VMM stops growing a disk there, --disk-reserve), each
+ * needs room to be hibernated or snapshotted (its memory) and its disk's
+ * first writes (64 MiB). A full disk refuses creates with 503 rather
+ * than letting them fail later, or fill what kilnd's database needs. */
+static int disk_room(const struct host_config *cfg, int n, int64_t mem_mib)
+{
+	struct statvfs fs;
+	if (statvfs(cfg->data_dir, &fs) < 0)
+		return 0;	/* cannot tell: the VMMs' reserve still holds */
+	int64_t free_mib = (int64_t)((uint64_t)fs.f_bavail * fs.f_frsize >> 20);
+	int64_t need = cfg->reserve_disk_mib + mem_mib + 64LL * (n > 0 ? n : 1);
+	if (free_mib < need)
+		return errf(ENOSPC, "no capacity: %lld MiB free on the data filesystem (%s); this "
+			    "needs %lld MiB besides the %d MiB kilnd keeps (--reserve-disk)",
+			    (long long)free_mib, cfg->data_dir,
+			    (long long)(need - cfg->reserve_disk_mib), cfg->reserve_disk_mib);
+	return 0;
+}
+
 int host_admit(struct host *h, int n, int64_t mem_mib, bool slot)
 {
 	const struct host_config *cfg = h->cfg;
@@ -117,6 +139,8 @@ int host_admit(struct host *h, int n, int64_t mem_mib, bool slot)
 				  cfg->max_sandboxes);
 			break;
 		}
+		if ((n > 0 || mem_mib > 0) && (rc = disk_room(cfg, n, mem_mib)) < 0)
+			break;
 		if (h->mem_mib + mem_mib > cfg->max_memory_mib) {
 			rc = errf(EAGAIN, "no capacity: %lld MiB of guest memory in use, the limit is %lld",
 				  (long long)h->mem_mib, (long long)cfg->max_memory_mib);
@@ -358,7 +382,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 		int st = proc_exit_status(sb->row.vmm_pid);
 		if (h->cgroups && sb->jail_uid && cgroup_oom_killed(h->cfg, sb->row.id))
 			snprintf(why, sizeof why, "the VMM went over its memory limit (%d MiB) and was killed",
-				 cgroup_memory_mib(h->cfg, sb->row.memory_mib));
+				 cgroup_memory_max_mib(h->cfg, sb->row.id));
 		else if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) > 128)
 			/* a jailed VMM's outer process passes on a signal death so */
 			snprintf(why, sizeof why, "the VMM was killed by signal %d", WEXITSTATUS(st) - 128);

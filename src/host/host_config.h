@@ -46,6 +46,7 @@ struct host_config {
 	char cgroup[PATH_MAX];		/* parent of the sandboxes' cgroups */
 	int vmm_overhead_mib;		/* memory.max = 2 x guest memory + this */
 	int vmm_pids;			/* pids.max */
+	int reserve_disk_mib;		/* free space on DATA's filesystem no sandbox takes */
 	char dns[128];			/* guests' nameservers, "A.B.C.D,..." ("": the host's) */
 };
 

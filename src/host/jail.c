@@ -71,6 +71,20 @@ static int give_dir(const char *dir, uid_t uid)
 	return 0;
 }
 
+/* What of its disk counts against a VMM's memory (cgroup_disk_mib). The
+ * size is read from its top layer, whose header a VMM can rewrite: it is
+ * capped (64 GiB, above any disk kiln makes), so a forged one buys at
+ * most that much RAM, and only where the data directory is in RAM. */
+static int disk_charge_mib(const struct host_config *cfg, const char *top)
+{
+	uint64_t bytes = 0;
+	if (!top || disk_size(top, &bytes) < 0)
+		return 0;
+	if (bytes > (64ULL << 30))
+		bytes = 64ULL << 30;
+	return cgroup_disk_mib(cfg, bytes);
+}
+
 int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const char *extra,
 		     const char *extra2, const char *netns, struct vmm_jail *j)
 {
@@ -92,8 +106,12 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	int n = 0;
 	if (!chain)
 		return errf(ENOMEM, "out of memory");
-	if (top && (rc = disk_chain(top, chain, CHAIN_MAX, &n)) < 0)
+	if (top && (rc = disk_chain(cfg->data_dir, top, chain, CHAIN_MAX, &n)) < 0)
 		n = 0;
+	if (rc == -EPERM) {	/* a header names a base outside kiln's directories */
+		free(chain);
+		return rc;
+	}
 	rc = 0;
 	for (int i = 0; i < n && rc == 0; i++) {
 		dir_of(chain[i], d);
@@ -121,7 +139,8 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	if (rc == 0 && top && under(top, sb->dir) && chown(top, j->uid, j->uid) < 0)
 		rc = errf_sys("jail: chown %s", top);
 	if (rc == 0 && h->cgroups)
-		rc = cgroup_make(cfg, sb->row.id, sb->row.vcpus, sb->row.memory_mib, j->cgroup);
+		rc = cgroup_make(cfg, sb->row.id, sb->row.vcpus, sb->row.memory_mib,
+				 disk_charge_mib(cfg, top), j->cgroup);
 	return rc;
 }
 
@@ -134,10 +153,12 @@ int vmm_jail_inherit(struct host *h, struct sandbox *parent, struct sandbox *chi
 	pthread_mutex_unlock(&h->lock);
 	if (!child->jail_uid)
 		return 0;	/* the parent runs unjailed (started with --no-jail) */
-	char cgroup[PATH_MAX];
+	char cgroup[PATH_MAX], top[PATH_MAX];
 	int rc = give_dir(child->dir, child->jail_uid);
+	int disk_mib = sandbox_top(parent, top) == 0 ? disk_charge_mib(h->cfg, top) : 0;
 	if (rc == 0 && h->cgroups)
-		rc = cgroup_make(h->cfg, child->row.id, child->row.vcpus, child->row.memory_mib, cgroup);
+		rc = cgroup_make(h->cfg, child->row.id, child->row.vcpus, child->row.memory_mib,
+				 disk_mib, cgroup);
 	return rc;
 }
 

@@ -56,14 +56,14 @@ static void refs_free(struct refs *r)
 }
 
 /* Every layer of the chain under the disk recorded in disks (JSON). */
-static void add_chain(struct refs *layers, const char *disks)
+static void add_chain(const char *data_dir, struct refs *layers, const char *disks)
 {
 	char top[PATH_MAX];
 	if (disks_json_top(disks, top) < 0)
 		return;
 	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
 	int n = 0;
-	if (chain && disk_chain(top, chain, CHAIN_MAX, &n) == 0)
+	if (chain && disk_chain(data_dir, top, chain, CHAIN_MAX, &n) == 0)
 		for (int i = 0; i < n; i++)
 			refs_add(layers, chain[i]);
 	else if (chain)
@@ -72,13 +72,14 @@ static void add_chain(struct refs *layers, const char *disks)
 }
 
 struct gc_ctx {
+	const char *data_dir;
 	struct refs layers, live_snaps;
 };
 
 static int add_snapshot(void *ctx, struct snap_row *s)
 {
 	struct gc_ctx *g = ctx;
-	add_chain(&g->layers, s->disks);
+	add_chain(g->data_dir, &g->layers, s->disks);
 	refs_add(&g->live_snaps, s->id);
 	snap_row_clear(s);
 	return 0;
@@ -133,7 +134,7 @@ static void sweep(const char *root, const struct refs *live, const struct refs *
 
 void layers_gc(struct host *h)
 {
-	struct gc_ctx g = { 0 };
+	struct gc_ctx g = { .data_dir = h->cfg->data_dir };
 	struct refs live_sbx = { 0 };
 	pthread_mutex_lock(&h->layers);
 	pthread_mutex_lock(&h->lock);
@@ -141,7 +142,7 @@ void layers_gc(struct host *h)
 		pthread_mutex_lock(&sb->lock);
 		/* A failed sandbox keeps its record, not its disk. */
 		if (sb->row.state != SBX_FAILED) {
-			add_chain(&g.layers, sb->row.disks);
+			add_chain(h->cfg->data_dir, &g.layers, sb->row.disks);
 			refs_add(&live_sbx, sb->row.id);
 		}
 		pthread_mutex_unlock(&sb->lock);

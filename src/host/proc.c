@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,13 +33,22 @@ static void child_setup(const char *log, bool detach)
 	if (detach)
 		setsid();
 	int in = open("/dev/null", O_RDONLY);
-	int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
+	/* The log lies in a directory the VMM may write: never through a
+	 * symlink (root would append to any file), never a FIFO or device. */
+	int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK, 0644) : -1;
+	struct stat st;
+	if (out >= 0 && (fstat(out, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)) {
+		close(out);
+		out = -1;
+	}
+	if (out >= 0)
+		fcntl(out, F_SETFL, O_APPEND);
 	if (in >= 0)
 		dup2(in, 0);
 	if (out >= 0) {
 		dup2(out, 1);
 		dup2(out, 2);
-	} else if (detach) {
+	} else if (detach || log) {
 		int null = open("/dev/null", O_WRONLY);
 		if (null >= 0) {
 			dup2(null, 1);
@@ -194,15 +204,45 @@ int proc_exit_status(pid_t pid)
 	return -1;
 }
 
+int proc_uid(pid_t pid, uid_t *uid)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = 0;
+	const char *u = strstr(buf, "\nUid:");
+	unsigned r, e, sv, fs;
+	if (!u || sscanf(u + 5, "%u %u %u %u", &r, &e, &sv, &fs) != 4)
+		return -EPROTO;
+	if (r != e || r != sv || r != fs)
+		return -EPERM;	/* mid-change: not one uid */
+	*uid = (uid_t)r;
+	return 0;
+}
+
 int proc_kill_wait(pid_t pid, int64_t start, int ms)
+{
+	return proc_kill_owned(pid, start, (uid_t)-1, ms);
+}
+
+int proc_kill_owned(pid_t pid, int64_t start, uid_t uid, int ms)
 {
 	if (pid <= 0)
 		return 0;
 	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pfd < 0)
 		return 0;	/* gone */
-	/* The pidfd pins the identity: check the start time after opening it. */
-	if (start && proc_start_time(pid) != start) {
+	/* The pidfd pins the identity: check the start time and owner after
+	 * opening it. */
+	uid_t owner;
+	if ((start && proc_start_time(pid) != start) ||
+	    (uid != (uid_t)-1 && (proc_uid(pid, &owner) < 0 || owner != uid))) {
 		close(pfd);
 		return 0;
 	}
@@ -234,7 +274,10 @@ int pidfile_write(const char *path, pid_t pid, int64_t start)
 	char tmp[4200], text[64];
 	snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	int n = snprintf(text, sizeof text, "%d %lld\n", (int)pid, (long long)start);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* Where a VMM may write, tmp could be its symlink: made anew, never
+	 * followed (rename then replaces whatever path is, link or not). */
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return errf_sys("create %s", tmp);
 	if (write(fd, text, n) != n) {
@@ -251,15 +294,21 @@ int pidfile_write(const char *path, pid_t pid, int64_t start)
 
 int pidfile_read(const char *path, pid_t *pid, int64_t *start)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
 		return -errno;
+	struct stat st;
+	char text[64];
+	ssize_t got = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, text, sizeof text - 1) : -1;
+	close(fd);
+	if (got <= 0)
+		return -EINVAL;
+	text[got] = 0;
 	int p = 0;
 	long long s = 0;
-	int n = fscanf(f, "%d %lld", &p, &s);
-	fclose(f);
-	if (n != 2 || p <= 0)
-		return -EINVAL;
+	int n = sscanf(text, "%d %lld", &p, &s);
+	if (n != 2 || p <= 0 || s <= 0)
+		return -EINVAL;	/* start 0 would match any process */
 	*pid = p;
 	*start = s;
 	return 0;

@@ -39,8 +39,16 @@ int proc_exit_status(pid_t pid);
 /* SIGKILL pid if it is still the process started at start, then wait up
  * to ms for it to be gone. 0 if gone (or never there), -ETIMEDOUT. */
 int proc_kill_wait(pid_t pid, int64_t start, int ms);
+/* The same, only if it also runs as uid (all of real, effective, saved
+ * and filesystem uid): for a pid a VMM could have named (its control
+ * socket, a file in its directory), which must be one of its jail's own
+ * processes, never a host process. uid -1: any. */
+int proc_kill_owned(pid_t pid, int64_t start, uid_t uid, int ms);
+/* The uid a process runs as (-EPERM while its uids differ). */
+int proc_uid(pid_t pid, uid_t *uid);
 
-/* Write / read "PID START\n" files (a VMM's identity in its directory). */
+/* Write / read "PID START\n" files (a VMM's identity in its directory).
+ * Neither follows a symlink; a record with no start time is refused. */
 int pidfile_write(const char *path, pid_t pid, int64_t start);
 int pidfile_read(const char *path, pid_t *pid, int64_t *start);
 

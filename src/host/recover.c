@@ -78,7 +78,7 @@ static void recover_one(struct host *h, struct sandbox *sb)
 	char why[300];
 	struct stat st;
 	/* Its VMM's uid is its directory's owner (jail.c). */
-	if (stat(sb->dir, &st) == 0 && st.st_uid != 0)
+	if (lstat(sb->dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != 0)
 		sb->jail_uid = st.st_uid;
 	if (state == SBX_CREATING || state == SBX_DELETING) {
 		bool was_creating = state == SBX_CREATING;
@@ -153,6 +153,11 @@ static void remove_orphans(struct host *h)
 		if (!sb)
 			continue;
 		log_info("sandbox directory %s: no record owns it; removed", e->d_name);
+		/* Its VMM's uid is its directory's owner (jail.c): only root
+		 * changes that, and teardown trusts nothing else the VMM left. */
+		struct stat st;
+		if (lstat(sb->dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid != 0)
+			sb->jail_uid = st.st_uid;
 		sandbox_teardown(h, sb);
 		sandbox_put(h, sb);
 	}

@@ -158,15 +158,24 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 
 	if (pid > 0 && proc_kill_wait(pid, start, 5000) < 0)
 		log_warn("sandbox %s: %s", sb->row.id, errmsg());
-	char path[PATH_MAX];
-	pid_t other;
-	int64_t ostart;
-	vm_path(path, sizeof path, sb->dir, "vmm.pid");
-	if (pidfile_read(path, &other, &ostart) == 0 && (other != pid || ostart != start))
-		proc_kill_wait(other, ostart, 5000);
-	vm_path(path, sizeof path, sb->dir, "ctl.sock");
-	if ((other = ctl_pid(path)) > 0)
-		proc_kill_wait(other, 0, 5000);
+	/* A VMM kilnd did not get to record (a crash in between) is found
+	 * by what it left: vmm.pid, or the pid its control socket gives.
+	 * Both are the VMM's to write, so such a pid is signalled only if it
+	 * runs as this sandbox's own jail uid, which no host process has.
+	 * (Its cgroup, removed below, catches the rest.) Unjailed VMMs run
+	 * as root: there is no line to hold (--no-jail is for debugging). */
+	uid_t owner = h->cfg->jail ? sb->jail_uid : (uid_t)-1;
+	if (owner != 0) {
+		char path[PATH_MAX];
+		pid_t other;
+		int64_t ostart;
+		vm_path(path, sizeof path, sb->dir, "vmm.pid");
+		if (pidfile_read(path, &other, &ostart) == 0 && (other != pid || ostart != start))
+			proc_kill_owned(other, ostart, owner, 5000);
+		vm_path(path, sizeof path, sb->dir, "ctl.sock");
+		if ((other = ctl_pid(path)) > 0)
+			proc_kill_owned(other, proc_start_time(other), owner, 5000);
+	}
 	net_release(h, sb);
 	vmm_jail_release(h, sb);
 	/* Its disk layers may be the base of others' (forks): the collector

@@ -251,9 +251,9 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = tmpl_zygote_ensure(cfg, t)) < 0)
 			return rc;
-		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s,s:s}", "cmd", "spawn", "disks", s->disk,
+		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s,s:s,s:i}", "cmd", "spawn", "disks", s->disk,
 					"vsock", vsock, "ctl", ctl, "hostname", s->hostname,
-					"console", console, "log", log);
+					"console", console, "log", log, "disk_reserve_mib", cfg->reserve_disk_mib);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
 		/* Its stderr: its own vmm.log (not the zygote's, shared by all

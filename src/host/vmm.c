@@ -56,7 +56,7 @@ void vmm_last_line(const char *dir, char *out, size_t cap)
 int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pid)
 {
 	char vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX], pidf[PATH_MAX];
-	char mem[16], vcpus[16], append[320], uid[16];
+	char mem[16], vcpus[16], append[320], uid[16], reserve[16];
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
 	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
 	vm_path(console, sizeof console, s->dir, "console.log");
@@ -101,6 +101,9 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pi
 	}
 	argv[n++] = "--disk";
 	argv[n++] = (char *)s->disk;
+	snprintf(reserve, sizeof reserve, "%d", cfg->reserve_disk_mib);
+	argv[n++] = "--disk-reserve";
+	argv[n++] = reserve;
 	argv[n++] = "--vsock";
 	argv[n++] = vsock;
 	argv[n++] = "--ctl";
@@ -135,15 +138,30 @@ static int ctl_connect(const char *path)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof sa.sun_path)
 		return errf(ENAMETOOLONG, "control socket %s: path too long", path);
-	strcpy(sa.sun_path, path);
+	/* Its directory is the VMM's to write: connect to the socket there,
+	 * never through a symlink to another service's (kilnd is root). The
+	 * O_PATH fd pins what was checked; connect goes through its link. */
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (pfd < 0)
+		return errf_sys("connect %s", path);
+	if (fstat(pfd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+		close(pfd);
+		return errf(ENOTSOCK, "connect %s: not a socket", path);
+	}
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", pfd);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		close(pfd);
 		return errf_sys("socket");
+	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		int e = errf_sys("connect %s", path);
 		close(fd);
+		close(pfd);
 		return e;
 	}
+	close(pfd);
 	return fd;
 }
 

@@ -44,6 +44,7 @@ void config_defaults(struct config *c)
 	 * heap, device buffers, page tables of the guest's memory. */
 	c->vmm_overhead_mib = 96;
 	c->vmm_pids = 64;
+	c->reserve_disk_mib = 256;
 }
 
 static int set_path(char *dst, const char *dir, const char *rel)
@@ -112,6 +113,7 @@ void config_host(const struct config *c, struct host_config *h)
 	snprintf(h->cgroup, sizeof h->cgroup, "%s", c->cgroup);
 	h->vmm_overhead_mib = c->vmm_overhead_mib;
 	h->vmm_pids = c->vmm_pids;
+	h->reserve_disk_mib = c->reserve_disk_mib;
 	snprintf(h->dns, sizeof h->dns, "%s", c->dns);
 }
 

@@ -52,6 +52,7 @@ struct config {
 	char cgroup[PATH_MAX];		/* parent of the sandboxes' cgroups */
 	int vmm_overhead_mib;		/* memory.max = 2 x guest memory + this */
 	int vmm_pids;			/* pids.max */
+	int reserve_disk_mib;		/* free space on DATA's filesystem no sandbox takes */
 };
 
 void config_defaults(struct config *c);

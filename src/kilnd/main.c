@@ -86,6 +86,9 @@ static const char usage_text[] =
 	"  --vmm-overhead MIB    a VMM's memory limit over twice its guest's memory\n"
 	"                        (default 96)\n"
 	"  --vmm-pids N          a VMM's pids limit (default 64)\n"
+	"  --reserve-disk MIB    free space on the data directory's filesystem that\n"
+	"                        sandboxes never take: creates are refused and sandbox\n"
+	"                        disks stop growing below it (default 256)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
@@ -93,7 +96,7 @@ enum {
 	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
-	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS,
+	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 };
 
 static const struct option options[] = {
@@ -133,6 +136,7 @@ static const struct option options[] = {
 	{ "cgroup", required_argument, 0, O_CGROUP },
 	{ "vmm-overhead", required_argument, 0, O_VMM_OVERHEAD },
 	{ "vmm-pids", required_argument, 0, O_VMM_PIDS },
+	{ "reserve-disk", required_argument, 0, O_RESERVE_DISK },
 	{ 0 },
 };
 
@@ -238,6 +242,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			break;
 		case O_VMM_OVERHEAD: g->vmm_overhead_mib = (int)number(optarg, "--vmm-overhead", -4096, 65536); break;
 		case O_VMM_PIDS: g->vmm_pids = (int)number(optarg, "--vmm-pids", 8, 100000); break;
+		case O_RESERVE_DISK: g->reserve_disk_mib = (int)number(optarg, "--reserve-disk", 0, 1 << 30); break;
 		case O_HELP: fputs(usage_text, stdout); exit(0);
 		default: fputs(usage_text, stderr); exit(2);
 		}

@@ -25,6 +25,12 @@ extern char **environ;
 #define NETNS_DIR "/run/netns"
 #define NS_PREFIX "kiln-n"
 
+/* Private and shared address space no sandbox reaches unless its
+ * allow_out names it (docs/network.md): RFC 1918, RFC 6598 (carrier-grade
+ * NAT, 100.64/10), and IPv6 unique local and link-local addresses. */
+#define PRIVATE_V4 "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10"
+#define PRIVATE_V6 "fc00::/7, fe80::/10"
+
 /* The Stratum mining-pool ports dropped for every sandbox (docs/network.md). */
 #define STRATUM_PORTS "3333, 3334, 3335, 4444, 5555, 5588, 6666, 7777, 8008, 8888, 9999, 14433, 14444, 45560, 45700"
 
@@ -339,6 +345,14 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 		rc = append_set(script, sizeof script, p->allow, p->nallow);
 		snprintf(script + strlen(script), sizeof script - strlen(script),
 			 " accept\nadd rule inet kiln sbx%u drop\n", s->slot);
+	} else if (rc == 0) {
+		/* The internet, not the host's private networks: its LAN, its
+		 * gateway and resolvers, other services in the data centre.
+		 * An allow_out list that names them lets them through. */
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add rule inet kiln sbx%u ip daddr { " PRIVATE_V4 " } drop comment \"private\"\n"
+			 "add rule inet kiln sbx%u ip6 daddr { " PRIVATE_V6 " } drop comment \"private\"\n",
+			 s->slot, s->slot);
 	}
 	if (rc < 0)
 		return rc;

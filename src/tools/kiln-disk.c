@@ -50,7 +50,7 @@ int main(int argc, char **argv)
 	else if (argc == 3 && strcmp(argv[1], "info") == 0)
 		rc = info(argv[2]);
 	else if (argc == 4 && strcmp(argv[1], "flatten") == 0)
-		rc = overlay_flatten(argv[2], argv[3]);
+		rc = overlay_flatten(argv[2], argv[3], NULL);
 	else if (argc == 3 && strcmp(argv[1], "seal") == 0)
 		rc = overlay_set_sealed(argv[2], true);
 	else if (argc == 3 && strcmp(argv[1], "unseal") == 0)

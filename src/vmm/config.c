@@ -27,6 +27,8 @@ static const char usage_text[] =
 	"  --kernel PATH       ELF vmlinux with a PVH entry (required)\n"
 	"  --initrd PATH       initramfs\n"
 	"  --disk PATH[,ro]    a virtio-blk disk (repeat for more, at most 8)\n"
+	"  --disk-reserve MIB  refuse to grow a disk's file when its filesystem has\n"
+	"                      less than this free (the guest gets I/O errors)\n"
 	"  --mem MIB           guest memory (default 256)\n"
 	"  --vcpus N           vCPUs (default 1)\n"
 	"  --vsock PATH        virtio-vsock, bridged to Unix sockets at PATH and PATH_<port>\n"
@@ -72,6 +74,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "initrd", required_argument, 0, 'i' },
 		{ "disk", required_argument, 0, 'd' },
 		{ "mem", required_argument, 0, 'm' },
+		{ "disk-reserve", required_argument, 0, 'D' },
 		{ "vcpus", required_argument, 0, 'c' },
 		{ "vsock", required_argument, 0, 'v' },
 		{ "cid", required_argument, 0, 'C' },
@@ -128,6 +131,10 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 			}
 			break;
 		}
+		case 'D':
+			if ((rc = parse_u64(optarg, "--disk-reserve", &cfg->disk_reserve_mib)) < 0)
+				return rc;
+			break;
 		case 'm':
 			if ((rc = parse_u64(optarg, "--mem", &cfg->mem_mib)) < 0)
 				return rc;

@@ -25,6 +25,7 @@ struct vmm_config {
 	struct disk_config disks[MAX_DISKS];
 	int ndisks;
 	uint64_t mem_mib;
+	uint64_t disk_reserve_mib;  /* writable disks stop growing below this free */
 	int vcpus;
 	const char *vsock_path;
 	uint32_t guest_cid;

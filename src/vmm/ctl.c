@@ -253,6 +253,12 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 		}
 		dc->path = path;
 	}
+	int64_t reserve;
+	if (json_get_int(req, "disk_reserve_mib", &reserve)) {
+		if (reserve < 0)
+			return errf(EINVAL, "\"disk_reserve_mib\" must be a number of MiB");
+		cfg->disk_reserve_mib = (uint64_t)reserve;
+	}
 	static const char *const keys[] = { "vsock", "ctl", "tap", "hostname", "identity", "console", "log" };
 	const char **fields[] = { &cfg->vsock_path, &cfg->ctl_path, &cfg->tap, &cfg->hostname,
 				  &cfg->identity, &cfg->console, &cfg->log };

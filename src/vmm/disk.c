@@ -67,7 +67,7 @@ int disk_fork(struct disk *d, const char *parent_new, const char *const *child_p
 			overlay_set_sealed(frozen, false);
 			return errf(ENAMETOOLONG, "disk %s: path too long", frozen);
 		}
-		if ((rc = overlay_flatten(frozen, base)) < 0 || (rc = overlay_set_sealed(base, true)) < 0) {
+		if ((rc = overlay_flatten(frozen, base, NULL)) < 0 || (rc = overlay_set_sealed(base, true)) < 0) {
 			overlay_set_sealed(frozen, false);
 			return rc;
 		}
@@ -88,6 +88,7 @@ int disk_fork(struct disk *d, const char *parent_new, const char *const *child_p
 		overlay_set_sealed(frozen, false);
 		return rc;
 	}
+	next.reserve = d->chain.reserve;
 	chain_close(&d->chain);
 	d->chain = next;
 	snprintf(d->path, sizeof d->path, "%s", parent_new);

@@ -16,11 +16,28 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
+#include <linux/if_tun.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define KVMIO_TYPE  0xae00    /* the ioctl "type" byte of KVM requests */
-#define TTY_TUN_TYPE 0x5400   /* 'T': termios (TCGETS...) and TUN (TUNSETIFF...) */
+
+/* The ioctls of type 'T' the VMM makes: the TAP's (virtio_net.c), and
+ * TCGETS (stdio asks whether stderr is a terminal). Not TIOCSTI, not any
+ * other terminal request. */
+static const unsigned long tty_tun_requests[] = {
+	TUNSETIFF, TUNGETIFF, TUNSETVNETHDRSZ, TUNSETOFFLOAD, TCGETS,
+};
+
+/* clone(2) flags the VMM uses: glibc's pthread_create (vCPU and resync
+ * threads), and fork() (live forks and zygote spawns, src/vmm/fork.c and
+ * child.c). Anything else (new namespaces, CLONE_PARENT, a shared mm that
+ * is not a thread...) is refused; clone3, whose flags seccomp cannot read,
+ * fails with ENOSYS so glibc falls back to clone, as with Firecracker. */
+#define THREAD_FLAGS (CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | \
+		      CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID)
+#define FORK_FLAGS (CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD)
 
 static int mkdir_p(char *path)
 {
@@ -177,10 +194,10 @@ static const char *const main_calls[] = {
 	"rmdir", "readlink", "readlinkat", "getcwd", "fcntl", "poll", "ppoll", "epoll_create1",
 	"epoll_wait", "epoll_pwait", "eventfd2", "timerfd_create", "timerfd_settime",
 	"signalfd4", "bind", "listen", "accept4", "connect", "sendto", "sendmsg", "recvfrom",
-	"recvmsg", "shutdown", "setsockopt", "getsockopt", "getsockname", "clone", "clone3",
+	"recvmsg", "shutdown", "setsockopt", "getsockopt", "getsockname",
 	"wait4", "getrandom", "dup", "dup2", "dup3", "pipe2", "rt_sigaction", "sigaltstack",
 	"prlimit64", "sched_getaffinity", "kill", "uname", "sysinfo", "membarrier",
-	"copy_file_range", "fallocate",
+	"copy_file_range", "fallocate", "sync_file_range", "fadvise64", "fstatfs",
 };
 
 static int add_calls(scmp_filter_ctx ctx, const char *const *names, size_t n)
@@ -197,7 +214,8 @@ static int add_calls(scmp_filter_ctx ctx, const char *const *names, size_t n)
 }
 
 /* load_filter: everything not allowed traps into sigsys(). ioctl is
- * allowed for KVM requests and for TUN/terminal ones only. */
+ * allowed for KVM requests and the few TUN/terminal ones above; clone
+ * with the thread and fork flags above only. */
 static int load_filter(bool main_thread)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -221,9 +239,17 @@ static int load_filter(bool main_thread)
 	if (rc == 0)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, KVMIO_TYPE));
-	if (rc == 0)
+	for (size_t i = 0; rc == 0 && i < sizeof tty_tun_requests / sizeof tty_tun_requests[0]; i++)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-				      SCMP_A1(SCMP_CMP_MASKED_EQ, 0xff00, TTY_TUN_TYPE));
+				      SCMP_A1(SCMP_CMP_EQ, tty_tun_requests[i]));
+	if (rc == 0 && main_thread)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+				      SCMP_A0(SCMP_CMP_EQ, THREAD_FLAGS));
+	if (rc == 0 && main_thread)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+				      SCMP_A0(SCMP_CMP_EQ, FORK_FLAGS));
+	if (rc == 0 && main_thread)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 	if (rc == 0 && (rc = seccomp_load(ctx)) < 0)
 		rc = errf(-rc, "seccomp_load: %s", strerror(-rc));
 	seccomp_release(ctx);
@@ -246,4 +272,10 @@ int jail_lock(const struct jail_config *j)
 int jail_vcpu_thread(void)
 {
 	return load_filter(false);
+}
+
+int jail_seccomp(void)
+{
+	int rc = install_sigsys();
+	return rc < 0 ? rc : load_filter(true);
 }

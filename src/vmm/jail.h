@@ -49,5 +49,9 @@ int jail_lock(const struct jail_config *j);
 void jail_noop_handler(int sig);
 /* jail_vcpu_thread: the vCPU threads' allowlist, at thread start. */
 int jail_vcpu_thread(void);
+/* jail_seccomp: the main thread's allowlist alone (no uid change, no
+ * NO_NEW_PRIVS): for tests that run code under the VMM's filter. The
+ * caller must have no_new_privs set or be privileged. */
+int jail_seccomp(void);
 
 #endif

@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define CLUSTER ((uint64_t)1 << OVERLAY_CLUSTER_BITS)
@@ -200,13 +203,51 @@ int overlay_set_sealed(const char *path, bool sealed)
 
 /* ---- chains ------------------------------------------------------------- */
 
-static int open_layer(struct layer *l, const char *path, bool writable)
+static bool below(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return n && strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+int overlay_open_within(const char *path, int flags, const char *const *roots)
+{
+	if (!roots) {
+		int fd = open(path, flags | O_CLOEXEC);
+		return fd < 0 ? errf_sys("disk %s", path) : fd;
+	}
+	char real[PATH_MAX];
+	if (!realpath(path, real))
+		return errf_sys("disk %s", path);
+	bool inside = false;
+	for (int i = 0; roots[i] && !inside; i++)
+		inside = below(real, roots[i]);
+	if (!inside)
+		return errf(EPERM, "disk layer %s (%s) is outside kiln's template, snapshot and "
+			    "sandbox directories: refused", path, real);
+	/* The check and the open must name the same file: no symlink may be
+	 * followed on the way (a VMM can swap one into its own directory). */
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK),
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, real, &how, sizeof how);
+	if (fd < 0 && errno == ENOSYS)
+		fd = open(real, flags | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errf_sys("disk %s", real);
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return errf(EPERM, "disk layer %s is not a regular file: refused", real);
+	}
+	return fd;
+}
+
+static int open_layer(struct layer *l, const char *path, bool writable, const char *const *roots)
 {
 	memset(l, 0, sizeof *l);
 	snprintf(l->path, sizeof l->path, "%s", path);
-	l->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	l->fd = overlay_open_within(path, writable ? O_RDWR : O_RDONLY, roots);
 	if (l->fd < 0)
-		return errf_sys("disk %s", path);
+		return l->fd;
 	if (!overlay_is(l->fd)) {
 		struct stat st;
 		if (fstat(l->fd, &st) < 0)
@@ -266,6 +307,12 @@ void chain_close(struct chain *c)
 
 int chain_open(struct chain *c, const char *path, bool writable)
 {
+	return chain_open_within(c, path, writable, NULL);
+}
+
+int chain_open_within(struct chain *c, const char *path, bool writable,
+		      const char *const *roots)
+{
 	memset(c, 0, sizeof *c);
 	const char *cur = path;
 	for (;;) {
@@ -280,7 +327,7 @@ int chain_open(struct chain *c, const char *path, bool writable)
 		}
 		c->layers = nl;
 		struct layer *l = &c->layers[c->n++];
-		int rc = open_layer(l, cur, writable && c->n == 1);
+		int rc = open_layer(l, cur, writable && c->n == 1, c->n == 1 ? NULL : roots);
 		if (rc < 0) {
 			chain_close(c);            /* frees what open_layer got */
 			return rc;
@@ -386,7 +433,54 @@ int64_t chain_readv(struct chain *c, const struct iovec *iov, int n, uint64_t of
 	return for_each_piece(c, iov, n, off, read_range);
 }
 
-static int write_range(struct chain *c, uint64_t off, uint8_t *p, size_t len)
+/* writeback: keep what the top layer's writes leave in the host's page
+ * cache small. That cache is charged to the VMM's memory cgroup, whose
+ * limit is sized by the guest's memory, not its disk: a guest writing its
+ * disk at full speed would otherwise fill it with dirty pages faster than
+ * they can be written and reclaimed, and the kernel kills the VMM. So,
+ * every OVERLAY_WRITEBACK_BYTES: wait for the writeback started last time
+ * (the guest cannot run ahead of the disk by more than that), start it
+ * for what was written since, and drop the pages already on disk. At
+ * most about two batches are cached per VMM. On tmpfs these do nothing:
+ * there the pages are the file (kilnd sizes the cgroup for them). */
+static void writeback(struct layer *top, size_t len)
+{
+	top->unsynced += len;
+	if (top->unsynced < OVERLAY_WRITEBACK_BYTES)
+		return;
+	top->unsynced = 0;
+	sync_file_range(top->fd, 0, 0, SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE);
+	posix_fadvise(top->fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+/* make_room: may the top layer's file grow by a cluster? Not when its
+ * filesystem would keep less than the reserve kilnd holds for itself
+ * (kilnd --reserve-disk): the guest sees an I/O error for that write,
+ * every other tenant and kilnd's database keep their room. The free space
+ * is looked up again once what was free at the last look is used up, so
+ * it costs one fstatvfs per (free - reserve) bytes, and one per cluster
+ * only near the end. */
+static int make_room(struct chain *c, struct layer *top)
+{
+	if (!c->reserve)
+		return 0;
+	if (c->room < CLUSTER) {
+		struct statvfs fs;
+		if (fstatvfs(top->fd, &fs) < 0)
+			return -errno;
+		uint64_t free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize;
+		c->room = free_bytes > c->reserve ? free_bytes - c->reserve : 0;
+		/* Others write there too: look again every 64 MiB at most. */
+		if (c->room > (64u << 20))
+			c->room = 64u << 20;
+		if (c->room < CLUSTER)
+			return -ENOSPC;
+	}
+	c->room -= CLUSTER;
+	return 0;
+}
+
+static int write_cluster(struct chain *c, uint64_t off, uint8_t *p, size_t len)
 {
 	struct layer *top = &c->layers[0];
 	if (top->raw)
@@ -396,11 +490,15 @@ static int write_range(struct chain *c, uint64_t off, uint8_t *p, size_t len)
 		return -ERANGE;
 	if (top->map[k])
 		return full_pwrite(top->fd, p, len, top->map[k] + off % CLUSTER);
-	/* First write to this cluster here: copy it up whole, with the new
-	 * bytes in place, then point the map at it. Data before map entry, so
-	 * a crash in between leaves the old view intact. */
+	/* First write to this cluster here: the file grows by one. */
+	int rc = make_room(c, top);
+	if (rc < 0)
+		return rc;
+	/* Copy it up whole, with the new bytes in place, then point the map
+	 * at it. Data before map entry, so a crash in between leaves the old
+	 * view intact. */
 	uint8_t *cl = c->scratch;
-	int rc = read_range(c, k * CLUSTER, cl, CLUSTER);
+	rc = read_range(c, k * CLUSTER, cl, CLUSTER);
 	if (rc < 0)
 		return rc;
 	memcpy(cl + off % CLUSTER, p, len);
@@ -408,10 +506,20 @@ static int write_range(struct chain *c, uint64_t off, uint8_t *p, size_t len)
 	if ((rc = full_pwrite(top->fd, cl, CLUSTER, where)) < 0)
 		return rc;
 	top->data_end += CLUSTER;
+	top->unsynced += CLUSTER - len;   /* the copy-up wrote a whole cluster */
 	if ((rc = full_pwrite(top->fd, &where, 8, HEADER_SIZE + k * 8)) < 0)
 		return rc;
 	top->map[k] = where;
 	return 0;
+}
+
+static int write_range(struct chain *c, uint64_t off, uint8_t *p, size_t len)
+{
+	struct layer *top = &c->layers[0];
+	int rc = write_cluster(c, off, p, len);
+	if (rc == 0)
+		writeback(top, len);
+	return rc;
 }
 
 int64_t chain_writev(struct chain *c, const struct iovec *iov, int n, uint64_t off)
@@ -428,10 +536,10 @@ int chain_flush(struct chain *c)
 	return fdatasync(c->layers[0].fd) < 0 ? -errno : 0;
 }
 
-int overlay_flatten(const char *top, const char *out)
+int overlay_flatten(const char *top, const char *out, const char *const *roots)
 {
 	struct chain c;
-	int rc = chain_open(&c, top, false);
+	int rc = chain_open_within(&c, top, false, roots);
 	if (rc < 0)
 		return rc;
 	struct layer *raw = &c.layers[c.n - 1];

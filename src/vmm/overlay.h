@@ -20,6 +20,10 @@
 #define OVERLAY_MAGIC "KILNCOW1"
 #define OVERLAY_CLUSTER_BITS 16
 #define OVERLAY_MAX_DEPTH 8
+/* Every this many bytes written, the top layer's page cache is written
+ * back and dropped (write_range in overlay.c; docs/vmm.md "Disk writes
+ * and host memory"). */
+#define OVERLAY_WRITEBACK_BYTES (8u << 20)
 
 struct layer {
 	int fd;
@@ -32,6 +36,7 @@ struct layer {
 	uint32_t depth;           /* 0 for a raw image */
 	uint64_t size;            /* overlay: the disk size it describes */
 	char *base;               /* overlay: its base, resolved */
+	uint64_t unsynced;        /* bytes written since the last writeback */
 	char path[4096];
 };
 
@@ -41,6 +46,9 @@ struct chain {
 	uint64_t size;            /* virtual size in bytes */
 	bool writable;
 	uint8_t *scratch;         /* one cluster, for copy-up */
+	uint64_t reserve;         /* bytes the top's filesystem keeps free: growth
+				     past it fails with ENOSPC (0: none) */
+	uint64_t room;            /* free there at the last look, less growth since */
 };
 
 /* overlay_is: whether the file at fd starts with the overlay magic. */
@@ -53,10 +61,22 @@ int overlay_create(const char *path, const char *base);
  * undo that. */
 int overlay_set_sealed(const char *path, bool sealed);
 /* overlay_flatten: a new overlay at out holding every cluster that top's
- * chain has above its raw base, over that base: depth 1. */
-int overlay_flatten(const char *top, const char *out);
+ * chain has above its raw base, over that base: depth 1. roots: as for
+ * chain_open_within (NULL: any path). */
+int overlay_flatten(const char *top, const char *out, const char *const *roots);
+
+/* overlay_open_within: open path (flags as for open) only if it is a
+ * regular file whose real path lies under one of roots (a NULL-ended list
+ * of real directory paths), reached without following any symlink: how
+ * kilnd, as root, opens the layers of a chain whose headers a VMM could
+ * have written. roots NULL: a plain open. An fd or -errno (errf set). */
+int overlay_open_within(const char *path, int flags, const char *const *roots);
 
 int chain_open(struct chain *c, const char *path, bool writable);
+/* chain_open_within: chain_open with every layer below the top opened by
+ * overlay_open_within(roots). */
+int chain_open_within(struct chain *c, const char *path, bool writable,
+		      const char *const *roots);
 void chain_close(struct chain *c);
 int64_t chain_readv(struct chain *c, const struct iovec *iov, int n, uint64_t off);
 int64_t chain_writev(struct chain *c, const struct iovec *iov, int n, uint64_t off);

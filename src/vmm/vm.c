@@ -165,7 +165,8 @@ static int setup_devices(struct vm *vm)
 	    pvpanic_add(vm) < 0)
 		return EXIT_ERROR;
 	for (int i = 0; i < cfg->ndisks; i++)
-		if (virtio_blk_add(vm, cfg->disks[i].path, cfg->disks[i].read_only, i) < 0)
+		if (virtio_blk_add(vm, cfg->disks[i].path, cfg->disks[i].read_only, i,
+				   cfg->disk_reserve_mib << 20) < 0)
 			return EXIT_CONFIG;
 	if (cfg->rng && virtio_rng_add(vm) < 0)
 		return EXIT_ERROR;

@@ -39,7 +39,8 @@ answers() {
 	return 1
 }
 # The servers answer the host: "blocked" below is the firewall's doing.
-for u in 192.0.2.2:80 192.0.2.2:3333 203.0.113.10:80 169.254.169.254:80 192.0.2.1:8080; do
+for u in 192.0.2.2:80 192.0.2.2:3333 203.0.113.10:80 169.254.169.254:80 192.0.2.1:8080 \
+	 10.99.0.10:80 100.64.99.10:80; do
 	answers "http://$u/" || { fail net_setup "http://$u/ does not answer the host"; exit 1; }
 done
 
@@ -114,12 +115,19 @@ reach net_blocks_metadata "$A" 169.254.169.254 80 blocked
 reach net_blocks_host "$A" 192.0.2.1 8080 blocked
 reach net_blocks_host_veth "$A" "$hostB" 8080 blocked
 reach net_blocks_stratum "$A" 192.0.2.2 3333 blocked
+# Private address space is not "the internet" (issue 15).
+reach net_blocks_private "$A" 10.99.0.10 80 blocked
+reach net_blocks_cgnat "$A" 100.64.99.10 80 blocked
 
 # ---- policies -----------------------------------------------------------------------------
 create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
 C=$SBX
 reach net_allow_out_cidr "$C" 203.0.113.10 80 kiln-upstream
 reach net_allow_out_others_dropped "$C" 192.0.2.2 80 blocked
+create_sandbox '{"template":"minimal","allow_out":["10.99.0.0/24"]}'
+E=$SBX
+reach net_allow_out_private "$E" 10.99.0.10 80 kiln-upstream
+[ -n "$E" ] && api DELETE "/v1/sandboxes/$E"
 create_sandbox '{"template":"minimal","allow_internet":false}'
 D=$SBX
 check net_no_internet_shown "$(jget 'j["network"]')" [ "$(jget 'j["network"]["allow_internet"]')" = False ]

@@ -10,7 +10,8 @@ BUILD=${KILN_BUILD:-$REPO/build}
 KILND=$BUILD/kilnd
 KILN=$BUILD/kiln
 # Short: Unix socket paths live below the data directory.
-T=$(mktemp -d /tmp/ke.XXXXXX)
+# (KILN_TEST_TMP: another place for it, e.g. a disk filesystem.)
+T=$(mktemp -d "${KILN_TEST_TMP:-/tmp}/ke.XXXXXX")
 DATA=$T/d
 PORT=${PORT:-$((17000 + RANDOM % 2000))}
 URL=http://127.0.0.1:$PORT

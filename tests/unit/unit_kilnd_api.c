@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The guests' nameservers from a resolv.conf: IPv4, not loopback, 3 at
@@ -278,11 +279,13 @@ static void websocket_frames(void)
 
 static void disk_chains_follow_headers(void)
 {
-	char dir[] = "/tmp/kiln-unit-disk.XXXXXX", base[128], a[128], b[128];
+	char dir[] = "/tmp/kiln-unit-disk.XXXXXX", base[256], a[256], b[256], t[64];
 	CHECK(mkdtemp(dir) != NULL);
-	snprintf(base, sizeof base, "%s/root.raw", dir);
-	snprintf(a, sizeof a, "%s/a", dir);
-	snprintf(b, sizeof b, "%s/b", dir);
+	snprintf(t, sizeof t, "%s/templates", dir);
+	CHECK(mkdir(t, 0755) == 0);
+	snprintf(base, sizeof base, "%s/root.raw", t);
+	snprintf(a, sizeof a, "%s/a", t);
+	snprintf(b, sizeof b, "%s/b", t);
 	FILE *f = fopen(base, "w");
 	CHECK(f && ftruncate(fileno(f), 1 << 20) == 0);
 	if (f)
@@ -294,9 +297,30 @@ static void disk_chains_follow_headers(void)
 	CHECK(disk_create("rel", base) < 0);	/* relative paths are refused */
 	char chain[4][PATH_MAX];
 	int n = 0;
-	CHECK(disk_chain(b, chain, 4, &n) == 0 && n == 3);
+	CHECK(disk_chain(dir, b, chain, 4, &n) == 0 && n == 3);
 	CHECK(n == 3 && !strcmp(chain[0], b) && !strcmp(chain[1], a) && !strcmp(chain[2], base));
-	CHECK(disk_chain(b, chain, 2, &n) == -ELOOP);
+	CHECK(disk_chain(dir, b, chain, 2, &n) == -ELOOP);
+
+	/* A header is the VMM's to write (issue 15): a base outside kiln's
+	 * directories, or reached through a symlink, is refused, and so is
+	 * flattening such a chain. */
+	char out[256], link[256], c[256], flat[256];
+	snprintf(out, sizeof out, "%s/outside.raw", dir);
+	snprintf(link, sizeof link, "%s/link.raw", t);
+	snprintf(c, sizeof c, "%s/c", t);
+	snprintf(flat, sizeof flat, "%s/flat", t);
+	f = fopen(out, "w");
+	CHECK(f && ftruncate(fileno(f), 1 << 20) == 0);
+	if (f)
+		fclose(f);
+	CHECK(disk_create(c, out) == 0);
+	CHECK(disk_chain(dir, c, chain, 4, &n) == -EPERM);
+	CHECK(disk_flatten(dir, c, flat) == -EPERM && access(flat, F_OK) < 0);
+	unlink(c);
+	CHECK(symlink(out, link) == 0);
+	CHECK(disk_create(c, link) == 0);
+	CHECK(disk_chain(dir, c, chain, 4, &n) == -EPERM);
+	CHECK(disk_flatten(dir, b, flat) == 0);	/* confined chains still flatten */
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	CHECK(system(cmd) == 0);

@@ -1,7 +1,7 @@
 /* Unit tests for vmm_last_line (src/agent/vmm.c): the line kilnd puts in a
  * failed sandbox's error. The VM directory may be the jailed VMM's to
  * write, so only the regular, singly linked file kilnd owns is read. */
-#include "agent/vmm.h"
+#include "host/vmm.h"
 #include "test.h"
 
 #include <stdio.h>

@@ -136,7 +136,7 @@ static void deep_chains_flatten(void)
 	CHECK(same_as_model(&d.chain));
 	/* kiln-disk flatten: one layer over the raw base, same bytes. */
 	CHECK(chain_flush(&d.chain) == 0);
-	CHECK(overlay_flatten(d.path, path("flat")) == 0);
+	CHECK(overlay_flatten(d.path, path("flat"), NULL) == 0);
 	struct chain f;
 	CHECK(chain_open(&f, path("flat"), false) == 0);
 	CHECK(f.n == 2 && same_as_model(&f));

@@ -130,7 +130,7 @@ struct disk *virtio_blk_disk(struct virtio_dev *d)
 	return d->ops->device_id == VIRTIO_ID_BLOCK ? &((struct blk *)d->priv)->disk : NULL;
 }
 
-int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index)
+int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index, uint64_t reserve)
 {
 	struct blk *b = calloc(1, sizeof *b);
 	if (!b)
@@ -141,6 +141,7 @@ int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index)
 		return rc;
 	}
 	b->index = index;
+	b->disk.chain.reserve = reserve;
 	b->ops = (struct virtio_dev_ops){
 		.name = "virtio-blk",
 		.device_id = VIRTIO_ID_BLOCK,

@@ -1,0 +1,89 @@
+#!/bin/bash
+# A guest that writes to its own disk (issue 15): a `base` sandbox (512 MiB)
+# writes three times its memory, with dd inside the guest and through the
+# files API, reads it all back intact (checksums taken while writing,
+# compared after the guest dropped its caches and through GET), and is
+# still running: its VMM was not killed for the host memory its disk
+# writes took (docs/kilnd.md "Memory of a VMM"). Then it fills its disk:
+# the guest sees ENOSPC, and runs on.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { echo "SKIP kilnd_writes: no KVM"; exit 0; }
+[ -f "$REPO/build/guest/rootfs-base.ext4" ] ||
+	{ fail writes_image "build/guest/rootfs-base.ext4 is missing: run 'make templates'"; exit 0; }
+CG=/sys/fs/cgroup/kiln
+
+build_template base || exit 1
+start_kilnd --rate 0 || exit 1
+KEY=$(new_key writes)
+create_sandbox '{"template":"base"}'
+B=$SBX
+[ -n "$B" ] || { fail writes_create "$STATUS $BODY"; exit 1; }
+at_exit 'api DELETE /v1/sandboxes/$B'
+mem=$(jget 'j["memory_mib"]')
+run_in() {   # run_in CMD [TIMEOUT]: stdout of CMD in the guest (status in $STATUS)
+	api POST "/v1/sandboxes/$B/exec" "{\"cmd\":\"$1\",\"timeout_seconds\":${2:-60}}"
+	jget 'j["stdout"].strip()'
+}
+state() { api GET "/v1/sandboxes/$B"; jget 'j["status"]'; }
+ooms() { sed -n 's/^oom_kill //p' "$CG/$B/memory.events" 2>/dev/null; }
+mem_cg() {   # memory.max, memory.peak, and the file and shmem pages charged now (MiB)
+	local c=$CG/$B
+	echo "max $(( $(cat $c/memory.max) >> 20 )), peak $(( $(cat $c/memory.peak 2>/dev/null || echo 0) >> 20 )), file $(( $(awk '$1=="file"{print $2}' $c/memory.stat) >> 20 )), shmem $(( $(awk '$1=="shmem"{print $2}' $c/memory.stat) >> 20 )) MiB; data on $(stat -f -c %T "$DATA")"
+}
+
+# ---- inside the guest: twice its memory, in two files ----------------------------------------
+# The data are random (a 4 MiB block from /dev/urandom, then each 4 MiB
+# with a sha256 chained in front: cheap, and no two blocks alike).
+big=$((mem * 2))
+cat > "$T/w.py" <<'PY'
+import hashlib, os, sys
+path, mib = sys.argv[1], int(sys.argv[2])
+b = os.urandom(4 << 20)
+h = hashlib.sha256()
+with open(path, "wb") as o:
+    for i in range(mib // 4):
+        b = hashlib.sha256(b[:64]).digest() + b[32:]
+        o.write(b)
+        h.update(b)
+print(h.hexdigest())
+PY
+api PUT "/v1/sandboxes/$B/files?path=/root/w.py" "" --data-binary "@$T/w.py" -H 'Content-Type: application/octet-stream'
+for f in a b; do
+	sum=$(run_in "python3 /root/w.py /root/$f $((big / 2))" 900)
+	eval "sum_$f=\$sum"
+	st=$(state)
+	check "writes_dd_$f" "$((big / 2)) MiB to /root/$f: status $st, sha256 ${sum:0:12}, VMM OOM kills '$(ooms)'" \
+		eval '[ "$st" = running ] && [ ${#sum} = 64 ]'
+	echo "  VMM cgroup: $(mem_cg 2>/dev/null)"
+	[ "$st" = running ] || { echo "  $(jget 'j.get("error")')"; exit 1; }
+done
+
+# ---- the files API: one more time the guest's memory -------------------------------------
+# in uploads of 200 MiB (files are at most 256 MiB).
+up=$T/up
+n=$(( (mem + 199) / 200 ))
+ok=1
+for i in $(seq 1 $n); do
+	head -c 200M /dev/urandom > "$up"
+	want=$(sha256sum "$up" | cut -d' ' -f1)
+	api PUT "/v1/sandboxes/$B/files?path=/root/up$i" "" --data-binary "@$up" -H 'Content-Type: application/octet-stream'
+	[ "$STATUS" = 200 ] || { ok=0; fail "writes_upload_$i" "PUT: $STATUS $BODY"; break; }
+	got=$(run_in "sync; echo 3 > /proc/sys/vm/drop_caches; sha256sum /root/up$i | cut -d' ' -f1" 300)
+	back=$(curl -s -m 300 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$B/files?path=/root/up$i" | sha256sum | cut -d' ' -f1)
+	[ "$got" = "$want" ] && [ "$back" = "$want" ] || { ok=0; fail "writes_upload_$i" "sha256 sent ${want:0:12}, in the guest ${got:0:12}, GET ${back:0:12}"; break; }
+done
+rm -f "$up"
+st=$(state)
+[ $ok = 1 ] && check writes_upload "$n uploads of 200 MiB, each read back intact in the guest and through GET; status $st" \
+	[ "$st" = running ]
+
+# ---- everything read back, from the disk ---------------------------------------------------
+got_a=$(run_in "sync; echo 3 > /proc/sys/vm/drop_caches; sha256sum /root/a | cut -d' ' -f1" 600)
+got_b=$(run_in "sha256sum /root/b | cut -d' ' -f1" 600)
+check writes_read_back "/root/a ${got_a:0:12} (written ${sum_a:0:12}), /root/b ${got_b:0:12} (written ${sum_b:0:12})" \
+	eval '[ "$got_a" = "$sum_a" ] && [ "$got_b" = "$sum_b" ] && [ -n "$sum_a" ]'
+st=$(state)
+echo "  VMM cgroup: $(mem_cg 2>/dev/null)"
+check writes_still_running "after $((big + n * 200)) MiB written ($(( (big + n * 200) / mem ))x the guest's $mem MiB): status $st, VMM OOM kills '$(ooms)'" \
+	eval '[ "$st" = running ] && [ "$(ooms)" = 0 ]'
+alive writes_kilnd
