@@ -1,6 +1,6 @@
 #!/bin/bash
-# TTL is an idle timeout: with ttl_seconds 2, an idle sandbox is deleted,
-# one running a command is not (it goes 2 s after the command ends), one
+# TTL is an idle timeout: with ttl_seconds 10, an idle sandbox is deleted,
+# one running a command is not (it goes 10 s after the command ends), one
 # that runs a short command every 0.5 s is kept, and reading a sandbox
 # (GET, list, logs) is not activity: one polled by GET still expires.
 . "$(dirname "$0")/lib.sh"
@@ -9,47 +9,52 @@ build_template minimal || exit 1
 start_kilnd --rate 0 || exit 1
 KEY=$(new_key ttl)
 
-create_sandbox '{"template":"minimal","ttl_seconds":2}'
-IDLE=$SBX
-create_sandbox '{"template":"minimal","ttl_seconds":2}'
-BUSY=$SBX
-create_sandbox '{"template":"minimal","ttl_seconds":2}'
-POKED=$SBX
-create_sandbox '{"template":"minimal","ttl_seconds":2}'
-POLLED=$SBX
-[ -n "$IDLE" ] && [ -n "$BUSY" ] && [ -n "$POKED" ] && [ -n "$POLLED" ] ||
-	{ fail ttl_setup "creates failed: $BODY"; exit 1; }
-# The busy one runs a 6 s command; the poked one runs `true` every 0.5 s;
-# the polled one is only read (GET, list, logs) every 0.5 s.
-curl -s -o "$T/busy.json" -X POST -H "Authorization: Bearer $KEY" --data-binary '{"cmd":"sleep 6; echo done"}' \
+# Made with a long TTL, then all given 10 s at once (PATCH counts as
+# activity, so each clock starts there): slow creates must not use up a
+# TTL before the test begins. 10 s, not 2: in the emulated host on a busy
+# machine one exec can take seconds.
+for v in IDLE BUSY POKED POLLED; do
+	create_sandbox '{"template":"minimal","ttl_seconds":3600}'
+	[ -n "$SBX" ] || { fail ttl_setup "create failed: $STATUS $BODY"; exit 1; }
+	eval "$v=\$SBX"
+done
+ttl10() { api PATCH "/v1/sandboxes/$1/lifecycle" '{"ttl_seconds":10}'; [ "$STATUS" = 200 ] || fail ttl_setup "PATCH $1: $STATUS $BODY"; }
+# The busy one runs a 20 s command; the poked one runs `true` every 0.5 s;
+# the polled one is only read (GET, list, logs, usage) every 0.5 s, for 22 s.
+ttl10 "$IDLE"
+ttl10 "$BUSY"
+curl -s -o "$T/busy.json" -X POST -H "Authorization: Bearer $KEY" --data-binary '{"cmd":"sleep 20; echo done"}' \
 	"$URL/v1/sandboxes/$BUSY/exec" &
 BUSY_PID=$!
+ttl10 "$POKED"
+ttl10 "$POLLED"
 t0=$SECONDS
 polled_seen=0
-for i in $(seq 1 9); do
-	api POST "/v1/sandboxes/$POKED/exec" '{"cmd":"true"}'
+while [ $((SECONDS - t0)) -lt 22 ]; do
 	api GET "/v1/sandboxes/$POLLED"
 	[ "$STATUS" = 200 ] && polled_seen=$((polled_seen + 1))
+	api POST "/v1/sandboxes/$POKED/exec" '{"cmd":"true"}'
 	api GET "/v1/sandboxes?limit=5"
 	api GET "/v1/sandboxes/$POLLED/logs?tail=1"
+	api GET /v1/usage
 	sleep 0.5
 done
 api GET "/v1/sandboxes/$IDLE"
 expect ttl_idle_deleted 404 sandbox_ended
 api GET "/v1/sandboxes/$POLLED"
-[ "$STATUS" = 404 ] && [ "$polled_seen" -lt 9 ] &&
-	pass ttl_reads_not_activity "polled by GET/list/logs every 0.5 s: still expired (seen $polled_seen times)" ||
+[ "$STATUS" = 404 ] && [ "$polled_seen" -ge 1 ] &&
+	pass ttl_reads_not_activity "read (GET, list, logs, usage) every 0.5 s for 22 s with a 10 s TTL: expired all the same (seen $polled_seen times first)" ||
 	fail ttl_reads_not_activity "$STATUS after $polled_seen reads: $BODY"
 grep -q '"ended": *"ttl"' <<<"$BODY" && pass ttl_ended_reason "$BODY" || fail ttl_ended_reason "$BODY"
 
 api GET "/v1/sandboxes/$BUSY"
-[ "$STATUS" = 200 ] && pass ttl_busy_kept "running a command after $((SECONDS - t0)) s with a 2 s TTL" || fail ttl_busy_kept "$STATUS $BODY"
+[ "$STATUS" = 200 ] && pass ttl_busy_kept "running a command after $((SECONDS - t0)) s with a 10 s TTL" || fail ttl_busy_kept "$STATUS $BODY"
 api GET "/v1/sandboxes/$POKED"
 [ "$STATUS" = 200 ] && pass ttl_activity_counts "exec every 0.5 s: kept" || fail ttl_activity_counts "$STATUS $BODY"
 wait $BUSY_PID
 grep -q '"stdout":"done\\n"' "$T/busy.json" && pass ttl_busy_command_finished "the command ran to its end" ||
 	fail ttl_busy_command_finished "$(cat "$T/busy.json")"
-sleep 3.5
+sleep 12
 KEY_SAVED=$KEY
 api GET "/v1/sandboxes/$BUSY"
 expect ttl_busy_deleted_after 404 sandbox_ended
