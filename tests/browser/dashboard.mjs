@@ -131,7 +131,7 @@ const consoleErrors = [];
 page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
 page.on("pageerror", (e) => consoleErrors.push(String(e)));
 page.on("dialog", (d) => d.accept());	// the confirmations: yes
-const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 const T = 180_000;	// sandbox operations in an emulated host are slow
 
 async function signIn(key) {
