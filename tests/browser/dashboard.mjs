@@ -296,6 +296,27 @@ if (!ONLY_STATIC) {
       check("live_charts", pts >= 3 && lines === 2 && mib > 1, `memory and CPU charts drawn from ${pts} pushed samples (${caption})`, `${pts} samples, ${lines} lines, "${caption}"`);
     });
 
+    await step("network_policy", async () => {
+      await page.getByRole("tab", { name: "Network" }).click();
+      await page.getByLabel("Allow the internet").uncheck();
+      await page.getByLabel("Also allowed (CIDRs, when the internet is not)").fill("10.0.0.0/8");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      const saved = page.locator('form[aria-label="Egress policy"] .notice');
+      await saved.filter({ hasText: /policy saved|failed/ }).waitFor({ timeout: 60000 });
+      const closed = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.network;
+      await shot("network");
+      await page.getByLabel("Allow the internet").check();
+      await page.getByLabel("Also allowed (CIDRs, when the internet is not)").fill("");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      let open = null;
+      for (let i = 0; i < 60 && !open?.allow_internet; i++) {
+        await page.waitForTimeout(500);
+        open = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.network;
+      }
+      check("network_policy", closed?.allow_internet === false && (closed?.allow_out ?? []).includes("10.0.0.0/8") && open?.allow_internet === true,
+        "the egress policy closed (only 10.0.0.0/8) and opened again from the Network tab", `${await saved.textContent()} closed ${JSON.stringify(closed)}, open ${JSON.stringify(open)}`);
+    });
+
     await step("snapshot_page", async () => {
       await page.getByRole("button", { name: "Snapshot" }).click();
       const msg = page.locator("#action-msg");
