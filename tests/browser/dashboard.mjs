@@ -131,7 +131,7 @@ const consoleErrors = [];
 page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
 page.on("pageerror", (e) => consoleErrors.push(String(e)));
 page.on("dialog", (d) => d.accept());	// the confirmations: yes
-const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`) });
+const shot = (name) => page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 const T = 180_000;	// sandbox operations in an emulated host are slow
 
 async function signIn(key) {
@@ -294,6 +294,27 @@ if (!ONLY_STATIC) {
       await shot("charts");
       const mib = Number(caption.match(/([\d.]+) MiB/)?.[1] ?? 0);
       check("live_charts", pts >= 3 && lines === 2 && mib > 1, `memory and CPU charts drawn from ${pts} pushed samples (${caption})`, `${pts} samples, ${lines} lines, "${caption}"`);
+    });
+
+    await step("network_policy", async () => {
+      await page.getByRole("tab", { name: "Network" }).click();
+      await page.getByLabel("Allow the internet").uncheck();
+      await page.getByLabel("Also allowed (CIDRs, when the internet is not)").fill("10.0.0.0/8");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      const saved = page.locator('form[aria-label="Egress policy"] .notice');
+      await saved.filter({ hasText: /policy saved|failed/ }).waitFor({ timeout: 60000 });
+      const closed = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.network;
+      await shot("network");
+      await page.getByLabel("Allow the internet").check();
+      await page.getByLabel("Also allowed (CIDRs, when the internet is not)").fill("");
+      await page.getByRole("button", { name: "Save policy" }).click();
+      let open = null;
+      for (let i = 0; i < 60 && !open?.allow_internet; i++) {
+        await page.waitForTimeout(500);
+        open = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.network;
+      }
+      check("network_policy", closed?.allow_internet === false && (closed?.allow_out ?? []).includes("10.0.0.0/8") && open?.allow_internet === true,
+        "the egress policy closed (only 10.0.0.0/8) and opened again from the Network tab", `${await saved.textContent()} closed ${JSON.stringify(closed)}, open ${JSON.stringify(open)}`);
     });
 
     await step("snapshot_page", async () => {

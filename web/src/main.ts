@@ -394,6 +394,7 @@ function sandboxView(id: string): HTMLElement {
     ["Fork tree", () => h("div", {}, tree)],
     ["Processes", () => processesPanel(id)],
     ["Ports", () => portsPanel(id)],
+    ["Network", () => networkPanel(id)],
   ];
   const tablist = h("div", { role: "tablist", "aria-label": "Sandbox views" });
   const panel = h("div", { role: "tabpanel", id: "panel", tabindex: "0" });
@@ -568,6 +569,39 @@ function processesPanel(id: string): HTMLElement {
   btn.addEventListener("click", load);
   setTimeout(load);
   return h("div", {}, btn, pre);
+}
+
+function networkPanel(id: string): HTMLElement {
+  const net = sandboxes.get(id)?.network;
+  const allow = h("input", { id: "nw-internet", type: "checkbox" });
+  allow.checked = net?.allow_internet ?? true;
+  const allowOut = h("textarea", { id: "nw-allow", rows: "3", spellcheck: "false", placeholder: "10.0.0.0/8" });
+  allowOut.value = (net?.allow_out ?? []).join("\n");
+  const denyOut = h("textarea", { id: "nw-deny", rows: "3", spellcheck: "false", placeholder: "169.254.0.0/16" });
+  denyOut.value = (net?.deny_out ?? []).join("\n");
+  const msg = h("p", { "aria-live": "polite" });
+  const lines = (t: string) => t.split(/[\s,]+/).filter(Boolean);
+  const form = h("form", { "aria-label": "Egress policy" },
+    h("div", { class: "check" }, allow, h("label", { for: "nw-internet" }, "Allow the internet")),
+    h("label", { for: "nw-allow" }, "Also allowed (CIDRs, when the internet is not)"), allowOut,
+    h("label", { for: "nw-deny" }, "Denied (CIDRs)"), denyOut,
+    h("p", { class: "help" }, "Applies to new connections at once; a hibernated sandbox's when it wakes (docs/network.md)."),
+    h("button", { type: "submit" }, "Save policy"), msg);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    try {
+      const body: any = { allow_internet: allow.checked };
+      if (lines(allowOut.value).length) body.allow_out = lines(allowOut.value);
+      if (lines(denyOut.value).length) body.deny_out = lines(denyOut.value);
+      const s = await api<Sandbox>("PUT", `/v1/sandboxes/${id}/network`, body);
+      sandboxes.set(id, s);
+      notice(msg, "policy saved");
+      redraw();
+    } catch (e) {
+      notice(msg, `Saving the policy failed: ${(e as Error).message}`, "error");
+    }
+  });
+  return form;
 }
 
 function portsPanel(id: string): HTMLElement {
