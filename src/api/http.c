@@ -98,6 +98,28 @@ void req_client_addr(struct req *r, char *out, size_t len)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)len);
 }
 
+/* Every Content-Length a request carries: more than one that differ is
+ * an error (a proxy in front might frame the body by the other). */
+struct lengths {
+	const char *first, *other;
+	bool conflict;
+};
+
+static int one_length(void *ctx, const char *key, const char *value)
+{
+	struct lengths *l = ctx;
+	if (strcasecmp(key, "Content-Length") != 0)
+		return 0;
+	if (!l->first)
+		l->first = value;
+	else if (strcmp(l->first, value) != 0) {
+		l->other = value;
+		l->conflict = true;
+		return 1;
+	}
+	return 0;
+}
+
 const char *req_header(struct req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
@@ -502,6 +524,12 @@ static int admit(struct req *r, const char *url)
 			return rc;
 	}
 	const char *cl = req_header(r, "Content-Length");
+	struct lengths lens = { 0 };
+	req_each_header(r, one_length, &lens);
+	if (lens.conflict)	/* RFC 9112 §6.3: unrecoverable framing */
+		return reply_error(r, 400, "invalid_request",
+				   "conflicting Content-Length headers ('%s' and '%s')", lens.first,
+				   lens.other);
 	if (cl) {
 		char *end;
 		errno = 0;

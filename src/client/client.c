@@ -182,11 +182,14 @@ int kiln_connect_unix(struct kiln_client *c, const char *path)
 		close(pfd);
 		return cl_fail(c, ENOTSOCK, "connect %s: not a socket", path);
 	}
-	if (access("/proc/self/fd", F_OK) == 0)	/* else (no /proc): the path */
-		snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", pfd);
-	else
-		strcpy(sa.sun_path, path);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d", pfd);
 	int rc = connect_sock(c, AF_UNIX, (struct sockaddr *)&sa, sizeof sa, path);
+	if (rc == -ENOENT) {
+		/* No /proc here (kiln-vmm's jail, whose own socket it is): the
+		 * path, checked above. */
+		strcpy(sa.sun_path, path);
+		rc = connect_sock(c, AF_UNIX, (struct sockaddr *)&sa, sizeof sa, path);
+	}
 	close(pfd);
 	return rc;
 }

@@ -6,6 +6,7 @@
 #include "host/host_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,24 @@ static void dir_of(const char *path, char out[JAIL_PATH])
 	char *slash = strrchr(out, '/');
 	if (slash && slash != out)
 		*slash = 0;
+}
+
+/* give_file: chown a file in a directory the VMM writes: the file itself,
+ * never what a symlink it planted there names (root would hand any host
+ * file to the VMM's uid), and only a regular file. */
+static int give_file(const char *path, uid_t uid)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("jail: %s", path);
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+		rc = errf(EPERM, "jail: %s is not a plain file: refused", path);
+	else if (fchown(fd, uid, uid) < 0)
+		rc = errf_sys("jail: chown %s", path);
+	close(fd);
+	return rc;
 }
 
 static int give_dir(const char *dir, uid_t uid)
@@ -136,8 +155,8 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 		rc = give_dir(sb->dir, j->uid);
 	/* Its top layer too: a fork seals it (reopens it to write) as the
 	 * VMM's uid. */
-	if (rc == 0 && top && under(top, sb->dir) && chown(top, j->uid, j->uid) < 0)
-		rc = errf_sys("jail: chown %s", top);
+	if (rc == 0 && top && under(top, sb->dir))
+		rc = give_file(top, j->uid);
 	if (rc == 0 && h->cgroups)
 		rc = cgroup_make(cfg, sb->row.id, sb->row.vcpus, sb->row.memory_mib,
 				 disk_charge_mib(cfg, top), j->cgroup);

@@ -174,6 +174,27 @@ STATUS=$(python3 -c 'import sys; sys.stdout.write("{\"x\":\"" + "a" * (3 << 20))
 		-H 'Transfer-Encoding: chunked' --data-binary @- "$URL/v1/sandboxes")
 BODY=$(cat "$T/body")
 expect body_chunked_too_large 413 payload_too_large
+# Two Content-Lengths that differ (RFC 9112 §6.3): 400, in the JSON shape.
+STATUS=$(python3 - "$PORT" "$KEY" "$T/body" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+body = b'{"template":"minimal"}'
+s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + sys.argv[2].encode() +
+          b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\nContent-Length: 5\r\n"
+          b"Connection: close\r\n\r\n" % len(body) + body)
+got = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    got += d
+head, _, rest = got.partition(b"\r\n\r\n")
+open(sys.argv[3], "wb").write(rest)
+print(head.split(b" ")[1].decode() if b" " in head else "none")
+PY
+)
+BODY=$(cat "$T/body")
+expect content_length_conflict 400 invalid_request
 python3 -c 'print("[" * 200000)' > "$T/deep.json"
 api POST /v1/sandboxes "" --data-binary @"$T/deep.json"
 expect json_deep_nesting 400 invalid_json

@@ -15,9 +15,12 @@ esac
 img=$back/kiln-small.$$.ext4
 truncate -s 1200M "$img" && mke2fs -q -t ext4 -m 0 "$img" || { fail disk_full_mkfs "cannot make $img"; exit 1; }
 mkdir -p "$DATA"
-mount -o loop "$img" "$DATA" || { fail disk_full_mount "cannot mount $img"; rm -f "$img"; exit 1; }
+modprobe -q loop 2>/dev/null
+loopdev=$(losetup -f --show "$img" 2>"$T/losetup.err") && mount -t ext4 "$loopdev" "$DATA" 2>"$T/mount.err" ||
+	{ fail disk_full_mount "cannot mount $img on ${loopdev:-a loop device}: $(cat "$T/losetup.err" "$T/mount.err" | tr '\n' ' ')"
+	  [ -n "$loopdev" ] && losetup -d "$loopdev"; rm -f "$img"; exit 1; }
 # Last of the cleanups: kilnd and its zygote go first, then the mount.
-at_exit 'stop_kilnd; for z in "$DATA"/templates/*/v*/zygote.pid; do [ -f "$z" ] && kill -9 "$(cut -d" " -f1 "$z")"; done 2>/dev/null; sleep 0.5; umount "$DATA" || umount -l "$DATA"; rm -f "$img"'
+at_exit 'stop_kilnd; for z in "$DATA"/templates/*/v*/zygote.pid; do [ -f "$z" ] && kill -9 "$(cut -d" " -f1 "$z")"; done 2>/dev/null; sleep 0.5; umount "$DATA" || umount -l "$DATA"; losetup -d "$loopdev" 2>/dev/null; rm -f "$img"'
 RESERVE=200
 free_mib() { echo $(( $(stat -f -c '%a * %S' "$DATA") / 1048576 )); }
 

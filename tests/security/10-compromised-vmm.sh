@@ -5,7 +5,7 @@
 # where root writes (vmm.pid.tmp, vmm.log), names a host process as its own
 # (in vmm.pid, and on a control socket of its own making), and points its
 # disk's overlay header at a host file. kilnd must do nothing outside the
-# sandbox: the host files keep their bytes and mode, the host processes
+# sandbox: the host files keep their bytes, mode and owner, the host processes
 # live, the forged disk is refused.
 . "$(dirname "$0")/../e2e/lib.sh"
 have_kvm || { echo "SKIP security_vmm: no KVM"; exit 0; }
@@ -56,6 +56,18 @@ check security_forged_base "wake with the base pointed at $T/secret: $woke $(jge
 binds=$(grep -c "$T/secret\| $T " /proc/self/mountinfo)
 check security_forged_base_no_bind "no mount of the host file's directory made ($binds)" [ "$binds" = 0 ]
 cp "$T/disk.saved" "$D/disk"
+
+# ---- its disk a symlink to a host file: root must not hand that file over ------------------------
+echo secret > "$T/secret2"
+chmod 600 "$T/secret2"
+mv "$D/disk" "$T/disk.real"
+ln -s "$T/secret2" "$D/disk"
+api POST "/v1/sandboxes/$A/wake"
+woke=$STATUS
+check security_disk_symlink "wake with disk -> $T/secret2: $woke; the file's owner $(stat -c %u:%g "$T/secret2"), mode $(stat -c %a "$T/secret2")" \
+	eval '[ "$woke" != 200 ] && [ "$(stat -c %u:%g:%a "$T/secret2")" = 0:0:600 ]'
+rm -f "$D/disk"
+mv "$T/disk.real" "$D/disk"
 
 # ---- host processes named as the VMM's ------------------------------------------------------------
 sleep 1000 &
