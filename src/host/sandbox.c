@@ -445,8 +445,8 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		char why[300], last[120];
 		int len = snprintf(why, sizeof why, "create failed: %s", errmsg());
 		/* The VMM's own last words, when it wrote any (it may have died). */
-		if (sandbox_vmm_last_line(sb, last, sizeof last) == 0 && last[0] && !strstr(why, last) &&
-		    len < (int)sizeof why)
+		vmm_last_line(sb->dir, last, sizeof last);
+		if (last[0] && !strstr(why, last) && len < (int)sizeof why)
 			snprintf(why + len, sizeof why - len, "; the VMM said: %s", last);
 		rc = build_errno(rc);
 		log_warn("sandbox %s: %s", sb->row.id, why);
