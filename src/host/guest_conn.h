@@ -94,7 +94,8 @@ struct guest_stat {
 
 /* Copy a guest file into out_fd (at most max bytes: -EFBIG beyond). */
 int guest_read_file(struct guest *g, const char *path, int out_fd, uint64_t max, uint64_t *size);
-/* Replace a guest file (atomically) with what in_fd holds from its offset 0. */
+/* Replace a guest file (atomically) with what in_fd holds from its current
+ * offset on (rewind a descriptor you wrote). */
 int guest_write_file(struct guest *g, const char *path, uint32_t mode, bool mkdirs, int in_fd,
 		     uint64_t *bytes);
 int guest_stat(struct guest *g, const char *path, struct guest_stat *st);

@@ -201,6 +201,9 @@ static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *
 	int fd = memfd_create("resolv.conf", MFD_CLOEXEC);
 	int rc = fd < 0 ? errf_sys("memfd_create")
 		 : write(fd, text, strlen(text)) == (ssize_t)strlen(text) ? 0 : errf_sys("memfd write");
+	/* guest_write_file reads from the descriptor's offset: rewind. */
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = errf_sys("memfd lseek");
 	if (rc == 0)
 		rc = guest_write_file(g, "/etc/resolv.conf", 0644, false, fd, NULL);
 	if (fd >= 0)

@@ -83,7 +83,7 @@ reach net_reaches_internet "$A" 192.0.2.2 80 kiln-upstream
 # resolves SBX: what the guest's resolver says kiln-dns.test is.
 resolves() {
 	api POST "/v1/sandboxes/$1/exec" '{"cmd":"nslookup kiln-dns.test 2>&1 | grep -A2 -i \"^name:\" | grep -o \"198.51.100.7\" | head -1; grep ^nameserver /etc/resolv.conf"}'
-	jget 'j["stdout"]' | tr '\n' ' ' | sed 's/ $//'
+	jget 'j["stdout"]' | tr '\n' ' ' | sed 's/ *$//'
 }
 got=$(resolves "$A")
 check net_dns_create "after create: '$got'" [ "$got" = "198.51.100.7 nameserver 203.0.113.10" ]
