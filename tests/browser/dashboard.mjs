@@ -203,18 +203,24 @@ if (!ONLY_STATIC) {
       await page.locator(`#sandboxes a[href="#/sandboxes/${sbx}"]`).click();
       await page.locator("#terminal .xterm-rows").waitFor({ timeout: 30000 });
       await page.locator("#term-status", { hasText: "connected" }).waitFor({ timeout: 60000 });
-      await page.waitForTimeout(1500);	// the shell's prompt
+      const rows = page.locator("#terminal .xterm-rows");
+      const screen = () => rows.evaluate((el) => [...el.children].map((r) => r.textContent.replace(/\u00a0/g, " ").trimEnd()));
+      // Type once the shell shows its prompt: a shell starting up may
+      // drop what was typed before it reads.
+      let lines = [];
+      for (let i = 0; i < 120 && !lines.some((l) => /[#$]$/.test(l)); i++) {
+        await page.waitForTimeout(500);
+        lines = await screen();
+      }
       await page.locator("#terminal").click();
       await page.keyboard.type("echo hello\n", { delay: 30 });
-      const rows = page.locator("#terminal .xterm-rows");
-      let lines = [];
-      for (let i = 0; i < 100; i++) {
-        lines = (await rows.evaluate((el) => [...el.children].map((r) => r.textContent.replace(/\u00a0/g, " ").trimEnd())));
-        if (lines.includes("hello")) break;
+      const answered = (ls) => ls.some((l, i) => /[#$] echo hello$/.test(l) && ls[i + 1] === "hello");
+      for (let i = 0; i < 100 && !answered(lines); i++) {
         await page.waitForTimeout(300);
+        lines = await screen();
       }
       await shot("terminal");
-      check("terminal_echo", lines.includes("hello") && lines.some((l) => l.includes("echo hello")),
+      check("terminal_echo", answered(lines),
         "typed `echo hello` into xterm.js over the PTY WebSocket (cookie session) and read `hello` back from the screen", JSON.stringify(lines.filter(Boolean)));
     });
 
