@@ -47,7 +47,7 @@ export async function checkRoundTrip(c: ReturnType<typeof conversation>, results
   const reversed = [...c.token].reverse().join("");
   assert.ok(results[2].includes(reversed) && results[2].includes("Linux"), `shell: rev of the file, uname: ${results[2]}`);
   assert.equal(results[3].trim(), c.token, `read_file gave back what write_file wrote: ${results[3]}`);
-  assert.match(results[4], /\bfile\b.*\bnote\.txt\b/, `list_dir shows the file: ${results[4]}`);
+  assert.match(results[4], /^file\b.*note\.txt$/m, `list_dir shows the file: ${results[4]}`);
   assert.match(results[5], /missing\.txt|no such file|not found/i, `a failing tool call reaches the model as an error: ${results[5]}`);
   assert.notEqual(results[5].trim(), c.token, "the failed read returned no content");
   for (const r of results.slice(0, 5)) assert.ok(final.includes(r.trim().split("\n")[0]), `the final answer carries ${r}`);
