@@ -45,7 +45,7 @@ CLI_SRC       := $(wildcard src/cli/*.c)
 KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
 # libcurl: the CLI's HTTP and HTTPS (Debian's libcurl4-openssl-dev).
 CLI_LIBS      := -ljansson -lnettle -lcurl
-BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers
+BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers $(BUILD)/tests/unit_docs
 
 .PHONY: all guest host test unit fuzz clean distclean templates layers web
 all: $(BINS) build/kiln-init build/web/index.html
@@ -143,6 +143,12 @@ $(BUILD)/tests/unit_layers: tests/unit/layers.sh
 	@mkdir -p $(dir $@)
 	printf '#!/bin/sh\nexec "%s/tests/unit/layers.sh" "%s/src"\n' "$(CURDIR)" "$(CURDIR)" > $@
 	chmod +x $@
+# The documents against the tree (tests/unit/docs.sh), with the unit tests.
+$(BUILD)/tests/unit_docs: tests/unit/docs.sh
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s/tests/unit/docs.sh" "%s"\n' "$(CURDIR)" "$(CURDIR)" > $@
+	chmod +x $@
+
 layers:
 	@tests/unit/layers.sh src
 

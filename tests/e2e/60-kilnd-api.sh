@@ -297,18 +297,8 @@ EOF
 else
 	fail docs_routes "docs/api.md not found"
 fi
-# The docs name only documents that exist, and README's map every src/ directory.
-missing=
-for n in $(grep -ohE '\b[A-Za-z_-]+\.md\b' "$REPO/README.md" "$REPO"/docs/*.md | sort -u); do
-	[ -e "$REPO/docs/$n" ] || [ -e "$REPO/$n" ] || missing="$missing $n"
-done
-check docs_links "every NAME.md the docs name exists${missing:+; missing:$missing}" [ -z "$missing" ]
-unmapped=
-for d in "$REPO"/src/*/; do
-	d=${d%/}; d=src/${d##*/}/
-	grep -q "^    $d" "$REPO/README.md" || unmapped="$unmapped $d"
-done
-check readme_map "README's map names every src/ directory${unmapped:+; not:$unmapped}" [ -z "$unmapped" ]
+# (That the docs name only documents that exist and README's map every
+# src/ directory is checked natively: tests/unit/docs.sh.)
 
 # ---- the CLI's errors ---------------------------------------------------------------------------
 export KILN_API_URL=$URL KILN_API_KEY=$KEY_A
