@@ -15,16 +15,12 @@
 import { jsonSchema, tool, type Tool, type ToolSet } from "ai";
 
 import {
-  SandboxSession, sandboxToolSpecs, type SandboxSessionOptions, type SandboxSource, type SandboxToolName,
+  SandboxSession, sandboxToolSpecs, withToolsOf, type SandboxToolsOptions, type SandboxSessionOptions, type SandboxSource,
 } from "./tools.js";
 
 export { SandboxSession } from "./tools.js";
-export type { SandboxSessionOptions, SandboxToolName } from "./tools.js";
+export type { SandboxSessionOptions, SandboxToolName, SandboxToolsOptions } from "./tools.js";
 
-export interface SandboxToolsOptions {
-  /** Only these tools (default: run_code, shell, read_file, write_file, list_dir). */
-  only?: readonly SandboxToolName[];
-}
 
 /** The sandbox tools as an AI SDK ToolSet, keyed by tool name. */
 export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions = {}): ToolSet {
@@ -40,13 +36,7 @@ export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions
 }
 
 /** A sandbox for one conversation: fn gets the tools; the sandbox is deleted when fn settles. */
-export async function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
+export function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
   fn: (tools: ToolSet, session: SandboxSession) => Promise<T>): Promise<T> {
-  const { only, ...create } = options;
-  const session = new SandboxSession(create);
-  try {
-    return await fn(sandboxTools(session, { only }), session);
-  } finally {
-    await session.close();
-  }
+  return withToolsOf(sandboxTools, options, fn);
 }

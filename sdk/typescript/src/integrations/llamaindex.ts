@@ -14,16 +14,12 @@
 import { FunctionTool, type BaseToolWithCall } from "llamaindex";
 
 import {
-  SandboxSession, sandboxToolSpecs, type SandboxSessionOptions, type SandboxSource, type SandboxToolName,
+  SandboxSession, sandboxToolSpecs, withToolsOf, type SandboxToolsOptions, type SandboxSessionOptions, type SandboxSource,
 } from "./tools.js";
 
 export { SandboxSession } from "./tools.js";
-export type { SandboxSessionOptions, SandboxToolName } from "./tools.js";
+export type { SandboxSessionOptions, SandboxToolName, SandboxToolsOptions } from "./tools.js";
 
-export interface SandboxToolsOptions {
-  /** Only these tools (default: run_code, shell, read_file, write_file, list_dir). */
-  only?: readonly SandboxToolName[];
-}
 
 /** The sandbox tools as LlamaIndex FunctionTools. */
 export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions = {}): BaseToolWithCall[] {
@@ -34,13 +30,7 @@ export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions
 }
 
 /** A sandbox for one conversation: fn gets the tools; the sandbox is deleted when fn settles. */
-export async function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
+export function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
   fn: (tools: BaseToolWithCall[], session: SandboxSession) => Promise<T>): Promise<T> {
-  const { only, ...create } = options;
-  const session = new SandboxSession(create);
-  try {
-    return await fn(sandboxTools(session, { only }), session);
-  } finally {
-    await session.close();
-  }
+  return withToolsOf(sandboxTools, options, fn);
 }

@@ -17,17 +17,12 @@ import { createTool } from "@mastra/core/tools";
 import { z } from "zod";
 
 import {
-  SandboxSession, sandboxToolSpecs, type SandboxSessionOptions, type SandboxSource, type SandboxTool,
-  type SandboxToolName,
+  SandboxSession, sandboxToolSpecs, withToolsOf, type SandboxToolsOptions, type SandboxSessionOptions, type SandboxSource, type SandboxTool,
 } from "./tools.js";
 
 export { SandboxSession } from "./tools.js";
-export type { SandboxSessionOptions, SandboxToolName } from "./tools.js";
+export type { SandboxSessionOptions, SandboxToolName, SandboxToolsOptions } from "./tools.js";
 
-export interface SandboxToolsOptions {
-  /** Only these tools (default: run_code, shell, read_file, write_file, list_dir). */
-  only?: readonly SandboxToolName[];
-}
 
 /** The JSON Schema of a kiln tool's arguments as the zod object Mastra wants. */
 function zodOf(t: SandboxTool): z.ZodTypeAny {
@@ -59,13 +54,7 @@ export function sandboxTools(source: SandboxSource, options: SandboxToolsOptions
 }
 
 /** A sandbox for one conversation: fn gets the tools; the sandbox is deleted when fn settles. */
-export async function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
+export function withSandboxTools<T>(options: SandboxSessionOptions & SandboxToolsOptions,
   fn: (tools: Record<string, SandboxMastraTool>, session: SandboxSession) => Promise<T>): Promise<T> {
-  const { only, ...create } = options;
-  const session = new SandboxSession(create);
-  try {
-    return await fn(sandboxTools(session, { only }), session);
-  } finally {
-    await session.close();
-  }
+  return withToolsOf(sandboxTools, options, fn);
 }

@@ -119,6 +119,24 @@ export async function withSandbox<T>(options: SandboxSessionOptions, fn: (sessio
   }
 }
 
+/** Which tools an integration makes (every integration's sandboxTools takes it). */
+export interface SandboxToolsOptions {
+  /** Only these tools (default: run_code, shell, read_file, write_file, list_dir). */
+  only?: readonly SandboxToolName[];
+}
+
+/**
+ * withSandbox for an integration: a new session, its tools in the
+ * framework's own type (make: that integration's sandboxTools), and the
+ * sandbox deleted when fn settles.
+ */
+export function withToolsOf<Tools, T>(make: (source: SandboxSource, options: SandboxToolsOptions) => Tools,
+  options: SandboxSessionOptions & SandboxToolsOptions,
+  fn: (tools: Tools, session: SandboxSession) => Promise<T>): Promise<T> {
+  const { only, ...create } = options;
+  return withSandbox(create, (session) => fn(make(session, { only }), session));
+}
+
 /** An exec result as the model reads it: what MCP's shell tool prints. */
 export function execText(r: ExecResult): string {
   let s = r.stdout;
