@@ -32,6 +32,9 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 void die_response(int status, const char *body) __attribute__((noreturn));
 /* One request with a JSON answer (NULL for 204); exits on errors. */
 json_t *call(const char *method, const char *path, json_t *body);
+/* The rest of a request started with status rc (httpc_start's): its
+ * whole answer (yours to free), or exit on a failure or an error status. */
+char *finish(struct httpc *c, int rc);
 void print_json(json_t *j);
 /* o[k] as a string, or "-". */
 const char *str(json_t *o, const char *k);

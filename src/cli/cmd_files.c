@@ -121,15 +121,7 @@ static void put_file(int fd, const char *name, const char *id, const char *path,
 		free(in);
 	}
 	free(p);
-	char *resp = NULL;
-	if (rc == 0)
-		rc = httpc_read_all(&c, &resp, NULL, BODY_MAX);
-	if (rc < 0)
-		die("%s", c.error);
-	httpc_close(&c);
-	if (c.status >= 300)
-		die_response(c.status, resp);
-	free(resp);
+	free(finish(&c, rc));
 }
 
 /* Download id:path into fd. */

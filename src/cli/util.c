@@ -40,6 +40,19 @@ void die_response(int status, const char *body)
 	json_decref(j);
 	exit(EXIT_KILN);
 }
+char *finish(struct httpc *c, int rc)
+{
+	char *resp = NULL;
+	if (rc == 0)
+		rc = httpc_read_all(c, &resp, NULL, BODY_MAX);
+	if (rc < 0)
+		die("%s", c->error);
+	httpc_close(c);
+	if (c->status >= 300)
+		die_response(c->status, resp);
+	return resp;
+}
+
 
 json_t *call(const char *method, const char *path, json_t *body)
 {
@@ -49,14 +62,7 @@ json_t *call(const char *method, const char *path, json_t *body)
 	int rc = httpc_start(&c, &target, method, path, text ? "Content-Type: application/json\r\n" : NULL,
 			     text, text ? strlen(text) : 0, -1, 0);
 	free(text);
-	char *resp = NULL;
-	if (rc == 0)
-		rc = httpc_read_all(&c, &resp, NULL, BODY_MAX);
-	if (rc < 0)
-		die("%s", c.error);
-	httpc_close(&c);
-	if (c.status >= 300)
-		die_response(c.status, resp);
+	char *resp = finish(&c, rc);
 	json_t *j = c.status == 204 ? NULL : json_loads(resp, 0, NULL);
 	if (c.status != 204 && !j)
 		die("kilnd answered something that is not JSON");
