@@ -854,8 +854,20 @@ static int raw_connect(void)
  * -1 on timeout. */
 static int raw_reply(int fd, uint32_t *err)
 {
+	/* Two replies can arrive in one read (an ACCEPT and the ERROR after
+	 * it): what follows the frame returned is kept for the next call on
+	 * the same connection. */
+	static uint8_t pending[4096];
+	static size_t npending;
+	static int pending_fd = -1;
 	uint8_t buf[4096];
 	size_t have = 0;
+	if (fd == pending_fd) {
+		memcpy(buf, pending, npending);
+		have = npending;
+	}
+	npending = 0;
+	pending_fd = fd;
 	for (;;) {
 		if (have >= KILN_HDR_SIZE) {
 			uint32_t len = kiln_le32(buf);
@@ -865,6 +877,8 @@ static int raw_reply(int fd, uint32_t *err)
 				struct kiln_msg m;
 				kiln_msg_parse(&m, buf[5], buf + KILN_HDR_SIZE, len, NULL, 0);
 				*err = kiln_msg_u32(&m, KT_ERRNO, 0);
+				npending = have - (KILN_HDR_SIZE + len);
+				memcpy(pending, buf + KILN_HDR_SIZE + len, npending);
 				return buf[5];
 			}
 		}
