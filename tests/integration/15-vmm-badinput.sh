@@ -46,7 +46,9 @@ case_ truncated_kernel "kernel $T/short.elf: file is truncated" --kernel "$T/sho
 python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' "$T/busy.sock" &
 lpid=$!
 at_exit "kill $lpid 2>/dev/null"
-sleep 0.5
+# Python takes a while to start under emulation: the VMM must not get
+# there first (it would take the path and run a guest until the timeout).
+for _ in $(seq 1 100); do [ -S "$T/busy.sock" ] && break; sleep 0.1; done
 err=$("$VMM" --kernel "$K" --initrd "$I" --vsock "$T/busy.sock" 2>&1 >/dev/null); st=$?
 if [ $st = 2 ] && [[ $err == *"in use"* ]] && [ -S "$T/busy.sock" ]; then
 	pass badinput_socket_in_use "$err"
