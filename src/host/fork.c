@@ -151,10 +151,9 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 	 * parent's), where the 8 descriptors a request can carry allow. */
 	bool logs = (want_net ? 2 : 1) * n <= 8;
 	for (int i = 0; rc == 0 && i < n; i++) {
-		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
+		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
 		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
 		vm_path(console, sizeof console, kids[i]->dir, "console.log");
-		vm_path(log, sizeof log, kids[i]->dir, "vmm.log");
 		vm_path(vsock, sizeof vsock, kids[i]->dir, "vsock.sock");
 		vm_path(ctl, sizeof ctl, kids[i]->dir, "ctl.sock");
 		struct net_lease net;
@@ -168,9 +167,8 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandb
 			else
 				taps[ntaps++] = fd;
 		}
-		json_t *c = rc == 0 ? json_pack("{s:[s],s:s,s:s,s:s,s:s,s:s}", "disks", top, "vsock", vsock,
-						 "ctl", ctl, "hostname", kids[i]->row.id, "console", console,
-						 "log", log) : NULL;
+		json_t *c = rc == 0 ? json_pack("{s:[s],s:s,s:s,s:s,s:s}", "disks", top, "vsock", vsock,
+						 "ctl", ctl, "hostname", kids[i]->row.id, "console", console) : NULL;
 		if (c && net.slot)
 			json_object_set_new(c, "tap_fd", json_integer(ntaps - 1));
 		if (c && logs) {

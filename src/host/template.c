@@ -241,9 +241,8 @@ out:
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms)
 {
-	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX];
+	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
 	vm_path(zsock, sizeof zsock, t->dir, "zygote.sock");
-	vm_path(log, sizeof log, s->dir, "vmm.log");
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
 	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
 	vm_path(console, sizeof console, s->dir, "console.log");
@@ -251,9 +250,9 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if ((rc = tmpl_zygote_ensure(cfg, t)) < 0)
 			return rc;
-		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s,s:s,s:i}", "cmd", "spawn", "disks", s->disk,
+		json_t *req = json_pack("{s:s,s:[s],s:s,s:s,s:s,s:s,s:i}", "cmd", "spawn", "disks", s->disk,
 					"vsock", vsock, "ctl", ctl, "hostname", s->hostname,
-					"console", console, "log", log, "disk_reserve_mib", cfg->reserve_disk_mib);
+					"console", console, "disk_reserve_mib", cfg->reserve_disk_mib);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
 		/* Its stderr: its own vmm.log (not the zygote's, shared by all

@@ -32,7 +32,6 @@ struct vmm_config {
 	const char *tap;
 	const char *mac;            /* guest MAC, "02:..." */
 	const char *console;        /* file path, "-" for stdout, NULL for none */
-	const char *log;            /* a spawned or forked VM's stderr (appended), or NULL: inherited */
 	const char *ctl_path;
 	bool rng;
 	const char *restore_dir;    /* --restore: start from a snapshot */

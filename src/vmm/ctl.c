@@ -259,9 +259,9 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 			return errf(EINVAL, "\"disk_reserve_mib\" must be a number of MiB");
 		cfg->disk_reserve_mib = (uint64_t)reserve;
 	}
-	static const char *const keys[] = { "vsock", "ctl", "tap", "hostname", "identity", "console", "log" };
+	static const char *const keys[] = { "vsock", "ctl", "tap", "hostname", "identity", "console" };
 	const char **fields[] = { &cfg->vsock_path, &cfg->ctl_path, &cfg->tap, &cfg->hostname,
-				  &cfg->identity, &cfg->console, &cfg->log };
+				  &cfg->identity, &cfg->console };
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
 		struct json *v = json_get(req, keys[i]);
 		*fields[i] = NULL;

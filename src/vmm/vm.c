@@ -145,19 +145,6 @@ static int setup_loop(struct vm *vm)
 static int setup_devices(struct vm *vm)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	/* A spawned or forked VM's messages go to its own log, not its
-	 * zygote's or parent's: its host reads the last line when it dies. */
-	if (cfg->log) {
-		int fd = open(cfg->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (fd < 0) {
-			fprintf(stderr, "kiln-vmm: log %s: %s\n", cfg->log, strerror(errno));
-			return EXIT_CONFIG;
-		}
-		if (fd != STDERR_FILENO) {
-			dup2(fd, STDERR_FILENO);
-			close(fd);
-		}
-	}
 	int console = open_console(cfg->console);
 	if (cfg->console && console < 0)
 		return EXIT_CONFIG;
