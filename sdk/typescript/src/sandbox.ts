@@ -155,7 +155,9 @@ export class Sandbox {
     let cursor: string | null = null;
     while (options.limit === undefined || out.length < options.limit) {
       const limit: number = options.limit === undefined ? 1000 : Math.min(1000, options.limit - out.length);
-      const page: SandboxPage = await Sandbox.listPage({ ...options, client, limit, cursor: cursor ?? undefined });
+      // The client made once from options (apiKey, apiUrl...), and the filters.
+      const { status, template, metadata } = options;
+      const page: SandboxPage = await Sandbox.listPage({ status, template, metadata, client, limit, cursor: cursor ?? undefined });
       out.push(...page.sandboxes);
       cursor = page.nextCursor;
       if (cursor === null) break;
