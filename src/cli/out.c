@@ -178,7 +178,18 @@ void progress_start(const struct opts *o, const char *what)
 	clock_gettime(CLOCK_MONOTONIC, &progress_t0);
 	struct sigaction sa = { .sa_handler = progress_tick, .sa_flags = SA_RESTART };
 	sigaction(SIGALRM, &sa, NULL);
-	struct itimerval it = { .it_value = { 1, 0 }, .it_interval = { 0, 100000 } };
+	/* KILN_PROGRESS_AFTER_MS: how long a request may take before the
+	 * line shows (default a second; at least 1 ms, as 0 disarms). */
+	long after = 1000;
+	const char *env = getenv("KILN_PROGRESS_AFTER_MS");
+	if (env && *env) {
+		char *end;
+		long v = strtol(env, &end, 10);
+		if (!*end && v >= 0 && v <= 3600000)
+			after = v ? v : 1;
+	}
+	struct itimerval it = { .it_value = { after / 1000, (after % 1000) * 1000 },
+				.it_interval = { 0, 100000 } };
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 

@@ -480,6 +480,28 @@ static int make_room(struct chain *c, struct layer *top)
 	return 0;
 }
 
+/* copyup_read: a whole cluster as the layers below the top have it, for
+ * a copy-up. Where that is a hole of the raw base (free space of the
+ * template's filesystem, where most new files go), it is zeros without a
+ * read: the read would cost I/O for nothing and leave the base's zero
+ * pages in the host's page cache, charged to this VMM's memory cgroup (a
+ * guest writing a gigabyte of new files would fill its cgroup with
+ * them). One lseek per copy-up, where a read was. */
+static int copyup_read(struct chain *c, uint64_t k, uint8_t *cl)
+{
+	uint64_t where;
+	struct layer *l = lookup(c, k, &where);
+	if (l && l->raw && where < l->file_size) {
+		uint64_t end = where + CLUSTER < l->file_size ? where + CLUSTER : l->file_size;
+		off_t data = lseek(l->fd, (off_t)where, SEEK_DATA);
+		if ((data < 0 && errno == ENXIO) || (data >= 0 && (uint64_t)data >= end)) {
+			memset(cl, 0, CLUSTER);
+			return 0;
+		}
+	}
+	return read_range(c, k * CLUSTER, cl, CLUSTER);
+}
+
 static int write_cluster(struct chain *c, uint64_t off, uint8_t *p, size_t len)
 {
 	struct layer *top = &c->layers[0];
@@ -498,7 +520,7 @@ static int write_cluster(struct chain *c, uint64_t off, uint8_t *p, size_t len)
 	 * at it. Data before map entry, so a crash in between leaves the old
 	 * view intact. */
 	uint8_t *cl = c->scratch;
-	rc = read_range(c, k * CLUSTER, cl, CLUSTER);
+	rc = copyup_read(c, k, cl);
 	if (rc < 0)
 		return rc;
 	memcpy(cl + off % CLUSTER, p, len);

@@ -212,7 +212,7 @@ TERM=xterm script -qec "$KILN ls" /dev/null > "$T/tty.txt" 2>&1
 grep -q $'\033\[32mrunning' "$T/tty.txt" && pass colour_on_tty "running in green" || fail colour_on_tty "$(cat -v "$T/tty.txt")"
 NO_COLOR=1 TERM=xterm script -qec "$KILN ls" /dev/null > "$T/tty.txt" 2>&1
 grep -q running "$T/tty.txt" && ! grep -q $'\033\[' "$T/tty.txt" && pass no_colour_env "NO_COLOR honoured" || fail no_colour_env "$(cat -v "$T/tty.txt")"
-script -qec "$KILN create minimal" /dev/null > "$T/tty.txt" 2>&1
+KILN_PROGRESS_AFTER_MS=1 script -qec "$KILN create minimal" /dev/null > "$T/tty.txt" 2>&1
 P=$(grep -o 'sbx_[a-z0-9]*' "$T/tty.txt" | tail -1)
 grep -q 'creating a sandbox' "$T/tty.txt" && pass progress_line "shown on a terminal: $(tr '\r' '\n' < "$T/tty.txt" | grep -a creating | tail -1)" ||
 	fail progress_line "$(cat -v "$T/tty.txt")"

@@ -118,7 +118,7 @@ for _ in $(seq 1 60); do
 	[ "$(jget 'j["status"]')" = failed ] && break
 	sleep 0.5
 done
-[ "$(jget 'j["status"]')" = failed ] && grep -qE 'it said: kiln-vmm.*guest (crash|reboot|kernel panic)' <<<"$(jget 'j["error"]')" &&
+[ "$(jget 'j["status"]')" = failed ] && grep -qE 'the VMM exited.*kiln-vmm.*guest (crash|reboot|kernel panic)' <<<"$(jget 'j["error"]')" &&
 	pass failed_error_quotes_vmm "$(jget 'j["error"]')" || fail failed_error_quotes_vmm "$BODY"
 api GET "/v1/sandboxes/$F/logs?tail=10000"
 [ "$(jget 'any(l["text"] == "before-crash-73" for l in j["lines"])')" = True ] &&

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -181,6 +182,52 @@ static void damaged_overlays_are_refused(void)
 	CHECK(overlay_create(path("missing"), path("nonexistent.img")) < 0);
 }
 
+/* A copy-up over a hole of a sparse raw base (free space of a template's
+ * filesystem) gives zeros around the new bytes without reading the base:
+ * the hole's pages stay out of the page cache (which a VMM's memory
+ * cgroup is charged for). A cluster half data, half hole, is read. */
+static void copyup_over_holes(void)
+{
+	const size_t cl = (size_t)1 << OVERLAY_CLUSTER_BITS, size = 64 * cl;
+	uint8_t *want = calloc(1, size), *have = malloc(size), buf[100];
+	int fd = open(path("sparse.img"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, (off_t)size) == 0);
+	memset(want, 0xab, cl);                        /* cluster 0: data */
+	memset(want + 5 * cl, 0xcd, cl / 2);           /* cluster 5: half data */
+	CHECK(pwrite(fd, want, cl, 0) == (ssize_t)cl);
+	CHECK(pwrite(fd, want + 5 * cl, cl / 2, (off_t)(5 * cl)) == (ssize_t)(cl / 2));
+	CHECK(fsync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+	CHECK(overlay_create(path("sparse.top"), "sparse.img") == 0);
+	struct chain c;
+	CHECK(chain_open(&c, path("sparse.top"), true) == 0);
+	const uint64_t at[] = { 10, 30 * cl + 7, 5 * cl + cl / 2 + 3, 5 * cl + 1, 63 * cl + cl - 100 };
+	for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+		memset(buf, (int)(i + 1), sizeof buf);
+		struct iovec v = { buf, sizeof buf };
+		CHECK(chain_writev(&c, &v, 1, at[i]) == (int64_t)sizeof buf);
+		memcpy(want + at[i], buf, sizeof buf);
+	}
+	/* Nothing read the holes copied up (clusters 30 and 63) into the
+	 * page cache (readahead after the reads of clusters 0 and 5 does
+	 * not reach them). */
+	uint8_t *m = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+	unsigned char vec[size / 4096 + 1];
+	CHECK(m != MAP_FAILED && mincore(m, size, vec) == 0);
+	int cached = 0;
+	for (size_t pg = 30 * cl / 4096; pg < 31 * cl / 4096; pg++)
+		cached += vec[pg] & 1;
+	for (size_t pg = 63 * cl / 4096; pg < 64 * cl / 4096; pg++)
+		cached += vec[pg] & 1;
+	CHECK(cached == 0);
+	struct iovec all = { have, size };
+	CHECK(chain_readv(&c, &all, 1, 0) == (int64_t)size && memcmp(have, want, size) == 0);
+	chain_close(&c);
+	munmap(m, size);
+	close(fd);
+	free(want);
+	free(have);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -193,6 +240,7 @@ int main(void)
 	RUN(deep_chains_flatten);
 	RUN(raw_disks_cannot_fork);
 	RUN(damaged_overlays_are_refused);
+	RUN(copyup_over_holes);
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)
