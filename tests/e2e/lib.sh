@@ -73,14 +73,21 @@ _on_exit() {
 	done
 	rmdir /sys/fs/cgroup/kiln 2>/dev/null
 	ip netns list 2>/dev/null | grep -q '^kiln-n' || nft delete table inet kiln 2>/dev/null
-	# What kilnd said, when something failed.
+	# What kilnd said, when something failed, and what the kernel said of
+	# killed processes (an OOM kill, a seccomp kill, a segfault).
 	if [ -s "$T/failed" ] && [ -s "$T/kilnd.log" ]; then
 		echo "  kilnd's last log lines:"
 		tail -25 "$T/kilnd.log" | sed 's/^/  | /'
 	fi
+	if [ -s "$T/failed" ]; then
+		dmesg 2>/dev/null | grep -iE 'oom|killed process|audit.*sig=|segfault|trap' | tail -8 | sed 's/^/  kernel: /'
+	fi
 	rm -rf "$T"
 }
 trap _on_exit EXIT
+# A test stopped by its time limit (tests/integration/run's timeout sends
+# TERM) still cleans up: bash runs the EXIT trap only when it exits itself.
+trap 'exit 143' TERM INT
 
 # start_kilnd [options]: run kilnd on $PORT with $DATA; waits for /healthz.
 start_kilnd() {

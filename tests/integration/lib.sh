@@ -13,6 +13,9 @@ _on_exit() {
 	rm -rf "$T"
 }
 trap _on_exit EXIT
+# A test stopped by its time limit (tests/integration/run's timeout sends
+# TERM) still cleans up: bash runs the EXIT trap only when it exits itself.
+trap 'exit 143' TERM INT
 # at_exit CMD: run CMD when the test ends, also on failure (last in, first out).
 at_exit() { _cleanups+=("$1"); }
 
