@@ -44,9 +44,12 @@ switches=$(awk 'prev && $1 != prev { n++ } { prev = $1 } END { print n + 0 }' "$
 check stdout_stderr_pairs "200 pairs; $switches alternations; errors out=$bad_o err=$bad_e" \
 	test "$bad_o" = 0 -a "$bad_e" = 0 -a "$switches" -ge 100
 
-# Backpressure: the reader waits 5 s; meanwhile the agent stays small and
-# cat is blocked, and afterwards the data is still intact.
-(kg exec -- cat /tmp/r | (sleep 6; sha256sum > "$T/slow")) &
+# Backpressure: the reader does not read until the measures are taken
+# (it waits for $T/go, at most 60 s: a fixed sleep ran out under load
+# before the last measure); meanwhile the agent stays small and cat is
+# blocked, and afterwards the data is still intact.
+(kg exec -- cat /tmp/r | (for _ in $(seq 300); do [ -e "$T/go" ] && break; sleep 0.2; done
+			  sha256sum > "$T/slow")) &
 reader=$!
 sleep 4
 rss=$(kg exec -- sh -c 'grep VmRSS /proc/1/status' | awk '{ print $2 }')
@@ -54,6 +57,7 @@ catpid=$(kg exec -- pidof cat)
 w1=$(kg exec -- sh -c "grep wchar /proc/$catpid/io" | awk '{ print $2 }')
 sleep 1
 w2=$(kg exec -- sh -c "grep wchar /proc/$catpid/io" | awk '{ print $2 }')
+touch "$T/go"
 wait "$reader"
 slow=$(cut -d' ' -f1 "$T/slow")
 check backpressure "agent RSS ${rss} kB while the client did not read; cat blocked at ${w1} -> ${w2} bytes written" \
