@@ -67,6 +67,7 @@ void host_link(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&h->lock);
 	if (!sb->linked) {
+		ws_linked(h, sb);
 		sb->linked = true;
 		sb->refs++;
 		sb->next = h->list;
@@ -585,6 +586,7 @@ void host_close(struct host *h)
 	char jail[PATH_MAX];
 	snprintf(jail, sizeof jail, "%s/jail", h->cfg->data_dir);
 	rmdir(jail);
+	ws_tallies_free(h);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->layers);
 	pthread_mutex_destroy(&h->lock);

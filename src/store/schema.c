@@ -82,4 +82,13 @@ const char schema_sql[] =
 	"  public BIGINT NOT NULL,\n"		/* 1: no API key needed */
 	"  created_ms BIGINT NOT NULL,\n"
 	"  PRIMARY KEY (sandbox_id, port)\n"
-	");\n";
+	");\n"
+	/* A workspace's plan (src/ops/plan.h) and its own limits over the
+	 * plan's, a JSON object; no row: the server's default plan. */
+	"CREATE TABLE IF NOT EXISTS workspace_plans (\n"
+	"  workspace_id TEXT PRIMARY KEY REFERENCES workspaces(id),\n"
+	"  plan TEXT NOT NULL,\n"
+	"  limits TEXT,\n"
+	"  updated_ms BIGINT NOT NULL\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS sandboxes_by_created ON sandboxes (workspace_id, created_ms);\n";

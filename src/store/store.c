@@ -181,6 +181,72 @@ int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX])
 	return 0;
 }
 
+int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits)
+{
+	return RUN(st, "INSERT INTO workspace_plans (workspace_id, plan, limits, updated_ms) "
+		       "VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id) DO UPDATE SET "
+		       "plan = excluded.plan, limits = excluded.limits, updated_ms = excluded.updated_ms",
+		   NULL, NULL, NULL, DBV_S(workspace), DBV_S(plan), DBV_S(limits), DBV_I(wall_ms()));
+}
+
+struct plan_one {
+	char *plan;
+	char *limits;
+	bool found, oom;
+};
+
+static int row_plan(void *ctx, const struct dbv *c, int n)
+{
+	struct plan_one *o = ctx;
+	if (n < 2)
+		return 1;
+	o->found = true;
+	copy_str(o->plan, NAME_MAX_LEN, dbv_text(&c[0]));
+	if (c[1].type == DBV_TEXT && !(o->limits = strdup(c[1].s)))
+		o->oom = true;
+	return 1;
+}
+
+int store_plan_get(struct store *st, const char *workspace, char plan[NAME_MAX_LEN], char **limits)
+{
+	struct plan_one o = { plan, NULL, false, false };
+	*limits = NULL;
+	int rc = RUN(st, "SELECT plan, limits FROM workspace_plans WHERE workspace_id = $1", row_plan, &o,
+		     NULL, DBV_S(workspace));
+	if (rc < 0)
+		return rc;
+	if (o.oom)
+		return errf(ENOMEM, "out of memory");
+	if (!o.found)
+		return errf(ENOENT, "workspace %s has no plan of its own", workspace);
+	*limits = o.limits;
+	return 0;
+}
+
+struct creates {
+	int64_t *times;
+	int cap, n;
+};
+
+static int row_create_time(void *ctx, const struct dbv *c, int n)
+{
+	struct creates *o = ctx;
+	if (n > 0 && o->n < o->cap)
+		o->times[o->n++] = dbv_int(&c[0]);
+	return 0;
+}
+
+int store_creates_since(struct store *st, const char *workspace, int64_t since_ms,
+			int64_t *times, int cap, int *n)
+{
+	struct creates o = { times, cap, 0 };
+	int rc = RUN(st, "SELECT created_ms FROM sandboxes WHERE workspace_id = $1 AND created_ms >= $2 "
+		     "ORDER BY created_ms LIMIT $3", row_create_time, &o, NULL, DBV_S(workspace),
+		     DBV_I(since_ms), DBV_I(cap));
+	*n = o.n;
+	return rc < 0 ? rc : 0;
+}
+
 int store_key_add(struct store *st, const char *workspace, const char *name,
 		  const char *hash, const char *prefix, char id[ID_MAX])
 {
