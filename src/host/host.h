@@ -60,6 +60,7 @@ struct create_req {
 	const char *template;		/* or NULL with snapshot */
 	const char *snapshot;		/* from_snapshot */
 	int64_t ttl_seconds;		/* -1: the default */
+	int64_t ttl_cap;		/* > 0: the default is at most this */
 	const char *metadata, *env;	/* JSON object text, or NULL */
 	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */

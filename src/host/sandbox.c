@@ -404,6 +404,8 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	snprintf(row.workspace, sizeof row.workspace, "%s", req->workspace);
 	row.state = SBX_CREATING;
 	row.ttl_seconds = req->ttl_seconds >= 0 ? req->ttl_seconds : cfg->default_ttl;
+	if (req->ttl_seconds < 0 && req->ttl_cap > 0 && (!row.ttl_seconds || row.ttl_seconds > req->ttl_cap))
+		row.ttl_seconds = req->ttl_cap;	/* the default (0: none) within the plan's cap */
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
 	row.env = dup_or_null(req->env ? req->env : snap.env);

@@ -166,9 +166,10 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **
 	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
 	if ((metadata && !meta_text) || (env && !env_text))
 		rc = errf(ENOMEM, "out of memory");
-	/* No ttl given: the server's default, within the plan's cap. */
-	if (ttl < 0 && max_ttl < c->max_ttl)
-		ttl = max_ttl;
+	/* Never expiring is over any cap of the plan's. */
+	if (rc == 0 && ttl == 0 && plan.limits.max_ttl_seconds)
+		rc = errf(EINVAL, "ttl_seconds 0 (no expiry) is over plan %s's limit of %lld seconds",
+			  plan.name, (long long)plan.limits.max_ttl_seconds);
 	struct create_req cr = {
 		.workspace = c->workspace,
 		.caps = capsp,
@@ -176,6 +177,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **
 		.template = snap ? NULL : (tmpl ? tmpl : "base"),
 		.snapshot = snap,
 		.ttl_seconds = ttl,
+		.ttl_cap = plan.limits.max_ttl_seconds,
 		.metadata = meta_text,
 		.env = env_text,
 		.net_policy = policy,
