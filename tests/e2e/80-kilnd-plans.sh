@@ -62,6 +62,9 @@ done
 api GET /v1/sandboxes
 [ "$(jget 'sum(1 for s in j["sandboxes"] if s["status"] == "running")')" = 3 ] &&
 	pass running_listed "3 running, no half-made sandbox" || fail running_listed "$BODY"
+api GET /v1/limits
+[ "$(jget '(j["plan"], j["limits"]["running"], j["limits"]["creates_per_hour"], j["window_seconds"], j["in_use"]["running"], j["in_use"]["creates_in_window"])')" = "('tiny', 3, 6, 120, 3, 3)" ] &&
+	pass limits_in_use "GET /v1/limits: $BODY" || fail limits_in_use "$STATUS $BODY"
 api POST "/v1/sandboxes/${made[0]}/fork" '{}'
 [ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = running ] &&
 	pass fork_counts "a fork at the limit: 429 running" || fail fork_counts "$STATUS $BODY"
@@ -124,7 +127,8 @@ for i in 1 2 3 4; do
 	create_h open$i '{"template":"minimal"}'
 	[ "$STATUS" = 201 ] && open+=("$(jget 'j["id"]')")
 done
-[ ${#open[@]} = 4 ] && [ -z "$(header open4 X-RateLimit-Limit)" ] &&
+api GET /v1/limits
+[ ${#open[@]} = 4 ] && [ -z "$(header open4 X-RateLimit-Limit)" ] && [ "$(jget 'j["plan"], j["limits"]["running"]')" = "('enterprise', 0)" ] &&
 	pass default_plan_open "the default plan (enterprise): 4 running beside tiny's, no rate headers" ||
 	fail default_plan_open "${#open[@]} of 4: $BODY"
 
