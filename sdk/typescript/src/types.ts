@@ -142,6 +142,14 @@ export interface PortJSON {
   created_at: string;
 }
 
+/** GET /v1/limits: the workspace's plan, its limits (0 is none) and what is in use. */
+export interface LimitsJSON {
+  plan: string;
+  limits: { running: number; creates_per_hour: number; vcpus: number; memory_mib: number; max_ttl_seconds: number };
+  window_seconds: number;
+  in_use: { running: number; creates_in_window: number };
+}
+
 export interface UsageJSON {
   workspace_id: string;
   cpu_seconds: number;
