@@ -64,6 +64,9 @@ static int child_new(struct host *h, struct sandbox *parent, bool pending, struc
 	row.vcpus = parent->row.vcpus;
 	row.memory_mib = parent->row.memory_mib;
 	row.ttl_seconds = parent->row.ttl_seconds;
+	row.ttl_absolute = parent->row.ttl_absolute;
+	row.idle_hibernate = parent->row.idle_hibernate;
+	row.retention_seconds = parent->row.retention_seconds;
 	row.metadata = parent->row.metadata ? strdup(parent->row.metadata) : NULL;
 	row.env = parent->row.env ? strdup(parent->row.env) : NULL;
 	/* A fork keeps its parent's egress policy (in its own namespace). */

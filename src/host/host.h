@@ -61,6 +61,8 @@ struct create_req {
 	const char *snapshot;		/* from_snapshot */
 	int64_t ttl_seconds;		/* -1: the default */
 	int64_t ttl_cap;		/* > 0: the default is at most this */
+	bool ttl_absolute, idle_hibernate;	/* the TTL rule (store.h sbx_row) */
+	int64_t retention_seconds;
 	const char *metadata, *env;	/* JSON object text, or NULL */
 	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */

@@ -406,6 +406,9 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	row.ttl_seconds = req->ttl_seconds >= 0 ? req->ttl_seconds : cfg->default_ttl;
 	if (req->ttl_seconds < 0 && req->ttl_cap > 0 && (!row.ttl_seconds || row.ttl_seconds > req->ttl_cap))
 		row.ttl_seconds = req->ttl_cap;	/* the default (0: none) within the plan's cap */
+	row.ttl_absolute = req->ttl_absolute;
+	row.idle_hibernate = req->idle_hibernate;
+	row.retention_seconds = req->retention_seconds;
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
 	row.env = dup_or_null(req->env ? req->env : snap.env);

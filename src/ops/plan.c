@@ -7,13 +7,21 @@
 #include <string.h>
 
 const char *const plan_limit_names[] = {
-	"running", "creates_per_hour", "vcpus", "memory_mib", "max_ttl_seconds", NULL,
+	"running", "creates_per_hour", "vcpus", "memory_mib", "max_ttl_seconds",
+	"ttl_absolute", "idle_hibernate", "hibernated_retention_seconds", NULL,
 };
+
+/* The limits that are switches: 0 or 1. */
+static bool is_switch(int i)
+{
+	return i == 5 || i == 6;
+}
 
 static int64_t *limit_field(struct plan_limits *l, int i)
 {
 	int64_t *f[] = { &l->running, &l->creates_per_hour, &l->vcpus, &l->memory_mib,
-			 &l->max_ttl_seconds };
+			 &l->max_ttl_seconds, &l->ttl_absolute, &l->idle_hibernate,
+			 &l->hibernated_retention_seconds };
 	return f[i];
 }
 
@@ -21,10 +29,10 @@ static int64_t *limit_field(struct plan_limits *l, int i)
  * numbers are its; the paid plans' concurrency and sizes are kiln's
  * defaults, for the operator to change. */
 static const struct plan shipped[] = {
-	{ "free", { 5, 60, 8, 8192, 3600 } },
-	{ "pro", { 100, 1200, 8, 32768, 7 * 86400 } },
-	{ "team", { 500, 6000, 8, 65536, 30 * 86400 } },
-	{ "enterprise", { 0, 0, 0, 0, 0 } },
+	{ "free", { 5, 60, 8, 8192, 3600, 1, 0, 0 } },
+	{ "pro", { 100, 1200, 8, 32768, 7 * 86400, 0, 0, 0 } },
+	{ "team", { 500, 6000, 8, 65536, 30 * 86400, 0, 0, 0 } },
+	{ "enterprise", { 0, 0, 0, 0, 0, 0, 0, 0 } },
 };
 
 void plans_init(struct plans *p)
@@ -56,10 +64,13 @@ int plan_limits_apply(struct plan_limits *l, const json_t *o, const char *what)
 			i++;
 		if (!plan_limit_names[i])
 			return errf(EINVAL, "%s: unknown limit '%.64s' (known: running, creates_per_hour, "
-				    "vcpus, memory_mib, max_ttl_seconds)", what, key);
+				    "vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, "
+				    "hibernated_retention_seconds)", what, key);
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return errf(EINVAL, "%s: limit '%s' must be a whole number, 0 or more (0: none)",
 				    what, key);
+		if (is_switch(i) && json_integer_value(v) > 1)
+			return errf(EINVAL, "%s: '%s' is 0 (off) or 1 (on)", what, key);
 		*limit_field(l, i) = json_integer_value(v);
 	}
 	return 0;

@@ -25,6 +25,10 @@ struct plan_limits {
 	int64_t vcpus;			/* of one sandbox */
 	int64_t memory_mib;		/* of one sandbox */
 	int64_t max_ttl_seconds;	/* the longest ttl_seconds (0: the server's) */
+	/* The TTL rule (0 or 1 each): */
+	int64_t ttl_absolute;		/* the TTL counts from creation, busy or not */
+	int64_t idle_hibernate;		/* idle for its TTL: hibernated, not deleted... */
+	int64_t hibernated_retention_seconds;	/* ...then deleted after this (0: kept) */
 };
 
 struct plan {

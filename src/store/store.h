@@ -65,6 +65,9 @@ struct sbx_row {
 	char snapshot[ID_MAX];		/* created from this snapshot, or "" */
 	int vcpus, memory_mib;
 	int64_t ttl_seconds;		/* idle timeout; 0: none */
+	bool ttl_absolute;		/* ttl_seconds counts from creation, activity or not */
+	bool idle_hibernate;		/* idle: hibernated, not deleted... */
+	int64_t retention_seconds;	/* ...and deleted after this much more (0: kept) */
 	int64_t created_ms, updated_ms, deleted_ms, active_ms;	/* wall clock, ms */
 	double ready_ms;
 	int vmm_pid;			/* 0 when no VMM runs */

@@ -12,7 +12,9 @@ have_kvm || { fail plans_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 build_template minimal || exit 1
 cat > "$T/plans.json" <<'EOF'
 {"tiny": {"running": 3, "creates_per_hour": 6, "max_ttl_seconds": 120},
- "small": {"memory_mib": 128}}
+ "small": {"memory_mib": 128},
+ "idle": {"idle_hibernate": 1, "hibernated_retention_seconds": 8},
+ "abs": {"ttl_absolute": 1}}
 EOF
 # The "hour" of creates_per_hour is 120 s here.
 kilnd_args=(--rate 0 --plans "$T/plans.json" --plan-window 120)
@@ -26,8 +28,10 @@ grep -q "plan gold: no such plan (free, pro, team, enterprise" "$T/bad.out" &&
 "$KILND" --data "$DATA" workspace plan w-x free '{"runing": 1}' > "$T/bad.out" 2>&1
 grep -q "unknown limit 'runing'" "$T/bad.out" && pass plan_bad_limit "$(cat "$T/bad.out")" ||
 	fail plan_bad_limit "$(cat "$T/bad.out")"
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-idle idle > /dev/null 2>&1
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-abs abs > /dev/null 2>&1
 start_kilnd "${kilnd_args[@]}" || exit 1
-TINY=$(new_key w-tiny) SMALL=$(new_key w-small) OPEN=$(new_key w-open)
+TINY=$(new_key w-tiny) SMALL=$(new_key w-small) OPEN=$(new_key w-open) IDLE=$(new_key w-idle) ABS=$(new_key w-abs)
 
 # create_h NAME BODY: POST /v1/sandboxes as $KEY, headers in $T/NAME.h.
 create_h() { api POST /v1/sandboxes "$2" -D "$T/$1.h"; }
@@ -139,6 +143,46 @@ api POST /mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocol
 api POST /mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"template":"minimal","ttl_seconds":9999}}}' "${mcp_h[@]}"
 grep -q 'ttl_seconds' <<<"$BODY" && grep -q '"isError":true' <<<"$BODY" &&
 	pass mcp_ttl_cap "MCP create_sandbox: the plan's TTL cap, a tool error" || fail mcp_ttl_cap "$STATUS $(head -c 300 <<<"$BODY")"
+
+# ---- the TTL rules: hibernate when idle, then delete; count from creation ---------------------
+# wait_status ID WANT SECONDS: poll GET (not activity) until its status,
+# or "ended:WHY" once it answers 404 sandbox_ended; prints what it saw.
+wait_status() {
+	local seen= i
+	for i in $(seq 1 $(( $3 * 2 ))); do
+		api GET "/v1/sandboxes/$1"
+		if [ "$STATUS" = 404 ]; then seen=ended:$(jget 'j["error"].get("ended")'); else seen=$(jget 'j["status"]'); fi
+		[ "$seen" = "$2" ] && break
+		sleep 0.5
+	done
+	echo "$seen"
+}
+KEY=$IDLE
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":4}'
+I=$(jget 'j["id"]')
+rule=$(jget 'j["ttl_rule"]["when_idle"], j["ttl_rule"]["hibernated_retention_seconds"]')
+api POST "/v1/sandboxes/$I/exec" '{"cmd":"echo kept-by-hibernation > /root/f"}'
+got=$(wait_status "$I" hibernated 40)
+[ "$rule" = "('hibernate', 8)" ] && [ "$got" = hibernated ] &&
+	pass idle_hibernated "idle for its 4 s TTL: hibernated, not deleted (ttl_rule $rule)" ||
+	fail idle_hibernated "ttl_rule $rule, status $got"
+got=$(wait_status "$I" ended:ttl 40)
+[ "$got" = ended:ttl ] && pass retention_deleted "hibernated, then deleted after the 8 s retention: 404 sandbox_ended ttl" ||
+	fail retention_deleted "status $got"
+KEY=$ABS
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":6}'
+A=$(jget 'j["id"]')
+from=$(jget 'j["ttl_rule"]["counts_from"]')
+t0=$(date +%s)
+curl -s -m 90 -o "$T/busy" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+	--data-binary '{"cmd":"sleep 60","timeout_seconds":80}' "$URL/v1/sandboxes/$A/exec" &
+busy=$!
+got=$(wait_status "$A" ended:ttl 40)
+took=$(( $(date +%s) - t0 ))
+wait $busy
+[ "$from" = creation ] && [ "$got" = ended:ttl ] && [ $took -lt 40 ] &&
+	pass absolute_while_busy "counted from creation: deleted after ${took} s with a 60 s command running" ||
+	fail absolute_while_busy "counts_from $from, status $got after $took s"
 
 KEY=$OPEN
 for s in "${open[@]}"; do api DELETE "/v1/sandboxes/$s"; done

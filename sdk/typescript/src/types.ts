@@ -13,6 +13,8 @@ export interface SandboxJSON {
   ttl_seconds: number;
   last_active_at: string | null;
   expires_at: string | null;
+  /** Its plan's TTL rule (docs/billing.md). */
+  ttl_rule?: { counts_from: "creation" | "last_activity"; when_idle: "delete" | "hibernate"; hibernated_retention_seconds: number };
   parent_id: string | null;
   from_snapshot: string | null;
   metadata: Record<string, string>;
