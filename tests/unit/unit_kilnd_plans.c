@@ -35,7 +35,9 @@ static void shipped_plans(void)
 	plans_init(&p);
 	const struct plan *free_ = plans_find(&p, "free"), *ent = plans_find(&p, "enterprise");
 	CHECK(free_ && free_->limits.running == 5 && free_->limits.creates_per_hour == 60 &&
-	      free_->limits.max_ttl_seconds == 3600);
+	      free_->limits.max_ttl_seconds == 3600 && free_->limits.ttl_absolute == 1 &&
+	      !free_->limits.idle_hibernate);
+	CHECK(plans_find(&p, "pro") && !plans_find(&p, "pro")->limits.ttl_absolute);
 	CHECK(plans_find(&p, "pro") && plans_find(&p, "pro")->limits.max_ttl_seconds == 7 * 86400);
 	CHECK(plans_find(&p, "team") && plans_find(&p, "team")->limits.max_ttl_seconds == 30 * 86400);
 	CHECK(ent && !ent->limits.running && !ent->limits.creates_per_hour && !ent->limits.vcpus);
@@ -60,6 +62,7 @@ static void plans_file(void)
 		{ "{\"free\": {\"running\": -1}}", "limit 'running' must be a whole number" },
 		{ "{\"free\": {\"running\": 1.5}}", "limit 'running' must be a whole number" },
 		{ "{\"free\": 3}", "must be a JSON object" },
+		{ "{\"free\": {\"idle_hibernate\": 2}}", "'idle_hibernate' is 0 (off) or 1 (on)" },
 		{ "{\"Gold Plan\": {}}", "plan name 'Gold Plan'" },
 		{ "[1]", "not a JSON object of plans" },
 		{ "{\"free\": ", "line 1" },
