@@ -69,6 +69,10 @@ api GET /v1/sandboxes
 api GET /v1/limits
 [ "$(jget '(j["plan"], j["limits"]["running"], j["limits"]["creates_per_hour"], j["window_seconds"], j["in_use"]["running"], j["in_use"]["creates_in_window"])')" = "('tiny', 3, 6, 120, 3, 3)" ] &&
 	pass limits_in_use "GET /v1/limits: $BODY" || fail limits_in_use "$STATUS $BODY"
+KILN_API_URL=$URL KILN_API_KEY=$TINY "$BUILD/kiln" limits > "$T/limits.txt" 2>&1
+grep -q '^plan  *tiny$' "$T/limits.txt" && grep -q '^running  *3 (3 in use)$' "$T/limits.txt" &&
+	grep -q '^creates_per_hour  *6 (3 in the last 120 s)$' "$T/limits.txt" && grep -q '^vcpus  *none$' "$T/limits.txt" &&
+	pass cli_limits "kiln limits: $(tr '\n' '|' < "$T/limits.txt")" || fail cli_limits "$(cat "$T/limits.txt")"
 api POST "/v1/sandboxes/${made[0]}/fork" '{}'
 [ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = running ] &&
 	pass fork_counts "a fork at the limit: 429 running" || fail fork_counts "$STATUS $BODY"
