@@ -29,6 +29,16 @@ static const char *write_file(const char *name, const char *text)
 	return path;
 }
 
+/* The test's SQLite store (made by the first call). */
+static struct store *open_store(void)
+{
+	char db[128];
+	snprintf(db, sizeof db, "%s/kilnd.db", dir);
+	struct store *st = NULL;
+	CHECK(store_open(db, &st) == 0);
+	return st;
+}
+
 static void shipped_plans(void)
 {
 	struct plans p;
@@ -80,10 +90,7 @@ static void plans_file(void)
 
 static void workspace_plan_in_the_store(void)
 {
-	char db[128];
-	snprintf(db, sizeof db, "%s/kilnd.db", dir);
-	struct store *st = NULL;
-	CHECK(store_open(db, &st) == 0);
+	struct store *st = open_store();
 	if (!st)
 		return;
 	struct plans p;
@@ -117,10 +124,7 @@ static void workspace_plan_in_the_store(void)
 
 static void creates_since(void)
 {
-	char db[128];
-	snprintf(db, sizeof db, "%s/kilnd.db", dir);
-	struct store *st = NULL;
-	CHECK(store_open(db, &st) == 0);
+	struct store *st = open_store();
 	if (!st)
 		return;
 	char ws[ID_MAX], other[ID_MAX];
