@@ -32,6 +32,7 @@ struct store;
 struct host;
 struct metrics;
 struct ratelimit;
+struct plans;
 
 struct api {
 	const struct api_config *cfg;
@@ -39,6 +40,7 @@ struct api {
 	struct host *host;
 	struct metrics *metrics;
 	struct ratelimit *rl;
+	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */
 	void *mhd;			/* struct MHD_Daemon */
 };
 

@@ -9,15 +9,63 @@
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
+#include "api/reply_buf.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
+/* The headers of a create's or fork's answer: the creates window of the
+ * workspace's plan (X-RateLimit-Limit, -Remaining, and -Reset in seconds
+ * from now), when its plan limits creates; and Retry-After on a refusal
+ * that knows when trying again can succeed. */
+struct quota_headers {
+	char limit[24], remaining[24], reset[24], retry[24];
+	const char *h[5][2];
+};
+
+static const char *const (*quota_headers(const struct ops_quota *q, bool refused,
+					  struct quota_headers *qh))[2]
+{
+	int n = 0;
+	const struct ws_caps_report *rep = &q->report;
+	if (q->applied && q->limits.creates_per_hour) {
+		int64_t now = wall_ms(), left = q->limits.creates_per_hour - rep->creates_used;
+		snprintf(qh->limit, sizeof qh->limit, "%lld", (long long)q->limits.creates_per_hour);
+		snprintf(qh->remaining, sizeof qh->remaining, "%lld", (long long)(left > 0 ? left : 0));
+		snprintf(qh->reset, sizeof qh->reset, "%lld",
+			 (long long)(rep->reset_ms > now ? (rep->reset_ms - now + 999) / 1000 : 0));
+		qh->h[n][0] = "X-RateLimit-Limit", qh->h[n++][1] = qh->limit;
+		qh->h[n][0] = "X-RateLimit-Remaining", qh->h[n++][1] = qh->remaining;
+		qh->h[n][0] = "X-RateLimit-Reset", qh->h[n++][1] = qh->reset;
+	}
+	if (refused && rep->retry_after_ms > 0) {
+		snprintf(qh->retry, sizeof qh->retry, "%lld", (long long)(rep->retry_after_ms + 999) / 1000);
+		qh->h[n][0] = "Retry-After", qh->h[n++][1] = qh->retry;
+	}
+	qh->h[n][0] = qh->h[n][1] = NULL;
+	return (const char *const (*)[2])qh->h;
+}
+
+/* A limit of the plan refused: 429 naming the limit, its value and the
+ * plan (docs/api.md "Limits"). */
+static int reply_limit(struct req *r, const struct ops_quota *q)
+{
+	struct quota_headers qh;
+	const struct ws_caps_report *rep = &q->report;
+	json_t *j = json_pack("{s:{s:s,s:s,s:s,s:I,s:s}}", "error", "code", "limit_exceeded",
+			      "message", errmsg(), "limit",
+			      rep->limit && !strcmp(rep->limit, "creates") ? "creates_per_hour"
+			      : rep->limit ? rep->limit : "unknown",
+			      "value", (json_int_t)rep->value, "plan", q->plan);
+	return reply_json_headers(r, 429, quota_headers(q, true, &qh), j);
+}
+
+static int reply_sandbox_h(struct req *r, int status, struct sandbox *sb, const char *const (*h)[2])
 {
 	struct sbx_row row;
 	int rc = sandbox_row(sb, &row);
@@ -26,23 +74,35 @@ static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
 		return reply_errno(r, rc);
 	json_t *j = render_sandbox(&row);
 	sbx_row_clear(&row);
-	return reply_json(r, status, j);
+	return reply_json_headers(r, status, h, j);
+}
+
+static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
+{
+	static const char *const none[][2] = { { NULL, NULL } };
+	return reply_sandbox_h(r, status, sb, none);
 }
 
 int h_sandbox_create(struct req *r)
 {
 	struct ops_caller c;
+	struct ops_quota q;
 	struct sandbox *sb;
 	req_caller(r, &c);
+	memset(&q, 0, sizeof q);
+	c.quota = &q;
 	int rc = ops_create(&c, r->json, &sb);
 	const char *tmpl = json_string_value(json_object_get(r->json, "template"));
 	json_t *names = NULL;
 	/* An unknown template's 404 lists the templates that exist. */
 	if (rc == -ENOENT && tmpl && ops_template_known(c.host, tmpl, &names) < 0 && names)
 		return reply_template_missing(r, names);
+	if (rc == -EDQUOT)
+		return reply_limit(r, &q);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	return reply_sandbox(r, 201, sb);
+	struct quota_headers qh;
+	return reply_sandbox_h(r, 201, sb, quota_headers(&q, false, &qh));
 }
 
 int h_sandbox_get(struct req *r)
@@ -105,12 +165,17 @@ static int fork_route(struct req *r, bool tree)
 {
 	static const char *const keys[] = { "count", NULL };
 	struct ops_caller c;
+	struct ops_quota q;
 	struct ops_forked f;
 	int rc = v_known_keys(r->json, keys);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	req_caller(r, &c);
+	memset(&q, 0, sizeof q);
+	c.quota = &q;
 	rc = ops_fork(&c, r->nparams > 0 ? r->params[0] : "", r->json, tree, &f);
+	if (rc == -EDQUOT && f.made == 0)
+		return reply_limit(r, &q);
 	if (rc < 0 && f.made == 0)
 		return reply_errno(r, rc);
 	json_t *a = json_array();
@@ -128,7 +193,8 @@ static int fork_route(struct req *r, bool tree)
 		json_object_set_new(j, "failed", json_integer(f.count - f.made));
 		json_object_set_new(j, "error", json_string(f.why));
 	}
-	return reply_json(r, 201, j);
+	struct quota_headers qh;
+	return reply_json_headers(r, 201, quota_headers(&q, false, &qh), j);
 }
 
 int h_sandbox_fork(struct req *r)

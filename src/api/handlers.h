@@ -10,7 +10,7 @@
 
 #include "api/routes.h"
 
-handler_fn h_healthz, h_metrics, h_templates, h_usage;
+handler_fn h_healthz, h_metrics, h_templates, h_usage, h_limits;
 handler_fn h_sandbox_create, h_sandbox_list, h_sandbox_get, h_sandbox_delete, h_sandbox_logs;
 handler_fn h_sandbox_hibernate, h_sandbox_wake, h_sandbox_fork, h_sandbox_fork_tree;
 handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network;

@@ -40,7 +40,8 @@ int reply_sandbox_missing(struct req *r, const char *id)
 
 void req_caller(struct req *r, struct ops_caller *out)
 {
-	*out = (struct ops_caller){ .host = r->api->host, .workspace = r->workspace,
+	*out = (struct ops_caller){ .host = r->api->host, .store = r->api->store,
+				    .plans = r->api->plans, .workspace = r->workspace,
 				    .arrival_ns = r->arrival_ns, .max_ttl = r->api->cfg->max_ttl,
 				    /* Reading a sandbox (GET: itself, its ports, logs) is
 				     * not activity, or a dashboard polling it would keep it

@@ -211,8 +211,10 @@ int errno_status(int rc, const char **code)
 		*code = "payload_too_large"; return 413;
 	case ENOTSUP: case ENOSYS:
 		*code = "not_implemented"; return 501;
-	case EAGAIN: case ENOMEM: case ENOSPC: case EMFILE: case ENFILE: case EDQUOT:
+	case EAGAIN: case ENOMEM: case ENOSPC: case EMFILE: case ENFILE:
 		*code = "no_capacity"; return 503;
+	case EDQUOT:	/* a limit of the workspace's plan (ops/plan.h) */
+		*code = "limit_exceeded"; return 429;
 	case ETIMEDOUT:
 		*code = "timeout"; return 504;
 	case ECONNRESET: case ECONNREFUSED: case EPIPE: case EPROTO: case EHOSTDOWN:

@@ -115,8 +115,20 @@ json_t *render_sandbox(const struct sbx_row *r)
 	json_object_set_new(j, "ready_ms", r->ready_ms > 0 ? json_real(r->ready_ms) : json_null());
 	json_object_set_new(j, "ttl_seconds", json_integer(r->ttl_seconds));
 	json_object_set_new(j, "last_active_at", render_time(r->active_ms));
-	json_object_set_new(j, "expires_at", r->ttl_seconds > 0
-				? render_time(r->active_ms + r->ttl_seconds * 1000) : json_null());
+	/* When the TTL rule acts next (docs/billing.md): deleted, or with
+	 * idle_hibernate hibernated, then deleted after the retention. */
+	int64_t expires = 0;
+	if (r->ttl_seconds > 0 && r->ttl_absolute)
+		expires = r->created_ms + r->ttl_seconds * 1000;
+	else if (r->ttl_seconds > 0 && !(r->idle_hibernate && r->state == SBX_HIBERNATED))
+		expires = r->active_ms + r->ttl_seconds * 1000;
+	else if (r->ttl_seconds > 0 && r->retention_seconds > 0)
+		expires = r->active_ms + (r->ttl_seconds + r->retention_seconds) * 1000;
+	json_object_set_new(j, "expires_at", expires ? render_time(expires) : json_null());
+	json_object_set_new(j, "ttl_rule", json_pack("{s:s,s:s,s:I}", "counts_from",
+		r->ttl_absolute ? "creation" : "last_activity", "when_idle",
+		r->idle_hibernate ? "hibernate" : "delete", "hibernated_retention_seconds",
+		(json_int_t)r->retention_seconds));
 	json_object_set_new(j, "parent_id", r->parent[0] ? json_string(r->parent) : json_null());
 	json_object_set_new(j, "from_snapshot", r->snapshot[0] ? json_string(r->snapshot) : json_null());
 	json_object_set_new(j, "metadata", json_or_empty(r->metadata));

@@ -16,6 +16,7 @@ const struct route routes[] = {
 	{ "GET", "/metrics", h_metrics, BODY_NONE, ROUTE_PUBLIC },
 	{ "GET", "/v1/templates", h_templates, BODY_NONE, 0 },
 	{ "GET", "/v1/usage", h_usage, BODY_NONE, 0 },
+	{ "GET", "/v1/limits", h_limits, BODY_NONE, 0 },
 	{ "POST", "/v1/sandboxes", h_sandbox_create, BODY_JSON, 0 },
 	{ "GET", "/v1/sandboxes", h_sandbox_list, BODY_NONE, 0 },
 	{ "GET", SBX, h_sandbox_get, BODY_NONE, 0 },

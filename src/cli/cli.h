@@ -55,7 +55,7 @@ int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, voi
 #define COMMAND(name) int cmd_##name(const struct command *cmd, struct opts *o)
 COMMAND(create); COMMAND(ls); COMMAND(get); COMMAND(fork); COMMAND(snapshot);
 COMMAND(hibernate); COMMAND(wake); COMMAND(ttl); COMMAND(rm); COMMAND(snapshots);
-COMMAND(templates); COMMAND(usage); COMMAND(exec); COMMAND(shell); COMMAND(logs);
+COMMAND(templates); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
 COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
 COMMAND(network);
 #undef COMMAND

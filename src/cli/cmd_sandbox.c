@@ -261,6 +261,44 @@ int cmd_templates(const struct command *cmd, struct opts *o)
 	return 0;
 }
 
+/* GET /v1/limits: the plan, each limit with what is in use of it. */
+int cmd_limits(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 0, 0);
+	json_t *r = call("GET", "/v1/limits", NULL);
+	if (o->json) {
+		print_json(r);
+		json_decref(r);
+		return 0;
+	}
+	json_t *l = json_object_get(r, "limits"), *u = json_object_get(r, "in_use");
+	printf("plan               %s\n", str(r, "plan"));
+	static const char *const names[] = { "running", "creates_per_hour", "vcpus", "memory_mib",
+					     "max_ttl_seconds", "hibernated_retention_seconds" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		long long v = (long long)json_integer_value(json_object_get(l, names[i]));
+		char val[32];
+		if (v)
+			snprintf(val, sizeof val, "%lld", v);
+		else
+			snprintf(val, sizeof val, "none");
+		printf("%-18s %s", names[i], val);
+		if (i == 0)
+			printf(" (%lld in use)", (long long)json_integer_value(json_object_get(u, "running")));
+		if (i == 1)
+			printf(" (%lld in the last %lld s)",
+			       (long long)json_integer_value(json_object_get(u, "creates_in_window")),
+			       (long long)json_integer_value(json_object_get(r, "window_seconds")));
+		putchar('\n');
+	}
+	printf("ttl counts from    %s\n",
+	       json_integer_value(json_object_get(l, "ttl_absolute")) ? "creation" : "last activity");
+	printf("when idle          %s\n",
+	       json_integer_value(json_object_get(l, "idle_hibernate")) ? "hibernate" : "delete");
+	json_decref(r);
+	return 0;
+}
+
 int cmd_usage(const struct command *cmd, struct opts *o)
 {
 	need_args(cmd, o, 0, 0);

@@ -82,6 +82,8 @@ static const struct command commands[] = {
 	{ "rm", cmd_rm, "", "rm ID...", "delete sandboxes (or snapshots: snap_...)", NULL, false },
 	{ "templates", cmd_templates, "", "templates [--json]", "the templates and their state", NULL, false },
 	{ "usage", cmd_usage, "", "usage [--json]", "this workspace's resource usage", NULL, false },
+	{ "limits", cmd_limits, "", "limits [--json]", "this workspace's plan, its limits and what is in use",
+	  NULL, false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },
 };
 

@@ -46,12 +46,17 @@ static int ctl_simple(struct sandbox *sb, const char *cmd, int timeout_ms)
 }
 
 /* A child's record, linked and saved, with its directory. */
-static int child_new(struct host *h, struct sandbox *parent, struct sandbox **out)
+/* A child's record, linked. With pending, it was admitted against its
+ * workspace's caps: counted there until linked, or given back here if it
+ * fails before. */
+static int child_new(struct host *h, struct sandbox *parent, bool pending, struct sandbox **out)
 {
 	struct sbx_row row = { 0 };
 	int rc = make_id(row.id, "sbx_");
-	if (rc < 0)
+	if (rc < 0) {
+		host_ws_unused(h, pending ? parent->row.workspace : NULL, 1);
 		return rc;
+	}
 	pthread_mutex_lock(&parent->lock);
 	snprintf(row.workspace, sizeof row.workspace, "%s", parent->row.workspace);
 	snprintf(row.template, sizeof row.template, "%s", parent->row.template);
@@ -59,6 +64,9 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	row.vcpus = parent->row.vcpus;
 	row.memory_mib = parent->row.memory_mib;
 	row.ttl_seconds = parent->row.ttl_seconds;
+	row.ttl_absolute = parent->row.ttl_absolute;
+	row.idle_hibernate = parent->row.idle_hibernate;
+	row.retention_seconds = parent->row.retention_seconds;
 	row.metadata = parent->row.metadata ? strdup(parent->row.metadata) : NULL;
 	row.env = parent->row.env ? strdup(parent->row.env) : NULL;
 	/* A fork keeps its parent's egress policy (in its own namespace). */
@@ -68,9 +76,12 @@ static int child_new(struct host *h, struct sandbox *parent, struct sandbox **ou
 	row.created_ms = row.active_ms = wall_ms();
 	struct sandbox *sb = sandbox_alloc(h, &row);
 	sbx_row_clear(&row);
-	if (!sb)
+	if (!sb) {
+		host_ws_unused(h, pending ? parent->row.workspace : NULL, 1);
 		return errf(ENOMEM, "out of memory");
+	}
 	sb->counts_memory = true;
+	sb->ws_pending = pending;
 	pthread_mutex_lock(&sb->op);	/* until it is ready or gone, as in a create */
 	host_link(h, sb);
 	rc = sandbox_save(h, sb);
@@ -130,18 +141,22 @@ static void follow_new_top(struct host *h, struct sandbox *parent)
 
 /* One fork of parent into n children (one pause): kids[] gets the ones
  * that came up, *made grows by their number. */
-static int fork_once(struct host *h, struct sandbox *parent, int n, struct sandbox **kids, int *made)
+static int fork_once(struct host *h, struct sandbox *parent, int n, const struct ws_caps *caps,
+		     struct ws_caps_report *rep, struct sandbox **kids, int *made)
 {
 	const struct host_config *cfg = h->cfg;
 	int64_t t0 = mono_ms();
-	int ok = 0, have = 0;
-	int rc = host_admit(h, n, (int64_t)n * parent->row.memory_mib, true);
+	int ok = 0, have = 0, tried = 0;
+	/* The workspace never changes: read without the lock is safe. */
+	const char *ws = parent->row.workspace;
+	int rc = host_admit_ws(h, ws, caps, rep, n, parent->row.vcpus, parent->row.memory_mib);
 	if (rc < 0)
 		return rc;
-	for (int i = 0; rc == 0 && i < n; i++)
-		if ((rc = child_new(h, parent, &kids[i])) == 0)
+	for (int i = 0; rc == 0 && i < n; i++, tried++)
+		if ((rc = child_new(h, parent, caps != NULL, &kids[i])) == 0)
 			have++;
 	host_admit_done(h, n - have, (int64_t)(n - have) * parent->row.memory_mib, false);
+	host_ws_unused(h, caps ? ws : NULL, n - tried);
 	json_t *children = json_array(), *reply = NULL;
 	/* Each child's TAP, opened here in its own namespace and passed: a
 	 * fork stays in its parent's jail and cannot open one by name. */
@@ -284,6 +299,7 @@ fail_kids:;
 }
 
 int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
+	      const struct ws_caps *caps, struct ws_caps_report *report,
 	      struct sandbox **children, int *made)
 {
 	*made = 0;
@@ -294,10 +310,10 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	if (!sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	else if (tree)
-		rc = fork_once(h, sb, count, children, made);
+		rc = fork_once(h, sb, count, caps, report, children, made);
 	else
 		for (int i = 0; i < count && rc == 0; i++)
-			rc = fork_once(h, sb, 1, children + *made, made);
+			rc = fork_once(h, sb, 1, caps, report, children + *made, made);
 	sandbox_touch(sb);
 	pthread_mutex_unlock(&sb->op);
 	return rc;

@@ -67,6 +67,7 @@ void host_link(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&h->lock);
 	if (!sb->linked) {
+		ws_linked(h, sb);
 		sb->linked = true;
 		sb->refs++;
 		sb->next = h->list;
@@ -420,20 +421,49 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&sb->op);
 }
 
+/* The TTL rule (store.h sbx_row): what to do with the sandbox now. */
+enum ttl_action { TTL_KEEP, TTL_DELETE, TTL_HIBERNATE };
+
+static enum ttl_action ttl_due(const struct sandbox *sb, int64_t now)
+{
+	const struct sbx_row *r = &sb->row;
+	if (r->ttl_seconds <= 0 || r->state == SBX_DELETED || r->state == SBX_CREATING)
+		return TTL_KEEP;
+	int64_t ttl_ms = r->ttl_seconds * 1000;
+	if (r->ttl_absolute)	/* from creation, running commands or not */
+		return now - r->created_ms >= ttl_ms ? TTL_DELETE : TTL_KEEP;
+	if (sb->active)
+		return TTL_KEEP;
+	int64_t idle = now - r->active_ms;
+	if (!r->idle_hibernate)
+		return idle >= ttl_ms ? TTL_DELETE : TTL_KEEP;
+	if (r->state == SBX_RUNNING)
+		return idle >= ttl_ms ? TTL_HIBERNATE : TTL_KEEP;
+	if (r->state == SBX_HIBERNATED)
+		return r->retention_seconds > 0 && idle >= ttl_ms + r->retention_seconds * 1000
+		       ? TTL_DELETE : TTL_KEEP;
+	return idle >= ttl_ms ? TTL_DELETE : TTL_KEEP;	/* failed */
+}
+
 static void check_ttl(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
-	bool idle = sb->row.ttl_seconds > 0 && sb->active == 0 &&
-		    sb->row.state != SBX_DELETED && sb->row.state != SBX_CREATING &&
-		    wall_ms() - sb->row.active_ms >= sb->row.ttl_seconds * 1000;
+	enum ttl_action act = ttl_due(sb, wall_ms());
 	pthread_mutex_unlock(&sb->lock);
-	if (!idle)
+	if (act == TTL_KEEP)
 		return;
 	/* Not while another operation runs on it (that is activity too). */
 	if (pthread_mutex_trylock(&sb->op) != 0)
 		return;
 	pthread_mutex_unlock(&sb->op);
-	log_info("sandbox %s: idle for its TTL, deleting", sb->row.id);
+	if (act == TTL_HIBERNATE) {
+		log_info("sandbox %s: idle for its TTL, hibernating", sb->row.id);
+		if (host_hibernate(h, sb) < 0)
+			log_warn("sandbox %s: TTL hibernate: %s", sb->row.id, errmsg());
+		return;
+	}
+	log_info("sandbox %s: %s for its TTL, deleting", sb->row.id,
+		 sb->row.ttl_absolute ? "alive" : "idle");
 	if (sandbox_delete_why(h, sb, "ttl") < 0)
 		log_warn("sandbox %s: TTL delete: %s", sb->row.id, errmsg());
 }
@@ -585,6 +615,7 @@ void host_close(struct host *h)
 	char jail[PATH_MAX];
 	snprintf(jail, sizeof jail, "%s/jail", h->cfg->data_dir);
 	rmdir(jail);
+	ws_tallies_free(h);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->layers);
 	pthread_mutex_destroy(&h->lock);

@@ -31,6 +31,7 @@ struct sandbox {
 	bool vmm_dead;			/* housekeeping saw it exit */
 	bool linked;			/* in h->list (h->lock) */
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
+	bool ws_pending;		/* counted in its workspace's tally until linked */
 	char dir[VM_DIR_MAX];
 	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */
 	int64_t sample_ms;		/* monotonic time of the last sample */
@@ -55,6 +56,7 @@ struct host {
 	bool housekeeping, stop;
 	struct netpool *net;		/* NULL: --no-net */
 	bool cgroups;			/* cgroup v2 limits for VMMs */
+	struct ws_tally *tallies;	/* per workspace, for ws_caps (h->lock) */
 };
 
 /* host.c */
@@ -66,6 +68,17 @@ void host_unlink(struct host *h, struct sandbox *sb);
  * is no room. Done gives back what was not used, and the slot. */
 int host_admit(struct host *h, int n, int64_t mem_mib, bool slot);
 void host_admit_done(struct host *h, int n_unused, int64_t mem_unused, bool slot);
+/* host_admit for n sandboxes of workspace ws (each vcpus, mem_each MiB)
+ * within its caps as well (NULL: none): -EDQUOT with the report filled
+ * when one refuses. What it admits counts in the workspace's tally until
+ * linked (set sb->ws_pending); host_ws_unused gives back n never made
+ * (host_admit_done is still the caller's, as after host_admit). */
+int host_admit_ws(struct host *h, const char *ws, const struct ws_caps *caps,
+		  struct ws_caps_report *rep, int n, int vcpus, int64_t mem_each);
+void host_ws_unused(struct host *h, const char *ws, int n);
+/* ws_caps.c: host_link's part (under h->lock), and the tallies' end. */
+void ws_linked(struct host *h, struct sandbox *sb);
+void ws_tallies_free(struct host *h);
 /* Memory accounting of one sandbox's VM (idempotent both ways). */
 void sandbox_mem_hold(struct host *h, struct sandbox *sb);
 void sandbox_mem_release(struct host *h, struct sandbox *sb);

@@ -393,15 +393,22 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		row.vcpus = t->vcpus;
 		row.memory_mib = t->memory_mib;
 	}
-	if ((rc = host_admit(h, 1, row.memory_mib, true)) < 0)
+	if ((rc = host_admit_ws(h, req->workspace, req->caps, req->report, 1, row.vcpus,
+				row.memory_mib)) < 0)
 		goto out;
 	if ((rc = make_id(row.id, "sbx_")) < 0) {
 		host_admit_done(h, 1, row.memory_mib, true);
+		host_ws_unused(h, req->caps ? req->workspace : NULL, 1);
 		goto out;
 	}
 	snprintf(row.workspace, sizeof row.workspace, "%s", req->workspace);
 	row.state = SBX_CREATING;
 	row.ttl_seconds = req->ttl_seconds >= 0 ? req->ttl_seconds : cfg->default_ttl;
+	if (req->ttl_seconds < 0 && req->ttl_cap > 0 && (!row.ttl_seconds || row.ttl_seconds > req->ttl_cap))
+		row.ttl_seconds = req->ttl_cap;	/* the default (0: none) within the plan's cap */
+	row.ttl_absolute = req->ttl_absolute;
+	row.idle_hibernate = req->idle_hibernate;
+	row.retention_seconds = req->retention_seconds;
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
 	row.env = dup_or_null(req->env ? req->env : snap.env);
@@ -410,10 +417,12 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	sbx_row_clear(&row);
 	if (!sb) {
 		host_admit_done(h, 1, row.memory_mib, true);
+		host_ws_unused(h, req->caps ? req->workspace : NULL, 1);
 		rc = errf(ENOMEM, "out of memory");
 		goto out;
 	}
 	sb->counts_memory = true;	/* the admission's reservation is now the sandbox's */
+	sb->ws_pending = req->caps != NULL;	/* and the workspace's, once linked */
 	/* Held until it is ready or gone: a DELETE of a sandbox still being
 	 * made (its id is listed) waits for the create to end. */
 	pthread_mutex_lock(&sb->op);

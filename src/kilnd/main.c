@@ -4,6 +4,7 @@
  *   kilnd [serve] [options]                  run the service (both roles)
  *   kilnd keys create [--workspace W] [--name N]   print a new API key
  *   kilnd keys list | keys revoke ID|PREFIX
+ *   kilnd workspace plan NAME PLAN [LIMITS] | workspace show NAME
  *   kilnd template build NAME [--image F] [--no-snapshot] [--restart]
  *   kilnd template list
  *   kilnd routes                              the HTTP routes, one a line
@@ -22,6 +23,8 @@
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "store/store.h"
+#include "ops/ops.h"
+#include "ops/plan.h"
 #include "ops/validate.h"
 #include "common/err.h"
 #include "kilnd/config.h"
@@ -44,6 +47,8 @@ static const char usage_text[] =
 	"       kilnd keys create [--workspace NAME] [--name NAME]\n"
 	"       kilnd keys list\n"
 	"       kilnd keys revoke KEY-ID|PREFIX\n"
+	"       kilnd workspace plan NAME PLAN ['{\"LIMIT\": N, ...}']\n"
+	"       kilnd workspace show NAME\n"
 	"       kilnd template build NAME [--image FILE] [--no-snapshot] [--restart]\n"
 	"       kilnd template list\n"
 	"       kilnd routes\n"
@@ -89,6 +94,12 @@ static const char usage_text[] =
 	"  --reserve-disk MIB    free space on the data directory's filesystem that\n"
 	"                        sandboxes never take: creates are refused and sandbox\n"
 	"                        disks stop growing below it (default 256)\n"
+	"  --plans FILE          the operator's plans: {\"PLAN\": {\"LIMIT\": N, ...}, ...}, over\n"
+	"                        the shipped free, pro, team, enterprise (docs/billing.md)\n"
+	"  --default-plan NAME   the plan of workspaces without one (default enterprise:\n"
+	"                        no limits)\n"
+	"  --plan-window S       the window of creates_per_hour (default 3600; shorter\n"
+	"                        for tests)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
@@ -97,6 +108,7 @@ enum {
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
+	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW,
 };
 
 static const struct option options[] = {
@@ -137,6 +149,9 @@ static const struct option options[] = {
 	{ "vmm-overhead", required_argument, 0, O_VMM_OVERHEAD },
 	{ "vmm-pids", required_argument, 0, O_VMM_PIDS },
 	{ "reserve-disk", required_argument, 0, O_RESERVE_DISK },
+	{ "plans", required_argument, 0, O_PLANS },
+	{ "default-plan", required_argument, 0, O_DEFAULT_PLAN },
+	{ "plan-window", required_argument, 0, O_PLAN_WINDOW },
 	{ 0 },
 };
 
@@ -146,6 +161,8 @@ struct cmdline {
 	struct api_config api;		/* the API's part of cfg */
 	const char *workspace, *name, *image;
 	bool no_snapshot, restart;
+	struct plans plans;		/* what workspaces may start */
+	const char *plans_file, *default_plan;
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -177,9 +194,12 @@ static void set_str(char *dst, size_t cap, const char *src, const char *opt)
 	memcpy(dst, src, strlen(src) + 1);
 }
 
+static const char *plan_names(const struct plans *p);
+
 static void parse(int argc, char **argv, struct cmdline *c)
 {
 	config_defaults(&c->cfg);
+	plans_init(&c->plans);
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		struct config *g = &c->cfg;
@@ -243,12 +263,22 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_VMM_OVERHEAD: g->vmm_overhead_mib = (int)number(optarg, "--vmm-overhead", -4096, 65536); break;
 		case O_VMM_PIDS: g->vmm_pids = (int)number(optarg, "--vmm-pids", 8, 100000); break;
 		case O_RESERVE_DISK: g->reserve_disk_mib = (int)number(optarg, "--reserve-disk", 0, 1 << 30); break;
+		case O_PLANS: c->plans_file = optarg; break;
+		case O_DEFAULT_PLAN: c->default_plan = optarg; break;
+		case O_PLAN_WINDOW: c->plans.window_ms = number(optarg, "--plan-window", 1, 86400) * 1000; break;
 		case O_HELP: fputs(usage_text, stdout); exit(0);
 		default: fputs(usage_text, stderr); exit(2);
 		}
 	}
 	if (config_finish(&c->cfg) < 0)
 		die("%s", errmsg());
+	if (c->plans_file && plans_load(&c->plans, c->plans_file) < 0)
+		die("%s", errmsg());
+	if (c->default_plan) {
+		if (!plans_find(&c->plans, c->default_plan))
+			die("--default-plan %s: no such plan (%s)", c->default_plan, plan_names(&c->plans));
+		snprintf(c->plans.default_plan, sizeof c->plans.default_plan, "%s", c->default_plan);
+	}
 	config_host(&c->cfg, &c->host);
 	config_api(&c->cfg, &c->api);
 }
@@ -305,6 +335,65 @@ static int cmd_keys(struct cmdline *c, int argc, char **argv)
 			fprintf(stderr, "kilnd: revoked %s\n", argv[1]);
 	} else {
 		die("keys wants create, list or revoke ID");
+	}
+	store_close(st);
+	if (rc < 0)
+		die("%s", errmsg());
+	return 0;
+}
+
+/* ---- workspaces ------------------------------------------------------------------------- */
+
+static const char *plan_names(const struct plans *p)
+{
+	static char buf[PLANS_MAX * (PLAN_NAME_MAX + 2)];
+	size_t len = 0;
+	buf[0] = 0;
+	for (int i = 0; i < p->n; i++)
+		len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", i ? ", " : "", p->plan[i].name);
+	return buf;
+}
+
+/* kilnd workspace plan NAME PLAN [LIMITS]: the workspace's plan, and its
+ * own limits over it (a JSON object; none: the plan's); show: both. */
+static int cmd_workspace(struct cmdline *c, int argc, char **argv)
+{
+	bool set = argc >= 3 && argc <= 4 && !strcmp(argv[0], "plan");
+	if (!set && !(argc == 2 && !strcmp(argv[0], "show")))
+		die("workspace wants 'plan NAME PLAN [LIMITS]' or 'show NAME'");
+	const char *ws = argv[1];
+	if (!v_is_name(ws))
+		die("workspace %s: want [a-z0-9-], at most 16 characters", ws);
+	struct store *st = open_store(&c->cfg);
+	char wsid[ID_MAX];
+	int rc = store_workspace_ensure(st, ws, wsid);
+	if (rc == 0 && set) {
+		if (!plans_find(&c->plans, argv[2]))
+			die("plan %s: no such plan (%s; --plans FILE adds others)", argv[2], plan_names(&c->plans));
+		struct plan_limits l = { 0 };
+		json_t *o = NULL;
+		if (argc == 4) {
+			json_error_t e;
+			if (!(o = json_loads(argv[3], 0, &e)))
+				die("limits: not JSON: %s", e.text);
+			if (plan_limits_apply(&l, o, "limits") < 0)
+				die("%s", errmsg());
+		}
+		char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(o);
+		rc = store_plan_set(st, wsid, argv[2], text);
+		free(text);
+	}
+	struct ops_caller oc = { .store = st, .plans = &c->plans, .workspace = wsid };
+	struct plan p;
+	if (rc == 0)
+		rc = ops_workspace_plan(&oc, &p);
+	if (rc == 0) {
+		json_t *l = plan_limits_json(&p.limits);
+		char *text = l ? json_dumps(l, JSON_COMPACT) : NULL;
+		printf("%s %s %s\n", ws, p.name, text ? text : "");
+		free(text);
+		json_decref(l);
 	}
 	store_close(st);
 	if (rc < 0)
@@ -377,7 +466,7 @@ static int serve(struct cmdline *c)
 	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) < 0)
 		die("another kilnd serves %s", cfg->data_dir);
-	struct api api = { .cfg = &c->api, .store = st };
+	struct api api = { .cfg = &c->api, .store = st, .plans = &c->plans };
 	api.metrics = metrics_new();
 	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
 	if (!api.metrics || !api.rl)
@@ -416,6 +505,8 @@ int main(int argc, char **argv)
 		return cmd_keys(&c, n - 1, rest + 1);
 	if (!strcmp(rest[0], "template"))
 		return cmd_template(&c, n - 1, rest + 1);
+	if (!strcmp(rest[0], "workspace"))
+		return cmd_workspace(&c, n - 1, rest + 1);
 	if (!strcmp(rest[0], "routes")) {
 		for (size_t i = 0; i < nroutes; i++)
 			printf("%s %s\n", routes[i].method, routes[i].pattern);

@@ -3,6 +3,7 @@
 #include "host/netpolicy.h"
 #include "host/template.h"
 #include "common/err.h"
+#include "store/store.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -56,16 +57,95 @@ int ops_template_known(struct host *h, const char *name, json_t **names)
 const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
 					  "env", "allow_out", "deny_out", "allow_internet", NULL };
 
+int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!c->plans)
+		return 0;
+	char name[NAME_MAX_LEN];
+	char *own = NULL;
+	int rc = c->store ? store_plan_get(c->store, c->workspace, name, &own) : -ENOENT;
+	if (rc == -ENOENT)
+		snprintf(name, sizeof name, "%s", c->plans->default_plan);
+	else if (rc < 0)
+		return rc;
+	const struct plan *p = plans_find(c->plans, name);
+	if (!p) {
+		free(own);
+		return errf(EIO, "workspace plan '%.32s' is not a plan of this server", name);
+	}
+	*out = *p;
+	rc = 0;
+	if (own) {
+		json_error_t e;
+		json_t *o = json_loads(own, 0, &e);
+		rc = o ? plan_limits_apply(&out->limits, o, "the workspace's own limits")
+		       : errf(EIO, "the workspace's own limits: %s", e.text);
+		json_decref(o);
+		free(own);
+	}
+	return rc;
+}
+
+/* The plan's limits as the host's caps, the quota noted for the caller;
+ * *caps_p NULL when the plan limits nothing the host counts. */
+static int plan_caps(const struct ops_caller *c, struct plan *p, struct ws_caps *caps,
+		     const struct ws_caps **caps_p, struct ws_caps_report **rep)
+{
+	*caps_p = NULL;
+	*rep = NULL;
+	int rc = ops_workspace_plan(c, p);
+	if (rc < 0)
+		return rc;
+	const struct plan_limits *l = &p->limits;
+	*caps = (struct ws_caps){ .running = (int)l->running, .creates = (int)l->creates_per_hour,
+				  .window_ms = c->plans ? c->plans->window_ms : 0,
+				  .vcpus = (int)l->vcpus, .memory_mib = (int)l->memory_mib };
+	bool any = caps->running || caps->creates || caps->vcpus || caps->memory_mib;
+	if (c->quota) {
+		memset(c->quota, 0, sizeof *c->quota);
+		c->quota->applied = any;
+		snprintf(c->quota->plan, sizeof c->quota->plan, "%s", p->name);
+		c->quota->limits = *l;
+		c->quota->window_ms = caps->window_ms;
+	}
+	if (any) {
+		*caps_p = caps;
+		*rep = c->quota ? &c->quota->report : NULL;
+	}
+	return 0;
+}
+
+/* A refusal names the plan after what the host said. */
+static int quota_error(const struct plan *p, int rc)
+{
+	if (rc != -EDQUOT)
+		return rc;
+	char why[400];
+	snprintf(why, sizeof why, "%s", errmsg());
+	return errf(EDQUOT, "%s (plan %s)", why, p->name);
+}
+
 int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **out)
 {
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1;
 	json_t *metadata = NULL, *env = NULL;
 	char *policy = NULL;
-	int rc = v_known_keys(args, ops_create_fields);
+	struct plan plan = { 0 };
+	struct ws_caps caps;
+	const struct ws_caps *capsp = NULL;
+	struct ws_caps_report scratch, *rep = NULL;
+	int rc = plan_caps(c, &plan, &caps, &capsp, &rep);
+	if (capsp && !rep)
+		rep = &scratch;
+	int64_t max_ttl = c->max_ttl;
+	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
+		max_ttl = plan.limits.max_ttl_seconds;
+	rc = rc ?: v_known_keys(args, ops_create_fields);
 	rc = rc ?: v_str(args, "template", false, OPS_NAME_MAX, &tmpl);
 	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &snap);
-	rc = rc ?: v_int(args, "ttl_seconds", false, 0, c->max_ttl, &ttl);
+	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
 	rc = rc ?: v_str_map(args, "metadata", OPS_METADATA_MAX, OPS_METADATA_KEY_MAX,
 			     OPS_METADATA_VALUE_MAX, false, &metadata);
 	rc = rc ?: v_str_map(args, "env", OPS_ENV_MAX, OPS_ENV_KEY_MAX, OPS_ENV_VALUE_MAX, true, &env);
@@ -86,18 +166,28 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **
 	char *env_text = env ? json_dumps(env, JSON_COMPACT) : NULL;
 	if ((metadata && !meta_text) || (env && !env_text))
 		rc = errf(ENOMEM, "out of memory");
+	/* Never expiring is over any cap of the plan's. */
+	if (rc == 0 && ttl == 0 && plan.limits.max_ttl_seconds)
+		rc = errf(EINVAL, "ttl_seconds 0 (no expiry) is over plan %s's limit of %lld seconds",
+			  plan.name, (long long)plan.limits.max_ttl_seconds);
 	struct create_req cr = {
 		.workspace = c->workspace,
+		.caps = capsp,
+		.report = rep,
 		.template = snap ? NULL : (tmpl ? tmpl : "base"),
 		.snapshot = snap,
 		.ttl_seconds = ttl,
+		.ttl_cap = plan.limits.max_ttl_seconds,
+		.ttl_absolute = plan.limits.ttl_absolute != 0,
+		.idle_hibernate = plan.limits.idle_hibernate != 0,
+		.retention_seconds = plan.limits.hibernated_retention_seconds,
 		.metadata = meta_text,
 		.env = env_text,
 		.net_policy = policy,
 		.arrival_ns = c->arrival_ns,
 	};
 	if (rc == 0)
-		rc = host_create(c->host, &cr, out);
+		rc = quota_error(&plan, host_create(c->host, &cr, out));
 	free(meta_text);
 	free(env_text);
 	free(policy);
@@ -111,12 +201,19 @@ int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *ar
 	struct sandbox *parent;
 	f->count = f->made = 0;
 	f->why[0] = 0;
+	struct plan plan = { 0 };
+	struct ws_caps caps;
+	const struct ws_caps *capsp = NULL;
+	struct ws_caps_report scratch, *rep = NULL;
 	int rc = v_int(args, "count", false, 1, HOST_FORK_MAX, &count);
+	rc = rc ?: plan_caps(c, &plan, &caps, &capsp, &rep);
+	if (capsp && !rep)
+		rep = &scratch;
 	rc = rc ?: ops_sandbox(c, parent_id, &parent);
 	if (rc < 0)
 		return rc;
 	f->count = (int)count;
-	rc = host_fork(c->host, parent, f->count, tree, f->kids, &f->made);
+	rc = quota_error(&plan, host_fork(c->host, parent, f->count, tree, capsp, rep, f->kids, &f->made));
 	if (rc < 0)
 		snprintf(f->why, sizeof f->why, "%s", errmsg());
 	sandbox_put(c->host, parent);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "host/host.h"
+#include "ops/plan.h"
 
 /* Bounds of a sandbox's metadata and env (keys, key length, value length). */
 #define OPS_METADATA_MAX	64
@@ -30,14 +31,31 @@
 /* A template name or snapshot id. */
 #define OPS_NAME_MAX		64
 
+/* What a workspace's plan said of a create or fork (for the front end's
+ * answer: a refusal's details, the creates window's headers). */
+struct ops_quota {
+	bool applied;			/* the plan has limits that were checked */
+	char plan[PLAN_NAME_MAX];
+	struct plan_limits limits;	/* in force for this workspace */
+	int64_t window_ms;
+	struct ws_caps_report report;	/* -EDQUOT: which limit refused */
+};
+
 /* Who asks, and the server's bounds: filled by the front end. */
 struct ops_caller {
 	struct host *host;
+	struct store *store;
+	const struct plans *plans;	/* NULL: no plans, no limits */
 	const char *workspace;		/* the caller's, authenticated */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC when the request came */
 	int64_t max_ttl;		/* seconds: the cap on ttl_seconds */
 	bool touch;			/* looking a sandbox up is activity (TTL) */
+	struct ops_quota *quota;	/* out, or NULL */
 };
+
+/* The workspace's plan, with its own limits applied over the plan's
+ * (its own plan, or the server's default). */
+int ops_workspace_plan(const struct ops_caller *c, struct plan *out);
 
 /* The caller's sandbox id (a reference, sandbox_put it), counted as
  * activity for its TTL when c->touch. -ENOENT "sandbox ID not found" for a malformed id,
@@ -54,10 +72,13 @@ int ops_template_known(struct host *h, const char *name, json_t **names);
 extern const char *const ops_create_fields[];
 
 /* Create a sandbox from args: template (default "base") or from_snapshot,
- * ttl_seconds (0 to max_ttl; absent: the host's default), metadata, env,
+ * ttl_seconds (0 to max_ttl, or the plan's max_ttl_seconds when lower;
+ * absent: the host's default, so capped), metadata, env,
  * and the egress policy allow_out, deny_out, allow_internet
  * (host/netpolicy.h). Unknown fields are refused; an unknown template is
- * -ENOENT naming the templates that exist. A reference in *out. */
+ * -ENOENT naming the templates that exist; -EDQUOT when
+ * a limit of the workspace's plan refuses (c->quota says which). A
+ * reference in *out. */
 int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **out);
 
 /* What a fork made: kids[0..made) are references (sandbox_put each). */

@@ -7,7 +7,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 3;
+const int schema_version = 4;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -56,7 +56,13 @@ const char schema_sql[] =
 	"  error TEXT,\n"
 	"  net_slot BIGINT NOT NULL DEFAULT 0,\n"	/* its network (src/net), 0: none */
 	"  net_policy TEXT,\n"			/* egress policy, JSON (docs/network.md) */
-	"  ended TEXT\n"			/* why it ended: deleted, ttl, failed */
+	"  ended TEXT,\n"			/* why it ended: deleted, ttl, failed */
+	/* Its TTL rule (its plan's, ops/plan.h): counted from creation
+	 * rather than from the last activity; hibernated rather than
+	 * deleted when idle, then deleted after retention_seconds more. */
+	"  ttl_absolute BIGINT NOT NULL DEFAULT 0,\n"
+	"  idle_hibernate BIGINT NOT NULL DEFAULT 0,\n"
+	"  retention_seconds BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"
@@ -82,4 +88,13 @@ const char schema_sql[] =
 	"  public BIGINT NOT NULL,\n"		/* 1: no API key needed */
 	"  created_ms BIGINT NOT NULL,\n"
 	"  PRIMARY KEY (sandbox_id, port)\n"
-	");\n";
+	");\n"
+	/* A workspace's plan (src/ops/plan.h) and its own limits over the
+	 * plan's, a JSON object; no row: the server's default plan. */
+	"CREATE TABLE IF NOT EXISTS workspace_plans (\n"
+	"  workspace_id TEXT PRIMARY KEY REFERENCES workspaces(id),\n"
+	"  plan TEXT NOT NULL,\n"
+	"  limits TEXT,\n"
+	"  updated_ms BIGINT NOT NULL\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS sandboxes_by_created ON sandboxes (workspace_id, created_ms);\n";

@@ -119,6 +119,13 @@ int store_open(const char *target, struct store **out)
 				     "ALTER TABLE sandboxes ADD COLUMN ended TEXT;\n"
 				     "UPDATE sandboxes SET ended = 'deleted' WHERE state = 'deleted';\n"
 				     "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n");
+	/* Version 3 had one TTL rule, idle time then delete. */
+	if (rc == 0 && version >= 2 && version <= 3)
+		rc = st->drv->script(st->db,
+				     "ALTER TABLE sandboxes ADD COLUMN ttl_absolute BIGINT NOT NULL DEFAULT 0;\n"
+				     "ALTER TABLE sandboxes ADD COLUMN idle_hibernate BIGINT NOT NULL DEFAULT 0;\n"
+				     "ALTER TABLE sandboxes ADD COLUMN retention_seconds BIGINT NOT NULL DEFAULT 0;\n"
+				     "UPDATE meta SET value = '4' WHERE key = 'schema_version';\n");
 	if (rc == 0 && version == 0) {
 		char v[16];
 		snprintf(v, sizeof v, "%d", schema_version);
@@ -179,6 +186,72 @@ int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX])
 		return errf(EIO, "store: workspace %s vanished", name);
 	copy_str(id, ID_MAX, found);
 	return 0;
+}
+
+int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits)
+{
+	return RUN(st, "INSERT INTO workspace_plans (workspace_id, plan, limits, updated_ms) "
+		       "VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id) DO UPDATE SET "
+		       "plan = excluded.plan, limits = excluded.limits, updated_ms = excluded.updated_ms",
+		   NULL, NULL, NULL, DBV_S(workspace), DBV_S(plan), DBV_S(limits), DBV_I(wall_ms()));
+}
+
+struct plan_one {
+	char *plan;
+	char *limits;
+	bool found, oom;
+};
+
+static int row_plan(void *ctx, const struct dbv *c, int n)
+{
+	struct plan_one *o = ctx;
+	if (n < 2)
+		return 1;
+	o->found = true;
+	copy_str(o->plan, NAME_MAX_LEN, dbv_text(&c[0]));
+	if (c[1].type == DBV_TEXT && !(o->limits = strdup(c[1].s)))
+		o->oom = true;
+	return 1;
+}
+
+int store_plan_get(struct store *st, const char *workspace, char plan[NAME_MAX_LEN], char **limits)
+{
+	struct plan_one o = { plan, NULL, false, false };
+	*limits = NULL;
+	int rc = RUN(st, "SELECT plan, limits FROM workspace_plans WHERE workspace_id = $1", row_plan, &o,
+		     NULL, DBV_S(workspace));
+	if (rc < 0)
+		return rc;
+	if (o.oom)
+		return errf(ENOMEM, "out of memory");
+	if (!o.found)
+		return errf(ENOENT, "workspace %s has no plan of its own", workspace);
+	*limits = o.limits;
+	return 0;
+}
+
+struct creates {
+	int64_t *times;
+	int cap, n;
+};
+
+static int row_create_time(void *ctx, const struct dbv *c, int n)
+{
+	struct creates *o = ctx;
+	if (n > 0 && o->n < o->cap)
+		o->times[o->n++] = dbv_int(&c[0]);
+	return 0;
+}
+
+int store_creates_since(struct store *st, const char *workspace, int64_t since_ms,
+			int64_t *times, int cap, int *n)
+{
+	struct creates o = { times, cap, 0 };
+	int rc = RUN(st, "SELECT created_ms FROM sandboxes WHERE workspace_id = $1 AND created_ms >= $2 "
+		     "ORDER BY created_ms LIMIT $3", row_create_time, &o, NULL, DBV_S(workspace),
+		     DBV_I(since_ms), DBV_I(cap));
+	*n = o.n;
+	return rc < 0 ? rc : 0;
 }
 
 int store_key_add(struct store *st, const char *workspace, const char *name,
@@ -276,8 +349,9 @@ int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src)
 	"id, workspace_id, template, state, parent_id, snapshot_id, vcpus, memory_mib, "  \
 	"ttl_seconds, metadata, env, disks, created_ms, updated_ms, deleted_ms, "        \
 	"active_ms, ready_ms, vmm_pid, vmm_start, cpu_seconds, cpu_base, "                \
-	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy, ended"
-#define SBX_NCOLS 28
+	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy, ended, " \
+	"ttl_absolute, idle_hibernate, retention_seconds"
+#define SBX_NCOLS 31
 
 static const char *empty_null(const char *s)
 {
@@ -288,7 +362,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 {
 	return RUN(st,
 		   "INSERT INTO sandboxes (" SBX_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28) "
+		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31) "
 		   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds, "
 		   "metadata = excluded.metadata, env = excluded.env, disks = excluded.disks, "
 		   "updated_ms = excluded.updated_ms, deleted_ms = excluded.deleted_ms, "
@@ -297,7 +371,9 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   "cpu_seconds = excluded.cpu_seconds, cpu_base = excluded.cpu_base, "
 		   "mem_mib_seconds = excluded.mem_mib_seconds, running_seconds = excluded.running_seconds, "
 		   "rss_bytes = excluded.rss_bytes, error = excluded.error, "
-		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy, ended = excluded.ended",
+		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy, ended = excluded.ended, "
+		   "ttl_absolute = excluded.ttl_absolute, idle_hibernate = excluded.idle_hibernate, "
+		   "retention_seconds = excluded.retention_seconds",
 		   NULL, NULL, NULL,
 		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
 		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
@@ -308,7 +384,8 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   DBV_I(r->active_ms), DBV_D(r->ready_ms), DBV_I(r->vmm_pid), DBV_I(r->vmm_start),
 		   DBV_D(r->cpu_seconds), DBV_D(r->cpu_base), DBV_D(r->mem_mib_seconds),
 		   DBV_D(r->running_seconds), DBV_I(r->rss_bytes), DBV_S(empty_null(r->error)),
-		   DBV_I(r->net_slot), DBV_S(r->net_policy), DBV_S(empty_null(r->ended)));
+		   DBV_I(r->net_slot), DBV_S(r->net_policy), DBV_S(empty_null(r->ended)),
+		   DBV_I(r->ttl_absolute), DBV_I(r->idle_hibernate), DBV_I(r->retention_seconds));
 }
 
 static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
@@ -346,6 +423,9 @@ static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
 	r->net_slot = (int)dbv_int(&c[25]);
 	r->net_policy = dup_or_null(&c[26]);
 	copy_str(r->ended, sizeof r->ended, dbv_text(&c[27]));
+	r->ttl_absolute = dbv_int(&c[28]) != 0;
+	r->idle_hibernate = dbv_int(&c[29]) != 0;
+	r->retention_seconds = dbv_int(&c[30]);
 	if ((c[9].type == DBV_TEXT && !r->metadata) || (c[10].type == DBV_TEXT && !r->env) ||
 	    (c[11].type == DBV_TEXT && !r->disks) || (c[26].type == DBV_TEXT && !r->net_policy)) {
 		sbx_row_clear(r);

@@ -39,6 +39,15 @@ struct key_row {
 /* Record a key by its hash (the key itself is never stored). */
 int store_key_add(struct store *st, const char *workspace, const char *name,
 		  const char *hash, const char *prefix, char id[ID_MAX]);
+/* A workspace's plan and its limits (JSON object text, or NULL) over the
+ * plan's; set makes the workspace if it is new. get: -ENOENT when the
+ * workspace has no plan of its own; *limits is malloc'd (or NULL). */
+int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits);
+int store_plan_get(struct store *st, const char *workspace, char plan[NAME_MAX_LEN], char **limits);
+/* The creation times (ms) of the workspace's sandboxes made at since_ms
+ * or later, oldest first, at most cap of them in times; *n how many. */
+int store_creates_since(struct store *st, const char *workspace, int64_t since_ms,
+			int64_t *times, int cap, int *n);
 /* The workspace of the unrevoked key with this hash; -ENOENT if none. */
 int store_key_lookup(struct store *st, const char *hash, char workspace[ID_MAX]);
 typedef int store_key_fn(void *ctx, const struct key_row *k);
@@ -56,6 +65,9 @@ struct sbx_row {
 	char snapshot[ID_MAX];		/* created from this snapshot, or "" */
 	int vcpus, memory_mib;
 	int64_t ttl_seconds;		/* idle timeout; 0: none */
+	bool ttl_absolute;		/* ttl_seconds counts from creation, activity or not */
+	bool idle_hibernate;		/* idle: hibernated, not deleted... */
+	int64_t retention_seconds;	/* ...and deleted after this much more (0: kept) */
 	int64_t created_ms, updated_ms, deleted_ms, active_ms;	/* wall clock, ms */
 	double ready_ms;
 	int vmm_pid;			/* 0 when no VMM runs */

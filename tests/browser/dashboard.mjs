@@ -390,8 +390,13 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
 await step("usage_page", async () => {
   await page.goto(URL_ + "/dashboard/#/usage");
   await page.locator("#usage dt", { hasText: "CPU time" }).waitFor({ timeout: 15000 });
+  await page.locator("#limits dt", { hasText: "Plan" }).waitFor({ timeout: 15000 });
+  const limits = await rest("GET", "/v1/limits");
+  const shown = await page.locator("#limits dd").first().textContent();
   await shot("usage");
-  pass("usage_page", "the usage figures of GET /v1/usage");
+  check("usage_page", limits.status === 200 && shown === limits.json?.plan,
+    `the usage figures of GET /v1/usage, and the plan of GET /v1/limits (${shown})`,
+    `the page shows plan "${shown}", GET /v1/limits says ${limits.status} ${limits.text}`);
 });
 
 await step("phone_dark", async () => {

@@ -5,7 +5,8 @@ command ends), the context manager (deletes even when the block raises),
 retries (idempotent requests only), keep-alive, timeouts, and a bad API key
 giving AuthError everywhere. Runs with the installed wheel, not the source
 tree. Environment: KILN_API_URL, KILN_API_KEY (workspace "sdk"),
-KILN_TEST_KEY2 (another workspace), KILN_TEST_RATE_URL and
+KILN_TEST_KEY2 (another workspace), KILN_TEST_LIMITED_KEY (a workspace on
+the free plan with one running sandbox at most), KILN_TEST_RATE_URL and
 KILN_TEST_RATE_KEY (a kilnd limited to 1 request a second, no templates).
 Prints "PASS name: detail" / "FAIL name: why".
 """
@@ -19,8 +20,8 @@ import time
 import traceback
 
 import kiln
-from kiln import (AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, NotFound,
-                  RateLimited, Sandbox, ServerError, Timeout)
+from kiln import (AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded,
+                  NotFound, RateLimited, Sandbox, ServerError, Timeout)
 
 assert "site-packages" in kiln.__file__, f"testing {kiln.__file__}, not the installed wheel"
 
@@ -473,6 +474,25 @@ def keep_alive():
     eq(c.transport.connections_made, 1, "connections for 11 requests")
     c.close()
     return "11 requests on one connection"
+
+
+@test
+def plan_limits():
+    c = Client(api_key=os.environ["KILN_TEST_LIMITED_KEY"])
+    lim = c.limits()
+    eq((lim["plan"], lim["limits"]["running"], lim["in_use"]["running"]), ("free", 1, 0), "limits()")
+    one = Sandbox.create("minimal", client=c)
+    made.append(one.id)
+    try:
+        t0 = time.monotonic()
+        e = raises(LimitExceeded, Sandbox.create, "minimal", client=c, code="limit_exceeded")
+        assert isinstance(e, RateLimited) and e.status == 429, e
+        eq((e.limit, e.value, e.plan), ("running", 1, "free"), "the refusal's limit, value and plan")
+        assert time.monotonic() - t0 < 5, "a refused create was retried"
+        eq(c.limits()["in_use"]["running"], 1, "in use after the refusal")
+    finally:
+        one.delete()
+    return "limits(): free, running 1; the 2nd create: LimitExceeded(running, 1, free), not retried"
 
 
 @test

@@ -171,8 +171,27 @@ static void schema_v1_is_migrated(void)
 	CHECK(store_sandbox_save(st, &r) == 0);
 	sbx_row_clear(&r);
 	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && strcmp(r.ended, "ttl") == 0);
+	/* Version 4: its TTL rule, the old rule (idle, delete) by default. */
+	CHECK(!r.ttl_absolute && !r.idle_hibernate && r.retention_seconds == 0);
+	r.ttl_absolute = r.idle_hibernate = true;
+	r.retention_seconds = 86400;
+	CHECK(store_sandbox_save(st, &r) == 0);
+	sbx_row_clear(&r);
+	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.ttl_absolute && r.idle_hibernate &&
+	      r.retention_seconds == 86400);
 	sbx_row_clear(&r);
 	store_close(st);
+	sqlite3 *check = NULL;
+	char *version = NULL;
+	CHECK(sqlite3_open(path, &check) == SQLITE_OK);
+	sqlite3_stmt *q = NULL;
+	if (sqlite3_prepare_v2(check, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) ==
+	    SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
+		version = strdup((const char *)sqlite3_column_text(q, 0));
+	sqlite3_finalize(q);
+	sqlite3_close(check);
+	CHECK(version && !strcmp(version, "4"));
+	free(version);
 }
 
 static void usage_sums_per_workspace(void)

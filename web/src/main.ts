@@ -737,7 +737,22 @@ function usageView(): HTMLElement {
       h("dt", {}, "Memory"), h("dd", {}, `${u.memory_gib_hours.toFixed(3)} GiB·h`),
       h("dt", {}, "Running time"), h("dd", {}, `${(u.running_seconds / 3600).toFixed(2)} h`));
   }).catch((e) => clear(dl, h("p", { role: "alert" }, (e as Error).message)));
-  return h("section", { class: "card" }, h("p", { class: "help" }, "What this workspace has used so far (billing and plan limits come with the billing issue)."), dl);
+  // The plan's limits beside what is in use of them (GET /v1/limits).
+  const plan = h("dl", { class: "facts", id: "limits" });
+  api("GET", "/v1/limits").then((l) => {
+    const lim = (n: number, unit = "") => (n ? `${n}${unit}` : "no limit");
+    clear(plan,
+      h("dt", {}, "Plan"), h("dd", {}, l.plan),
+      h("dt", {}, "Running sandboxes"), h("dd", {}, `${l.in_use.running} of ${lim(l.limits.running)}`),
+      h("dt", {}, "Creates"), h("dd", {}, `${l.in_use.creates_in_window} in the last ${l.window_seconds} s, of ${lim(l.limits.creates_per_hour)}`),
+      h("dt", {}, "Sandbox size"), h("dd", {}, `${lim(l.limits.vcpus, " vCPUs")}, ${lim(l.limits.memory_mib, " MiB")}`),
+      h("dt", {}, "Longest TTL"), h("dd", {}, lim(l.limits.max_ttl_seconds, " s")),
+      h("dt", {}, "TTL counts from"), h("dd", {}, l.limits.ttl_absolute ? "creation" : "last activity"),
+      h("dt", {}, "When idle"), h("dd", {}, l.limits.idle_hibernate ? "hibernate" : "delete"));
+  }).catch((e) => clear(plan, h("p", { role: "alert" }, (e as Error).message)));
+  return h("div", {},
+    h("section", { class: "card" }, h("p", { class: "help" }, "What this workspace has used so far."), dl),
+    h("section", { class: "card" }, h("h2", {}, "Plan and limits"), h("p", { class: "help" }, "Creates and forks over a limit are refused (docs/billing.md)."), plan));
 }
 
 boot();

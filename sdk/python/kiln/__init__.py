@@ -10,7 +10,7 @@ Configuration comes from arguments or from KILN_API_URL and KILN_API_KEY.
 
 from .client import Client, default_client
 from .errors import (AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError,
-                     NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
+                     LimitExceeded, NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
 from .files import Files
 from .sandbox import LANGUAGES, Sandbox
 from .types import ExecResult, FileInfo, Snapshot
@@ -20,5 +20,5 @@ __version__ = "0.1.0"
 __all__ = [
     "Client", "default_client", "Sandbox", "Files", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
-    "RateLimited", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
+    "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
 ]

@@ -79,6 +79,10 @@ class Client:
     def usage(self) -> Dict[str, Any]:
         return dict(self.transport.request("GET", "/v1/usage").json())
 
+    def limits(self) -> Dict[str, Any]:
+        """The workspace's plan, its limits and what is in use (GET /v1/limits)."""
+        return dict(self.transport.request("GET", "/v1/limits").json())
+
 
 _default: Optional[Client] = None
 _default_lock = threading.Lock()

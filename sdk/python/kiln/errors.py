@@ -59,6 +59,25 @@ class RateLimited(KilnError):
         self.retry_after = retry_after
 
 
+class LimitExceeded(RateLimited):
+    """429 limit_exceeded: a create or fork over a limit of the workspace's
+    plan (docs/billing.md). ``limit`` names it (running, creates_per_hour,
+    vcpus, memory_mib), ``value`` is its value, ``plan`` the plan;
+    ``retry_after`` is set for the creates window."""
+
+    @property
+    def limit(self) -> Optional[str]:
+        return (getattr(self, "details", None) or {}).get("limit")
+
+    @property
+    def value(self) -> Optional[int]:
+        return (getattr(self, "details", None) or {}).get("value")
+
+    @property
+    def plan(self) -> Optional[str]:
+        return (getattr(self, "details", None) or {}).get("plan")
+
+
 class ServerError(KilnError):
     """5xx: kilnd, a VMM or a guest failed, or there is no capacity (503)."""
 
@@ -91,13 +110,15 @@ _BY_CODE: Dict[str, Type[KilnError]] = {
     "invalid_json": InvalidRequest, "invalid_request": InvalidRequest,
     "method_not_allowed": InvalidRequest, "payload_too_large": InvalidRequest,
     "unauthorized": AuthError, "forbidden": PermissionDenied, "not_found": NotFound,
-    "conflict": Conflict, "rate_limited": RateLimited, "timeout": Timeout,
+    "conflict": Conflict, "rate_limited": RateLimited, "limit_exceeded": LimitExceeded,
+    "timeout": Timeout,
 }
 
 
 def error_for(status: Optional[int], code: str, message: str) -> KilnError:
     """The exception for an error answer (status None: an SSE error event)."""
-    cls = _BY_STATUS.get(status or 0) or _BY_CODE.get(code)
+    cls = (LimitExceeded if code == "limit_exceeded" else None) or _BY_STATUS.get(status or 0) \
+        or _BY_CODE.get(code)
     if cls is None:
         cls = ServerError if status is None or status >= 500 else KilnError
     if cls is AuthError:

@@ -10,7 +10,7 @@
 import {
   ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
 } from "./errors.js";
-import type { Snapshot, SnapshotJSON, TemplateJSON, UsageJSON } from "./types.js";
+import type { LimitsJSON, Snapshot, SnapshotJSON, TemplateJSON, UsageJSON } from "./types.js";
 import { snapshotFrom } from "./types.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:7070";
@@ -185,6 +185,11 @@ export class Client {
 
   async usage(): Promise<UsageJSON> {
     return this.json<UsageJSON>("GET", "/v1/usage");
+  }
+
+  /** The workspace's plan, its limits and what is in use (GET /v1/limits). */
+  async limits(): Promise<LimitsJSON> {
+    return this.json<LimitsJSON>("GET", "/v1/limits");
   }
 }
 

@@ -45,6 +45,26 @@ export class RateLimited extends KilnError {
     this.retryAfter = retryAfter;
   }
 }
+/**
+ * 429 limit_exceeded: a create or fork over a limit of the workspace's plan
+ * (docs/billing.md): `limit` names it (running, creates_per_hour, vcpus,
+ * memory_mib), `value` is its value, `plan` the plan; `retryAfter` is set
+ * for the creates window.
+ */
+export class LimitExceeded extends RateLimited {
+  constructor(message: string, code = "limit_exceeded", status = 429, retryAfter?: number) {
+    super(message, code, status, retryAfter);
+  }
+  get limit(): string | undefined {
+    return this.details?.limit as string | undefined;
+  }
+  get value(): number | undefined {
+    return this.details?.value as number | undefined;
+  }
+  get plan(): string | undefined {
+    return this.details?.plan as string | undefined;
+  }
+}
 /** 5xx: kilnd, a VMM or a guest failed, or there is no capacity (503). */
 export class ServerError extends KilnError {}
 /** 504 from the server (the guest did not answer in time), or no answer in time here. */
@@ -72,12 +92,14 @@ const byStatus: Record<number, ErrorClass> = {
 const byCode: Record<string, ErrorClass> = {
   invalid_json: InvalidRequest, invalid_request: InvalidRequest, method_not_allowed: InvalidRequest,
   payload_too_large: InvalidRequest, unauthorized: AuthError, forbidden: PermissionDenied,
-  not_found: NotFound, conflict: Conflict, rate_limited: RateLimited, timeout: Timeout,
+  not_found: NotFound, conflict: Conflict, rate_limited: RateLimited, limit_exceeded: LimitExceeded,
+  timeout: Timeout,
 };
 
 /** The error for an answer (status undefined: an error event in a stream). */
 export function errorFor(status: number | undefined, code: string, message: string): KilnError {
-  const cls = (status !== undefined ? byStatus[status] : undefined) ?? byCode[code] ??
+  const cls = (code === "limit_exceeded" ? LimitExceeded : undefined) ??
+    (status !== undefined ? byStatus[status] : undefined) ?? byCode[code] ??
     (status === undefined || status >= 500 ? ServerError : KilnError);
   if (cls === AuthError) message = authHint(message);
   return new cls(message, code, status);

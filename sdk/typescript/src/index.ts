@@ -11,7 +11,7 @@ export { Client, DEFAULT_URL, getDefaultClient } from "./client.js";
 export type { ClientOptions, ConnectOptions, RequestOptions } from "./client.js";
 export {
   AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError, NotFound,
-  PermissionDenied, RateLimited, ServerError, Timeout,
+  LimitExceeded, PermissionDenied, RateLimited, ServerError, Timeout,
 } from "./errors.js";
 export { Files } from "./files.js";
 export type { WriteOptions } from "./files.js";
@@ -22,5 +22,5 @@ export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkO
 export { ExecStream } from "./stream.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
-  ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON,
+  ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON, LimitsJSON,
 } from "./types.js";

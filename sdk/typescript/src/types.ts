@@ -13,6 +13,8 @@ export interface SandboxJSON {
   ttl_seconds: number;
   last_active_at: string | null;
   expires_at: string | null;
+  /** Its plan's TTL rule (docs/billing.md). */
+  ttl_rule?: { counts_from: "creation" | "last_activity"; when_idle: "delete" | "hibernate"; hibernated_retention_seconds: number };
   parent_id: string | null;
   from_snapshot: string | null;
   metadata: Record<string, string>;
@@ -140,6 +142,14 @@ export interface PortJSON {
   /** By host name, when the server has a domain. */
   host_url?: string;
   created_at: string;
+}
+
+/** GET /v1/limits: the workspace's plan, its limits (0 is none) and what is in use. */
+export interface LimitsJSON {
+  plan: string;
+  limits: { running: number; creates_per_hour: number; vcpus: number; memory_mib: number; max_ttl_seconds: number };
+  window_seconds: number;
+  in_use: { running: number; creates_in_window: number };
 }
 
 export interface UsageJSON {

@@ -19,8 +19,8 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 
 import {
-  AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, NotFound, RateLimited,
-  Sandbox, ServerError, Timeout,
+  AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded, NotFound,
+  RateLimited, Sandbox, ServerError, Timeout,
 } from "@kiln/sdk";
 
 const env = process.env;
@@ -404,6 +404,23 @@ test("await using deletes the sandbox even when the block throws", async () => {
     await using sb = await Sandbox.create({ template: "minimal" });
     made.push(sb.id);
     await sb.delete();   // gone inside the block: leaving it is still fine
+  }
+});
+
+test("plan limits: limits(), LimitExceeded with the limit, its value and the plan", async () => {
+  const c = new Client({ apiKey: env.KILN_TEST_LIMITED_KEY });
+  const lim = await c.limits();
+  assert.deepEqual([lim.plan, lim.limits.running, lim.in_use.running], ["free", 1, 0]);
+  const one = await Sandbox.create({ template: "minimal", client: c });
+  made.push(one.id);
+  try {
+    const t0 = Date.now();
+    const e = await rejects(() => Sandbox.create({ template: "minimal", client: c }), LimitExceeded, "limit_exceeded");
+    assert.ok(e instanceof RateLimited && e.status === 429, String(e));
+    assert.deepEqual([e.limit, e.value, e.plan], ["running", 1, "free"]);
+    assert.ok(Date.now() - t0 < 5000, "a refused create was retried");
+  } finally {
+    await one.delete();
   }
 });
 

@@ -1,0 +1,49 @@
+/*
+ * h_limits: GET /v1/limits, the caller's workspace's plan, its limits and
+ * what of them is in use now (docs/billing.md).
+ */
+#include "host/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "ops/ops.h"
+#include "store/store.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int count_running(void *ctx, const struct sbx_row *r)
+{
+	if (r->state == SBX_CREATING || r->state == SBX_RUNNING)
+		++*(int *)ctx;
+	return 0;
+}
+
+/* The most creates counted in a window (as the host keeps). */
+#define WINDOW_MAX 4096
+
+int h_limits(struct req *r)
+{
+	struct ops_caller c;
+	struct plan p;
+	req_caller(r, &c);
+	int rc = ops_workspace_plan(&c, &p);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	int running = 0, creates = 0;
+	int64_t window_ms = r->api->plans ? r->api->plans->window_ms : 3600 * 1000;
+	int64_t *times = malloc(WINDOW_MAX * sizeof *times);
+	rc = times ? host_each(r->api->host, r->workspace, count_running, &running) : errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = store_creates_since(r->api->store, r->workspace, wall_ms() - window_ms + 1, times,
+					 WINDOW_MAX, &creates);
+	free(times);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_json(r, 200, json_pack("{s:s,s:o,s:I,s:{s:i,s:i}}", "plan", p.name[0] ? p.name : "none",
+					    "limits", plan_limits_json(&p.limits),
+					    "window_seconds", (json_int_t)(window_ms / 1000), "in_use",
+					    "running", running, "creates_in_window", creates));
+}

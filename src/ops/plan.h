@@ -1,0 +1,63 @@
+/*
+ * plan: what a workspace may start (docs/billing.md). Every workspace has
+ * a plan: its own (`kilnd workspace plan`, in the store) or the server's
+ * default. A plan is a set of limits; the shipped plans are free, pro,
+ * team and enterprise, the operator's plans file (kilnd --plans) changes
+ * them or adds others, and a workspace may carry limits of its own over
+ * its plan's. The limits become the host's ws_caps (counted exactly
+ * there) and the cap on ttl_seconds.
+ */
+#ifndef KILN_OPS_PLAN_H
+#define KILN_OPS_PLAN_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "host/host.h"
+
+#define PLAN_NAME_MAX 32
+#define PLANS_MAX 32
+
+/* 0 is no limit, for each. */
+struct plan_limits {
+	int64_t running;		/* sandboxes creating or running at once */
+	int64_t creates_per_hour;	/* creates and fork children, a sliding hour */
+	int64_t vcpus;			/* of one sandbox */
+	int64_t memory_mib;		/* of one sandbox */
+	int64_t max_ttl_seconds;	/* the longest ttl_seconds (0: the server's) */
+	/* The TTL rule (0 or 1 each): */
+	int64_t ttl_absolute;		/* the TTL counts from creation, busy or not */
+	int64_t idle_hibernate;		/* idle for its TTL: hibernated, not deleted... */
+	int64_t hibernated_retention_seconds;	/* ...then deleted after this (0: kept) */
+};
+
+struct plan {
+	char name[PLAN_NAME_MAX];
+	struct plan_limits limits;
+};
+
+struct plans {
+	struct plan plan[PLANS_MAX];
+	int n;
+	char default_plan[PLAN_NAME_MAX];
+	int64_t window_ms;		/* the "hour" of creates_per_hour (tests shorten it) */
+};
+
+/* The limits' names, as in JSON and on the command line, NULL-terminated. */
+extern const char *const plan_limit_names[];
+
+/* The shipped plans, default_plan the server's default ("enterprise":
+ * no limits), the window an hour. */
+void plans_init(struct plans *p);
+/* Read an operator's plans file: {"PLAN": {"LIMIT": N, ...}, ...}; a plan
+ * named there that exists is changed, limit by limit; another is added
+ * (its unnamed limits 0). -EINVAL naming the file, plan and field. */
+int plans_load(struct plans *p, const char *path);
+/* The plan called name, or NULL. */
+const struct plan *plans_find(const struct plans *p, const char *name);
+/* Apply a JSON object of limits over l; -EINVAL naming the bad field (what
+ * names where it comes from, for the message). */
+int plan_limits_apply(struct plan_limits *l, const json_t *o, const char *what);
+json_t *plan_limits_json(const struct plan_limits *l);
+
+#endif

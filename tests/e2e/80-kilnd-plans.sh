@@ -1,0 +1,195 @@
+#!/bin/bash
+# Plans and their limits (docs/billing.md): a workspace on a plan from the
+# operator's plans file gets exactly its running limit from eight parallel
+# creates (the others 429 limit_exceeded naming limit, value and plan),
+# forks are held to it too, the creates window refuses with Retry-After and
+# admits again once it passed, X-RateLimit-* count down, the plan's TTL cap
+# holds, a sandbox larger than the plan allows is refused, a kilnd restart
+# keeps the window, and a workspace of the default plan is not limited.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { fail plans_kvm "no KVM here: run it in tests/host/run"; exit 1; }
+
+build_template minimal || exit 1
+cat > "$T/plans.json" <<'EOF'
+{"tiny": {"running": 3, "creates_per_hour": 6, "max_ttl_seconds": 120},
+ "small": {"memory_mib": 128},
+ "idle": {"idle_hibernate": 1, "hibernated_retention_seconds": 8},
+ "abs": {"ttl_absolute": 1}}
+EOF
+# The "hour" of creates_per_hour is 120 s here.
+kilnd_args=(--rate 0 --plans "$T/plans.json" --plan-window 120)
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-tiny tiny > "$T/ws.out" 2>&1
+grep -q '^w-tiny tiny {"running":3,"creates_per_hour":6,' "$T/ws.out" &&
+	pass plan_set "$(cat "$T/ws.out")" || fail plan_set "$(cat "$T/ws.out")"
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-small small '{"running": 9}' > /dev/null 2>&1
+"$KILND" --data "$DATA" workspace plan w-x gold > "$T/bad.out" 2>&1
+grep -q "plan gold: no such plan (free, pro, team, enterprise" "$T/bad.out" &&
+	pass plan_unknown "$(cat "$T/bad.out")" || fail plan_unknown "$(cat "$T/bad.out")"
+"$KILND" --data "$DATA" workspace plan w-x free '{"runing": 1}' > "$T/bad.out" 2>&1
+grep -q "unknown limit 'runing'" "$T/bad.out" && pass plan_bad_limit "$(cat "$T/bad.out")" ||
+	fail plan_bad_limit "$(cat "$T/bad.out")"
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-idle idle > /dev/null 2>&1
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-abs abs > /dev/null 2>&1
+start_kilnd "${kilnd_args[@]}" || exit 1
+TINY=$(new_key w-tiny) SMALL=$(new_key w-small) OPEN=$(new_key w-open) IDLE=$(new_key w-idle) ABS=$(new_key w-abs)
+
+# create_h NAME BODY: POST /v1/sandboxes as $KEY, headers in $T/NAME.h.
+create_h() { api POST /v1/sandboxes "$2" -D "$T/$1.h"; }
+header() { sed -n "s/^$2: *//Ip" "$T/$1.h" | tr -d '\r'; }
+
+# ---- eight at once against running 3 --------------------------------------------------------
+KEY=$TINY
+pids=()
+for i in $(seq 1 8); do
+	curl -s -m 300 -o "$T/c$i.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
+		--data-binary '{"template":"minimal"}' "$URL/v1/sandboxes" > "$T/c$i.code" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+made=() refused=0 other=
+for i in $(seq 1 8); do
+	case $(cat "$T/c$i.code") in
+	201) made+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/c$i.json")") ;;
+	429) python3 - "$T/c$i.json" <<'PY' && refused=$((refused + 1)) || other+="$i:$(head -c 200 "$T/c$i.json") "
+import json, sys
+e = json.load(open(sys.argv[1]))["error"]
+ok = (e["code"], e["limit"], e["value"], e["plan"]) == ("limit_exceeded", "running", 3, "tiny")
+sys.exit(0 if ok and "its limit is 3 (plan tiny)" in e["message"] else 1)
+PY
+		;;
+	*) other+="$i:$(cat "$T/c$i.code") $(head -c 200 "$T/c$i.json") " ;;
+	esac
+done
+[ ${#made[@]} = 3 ] && [ $refused = 5 ] && [ -z "$other" ] &&
+	pass running_exact "8 at once: 3 created, 5 refused 429 limit_exceeded (running, 3, tiny)" ||
+	fail running_exact "${#made[@]} created, $refused refused as documented, others: $other"
+api GET /v1/sandboxes
+[ "$(jget 'sum(1 for s in j["sandboxes"] if s["status"] == "running")')" = 3 ] &&
+	pass running_listed "3 running, no half-made sandbox" || fail running_listed "$BODY"
+api GET /v1/limits
+[ "$(jget '(j["plan"], j["limits"]["running"], j["limits"]["creates_per_hour"], j["window_seconds"], j["in_use"]["running"], j["in_use"]["creates_in_window"])')" = "('tiny', 3, 6, 120, 3, 3)" ] &&
+	pass limits_in_use "GET /v1/limits: $BODY" || fail limits_in_use "$STATUS $BODY"
+KILN_API_URL=$URL KILN_API_KEY=$TINY "$BUILD/kiln" limits > "$T/limits.txt" 2>&1
+grep -q '^plan  *tiny$' "$T/limits.txt" && grep -q '^running  *3 (3 in use)$' "$T/limits.txt" &&
+	grep -q '^creates_per_hour  *6 (3 in the last 120 s)$' "$T/limits.txt" && grep -q '^vcpus  *none$' "$T/limits.txt" &&
+	pass cli_limits "kiln limits: $(tr '\n' '|' < "$T/limits.txt")" || fail cli_limits "$(cat "$T/limits.txt")"
+api POST "/v1/sandboxes/${made[0]}/fork" '{}'
+[ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = running ] &&
+	pass fork_counts "a fork at the limit: 429 running" || fail fork_counts "$STATUS $BODY"
+
+# ---- hibernated ones make room ---------------------------------------------------------------
+api POST "/v1/sandboxes/${made[0]}/hibernate" '{}'
+create_h h4 '{"template":"minimal"}'
+[ "$STATUS" = 201 ] && pass hibernated_make_room "3 running + 1 hibernated: the 4th create is admitted" ||
+	fail hibernated_make_room "$STATUS $BODY"
+fourth=$(jget 'j["id"]')
+# 4 made in the window of 6: the headers count down.
+lim=$(header h4 X-RateLimit-Limit) rem=$(header h4 X-RateLimit-Remaining) rst=$(header h4 X-RateLimit-Reset)
+[ "$lim" = 6 ] && [ "$rem" = 2 ] && [ -n "$rst" ] && [ "$rst" -ge 1 ] && [ "$rst" -le 120 ] &&
+	pass ratelimit_headers "Limit $lim, Remaining $rem, Reset $rst s" ||
+	fail ratelimit_headers "Limit '$lim', Remaining '$rem', Reset '$rst': $(cat "$T/h4.h")"
+
+# ---- the creates window -----------------------------------------------------------------------
+for s in "${made[@]:1}" "$fourth"; do api DELETE "/v1/sandboxes/$s"; done
+create_h h5 '{"template":"minimal","ttl_seconds":120}'
+fifth=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [ "$(jget 'j["ttl_seconds"]')" = 120 ] || fail window_5 "$STATUS $BODY"
+create_h h6 '{"template":"minimal"}'
+sixth=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [ "$(jget 'j["ttl_seconds"]')" = 120 ] &&
+	pass ttl_capped "no ttl_seconds: the server's 600 s capped to the plan's 120" || fail ttl_capped "$STATUS $BODY"
+[ "$(header h6 X-RateLimit-Remaining)" = 0 ] || fail window_6 "Remaining $(header h6 X-RateLimit-Remaining)"
+api DELETE "/v1/sandboxes/$fifth"
+create_h h7 '{"template":"minimal"}'
+retry=$(header h7 Retry-After)
+[ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = creates_per_hour ] &&
+	[ "$(jget 'j["error"]["value"]')" = 6 ] && [ -n "$retry" ] && [ "$retry" -ge 1 ] && [ "$retry" -le 120 ] &&
+	pass window_refused "7th create in the window: 429 creates_per_hour, Retry-After $retry s" ||
+	fail window_refused "$STATUS Retry-After '$retry' $BODY"
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":121}'
+[ "$STATUS" = 400 ] && grep -q ttl_seconds <<<"$BODY" && pass ttl_over_plan "121 s over the plan's 120: 400" ||
+	fail ttl_over_plan "$STATUS $BODY"
+
+# ---- a restart keeps the window; waiting Retry-After admits again ----------------------------
+stop_kilnd
+start_kilnd "${kilnd_args[@]}" || exit 1
+create_h h8 '{"template":"minimal"}'
+retry2=$(header h8 Retry-After)
+[ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = creates_per_hour ] &&
+	pass window_survives_restart "after a restart still 429, Retry-After $retry2 s" ||
+	fail window_survives_restart "$STATUS $BODY"
+sleep "$(( ${retry2:-$retry} + 1 ))"
+create_h h9 '{"template":"minimal"}'
+[ "$STATUS" = 201 ] && pass window_slides "after Retry-After: 201, Remaining $(header h9 X-RateLimit-Remaining)" ||
+	fail window_slides "$STATUS $BODY"
+ninth=$(jget 'j["id"]')
+
+# ---- size, and a workspace without a plan ----------------------------------------------------
+KEY=$SMALL
+api POST /v1/sandboxes '{"template":"minimal"}'
+[ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = memory_mib ] && [ "$(jget 'j["error"]["value"]')" = 128 ] &&
+	pass size_refused "a 256 MiB sandbox on plan small (128 MiB): 429 memory_mib" || fail size_refused "$STATUS $BODY"
+KEY=$OPEN
+open=()
+for i in 1 2 3 4; do
+	create_h open$i '{"template":"minimal"}'
+	[ "$STATUS" = 201 ] && open+=("$(jget 'j["id"]')")
+done
+api GET /v1/limits
+[ ${#open[@]} = 4 ] && [ -z "$(header open4 X-RateLimit-Limit)" ] && [ "$(jget 'j["plan"], j["limits"]["running"]')" = "('enterprise', 0)" ] &&
+	pass default_plan_open "the default plan (enterprise): 4 running beside tiny's, no rate headers" ||
+	fail default_plan_open "${#open[@]} of 4: $BODY"
+
+# ---- MCP is held to the same limits ------------------------------------------------------------
+KEY=$TINY
+mcp_h=(-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18')
+api POST /mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' "${mcp_h[@]}"
+api POST /mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"template":"minimal","ttl_seconds":9999}}}' "${mcp_h[@]}"
+grep -q 'ttl_seconds' <<<"$BODY" && grep -q '"isError":true' <<<"$BODY" &&
+	pass mcp_ttl_cap "MCP create_sandbox: the plan's TTL cap, a tool error" || fail mcp_ttl_cap "$STATUS $(head -c 300 <<<"$BODY")"
+
+# ---- the TTL rules: hibernate when idle, then delete; count from creation ---------------------
+# wait_status ID WANT SECONDS: poll GET (not activity) until its status,
+# or "ended:WHY" once it answers 404 sandbox_ended; prints what it saw.
+wait_status() {
+	local seen= i
+	for i in $(seq 1 $(( $3 * 2 ))); do
+		api GET "/v1/sandboxes/$1"
+		if [ "$STATUS" = 404 ]; then seen=ended:$(jget 'j["error"].get("ended")'); else seen=$(jget 'j["status"]'); fi
+		[ "$seen" = "$2" ] && break
+		sleep 0.5
+	done
+	echo "$seen"
+}
+KEY=$IDLE
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":4}'
+I=$(jget 'j["id"]')
+rule=$(jget 'j["ttl_rule"]["when_idle"], j["ttl_rule"]["hibernated_retention_seconds"]')
+api POST "/v1/sandboxes/$I/exec" '{"cmd":"echo kept-by-hibernation > /root/f"}'
+got=$(wait_status "$I" hibernated 40)
+[ "$rule" = "('hibernate', 8)" ] && [ "$got" = hibernated ] &&
+	pass idle_hibernated "idle for its 4 s TTL: hibernated, not deleted (ttl_rule $rule)" ||
+	fail idle_hibernated "ttl_rule $rule, status $got"
+got=$(wait_status "$I" ended:ttl 40)
+[ "$got" = ended:ttl ] && pass retention_deleted "hibernated, then deleted after the 8 s retention: 404 sandbox_ended ttl" ||
+	fail retention_deleted "status $got"
+KEY=$ABS
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":6}'
+A=$(jget 'j["id"]')
+from=$(jget 'j["ttl_rule"]["counts_from"]')
+t0=$(date +%s)
+curl -s -m 90 -o "$T/busy" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+	--data-binary '{"cmd":"sleep 60","timeout_seconds":80}' "$URL/v1/sandboxes/$A/exec" &
+busy=$!
+got=$(wait_status "$A" ended:ttl 40)
+took=$(( $(date +%s) - t0 ))
+wait $busy
+[ "$from" = creation ] && [ "$got" = ended:ttl ] && [ $took -lt 40 ] &&
+	pass absolute_while_busy "counted from creation: deleted after ${took} s with a 60 s command running" ||
+	fail absolute_while_busy "counts_from $from, status $got after $took s"
+
+KEY=$OPEN
+for s in "${open[@]}"; do api DELETE "/v1/sandboxes/$s"; done
+KEY=$TINY
+for s in "$sixth" "$ninth" "${made[0]}"; do api DELETE "/v1/sandboxes/$s"; done
+alive plans_kilnd

@@ -1,0 +1,168 @@
+/* Unit tests for plans (src/ops/plan.c) and a workspace's plan in a real
+ * SQLite store: the shipped plans, an operator's plans file (changes,
+ * additions, refusals naming the field), a workspace's own limits over its
+ * plan, the server's default, and the creation times the host's creates
+ * window is loaded from after a restart. What the host counts is e2e
+ * 80-kilnd-plans (it needs sandboxes). */
+#include "ops/ops.h"
+#include "ops/plan.h"
+#include "store/store.h"
+#include "common/err.h"
+#include "test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char dir[] = "/tmp/kiln-unit-plans.XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+	static char path[128];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	CHECK(f && fputs(text, f) >= 0);
+	if (f)
+		fclose(f);
+	return path;
+}
+
+/* The test's SQLite store (made by the first call). */
+static struct store *open_store(void)
+{
+	char db[128];
+	snprintf(db, sizeof db, "%s/kilnd.db", dir);
+	struct store *st = NULL;
+	CHECK(store_open(db, &st) == 0);
+	return st;
+}
+
+static void shipped_plans(void)
+{
+	struct plans p;
+	plans_init(&p);
+	const struct plan *free_ = plans_find(&p, "free"), *ent = plans_find(&p, "enterprise");
+	CHECK(free_ && free_->limits.running == 5 && free_->limits.creates_per_hour == 60 &&
+	      free_->limits.max_ttl_seconds == 3600 && free_->limits.ttl_absolute == 1 &&
+	      !free_->limits.idle_hibernate);
+	CHECK(plans_find(&p, "pro") && !plans_find(&p, "pro")->limits.ttl_absolute);
+	CHECK(plans_find(&p, "pro") && plans_find(&p, "pro")->limits.max_ttl_seconds == 7 * 86400);
+	CHECK(plans_find(&p, "team") && plans_find(&p, "team")->limits.max_ttl_seconds == 30 * 86400);
+	CHECK(ent && !ent->limits.running && !ent->limits.creates_per_hour && !ent->limits.vcpus);
+	CHECK(!strcmp(p.default_plan, "enterprise") && p.window_ms == 3600000);
+	CHECK(!plans_find(&p, "gold"));
+}
+
+static void plans_file(void)
+{
+	struct plans p;
+	plans_init(&p);
+	const char *f = write_file("ok.json", "{\"free\": {\"running\": 2}, \"gold\": {\"vcpus\": 4}}");
+	CHECK(plans_load(&p, f) == 0);
+	const struct plan *free_ = plans_find(&p, "free"), *gold = plans_find(&p, "gold");
+	/* Changed limit by limit: the rest of free stays. */
+	CHECK(free_ && free_->limits.running == 2 && free_->limits.creates_per_hour == 60);
+	CHECK(gold && gold->limits.vcpus == 4 && gold->limits.running == 0);
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "{\"free\": {\"runing\": 2}}", "unknown limit 'runing'" },
+		{ "{\"free\": {\"running\": -1}}", "limit 'running' must be a whole number" },
+		{ "{\"free\": {\"running\": 1.5}}", "limit 'running' must be a whole number" },
+		{ "{\"free\": 3}", "must be a JSON object" },
+		{ "{\"free\": {\"idle_hibernate\": 2}}", "'idle_hibernate' is 0 (off) or 1 (on)" },
+		{ "{\"Gold Plan\": {}}", "plan name 'Gold Plan'" },
+		{ "[1]", "not a JSON object of plans" },
+		{ "{\"free\": ", "line 1" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		plans_init(&p);
+		int rc = plans_load(&p, write_file("bad.json", bad[i].text));
+		CHECK(rc == -EINVAL && strstr(errmsg(), bad[i].want) && strstr(errmsg(), "bad.json"));
+		if (rc != -EINVAL || !strstr(errmsg(), bad[i].want))
+			printf("  %s -> %d %s\n", bad[i].text, rc, errmsg());
+	}
+	plans_init(&p);
+	CHECK(plans_load(&p, "/nonexistent/plans.json") == -EINVAL);
+}
+
+static void workspace_plan_in_the_store(void)
+{
+	struct store *st = open_store();
+	if (!st)
+		return;
+	struct plans p;
+	plans_init(&p);
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "alpha", a) == 0 && store_workspace_ensure(st, "beta", b) == 0);
+	struct ops_caller c = { .store = st, .plans = &p, .workspace = a };
+	struct plan got;
+	/* No plan of its own: the server's default. */
+	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "enterprise"));
+	snprintf(p.default_plan, sizeof p.default_plan, "free");
+	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "free") && got.limits.running == 5);
+	/* Its own plan, and its own limits over the plan's. */
+	CHECK(store_plan_set(st, a, "pro", "{\"running\":7}") == 0);
+	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "pro") && got.limits.running == 7 &&
+	      got.limits.creates_per_hour == plans_find(&p, "pro")->limits.creates_per_hour);
+	CHECK(store_plan_set(st, a, "team", NULL) == 0);	/* replaced, limits gone */
+	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "team") &&
+	      got.limits.running == plans_find(&p, "team")->limits.running);
+	/* The other workspace is untouched. */
+	c.workspace = b;
+	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "free"));
+	/* A plan the server no longer has is an error, not no limits. */
+	CHECK(store_plan_set(st, b, "gone", NULL) == 0);
+	CHECK(ops_workspace_plan(&c, &got) == -EIO && strstr(errmsg(), "gone"));
+	/* No plans at all (a caller without them): no limits. */
+	c.plans = NULL;
+	CHECK(ops_workspace_plan(&c, &got) == 0 && !got.limits.running && !got.limits.creates_per_hour);
+	store_close(st);
+}
+
+static void creates_since(void)
+{
+	struct store *st = open_store();
+	if (!st)
+		return;
+	char ws[ID_MAX], other[ID_MAX];
+	CHECK(store_workspace_ensure(st, "gamma", ws) == 0 && store_workspace_ensure(st, "delta", other) == 0);
+	int64_t now = wall_ms();
+	for (int i = 0; i < 6; i++) {
+		struct sbx_row r = { 0 };
+		snprintf(r.id, sizeof r.id, "sbx_plans%02d", i);
+		snprintf(r.workspace, sizeof r.workspace, "%s", i == 5 ? other : ws);
+		snprintf(r.template, sizeof r.template, "minimal");
+		r.state = i == 1 ? SBX_DELETED : SBX_RUNNING;	/* deleted ones count too */
+		r.vcpus = 1, r.memory_mib = 256;
+		r.created_ms = r.updated_ms = r.active_ms = now - (5 - i) * 1000;
+		CHECK(store_sandbox_save(st, &r) == 0);
+	}
+	int64_t t[8];
+	int n = -1;
+	CHECK(store_creates_since(st, ws, now - 3500, t, 8, &n) == 0 && n == 3);
+	CHECK(n == 3 && t[0] == now - 3000 && t[1] == now - 2000 && t[2] == now - 1000);
+	CHECK(store_creates_since(st, ws, 0, t, 2, &n) == 0 && n == 2 && t[0] == now - 5000);
+	CHECK(store_creates_since(st, other, 0, t, 8, &n) == 0 && n == 1);
+	store_close(st);
+}
+
+int main(void)
+{
+	int failures = 0;
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(shipped_plans);
+	RUN(plans_file);
+	RUN(workspace_plan_in_the_store);
+	RUN(creates_since);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		failures++;
+	return failures ? 1 : 0;
+}
