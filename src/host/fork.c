@@ -217,6 +217,10 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 	if (rc == 0 && (json_array_size(pids) != (size_t)n || !ptop || ptop[0] != '/'))
 		rc = errf(EPROTO, "kiln-vmm fork: the reply lacks children or parent_disks");
 	if (rc == 0) {
+		/* The parent's pause, as kiln-vmm measured it (bench/hardware
+		 * reads it here: the API does not carry it). */
+		log_info("sandbox %s: forked %d, parent paused %.1f ms", parent->row.id, n,
+			 json_number_value(json_object_get(reply, "pause_ms")));
 		sandbox_set_top(parent, ptop);
 		sandbox_save(h, parent);
 		for (int i = 0; i < n; i++) {
