@@ -63,3 +63,14 @@ slow=$(cut -d' ' -f1 "$T/slow")
 check backpressure "agent RSS ${rss} kB while the client did not read; cat blocked at ${w1} -> ${w2} bytes written" \
 	test -n "$rss" -a "${rss:-99999}" -lt 20000 -a -n "$w1" -a "$w1" = "$w2" -a "${w1:-0}" -lt $((mib << 20))
 check backpressure_intact "sha256 after the slow read ${slow:0:16}..." test "$slow" = "$want"
+
+# A command whose output (400 kB) fits in the buffers along the way (the
+# pipe, the socket, kiln-vmm's per-connection buffer) ends before its
+# reader starts: the reader, 4 s later, still gets all of it and the exit
+# status.
+late_want=$(kg exec -- sh -c 'head -c 400000 /tmp/r | sha256sum' | cut -d' ' -f1)
+kg exec -- head -c 400000 /tmp/r 2>"$T/late.err" | (sleep 4; sha256sum > "$T/late")
+late_rc=${PIPESTATUS[0]}
+late=$(cut -d' ' -f1 "$T/late")
+check late_reader "400 kB read 4 s after the command ended: sha256 ${late:0:16}... (want ${late_want:0:16}...), status $late_rc $(head -c 200 "$T/late.err")" \
+	test "$late" = "$late_want" -a "$late_rc" = 0
