@@ -21,9 +21,6 @@ static int count_running(void *ctx, const struct sbx_row *r)
 	return 0;
 }
 
-/* The most creates counted in a window (as the host keeps). */
-#define WINDOW_MAX 4096
-
 int h_limits(struct req *r)
 {
 	struct ops_caller c;
@@ -34,11 +31,11 @@ int h_limits(struct req *r)
 		return reply_errno(r, rc);
 	int running = 0, creates = 0;
 	int64_t window_ms = r->api->plans ? r->api->plans->window_ms : 3600 * 1000;
-	int64_t *times = malloc(WINDOW_MAX * sizeof *times);
+	int64_t *times = malloc(WS_WINDOW_MAX * sizeof *times);
 	rc = times ? host_each(r->api->host, r->workspace, count_running, &running) : errf(ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = store_creates_since(r->api->store, r->workspace, wall_ms() - window_ms + 1, times,
-					 WINDOW_MAX, &creates);
+					 WS_WINDOW_MAX, &creates);
 	free(times);
 	if (rc < 0)
 		return reply_errno(r, rc);

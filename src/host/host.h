@@ -45,6 +45,10 @@ struct ws_caps {
 	int64_t window_ms;		/* that window, sliding */
 	int vcpus, memory_mib;		/* of one sandbox */
 };
+/* The most creates a workspace's window counts (a creates cap above it
+ * is counted as this many at most: a cap that large is no cap). */
+#define WS_WINDOW_MAX 4096
+
 struct ws_caps_report {
 	const char *limit;		/* -EDQUOT: "running", "creates", "vcpus", "memory_mib" */
 	int64_t value;			/* that cap */

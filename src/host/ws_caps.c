@@ -17,9 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* More creates than any window's cap is kept of: caps above it are
- * counted as this many at most (a cap that large is no cap). */
-#define TALLY_TIMES 4096
+#define TALLY_TIMES WS_WINDOW_MAX
 
 struct ws_tally {
 	char ws[ID_MAX];
