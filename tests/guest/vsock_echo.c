@@ -3,6 +3,10 @@
  *   vsock_echo listen PORT           echo every connection back, forever
  *   vsock_echo connect CID PORT N    send N pseudo-random bytes, check that
  *                                    the same bytes come back, print "ok"
+ *   vsock_echo give PORT N           to every connection: write N
+ *                                    pseudo-random bytes, then close at once
+ *                                    (the guest ends the connection while
+ *                                    the host may not have read them yet)
  */
 #include <errno.h>
 #include <linux/vm_sockets.h>
@@ -54,6 +58,44 @@ static int do_listen(unsigned port)
 			continue;
 		if (fork() == 0) {
 			echo(c);
+			_exit(0);
+		}
+		close(c);
+	}
+}
+
+static void give(int fd, uint64_t total)
+{
+	uint8_t buf[65536];
+	for (uint64_t sent = 0; sent < total;) {
+		size_t k = total - sent < sizeof buf ? (size_t)(total - sent) : sizeof buf;
+		for (size_t i = 0; i < k; i++)
+			buf[i] = byte_at(sent + i);
+		ssize_t w = write(fd, buf, k);
+		if (w <= 0)
+			return;
+		sent += (uint64_t)w;
+	}
+}
+
+static int do_give(unsigned port, uint64_t total)
+{
+	int s = socket(AF_VSOCK, SOCK_STREAM, 0);
+	struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = port };
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 64) < 0) {
+		perror("vsock_echo: give");
+		return 1;
+	}
+	printf("vsock_echo: giving %llu bytes on %u\n", (unsigned long long)total, port);
+	fflush(stdout);
+	signal(SIGCHLD, SIG_IGN);
+	for (;;) {
+		int c = accept(s, NULL, NULL);
+		if (c < 0)
+			continue;
+		if (fork() == 0) {
+			give(c, total);
+			close(c);
 			_exit(0);
 		}
 		close(c);
@@ -113,9 +155,11 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "listen") == 0)
 		return do_listen((unsigned)atoi(argv[2]));
+	if (argc == 4 && strcmp(argv[1], "give") == 0)
+		return do_give((unsigned)atoi(argv[2]), strtoull(argv[3], NULL, 10));
 	if (argc == 5 && strcmp(argv[1], "connect") == 0)
 		return do_connect((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]),
 				  strtoull(argv[4], NULL, 10));
-	fprintf(stderr, "usage: vsock_echo listen PORT | connect CID PORT BYTES\n");
+	fprintf(stderr, "usage: vsock_echo listen PORT | give PORT BYTES | connect CID PORT BYTES\n");
 	return 2;
 }

@@ -12,6 +12,7 @@ spid=$!
 at_exit "kill $spid 2>/dev/null"
 wait_for_line "$T/serve.out" listening 10
 guest_start vs 'vsock_echo listen 1234 &
+vsock_echo give 1235 320000 &
 sleep 0.5
 echo guest-side-ready
 vsock_echo connect 2 5000 1048576
@@ -29,6 +30,19 @@ if out=$(timeout 60 python3 "$host" echo "$T/v.sock" 1234 $MIB 2>&1); then
 	pass vsock_host_initiated "$out"
 else
 	fail vsock_host_initiated "$out; $(diagnose vs)"
+fi
+
+# The guest writes and closes before the host reads: 320,000 bytes are
+# more than kiln-vmm's socket to the host takes at once (about 200 KiB),
+# and less than that plus the credit the guest has (256 KiB), so the guest
+# is done and closed while kiln-vmm still holds the rest. All of it must
+# still reach the reader (kiln-vmm used to reset the connection there and
+# drop what it held: "the agent closed the connection" on a slow exec
+# reader).
+if out=$(timeout 60 python3 "$host" late "$T/v.sock" 1235 320000 3 2>&1); then
+	pass vsock_guest_close_drains "$out"
+else
+	fail vsock_guest_close_drains "$out; $(diagnose vs)"
 fi
 
 # Nobody listening on a guest port: the connection is closed, not hung.

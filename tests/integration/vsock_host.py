@@ -10,6 +10,10 @@
                                         its output
   vsock_host.py tapctl CTL TAP JSON     open TAP here (IFF_VNET_HDR) and send the
                                         control request JSON with it attached
+  vsock_host.py late UDS PORT NBYTES S CONNECT to guest PORT (vsock_echo give),
+                                        read nothing for S seconds (the guest
+                                        writes NBYTES and closes meanwhile),
+                                        then check all NBYTES arrived intact
   vsock_host.py ctl CTL JSON            one control request, its one-line reply
   vsock_host.py early UDS PORT N        as soon as UDS accepts (a VM being
                                         restored), N connections at once, each
@@ -103,6 +107,26 @@ def read_all(s):
         out += chunk
 
 
+def give_byte(i):
+    """vsock_echo.c's byte_at."""
+    x = (i * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    return ((x >> 56) ^ (x >> 17)) & 0xFF
+
+
+def late(uds, port, nbytes, delay):
+    import time
+    s = connect(uds, port)
+    time.sleep(delay)
+    s.settimeout(30)
+    got = read_all(s)
+    want = bytes(give_byte(i) for i in range(nbytes))
+    if got != want:
+        same = next((i for i in range(min(len(got), nbytes)) if got[i] != want[i]), min(len(got), nbytes))
+        raise SystemExit("vsock_host: %d of %d bytes after a %g s pause, first difference at %d"
+                         % (len(got), nbytes, delay, same))
+    print("%d bytes intact after a %g s pause" % (len(got), delay))
+
+
 def sh(uds, port, command):
     s = connect(uds, port)
     s.sendall(command.encode() + b"\n")
@@ -188,6 +212,8 @@ if __name__ == "__main__":
         serve(sys.argv[2])
     elif cmd == "sh":
         sh(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif cmd == "late":
+        late(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
     elif cmd == "ctl":
         ctl(sys.argv[2], sys.argv[3])
     elif cmd == "early":

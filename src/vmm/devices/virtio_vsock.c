@@ -50,6 +50,7 @@ enum { OP_REQUEST = 1, OP_RESPONSE, OP_RST, OP_SHUTDOWN, OP_RW, OP_CREDIT_UPDATE
 #define MAX_PKT_DATA   (64 * 1024)
 #define CONNECT_LINE_MAX 32
 #define TIMEOUT_NS     (2 * 1000000000ULL)
+#define DRAIN_NS       (120 * 1000000000ULL)   /* a closed connection's host reader must read by then */
 #define LOCAL_PORT_FIRST (1u << 30)
 #define LOCAL_PORT_LAST  ((1u << 31) - 1)
 #define NBUCKETS 256
@@ -105,8 +106,9 @@ struct conn {
 	bool host_eof;               /* the Unix side will send no more */
 	bool peer_shut_send;         /* the guest will send no more */
 	bool readable;               /* in the ready list: socket may have data */
+	bool draining;               /* the guest is done; only pending is left to write */
 
-	struct conn *hnext;          /* hash bucket */
+	struct conn *hnext;          /* hash bucket, or the draining list */
 	struct conn *rnext;          /* ready or owing list */
 	bool in_owed_list;
 };
@@ -124,6 +126,7 @@ struct vsock {
 	uint32_t next_port;
 	struct conn *ready;          /* connections with host data to deliver */
 	struct conn *owed;           /* connections owing control packets */
+	struct conn *draining;       /* closed by the guest, host side still writing */
 	struct vsock_hdr rst[RST_RING];  /* resets for unknown connections */
 	int rst_head, rst_len;
 	uint8_t config[8];
@@ -256,7 +259,8 @@ static void list_remove(struct conn **head, struct conn *c)
 static void conn_destroy(struct conn *c)
 {
 	struct vsock *vs = c->vs;
-	for (struct conn **pp = &vs->buckets[bucket(c->local_port, c->peer_port)]; *pp; pp = &(*pp)->hnext)
+	struct conn **head = c->draining ? &vs->draining : &vs->buckets[bucket(c->local_port, c->peer_port)];
+	for (struct conn **pp = head; *pp; pp = &(*pp)->hnext)
 		if (*pp == c) {
 			*pp = c->hnext;
 			break;
@@ -301,6 +305,53 @@ static void queue_rst(struct vsock *vs, const struct vsock_hdr *in)
 	h->dst_port = in->src_port;
 	h->type = TYPE_STREAM;
 	h->op = OP_RST;
+}
+
+/* conn_drain: the guest is done with c (it closed, or reset after closing)
+ * but the host reader has not yet taken all the guest sent before that.
+ * The guest gets its RST now if it still waits for one; the socket leaves
+ * the port table and stays open only to write the rest, then closes, so
+ * the reader sees every byte and then EOF. A reader that takes nothing
+ * for DRAIN_NS loses the rest (the timer). Dropping it at once, as a reset
+ * did, cut off a slow reader's last bytes: an exec whose output ended
+ * while its client was behind lost its tail and its exit status. */
+static void conn_drain(struct conn *c, bool tell_guest)
+{
+	struct vsock *vs = c->vs;
+	if (tell_guest) {
+		struct vsock_hdr from = { .src_port = c->peer_port, .dst_port = c->local_port };
+		queue_rst(vs, &from);
+	}
+	for (struct conn **pp = &vs->buckets[bucket(c->local_port, c->peer_port)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == c) {
+			*pp = c->hnext;
+			break;
+		}
+	if (c->readable)
+		list_remove(&vs->ready, c);
+	if (c->in_owed_list)
+		list_remove(&vs->owed, c);
+	c->readable = c->in_owed_list = false;
+	c->owed = 0;
+	c->draining = true;
+	c->deadline_ns = now_ns() + DRAIN_NS;
+	c->hnext = vs->draining;
+	vs->draining = c;
+	conn_set_events(c, EPOLLOUT);
+}
+
+/* conn_close_from_guest: the guest has ended c; flush, then drain what the
+ * socket did not take, or reset when nothing is left (or the reader is
+ * gone). */
+static bool flush_pending(struct conn *c);
+static void conn_close_from_guest(struct conn *c, bool tell_guest)
+{
+	if (flush_pending(c) && c->pending_len)
+		conn_drain(c, tell_guest);
+	else if (tell_guest)
+		conn_reset(c);
+	else
+		conn_destroy(c);
 }
 
 /* ---- host -> guest ----------------------------------------------------- */
@@ -377,7 +428,7 @@ static bool send_data(struct vsock *vs, struct conn *c, struct virtq_chain *ch)
 				return false;
 			}
 			if (c->peer_shut_send) {
-				conn_reset(c);          /* both directions are done */
+				conn_close_from_guest(c, true);   /* both directions are done */
 				return false;
 			}
 			/* Half-close: the guest reads EOF, and may still write. */
@@ -594,13 +645,17 @@ static void handle_tx_packet(struct vsock *vs, const struct virtq_chain *ch)
 		}
 		if ((h.flags & (SHUT_SEND_FLAG | SHUT_RCV_FLAG)) == (SHUT_SEND_FLAG | SHUT_RCV_FLAG) ||
 		    ((h.flags & SHUT_SEND_FLAG) && c->host_eof)) {
-			/* The guest closed: flush what we can and finish with RST. */
-			flush_pending(c);
-			conn_reset(c);
+			/* The guest closed: finish with RST once the reader has it all. */
+			conn_close_from_guest(c, true);
 		}
 		break;
 	case OP_RST:
-		conn_destroy(c);
+		/* After a close of its own, a guest that waited long enough for
+		 * our RST resets: what it sent before still goes to the reader. */
+		if (c->peer_shut_send)
+			conn_close_from_guest(c, false);
+		else
+			conn_destroy(c);
 		break;
 	case OP_REQUEST:
 		conn_reset(c);                   /* a duplicate of a live connection */
@@ -677,6 +732,11 @@ static void conn_event(void *opaque, uint32_t events)
 	struct conn *c = opaque;
 	struct vsock *vs = c->vs;
 	pthread_mutex_lock(&vs->dev->vm->dev_lock);
+	if (c->draining) {
+		if (!flush_pending(c) || !c->pending_len)
+			conn_destroy(c);          /* all written (EOF follows it), or the reader left */
+		goto out;
+	}
 	if (c->state == CONN_AWAIT_CONNECT) {
 		read_connect_line(c);
 		goto out;
@@ -750,6 +810,11 @@ static void timer_event(void *opaque, uint32_t events)
 			c = next;
 		}
 	}
+	for (struct conn *c = vs->draining, *next; c; c = next) {
+		next = c->hnext;
+		if (now > c->deadline_ns)
+			conn_destroy(c);
+	}
 	rx_pump(vs);
 	pthread_mutex_unlock(&vs->dev->vm->dev_lock);
 }
@@ -778,6 +843,8 @@ static void drop_all(struct vsock *vs)
 	for (int i = 0; i < NBUCKETS; i++)
 		while (vs->buckets[i])
 			conn_destroy(vs->buckets[i]);
+	while (vs->draining)
+		conn_destroy(vs->draining);
 	vs->rst_len = 0;
 }
 
