@@ -102,6 +102,16 @@ json_t *stat_json(const struct guest_stat *st, const char *key, const char *name
 			      "modified_at", render_time(st->mtime_ns / 1000000));
 	if (j && st->link[0])
 		json_object_set_new(j, "link", render_text(st->link, strlen(st->link)));
+	/* A name that is not UTF-8 shows with U+FFFD in `key`; its bytes are
+	 * in `key`_b64, and go back percent-encoded in a `path` query. */
+	size_t n = strlen(name);
+	if (j && !utf8_valid(name, n)) {
+		char field[16], *b64 = base64_of(name, n);
+		snprintf(field, sizeof field, "%s_b64", key);
+		if (b64)
+			json_object_set_new(j, field, json_string(b64));
+		free(b64);
+	}
 	return j;
 }
 
@@ -135,28 +145,57 @@ int h_file_get(struct req *r)
 	return reply_fd(r, fd, size, "application/octet-stream");
 }
 
-int h_file_put(struct req *r)
+static int file_put_query(struct req *r, const char **path, unsigned long *mode, bool *mkdirs)
 {
-	const char *path, *mode_s = req_query(r, "mode");
-	bool mkdirs = true;
-	unsigned long mode = 0644;
-	int rc = query_path(r, &path);
-	rc = rc ?: query_bool(r, "mkdirs", &mkdirs);
+	const char *mode_s = req_query(r, "mode");
+	*mkdirs = true;
+	*mode = 0644;
+	int rc = query_path(r, path);
+	rc = rc ?: query_bool(r, "mkdirs", mkdirs);
 	if (rc == 0 && mode_s) {
 		char *end;
-		mode = strtoul(mode_s, &end, 8);
-		if (!*mode_s || *end || mode > 07777)
+		*mode = strtoul(mode_s, &end, 8);
+		if (!*mode_s || *end || *mode > 07777)
 			rc = errf(EINVAL, "query parameter 'mode' must be octal permission bits, e.g. 0644");
 	}
-	if (rc == 0 && path[strlen(path) - 1] == '/')
+	if (rc == 0 && (*path)[strlen(*path) - 1] == '/')
 		rc = errf(EINVAL, "'path' names a directory; give the file's path");
-	if (rc < 0)
+	return rc;
+}
+
+/* Before the upload's body: a bad query or a sandbox that is not there
+ * (or not the caller's) is answered at once, so its bytes are never
+ * spooled to DATA/tmp (a client sending Expect: 100-continue sends none). */
+static int file_put_before_body(struct req *r)
+{
+	const char *path;
+	unsigned long mode;
+	bool mkdirs;
+	if (file_put_query(r, &path, &mode, &mkdirs) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	int answered;
+	if (req_sandbox(r, &sb, &answered) < 0)
+		return answered;
+	req_sandbox_put(r, sb);
+	return -1;
+}
+
+const struct route_hooks file_put_hooks = { .before_body = file_put_before_body };
+
+int h_file_put(struct req *r)
+{
+	const char *path;
+	unsigned long mode;
+	bool mkdirs;
+	if (file_put_query(r, &path, &mode, &mkdirs) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
 	if (open_guest(r, &sb, &g, &answered) < 0)
 		return answered;
+	int rc;
 	uint64_t bytes = 0;
 	rc = guest_write_file(g, path, (uint32_t)mode, mkdirs, r->body_fd, &bytes);
 	close_guest(r, sb, g);

@@ -26,7 +26,7 @@ const struct route routes[] = {
 	{ "POST", SBX "/exec/stream", h_exec_stream, BODY_JSON, 0 },
 	{ "GET", SBX "/pty", h_pty, BODY_NONE, 0 },
 	{ "GET", SBX "/files", h_file_get, BODY_NONE, 0 },
-	{ "PUT", SBX "/files", h_file_put, BODY_FILE, 0 },
+	{ "PUT", SBX "/files", h_file_put, BODY_FILE, 0, &file_put_hooks },
 	{ "DELETE", SBX "/files", h_file_delete, BODY_NONE, 0 },
 	{ "GET", SBX "/files/list", h_file_list, BODY_NONE, 0 },
 	{ "GET", SBX "/files/stat", h_file_stat, BODY_NONE, 0 },

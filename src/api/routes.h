@@ -37,6 +37,11 @@ struct route_hooks {
 	 * the API key, rate and size checks. -1 to go on (the body follows),
 	 * or the MHD result of an answer already sent. */
 	int (*admit)(struct req *r);
+	/* The caller is admitted (key, rate, declared size) and the body has
+	 * not been read: checks that need no body (the sandbox exists, the
+	 * query is valid), so that a request bound to fail is answered before
+	 * a byte of its body is taken. -1 to go on, or the MHD result. */
+	int (*before_body)(struct req *r);
 	/* A piece of a BODY_STREAM body. */
 	void (*body)(struct req *r, const char *data, size_t n);
 	/* The request is over: free what admit attached to it. */

@@ -220,6 +220,15 @@ api GET "/v1/sandboxes/sbx_doesnotexist/files/list?path=/&depth=0"
 expect files_bad_depth 400 invalid_request
 api PUT "/v1/sandboxes/sbx_doesnotexist/files?path=/x&mode=999"
 expect files_bad_mode 400 invalid_request
+# An upload to a sandbox that is not there is answered before its body is
+# taken: a client that sends Expect: 100-continue sends none of it.
+head -c 20000000 /dev/zero > "$T/up20m"
+out=$(curl -s -m 120 -o "$T/body" -w '%{http_code} %{size_upload}' -T "$T/up20m" -H "Authorization: Bearer $KEY" \
+	-H 'Expect: 100-continue' "$URL/v1/sandboxes/sbx_doesnotexist/files?path=/x")
+STATUS=${out% *} BODY=$(cat "$T/body")
+rm -f "$T/up20m"
+expect upload_no_sandbox 404 not_found &&
+	check upload_no_sandbox_not_sent "curl sent ${out#* } bytes of 20000000" [ "${out#* }" = 0 ]
 api POST /v1/sandboxes/sbx_doesnotexist/fork '{"count":0}'
 expect fork_count_zero 400 invalid_request
 api POST /v1/sandboxes/sbx_doesnotexist/fork '{"count":1000}'
@@ -327,7 +336,20 @@ api GET /v1/usage
 # 1 request a second, bursts of 4: of 12 quick requests the first 4 pass
 # and most others are refused (a slow machine refills a token or two).
 stop_kilnd
-start_kilnd --rate 1/4 || exit 1
+start_kilnd --rate 1/4 --anon-rate 1/3 || exit 1
+# Keys guessed from one address: after a burst of 3 refusals, 429s, while
+# a valid key is still served (another bucket).
+codes=
+t0=$(date +%s%N)
+for i in $(seq 1 10); do
+	codes+="$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer kiln_guess$i" "$URL/v1/sandboxes") "
+done
+secs=$(( ($(date +%s%N) - t0) / 1000000000 ))
+n401=$(grep -o 401 <<<"$codes" | wc -l)
+KEY=$KEY_B
+api GET /v1/sandboxes
+check anon_rate_limit "10 refused keys in ${secs} s: $codes; a valid key then: $STATUS" \
+	eval '[[ $codes == 401\ 401\ 401\ * ]] && [ "$n401" -le $((3 + secs + 1)) ] && [[ $codes == *429* ]] && [ "$STATUS" = 200 ]'
 KEY=$KEY_A
 codes= retry=
 t0=$(date +%s%N)
