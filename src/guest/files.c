@@ -21,8 +21,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "guest/agent.h"
@@ -66,6 +68,12 @@ static void reader_free(struct reader *r)
 	free(r);
 }
 
+static bool is_pseudo_fs(int fd)
+{
+	struct statfs sf;
+	return fstatfs(fd, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC);
+}
+
 static void reader_drain(struct conn *c)
 {
 	struct reader *r = c->st;
@@ -97,8 +105,16 @@ static void reader_drain(struct conn *c)
 				int e = errno;
 				char path[4096];
 				snprintf(path, sizeof path, "%s", r->path);
+				/* A file of procfs or sysfs that refuses a plain read
+				 * (/proc/self/mem: EIO) is the caller's choice of
+				 * file, not a failure of the guest's disk. */
+				bool pseudo = is_pseudo_fs(r->fd);
 				reader_free(r);
-				conn_error(c, e, "read %s: %s", path, strerror(e));
+				if (pseudo)
+					conn_error(c, EINVAL, "read %s: this file of the kernel cannot be read as a whole (%s)",
+						   path, strerror(e));
+				else
+					conn_error(c, e, "read %s: %s", path, strerror(e));
 				return;
 			}
 		}
@@ -372,6 +388,12 @@ void files_write(struct conn *c, const struct kiln_msg *m)
 	}
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		conn_error(c, EISDIR, "write %s: %s", path, strerror(EISDIR));
+		return;
+	}
+	/* Refused as a read is: the rename below would replace a device node,
+	 * FIFO or socket (/dev/null) with a plain file. */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		conn_error(c, EINVAL, "write %s: not a regular file", path);
 		return;
 	}
 

@@ -125,6 +125,22 @@ api PUT "/v1/sandboxes/$A/files?path=/tmp/../../../tmp/trav.txt" "" --data-binar
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /tmp/trav.txt"}'
 [ "$(jget 'j["stdout"]')" = inside ] && [ ! -e /tmp/trav.txt ] && pass file_traversal_in_guest "/tmp/../../../tmp/trav.txt is the guest's /tmp/trav.txt" ||
 	fail file_traversal_in_guest "$BODY"
+# Files the guest's kernel makes are refused as not files, and left alone.
+api GET "/v1/sandboxes/$A/files?path=/proc/self/mem"
+expect file_get_proc_mem 400 invalid_request
+api PUT "/v1/sandboxes/$A/files?path=/dev/null" "" --data-binary 'not a device'
+expect file_put_device_node 400 invalid_request
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"[ -c /dev/null ] && echo char-device"}'
+check file_put_device_untouched "/dev/null after the PUT: $(jget 'j["stdout"]')" [ "$(jget 'j["stdout"].strip()')" = char-device ]
+# A name that is not UTF-8 (Latin-1 "café") round-trips: its bytes come back
+# in name_b64, and go out again percent-encoded.
+api PUT "/v1/sandboxes/$A/files?path=/tmp/raw/caf%E9.txt" "" --data-binary 'latin-1 name'
+api GET "/v1/sandboxes/$A/files/list?path=/tmp/raw"
+b64=$(jget 'j["entries"][0]["name_b64"]')
+enc=$(python3 -c 'import base64, sys, urllib.parse; print(urllib.parse.quote(base64.b64decode(sys.argv[1])))' "$b64" 2>/dev/null)
+api GET "/v1/sandboxes/$A/files?path=/tmp/raw/$enc"
+check file_name_not_utf8 "name_b64 '$b64' -> '$enc', read back '$BODY'" \
+	[ "$enc" = 'caf%E9.txt' -a "$BODY" = 'latin-1 name' ]
 
 # ---- the terminal -------------------------------------------------------------------------------
 python3 - "$PORT" "$KEY" "$A" "$HERE" > "$T/pty.out" 2>&1 <<'EOF'
