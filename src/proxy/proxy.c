@@ -154,7 +154,7 @@ static int copy_header(void *ctx, const char *name, const char *value)
 	if (up_hop_by_hop(name) || !strcasecmp(name, "Expect") ||
 	    !strncasecmp(name, "X-Forwarded-", 12) || has_crlf(name) || has_crlf(value))
 		return 0;
-	if (h->strip_auth && !strcasecmp(name, "Authorization"))
+	if (!strcasecmp(name, "Authorization") && (h->strip_auth || up_is_kiln_credential(value)))
 		return 0;
 	/* The dashboard's session is kilnd's, never the guest's (session.h). */
 	if (!strcasecmp(name, "Cookie")) {
@@ -233,10 +233,23 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth)
 	*strip_auth = arc == 0;
 	if (exposed && pr.public) {
 		snprintf(r->workspace, sizeof r->workspace, "%s", pr.workspace);
-		return -1;
+		/* With a valid key, the key's workspace pays; without, the
+		 * client's address (anyone on the internet may call). */
+		if (arc == 0) {
+			snprintf(r->workspace, sizeof r->workspace, "%s", ws);
+			rc = req_rate_limit(r);
+			snprintf(r->workspace, sizeof r->workspace, "%s", pr.workspace);
+		} else {
+			rc = req_anon_rate_limit(r);
+		}
+		return rc >= 0 ? rc : -1;
 	}
-	if (arc < 0)
-		return reply_error(r, 401, "unauthorized", "%s", errmsg());
+	if (arc < 0) {
+		char why[256];
+		snprintf(why, sizeof why, "%s", errmsg());
+		rc = req_anon_rate_limit(r);
+		return rc >= 0 ? rc : reply_error(r, 401, "unauthorized", "%s", why);
+	}
 	snprintf(r->workspace, sizeof r->workspace, "%s", ws);
 	rc = req_rate_limit(r);
 	if (rc >= 0)
@@ -421,8 +434,9 @@ static int answer_upgrade(struct req *r, struct proxy *p, const struct up_head *
 	const char *upg = up_header(h, "Upgrade");
 	hdr[k][0] = "Upgrade", hdr[k++][1] = upg ? upg : req_header(r, "Upgrade");
 	hdr[k][0] = "Connection", hdr[k++][1] = "Upgrade";
+	const char *gconn = up_header(h, "Connection");
 	for (int i = 0; i < h->n; i++)
-		if (!up_hop_by_hop(h->h[i].name))
+		if (up_answer_header_passes(gconn, h->h[i].name, h->h[i].value))
 			hdr[k][0] = h->h[i].name, hdr[k++][1] = h->h[i].value;
 	sandbox_leave(p->api->host, p->sb, p->g);
 	p->g = NULL;
@@ -475,8 +489,9 @@ int h_proxy(struct req *r)
 		return reply_error(r, 500, "internal", "out of memory");
 	}
 	int k = 0;
+	const char *gconn = up_header(&h, "Connection");
 	for (int i = 0; i < h.n; i++)
-		if (!up_hop_by_hop(h.h[i].name))
+		if (up_answer_header_passes(gconn, h.h[i].name, h.h[i].value))
 			hdr[k][0] = h.h[i].name, hdr[k++][1] = h.h[i].value;
 	/* By path, the guest's pages share kilnd's origin with the dashboard:
 	 * a sandboxed document gets an opaque origin of its own, so its

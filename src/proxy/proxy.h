@@ -10,7 +10,10 @@
  *
  * Who may: anyone for a public port; otherwise an API key of the
  * sandbox's workspace (401 without a valid key, 404 with another
- * workspace's). A valid kiln key is never passed to the guest.
+ * workspace's). A kiln key (Bearer kiln_..., valid or not) is never
+ * passed to the guest; nor do headers the guest names in its Connection
+ * header, or cookies it sets with a Domain or under kilnd's kiln_ names,
+ * reach the client (up_answer_header_passes).
  *
  * The hooks below are called by http.c at the request's stages; h_proxy
  * (handlers.h) answers once the request body has been passed on.

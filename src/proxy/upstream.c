@@ -297,6 +297,36 @@ const char *up_header(const struct up_head *h, const char *name)
 	return NULL;
 }
 
+static bool cookie_reaches_past_sandbox(const char *v)
+{
+	v += strspn(v, " \t");
+	if (!strncasecmp(v, "kiln_", 5))
+		return true;
+	for (const char *p = strchr(v, ';'); p; p = strchr(p + 1, ';')) {
+		const char *a = p + 1 + strspn(p + 1, " \t");
+		if (!strncasecmp(a, "domain", 6) && (a[6] == '=' || a[6] == ' ' || a[6] == '\t'))
+			return true;
+	}
+	return false;
+}
+
+bool up_answer_header_passes(const char *guest_connection, const char *name, const char *value)
+{
+	if (up_hop_by_hop(name) || (guest_connection && up_list_has(guest_connection, name)))
+		return false;
+	return strcasecmp(name, "Set-Cookie") != 0 || !cookie_reaches_past_sandbox(value);
+}
+
+bool up_is_kiln_credential(const char *authorization)
+{
+	const char *v = authorization + strspn(authorization, " \t");
+	if (strncasecmp(v, "Bearer", 6) != 0)
+		return false;
+	v += 6;
+	v += strspn(v, " \t");
+	return strncmp(v, "kiln_", 5) == 0;
+}
+
 bool up_hop_by_hop(const char *name)
 {
 	static const char *const names[] = {

@@ -67,6 +67,16 @@ const char *up_header(const struct up_head *h, const char *name);
 bool up_hop_by_hop(const char *name);
 /* Does a comma-separated header value (Connection) hold token, in any case? */
 bool up_list_has(const char *value, const char *token);
+/* May a header of the guest's answer reach the client? Not if hop-by-hop,
+ * named in the guest's own Connection header (guest_connection, or
+ * NULL), or a Set-Cookie that would reach past the sandbox: one with a
+ * Domain attribute (it would go to kilnd's API host and every sandbox
+ * under the domain) or one named kiln_* (kilnd's own cookies, such as the
+ * dashboard's session, which a guest must not set or shadow). */
+bool up_answer_header_passes(const char *guest_connection, const char *name, const char *value);
+/* Is an Authorization value a kiln API key (Bearer kiln_...), valid or not?
+ * Such a header never goes to a guest. */
+bool up_is_kiln_credential(const char *authorization);
 /* Up to max body bytes into out: the count, 0 at the end of the body, or
  * -errno (-EPROTO for a broken body). Waits as long as it must. */
 long up_read_body(struct upstream *u, char *out, size_t max);

@@ -210,6 +210,24 @@ KEY=$KEY_B
 api GET "$P/8080/headers"
 [ "$STATUS" = 200 ] && [ "$(jget '"authorization" in j["headers"]')" = False ] &&
 	pass public_other_key "200, and that key is not passed on" || fail public_other_key "$STATUS $BODY"
+KEY=kiln_0123456789abcdef0123456789abcdef   # well formed, unknown: still a credential
+api GET "$P/8080/headers"
+[ "$STATUS" = 200 ] && [ "$(jget '"authorization" in j["headers"]')" = False ] &&
+	pass public_unknown_kiln_key "200, and the kiln_ key is not passed on" || fail public_unknown_kiln_key "$STATUS $BODY"
+KEY=
+api GET "$P/8080/headers" "" -H "Authorization: Bearer app-token"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["headers"].get("authorization")')" = "Bearer app-token" ] &&
+	pass public_app_auth_passes "the guest app's own token reaches it" || fail public_app_auth_passes "$STATUS $BODY"
+# What a guest answers that would reach past its sandbox: a cookie for a
+# whole Domain (kilnd's API host and every sandbox under it), one named
+# like kilnd's session, a header it declared hop-by-hop itself.
+for how in path host; do
+	if [ $how = path ]; then where="$URL$P/8080/cookies"; hh=(); else where="$URL/cookies"; hh=(-H "Host: 8080-$S.$DOMAIN"); fi
+	curl -s -o /dev/null -D "$T/cookies.$how" "${hh[@]}" -H "X-Cookie-Domain: $DOMAIN" "$where"
+	heads=$(tr -d '\r' < "$T/cookies.$how" | grep -i -E '^(set-cookie|x-guest-)' | sort | tr '\n' '|')
+	check guest_cookies_scoped_$how "headers that reached the client: $heads" \
+		[ "$heads" = 'Set-Cookie: plain=1; Path=/|X-Guest-Public: end|' ]
+done
 KEY=
 api GET "$P/9999/"
 expect private_port_still_private 401 unauthorized

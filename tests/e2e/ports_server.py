@@ -5,7 +5,9 @@
 
 GET serves files from DIR, and also: /headers (the request as JSON),
 /chunked (a chunked answer), /slow (a chunk, 3 s of nothing, another),
-/garbage (an answer that is not HTTP), /upgrade with "Upgrade: echo"
+/garbage (an answer that is not HTTP), /cookies (cookies for the
+sandbox, for a whole Domain and under kilnd's kiln_session name, and a
+header it names in its own Connection header), /upgrade with "Upgrade: echo"
 (101, then every byte back until the client's end). POST echoes the
 body, read with Content-Length or chunked.
 """
@@ -46,6 +48,18 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             self.wfile.flush()
             time.sleep(3)
             self.wfile.write(b"7\r\nsecond\n\r\n0\r\n\r\n")
+            return
+        if self.path == "/cookies":
+            self.send_response(200)
+            self.send_header("Set-Cookie", "plain=1; Path=/")
+            self.send_header("Set-Cookie", "wide=1; Path=/; Domain=" + self.headers.get("X-Cookie-Domain", "x"))
+            self.send_header("Set-Cookie", "kiln_session=forged; Path=/")
+            self.send_header("Connection", "X-Guest-Private")
+            self.send_header("X-Guest-Private", "hop")
+            self.send_header("X-Guest-Public", "end")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
             return
         if self.path == "/garbage":
             self.wfile.write(b"SSH-2.0-not-http\r\n\r\n")

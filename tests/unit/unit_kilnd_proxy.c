@@ -201,6 +201,27 @@ static void upstream_switch_keeps_bytes(void)
 	      !up_list_has("upgrades", "upgrade"));
 }
 
+/* What of a guest's answer reaches the client, and which Authorization
+ * never reaches the guest. */
+static void guest_headers_filtered(void)
+{
+	CHECK(up_answer_header_passes(NULL, "Content-Type", "text/html"));
+	CHECK(up_answer_header_passes("close", "X-Secret", "1"));
+	CHECK(!up_answer_header_passes("close, X-Secret", "x-secret", "1"));
+	CHECK(!up_answer_header_passes(NULL, "Keep-Alive", "timeout=5"));
+	CHECK(up_answer_header_passes(NULL, "Set-Cookie", "sid=1; Path=/; HttpOnly"));
+	CHECK(!up_answer_header_passes(NULL, "Set-Cookie", "sid=1; Path=/; Domain=example.com"));
+	CHECK(!up_answer_header_passes(NULL, "set-cookie", "sid=1;domain=.example.com"));
+	CHECK(!up_answer_header_passes(NULL, "Set-Cookie", "sid=1; DOMAIN =x"));
+	CHECK(!up_answer_header_passes(NULL, "Set-Cookie", "kiln_session=forged; Path=/"));
+	CHECK(!up_answer_header_passes(NULL, "Set-Cookie", " KILN_x=1"));
+	CHECK(up_answer_header_passes(NULL, "Set-Cookie", "domainless=1; Path=/domain"));
+	CHECK(up_is_kiln_credential("Bearer kiln_0123456789abcdef"));
+	CHECK(up_is_kiln_credential("bearer   kiln_unknown"));
+	CHECK(!up_is_kiln_credential("Bearer sk-guest-app-token"));
+	CHECK(!up_is_kiln_credential("Basic a2lsbl86eA=="));
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -208,6 +229,7 @@ int main(void)
 	RUN(ports_and_domains);
 	RUN(upstream_framings);
 	RUN(upstream_refuses_bad_answers);
+	RUN(guest_headers_filtered);
 	RUN(upstream_switch_keeps_bytes);
 	return failures ? 1 : 0;
 }
