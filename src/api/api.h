@@ -26,6 +26,7 @@ struct api_config {
 	int64_t max_ttl;		/* seconds */
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;
+	int max_inflight, max_uploads;	/* per workspace under way at once; 0: no cap */
 };
 
 struct store;
@@ -39,7 +40,10 @@ struct api {
 	struct store *store;
 	struct host *host;
 	struct metrics *metrics;
-	struct ratelimit *rl;
+	struct ratelimit *rl;		/* per workspace */
+	struct ratelimit *anon_rl;	/* per client address, for requests with no valid key */
+	struct inflight *inflight;	/* requests under way per workspace (--max-inflight) */
+	struct inflight *uploads;	/* uploads under way per workspace (--max-uploads) */
 	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */
 	void *mhd;			/* struct MHD_Daemon */
 };

@@ -1,6 +1,7 @@
 #include "api/http.h"
 #include "api/api.h"
 #include "api/auth.h"
+#include "api/inflight.h"
 #include "common/metrics.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
@@ -448,6 +449,10 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 
 static void req_free(struct req *r)
 {
+	if (r->inflight_counted)
+		inflight_leave(r->api->inflight, r->workspace);
+	if (r->upload_counted)
+		inflight_leave(r->api->uploads, r->workspace);
 	if (r->route && r->route->hooks && r->route->hooks->done)
 		r->route->hooks->done(r);
 	free(r->raw_uri);
@@ -493,6 +498,48 @@ int req_rate_limit(struct req *r)
 	return queue(r, 429, resp, "rate_limited");
 }
 
+int req_anon_rate_limit(struct req *r)
+{
+	char addr[64];
+	int retry_ms;
+	req_client_addr(r, addr, sizeof addr);
+	addr[ID_MAX - 1] = 0;	/* the table's keys are that long; IPv6 keeps its prefix */
+	if (ratelimit_take(r->api->anon_rl, addr, &retry_ms))
+		return -1;
+	char secs[16];
+	snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
+			      "too many requests from this address without a valid key; slow down");
+	struct MHD_Response *resp = json_response(j);
+	if (resp)
+		MHD_add_response_header(resp, "Retry-After", secs);
+	return queue(r, 429, resp, "rate_limited");
+}
+
+/* One more request under way for the caller's workspace, and one more
+ * upload for an upload route: -1 to go on, or the 429 sent. */
+static int req_enter(struct req *r)
+{
+	const struct api_config *cfg = r->api->cfg;
+	const char *what = NULL;
+	int cap = 0;
+	if (!inflight_enter(r->api->inflight, r->workspace, &r->inflight_counted))
+		what = "requests", cap = cfg->max_inflight;
+	else if (r->route->body == BODY_FILE &&
+		 !inflight_enter(r->api->uploads, r->workspace, &r->upload_counted))
+		what = "uploads", cap = cfg->max_uploads;
+	if (!what)
+		return -1;
+	char msg[200];
+	snprintf(msg, sizeof msg, "this workspace has %d %s under way, the most it may (--max-%s); "
+		 "retry when one ends", cap, what, *what == 'r' ? "inflight" : "uploads");
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message", msg);
+	struct MHD_Response *resp = json_response(j);
+	if (resp)
+		MHD_add_response_header(resp, "Retry-After", "1");
+	return queue(r, 429, resp, "rate_limited");
+}
+
 /* Checks made when the headers are in: route, key, rate, declared size.
  * Returns -1 to go on reading, or the MHD result of an early answer. */
 static int admit(struct req *r, const char *url)
@@ -517,11 +564,18 @@ static int admit(struct req *r, const char *url)
 	}
 	if (!(r->route->flags & ROUTE_PUBLIC)) {
 		int rc = auth_http(r);	/* a key, or a dashboard session (session.h) */
-		if (rc == -EACCES)
-			return reply_error(r, 401, "unauthorized", "%s", errmsg());
+		if (rc == -EACCES) {
+			char why[256];
+			snprintf(why, sizeof why, "%s", errmsg());
+			int limited = req_anon_rate_limit(r);	/* guessing keys costs time */
+			return limited >= 0 ? limited : reply_error(r, 401, "unauthorized", "%s", why);
+		}
 		if (rc < 0)
 			return reply_errno(r, rc);
 		rc = req_rate_limit(r);
+		if (rc >= 0)
+			return rc;
+		rc = req_enter(r);
 		if (rc >= 0)
 			return rc;
 	}
@@ -542,6 +596,11 @@ static int admit(struct req *r, const char *url)
 			return reply_error(r, 413, "payload_too_large",
 					   "the body is %llu bytes; the limit here is %llu", n,
 					   (unsigned long long)body_limit(r));
+	}
+	if (r->route->hooks && r->route->hooks->before_body) {
+		int rc = r->route->hooks->before_body(r);
+		if (rc >= 0)
+			return rc;
 	}
 	if (r->route->body == BODY_FILE) {
 		char dir[PATH_MAX];

@@ -42,6 +42,7 @@ struct req {
 	char *params[MAX_PATH_PARAMS];	/* {id}... in the path */
 	int nparams;
 	char workspace[ID_MAX];		/* the caller's, after authentication */
+	bool inflight_counted, upload_counted;	/* in api->inflight, api->uploads (inflight.h) */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC */
 	/* body */
 	char *body;			/* JSON: in memory, NUL-terminated */
@@ -102,6 +103,9 @@ int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn
 /* Take one request from r->workspace's rate: -1 when allowed, else the
  * MHD result of the 429 sent. */
 int req_rate_limit(struct req *r);
+/* The same against the client's address (--anon-rate), for requests that
+ * show no valid key: public ports and refused keys. */
+int req_anon_rate_limit(struct req *r);
 /* The client's socket, to notice it hanging up (-1 if unknown). */
 int req_socket(struct req *r);
 

@@ -28,10 +28,14 @@ void config_defaults(struct config *c)
 	c->max_ttl = 7 * 24 * 3600;
 	c->rate_per_sec = 200;
 	c->rate_burst = 400;
+	c->anon_rate_per_sec = 50;
+	c->anon_rate_burst = 100;
 	c->max_json_bytes = 1 << 20;
 	c->max_file_bytes = 256ull << 20;
 	c->max_exec_output = 16ull << 20;
 	c->max_connections = 512;
+	c->max_inflight = 128;
+	c->max_uploads = 8;
 	c->sample_ms = 5000;
 	c->boot_timeout_ms = 120000;
 	c->reap_ms = 250;
@@ -133,4 +137,6 @@ void config_api(const struct config *c, struct api_config *a)
 	a->max_file_bytes = c->max_file_bytes;
 	a->max_exec_output = c->max_exec_output;
 	a->max_connections = c->max_connections;
+	a->max_inflight = c->max_inflight;
+	a->max_uploads = c->max_uploads;
 }

@@ -32,8 +32,10 @@ struct config {
 	int64_t default_ttl;		/* seconds; 0: none */
 	int64_t max_ttl;
 	int rate_per_sec, rate_burst;	/* per workspace; 0: no limit */
+	int anon_rate_per_sec, anon_rate_burst;	/* per client address without a key; 0: none */
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;
+	int max_inflight, max_uploads;	/* per workspace under way at once; 0: no cap */
 	char domain[254];		/* host routing PORT-ID.DOMAIN; "" : off */
 	char tls_cert[PATH_MAX];	/* PEM certificate chain: serve HTTPS; "" : HTTP */
 	char tls_key[PATH_MAX];		/* its PEM private key */

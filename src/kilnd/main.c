@@ -20,6 +20,7 @@
 #include "api/http.h"
 #include "api/keys.h"
 #include "common/metrics.h"
+#include "api/inflight.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "store/store.h"
@@ -70,6 +71,10 @@ static const char usage_text[] =
 	"  --create-wait MS      how long a create waits for a slot before 503 (default 30000)\n"
 	"  --default-ttl S       idle timeout of a sandbox that sets none (default 600; 0: none)\n"
 	"  --rate N[/BURST]      requests a second per workspace (default 200/400; 0: none)\n"
+	"  --anon-rate N[/BURST] requests a second per client address that shows no valid\n"
+	"                        key: public ports, refused keys (default 50/100; 0: none)\n"
+	"  --max-inflight N      requests one workspace may have under way (default 128; 0: no cap)\n"
+	"  --max-uploads N       file uploads one workspace may have under way (default 8)\n"
 	"  --max-body BYTES      JSON bodies (default 1 MiB)\n"
 	"  --max-file BYTES      file uploads and downloads (default 256 MiB)\n"
 	"  --sample-ms MS        accounting period (default 5000)\n"
@@ -104,7 +109,7 @@ static const char usage_text[] =
 
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
-	O_CREATE_WAIT, O_TTL, O_RATE, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
+	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
@@ -123,6 +128,9 @@ static const struct option options[] = {
 	{ "create-wait", required_argument, 0, O_CREATE_WAIT },
 	{ "default-ttl", required_argument, 0, O_TTL },
 	{ "rate", required_argument, 0, O_RATE },
+	{ "anon-rate", required_argument, 0, O_ANON_RATE },
+	{ "max-inflight", required_argument, 0, O_MAX_INFLIGHT },
+	{ "max-uploads", required_argument, 0, O_MAX_UPLOADS },
 	{ "max-body", required_argument, 0, O_MAX_BODY },
 	{ "max-file", required_argument, 0, O_MAX_FILE },
 	{ "sample-ms", required_argument, 0, O_SAMPLE },
@@ -187,6 +195,18 @@ static long long number(const char *s, const char *opt, long long min, long long
 	return n;
 }
 
+/* "N" or "N/BURST" (BURST defaults to 2N). */
+static void rate_arg(char *arg, const char *opt, int *rate, int *burst)
+{
+	char *slash = strchr(arg, '/');
+	if (slash)
+		*slash = 0;
+	char bopt[64];
+	snprintf(bopt, sizeof bopt, "%s burst", opt);
+	*rate = (int)number(arg, opt, 0, 1000000);
+	*burst = slash ? (int)number(slash + 1, bopt, 1, 1000000) : 2 * *rate;
+}
+
 static void set_str(char *dst, size_t cap, const char *src, const char *opt)
 {
 	if (strlen(src) >= cap)
@@ -214,15 +234,14 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_MAX_CREATES: g->max_creates = (int)number(optarg, "--max-creates", 1, 1024); break;
 		case O_CREATE_WAIT: g->create_wait_ms = (int)number(optarg, "--create-wait", 0, 600000); break;
 		case O_TTL: g->default_ttl = number(optarg, "--default-ttl", 0, g->max_ttl); break;
-		case O_RATE: {
-			char *slash = strchr(optarg, '/');
-			if (slash)
-				*slash = 0;
-			g->rate_per_sec = (int)number(optarg, "--rate", 0, 1000000);
-			g->rate_burst = slash ? (int)number(slash + 1, "--rate burst", 1, 1000000)
-					      : 2 * g->rate_per_sec;
+		case O_RATE:
+			rate_arg(optarg, "--rate", &g->rate_per_sec, &g->rate_burst);
 			break;
-		}
+		case O_ANON_RATE:
+			rate_arg(optarg, "--anon-rate", &g->anon_rate_per_sec, &g->anon_rate_burst);
+			break;
+		case O_MAX_INFLIGHT: g->max_inflight = (int)number(optarg, "--max-inflight", 0, 100000); break;
+		case O_MAX_UPLOADS: g->max_uploads = (int)number(optarg, "--max-uploads", 0, 100000); break;
 		case O_MAX_BODY: g->max_json_bytes = number(optarg, "--max-body", 1024, 1LL << 30); break;
 		case O_MAX_FILE: g->max_file_bytes = number(optarg, "--max-file", 1024, 1LL << 40); break;
 		case O_SAMPLE: g->sample_ms = (int)number(optarg, "--sample-ms", 100, 3600000); break;
@@ -469,7 +488,10 @@ static int serve(struct cmdline *c)
 	struct api api = { .cfg = &c->api, .store = st, .plans = &c->plans };
 	api.metrics = metrics_new();
 	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
-	if (!api.metrics || !api.rl)
+	api.anon_rl = ratelimit_new(cfg->anon_rate_per_sec, cfg->anon_rate_burst);
+	api.inflight = inflight_new(cfg->max_inflight);
+	api.uploads = inflight_new(cfg->max_uploads);
+	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads)
 		die("out of memory");
 	if (host_open(&c->host, st, api.metrics, &api.host) < 0)
 		die("%s", errmsg());
@@ -487,6 +509,9 @@ static int serve(struct cmdline *c)
 	http_stop(&api);
 	host_close(api.host);
 	ratelimit_free(api.rl);
+	ratelimit_free(api.anon_rl);
+	inflight_free(api.inflight);
+	inflight_free(api.uploads);
 	metrics_free(api.metrics);
 	store_close(st);
 	close(lock);

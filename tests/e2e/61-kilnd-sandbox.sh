@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 build_template minimal || exit 1
 pass template_build "minimal: $(tail -1 "$T/build-minimal.log")"
-start_kilnd --rate 0 || exit 1
+start_kilnd --rate 0 --max-uploads 1 || exit 1
 KEY_A=$(new_key alpha)
 KEY_B=$(new_key beta)
 KEY=$KEY_A
@@ -125,7 +125,20 @@ api PUT "/v1/sandboxes/$A/files?path=/tmp/../../../tmp/trav.txt" "" --data-binar
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /tmp/trav.txt"}'
 [ "$(jget 'j["stdout"]')" = inside ] && [ ! -e /tmp/trav.txt ] && pass file_traversal_in_guest "/tmp/../../../tmp/trav.txt is the guest's /tmp/trav.txt" ||
 	fail file_traversal_in_guest "$BODY"
-# Files the guest's kernel makes are refused as not files, and left alone.
+# One upload under way at a time for this workspace (--max-uploads 1): a
+# second one while a slow one runs is 429; the slot is free again after.
+head -c 2000000 /dev/urandom > "$T/slow"
+curl -s -o /dev/null -w '%{http_code}' --limit-rate 200k -T "$T/slow" -H "Authorization: Bearer $KEY" \
+	"$URL/v1/sandboxes/$A/files?path=/tmp/slow" > "$T/slow.code" &
+slow=$!
+sleep 3
+api PUT "/v1/sandboxes/$A/files?path=/tmp/second" "" --data-binary 'second'
+second="$STATUS $(jget 'j["error"]["code"]') '$(jget 'j["error"]["message"]')'"
+wait $slow
+api PUT "/v1/sandboxes/$A/files?path=/tmp/third" "" --data-binary 'third'
+check uploads_per_workspace "during a slow upload: $second; the slow one: $(cat "$T/slow.code"); after it: $STATUS" \
+	eval '[[ $second == "429 rate_limited "*uploads* ]] && [ "$(cat "$T/slow.code")" = 200 ] && [ "$STATUS" = 200 ]'
+ as not files, and left alone.
 api GET "/v1/sandboxes/$A/files?path=/proc/self/mem"
 expect file_get_proc_mem 400 invalid_request
 api PUT "/v1/sandboxes/$A/files?path=/dev/null" "" --data-binary 'not a device'

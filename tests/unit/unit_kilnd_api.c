@@ -6,6 +6,7 @@
 #include "host/netpolicy.h"
 #include "net/net.h"
 #include "api/http.h"
+#include "api/inflight.h"
 #include "api/ratelimit.h"
 #include "api/render.h"
 #include "api/routes.h"
@@ -192,6 +193,33 @@ static void rate_limits_per_key(void)
 	ratelimit_free(rl);
 }
 
+static void inflight_caps_per_key(void)
+{
+	struct inflight *t = inflight_new(2);
+	bool c1, c2, c3, cb;
+	CHECK(inflight_enter(t, "ws_a", &c1) && c1 && inflight_enter(t, "ws_a", &c2) && c2);
+	CHECK(!inflight_enter(t, "ws_a", &c3) && !c3);	/* the third waits */
+	CHECK(inflight_enter(t, "ws_b", &cb) && cb);	/* another workspace has its own */
+	inflight_leave(t, "ws_a");
+	CHECK(inflight_count(t, "ws_a") == 1 && inflight_enter(t, "ws_a", &c3) && c3);
+	inflight_leave(t, "ws_a");
+	inflight_leave(t, "ws_a");
+	inflight_leave(t, "ws_b");
+	CHECK(inflight_count(t, "ws_a") == 0 && inflight_count(t, "ws_b") == 0);
+	/* A full table lets a new key through uncounted. */
+	char key[32];
+	for (int i = 0; i < 1024; i++) {
+		snprintf(key, sizeof key, "ws_%d", i);
+		CHECK(inflight_enter(t, key, &c1) && c1);
+	}
+	CHECK(inflight_enter(t, "ws_late", &c1) && !c1);
+	inflight_free(t);
+	t = inflight_new(0);	/* no cap */
+	for (int i = 0; i < 1000; i++)
+		CHECK(inflight_enter(t, "ws_a", &c1) && !c1);
+	inflight_free(t);
+}
+
 static void output_becomes_valid_json(void)
 {
 	CHECK(utf8_valid("h\xc3\xa9llo", 6) && utf8_valid("a\0b", 3));
@@ -370,6 +398,7 @@ int main(void)
 	RUN(validation_is_strict);
 	RUN(ids_names_and_paths);
 	RUN(rate_limits_per_key);
+	RUN(inflight_caps_per_key);
 	RUN(output_becomes_valid_json);
 	RUN(errno_maps_to_status);
 	RUN(websocket_frames);
