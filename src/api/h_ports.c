@@ -16,6 +16,7 @@
 #include "api/http.h"
 #include "api/render.h"
 #include "ops/validate.h"
+#include "proxy/proxy.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -30,29 +31,9 @@
  * client named it (Host), and, with a domain, by host name. */
 static json_t *port_json(struct req *r, const struct port_row *pr)
 {
-	const char *host = req_header(r, "Host"), *proto = req_header(r, "X-Forwarded-Proto");
-	const char *scheme = r->api->cfg->tls_cert[0] || (proto && !strcasecmp(proto, "https")) ? "https" : "http";
-	const char *domain = r->api->cfg->domain;
-	char url[512], host_url[512] = "";
-	if (!host || strpbrk(host, " /\\\"<>"))
-		host = r->api->cfg->listen;
-	snprintf(url, sizeof url, "%s://%s/v1/sandboxes/%s/proxy/%d/", scheme, host, pr->sandbox,
-		 pr->port);
-	if (domain[0]) {
-		/* DNS names have no '_': the id is written with '-', which
-		 * proxy_host_match turns back. The client's port, if any,
-		 * is kept (the same server answers). */
-		char id[ID_MAX];
-		snprintf(id, sizeof id, "%s", pr->sandbox);
-		for (char *c = id; *c; c++)
-			if (*c == '_')
-				*c = '-';
-		const char *colon = host[0] != '[' ? strrchr(host, ':') : strstr(host, "]:");
-		if (colon && host[0] == '[')
-			colon++;
-		snprintf(host_url, sizeof host_url, "%s://%d-%s.%s%s/", scheme, pr->port, id, domain,
-			 colon ? colon : "");
-	}
+	char url[512], host_url[512];
+	proxy_path_url(r, pr->sandbox, pr->port, "/", url, sizeof url);
+	proxy_host_url(r, pr->sandbox, pr->port, "/", host_url, sizeof host_url);
 	return json_pack("{s:i,s:b,s:s,s:s?,s:o}", "port", pr->port, "public", pr->public, "url", url,
 			 "host_url", host_url[0] ? host_url : NULL, "created_at",
 			 render_time(pr->created_ms));

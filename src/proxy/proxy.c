@@ -107,6 +107,54 @@ bool proxy_host_match(struct req *r)
 	return false;
 }
 
+static const char *client_scheme(struct req *r)
+{
+	const char *proto = req_header(r, "X-Forwarded-Proto");
+	return r->api->cfg->tls_cert[0] || (proto && !strcasecmp(proto, "https")) ? "https" : "http";
+}
+
+static const char *client_host(struct req *r)
+{
+	const char *host = req_header(r, "Host");
+	return !host || strpbrk(host, " /\\\"<>") ? r->api->cfg->listen : host;
+}
+
+void proxy_path_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len)
+{
+	snprintf(out, len, "%s://%s/v1/sandboxes/%s/proxy/%d%s", client_scheme(r), client_host(r), id, port,
+		 path);
+}
+
+void proxy_host_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len)
+{
+	const char *domain = r->api->cfg->domain, *host = client_host(r);
+	*out = 0;
+	if (!domain[0])
+		return;
+	/* DNS names have no '_': the id is written with '-', which
+	 * proxy_host_match turns back. The client's port, if any, is kept
+	 * (the same server answers). */
+	char dns_id[ID_MAX];
+	snprintf(dns_id, sizeof dns_id, "%s", id);
+	for (char *c = dns_id; *c; c++)
+		if (*c == '_')
+			*c = '-';
+	const char *colon = host[0] != '[' ? strrchr(host, ':') : strstr(host, "]:");
+	if (colon && host[0] == '[')
+		colon++;
+	snprintf(out, len, "%s://%d-%s.%s%s%s", client_scheme(r), port, dns_id, domain, colon ? colon : "",
+		 path);
+}
+
+/* A browser opening a page (not a script's fetch, not an SDK or curl,
+ * which send no Sec-Fetch-* headers). */
+static bool browser_navigation(struct req *r)
+{
+	const char *mode = req_header(r, "Sec-Fetch-Mode"), *dest = req_header(r, "Sec-Fetch-Dest");
+	return (mode && !strcasecmp(mode, "navigate")) ||
+	       (dest && (!strcasecmp(dest, "document") || !strcasecmp(dest, "iframe")));
+}
+
 /* The request target for the guest: the raw URI after
  * /v1/sandboxes/ID/proxy/PORT, or NULL when there is no "/" after PORT. */
 static const char *path_rest(const char *raw)
@@ -218,7 +266,7 @@ static void build_head(struct req *r, struct proxy *p, const char *target, bool 
 /* Who may: fills r->workspace with the sandbox's workspace. -1 to go on,
  * or the MHD result of the refusal. *strip_auth: the Authorization header
  * holds a kiln key, which the guest must not see. */
-static int authorize(struct req *r, const char *id, int port, bool *strip_auth)
+static int authorize(struct req *r, const char *id, int port, bool *strip_auth, bool *public_port)
 {
 	struct api *api = r->api;
 	struct port_row pr;
@@ -232,6 +280,7 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth)
 		return reply_errno(r, arc);
 	*strip_auth = arc == 0;
 	if (exposed && pr.public) {
+		*public_port = true;
 		snprintf(r->workspace, sizeof r->workspace, "%s", pr.workspace);
 		/* With a valid key, the key's workspace pays; without, the
 		 * client's address (anyone on the internet may call). */
@@ -277,9 +326,24 @@ int proxy_admit(struct req *r)
 		return reply_error(r, 400, "invalid_request", "'%.20s' is not a TCP port (1 to 65535)",
 				   portstr);
 	const char *target = by_host ? (r->raw_uri ? r->raw_uri : "/") : path_rest(r->raw_uri ? r->raw_uri : "");
-	int rc = authorize(r, id, port, &strip_auth);
+	bool public_port = false;
+	int rc = authorize(r, id, port, &strip_auth, &public_port);
 	if (rc >= 0)
 		return rc;
+	/* With --domain, a browser opening a public port's page by path is
+	 * sent to the port's own origin: by path, the page would share
+	 * kilnd's origin (cookies included) with the dashboard and every
+	 * other sandbox. (A private port stays by path, where the CSP
+	 * sandbox holds it: its own origin would not have the session.) */
+	if (!by_host && public_port && r->api->cfg->domain[0] && browser_navigation(r) &&
+	    (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
+		char loc[1024];
+		proxy_host_url(r, id, port, target ? target : "/", loc, sizeof loc);
+		if (!has_crlf(loc)) {
+			const char *const headers[][2] = { { "Location", loc }, { NULL, NULL } };
+			return reply_headers(r, 308, headers);
+		}
+	}
 	if (!target)
 		return redirect_slash(r);
 	if (target[0] != '/' || has_crlf(target) || strchr(target, ' '))

@@ -35,6 +35,12 @@ extern const struct route_hooks proxy_hooks;
  * (ID may be written with '-' for '_', as DNS names want)? Sets the
  * request's params (id, port, path) when it does. */
 bool proxy_host_match(struct req *r);
+/* Where a client reaches port of sandbox id, then path (which starts with
+ * '/'): through this server's address as the client named it (Host), and
+ * with --domain by host name, PORT-ID.DOMAIN with the client's port kept
+ * (out is "" without a domain). */
+void proxy_path_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len);
+void proxy_host_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len);
 /* The headers are in: check who may, reach the guest port and send the
  * request head. -1 to go on (the body follows), or the MHD result of an
  * answer already sent. */

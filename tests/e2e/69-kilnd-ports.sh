@@ -218,6 +218,15 @@ KEY=
 api GET "$P/8080/headers" "" -H "Authorization: Bearer app-token"
 [ "$STATUS" = 200 ] && [ "$(jget 'j["headers"].get("authorization")')" = "Bearer app-token" ] &&
 	pass public_app_auth_passes "the guest app's own token reaches it" || fail public_app_auth_passes "$STATUS $BODY"
+# A browser opening a public port's page by path goes to the port's own
+# origin (--domain is set here); scripts and SDKs (no Sec-Fetch-*) stay.
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H 'Sec-Fetch-Mode: navigate' -H 'Sec-Fetch-Dest: document' \
+	"$URL$P/8080/sub/hello.txt?q=1")
+check public_page_own_origin "by path from a browser: $out" [ "$out" = "308 http://8080-${S/_/-}.$DOMAIN:$PORT/sub/hello.txt?q=1" ]
+KEY=$KEY_A
+api GET "$P/9999/" "" -H 'Sec-Fetch-Mode: navigate'
+check private_page_stays_by_path "a private port from a browser: $STATUS" [ "$STATUS" != 308 ]
+KEY=
 # What a guest answers that would reach past its sandbox: a cookie for a
 # whole Domain (kilnd's API host and every sandbox under it), one named
 # like kilnd's session, a header it declared hop-by-hop itself.
