@@ -483,19 +483,24 @@ static uint64_t body_limit(const struct req *r)
 	return r->route->body == BODY_FILE ? cfg->max_file_bytes : cfg->max_json_bytes;
 }
 
+/* 429 rate_limited in the error shape, with Retry-After in whole seconds. */
+static int reply_rate_limited(struct req *r, int retry_ms, const char *msg)
+{
+	char secs[16];
+	snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message", msg);
+	struct MHD_Response *resp = json_response(j);
+	if (resp)
+		MHD_add_response_header(resp, "Retry-After", secs);
+	return queue(r, 429, resp, "rate_limited");
+}
+
 int req_rate_limit(struct req *r)
 {
 	int retry_ms;
 	if (ratelimit_take(r->api->rl, r->workspace, &retry_ms))
 		return -1;
-	char secs[16];
-	snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
-	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
-			      "too many requests for this workspace; slow down");
-	struct MHD_Response *resp = json_response(j);
-	if (resp)
-		MHD_add_response_header(resp, "Retry-After", secs);
-	return queue(r, 429, resp, "rate_limited");
+	return reply_rate_limited(r, retry_ms, "too many requests for this workspace; slow down");
 }
 
 int req_anon_rate_limit(struct req *r)
@@ -506,14 +511,7 @@ int req_anon_rate_limit(struct req *r)
 	addr[ID_MAX - 1] = 0;	/* the table's keys are that long; IPv6 keeps its prefix */
 	if (ratelimit_take(r->api->anon_rl, addr, &retry_ms))
 		return -1;
-	char secs[16];
-	snprintf(secs, sizeof secs, "%d", (retry_ms + 999) / 1000);
-	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message",
-			      "too many requests from this address without a valid key; slow down");
-	struct MHD_Response *resp = json_response(j);
-	if (resp)
-		MHD_add_response_header(resp, "Retry-After", secs);
-	return queue(r, 429, resp, "rate_limited");
+	return reply_rate_limited(r, retry_ms, "too many requests from this address without a valid key; slow down");
 }
 
 /* One more request under way for the caller's workspace, and one more
@@ -533,11 +531,7 @@ static int req_enter(struct req *r)
 	char msg[200];
 	snprintf(msg, sizeof msg, "this workspace has %d %s under way, the most it may (--max-%s); "
 		 "retry when one ends", cap, what, *what == 'r' ? "inflight" : "uploads");
-	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", "rate_limited", "message", msg);
-	struct MHD_Response *resp = json_response(j);
-	if (resp)
-		MHD_add_response_header(resp, "Retry-After", "1");
-	return queue(r, 429, resp, "rate_limited");
+	return reply_rate_limited(r, 1000, msg);
 }
 
 /* Checks made when the headers are in: route, key, rate, declared size.

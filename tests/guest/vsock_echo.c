@@ -41,7 +41,9 @@ static void echo(int fd)
 	}
 }
 
-static int do_listen(unsigned port)
+/* serve: listen on port; every connection gets its own process running
+ * fn(fd, arg), then is closed. Returns only on failure. */
+static int serve(unsigned port, const char *what, void (*fn)(int, uint64_t), uint64_t arg)
 {
 	int s = socket(AF_VSOCK, SOCK_STREAM, 0);
 	struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = port };
@@ -49,7 +51,7 @@ static int do_listen(unsigned port)
 		perror("vsock_echo: listen");
 		return 1;
 	}
-	printf("vsock_echo: listening on %u\n", port);
+	printf("vsock_echo: %s on %u\n", what, port);
 	fflush(stdout);
 	signal(SIGCHLD, SIG_IGN);
 	for (;;) {
@@ -57,11 +59,18 @@ static int do_listen(unsigned port)
 		if (c < 0)
 			continue;
 		if (fork() == 0) {
-			echo(c);
+			fn(c, arg);
+			close(c);
 			_exit(0);
 		}
 		close(c);
 	}
+}
+
+static void echo_conn(int fd, uint64_t unused)
+{
+	(void)unused;
+	echo(fd);
 }
 
 static void give(int fd, uint64_t total)
@@ -75,30 +84,6 @@ static void give(int fd, uint64_t total)
 		if (w <= 0)
 			return;
 		sent += (uint64_t)w;
-	}
-}
-
-static int do_give(unsigned port, uint64_t total)
-{
-	int s = socket(AF_VSOCK, SOCK_STREAM, 0);
-	struct sockaddr_vm sa = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_ANY, .svm_port = port };
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(s, 64) < 0) {
-		perror("vsock_echo: give");
-		return 1;
-	}
-	printf("vsock_echo: giving %llu bytes on %u\n", (unsigned long long)total, port);
-	fflush(stdout);
-	signal(SIGCHLD, SIG_IGN);
-	for (;;) {
-		int c = accept(s, NULL, NULL);
-		if (c < 0)
-			continue;
-		if (fork() == 0) {
-			give(c, total);
-			close(c);
-			_exit(0);
-		}
-		close(c);
 	}
 }
 
@@ -154,9 +139,9 @@ static int do_connect(unsigned cid, unsigned port, uint64_t total)
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "listen") == 0)
-		return do_listen((unsigned)atoi(argv[2]));
+		return serve((unsigned)atoi(argv[2]), "listening", echo_conn, 0);
 	if (argc == 4 && strcmp(argv[1], "give") == 0)
-		return do_give((unsigned)atoi(argv[2]), strtoull(argv[3], NULL, 10));
+		return serve((unsigned)atoi(argv[2]), "giving", give, strtoull(argv[3], NULL, 10));
 	if (argc == 5 && strcmp(argv[1], "connect") == 0)
 		return do_connect((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]),
 				  strtoull(argv[4], NULL, 10));

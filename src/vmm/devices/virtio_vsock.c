@@ -256,7 +256,8 @@ static void list_remove(struct conn **head, struct conn *c)
 		}
 }
 
-static void conn_destroy(struct conn *c)
+/* Take c off the hnext chain it is on: its port bucket, or the draining list. */
+static void chain_unlink(struct conn *c)
 {
 	struct vsock *vs = c->vs;
 	struct conn **head = c->draining ? &vs->draining : &vs->buckets[bucket(c->local_port, c->peer_port)];
@@ -265,6 +266,12 @@ static void conn_destroy(struct conn *c)
 			*pp = c->hnext;
 			break;
 		}
+}
+
+static void conn_destroy(struct conn *c)
+{
+	struct vsock *vs = c->vs;
+	chain_unlink(c);
 	if (c->readable)
 		list_remove(&vs->ready, c);
 	if (c->in_owed_list)
@@ -322,11 +329,7 @@ static void conn_drain(struct conn *c, bool tell_guest)
 		struct vsock_hdr from = { .src_port = c->peer_port, .dst_port = c->local_port };
 		queue_rst(vs, &from);
 	}
-	for (struct conn **pp = &vs->buckets[bucket(c->local_port, c->peer_port)]; *pp; pp = &(*pp)->hnext)
-		if (*pp == c) {
-			*pp = c->hnext;
-			break;
-		}
+	chain_unlink(c);
 	if (c->readable)
 		list_remove(&vs->ready, c);
 	if (c->in_owed_list)
