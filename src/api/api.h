@@ -44,6 +44,7 @@ struct api {
 	struct ratelimit *anon_rl;	/* per client address, for requests with no valid key */
 	struct inflight *inflight;	/* requests under way per workspace (--max-inflight) */
 	struct inflight *uploads;	/* uploads under way per workspace (--max-uploads) */
+	struct inflight *exec_buffer;	/* bytes of exec output held per workspace (--max-exec-buffer) */
 	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */
 	void *mhd;			/* struct MHD_Daemon */
 };

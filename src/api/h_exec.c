@@ -17,6 +17,7 @@
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
+#include "api/inflight.h"
 #include "api/render.h"
 #include "ops/validate.h"
 #include "common/strbuf.h"
@@ -135,10 +136,18 @@ struct out {
 	bool truncated;
 };
 
-static void take(struct out *o, const struct guest_ev *ev, uint64_t max)
+/* Output is kept up to max per stream and, across the workspace's execs
+ * under way, up to --max-exec-buffer in all (the rest is dropped and the
+ * result says truncated): *held is this request's part of that. */
+static void take(struct req *r, struct out *o, const struct guest_ev *ev, uint64_t max, long long *held)
 {
 	size_t room = o->b.len < max ? max - o->b.len : 0;
 	size_t n = ev->len < room ? ev->len : room;
+	bool counted;
+	long long got = inflight_take(r->api->exec_buffer, r->workspace, (long long)n, &counted);
+	if (counted)
+		*held += got;
+	n = (size_t)got;
 	strbuf_append(&o->b, ev->data, n);
 	if (n < ev->len)
 		o->truncated = true;
@@ -164,8 +173,9 @@ int h_exec(struct req *r)
 	strbuf_init(&err.b);
 	struct guest_ev ev;
 	int rc;
+	long long held = 0;
 	while ((rc = guest_exec_next(g, &ev, req_socket(r), -1)) == 1 && ev.kind != GEV_EXIT)
-		take(ev.kind == GEV_STDOUT ? &out : &err, &ev, max);
+		take(r, ev.kind == GEV_STDOUT ? &out : &err, &ev, max, &held);
 	double ms = now_ms() - t0;
 	int result;
 	if (rc < 0) {
@@ -179,6 +189,7 @@ int h_exec(struct req *r)
 	}
 	strbuf_free(&out.b);
 	strbuf_free(&err.b);
+	inflight_give(r->api->exec_buffer, r->workspace, held);
 	sandbox_leave(r->api->host, sb, g);
 	req_sandbox_put(r, sb);
 	return result;

@@ -36,6 +36,7 @@ void config_defaults(struct config *c)
 	c->max_connections = 512;
 	c->max_inflight = 128;
 	c->max_uploads = 8;
+	c->max_exec_buffer = 256LL << 20;
 	c->sample_ms = 5000;
 	c->boot_timeout_ms = 120000;
 	c->reap_ms = 250;

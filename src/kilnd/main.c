@@ -75,6 +75,8 @@ static const char usage_text[] =
 	"                        key: public ports, refused keys (default 50/100; 0: none)\n"
 	"  --max-inflight N      requests one workspace may have under way (default 128; 0: no cap)\n"
 	"  --max-uploads N       file uploads one workspace may have under way (default 8)\n"
+	"  --max-exec-buffer MIB exec output one workspace's execs may hold in memory at\n"
+	"                        once, beyond it truncated (default 256; 0: no cap)\n"
 	"  --max-body BYTES      JSON bodies (default 1 MiB)\n"
 	"  --max-file BYTES      file uploads and downloads (default 256 MiB)\n"
 	"  --sample-ms MS        accounting period (default 5000)\n"
@@ -109,7 +111,7 @@ static const char usage_text[] =
 
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
-	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
+	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_EXEC_BUFFER, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
@@ -131,6 +133,7 @@ static const struct option options[] = {
 	{ "anon-rate", required_argument, 0, O_ANON_RATE },
 	{ "max-inflight", required_argument, 0, O_MAX_INFLIGHT },
 	{ "max-uploads", required_argument, 0, O_MAX_UPLOADS },
+	{ "max-exec-buffer", required_argument, 0, O_MAX_EXEC_BUFFER },
 	{ "max-body", required_argument, 0, O_MAX_BODY },
 	{ "max-file", required_argument, 0, O_MAX_FILE },
 	{ "sample-ms", required_argument, 0, O_SAMPLE },
@@ -242,6 +245,9 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			break;
 		case O_MAX_INFLIGHT: g->max_inflight = (int)number(optarg, "--max-inflight", 0, 100000); break;
 		case O_MAX_UPLOADS: g->max_uploads = (int)number(optarg, "--max-uploads", 0, 100000); break;
+		case O_MAX_EXEC_BUFFER:
+			g->max_exec_buffer = number(optarg, "--max-exec-buffer", 0, 1 << 20) << 20;
+			break;
 		case O_MAX_BODY: g->max_json_bytes = number(optarg, "--max-body", 1024, 1LL << 30); break;
 		case O_MAX_FILE: g->max_file_bytes = number(optarg, "--max-file", 1024, 1LL << 40); break;
 		case O_SAMPLE: g->sample_ms = (int)number(optarg, "--sample-ms", 100, 3600000); break;
@@ -491,7 +497,8 @@ static int serve(struct cmdline *c)
 	api.anon_rl = ratelimit_new(cfg->anon_rate_per_sec, cfg->anon_rate_burst);
 	api.inflight = inflight_new(cfg->max_inflight);
 	api.uploads = inflight_new(cfg->max_uploads);
-	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads)
+	api.exec_buffer = inflight_new(cfg->max_exec_buffer);
+	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.exec_buffer)
 		die("out of memory");
 	if (host_open(&c->host, st, api.metrics, &api.host) < 0)
 		die("%s", errmsg());
@@ -512,6 +519,7 @@ static int serve(struct cmdline *c)
 	ratelimit_free(api.anon_rl);
 	inflight_free(api.inflight);
 	inflight_free(api.uploads);
+	inflight_free(api.exec_buffer);
 	metrics_free(api.metrics);
 	store_close(st);
 	close(lock);

@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 build_template minimal || exit 1
 pass template_build "minimal: $(tail -1 "$T/build-minimal.log")"
-start_kilnd --rate 0 --max-uploads 1 || exit 1
+start_kilnd --rate 0 --max-uploads 1 --max-exec-buffer 24 || exit 1
 KEY_A=$(new_key alpha)
 KEY_B=$(new_key beta)
 KEY=$KEY_A
@@ -53,6 +53,22 @@ api POST "/v1/sandboxes/$A/exec" '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\
 got=$(jget 'len(j["stdout"]), j.get("truncated"), j["exit_code"]')
 [ "$got" = "(16777216, True, 0)" ] && pass exec_output_bounded "16 MiB kept, truncated" ||
 	fail exec_output_bounded "status $STATUS, (length, truncated, exit) = $got"
+# Two such execs at once hold at most --max-exec-buffer (24 MiB) of output
+# between them, not 2 x 16; the room is back once they end.
+pids=
+for i in 1 2; do
+	curl -s -m 300 -o "$T/big$i.json" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+		--data-binary '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\" x"}' "$URL/v1/sandboxes/$A/exec" &
+	pids+=" $!"
+done
+wait $pids
+lens=$(python3 -c 'import json, sys; print(" ".join("%d/%s" % (len(j["stdout"]), j["truncated"]) for j in (json.load(open(f)) for f in sys.argv[1:])))' "$T/big1.json" "$T/big2.json" 2>&1)
+sum=$(( $(echo "$lens" | tr ' ' '\n' | cut -d/ -f1 | paste -sd+) ))
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\" x"}'
+after=$(jget 'len(j["stdout"])')
+check exec_buffer_per_workspace "two at once: $lens (sum $sum of 25165824 allowed); one after: $after" \
+	[ "$sum" -le 25165824 -a "$sum" -ge 16777216 -a "$after" = 16777216 ]
+rm -f "$T/big1.json" "$T/big2.json"
 
 # ---- exec/stream: chunks arrive before the command ends ------------------------------------
 python3 - "$PORT" "$KEY" "$A" > "$T/sse.out" <<'EOF'

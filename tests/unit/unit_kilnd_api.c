@@ -218,6 +218,17 @@ static void inflight_caps_per_key(void)
 	for (int i = 0; i < 1000; i++)
 		CHECK(inflight_enter(t, "ws_a", &c1) && !c1);
 	inflight_free(t);
+	/* Amounts: bytes held, up to the cap, given back as counted. */
+	t = inflight_new(1000);
+	CHECK(inflight_take(t, "ws_a", 600, &c1) == 600 && c1);
+	CHECK(inflight_take(t, "ws_a", 600, &c2) == 400 && c2);	/* what is left */
+	CHECK(inflight_take(t, "ws_a", 1, &c3) == 0);
+	CHECK(inflight_take(t, "ws_b", 1000, &cb) == 1000);
+	inflight_give(t, "ws_a", 600);
+	CHECK(inflight_count(t, "ws_a") == 400 && inflight_take(t, "ws_a", 700, &c3) == 600);
+	inflight_give(t, "ws_a", 1000);
+	CHECK(inflight_count(t, "ws_a") == 0 && inflight_count(t, "ws_b") == 1000);
+	inflight_free(t);
 }
 
 static void output_becomes_valid_json(void)
