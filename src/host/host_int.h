@@ -113,6 +113,11 @@ void sandbox_ctl(struct sandbox *sb, char *out, size_t cap);
  * wrote to stderr: vmm_last_line, host/vmm.h.) */
 void sandbox_log_keep(struct host *h, struct sandbox *sb);
 void sandbox_log_drop(struct host *h, struct sandbox *sb);
+/* ws_caps.c: a wake's place under its workspace's running cap, as of the
+ * caps its last create or fork was admitted with (none known: no cap).
+ * 1 reserved (release it once the wake is over), 0 no cap, or -EDQUOT. */
+int ws_wake_reserve(struct host *h, const char *ws);
+void ws_wake_release(struct host *h, const char *ws);
 /* Wake a hibernated sandbox; the caller holds sb->op. */
 int wake_locked(struct host *h, struct sandbox *sb);
 /* host_delete, recording why it ended ("deleted", "ttl"; "failed" if it

@@ -596,13 +596,27 @@ out:
 	return rc;
 }
 
-/* Wake, with sb->op held. */
+static int wake_admitted(struct host *h, struct sandbox *sb);
+
+/* Wake, with sb->op held. A wake starts a sandbox as a create does: it
+ * counts against the workspace's running cap (ws_caps.c). */
 int wake_locked(struct host *h, struct sandbox *sb)
 {
 	if (sandbox_in(sb, SBX_RUNNING))
 		return 0;
 	if (!sandbox_in(sb, SBX_HIBERNATED))
 		return sandbox_state_error(sb, "hibernated");
+	int reserved = ws_wake_reserve(h, sb->row.workspace);
+	if (reserved < 0)
+		return reserved;
+	int rc = wake_admitted(h, sb);
+	if (reserved)
+		ws_wake_release(h, sb->row.workspace);
+	return rc;
+}
+
+static int wake_admitted(struct host *h, struct sandbox *sb)
+{
 	int rc = host_admit(h, 0, sb->row.memory_mib, false);
 	if (rc < 0)
 		return rc;

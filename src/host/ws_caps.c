@@ -21,7 +21,8 @@
 
 struct ws_tally {
 	char ws[ID_MAX];
-	int pending;			/* admitted, not yet linked */
+	int pending;			/* admitted, not yet linked; or waking */
+	int running_cap;		/* as of the last admission (0: none) */
 	int64_t times[TALLY_TIMES];	/* creation times (wall ms), a ring */
 	int first, n;
 	struct ws_tally *next;
@@ -105,6 +106,7 @@ static int admit_locked(struct host *h, const char *ws, const struct ws_caps *ca
 		tally_expire(t, now, caps->window_ms);
 	rep->creates_used = t->n;
 	rep->reset_ms = t->n ? t->times[t->first] + caps->window_ms : 0;
+	t->running_cap = caps->running;
 	if (caps->running) {
 		int have = running_of(h, ws) + t->pending;
 		if (have + n > caps->running)
@@ -143,6 +145,37 @@ int host_admit_ws(struct host *h, const char *ws, const struct ws_caps *caps,
 	if (rc < 0 && caps)
 		host_ws_unused(h, ws, n);	/* not made: not a create either */
 	return rc;
+}
+
+int ws_wake_reserve(struct host *h, const char *ws)
+{
+	pthread_mutex_lock(&h->lock);
+	struct ws_tally *t = h->tallies;
+	while (t && strcmp(t->ws, ws))
+		t = t->next;
+	int rc = 0;
+	if (t && t->running_cap) {
+		int have = running_of(h, ws) + t->pending;
+		if (have + 1 > t->running_cap)
+			rc = errf(EDQUOT, "waking it would make %d sandboxes of this workspace running or "
+				  "starting; its limit is %d (delete or hibernate one first)", have + 1,
+				  t->running_cap);
+		else
+			t->pending++, rc = 1;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return rc;
+}
+
+void ws_wake_release(struct host *h, const char *ws)
+{
+	pthread_mutex_lock(&h->lock);
+	for (struct ws_tally *t = h->tallies; t; t = t->next)
+		if (!strcmp(t->ws, ws)) {
+			t->pending--;
+			break;
+		}
+	pthread_mutex_unlock(&h->lock);
 }
 
 void host_ws_unused(struct host *h, const char *ws, int n)

@@ -83,6 +83,15 @@ create_h h4 '{"template":"minimal"}'
 [ "$STATUS" = 201 ] && pass hibernated_make_room "3 running + 1 hibernated: the 4th create is admitted" ||
 	fail hibernated_make_room "$STATUS $BODY"
 fourth=$(jget 'j["id"]')
+# ... but waking it starts it again: at the cap (3 running), a wake, and
+# a request that would wake it, are refused, and it stays hibernated.
+api POST "/v1/sandboxes/${made[0]}/wake" '{}'
+wake="$STATUS $(jget 'j["error"]["code"]') $(jget 'j["error"]["message"]')"
+api POST "/v1/sandboxes/${made[0]}/exec" '{"cmd":"true"}'
+wexec="$STATUS $(jget 'j["error"]["code"]')"
+api GET "/v1/sandboxes/${made[0]}"
+check wake_counts "wake: $wake; exec: $wexec; then $(jget 'j["status"]')" \
+	eval '[[ $wake == "429 limit_exceeded "*"limit is 3"* ]] && [ "$wexec" = "429 limit_exceeded" ] && [ "$(jget '\''j["status"]'\'')" = hibernated ]'
 # 4 made in the window of 6: the headers count down.
 lim=$(header h4 X-RateLimit-Limit) rem=$(header h4 X-RateLimit-Remaining) rst=$(header h4 X-RateLimit-Reset)
 [ "$lim" = 6 ] && [ "$rem" = 2 ] && [ -n "$rst" ] && [ "$rst" -ge 1 ] && [ "$rst" -le 120 ] &&
@@ -91,6 +100,12 @@ lim=$(header h4 X-RateLimit-Limit) rem=$(header h4 X-RateLimit-Remaining) rst=$(
 
 # ---- the creates window -----------------------------------------------------------------------
 for s in "${made[@]:1}" "$fourth"; do api DELETE "/v1/sandboxes/$s"; done
+# With room again the wake goes through (and it goes back to sleep, so
+# that the window's checks below count what they create).
+api POST "/v1/sandboxes/${made[0]}/wake" '{}'
+woke=$STATUS
+api POST "/v1/sandboxes/${made[0]}/hibernate" '{}'
+check wake_with_room "wake: $woke; hibernate again: $STATUS" [ "$woke" = 200 -a "$STATUS" = 200 ]
 create_h h5 '{"template":"minimal","ttl_seconds":120}'
 fifth=$(jget 'j["id"]')
 [ "$STATUS" = 201 ] && [ "$(jget 'j["ttl_seconds"]')" = 120 ] || fail window_5 "$STATUS $BODY"
