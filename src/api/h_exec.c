@@ -32,22 +32,16 @@
 #define EXEC_TIMEOUT_MAX (24 * 3600)
 #define ARGV_MAX 4096
 
-struct exec_req {
-	const char *cmd, *cwd, *stdin_text;
-	const char **argv;
-	json_t *env;
-	int64_t timeout_s;
-};
-
-static int parse_exec(struct req *r, struct exec_req *e)
+int exec_parse(struct req *r, struct exec_req *e)
 {
-	static const char *const keys[] = { "cmd", "argv", "env", "cwd", "timeout_seconds", "stdin", NULL };
+	static const char *const keys[] = { "cmd", "argv", "env", "cwd", "user", "timeout_seconds", "stdin", NULL };
 	memset(e, 0, sizeof *e);
 	int rc = v_known_keys(r->json, keys);
 	rc = rc ?: v_str(r->json, "cmd", false, 256 * 1024, &e->cmd);
 	rc = rc ?: v_str_array(r->json, "argv", ARGV_MAX, 128 * 1024, &e->argv);
 	rc = rc ?: v_str_map(r->json, "env", 1024, 128, 64 * 1024, true, &e->env);
 	rc = rc ?: v_str(r->json, "cwd", false, 4095, &e->cwd);
+	rc = rc ?: v_str(r->json, "user", false, 64, &e->user);
 	rc = rc ?: v_int(r->json, "timeout_seconds", false, 0, EXEC_TIMEOUT_MAX, &e->timeout_s);
 	rc = rc ?: v_str(r->json, "stdin", false, r->api->cfg->max_json_bytes, &e->stdin_text);
 	if (rc == 0 && !!e->cmd == !!e->argv)
@@ -56,6 +50,8 @@ static int parse_exec(struct req *r, struct exec_req *e)
 		rc = errf(EINVAL, "field 'cmd' is empty");
 	if (rc == 0 && e->cwd && e->cwd[0] != '/')
 		rc = errf(EINVAL, "field 'cwd' must be an absolute path");
+	if (rc == 0 && e->user && (!e->user[0] || strpbrk(e->user, " \t\n/")))
+		rc = errf(EINVAL, "field 'user' must be a user name, a uid or uid:gid");
 	if (rc < 0) {
 		free(e->argv);
 		e->argv = NULL;
@@ -63,9 +59,8 @@ static int parse_exec(struct req *r, struct exec_req *e)
 	return rc;
 }
 
-/* Enter the sandbox and start the command. On failure the answer is sent. */
-static int start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct guest **gp,
-		 int *answered)
+int exec_start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct guest **gp,
+	       int *answered)
 {
 	struct sandbox *sb;
 	if (req_sandbox(r, &sb, answered) < 0)
@@ -92,10 +87,14 @@ static int start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct
 		.shell = e->cmd,
 		.env = (const char *const *)env,
 		.cwd = e->cwd,
+		.user = e->user,
 		.timeout_ms = (uint32_t)(e->timeout_s * 1000),
 		.stdin_pipe = e->stdin_text != NULL,
+		.background = e->background,
 	};
 	rc = guest_exec_start(g, &cmd);
+	e->id = cmd.id;
+	e->pid = cmd.pid;
 	free(env);
 	if (rc == 0 && e->stdin_text) {
 		rc = guest_exec_stdin(g, e->stdin_text, strlen(e->stdin_text));
@@ -156,13 +155,13 @@ static void take(struct req *r, struct out *o, const struct guest_ev *ev, uint64
 int h_exec(struct req *r)
 {
 	struct exec_req e;
-	if (parse_exec(r, &e) < 0)
+	if (exec_parse(r, &e) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	double t0 = now_ms();
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (start(r, &e, &sb, &g, &answered) < 0) {
+	if (exec_start(r, &e, &sb, &g, &answered) < 0) {
 		free(e.argv);
 		return answered;
 	}
@@ -282,7 +281,7 @@ static void sse_done(void *ctx)
 int h_exec_stream(struct req *r)
 {
 	struct exec_req e;
-	if (parse_exec(r, &e) < 0)
+	if (exec_parse(r, &e) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct sse *s = calloc(1, sizeof *s);
 	if (!s) {
@@ -294,7 +293,7 @@ int h_exec_stream(struct req *r)
 	s->t0 = now_ms();
 	strbuf_init(&s->out);
 	int answered;
-	if (start(r, &e, &s->sb, &s->g, &answered) < 0) {
+	if (exec_start(r, &e, &s->sb, &s->g, &answered) < 0) {
 		free(e.argv);
 		free(s);
 		return answered;

@@ -7,7 +7,10 @@
 #define KILN_API_HCOMMON_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 
+struct guest;
 struct guest_stat;
 struct ops_caller;
 struct req;
@@ -33,6 +36,21 @@ int reply_template_missing(struct req *r, json_t *names);
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
  * overridden by the request's env object (may be NULL). */
 char **env_merge(const char *sandbox_env, const json_t *request_env);
+/* A command from a JSON body (exec, exec/stream, processes): cmd or argv,
+ * env, cwd, user, timeout_seconds, stdin. */
+struct exec_req {
+	const char *cmd, *cwd, *user, *stdin_text;
+	const char **argv;		/* malloc'd (free it) */
+	json_t *env;
+	int64_t timeout_s;
+	bool background;		/* processes: survives the request */
+	uint32_t id, pid;		/* out of exec_start: the agent's id, the guest pid */
+};
+int exec_parse(struct req *r, struct exec_req *e);
+/* Enter the sandbox and start the command. On failure the answer is sent
+ * (return *answered). */
+int exec_start(struct req *r, struct exec_req *e, struct sandbox **sb, struct guest **g,
+	       int *answered);
 /* A guest file as the API shows it (FileEntry), its name under key. */
 json_t *stat_json(const struct guest_stat *st, const char *key, const char *name);
 

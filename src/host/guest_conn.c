@@ -124,21 +124,64 @@ int guest_tcp_connect(struct guest *g, unsigned port, int *fd, void **early, siz
 	return rc < 0 ? gfail(g, rc, "guest connect") : 0;
 }
 
-int guest_exec_start(struct guest *g, const struct guest_cmd *cmd)
+int guest_exec_start(struct guest *g, struct guest_cmd *cmd)
 {
 	struct kiln_exec_req r = {
 		.argv = cmd->argv,
 		.shell = cmd->shell,
 		.env = cmd->env,
 		.cwd = cmd->cwd,
+		.user = cmd->user,
 		.timeout_ms = cmd->timeout_ms,
-		.flags = (cmd->stdin_pipe ? KILN_EXEC_STDIN : 0) | (cmd->pty ? KILN_EXEC_PTY : 0),
+		.flags = (cmd->stdin_pipe ? KILN_EXEC_STDIN : 0) | (cmd->pty ? KILN_EXEC_PTY : 0) |
+			 (cmd->background ? KILN_EXEC_BACKGROUND : 0),
 		.rows = cmd->rows,
 		.cols = cmd->cols,
 	};
-	uint32_t id, pid;
-	int rc = kiln_exec_start(g->c, &r, &id, &pid);
+	int rc = kiln_exec_start(g->c, &r, &cmd->id, &cmd->pid);
 	return rc < 0 ? gfail(g, rc, "exec") : 0;
+}
+
+int guest_exec_detach(struct guest *g)
+{
+	int rc = kiln_exec_cancel(g->c);
+	return rc < 0 ? gfail(g, rc, "detach") : 0;
+}
+
+int guest_attach(struct guest *g, uint32_t id, uint32_t *pid, uint64_t *dropped)
+{
+	int rc = kiln_attach(g->c, id, pid, dropped);
+	return rc < 0 ? gfail(g, rc, "attach") : 0;
+}
+
+struct procs_ctx {
+	guest_proc_fn *fn;
+	void *ctx;
+};
+
+static int one_proc(void *ctx, const struct kiln_proc_info *k)
+{
+	struct procs_ctx *pc = ctx;
+	struct guest_proc p = {
+		.id = k->id, .pid = k->pid, .exited = k->state == KILN_PROC_EXITED,
+		.code = k->signal ? 128 + k->signal : k->code, .signal = k->signal,
+		.start_ns = k->start_ns, .dropped = k->dropped,
+	};
+	memcpy(p.cmd, k->cmd, sizeof p.cmd);
+	return pc->fn(pc->ctx, &p);
+}
+
+int guest_procs(struct guest *g, guest_proc_fn *fn, void *ctx)
+{
+	struct procs_ctx pc = { fn, ctx };
+	int rc = kiln_procs(g->c, one_proc, &pc);
+	return rc < 0 ? gfail(g, rc, "processes") : rc;
+}
+
+int guest_signal(struct guest *g, uint32_t id, int sig)
+{
+	int rc = kiln_signal(g->c, id, sig, 0);
+	return rc < 0 ? gfail(g, rc, "signal") : 0;
 }
 
 static void convert(const struct kiln_io *io, struct guest_ev *ev)

@@ -52,6 +52,9 @@ struct guest_cmd {
 	bool stdin_pipe;		/* feed stdin with guest_exec_stdin */
 	bool pty;
 	unsigned rows, cols;
+	const char *user;		/* NAME, UID or UID:GID; NULL: root */
+	bool background;		/* survives this connection (guest_exec_detach) */
+	uint32_t id, pid;		/* out: the agent's process id, the guest pid */
 };
 
 enum guest_ev_kind { GEV_STDOUT = 1, GEV_STDERR, GEV_EXIT };
@@ -65,7 +68,24 @@ struct guest_ev {
 	bool timed_out;
 };
 
-int guest_exec_start(struct guest *g, const struct guest_cmd *cmd);
+int guest_exec_start(struct guest *g, struct guest_cmd *cmd);
+/* Background processes (cmd.background): leave one running (the
+ * connection is then free for nothing else: close it), come back to one
+ * (its kept output first, *dropped: bytes it could not keep; then
+ * guest_exec_next as for exec), list them, signal one. */
+int guest_exec_detach(struct guest *g);
+int guest_attach(struct guest *g, uint32_t id, uint32_t *pid, uint64_t *dropped);
+struct guest_proc {
+	uint32_t id, pid;
+	bool exited;
+	int code, signal;		/* when exited, as struct guest_ev */
+	int64_t start_ns;		/* guest CLOCK_BOOTTIME-based start, ns */
+	uint64_t dropped;
+	char cmd[256];
+};
+typedef int guest_proc_fn(void *ctx, const struct guest_proc *p);
+int guest_procs(struct guest *g, guest_proc_fn *fn, void *ctx);
+int guest_signal(struct guest *g, uint32_t id, int sig);
 /* The next event, feeding queued stdin meanwhile. Waits up to wait_ms
  * (-1: no limit) and returns 1 with an event, 0 when the time passed.
  * If watch_fd >= 0 hangs up (the HTTP client went away), -ECONNABORTED. */

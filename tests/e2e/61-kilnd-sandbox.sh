@@ -70,6 +70,32 @@ check exec_buffer_per_workspace "two at once: $lens (sum $sum of 25165824 allowe
 	[ "$sum" -le 25165824 -a "$sum" -ge 16777216 -a "$after" = 16777216 ]
 rm -f "$T/big1.json" "$T/big2.json"
 
+# ---- users and background processes ---------------------------------------------------------
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"id -u; id -g","user":"1234:1235"}'
+check exec_as_user "id -u; id -g as 1234:1235: $(jget 'j["stdout"]' | tr '\n' ' ')" [ "$(jget 'j["stdout"]')" = $'1234\n1235' ]
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"true","user":"no such"}'
+expect exec_user_invalid 400 invalid_request
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"echo started; i=0; while :; do i=$((i+1)); echo tick $i; sleep 1; done"}'
+st=$STATUS proc=$(jget 'j["id"]') gpid=$(jget 'j["pid"]')
+sleep 3
+api GET "/v1/sandboxes/$A/processes"
+listed=$(jget '[(p["status"], p["pid"]) for p in j["processes"] if p["id"] == '"${proc:-0}"']')
+api GET "/v1/sandboxes/$A/processes/$proc/output"
+first=$(jget 'j["status"], j["stdout"].startswith("started\ntick 1\ntick 2\n")')
+api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"TERM"}'
+sig=$STATUS
+api GET "/v1/sandboxes/$A/processes/$proc/output?wait_seconds=30"
+ended=$(jget 'j["status"], j["signal"], "tick" in j["stdout"]')
+check processes_background "start $st (id $proc, pid $gpid); listed $listed; output while running $first; TERM $sig; then $ended" \
+	eval '[ "$st" = 201 ] && [ "$listed" = "[('"'running'"', $gpid)]" ] && [ "$first" = "('"'running'"', True)" ] &&
+	      [ "$sig" = 204 ] && [ "$ended" = "('"'exited'"', 15, True)" ]'
+api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"NOPE"}'
+expect process_bad_signal 400 invalid_request
+api GET "/v1/sandboxes/$A/processes/0/output"
+expect process_bad_id 400 invalid_request
+api GET "/v1/sandboxes/$A/processes/999999/output"
+check process_unknown "status $STATUS: $(jget 'j["error"]["message"]')" [ "$STATUS" = 404 ]
+
 # ---- exec/stream: chunks arrive before the command ends ------------------------------------
 python3 - "$PORT" "$KEY" "$A" > "$T/sse.out" <<'EOF'
 import http.client, json, sys, time

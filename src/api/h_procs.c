@@ -1,0 +1,266 @@
+/*
+ * h_procs: background processes of a sandbox (docs/api.md "Processes").
+ *
+ *   POST /v1/sandboxes/{id}/processes                     start one
+ *   GET  /v1/sandboxes/{id}/processes                     those the agent keeps
+ *   POST /v1/sandboxes/{id}/processes/{process}/signal    {"signal":"TERM"}
+ *   GET  /v1/sandboxes/{id}/processes/{process}/output    its kept output
+ *
+ * A process started here outlives the request: the guest agent (kiln-init)
+ * keeps it, with a ring of its output, after the connection that started
+ * it is gone. {process} is the agent's id for it ("id"), not the guest
+ * pid, which the guest may reuse.
+ */
+#include "host/guest_conn.h"
+#include "host/host.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "ops/validate.h"
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define OUTPUT_WAIT_MAX 3600
+#define QUIET_MS 200	/* wait=0: the kept output has come once the agent is this quiet */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int h_proc_start(struct req *r)
+{
+	struct exec_req e;
+	if (exec_parse(r, &e) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	if (e.stdin_text) {
+		free(e.argv);
+		return reply_error(r, 400, "invalid_request",
+				   "field 'stdin' is for exec; a process started here reads no stdin");
+	}
+	e.background = true;
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	int rc = exec_start(r, &e, &sb, &g, &answered);
+	free(e.argv);
+	if (rc < 0)
+		return answered;
+	/* Closing the connection leaves a background process running. */
+	sandbox_leave(r->api->host, sb, g);
+	req_sandbox_put(r, sb);
+	return reply_json(r, 201, json_pack("{s:I,s:I,s:s}", "id", (json_int_t)e.id, "pid",
+					    (json_int_t)e.pid, "status", "running"));
+}
+
+static json_t *proc_json(const struct guest_proc *p)
+{
+	return json_pack("{s:I,s:I,s:o,s:s,s:o,s:o,s:o,s:I}", "id", (json_int_t)p->id, "pid",
+			 (json_int_t)p->pid, "command", render_text(p->cmd, strnlen(p->cmd, sizeof p->cmd)),
+			 "status", p->exited ? "exited" : "running", "started_at",
+			 render_time(p->start_ns / 1000000),
+			 "exit_code", p->exited ? json_integer(p->code) : json_null(),
+			 "signal", p->exited && p->signal ? json_integer(p->signal) : json_null(),
+			 "output_dropped", (json_int_t)p->dropped);
+}
+
+static int add_proc(void *ctx, const struct guest_proc *p)
+{
+	return json_array_append_new(ctx, proc_json(p)) < 0 ? -ENOMEM : 0;
+}
+
+/* The caller's sandbox, entered (woken if hibernated). On failure the
+ * answer is sent. */
+static int enter(struct req *r, struct sandbox **sb, struct guest **g, int *answered)
+{
+	if (req_sandbox(r, sb, answered) < 0)
+		return -1;
+	int rc = sandbox_enter(r->api->host, *sb, g);
+	if (rc < 0) {
+		req_sandbox_put(r, *sb);
+		*answered = reply_errno(r, rc);
+		return -1;
+	}
+	return 0;
+}
+
+static void leave(struct req *r, struct sandbox *sb, struct guest *g)
+{
+	sandbox_leave(r->api->host, sb, g);
+	req_sandbox_put(r, sb);
+}
+
+int h_proc_list(struct req *r)
+{
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (enter(r, &sb, &g, &answered) < 0)
+		return answered;
+	json_t *a = json_array();
+	int rc = a ? guest_procs(g, add_proc, a) : -ENOMEM;
+	leave(r, sb, g);
+	if (rc < 0) {
+		json_decref(a);
+		return reply_errno(r, rc);
+	}
+	return reply_json(r, 200, json_pack("{s:o}", "processes", a));
+}
+
+/* {process}: the agent's id, a positive decimal. */
+static int process_id(struct req *r, uint32_t *id)
+{
+	const char *s = r->nparams > 1 ? r->params[1] : "";
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	if (!*s || *end || s[0] == '-' || s[0] == '+' || v == 0 || v > UINT32_MAX)
+		return errf(EINVAL, "'%.20s' is not a process id (the 'id' a start or the list gave)", s);
+	*id = (uint32_t)v;
+	return 0;
+}
+
+static const struct { const char *name; int sig; } signals[] = {
+	{ "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
+	{ "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "WINCH", SIGWINCH }, { NULL, 0 },
+};
+
+/* "TERM", "SIGTERM" or 15. */
+static int parse_signal(const json_t *body, int *sig)
+{
+	static const char *const keys[] = { "signal", NULL };
+	int rc = v_known_keys(body, keys);
+	if (rc < 0)
+		return rc;
+	const json_t *v = json_object_get(body, "signal");
+	if (json_is_integer(v)) {
+		json_int_t n = json_integer_value(v);
+		if (n < 1 || n > 64)
+			return errf(EINVAL, "field 'signal' must be 1 to 64, or a name such as TERM");
+		*sig = (int)n;
+		return 0;
+	}
+	if (!json_is_string(v))
+		return errf(EINVAL, "field 'signal' is required: a name such as TERM or KILL, or a number");
+	const char *name = json_string_value(v);
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	for (int i = 0; signals[i].name; i++)
+		if (!strcasecmp(name, signals[i].name)) {
+			*sig = signals[i].sig;
+			return 0;
+		}
+	return errf(EINVAL, "unknown signal '%.20s' (known: HUP, INT, QUIT, KILL, USR1, USR2, TERM, "
+		    "CONT, STOP, TSTP, WINCH, or a number)", json_string_value(v));
+}
+
+int h_proc_signal(struct req *r)
+{
+	uint32_t id;
+	int sig = 0;
+	int rc = process_id(r, &id);
+	rc = rc ?: parse_signal(r->json ? r->json : json_object(), &sig);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (enter(r, &sb, &g, &answered) < 0)
+		return answered;
+	rc = guest_signal(g, id, sig);
+	leave(r, sb, g);
+	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}
+
+struct collected {
+	struct strbuf out, err;
+	uint64_t max;
+	bool truncated;
+};
+
+static void collect(struct collected *c, const struct guest_ev *ev)
+{
+	struct strbuf *b = ev->kind == GEV_STDOUT ? &c->out : &c->err;
+	size_t room = b->len < c->max ? c->max - b->len : 0;
+	size_t n = ev->len < room ? ev->len : room;
+	strbuf_append(b, ev->data, n);
+	if (n < ev->len)
+		c->truncated = true;
+}
+
+/* What the process printed that the agent kept, then more until it ends
+ * or wait_seconds pass; "running" says whether it had ended. */
+int h_proc_output(struct req *r)
+{
+	uint32_t id;
+	int64_t wait_s = 0;
+	const char *w = req_query(r, "wait_seconds");
+	int rc = process_id(r, &id);
+	if (rc == 0 && w) {
+		char *end;
+		wait_s = strtoll(w, &end, 10);
+		if (!*w || *end || wait_s < 0 || wait_s > OUTPUT_WAIT_MAX)
+			rc = errf(EINVAL, "query parameter 'wait_seconds' must be from 0 to %d", OUTPUT_WAIT_MAX);
+	}
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (enter(r, &sb, &g, &answered) < 0)
+		return answered;
+	uint32_t pid = 0;
+	uint64_t dropped = 0;
+	rc = guest_attach(g, id, &pid, &dropped);
+	if (rc < 0) {
+		leave(r, sb, g);
+		return reply_errno(r, rc);
+	}
+	struct collected c = { .max = r->api->cfg->max_exec_output };
+	strbuf_init(&c.out);
+	strbuf_init(&c.err);
+	struct guest_ev ev = { 0 };
+	bool ended = false;
+	int64_t deadline = now_ms() + wait_s * 1000;
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int step = (int)(left > QUIET_MS ? left : QUIET_MS);
+		rc = guest_exec_next(g, &ev, req_socket(r), step);
+		if (rc <= 0)
+			break;		/* quiet for the step (0), or an error */
+		if (ev.kind == GEV_EXIT) {
+			ended = true;
+			break;
+		}
+		collect(&c, &ev);
+	}
+	leave(r, sb, g);	/* a process still running stays so (background) */
+	int result;
+	if (rc < 0)
+		result = reply_errno(r, rc);
+	else if (strbuf_failed(&c.out) || strbuf_failed(&c.err))
+		result = reply_error(r, 503, "no_capacity", "out of memory holding the output");
+	else
+		result = reply_json(r, 200, json_pack("{s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:I,s:b}",
+			"id", (json_int_t)id, "pid", (json_int_t)pid, "status", ended ? "exited" : "running",
+			"stdout", render_text(c.out.data ? c.out.data : "", c.out.len),
+			"stderr", render_text(c.err.data ? c.err.data : "", c.err.len),
+			"exit_code", ended ? json_integer(ev.code) : json_null(),
+			"signal", ended && ev.signal ? json_integer(ev.signal) : json_null(),
+			"output_dropped", (json_int_t)dropped, "truncated", c.truncated));
+	strbuf_free(&c.out);
+	strbuf_free(&c.err);
+	return result;
+}
