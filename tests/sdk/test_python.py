@@ -226,6 +226,25 @@ def exec_errors():
 
 
 @test
+def exec_as_user_and_processes():
+    eq(A.exec("id -u", user="4321").stdout.strip(), "4321", "exec as uid 4321")
+    p = A.processes.start("echo up; while :; do sleep 1; echo tick; done", user="4321")
+    eq(p.running, True, "started")
+    listed = [q for q in A.processes.list() if q.id == p.id]
+    eq([(q.status, q.pid) for q in listed], [("running", p.pid)], "listed")
+    time.sleep(2)
+    out = A.processes.output(p)
+    eq((out.running, out.stdout.startswith("up\ntick\n")), (True, True), "output while it runs")
+    A.processes.kill(p, "TERM")
+    done = A.processes.output(p.id, wait=30)
+    eq((done.status, done.signal), ("exited", 15), "after TERM")
+    raises(InvalidRequest, A.processes.kill, p, "NOPE")
+    raises(ValueError, A.processes.output, p, wait=-1)
+    raises(NotFound, A.processes.output, 999999)
+    return f"uid 4321; process {p.id} (pid {p.pid}) listed, read, TERM -> exited by signal 15"
+
+
+@test
 def exec_stream_chunks_before_the_end():
     seen = []
     t0 = time.monotonic()

@@ -12,13 +12,14 @@ from .client import Client, default_client
 from .errors import (AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError,
                      LimitExceeded, NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
 from .files import Files
+from .processes import Process, Processes, ProcessOutput
 from .sandbox import LANGUAGES, Sandbox
 from .types import ExecResult, FileInfo, Snapshot
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "default_client", "Sandbox", "Files", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES",
+    "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
 ]

@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 from .client import Client, _id, argv_or_cmd, clean, resolve, str_map
 from .errors import ConnectionFailed, ForkError, NotFound, error_for
 from .files import Files
+from .processes import Processes
 from .types import ExecResult, Snapshot
 
 Command = Union[str, Sequence[str]]
@@ -46,6 +47,7 @@ class Sandbox:
         self._info: Dict[str, Any] = dict(info)
         self.id: str = self._info["id"]
         self.files = Files(self)
+        self.processes = Processes(self)
 
     # ---- finding and making ------------------------------------------------------------------------
 
@@ -181,11 +183,12 @@ class Sandbox:
     # ---- commands ------------------------------------------------------------------------------------------
 
     def exec(self, cmd: Command, *, timeout: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
-             cwd: Optional[str] = None, stdin: Optional[str] = None) -> ExecResult:
+             cwd: Optional[str] = None, stdin: Optional[str] = None, user: Optional[str] = None) -> ExecResult:
         """Run a command to its end. A string runs with /bin/sh -c; a list
-        is the argv. ``timeout`` (seconds) kills it (result.timed_out).
+        is the argv. ``timeout`` (seconds) kills it (result.timed_out);
+        ``user`` runs it as that guest user (name, uid or "uid:gid").
         A non-zero exit is a result, not an exception."""
-        body = _exec_body(cmd, timeout, env, cwd, stdin)
+        body = _exec_body(cmd, timeout, env, cwd, stdin, user)
         # The HTTP answer comes when the command ends: wait for it.
         wait = None if timeout is None else timeout + 60.0
         return ExecResult.from_json(self._post("/exec", body, timeout=wait).json())
@@ -359,13 +362,16 @@ class Sandbox:
 
 
 def _exec_body(cmd: Command, timeout: Optional[int], env: Optional[Mapping[str, str]],
-               cwd: Optional[str], stdin: Optional[str]) -> Dict[str, Any]:
+               cwd: Optional[str], stdin: Optional[str], user: Optional[str] = None) -> Dict[str, Any]:
     if timeout is not None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
             raise ValueError("timeout must be a number of seconds, 0 or more")
         timeout = math.ceil(timeout)  # the server counts whole seconds
     body = argv_or_cmd(cmd)
-    body.update(clean({"timeout_seconds": timeout, "env": str_map("env", env), "cwd": cwd, "stdin": stdin}))
+    if user is not None and (not isinstance(user, (str, int)) or isinstance(user, bool)):
+        raise ValueError("user must be a guest user name, a uid or 'uid:gid'")
+    body.update(clean({"timeout_seconds": timeout, "env": str_map("env", env), "cwd": cwd, "stdin": stdin,
+                       "user": None if user is None else str(user)}))
     return body
 
 

@@ -15,6 +15,8 @@ export {
 } from "./errors.js";
 export { Files } from "./files.js";
 export type { WriteOptions } from "./files.js";
+export { Processes } from "./processes.js";
+export type { Process, ProcessOutput } from "./processes.js";
 export { Pty } from "./pty.js";
 export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";

@@ -3,6 +3,7 @@ import type { ConnectOptions } from "./client.js";
 import { Client, checkId, resolveClient } from "./client.js";
 import { ForkError, NotFound } from "./errors.js";
 import { Files } from "./files.js";
+import { Processes } from "./processes.js";
 import type { PtyOptions } from "./pty.js";
 import { Pty } from "./pty.js";
 import type { StreamCallbacks } from "./stream.js";
@@ -49,6 +50,8 @@ export interface ExecOptions {
   cwd?: string;
   /** Fed to the command's standard input, then closed. */
   stdin?: string;
+  /** Run as this guest user: a name, a uid or "uid:gid" (default root). */
+  user?: string;
   signal?: AbortSignal;
 }
 
@@ -64,7 +67,7 @@ export const LANGUAGES: Readonly<Record<string, readonly string[]>> = {
   node: ["node", "-e"],
 };
 
-function execBody(cmd: Command, o: ExecOptions): Record<string, unknown> {
+function execBody(cmd: Command, o: Omit<ExecOptions, "signal">): Record<string, unknown> {
   const body: Record<string, unknown> = {};
   if (typeof cmd === "string") body.cmd = cmd;
   else if (Array.isArray(cmd) && cmd.length > 0) body.argv = cmd.map(String);
@@ -76,6 +79,7 @@ function execBody(cmd: Command, o: ExecOptions): Record<string, unknown> {
   if (o.env !== undefined) body.env = o.env;
   if (o.cwd !== undefined) body.cwd = o.cwd;
   if (o.stdin !== undefined) body.stdin = o.stdin;
+  if (o.user !== undefined) body.user = String(o.user);
   return body;
 }
 
@@ -112,6 +116,7 @@ export class Sandbox {
   readonly id: string;
   readonly client: Client;
   readonly files: Files;
+  readonly processes: Processes;
   private data: SandboxJSON;
 
   constructor(client: Client, info: SandboxJSON) {
@@ -119,6 +124,7 @@ export class Sandbox {
     this.data = info;
     this.id = checkId(info.id);
     this.files = new Files(client, () => this.path);
+    this.processes = new Processes(client, () => this.path, execBody);
   }
 
   // ---- finding and making --------------------------------------------------------------------

@@ -186,6 +186,24 @@ test("exec errors", async () => {
   await rejects(() => ghost().exec("true"), NotFound);
 });
 
+test("exec as a user, and background processes", async () => {
+  assert.equal((await A.exec("id -u", { user: "4321" })).stdout.trim(), "4321");
+  const p = await A.processes.start("echo up; while :; do sleep 1; echo tick; done", { user: "4321" });
+  assert.equal(p.status, "running");
+  const listed = (await A.processes.list()).filter((q) => q.id === p.id);
+  assert.deepEqual(listed.map((q) => [q.status, q.pid]), [["running", p.pid]]);
+  await new Promise((r) => setTimeout(r, 2000));
+  const out = await A.processes.output(p);
+  assert.equal(out.status, "running");
+  assert.ok(out.stdout.startsWith("up\ntick\n"), `output while it runs: ${JSON.stringify(out.stdout)}`);
+  await A.processes.kill(p, "TERM");
+  const done = await A.processes.output(p.id, { wait: 30 });
+  assert.deepEqual([done.status, done.signal], ["exited", 15]);
+  await rejects(() => A.processes.kill(p, "NOPE"), InvalidRequest);
+  await rejects(() => A.processes.output(p, { wait: -1 }), TypeError);
+  await rejects(() => A.processes.output(999999), NotFound);
+});
+
 test("execStream: an async iterator with chunks before the end", async () => {
   const t0 = Date.now();
   const seen: Array<[string, string, number]> = [];
