@@ -286,3 +286,67 @@ int h_file_stat(struct req *r)
 	free(st);
 	return reply_json(r, 200, j);
 }
+
+/* POST .../files/mkdir?path=P[&parents=true][&mode=0755] */
+int h_file_mkdir(struct req *r)
+{
+	const char *path, *mode_s = req_query(r, "mode");
+	bool parents = true;
+	unsigned long mode = 0755;
+	int rc = query_path(r, &path);
+	rc = rc ?: query_bool(r, "parents", &parents);
+	if (rc == 0 && mode_s) {
+		char *end;
+		mode = strtoul(mode_s, &end, 8);
+		if (!*mode_s || *end || mode > 07777)
+			rc = errf(EINVAL, "query parameter 'mode' must be octal permission bits, e.g. 0755");
+	}
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0)
+		return answered;
+	rc = guest_mkdir(g, path, (uint32_t)mode, parents);
+	close_guest(r, sb, g);
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 201, json_pack("{s:o}", "path", render_text(path, strlen(path))));
+}
+
+/* POST .../files/rename {"from":P,"to":Q,"replace":false} */
+int h_file_rename(struct req *r)
+{
+	static const char *const keys[] = { "from", "to", "replace", NULL };
+	const char *from = NULL, *to = NULL;
+	json_t *body = r->json ? r->json : json_object();
+	int rc = v_known_keys(body, keys);
+	rc = rc ?: v_str(body, "from", true, 4095, &from);
+	rc = rc ?: v_str(body, "to", true, 4095, &to);
+	rc = rc ?: v_guest_path(from, "from");
+	rc = rc ?: v_guest_path(to, "to");
+	const json_t *rep = json_object_get(body, "replace");
+	if (rc == 0 && rep && !json_is_boolean(rep))
+		rc = errf(EINVAL, "field 'replace' must be true or false");
+	bool replace = json_is_true(rep);
+	if (rc < 0) {
+		if (!r->json)
+			json_decref(body);
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	}
+	struct sandbox *sb;
+	struct guest *g;
+	int answered;
+	if (open_guest(r, &sb, &g, &answered) < 0) {
+		if (!r->json)
+			json_decref(body);
+		return answered;
+	}
+	rc = guest_rename(g, from, to, replace);
+	close_guest(r, sb, g);
+	int result = rc < 0 ? reply_errno(r, rc)
+			    : reply_json(r, 200, json_pack("{s:o,s:o}", "from", render_text(from, strlen(from)),
+							   "to", render_text(to, strlen(to))));
+	if (!r->json)
+		json_decref(body);
+	return result;
+}

@@ -34,6 +34,8 @@ const struct route routes[] = {
 	{ "DELETE", SBX "/files", h_file_delete, BODY_NONE, 0 },
 	{ "GET", SBX "/files/list", h_file_list, BODY_NONE, 0 },
 	{ "GET", SBX "/files/stat", h_file_stat, BODY_NONE, 0 },
+	{ "POST", SBX "/files/mkdir", h_file_mkdir, BODY_NONE, 0 },
+	{ "POST", SBX "/files/rename", h_file_rename, BODY_JSON, 0 },
 	{ "POST", SBX "/snapshot", h_sandbox_snapshot, BODY_JSON, 0 },
 	{ "POST", SBX "/hibernate", h_sandbox_hibernate, BODY_JSON, 0 },
 	{ "POST", SBX "/wake", h_sandbox_wake, BODY_JSON, 0 },

@@ -388,3 +388,15 @@ int guest_remove(struct guest *g, const char *path, bool recursive)
 	int rc = kiln_remove(g->c, path, recursive ? KILN_REMOVE_RECURSIVE : 0);
 	return rc < 0 ? gfail(g, rc, "remove") : 0;
 }
+
+int guest_mkdir(struct guest *g, const char *path, uint32_t mode, bool parents)
+{
+	int rc = kiln_mkdir(g->c, path, mode, parents ? KILN_MKDIR_PARENTS : 0);
+	return rc < 0 ? gfail(g, rc, "mkdir") : 0;
+}
+
+int guest_rename(struct guest *g, const char *from, const char *to, bool replace)
+{
+	int rc = kiln_rename(g->c, from, to, replace ? 0 : KILN_RENAME_NOREPLACE);
+	return rc < 0 ? gfail(g, rc, "rename") : 0;
+}

@@ -122,5 +122,9 @@ int guest_stat(struct guest *g, const char *path, struct guest_stat *st);
 typedef int guest_entry_fn(void *ctx, const struct guest_stat *e);
 int guest_list(struct guest *g, const char *path, unsigned depth, guest_entry_fn *fn, void *ctx);
 int guest_remove(struct guest *g, const char *path, bool recursive);
+/* A directory (with its missing parents); a move within the guest
+ * (replace false: an existing target is EEXIST). */
+int guest_mkdir(struct guest *g, const char *path, uint32_t mode, bool parents);
+int guest_rename(struct guest *g, const char *from, const char *to, bool replace);
 
 #endif

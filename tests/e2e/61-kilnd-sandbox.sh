@@ -180,7 +180,26 @@ wait $slow
 api PUT "/v1/sandboxes/$A/files?path=/tmp/third" "" --data-binary 'third'
 check uploads_per_workspace "during a slow upload: $second; the slow one: $(cat "$T/slow.code"); after it: $STATUS" \
 	eval '[[ $second == "429 rate_limited "*uploads* ]] && [ "$(cat "$T/slow.code")" = 200 ] && [ "$STATUS" = 200 ]'
- as not files, and left alone.
+# Directories and moves.
+api POST "/v1/sandboxes/$A/files/mkdir?path=/tmp/made/deep/er"
+mk=$STATUS
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/made/deep/er"
+check file_mkdir "mkdir $mk; then $(jget 'j["type"], j["mode"]')" [ "$mk" = 201 -a "$(jget 'j["type"], j["mode"]')" = "('dir', '0755')" ]
+api POST "/v1/sandboxes/$A/files/mkdir?path=/tmp/made/deep/er&parents=false"
+expect file_mkdir_exists 409 conflict
+api PUT "/v1/sandboxes/$A/files?path=/tmp/made/a.txt" "" --data-binary 'moved text'
+api PUT "/v1/sandboxes/$A/files?path=/tmp/made/b.txt" "" --data-binary 'in the way'
+api POST "/v1/sandboxes/$A/files/rename" '{"from":"/tmp/made/a.txt","to":"/tmp/made/b.txt"}'
+expect file_rename_no_replace 409 conflict
+api POST "/v1/sandboxes/$A/files/rename" '{"from":"/tmp/made/a.txt","to":"/tmp/made/b.txt","replace":true}'
+mv_status=$STATUS
+api GET "/v1/sandboxes/$A/files?path=/tmp/made/b.txt"
+b_text=$BODY
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/made/a.txt"
+check file_rename "replace: $mv_status; b.txt '$b_text'; a.txt then $STATUS" [ "$mv_status" = 200 -a "$b_text" = 'moved text' -a "$STATUS" = 404 ]
+api POST "/v1/sandboxes/$A/files/rename" '{"from":"relative","to":"/x"}'
+expect file_rename_relative 400 invalid_request
+# Files the guest's kernel makes are refused as not files, and left alone.
 api GET "/v1/sandboxes/$A/files?path=/proc/self/mem"
 expect file_get_proc_mem 400 invalid_request
 api PUT "/v1/sandboxes/$A/files?path=/dev/null" "" --data-binary 'not a device'

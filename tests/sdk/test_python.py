@@ -354,6 +354,22 @@ def files_read_write_list_stat_remove():
 
 
 @test
+def files_make_dir_and_rename():
+    f = A.files
+    f.make_dir("/work/md/a/b")
+    f.make_dir("/work/md/a/b")  # parents=True: an existing one is no error
+    eq((f.stat("/work/md/a/b").type, f.stat("/work/md/a/b").mode), ("dir", "0755"), "made")
+    raises(Conflict, f.make_dir, "/work/md/a/b", parents=False)
+    f.write("/work/md/x.txt", "x")
+    f.write("/work/md/y.txt", "y")
+    raises(Conflict, f.rename, "/work/md/x.txt", "/work/md/y.txt")
+    f.rename("/work/md/x.txt", "/work/md/y.txt", replace=True)
+    eq((f.read_text("/work/md/y.txt"), f.exists("/work/md/x.txt")), ("x", False), "moved over y")
+    raises(ValueError, f.rename, "relative", "/x")
+    return "make_dir (with parents, and refusing an existing one without), rename (refused over a file, then replace)"
+
+
+@test
 def files_errors():
     f = A.files
     raises(NotFound, f.read, "/no/such/file")

@@ -19,7 +19,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 class Files:
-    """``sandbox.files``: read, write, list, stat, remove, upload, download."""
+    """``sandbox.files``: read, write, list, stat, remove, make_dir, rename,
+    upload, download."""
 
     def __init__(self, sandbox: "Sandbox") -> None:
         self._sb = sandbox
@@ -69,6 +70,20 @@ class Files:
     def remove(self, path: str, *, recursive: bool = False) -> None:
         """Remove a file, or a directory (a non-empty one with recursive=True)."""
         self._t.request("DELETE", self._url(), query={"path": _guest(path), "recursive": recursive}, ok=(204,))
+
+    def make_dir(self, path: str, *, parents: bool = True, mode: int = 0o755) -> None:
+        """Make a directory (and its missing parents; then an existing one
+        is no error)."""
+        if isinstance(mode, bool) or not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+            raise ValueError("mode must be permission bits, e.g. 0o755")
+        self._t.request("POST", self._url("/mkdir"),
+                        query={"path": _guest(path), "parents": parents, "mode": format(mode, "04o")}, ok=(201,))
+
+    def rename(self, src: str, dst: str, *, replace: bool = False) -> None:
+        """Move a file or directory within the guest; an existing ``dst``
+        is a Conflict unless ``replace``."""
+        self._t.request("POST", self._url("/rename"),
+                        json_body={"from": _guest(src), "to": _guest(dst), "replace": bool(replace)})
 
     def upload(self, local_path: PathLike, path: str, *, mode: int = 0o644, mkdirs: bool = True) -> int:
         """Copy a local file into the sandbox, streamed from disk."""

@@ -85,6 +85,23 @@ export class Files {
     await this.client.empty("DELETE", this.url, { query: { path: guest(path), recursive: options.recursive ?? false } });
   }
 
+  /** Make a directory (and its missing parents; then an existing one is no error). */
+  async makeDir(path: string, options: { parents?: boolean; mode?: number } = {}): Promise<void> {
+    const mode = options.mode ?? 0o755;
+    if (!Number.isInteger(mode) || mode < 0 || mode > 0o7777) throw new TypeError("mode must be permission bits, e.g. 0o755");
+    await this.client.empty("POST", `${this.url}/mkdir`, {
+      query: { path: guest(path), parents: options.parents ?? true, mode: mode.toString(8).padStart(4, "0") },
+      ok: [201],
+    });
+  }
+
+  /** Move a file or directory within the guest; an existing `to` is a Conflict unless `replace`. */
+  async rename(from: string, to: string, options: { replace?: boolean } = {}): Promise<void> {
+    await this.client.empty("POST", `${this.url}/rename`, {
+      json: { from: guest(from), to: guest(to), replace: options.replace ?? false },
+    });
+  }
+
   /** Copy a local file into the sandbox, streamed from disk (Node). */
   async upload(localPath: string, path: string, options: WriteOptions = {}): Promise<number> {
     const fs = await import("node:fs");

@@ -293,6 +293,21 @@ test("files: write, read, list, stat, exists, remove", async () => {
   assert.equal(await f.exists("/work/dir"), false);
 });
 
+test("files: makeDir and rename", async () => {
+  const f = A.files;
+  await f.makeDir("/work/md/a/b");
+  await f.makeDir("/work/md/a/b");  // parents: an existing one is no error
+  assert.equal((await f.stat("/work/md/a/b")).type, "dir");
+  await rejects(() => f.makeDir("/work/md/a/b", { parents: false }), Conflict);
+  await f.write("/work/md/x.txt", "x");
+  await f.write("/work/md/y.txt", "y");
+  await rejects(() => f.rename("/work/md/x.txt", "/work/md/y.txt"), Conflict);
+  await f.rename("/work/md/x.txt", "/work/md/y.txt", { replace: true });
+  assert.equal(new TextDecoder().decode(await f.read("/work/md/y.txt")), "x");
+  assert.equal(await f.exists("/work/md/x.txt"), false);
+  await rejects(() => f.rename("relative", "/x"), TypeError);
+});
+
 test("files: errors", async () => {
   const f = A.files;
   await rejects(() => f.read("/no/such/file"), NotFound);
