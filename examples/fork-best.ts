@@ -33,5 +33,10 @@ const scores = await Promise.all(Object.entries(approaches).map(async ([name, co
 }));
 scores.sort((a, b) => a.seconds - b.seconds);
 const best = scores[0].seconds < Infinity ? scores[0] : undefined;
-for (const loser of scores) if (loser !== best) await loser.sb.delete();
-console.log(best ? `best: ${best.name}; kept ${best.sb.id}` : "no branch succeeded; all deleted");
+if (best) {
+  const report = await best.sb.promote();           // keep it; its 3 siblings go in one call
+  console.log(`best: ${best.name}; kept ${report.kept}, deleted ${report.deleted.length} siblings`);
+} else {
+  for (const loser of scores) await loser.sb.delete();
+  console.log("no branch succeeded; all deleted");
+}

@@ -207,6 +207,50 @@ int h_sandbox_fork_tree(struct req *r)
 	return fork_route(r, true);
 }
 
+struct promote_report {
+	json_t *deleted, *failed;
+	bool parent_deleted;
+};
+
+static void promoted_one(void *ctx, const char *id, bool is_parent, int rc)
+{
+	struct promote_report *p = ctx;
+	if (rc == 0) {
+		if (is_parent)
+			p->parent_deleted = true;
+		else
+			json_array_append_new(p->deleted, json_string(id));
+	} else {
+		json_array_append_new(p->failed, json_pack("{s:s,s:b,s:s}", "id", id, "parent", is_parent,
+							   "error", errmsg()));
+	}
+}
+
+/* POST .../promote {"delete_parent": false}: keep this child of a fork,
+ * delete its siblings (and the parent if asked). */
+int h_sandbox_promote(struct req *r)
+{
+	static const char *const keys[] = { "delete_parent", NULL };
+	const json_t *dp = r->json ? json_object_get(r->json, "delete_parent") : NULL;
+	if ((r->json && v_known_keys(r->json, keys) < 0) ||
+	    (dp && !json_is_boolean(dp) && errf(EINVAL, "field 'delete_parent' must be true or false")))
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct ops_caller c;
+	req_caller(r, &c);
+	const char *id = r->nparams > 0 ? r->params[0] : "";
+	struct promote_report p = { json_array(), json_array(), false };
+	char parent[ID_MAX] = "";
+	int rc = p.deleted && p.failed ? ops_promote(&c, id, json_is_true(dp), parent, promoted_one, &p)
+				       : errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		json_decref(p.deleted);
+		json_decref(p.failed);
+		return rc == -ENOENT ? reply_sandbox_missing(r, id) : reply_errno(r, rc);
+	}
+	return reply_json(r, 200, json_pack("{s:s,s:s,s:o,s:b,s:o}", "kept", id, "parent", parent, "deleted",
+					    p.deleted, "parent_deleted", p.parent_deleted, "failed", p.failed));
+}
+
 int h_sandbox_lifecycle(struct req *r)
 {
 	static const char *const keys[] = { "ttl_seconds", NULL };

@@ -41,6 +41,7 @@ const struct route routes[] = {
 	{ "POST", SBX "/wake", h_sandbox_wake, BODY_JSON, 0 },
 	{ "POST", SBX "/fork", h_sandbox_fork, BODY_JSON, 0 },
 	{ "POST", SBX "/fork_tree", h_sandbox_fork_tree, BODY_JSON, 0 },
+	{ "POST", SBX "/promote", h_sandbox_promote, BODY_JSON, 0 },
 	{ "PATCH", SBX "/lifecycle", h_sandbox_lifecycle, BODY_JSON, 0 },
 	{ "PUT", SBX "/network", h_sandbox_network, BODY_JSON, 0 },
 	{ "POST", SBX "/mcp", h_mcp_sandbox, BODY_RAW, 0 },

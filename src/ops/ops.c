@@ -221,3 +221,76 @@ int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *ar
 		errf(-rc, "%s", f->why);	/* sandbox_put may have said something else */
 	return rc;
 }
+
+/* ---- promote -------------------------------------------------------------------- */
+
+struct siblings {
+	const char *parent, *keep;
+	char (*ids)[ID_MAX];
+	int n, cap;
+};
+
+static int add_sibling(void *ctx, const struct sbx_row *r)
+{
+	struct siblings *s = ctx;
+	if (strcmp(r->parent, s->parent) || !strcmp(r->id, s->keep) || r->state == SBX_DELETING ||
+	    r->state == SBX_DELETED)
+		return 0;
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 16;
+		char (*ids)[ID_MAX] = realloc(s->ids, (size_t)cap * sizeof *ids);
+		if (!ids)
+			return -ENOMEM;
+		s->ids = ids, s->cap = cap;
+	}
+	snprintf(s->ids[s->n++], ID_MAX, "%s", r->id);
+	return 0;
+}
+
+/* Delete the caller's sandbox id; what happened goes to fn. */
+static void delete_reported(const struct ops_caller *c, const char *id, bool is_parent, ops_promote_fn *fn,
+			    void *ctx)
+{
+	struct sandbox *sb;
+	int rc = host_find(c->host, c->workspace, id, &sb);
+	if (rc < 0) {
+		rc = errf(ENOENT, "sandbox %s was already gone", id);
+	} else {
+		rc = host_delete(c->host, sb);
+		sandbox_put(c->host, sb);
+	}
+	fn(ctx, id, is_parent, rc);
+}
+
+int ops_promote(const struct ops_caller *c, const char *id, bool delete_parent, char parent[ID_MAX],
+		ops_promote_fn *fn, void *ctx)
+{
+	struct sandbox *sb;
+	int rc = ops_sandbox(c, id, &sb);
+	if (rc < 0)
+		return rc;
+	struct sbx_row row;
+	rc = sandbox_row(sb, &row);
+	sandbox_put(c->host, sb);
+	if (rc < 0)
+		return rc;
+	snprintf(parent, ID_MAX, "%s", row.parent);
+	bool live = row.state == SBX_RUNNING || row.state == SBX_HIBERNATED;
+	sbx_row_clear(&row);
+	if (!parent[0])
+		return errf(EINVAL, "sandbox %s was not forked: there are no siblings to promote it over", id);
+	if (!live)
+		return errf(EBUSY, "sandbox %s is not running or hibernated: promote a live child", id);
+	struct siblings s = { .parent = parent, .keep = id };
+	rc = host_each(c->host, c->workspace, add_sibling, &s);
+	if (rc < 0) {
+		free(s.ids);
+		return rc;
+	}
+	for (int i = 0; i < s.n; i++)
+		delete_reported(c, s.ids[i], false, fn, ctx);
+	free(s.ids);
+	if (delete_parent)
+		delete_reported(c, parent, true, fn, ctx);
+	return 0;
+}

@@ -97,4 +97,14 @@ struct ops_forked {
 int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *args, bool tree,
 	     struct ops_forked *f);
 
+/* Keep the caller's sandbox id, a fork's child, and delete its siblings
+ * (every other live sandbox forked from the same parent), and with
+ * delete_parent the parent too. All are found before any is deleted (a
+ * sandbox that was not forked is -EINVAL, nothing done); then each
+ * deletion is tried and reported to fn (rc 0 or its error; errmsg()
+ * says why), the parent last. *parent gets the parent's id. */
+typedef void ops_promote_fn(void *ctx, const char *id, bool is_parent, int rc);
+int ops_promote(const struct ops_caller *c, const char *id, bool delete_parent, char parent[ID_MAX],
+		ops_promote_fn *fn, void *ctx);
+
 #endif

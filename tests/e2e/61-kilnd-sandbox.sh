@@ -355,6 +355,20 @@ api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib"}'
 api POST "/v1/sandboxes/$A/fork_tree" '{"count":3}'
 tree=$(jget '" ".join(s["id"] for s in j["sandboxes"] if s["status"] == "running")')
 [ "$STATUS" = 201 ] && [ "$(wc -w <<<"$tree")" = 3 ] && pass fork_tree "201, 3 children in one pause" || fail fork_tree "$STATUS $BODY"
+# Promote one child of the tree: its four siblings (A's other children,
+# of the tree and of the fork before) go, A and the child stay.
+keep=${tree%% *}
+others=$(for k in $kids $tree; do [ "$k" != "$keep" ] && echo "$k"; done | sort | tr '\n' ' ')
+api POST "/v1/sandboxes/$keep/promote" '{}'
+report=$(jget '" ".join(sorted(j["deleted"])) + " ", j["kept"], j["parent"], j["failed"], j["parent_deleted"]')
+api GET /v1/sandboxes
+left=$(jget '" ".join(sorted(s["id"] for s in j["sandboxes"] if s["parent_id"] == "'"$A"'"))')
+check promote "report $report; A's children left: $left" \
+	[ "$report" = "('$others', '$keep', '$A', [], False)" -a "$left" = "$keep" ]
+api POST "/v1/sandboxes/$A/promote" '{}'
+expect promote_not_forked 400 invalid_request
+api POST "/v1/sandboxes/$keep/promote" '{"delete_parent":"yes"}'
+expect promote_bad_field 400 invalid_request
 for k in $kids $tree; do api DELETE "/v1/sandboxes/$k"; done
 
 # ---- the kiln CLI -----------------------------------------------------------------------------------------

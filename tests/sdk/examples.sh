@@ -27,11 +27,11 @@ left=$(ids)
 
 if (cd "$ex" && npx --no-install tsc) > /tmp/kiln-ex-tsc.$$ 2>&1; then
 	out=$(cd "$ex" && node build/fork-best.js 2>&1)
-	kept=$(sed -n 's/^best: .*; kept \(sbx_[a-z0-9]*\)$/\1/p' <<<"$out")
+	kept=$(sed -n 's/^best: .*; kept \(sbx_[a-z0-9]*\), deleted 3 siblings$/\1/p' <<<"$out")
 	branches=$(grep -c ' sbx_[a-z0-9]*  [0-9.]* s$' <<<"$out")
 	left=$(ids)
 	if [ -n "$kept" ] && [ "$branches" = 4 ] && [ "$left" = "$kept" ]; then
-		pass example_fork_best "4 branches timed, the best kept, the parent and the rest deleted: $(tail -1 <<<"$out")"
+		pass example_fork_best "4 branches timed, the best kept (promote deleted its 3 siblings), the parent deleted: $(tail -1 <<<"$out")"
 	else
 		fail example_fork_best "kept '$kept', $branches branches timed, sandboxes left '$left': $(tail -8 <<<"$out" | tr '\n' ' ')"
 	fi

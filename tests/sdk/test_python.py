@@ -455,13 +455,21 @@ def fork_and_fork_tree():
             eq(k.files.read_text("/root/parent.txt"), "from the parent", "the parent's disk")
         kids[0].files.write("/root/parent.txt", "changed in a child")
         eq(A.files.read_text("/root/parent.txt"), "from the parent", "copy-on-write")
+        report = kids[3].promote()
+        eq((report["kept"], report["parent"], sorted(report["deleted"]), report["failed"]),
+           (kids[3].id, A.id, sorted(k.id for k in kids[:3]), []), "promote")
+        raises(NotFound, kids[0].refresh)
     finally:
         for k in kids:
-            k.delete()
+            try:
+                k.delete()
+            except NotFound:
+                pass  # promote deleted it
     raises(ValueError, A.fork, 0)
     raises(InvalidRequest, A.fork, 1000)
     raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).fork_tree, 2)
-    return "fork(2) and fork_tree(2): children with the parent's files, copy-on-write"
+    raises(InvalidRequest, A.promote)
+    return "fork(2) and fork_tree(2): children with the parent's files, copy-on-write; promote kept one, deleted 3"
 
 
 @test

@@ -301,6 +301,12 @@ class Sandbox:
         """count identical copies made in a single pause."""
         return self._fork("/fork_tree", count)
 
+    def promote(self, *, delete_parent: bool = False) -> Dict[str, Any]:
+        """Keep this child of a fork and delete its siblings (and the parent
+        with delete_parent). The report: kept, parent, deleted (ids),
+        parent_deleted, failed ([{id, parent, error}])."""
+        return dict(self._post("/promote", {"delete_parent": bool(delete_parent)}).json())
+
     def _fork(self, route: str, count: int) -> List["Sandbox"]:
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise ValueError("count must be a positive integer")

@@ -329,6 +329,14 @@ export class Sandbox {
     return this.forkVia("fork_tree", count);
   }
 
+  /** Keep this child of a fork and delete its siblings (and the parent with deleteParent). */
+  async promote(options: { deleteParent?: boolean } = {}): Promise<{
+    kept: string; parent: string; deleted: string[]; parent_deleted: boolean;
+    failed: { id: string; parent: boolean; error: string }[];
+  }> {
+    return this.client.json("POST", `${this.path}/promote`, { json: { delete_parent: options.deleteParent ?? false } });
+  }
+
   private async forkVia(route: string, count: number): Promise<Sandbox[]> {
     if (!Number.isInteger(count) || count < 1) throw new TypeError("count must be a positive integer");
     const j = await this.client.json<{ sandboxes: SandboxJSON[]; failed?: number; error?: string }>(

@@ -401,9 +401,13 @@ test("fork and forkTree", async () => {
       assert.deepEqual([k.parentId, k.status], [A.id, "running"]);
       assert.equal(await k.files.readText("/root/parent.txt"), "from the parent");
     }
+    const report = await kids[3].promote();
+    assert.deepEqual([report.kept, report.parent, [...report.deleted].sort(), report.failed],
+      [kids[3].id, A.id, kids.slice(0, 3).map((k) => k.id).sort(), []]);
   } finally {
-    for (const k of kids) await k.delete();
+    for (const k of kids) await k.delete().catch((e) => { if (!(e instanceof NotFound)) throw e; });
   }
+  await rejects(() => A.promote(), InvalidRequest);
   await rejects(() => A.fork(0), TypeError);
   await rejects(() => A.fork(1000), InvalidRequest);
   await rejects(() => ghost().forkTree(2), NotFound);
