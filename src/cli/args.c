@@ -27,7 +27,7 @@ static const struct optdef optdefs[] = {
 	{ "stdin", 'i', NONE }, { "recursive", 'r', NONE }, { "follow", 'f', NONE },
 	{ "allow-out", 0, VALUE }, { "deny-out", 0, VALUE }, { "no-internet", 0, NONE },
 	{ "internet", 0, NONE }, { "status", 0, VALUE }, { "limit", 0, VALUE },
-	{ "cursor", 0, VALUE }, { "help", 'h', NONE },
+	{ "cursor", 0, VALUE }, { "help", 'h', NONE }, { "delete-parent", 0, NONE },
 };
 
 void usage_error(const struct command *cmd, const char *fmt, ...)
@@ -117,6 +117,7 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "meta")) add_kv(cmd, &o->meta, v, "--meta");
 	else if (!strcmp(n, "json")) o->json = true;
 	else if (!strcmp(n, "tree")) o->tree = true;
+	else if (!strcmp(n, "delete-parent")) o->delete_parent = true;
 	else if (!strcmp(n, "public")) o->public = true;
 	else if (!strcmp(n, "count")) o->n = args_number("-n/--count", v, 1, 64);
 	else if (!strcmp(n, "lines")) o->n = args_number("-n/--lines", v, 1, 10000);

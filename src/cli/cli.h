@@ -57,6 +57,6 @@ COMMAND(create); COMMAND(ls); COMMAND(get); COMMAND(fork); COMMAND(snapshot);
 COMMAND(hibernate); COMMAND(wake); COMMAND(ttl); COMMAND(rm); COMMAND(snapshots);
 COMMAND(templates); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
 COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
-COMMAND(network);
+COMMAND(network); COMMAND(promote);
 #undef COMMAND
 #endif

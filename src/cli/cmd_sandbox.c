@@ -160,6 +160,32 @@ int cmd_fork(const struct command *cmd, struct opts *o)
 	return failed ? EXIT_KILN : 0;
 }
 
+int cmd_promote(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 1, 1);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/promote", need_id(cmd, o, 0));
+	json_t *r = call("POST", path, json_pack("{s:b}", "delete_parent", o->delete_parent));
+	if (o->json) {
+		print_json(r);
+	} else {
+		size_t k;
+		json_t *s;
+		json_array_foreach(json_object_get(r, "deleted"), k, s)
+			printf("%s\n", json_string_value(s));
+		if (json_is_true(json_object_get(r, "parent_deleted")))
+			printf("%s\n", str(r, "parent"));
+	}
+	json_t *failed = json_object_get(r, "failed");
+	size_t k;
+	json_t *f;
+	json_array_foreach(failed, k, f)
+		fprintf(stderr, "kiln: %s was not deleted: %s\n", str(f, "id"), str(f, "error"));
+	int rc = json_array_size(failed) ? EXIT_KILN : 0;
+	json_decref(r);
+	return rc;
+}
+
 /* POST /v1/sandboxes/ID/ACTION with an empty object; prints one field. */
 static int simple(const struct command *cmd, struct opts *o, const char *action, const char *key)
 {

@@ -64,6 +64,9 @@ static const struct command commands[] = {
 	  "N live copies of a running sandbox; prints their ids",
 	  "  -n, --count N            how many (1 to 64, default 1)\n"
 	  "  --tree                   all in one pause of the parent\n", false },
+	{ "promote", cmd_promote, "delete-parent", "promote ID [--delete-parent] [--json]",
+	  "keep this child of a fork and delete its siblings; prints the ids deleted",
+	  "  --delete-parent          the parent it was forked from goes too\n", false },
 	{ "snapshot", cmd_snapshot, "", "snapshot ID [--json]", "snapshot a sandbox (memory and disk); prints its id",
 	  NULL, false },
 	{ "snapshots", cmd_snapshots, "", "snapshots [--json]", "snapshots of this workspace", NULL, false },
