@@ -452,6 +452,43 @@ static int t_fork(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	return j ? 0 : errf(ENOMEM, "out of memory");
 }
 
+struct promoted {
+	json_t *deleted, *failed;
+	bool parent_deleted;
+};
+
+static void promoted_one(void *ctx, const char *id, bool is_parent, int rc)
+{
+	struct promoted *p = ctx;
+	if (rc == 0 && is_parent)
+		p->parent_deleted = true;
+	else if (rc == 0)
+		json_array_append_new(p->deleted, json_string(id));
+	else
+		json_array_append_new(p->failed, json_pack("{s:s,s:s}", "id", id, "error", errmsg()));
+}
+
+static int t_promote(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	const json_t *dp = json_object_get(args, "delete_parent");
+	struct promoted p = { json_array(), json_array(), false };
+	char parent[ID_MAX] = "";
+	int rc = p.deleted && p.failed ? ops_promote(&oc, tool_sandbox_id(c, args), json_is_true(dp), parent,
+						     promoted_one, &p)
+				       : errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		json_decref(p.deleted);
+		json_decref(p.failed);
+		return rc;
+	}
+	json_t *j = json_pack("{s:s,s:s,s:o,s:b,s:o}", "kept", tool_sandbox_id(c, args), "parent", parent,
+			      "deleted", p.deleted, "parent_deleted", p.parent_deleted, "failed", p.failed);
+	mcp_json(out, j);
+	return j ? 0 : errf(ENOMEM, "out of memory");
+}
+
 static int lifecycle(struct mcp_call *c, const json_t *args, struct mcp_out *out,
 		     int (*action)(struct host *, struct sandbox *))
 {
@@ -565,6 +602,17 @@ const struct mcp_tool mcp_tools[] = {
 	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
 	  "\"items\":" SANDBOX_SCHEMA "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
 	  0, t_fork },
+	{ "promote_sandbox", "Keep one fork, delete its siblings",
+	  "After fork_sandbox: keep this child and delete every other sandbox forked from the same "
+	  "parent (and the parent with delete_parent), in one call; says what was deleted and what failed.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{"
+	  "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The child to keep (sbx_...).\"},"
+	  "\"delete_parent\":{\"type\":\"boolean\",\"description\":\"Delete the parent too (default false).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"kept\",\"parent\",\"deleted\",\"parent_deleted\",\"failed\"],"
+	  "\"properties\":{\"kept\":{\"type\":\"string\"},\"parent\":{\"type\":\"string\"},"
+	  "\"deleted\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"parent_deleted\":{\"type\":\"boolean\"},"
+	  "\"failed\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}",
+	  MCP_DESTRUCTIVE, t_promote },
 	{ "hibernate_sandbox", "Hibernate a sandbox",
 	  "Save a sandbox to disk and stop its VM: it costs nothing until used again (any tool "
 	  "call on it wakes it).",

@@ -100,7 +100,7 @@ test("workspace: initialize and list the tools", async () => {
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
     "create_sandbox", "delete_sandbox", "fork_sandbox", "get_sandbox", "hibernate_sandbox",
-    "list_dir", "list_sandboxes", "read_file", "shell", "wake_sandbox", "write_file",
+    "list_dir", "list_sandboxes", "promote_sandbox", "read_file", "shell", "wake_sandbox", "write_file",
   ]);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
@@ -162,14 +162,20 @@ test("workspace: write_file, read_file (text and binary), list_dir", async () =>
 });
 
 test("workspace: fork_sandbox", async () => {
-  const f = await call(ws, "fork_sandbox", { sandbox_id: sbx, count: 1 });
-  const kid = f.structuredContent.sandboxes[0].id;
+  const f = await call(ws, "fork_sandbox", { sandbox_id: sbx, count: 2 });
+  const [kid, other] = f.structuredContent.sandboxes.map((s) => s.id);
   made.add(kid);
+  made.add(other);
   assert.equal(f.structuredContent.sandboxes[0].parent_id, sbx);
   const r = await call(ws, "read_file", { sandbox_id: kid, path: "/work/notes.txt" });
   assert.equal(r.content[0].text, "héllo\n", "the child has the parent's files");
+  const p = await call(ws, "promote_sandbox", { sandbox_id: kid });
+  assert.deepEqual([p.structuredContent.kept, p.structuredContent.parent, p.structuredContent.deleted, p.structuredContent.failed],
+    [kid, sbx, [other], []], "promote: the sibling goes");
+  made.delete(other);
   await call(ws, "delete_sandbox", { sandbox_id: kid });
   made.delete(kid);
+  assert.match(await toolError(ws, "promote_sandbox", { sandbox_id: sbx }), /not forked/);
   assert.match(await toolError(ws, "fork_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
 });
 
