@@ -45,6 +45,7 @@ struct api {
 	struct inflight *inflight;	/* requests under way per workspace (--max-inflight) */
 	struct inflight *uploads;	/* uploads under way per workspace (--max-uploads) */
 	struct inflight *exec_buffer;	/* bytes of exec output held per workspace (--max-exec-buffer) */
+	uint8_t preview_key[32];	/* signs preview links (proxy/preview.h) */
 	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */
 	void *mhd;			/* struct MHD_Daemon */
 };

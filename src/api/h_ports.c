@@ -16,6 +16,7 @@
 #include "api/http.h"
 #include "api/render.h"
 #include "ops/validate.h"
+#include "proxy/preview.h"
 #include "proxy/proxy.h"
 #include "common/err.h"
 
@@ -130,4 +131,43 @@ int h_port_delete(struct req *r)
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_empty(r, 204);
+}
+
+#define PREVIEW_TTL_DEFAULT 3600
+#define PREVIEW_TTL_MAX (7 * 24 * 3600)
+
+/* POST .../ports/{port}/preview {"ttl_seconds":3600}: a link into an
+ * exposed (private or public) port that needs no key until it expires. */
+int h_port_preview(struct req *r)
+{
+	static const char *const keys[] = { "ttl_seconds", NULL };
+	int64_t ttl = PREVIEW_TTL_DEFAULT;
+	const json_t *body = r->json ? r->json : NULL;
+	int rc = body ? v_known_keys(body, keys) : 0;
+	if (rc == 0 && body && json_object_get(body, "ttl_seconds"))
+		rc = v_int(body, "ttl_seconds", true, 60, PREVIEW_TTL_MAX, &ttl);
+	int port = v_port(r->params[1]);
+	if (rc == 0 && !port)
+		rc = errf(EINVAL, "'%.20s' is not a TCP port (1 to 65535)", r->params[1]);
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	int answered;
+	if (!caller_owns(r, &answered))
+		return answered;
+	struct port_row pr;
+	rc = store_port_load(r->api->store, r->params[0], port, &pr);
+	if (rc == -ENOENT)
+		return reply_error(r, 404, "not_found", "port %d of sandbox %s is not exposed (POST .../ports first)",
+				   port, r->params[0]);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	int64_t expiry = wall_ms() / 1000 + ttl;
+	char token[PREVIEW_TOKEN_MAX], q[PREVIEW_TOKEN_MAX + 32], url[700], host_url[700];
+	preview_token(r->api->preview_key, pr.sandbox, port, expiry, token);
+	snprintf(q, sizeof q, "/?" PREVIEW_PARAM "=%s", token);
+	proxy_path_url(r, pr.sandbox, port, q, url, sizeof url);
+	proxy_host_url(r, pr.sandbox, port, q, host_url, sizeof host_url);
+	return reply_json(r, 201, json_pack("{s:i,s:s,s:s?,s:o,s:I}", "port", port, "url", url, "host_url",
+					    host_url[0] ? host_url : NULL, "expires_at", render_time(expiry * 1000),
+					    "ttl_seconds", (json_int_t)ttl));
 }

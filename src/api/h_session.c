@@ -111,13 +111,14 @@ char *cookie_without_session(const char *value)
 	char *out = malloc(strlen(value) + 1);
 	if (!out)
 		return NULL;
-	size_t n = 0, cl = strlen(SESSION_COOKIE);
+	size_t n = 0;
 	const char *p = value;
 	while (*p) {
 		while (*p == ' ' || *p == ';')
 			p++;
 		const char *e = strchrnul(p, ';');
-		if (e > p && !(strncmp(p, SESSION_COOKIE, cl) == 0 && (p[cl] == '=' || p[cl] == ' '))) {
+		/* kiln_* cookies are kilnd's (the session, preview links). */
+		if (e > p && strncmp(p, "kiln_", 5) != 0) {
 			if (n)
 				out[n++] = ';', out[n++] = ' ';
 			memcpy(out + n, p, e - p);

@@ -16,7 +16,7 @@ handler_fn h_sandbox_hibernate, h_sandbox_wake, h_sandbox_fork, h_sandbox_fork_t
 handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network;
 handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_exec, h_exec_stream, h_pty;
-handler_fn h_sandbox_promote;
+handler_fn h_sandbox_promote, h_port_preview;
 handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat, h_file_mkdir, h_file_rename;
 handler_fn h_proc_start, h_proc_list, h_proc_signal, h_proc_output;
 extern const struct route_hooks file_put_hooks;   /* checks an upload before its body */

@@ -126,6 +126,11 @@ const char *req_header(struct req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+const char *req_cookie(struct req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, name);
+}
+
 /* ---- replies --------------------------------------------------------------- */
 
 static int queue(struct req *r, int status, struct MHD_Response *resp, const char *error_code)

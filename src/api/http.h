@@ -124,6 +124,8 @@ void req_each_header(struct req *r, req_header_fn *fn, void *ctx);
 void req_client_addr(struct req *r, char *out, size_t len);
 /* A request header, or NULL. */
 const char *req_header(struct req *r, const char *name);
+/* A cookie the client sent, or NULL. */
+const char *req_cookie(struct req *r, const char *name);
 /* Milliseconds since the request arrived. */
 double req_elapsed_ms(const struct req *r);
 

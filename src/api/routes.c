@@ -49,6 +49,7 @@ const struct route routes[] = {
 	{ "POST", SBX "/ports", h_port_expose, BODY_JSON, 0 },
 	{ "GET", SBX "/ports", h_port_list, BODY_NONE, 0 },
 	{ "DELETE", SBX "/ports/{port}", h_port_delete, BODY_NONE, 0 },
+	{ "POST", SBX "/ports/{port}/preview", h_port_preview, BODY_JSON, 0 },
 	/* Any method goes to the guest; these are the ones HTTP servers use. */
 	{ "GET", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
 	{ "HEAD", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },

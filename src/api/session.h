@@ -33,9 +33,9 @@ struct req;
  * store fails. */
 int auth_http(struct req *r);
 
-/* A Cookie header's value without the session cookie (malloc'd; "" when
- * nothing is left, NULL when out of memory): what a sandbox's exposed
- * port is sent. */
+/* A Cookie header's value without kilnd's own cookies, every kiln_* one
+ * (the session, preview links) (malloc'd; "" when nothing is left, NULL
+ * when out of memory): what a sandbox's exposed port is sent. */
 char *cookie_without_session(const char *value);
 
 /* What a guest's pages served by path (/v1/sandboxes/ID/proxy/PORT/) are

@@ -21,6 +21,7 @@
 #include "api/keys.h"
 #include "common/metrics.h"
 #include "api/inflight.h"
+#include "proxy/preview.h"
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "store/store.h"
@@ -498,6 +499,8 @@ static int serve(struct cmdline *c)
 	api.inflight = inflight_new(cfg->max_inflight);
 	api.uploads = inflight_new(cfg->max_uploads);
 	api.exec_buffer = inflight_new(cfg->max_exec_buffer);
+	if (preview_key_load(cfg->data_dir, api.preview_key) < 0)
+		die("%s", errmsg());
 	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.exec_buffer)
 		die("out of memory");
 	if (host_open(&c->host, st, api.metrics, &api.host) < 0)

@@ -22,6 +22,7 @@
 #include "api/http.h"
 #include "api/routes.h"
 #include "api/session.h"
+#include "proxy/preview.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 #include "ops/validate.h"
@@ -58,6 +59,7 @@ struct proxy {
 	bool upgrade;			/* the client asked to switch protocols */
 	int err;			/* sending the request failed: -errno */
 	char errmsg[256];
+	char set_cookie[300];		/* a preview link's cookie for the answer, or "" */
 };
 
 void proxy_free(struct proxy *p)
@@ -144,6 +146,32 @@ void proxy_host_url(struct req *r, const char *id, int port, const char *path, c
 		colon++;
 	snprintf(out, len, "%s://%d-%s.%s%s%s", client_scheme(r), port, dns_id, domain, colon ? colon : "",
 		 path);
+}
+
+/* target less its kiln_preview=... query parameter (the guest never sees
+ * it), into out. */
+static void without_preview_param(const char *target, char *out, size_t len)
+{
+	snprintf(out, len, "%s", target);
+	char *q = strchr(out, '?');
+	if (!q)
+		return;
+	size_t pl = strlen(PREVIEW_PARAM);
+	char *w = q + 1;
+	for (char *p = q + 1; *p;) {
+		char *e = strchrnul(p, '&');
+		bool drop = !strncmp(p, PREVIEW_PARAM, pl) && (p[pl] == '=' || p + pl == e);
+		if (!drop) {
+			if (w != q + 1)
+				*w++ = '&';
+			memmove(w, p, (size_t)(e - p));
+			w += e - p;
+		}
+		p = *e ? e + 1 : e;
+	}
+	*w = 0;
+	if (w == q + 1)
+		*q = 0;		/* nothing else was asked */
 }
 
 /* A browser opening a page (not a script's fetch, not an SDK or curl,
@@ -266,7 +294,14 @@ static void build_head(struct req *r, struct proxy *p, const char *target, bool 
 /* Who may: fills r->workspace with the sandbox's workspace. -1 to go on,
  * or the MHD result of the refusal. *strip_auth: the Authorization header
  * holds a kiln key, which the guest must not see. */
-static int authorize(struct req *r, const char *id, int port, bool *strip_auth, bool *public_port)
+/* A preview link's token (preview.h), from the query or its cookie. */
+struct preview_pass {
+	const char *from_query;		/* the token, when the query carried it (set the cookie) */
+	int64_t expiry;
+};
+
+static int authorize(struct req *r, const char *id, int port, bool *strip_auth, bool *public_port,
+		     struct preview_pass *pv)
 {
 	struct api *api = r->api;
 	struct port_row pr;
@@ -296,8 +331,21 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth, 
 	if (arc < 0) {
 		char why[256];
 		snprintf(why, sizeof why, "%s", errmsg());
+		const char *q = req_query(r, PREVIEW_PARAM), *tok = q ? q : req_cookie(r, PREVIEW_PARAM);
+		bool pass = exposed && tok &&
+			    preview_valid(api->preview_key, id, port, tok, wall_ms() / 1000, &pv->expiry);
+		if (pass) {
+			pv->from_query = q;
+			snprintf(r->workspace, sizeof r->workspace, "%s", pr.workspace);
+		}
 		rc = req_anon_rate_limit(r);
-		return rc >= 0 ? rc : reply_error(r, 401, "unauthorized", "%s", why);
+		if (rc >= 0)
+			return rc;
+		if (pass)
+			return -1;
+		if (tok)
+			snprintf(why, sizeof why, "the preview link is expired or not for this port");
+		return reply_error(r, 401, "unauthorized", "%s", why);
 	}
 	snprintf(r->workspace, sizeof r->workspace, "%s", ws);
 	rc = req_rate_limit(r);
@@ -327,7 +375,8 @@ int proxy_admit(struct req *r)
 				   portstr);
 	const char *target = by_host ? (r->raw_uri ? r->raw_uri : "/") : path_rest(r->raw_uri ? r->raw_uri : "");
 	bool public_port = false;
-	int rc = authorize(r, id, port, &strip_auth, &public_port);
+	struct preview_pass pv = { NULL, 0 };
+	int rc = authorize(r, id, port, &strip_auth, &public_port, &pv);
 	if (rc >= 0)
 		return rc;
 	/* With --domain, a browser opening a public port's page by path is
@@ -348,6 +397,10 @@ int proxy_admit(struct req *r)
 		return redirect_slash(r);
 	if (target[0] != '/' || has_crlf(target) || strchr(target, ' '))
 		return reply_error(r, 400, "invalid_request", "bad request target");
+	char *clean = strdup(target);
+	if (!clean)
+		return reply_error(r, 500, "internal", "out of memory");
+	without_preview_param(target, clean, strlen(target) + 1);
 
 	struct proxy *p = calloc(1, sizeof *p);
 	if (!p)
@@ -359,7 +412,21 @@ int proxy_admit(struct req *r)
 	snprintf(p->id, sizeof p->id, "%s", id);
 	if (host_find(api->host, r->workspace, id, &p->sb) < 0) {
 		free(p);
+		free(clean);
 		return reply_error(r, 404, "not_found", "sandbox %s not found", id);
+	}
+	/* A preview link that came in the query goes on as a cookie for the
+	 * port's pages, which the links between them do not carry. */
+	if (pv.from_query && !has_crlf(pv.from_query) && !strpbrk(pv.from_query, "; ,")) {
+		int64_t left = pv.expiry - wall_ms() / 1000;
+		char path[160];
+		if (by_host)
+			snprintf(path, sizeof path, "/");
+		else
+			snprintf(path, sizeof path, "/v1/sandboxes/%s/proxy/%d/", id, port);
+		snprintf(p->set_cookie, sizeof p->set_cookie, "%s=%s; Path=%s; Max-Age=%lld; HttpOnly; SameSite=Lax%s",
+			 PREVIEW_PARAM, pv.from_query, path, (long long)(left > 0 ? left : 0),
+			 req_is_tls(r) ? "; Secure" : "");
 	}
 	sandbox_touch(p->sb);
 	/* Wakes a hibernated sandbox. */
@@ -368,6 +435,7 @@ int proxy_admit(struct req *r)
 	if (rc < 0) {
 		sandbox_put(api->host, p->sb);
 		free(p);
+		free(clean);
 		return reply_errno(r, rc);
 	}
 	void *early = NULL;
@@ -380,6 +448,7 @@ int proxy_admit(struct req *r)
 		char msg[300];
 		snprintf(msg, sizeof msg, "%s", errmsg());
 		proxy_free(p);
+		free(clean);
 		if (rc == -ECONNREFUSED)
 			return reply_error(r, 502, "guest_error", "nothing listens on port %d in sandbox %s",
 					   port, id);
@@ -389,7 +458,8 @@ int proxy_admit(struct req *r)
 
 	struct strbuf b;
 	strbuf_init(&b);
-	build_head(r, p, target, by_host, strip_auth, &b);
+	build_head(r, p, clean, by_host, strip_auth, &b);
+	free(clean);
 	if (strbuf_failed(&b))
 		rc = errf(ENOMEM, "out of memory");
 	else
@@ -547,7 +617,7 @@ int h_proxy(struct req *r)
 		up_head_free(&h);
 		return rc;
 	}
-	const char *(*hdr)[2] = calloc((size_t)h.n + 2, sizeof *hdr);
+	const char *(*hdr)[2] = calloc((size_t)h.n + 3, sizeof *hdr);
 	if (!hdr) {
 		up_head_free(&h);
 		return reply_error(r, 500, "internal", "out of memory");
@@ -563,6 +633,8 @@ int h_proxy(struct req *r)
 	 * name, --domain, they are another origin already.) */
 	if (r->route != &proxy_host_route)
 		hdr[k][0] = "Content-Security-Policy", hdr[k++][1] = PROXY_PATH_CSP;
+	if (p->set_cookie[0])
+		hdr[k][0] = "Set-Cookie", hdr[k++][1] = p->set_cookie;
 	uint64_t size = HTTP_SIZE_UNKNOWN;
 	const char *cl = up_header(&h, "Content-Length");
 	if (h.body == UP_BODY_LENGTH)

@@ -198,6 +198,30 @@ expect host_route_unexposed 404 not_found
 api GET /v1/sandboxes "" -H "Host: 127.0.0.1:$PORT"
 [ "$STATUS" = 200 ] && pass api_still_served "other hosts reach the API" || fail api_still_served "$STATUS $BODY"
 
+# ---- preview links: a private port without a key, until it expires -------------------------------
+KEY=$KEY_A
+api POST "/v1/sandboxes/$S/ports/8080/preview" '{"ttl_seconds":120}'
+purl=$(jget 'j["url"]') ptok=$(jget 'j["url"].split("kiln_preview=")[1]')
+pst=$STATUS
+KEY=
+code=$(curl -s -c "$T/jar" -o /dev/null -w '%{http_code}' "$purl")
+jar=$(grep -c 'kiln_preview' "$T/jar" 2>/dev/null)
+api GET "$P/8080/headers?y=2" "" -b "$T/jar"
+seen=$(jget 'j["path"], "kiln_preview" in j["headers"].get("cookie", ""), "authorization" in j["headers"]')
+api GET "$P/8080/headers?kiln_preview=$ptok&y=3"
+seen_q=$(jget 'j["path"]')
+check preview_link "create $pst; the link $code, cookie set $jar; by cookie the guest saw $seen; by query $seen_q" \
+	eval '[ "$pst" = 201 ] && [ "$code" = 200 ] && [ "$jar" = 1 ] && [ "$seen" = "('"'/headers?y=2'"', False, False)" ] && [ "$seen_q" = /headers?y=3 ]'
+api GET "$P/8080/sub/hello.txt?kiln_preview=9$ptok"
+expect preview_tampered 401 unauthorized
+api GET "$P/9999/?kiln_preview=$ptok"
+expect preview_other_port 401 unauthorized
+KEY=$KEY_A
+api POST "/v1/sandboxes/$S/ports/8080/preview" '{"ttl_seconds":10}'
+expect preview_ttl_too_short 400 invalid_request
+api POST "/v1/sandboxes/$S/ports/7777/preview" '{}'
+expect preview_unexposed 404 not_found
+
 # ---- public ----------------------------------------------------------------------------------------
 api POST "/v1/sandboxes/$S/ports" '{"port":8080,"public":true}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["public"]')" = True ] && pass make_public "200 public" || fail make_public "$STATUS $BODY"

@@ -16,7 +16,8 @@ static void cookie_stripped(void)
 		{ "a=1; kiln_session=abc; b=2", "a=1; b=2" },
 		{ "kiln_session=abc;b=2", "b=2" },
 		{ "a=1;kiln_session=x", "a=1" },
-		{ "kiln_sessionx=1; a=2", "kiln_sessionx=1; a=2" },	/* another name */
+		{ "kiln_sessionx=1; a=2", "a=2" },	/* every kiln_ name is kilnd's */
+		{ "kiln_preview=9.x; app=1", "app=1" },	/* a preview link's */
 		{ "xkiln_session=1", "xkiln_session=1" },
 		{ "", "" },
 		{ "a=1; kiln_session=1; kiln_session=2", "a=1" },	/* every copy */

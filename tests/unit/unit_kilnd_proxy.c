@@ -3,6 +3,7 @@
  * in every body framing, and the malformed ones a hostile guest sends). */
 #include "api/http.h"
 #include "api/routes.h"
+#include "proxy/preview.h"
 #include "proxy/upstream.h"
 #include "ops/validate.h"
 #include "test.h"
@@ -201,6 +202,28 @@ static void upstream_switch_keeps_bytes(void)
 	      !up_list_has("upgrades", "upgrade"));
 }
 
+/* Preview links: a token opens one port of one sandbox until it expires. */
+static void preview_tokens(void)
+{
+	uint8_t key[PREVIEW_KEY_BYTES], other[PREVIEW_KEY_BYTES];
+	memset(key, 7, sizeof key);
+	memset(other, 8, sizeof other);
+	char tok[PREVIEW_TOKEN_MAX];
+	int64_t exp = 0;
+	preview_token(key, "sbx_abc", 8080, 2000000000, tok);
+	CHECK(preview_valid(key, "sbx_abc", 8080, tok, 1900000000, &exp) && exp == 2000000000);
+	CHECK(!preview_valid(key, "sbx_abc", 8081, tok, 1900000000, &exp));	/* another port */
+	CHECK(!preview_valid(key, "sbx_abd", 8080, tok, 1900000000, &exp));	/* another sandbox */
+	CHECK(!preview_valid(other, "sbx_abc", 8080, tok, 1900000000, &exp));	/* another kilnd */
+	CHECK(!preview_valid(key, "sbx_abc", 8080, tok, 2000000001, &exp));	/* expired */
+	char longer[PREVIEW_TOKEN_MAX];
+	snprintf(longer, sizeof longer, "2100000000%s", strchr(tok, '.'));	/* a later expiry, same sig */
+	CHECK(!preview_valid(key, "sbx_abc", 8080, longer, 1900000000, &exp));
+	tok[strlen(tok) - 1] ^= 1;
+	CHECK(!preview_valid(key, "sbx_abc", 8080, tok, 1900000000, &exp));
+	CHECK(!preview_valid(key, "sbx_abc", 8080, "", 0, &exp) && !preview_valid(key, "sbx_abc", 8080, ".x", 0, &exp));
+}
+
 /* What of a guest's answer reaches the client, and which Authorization
  * never reaches the guest. */
 static void guest_headers_filtered(void)
@@ -230,6 +253,7 @@ int main(void)
 	RUN(upstream_framings);
 	RUN(upstream_refuses_bad_answers);
 	RUN(guest_headers_filtered);
+	RUN(preview_tokens);
 	RUN(upstream_switch_keeps_bytes);
 	return failures ? 1 : 0;
 }
