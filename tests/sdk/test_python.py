@@ -305,6 +305,11 @@ def expose_port():
                 break
             time.sleep(0.5)
     eq((status, body), (200, b"from the sandbox\n"), "GET through the proxy")
+    link = B.preview_url(8080, ttl=120)
+    with urllib.request.urlopen(link.replace("/?", "/hi.txt?"), timeout=60) as resp:  # no key
+        eq((resp.status, resp.read()), (200, b"from the sandbox\n"), "a preview link, no key")
+    raises(ValueError, B.preview_url, 8080, ttl=5)
+    raises(NotFound, B.preview_url, 8081)
     eq(B.expose_port(8080, public=True), url, "again, public")
     eq(B.ports()[0]["public"], True, "public")
     B.unexpose_port(8080)

@@ -327,6 +327,15 @@ class Sandbox:
             raise ValueError("port must be an integer from 1 to 65535")
         return self._post("/ports", {"port": port, "public": bool(public)}).json()["url"]
 
+    def preview_url(self, port: int, ttl: int = 3600) -> str:
+        """A signed link to an exposed port (private ones too) that needs no
+        API key for ``ttl`` seconds (60 to 604800)."""
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise ValueError("port must be an integer from 1 to 65535")
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or not 60 <= ttl <= 604800:
+            raise ValueError("ttl must be whole seconds from 60 to 604800")
+        return str(self._post(f"/ports/{port}/preview", {"ttl_seconds": ttl}).json()["url"])
+
     def ports(self) -> List[Dict[str, Any]]:
         """The exposed ports: {port, public, url, host_url?, created_at}."""
         return self._get("/ports").json()["ports"]

@@ -360,6 +360,15 @@ export class Sandbox {
     return j.url;
   }
 
+  /** A signed link to an exposed port (private ones too) that needs no API key for ttlSeconds (60 to 604800). */
+  async previewUrl(port: number, options: { ttlSeconds?: number } = {}): Promise<string> {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError("port must be an integer from 1 to 65535");
+    const ttl = options.ttlSeconds ?? 3600;
+    if (!Number.isInteger(ttl) || ttl < 60 || ttl > 604800) throw new RangeError("ttlSeconds must be whole seconds from 60 to 604800");
+    const j = await this.client.json<{ url: string }>("POST", `${this.path}/ports/${port}/preview`, { json: { ttl_seconds: ttl } });
+    return j.url;
+  }
+
   /** The exposed ports. */
   async ports(): Promise<PortJSON[]> {
     return (await this.client.json<{ ports: PortJSON[] }>("GET", `${this.path}/ports`)).ports;

@@ -256,6 +256,11 @@ test("exposePort: a server in the sandbox through kiln's proxy", async () => {
     await new Promise((r) => setTimeout(r, 500));
   }
   assert.deepEqual([status, body], [200, "from the sandbox\n"]);
+  const link = await B.previewUrl(8081, { ttlSeconds: 120 });
+  const viaLink = await fetch(link.replace("/?", "/hi.txt?"));  // no key
+  assert.deepEqual([viaLink.status, await viaLink.text()], [200, "from the sandbox\n"], "a preview link");
+  await rejects(() => B.previewUrl(8081, { ttlSeconds: 5 }), RangeError);
+  await rejects(() => B.previewUrl(8082), NotFound);
   assert.equal(await B.exposePort(8081, { public: true }), url);
   assert.equal((await fetch(url + "hi.txt")).status, 200, "public: no key needed");
   await B.unexposePort(8081);
