@@ -20,7 +20,11 @@
  * sandbox, so it is not activity for any sandbox's TTL.
  */
 #include "host/host_events.h"
+#include "host/host.h"
+#include "api/api.h"
 #include "api/handlers.h"
+#include "api/hcommon.h"
+#include "ops/ops.h"
 #include "api/http.h"
 #include "store/store.h"
 #include "common/err.h"
@@ -44,6 +48,7 @@ struct event {
 
 struct stream {
 	char workspace[ID_MAX];
+	char sandbox[ID_MAX];		/* ?sandbox=ID: only its events; "": all */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct event q[QUEUE_MAX];
@@ -57,7 +62,7 @@ struct stream {
 static void on_event(void *ctx, const struct host_event *ev)
 {
 	struct stream *s = ctx;
-	if (strcmp(ev->workspace, s->workspace) != 0)
+	if (strcmp(ev->workspace, s->workspace) != 0 || (s->sandbox[0] && strcmp(ev->id, s->sandbox) != 0))
 		return;
 	pthread_mutex_lock(&s->lock);
 	if (s->n == QUEUE_MAX) {
@@ -145,10 +150,22 @@ static void events_done(void *ctx)
 
 int h_events(struct req *r)
 {
+	/* One sandbox's lifecycle: it must be the caller's (404 otherwise). */
+	const char *only = req_query(r, "sandbox");
+	if (only) {
+		struct sandbox *sb;
+		struct ops_caller c;
+		req_caller(r, &c);
+		c.touch = false;
+		if (ops_sandbox(&c, only, &sb) < 0)
+			return reply_sandbox_missing(r, only);
+		sandbox_put(r->api->host, sb);
+	}
 	struct stream *s = calloc(1, sizeof *s);
 	if (!s)
 		return reply_error(r, 503, "no_capacity", "out of memory");
 	snprintf(s->workspace, sizeof s->workspace, "%s", r->workspace);
+	snprintf(s->sandbox, sizeof s->sandbox, "%s", only ? only : "");
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
 	int rc = host_events_subscribe(on_event, s);

@@ -298,6 +298,14 @@ api GET /v1/snapshots
 # ---- hibernate: nothing runs, an exec wakes it with its files -----------------------------------------
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo kept > /root/hib; sync"}'
 A_PID=$(cut -d' ' -f1 "$DATA/sandboxes/$A/vmm.pid")
+# Its lifecycle as events, for this sandbox only (while others change too).
+curl -sN -m 120 -H "Authorization: Bearer $KEY" "$URL/v1/events?sandbox=$A" > "$T/events" 2>/dev/null &
+events_pid=$!
+at_exit "kill $events_pid 2>/dev/null"
+api POST /v1/sandboxes '{"template":"minimal"}'
+other=$(jget 'j["id"]')
+api DELETE "/v1/sandboxes/$other"
+sleep 1
 api POST "/v1/sandboxes/$A/hibernate"
 [ "$STATUS" = 200 ] && [ "$(jget 'j["status"], j["usage"]["memory_bytes"]')" = "('hibernated', 0)" ] &&
 	pass hibernate "200 hibernated" || fail hibernate "$STATUS $BODY"
@@ -313,6 +321,25 @@ api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib /root/state"}'
 	fail hibernate_exec_wakes "$STATUS $BODY"
 api GET "/v1/sandboxes/$A"
 [ "$(jget 'j["status"]')" = running ] && pass woken_running "running" || fail woken_running "$BODY"
+sleep 1
+kill $events_pid 2>/dev/null
+evs=$(python3 - "$T/events" <<'PY'
+import json, sys
+ids, states = set(), []
+for line in open(sys.argv[1]):
+    if line.startswith("data: "):
+        j = json.loads(line[6:])
+        if isinstance(j, dict) and j.get("id"):
+            ids.add(j["id"])
+        if isinstance(j, dict) and "state" in j:
+            states.append(j["state"])
+print(" ".join(sorted(ids)), "|", " ".join(states))
+PY
+)
+check events_one_sandbox "events of ?sandbox=$A (another made and deleted meanwhile): $evs" \
+	eval '[[ $evs == "$A | "*hibernated*running* ]]'
+api GET "/v1/events?sandbox=sbx_doesnotexist"
+expect events_unknown_sandbox 404 not_found
 # A snapshot of a hibernated sandbox wakes it (it stays running) and is
 # a snapshot like any other: a sandbox made from it has the files.
 api POST "/v1/sandboxes/$A/hibernate"
