@@ -105,9 +105,12 @@ while read -r method pattern; do
 	path=${pattern//\{id\}/sbx_doesnotexist}
 	path=${path//\{port\}/8080}
 	path=${path//\{path\}/x}
+	path=${path//\{process\}/1}
 	body=
 	case $pattern in
-	*/exec|*/exec/stream) body='{"cmd":"true"}' ;;
+	*/exec|*/exec/stream|*/processes) [ "$method" = POST ] && body='{"cmd":"true"}' ;;
+	*/signal) body='{"signal":"TERM"}' ;;
+	*/files/rename) body='{"from":"/a","to":"/b"}' ;;
 	*/lifecycle) body='{"ttl_seconds":5}' ;;
 	*/fork|*/fork_tree) body='{"count":1}' ;;
 	*/ports) [ "$method" = POST ] && body='{"port":8080}' ;;
