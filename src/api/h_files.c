@@ -47,20 +47,6 @@ static int query_bool(struct req *r, const char *name, bool *out)
 	return 0;
 }
 
-/* Validate, find, enter. On failure the answer is sent. */
-static int open_guest(struct req *r, struct sandbox **sb, struct guest **g, int *answered)
-{
-	if (req_sandbox(r, sb, answered) < 0)
-		return -1;
-	int rc = sandbox_enter(r->api->host, *sb, g);
-	if (rc < 0) {
-		req_sandbox_put(r, *sb);
-		*answered = reply_errno(r, rc);
-		return -1;
-	}
-	return 0;
-}
-
 /* The routes whose only parameter is the path. */
 static int path_and_guest(struct req *r, const char **path, struct sandbox **sb, struct guest **g,
 			  int *answered)
@@ -69,13 +55,7 @@ static int path_and_guest(struct req *r, const char **path, struct sandbox **sb,
 		*answered = reply_error(r, 400, "invalid_request", "%s", errmsg());
 		return -1;
 	}
-	return open_guest(r, sb, g, answered);
-}
-
-static void close_guest(struct req *r, struct sandbox *sb, struct guest *g)
-{
-	sandbox_leave(r->api->host, sb, g);
-	req_sandbox_put(r, sb);
+	return req_guest_enter(r, sb, g, answered);
 }
 
 static const char *type_of(uint32_t mode)
@@ -134,7 +114,7 @@ int h_file_get(struct req *r)
 	int fd = tmpfile_fd(r);
 	uint64_t size = 0;
 	int rc = fd < 0 ? fd : guest_read_file(g, path, fd, r->api->cfg->max_file_bytes, &size);
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
 		rc = errf_sys("rewind");
 	if (rc < 0) {
@@ -193,12 +173,12 @@ int h_file_put(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	int rc;
 	uint64_t bytes = 0;
 	rc = guest_write_file(g, path, (uint32_t)mode, mkdirs, r->body_fd, &bytes);
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_json(r, 200, json_pack("{s:o,s:I}", "path", render_text(path, strlen(path)),
@@ -216,10 +196,10 @@ int h_file_delete(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	rc = guest_remove(g, path, recursive);
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }
 
@@ -254,11 +234,11 @@ int h_file_list(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	struct list_ctx l = { json_array(), false };
 	rc = l.a ? guest_list(g, path, (unsigned)depth, add_entry, &l) : -ENOMEM;
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	if (rc < 0) {
 		json_decref(l.a);
 		return reply_errno(r, rc);
@@ -277,7 +257,7 @@ int h_file_stat(struct req *r)
 		return answered;
 	struct guest_stat *st = calloc(1, sizeof *st);
 	int rc = st ? guest_stat(g, path, st) : errf(ENOMEM, "out of memory");
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	if (rc < 0) {
 		free(st);
 		return reply_errno(r, rc);
@@ -306,10 +286,10 @@ int h_file_mkdir(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	rc = guest_mkdir(g, path, (uint32_t)mode, parents);
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 201, json_pack("{s:o}", "path", render_text(path, strlen(path))));
 }
 
@@ -336,13 +316,13 @@ int h_file_rename(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (open_guest(r, &sb, &g, &answered) < 0) {
+	if (req_guest_enter(r, &sb, &g, &answered) < 0) {
 		if (!r->json)
 			json_decref(body);
 		return answered;
 	}
 	rc = guest_rename(g, from, to, replace);
-	close_guest(r, sb, g);
+	req_guest_leave(r, sb, g);
 	int result = rc < 0 ? reply_errno(r, rc)
 			    : reply_json(r, 200, json_pack("{s:o,s:o}", "from", render_text(from, strlen(from)),
 							   "to", render_text(to, strlen(to))));

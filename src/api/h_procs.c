@@ -81,37 +81,16 @@ static int add_proc(void *ctx, const struct guest_proc *p)
 	return json_array_append_new(ctx, proc_json(p)) < 0 ? -ENOMEM : 0;
 }
 
-/* The caller's sandbox, entered (woken if hibernated). On failure the
- * answer is sent. */
-static int enter(struct req *r, struct sandbox **sb, struct guest **g, int *answered)
-{
-	if (req_sandbox(r, sb, answered) < 0)
-		return -1;
-	int rc = sandbox_enter(r->api->host, *sb, g);
-	if (rc < 0) {
-		req_sandbox_put(r, *sb);
-		*answered = reply_errno(r, rc);
-		return -1;
-	}
-	return 0;
-}
-
-static void leave(struct req *r, struct sandbox *sb, struct guest *g)
-{
-	sandbox_leave(r->api->host, sb, g);
-	req_sandbox_put(r, sb);
-}
-
 int h_proc_list(struct req *r)
 {
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	json_t *a = json_array();
 	int rc = a ? guest_procs(g, add_proc, a) : -ENOMEM;
-	leave(r, sb, g);
+	req_guest_leave(r, sb, g);
 	if (rc < 0) {
 		json_decref(a);
 		return reply_errno(r, rc);
@@ -177,10 +156,10 @@ int h_proc_signal(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	rc = guest_signal(g, id, sig);
-	leave(r, sb, g);
+	req_guest_leave(r, sb, g);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }
 
@@ -219,13 +198,13 @@ int h_proc_output(struct req *r)
 	struct sandbox *sb;
 	struct guest *g;
 	int answered;
-	if (enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &sb, &g, &answered) < 0)
 		return answered;
 	uint32_t pid = 0;
 	uint64_t dropped = 0;
 	rc = guest_attach(g, id, &pid, &dropped);
 	if (rc < 0) {
-		leave(r, sb, g);
+		req_guest_leave(r, sb, g);
 		return reply_errno(r, rc);
 	}
 	struct collected c = { .max = r->api->cfg->max_exec_output };
@@ -246,7 +225,7 @@ int h_proc_output(struct req *r)
 		}
 		collect(&c, &ev);
 	}
-	leave(r, sb, g);	/* a process still running stays so (background) */
+	req_guest_leave(r, sb, g);	/* a process still running stays so (background) */
 	int result;
 	if (rc < 0)
 		result = reply_errno(r, rc);

@@ -68,6 +68,25 @@ void req_sandbox_put(struct req *r, struct sandbox *sb)
 	sandbox_put(r->api->host, sb);
 }
 
+int req_guest_enter(struct req *r, struct sandbox **sb, struct guest **g, int *answered)
+{
+	if (req_sandbox(r, sb, answered) < 0)
+		return -1;
+	int rc = sandbox_enter(r->api->host, *sb, g);
+	if (rc < 0) {
+		req_sandbox_put(r, *sb);
+		*answered = reply_errno(r, rc);
+		return -1;
+	}
+	return 0;
+}
+
+void req_guest_leave(struct req *r, struct sandbox *sb, struct guest *g)
+{
+	sandbox_leave(r->api->host, sb, g);
+	req_sandbox_put(r, sb);
+}
+
 char **env_merge(const char *sandbox_env, const json_t *request_env)
 {
 	json_t *merged = sandbox_env ? json_loads(sandbox_env, 0, NULL) : NULL;

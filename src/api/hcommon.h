@@ -25,6 +25,10 @@ void req_caller(struct req *r, struct ops_caller *out);
  * sent: return *answered. */
 int req_sandbox(struct req *r, struct sandbox **out, int *answered);
 void req_sandbox_put(struct req *r, struct sandbox *sb);
+/* req_sandbox, then into its guest (woken if hibernated; an operation
+ * until req_guest_leave). On failure the answer is sent: return *answered. */
+int req_guest_enter(struct req *r, struct sandbox **sb, struct guest **g, int *answered);
+void req_guest_leave(struct req *r, struct sandbox *sb, struct guest *g);
 /* How long a sandbox that ended is still named in 404s (docs/api.md). */
 #define ENDED_RETENTION_S (24 * 3600)
 /* The 404 for a sandbox id the caller cannot use: "sandbox_ended" with
