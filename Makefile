@@ -28,6 +28,8 @@ PROTO_SRC  := src/common/buf.c src/common/proto.c
 # The host-side client library (kilnd links it too) and its debug CLI.
 CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
+# The unit loop's shell tests that start servers (below, "Shell tests").
+UNIT_SH    := pg cluster keys billing admin statements
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -39,15 +41,21 @@ BINS := $(if $(VMM_SRC),$(BUILD)/kiln-vmm) $(BUILD)/kiln-disk $(BUILD)/kiln-gues
 # ---- kilnd (the sandbox service) and kiln (its command-line client) ------
 # kilnd makes disk overlays itself with the VMM's overlay code (no kiln-disk
 # process on the create path).
-KILND_SRC     := $(wildcard src/api/*.c src/mcp/*.c src/proxy/*.c src/ops/*.c src/host/*.c src/store/*.c src/kilnd/*.c src/net/*.c) src/vmm/overlay.c
+KILND_SRC     := $(wildcard src/api/*.c src/mcp/*.c src/proxy/*.c src/ops/*.c src/hostif/*.c src/host/*.c src/store/*.c src/kilnd/*.c src/net/*.c) src/vmm/overlay.c \
+                 $(BUILD)/gen/interp_py.c
 KILND_LIB_SRC := $(filter-out src/kilnd/main.c,$(KILND_SRC))
 CLI_SRC       := $(wildcard src/cli/*.c)
-KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lnettle
+# libarchive: the tar reader of OCI image layers (src/host/oci.c).
+# libpq: the store's PostgreSQL driver (Debian's libpq-dev; its header is
+# under /usr/include/postgresql).
+KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lpq -lnettle -lcurl -larchive
+PQ_CFLAGS     := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 # libcurl: the CLI's HTTP and HTTPS (Debian's libcurl4-openssl-dev).
 CLI_LIBS      := -ljansson -lnettle -lcurl
-BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers $(BUILD)/tests/unit_docs
+BINS += $(BUILD)/kilnd $(BUILD)/kiln build/docs/api.md $(BUILD)/tests/unit_layers $(BUILD)/tests/unit_docs \
+        $(patsubst %,$(BUILD)/tests/unit_%,$(UNIT_SH))
 
-.PHONY: all guest host test unit fuzz clean distclean templates layers web
+.PHONY: all guest host test test-full unit fuzz clean distclean templates layers web
 all: $(BINS) build/kiln-init build/web/index.html
 
 # ---- the web dashboard (web/, docs/dashboard.md) ---------------------------
@@ -64,6 +72,12 @@ web/node_modules/.package-lock.json: web/package.json web/package-lock.json
 build/web/index.html: $(WEB_SRC) web/node_modules/.package-lock.json
 	node web/build.mjs build/web
 
+# The code interpreter kilnd installs in guests (src/api/code.h).
+$(BUILD)/gen/interp_py.c: src/guest/interp/kiln_interp.py scripts/embed-text
+	@mkdir -p $(dir $@)
+	scripts/embed-text interp_py $< $@
+
+$(OBJ)/src/store/db_pg.o: CFLAGS += $(PQ_CFLAGS)
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
@@ -149,6 +163,18 @@ $(BUILD)/tests/unit_docs: tests/unit/docs.sh
 	printf '#!/bin/sh\nexec "%s/tests/unit/docs.sh" "%s"\n' "$(CURDIR)" "$(CURDIR)" > $@
 	chmod +x $@
 
+# Shell tests in the unit loop that run real servers on this machine, no
+# VM: tests/unit/NAME.sh REPO BUILD as build/tests/unit_NAME. pg: the
+# store on a throwaway PostgreSQL; cluster: hosts joining a cluster
+# (PostgreSQL, kilnd and agents); keys: API keys' scopes, expiry and the
+# audit log; billing: usage by the hour, billing and the credit;
+# statements: monthly statements and what prints them (kilnd on SQLite).
+# UNIT_SH (above) names them.
+$(patsubst %,$(BUILD)/tests/unit_%,$(UNIT_SH)): $(BUILD)/tests/unit_%: tests/unit/%.sh
+	@mkdir -p $(dir $@)
+	printf '#!/bin/sh\nexec "%s/tests/unit/$*.sh" "%s" "%s"\n' "$(CURDIR)" "$(CURDIR)" "$(CURDIR)/$(BUILD)" > $@
+	chmod +x $@
+
 layers:
 	@tests/unit/layers.sh src
 
@@ -206,6 +232,10 @@ build/host/initrd.cpio: $(KERNEL) tests/host/initrd-init images/build-initramfs 
 # ---- tests ----------------------------------------------------------------
 test: all guest host templates
 	@tests/run $(BUILD)
+
+# Everything, also the long forms and the larger sizes (tests/integration/run).
+test-full: all guest host templates
+	@KILN_TEST_FULL=1 tests/run $(BUILD)
 
 unit: all
 	@tests/run --unit-only $(BUILD)

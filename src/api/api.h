@@ -1,9 +1,9 @@
 /*
  * api: the control-plane role of kilnd. It owns the HTTP server, the store,
- * authentication, rate limits and metrics, and calls the host agent (the
- * sandbox service of this machine, src/host/host.h) for everything that
- * touches a VM. With --role=api on several hosts the agent calls become
- * requests to remote agents; on one box they are function calls.
+ * authentication, rate limits and metrics, and calls the host interface
+ * (src/hostif/hostif.h) for everything that touches a VM: on one box its
+ * local implementation, function calls into the host agent of this
+ * process; with --role=api on several hosts, requests to remote agents.
  */
 #ifndef KILN_API_API_H
 #define KILN_API_API_H
@@ -30,7 +30,7 @@ struct api_config {
 };
 
 struct store;
-struct host;
+struct hostif;
 struct metrics;
 struct ratelimit;
 struct plans;
@@ -38,7 +38,7 @@ struct plans;
 struct api {
 	const struct api_config *cfg;
 	struct store *store;
-	struct host *host;
+	struct hostif *hostif;		/* every sandbox operation goes through it */
 	struct metrics *metrics;
 	struct ratelimit *rl;		/* per workspace */
 	struct ratelimit *anon_rl;	/* per client address, for requests with no valid key */

@@ -1,7 +1,7 @@
 /*
  * h_events: GET /v1/events, a Server-Sent Events stream of the state
  * changes of the caller's workspace's sandboxes, pushed as they happen
- * (agent/host_events.h), so that a dashboard needs no polling:
+ * (hostif_subscribe, host/host_types.h), so that a dashboard needs no polling:
  *
  *   event: sandbox
  *   data: {"id":"sbx_...","state":"running"}
@@ -19,8 +19,7 @@
  * line (`: keepalive`) is sent after 15 s of silence. The stream names no
  * sandbox, so it is not activity for any sandbox's TTL.
  */
-#include "host/host_events.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -47,6 +46,7 @@ struct event {
 };
 
 struct stream {
+	struct hostif *hostif;		/* subscribed to */
 	char workspace[ID_MAX];
 	char sandbox[ID_MAX];		/* ?sandbox=ID: only its events; "": all */
 	pthread_mutex_t lock;
@@ -142,7 +142,7 @@ static long events_read(void *ctx, char *buf, size_t max)
 static void events_done(void *ctx)
 {
 	struct stream *s = ctx;
-	host_events_unsubscribe(on_event, s);
+	hostif_unsubscribe(s->hostif, on_event, s);
 	pthread_cond_destroy(&s->cond);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
@@ -153,22 +153,21 @@ int h_events(struct req *r)
 	/* One sandbox's lifecycle: it must be the caller's (404 otherwise). */
 	const char *only = req_query(r, "sandbox");
 	if (only) {
-		struct sandbox *sb;
 		struct ops_caller c;
 		req_caller(r, &c);
 		c.touch = false;
-		if (ops_sandbox(&c, only, &sb) < 0)
+		if (ops_sandbox(&c, only, NULL) < 0)
 			return reply_sandbox_missing(r, only);
-		sandbox_put(r->api->host, sb);
 	}
 	struct stream *s = calloc(1, sizeof *s);
 	if (!s)
 		return reply_error(r, 503, "no_capacity", "out of memory");
+	s->hostif = r->api->hostif;
 	snprintf(s->workspace, sizeof s->workspace, "%s", r->workspace);
 	snprintf(s->sandbox, sizeof s->sandbox, "%s", only ? only : "");
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->cond, NULL);
-	int rc = host_events_subscribe(on_event, s);
+	int rc = hostif_subscribe(s->hostif, on_event, s);
 	if (rc < 0) {
 		pthread_cond_destroy(&s->cond);
 		pthread_mutex_destroy(&s->lock);

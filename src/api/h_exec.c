@@ -12,13 +12,14 @@
  * agent connection closes and the agent kills the command's process group.
  */
 #include "host/guest_conn.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/inflight.h"
 #include "api/render.h"
+#include "api/sse.h"
 #include "ops/validate.h"
 #include "common/strbuf.h"
 #include "common/err.h"
@@ -59,29 +60,24 @@ int exec_parse(struct req *r, struct exec_req *e)
 	return rc;
 }
 
-int exec_start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct guest **gp,
-	       int *answered)
+int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *answered)
 {
-	struct sandbox *sb;
-	if (req_sandbox(r, &sb, answered) < 0)
-		return -1;
 	struct sbx_row row;
-	int rc = sandbox_row(sb, &row);
-	char **env = rc == 0 ? env_merge(row.env, e->env) : NULL;
-	if (rc == 0)
-		sbx_row_clear(&row);
+	if (req_sandbox(r, &row, answered) < 0)
+		return -1;
+	char **env = env_merge(row.env, e->env);
+	sbx_row_clear(&row);
 	if (!env) {
-		req_sandbox_put(r, sb);
 		*answered = reply_error(r, 500, "internal", "out of memory");
 		return -1;
 	}
-	struct guest *g;
-	if ((rc = sandbox_enter(r->api->host, sb, &g)) < 0) {
+	int rc = hostif_enter(r->api->hostif, r->workspace, req_sandbox_id(r), hg);
+	if (rc < 0) {
 		free(env);
-		req_sandbox_put(r, sb);
 		*answered = reply_errno(r, rc);
 		return -1;
 	}
+	struct guest *g = hg->g;
 	struct guest_cmd cmd = {
 		.argv = e->argv,
 		.shell = e->cmd,
@@ -89,7 +85,7 @@ int exec_start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct g
 		.cwd = e->cwd,
 		.user = e->user,
 		.timeout_ms = (uint32_t)(e->timeout_s * 1000),
-		.stdin_pipe = e->stdin_text != NULL,
+		.stdin_pipe = e->stdin_text != NULL || e->stdin_open,
 		.background = e->background,
 	};
 	rc = guest_exec_start(g, &cmd);
@@ -111,12 +107,9 @@ int exec_start(struct req *r, struct exec_req *e, struct sandbox **sbp, struct g
 		else
 			status = 400, code = "invalid_request";
 		*answered = reply_error(r, status, code, "%s", errmsg());
-		sandbox_leave(r->api->host, sb, g);
-		req_sandbox_put(r, sb);
+		req_guest_leave(r, hg);
 		return -1;
 	}
-	*sbp = sb;
-	*gp = g;
 	return 0;
 }
 
@@ -158,14 +151,14 @@ int h_exec(struct req *r)
 	if (exec_parse(r, &e) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	double t0 = now_ms();
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (exec_start(r, &e, &sb, &g, &answered) < 0) {
+	if (exec_start(r, &e, &hg, &answered) < 0) {
 		free(e.argv);
 		return answered;
 	}
 	free(e.argv);
+	struct guest *g = hg.g;
 	uint64_t max = r->api->cfg->max_exec_output;
 	struct out out = { 0 }, err = { 0 };
 	strbuf_init(&out.b);
@@ -189,34 +182,22 @@ int h_exec(struct req *r)
 	strbuf_free(&out.b);
 	strbuf_free(&err.b);
 	inflight_give(r->api->exec_buffer, r->workspace, held);
-	sandbox_leave(r->api->host, sb, g);
-	req_sandbox_put(r, sb);
+	req_guest_leave(r, &hg);
 	return result;
 }
 
 /* ---- streamed -------------------------------------------------------------------------- */
 
-struct sse {
+struct stream {
 	struct api *api;
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;		/* the command's: hg.g */
 	int sock;			/* the client's: its hangup ends the command */
-	struct strbuf out;		/* formatted, not yet handed to MHD */
-	size_t off;
+	struct sse_out out;		/* formatted, not yet handed to MHD */
 	bool done;
 	double t0;
 };
 
-static void sse_event(struct sse *s, const char *name, json_t *data)
-{
-	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
-	json_decref(data);
-	strbuf_printf(&s->out, "event: %s\ndata: %s\n\n", name,
-		   text ? text : "{\"code\":\"internal\",\"message\":\"out of memory\"}");
-	free(text);
-}
-
-static void sse_chunk(struct sse *s, const struct guest_ev *ev)
+static void stream_chunk(struct stream *s, const struct guest_ev *ev)
 {
 	json_t *j;
 	if (utf8_valid(ev->data, ev->len)) {
@@ -226,55 +207,45 @@ static void sse_chunk(struct sse *s, const struct guest_ev *ev)
 		j = b64 ? json_pack("{s:s}", "data_b64", b64) : NULL;
 		free(b64);
 	}
-	sse_event(s, ev->kind == GEV_STDOUT ? "stdout" : "stderr", j);
+	sse_event(&s->out, ev->kind == GEV_STDOUT ? "stdout" : "stderr", j);
 }
 
-static long sse_read(void *ctx, char *buf, size_t max)
+static long stream_read(void *ctx, char *buf, size_t max)
 {
-	struct sse *s = ctx;
-	while (s->off == s->out.len) {
+	struct stream *s = ctx;
+	while (sse_drained(&s->out)) {
 		if (s->done)
 			return HTTP_STREAM_END;
-		strbuf_reset(&s->out);
-		s->off = 0;
 		struct guest_ev ev;
 		/* Wake every 15 s with a comment, so proxies keep the stream; a
 		 * client that hangs up is noticed at once (its socket), and the
 		 * command killed. */
-		int rc = guest_exec_next(s->g, &ev, s->sock, 15000);
+		int rc = guest_exec_next(s->hg.g, &ev, s->sock, 15000);
 		if (rc == 0) {
-			strbuf_printf(&s->out, ": keepalive\n\n");
+			sse_comment(&s->out, "keepalive");
 		} else if (rc < 0) {
 			const char *code;
 			errno_status(rc, &code);
-			sse_event(s, "error", json_pack("{s:s,s:s}", "code", code, "message", errmsg()));
+			sse_event(&s->out, "error", json_pack("{s:s,s:s}", "code", code, "message", errmsg()));
 			s->done = true;
 		} else if (ev.kind == GEV_EXIT) {
 			/* The whole ExecResult: the output came as events. */
-			sse_event(s, "exit", render_exec_result(NULL, 0, NULL, 0, ev.code, ev.signal, ev.timed_out,
-								now_ms() - s->t0, false));
+			sse_event(&s->out, "exit", render_exec_result(NULL, 0, NULL, 0, ev.code, ev.signal,
+								      ev.timed_out, now_ms() - s->t0, false));
 			s->done = true;
 		} else {
-			sse_chunk(s, &ev);
+			stream_chunk(s, &ev);
 		}
-		if (strbuf_failed(&s->out))
-			return HTTP_STREAM_ERROR;
 	}
-	size_t n = s->out.len - s->off;
-	if (n > max)
-		n = max;
-	memcpy(buf, s->out.data + s->off, n);
-	s->off += n;
-	return (long)n;
+	return sse_take(&s->out, buf, max);
 }
 
-static void sse_done(void *ctx)
+static void stream_done(void *ctx)
 {
-	struct sse *s = ctx;
+	struct stream *s = ctx;
 	/* Closing the connection kills a command still running. */
-	sandbox_leave(s->api->host, s->sb, s->g);
-	sandbox_put(s->api->host, s->sb);
-	strbuf_free(&s->out);
+	hostif_leave(s->api->hostif, &s->hg);
+	sse_free(&s->out);
 	free(s);
 }
 
@@ -283,7 +254,7 @@ int h_exec_stream(struct req *r)
 	struct exec_req e;
 	if (exec_parse(r, &e) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sse *s = calloc(1, sizeof *s);
+	struct stream *s = calloc(1, sizeof *s);
 	if (!s) {
 		free(e.argv);
 		return reply_error(r, 500, "internal", "out of memory");
@@ -291,13 +262,13 @@ int h_exec_stream(struct req *r)
 	s->api = r->api;
 	s->sock = req_socket(r);
 	s->t0 = now_ms();
-	strbuf_init(&s->out);
+	sse_init(&s->out);
 	int answered;
-	if (exec_start(r, &e, &s->sb, &s->g, &answered) < 0) {
+	if (exec_start(r, &e, &s->hg, &answered) < 0) {
 		free(e.argv);
 		free(s);
 		return answered;
 	}
 	free(e.argv);
-	return reply_stream(r, 200, "text/event-stream", sse_read, sse_done, s);
+	return reply_stream(r, 200, "text/event-stream", stream_read, stream_done, s);
 }

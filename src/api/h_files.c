@@ -7,7 +7,7 @@
  * the first byte is sent.
  */
 #include "host/guest_conn.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -33,29 +33,14 @@ static int query_path(struct req *r, const char **path)
 	return rc ?: v_guest_path(*path, "path");
 }
 
-static int query_bool(struct req *r, const char *name, bool *out)
-{
-	const char *v = req_query(r, name);
-	if (!v)
-		return 0;
-	if (!strcmp(v, "1") || !strcmp(v, "true"))
-		*out = true;
-	else if (!strcmp(v, "0") || !strcmp(v, "false"))
-		*out = false;
-	else
-		return errf(EINVAL, "query parameter '%s' must be true or false", name);
-	return 0;
-}
-
 /* The routes whose only parameter is the path. */
-static int path_and_guest(struct req *r, const char **path, struct sandbox **sb, struct guest **g,
-			  int *answered)
+static int path_and_guest(struct req *r, const char **path, struct hostif_guest *hg, int *answered)
 {
 	if (query_path(r, path) < 0) {
 		*answered = reply_error(r, 400, "invalid_request", "%s", errmsg());
 		return -1;
 	}
-	return req_guest_enter(r, sb, g, answered);
+	return req_guest_enter(r, hg, answered);
 }
 
 static const char *type_of(uint32_t mode)
@@ -106,15 +91,14 @@ static int tmpfile_fd(struct req *r)
 int h_file_get(struct req *r)
 {
 	const char *path;
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (path_and_guest(r, &path, &sb, &g, &answered) < 0)
+	if (path_and_guest(r, &path, &hg, &answered) < 0)
 		return answered;
 	int fd = tmpfile_fd(r);
 	uint64_t size = 0;
-	int rc = fd < 0 ? fd : guest_read_file(g, path, fd, r->api->cfg->max_file_bytes, &size);
-	req_guest_leave(r, sb, g);
+	int rc = fd < 0 ? fd : guest_read_file(hg.g, path, fd, r->api->cfg->max_file_bytes, &size);
+	req_guest_leave(r, &hg);
 	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
 		rc = errf_sys("rewind");
 	if (rc < 0) {
@@ -131,7 +115,7 @@ static int file_put_query(struct req *r, const char **path, unsigned long *mode,
 	*mkdirs = true;
 	*mode = 0644;
 	int rc = query_path(r, path);
-	rc = rc ?: query_bool(r, "mkdirs", mkdirs);
+	rc = rc ?: req_query_bool(r, "mkdirs", mkdirs);
 	if (rc == 0 && mode_s) {
 		char *end;
 		*mode = strtoul(mode_s, &end, 8);
@@ -153,11 +137,9 @@ static int file_put_before_body(struct req *r)
 	bool mkdirs;
 	if (file_put_query(r, &path, &mode, &mkdirs) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
-	req_sandbox_put(r, sb);
 	return -1;
 }
 
@@ -170,15 +152,14 @@ int h_file_put(struct req *r)
 	bool mkdirs;
 	if (file_put_query(r, &path, &mode, &mkdirs) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
 	int rc;
 	uint64_t bytes = 0;
-	rc = guest_write_file(g, path, (uint32_t)mode, mkdirs, r->body_fd, &bytes);
-	req_guest_leave(r, sb, g);
+	rc = guest_write_file(hg.g, path, (uint32_t)mode, mkdirs, r->body_fd, &bytes);
+	req_guest_leave(r, &hg);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_json(r, 200, json_pack("{s:o,s:I}", "path", render_text(path, strlen(path)),
@@ -190,16 +171,15 @@ int h_file_delete(struct req *r)
 	const char *path;
 	bool recursive = false;
 	int rc = query_path(r, &path);
-	rc = rc ?: query_bool(r, "recursive", &recursive);
+	rc = rc ?: req_query_bool(r, "recursive", &recursive);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
-	rc = guest_remove(g, path, recursive);
-	req_guest_leave(r, sb, g);
+	rc = guest_remove(hg.g, path, recursive);
+	req_guest_leave(r, &hg);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }
 
@@ -231,14 +211,13 @@ int h_file_list(struct req *r)
 	}
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
 	struct list_ctx l = { json_array(), false };
-	rc = l.a ? guest_list(g, path, (unsigned)depth, add_entry, &l) : -ENOMEM;
-	req_guest_leave(r, sb, g);
+	rc = l.a ? guest_list(hg.g, path, (unsigned)depth, add_entry, &l) : -ENOMEM;
+	req_guest_leave(r, &hg);
 	if (rc < 0) {
 		json_decref(l.a);
 		return reply_errno(r, rc);
@@ -250,14 +229,13 @@ int h_file_list(struct req *r)
 int h_file_stat(struct req *r)
 {
 	const char *path;
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (path_and_guest(r, &path, &sb, &g, &answered) < 0)
+	if (path_and_guest(r, &path, &hg, &answered) < 0)
 		return answered;
 	struct guest_stat *st = calloc(1, sizeof *st);
-	int rc = st ? guest_stat(g, path, st) : errf(ENOMEM, "out of memory");
-	req_guest_leave(r, sb, g);
+	int rc = st ? guest_stat(hg.g, path, st) : errf(ENOMEM, "out of memory");
+	req_guest_leave(r, &hg);
 	if (rc < 0) {
 		free(st);
 		return reply_errno(r, rc);
@@ -274,7 +252,7 @@ int h_file_mkdir(struct req *r)
 	bool parents = true;
 	unsigned long mode = 0755;
 	int rc = query_path(r, &path);
-	rc = rc ?: query_bool(r, "parents", &parents);
+	rc = rc ?: req_query_bool(r, "parents", &parents);
 	if (rc == 0 && mode_s) {
 		char *end;
 		mode = strtoul(mode_s, &end, 8);
@@ -283,13 +261,12 @@ int h_file_mkdir(struct req *r)
 	}
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
-	rc = guest_mkdir(g, path, (uint32_t)mode, parents);
-	req_guest_leave(r, sb, g);
+	rc = guest_mkdir(hg.g, path, (uint32_t)mode, parents);
+	req_guest_leave(r, &hg);
 	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 201, json_pack("{s:o}", "path", render_text(path, strlen(path))));
 }
 
@@ -313,16 +290,15 @@ int h_file_rename(struct req *r)
 			json_decref(body);
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	}
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0) {
+	if (req_guest_enter(r, &hg, &answered) < 0) {
 		if (!r->json)
 			json_decref(body);
 		return answered;
 	}
-	rc = guest_rename(g, from, to, replace);
-	req_guest_leave(r, sb, g);
+	rc = guest_rename(hg.g, from, to, replace);
+	req_guest_leave(r, &hg);
 	int result = rc < 0 ? reply_errno(r, rc)
 			    : reply_json(r, 200, json_pack("{s:o,s:o}", "from", render_text(from, strlen(from)),
 							   "to", render_text(to, strlen(to))));

@@ -2,7 +2,7 @@
  * h_limits: GET /v1/limits, the caller's workspace's plan, its limits and
  * what of them is in use now (docs/billing.md).
  */
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -23,16 +23,14 @@ static int count_running(void *ctx, const struct sbx_row *r)
 
 int h_limits(struct req *r)
 {
-	struct ops_caller c;
 	struct plan p;
-	req_caller(r, &c);
-	int rc = ops_workspace_plan(&c, &p);
+	int rc = req_plan(r, &p);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	int running = 0, creates = 0;
 	int64_t window_ms = r->api->plans ? r->api->plans->window_ms : 3600 * 1000;
 	int64_t *times = malloc(WS_WINDOW_MAX * sizeof *times);
-	rc = times ? host_each(r->api->host, r->workspace, count_running, &running) : errf(ENOMEM, "out of memory");
+	rc = times ? hostif_each(r->api->hostif, r->workspace, count_running, &running) : errf(ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = store_creates_since(r->api->store, r->workspace, wall_ms() - window_ms + 1, times,
 					 WS_WINDOW_MAX, &creates);

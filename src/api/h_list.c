@@ -5,7 +5,7 @@
  * cursor names the last sandbox of the page, so a page is the same
  * whatever was created or deleted meanwhile.
  */
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/http.h"
@@ -165,7 +165,7 @@ int h_sandbox_list(struct req *r)
 	if (q.bad[0])
 		return reply_error(r, 400, "invalid_request", "%s", q.bad);
 	struct found f = { .q = &q };
-	int rc = host_each(r->api->host, r->workspace, take_row, &f);
+	int rc = hostif_each(r->api->hostif, r->workspace, take_row, &f);
 	json_t *a = rc == 0 ? json_array() : NULL;
 	if (a)
 		qsort(f.rows, f.n, sizeof *f.rows, oldest_first);

@@ -7,11 +7,12 @@
  * Reading logs is not activity (TTL) and does not wake a hibernated
  * sandbox.
  */
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
+#include "api/sse.h"
 #include "api/render.h"
 #include "common/err.h"
 #include "common/strbuf.h"
@@ -135,35 +136,29 @@ static int read_tail(int fd, long tail, json_t **out, off_t *end)
 
 struct follow {
 	struct api *api;
-	struct sandbox *sb;
+	char workspace[ID_MAX], id[ID_MAX];	/* the sandbox followed */
 	int fd, sock;
 	off_t off;		/* next byte of the log to read */
-	struct strbuf out;
-	size_t sent;
+	struct sse_out out;
 	char part[LINE_MAX_BYTES];	/* a line not ended yet */
 	size_t npart;
 	bool done;
 	int64_t quiet_ms;
 };
 
-static void sse(struct follow *f, const char *name, json_t *data)
-{
-	char *text = data ? json_dumps(data, JSON_COMPACT) : NULL;
-	json_decref(data);
-	strbuf_printf(&f->out, "event: %s\ndata: %s\n\n", name, text ? text : "{}");
-	free(text);
-}
-
 static void flush_line(struct follow *f)
 {
-	sse(f, "line", line_json(f->part, f->npart));
+	sse_event(&f->out, "line", line_json(f->part, f->npart));
 	f->npart = 0;
 }
 
 static bool ended(struct follow *f)
 {
 	struct sbx_row row;
-	if (sandbox_row(f->sb, &row) < 0)
+	int rc = hostif_get(f->api->hostif, f->workspace, f->id, false, &row);
+	if (rc == -ENOENT)
+		return true;	/* deleted, and gone from the host */
+	if (rc < 0)
 		return false;
 	bool gone = row.state == SBX_DELETED || row.state == SBX_FAILED;
 	sbx_row_clear(&row);
@@ -173,11 +168,9 @@ static bool ended(struct follow *f)
 static long follow_read(void *ctx, char *buf, size_t max)
 {
 	struct follow *f = ctx;
-	while (f->sent == f->out.len) {
+	while (sse_drained(&f->out)) {
 		if (f->done)
 			return HTTP_STREAM_END;
-		strbuf_reset(&f->out);
-		f->sent = 0;
 		char chunk[16384];
 		ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
 		if (n > 0) {
@@ -194,7 +187,7 @@ static long follow_read(void *ctx, char *buf, size_t max)
 		if (ended(f)) {
 			if (f->npart)
 				flush_line(f);
-			sse(f, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
+			sse_event(&f->out, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
 			f->done = true;
 			continue;
 		}
@@ -205,26 +198,18 @@ static long follow_read(void *ctx, char *buf, size_t max)
 			return HTTP_STREAM_END;
 		f->quiet_ms += POLL_MS;
 		if (f->quiet_ms >= KEEPALIVE_MS) {
-			strbuf_printf(&f->out, ": keepalive\n\n");
+			sse_comment(&f->out, "keepalive");
 			f->quiet_ms = 0;
 		}
 	}
-	if (strbuf_failed(&f->out))
-		return HTTP_STREAM_ERROR;
-	size_t n = f->out.len - f->sent;
-	if (n > max)
-		n = max;
-	memcpy(buf, f->out.data + f->sent, n);
-	f->sent += n;
-	return (long)n;
+	return sse_take(&f->out, buf, max);
 }
 
 static void follow_done(void *ctx)
 {
 	struct follow *f = ctx;
 	close(f->fd);
-	sandbox_put(f->api->host, f->sb);
-	strbuf_free(&f->out);
+	sse_free(&f->out);
 	free(f);
 }
 
@@ -234,44 +219,39 @@ int h_sandbox_logs(struct req *r)
 	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, take_param, &q);
 	if (q.bad[0])
 		return reply_error(r, 400, "invalid_request", "%s", q.bad);
-	struct sandbox *sb;
 	int answered, fd;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
-	int rc = host_log_open(r->api->host, sb, &fd);
-	if (rc < 0) {
-		req_sandbox_put(r, sb);
+	int rc = hostif_log_open(r->api->hostif, r->workspace, req_sandbox_id(r), &fd);
+	if (rc < 0)
 		return reply_errno(r, rc);
-	}
 	json_t *lines = NULL;
 	off_t end = 0;
 	if ((rc = read_tail(fd, q.tail, &lines, &end)) < 0) {
 		close(fd);
-		req_sandbox_put(r, sb);
 		return reply_errno(r, rc);
 	}
 	if (!q.follow) {
 		close(fd);
-		req_sandbox_put(r, sb);
 		return reply_json(r, 200, json_pack("{s:o}", "lines", lines));
 	}
 	struct follow *f = calloc(1, sizeof *f);
 	if (!f) {
 		json_decref(lines);
 		close(fd);
-		req_sandbox_put(r, sb);
 		return reply_error(r, 500, "internal", "out of memory");
 	}
 	f->api = r->api;
-	f->sb = sb;
+	snprintf(f->workspace, sizeof f->workspace, "%s", r->workspace);
+	snprintf(f->id, sizeof f->id, "%s", req_sandbox_id(r));
 	f->fd = fd;
 	f->sock = req_socket(r);
 	f->off = end;
-	strbuf_init(&f->out);
+	sse_init(&f->out);
 	size_t i;
 	json_t *l;
 	json_array_foreach(lines, i, l)
-		sse(f, "line", json_incref(l));
+		sse_event(&f->out, "line", json_incref(l));
 	json_decref(lines);
 	return reply_stream(r, 200, "text/event-stream", follow_read, follow_done, f);
 }

@@ -9,7 +9,7 @@
  * the guest through proxy.c, which reads it. Exposing does not need the
  * guest, so a hibernated sandbox stays asleep until a request comes.
  */
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -40,21 +40,15 @@ static json_t *port_json(struct req *r, const struct port_row *pr)
 			 render_time(pr->created_ms));
 }
 
-struct count_ctx {
-	int n;
-	bool exists;
-	int port;
+struct list_ctx {
 	json_t *a;
 	struct req *r;
 };
 
-static int count_port(void *ctx, const struct port_row *pr)
+static int list_port(void *ctx, const struct port_row *pr)
 {
-	struct count_ctx *c = ctx;
-	c->n++;
-	if (pr->port == c->port)
-		c->exists = true;
-	if (c->a && json_array_append_new(c->a, port_json(c->r, pr)) < 0)
+	struct list_ctx *c = ctx;
+	if (json_array_append_new(c->a, port_json(c->r, pr)) < 0)
 		return errf(ENOMEM, "out of memory");
 	return 0;
 }
@@ -63,11 +57,7 @@ static int count_port(void *ctx, const struct port_row *pr)
  * need nothing more of it: the guest is not involved. */
 static bool caller_owns(struct req *r, int *answered)
 {
-	struct sandbox *sb;
-	if (req_sandbox(r, &sb, answered) < 0)
-		return false;
-	req_sandbox_put(r, sb);
-	return true;
+	return req_sandbox(r, NULL, answered) == 0;
 }
 
 int h_port_expose(struct req *r)
@@ -84,22 +74,21 @@ int h_port_expose(struct req *r)
 	if (!caller_owns(r, &answered))
 		return answered;
 
-	struct count_ctx c = { .port = (int)port };
-	rc = store_port_each(r->api->store, r->params[0], count_port, &c);
-	if (rc < 0)
-		return reply_errno(r, rc);
-	if (!c.exists && c.n >= PORTS_MAX)
-		return reply_error(r, 409, "conflict", "sandbox %s already exposes %d ports, the most it may",
-				   r->params[0], PORTS_MAX);
+	/* Counted and added in one transaction: two replicas cannot both
+	 * add the last port allowed. */
 	struct port_row pr = { .port = (int)port, .public = public, .created_ms = wall_ms() };
 	snprintf(pr.sandbox, sizeof pr.sandbox, "%s", r->params[0]);
 	snprintf(pr.workspace, sizeof pr.workspace, "%s", r->workspace);
-	rc = store_port_save(r->api->store, &pr);
+	bool existed = false;
+	rc = store_port_add(r->api->store, &pr, PORTS_MAX, &existed);
+	if (rc == -ENOSPC)
+		return reply_error(r, 409, "conflict", "sandbox %s already exposes %d ports, the most it may",
+				   r->params[0], PORTS_MAX);
 	if (rc == 0)
 		rc = store_port_load(r->api->store, pr.sandbox, pr.port, &pr);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	return reply_json(r, c.exists ? 200 : 201, port_json(r, &pr));
+	return reply_json(r, existed ? 200 : 201, port_json(r, &pr));
 }
 
 int h_port_list(struct req *r)
@@ -107,10 +96,10 @@ int h_port_list(struct req *r)
 	int answered;
 	if (!caller_owns(r, &answered))
 		return answered;
-	struct count_ctx c = { .port = -1, .a = json_array(), .r = r };
+	struct list_ctx c = { .a = json_array(), .r = r };
 	if (!c.a)
 		return reply_error(r, 500, "internal", "out of memory");
-	int rc = store_port_each(r->api->store, r->params[0], count_port, &c);
+	int rc = store_port_each(r->api->store, r->params[0], list_port, &c);
 	if (rc < 0) {
 		json_decref(c.a);
 		return reply_errno(r, rc);

@@ -5,6 +5,7 @@
  *   GET  /v1/sandboxes/{id}/processes                     those the agent keeps
  *   POST /v1/sandboxes/{id}/processes/{process}/signal    {"signal":"TERM"}
  *   GET  /v1/sandboxes/{id}/processes/{process}/output    its kept output
+ *   POST /v1/sandboxes/{id}/processes/{process}/stdin     bytes for its stdin
  *
  * A process started here outlives the request: the guest agent (kiln-init)
  * keeps it, with a ring of its output, after the connection that started
@@ -12,7 +13,7 @@
  * pid, which the guest may reuse.
  */
 #include "host/guest_conn.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -42,27 +43,34 @@ static int64_t now_ms(void)
 
 int h_proc_start(struct req *r)
 {
+	/* "stdin": true keeps a pipe open for POST .../stdin; the exec
+	 * form (text written, then closed) has no place in a process that
+	 * outlives its request. */
+	bool stdin_open = false;
+	const json_t *sv = r->json ? json_object_get(r->json, "stdin") : NULL;
+	if (sv && !json_is_boolean(sv))
+		return reply_error(r, 400, "invalid_request",
+				   "field 'stdin' of a process is true (stdin stays open for "
+				   "POST .../processes/{process}/stdin) or false (no stdin)");
+	if (sv) {
+		stdin_open = json_is_true(sv);
+		json_object_del(r->json, "stdin");
+	}
 	struct exec_req e;
 	if (exec_parse(r, &e) < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	if (e.stdin_text) {
-		free(e.argv);
-		return reply_error(r, 400, "invalid_request",
-				   "field 'stdin' is for exec; a process started here reads no stdin");
-	}
 	e.background = true;
-	struct sandbox *sb;
-	struct guest *g;
+	e.stdin_open = stdin_open;
+	struct hostif_guest hg;
 	int answered;
-	int rc = exec_start(r, &e, &sb, &g, &answered);
+	int rc = exec_start(r, &e, &hg, &answered);
 	free(e.argv);
 	if (rc < 0)
 		return answered;
 	/* Closing the connection leaves a background process running. */
-	sandbox_leave(r->api->host, sb, g);
-	req_sandbox_put(r, sb);
-	return reply_json(r, 201, json_pack("{s:I,s:I,s:s}", "id", (json_int_t)e.id, "pid",
-					    (json_int_t)e.pid, "status", "running"));
+	req_guest_leave(r, &hg);
+	return reply_json(r, 201, json_pack("{s:I,s:I,s:s,s:b}", "id", (json_int_t)e.id, "pid",
+					    (json_int_t)e.pid, "status", "running", "stdin", stdin_open));
 }
 
 static json_t *proc_json(const struct guest_proc *p)
@@ -83,14 +91,13 @@ static int add_proc(void *ctx, const struct guest_proc *p)
 
 int h_proc_list(struct req *r)
 {
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
 	json_t *a = json_array();
-	int rc = a ? guest_procs(g, add_proc, a) : -ENOMEM;
-	req_guest_leave(r, sb, g);
+	int rc = a ? guest_procs(hg.g, add_proc, a) : -ENOMEM;
+	req_guest_leave(r, &hg);
 	if (rc < 0) {
 		json_decref(a);
 		return reply_errno(r, rc);
@@ -153,13 +160,12 @@ int h_proc_signal(struct req *r)
 	rc = rc ?: parse_signal(r->json ? r->json : json_object(), &sig);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
-	rc = guest_signal(g, id, sig);
-	req_guest_leave(r, sb, g);
+	rc = guest_signal(hg.g, id, sig);
+	req_guest_leave(r, &hg);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }
 
@@ -195,16 +201,15 @@ int h_proc_output(struct req *r)
 	}
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &sb, &g, &answered) < 0)
+	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
 	uint32_t pid = 0;
 	uint64_t dropped = 0;
-	rc = guest_attach(g, id, &pid, &dropped);
+	rc = guest_attach(hg.g, id, &pid, &dropped);
 	if (rc < 0) {
-		req_guest_leave(r, sb, g);
+		req_guest_leave(r, &hg);
 		return reply_errno(r, rc);
 	}
 	struct collected c = { .max = r->api->cfg->max_exec_output };
@@ -216,7 +221,7 @@ int h_proc_output(struct req *r)
 	for (;;) {
 		int64_t left = deadline - now_ms();
 		int step = (int)(left > QUIET_MS ? left : QUIET_MS);
-		rc = guest_exec_next(g, &ev, req_socket(r), step);
+		rc = guest_exec_next(hg.g, &ev, req_socket(r), step);
 		if (rc <= 0)
 			break;		/* quiet for the step (0), or an error */
 		if (ev.kind == GEV_EXIT) {
@@ -225,7 +230,7 @@ int h_proc_output(struct req *r)
 		}
 		collect(&c, &ev);
 	}
-	req_guest_leave(r, sb, g);	/* a process still running stays so (background) */
+	req_guest_leave(r, &hg);	/* a process still running stays so (background) */
 	int result;
 	if (rc < 0)
 		result = reply_errno(r, rc);
@@ -242,4 +247,37 @@ int h_proc_output(struct req *r)
 	strbuf_free(&c.out);
 	strbuf_free(&c.err);
 	return result;
+}
+
+/* The body's bytes (any, up to the JSON limit) go to the process's stdin;
+ * ?close=true closes it after them. Answered once the agent holds them:
+ * written to the pipe or queued for it (a process that reads nothing
+ * gets 409 once 2 MiB wait, rather than the agent growing). */
+int h_proc_stdin(struct req *r)
+{
+	uint32_t id;
+	bool close = false;
+	int rc = process_id(r, &id);
+	rc = rc ?: req_query_bool(r, "close", &close);
+	if (rc == 0 && r->body_len == 0 && !close)
+		rc = errf(EINVAL, "empty body: send the bytes for stdin, or ?close=true to close it");
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct hostif_guest hg;
+	int answered;
+	if (req_guest_enter(r, &hg, &answered) < 0)
+		return answered;
+	rc = guest_proc_input(hg.g, id, r->body, r->body_len, close);
+	req_guest_leave(r, &hg);
+	if (rc == -EPIPE)
+		return reply_error(r, 409, "stdin_closed", "%s", errmsg());
+	if (rc == -EAGAIN)
+		return reply_error(r, 409, "stdin_full", "%s", errmsg());
+	if (rc == -EOPNOTSUPP)
+		return reply_error(r, 501, "not_implemented",
+				   "this sandbox's guest agent predates process stdin: %s", errmsg());
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_json(r, 200, json_pack("{s:I,s:I,s:b}", "id", (json_int_t)id, "bytes",
+					    (json_int_t)r->body_len, "closed", close));
 }

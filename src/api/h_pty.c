@@ -10,7 +10,7 @@
  * login shell runs.
  */
 #include "host/guest_conn.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -108,10 +108,10 @@ static int from_client(int fd, struct ws_reader *wr, struct guest *g)
 static void session(void *ctx, int fd, const char *extra, size_t n)
 {
 	struct pty *p = ctx;
-	struct host *h = p->api->host;
+	struct hostif *hi = p->api->hostif;
 	struct ws_reader wr;
-	struct sandbox *sb = NULL;
-	struct guest *g = NULL;
+	struct hostif_guest hg = { 0 };	/* left at out (zeroed until entered: nothing to leave) */
+	struct guest *g;
 	if (ws_reader_init(&wr) < 0) {
 		send_error(fd, "out of memory");
 		free(p);
@@ -119,22 +119,22 @@ static void session(void *ctx, int fd, const char *extra, size_t n)
 	}
 	if (n && ws_reader_feed(&wr, extra, n) < 0)
 		goto out;
-	if (host_find(h, p->workspace, p->id, &sb) < 0) {
+	/* The sandbox's create-time env, as for exec (docs/api.md). */
+	struct sbx_row row;
+	int got = hostif_get(hi, p->workspace, p->id, false, &row);
+	if (got == -ENOENT) {
 		send_error(fd, "sandbox not found");
 		goto out;
 	}
-	if (sandbox_enter(h, sb, &g) < 0) {
+	char **env = got == 0 ? env_merge(row.env, NULL) : NULL;
+	if (got == 0)
+		sbx_row_clear(&row);
+	if (hostif_enter(hi, p->workspace, p->id, &hg) < 0) {
+		free(env);
 		send_error(fd, errmsg());
-		g = NULL;
 		goto out;
 	}
-	/* The sandbox's create-time env, as for exec (docs/api.md). */
-	struct sbx_row row;
-	char **env = NULL;
-	if (sandbox_row(sb, &row) == 0) {
-		env = env_merge(row.env, NULL);
-		sbx_row_clear(&row);
-	}
+	g = hg.g;
 	if (!env) {
 		send_error(fd, "out of memory");
 		goto out;
@@ -200,9 +200,7 @@ static void session(void *ctx, int fd, const char *extra, size_t n)
 			break;
 	}
 out:
-	if (g)
-		sandbox_leave(h, sb, g);
-	sandbox_put(h, sb);
+	hostif_leave(hi, &hg);
 	ws_reader_free(&wr);
 	free(p);
 }
@@ -243,15 +241,13 @@ int h_pty(struct req *r)
 		free(p);
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	}
-	/* Look it up now for a proper 404; the session looks again, so a
-	 * response MHD never sends leaks no reference. */
-	struct sandbox *sb;
+	/* Look it up now for a proper 404; the session looks again (by id:
+	 * a response MHD never sends holds nothing of the sandbox's). */
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0) {
+	if (req_sandbox(r, NULL, &answered) < 0) {
 		free(p);
 		return answered;
 	}
-	req_sandbox_put(r, sb);
 	p->api = r->api;
 	snprintf(p->workspace, sizeof p->workspace, "%s", r->workspace);
 	snprintf(p->id, sizeof p->id, "%s", r->params[0]);

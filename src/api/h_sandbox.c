@@ -2,7 +2,7 @@
  * h_sandbox: create, get, delete, and the lifecycle routes
  * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
  */
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "host/netpolicy.h"
 #include "api/api.h"
 #include "api/handlers.h"
@@ -10,6 +10,7 @@
 #include "api/http.h"
 #include "api/render.h"
 #include "api/reply_buf.h"
+#include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
@@ -59,69 +60,70 @@ static int reply_limit(struct req *r, const struct ops_quota *q)
 	const struct ws_caps_report *rep = &q->report;
 	json_t *j = json_pack("{s:{s:s,s:s,s:s,s:I,s:s}}", "error", "code", "limit_exceeded",
 			      "message", errmsg(), "limit",
-			      rep->limit && !strcmp(rep->limit, "creates") ? "creates_per_hour"
-			      : rep->limit ? rep->limit : "unknown",
+			      !strcmp(rep->limit, "creates") ? "creates_per_hour"
+			      : rep->limit[0] ? rep->limit : "unknown",
 			      "value", (json_int_t)rep->value, "plan", q->plan);
 	return reply_json_headers(r, 429, quota_headers(q, true, &qh), j);
 }
 
-static int reply_sandbox_h(struct req *r, int status, struct sandbox *sb, const char *const (*h)[2])
+/* The sandbox's record as the answer (the row is cleared). */
+static int reply_sandbox_h(struct req *r, int status, struct sbx_row *row, const char *const (*h)[2])
 {
-	struct sbx_row row;
-	int rc = sandbox_row(sb, &row);
-	req_sandbox_put(r, sb);
-	if (rc < 0)
-		return reply_errno(r, rc);
-	json_t *j = render_sandbox(&row);
-	sbx_row_clear(&row);
+	json_t *j = render_sandbox(row);
+	sbx_row_clear(row);
 	return reply_json_headers(r, status, h, j);
 }
 
-static int reply_sandbox(struct req *r, int status, struct sandbox *sb)
+static int reply_sandbox(struct req *r, int status, struct sbx_row *row)
 {
 	static const char *const none[][2] = { { NULL, NULL } };
-	return reply_sandbox_h(r, status, sb, none);
+	return reply_sandbox_h(r, status, row, none);
+}
+
+/* The answer of an operation that gives the sandbox after it: its
+ * record, or the operation's error. */
+static int reply_changed(struct req *r, int rc, struct sbx_row *row)
+{
+	return rc < 0 ? reply_errno(r, rc) : reply_sandbox(r, 200, row);
 }
 
 int h_sandbox_create(struct req *r)
 {
 	struct ops_caller c;
 	struct ops_quota q;
-	struct sandbox *sb;
+	struct sbx_row row;
 	req_caller(r, &c);
 	memset(&q, 0, sizeof q);
 	c.quota = &q;
-	int rc = ops_create(&c, r->json, &sb);
+	int rc = ops_create(&c, r->json, &row);
 	const char *tmpl = json_string_value(json_object_get(r->json, "template"));
 	json_t *names = NULL;
 	/* An unknown template's 404 lists the templates that exist. */
-	if (rc == -ENOENT && tmpl && ops_template_known(c.host, tmpl, &names) < 0 && names)
+	if (rc == -ENOENT && tmpl && ops_template_known(c.hostif, tmpl, &names) < 0 && names)
 		return reply_template_missing(r, names);
 	if (rc == -EDQUOT)
 		return reply_limit(r, &q);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	struct quota_headers qh;
-	return reply_sandbox_h(r, 201, sb, quota_headers(&q, false, &qh));
+	return reply_sandbox_h(r, 201, &row, quota_headers(&q, false, &qh));
 }
 
 int h_sandbox_get(struct req *r)
 {
-	struct sandbox *sb;
+	struct sbx_row row;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, &row, &answered) < 0)
 		return answered;
-	return reply_sandbox(r, 200, sb);
+	return reply_sandbox(r, 200, &row);
 }
 
 int h_sandbox_delete(struct req *r)
 {
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
-	int rc = host_delete(r->api->host, sb);
-	req_sandbox_put(r, sb);
+	int rc = hostif_delete(r->api->hostif, r->workspace, req_sandbox_id(r));
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }
 
@@ -135,30 +137,29 @@ static int no_fields(struct req *r)
 }
 
 /* hibernate and wake: no parameters, the sandbox after the change. */
-static int lifecycle_action(struct req *r, int (*action)(struct host *, struct sandbox *))
+static int lifecycle_action(struct req *r,
+			    int (*action)(struct hostif *, const char *, const char *, struct sbx_row *))
 {
 	int answered = no_fields(r);
 	if (answered >= 0)
 		return answered;
-	struct sandbox *sb;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
-	int rc = action(r->api->host, sb);
-	if (rc < 0) {
-		req_sandbox_put(r, sb);
-		return reply_errno(r, rc);
-	}
-	return reply_sandbox(r, 200, sb);
+	struct sbx_row row;
+	return reply_changed(r, action(r->api->hostif, r->workspace, req_sandbox_id(r), &row), &row);
 }
 
 int h_sandbox_hibernate(struct req *r)
 {
-	return lifecycle_action(r, host_hibernate);
+	return lifecycle_action(r, hostif_hibernate);
 }
 
 int h_sandbox_wake(struct req *r)
 {
-	return lifecycle_action(r, host_wake);
+	struct ops_caller c;
+	req_caller(r, &c);
+	int rc = ops_credit_check(&c);
+	return rc < 0 ? reply_errno(r, rc) : lifecycle_action(r, hostif_wake);
 }
 
 static int fork_route(struct req *r, bool tree)
@@ -173,20 +174,16 @@ static int fork_route(struct req *r, bool tree)
 	req_caller(r, &c);
 	memset(&q, 0, sizeof q);
 	c.quota = &q;
-	rc = ops_fork(&c, r->nparams > 0 ? r->params[0] : "", r->json, tree, &f);
+	rc = ops_fork(&c, req_sandbox_id(r), r->json, tree, &f);
 	if (rc == -EDQUOT && f.made == 0)
 		return reply_limit(r, &q);
 	if (rc < 0 && f.made == 0)
 		return reply_errno(r, rc);
 	json_t *a = json_array();
-	for (int i = 0; i < f.made; i++) {
-		struct sbx_row row;
-		if (a && sandbox_row(f.kids[i], &row) == 0) {
-			json_array_append_new(a, render_sandbox(&row));
-			sbx_row_clear(&row);
-		}
-		req_sandbox_put(r, f.kids[i]);
-	}
+	for (int i = 0; a && i < f.made; i++)
+		if (f.kids[i].id[0])
+			json_array_append_new(a, render_sandbox(&f.kids[i]));
+	ops_forked_clear(&f);
 	json_t *j = json_pack("{s:o}", "sandboxes", a);
 	if (j && rc < 0) {
 		/* Some children came up, some did not: say both. */
@@ -237,7 +234,7 @@ int h_sandbox_promote(struct req *r)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct ops_caller c;
 	req_caller(r, &c);
-	const char *id = r->nparams > 0 ? r->params[0] : "";
+	const char *id = req_sandbox_id(r);
 	struct promote_report p = { json_array(), json_array(), false };
 	char parent[ID_MAX] = "";
 	int rc = p.deleted && p.failed ? ops_promote(&c, id, json_is_true(dp), parent, promoted_one, &p)
@@ -259,15 +256,11 @@ int h_sandbox_lifecycle(struct req *r)
 	rc = rc ?: v_int(r->json, "ttl_seconds", true, 0, r->api->cfg->max_ttl, &ttl);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
-	if ((rc = host_set_ttl(r->api->host, sb, ttl)) < 0) {
-		req_sandbox_put(r, sb);
-		return reply_errno(r, rc);
-	}
-	return reply_sandbox(r, 200, sb);
+	struct sbx_row row;
+	return reply_changed(r, hostif_set_ttl(r->api->hostif, r->workspace, req_sandbox_id(r), ttl, &row), &row);
 }
 
 int h_sandbox_snapshot(struct req *r)
@@ -275,12 +268,10 @@ int h_sandbox_snapshot(struct req *r)
 	int answered = no_fields(r);
 	if (answered >= 0)
 		return answered;
-	struct sandbox *sb;
-	if (req_sandbox(r, &sb, &answered) < 0)
+	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
 	char id[ID_MAX];
-	int rc = host_snapshot(r->api->host, sb, id);
-	req_sandbox_put(r, sb);
+	int rc = hostif_snapshot(r->api->hostif, r->workspace, req_sandbox_id(r), id);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	struct snap_row s;
@@ -305,17 +296,13 @@ int h_sandbox_network(struct req *r)
 	json_decref(open_policy);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	struct sandbox *sb;
 	int answered;
-	if (req_sandbox(r, &sb, &answered) < 0) {
+	if (req_sandbox(r, NULL, &answered) < 0) {
 		free(policy);
 		return answered;
 	}
-	rc = host_set_network(r->api->host, sb, policy);
+	struct sbx_row row;
+	rc = hostif_set_network(r->api->hostif, r->workspace, req_sandbox_id(r), policy, &row);
 	free(policy);
-	if (rc < 0) {
-		req_sandbox_put(r, sb);
-		return reply_errno(r, rc);
-	}
-	return reply_sandbox(r, 200, sb);
+	return reply_changed(r, rc, &row);
 }

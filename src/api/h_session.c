@@ -150,18 +150,22 @@ static bool same_origin(struct req *r, const char *origin)
 int auth_http(struct req *r)
 {
 	const char *authz = req_header(r, "Authorization");
-	if (authz || !MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, SESSION_COOKIE))
-		return auth_request(r->api, authz, r->workspace);
+	if (authz || !MHD_lookup_connection_value(r->conn, MHD_COOKIE_KIND, SESSION_COOKIE)) {
+		int rc = auth_request(r->api, authz, &r->key);
+		if (rc == 0)
+			snprintf(r->workspace, ID_MAX, "%s", r->key.workspace);
+		return rc;
+	}
 	struct session s;
 	int slot;
 	if (find(r, &s, &slot) < 0)
 		return errf(EACCES, "your dashboard session has ended (signed out, expired or kilnd "
 			    "restarted): sign in again");
-	char ws[ID_MAX];
-	int rc = store_key_lookup(r->api->store, s.key_hash, ws);
-	if (rc == -ENOENT) {
+	int rc = auth_key_hash(r->api, s.key_hash, &r->key);
+	if (rc == -EACCES) {
 		drop(slot);
-		return errf(EACCES, "the API key of this session was revoked: sign in with another key");
+		return errf(EACCES, "the API key of this session was revoked or expired: sign in with "
+			    "another key");
 	}
 	if (rc < 0)
 		return rc;
@@ -223,7 +227,10 @@ int h_session_create(struct req *r)
 	char bearer[KEY_LEN + 16];
 	snprintf(bearer, sizeof bearer, "Bearer %s", key);
 	struct session s = { .live = true };
-	int rc = auth_request(r->api, bearer, s.workspace);
+	struct key_auth who;
+	int rc = auth_request(r->api, bearer, &who);
+	if (rc == 0)
+		snprintf(s.workspace, sizeof s.workspace, "%s", who.workspace);
 	if (rc == -EACCES)
 		return reply_error(r, 401, "unauthorized", "%s", errmsg());
 	if (rc < 0)

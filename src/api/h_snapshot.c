@@ -1,13 +1,14 @@
 /*
  * h_snapshot: the caller's snapshots (made by POST .../snapshot).
  */
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/render.h"
 #include "ops/validate.h"
 
+#include <errno.h>
 #include <string.h>
 
 struct list_ctx {
@@ -40,7 +41,10 @@ int h_snapshot_get(struct req *r)
 {
 	struct snap_row s;
 	const char *id = r->params[0];
-	if (!v_is_id(id, "snap_") || store_snapshot_load(r->api->store, id, r->workspace, &s) < 0)
+	int rc = v_is_id(id, "snap_") ? store_snapshot_load(r->api->store, id, r->workspace, &s) : -ENOENT;
+	if (rc < 0 && rc != -ENOENT)
+		return reply_errno(r, rc);
+	if (rc < 0)
 		return reply_error(r, 404, "not_found", "snapshot %.40s not found", id);
 	json_t *j = render_snapshot(&s);
 	snap_row_clear(&s);
@@ -52,6 +56,6 @@ int h_snapshot_delete(struct req *r)
 	const char *id = r->params[0];
 	if (!v_is_id(id, "snap_"))
 		return reply_error(r, 404, "not_found", "snapshot %.40s not found", id);
-	int rc = host_snapshot_delete(r->api->host, r->workspace, id);
+	int rc = hostif_snapshot_delete(r->api->hostif, r->workspace, id);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }

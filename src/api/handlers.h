@@ -1,24 +1,30 @@
 /*
  * handlers: one function per route (routes.c lists them), grouped in files
- * by resource: h_system.c (health, metrics, templates, usage),
+ * by resource: h_system.c (health, metrics, templates), h_billing.c (usage, billing),
+ * h_statements.c (monthly statements),
  * h_sandbox.c (create, list, get, delete, lifecycle), h_exec.c (exec and
  * its SSE stream), h_pty.c (WebSocket terminal), h_files.c, h_snapshot.c,
- * h_ports.c (exposed ports) and proxy.c (requests to them).
+ * h_ports.c (exposed ports) and proxy.c (requests to them), h_admin.c (the
+ * operator's /v1/admin).
  */
 #ifndef KILN_API_HANDLERS_H
 #define KILN_API_HANDLERS_H
 
 #include "api/routes.h"
 
-handler_fn h_healthz, h_metrics, h_templates, h_usage, h_limits;
+handler_fn h_healthz, h_metrics, h_templates, h_limits;
+handler_fn h_usage, h_billing;			/* h_billing.c */
+handler_fn h_statement_list, h_statement_get;	/* h_statements.c */
 handler_fn h_sandbox_create, h_sandbox_list, h_sandbox_get, h_sandbox_delete, h_sandbox_logs;
 handler_fn h_sandbox_hibernate, h_sandbox_wake, h_sandbox_fork, h_sandbox_fork_tree;
 handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network;
 handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_exec, h_exec_stream, h_pty;
 handler_fn h_sandbox_promote, h_port_preview;
-handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat, h_file_mkdir, h_file_rename;
-handler_fn h_proc_start, h_proc_list, h_proc_signal, h_proc_output;
+handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat, h_file_mkdir, h_file_rename, h_file_watch;
+handler_fn h_cluster_join, h_cluster_heartbeat;
+handler_fn h_code_run, h_code_stream, h_code_context_create, h_code_context_list, h_code_context_delete, h_code_context_restart;
+handler_fn h_proc_start, h_proc_list, h_proc_signal, h_proc_output, h_proc_stdin;
 extern const struct route_hooks file_put_hooks;   /* checks an upload before its body */
 handler_fn h_mcp_sandbox, h_mcp_workspace;	/* mcp/mcp.c */
 handler_fn h_port_expose, h_port_list, h_port_delete;	/* h_ports.c */
@@ -27,5 +33,11 @@ handler_fn h_dashboard_root, h_dashboard;	/* h_dashboard.c */
 handler_fn h_session_create, h_session_get, h_session_delete;	/* h_session.c */
 handler_fn h_events;				/* h_events.c */
 handler_fn h_key_list, h_key_create, h_key_delete;	/* h_keys.c */
+/* POST /v1/keys's body made into a key of workspace (an id), answered 201;
+ * /v1/admin/workspaces/{name}/keys makes keys the same way. */
+int key_create_reply(struct req *r, const char *workspace);
+handler_fn h_admin_ws_list, h_admin_ws_create, h_admin_ws_get, h_admin_ws_patch;	/* h_admin.c */
+handler_fn h_admin_ws_delete, h_admin_ws_key, h_admin_usage;
+handler_fn h_audit_list;	/* h_audit.c */
 
 #endif

@@ -1,10 +1,11 @@
 #include "api/hcommon.h"
-#include "host/host.h"
-#include "host/template.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/http.h"
 #include "api/render.h"
 #include "ops/ops.h"
+#include "ops/billing.h"
+#include "ops/plan.h"
 #include "store/store.h"
 #include "ops/validate.h"
 #include "common/err.h"
@@ -12,11 +13,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int reply_sandbox_missing(struct req *r, const char *id)
 {
 	struct sbx_row row;
-	if (!v_is_id(id, "sbx_") || store_sandbox_load(r->api->store, id, &row) < 0)
+	int rc = v_is_id(id, "sbx_") ? store_sandbox_load(r->api->store, id, &row) : -ENOENT;
+	if (rc < 0 && rc != -ENOENT)
+		return reply_errno(r, rc);	/* the store's trouble (503), not a missing sandbox */
+	if (rc < 0)
 		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
 	/* Another workspace's sandbox does not exist for this caller. */
 	bool ended = strcmp(row.workspace, r->workspace) == 0 && row.state == SBX_DELETED &&
@@ -40,51 +45,52 @@ int reply_sandbox_missing(struct req *r, const char *id)
 
 void req_caller(struct req *r, struct ops_caller *out)
 {
-	*out = (struct ops_caller){ .host = r->api->host, .store = r->api->store,
+	*out = (struct ops_caller){ .hostif = r->api->hostif, .store = r->api->store,
 				    .plans = r->api->plans, .workspace = r->workspace,
 				    .arrival_ns = r->arrival_ns, .max_ttl = r->api->cfg->max_ttl,
 				    /* Reading a sandbox (GET: itself, its ports, logs) is
 				     * not activity, or a dashboard polling it would keep it
 				     * alive forever; a request that changes it is. Guest
 				     * work (exec, files, pty) counts by itself in
-				     * sandbox_enter. */
+				     * hostif_enter. */
 				    .touch = strcmp(r->method, "GET") != 0 };
 }
 
-int req_sandbox(struct req *r, struct sandbox **out, int *answered)
+const char *req_sandbox_id(struct req *r)
+{
+	return r->nparams > 0 ? r->params[0] : "";
+}
+
+int req_sandbox(struct req *r, struct sbx_row *out, int *answered)
 {
 	struct ops_caller c;
 	req_caller(r, &c);
-	const char *id = r->nparams > 0 ? r->params[0] : "";
-	if (ops_sandbox(&c, id, out) < 0) {
-		*answered = reply_sandbox_missing(r, id);
+	const char *id = req_sandbox_id(r);
+	int rc = ops_sandbox(&c, id, out);
+	if (rc < 0) {
+		/* Not there is a 404 that may say how it ended; anything else
+		 * (a copy that failed) is the error it is. */
+		*answered = rc == -ENOENT ? reply_sandbox_missing(r, id) : reply_errno(r, rc);
 		return -1;
 	}
 	return 0;
 }
 
-void req_sandbox_put(struct req *r, struct sandbox *sb)
+int req_guest_enter(struct req *r, struct hostif_guest *hg, int *answered)
 {
-	sandbox_put(r->api->host, sb);
-}
-
-int req_guest_enter(struct req *r, struct sandbox **sb, struct guest **g, int *answered)
-{
-	if (req_sandbox(r, sb, answered) < 0)
+	if (req_sandbox(r, NULL, answered) < 0)
 		return -1;
-	int rc = sandbox_enter(r->api->host, *sb, g);
+	int rc = hostif_enter(r->api->hostif, r->workspace, req_sandbox_id(r), hg);
 	if (rc < 0) {
-		req_sandbox_put(r, *sb);
 		*answered = reply_errno(r, rc);
 		return -1;
 	}
 	return 0;
 }
 
-void req_guest_leave(struct req *r, struct sandbox *sb, struct guest *g)
+void req_guest_leave(struct req *r, struct hostif_guest *hg)
 {
-	sandbox_leave(r->api->host, sb, g);
-	req_sandbox_put(r, sb);
+	hostif_leave(r->api->hostif, hg);
 }
 
 char **env_merge(const char *sandbox_env, const json_t *request_env)
@@ -127,4 +133,55 @@ int reply_template_missing(struct req *r, json_t *names)
 	if (!e)
 		return reply_error(r, 404, "template_not_found", "%s", errmsg());
 	return reply_json(r, 404, e);
+}
+
+int req_query_bool(struct req *r, const char *name, bool *out)
+{
+	const char *v = req_query(r, name);
+	if (!v)
+		return 0;
+	if (!strcmp(v, "1") || !strcmp(v, "true"))
+		*out = true;
+	else if (!strcmp(v, "0") || !strcmp(v, "false"))
+		*out = false;
+	else
+		return errf(EINVAL, "query parameter '%s' must be true or false", name);
+	return 0;
+}
+
+/* A time in a query: RFC 3339 in UTC ("2026-12-01T00:00:00Z"), a date
+ * ("2026-12-01", its midnight UTC), or Unix seconds. */
+int query_time(const char *s, const char *name, int64_t *ms)
+{
+	struct tm tm = { 0 };
+	const char *end = strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end) {
+		memset(&tm, 0, sizeof tm);
+		end = strptime(s, "%Y-%m-%d", &tm);
+	}
+	if (end && !*end) {
+		*ms = (int64_t)timegm(&tm) * 1000;
+		return 0;
+	}
+	char *e;
+	long long v = strtoll(s, &e, 10);
+	if (*s && !*e && v >= 0 && v < 32503680000LL) {	/* before the year 3000 */
+		*ms = v * 1000;
+		return 0;
+	}
+	return errf(EINVAL, "'%s' must be a time: RFC 3339 in UTC (2026-12-01T00:00:00Z), a date "
+		    "(2026-12-01) or Unix seconds", name);
+}
+
+int req_plan(struct req *r, struct plan *out)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	return ops_workspace_plan(&c, out);
+}
+
+const struct prices *req_prices(struct req *r)
+{
+	static const struct prices published = { PRICE_VCPU_HOUR_DEFAULT, PRICE_GIB_HOUR_DEFAULT };
+	return r->api->plans ? &r->api->plans->prices : &published;
 }

@@ -10,25 +10,35 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct guest;
 struct guest_stat;
+struct hostif_guest;
 struct ops_caller;
+struct prices;
 struct req;
-struct sandbox;
+struct sbx_row;
 
 /* The operations layer's view of the request (ops/ops.h): who, when, and
  * whether looking a sandbox up is activity (any method but GET). */
 void req_caller(struct req *r, struct ops_caller *out);
+/* What usage costs on this server (kilnd --price-*, else the published
+ * prices, ops/billing.h). */
+const struct prices *req_prices(struct req *r);
+/* The caller's workspace's plan (ops_workspace_plan); -errno. */
+struct plan;
+int req_plan(struct req *r, struct plan *out);
 
-/* The sandbox named by the path's {id}, owned by the caller; a request
- * other than GET counts as activity (TTL). On failure the 404 has been
- * sent: return *answered. */
-int req_sandbox(struct req *r, struct sandbox **out, int *answered);
-void req_sandbox_put(struct req *r, struct sandbox *sb);
+/* The path's {id} ("" without one). */
+const char *req_sandbox_id(struct req *r);
+/* The sandbox named by the path's {id} is the caller's; a request other
+ * than GET counts as activity (TTL). *out (NULL: only the check) gets a
+ * copy of its record (sbx_row_clear it). On failure the answer (404 for
+ * a sandbox that is not there) has been sent: return *answered. */
+int req_sandbox(struct req *r, struct sbx_row *out, int *answered);
 /* req_sandbox, then into its guest (woken if hibernated; an operation
- * until req_guest_leave). On failure the answer is sent: return *answered. */
-int req_guest_enter(struct req *r, struct sandbox **sb, struct guest **g, int *answered);
-void req_guest_leave(struct req *r, struct sandbox *sb, struct guest *g);
+ * until req_guest_leave): hg->g. On failure the answer is sent: return
+ * *answered. */
+int req_guest_enter(struct req *r, struct hostif_guest *hg, int *answered);
+void req_guest_leave(struct req *r, struct hostif_guest *hg);
 /* How long a sandbox that ended is still named in 404s (docs/api.md). */
 #define ENDED_RETENTION_S (24 * 3600)
 /* The 404 for a sandbox id the caller cannot use: "sandbox_ended" with
@@ -48,14 +58,21 @@ struct exec_req {
 	json_t *env;
 	int64_t timeout_s;
 	bool background;		/* processes: survives the request */
+	bool stdin_open;		/* processes: stdin stays open for POST .../stdin */
 	uint32_t id, pid;		/* out of exec_start: the agent's id, the guest pid */
 };
 int exec_parse(struct req *r, struct exec_req *e);
-/* Enter the sandbox and start the command. On failure the answer is sent
- * (return *answered). */
-int exec_start(struct req *r, struct exec_req *e, struct sandbox **sb, struct guest **g,
-	       int *answered);
+/* Enter the sandbox and start the command (on hg->g, left with
+ * req_guest_leave). On failure the answer is sent (return *answered). */
+int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *answered);
 /* A guest file as the API shows it (FileEntry), its name under key. */
 json_t *stat_json(const struct guest_stat *st, const char *key, const char *name);
+
+/* A time in a query parameter called name: RFC 3339 in UTC
+ * ("2026-12-01T00:00:00Z"), a date ("2026-12-01", its midnight UTC), or
+ * Unix seconds; -EINVAL naming the parameter. */
+int query_time(const char *s, const char *name, int64_t *ms);
+/* A true/false query parameter (also 1/0); absent: *out unchanged. */
+int req_query_bool(struct req *r, const char *name, bool *out);
 
 #endif

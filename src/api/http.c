@@ -1,5 +1,7 @@
 #include "api/http.h"
+#include "ops/credit.h"
 #include "api/api.h"
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/inflight.h"
 #include "common/metrics.h"
@@ -174,10 +176,18 @@ static struct MHD_Response *json_response(json_t *json)
 	return resp;
 }
 
+void req_note_created(struct req *r, int status, const json_t *json)
+{
+	const char *id = json_string_value(json_object_get(json, "id"));
+	if (status == 201 && id)
+		snprintf(r->created_id, sizeof r->created_id, "%s", id);
+}
+
 int reply_json(struct req *r, int status, json_t *json)
 {
 	if (!json)
 		return reply_error(r, 500, "internal", "out of memory building the reply");
+	req_note_created(r, status, json);
 	return queue(r, status, json_response(json), NULL);
 }
 
@@ -221,6 +231,10 @@ int errno_status(int rc, const char **code)
 		*code = "no_capacity"; return 503;
 	case EDQUOT:	/* a limit of the workspace's plan (ops/plan.h) */
 		*code = "limit_exceeded"; return 429;
+	case E_CREDIT_SPENT:	/* the plan's monthly credit is spent (ops/credit.h) */
+		*code = "credit_exhausted"; return 402;
+	case E_WS_SUSPENDED:	/* the operator suspended the workspace (auth.h) */
+		*code = "workspace_suspended"; return 403;
 	case ETIMEDOUT:
 		*code = "timeout"; return 504;
 	case ECONNRESET: case ECONNREFUSED: case EPIPE: case EPROTO: case EHOSTDOWN:
@@ -454,6 +468,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 
 static void req_free(struct req *r)
 {
+	audit_request(r);
 	if (r->inflight_counted)
 		inflight_leave(r->api->inflight, r->workspace);
 	if (r->upload_counted)
@@ -561,7 +576,19 @@ static int admit(struct req *r, const char *url)
 					   r->method, url);
 		return reply_error(r, 404, "not_found", "no route %s %s", r->method, url);
 	}
-	if (!(r->route->flags & ROUTE_PUBLIC)) {
+	if (r->route->flags & ROUTE_ADMIN) {
+		/* The operator's credential, never a workspace's key or session;
+		 * no workspace, so no workspace's rate or in-flight cap. */
+		int rc = auth_operator(r->api, req_header(r, "Authorization"), &r->op);
+		if (rc == -EACCES) {
+			char why[256];
+			snprintf(why, sizeof why, "%s", errmsg());
+			int limited = req_anon_rate_limit(r);
+			return limited >= 0 ? limited : reply_error(r, 401, "unauthorized", "%s", why);
+		}
+		if (rc < 0)
+			return reply_errno(r, rc);
+	} else if (!(r->route->flags & ROUTE_PUBLIC)) {
 		int rc = auth_http(r);	/* a key, or a dashboard session (session.h) */
 		if (rc == -EACCES) {
 			char why[256];
@@ -571,6 +598,9 @@ static int admit(struct req *r, const char *url)
 		}
 		if (rc < 0)
 			return reply_errno(r, rc);
+		if (r->key.id[0] && r->key.scope == KEY_READ && !(r->route->flags & ROUTE_READ))
+			return reply_error(r, 403, "forbidden", "this API key's scope is read: %s %s needs "
+					   "a key of scope full", r->method, r->route->pattern);
 		rc = req_rate_limit(r);
 		if (rc >= 0)
 			return rc;

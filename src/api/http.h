@@ -42,6 +42,8 @@ struct req {
 	char *params[MAX_PATH_PARAMS];	/* {id}... in the path */
 	int nparams;
 	char workspace[ID_MAX];		/* the caller's, after authentication */
+	struct key_auth key;		/* the key it came with; key.id "" when none */
+	struct operator_row op;		/* ROUTE_ADMIN: the operator credential; op.id "" else */
 	bool inflight_counted, upload_counted;	/* in api->inflight, api->uploads (inflight.h) */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC */
 	/* body */
@@ -55,6 +57,7 @@ struct req {
 	/* answer */
 	bool answered;
 	int status;
+	char created_id[ID_MAX];	/* the "id" of a 201 JSON answer: what it made (audit.h) */
 	void *stream;			/* state of a streaming response */
 };
 
@@ -65,6 +68,9 @@ void http_stop(struct api *api);
 /* The reply helpers queue the response and return the value the request
  * callback must return (MHD_YES or MHD_NO). json is stolen. */
 int reply_json(struct req *r, int status, json_t *json);
+/* Keep the "id" of a 201 answer's JSON in r->created_id (reply_json does;
+ * other JSON replies call it). */
+void req_note_created(struct req *r, int status, const json_t *json);
 int reply_error(struct req *r, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Map a -errno from the layers below (with errmsg()) to a status. */

@@ -24,4 +24,10 @@ void key_hash(const char *key, size_t len, char hash[KEY_HASH_LEN]);
 /* The shown prefix of a key. */
 void key_shown(const char *key, char out[KEY_SHOWN_LEN + 1]);
 
+/* Other secrets of the same make (a prefix, then 32 random base32
+ * characters): join tokens and host credentials (api/cluster.h). */
+#define SECRET_MAX 48
+int secret_generate(const char *prefix, char out[SECRET_MAX]);
+bool secret_well_formed(const char *s, size_t len, const char *prefix);
+
 #endif

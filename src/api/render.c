@@ -132,9 +132,15 @@ json_t *render_sandbox(const struct sbx_row *r)
 	json_object_set_new(j, "parent_id", r->parent[0] ? json_string(r->parent) : json_null());
 	json_object_set_new(j, "from_snapshot", r->snapshot[0] ? json_string(r->snapshot) : json_null());
 	json_object_set_new(j, "metadata", json_or_empty(r->metadata));
-	json_object_set_new(j, "usage", json_pack("{s:f,s:I,s:f,s:f}",
+	/* cpu_seconds and memory_*: the VMM process (RSS); active_vcpu_seconds
+	 * and working_set_*: what is billed (docs/billing.md). */
+	double overhead = r->cpu_seconds - r->active_cpu_seconds;
+	json_object_set_new(j, "usage", json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:I,s:f}",
 		"cpu_seconds", r->cpu_seconds, "memory_bytes", (json_int_t)r->rss_bytes,
-		"memory_mib_seconds", r->mem_mib_seconds, "running_seconds", r->running_seconds));
+		"memory_mib_seconds", r->mem_mib_seconds, "running_seconds", r->running_seconds,
+		"active_vcpu_seconds", r->active_cpu_seconds, "overhead_cpu_seconds",
+		overhead > 0 ? overhead : 0, "working_set_bytes", (json_int_t)r->pss_bytes,
+		"working_set_gib_hours", r->pss_mib_seconds / 1024 / 3600));
 	json_object_set_new(j, "network", netpolicy_render(r->net_policy));
 	if (r->error[0])
 		json_object_set_new(j, "error", json_string(r->error));

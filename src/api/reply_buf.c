@@ -40,6 +40,7 @@ int reply_buf(struct req *r, int status, const char *const headers[][2], char *b
 
 int reply_json_headers(struct req *r, int status, const char *const headers[][2], json_t *json)
 {
+	req_note_created(r, status, json);
 	char *text = json_dumps(json, JSON_COMPACT);
 	json_decref(json);
 	if (!text)

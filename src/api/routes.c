@@ -8,32 +8,47 @@
 #define SBX "/v1/sandboxes/{id}"
 #define PROXY SBX "/proxy/{port}/{path}"
 
-/* Most rows have no hooks and leave them out (NULL). */
+/* ROUTE_READ marks what a read-only key may call (routes.h); the PTY is a
+ * GET but a shell, so it is a full key's. Most rows have no hooks and
+ * leave them out (NULL). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 const struct route routes[] = {
-	{ "GET", "/healthz", h_healthz, BODY_NONE, ROUTE_PUBLIC },
-	{ "GET", "/metrics", h_metrics, BODY_NONE, ROUTE_PUBLIC },
-	{ "GET", "/v1/templates", h_templates, BODY_NONE, 0 },
-	{ "GET", "/v1/usage", h_usage, BODY_NONE, 0 },
-	{ "GET", "/v1/limits", h_limits, BODY_NONE, 0 },
+	{ "GET", "/healthz", h_healthz, BODY_NONE, ROUTE_PUBLIC | ROUTE_READ },
+	{ "GET", "/metrics", h_metrics, BODY_NONE, ROUTE_PUBLIC | ROUTE_READ },
+	{ "GET", "/v1/templates", h_templates, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/usage", h_usage, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/limits", h_limits, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/billing", h_billing, BODY_NONE, ROUTE_READ },
+	/* A closed month's statement is written on its first read: a cache
+	 * of a fixed answer, so a read-only key may cause it. */
+	{ "GET", "/v1/statements", h_statement_list, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/statements/{month}", h_statement_get, BODY_NONE, ROUTE_READ },
 	{ "POST", "/v1/sandboxes", h_sandbox_create, BODY_JSON, 0 },
-	{ "GET", "/v1/sandboxes", h_sandbox_list, BODY_NONE, 0 },
-	{ "GET", SBX, h_sandbox_get, BODY_NONE, 0 },
+	{ "GET", "/v1/sandboxes", h_sandbox_list, BODY_NONE, ROUTE_READ },
+	{ "GET", SBX, h_sandbox_get, BODY_NONE, ROUTE_READ },
 	{ "DELETE", SBX, h_sandbox_delete, BODY_NONE, 0 },
-	{ "GET", SBX "/logs", h_sandbox_logs, BODY_NONE, 0 },
+	{ "GET", SBX "/logs", h_sandbox_logs, BODY_NONE, ROUTE_READ },
 	{ "POST", SBX "/exec", h_exec, BODY_JSON, 0 },
 	{ "POST", SBX "/exec/stream", h_exec_stream, BODY_JSON, 0 },
 	{ "GET", SBX "/pty", h_pty, BODY_NONE, 0 },
 	{ "POST", SBX "/processes", h_proc_start, BODY_JSON, 0 },
-	{ "GET", SBX "/processes", h_proc_list, BODY_NONE, 0 },
+	{ "GET", SBX "/processes", h_proc_list, BODY_NONE, ROUTE_READ },
 	{ "POST", SBX "/processes/{process}/signal", h_proc_signal, BODY_JSON, 0 },
-	{ "GET", SBX "/processes/{process}/output", h_proc_output, BODY_NONE, 0 },
-	{ "GET", SBX "/files", h_file_get, BODY_NONE, 0 },
+	{ "GET", SBX "/processes/{process}/output", h_proc_output, BODY_NONE, ROUTE_READ },
+	{ "POST", SBX "/processes/{process}/stdin", h_proc_stdin, BODY_RAW, 0 },
+	{ "POST", SBX "/code", h_code_run, BODY_JSON, 0 },
+	{ "POST", SBX "/code/stream", h_code_stream, BODY_JSON, 0 },
+	{ "POST", SBX "/code/contexts", h_code_context_create, BODY_JSON, 0 },
+	{ "GET", SBX "/code/contexts", h_code_context_list, BODY_NONE, ROUTE_READ },
+	{ "DELETE", SBX "/code/contexts/{context}", h_code_context_delete, BODY_NONE, 0 },
+	{ "POST", SBX "/code/contexts/{context}/restart", h_code_context_restart, BODY_NONE, 0 },
+	{ "GET", SBX "/files", h_file_get, BODY_NONE, ROUTE_READ },
 	{ "PUT", SBX "/files", h_file_put, BODY_FILE, 0, &file_put_hooks },
 	{ "DELETE", SBX "/files", h_file_delete, BODY_NONE, 0 },
-	{ "GET", SBX "/files/list", h_file_list, BODY_NONE, 0 },
-	{ "GET", SBX "/files/stat", h_file_stat, BODY_NONE, 0 },
+	{ "GET", SBX "/files/list", h_file_list, BODY_NONE, ROUTE_READ },
+	{ "GET", SBX "/files/stat", h_file_stat, BODY_NONE, ROUTE_READ },
+	{ "GET", SBX "/files/watch", h_file_watch, BODY_NONE, ROUTE_READ },
 	{ "POST", SBX "/files/mkdir", h_file_mkdir, BODY_NONE, 0 },
 	{ "POST", SBX "/files/rename", h_file_rename, BODY_JSON, 0 },
 	{ "POST", SBX "/snapshot", h_sandbox_snapshot, BODY_JSON, 0 },
@@ -47,7 +62,7 @@ const struct route routes[] = {
 	{ "POST", SBX "/mcp", h_mcp_sandbox, BODY_RAW, 0 },
 	{ "POST", "/mcp", h_mcp_workspace, BODY_RAW, 0 },
 	{ "POST", SBX "/ports", h_port_expose, BODY_JSON, 0 },
-	{ "GET", SBX "/ports", h_port_list, BODY_NONE, 0 },
+	{ "GET", SBX "/ports", h_port_list, BODY_NONE, ROUTE_READ },
 	{ "DELETE", SBX "/ports/{port}", h_port_delete, BODY_NONE, 0 },
 	{ "POST", SBX "/ports/{port}/preview", h_port_preview, BODY_JSON, 0 },
 	/* Any method goes to the guest; these are the ones HTTP servers use. */
@@ -58,19 +73,32 @@ const struct route routes[] = {
 	{ "PATCH", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
 	{ "DELETE", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
 	{ "OPTIONS", PROXY, h_proxy, BODY_STREAM, ROUTE_PROXY, &proxy_hooks },
-	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, 0 },
-	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, 0 },
+	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, ROUTE_READ },
 	{ "DELETE", "/v1/snapshots/{id}", h_snapshot_delete, BODY_NONE, 0 },
 	/* The dashboard (docs/dashboard.md): its files, sign-in, events, keys. */
-	{ "GET", "/", h_dashboard_root, BODY_NONE, ROUTE_PUBLIC },
-	{ "GET", "/dashboard/{path}", h_dashboard, BODY_NONE, ROUTE_PUBLIC },
+	{ "GET", "/", h_dashboard_root, BODY_NONE, ROUTE_PUBLIC | ROUTE_READ },
+	{ "GET", "/dashboard/{path}", h_dashboard, BODY_NONE, ROUTE_PUBLIC | ROUTE_READ },
 	{ "POST", "/v1/session", h_session_create, BODY_JSON, ROUTE_PUBLIC },
-	{ "GET", "/v1/session", h_session_get, BODY_NONE, 0 },
-	{ "DELETE", "/v1/session", h_session_delete, BODY_NONE, 0 },
-	{ "GET", "/v1/events", h_events, BODY_NONE, 0 },
-	{ "GET", "/v1/keys", h_key_list, BODY_NONE, 0 },
+	/* Hosts joining the cluster (docs/cluster.md): a join token or the
+	 * host's credential instead of an API key. */
+	{ "POST", "/v1/cluster/join", h_cluster_join, BODY_JSON, ROUTE_PUBLIC },
+	{ "POST", "/v1/cluster/heartbeat", h_cluster_heartbeat, BODY_JSON, ROUTE_PUBLIC },
+	{ "GET", "/v1/session", h_session_get, BODY_NONE, ROUTE_READ },
+	{ "DELETE", "/v1/session", h_session_delete, BODY_NONE, ROUTE_READ },	/* signing out */
+	{ "GET", "/v1/events", h_events, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/keys", h_key_list, BODY_NONE, ROUTE_READ },
 	{ "POST", "/v1/keys", h_key_create, BODY_JSON, 0 },
 	{ "DELETE", "/v1/keys/{id}", h_key_delete, BODY_NONE, 0 },
+	{ "GET", "/v1/audit", h_audit_list, BODY_NONE, ROUTE_READ },
+	/* The operator's (docs/security.md "Operators"): its credential only. */
+	{ "GET", "/v1/admin/workspaces", h_admin_ws_list, BODY_NONE, ROUTE_ADMIN },
+	{ "POST", "/v1/admin/workspaces", h_admin_ws_create, BODY_JSON, ROUTE_ADMIN },
+	{ "GET", "/v1/admin/workspaces/{name}", h_admin_ws_get, BODY_NONE, ROUTE_ADMIN },
+	{ "PATCH", "/v1/admin/workspaces/{name}", h_admin_ws_patch, BODY_JSON, ROUTE_ADMIN },
+	{ "DELETE", "/v1/admin/workspaces/{name}", h_admin_ws_delete, BODY_NONE, ROUTE_ADMIN },
+	{ "POST", "/v1/admin/workspaces/{name}/keys", h_admin_ws_key, BODY_JSON, ROUTE_ADMIN },
+	{ "GET", "/v1/admin/usage", h_admin_usage, BODY_NONE, ROUTE_ADMIN },
 };
 #pragma GCC diagnostic pop
 const size_t nroutes = sizeof routes / sizeof routes[0];

@@ -22,6 +22,13 @@ enum body_kind {
 enum {
 	ROUTE_PUBLIC = 1,	/* no API key needed */
 	ROUTE_PROXY = 2,	/* to a sandbox's exposed port; its hooks authenticate */
+	/* A key of scope "read" may call it: it changes nothing and opens no
+	 * session that could (GETs but the PTY). The rest are refused to
+	 * such keys with 403, and each call of them by a key is audited. */
+	ROUTE_READ = 4,
+	/* The operator's (/v1/admin): an operator credential, not a
+	 * workspace's key (403) or session (401); see api/auth.h. */
+	ROUTE_ADMIN = 8,
 };
 
 typedef int handler_fn(struct req *r);

@@ -28,6 +28,9 @@ static const struct optdef optdefs[] = {
 	{ "allow-out", 0, VALUE }, { "deny-out", 0, VALUE }, { "no-internet", 0, NONE },
 	{ "internet", 0, NONE }, { "status", 0, VALUE }, { "limit", 0, VALUE },
 	{ "cursor", 0, VALUE }, { "help", 'h', NONE }, { "delete-parent", 0, NONE },
+	{ "signal", 's', VALUE }, { "wait", 0, VALUE }, { "close", 0, NONE },
+	{ "by", 0, VALUE }, { "from", 0, VALUE }, { "to", 0, VALUE }, { "sandbox", 0, VALUE },
+	{ "csv", 0, NONE },
 };
 
 void usage_error(const struct command *cmd, const char *fmt, ...)
@@ -134,6 +137,14 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "limit")) o->limit = args_number("--limit", v, 1, 1000);
 	else if (!strcmp(n, "cursor")) o->cursor = v;
 	else if (!strcmp(n, "help")) o->help = true;
+	else if (!strcmp(n, "signal")) o->signal = v;
+	else if (!strcmp(n, "wait")) o->wait = args_number("--wait", v, 0, 3600);
+	else if (!strcmp(n, "close")) o->close = true;
+	else if (!strcmp(n, "by")) o->by = v;
+	else if (!strcmp(n, "from")) o->from = v;
+	else if (!strcmp(n, "to")) o->to = v;
+	else if (!strcmp(n, "sandbox")) o->sandbox = v;
+	else if (!strcmp(n, "csv")) o->csv = true;
 }
 
 void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o)

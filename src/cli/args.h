@@ -26,7 +26,11 @@ struct opts {
 	long long ttl;			/* -1: not given */
 	long long n;			/* -n: fork's count, logs' lines; -1: not given */
 	long long timeout, limit;	/* 0 / -1: not given */
-	bool json, tree, in, public, recursive, follow, no_internet, internet, help, delete_parent;
+	bool json, tree, in, public, recursive, follow, no_internet, internet, help, delete_parent, close;
+	const char *signal;		/* proc kill's -s */
+	const char *by, *from, *to, *sandbox;	/* usage's --by, --from, --to, --sandbox */
+	bool csv;			/* usage's --csv */
+	long long wait;			/* proc output's --wait, 0: not given */
 	json_t *env, *meta;		/* from -e / --meta, or NULL */
 	json_t *allow_out, *deny_out;	/* arrays, or NULL */
 	char **pos;			/* positional arguments, in order */

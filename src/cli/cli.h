@@ -36,6 +36,8 @@ json_t *call(const char *method, const char *path, json_t *body);
  * whole answer (yours to free), or exit on a failure or an error status. */
 char *finish(struct httpc *c, int rc);
 void print_json(json_t *j);
+/* One event of a stream as one line of compact JSON (--json). */
+void print_json_line(json_t *j);
 /* o[k] as a string, or "-". */
 const char *str(json_t *o, const char *k);
 bool is_id(const char *s, const char *prefix);
@@ -52,11 +54,15 @@ int write_all(int fd, const void *p, size_t n);
 int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, void *arg), void *arg);
 
 /* The commands (cmd_*.c). Each returns kiln's exit status. */
+/* The JSON body of a command to run: pos[i..] (one: a shell line; more:
+ * an argv) with -e, -w and -t. Exits 2 if there is none. */
+json_t *command_body(const struct command *cmd, struct opts *o, int i);
+
 #define COMMAND(name) int cmd_##name(const struct command *cmd, struct opts *o)
 COMMAND(create); COMMAND(ls); COMMAND(get); COMMAND(fork); COMMAND(snapshot);
 COMMAND(hibernate); COMMAND(wake); COMMAND(ttl); COMMAND(rm); COMMAND(snapshots);
 COMMAND(templates); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
 COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
-COMMAND(network); COMMAND(promote);
+COMMAND(network); COMMAND(promote); COMMAND(proc); COMMAND(billing); COMMAND(statements);
 #undef COMMAND
 #endif

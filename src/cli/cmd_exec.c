@@ -132,12 +132,10 @@ static int command_start(const struct command *cmd, struct opts *o)
 	return o->dashdash >= 0 ? o->dashdash : 1;
 }
 
-int cmd_exec(const struct command *cmd, struct opts *o)
+json_t *command_body(const struct command *cmd, struct opts *o, int i)
 {
-	const char *id = need_id(cmd, o, 0);
-	int i = command_start(cmd, o);
 	if (i >= o->npos)
-		usage_error(cmd, "exec: no command given");
+		usage_error(cmd, "%s: no command given", cmd->name);
 	json_t *body = json_object();
 	if (o->npos - i == 1) {
 		json_object_set_new(body, "cmd", json_string(o->pos[i]));
@@ -154,6 +152,13 @@ int cmd_exec(const struct command *cmd, struct opts *o)
 		json_object_set_new(body, "cwd", json_string(o->cwd));
 	if (o->timeout > 0)
 		json_object_set_new(body, "timeout_seconds", json_integer(o->timeout));
+	return body;
+}
+
+int cmd_exec(const struct command *cmd, struct opts *o)
+{
+	const char *id = need_id(cmd, o, 0);
+	json_t *body = command_body(cmd, o, command_start(cmd, o));
 	if (o->in) {
 		char *in = read_stdin(1u << 20);
 		json_object_set_new(body, "stdin", json_string(in));
@@ -228,10 +233,7 @@ static int logs_event(const char *event, const char *data, void *arg)
 	json_t *j = json_loads(data, 0, NULL);
 	if (j) {
 		if (o->json) {
-			char *s = json_dumps(j, JSON_COMPACT);
-			if (s)
-				puts(s);
-			free(s);
+			print_json_line(j);
 		} else {
 			log_line(j);
 		}

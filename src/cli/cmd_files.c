@@ -335,10 +335,57 @@ static const char *fs_target(const struct command *cmd, struct opts *o, char id[
 	usage_error(cmd, "fs %s wants ID:PATH (or ID PATH)", o->npos ? o->pos[0] : "");
 }
 
+/* One event of a watch: "TYPE NAME" lines (a rename: "rename-from" and
+ * "rename-to"; a directory's name ends in /), or the JSON with --json. */
+static int watch_event(const char *event, const char *data, void *arg)
+{
+	struct opts *o = arg;
+	json_t *j = json_loads(data, 0, NULL);
+	int stop = 0;
+	if (!strcmp(event, "fs") && j) {
+		if (o->json) {
+			print_json_line(j);
+		} else {
+			const char *moved = json_string_value(json_object_get(j, "moved"));
+			printf("%s%s%s %s%s\n", str(j, "type"), moved ? "-" : "", moved ? moved : "", str(j, "name"),
+			       json_is_true(json_object_get(j, "dir")) ? "/" : "");
+		}
+		fflush(stdout);
+	} else if (!strcmp(event, "overflow")) {
+		fprintf(stderr, "kiln: the guest dropped events (they came faster than they were read)\n");
+	} else if (!strcmp(event, "gone")) {
+		fprintf(stderr, "kiln: the watched path was deleted or moved\n");
+		stop = 1;
+	} else if (!strcmp(event, "error")) {
+		fprintf(stderr, "kiln: %s\n", str(j, "message"));
+		stop = 2;
+	}
+	json_decref(j);
+	return stop;
+}
+
+/* kiln fs watch [-r] ID:PATH: changes until the path goes or ^C. */
+static int fs_watch(const char *id, const char *path, struct opts *o)
+{
+	char *p = files_path("files/watch", id, path, o->recursive ? "&recursive=true" : NULL);
+	struct httpc c;
+	int rc = httpc_start(&c, &target, "GET", p, "Accept: text/event-stream\r\n", NULL, 0, -1, 0);
+	free(p);
+	if (rc < 0)
+		die("%s", c.error);
+	if (c.status != 200)
+		free(finish(&c, 0));
+	rc = sse_read(&c, watch_event, o);
+	httpc_close(&c);
+	if (rc < 0)
+		die("the watch broke%s%s", c.error[0] ? ": " : "", c.error);
+	return rc == 2 ? EXIT_KILN : 0;
+}
+
 int cmd_fs(const struct command *cmd, struct opts *o)
 {
 	if (o->npos < 1)
-		usage_error(cmd, "fs wants ls, stat, rm or mkdir");
+		usage_error(cmd, "fs wants ls, stat, rm, mkdir or watch");
 	const char *what = o->pos[0];
 	char id[48];
 	if (!strcmp(what, "ls")) {
@@ -392,8 +439,11 @@ int cmd_fs(const struct command *cmd, struct opts *o)
 	} else if (!strcmp(what, "mkdir")) {
 		const char *path = fs_target(cmd, o, id);
 		remote_mkdir(id, path);
+	} else if (!strcmp(what, "watch")) {
+		const char *path = fs_target(cmd, o, id);
+		return fs_watch(id, path, o);
 	} else {
-		usage_error(cmd, "fs: unknown subcommand '%s' (ls, stat, rm, mkdir)", what);
+		usage_error(cmd, "fs: unknown subcommand '%s' (ls, stat, rm, mkdir, watch)", what);
 	}
 	return 0;
 }

@@ -324,21 +324,3 @@ int cmd_limits(const struct command *cmd, struct opts *o)
 	json_decref(r);
 	return 0;
 }
-
-int cmd_usage(const struct command *cmd, struct opts *o)
-{
-	need_args(cmd, o, 0, 0);
-	json_t *r = call("GET", "/v1/usage", NULL);
-	if (o->json) {
-		print_json(r);
-	} else {
-		printf("cpu_seconds        %.3f\n", json_number_value(json_object_get(r, "cpu_seconds")));
-		printf("memory_gib_hours   %.6f\n", json_number_value(json_object_get(r, "memory_gib_hours")));
-		printf("running_seconds    %.1f\n", json_number_value(json_object_get(r, "running_seconds")));
-		printf("sandboxes          %lld (%lld live)\n",
-		       (long long)json_integer_value(json_object_get(r, "sandboxes")),
-		       (long long)json_integer_value(json_object_get(r, "live_sandboxes")));
-	}
-	json_decref(r);
-	return 0;
-}

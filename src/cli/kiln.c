@@ -46,6 +46,18 @@ static const struct command commands[] = {
 	  "  -w, --cwd DIR            working directory (default: the user's home)\n"
 	  "  -t, --timeout SECONDS    kill it after SECONDS (1 to 86400)\n"
 	  "  -i, --stdin              send kiln's stdin to it (text, at most 1 MiB)\n", true },
+	{ "proc", cmd_proc, "stdin env cwd timeout wait close signal",
+	  "proc start|ls|output|stdin|kill ...",
+	  "background processes: start one, list, read its output, feed its stdin, signal it",
+	  "  proc start [--stdin] [-e K=V]... [-w DIR] [-t SECONDS] ID [--] CMD [ARG...]\n"
+	  "                           start CMD in the background; prints its PROC number\n"
+	  "    --stdin                keep its stdin open for proc stdin\n"
+	  "  proc ls ID               the processes the sandbox keeps\n"
+	  "  proc output [--wait SECONDS] ID PROC\n"
+	  "                           its output kept so far (and until it ends, up to SECONDS);\n"
+	  "                           exits with its status once it has ended\n"
+	  "  proc stdin [--close] ID PROC  send kiln's stdin to it (--close: then end it)\n"
+	  "  proc kill [-s SIGNAL] ID PROC  signal its process group (default KILL)\n", true },
 	{ "shell", cmd_shell, "", "shell ID [--] [CMD [ARG...]]",
 	  "a terminal in the sandbox (the login shell, or CMD); ends at the remote exit or at the end of piped stdin",
 	  NULL, true },
@@ -58,8 +70,10 @@ static const struct command commands[] = {
 	  "  -r, --recursive          copy a directory tree (either way)\n"
 	  "  A local SRC may be any file that can be read: a pipe, a FIFO, <(cmd).\n"
 	  "  A DST that is a directory (or ends in /) gets SRC's name inside it.\n", false },
-	{ "fs", cmd_fs, "recursive", "fs ls|stat|rm [-r]|mkdir ID:PATH",
-	  "list a guest directory, stat, remove (-r: a tree) or make one (with its parents)", NULL, false },
+	{ "fs", cmd_fs, "recursive", "fs ls|stat|rm [-r]|mkdir|watch [-r] ID:PATH",
+	  "list a guest directory, stat, remove (-r: a tree), make one (with its parents) or watch it",
+	  "  fs watch [-r] ID:PATH    print changes (TYPE NAME lines, or --json) until the path\n"
+	  "                           goes or ^C; -r: the directories below it too\n", false },
 	{ "fork", cmd_fork, "count tree", "fork ID [-n N] [--tree] [--json]",
 	  "N live copies of a running sandbox; prints their ids",
 	  "  -n, --count N            how many (1 to 64, default 1)\n"
@@ -84,7 +98,20 @@ static const struct command commands[] = {
 	{ "ports", cmd_ports, "", "ports ID [--json]", "the exposed ports of a sandbox", NULL, false },
 	{ "rm", cmd_rm, "", "rm ID...", "delete sandboxes (or snapshots: snap_...)", NULL, false },
 	{ "templates", cmd_templates, "", "templates [--json]", "the templates and their state", NULL, false },
-	{ "usage", cmd_usage, "", "usage [--json]", "this workspace's resource usage", NULL, false },
+	{ "usage", cmd_usage, "by from to sandbox csv",
+	  "usage [--by hour|day] [--from T] [--to T] [--sandbox ID] [--csv] [--json]",
+	  "this workspace's usage: totals, or metered hours by hour or day, priced",
+	  "  with no option: totals over the workspace's sandboxes\n"
+	  "  --by hour|day            by UTC hour (default) or day, each priced, and their total\n"
+	  "  --from T, --to T         the range: 2026-12-01, 2026-12-01T05:00:00Z or Unix seconds\n"
+	  "                           (default: this month, through the hour under way)\n"
+	  "  --sandbox ID             one sandbox's hours only\n"
+	  "  --csv                    the hours as CSV, as kilnd makes it\n", false },
+	{ "billing", cmd_billing, "", "billing [--json]",
+	  "this month so far: plan, prices, cost, projected, credit left", NULL, false },
+	{ "statements", cmd_statements, "", "statements [MONTH] [--json]",
+	  "monthly statements, newest first, or one month's (2026-11); closed months never change", NULL,
+	  false },
 	{ "limits", cmd_limits, "", "limits [--json]", "this workspace's plan, its limits and what is in use",
 	  NULL, false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },

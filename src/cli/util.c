@@ -78,6 +78,14 @@ void print_json(json_t *j)
 	free(s);
 }
 
+void print_json_line(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	if (s)
+		puts(s);
+	free(s);
+}
+
 const char *str(json_t *o, const char *k)
 {
 	const char *s = json_string_value(json_object_get(o, k));

@@ -148,6 +148,12 @@ typedef int kiln_proc_fn(void *ctx, const struct kiln_proc_info *p);
 int kiln_procs(struct kiln_client *c, kiln_proc_fn *fn, void *ctx);
 /* Signal a process (its process group unless KILN_SIGNAL_PROCESS). */
 int kiln_signal(struct kiln_client *c, uint32_t id, int sig, uint32_t flags);
+/* Stdin for a process started with KILN_EXEC_STDIN (or a pty), from any
+ * connection: n bytes (at most KILN_INPUT_MAX), then the end of stdin with
+ * KILN_INPUT_EOF. -EAGAIN: the process is not reading (too much waits);
+ * -EPIPE: its stdin is closed or was never open. */
+#define KILN_INPUT_MAX (KILN_FRAME_MAX - 64)
+int kiln_input(struct kiln_client *c, uint32_t id, const void *p, size_t n, uint32_t flags);
 
 /* ---- files ------------------------------------------------------------ */
 
@@ -194,6 +200,9 @@ int kiln_chmod(struct kiln_client *c, const char *path, uint32_t mode);
 int kiln_watch_start(struct kiln_client *c, const char *path, uint32_t flags);
 int kiln_watch_next(struct kiln_client *c, uint32_t *events, char *name, size_t namelen);
 int kiln_watch_cancel(struct kiln_client *c);
+/* kiln_watch_next without blocking, for callers with their own poll loop
+ * (kiln_client_fd, kiln_client_io): 2 when no event is buffered yet. */
+int kiln_watch_poll(struct kiln_client *c, uint32_t *events, char *name, size_t namelen);
 
 /* ---- TCP inside the guest ----------------------------------------------- */
 

@@ -298,6 +298,18 @@ int kiln_signal(struct kiln_client *c, uint32_t id, int sig, uint32_t flags)
 	return simple(c, &fb);
 }
 
+int kiln_input(struct kiln_client *c, uint32_t id, const void *p, size_t n, uint32_t flags)
+{
+	struct kiln_fb fb;
+	cl_begin(c, &fb, KILN_INPUT);
+	kiln_fb_u32(&fb, KT_ID, id);
+	if (n)
+		kiln_fb_bytes(&fb, KT_DATA, p, n);
+	if (flags)
+		kiln_fb_u32(&fb, KT_FLAGS, flags);
+	return simple(c, &fb);
+}
+
 /* ---- files ------------------------------------------------------------ */
 
 int kiln_read_file(struct kiln_client *c, const char *path, uint64_t offset,
@@ -556,12 +568,14 @@ int kiln_watch_start(struct kiln_client *c, const char *path, uint32_t flags)
 	return request(c, &fb, KILN_ACCEPT, &m);
 }
 
-int kiln_watch_next(struct kiln_client *c, uint32_t *events, char *name, size_t namelen)
+static int watch_event(struct kiln_client *c, bool block, uint32_t *events, char *name, size_t namelen)
 {
 	struct kiln_hdr h;
 	const uint8_t *p;
 	struct kiln_msg m;
-	int rc = cl_recv(c, true, &h, &p);
+	int rc = cl_recv(c, block, &h, &p);
+	if (!block && rc == 0)
+		return 2;	/* nothing buffered */
 	if (rc < 0 || (rc = cl_parse(c, &h, p, &m)) < 0)
 		return rc;
 	if (h.type == KILN_END)
@@ -571,6 +585,16 @@ int kiln_watch_next(struct kiln_client *c, uint32_t *events, char *name, size_t 
 	*events = kiln_msg_u32(&m, KT_EVENT, 0);
 	cl_copy_str(&m, KT_NAME, name, namelen);
 	return 1;
+}
+
+int kiln_watch_next(struct kiln_client *c, uint32_t *events, char *name, size_t namelen)
+{
+	return watch_event(c, true, events, name, namelen);
+}
+
+int kiln_watch_poll(struct kiln_client *c, uint32_t *events, char *name, size_t namelen)
+{
+	return watch_event(c, false, events, name, namelen);
 }
 
 int kiln_watch_cancel(struct kiln_client *c)

@@ -69,6 +69,7 @@ const char *kiln_type_name(unsigned type)
 	case KILN_ATTACH: return "ATTACH";
 	case KILN_PROCS: return "PROCS";
 	case KILN_SIGNAL: return "SIGNAL";
+	case KILN_INPUT: return "INPUT";
 	case KILN_READ: return "READ";
 	case KILN_WRITE: return "WRITE";
 	case KILN_STAT: return "STAT";

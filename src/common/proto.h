@@ -45,6 +45,7 @@ enum kiln_type {
 	KILN_ATTACH	= 0x04,
 	KILN_PROCS	= 0x05,
 	KILN_SIGNAL	= 0x06,
+	KILN_INPUT	= 0x07,	/* stdin for a background process, by id */
 	KILN_READ	= 0x10,
 	KILN_WRITE	= 0x11,
 	KILN_STAT	= 0x12,
@@ -156,6 +157,9 @@ enum kiln_kind { KK_NONE, KK_U32, KK_U64, KK_I64, KK_STR, KK_BYTES };
 
 /* SIGNAL flags */
 #define KILN_SIGNAL_PROCESS	0x01	/* the process only, not its group */
+
+/* INPUT flags */
+#define KILN_INPUT_EOF		0x01	/* close stdin after these bytes */
 
 /* WRITE flags */
 #define KILN_WRITE_MKDIRS	0x01	/* create missing parent directories */

@@ -388,6 +388,7 @@ static void dispatch_request(struct conn *c, uint8_t type, const uint8_t *p, uin
 	case KILN_ATTACH: exec_attach(c, &m); break;
 	case KILN_PROCS: exec_procs(c, &m); break;
 	case KILN_SIGNAL: exec_signal(c, &m); break;
+	case KILN_INPUT: exec_input(c, &m); break;
 	case KILN_READ: files_read(c, &m); break;
 	case KILN_WRITE: files_write(c, &m); break;
 	case KILN_STAT: files_stat(c, &m); break;

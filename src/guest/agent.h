@@ -139,6 +139,7 @@ void exec_request(struct conn *c, const struct kiln_msg *m);
 void exec_attach(struct conn *c, const struct kiln_msg *m);
 void exec_procs(struct conn *c, const struct kiln_msg *m);
 void exec_signal(struct conn *c, const struct kiln_msg *m);
+void exec_input(struct conn *c, const struct kiln_msg *m);
 /* A child was reaped (any child: orphans are reaped here too). */
 void exec_reaped(struct agent *a, pid_t pid, int status);
 /* Milliseconds until the next process timeout, or -1. Kills processes

@@ -1,5 +1,5 @@
 /*
- * Processes: EXEC, ATTACH, PROCS and SIGNAL, and the streaming of a
+ * Processes: EXEC, ATTACH, PROCS, SIGNAL and INPUT, and the streaming of a
  * process's stdin, stdout and stderr.
  *
  * A process is attached to at most one connection. While attached, its
@@ -967,5 +967,66 @@ void exec_signal(struct conn *c, const struct kiln_msg *m)
 		conn_error(c, errno, "SIGNAL: kill %d: %s", (int)target, strerror(errno));
 		return;
 	}
+	conn_ok(c);
+}
+
+/* Stdin for a process by id, from any connection: a client reading a
+ * background process's output (attached) and one feeding it need not be
+ * the same. The bytes join what the pipe has not taken yet; past
+ * 2 * KILN_FRAME_MAX of those the process is not reading, and the sender
+ * is told so (EAGAIN) rather than the agent holding more. */
+void exec_input(struct conn *c, const struct kiln_msg *m)
+{
+	uint32_t id = kiln_msg_u32(m, KT_ID, 0);
+	uint32_t flags = kiln_msg_u32(m, KT_FLAGS, 0);
+	uint32_t len = 0;
+	const uint8_t *d = kiln_msg_bytes(m, KT_DATA, &len);
+	struct proc *p = proc_find(c->a, id);
+
+	if (!p) {
+		conn_error(c, ESRCH, "INPUT: no process with id %u", id);
+		return;
+	}
+	if (p->exited) {
+		conn_error(c, ESRCH, "INPUT: process %u (pid %d) has exited", id, (int)p->pid);
+		return;
+	}
+	if (p->in_fd < 0 || p->eof_pending || !(p->flags & (KILN_EXEC_STDIN | KILN_EXEC_PTY))) {
+		conn_error(c, EPIPE, "INPUT: process %u has no stdin open (started without stdin, "
+			   "or it was closed)", id);
+		return;
+	}
+	if (buf_used(&p->pending) + len > 2 * KILN_FRAME_MAX) {
+		conn_error(c, EAGAIN, "INPUT: process %u is not reading its stdin (%zu bytes "
+			   "wait for it)", id, buf_used(&p->pending));
+		return;
+	}
+	if (d && len) {
+		if (!buf_used(&p->pending)) {
+			ssize_t n = write(p->in_fd, d, len);
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				conn_error(c, EPIPE, "INPUT: process %u closed its stdin", id);
+				if (!p->pty)
+					close_fd(p, &p->in_fd);
+				return;
+			}
+			if (n > 0) {
+				d += n;
+				len -= (uint32_t)n;
+			}
+		}
+		if (len && buf_append(&p->pending, d, len, 2 * KILN_FRAME_MAX) < 0) {
+			conn_error(c, ENOMEM, "INPUT: process %u: out of memory for %u bytes of stdin",
+				   id, len);
+			return;
+		}
+	}
+	if (flags & KILN_INPUT_EOF) {
+		if (buf_used(&p->pending))
+			p->eof_pending = true;
+		else
+			close_stdin(p);
+	}
+	proc_update(p);
 	conn_ok(c);
 }

@@ -3,6 +3,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 
 struct guest {
 	struct kiln_client *c;
+	char cwd[256];			/* exec's directory when a command names none */
 };
 
 /* The library's message becomes ours (errmsg()). */
@@ -124,13 +126,18 @@ int guest_tcp_connect(struct guest *g, unsigned port, int *fd, void **early, siz
 	return rc < 0 ? gfail(g, rc, "guest connect") : 0;
 }
 
+void guest_set_default_cwd(struct guest *g, const char *cwd)
+{
+	snprintf(g->cwd, sizeof g->cwd, "%s", cwd && strlen(cwd) < sizeof g->cwd ? cwd : "");
+}
+
 int guest_exec_start(struct guest *g, struct guest_cmd *cmd)
 {
 	struct kiln_exec_req r = {
 		.argv = cmd->argv,
 		.shell = cmd->shell,
 		.env = cmd->env,
-		.cwd = cmd->cwd,
+		.cwd = cmd->cwd ? cmd->cwd : g->cwd[0] ? g->cwd : NULL,
 		.user = cmd->user,
 		.timeout_ms = cmd->timeout_ms,
 		.flags = (cmd->stdin_pipe ? KILN_EXEC_STDIN : 0) | (cmd->pty ? KILN_EXEC_PTY : 0) |
@@ -184,6 +191,21 @@ int guest_signal(struct guest *g, uint32_t id, int sig)
 	return rc < 0 ? gfail(g, rc, "signal") : 0;
 }
 
+int guest_proc_input(struct guest *g, uint32_t id, const void *p, size_t n, bool eof)
+{
+	const uint8_t *d = p;
+	do {
+		size_t part = n < KILN_INPUT_MAX ? n : KILN_INPUT_MAX;
+		bool last = part == n;
+		int rc = kiln_input(g->c, id, d, part, last && eof ? KILN_INPUT_EOF : 0);
+		if (rc < 0)
+			return gfail(g, rc, "stdin");
+		d += part;
+		n -= part;
+	} while (n);
+	return 0;
+}
+
 static void convert(const struct kiln_io *io, struct guest_ev *ev)
 {
 	memset(ev, 0, sizeof *ev);
@@ -199,24 +221,18 @@ static void convert(const struct kiln_io *io, struct guest_ev *ev)
 	ev->timed_out = io->timed_out;
 }
 
-int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms)
+/* Wait until the agent's connection has something for us (1, after
+ * kiln_client_io), deadline passes (0; deadline 0: none), or watch_fd
+ * hangs up (-ECONNABORTED). */
+static int wait_agent(struct guest *g, int watch_fd, int64_t deadline, const char *what)
 {
-	int64_t deadline = wait_ms >= 0 ? mono_ms() + wait_ms : 0;
 	for (;;) {
-		struct kiln_io io;
-		int rc = kiln_exec_poll(g->c, &io);
-		if (rc < 0)
-			return gfail(g, rc, "exec");
-		if (rc > 0) {
-			convert(&io, ev);
-			return 1;
-		}
 		struct pollfd p[2] = {
 			{ .fd = kiln_client_fd(g->c), .events = kiln_client_events(g->c) },
 			{ .fd = watch_fd, .events = POLLRDHUP },
 		};
 		int left = -1;
-		if (wait_ms >= 0) {
+		if (deadline) {
 			left = (int)(deadline - mono_ms());
 			if (left < 0)
 				left = 0;
@@ -230,8 +246,27 @@ int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait
 			return 0;
 		if (watch_fd >= 0 && (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)))
 			return errf(ECONNABORTED, "the client went away");
+		int rc;
 		if (p[0].revents && (rc = kiln_client_io(g->c, p[0].revents)) < 0)
+			return gfail(g, rc, what);
+		return 1;
+	}
+}
+
+int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms)
+{
+	int64_t deadline = wait_ms >= 0 ? mono_ms() + wait_ms : 0;
+	for (;;) {
+		struct kiln_io io;
+		int rc = kiln_exec_poll(g->c, &io);
+		if (rc < 0)
 			return gfail(g, rc, "exec");
+		if (rc > 0) {
+			convert(&io, ev);
+			return 1;
+		}
+		if ((rc = wait_agent(g, watch_fd, deadline, "exec")) <= 0)
+			return rc;
 	}
 }
 
@@ -393,6 +428,35 @@ int guest_mkdir(struct guest *g, const char *path, uint32_t mode, bool parents)
 {
 	int rc = kiln_mkdir(g->c, path, mode, parents ? KILN_MKDIR_PARENTS : 0);
 	return rc < 0 ? gfail(g, rc, "mkdir") : 0;
+}
+
+int guest_watch_start(struct guest *g, const char *path, bool recursive)
+{
+	int rc = kiln_watch_start(g->c, path, recursive ? KILN_WATCH_RECURSIVE : 0);
+	return rc < 0 ? gfail(g, rc, "watch") : 0;
+}
+
+int guest_watch_next(struct guest *g, uint32_t *events, char *name, size_t namelen, int watch_fd,
+		     int wait_ms)
+{
+	int64_t deadline = mono_ms() + (wait_ms > 0 ? wait_ms : 0);
+	for (;;) {
+		int rc = kiln_watch_poll(g->c, events, name, namelen);
+		if (rc < 0)
+			return gfail(g, rc, "watch");
+		if (rc == 1)
+			return 1;
+		if (rc == 0)
+			return 2;	/* the watch ended (GONE came before) */
+		if ((rc = wait_agent(g, watch_fd, deadline, "watch")) <= 0)
+			return rc;
+	}
+}
+
+int guest_watch_cancel(struct guest *g)
+{
+	int rc = kiln_watch_cancel(g->c);
+	return rc < 0 ? gfail(g, rc, "watch") : 0;
 }
 
 int guest_rename(struct guest *g, const char *from, const char *to, bool replace)

@@ -29,6 +29,9 @@ void guest_close(struct guest *g);
 int guest_wait_ready(const char *vsock, int timeout_ms, pid_t vmm_pid, struct guest **out);
 /* Bound each later wait on this connection (-1: none). */
 void guest_set_timeout(struct guest *g, int ms);
+/* The directory of commands that name none (a template's WorkingDir);
+ * NULL or "": the agent's default. */
+void guest_set_default_cwd(struct guest *g, const char *cwd);
 
 int guest_ping(struct guest *g);
 /* After a restore or fork: wall clock, fresh entropy, hostname, identity. */
@@ -86,6 +89,11 @@ struct guest_proc {
 typedef int guest_proc_fn(void *ctx, const struct guest_proc *p);
 int guest_procs(struct guest *g, guest_proc_fn *fn, void *ctx);
 int guest_signal(struct guest *g, uint32_t id, int sig);
+/* Stdin for a background process started with stdin_pipe, by id (any
+ * connection); eof closes it after the bytes. -EAGAIN: it is not reading;
+ * -EPIPE: its stdin is closed or was never open; -ESRCH: no such process
+ * or it has ended. */
+int guest_proc_input(struct guest *g, uint32_t id, const void *p, size_t n, bool eof);
 /* The next event, feeding queued stdin meanwhile. Waits up to wait_ms
  * (-1: no limit) and returns 1 with an event, 0 when the time passed.
  * If watch_fd >= 0 hangs up (the HTTP client went away), -ECONNABORTED. */
@@ -126,5 +134,15 @@ int guest_remove(struct guest *g, const char *path, bool recursive);
  * (replace false: an existing target is EEXIST). */
 int guest_mkdir(struct guest *g, const char *path, uint32_t mode, bool parents);
 int guest_rename(struct guest *g, const char *from, const char *to, bool replace);
+/* Watch a guest path (a directory, or a file; recursive: every directory
+ * below it too). Then guest_watch_next: 1 with an event (KILN_EV_* bits,
+ * the name relative to the path), 2 when the watch ended (the path went:
+ * KILN_EV_GONE came first), 0 when wait_ms passed, -ECONNABORTED when
+ * watch_fd (the HTTP client) hung up. The connection is then good for
+ * nothing else: close it (guest_watch_cancel first if it may be reused). */
+int guest_watch_start(struct guest *g, const char *path, bool recursive);
+int guest_watch_next(struct guest *g, uint32_t *events, char *name, size_t namelen, int watch_fd,
+		     int wait_ms);
+int guest_watch_cancel(struct guest *g);
 
 #endif

@@ -39,6 +39,15 @@ struct sandbox *sandbox_alloc(struct host *h, const struct sbx_row *row)
 	sb->refs = 1;
 	sb->pidfd = -1;
 	snprintf(sb->dir, sizeof sb->dir, "%s/sandboxes/%s", h->cfg->data_dir, row->id);
+	/* The image's WorkingDir, from the template version in service (a
+	 * sandbox, fork or snapshot of an older version gets the newer's). */
+	struct tmpl *t;
+	if (h->tpl && row->template[0] && templates_get(h->tpl, row->template, &t) == 0) {
+		const char *wd = tmpl_workdir(t);
+		if (wd && strlen(wd) < sizeof sb->workdir)
+			snprintf(sb->workdir, sizeof sb->workdir, "%s", wd);
+		tmpl_put(h->tpl, t);
+	}
 	return sb;
 }
 
@@ -197,9 +206,33 @@ void sandbox_mem_release(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&h->lock);
 }
 
+/* Add what was metered since the last save to its hour (whole units:
+ * the fractions stay for the next save, so nothing is lost to rounding).
+ * Under sb->lock. */
+static void save_usage(struct host *h, struct sandbox *sb)
+{
+	struct usage_hour u = { .hour_ms = sb->unsaved.hour_ms,
+				.cpu_us = (int64_t)(sb->unsaved.cpu_s * 1e6),
+				.mem_mib_s = (int64_t)sb->unsaved.mem_mib_s,
+				.run_ms = (int64_t)(sb->unsaved.run_s * 1e3) };
+	if (!u.hour_ms || (!u.cpu_us && !u.mem_mib_s && !u.run_ms))
+		return;
+	snprintf(u.workspace, sizeof u.workspace, "%s", sb->row.workspace);
+	snprintf(u.sandbox, sizeof u.sandbox, "%s", sb->row.id);
+	if (store_usage_add(h->store, &u) < 0) {
+		log_warn("sandbox %s: saving its usage: %s", sb->row.id, errmsg());
+		return;	/* kept for the next save */
+	}
+	sb->unsaved.cpu_s -= (double)u.cpu_us / 1e6;
+	sb->unsaved.mem_mib_s -= (double)u.mem_mib_s;
+	sb->unsaved.run_s -= (double)u.run_ms / 1e3;
+	sb->unsaved.hour_ms = 0;	/* the next sample names its own hour */
+}
+
 int sandbox_save(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
+	save_usage(h, sb);
 	int rc = store_sandbox_save(h->store, &sb->row);
 	/* The name is a static string: it outlives the lock. */
 	struct host_event ev = { sb->row.workspace, sb->row.id, sbx_state_name(sb->row.state),
@@ -326,15 +359,7 @@ int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx)
 
 int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx)
 {
-	int rc = 0;
-	for (int i = 0; i < ntemplate_defs && rc == 0; i++) {
-		struct tmpl *t = NULL;
-		if (templates_get(h->tpl, template_defs[i].name, &t) < 0)
-			t = NULL;
-		rc = fn(ctx, &template_defs[i], t);
-		tmpl_put(h->tpl, t);
-	}
-	return rc;
+	return templates_each(h->tpl, fn, ctx);
 }
 
 void host_metrics(struct host *h, struct strbuf *b)
@@ -543,6 +568,14 @@ static void start_netpool(struct host *h)
 	free(keep);
 }
 
+static int start_zygote(void *ctx, const struct template_def *def, const struct tmpl *t)
+{
+	(void)def;
+	if (t && t->snapshot && tmpl_zygote_ensure(ctx, (struct tmpl *)t) < 0)
+		log_warn("template %s: %s", t->name, errmsg());
+	return 0;
+}
+
 int host_open(const struct host_config *cfg, struct store *store, struct metrics *metrics,
 	      struct host **out)
 {
@@ -579,14 +612,7 @@ int host_open(const struct host_config *cfg, struct store *store, struct metrics
 		return rc;
 	}
 	/* Zygotes of the templates in service, so the first create is fast. */
-	for (int i = 0; i < ntemplate_defs; i++) {
-		struct tmpl *t;
-		if (templates_get(h->tpl, template_defs[i].name, &t) < 0)
-			continue;
-		if (t->snapshot && tmpl_zygote_ensure(cfg, t) < 0)
-			log_warn("template %s: %s", t->name, errmsg());
-		tmpl_put(h->tpl, t);
-	}
+	templates_each(h->tpl, start_zygote, (void *)cfg);
 	*out = h;
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "host/host_types.h"	/* ws_caps, create_req, HOST_FORK_MAX */
 #include "store/store.h"
 #include "common/strbuf.h"
 
@@ -36,42 +37,9 @@ int host_open(const struct host_config *cfg, struct store *store, struct metrics
 /* Stop housekeeping. Running VMMs are left running, for the next kilnd. */
 void host_close(struct host *h);
 
-/* A workspace's caps on what it starts, counted exactly by the host (the
- * ops layer's plans set them; 0 is no cap). A refusal is -EDQUOT, with
- * the cap that refused in the report. */
-struct ws_caps {
-	int running;			/* sandboxes creating or running */
-	int creates;			/* sandboxes made (creates, fork children) per window */
-	int64_t window_ms;		/* that window, sliding */
-	int vcpus, memory_mib;		/* of one sandbox */
-};
-/* The most creates a workspace's window counts (a creates cap above it
- * is counted as this many at most: a cap that large is no cap). */
-#define WS_WINDOW_MAX 4096
-
-struct ws_caps_report {
-	const char *limit;		/* -EDQUOT: "running", "creates", "vcpus", "memory_mib" */
-	int64_t value;			/* that cap */
-	int64_t retry_after_ms;		/* -EDQUOT: when trying again may succeed; 0: unknown */
-	int creates_used;		/* in the window, this request's included when admitted */
-	int64_t reset_ms;		/* wall ms when the window's oldest create leaves it; 0: none */
-};
-
-struct create_req {
-	const char *workspace;
-	const struct ws_caps *caps;	/* NULL: none */
-	struct ws_caps_report *report;	/* with caps */
-	const char *template;		/* or NULL with snapshot */
-	const char *snapshot;		/* from_snapshot */
-	int64_t ttl_seconds;		/* -1: the default */
-	int64_t ttl_cap;		/* > 0: the default is at most this */
-	bool ttl_absolute, idle_hibernate;	/* the TTL rule (store.h sbx_row) */
-	int64_t retention_seconds;
-	const char *metadata, *env;	/* JSON object text, or NULL */
-	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
-	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */
-};
-
+/* A workspace's caps (struct ws_caps, ws_caps_report) and the create
+ * request (struct create_req) are plain data, in host_types.h, shared
+ * with the host interface (src/hostif/hostif.h) that the API calls. */
 int host_create(struct host *h, const struct create_req *req, struct sandbox **out);
 /* The caller's sandbox id (a reference), -ENOENT if it does not exist or
  * belongs to another workspace. */
@@ -93,7 +61,6 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX]);
 /* count (1 to HOST_FORK_MAX) children of sb: with tree, all in one pause
  * (identical); without, one pause each. children[] gets references; *made
  * how many exist (they are returned even when a later one failed). */
-#define HOST_FORK_MAX 64
 int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	      const struct ws_caps *caps, struct ws_caps_report *report,
 	      struct sandbox **children, int *made);

@@ -9,14 +9,7 @@
 #ifndef KILN_HOST_HOST_EVENTS_H
 #define KILN_HOST_HOST_EVENTS_H
 
-#include <stdint.h>
-
-struct host_event {
-	const char *workspace, *id, *state;
-	double cpu_seconds;		/* the sandbox's accounting at this save */
-	int64_t rss_bytes;
-};
-typedef void host_event_fn(void *ctx, const struct host_event *e);
+#include "host/host_types.h"	/* struct host_event, host_event_fn */
 
 /* -ENOSPC when too many are subscribed. */
 int host_events_subscribe(host_event_fn *fn, void *ctx);

@@ -33,8 +33,15 @@ struct sandbox {
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
 	bool ws_pending;		/* counted in its workspace's tally until linked */
 	char dir[VM_DIR_MAX];
+	char workdir[256];		/* its template's WorkingDir (exec's default), or "" */
 	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */
 	int64_t sample_ms;		/* monotonic time of the last sample */
+	/* Metered since the last save, for its hour (usage_hours): what
+	 * sandbox_save has not yet added to the store. */
+	struct {
+		int64_t hour_ms;
+		double cpu_s, mem_mib_s, run_s;
+	} unsaved;
 	struct sandbox *next;
 };
 

@@ -112,12 +112,11 @@ int proc_run(char *const argv[], const char *log)
 	return 128 + WTERMSIG(st);
 }
 
-/* The fields after "(comm)" of /proc/PID/stat; comm may hold spaces and
- * parentheses, so parse from the last ')'. */
-static int read_stat(pid_t pid, char *buf, size_t cap, char **rest)
+/* The start of /proc/PID/NAME, NUL-terminated, in buf; -ESRCH if gone. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t cap)
 {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -ESRCH;
@@ -126,6 +125,15 @@ static int read_stat(pid_t pid, char *buf, size_t cap, char **rest)
 	if (n <= 0)
 		return -ESRCH;
 	buf[n] = 0;
+	return 0;
+}
+
+/* The fields after "(comm)" of /proc/PID/stat; comm may hold spaces and
+ * parentheses, so parse from the last ')'. */
+static int read_stat(pid_t pid, char *buf, size_t cap, char **rest)
+{
+	if (read_proc(pid, "stat", buf, cap) < 0)
+		return -ESRCH;
 	char *p = strrchr(buf, ')');
 	if (!p || p[1] != ' ')
 		return -EPROTO;
@@ -165,18 +173,39 @@ bool proc_alive(pid_t pid, int64_t start)
 	return f && (start == 0 || strtoll(f, NULL, 10) == start);
 }
 
-int proc_usage(pid_t pid, double *cpu_seconds, int64_t *rss_bytes)
+int proc_usage(pid_t pid, struct proc_usage *u)
 {
 	char buf[1024], *rest;
 	if (pid <= 0 || read_stat(pid, buf, sizeof buf, &rest) < 0)
 		return -ESRCH;
-	const char *ut = stat_field(rest, 14), *st = stat_field(rest, 15), *rss = stat_field(rest, 24);
-	if (!ut || !st || !rss)
+	const char *ut = stat_field(rest, 14), *st = stat_field(rest, 15), *rss = stat_field(rest, 24),
+		   *gt = stat_field(rest, 43);
+	if (!ut || !st || !rss || !gt)
 		return -EPROTO;
 	long tick = sysconf(_SC_CLK_TCK);
-	*cpu_seconds = (double)(strtoull(ut, NULL, 10) + strtoull(st, NULL, 10)) / (tick > 0 ? tick : 100);
-	*rss_bytes = strtoll(rss, NULL, 10) * sysconf(_SC_PAGESIZE);
+	double hz = tick > 0 ? (double)tick : 100;
+	u->cpu_seconds = (double)(strtoull(ut, NULL, 10) + strtoull(st, NULL, 10)) / hz;
+	u->guest_seconds = (double)strtoull(gt, NULL, 10) / hz;
+	u->rss_bytes = strtoll(rss, NULL, 10) * sysconf(_SC_PAGESIZE);
 	return 0;
+}
+
+int proc_pss(pid_t pid, int64_t *pss_bytes)
+{
+	char buf[4096];
+	if (read_proc(pid, "smaps_rollup", buf, sizeof buf) < 0)
+		return -ESRCH;
+	/* "Pss:  123456 kB", in the kernel's own text; the first line names
+	 * the mapping range, so look for the field at a line's start. */
+	for (char *l = buf; l; l = strchr(l, '\n')) {
+		if (*l == '\n')
+			l++;
+		if (strncmp(l, "Pss:", 4) == 0) {
+			*pss_bytes = strtoll(l + 4, NULL, 10) * 1024;
+			return 0;
+		}
+	}
+	return -EPROTO;
 }
 
 int proc_pidfd(pid_t pid)

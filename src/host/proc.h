@@ -26,8 +26,19 @@ int proc_run(char *const argv[], const char *log);
 int64_t proc_start_time(pid_t pid);
 /* Is pid alive and started at start (0: any start time)? Zombies are not. */
 bool proc_alive(pid_t pid, int64_t start);
-/* CPU seconds (user + system, all threads) and resident bytes; -ESRCH. */
-int proc_usage(pid_t pid, double *cpu_seconds, int64_t *rss_bytes);
+/* What a process has used (/proc/PID/stat, every thread, living or ended):
+ * CPU seconds (user + system), of which the kernel counted guest_seconds
+ * as time in guest mode (KVM_RUN inside the guest: the vCPUs' own work,
+ * what the VMM cannot fake), and resident bytes. -ESRCH if gone. */
+struct proc_usage {
+	double cpu_seconds, guest_seconds;
+	int64_t rss_bytes;
+};
+int proc_usage(pid_t pid, struct proc_usage *u);
+/* Proportional set size (/proc/PID/smaps_rollup): resident bytes, each
+ * page shared with other processes (a template's zygote, a fork parent)
+ * divided by how many map it. -ESRCH if gone. */
+int proc_pss(pid_t pid, int64_t *pss_bytes);
 
 /* pidfd_open(2), or -errno. */
 int proc_pidfd(pid_t pid);

@@ -82,21 +82,41 @@ int sandbox_set_top(struct sandbox *sb, const char *top)
 
 /* ---- the VMM ------------------------------------------------------------------------ */
 
+/* Metering (docs/billing.md). Each sample adds, since the last one: the
+ * vCPUs' time in guest mode (what the kernel counted as guest time for the
+ * VMM's threads: the VMM's own work and any time it could report on its
+ * own are left out), the working set (PSS: a page shared with the
+ * template's zygote or a fork parent counts in part) times the time
+ * between samples, and the running time. The VMM's other CPU time is its
+ * overhead, reported, not billed. */
 void sandbox_sample(struct host *h, struct sandbox *sb)
 {
 	(void)h;
 	pthread_mutex_lock(&sb->lock);
-	double cpu;
-	int64_t rss;
+	struct proc_usage u;
+	int64_t pss = 0;
 	if (sb->row.vmm_pid > 0 && proc_alive(sb->row.vmm_pid, sb->row.vmm_start) &&
-	    proc_usage(sb->row.vmm_pid, &cpu, &rss) == 0) {
+	    proc_usage(sb->row.vmm_pid, &u) == 0) {
+		if (proc_pss(sb->row.vmm_pid, &pss) < 0)
+			pss = sb->row.pss_bytes;	/* gone between the two reads */
 		int64_t now = mono_ms();
 		double dt = sb->sample_ms ? (double)(now - sb->sample_ms) / 1000 : 0;
-		sb->row.cpu_seconds = sb->row.cpu_base + cpu;
-		sb->row.rss_bytes = rss;
-		sb->row.mem_mib_seconds += (double)rss / (1024 * 1024) * dt;
+		double active = sb->row.active_base + u.guest_seconds;
+		double dcpu = active - sb->row.active_cpu_seconds;
+		sb->row.cpu_seconds = sb->row.cpu_base + u.cpu_seconds;
+		sb->row.active_cpu_seconds = active;
+		sb->row.rss_bytes = u.rss_bytes;
+		sb->row.pss_bytes = pss;
+		sb->row.mem_mib_seconds += (double)u.rss_bytes / (1024 * 1024) * dt;
+		sb->row.pss_mib_seconds += (double)pss / (1024 * 1024) * dt;
 		sb->row.running_seconds += dt;
 		sb->sample_ms = now;
+		int64_t hour = wall_ms() / 3600000 * 3600000;
+		if (!sb->unsaved.hour_ms)
+			sb->unsaved.hour_ms = hour;
+		sb->unsaved.cpu_s += dcpu > 0 ? dcpu : 0;
+		sb->unsaved.mem_mib_s += (double)pss / (1024 * 1024) * dt;
+		sb->unsaved.run_s += dt;
 	}
 	pthread_mutex_unlock(&sb->lock);
 }
@@ -250,6 +270,7 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
 	sb->row.cpu_base = sb->row.cpu_seconds;
+	sb->row.active_base = sb->row.active_cpu_seconds;
 	snprintf(sb->row.error, sizeof sb->row.error, "%s", why);
 	pthread_mutex_unlock(&sb->lock);
 	/* Housekeeping marks a dead VMM's sandbox failed before it reaps the
@@ -411,7 +432,8 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	row.retention_seconds = req->retention_seconds;
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
-	row.env = dup_or_null(req->env ? req->env : snap.env);
+	/* From a template, its image's Env under the create's (templates.md). */
+	row.env = req->snapshot ? dup_or_null(req->env ? req->env : snap.env) : tmpl_env_merge(t, req->env);
 	row.net_policy = dup_or_null(req->net_policy);
 	struct sandbox *sb = sandbox_alloc(h, &row);
 	sbx_row_clear(&row);
@@ -500,6 +522,7 @@ int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
 	sb->row.cpu_base = sb->row.cpu_seconds;
+	sb->row.active_base = sb->row.active_cpu_seconds;
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, SBX_DELETED);
 	sandbox_log_drop(h, sb);
@@ -581,9 +604,11 @@ int host_hibernate(struct host *h, struct sandbox *sb)
 	unlink(pidf);
 	pthread_mutex_lock(&sb->lock);
 	sb->row.cpu_base = sb->row.cpu_seconds;
+	sb->row.active_base = sb->row.active_cpu_seconds;
 	sb->row.vmm_pid = 0;
 	sb->row.vmm_start = 0;
 	sb->row.rss_bytes = 0;
+	sb->row.pss_bytes = 0;
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;
@@ -736,8 +761,10 @@ int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
 	 * without pauses: a minute of silence means the guest is stuck, and a
 	 * request must not hold its thread forever. (Command output has no
 	 * such limit: commands may be quiet for long; see guest_exec_next.) */
-	if (rc == 0)
+	if (rc == 0) {
 		guest_set_timeout(*out, 60000);
+		guest_set_default_cwd(*out, sb->workdir);
+	}
 	if (rc < 0) {
 		char msg[300];	/* errf must not read the buffer it writes */
 		snprintf(msg, sizeof msg, "%s", errmsg());

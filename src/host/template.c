@@ -7,6 +7,8 @@
 #include "host/host_config.h"
 #include "common/log.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -33,12 +35,24 @@ const struct template_def *template_def_find(const char *name)
 	return NULL;
 }
 
+bool template_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 31 || !(islower((unsigned char)name[0]) || isdigit((unsigned char)name[0])))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!islower((unsigned char)name[i]) && !isdigit((unsigned char)name[i]) && name[i] != '-' &&
+		    name[i] != '_')
+			return false;
+	return true;
+}
+
 /* The registry keeps the version in service of each template, reloaded
  * whenever `current` points elsewhere (a build ran in another process). */
 struct templates {
 	const struct host_config *cfg;
 	pthread_mutex_t lock;
-	struct tmpl *cur[8];
+	struct tmpl *cur[TEMPLATES_MAX];	/* by name; NULL: a free slot */
 };
 
 int templates_open(const struct host_config *cfg, struct templates **out)
@@ -52,8 +66,15 @@ int templates_open(const struct host_config *cfg, struct templates **out)
 	return 0;
 }
 
+void tmpl_clear(struct tmpl *t)
+{
+	json_decref(t->image);
+	t->image = NULL;
+}
+
 static void tmpl_free(struct tmpl *t)
 {
+	tmpl_clear(t);
 	pthread_mutex_destroy(&t->zlock);
 	free(t);
 }
@@ -62,7 +83,7 @@ void templates_close(struct templates *ts)
 {
 	if (!ts)
 		return;
-	for (int i = 0; i < ntemplate_defs; i++)
+	for (int i = 0; i < TEMPLATES_MAX; i++)
 		if (ts->cur[i] && --ts->cur[i]->refs == 0)
 			tmpl_free(ts->cur[i]);
 	pthread_mutex_destroy(&ts->lock);
@@ -79,8 +100,12 @@ int tmpl_save_manifest(const struct tmpl *t)
 			      "root", t->root, "base", t->base,
 			      "snapshot", t->snapshot, "snapshot_dir", t->snapdir,
 			      "built_ms", (json_int_t)t->built_ms);
-	if (j)
+	if (j) {
 		json_object_set_new(j, "net", json_boolean(t->net));
+		json_object_set_new(j, "description", json_string(t->description));
+		if (t->image)
+			json_object_set(j, "image", t->image);
+	}
 	if (!j)
 		return errf(ENOMEM, "out of memory");
 	int rc = json_dump_file(j, tmp, JSON_INDENT(2));
@@ -121,6 +146,11 @@ int tmpl_load(const char *dir, struct tmpl *t)
 	t->snapshot = json_is_true(json_object_get(j, "snapshot"));
 	t->net = json_is_true(json_object_get(j, "net"));	/* its VM has a network device */
 	t->built_ms = json_integer_value(json_object_get(j, "built_ms"));
+	const char *desc = json_string_value(json_object_get(j, "description"));
+	snprintf(t->description, sizeof t->description, "%s", desc ? desc : "");
+	json_t *image = json_object_get(j, "image");
+	if (json_is_object(image))
+		t->image = json_incref(image);
 	json_decref(j);
 	if (rc == 0 && (t->version <= 0 || t->vcpus <= 0 || t->memory_mib <= 0))
 		rc = errf(EINVAL, "%s: bad version, vcpus or memory_mib", path);
@@ -130,27 +160,43 @@ int tmpl_load(const char *dir, struct tmpl *t)
 
 int templates_get(struct templates *ts, const char *name, struct tmpl **out)
 {
-	int idx = -1;
-	for (int i = 0; i < ntemplate_defs; i++)
-		if (strcmp(template_defs[i].name, name) == 0)
-			idx = i;
-	if (idx < 0)
-		return errf(EINVAL, "unknown template '%s'", name);
+	bool builtin = template_def_find(name) != NULL;
+	if (!builtin && !template_name_ok(name))
+		return errf(EINVAL, "unknown template '%.64s'", name);
 	char link[PATH_MAX], target[64], dir[PATH_MAX + 80];
 	snprintf(link, sizeof link, "%s/templates/%s/current", ts->cfg->data_dir, name);
 	ssize_t n = readlink(link, target, sizeof target - 1);
+	if (n <= 0 && !builtin)
+		return errf(EINVAL, "unknown template '%s'", name);
 	if (n <= 0)
 		return errf(EAGAIN, "template '%s' is not built: run 'kilnd template build %s'", name, name);
 	target[n] = 0;
 	snprintf(dir, sizeof dir, "%s/templates/%s/%s", ts->cfg->data_dir, name, target);
 
 	pthread_mutex_lock(&ts->lock);
+	int idx = -1, free_idx = -1;
+	for (int i = 0; i < TEMPLATES_MAX && idx < 0; i++) {
+		if (ts->cur[i] && !strcmp(ts->cur[i]->name, name))
+			idx = i;
+		else if (!ts->cur[i] && free_idx < 0)
+			free_idx = i;
+	}
+	if (idx < 0 && free_idx < 0) {
+		pthread_mutex_unlock(&ts->lock);
+		return errf(ENOSPC, "more than %d templates in service", TEMPLATES_MAX);
+	}
+	if (idx < 0)
+		idx = free_idx;
 	struct tmpl *t = ts->cur[idx];
 	if (!t || strcmp(t->dir, dir) != 0) {
 		struct tmpl *fresh = calloc(1, sizeof *fresh);
 		int rc = fresh ? tmpl_load(dir, fresh) : errf(ENOMEM, "out of memory");
+		if (rc == 0 && strcmp(fresh->name, name))
+			rc = errf(EINVAL, "%s: the manifest names template '%s'", dir, fresh->name);
 		if (rc < 0) {
 			pthread_mutex_unlock(&ts->lock);
+			if (fresh)
+				tmpl_clear(fresh);
 			free(fresh);
 			return rc;
 		}
@@ -171,6 +217,63 @@ int templates_get(struct templates *ts, const char *name, struct tmpl **out)
 	pthread_mutex_unlock(&ts->lock);
 	*out = t;
 	return 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int templates_each(struct templates *ts, tmpl_each_fn *fn, void *ctx)
+{
+	int rc = 0;
+	for (int i = 0; i < ntemplate_defs && rc == 0; i++) {
+		struct tmpl *t = NULL;
+		if (templates_get(ts, template_defs[i].name, &t) < 0)
+			t = NULL;
+		rc = fn(ctx, &template_defs[i], t);
+		tmpl_put(ts, t);
+	}
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/templates", ts->cfg->data_dir);
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, NULL, by_name);
+	for (int i = 0; i < n; i++) {
+		const char *name = names[i]->d_name;
+		struct tmpl *t;
+		if (rc == 0 && !template_def_find(name) && template_name_ok(name) &&
+		    templates_get(ts, name, &t) == 0) {
+			struct template_def def = { .name = t->name, .vcpus = t->vcpus,
+						    .memory_mib = t->memory_mib,
+						    .description = t->description[0] ? t->description
+										     : "built by the operator" };
+			rc = fn(ctx, &def, t);
+			tmpl_put(ts, t);
+		}
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+char *tmpl_env_merge(const struct tmpl *t, const char *env)
+{
+	json_t *img = t ? json_object_get(t->image, "env") : NULL;
+	if (!json_is_object(img) || !json_object_size(img))
+		return env ? strdup(env) : NULL;
+	json_t *merged = json_deep_copy(img), *req = env ? json_loads(env, 0, NULL) : NULL;
+	if (merged && json_is_object(req))
+		json_object_update(merged, req);	/* the create's values win */
+	char *s = merged ? json_dumps(merged, JSON_COMPACT) : NULL;
+	json_decref(merged);
+	json_decref(req);
+	return s;
+}
+
+const char *tmpl_workdir(const struct tmpl *t)
+{
+	const char *wd = t ? json_string_value(json_object_get(t->image, "workdir")) : NULL;
+	return wd && wd[0] == '/' ? wd : NULL;
 }
 
 void tmpl_put(struct templates *ts, struct tmpl *t)

@@ -8,7 +8,10 @@
  * makes a new version in `build/` and swaps `current` only when it
  * is complete and verified, so a failed build leaves the previous one in
  * service. A version directory:
- *   manifest.json   name, version, vcpus, memory_mib, disk mode, paths
+ *   manifest.json   name, version, description, vcpus, memory_mib, disk
+ *                   mode, paths, and for a template built from an OCI
+ *                   image its config ("image": env, workdir, user, cmd,
+ *                   entrypoint; docs/templates.md)
  *   root.ext4       the root image (raw, read-only)
  *   layer           the template VM's own overlay on it, sealed at the
  *                   snapshot: sandboxes' overlays sit on it
@@ -16,6 +19,19 @@
  *   zygote.sock, zygote.pid, zygote.log
  * A version without a snapshot serves creates by booting (slower); it is
  * what `template build --no-snapshot` makes where kiln-vmm cannot snapshot.
+ *
+ * Names: the compiled-in templates (template_defs) and the ones an
+ * operator builds from an image (`kilnd template build NAME --oci REF` or
+ * `--image FILE`): any name template_name_ok accepts. An operator-built
+ * template is defined by its version in service: the manifest says its
+ * vCPUs, memory, description and image config, so it exists once a
+ * version is in `current`, and `rm -r DATA/templates/NAME` (with no
+ * sandbox of it left) removes it.
+ *
+ * Resources: the vCPUs and memory of a version are fixed by its snapshot
+ * (one saved state per vCPU, a memory file of memory_mib): every sandbox
+ * of the version has exactly them. Another shape is another template (or
+ * a new version built with --vcpus/--memory).
  */
 #ifndef KILN_HOST_TEMPLATE_H
 #define KILN_HOST_TEMPLATE_H
@@ -28,7 +44,17 @@
 
 #include "host/host_config.h"
 
+#include <jansson.h>
+
 struct host_config;
+
+#define TEMPLATE_VCPUS_MAX 8
+#define TEMPLATE_MEMORY_MIN_MIB 128
+#define TEMPLATE_MEMORY_MAX_MIB 65536
+#define TEMPLATES_MAX 64		/* templates in service at once */
+
+/* [a-z0-9][a-z0-9_-]{0,30}: a directory name and a JSON field as is. */
+bool template_name_ok(const char *name);
 struct vmm_jail;
 
 /* The templates kiln knows how to build. */
@@ -46,6 +72,7 @@ extern const int ntemplate_defs;
 /* One built version. */
 struct tmpl {
 	char name[32];
+	char description[160];
 	int version;
 	char dir[VM_DIR_MAX];
 	int vcpus, memory_mib;
@@ -55,6 +82,7 @@ struct tmpl {
 	bool net;			/* its VM has a network device */
 	char snapdir[PATH_MAX];
 	int64_t built_ms;
+	json_t *image;			/* the OCI image's config (owned), or NULL */
 	int refs;			/* under the registry lock */
 	pthread_mutex_t zlock;		/* starting the zygote */
 };
@@ -68,9 +96,23 @@ void templates_close(struct templates *ts);
 int templates_get(struct templates *ts, const char *name, struct tmpl **out);
 void tmpl_put(struct templates *ts, struct tmpl *t);
 
-/* Read a version's manifest (for tools and recovery). */
+/* Every template: the compiled-in ones (t NULL when not built), then
+ * the operator-built ones in service, by name. def is the template's own
+ * or, for an operator-built one, made from its manifest. */
+typedef int tmpl_each_fn(void *ctx, const struct template_def *def, const struct tmpl *t);
+int templates_each(struct templates *ts, tmpl_each_fn *fn, void *ctx);
+
+/* Read a version's manifest (for tools and recovery); tmpl_clear frees
+ * what it allocated. */
 int tmpl_load(const char *dir, struct tmpl *t);
+void tmpl_clear(struct tmpl *t);
 int tmpl_save_manifest(const struct tmpl *t);
+
+/* The image config's parts a sandbox uses (docs/templates.md): its Env
+ * under the create's env (JSON object text; a new string, or NULL for
+ * none), and its WorkingDir, the default directory of exec (NULL). */
+char *tmpl_env_merge(const struct tmpl *t, const char *env);
+const char *tmpl_workdir(const struct tmpl *t);
 
 /* ---- zygotes -------------------------------------------------------------- */
 

@@ -3,7 +3,10 @@
  * version directory DATA/templates/NAME/vN in steps:
  *
  *   image     the root image: a prebuilt BIN/guest/rootfs-NAME.ext4, or
- *             --image FILE, or the builder images/build-rootfs-NAME
+ *             --image FILE, or the builder images/build-rootfs-NAME, or
+ *             --oci REF: the OCI image unpacked (oci.h) into vN/oci-root,
+ *             made ready for the guest and written by mke2fs (rootfs.h);
+ *             its config is kept in the manifest
  *   boot      a VM boots on it (with its own writable layer) until the
  *             guest agent answers
  *   warm      the template's warm-up command runs (its page cache is then
@@ -24,6 +27,8 @@
 #include "host/guest_conn.h"
 #include "host/host_int.h"
 #include "host/net.h"
+#include "host/oci.h"
+#include "host/rootfs.h"
 #include "net/net.h"
 #include "host/proc.h"
 #include "host/template.h"
@@ -209,6 +214,61 @@ static int copy_image(const char *src, const char *dst)
 	return 0;
 }
 
+/* The image's config as the manifest keeps it (template.h). */
+static json_t *image_json(const struct oci_config *c, const char *ref)
+{
+	json_t *j = json_pack("{s:s}", "source", ref);
+	if (!j)
+		return NULL;
+	json_t *env = c->env ? json_loads(c->env, 0, NULL) : NULL;
+	json_object_set_new(j, "env", env ? env : json_object());
+	if (c->workdir)
+		json_object_set_new(j, "workdir", json_string(c->workdir));
+	if (c->user)
+		json_object_set_new(j, "user", json_string(c->user));
+	if (c->cmd)
+		json_object_set_new(j, "cmd", json_loads(c->cmd, 0, NULL));
+	if (c->entrypoint)
+		json_object_set_new(j, "entrypoint", json_loads(c->entrypoint, 0, NULL));
+	return j;
+}
+
+static int step_image_oci(struct build *b, const char *out)
+{
+	char root[PATH_MAX + 16], scratch[PATH_MAX + 16], log[PATH_MAX + 16];
+	snprintf(root, sizeof root, "%s/oci-root", b->t.dir);
+	snprintf(scratch, sizeof scratch, "%s/oci-scratch", b->t.dir);
+	snprintf(log, sizeof log, "%s/image.log", b->t.dir);
+	rmtree(root);
+	rmtree(scratch);
+	if (mkdir(root, 0755) < 0 || mkdir(scratch, 0700) < 0)
+		return errf_sys("mkdir %s", root);
+	progress(b, "unpacking %s", b->o->oci);
+	struct oci_config cfg;
+	struct oci_stats st;
+	uint64_t max = b->o->max_unpacked ? b->o->max_unpacked : BUILD_MAX_UNPACKED;
+	int rc = oci_unpack(b->o->oci, root, scratch, max, &cfg, &st);
+	rmtree(scratch);
+	if (rc == 0) {
+		progress(b, "%d layers, %ld entries, %llu MiB%s", st.layers, st.entries,
+			 (unsigned long long)(st.bytes >> 20), st.devices_skipped ? " (device nodes skipped)" : "");
+		rc = rootfs_for_guest(root, cfg.workdir);
+	}
+	if (rc == 0) {
+		progress(b, "mke2fs (log: %s)", log);
+		rc = rootfs_make_ext4(root, out, st.bytes, st.entries, log);
+	}
+	if (rc == 0) {
+		json_decref(b->t.image);
+		if (!(b->t.image = image_json(&cfg, b->o->oci)))
+			rc = errf(ENOMEM, "out of memory");
+		snprintf(b->t.description, sizeof b->t.description, "OCI image %s", b->o->oci);
+	}
+	oci_config_free(&cfg);
+	rmtree(root);
+	return rc;
+}
+
 static int step_image(struct build *b)
 {
 	char src[PATH_MAX + 32], tmp[PATH_MAX + 16];
@@ -219,7 +279,9 @@ static int step_image(struct build *b)
 	else
 		snprintf(src, sizeof src, "%s/rootfs-%s.ext4", b->cfg->images, b->def->name);
 	int rc;
-	if (access(src, R_OK) == 0) {
+	if (b->o->oci) {
+		rc = step_image_oci(b, tmp);
+	} else if (access(src, R_OK) == 0) {
 		progress(b, "copying %s", src);
 		rc = copy_image(src, tmp);
 	} else if (b->o->image) {
@@ -252,6 +314,8 @@ static int step_image(struct build *b)
 		rc = errf_sys("chmod %s", tmp);
 	if (rc == 0 && rename(tmp, b->t.root) < 0)
 		rc = errf_sys("rename %s", tmp);
+	if (rc == 0)
+		rc = tmpl_save_manifest(&b->t);	/* the image config, for a resumed build */
 	if (rc < 0)
 		unlink(tmp);
 	return rc;
@@ -484,12 +548,81 @@ static void build_net_drop(struct build *b)
 	b->net.slot = 0;
 }
 
+/* The settings of the version: a new one's from the template and the
+ * options, a resumed one's from the manifest written when it started
+ * (options that differ from it are refused: --restart changes them). */
+static int version_settings(struct build *b)
+{
+	const struct build_opts *o = b->o;
+	struct tmpl saved;
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof path, "%s/manifest.json", b->t.dir);
+	snprintf(b->t.base, sizeof b->t.base, "%s", b->t.root);
+	snprintf(b->t.snapdir, sizeof b->t.snapdir, "%s/snapshot", b->t.dir);
+	if (access(path, F_OK) == 0) {
+		int rc = tmpl_load(b->t.dir, &saved);
+		if (rc < 0)
+			return rc;
+		if ((o->vcpus && o->vcpus != saved.vcpus) || (o->memory_mib && o->memory_mib != saved.memory_mib)) {
+			rc = errf(EINVAL, "version %d is being built with %d vCPUs and %d MiB: resume it "
+					  "without --vcpus/--memory, or start over with --restart",
+				  b->t.version, saved.vcpus, saved.memory_mib);
+			tmpl_clear(&saved);
+			return rc;
+		}
+		b->t.vcpus = saved.vcpus;
+		b->t.memory_mib = saved.memory_mib;
+		snprintf(b->t.description, sizeof b->t.description, "%s", saved.description);
+		b->t.image = saved.image;	/* taken over */
+		saved.image = NULL;
+		if (step_done(b, "snapshot")) {
+			b->t.snapshot = saved.snapshot;
+			b->t.net = saved.net;
+			snprintf(b->t.base, sizeof b->t.base, "%s", saved.base);
+			snprintf(b->t.snapdir, sizeof b->t.snapdir, "%s", saved.snapdir);
+		}
+		return 0;
+	}
+	b->t.vcpus = o->vcpus ? o->vcpus : b->def->vcpus;
+	b->t.memory_mib = o->memory_mib ? o->memory_mib : b->def->memory_mib;
+	if (o->oci)
+		snprintf(b->t.description, sizeof b->t.description, "OCI image %s", o->oci);
+	else if (o->image && !template_def_find(o->name))
+		snprintf(b->t.description, sizeof b->t.description, "root image %s", o->image);
+	else
+		snprintf(b->t.description, sizeof b->t.description, "%s", b->def->description);
+	return tmpl_save_manifest(&b->t);
+}
+
+static int check_opts(const struct build_opts *o)
+{
+	if (!template_def_find(o->name) && !template_name_ok(o->name))
+		return errf(EINVAL, "bad template name '%.64s' (want 1 to 31 of a-z, 0-9, '-' and '_', "
+				    "starting with a letter or digit)", o->name);
+	if (!template_def_find(o->name) && !o->oci && !o->image)
+		return errf(EINVAL, "unknown template '%s': a new template is built from an image, "
+				    "--oci PATH[:TAG] or --image FILE (compiled in: minimal, base)", o->name);
+	if (o->oci && o->image)
+		return errf(EINVAL, "--oci and --image: give one");
+	if (o->vcpus && (o->vcpus < 1 || o->vcpus > TEMPLATE_VCPUS_MAX))
+		return errf(EINVAL, "--vcpus %d: want 1 to %d", o->vcpus, TEMPLATE_VCPUS_MAX);
+	if (o->memory_mib && (o->memory_mib < TEMPLATE_MEMORY_MIN_MIB || o->memory_mib > TEMPLATE_MEMORY_MAX_MIB))
+		return errf(EINVAL, "--memory %d: want %d to %d MiB", o->memory_mib, TEMPLATE_MEMORY_MIN_MIB,
+			    TEMPLATE_MEMORY_MAX_MIB);
+	return 0;
+}
+
 int template_build(const struct host_config *cfg, const struct build_opts *o)
 {
 	struct build b = { .cfg = cfg, .o = o, .tty = isatty(2), .t0 = mono_ms() };
+	int rc = check_opts(o);
+	if (rc < 0)
+		return rc;
+	/* An operator's template: no warm-up, 1 vCPU and 256 MiB unless told. */
+	struct template_def own = { .name = o->name, .description = "", .vcpus = 1, .memory_mib = 256 };
 	b.def = template_def_find(o->name);
 	if (!b.def)
-		return errf(EINVAL, "unknown template '%s' (known: minimal, base)", o->name);
+		b.def = &own;
 	char path[PATH_MAX];
 	snprintf(path, sizeof path, "%s/templates", cfg->data_dir);
 	mkdir(cfg->data_dir, 0700);
@@ -505,22 +638,12 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 			close(lock);
 		return errf(EBUSY, "another build of template %s is running", o->name);
 	}
-	int rc = open_version(&b);
+	rc = open_version(&b);
 	snprintf(b.t.name, sizeof b.t.name, "%s", o->name);
-	b.t.vcpus = b.def->vcpus;
-	b.t.memory_mib = b.def->memory_mib;
 	pthread_mutex_init(&b.t.zlock, NULL);
 	snprintf(b.t.root, sizeof b.t.root, "%s/root.ext4", b.t.dir);
-	/* A resumed build picks up what the manifest of earlier steps says. */
-	if (rc == 0 && step_done(&b, "snapshot")) {
-		struct tmpl saved;
-		if (tmpl_load(b.t.dir, &saved) == 0) {
-			b.t.snapshot = saved.snapshot;
-			b.t.net = saved.net;
-			snprintf(b.t.base, sizeof b.t.base, "%s", saved.base);
-			snprintf(b.t.snapdir, sizeof b.t.snapdir, "%s", saved.snapdir);
-		}
-	}
+	if (rc == 0)
+		rc = version_settings(&b);
 	if (rc == 0 && !step_done(&b, "snapshot"))
 		b.t.net = cfg->net;
 	if (rc == 0 && b.t.net)
@@ -569,6 +692,7 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 			       "the version in service is unchanged)", o->name,
 			  steps[b.step < NSTEPS ? b.step : NSTEPS - 1], msg);
 	}
+	tmpl_clear(&b.t);
 	pthread_mutex_destroy(&b.t.zlock);
 	close(lock);
 	return rc;

@@ -2,12 +2,19 @@
 #define KILN_HOST_TEMPLATE_BUILD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct host_config;
 
+/* The unpacked size of an OCI image, unless build_opts says otherwise. */
+#define BUILD_MAX_UNPACKED (16ULL << 30)
+
 struct build_opts {
-	const char *name;
+	const char *name;	/* compiled-in, or a new name with oci or image */
 	const char *image;	/* a root image to use instead of the default */
+	const char *oci;	/* or an OCI layout/archive, PATH[:TAG] (oci.h) */
+	int vcpus, memory_mib;	/* 0: the template's (or the build in progress's) */
+	uint64_t max_unpacked;	/* 0: BUILD_MAX_UNPACKED */
 	bool no_snapshot;	/* a boot-only version (no zygote) */
 	bool restart;		/* discard a build in progress */
 };

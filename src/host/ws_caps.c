@@ -82,7 +82,7 @@ static int running_of(struct host *h, const char *ws)
 static int refuse(struct ws_caps_report *rep, const char *limit, int64_t value, int64_t retry_ms,
 		  const char *fmt, long long have)
 {
-	rep->limit = limit;
+	snprintf(rep->limit, sizeof rep->limit, "%s", limit);
 	rep->value = value;
 	rep->retry_after_ms = retry_ms;
 	return errf(EDQUOT, fmt, have, (long long)value);

@@ -2,11 +2,15 @@
  * kilnd: the kiln sandbox service.
  *
  *   kilnd [serve] [options]                  run the service (both roles)
- *   kilnd keys create [--workspace W] [--name N]   print a new API key
+ *   kilnd keys create [--workspace W] [--name N] [--scope full|read] [--expires SECONDS]
+ *                                             print a new API key
  *   kilnd keys list | keys revoke ID|PREFIX
  *   kilnd workspace plan NAME PLAN [LIMITS] | workspace show NAME
- *   kilnd template build NAME [--image F] [--no-snapshot] [--restart]
+ *   kilnd admin create [--name N] | admin list | admin revoke ID|PREFIX
+ *   kilnd template build NAME [--image F | --oci REF] [--vcpus N] [--memory MIB]
+ *                        [--no-snapshot] [--restart]
  *   kilnd template list
+ *   kilnd cluster token|hosts ...             the cluster's records (kilnd/cluster.h)
  *   kilnd routes                              the HTTP routes, one a line
  *
  * Options (all commands): --data DIR (default /var/lib/kiln), --verbose.
@@ -16,8 +20,11 @@
 #include "host/host.h"
 #include "host/template.h"
 #include "host/template_build.h"
+#include "hostif/hostif_local.h"
 #include "api/api.h"
+#include "api/cluster.h"
 #include "api/http.h"
+#include "api/auth.h"
 #include "api/keys.h"
 #include "common/metrics.h"
 #include "api/inflight.h"
@@ -25,10 +32,12 @@
 #include "api/ratelimit.h"
 #include "api/routes.h"
 #include "store/store.h"
+#include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/plan.h"
 #include "ops/validate.h"
 #include "common/err.h"
+#include "kilnd/cluster.h"
 #include "kilnd/config.h"
 #include "common/log.h"
 #include "net/net.h"
@@ -46,13 +55,21 @@
 
 static const char usage_text[] =
 	"usage: kilnd [serve] [options]\n"
-	"       kilnd keys create [--workspace NAME] [--name NAME]\n"
+	"       kilnd keys create [--workspace NAME] [--name NAME] [--scope full|read]\n"
+	"                         [--expires SECONDS]\n"
 	"       kilnd keys list\n"
 	"       kilnd keys revoke KEY-ID|PREFIX\n"
 	"       kilnd workspace plan NAME PLAN ['{\"LIMIT\": N, ...}']\n"
 	"       kilnd workspace show NAME\n"
-	"       kilnd template build NAME [--image FILE] [--no-snapshot] [--restart]\n"
+	"       kilnd admin create [--name NAME]   an operator credential, for /v1/admin\n"
+	"       kilnd admin list\n"
+	"       kilnd admin revoke ID|PREFIX\n"
+	"       kilnd template build NAME [--image FILE | --oci PATH[:TAG]] [--vcpus N] [--memory MIB]\n"
+	"                            [--no-snapshot] [--restart]\n"
 	"       kilnd template list\n"
+	"       kilnd cluster token create [--expires SECONDS] [--uses N|any]\n"
+	"       kilnd cluster token list | revoke ID|PREFIX\n"
+	"       kilnd cluster hosts [list] | cordon|uncordon|drain|revoke HOST\n"
 	"       kilnd routes\n"
 	"\n"
 	"options:\n"
@@ -61,8 +78,18 @@ static const char usage_text[] =
 	"  --listen HOST:PORT    the HTTP API (default 127.0.0.1:7070)\n"
 	"  --tls-cert FILE       serve HTTPS with this PEM certificate (chain)...\n"
 	"  --tls-key FILE        ...and this PEM private key (default: plain HTTP)\n"
-	"  --role all            both roles in one process (api and agent alone: later)\n"
-	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db)\n"
+	"  --role ROLE           all: both roles in one process (the default); agent: also\n"
+	"                        join the cluster at --api and heartbeat to it\n"
+	"                        (docs/cluster.md; the API role alone: not built yet)\n"
+	"  --api URL             agent: the cluster's API endpoint (http:// or https://)\n"
+	"  --join-token T        agent: a token from `kilnd cluster token create` (the\n"
+	"                        first start; the credential it buys is kept in DATA)\n"
+	"  --api-ca FILE         agent: PEM CA of an https --api with a private certificate\n"
+	"  --advertise URL       agent: the URL the API reaches this host at (default\n"
+	"                        http://LISTEN)\n"
+	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db), or PostgreSQL:\n"
+	"                        postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?pool=N&...]\n"
+	"                        (N connections, default 4; docs/kilnd.md \"Store\")\n"
 	"  --bin DIR             where kiln-vmm, kiln-disk and guest/ are (default: kilnd's)\n"
 	"  --web-dir DIR         the dashboard's files, served at /dashboard/ (default BIN/web)\n"
 	"  --max-sandboxes N     live sandboxes on this host (default 256)\n"
@@ -78,6 +105,8 @@ static const char usage_text[] =
 	"  --max-uploads N       file uploads one workspace may have under way (default 8)\n"
 	"  --max-exec-buffer MIB exec output one workspace's execs may hold in memory at\n"
 	"                        once, beyond it truncated (default 256; 0: no cap)\n"
+	"  --max-exec-output MIB one exec's output kept per stream, beyond it truncated\n"
+	"                        (default 16)\n"
 	"  --max-body BYTES      JSON bodies (default 1 MiB)\n"
 	"  --max-file BYTES      file uploads and downloads (default 256 MiB)\n"
 	"  --sample-ms MS        accounting period (default 5000)\n"
@@ -108,21 +137,33 @@ static const char usage_text[] =
 	"                        no limits)\n"
 	"  --plan-window S       the window of creates_per_hour (default 3600; shorter\n"
 	"                        for tests)\n"
+	"  --price-vcpu-hour USD what an active vCPU-hour costs (default 0.054)\n"
+	"  --price-gib-hour USD  what a working-set GiB-hour costs (default 0.0162)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
-	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_EXEC_BUFFER, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
+	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_EXEC_BUFFER, O_MAX_EXEC_OUTPUT, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
+	O_OCI, O_VCPUS, O_MEMORY,
 	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
-	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW,
+	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
+	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
+	O_SCOPE,
 };
 
 static const struct option options[] = {
 	{ "data", required_argument, 0, O_DATA },
 	{ "listen", required_argument, 0, O_LISTEN },
 	{ "role", required_argument, 0, O_ROLE },
+	{ "api", required_argument, 0, O_API },
+	{ "join-token", required_argument, 0, O_JOIN_TOKEN },
+	{ "api-ca", required_argument, 0, O_API_CA },
+	{ "advertise", required_argument, 0, O_ADVERTISE },
+	{ "expires", required_argument, 0, O_EXPIRES },
+	{ "scope", required_argument, 0, O_SCOPE },
+	{ "uses", required_argument, 0, O_USES },
 	{ "store", required_argument, 0, O_STORE },
 	{ "bin", required_argument, 0, O_BIN },
 	{ "max-sandboxes", required_argument, 0, O_MAX_SBX },
@@ -135,6 +176,7 @@ static const struct option options[] = {
 	{ "max-inflight", required_argument, 0, O_MAX_INFLIGHT },
 	{ "max-uploads", required_argument, 0, O_MAX_UPLOADS },
 	{ "max-exec-buffer", required_argument, 0, O_MAX_EXEC_BUFFER },
+	{ "max-exec-output", required_argument, 0, O_MAX_EXEC_OUTPUT },
 	{ "max-body", required_argument, 0, O_MAX_BODY },
 	{ "max-file", required_argument, 0, O_MAX_FILE },
 	{ "sample-ms", required_argument, 0, O_SAMPLE },
@@ -148,6 +190,9 @@ static const struct option options[] = {
 	{ "workspace", required_argument, 0, O_WORKSPACE },
 	{ "name", required_argument, 0, O_NAME },
 	{ "image", required_argument, 0, O_IMAGE },
+	{ "oci", required_argument, 0, O_OCI },
+	{ "vcpus", required_argument, 0, O_VCPUS },
+	{ "memory", required_argument, 0, O_MEMORY },
 	{ "no-snapshot", no_argument, 0, O_NO_SNAPSHOT },
 	{ "restart", no_argument, 0, O_RESTART },
 	{ "help", no_argument, 0, O_HELP },
@@ -164,6 +209,8 @@ static const struct option options[] = {
 	{ "plans", required_argument, 0, O_PLANS },
 	{ "default-plan", required_argument, 0, O_DEFAULT_PLAN },
 	{ "plan-window", required_argument, 0, O_PLAN_WINDOW },
+	{ "price-vcpu-hour", required_argument, 0, O_PRICE_VCPU },
+	{ "price-gib-hour", required_argument, 0, O_PRICE_GIB },
 	{ 0 },
 };
 
@@ -171,10 +218,14 @@ struct cmdline {
 	struct config cfg;
 	struct host_config host;	/* the host agent's part of cfg */
 	struct api_config api;		/* the API's part of cfg */
-	const char *workspace, *name, *image;
+	const char *workspace, *name, *image, *oci;
+	const char *scope, *expires;	/* keys create; --expires: cluster token create too */
+	int vcpus, memory_mib;		/* template build; 0: the template's */
 	bool no_snapshot, restart;
 	struct plans plans;		/* what workspaces may start */
 	const char *plans_file, *default_plan;
+	const char *api_url, *join_token, *api_ca, *advertise;	/* --role agent */
+	struct cluster_opts cluster;	/* kilnd cluster token create */
 };
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -249,6 +300,9 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_MAX_EXEC_BUFFER:
 			g->max_exec_buffer = number(optarg, "--max-exec-buffer", 0, 1 << 20) << 20;
 			break;
+		case O_MAX_EXEC_OUTPUT:
+			g->max_exec_output = (uint64_t)number(optarg, "--max-exec-output", 1, 1024) << 20;
+			break;
 		case O_MAX_BODY: g->max_json_bytes = number(optarg, "--max-body", 1024, 1LL << 30); break;
 		case O_MAX_FILE: g->max_file_bytes = number(optarg, "--max-file", 1024, 1LL << 40); break;
 		case O_SAMPLE: g->sample_ms = (int)number(optarg, "--sample-ms", 100, 3600000); break;
@@ -265,7 +319,14 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_WEB_DIR: set_str(g->web_dir, sizeof g->web_dir, optarg, "--web-dir"); break;
 		case O_WORKSPACE: c->workspace = optarg; break;
 		case O_NAME: c->name = optarg; break;
+		case O_SCOPE: c->scope = optarg; break;
 		case O_IMAGE: c->image = optarg; break;
+		case O_OCI: c->oci = optarg; break;
+		case O_VCPUS: c->vcpus = (int)number(optarg, "--vcpus", 1, TEMPLATE_VCPUS_MAX); break;
+		case O_MEMORY:
+			c->memory_mib = (int)number(optarg, "--memory", TEMPLATE_MEMORY_MIN_MIB,
+						    TEMPLATE_MEMORY_MAX_MIB);
+			break;
 		case O_NO_SNAPSHOT: c->no_snapshot = true; break;
 		case O_RESTART: c->restart = true; break;
 		case O_NO_NET: g->net = false; break;
@@ -290,8 +351,24 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_VMM_PIDS: g->vmm_pids = (int)number(optarg, "--vmm-pids", 8, 100000); break;
 		case O_RESERVE_DISK: g->reserve_disk_mib = (int)number(optarg, "--reserve-disk", 0, 1 << 30); break;
 		case O_PLANS: c->plans_file = optarg; break;
+		case O_API: c->api_url = optarg; break;
+		case O_JOIN_TOKEN: c->join_token = optarg; break;
+		case O_API_CA: c->api_ca = optarg; break;
+		case O_ADVERTISE: c->advertise = optarg; break;
+		case O_EXPIRES: c->expires = optarg; break;	/* its bounds are the command's */
+		case O_USES:
+			c->cluster.uses = !strcmp(optarg, "any") ? -1 : number(optarg, "--uses", 1, 100000);
+			break;
 		case O_DEFAULT_PLAN: c->default_plan = optarg; break;
 		case O_PLAN_WINDOW: c->plans.window_ms = number(optarg, "--plan-window", 1, 86400) * 1000; break;
+		case O_PRICE_VCPU:
+			if (price_parse(optarg, "--price-vcpu-hour", &c->plans.prices.vcpu_hour) < 0)
+				die("%s", errmsg());
+			break;
+		case O_PRICE_GIB:
+			if (price_parse(optarg, "--price-gib-hour", &c->plans.prices.gib_hour) < 0)
+				die("%s", errmsg());
+			break;
 		case O_HELP: fputs(usage_text, stdout); exit(0);
 		default: fputs(usage_text, stderr); exit(2);
 		}
@@ -324,8 +401,10 @@ static struct store *open_store(const struct config *cfg)
 static int print_key(void *ctx, const struct key_row *k)
 {
 	(void)ctx;
-	printf("%-24s %-14s %-24s %-16s %s\n", k->id, k->prefix, k->workspace_name, k->name,
-	       k->revoked_ms ? "revoked" : "active");
+	const char *state = k->revoked_ms ? "revoked"
+			    : k->expires_ms && k->expires_ms <= wall_ms() ? "expired" : "active";
+	printf("%-24s %-14s %-24s %-16s %-5s %s\n", k->id, k->prefix, k->workspace_name, k->name,
+	       key_scope_name(k->scope), state);
 	return 0;
 }
 
@@ -339,6 +418,11 @@ static int cmd_keys(struct cmdline *c, int argc, char **argv)
 		const char *ws = c->workspace ? c->workspace : "default";
 		if (!v_is_name(ws))
 			die("--workspace wants [a-z0-9-], at most 16 characters");
+		enum key_scope scope;
+		if (key_scope_parse(c->scope ? c->scope : "full", &scope) < 0)
+			die("--scope wants full or read");
+		/* As POST /v1/keys's expires_in_seconds (h_keys.c). */
+		long long expires_s = c->expires ? number(c->expires, "--expires", 1, 10LL * 366 * 86400) : 0;
 		char wsid[ID_MAX], keyid[ID_MAX], key[KEY_LEN + 1], hash[KEY_HASH_LEN],
 			shown[KEY_SHOWN_LEN + 1];
 		rc = store_workspace_ensure(st, ws, wsid);
@@ -346,7 +430,9 @@ static int cmd_keys(struct cmdline *c, int argc, char **argv)
 		if (rc == 0) {
 			key_hash(key, strlen(key), hash);
 			key_shown(key, shown);
-			rc = store_key_add(st, wsid, c->name ? c->name : "", hash, shown, keyid);
+			int64_t expires_ms = expires_s ? wall_ms() + expires_s * 1000 : 0;
+			rc = store_key_add(st, wsid, c->name ? c->name : "", hash, shown, scope,
+					   expires_ms, keyid);
 		}
 		if (rc == 0) {
 			printf("%s\n", key);
@@ -361,6 +447,54 @@ static int cmd_keys(struct cmdline *c, int argc, char **argv)
 			fprintf(stderr, "kilnd: revoked %s\n", argv[1]);
 	} else {
 		die("keys wants create, list or revoke ID");
+	}
+	store_close(st);
+	if (rc < 0)
+		die("%s", errmsg());
+	return 0;
+}
+
+/* ---- operator credentials ------------------------------------------------------------------ */
+
+static int print_operator(void *ctx, const struct operator_row *o)
+{
+	(void)ctx;
+	printf("%-24s %-16s %-16s %s\n", o->id, o->prefix, o->name, o->revoked_ms ? "revoked" : "active");
+	return 0;
+}
+
+/* kilnd admin create|list|revoke: the credentials of /v1/admin (docs/security.md
+ * "Operators"); like keys, shown once and kept only as their hash. */
+static int cmd_admin(struct cmdline *c, int argc, char **argv)
+{
+	if (argc < 1)
+		die("admin wants create, list or revoke");
+	struct store *st = open_store(&c->cfg);
+	int rc = 0;
+	if (!strcmp(argv[0], "create") && argc == 1) {
+		const char *name = c->name ? c->name : "";
+		if (strlen(name) >= NAME_MAX_LEN)
+			die("--name: at most %d bytes", NAME_MAX_LEN - 1);
+		char secret[SECRET_MAX], hash[KEY_HASH_LEN], shown[KEY_SHOWN_LEN + 3], id[ID_MAX];
+		rc = secret_generate(OPERATOR_PREFIX, secret);
+		if (rc == 0) {
+			key_hash(secret, strlen(secret), hash);
+			/* "kilnop_" and 8 characters, to tell credentials apart. */
+			snprintf(shown, sizeof shown, "%.15s", secret);
+			rc = store_operator_add(st, name, hash, shown, id);
+		}
+		if (rc == 0) {
+			printf("%s\n", secret);
+			fprintf(stderr, "kilnd: operator credential %s (%s...); it is shown only once\n", id, shown);
+		}
+	} else if (!strcmp(argv[0], "list") && argc == 1) {
+		rc = store_operator_each(st, print_operator, NULL);
+	} else if (!strcmp(argv[0], "revoke") && argc == 2) {
+		rc = store_operator_revoke(st, argv[1]);
+		if (rc == 0)
+			fprintf(stderr, "kilnd: revoked %s\n", argv[1]);
+	} else {
+		die("admin wants create, list or revoke ID");
 	}
 	store_close(st);
 	if (rc < 0)
@@ -429,11 +563,23 @@ static int cmd_workspace(struct cmdline *c, int argc, char **argv)
 
 /* ---- templates ---------------------------------------------------------------------------- */
 
+static int print_template(void *ctx, const struct template_def *d, const struct tmpl *t)
+{
+	(void)ctx;
+	if (t)
+		printf("%-10s v%-4d %s, %d vCPU, %d MiB\n", t->name, t->version,
+		       t->snapshot ? "snapshot (zygote)" : "boot-only", t->vcpus, t->memory_mib);
+	else
+		printf("%-10s not built\n", d->name);
+	return 0;
+}
+
 static int cmd_template(struct cmdline *c, int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[0], "build")) {
 		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
-					.restart = c->restart };
+					.restart = c->restart, .oci = c->oci, .vcpus = c->vcpus,
+					.memory_mib = c->memory_mib };
 		signal(SIGPIPE, SIG_IGN);
 		if (template_build(&c->host, &o) < 0) {
 			fprintf(stderr, "kilnd: %s\n", errmsg());
@@ -442,22 +588,11 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 1 && !strcmp(argv[0], "list")) {
-		for (int i = 0; i < ntemplate_defs; i++) {
-			char dir[PATH_MAX + 64], target[64];
-			snprintf(dir, sizeof dir, "%s/templates/%s/current", c->cfg.data_dir, template_defs[i].name);
-			ssize_t n = readlink(dir, target, sizeof target - 1);
-			struct tmpl t;
-			if (n > 0) {
-				target[n] = 0;
-				snprintf(dir, sizeof dir, "%s/templates/%s/%s", c->cfg.data_dir,
-					 template_defs[i].name, target);
-			}
-			if (n > 0 && tmpl_load(dir, &t) == 0)
-				printf("%-10s v%-4d %s\n", t.name, t.version,
-				       t.snapshot ? "snapshot (zygote)" : "boot-only");
-			else
-				printf("%-10s not built\n", template_defs[i].name);
-		}
+		struct templates *ts;
+		if (templates_open(&c->host, &ts) < 0)
+			die("%s", errmsg());
+		templates_each(ts, print_template, NULL);
+		templates_close(ts);
 		return 0;
 	}
 	die("template wants 'build NAME' or 'list'");
@@ -483,8 +618,12 @@ static void on_alarm(int sig)
 static int serve(struct cmdline *c)
 {
 	struct config *cfg = &c->cfg;
-	if (strcmp(cfg->role, "all") != 0)
-		die("--role %s: only 'all' (both roles in one process) exists yet", cfg->role);
+	bool agent = !strcmp(cfg->role, "agent");
+	if (strcmp(cfg->role, "all") != 0 && !agent)
+		die("--role %s: 'all' (both roles in one process) and 'agent' exist; the API role alone "
+		    "needs the remote host interface, not built yet (docs/cluster.md)", cfg->role);
+	if (!agent && (c->api_url || c->join_token || c->api_ca || c->advertise))
+		die("--api, --join-token, --api-ca and --advertise are for --role agent");
 	signal(SIGPIPE, SIG_IGN);
 	struct store *st = open_store(cfg);
 	char lockp[PATH_MAX];
@@ -503,21 +642,48 @@ static int serve(struct cmdline *c)
 		die("%s", errmsg());
 	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.exec_buffer)
 		die("out of memory");
-	if (host_open(&c->host, st, api.metrics, &api.host) < 0)
+	struct host *host;
+	if (host_open(&c->host, st, api.metrics, &host) < 0)
 		die("%s", errmsg());
+	/* One box: the API, MCP, the proxy and the operations reach this
+	 * process's host agent through the same interface a remote agent
+	 * will have. */
+	struct hostif hostif;
+	hostif_local(&hostif, host);
+	api.hostif = &hostif;
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* Every kilnd with the API accepts hosts joining (docs/cluster.md)
+	 * and watches their heartbeats; an agent also joins one itself. */
+	if (cluster_monitor_start(st, HOST_DOWN_MS) < 0)
+		die("%s", errmsg());
+	/* Plans with a credit stop running when it is spent (ops/credit.h),
+	 * looked at as often as usage is sampled. */
+	if (credit_watch_start(st, &hostif, &c->plans, c->host.sample_ms) < 0)
+		die("%s", errmsg());
+	char advertise[160];
+	snprintf(advertise, sizeof advertise, "http://%s", cfg->listen);
+	struct agent_link_config link = {
+		.api_url = c->api_url, .join_token = c->join_token, .ca_file = c->api_ca,
+		.advertise = c->advertise ? c->advertise : advertise, .name = c->name,
+		.data_dir = cfg->data_dir, .store = st,
+	};
+	if (agent && agent_link_start(&link) < 0)
+		die("cluster: %s", errmsg());
 	log_info("serving on %s, data in %s", cfg->listen, cfg->data_dir);
 	while (!stop_signal)
 		pause();
 	log_info("signal %d: stopping (sandboxes keep running)", (int)stop_signal);
 	signal(SIGALRM, on_alarm);
 	alarm(10);
+	agent_link_stop();
+	credit_watch_stop();
+	cluster_monitor_stop();
 	http_stop(&api);
-	host_close(api.host);
+	host_close(host);
 	ratelimit_free(api.rl);
 	ratelimit_free(api.anon_rl);
 	inflight_free(api.inflight);
@@ -543,6 +709,16 @@ int main(int argc, char **argv)
 		return cmd_template(&c, n - 1, rest + 1);
 	if (!strcmp(rest[0], "workspace"))
 		return cmd_workspace(&c, n - 1, rest + 1);
+	if (!strcmp(rest[0], "admin"))
+		return cmd_admin(&c, n - 1, rest + 1);
+	if (!strcmp(rest[0], "cluster")) {
+		struct store *st = open_store(&c.cfg);
+		if (c.expires)
+			c.cluster.expires_s = number(c.expires, "--expires", 1, 30 * 86400);
+		int rc = cluster_cmd(st, &c.cluster, n - 1, rest + 1);
+		store_close(st);
+		return rc;
+	}
 	if (!strcmp(rest[0], "routes")) {
 		for (size_t i = 0; i < nroutes; i++)
 			printf("%s %s\n", routes[i].method, routes[i].pattern);

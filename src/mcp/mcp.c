@@ -21,11 +21,12 @@
  *     result with isError: true, so the model reads why.
  */
 #include "mcp/mcp.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
+#include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
 
@@ -442,15 +443,21 @@ static int serve(struct req *r, const char *sandbox_id)
 int h_mcp_sandbox(struct req *r)
 {
 	/* Only the 404; each tool says itself whether it is activity. */
-	struct sandbox *sb;
 	const char *id = r->params[0];
-	if (!v_is_id(id, "sbx_") || host_find(r->api->host, r->workspace, id, &sb) < 0)
+	if (!v_is_id(id, "sbx_") || hostif_get(r->api->hostif, r->workspace, id, false, NULL) < 0)
 		return reply_sandbox_missing(r, id);
-	req_sandbox_put(r, sb);
 	return serve(r, r->params[0]);
 }
 
 int h_mcp_workspace(struct req *r)
 {
+	/* A plan may leave the workspace MCP out (ops/plan.h). */
+	struct plan p;
+	int rc = req_plan(r, &p);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	if (p.limits.no_workspace_mcp)
+		return reply_error(r, 403, "forbidden", "plan %s does not include the workspace MCP "
+				   "(no_workspace_mcp); a sandbox's own MCP (/v1/sandboxes/ID/mcp) is there", p.name);
 	return serve(r, NULL);
 }

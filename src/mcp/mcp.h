@@ -11,7 +11,8 @@
  *
  * mcp.c is the protocol (JSON-RPC, versions, Origin, the tool registry and
  * argument checking against each tool's inputSchema); mcp_tools.c the
- * tools, which call the host agent as the REST handlers do.
+ * tools, which call the operations and the host interface as the REST
+ * handlers do.
  */
 #ifndef KILN_MCP_MCP_H
 #define KILN_MCP_MCP_H

@@ -2,17 +2,19 @@
  * mcp_tools: the tools of kiln's MCP servers (mcp.h). The sandbox tools
  * (shell, read_file, write_file, list_dir) act on the endpoint's sandbox,
  * or, on the workspace endpoint, on the one their sandbox_id names; the
- * others manage the caller's sandboxes. They call the host agent as the
- * REST handlers do, with tighter output bounds: what they return goes into
- * a model's context.
+ * others manage the caller's sandboxes. They call the operations layer
+ * and the host interface as the REST handlers do, with tighter output
+ * bounds: what they return goes into a model's context.
  */
 #include "host/guest_conn.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
+#include "api/code.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "mcp/mcp.h"
 #include "api/render.h"
+#include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
@@ -31,7 +33,7 @@
 #define OUTPUT_MAX (1u << 20)		/* shell: bytes kept per stream */
 #define FILE_MAX (4u << 20)		/* read_file */
 #define LIST_MAX 10000
-/* A bound of ops.h or host.h, as the number a schema shows. */
+/* A bound of ops.h or hostif.h, as the number a schema shows. */
 #define STR_(x) #x
 #define NUM(x) STR_(x)
 
@@ -53,38 +55,34 @@ static const char *tool_sandbox_id(struct mcp_call *c, const json_t *args)
 	return c->sandbox_id ? c->sandbox_id : json_string_value(json_object_get(args, "sandbox_id"));
 }
 
-static int tool_sandbox(struct mcp_call *c, const json_t *args, struct sandbox **sb)
+/* The tool's sandbox is the caller's; *row (NULL: only the check) gets its
+ * record. A tool call is not activity by itself (docs/api.md): reads are
+ * not; what changes the sandbox says so (touch). */
+static int tool_sandbox(struct mcp_call *c, const json_t *args, bool touch, struct sbx_row *row)
 {
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
-	oc.touch = false;	/* not activity by itself (docs/api.md): reads are not */
-	return ops_sandbox(&oc, tool_sandbox_id(c, args), sb);
+	oc.touch = touch;
+	return ops_sandbox(&oc, tool_sandbox_id(c, args), row);
 }
 
-/* The sandbox, entered for guest work (waking it if it hibernates). */
-static int tool_guest(struct mcp_call *c, const json_t *args, struct sandbox **sb, struct guest **g)
+/* The sandbox, entered for guest work (waking it if it hibernates): hg->g. */
+static int tool_guest(struct mcp_call *c, const json_t *args, struct hostif_guest *hg)
 {
-	int rc = tool_sandbox(c, args, sb);
-	if (rc < 0)
-		return rc;
-	if ((rc = sandbox_enter(c->r->api->host, *sb, g)) < 0)
-		sandbox_put(c->r->api->host, *sb);
-	return rc;
+	int rc = tool_sandbox(c, args, false, NULL);
+	return rc < 0 ? rc : hostif_enter(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), hg);
 }
 
-static void tool_leave(struct mcp_call *c, struct sandbox *sb, struct guest *g)
+static void tool_leave(struct mcp_call *c, struct hostif_guest *hg)
 {
-	sandbox_leave(c->r->api->host, sb, g);
-	sandbox_put(c->r->api->host, sb);
+	hostif_leave(c->r->api->hostif, hg);
 }
 
-static json_t *sandbox_json(struct sandbox *sb)
+/* The sandbox's record as a tool's answer (the row is cleared). */
+static json_t *sandbox_json(struct sbx_row *row)
 {
-	struct sbx_row row;
-	if (sandbox_row(sb, &row) < 0)
-		return NULL;
-	json_t *j = render_sandbox(&row);
-	sbx_row_clear(&row);
+	json_t *j = render_sandbox(row);
+	sbx_row_clear(row);
 	return j;
 }
 
@@ -165,26 +163,71 @@ static int run_shell(struct mcp_call *c, struct guest *g, const char *command, c
 
 static int t_shell(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	struct sbx_row row;
-	int rc = tool_sandbox(c, args, &sb);
+	int rc = tool_sandbox(c, args, false, &row);
 	if (rc < 0)
 		return rc;
-	if ((rc = sandbox_row(sb, &row)) < 0) {
-		sandbox_put(c->r->api->host, sb);
-		return rc;
-	}
 	char **env = env_merge(row.env, NULL);
 	sbx_row_clear(&row);
-	rc = env ? sandbox_enter(c->r->api->host, sb, &g) : errf(ENOMEM, "out of memory");
+	rc = env ? hostif_enter(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), &hg)
+		 : errf(ENOMEM, "out of memory");
 	if (rc == 0) {
-		rc = run_shell(c, g, arg_str(args, "command", ""), env, arg_int(args, "timeout_ms", 120000), out);
-		sandbox_leave(c->r->api->host, sb, g);
+		rc = run_shell(c, hg.g, arg_str(args, "command", ""), env, arg_int(args, "timeout_ms", 120000),
+			       out);
+		tool_leave(c, &hg);
 	}
 	free(env);
-	sandbox_put(c->r->api->host, sb);
 	return rc;
+}
+
+/* ---- the code interpreter --------------------------------------------------------------------------- */
+
+/* A cell in the sandbox's interpreter (api/code.h): for the model, its
+ * output, its value and its error as text, and each PNG it made as an
+ * image block; the Execution as the structured result. */
+static int t_run_code(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const char *context = arg_str(args, "context", NULL);
+	int rc = context ? code_context_name(context) : 0;
+	rc = rc ?: tool_sandbox(c, args, true, NULL);
+	int64_t timeout_ms = arg_int(args, "timeout_ms", 120000), wait;
+	json_t *request, *execution, *fail;
+	rc = rc ?: code_run_request(arg_str(args, "code", ""), context, (timeout_ms + 999) / 1000, &wait, &request);
+	rc = rc ?: code_cell(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), request, req_socket(c->r),
+			     wait, OUTPUT_MAX, &execution, &fail);
+	if (rc < 0)
+		return rc;
+	if (fail) {
+		rc = errf(!strcmp(code_str(fail, "code"), "not_found") ? ENOENT : EINVAL, "%s", code_str(fail, "message"));
+		json_decref(fail);
+		return rc;
+	}
+	struct strbuf t;
+	strbuf_init(&t);
+	strbuf_printf(&t, "%s", code_str(execution, "stdout"));
+	const char *err = code_str(execution, "stderr");
+	if (*err)
+		strbuf_printf(&t, "%s[stderr]\n%s", t.len ? "\n" : "", err);
+	size_t i;
+	json_t *res;
+	json_array_foreach(json_object_get(execution, "results"), i, res) {
+		if (json_is_true(json_object_get(res, "is_main_result")) && json_is_string(json_object_get(res, "text")))
+			strbuf_printf(&t, "%s[value]\n%s", t.len ? "\n" : "", code_str(res, "text"));
+		if (json_is_string(json_object_get(res, "png")))
+			json_array_append_new(out->content, json_pack("{s:s,s:s,s:s}", "type", "image", "data",
+								      code_str(res, "png"), "mimeType", "image/png"));
+	}
+	json_t *e = json_object_get(execution, "error");
+	if (json_is_object(e))
+		strbuf_printf(&t, "%s[error] %s: %s\n%s", t.len ? "\n" : "", code_str(e, "name"), code_str(e, "value"),
+			      code_str(e, "traceback"));
+	if (!t.len)
+		strbuf_printf(&t, "[no output]");
+	json_array_insert_new(out->content, 0, json_pack("{s:s,s:o}", "type", "text", "text", render_text(t.data, t.len)));
+	strbuf_free(&t);
+	out->structured = execution;
+	return 0;
 }
 
 /* ---- files ---------------------------------------------------------------------------------------- */
@@ -202,26 +245,24 @@ static int read_all(int fd, char *buf, size_t n)
 
 /* The tools whose only arguments are the sandbox and a path: check the
  * path, then enter the sandbox. */
-static int path_guest(struct mcp_call *c, const json_t *args, const char **path, struct sandbox **sb,
-		      struct guest **g)
+static int path_guest(struct mcp_call *c, const json_t *args, const char **path, struct hostif_guest *hg)
 {
 	*path = arg_str(args, "path", "");
 	int rc = v_guest_path(*path, "path");
-	return rc < 0 ? rc : tool_guest(c, args, sb, g);
+	return rc < 0 ? rc : tool_guest(c, args, hg);
 }
 
 static int t_read_file(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	const char *path;
-	struct sandbox *sb;
-	struct guest *g;
-	int rc = path_guest(c, args, &path, &sb, &g);
+	struct hostif_guest hg;
+	int rc = path_guest(c, args, &path, &hg);
 	if (rc < 0)
 		return rc;
 	int fd = memfd_create("kiln-mcp-read", MFD_CLOEXEC);
 	uint64_t size = 0;
-	rc = fd < 0 ? errf_sys("memfd_create") : guest_read_file(g, path, fd, FILE_MAX, &size);
-	tool_leave(c, sb, g);
+	rc = fd < 0 ? errf_sys("memfd_create") : guest_read_file(hg.g, path, fd, FILE_MAX, &size);
+	tool_leave(c, &hg);
 	if (rc == -EFBIG)
 		rc = errf(EFBIG, "%s is larger than read_file's limit of %u bytes; download it with "
 			  "GET /v1/sandboxes/{id}/files", path, FILE_MAX);
@@ -303,12 +344,11 @@ static int t_write_file(struct mcp_call *c, const json_t *args, struct mcp_out *
 	free(decoded);
 	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
 		rc = errf_sys("rewinding the file");
-	struct sandbox *sb;
-	struct guest *g;
+	struct hostif_guest hg;
 	uint64_t bytes = 0;
-	if (rc == 0 && (rc = tool_guest(c, args, &sb, &g)) == 0) {
-		rc = guest_write_file(g, path, 0644, true, fd, &bytes);
-		tool_leave(c, sb, g);
+	if (rc == 0 && (rc = tool_guest(c, args, &hg)) == 0) {
+		rc = guest_write_file(hg.g, path, 0644, true, fd, &bytes);
+		tool_leave(c, &hg);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -346,15 +386,14 @@ static int add_entry(void *ctx, const struct guest_stat *e)
 static int t_list_dir(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	const char *path;
-	struct sandbox *sb;
-	struct guest *g;
-	int rc = path_guest(c, args, &path, &sb, &g);
+	struct hostif_guest hg;
+	int rc = path_guest(c, args, &path, &hg);
 	if (rc < 0)
 		return rc;
 	struct listing l = { json_array(), { 0 }, false };
 	strbuf_init(&l.text);
-	rc = l.entries ? guest_list(g, path, 1, add_entry, &l) : errf(ENOMEM, "out of memory");
-	tool_leave(c, sb, g);
+	rc = l.entries ? guest_list(hg.g, path, 1, add_entry, &l) : errf(ENOMEM, "out of memory");
+	tool_leave(c, &hg);
 	if (rc == 0 && strbuf_failed(&l.text))
 		rc = errf(ENOMEM, "out of memory");
 	if (rc == 0) {
@@ -376,13 +415,12 @@ static int t_list_dir(struct mcp_call *c, const json_t *args, struct mcp_out *ou
 static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	struct ops_caller oc;
-	struct sandbox *sb;
+	struct sbx_row row;
 	req_caller(c->r, &oc);
-	int rc = ops_create(&oc, args, &sb);
+	int rc = ops_create(&oc, args, &row);
 	if (rc < 0)
 		return rc;
-	json_t *j = sandbox_json(sb);
-	sandbox_put(c->r->api->host, sb);
+	json_t *j = sandbox_json(&row);
 	mcp_json(out, j);
 	return j ? 0 : errf(ENOMEM, "out of memory");
 }
@@ -396,7 +434,7 @@ static int t_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	(void)args;
 	json_t *a = json_array();
-	if (!a || host_each(c->r->api->host, c->r->workspace, add_row, a) < 0) {
+	if (!a || hostif_each(c->r->api->hostif, c->r->workspace, add_row, a) < 0) {
 		json_decref(a);
 		return errf(ENOMEM, "out of memory");
 	}
@@ -406,24 +444,21 @@ static int t_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 
 static int t_get(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	struct sandbox *sb;
-	int rc = tool_sandbox(c, args, &sb);
+	struct sbx_row row;
+	int rc = tool_sandbox(c, args, false, &row);
 	if (rc < 0)
 		return rc;
-	json_t *j = sandbox_json(sb);
-	sandbox_put(c->r->api->host, sb);
+	json_t *j = sandbox_json(&row);
 	mcp_json(out, j);
 	return j ? 0 : errf(ENOMEM, "out of memory");
 }
 
 static int t_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	struct sandbox *sb;
-	int rc = tool_sandbox(c, args, &sb);
+	int rc = tool_sandbox(c, args, false, NULL);
 	if (rc < 0)
 		return rc;
-	rc = host_delete(c->r->api->host, sb);
-	sandbox_put(c->r->api->host, sb);
+	rc = hostif_delete(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args));
 	if (rc < 0)
 		return rc;
 	mcp_json(out, json_pack("{s:s,s:b}", "sandbox_id", arg_str(args, "sandbox_id", ""), "deleted", 1));
@@ -439,10 +474,10 @@ static int t_fork(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	if (rc < 0 && f.made == 0)
 		return rc;
 	json_t *a = json_array();
-	for (int i = 0; i < f.made; i++) {
-		json_array_append_new(a, sandbox_json(f.kids[i]));
-		sandbox_put(c->r->api->host, f.kids[i]);
-	}
+	for (int i = 0; i < f.made; i++)
+		if (f.kids[i].id[0])
+			json_array_append_new(a, render_sandbox(&f.kids[i]));
+	ops_forked_clear(&f);
 	json_t *j = json_pack("{s:o}", "sandboxes", a);
 	if (j && rc < 0) {
 		json_object_set_new(j, "failed", json_integer(f.count - f.made));
@@ -490,30 +525,31 @@ static int t_promote(struct mcp_call *c, const json_t *args, struct mcp_out *out
 }
 
 static int lifecycle(struct mcp_call *c, const json_t *args, struct mcp_out *out,
-		     int (*action)(struct host *, struct sandbox *))
+		     int (*action)(struct hostif *, const char *, const char *, struct sbx_row *))
 {
-	struct sandbox *sb;
-	int rc = tool_sandbox(c, args, &sb);
+	struct sbx_row row;
+	int rc = tool_sandbox(c, args, true, NULL);
 	if (rc < 0)
 		return rc;
-	sandbox_touch(sb);
-	rc = action(c->r->api->host, sb);
-	json_t *j = rc == 0 ? sandbox_json(sb) : NULL;
-	sandbox_put(c->r->api->host, sb);
+	rc = action(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), &row);
 	if (rc < 0)
 		return rc;
+	json_t *j = sandbox_json(&row);
 	mcp_json(out, j);
 	return j ? 0 : errf(ENOMEM, "out of memory");
 }
 
 static int t_hibernate(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	return lifecycle(c, args, out, host_hibernate);
+	return lifecycle(c, args, out, hostif_hibernate);
 }
 
 static int t_wake(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	return lifecycle(c, args, out, host_wake);
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	int rc = ops_credit_check(&oc);
+	return rc < 0 ? rc : lifecycle(c, args, out, hostif_wake);
 }
 
 /* ---- the table ------------------------------------------------------------------------------------------ */
@@ -533,6 +569,23 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{\"type\":\"boolean\"},"
 	  "\"duration_ms\":{\"type\":\"number\"},\"truncated\":{\"type\":\"boolean\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_shell },
+	{ "run_code", "Run Python code",
+	  "Run Python in the sandbox's interpreter, which keeps variables, imports and functions from "
+	  "one call to the next (as a notebook does; a context id keeps separate sets). Returns what it "
+	  "printed, the value of its last expression, its error with the traceback, and any plot as an "
+	  "image. Needs python3 in the sandbox (the base template).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
+	  "\"code\":{\"type\":\"string\",\"maxLength\":1048576,\"description\":\"Python source: a cell.\"},"
+	  "\"context\":{\"type\":\"string\",\"maxLength\":64,"
+	  "\"description\":\"A context id (from POST .../code/contexts); default: the sandbox's default context.\"},"
+	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
+	  "\"description\":\"Interrupt the cell after this long (default 120000); its variables stay.\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"results\",\"error\",\"execution_count\"],"
+	  "\"properties\":{\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
+	  "\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
+	  "\"error\":{\"type\":[\"object\",\"null\"]},\"execution_count\":{\"type\":\"integer\"},"
+	  "\"truncated\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"number\"}}}",
+	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_run_code },
 	{ "read_file", "Read a file",
 	  "Read a file of the sandbox (at most 4 MiB). Text comes back as text; other bytes as "
 	  "base64 (an embedded resource, and encoding \"base64\" in the structured result).",

@@ -1,7 +1,7 @@
 #include "ops/ops.h"
+#include "ops/credit.h"
 #include "ops/validate.h"
 #include "host/netpolicy.h"
-#include "host/template.h"
 #include "common/err.h"
 #include "store/store.h"
 
@@ -10,13 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ops_sandbox(const struct ops_caller *c, const char *id, struct sandbox **out)
+int ops_sandbox(const struct ops_caller *c, const char *id, struct sbx_row *out)
 {
-	if (!id || !v_is_id(id, "sbx_") || host_find(c->host, c->workspace, id, out) < 0)
+	int rc = id && v_is_id(id, "sbx_") ? hostif_get(c->hostif, c->workspace, id, c->touch, out) : -ENOENT;
+	if (rc == -ENOENT)
 		return errf(ENOENT, "sandbox %.40s not found", id ? id : "");
-	if (c->touch)
-		sandbox_touch(*out);
-	return 0;
+	return rc;
 }
 
 struct tmpl_names {
@@ -26,11 +25,10 @@ struct tmpl_names {
 	char list[256];
 };
 
-static int add_tmpl_name(void *ctx, const struct template_def *def, const struct tmpl *t)
+static int add_tmpl_name(void *ctx, const struct hostif_template *t)
 {
-	(void)t;
 	struct tmpl_names *n = ctx;
-	const char *name = def->name;
+	const char *name = t->name;
 	if (strcmp(name, n->want) == 0)
 		n->found = true;
 	size_t len = strlen(n->list);
@@ -38,11 +36,11 @@ static int add_tmpl_name(void *ctx, const struct template_def *def, const struct
 	return json_array_append_new(n->names, json_string(name));
 }
 
-int ops_template_known(struct host *h, const char *name, json_t **names)
+int ops_template_known(struct hostif *hi, const char *name, json_t **names)
 {
 	struct tmpl_names n = { .want = name, .names = json_array() };
 	*names = NULL;
-	if (!n.names || host_templates(h, add_tmpl_name, &n) < 0) {
+	if (!n.names || hostif_templates(hi, add_tmpl_name, &n) < 0) {
 		json_decref(n.names);
 		return errf(ENOMEM, "out of memory");
 	}
@@ -126,7 +124,7 @@ static int quota_error(const struct plan *p, int rc)
 	return errf(EDQUOT, "%s (plan %s)", why, p->name);
 }
 
-int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **out)
+int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
 {
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1;
@@ -139,6 +137,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **
 	int rc = plan_caps(c, &plan, &caps, &capsp, &rep);
 	if (capsp && !rep)
 		rep = &scratch;
+	rc = rc ?: ops_credit_check(c);
 	int64_t max_ttl = c->max_ttl;
 	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
 		max_ttl = plan.limits.max_ttl_seconds;
@@ -154,7 +153,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **
 		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
 	json_t *names = NULL;
 	if (rc == 0 && tmpl)
-		rc = ops_template_known(c->host, tmpl, &names);
+		rc = ops_template_known(c->hostif, tmpl, &names);
 	json_decref(names);
 	if (rc == 0 && snap && !v_is_id(snap, "snap_"))
 		rc = errf(ENOENT, "snapshot %.64s not found", snap);
@@ -187,7 +186,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **
 		.arrival_ns = c->arrival_ns,
 	};
 	if (rc == 0)
-		rc = quota_error(&plan, host_create(c->host, &cr, out));
+		rc = quota_error(&plan, hostif_create(c->hostif, &cr, out));
 	free(meta_text);
 	free(env_text);
 	free(policy);
@@ -198,7 +197,6 @@ int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *ar
 	     struct ops_forked *f)
 {
 	int64_t count = 1;
-	struct sandbox *parent;
 	f->count = f->made = 0;
 	f->why[0] = 0;
 	struct plan plan = { 0 };
@@ -209,17 +207,24 @@ int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *ar
 	rc = rc ?: plan_caps(c, &plan, &caps, &capsp, &rep);
 	if (capsp && !rep)
 		rep = &scratch;
-	rc = rc ?: ops_sandbox(c, parent_id, &parent);
+	rc = rc ?: ops_sandbox(c, parent_id, NULL);
+	rc = rc ?: ops_credit_check(c);
 	if (rc < 0)
 		return rc;
 	f->count = (int)count;
-	rc = quota_error(&plan, host_fork(c->host, parent, f->count, tree, capsp, rep, f->kids, &f->made));
+	struct hostif_fork req = { .workspace = c->workspace, .id = parent_id, .count = f->count,
+				   .tree = tree, .caps = capsp, .report = rep };
+	rc = quota_error(&plan, hostif_fork(c->hostif, &req, f->kids, &f->made));
 	if (rc < 0)
 		snprintf(f->why, sizeof f->why, "%s", errmsg());
-	sandbox_put(c->host, parent);
-	if (rc < 0)
-		errf(-rc, "%s", f->why);	/* sandbox_put may have said something else */
 	return rc;
+}
+
+void ops_forked_clear(struct ops_forked *f)
+{
+	for (int i = 0; i < f->made; i++)
+		sbx_row_clear(&f->kids[i]);
+	f->made = 0;
 }
 
 /* ---- promote -------------------------------------------------------------------- */
@@ -251,27 +256,19 @@ static int add_sibling(void *ctx, const struct sbx_row *r)
 static void delete_reported(const struct ops_caller *c, const char *id, bool is_parent, ops_promote_fn *fn,
 			    void *ctx)
 {
-	struct sandbox *sb;
-	int rc = host_find(c->host, c->workspace, id, &sb);
-	if (rc < 0) {
+	int rc = hostif_get(c->hostif, c->workspace, id, false, NULL);
+	if (rc < 0)
 		rc = errf(ENOENT, "sandbox %s was already gone", id);
-	} else {
-		rc = host_delete(c->host, sb);
-		sandbox_put(c->host, sb);
-	}
+	else
+		rc = hostif_delete(c->hostif, c->workspace, id);
 	fn(ctx, id, is_parent, rc);
 }
 
 int ops_promote(const struct ops_caller *c, const char *id, bool delete_parent, char parent[ID_MAX],
 		ops_promote_fn *fn, void *ctx)
 {
-	struct sandbox *sb;
-	int rc = ops_sandbox(c, id, &sb);
-	if (rc < 0)
-		return rc;
 	struct sbx_row row;
-	rc = sandbox_row(sb, &row);
-	sandbox_put(c->host, sb);
+	int rc = ops_sandbox(c, id, &row);
 	if (rc < 0)
 		return rc;
 	snprintf(parent, ID_MAX, "%s", row.parent);
@@ -282,7 +279,7 @@ int ops_promote(const struct ops_caller *c, const char *id, bool delete_parent, 
 	if (!live)
 		return errf(EBUSY, "sandbox %s is not running or hibernated: promote a live child", id);
 	struct siblings s = { .parent = parent, .keep = id };
-	rc = host_each(c->host, c->workspace, add_sibling, &s);
+	rc = hostif_each(c->hostif, c->workspace, add_sibling, &s);
 	if (rc < 0) {
 		free(s.ids);
 		return rc;

@@ -5,8 +5,9 @@
  * calls these; what is accepted, the bounds and the defaults live here
  * once, so the front ends cannot drift apart. Errors are -errno with
  * errmsg() set: -EINVAL for a bad argument (the message names it),
- * -ENOENT for a malformed snapshot id, the rest from the host agent; each
- * front end maps them (REST to a status, MCP to a tool error).
+ * -ENOENT for a malformed snapshot id, the rest from the host interface
+ * (src/hostif/hostif.h), which is all the operations know of the host;
+ * each front end maps them (REST to a status, MCP to a tool error).
  *
  * Here so far: create and fork. Exec, files, pty, ports, snapshots,
  * hibernate/wake/ttl and network are still parsed by each front end.
@@ -18,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "ops/plan.h"
 
 /* Bounds of a sandbox's metadata and env (keys, key length, value length). */
@@ -43,7 +44,7 @@ struct ops_quota {
 
 /* Who asks, and the server's bounds: filled by the front end. */
 struct ops_caller {
-	struct host *host;
+	struct hostif *hostif;		/* the host interface */
 	struct store *store;
 	const struct plans *plans;	/* NULL: no plans, no limits */
 	const char *workspace;		/* the caller's, authenticated */
@@ -57,15 +58,17 @@ struct ops_caller {
  * (its own plan, or the server's default). */
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out);
 
-/* The caller's sandbox id (a reference, sandbox_put it), counted as
- * activity for its TTL when c->touch. -ENOENT "sandbox ID not found" for a malformed id,
- * one that does not exist, or another workspace's. */
-int ops_sandbox(const struct ops_caller *c, const char *id, struct sandbox **out);
+/* The caller's sandbox id, counted as activity for its TTL when c->touch;
+ * *out (NULL: only the check) gets a copy of its record (sbx_row_clear
+ * it). -ENOENT "sandbox ID not found" for a malformed id, one that does
+ * not exist, or another workspace's; another error of the host interface
+ * (out of memory, an agent that does not answer) as it came. */
+int ops_sandbox(const struct ops_caller *c, const char *id, struct sbx_row *out);
 
 /* 0 if a template of that name exists; else -ENOENT, errmsg() listing
  * the templates that do, and *names their JSON array (yours; NULL when
  * out of memory). */
-int ops_template_known(struct host *h, const char *name, json_t **names);
+int ops_template_known(struct hostif *hi, const char *name, json_t **names);
 
 /* The fields ops_create accepts, NULL-terminated (for a front end that
  * lists them, e.g. in a schema). */
@@ -77,13 +80,15 @@ extern const char *const ops_create_fields[];
  * and the egress policy allow_out, deny_out, allow_internet
  * (host/netpolicy.h). Unknown fields are refused; an unknown template is
  * -ENOENT naming the templates that exist; -EDQUOT when
- * a limit of the workspace's plan refuses (c->quota says which). A
- * reference in *out. */
-int ops_create(const struct ops_caller *c, const json_t *args, struct sandbox **out);
+ * a limit of the workspace's plan refuses (c->quota says which). *out
+ * gets the new sandbox's record (sbx_row_clear it). */
+int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out);
 
-/* What a fork made: kids[0..made) are references (sandbox_put each). */
+/* What a fork made: kids[0..made) are the children's records
+ * (ops_forked_clear them); one with id "" exists but could not be copied
+ * (hostif_fork): skip it. */
 struct ops_forked {
-	struct sandbox *kids[HOST_FORK_MAX];
+	struct sbx_row kids[HOST_FORK_MAX];
 	int count;			/* asked for */
 	int made;
 	char why[512];			/* made < count: why the rest failed */
@@ -96,6 +101,7 @@ struct ops_forked {
  * (why says what went wrong); < 0 with made 0 when none. */
 int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *args, bool tree,
 	     struct ops_forked *f);
+void ops_forked_clear(struct ops_forked *f);
 
 /* Keep the caller's sandbox id, a fork's child, and delete its siblings
  * (every other live sandbox forked from the same parent), and with

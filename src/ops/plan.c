@@ -3,25 +3,26 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 const char *const plan_limit_names[] = {
 	"running", "creates_per_hour", "vcpus", "memory_mib", "max_ttl_seconds",
-	"ttl_absolute", "idle_hibernate", "hibernated_retention_seconds", NULL,
+	"ttl_absolute", "idle_hibernate", "hibernated_retention_seconds", "credit_microdollars", "no_workspace_mcp", NULL,
 };
 
 /* The limits that are switches: 0 or 1. */
 static bool is_switch(int i)
 {
-	return i == 5 || i == 6;
+	return i == 5 || i == 6 || i == 9;
 }
 
 static int64_t *limit_field(struct plan_limits *l, int i)
 {
 	int64_t *f[] = { &l->running, &l->creates_per_hour, &l->vcpus, &l->memory_mib,
 			 &l->max_ttl_seconds, &l->ttl_absolute, &l->idle_hibernate,
-			 &l->hibernated_retention_seconds };
+			 &l->hibernated_retention_seconds, &l->credit_microdollars, &l->no_workspace_mcp };
 	return f[i];
 }
 
@@ -29,10 +30,10 @@ static int64_t *limit_field(struct plan_limits *l, int i)
  * numbers are its; the paid plans' concurrency and sizes are kiln's
  * defaults, for the operator to change. */
 static const struct plan shipped[] = {
-	{ "free", { 5, 60, 8, 8192, 3600, 1, 0, 0 } },
-	{ "pro", { 100, 1200, 8, 32768, 7 * 86400, 0, 0, 0 } },
-	{ "team", { 500, 6000, 8, 65536, 30 * 86400, 0, 0, 0 } },
-	{ "enterprise", { 0, 0, 0, 0, 0, 0, 0, 0 } },
+	{ "free", { 5, 60, 8, 8192, 3600, 1, 0, 0, 5400000, 0 } },	/* $5.40 a month */
+	{ "pro", { 100, 1200, 8, 32768, 7 * 86400, 0, 0, 0, 0, 0 } },
+	{ "team", { 500, 6000, 8, 65536, 30 * 86400, 0, 0, 0, 0, 0 } },
+	{ "enterprise", { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
 };
 
 void plans_init(struct plans *p)
@@ -42,6 +43,7 @@ void plans_init(struct plans *p)
 		p->plan[p->n++] = shipped[i];
 	snprintf(p->default_plan, sizeof p->default_plan, "enterprise");
 	p->window_ms = 3600 * 1000;
+	p->prices = (struct prices){ PRICE_VCPU_HOUR_DEFAULT, PRICE_GIB_HOUR_DEFAULT };
 }
 
 const struct plan *plans_find(const struct plans *p, const char *name)
@@ -65,7 +67,7 @@ int plan_limits_apply(struct plan_limits *l, const json_t *o, const char *what)
 		if (!plan_limit_names[i])
 			return errf(EINVAL, "%s: unknown limit '%.64s' (known: running, creates_per_hour, "
 				    "vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, "
-				    "hibernated_retention_seconds)", what, key);
+				    "hibernated_retention_seconds, credit_microdollars, no_workspace_mcp)", what, key);
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return errf(EINVAL, "%s: limit '%s' must be a whole number, 0 or more (0: none)",
 				    what, key);

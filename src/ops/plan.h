@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "host/host.h"
+#include "ops/billing.h"
 
 #define PLAN_NAME_MAX 32
 #define PLANS_MAX 32
@@ -29,6 +29,11 @@ struct plan_limits {
 	int64_t ttl_absolute;		/* the TTL counts from creation, busy or not */
 	int64_t idle_hibernate;		/* idle for its TTL: hibernated, not deleted... */
 	int64_t hibernated_retention_seconds;	/* ...then deleted after this (0: kept) */
+	/* Usage a month may cost, micro-dollars (ops/billing.h): the free
+	 * plan's included credit, which is also all it may use (0: no cap,
+	 * what is used is billed). */
+	int64_t credit_microdollars;
+	int64_t no_workspace_mcp;	/* 1: the workspace MCP (/mcp) is not in the plan */
 };
 
 struct plan {
@@ -41,13 +46,14 @@ struct plans {
 	int n;
 	char default_plan[PLAN_NAME_MAX];
 	int64_t window_ms;		/* the "hour" of creates_per_hour (tests shorten it) */
+	struct prices prices;		/* what usage costs (kilnd --price-*) */
 };
 
 /* The limits' names, as in JSON and on the command line, NULL-terminated. */
 extern const char *const plan_limit_names[];
 
 /* The shipped plans, default_plan the server's default ("enterprise":
- * no limits), the window an hour. */
+ * no limits), the window an hour, the published prices. */
 void plans_init(struct plans *p);
 /* Read an operator's plans file: {"PLAN": {"LIMIT": N, ...}, ...}; a plan
  * named there that exists is changed, limit by limit; another is added

@@ -15,7 +15,7 @@
  */
 #include "proxy/proxy.h"
 #include "host/guest_conn.h"
-#include "host/host.h"
+#include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/auth.h"
 #include "api/handlers.h"
@@ -47,12 +47,10 @@
 
 struct proxy {
 	struct api *api;
-	struct sandbox *sb;
-	struct guest *g;		/* the sandbox_enter token */
-	bool entered;			/* counted as an operation of sb */
+	struct hostif_guest guest;	/* an operation of the sandbox while guest.entered */
 	int fd;				/* the stream to the guest port */
 	struct upstream up;
-	char id[ID_MAX];
+	char workspace[ID_MAX], id[ID_MAX];
 	int port;
 	bool head;			/* a HEAD request: no response body */
 	bool chunked;			/* the body goes to the guest chunked */
@@ -69,9 +67,7 @@ void proxy_free(struct proxy *p)
 	up_free(&p->up);
 	if (p->fd >= 0)
 		close(p->fd);
-	if (p->entered)
-		sandbox_leave(p->api->host, p->sb, p->g);
-	sandbox_put(p->api->host, p->sb);
+	hostif_leave(p->api->hostif, &p->guest);	/* nothing if not entered */
 	free(p);
 }
 
@@ -305,12 +301,13 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth, 
 {
 	struct api *api = r->api;
 	struct port_row pr;
-	char ws[ID_MAX];
+	struct key_auth who = { 0 };
+	const char *ws = who.workspace;
 	int rc = store_port_load(api->store, id, port, &pr);
 	if (rc < 0 && rc != -ENOENT)
 		return reply_errno(r, rc);
 	bool exposed = rc == 0;
-	int arc = auth_request(api, req_header(r, "Authorization"), ws);
+	int arc = auth_request(api, req_header(r, "Authorization"), &who);
 	if (arc < 0 && arc != -EACCES)
 		return reply_errno(r, arc);
 	*strip_auth = arc == 0;
@@ -351,12 +348,14 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth, 
 	rc = req_rate_limit(r);
 	if (rc >= 0)
 		return rc;
+	/* A read key may look at a port's pages, not send it changes. */
+	if (who.scope == KEY_READ && strcmp(r->method, "GET") != 0 && strcmp(r->method, "HEAD") != 0)
+		return reply_error(r, 403, "forbidden", "this API key's scope is read: %s to a sandbox's "
+				   "port needs a full key", r->method);
 	if (exposed && !strcmp(pr.workspace, ws))
 		return -1;
-	struct sandbox *sb;
-	if (host_find(api->host, ws, id, &sb) < 0)
+	if (hostif_get(api->hostif, ws, id, false, NULL) < 0)
 		return reply_error(r, 404, "not_found", "sandbox %s not found", id);
-	sandbox_put(api->host, sb);
 	return reply_error(r, 404, "not_found", "port %d of sandbox %s is not exposed", port, id);
 }
 
@@ -409,8 +408,10 @@ int proxy_admit(struct req *r)
 	p->fd = -1;
 	p->port = port;
 	p->head = !strcmp(r->method, "HEAD");
+	snprintf(p->workspace, sizeof p->workspace, "%s", r->workspace);
 	snprintf(p->id, sizeof p->id, "%s", id);
-	if (host_find(api->host, r->workspace, id, &p->sb) < 0) {
+	/* A request to a sandbox's port is activity (TTL). */
+	if (hostif_get(api->hostif, p->workspace, id, true, NULL) < 0) {
 		free(p);
 		free(clean);
 		return reply_error(r, 404, "not_found", "sandbox %s not found", id);
@@ -428,19 +429,16 @@ int proxy_admit(struct req *r)
 			 PREVIEW_PARAM, pv.from_query, path, (long long)(left > 0 ? left : 0),
 			 req_is_tls(r) ? "; Secure" : "");
 	}
-	sandbox_touch(p->sb);
 	/* Wakes a hibernated sandbox. */
-	rc = sandbox_enter(api->host, p->sb, &p->g);
-	p->entered = rc == 0;
+	rc = hostif_enter(api->hostif, p->workspace, id, &p->guest);
 	if (rc < 0) {
-		sandbox_put(api->host, p->sb);
 		free(p);
 		free(clean);
 		return reply_errno(r, rc);
 	}
 	void *early = NULL;
 	size_t n = 0;
-	rc = guest_tcp_connect(p->g, (unsigned)port, &p->fd, &early, &n);
+	rc = guest_tcp_connect(p->guest.g, (unsigned)port, &p->fd, &early, &n);
 	if (rc == 0)
 		rc = up_init(&p->up, p->fd, req_socket(r), early, n);
 	free(early);
@@ -502,7 +500,7 @@ static long body_read(void *ctx, char *buf, size_t max)
 {
 	struct proxy *p = ctx;
 	long n = up_read_body(&p->up, buf, max);
-	sandbox_touch(p->sb);
+	hostif_touch(p->api->hostif, p->workspace, p->id);
 	if (n > 0)
 		return n;
 	return n == 0 ? HTTP_STREAM_END : HTTP_STREAM_ERROR;
@@ -516,7 +514,7 @@ static void body_done(void *ctx)
 static void tick(void *ctx)
 {
 	struct proxy *p = ctx;
-	sandbox_touch(p->sb);
+	hostif_touch(p->api->hostif, p->workspace, p->id);
 }
 
 /* All of p to the client's socket (which MHD may have made non-blocking). */
@@ -546,8 +544,8 @@ static void tunnel(void *ctx, int fd, const char *extra, size_t n)
 	struct proxy *p = ctx;
 	const uint8_t *early;
 	size_t m = up_pending(&p->up, &early);
-	p->entered = sandbox_hold(p->api->host, p->sb) == 0;
-	if (p->entered && (!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
+	bool held = hostif_hold(p->api->hostif, p->workspace, p->id, &p->guest) == 0;
+	if (held && (!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
 	    (!m || send_all(fd, early, m) == 0))
 		tunnel_run(fd, p->fd, tick, p);
 	proxy_free(p);
@@ -572,9 +570,7 @@ static int answer_upgrade(struct req *r, struct proxy *p, const struct up_head *
 	for (int i = 0; i < h->n; i++)
 		if (up_answer_header_passes(gconn, h->h[i].name, h->h[i].value))
 			hdr[k][0] = h->h[i].name, hdr[k++][1] = h->h[i].value;
-	sandbox_leave(p->api->host, p->sb, p->g);
-	p->g = NULL;
-	p->entered = false;
+	hostif_leave(p->api->hostif, &p->guest);
 	r->proxy = NULL;
 	int rc = reply_upgrade(r, (const char *const (*)[2])hdr, tunnel, p);
 	free(hdr);

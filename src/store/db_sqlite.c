@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <unistd.h>
 #include <stdlib.h>
 
 struct db {
@@ -39,8 +40,22 @@ static int db_sqlite_open(const char *target, struct db **out)
 	}
 	sqlite3_busy_timeout(db->h, 5000);
 	char *msg = NULL;
-	if (sqlite3_exec(db->h, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
-			 NULL, NULL, &msg) != SQLITE_OK) {
+	/* Turning a new database to WAL takes its exclusive lock, and SQLite
+	 * answers BUSY at once, without the busy timeout, where waiting could
+	 * deadlock (several openers of a new database at once: kilnd and a
+	 * `kilnd keys create`, or a migration under way). So wait here, up to
+	 * the same 5 s, in 10 ms steps. */
+	rc = SQLITE_BUSY;
+	for (int i = 0; i < 500 && (rc == SQLITE_BUSY || rc == SQLITE_LOCKED); i++) {
+		if (i) {
+			sqlite3_free(msg);
+			msg = NULL;
+			usleep(10000);
+		}
+		rc = sqlite3_exec(db->h, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+				  NULL, NULL, &msg);
+	}
+	if (rc != SQLITE_OK) {
 		int e = errf(EIO, "sqlite: %s: setting WAL mode: %s", target, msg ? msg : "?");
 		sqlite3_free(msg);
 		sqlite3_close(db->h);
@@ -80,9 +95,10 @@ static int bind_all(sqlite3 *h, sqlite3_stmt *st, const struct dbv *p, int n)
 
 #define MAX_COLS 64
 
-static int db_sqlite_exec(struct db *db, const char *sql, const struct dbv *params, int nparams,
-			  db_row_fn *fn, void *ctx, int64_t *changes)
+static int db_sqlite_exec(struct db *db, struct db_tx *tx, const char *sql, const struct dbv *params,
+			  int nparams, db_row_fn *fn, void *ctx, int64_t *changes)
 {
+	(void)tx;	/* one connection: a transaction is simply open on it */
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(db->h, sql, -1, &st, NULL) != SQLITE_OK)
 		return sqlite_fail(db->h, "prepare");
@@ -122,8 +138,9 @@ static int db_sqlite_exec(struct db *db, const char *sql, const struct dbv *para
 	return rc;
 }
 
-static int db_sqlite_script(struct db *db, const char *sql)
+static int db_sqlite_script(struct db *db, struct db_tx *tx, const char *sql)
 {
+	(void)tx;
 	char *msg = NULL;
 	if (sqlite3_exec(db->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		int e = errf(EIO, "sqlite: %s", msg ? msg : sqlite3_errmsg(db->h));
@@ -133,10 +150,43 @@ static int db_sqlite_script(struct db *db, const char *sql)
 	return 0;
 }
 
+/* A transaction is the connection itself: the store holds its lock from
+ * begin to end, so no other statement runs in between. IMMEDIATE takes
+ * the write lock at once (waiting out another process, such as a
+ * `kilnd keys` command, for the busy timeout), so two transactions never
+ * both read and then fail to upgrade to write. */
+static int db_sqlite_begin(struct db *db, struct db_tx **tx)
+{
+	int rc = db_sqlite_script(db, NULL, "BEGIN IMMEDIATE");
+	if (rc == 0)
+		*tx = (struct db_tx *)db;
+	return rc;
+}
+
+static int db_sqlite_end(struct db *db, struct db_tx *tx, bool commit)
+{
+	(void)tx;
+	int rc = db_sqlite_script(db, NULL, commit ? "COMMIT" : "ROLLBACK");
+	/* A failed COMMIT (SQLITE_BUSY) leaves the transaction open. */
+	if (rc < 0 && sqlite3_get_autocommit(db->h) == 0)
+		sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+static int db_sqlite_lock(struct db *db, struct db_tx *tx, int64_t key)
+{
+	(void)db, (void)tx, (void)key;
+	return 0;
+}
+
 const struct db_driver db_sqlite = {
 	.name = "sqlite",
+	.serialized = true,
 	.open = db_sqlite_open,
 	.close = db_sqlite_close,
 	.exec = db_sqlite_exec,
 	.script = db_sqlite_script,
+	.begin = db_sqlite_begin,
+	.end = db_sqlite_end,
+	.lock = db_sqlite_lock,
 };

@@ -2,12 +2,19 @@
  * schema: the SQL schema of kilnd's store, the same text for SQLite and
  * PostgreSQL (TEXT, BIGINT and DOUBLE PRECISION only; no AUTOINCREMENT, no
  * SERIAL: ids are random strings made by kilnd). Times are milliseconds
- * since the Unix epoch. A change that is not a plain addition bumps
- * schema_version and adds a migration in store.c.
+ * since the Unix epoch.
+ *
+ * schema_sql only creates what is missing (CREATE ... IF NOT EXISTS): it
+ * makes a fresh database whole, but adds no column to a table an older
+ * kilnd made. So every change to an existing table, even a plain added
+ * column, bumps schema_version and adds its step to schema_migrations;
+ * store_open runs the steps a database lacks, in one transaction that
+ * only one kilnd at a time may run. An index on a new column belongs in
+ * its migration too (schema_sql runs before the steps).
  */
 #include "store/schema.h"
 
-const int schema_version = 4;
+const int schema_version = 7;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -17,7 +24,19 @@ const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS workspaces (\n"
 	"  id TEXT PRIMARY KEY,\n"
 	"  name TEXT NOT NULL UNIQUE,\n"
-	"  created_ms BIGINT NOT NULL\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  suspended BIGINT NOT NULL DEFAULT 0,\n"	/* 1: its keys are refused (docs/security.md) */
+	"  deleted_ms BIGINT\n"			/* set by the operator: no keys, no sandboxes */
+	");\n"
+	/* The operator's credentials (/v1/admin/...): secrets like API keys
+	 * but of no workspace, kept as the hex SHA-256 of themselves. */
+	"CREATE TABLE IF NOT EXISTS operators (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  name TEXT NOT NULL,\n"
+	"  hash TEXT NOT NULL UNIQUE,\n"
+	"  prefix TEXT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  revoked_ms BIGINT\n"
 	");\n"
 	"CREATE TABLE IF NOT EXISTS api_keys (\n"
 	"  id TEXT PRIMARY KEY,\n"
@@ -26,7 +45,10 @@ const char schema_sql[] =
 	"  hash TEXT NOT NULL UNIQUE,\n"	/* hex SHA-256 of the key */
 	"  prefix TEXT NOT NULL,\n"		/* first characters, to tell keys apart */
 	"  created_ms BIGINT NOT NULL,\n"
-	"  revoked_ms BIGINT\n"
+	"  revoked_ms BIGINT,\n"
+	"  scope TEXT NOT NULL DEFAULT 'full',\n"	/* full or read */
+	"  expires_ms BIGINT,\n"			/* NULL: never */
+	"  last_used_ms BIGINT\n"		/* to the minute */
 	");\n"
 	"CREATE TABLE IF NOT EXISTS sandboxes (\n"
 	"  id TEXT PRIMARY KEY,\n"
@@ -62,10 +84,47 @@ const char schema_sql[] =
 	 * deleted when idle, then deleted after retention_seconds more. */
 	"  ttl_absolute BIGINT NOT NULL DEFAULT 0,\n"
 	"  idle_hibernate BIGINT NOT NULL DEFAULT 0,\n"
-	"  retention_seconds BIGINT NOT NULL DEFAULT 0\n"
+	"  retention_seconds BIGINT NOT NULL DEFAULT 0,\n"
+	/* Metering (docs/billing.md): guest-mode vCPU time, working set. */
+	"  active_cpu_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
+	"  active_base DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
+	"  pss_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
+	"  pss_bytes BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"
+	/* What each sandbox used, by the hour (store.h struct usage_hour):
+	 * integers, added to as samples come; the bills are made from it. */
+	"CREATE TABLE IF NOT EXISTS usage_hours (\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  sandbox_id TEXT NOT NULL,\n"
+	"  hour_ms BIGINT NOT NULL,\n"
+	"  cpu_us BIGINT NOT NULL DEFAULT 0,\n"
+	"  mem_mib_s BIGINT NOT NULL DEFAULT 0,\n"
+	"  run_ms BIGINT NOT NULL DEFAULT 0,\n"
+	"  PRIMARY KEY (sandbox_id, hour_ms)\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS usage_hours_by_workspace ON usage_hours (workspace_id, hour_ms);\n"
+	/* Closed months' statements (store.h struct statement_row): written
+	 * once when a month is first asked for after it ended, never changed. */
+	"CREATE TABLE IF NOT EXISTS statements (\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  month TEXT NOT NULL,\n"		/* 2026-11 */
+	"  cpu_us BIGINT NOT NULL,\n"
+	"  mem_mib_s BIGINT NOT NULL,\n"
+	"  run_ms BIGINT NOT NULL,\n"
+	"  vcpu_hour_microdollars BIGINT NOT NULL,\n"
+	"  gib_hour_microdollars BIGINT NOT NULL,\n"
+	"  cpu_microdollars BIGINT NOT NULL,\n"
+	"  memory_microdollars BIGINT NOT NULL,\n"
+	"  cost_microdollars BIGINT NOT NULL,\n"
+	"  plan TEXT NOT NULL,\n"
+	"  credit_microdollars BIGINT NOT NULL,\n"
+	"  credit_applied_microdollars BIGINT NOT NULL,\n"
+	"  amount_due_microdollars BIGINT NOT NULL,\n"
+	"  closed_ms BIGINT NOT NULL,\n"
+	"  PRIMARY KEY (workspace_id, month)\n"
+	");\n"
 	"CREATE TABLE IF NOT EXISTS snapshots (\n"
 	"  id TEXT PRIMARY KEY,\n"
 	"  workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
@@ -97,4 +156,83 @@ const char schema_sql[] =
 	"  limits TEXT,\n"
 	"  updated_ms BIGINT NOT NULL\n"
 	");\n"
-	"CREATE INDEX IF NOT EXISTS sandboxes_by_created ON sandboxes (workspace_id, created_ms);\n";
+	"CREATE INDEX IF NOT EXISTS sandboxes_by_created ON sandboxes (workspace_id, created_ms);\n"
+	/* The cluster (docs/cluster.md): tokens an operator makes for hosts
+	 * to join with, and the hosts that joined. A secret is kept only as
+	 * the hex SHA-256 of itself. uses_left -1: any number of joins. */
+	"CREATE TABLE IF NOT EXISTS join_tokens (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  hash TEXT NOT NULL UNIQUE,\n"
+	"  prefix TEXT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  expires_ms BIGINT NOT NULL,\n"
+	"  uses_left BIGINT NOT NULL,\n"
+	"  revoked_ms BIGINT\n"
+	");\n"
+	/* admin: active, cordoned (no new sandboxes), draining (cordoned,
+	 * and its sandboxes are ending) or revoked (its credential refused);
+	 * health: up or down (no heartbeat within the bound), with why. */
+	"CREATE TABLE IF NOT EXISTS hosts (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  name TEXT NOT NULL UNIQUE,\n"
+	"  credential_hash TEXT NOT NULL UNIQUE,\n"
+	"  token_id TEXT NOT NULL,\n"
+	"  url TEXT NOT NULL,\n"
+	"  admin TEXT NOT NULL,\n"
+	"  health TEXT NOT NULL,\n"
+	"  reason TEXT,\n"
+	"  version TEXT,\n"
+	"  vcpus BIGINT NOT NULL DEFAULT 0,\n"
+	"  memory_mib BIGINT NOT NULL DEFAULT 0,\n"
+	"  disk_mib BIGINT NOT NULL DEFAULT 0,\n"
+	"  sandboxes BIGINT NOT NULL DEFAULT 0,\n"
+	"  templates TEXT,\n"
+	"  joined_ms BIGINT NOT NULL,\n"
+	"  heartbeat_ms BIGINT NOT NULL,\n"
+	"  revoked_ms BIGINT\n"
+	");\n"
+	/* Mutating requests made with keys (docs/security.md), appended
+	 * after each is answered; read newest first per workspace. */
+	"CREATE TABLE IF NOT EXISTS audit_log (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  key_id TEXT NOT NULL,\n"
+	"  key_prefix TEXT NOT NULL,\n"
+	"  method TEXT NOT NULL,\n"
+	"  route TEXT NOT NULL,\n"		/* the route's pattern */
+	"  target TEXT,\n"			/* the id the path names, if any */
+	"  status BIGINT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS audit_by_workspace ON audit_log (workspace_id, created_ms);\n";
+
+const struct migration schema_migrations[] = {
+	/* Version 1 had no network columns. */
+	{ 2, "ALTER TABLE sandboxes ADD COLUMN net_slot BIGINT NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE sandboxes ADD COLUMN net_policy TEXT;\n" },
+	/* Version 2 did not say why a sandbox ended: rows ended before it
+	 * read as "deleted". */
+	{ 3, "ALTER TABLE sandboxes ADD COLUMN ended TEXT;\n"
+	     "UPDATE sandboxes SET ended = 'deleted' WHERE state = 'deleted';\n" },
+	/* Version 3 had one TTL rule, idle time then delete. */
+	{ 4, "ALTER TABLE sandboxes ADD COLUMN ttl_absolute BIGINT NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE sandboxes ADD COLUMN idle_hibernate BIGINT NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE sandboxes ADD COLUMN retention_seconds BIGINT NOT NULL DEFAULT 0;\n" },
+	/* Version 4's keys could do everything, forever, and said nothing of
+	 * their use (the audit log is a new table: schema_sql makes it). */
+	{ 5, "ALTER TABLE api_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'full';\n"
+	     "ALTER TABLE api_keys ADD COLUMN expires_ms BIGINT;\n"
+	     "ALTER TABLE api_keys ADD COLUMN last_used_ms BIGINT;\n" },
+	/* Version 5 metered the VMM's CPU and RSS only (usage_hours is new:
+	 * schema_sql makes it). */
+	{ 6, "ALTER TABLE sandboxes ADD COLUMN active_cpu_seconds DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE sandboxes ADD COLUMN active_base DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE sandboxes ADD COLUMN pss_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE sandboxes ADD COLUMN pss_bytes BIGINT NOT NULL DEFAULT 0;\n" },
+	/* Version 6's workspaces could be neither suspended nor deleted by
+	 * an operator (operators is new: schema_sql makes it). */
+	{ 7, "ALTER TABLE workspaces ADD COLUMN suspended BIGINT NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE workspaces ADD COLUMN deleted_ms BIGINT;\n" },
+};
+
+const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

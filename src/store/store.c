@@ -1,26 +1,42 @@
 /*
  * store: records over the db driver. Every statement here is plain SQL that
- * SQLite and PostgreSQL both run (see db.h). One mutex serializes the
- * calls: SQLite serializes writers anyway, and one connection shared under
- * a lock is simpler than a pool for a single box.
+ * SQLite and PostgreSQL both run (see db.h). For a driver with one
+ * connection (SQLite: it serializes writers anyway, and one connection
+ * under a lock is simplest for a single box) one mutex serializes the
+ * calls; PostgreSQL's driver has a pool and takes calls from many threads.
+ *
+ * Races between replicas (several kilnd on one PostgreSQL): every call
+ * here is one statement, atomic on its own, except where noted: the
+ * read-then-write ones (store_port_add, the schema's migration) run in a
+ * transaction under a lock (store_tx, store_tx_lock); the others are
+ * written so that no read decides a write (INSERT ... ON CONFLICT, UPDATE
+ * ... WHERE the old state, store_workspace_ensure reading back whichever
+ * insert won).
  */
 #include "store/store.h"
 #include "store/db.h"
+#include "store/db_url.h"
 #include "store/schema.h"
+#include "store/store_int.h"
 #include "common/err.h"
+#include "common/randid.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 
 struct store {
 	const struct db_driver *drv;
 	struct db *db;
-	pthread_mutex_t lock;
+	/* Serialized drivers: held by each call, and through a transaction. */
+	pthread_mutex_t *lock;
+	pthread_mutex_t lock_storage;
+	/* Set in the store a store_tx callback is handed: every call runs in
+	 * this transaction (the lock, if any, is held already). */
+	struct db_tx *tx;
 };
 
 int64_t wall_ms(void)
@@ -32,24 +48,7 @@ int64_t wall_ms(void)
 
 int make_id(char out[ID_MAX], const char *prefix)
 {
-	/* Lower-case base32 without look-alikes (no 0/o, 1/l). */
-	static const char alphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
-	unsigned char rnd[20];
-	size_t plen = strlen(prefix);
-	if (plen + sizeof rnd + 1 > ID_MAX)
-		return errf(EINVAL, "id prefix too long");
-	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		return errf_sys("getrandom");
-	memcpy(out, prefix, plen);
-	for (size_t i = 0; i < sizeof rnd; i++)
-		out[plen + i] = alphabet[rnd[i] & 31];
-	out[plen + sizeof rnd] = 0;
-	return 0;
-}
-
-static void copy_str(char *dst, size_t cap, const char *src)
-{
-	snprintf(dst, cap, "%s", src ? src : "");
+	return randid_make(out, ID_MAX, prefix, 20);
 }
 
 static char *dup_or_null(const struct dbv *v)
@@ -57,82 +56,120 @@ static char *dup_or_null(const struct dbv *v)
 	return v->type == DBV_TEXT ? strdup(v->s) : NULL;
 }
 
-static int run(struct store *st, const char *sql, const struct dbv *p, int n,
-	       db_row_fn *fn, void *ctx, int64_t *changes)
+int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
+	      db_row_fn *fn, void *ctx, int64_t *changes)
 {
-	pthread_mutex_lock(&st->lock);
-	int rc = st->drv->exec(st->db, sql, p, n, fn, ctx, changes);
-	pthread_mutex_unlock(&st->lock);
+	if (st->tx || !st->lock)
+		return st->drv->exec(st->db, st->tx, sql, p, n, fn, ctx, changes);
+	pthread_mutex_lock(st->lock);
+	int rc = st->drv->exec(st->db, NULL, sql, p, n, fn, ctx, changes);
+	pthread_mutex_unlock(st->lock);
 	return rc;
 }
 
-#define RUN(st, sql, fn, ctx, changes, ...)                                          \
-	({                                                                           \
-		const struct dbv p_[] = { __VA_ARGS__ };                             \
-		run((st), (sql), p_, (int)(sizeof p_ / sizeof p_[0]), (fn), (ctx), (changes)); \
-	})
+int store_tx(struct store *st, store_tx_fn *fn, void *ctx)
+{
+	if (st->tx)
+		return fn(st, ctx);	/* joins the transaction it is in */
+	if (st->lock)
+		pthread_mutex_lock(st->lock);
+	struct store view = { .drv = st->drv, .db = st->db };
+	int rc = st->drv->begin(st->db, &view.tx);
+	if (rc == 0) {
+		rc = fn(&view, ctx);
+		int end = st->drv->end(st->db, view.tx, rc >= 0);
+		if (rc >= 0 && end < 0)
+			rc = end;
+	}
+	if (st->lock)
+		pthread_mutex_unlock(st->lock);
+	return rc;
+}
 
-static int row_version(void *ctx, const struct dbv *c, int n)
+int store_tx_lock(struct store *tx, const char *key)
+{
+	if (!tx->tx)
+		return errf(EINVAL, "store: a lock outside a transaction");
+	/* FNV-1a: a stable 64-bit name for the key on every replica. */
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return tx->drv->lock(tx->db, tx->tx, (int64_t)h);
+}
+
+static int row_int(void *ctx, const struct dbv *c, int n)
 {
 	if (n > 0)
 		*(int64_t *)ctx = dbv_int(&c[0]);
 	return 0;
 }
 
+/* Create what is missing and bring an older schema up to schema_version,
+ * in one transaction under one lock: two kilnd starting together on a
+ * fresh or old PostgreSQL database must not both create or both migrate
+ * (concurrent CREATE TABLE IF NOT EXISTS can fail there, and an ALTER
+ * run twice does). The second one in finds the work done. */
+static int migrate(struct store *tx, void *ctx)
+{
+	(void)ctx;
+	int rc = store_tx_lock(tx, "kiln schema");
+	rc = rc ?: tx->drv->script(tx->db, tx->tx, schema_sql);
+	int64_t version = 0;
+	rc = rc ?: RUN(tx, "SELECT value FROM meta WHERE key = $1", row_int, &version, NULL,
+		       DBV_S("schema_version"));
+	if (rc < 0)
+		return rc;
+	if (version > schema_version)
+		return errf(EPROTO, "database schema version %lld is newer than this kilnd (%d)",
+			    (long long)version, schema_version);
+	if (version == schema_version)
+		return 0;
+	/* No version: a fresh database, which schema_sql just made whole. */
+	for (int i = 0; version > 0 && i < schema_nmigrations; i++) {
+		const struct migration *m = &schema_migrations[i];
+		if (m->to <= version)
+			continue;
+		if ((rc = tx->drv->script(tx->db, tx->tx, m->sql)) < 0)
+			return errf(-rc, "migrating from schema version %d to %d: %s", m->to - 1, m->to,
+				    errmsg());
+	}
+	char v[16];
+	snprintf(v, sizeof v, "%d", schema_version);
+	return RUN(tx, "INSERT INTO meta (key, value) VALUES ($1, $2) "
+		       "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+		   NULL, NULL, NULL, DBV_S("schema_version"), DBV_S(v));
+}
+
 int store_open(const char *target, struct store **out)
 {
+	const struct db_driver *drv = &db_sqlite;
 	if (strncmp(target, "sqlite:", 7) == 0)
 		target += 7;
+	else if (strncmp(target, "postgres://", 11) == 0 || strncmp(target, "postgresql://", 13) == 0)
+		drv = &db_pg;
 	else if (strncmp(target, "postgres", 8) == 0)
-		return errf(ENOTSUP, "PostgreSQL storage is not built yet (the schema and statements are ready for it)");
+		return errf(EINVAL, "store: %.64s...: want postgresql://[user[:password]@]host[:port]/dbname",
+			    strncmp(target, "postgresql", 10) == 0 ? "postgresql" : "postgres");
+	char shown[256];
+	db_url_redact(target, shown, sizeof shown);
 	struct store *st = calloc(1, sizeof *st);
 	if (!st)
 		return errf(ENOMEM, "store: out of memory");
-	st->drv = &db_sqlite;
-	pthread_mutex_init(&st->lock, NULL);
+	st->drv = drv;
+	if (drv->serialized) {
+		pthread_mutex_init(&st->lock_storage, NULL);
+		st->lock = &st->lock_storage;
+	}
 	int rc = st->drv->open(target, &st->db);
 	if (rc < 0) {
+		rc = errf(-rc, "store: %s: %s", shown, errmsg());
+		if (st->lock)
+			pthread_mutex_destroy(st->lock);
 		free(st);
 		return rc;
 	}
-	rc = st->drv->script(st->db, schema_sql);
-	int64_t version = 0;
-	if (rc == 0)
-		rc = RUN(st, "SELECT value FROM meta WHERE key = $1", row_version, &version, NULL,
-			 DBV_S("schema_version"));
-	if (rc == 0 && version > schema_version)
-		rc = errf(EPROTO, "store: database schema version %lld is newer than this kilnd (%d)",
-			  (long long)version, schema_version);
-	/* Version 1 had no network columns: add them (a plain addition,
-	 * but CREATE TABLE IF NOT EXISTS does not change an existing table). */
-	if (rc == 0 && version == 1) {
-		rc = st->drv->script(st->db,
-				     "ALTER TABLE sandboxes ADD COLUMN net_slot BIGINT NOT NULL DEFAULT 0;\n"
-				     "ALTER TABLE sandboxes ADD COLUMN net_policy TEXT;\n"
-				     "UPDATE meta SET value = '2' WHERE key = 'schema_version';\n");
-		version = 2;
-	}
-	/* Version 2 did not say why a sandbox ended: rows ended before it
-	 * read as "deleted". */
-	if (rc == 0 && version == 2)
-		rc = st->drv->script(st->db,
-				     "ALTER TABLE sandboxes ADD COLUMN ended TEXT;\n"
-				     "UPDATE sandboxes SET ended = 'deleted' WHERE state = 'deleted';\n"
-				     "UPDATE meta SET value = '3' WHERE key = 'schema_version';\n");
-	/* Version 3 had one TTL rule, idle time then delete. */
-	if (rc == 0 && version >= 2 && version <= 3)
-		rc = st->drv->script(st->db,
-				     "ALTER TABLE sandboxes ADD COLUMN ttl_absolute BIGINT NOT NULL DEFAULT 0;\n"
-				     "ALTER TABLE sandboxes ADD COLUMN idle_hibernate BIGINT NOT NULL DEFAULT 0;\n"
-				     "ALTER TABLE sandboxes ADD COLUMN retention_seconds BIGINT NOT NULL DEFAULT 0;\n"
-				     "UPDATE meta SET value = '4' WHERE key = 'schema_version';\n");
-	if (rc == 0 && version == 0) {
-		char v[16];
-		snprintf(v, sizeof v, "%d", schema_version);
-		rc = RUN(st, "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING",
-			 NULL, NULL, NULL, DBV_S("schema_version"), DBV_S(v));
-	}
-	if (rc < 0) {
+	if ((rc = store_tx(st, migrate, NULL)) < 0) {
+		rc = errf(-rc, "store: %s: %s", shown, errmsg());
 		store_close(st);
 		return rc;
 	}
@@ -145,7 +182,8 @@ void store_close(struct store *st)
 	if (!st)
 		return;
 	st->drv->close(st->db);
-	pthread_mutex_destroy(&st->lock);
+	if (st->lock)
+		pthread_mutex_destroy(st->lock);
 	free(st);
 }
 
@@ -167,7 +205,8 @@ int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX])
 		return rc;
 	if (found[0]) {
 		copy_str(id, ID_MAX, found);
-		return 0;
+		return RUN(st, "UPDATE workspaces SET deleted_ms = NULL WHERE id = $1 AND deleted_ms IS NOT NULL",
+			   NULL, NULL, NULL, DBV_S(found));
 	}
 	char fresh[ID_MAX];
 	if ((rc = make_id(fresh, "ws_")) < 0)
@@ -254,29 +293,75 @@ int store_creates_since(struct store *st, const char *workspace, int64_t since_m
 	return rc < 0 ? rc : 0;
 }
 
+const char *key_scope_name(enum key_scope s)
+{
+	return s == KEY_READ ? "read" : "full";
+}
+
+int key_scope_parse(const char *name, enum key_scope *out)
+{
+	if (!strcmp(name, "full"))
+		*out = KEY_FULL;
+	else if (!strcmp(name, "read"))
+		*out = KEY_READ;
+	else
+		return errf(EINVAL, "scope must be \"full\" or \"read\", not \"%s\"", name);
+	return 0;
+}
+
 int store_key_add(struct store *st, const char *workspace, const char *name,
-		  const char *hash, const char *prefix, char id[ID_MAX])
+		  const char *hash, const char *prefix, enum key_scope scope, int64_t expires_ms,
+		  char id[ID_MAX])
 {
 	int rc = make_id(id, "key_");
 	if (rc < 0)
 		return rc;
-	return RUN(st, "INSERT INTO api_keys (id, workspace_id, name, hash, prefix, created_ms) "
-		       "VALUES ($1, $2, $3, $4, $5, $6)",
+	struct dbv expires = expires_ms ? DBV_I(expires_ms) : (struct dbv){ .type = DBV_NULL };
+	return RUN(st, "INSERT INTO api_keys (id, workspace_id, name, hash, prefix, created_ms, scope, "
+		       "expires_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
 		   NULL, NULL, NULL, DBV_S(id), DBV_S(workspace), DBV_S(name), DBV_S(hash),
-		   DBV_S(prefix), DBV_I(wall_ms()));
+		   DBV_S(prefix), DBV_I(wall_ms()), DBV_S(key_scope_name(scope)), expires);
 }
 
-int store_key_lookup(struct store *st, const char *hash, char workspace[ID_MAX])
+static int row_key_auth(void *ctx, const struct dbv *c, int n)
 {
-	char found[ID_MAX] = "";
-	int rc = RUN(st, "SELECT workspace_id FROM api_keys WHERE hash = $1 AND revoked_ms IS NULL",
-		     row_first_text, found, NULL, DBV_S(hash));
+	struct key_auth *k = ctx;
+	if (n < 7)
+		return errf(EIO, "store: short key row");
+	copy_str(k->id, sizeof k->id, dbv_text(&c[0]));
+	copy_str(k->workspace, sizeof k->workspace, dbv_text(&c[1]));
+	copy_str(k->prefix, sizeof k->prefix, dbv_text(&c[2]));
+	/* An unknown scope (a newer kilnd's) reads as the narrowest. */
+	if (key_scope_parse(dbv_text(&c[3]), &k->scope) < 0)
+		k->scope = KEY_READ;
+	k->last_used_ms = dbv_int(&c[4]);
+	copy_str(k->workspace_name, sizeof k->workspace_name, dbv_text(&c[5]));
+	k->suspended = dbv_int(&c[6]) != 0;
+	return 0;
+}
+
+int store_key_lookup(struct store *st, const char *hash, struct key_auth *out)
+{
+	struct key_auth k = { 0 };
+	int rc = RUN(st, "SELECT k.id, k.workspace_id, k.prefix, k.scope, k.last_used_ms, w.name, w.suspended "
+			 "FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id WHERE k.hash = $1 "
+			 "AND k.revoked_ms IS NULL AND (k.expires_ms IS NULL OR k.expires_ms > $2)",
+		     row_key_auth, &k, NULL, DBV_S(hash), DBV_I(wall_ms()));
 	if (rc < 0)
 		return rc;
-	if (!found[0])
+	if (!k.id[0])
 		return -ENOENT;
-	copy_str(workspace, ID_MAX, found);
+	*out = k;
 	return 0;
+}
+
+int store_key_touch(struct store *st, const char *id, int64_t now_ms)
+{
+	/* The condition, not the caller's copy of last_used_ms, decides: two
+	 * requests (or two replicas) at once write it once. */
+	return RUN(st, "UPDATE api_keys SET last_used_ms = $1 WHERE id = $2 "
+		       "AND (last_used_ms IS NULL OR last_used_ms <= $3)",
+		   NULL, NULL, NULL, DBV_I(now_ms), DBV_S(id), DBV_I(now_ms - 60000));
 }
 
 struct key_each {
@@ -288,7 +373,7 @@ static int row_key(void *ctx, const struct dbv *c, int n)
 {
 	struct key_each *e = ctx;
 	struct key_row k = { 0 };
-	if (n < 7)
+	if (n < 10)
 		return errf(EIO, "store: short key row");
 	copy_str(k.id, sizeof k.id, dbv_text(&c[0]));
 	copy_str(k.workspace, sizeof k.workspace, dbv_text(&c[1]));
@@ -297,14 +382,18 @@ static int row_key(void *ctx, const struct dbv *c, int n)
 	copy_str(k.prefix, sizeof k.prefix, dbv_text(&c[4]));
 	k.created_ms = dbv_int(&c[5]);
 	k.revoked_ms = dbv_int(&c[6]);
+	if (key_scope_parse(dbv_text(&c[7]), &k.scope) < 0)
+		k.scope = KEY_READ;
+	k.expires_ms = dbv_int(&c[8]);
+	k.last_used_ms = dbv_int(&c[9]);
 	return e->fn(e->ctx, &k);
 }
 
 int store_key_each(struct store *st, store_key_fn *fn, void *ctx)
 {
 	struct key_each e = { fn, ctx };
-	return run(st, "SELECT k.id, k.workspace_id, w.name, k.name, k.prefix, k.created_ms, k.revoked_ms "
-		       "FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id ORDER BY k.created_ms",
+	return store_run(st, "SELECT k.id, k.workspace_id, w.name, k.name, k.prefix, k.created_ms, k.revoked_ms, "
+		       "k.scope, k.expires_ms, k.last_used_ms FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id ORDER BY k.created_ms",
 		   NULL, 0, row_key, &e, NULL);
 }
 
@@ -317,6 +406,56 @@ int store_key_revoke(struct store *st, const char *id_or_prefix)
 	if (rc < 0)
 		return rc;
 	return changes ? 0 : errf(ENOENT, "no active key %s", id_or_prefix);
+}
+
+/* ---- the audit log -------------------------------------------------------- */
+
+int store_audit_add(struct store *st, struct audit_row *r)
+{
+	int rc = make_id(r->id, "aud_");
+	if (rc < 0)
+		return rc;
+	if (!r->created_ms)
+		r->created_ms = wall_ms();
+	return RUN(st, "INSERT INTO audit_log (id, workspace_id, key_id, key_prefix, method, route, "
+		       "target, status, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+		   NULL, NULL, NULL, DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->key_id),
+		   DBV_S(r->key_prefix), DBV_S(r->method), DBV_S(r->route),
+		   DBV_S(r->target[0] ? r->target : NULL), DBV_I(r->status), DBV_I(r->created_ms));
+}
+
+struct audit_each {
+	store_audit_fn *fn;
+	void *ctx;
+};
+
+static int row_audit(void *ctx, const struct dbv *c, int n)
+{
+	struct audit_each *e = ctx;
+	struct audit_row a = { 0 };
+	if (n < 9)
+		return errf(EIO, "store: short audit row");
+	copy_str(a.id, sizeof a.id, dbv_text(&c[0]));
+	copy_str(a.workspace, sizeof a.workspace, dbv_text(&c[1]));
+	copy_str(a.key_id, sizeof a.key_id, dbv_text(&c[2]));
+	copy_str(a.key_prefix, sizeof a.key_prefix, dbv_text(&c[3]));
+	copy_str(a.method, sizeof a.method, dbv_text(&c[4]));
+	copy_str(a.route, sizeof a.route, dbv_text(&c[5]));
+	copy_str(a.target, sizeof a.target, dbv_text(&c[6]));
+	a.status = (int)dbv_int(&c[7]);
+	a.created_ms = dbv_int(&c[8]);
+	return e->fn(e->ctx, &a);
+}
+
+int store_audit_each(struct store *st, const char *workspace, int limit, store_audit_fn *fn, void *ctx)
+{
+	struct audit_each e = { fn, ctx };
+	/* id breaks ties between entries of one millisecond (ids are random,
+	 * so such ties come out in no particular order). */
+	return RUN(st, "SELECT id, workspace_id, key_id, key_prefix, method, route, target, status, "
+		       "created_ms FROM audit_log WHERE workspace_id = $1 "
+		       "ORDER BY created_ms DESC, id DESC LIMIT $2",
+		   row_audit, &e, NULL, DBV_S(workspace), DBV_I(limit));
 }
 
 /* ---- sandboxes ------------------------------------------------------------ */
@@ -350,8 +489,9 @@ int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src)
 	"ttl_seconds, metadata, env, disks, created_ms, updated_ms, deleted_ms, "        \
 	"active_ms, ready_ms, vmm_pid, vmm_start, cpu_seconds, cpu_base, "                \
 	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy, ended, " \
-	"ttl_absolute, idle_hibernate, retention_seconds"
-#define SBX_NCOLS 31
+	"ttl_absolute, idle_hibernate, retention_seconds, active_cpu_seconds, active_base, " \
+	"pss_mib_seconds, pss_bytes"
+#define SBX_NCOLS 35
 
 static const char *empty_null(const char *s)
 {
@@ -362,7 +502,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 {
 	return RUN(st,
 		   "INSERT INTO sandboxes (" SBX_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31) "
+		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35) "
 		   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds, "
 		   "metadata = excluded.metadata, env = excluded.env, disks = excluded.disks, "
 		   "updated_ms = excluded.updated_ms, deleted_ms = excluded.deleted_ms, "
@@ -373,7 +513,9 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   "rss_bytes = excluded.rss_bytes, error = excluded.error, "
 		   "net_slot = excluded.net_slot, net_policy = excluded.net_policy, ended = excluded.ended, "
 		   "ttl_absolute = excluded.ttl_absolute, idle_hibernate = excluded.idle_hibernate, "
-		   "retention_seconds = excluded.retention_seconds",
+		   "retention_seconds = excluded.retention_seconds, "
+		   "active_cpu_seconds = excluded.active_cpu_seconds, active_base = excluded.active_base, "
+		   "pss_mib_seconds = excluded.pss_mib_seconds, pss_bytes = excluded.pss_bytes",
 		   NULL, NULL, NULL,
 		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
 		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
@@ -385,7 +527,9 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   DBV_D(r->cpu_seconds), DBV_D(r->cpu_base), DBV_D(r->mem_mib_seconds),
 		   DBV_D(r->running_seconds), DBV_I(r->rss_bytes), DBV_S(empty_null(r->error)),
 		   DBV_I(r->net_slot), DBV_S(r->net_policy), DBV_S(empty_null(r->ended)),
-		   DBV_I(r->ttl_absolute), DBV_I(r->idle_hibernate), DBV_I(r->retention_seconds));
+		   DBV_I(r->ttl_absolute), DBV_I(r->idle_hibernate), DBV_I(r->retention_seconds),
+		   DBV_D(r->active_cpu_seconds), DBV_D(r->active_base), DBV_D(r->pss_mib_seconds),
+		   DBV_I(r->pss_bytes));
 }
 
 static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
@@ -426,6 +570,10 @@ static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
 	r->ttl_absolute = dbv_int(&c[28]) != 0;
 	r->idle_hibernate = dbv_int(&c[29]) != 0;
 	r->retention_seconds = dbv_int(&c[30]);
+	r->active_cpu_seconds = dbv_real(&c[31]);
+	r->active_base = dbv_real(&c[32]);
+	r->pss_mib_seconds = dbv_real(&c[33]);
+	r->pss_bytes = dbv_int(&c[34]);
 	if ((c[9].type == DBV_TEXT && !r->metadata) || (c[10].type == DBV_TEXT && !r->env) ||
 	    (c[11].type == DBV_TEXT && !r->disks) || (c[26].type == DBV_TEXT && !r->net_policy)) {
 		sbx_row_clear(r);
@@ -479,6 +627,21 @@ int store_sandbox_each_live(struct store *st, store_sbx_fn *fn, void *ctx)
 	struct sbx_each e = { fn, ctx };
 	return RUN(st, "SELECT " SBX_COLS " FROM sandboxes WHERE state <> $1 ORDER BY created_ms",
 		   row_sbx_each, &e, NULL, DBV_S(sbx_state_name(SBX_DELETED)));
+}
+
+static int row_count(void *ctx, const struct dbv *c, int n)
+{
+	if (n > 0)
+		*(int64_t *)ctx = dbv_int(&c[0]);
+	return 1;
+}
+
+int store_sandboxes_live(struct store *st, int64_t *n)
+{
+	*n = 0;
+	int rc = RUN(st, "SELECT COUNT(*) FROM sandboxes WHERE state <> $1", row_count, n, NULL,
+		     DBV_S(sbx_state_name(SBX_DELETED)));
+	return rc < 0 ? rc : 0;
 }
 
 /* ---- snapshots ------------------------------------------------------------ */
@@ -556,6 +719,19 @@ int store_snapshot_load(struct store *st, const char *id, const char *workspace,
 	return o.found ? 0 : errf(ENOENT, "snapshot %s not found", id);
 }
 
+int store_snapshot_delete(struct store *st, const char *id, const char *workspace)
+{
+	int64_t changes = 0;
+	int rc = workspace ? RUN(st, "UPDATE snapshots SET deleted_ms = $1 WHERE id = $2 AND deleted_ms IS NULL "
+				     "AND workspace_id = $3",
+				 NULL, NULL, &changes, DBV_I(wall_ms()), DBV_S(id), DBV_S(workspace))
+			   : RUN(st, "UPDATE snapshots SET deleted_ms = $1 WHERE id = $2 AND deleted_ms IS NULL",
+				 NULL, NULL, &changes, DBV_I(wall_ms()), DBV_S(id));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(ENOENT, "snapshot %s not found", id);
+}
+
 struct snap_each {
 	store_snap_fn *fn;
 	void *ctx;
@@ -574,7 +750,7 @@ static int row_snap_each(void *ctx, const struct dbv *c, int n)
 int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx)
 {
 	struct snap_each e = { fn, ctx };
-	return run(st, "SELECT " SNAP_COLS " FROM snapshots WHERE deleted_ms IS NULL ORDER BY created_ms",
+	return store_run(st, "SELECT " SNAP_COLS " FROM snapshots WHERE deleted_ms IS NULL ORDER BY created_ms",
 		   NULL, 0, row_snap_each, &e, NULL);
 }
 
@@ -591,6 +767,38 @@ int store_port_save(struct store *st, const struct port_row *r)
 		   "ON CONFLICT (sandbox_id, port) DO UPDATE SET public = excluded.public",
 		   NULL, NULL, NULL, DBV_S(r->sandbox), DBV_S(r->workspace), DBV_I(r->port),
 		   DBV_I(r->public ? 1 : 0), DBV_I(r->created_ms));
+}
+
+struct port_add {
+	const struct port_row *r;
+	int max;
+	bool *existed;
+};
+
+static int port_add(struct store *tx, void *ctx)
+{
+	struct port_add *a = ctx;
+	char key[16 + ID_MAX];
+	snprintf(key, sizeof key, "ports %s", a->r->sandbox);
+	int64_t n = 0, same = 0;
+	int rc = store_tx_lock(tx, key);
+	rc = rc ?: RUN(tx, "SELECT COUNT(*) FROM ports WHERE sandbox_id = $1", row_int, &n, NULL,
+		       DBV_S(a->r->sandbox));
+	rc = rc ?: RUN(tx, "SELECT COUNT(*) FROM ports WHERE sandbox_id = $1 AND port = $2", row_int,
+		       &same, NULL, DBV_S(a->r->sandbox), DBV_I(a->r->port));
+	if (rc < 0)
+		return rc;
+	*a->existed = same > 0;
+	if (!same && n >= a->max)
+		return errf(ENOSPC, "sandbox %s already exposes %lld ports, the most it may", a->r->sandbox,
+			    (long long)n);
+	return store_port_save(tx, a->r);
+}
+
+int store_port_add(struct store *st, const struct port_row *r, int max, bool *existed)
+{
+	struct port_add a = { r, max, existed };
+	return store_tx(st, port_add, &a);
 }
 
 static int fill_port(struct port_row *r, const struct dbv *c, int n)
@@ -669,13 +877,15 @@ int store_port_delete_all(struct store *st, const char *sandbox)
 static int row_usage(void *ctx, const struct dbv *c, int n)
 {
 	struct usage *u = ctx;
-	if (n < 5)
+	if (n < 7)
 		return errf(EIO, "store: short usage row");
 	u->cpu_seconds = dbv_real(&c[0]);
 	u->mem_mib_seconds = dbv_real(&c[1]);
 	u->running_seconds = dbv_real(&c[2]);
 	u->sandboxes = dbv_int(&c[3]);
 	u->live = dbv_int(&c[4]);
+	u->active_cpu_seconds = dbv_real(&c[5]);
+	u->pss_mib_seconds = dbv_real(&c[6]);
 	return 0;
 }
 
@@ -684,6 +894,60 @@ int store_usage_sum(struct store *st, const char *workspace, struct usage *u)
 	memset(u, 0, sizeof *u);
 	return RUN(st,
 		   "SELECT SUM(cpu_seconds), SUM(mem_mib_seconds), SUM(running_seconds), COUNT(*), "
-		   "SUM(CASE WHEN state = $1 THEN 0 ELSE 1 END) FROM sandboxes WHERE workspace_id = $2",
+		   "SUM(CASE WHEN state = $1 THEN 0 ELSE 1 END), SUM(active_cpu_seconds), SUM(pss_mib_seconds) "
+		   "FROM sandboxes WHERE workspace_id = $2",
 		   row_usage, u, NULL, DBV_S(sbx_state_name(SBX_DELETED)), DBV_S(workspace));
+}
+
+/* ---- metered usage by the hour ------------------------------------------- */
+
+int store_usage_add(struct store *st, const struct usage_hour *u)
+{
+	return RUN(st,
+		   "INSERT INTO usage_hours (workspace_id, sandbox_id, hour_ms, cpu_us, mem_mib_s, run_ms) "
+		   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sandbox_id, hour_ms) DO UPDATE SET "
+		   "cpu_us = usage_hours.cpu_us + excluded.cpu_us, "
+		   "mem_mib_s = usage_hours.mem_mib_s + excluded.mem_mib_s, "
+		   "run_ms = usage_hours.run_ms + excluded.run_ms",
+		   NULL, NULL, NULL, DBV_S(u->workspace), DBV_S(u->sandbox), DBV_I(u->hour_ms),
+		   DBV_I(u->cpu_us), DBV_I(u->mem_mib_s), DBV_I(u->run_ms));
+}
+
+struct hours_walk {
+	const char *workspace;
+	usage_hour_fn *fn;
+	void *ctx;
+};
+
+static int row_usage_hour(void *ctx, const struct dbv *c, int n)
+{
+	struct hours_walk *w = ctx;
+	if (n < 5)
+		return errf(EIO, "store: short usage_hours row");
+	struct usage_hour u = { .hour_ms = dbv_int(&c[1]), .cpu_us = dbv_int(&c[2]),
+				.mem_mib_s = dbv_int(&c[3]), .run_ms = dbv_int(&c[4]) };
+	copy_str(u.workspace, sizeof u.workspace, w->workspace);
+	copy_str(u.sandbox, sizeof u.sandbox, dbv_text(&c[0]));
+	return w->fn(w->ctx, &u);
+}
+
+int store_usage_hours(struct store *st, const char *workspace, const char *sandbox, int64_t from_ms,
+		      int64_t to_ms, bool per_sandbox, usage_hour_fn *fn, void *ctx)
+{
+	struct hours_walk w = { workspace, fn, ctx };
+	/* $4 = '' selects every sandbox of the workspace. */
+	if (per_sandbox)
+		return RUN(st,
+			   "SELECT sandbox_id, hour_ms, cpu_us, mem_mib_s, run_ms FROM usage_hours "
+			   "WHERE workspace_id = $1 AND hour_ms >= $2 AND hour_ms < $3 "
+			   "AND ($4 = '' OR sandbox_id = $4) ORDER BY hour_ms, sandbox_id",
+			   row_usage_hour, &w, NULL, DBV_S(workspace), DBV_I(from_ms), DBV_I(to_ms),
+			   DBV_S(sandbox ? sandbox : ""));
+	return RUN(st,
+		   "SELECT '', hour_ms, CAST(SUM(cpu_us) AS BIGINT), CAST(SUM(mem_mib_s) AS BIGINT), "
+		   "CAST(SUM(run_ms) AS BIGINT) FROM usage_hours "
+		   "WHERE workspace_id = $1 AND hour_ms >= $2 AND hour_ms < $3 "
+		   "AND ($4 = '' OR sandbox_id = $4) GROUP BY hour_ms ORDER BY hour_ms",
+		   row_usage_hour, &w, NULL, DBV_S(workspace), DBV_I(from_ms), DBV_I(to_ms),
+		   DBV_S(sandbox ? sandbox : ""));
 }

@@ -108,6 +108,21 @@ await step("csrf", async () => {
     for (const tok of [undefined, "0".repeat(64)]) {
       const r = await fetch(URL_ + path, { method: m, headers: { Cookie: S.cookie, "Content-Type": "application/json", ...(tok ? { "X-CSRF-Token": tok } : {}) }, body: m === "DELETE" ? undefined : "{}" });
       const j = await r.json().catch(() => null);
+      // The cluster's routes (docs/cluster.md) take neither a session nor
+      // an API key: a join token or a host's credential is their only
+      // credential, so a cookie carries nothing there and CSRF does not
+      // apply; they must refuse the request all the same.
+      if (p.startsWith("/v1/cluster/")) {
+        if (r.status !== 400 && r.status !== 401) bad.push(`${m} ${p} with only a cookie -> ${r.status}`);
+        continue;
+      }
+      // The operator's routes (docs/security.md "Operators") take only an
+      // operator credential, never a session: a cookie is no credential
+      // there (401), so there is nothing for CSRF to borrow.
+      if (p.startsWith("/v1/admin/")) {
+        if (r.status !== 401) bad.push(`${m} ${p} with only a cookie -> ${r.status}`);
+        continue;
+      }
       if (r.status !== 403 || !/CSRF/.test(j?.error?.message ?? "")) bad.push(`${m} ${p} ${tok ? "wrong" : "no"} token -> ${r.status}`);
     }
   }

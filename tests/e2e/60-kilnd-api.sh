@@ -106,10 +106,13 @@ while read -r method pattern; do
 	path=${path//\{port\}/8080}
 	path=${path//\{path\}/x}
 	path=${path//\{process\}/1}
+	path=${path//\{context\}/ctx-1}
 	body=
 	case $pattern in
 	*/exec|*/exec/stream|*/processes) [ "$method" = POST ] && body='{"cmd":"true"}' ;;
 	*/signal) body='{"signal":"TERM"}' ;;
+	*/stdin) body='x' ;;
+	*/code|*/code/stream) body='{"code":"1"}' ;;
 	*/files/rename) body='{"from":"/a","to":"/b"}' ;;
 	*/lifecycle) body='{"ttl_seconds":5}' ;;
 	*/fork|*/fork_tree) body='{"count":1}' ;;

@@ -11,7 +11,15 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 build_template minimal || exit 1
 pass template_build "minimal: $(tail -1 "$T/build-minimal.log")"
-start_kilnd --rate 0 --max-uploads 1 --max-exec-buffer 24 || exit 1
+# One exec keeps OUT MiB of output per stream, a workspace's execs hold
+# BUF MiB at once: kilnd's 16 and 24 in the full tier, 4 and 6 in the quick
+# one (the same cases, fewer bytes through the emulation).
+OUT=$(full && echo 16 || echo 4) BUF=$(full && echo 24 || echo 6)
+# The execs below print BIG bytes, more than OUT MiB, long enough for two
+# of them to overlap: 20 MB in the full tier, 8 MiB in the quick one.
+BIG=$(full && echo 20000000 || echo $((OUT << 21)))
+BIGJSON='{"cmd":"head -c '"$BIG"' /dev/zero | tr \"\\0\" x"}'
+start_kilnd --rate 0 --max-uploads 1 --max-exec-output "$OUT" --max-exec-buffer "$BUF" || exit 1
 KEY_A=$(new_key alpha)
 KEY_B=$(new_key beta)
 KEY=$KEY_A
@@ -49,33 +57,37 @@ api POST "/v1/sandboxes/$A/exec" '{"argv":["/no/such/program"]}'
 expect exec_missing_program 400 invalid_request
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"printf \"ok\\377\\n\""}'
 [ "$(jget 'j["stdout"]')" = $'ok\xef\xbf\xbd' ] && pass exec_invalid_utf8 "replaced by U+FFFD" || fail exec_invalid_utf8 "$BODY"
-api POST "/v1/sandboxes/$A/exec" '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\" x"}'
+api POST "/v1/sandboxes/$A/exec" "$BIGJSON"
 got=$(jget 'len(j["stdout"]), j.get("truncated"), j["exit_code"]')
-[ "$got" = "(16777216, True, 0)" ] && pass exec_output_bounded "16 MiB kept, truncated" ||
+[ "$got" = "($((OUT << 20)), True, 0)" ] && pass exec_output_bounded "$OUT MiB kept (--max-exec-output), truncated" ||
 	fail exec_output_bounded "status $STATUS, (length, truncated, exit) = $got"
-# Two such execs at once share --max-exec-buffer (24 MiB) of output held
-# in memory, where each alone keeps 16: both come back truncated, and at
-# least one below 16 MiB (the budget held it back; once the first answers
+# Two such execs at once share --max-exec-buffer (BUF MiB) of output held
+# in memory, where each alone keeps OUT: both come back truncated, and at
+# least one below OUT MiB (the budget held it back; once the first answers
 # and gives its room back the other may take more, so their sum can pass
-# 24). The room is all back once they end: one after gets its 16 MiB.
+# BUF). The room is all back once they end: one after gets its OUT MiB.
 pids=
 for i in 1 2; do
 	curl -s -m 300 -o "$T/big$i.json" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-		--data-binary '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\" x"}' "$URL/v1/sandboxes/$A/exec" &
+		--data-binary "$BIGJSON" "$URL/v1/sandboxes/$A/exec" &
 	pids+=" $!"
 done
 wait $pids
 lens=$(python3 -c 'import json, sys; print(" ".join("%d/%s" % (len(j["stdout"]), j["truncated"]) for j in (json.load(open(f)) for f in sys.argv[1:])))' "$T/big1.json" "$T/big2.json" 2>&1)
 least=$(echo "$lens" | tr ' ' '\n' | cut -d/ -f1 | sort -n | head -1)
-api POST "/v1/sandboxes/$A/exec" '{"cmd":"head -c 20000000 /dev/zero | tr \"\\0\" x"}'
+api POST "/v1/sandboxes/$A/exec" "$BIGJSON"
 after=$(jget 'len(j["stdout"])')
-check exec_buffer_per_workspace "two at once: $lens (16777216 each alone); one after: $after" \
-	eval '[[ $lens == *"/True "*"/True" ]] && [ "${least:-16777216}" -lt 16777216 ] && [ "$after" = 16777216 ]'
+check exec_buffer_per_workspace "two at once: $lens ($((OUT << 20)) each alone, $BUF MiB for both); one after: $after" \
+	eval '[[ $lens == *"/True "*"/True" ]] && [ "${least:-$((OUT << 20))}" -lt $((OUT << 20)) ] && [ "$after" = $((OUT << 20)) ]'
 rm -f "$T/big1.json" "$T/big2.json"
 
 # ---- users and background processes ---------------------------------------------------------
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"id -u; id -g","user":"1234:1235"}'
 check exec_as_user "id -u; id -g as 1234:1235: $(jget 'j["stdout"]' | tr '\n' ' ')" [ "$(jget 'j["stdout"]')" = $'1234\n1235' ]
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"id -un; id -u; echo $HOME; touch ~/mine && stat -c %u ~/mine","user":"user"}'
+check exec_as_template_user "as user: $(jget 'j["stdout"]' | tr '\n' ' ')" [ "$(jget 'j["stdout"]')" = $'user\n1000\n/home/user\n1000' ]
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"touch /root/x","user":"user"}'
+check exec_user_unprivileged "user cannot write /root: exit $(jget 'j["exit_code"]')" [ "$(jget 'j["exit_code"]')" != 0 ]
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"true","user":"no such"}'
 expect exec_user_invalid 400 invalid_request
 api POST "/v1/sandboxes/$A/processes" '{"cmd":"echo started; i=0; while :; do i=$((i+1)); echo tick $i; sleep 1; done"}'
@@ -98,6 +110,54 @@ api GET "/v1/sandboxes/$A/processes/0/output"
 expect process_bad_id 400 invalid_request
 api GET "/v1/sandboxes/$A/processes/999999/output"
 check process_unknown "status $STATUS: $(jget 'j["error"]["message"]')" [ "$STATUS" = 404 ]
+
+# Stdin for a background process: one client long-polls its output
+# while another feeds it, the second send closing stdin; the reader sees
+# every line and the end of file.
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"while IFS= read -r l; do echo got:$l; done; echo eof","stdin":true}'
+st=$STATUS proc=$(jget 'j["id"]') open=$(jget 'j["stdin"]')
+curl -s -m 120 -o "$T/stdin-out.json" -H "Authorization: Bearer $KEY" \
+	"$URL/v1/sandboxes/$A/processes/$proc/output?wait_seconds=60" &
+reader=$!
+sleep 1
+in1=$(curl -s -m 60 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $KEY" --data-binary $'hello\n' \
+	"$URL/v1/sandboxes/$A/processes/$proc/stdin")
+in2=$(curl -s -m 60 -o "$T/stdin2.json" -w '%{http_code}' -H "Authorization: Bearer $KEY" --data-binary $'world\n' \
+	"$URL/v1/sandboxes/$A/processes/$proc/stdin?close=true")
+wait $reader
+got=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print((j["status"], j["stdout"], j["exit_code"]) == ("exited", "got:hello\ngot:world\neof\n", 0), j["status"], repr(j["stdout"]), j["exit_code"])' "$T/stdin-out.json" 2>&1)
+check process_stdin "start $st stdin=$open; sends $in1 $in2 ($(cat "$T/stdin2.json")); reader got $got" \
+	eval '[ "$st" = 201 ] && [ "$open" = True ] && [ "$in1" = 200 ] && [ "$in2" = 200 ] && [[ $got == True* ]]'
+api POST "/v1/sandboxes/$A/processes/$proc/stdin" 'late'
+check process_stdin_ended "status $STATUS: $(jget 'j["error"]["message"]')" [ "$STATUS" = 404 ]
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"sleep 60"}'
+proc=$(jget 'j["id"]')
+api POST "/v1/sandboxes/$A/processes/$proc/stdin" 'x'
+expect process_stdin_not_open 409 stdin_closed
+api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"KILL"}'
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"exec 0<&-; sleep 60","stdin":true}'
+proc=$(jget 'j["id"]')
+sleep 1
+api POST "/v1/sandboxes/$A/processes/$proc/stdin" 'x'
+expect process_stdin_closed_by_it 409 stdin_closed
+api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"KILL"}'
+# A process that reads nothing: the pipe's 64 KiB and 2 MiB queued, then 409.
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"sleep 60","stdin":true}'
+proc=$(jget 'j["id"]')
+head -c 1000000 /dev/zero > "$T/mb"
+full=
+for i in 1 2 3; do
+	full+=" $(curl -s -m 60 -o "$T/full.json" -w '%{http_code}' -H "Authorization: Bearer $KEY" \
+		--data-binary @"$T/mb" "$URL/v1/sandboxes/$A/processes/$proc/stdin")"
+done
+check process_stdin_full "three 1 MB sends to a process not reading: $full ($(head -c 200 "$T/full.json"))" \
+	eval '[ "$full" = " 200 200 409" ] && grep -q stdin_full "$T/full.json"'
+api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"KILL"}'
+rm -f "$T/mb" "$T/full.json" "$T/stdin-out.json" "$T/stdin2.json"
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"cat","stdin":"text"}'
+expect process_stdin_text 400 invalid_request
+api POST "/v1/sandboxes/$A/processes/1/stdin?close=maybe" 'x'
+expect process_stdin_bad_close 400 invalid_request
 
 # ---- exec/stream: chunks arrive before the command ends ------------------------------------
 python3 - "$PORT" "$KEY" "$A" > "$T/sse.out" <<'EOF'
@@ -170,6 +230,42 @@ api PUT "/v1/sandboxes/$A/files?path=/tmp/../../../tmp/trav.txt" "" --data-binar
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /tmp/trav.txt"}'
 [ "$(jget 'j["stdout"]')" = inside ] && [ ! -e /tmp/trav.txt ] && pass file_traversal_in_guest "/tmp/../../../tmp/trav.txt is the guest's /tmp/trav.txt" ||
 	fail file_traversal_in_guest "$BODY"
+# Watch: a recursive watch sees creates, coalesced writes, renames, chmod,
+# removes (also in a directory made after it started), then "gone" when
+# the watched directory goes; the stream ends there.
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"mkdir -p /tmp/w"}'
+curl -sN -m 60 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$A/files/watch?path=/tmp/w&recursive=true" \
+	> "$T/watch.sse" 2>/dev/null &
+watcher=$!
+for _ in $(seq 50); do grep -q '^event: ready' "$T/watch.sse" 2>/dev/null && break; sleep 0.1; done
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"mkdir /tmp/w/sub; sleep 0.3; echo a > /tmp/w/f; for i in $(seq 200); do echo $i >> /tmp/w/big; done; mv /tmp/w/f /tmp/w/g; chmod 600 /tmp/w/g; echo deep > /tmp/w/sub/deep; rm /tmp/w/g; sleep 0.3; rm -rf /tmp/w"}'
+wait $watcher
+got=$(python3 - "$T/watch.sse" <<'PY'
+import json, sys
+ev, evs = None, []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: "):
+        d = json.loads(line[6:])
+        evs.append((ev, d.get("type"), d.get("name"), d.get("moved")))
+names = [(t, n, m) for e, t, n, m in evs if e == "fs"]
+writes = sum(1 for t, n, m in names if t == "write" and n == "big")
+need = [("create", "sub", None), ("create", "f", None), ("rename", "f", "from"), ("rename", "g", "to"),
+        ("chmod", "g", None), ("create", "sub/deep", None), ("remove", "g", None)]
+missing = [x for x in need if x not in names]
+print(evs[0][0] if evs else "-", evs[-1][0] if evs else "-", writes, missing)
+PY
+)
+read -r first last writes missing <<<"$got"
+check files_watch "first $first, last $last; $writes write events for 200 appends to big; missing: $missing" \
+	eval '[ "$first" = ready ] && [ "$last" = gone ] && [ "$writes" -ge 1 ] && [ "$writes" -lt 100 ] && [ "$missing" = "[]" ]'
+api GET "/v1/sandboxes/$A/files/watch?path=/nonexistent"
+expect files_watch_missing 404 not_found
+api GET "/v1/sandboxes/$A/files/watch?path=/tmp&recursive=maybe"
+expect files_watch_bad_query 400 invalid_request
+rm -f "$T/watch.sse"
 # One upload under way at a time for this workspace (--max-uploads 1): a
 # second one while a slow one runs is 429; the slot is free again after.
 head -c 2000000 /dev/urandom > "$T/slow"
@@ -278,6 +374,19 @@ api GET "/v1/sandboxes/$A"
 [ "$(jget 'j["status"]')" = running ] && pass workspace_owner_unaffected "still running" || fail workspace_owner_unaffected "$BODY"
 
 # ---- snapshot, and a sandbox from it --------------------------------------------------------------
+# A background process started here lives on in the sandbox made from the
+# snapshot, across hibernation and in every fork child (below): each copy
+# still echoes what its stdin is fed.
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"while IFS= read -r l; do echo got:$l; done","stdin":true}'
+LP=$(jget 'j["id"]')
+# proc_alive SBX WORD: process LP in SBX, running, echoes WORD.
+proc_alive() {
+	api POST "/v1/sandboxes/$1/processes/$LP/stdin" "$2"$'\n'
+	sleep 1
+	api GET "/v1/sandboxes/$1/processes/$LP/output"
+	[ "$(jget '"got:'"$2"'" in j["stdout"].split() and j["status"] == "running"')" = True ]
+}
+check process_before_snapshot "process $LP in $A" proc_alive "$A" first
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo before-snapshot > /root/state"}'
 api POST "/v1/sandboxes/$A/snapshot"
 SNAP=$(jget 'j["id"]')
@@ -289,6 +398,7 @@ S=$SBX
 api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/state; echo $BAR"}'
 [ -n "$S" ] && [ "$(jget 'j["stdout"]')" = $'before-snapshot\nfrom-sandbox' ] &&
 	pass create_from_snapshot "$S sees the disk and env of the moment of the snapshot" || fail create_from_snapshot "$STATUS $BODY"
+check process_in_snapshot "process $LP in $S, made from the snapshot, echoes its stdin" proc_alive "$S" snap
 KEY=$KEY_B
 api GET "/v1/snapshots/$SNAP"
 expect snapshot_other_workspace 404 not_found
@@ -322,6 +432,7 @@ fi
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib /root/state"}'
 [ "$(jget 'j["stdout"]')" = $'kept\nafter-snapshot' ] && pass hibernate_exec_wakes "files intact after the wake" ||
 	fail hibernate_exec_wakes "$STATUS $BODY"
+check process_after_wake "process $LP in $A after hibernate and wake echoes its stdin" proc_alive "$A" woken
 api GET "/v1/sandboxes/$A"
 [ "$(jget 'j["status"]')" = running ] && pass woken_running "running" || fail woken_running "$BODY"
 sleep 1
@@ -382,6 +493,11 @@ done
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /root/hib"}'
 [ "$ok" = 2 ] && [ "$(jget 'j["stdout"]')" = kept ] && pass fork_copy_on_write "children see the parent's files; their writes stay theirs" ||
 	fail fork_copy_on_write "$ok children ok; parent: $BODY"
+alive=0
+for k in $kids; do
+	proc_alive "$k" "child-$k" && alive=$((alive + 1))
+done
+check process_in_fork_children "process $LP echoes in $alive of 2 children" [ "$alive" = 2 ]
 api POST "/v1/sandboxes/$A/fork_tree" '{"count":3}'
 tree=$(jget '" ".join(s["id"] for s in j["sandboxes"] if s["status"] == "running")')
 [ "$STATUS" = 201 ] && [ "$(wc -w <<<"$tree")" = 3 ] && pass fork_tree "201, 3 children in one pause" || fail fork_tree "$STATUS $BODY"

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The base template (Debian bookworm): it builds from build/guest/
 # rootfs-base.ext4 (make templates), and a sandbox has python3, pip, git,
-# curl, ca-certificates and a C compiler that works.
+# curl, ca-certificates and a C compiler that works; the code interpreter
+# (POST .../code) keeps its variables, and forks and snapshots carry them.
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -f "$REPO/build/guest/rootfs-base.ext4" ]; then
@@ -22,6 +23,8 @@ api POST "/v1/sandboxes/$B/exec" '{"cmd":"pip --version && git --version && curl
 [ "$(jget 'j["stdout"].strip().splitlines()[-1]')" = tools-ok ] && pass base_tools "$(jget 'j["stdout"].splitlines()[1]')" || fail base_tools "$BODY"
 api POST "/v1/sandboxes/$B/exec" '{"cmd":"printf \"#include <stdio.h>\\nint main(void){puts(\\\"compiled\\\");return 0;}\\n\" > /tmp/t.c && cc -O2 -o /tmp/t /tmp/t.c && /tmp/t","timeout_seconds":300}'
 [ "$(jget 'j["stdout"]')" = compiled ] && pass base_compiler "cc builds and runs a program" || fail base_compiler "$BODY"
+api POST "/v1/sandboxes/$B/exec" '{"cmd":"id -un; echo $HOME; python3 -c \"import os; print(os.getuid())\"; touch ~/mine && echo wrote","user":"user"}'
+check base_user "as user: $(jget 'j["stdout"]' | tr '\n' ' ')" [ "$(jget 'j["stdout"]')" = $'user\n/home/user\n1000\nwrote' ]
 api POST "/v1/sandboxes/$B/fork" '{"count":1}'
 if [ "$STATUS" = 201 ]; then
 	K=$(jget 'j["sandboxes"][0]["id"]')
@@ -33,5 +36,37 @@ else
 fi
 api POST "/v1/sandboxes/$B/exec" "{\"cmd\":\"python3 -c 'print(6*7)'\"}"
 [ "$(jget 'j["stdout"]')" = 42 ] && pass base_after_fork "the parent runs on" || fail base_after_fork "$BODY"
+
+# ---- the code interpreter: state in the guest's memory, so forks and snapshots carry it ----------
+t0=$EPOCHREALTIME
+api POST "/v1/sandboxes/$B/code" '{"code":"x = 41\nprint(\"set\")"}'
+first=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+st=$STATUS set=$(jget 'j["stdout"] == "set\n" and j["error"] is None and j["execution_count"] == 1')
+api POST "/v1/sandboxes/$B/code" '{"code":"x + 1"}'
+plus=$(jget 'j["results"][0]["text"] == "42" and j["results"][0]["is_main_result"]')
+check code_state "first call (starts the interpreter) $st in ${first} s, stdout and count right: $set; then x + 1 is 42: $plus" \
+	eval '[ "$st" = 200 ] && [ "$set" = True ] && [ "$plus" = True ]'
+api POST "/v1/sandboxes/$B/fork" '{"count":1}'
+K=$(jget 'j["sandboxes"][0]["id"]')
+api POST "/v1/sandboxes/$K/code" '{"code":"x += 1\nx"}'
+kid=$(jget 'j["results"][0]["text"]')
+api POST "/v1/sandboxes/$B/code" '{"code":"x"}'
+mine=$(jget 'j["results"][0]["text"]')
+check code_fork "the child's x + 1: $kid; the parent's x: $mine" eval '[ "$kid" = 42 ] && [ "$mine" = 41 ]'
+api DELETE "/v1/sandboxes/$K"
+api POST "/v1/sandboxes/$B/snapshot"
+SNAP=$(jget 'j["id"]')
+create_sandbox "{\"from_snapshot\":\"$SNAP\"}"
+S=$SBX
+api POST "/v1/sandboxes/$S/code" '{"code":"x * 2"}'
+twice=$(jget 'j["results"][0]["text"]')
+check code_snapshot "a sandbox from a snapshot: x * 2 = $twice" [ "$twice" = 82 ]
+api DELETE "/v1/sandboxes/$S"
+api POST "/v1/sandboxes/$B/code" '{"code":"1","context":"ctx-nope"}'
+expect code_unknown_context 404 not_found
+api POST "/v1/sandboxes/$B/code" '{"code":"1","language":"cobol"}'
+expect code_bad_language 400 invalid_request
+api POST "/v1/sandboxes/$B/code" '{}'
+expect code_missing 400 invalid_request
 api DELETE "/v1/sandboxes/$B"
 alive alive_at_end

@@ -74,6 +74,30 @@ st=$?
 out=$(echo typed | k exec -i "$A" -- cat)
 check exec_stdin "$out" [ "$out" = typed ]
 
+# ---- proc: a background process fed through kiln's stdin, its output and status -----------------
+p=$(k proc start --stdin "$A" -- sh -c 'while read -r l; do echo "got:$l"; done; echo done >&2; exit 3')
+listed=$(k proc ls "$A" --json | js '[q["status"] for q in j["processes"] if q["id"] == '"${p:-0}"']')
+printf 'one\ntwo\n' | k proc stdin --close "$A" "$p"
+k proc output --wait 30 "$A" "$p" > "$T/out" 2> "$T/err"
+st=$?
+check proc_stdin_output "proc $p listed $listed; out '$(tr '\n' ' ' < "$T/out")' err '$(cat "$T/err")' exit $st" \
+	eval '[ "$listed" = "['"'running'"']" ] && [ "$(cat "$T/out")" = $'"'got:one\ngot:two'"' ] && [ "$(cat "$T/err")" = done ] && [ "$st" = 3 ]'
+q=$(k proc start "$A" sleep 300)
+k proc output "$A" "$q" > /dev/null 2> "$T/err"
+st=$?
+running=$(cat "$T/err")
+k proc kill -s TERM "$A" "$q"
+k proc output --wait 30 "$A" "$q" > /dev/null 2>&1
+st2=$?
+check proc_kill "while running: exit $st ($running); after TERM: exit $st2" \
+	eval '[ "$st" = 0 ] && [[ $running == *"still running"* ]] && [ "$st2" = 143 ]'
+echo x | k proc stdin "$A" "$q" 2> "$T/err"
+st=$?
+check proc_stdin_ended "exit $st: $(cat "$T/err")" [ "$st" = 125 ]
+k proc kill "$A" 0 2> "$T/err"
+st=$?
+check proc_bad_id "exit $st: $(head -1 "$T/err")" [ "$st" = 2 ]
+
 # ---- missing and bad keys ----------------------------------------------------------------
 KILN_API_KEY= k ls > /dev/null 2> "$T/err"
 st=$?
@@ -140,6 +164,20 @@ k fs rm "$A:/tmp/up" 2> "$T/err"
 st=$?
 [ "$st" = 125 ] && k fs rm -r "$A:/tmp/up" && ! k fs stat "$A:/tmp/up" 2>/dev/null && pass fs_rm "non-empty refused ($st), -r removes" ||
 	fail fs_rm "exit $st: $(cat "$T/err")"
+k fs mkdir "$A:/tmp/cw"
+timeout 60 "$KILN" fs watch -r "$A:/tmp/cw" > "$T/watch.out" 2> "$T/watch.err" &
+watcher=$!
+sleep 2
+k exec "$A" -- sh -c 'mkdir /tmp/cw/d; echo x > /tmp/cw/d/f; mv /tmp/cw/d/f /tmp/cw/g; rm /tmp/cw/g; sleep 0.5; rm -rf /tmp/cw'
+wait $watcher
+st=$?
+check fs_watch "exit $st; $(tr '\n' '|' < "$T/watch.out"); $(cat "$T/watch.err")" \
+	eval '[ "$st" = 0 ] && grep -qx "create d/" "$T/watch.out" && grep -qx "create d/f" "$T/watch.out" &&
+	      grep -qx "rename-from d/f" "$T/watch.out" && grep -qx "rename-to g" "$T/watch.out" &&
+	      grep -qx "remove g" "$T/watch.out" && grep -q "deleted or moved" "$T/watch.err"'
+k fs watch "$A:/tmp/no-such" 2> "$T/err"
+st=$?
+check fs_watch_missing "exit $st: $(cat "$T/err")" eval '[ "$st" = 125 ] && grep -q not_found "$T/err"'
 
 # ---- shell: piped stdin ends the session -----------------------------------------------------------
 printf 'echo from-shell\n' | timeout 60 "$KILN" shell "$A" > "$T/shell.out" 2>&1

@@ -4,6 +4,8 @@
 # which the VMM writes back and drops as it goes (docs/vmm.md "Disk writes
 # and host memory"); in the emulated host, the scratch disk that
 # tests/host/run -s gives (tests/run does).
+# tier: full: 1.5 times a sandbox's memory written to its disk and read back (four minutes)
+# time limit: 600
 dir=${KILN_SCRATCH:-/var/tmp}
 fs=$(stat -f -c %T "$dir" 2>/dev/null)
 case $fs in

@@ -24,6 +24,7 @@ check() {
 	local name=$1 detail=$2; shift 2
 	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
 }
+. "$REPO/tests/tier.sh"	# full, full_only
 at_exit() { _cleanups+=("$1"); }
 
 # kiln-vmm processes that belong to this test (their command lines name
@@ -163,6 +164,9 @@ alive() {
 }
 
 # build_template NAME: build (or reuse, within this test) a template.
+# (Each test builds its own: a template's layer names its root image by
+# path, and kilnd refuses one outside its own directories, so one built
+# for the whole run could not be handed out.)
 build_template() {
 	"$KILND" --data "$DATA" template build "$1" > "$T/build-$1.log" 2>&1 ||
 		{ echo "FAIL template_$1: $(tail -3 "$T/build-$1.log" | tr '\n' ' ')"; return 1; }

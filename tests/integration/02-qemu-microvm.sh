@@ -2,6 +2,7 @@
 # The reference peer: QEMU's microvm machine, on KVM inside the emulated
 # host, boots the guest kernel and initramfs to kiln-init's ready line.
 # This is the run the kiln-vmm boot benchmark is compared against.
+# tier: full: the peer VMM, for comparison (bench/ measures against it)
 . "$(dirname "$0")/lib.sh"
 out=$T/qemu.out
 start=$(now_ms)

@@ -26,6 +26,7 @@ check() {
 	local name=$1 detail=$2; shift 2
 	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
 }
+. "$REPO/tests/tier.sh"	# full, full_only
 
 # wait_for_line FILE REGEX SECONDS: wait until FILE has a line matching REGEX.
 wait_for_line() {
@@ -185,7 +186,10 @@ boot_guest() {
 }
 
 # kg ARGS...: kiln-guest against the guest boot_guest started last.
-kg() { "$BUILD/kiln-guest" $GUEST_TRANSPORT "$@"; }
+# (An agent silent for 120 s fails the call, as a guest that died or hung
+# would otherwise hold the test until its time limit; a --timeout of the
+# caller's, after this one, wins.)
+kg() { "$BUILD/kiln-guest" $GUEST_TRANSPORT --timeout "${KG_TIMEOUT:-120}" "$@"; }
 
 # root_disk SIZE_MIB: a private copy of the minimal root image, grown to
 # SIZE_MIB; prints its path.

@@ -11,6 +11,7 @@ KILN_TEST_RATE_KEY (a kilnd limited to 1 request a second, no templates).
 Prints "PASS name: detail" / "FAIL name: why".
 """
 
+import datetime
 import os
 import socket
 import sys
@@ -20,8 +21,8 @@ import time
 import traceback
 
 import kiln
-from kiln import (AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded,
-                  NotFound, RateLimited, Sandbox, ServerError, Timeout)
+from kiln import (AuthError, Client, CommandHandle, Conflict, ConnectionFailed, InvalidRequest, KilnError,
+                  LimitExceeded, NotFound, RateLimited, Sandbox, ServerError, Timeout)
 
 assert "site-packages" in kiln.__file__, f"testing {kiln.__file__}, not the installed wheel"
 
@@ -56,6 +57,11 @@ def raises(cls, fn, *args, code=None, **kw):
 def eq(got, want, what=""):
     if got != want:
         raise AssertionError(f"{what}: got {got!r}, wanted {want!r}")
+
+
+def ghost():
+    """A Sandbox object for an id the server does not have."""
+    return Sandbox(A.client, {"id": "sbx_doesnotexist"})
 
 
 # ---- shared sandboxes (creates are cheap, but not free under emulation) ---------------------------
@@ -245,6 +251,74 @@ def exec_as_user_and_processes():
 
 
 @test
+def process_stdin():
+    p = A.processes.start("while IFS= read -r l; do echo got:$l; done; echo eof", stdin=True)
+    eq(A.processes.send_stdin(p, "hello\n"), 6, "bytes sent")
+    A.processes.send_stdin(p.id, b"wor")
+    A.processes.send_stdin(p, b"ld\n", close=True)
+    out = A.processes.output(p, wait=30)
+    eq((out.status, out.stdout, out.exit_code), ("exited", "got:hello\ngot:world\neof\n", 0), "what it read")
+    q = A.processes.start("sleep 30")
+    raises(Conflict, A.processes.send_stdin, q, "x")
+    A.processes.kill(q)
+    r = A.processes.start("cat > /tmp/cat.out", stdin=True)
+    A.processes.send_stdin(r, "a\n")
+    A.processes.close_stdin(r)
+    eq(A.processes.output(r, wait=30).exit_code, 0, "cat ends at the end of stdin")
+    eq(A.files.read_text("/tmp/cat.out"),
+       "a\n", "cat's copy")
+    raises(TypeError, A.processes.start, "cat", stdin="text")
+    raises(NotFound, A.processes.send_stdin, 999999, "x")
+    return f"process {p.id} read two lines and the end of stdin; no stdin open: Conflict; cat closed by close_stdin"
+
+
+@test
+def files_watch():
+    A.files.make_dir("/tmp/pw")
+    seen = []
+    with A.files.watch("/tmp/pw", recursive=True) as w:
+        A.exec("echo x > /tmp/pw/a; mkdir /tmp/pw/d; echo y > /tmp/pw/d/b; rm /tmp/pw/a")
+        for ev in w:
+            seen.append((ev.type, ev.name))
+            if ev == kiln.FsEvent(type="remove", name="a"):
+                break
+    for want in [("create", "a"), ("write", "a"), ("create", "d"), ("create", "d/b"), ("remove", "a")]:
+        eq(want in seen, True, f"{want} in {seen}")
+    got = []
+    done = threading.Event()
+    h = A.files.watch_dir("/tmp/pw", lambda ev: (got.append(ev), done.set()))
+    A.exec("echo c > /tmp/pw/c")
+    eq(done.wait(30), True, "watch_dir's callback called")
+    h.stop()
+    eq(any(e.type == "create" and e.name == "c" for e in got), True, f"watch_dir saw c: {got}")
+    raises(NotFound, A.files.watch, "/tmp/no-such-dir")
+    return f"{len(seen)} events from watch, {len(got)} from watch_dir; a missing path: NotFound"
+
+
+@test
+def pty_resize_stdin_exit():
+    with A.pty(cols=100, rows=30) as term:
+        term.resize(120, 40)
+        # The typed line's echo shows "$((6*7))x", only the output "42x".
+        term.write("stty size; echo $((6*7))x\n")
+        out = term.read_until("42x")
+        assert "40 120" in out, f"the resize did not reach the terminal: {out!r}"
+        term.write("read v; echo typed:$v\n")
+        term.write("kiln-stdin\n")
+        term.read_until("typed:kiln-stdin")
+        term.write("exit 5\n")
+        eq(term.wait(timeout=60), 5, "the shell's exit status")
+        eq(term.exit_code, 5)
+    cmd = A.pty(cmd="echo from-cmd; exit 3")
+    text = b"".join(cmd).decode("utf-8", "replace")
+    assert "from-cmd" in text, text
+    eq(cmd.wait(timeout=60), 3, "cmd's exit status")
+    raises(NotFound, ghost().pty)
+    raises(InvalidRequest, A.pty, cols=0)
+    return "stty size read 40 120 after resize(120, 40); typed stdin read back; exit 5 and 3 from wait()"
+
+
+@test
 def exec_stream_chunks_before_the_end():
     seen = []
     t0 = time.monotonic()
@@ -331,6 +405,80 @@ def run_code():
     eq(A.run_code("echo sh", language="sh").stdout, "sh\n", "sh")
     raises(ValueError, B.run_code, "x", "cobol")
     return "python, bash, sh; exceptions are results; unknown language ValueError"
+
+
+# An object with HTML and PNG representations, its PNG (3x2, red) made
+# with the standard library only (the base template has no matplotlib).
+RICH_CELL = r"""
+import struct, zlib
+def png(w, h):
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * w for _ in range(h))
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+class Rich:
+    def _repr_html_(self):
+        return "<b>rich</b>"
+    def _repr_png_(self):
+        return png(3, 2)
+Rich()
+"""
+
+
+@test
+def code_interpreter():
+    import base64
+    import struct
+    r = B.code.run("x = 41\nprint('set')")
+    eq((r.stdout, r.error, r.text), ("set\n", None, None), "a cell that sets x")
+    eq(B.code.run("x + 1").text, "42", "x kept between calls")
+    ctx = B.code.create_context(cwd="/tmp")
+    e = B.code.run("x", context=ctx)
+    eq(e.error.name if e.error else None, "NameError", "another context does not see x")
+    eq(B.code.run("import os; os.getcwd()", context=ctx).text, "'/tmp'", "the context's cwd")
+    z = B.code.run("1/0")
+    eq((z.error.name, "<cell-" in z.error.traceback, "kiln_interp" in z.error.traceback),
+       ("ZeroDivisionError", True, False), "a structured error, the cell's frames only")
+    rich = B.code.run(RICH_CELL).results
+    png = base64.b64decode(rich[0].png)
+    eq((rich[0].is_main_result, rich[0].html, png[:8], struct.unpack(">II", png[16:24])),
+       (True, "<b>rich</b>", b"\x89PNG\r\n\x1a\n", (3, 2)), "HTML and a PNG")
+    t0 = time.monotonic()
+    t = B.code.run("y = 5\nwhile True: pass", timeout=2)
+    took = time.monotonic() - t0
+    eq(t.error.name if t.error else None, "TimeoutError", "interrupted at its time limit")
+    eq(B.code.run("y").text, "5", "variables kept after the interrupt")
+    d = B.code.run("import os; os._exit(3)", context=ctx)
+    eq(d.error.name if d.error else None, "InterpreterDied", "a cell that kills its interpreter")
+    eq(B.code.run("x = 7\nx", context=ctx).text, "7", "the context works again, empty")
+    B.code.restart_context(ctx)
+    eq(B.code.run("x", context=ctx).error.name, "NameError", "restart forgets")
+    ids = [c.id for c in B.code.list_contexts()]
+    eq(("default" in ids, ctx.id in ids), (True, True), "listed")
+    seen = []
+    t0 = time.monotonic()
+    s = B.code.run("import time\nfor i in range(3):\n    print(i)\n    time.sleep(1)\nx",
+                   on_stdout=lambda t: seen.append((time.monotonic() - t0, t)))
+    end = time.monotonic() - t0
+    eq((s.stdout, s.text), ("0\n1\n2\n", "41"), "streamed cell's Execution")
+    eq(bool(seen) and end - seen[0][0] >= 1.5, True, f"first output {seen[:1]} before the end at {end:.1f} s")
+    [child] = B.fork()
+    try:
+        eq(child.code.run("x + 1").text, "42", "a fork keeps the interpreter's state")
+        child.code.run("x = 100")
+        eq(B.code.run("x").text, "41", "the parent's x is its own")
+    finally:
+        child.delete()
+    B.code.delete_context(ctx)
+    raises(NotFound, B.code.run, "1", context=ctx)
+    raises(InvalidRequest, B.code.create_context, cwd="relative")
+    try:
+        A.code.run("1")
+        raise AssertionError("the minimal template (no python3) ran a cell")
+    except KilnError as err:
+        eq((err.status, "python3" in str(err)), (501, True), "minimal has no python3: 501 saying so")
+    return f"state kept, contexts apart, errors, HTML+PNG, timeout in {took:.1f} s, crash, restart, fork"
 
 
 @test
@@ -484,6 +632,149 @@ def set_ttl():
     raises(InvalidRequest, A.set_ttl, -1)
     raises(NotFound, Sandbox(A.client, {"id": "sbx_doesnotexist"}).set_ttl, 5)
     return "7200 s; a negative TTL InvalidRequest"
+
+
+@test
+def e2b_commands_run_foreground():
+    r = A.commands.run("echo out; echo err >&2; echo $E2B_X; pwd; id -u; exit 3",
+                       envs={"E2B_X": "x1"}, cwd="/tmp", user="4321")
+    eq((r.stdout, r.stderr, r.exit_code), ("out\nx1\n/tmp\n4321\n", "err\n", 3),
+       "envs, cwd, user; a non-zero exit is a result")
+    seen = []
+    r = A.commands.run("echo a; sleep 2; echo b", on_stdout=seen.append)
+    eq(("".join(seen), r.stdout), ("a\nb\n", "a\nb\n"), "on_stdout")
+    assert len(seen) >= 2, f"on_stdout got the output in one piece, not as it came: {seen}"
+    t0 = time.monotonic()
+    r = A.commands.run("sleep 30", timeout=1)
+    eq(r.timed_out, True, "timeout=1 kills it")
+    assert time.monotonic() - t0 < 20, "the timeout did not kill it"
+    raises(ValueError, A.commands.run, "cat", stdin=True)
+    raises(InvalidRequest, A.commands.run, "true", cwd="relative")
+    raises(NotFound, ghost().commands.run, "true")
+    return f"envs, cwd, user, exit 3 as a result; on_stdout in {len(seen)} pieces; timeout; stdin refused in the foreground"
+
+
+@test
+def e2b_commands_background_list_kill_connect():
+    h = A.commands.run("echo up; while :; do sleep 1; done", background=True, timeout=0)
+    assert isinstance(h, CommandHandle) and h.pid > 0 and h.id > 0, h
+    eq([(p.id, p.running) for p in A.commands.list() if p.pid == h.pid], [(h.id, True)], "list shows it")
+    c = A.commands.connect(h.pid)
+    eq((c.id, c.pid), (h.id, h.pid), "connect by pid")
+    time.sleep(1)  # its first line out
+    eq(A.commands.kill(h.pid), True, "kill by pid")
+    out = c.wait()
+    eq((out.status, out.signal), ("exited", 9), "SIGKILL")
+    assert out.stdout.startswith("up\n"), out
+    eq(A.commands.kill(h.pid), False, "kill of an ended command, as E2B: False")
+    eq(h.kill(), False, "handle.kill of an ended command")
+    assert h.pid not in [p.pid for p in A.commands.list()], "commands.list: running ones only"
+    # The wait above read its exit, so the agent no longer keeps it
+    # (docs/protocol.md, ATTACH): gone from processes.list too.
+    assert h.id not in [p.id for p in A.processes.list()], "an ended command whose exit was read is forgotten"
+    raises(NotFound, A.commands.connect, h.pid)
+    eq(A.commands.kill(999999), False, "a pid no command has")
+    raises(NotFound, ghost().commands.kill, 12345)
+    raises(ValueError, A.commands.kill, 0)
+    got = []
+    done = A.commands.run("echo bg-out", background=True, on_stdout=got.append).wait()
+    eq((done.stdout, done.exit_code, got), ("bg-out\n", 0, ["bg-out\n"]), "on_stdout of run(background) at wait()")
+    t0 = time.monotonic()
+    short = A.commands.run("sleep 60", background=True, timeout=1).wait()
+    took = time.monotonic() - t0
+    assert not short.running and took < 30, f"timeout=1 in the background: {short} after {took:.1f} s"
+    return f"process {h.id} (pid {h.pid}) listed, connected, killed (True, then False); ended after timeout=1 in {took:.1f} s"
+
+
+@test
+def e2b_commands_send_stdin():
+    h = A.commands.run("read a; echo got:$a", background=True, stdin=True)
+    A.commands.send_stdin(h.pid, "from-e2b-name\n")
+    out = h.wait()
+    eq((out.stdout, out.exit_code), ("got:from-e2b-name\n", 0), "stdin by pid")
+    h2 = A.commands.run("read a; echo handle:$a", background=True, stdin=True)
+    h2.send_stdin(b"bytes\n")
+    eq(h2.wait().stdout, "handle:bytes\n", "stdin through the handle")
+    raises(NotFound, A.commands.send_stdin, h.pid, "late\n")
+    raises(NotFound, A.commands.send_stdin, 999999, "x")
+    shut = A.commands.run("sleep 30", background=True)
+    raises(Conflict, A.commands.send_stdin, shut.pid, "x")
+    eq(shut.kill(), True)
+    return "stdin=True: by pid and through the handle; an ended or unknown pid NotFound; no stdin open: Conflict"
+
+
+@test
+def e2b_sandbox_names():
+    eq(A.sandbox_id, A.id)
+    same = Sandbox.connect(A.id)
+    eq((same.id, same.status), (A.id, "running"), "connect by id")
+    eq(same.commands.run("echo reattached").stdout, "reattached\n")
+    raises(NotFound, Sandbox.connect, "sbx_doesnotexist")
+    eq(A.set_timeout(5400), None)
+    eq(Sandbox.get(A.id).ttl_seconds, 5400, "the TTL, as GET shows it")
+    raises(InvalidRequest, A.set_timeout, -1)
+    raises(NotFound, ghost().set_timeout, 60)
+    sb = new("minimal")
+    eq(sb.kill(), True, "kill")
+    eq(sb.kill(), False, "kill again")
+    raises(NotFound, Sandbox.get, sb.id)
+    return "sandbox_id, Sandbox.connect, set_timeout 5400 as GET shows, kill True then False"
+
+
+@test
+def e2b_get_host():
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+    B.exec("mkdir -p /srv/e2b && echo host ok > /srv/e2b/hi.txt && "
+           "(setsid python3 -m http.server 8082 --bind 127.0.0.1 --directory /srv/e2b "
+           "> /dev/null 2>&1 < /dev/null &)")
+    host = B.get_host(8082)
+    port = [p for p in B.ports() if p["port"] == 8082]
+    eq([p["public"] for p in port], [False], "exposed, private")
+    u = urllib.parse.urlsplit(port[0].get("host_url") or port[0]["url"])
+    eq(host, u.netloc + u.path.rstrip("/"), "the host kiln's url gives, without the scheme")
+    req = urllib.request.Request(f"{u.scheme}://{host}/hi.txt",
+                                 headers={"Authorization": "Bearer " + os.environ["KILN_API_KEY"]})
+    status, body = None, None
+    for _ in range(120):  # until the server listens (502 before)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                status, body = resp.status, resp.read()
+            break
+        except urllib.error.HTTPError as e:
+            status = e.code
+            if e.code != 502:
+                break
+            time.sleep(0.5)
+    eq((status, body), (200, b"host ok\n"), "GET through the host")
+    B.expose_port(8082, public=True)
+    eq(B.get_host(8082), host, "again")
+    eq([p["public"] for p in B.ports() if p["port"] == 8082], [True], "get_host left it public")
+    B.unexpose_port(8082)
+    raises(ValueError, B.get_host, 0)
+    raises(NotFound, ghost().get_host, 8082)
+    return f"{host}: exposed privately, answered 200; a public port left public"
+
+
+@test
+def e2b_files_names():
+    d = "/tmp/e2b-files"
+    A.files.make_dir(d + "/sub")
+    A.files.write(d + "/a.txt", "hello e2b")
+    eq(A.files.read(d + "/a.txt", format="text"), "hello e2b", "format=text")
+    eq(A.files.read(d + "/a.txt", format="bytes"), b"hello e2b", "format=bytes")
+    eq(A.files.read(d + "/a.txt"), b"hello e2b", "kiln's default: bytes")
+    eq((A.files.get_info(d + "/a.txt").size, A.files.get_info(d).is_dir), (9, True), "get_info")
+    eq(sorted(e.name for e in A.files.list(d)), ["a.txt", "sub"], "list")
+    A.files.rename(d + "/a.txt", d + "/b.txt")
+    eq((A.files.exists(d + "/a.txt"), A.files.exists(d + "/b.txt")), (False, True), "rename")
+    A.files.remove(d, recursive=True)
+    eq(A.files.exists(d), False, "remove")
+    raises(NotFound, A.files.get_info, d)
+    raises(NotFound, A.files.read, d + "/b.txt", format="text")
+    raises(ValueError, A.files.read, "/etc/hostname", format="stream")
+    return "write, read (text, bytes), get_info, list, make_dir, rename, exists, remove; errors"
 
 
 @test
@@ -659,6 +950,41 @@ def templates_usage():
     eq((names.get("minimal"), names.get("base")), ("ready", "ready"))
     assert c.usage()["sandboxes"] >= 2
     return "templates ready, usage counted"
+
+
+@test
+def usage_billing_statements():
+    c = A.client
+    month_start = datetime.datetime.now(datetime.timezone.utc).replace(day=1, hour=0, minute=0, second=0,
+                                                                       microsecond=0)
+    u = c.usage(granularity="day", from_=month_start)
+    eq((u["granularity"], u["from"]), ("day", month_start.strftime("%Y-%m-%dT%H:%M:%S.000Z")), "usage by day")
+    assert isinstance(u["buckets"], list) and isinstance(u["total"]["cost_microdollars"], int), u
+    eq(sum(b["cost_microdollars"] for b in u["buckets"]) >= 0, True)
+    one = c.usage(from_=int(month_start.timestamp()), sandbox=A.id)
+    eq((one["granularity"], one["sandbox_id"]), ("hour", A.id), "one sandbox's hours")
+    assert "sandboxes" in c.usage(), "usage() with no argument keeps its totals"
+    raises(InvalidRequest, c.usage, granularity="week", code="invalid_request")
+    b = c.billing()
+    assert isinstance(b["plan"], str) and isinstance(b["cost_microdollars"], int), b
+    assert b["projected_microdollars"] >= b["cost_microdollars"] >= 0, b
+    sts = c.statements()
+    months = [s["month"] for s in sts]
+    eq(months, sorted(months, reverse=True), "statements newest first")
+    this_month = month_start.strftime("%Y-%m")
+    for s in sts:
+        # The last month stays open for five minutes after its end.
+        assert s["status"] == "open" if s["month"] == this_month else s["status"] in ("open", "closed"), s
+        assert (s["closed_at"] is None) == (s["status"] == "open"), s
+        eq(s["amount_due_microdollars"], s["cost_microdollars"] - s["credit_applied_microdollars"], s["month"])
+    if this_month in months:
+        s = c.statement(this_month)
+        eq((s["month"], s["status"], s["closed_at"]), (this_month, "open", None), "the month under way")
+    raises(InvalidRequest, c.statement, "2026-13", code="invalid_request")
+    raises(NotFound, c.statement, "2099-01", code="not_found")
+    raises(NotFound, c.statement, "1999-01", code="not_found")
+    return f"usage by day ({len(u['buckets'])} days), billing {b['cost_microdollars']} micro-dollars, " \
+           f"statements {months}"
 
 
 @test

@@ -1,5 +1,6 @@
 #!/bin/bash
-# tests/unit/layers.sh [SRC]: every arrow points down (DESIGN.md "Layers").
+# tests/unit/layers.sh [SRC]: every arrow points down (DESIGN.md "Layers"),
+# and nothing above the host interface reaches into the host agent (below).
 # Reads the `#include "dir/..."` lines of every C file under SRC (default:
 # the src/ next to this script) and fails for each one that names a header
 # of a layer above the including file's own. Modules of one layer may
@@ -61,6 +62,54 @@ check() {
 	if [ $bad = 0 ]; then echo "ok $n $mods"; else echo "bad $bad"; fi
 }
 
+# The seam (DESIGN.md "Layers", host interface): the operations and the
+# front ends reach the host agent only through src/hostif/hostif.h, by
+# sandbox id, so that a remote agent can serve them. Of src/host/ they may
+# include only headers of plain data or of the guest protocol, and no file
+# of theirs names the agent's live objects (struct sandbox, struct host).
+ABOVE_SEAM="api mcp proxy ops"
+SEAM_HEADERS="host_types.h guest_conn.h netpolicy.h host_config.h"
+
+# check_seam SRC: one FAIL line per breach, then "ok N" (files read) or "bad K".
+check_seam() {
+	local src=$1 bad=0 n=0 m f line inc h ok
+	for m in $ABOVE_SEAM; do
+		[ -d "$src/$m" ] || continue
+		for f in $(cd "$src/.." && find "src/$m" -name '*.[ch]' | sort); do
+			n=$((n + 1))
+			while IFS= read -r line; do
+				inc=$(sed -E 's/^[0-9]+:[[:space:]]*#[[:space:]]*include[[:space:]]*"host\/([^"]+)".*/\1/' <<<"$line")
+				ok=0
+				for h in $SEAM_HEADERS; do [ "$inc" = "$h" ] && ok=1; done
+				if [ $ok = 0 ]; then
+					echo "FAIL seam $f:${line%%:*} includes \"host/$inc\": above the host interface only hostif/hostif.h reaches the agent"
+					bad=$((bad + 1))
+				fi
+			done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"host/' "$src/../$f")
+			while IFS= read -r line; do
+				echo "FAIL seam $f:${line%%:*} names the agent's $(grep -oE 'struct[[:space:]]+(sandbox|host)' <<<"$line" | head -1): address sandboxes by id through hostif"
+				bad=$((bad + 1))
+			done < <(grep -nE 'struct[[:space:]]+(sandbox|host)([^_[:alnum:]]|$)' "$src/../$f")
+		done
+	done
+	if [ $bad = 0 ]; then echo "ok $n"; else echo "bad $bad"; fi
+}
+
+# selftest NAME WHAT N OUT PATTERN...: PASS when a check's OUT on planted
+# files has exactly N findings, among them one matching each PATTERN.
+selftest() {
+	local name=$1 what=$2 want=$3 out=$4 ok=1 p
+	shift 4
+	[ "$(grep -c '^FAIL' <<<"$out")" = "$want" ] && [ "$(tail -1 <<<"$out")" = "bad $want" ] || ok=0
+	for p; do grep -q "$p" <<<"$out" || ok=0; done
+	if [ $ok = 1 ]; then
+		echo "PASS $name: $what"
+	else
+		echo "FAIL $name: expected $want findings ($*), got: $(tr '\n' '|' <<<"$out")"
+		fail=1
+	fi
+}
+
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:-$here/../../src}
 [ -d "$src" ] || { echo "FAIL layers: no source directory $src"; exit 1; }
@@ -78,14 +127,28 @@ printf '#include "mcp/mcp.h"\n#include "host/host.h"\n' > "$t/src/api/ok.c"
 printf '#include "api/api.h"\n' > "$t/src/host/up.c"
 printf '#include "store/store.h"\n' > "$t/src/common/up.h"
 out=$(check "$t/src")
-if [ "$(grep -c '^FAIL' <<<"$out")" = 3 ] && grep -q '^FAIL layers src/host/up.c:1:' <<<"$out" \
-	&& grep -q '^FAIL layers src/common/up.h:1:' <<<"$out" && grep -q '^FAIL layers src/zzz:' <<<"$out" \
-	&& [ "$(tail -1 <<<"$out")" = "bad 3" ]; then
-	echo "PASS layers-selftest: planted upward includes and an unknown module are caught, downward ones are not"
-else
-	echo "FAIL layers-selftest: expected 3 findings (host/up.c, common/up.h, zzz), got: $(tr '\n' '|' <<<"$out")"
-	fail=1
-fi
+selftest layers-selftest "planted upward includes and an unknown module are caught, downward ones are not" \
+	3 "$out" '^FAIL layers src/host/up.c:1:' '^FAIL layers src/common/up.h:1:' '^FAIL layers src/zzz:'
+
+# The seam check: host.h from a front end, an unknown host header from
+# the operations and a struct sandbox are caught; guest_conn.h and
+# struct host_event are not.
+mkdir -p "$t/seam/src/ops" "$t/seam/src/mcp" "$t/seam/src/api"
+printf '#include "host/host.h"\n#include "host/guest_conn.h"\n' > "$t/seam/src/mcp/bad.c"
+printf '#include "host/template.h"\nstruct host_event *e;\n' > "$t/seam/src/ops/bad.c"
+printf '#include "hostif/hostif.h"\nstatic struct sandbox *sb;\n' > "$t/seam/src/api/bad.c"
+out=$(check_seam "$t/seam/src")
+selftest seam-selftest "host.h above the host interface and a struct sandbox are caught, plain-data headers are not" \
+	3 "$out" '^FAIL seam src/mcp/bad.c:1 includes "host/host.h"' '^FAIL seam src/ops/bad.c:1 ' \
+	'^FAIL seam src/api/bad.c:2 names'
+
+out=$(check_seam "$src")
+grep '^FAIL' <<<"$out"
+last=$(tail -1 <<<"$out")
+case $last in
+ok*) echo "PASS seam: ${last#ok } files of src/{${ABOVE_SEAM// /,}} reach the host agent only through hostif" ;;
+*) echo "FAIL seam: ${last#bad } place(s) above the host interface reach into the host agent"; fail=1 ;;
+esac
 
 out=$(check "$src")
 grep '^FAIL' <<<"$out"

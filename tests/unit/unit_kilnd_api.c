@@ -4,6 +4,7 @@
 #include "host/disk.h"
 #include "host/dns.h"
 #include "host/netpolicy.h"
+#include "host/proc.h"
 #include "net/net.h"
 #include "api/http.h"
 #include "api/inflight.h"
@@ -17,9 +18,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The guests' nameservers from a resolv.conf: IPv4, not loopback, 3 at
@@ -77,10 +81,12 @@ static void routes_match_and_capture(void)
 	CHECK(!route_match("GET", "/healthz/x", p, MAX_PATH_PARAMS, &n, &known));
 	r = route_match("GET", "/healthz", p, MAX_PATH_PARAMS, &n, &known);
 	CHECK(r && (r->flags & ROUTE_PUBLIC));
-	/* Every route has a handler, and only these skip auth: health,
-	 * metrics, the dashboard's files and its sign-in. */
+	/* Every route has a handler, and only these skip the API key: health,
+	 * metrics, the dashboard's files and its sign-in, and the cluster's
+	 * join (a join token) and heartbeat (a host's credential). */
 	static const char *const public_routes[] = {
-		"GET /healthz", "GET /metrics", "GET /", "GET /dashboard/{path}", "POST /v1/session", NULL
+		"GET /healthz", "GET /metrics", "GET /", "GET /dashboard/{path}", "POST /v1/session",
+		"POST /v1/cluster/join", "POST /v1/cluster/heartbeat", NULL
 	};
 	int pub = 0;
 	for (size_t i = 0; i < nroutes; i++) {
@@ -97,7 +103,7 @@ static void routes_match_and_capture(void)
 		CHECK(listed);
 		pub++;
 	}
-	CHECK(pub == 5);
+	CHECK(pub == 7);
 }
 
 static json_t *js(const char *s)
@@ -401,6 +407,61 @@ static void net_policies(void)
 	json_decref(r);
 }
 
+/* Metering's readings of a real process (host/proc.h): CPU time it burnt,
+ * no guest time without a vCPU, and its proportional set size: 64 MiB
+ * of its own pages count in full, and in half each once a forked child
+ * shares them untouched. */
+static pid_t toucher(int ready[2], int go[2], bool fork_one)
+{
+	pid_t p = fork();
+	if (p == 0) {
+		size_t n = 64 << 20;
+		char *m = malloc(n);
+		if (!m)
+			_exit(1);
+		memset(m, 7, n);
+		for (volatile unsigned long i = 0; i < 300000000UL; i++)
+			;		/* some CPU time */
+		pid_t c = fork_one ? fork() : 1;
+		if (c == 0) {
+			pause();
+			_exit(0);
+		}
+		char b = (char)(c > 0 ? 'r' : 'e');
+		if (write(ready[1], &b, 1) != 1 || read(go[0], &b, 1) < 0)
+			_exit(1);
+		if (c > 1)
+			kill(c, SIGKILL), waitpid(c, NULL, 0);
+		_exit(m[n / 2] == 7 ? 0 : 1);
+	}
+	return p;
+}
+
+static void metering_reads_a_process(void)
+{
+	for (int shared = 0; shared < 2; shared++) {
+		int ready[2], go[2];
+		CHECK(pipe(ready) == 0 && pipe(go) == 0);
+		pid_t p = toucher(ready, go, shared);
+		char b = 0;
+		CHECK(read(ready[0], &b, 1) == 1 && b == 'r');
+		struct proc_usage u;
+		int64_t pss = 0;
+		CHECK(proc_usage(p, &u) == 0 && proc_pss(p, &pss) == 0);
+		CHECK(u.cpu_seconds > 0.05 && u.guest_seconds == 0);
+		CHECK(u.rss_bytes >= (int64_t)64 << 20);
+		int64_t want = shared ? 32LL << 20 : 64LL << 20;
+		if (pss < want * 9 / 10 || pss > want + (8 << 20))
+			printf("  pss %lld bytes, want about %lld (shared: %d)\n", (long long)pss, (long long)want, shared);
+		CHECK(pss >= want * 9 / 10 && pss <= want + (8 << 20));
+		CHECK(write(go[1], "g", 1) == 1);
+		int st = -1;
+		CHECK(waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		close(ready[0]), close(ready[1]), close(go[0]), close(go[1]);
+		CHECK(proc_usage(p, &u) == -ESRCH && proc_pss(p, &pss) == -ESRCH);
+	}
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -415,5 +476,6 @@ int main(void)
 	RUN(websocket_frames);
 	RUN(disk_chains_follow_headers);
 	RUN(dns_servers_from_resolv_conf);
+	RUN(metering_reads_a_process);
 	return failures ? 1 : 0;
 }

@@ -1,8 +1,10 @@
 /* Unit tests for the operations layer (src/ops/ops.c): what create and
- * fork refuse, with which error, before anything reaches the host agent
- * (no host exists here: a request that got through would crash the test,
- * which is a failure too), and that MCP's create_sandbox schema offers
- * exactly the fields REST's create takes. */
+ * fork refuse, with which error, before anything reaches the host
+ * interface (caller has none: a request that got through would crash the
+ * test, which is a failure too); what the operations ask of the host
+ * interface when they pass (a fake hostif that records the calls); and
+ * that MCP's create_sandbox schema offers exactly the fields REST's
+ * create takes. */
 #include "ops/ops.h"
 #include "mcp/mcp.h"
 #include "common/err.h"
@@ -12,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const struct ops_caller caller = { .host = NULL, .workspace = "ws_test", .max_ttl = 3600 };
+static const struct ops_caller caller = { .hostif = NULL, .workspace = "ws_test", .max_ttl = 3600 };
 
 /* ops_create on args (JSON text): its result, errmsg() kept in why. */
 static char why[512];
@@ -21,8 +23,8 @@ static int create(const char *text)
 	json_t *args = json_loads(text, 0, NULL);
 	if (!args)
 		return -9999;
-	struct sandbox *sb = NULL;
-	int rc = ops_create(&caller, args, &sb);
+	struct sbx_row row;
+	int rc = ops_create(&caller, args, &row);
 	snprintf(why, sizeof why, "%s", errmsg());
 	json_decref(args);
 	return rc;
@@ -75,10 +77,135 @@ static void fork_checks_count_before_the_sandbox(void)
 
 static void sandbox_ids_are_checked(void)
 {
-	struct sandbox *sb = NULL;
-	CHECK(ops_sandbox(&caller, "nope", &sb) == -ENOENT && strstr(errmsg(), "nope") && !sb);
-	CHECK(ops_sandbox(&caller, NULL, &sb) == -ENOENT && !sb);
-	CHECK(ops_sandbox(&caller, "snap_abcdefghijklmnopqrst", &sb) == -ENOENT && !sb);
+	struct sbx_row row;
+	CHECK(ops_sandbox(&caller, "nope", &row) == -ENOENT && strstr(errmsg(), "nope"));
+	CHECK(ops_sandbox(&caller, NULL, &row) == -ENOENT);
+	CHECK(ops_sandbox(&caller, "snap_abcdefghijklmnopqrst", &row) == -ENOENT);
+}
+
+static void promoted_none(void *ctx, const char *id, bool is_parent, int rc)
+{
+	(void)ctx, (void)id, (void)is_parent;
+	CHECK(rc == 0);
+}
+
+/* ---- through a fake host interface ---------------------------------------------------- */
+
+/* A host of three sandboxes of ws_test: a parent and its two fork
+ * children; it records what was asked. */
+static struct fake {
+	char calls[512];		/* "get(ID,touch) delete(ID) ..." */
+	int deleted;
+} fake;
+
+static const char *const fake_ids[] = { "sbx_parent0000000000000", "sbx_childa0000000000000",
+					"sbx_childb0000000000000" };
+
+static void fake_note(const char *fmt, const char *id, int flag)
+{
+	size_t n = strlen(fake.calls);
+	snprintf(fake.calls + n, sizeof fake.calls - n, fmt, id, flag);
+}
+
+static void fake_row(int i, struct sbx_row *r)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->id, sizeof r->id, "%s", fake_ids[i]);
+	snprintf(r->workspace, sizeof r->workspace, "ws_test");
+	snprintf(r->parent, sizeof r->parent, "%s", i ? fake_ids[0] : "");
+	r->state = SBX_RUNNING;
+}
+
+static int fake_find(const char *ws, const char *id)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(ws, "ws_test") && !strcmp(id, fake_ids[i]))
+			return i;
+	return errf(ENOENT, "sandbox %s not found", id);
+}
+
+static int fake_get(void *ctx, const char *ws, const char *id, bool touch, struct sbx_row *out)
+{
+	(void)ctx;
+	int i = fake_find(ws, id);
+	fake_note("get(%s,%d) ", id, touch);
+	if (i >= 0 && out)
+		fake_row(i, out);
+	return i < 0 ? i : 0;
+}
+
+static int fake_each(void *ctx, const char *ws, hostif_row_fn *fn, void *fctx)
+{
+	(void)ctx, (void)ws;
+	int rc = 0;
+	for (int i = 0; i < 3 && rc == 0; i++) {
+		struct sbx_row r;
+		fake_row(i, &r);
+		rc = fn(fctx, &r);
+	}
+	return rc;
+}
+
+static int fake_delete(void *ctx, const char *ws, const char *id)
+{
+	(void)ctx;
+	int i = fake_find(ws, id);
+	fake_note("delete(%s) ", id, 0);
+	fake.deleted += i >= 0;
+	return i < 0 ? i : 0;
+}
+
+static int fake_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made)
+{
+	(void)ctx;
+	fake_note("fork(%s,%d) ", req->id, req->count);
+	*made = 0;
+	int i = fake_find(req->workspace, req->id);
+	if (i < 0)
+		return i;
+	for (*made = 0; *made < req->count && *made < 2; ++*made)
+		fake_row(1 + *made, &children[*made]);
+	return *made < req->count ? errf(EAGAIN, "no room for more") : 0;
+}
+
+static const struct hostif_ops fake_ops = {
+	.name = "fake", .get = fake_get, .each = fake_each, .delete = fake_delete, .fork = fake_fork,
+};
+
+static void ops_go_through_the_host_interface(void)
+{
+	struct hostif hi = { &fake_ops, NULL };
+	struct ops_caller c = { .hostif = &hi, .workspace = "ws_test", .max_ttl = 3600, .touch = true };
+	struct sbx_row row;
+	memset(&fake, 0, sizeof fake);
+	/* A lookup names the sandbox by id and says whether it is activity. */
+	CHECK(ops_sandbox(&c, fake_ids[1], &row) == 0 && !strcmp(row.parent, fake_ids[0]));
+	CHECK(strstr(fake.calls, "get(sbx_childa0000000000000,1)"));
+	struct ops_caller other = c;
+	other.workspace = "ws_other";
+	CHECK(ops_sandbox(&other, fake_ids[1], NULL) == -ENOENT && strstr(errmsg(), "not found"));
+
+	/* A fork: the parent is looked up (touched), then forked by id; the
+	 * children come back as records, the failure of the rest with them. */
+	struct ops_forked f;
+	json_t *args = json_pack("{s:i}", "count", 3);
+	memset(&fake, 0, sizeof fake);
+	int rc = ops_fork(&c, fake_ids[0], args, false, &f);
+	json_decref(args);
+	CHECK(rc == -EAGAIN && f.made == 2 && f.count == 3 && strstr(f.why, "no room"));
+	CHECK(!strcmp(f.kids[0].id, fake_ids[1]) && !strcmp(f.kids[1].id, fake_ids[2]));
+	CHECK(strstr(fake.calls, "get(sbx_parent0000000000000,1) fork(sbx_parent0000000000000,3)"));
+	ops_forked_clear(&f);
+	CHECK(f.made == 0);
+
+	/* Promote: the siblings (and the parent, asked) deleted by id. */
+	char parent[ID_MAX];
+	memset(&fake, 0, sizeof fake);
+	CHECK(ops_promote(&c, fake_ids[1], true, parent, promoted_none, NULL) == 0);
+	CHECK(!strcmp(parent, fake_ids[0]) && fake.deleted == 2);
+	CHECK(strstr(fake.calls, "delete(sbx_childb0000000000000)") &&
+	      strstr(fake.calls, "delete(sbx_parent0000000000000)") &&
+	      !strstr(fake.calls, "delete(sbx_childa"));
 }
 
 /* MCP's create_sandbox lists exactly the fields ops_create takes: the
@@ -120,6 +247,7 @@ int main(void)
 	RUN(create_refuses_bad_arguments);
 	RUN(fork_checks_count_before_the_sandbox);
 	RUN(sandbox_ids_are_checked);
+	RUN(ops_go_through_the_host_interface);
 	RUN(mcp_create_schema_matches_ops);
 	return failures ? 1 : 0;
 }

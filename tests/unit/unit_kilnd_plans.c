@@ -5,6 +5,7 @@
  * window is loaded from after a restart. What the host counts is e2e
  * 80-kilnd-plans (it needs sandboxes). */
 #include "ops/ops.h"
+#include "ops/billing.h"
 #include "ops/plan.h"
 #include "store/store.h"
 #include "common/err.h"
@@ -149,6 +150,47 @@ static void creates_since(void)
 	store_close(st);
 }
 
+/* Prices parse exactly; costs are integer micro-dollars rounded once;
+ * months are UTC calendar months (ops/billing.h). */
+static void billing_arithmetic(void)
+{
+	int64_t m = -1;
+	CHECK(price_parse("0.054", "p", &m) == 0 && m == 54000);
+	CHECK(price_parse("0.0162", "p", &m) == 0 && m == 16200);
+	CHECK(price_parse("12", "p", &m) == 0 && m == 12000000);
+	CHECK(price_parse("0.000001", "p", &m) == 0 && m == 1);
+	CHECK(price_parse("1000000", "p", &m) == 0 && m == 1000000000000LL);
+	const char *bad[] = { "", ".5", "-1", "0.0000001", "1e3", "0.05x", "1000001", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		CHECK(price_parse(bad[i], "--price-vcpu-hour", &m) == -EINVAL);
+		CHECK(strstr(errmsg(), "--price-vcpu-hour") != NULL);
+	}
+	struct prices p = { PRICE_VCPU_HOUR_DEFAULT, PRICE_GIB_HOUR_DEFAULT };
+	/* One vCPU-hour is the price; one GiB-hour too. */
+	CHECK(cost_cpu(&p, 3600LL * 1000000) == 54000);
+	CHECK(cost_mem(&p, 1024LL * 3600) == 16200);
+	/* 10 s of a vCPU: 54000 * 10 / 3600 = 150. 256 MiB for 10 min: 16200 / 4 / 6 = 675. */
+	CHECK(cost_cpu(&p, 10 * 1000000) == 150);
+	CHECK(cost_mem(&p, 256LL * 600) == 675);
+	/* Rounded to the nearest: 1 s is 15 micro-dollars exactly; 0.01 s 0.15 -> 0. */
+	CHECK(cost_cpu(&p, 1000000) == 15 && cost_cpu(&p, 10000) == 0 && cost_cpu(&p, 40000) == 1);
+	CHECK(cost_cpu(&p, 0) == 0 && cost_mem(&p, -5) == 0);
+	/* A year of 10,000 vCPUs does not overflow. */
+	CHECK(cost_cpu(&p, 10000LL * 365 * 86400 * 1000000) == 10000LL * 365 * 24 * 54000);
+	int64_t start, end;
+	month_bounds(1796083200000LL + 12345, &start, &end);	/* 2026-12-01T00:00:12Z */
+	CHECK(start == 1796083200000LL && end == 1798761600000LL);	/* to 2027-01-01 */
+	month_bounds(1798761600000LL - 1, &start, &end);	/* the last ms of December */
+	CHECK(start == 1796083200000LL && end == 1798761600000LL);
+	CHECK(day_start(1796083200000LL + 86400000 + 5) == 1796083200000LL + 86400000);
+	/* The free plan's credit is $5.40; the others have none. */
+	struct plans ps;
+	plans_init(&ps);
+	CHECK(plans_find(&ps, "free")->limits.credit_microdollars == 5400000);
+	CHECK(plans_find(&ps, "pro")->limits.credit_microdollars == 0);
+	CHECK(ps.prices.vcpu_hour == 54000 && ps.prices.gib_hour == 16200);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -160,6 +202,7 @@ int main(void)
 	RUN(plans_file);
 	RUN(workspace_plan_in_the_store);
 	RUN(creates_since);
+	RUN(billing_arithmetic);
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)

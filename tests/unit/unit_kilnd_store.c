@@ -1,26 +1,115 @@
-/* Unit tests for kilnd's store (src/store/store.c over the SQLite driver),
- * on a real database file in a temporary directory. */
+/* Unit tests for kilnd's store (src/store/store.c) on a real database:
+ * SQLite files in a temporary directory, or, with KILN_TEST_STORE set to a
+ * postgresql:// URL, that PostgreSQL database (tests/unit/pg.sh starts a
+ * server for them and sets KILN_TEST_PG_STOP and KILN_TEST_PG_START, the
+ * commands that stop and start it, for the outage test). */
 #include "store/store.h"
 #include "store/db.h"
+#include "store/db_url.h"
+#include "store/schema.h"
+#include "api/http.h"
 #include "api/keys.h"
 #include "common/err.h"
 #include "test.h"
 
 #include <errno.h>
-#include <sqlite3.h>
+#include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-static char dir[64], dbpath[128];
+static char dir[64], dbpath[1024];
+static const char *pg_url;	/* NULL: SQLite */
 
 static struct store *open_fresh(void)
 {
 	struct store *st = NULL;
 	CHECK(store_open(dbpath, &st) == 0);
+	if (!st)
+		printf("  store_open: %s\n", errmsg());
 	return st;
 }
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- the backend under the store, reached directly ---------------------- */
+
+static const struct db_driver *raw_drv(const char *url)
+{
+	return strncmp(url, "postgres", 8) == 0 ? &db_pg : &db_sqlite;
+}
+
+static const char *raw_target(const char *url)
+{
+	return strncmp(url, "sqlite:", 7) == 0 ? url + 7 : url;
+}
+
+/* Run a script on the database at url, outside any store. */
+static int raw_script(const char *url, const char *sql)
+{
+	struct db *db;
+	const struct db_driver *d = raw_drv(url);
+	int rc = d->open(raw_target(url), &db);
+	if (rc < 0)
+		return rc;
+	rc = d->script(db, NULL, sql);
+	if (rc < 0)
+		printf("  raw_script: %s\n", errmsg());
+	d->close(db);
+	return rc;
+}
+
+static int row_text(void *ctx, const struct dbv *c, int n)
+{
+	if (n > 0)
+		snprintf(ctx, 256, "%s", c[0].type == DBV_TEXT ? c[0].s : c[0].type == DBV_NULL ? "(null)" : "(number)");
+	return 1;
+}
+
+/* The first column of the first row of sql, as text ("" if no row). */
+static int raw_text(const char *url, const char *sql, char out[256])
+{
+	struct db *db;
+	const struct db_driver *d = raw_drv(url);
+	out[0] = 0;
+	int rc = d->open(raw_target(url), &db);
+	if (rc < 0)
+		return rc;
+	rc = d->exec(db, NULL, sql, NULL, 0, row_text, out, NULL);
+	d->close(db);
+	return rc < 0 ? rc : 0;
+}
+
+/* The URL of a fresh, empty database called name: a new SQLite file, or a
+ * database created anew on the PostgreSQL server under test. */
+static void fresh_url(const char *name, char *out, size_t cap)
+{
+	if (!pg_url) {
+		snprintf(out, cap, "sqlite:%s/%s.db", dir, name);
+		unlink(out + 7);
+		return;
+	}
+	char sql[256];
+	snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s WITH (FORCE)", name);
+	CHECK(raw_script(pg_url, sql) == 0);
+	snprintf(sql, sizeof sql, "CREATE DATABASE %s", name);
+	CHECK(raw_script(pg_url, sql) == 0);
+	/* postgresql://USER@HOST/DB?QUERY: the same with name for DB. */
+	const char *auth = strstr(pg_url, "://") + 3;
+	const char *path = auth + strcspn(auth, "/?");
+	const char *query = strchr(path, '?');
+	snprintf(out, cap, "%.*s/%s%s", (int)(path - pg_url), pg_url, name, query ? query : "");
+}
+
+/* ---- tests ------------------------------------------------------------------ */
 
 static void store_creates_schema_and_reopens(void)
 {
@@ -33,7 +122,57 @@ static void store_creates_schema_and_reopens(void)
 	CHECK(strcmp(a, b) == 0);
 	CHECK(strncmp(a, "ws_", 3) == 0);
 	store_close(st);
-	CHECK(store_open("postgres://x", &st) == -ENOTSUP);
+	char v[256];
+	CHECK(raw_text(dbpath, "SELECT value FROM meta WHERE key = 'schema_version'", v) == 0 &&
+	      atoi(v) == schema_version);
+	CHECK(schema_migrations[schema_nmigrations - 1].to == schema_version);
+}
+
+static void bare_path_is_sqlite(void)
+{
+	char path[128], ws[ID_MAX];
+	snprintf(path, sizeof path, "%s/bare.db", dir);
+	struct store *st = NULL;
+	CHECK(store_open(path, &st) == 0 && store_workspace_ensure(st, "bare", ws) == 0);
+	store_close(st);
+	CHECK(access(path, F_OK) == 0);
+}
+
+/* Bad store URLs fail at open, naming the problem, never the password. */
+static void store_urls_fail_clearly(void)
+{
+	struct store *st = NULL;
+	CHECK(store_open("postgres:/nothing", &st) == -EINVAL && strstr(errmsg(), "postgresql://"));
+	CHECK(store_open("postgresql://kiln@localhost/db?pool=0", &st) == -EINVAL &&
+	      strstr(errmsg(), "pool=0"));
+	CHECK(store_open("postgresql://kiln@localhost/db?pool=65", &st) == -EINVAL);
+	CHECK(store_open("postgresql://kiln@localhost/db?pool=4x", &st) == -EINVAL);
+	/* Nothing listens on port 1 of loopback. */
+	int rc = store_open("postgresql://kiln:s3cr%40t@127.0.0.1:1/kiln?pool=2&connect_timeout=3", &st);
+	CHECK(rc == -EAGAIN);
+	CHECK(strstr(errmsg(), "store: postgresql://kiln:***@127.0.0.1:1/kiln"));
+	CHECK(strstr(errmsg(), "database unavailable") && strstr(errmsg(), "refused"));
+	CHECK(!strstr(errmsg(), "s3cr"));
+	rc = store_open("postgres://u@127.0.0.1:1/k?password=hunter2", &st);
+	CHECK(rc == -EAGAIN && !strstr(errmsg(), "hunter2") && strstr(errmsg(), "password=***"));
+	/* libpq's own complaint about a bad URL, the password scrubbed from it. */
+	rc = store_open("postgresql://u:pw%zzsecret@127.0.0.1:1/k", &st);
+	CHECK(rc < 0 && !strstr(errmsg(), "zzsecret"));
+	char out[128];
+	db_url_redact("postgresql://a:b@h/d?x=1&password=p&y=2", out, sizeof out);
+	CHECK(!strcmp(out, "postgresql://a:***@h/d?x=1&password=***&y=2"));
+	db_url_redact("postgresql://h/d", out, sizeof out);
+	CHECK(!strcmp(out, "postgresql://h/d"));
+	char *ci = NULL;
+	int pool = 0;
+	CHECK(db_url_take_pool("postgresql://h/d?a=1&pool=8&b=2", &ci, &pool) == 0 && pool == 8 &&
+	      !strcmp(ci, "postgresql://h/d?a=1&b=2"));
+	free(ci);
+	CHECK(db_url_take_pool("postgresql://h/d?pool=3", &ci, &pool) == 0 && pool == 3 &&
+	      !strcmp(ci, "postgresql://h/d"));
+	free(ci);
+	CHECK(db_url_take_pool("postgresql://h/d", &ci, &pool) == 0 && pool == DB_POOL_DEFAULT);
+	free(ci);
 }
 
 static void keys_are_stored_hashed_and_revocable(void)
@@ -46,23 +185,110 @@ static void keys_are_stored_hashed_and_revocable(void)
 	key_hash(key, strlen(key), hash);
 	key_shown(key, shown);
 	CHECK(strlen(hash) == 64 && strncmp(shown, "kiln_", 5) == 0 && strlen(shown) == KEY_SHOWN_LEN);
-	CHECK(store_key_add(st, ws, "ci", hash, shown, kid) == 0);
-	char found[ID_MAX] = "";
-	CHECK(store_key_lookup(st, hash, found) == 0 && strcmp(found, ws) == 0);
-	/* The key itself is nowhere in the database file. */
-	FILE *f = fopen(dbpath, "rb");
-	char *blob = calloc(1, 1 << 22);
-	size_t n = f ? fread(blob, 1, (1 << 22) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	CHECK(n > 0 && !memmem(blob, n, key, strlen(key)));
-	free(blob);
+	CHECK(store_key_add(st, ws, "ci", hash, shown, KEY_FULL, 0, kid) == 0);
+	struct key_auth who;
+	CHECK(store_key_lookup(st, hash, &who) == 0 && strcmp(who.workspace, ws) == 0);
+	CHECK(!strcmp(who.id, kid) && !strcmp(who.prefix, shown) && who.scope == KEY_FULL &&
+	      who.last_used_ms == 0);
+	/* The key itself is nowhere in the database: not in the SQLite file,
+	 * not in any column of api_keys on PostgreSQL. */
+	if (!pg_url) {
+		FILE *f = fopen(dbpath + 7, "rb");
+		char *blob = calloc(1, 1 << 22);
+		size_t n = f ? fread(blob, 1, (1 << 22) - 1, f) : 0;
+		if (f)
+			fclose(f);
+		CHECK(n > 0 && !memmem(blob, n, key, strlen(key)));
+		free(blob);
+	} else {
+		char sql[256], found[256];
+		snprintf(sql, sizeof sql, "SELECT id FROM api_keys WHERE position('%s' in "
+			 "id || workspace_id || name || hash || prefix) > 0", key + 5);
+		CHECK(raw_text(dbpath, sql, found) == 0 && found[0] == 0);
+		snprintf(sql, sizeof sql, "SELECT id FROM api_keys WHERE hash = '%s'", hash);
+		CHECK(raw_text(dbpath, sql, found) == 0 && !strcmp(found, kid));
+	}
 	char other[KEY_HASH_LEN];
 	key_hash("kiln_nope", 9, other);
-	CHECK(store_key_lookup(st, other, found) == -ENOENT);
+	CHECK(store_key_lookup(st, other, &who) == -ENOENT);
 	CHECK(store_key_revoke(st, kid) == 0);
-	CHECK(store_key_lookup(st, hash, found) == -ENOENT);
+	CHECK(store_key_lookup(st, hash, &who) == -ENOENT);
 	CHECK(store_key_revoke(st, kid) == -ENOENT);
+	store_close(st);
+}
+
+static int find_key(void *ctx, const struct key_row *k)
+{
+	struct key_row *want = ctx;
+	if (!strcmp(k->id, want->id))
+		*want = *k;
+	return 0;
+}
+
+/* Scopes, expiry and the use recorded to the minute. */
+static void key_scope_expiry_use(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX], rid[ID_MAX], eid[ID_MAX], rh[KEY_HASH_LEN], eh[KEY_HASH_LEN];
+	CHECK(store_workspace_ensure(st, "scopes", ws) == 0);
+	key_hash("kiln_read", 9, rh);
+	key_hash("kiln_expired", 12, eh);
+	CHECK(store_key_add(st, ws, "ro", rh, "kiln_read", KEY_READ, wall_ms() + 3600 * 1000, rid) == 0);
+	CHECK(store_key_add(st, ws, "old", eh, "kiln_expi", KEY_FULL, wall_ms() - 1, eid) == 0);
+	struct key_auth who;
+	CHECK(store_key_lookup(st, rh, &who) == 0 && who.scope == KEY_READ);
+	CHECK(store_key_lookup(st, eh, &who) == -ENOENT);	/* expired as revoked */
+	enum key_scope sc;
+	CHECK(key_scope_parse("read", &sc) == 0 && sc == KEY_READ);
+	CHECK(key_scope_parse("admin", &sc) == -EINVAL);
+	/* Touched once a minute at most. */
+	int64_t t0 = wall_ms();
+	CHECK(store_key_touch(st, rid, t0) == 0);
+	CHECK(store_key_touch(st, rid, t0 + 30000) == 0);
+	struct key_row k = { 0 };
+	snprintf(k.id, sizeof k.id, "%s", rid);
+	CHECK(store_key_each(st, find_key, &k) == 0 && k.last_used_ms == t0 && k.scope == KEY_READ &&
+	      k.expires_ms > t0);
+	CHECK(store_key_touch(st, rid, t0 + 61000) == 0);
+	CHECK(store_key_each(st, find_key, &k) == 0 && k.last_used_ms == t0 + 61000);
+	store_close(st);
+}
+
+static int collect_audit(void *ctx, const struct audit_row *a)
+{
+	struct audit_row *out = ctx;
+	int i = 0;
+	while (out[i].id[0])
+		i++;
+	if (i < 3)
+		out[i] = *a;
+	return 0;
+}
+
+/* The audit log: per workspace, newest first, limited. */
+static void audit_log(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "audit-a", a) == 0);
+	CHECK(store_workspace_ensure(st, "audit-b", b) == 0);
+	for (int i = 0; i < 3; i++) {
+		struct audit_row r = { .status = 200 + i, .created_ms = 1000 + i };
+		snprintf(r.workspace, sizeof r.workspace, "%s", i == 1 ? b : a);
+		snprintf(r.key_id, sizeof r.key_id, "key_%d", i);
+		snprintf(r.key_prefix, sizeof r.key_prefix, "kiln_%d", i);
+		snprintf(r.method, sizeof r.method, "POST");
+		snprintf(r.route, sizeof r.route, "/v1/sandboxes/{id}/exec");
+		snprintf(r.target, sizeof r.target, i ? "sbx_%d" : "", i);
+		CHECK(store_audit_add(st, &r) == 0 && !strncmp(r.id, "aud_", 4));
+	}
+	struct audit_row got[4] = { 0 };
+	CHECK(store_audit_each(st, a, 10, collect_audit, got) == 0);
+	CHECK(got[0].status == 202 && got[1].status == 200 && !got[2].id[0]);
+	CHECK(!strcmp(got[0].target, "sbx_2") && got[1].target[0] == 0 && got[0].created_ms == 1002);
+	CHECK(!strcmp(got[0].key_prefix, "kiln_2") && !strcmp(got[0].method, "POST"));
+	memset(got, 0, sizeof got);
+	CHECK(store_audit_each(st, a, 1, collect_audit, got) == 0 && got[0].status == 202 && !got[1].id[0]);
 	store_close(st);
 }
 
@@ -134,37 +360,50 @@ static int count_live(void *ctx, struct sbx_row *r)
 	return 0;
 }
 
-/* A database of schema version 1 (no network columns) gains them. */
+/* Version 1's shape: no network columns, no ended, one TTL rule. */
+static const char v1_schema[] =
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); "
+	"INSERT INTO meta VALUES ('schema_version', '1'); "
+	"CREATE TABLE sandboxes (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, template TEXT NOT NULL, "
+	"state TEXT NOT NULL, parent_id TEXT, snapshot_id TEXT, vcpus BIGINT NOT NULL, "
+	"memory_mib BIGINT NOT NULL, ttl_seconds BIGINT NOT NULL, metadata TEXT, env TEXT, disks TEXT, "
+	"created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, deleted_ms BIGINT, active_ms BIGINT NOT NULL, "
+	"ready_ms DOUBLE PRECISION, vmm_pid BIGINT, vmm_start BIGINT, cpu_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, "
+	"cpu_base DOUBLE PRECISION NOT NULL DEFAULT 0, mem_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, "
+	"running_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, rss_bytes BIGINT NOT NULL DEFAULT 0, error TEXT); "
+	"INSERT INTO sandboxes (id, workspace_id, template, state, vcpus, memory_mib, ttl_seconds, created_ms, "
+	"updated_ms, active_ms) VALUES ('sbx_old', 'ws_x', 'base', 'running', 1, 256, 0, 1, 1, 1); "
+	"INSERT INTO sandboxes (id, workspace_id, template, state, vcpus, memory_mib, ttl_seconds, created_ms, "
+	"updated_ms, active_ms, deleted_ms) VALUES ('sbx_gone', 'ws_x', 'base', 'deleted', 1, 256, 0, 1, 1, 1, 2); "
+	/* Keys before version 5: no scope, expiry or last use. */
+	"CREATE TABLE workspaces (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, created_ms BIGINT NOT NULL); "
+	"INSERT INTO workspaces VALUES ('ws_x', 'old', 1); "
+	"CREATE TABLE api_keys (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces(id), "
+	"name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL, created_ms BIGINT NOT NULL, "
+	"revoked_ms BIGINT); "
+	"INSERT INTO api_keys VALUES ('key_old', 'ws_x', 'old', 'oldhash', 'kiln_old', 1, NULL);";
+
+/* A database of schema version 1 gains every later column, on both
+ * backends, with the same migration text. */
 static void schema_v1_is_migrated(void)
 {
-	char path[128];
-	snprintf(path, sizeof path, "%s/v1.db", dir);
-	static const char v1[] = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); "
-		 "INSERT INTO meta VALUES ('schema_version', '1'); "
-		 "CREATE TABLE sandboxes (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, template TEXT NOT NULL, "
-		 "state TEXT NOT NULL, parent_id TEXT, snapshot_id TEXT, vcpus BIGINT NOT NULL, "
-		 "memory_mib BIGINT NOT NULL, ttl_seconds BIGINT NOT NULL, metadata TEXT, env TEXT, disks TEXT, "
-		 "created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL, deleted_ms BIGINT, active_ms BIGINT NOT NULL, "
-		 "ready_ms DOUBLE PRECISION, vmm_pid BIGINT, vmm_start BIGINT, cpu_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, "
-		 "cpu_base DOUBLE PRECISION NOT NULL DEFAULT 0, mem_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, "
-		 "running_seconds DOUBLE PRECISION NOT NULL DEFAULT 0, rss_bytes BIGINT NOT NULL DEFAULT 0, error TEXT); "
-		 "INSERT INTO sandboxes (id, workspace_id, template, state, vcpus, memory_mib, ttl_seconds, created_ms, "
-		 "updated_ms, active_ms) VALUES ('sbx_old', 'ws_x', 'base', 'running', 1, 256, 0, 1, 1, 1);";
-	sqlite3 *db = NULL;
-	CHECK(sqlite3_open(path, &db) == SQLITE_OK && sqlite3_exec(db, v1, NULL, NULL, NULL) == SQLITE_OK);
-	sqlite3_close(db);
+	char url[1024], v[256];
+	fresh_url("kiln_v1", url, sizeof url);
+	CHECK(raw_script(url, v1_schema) == 0);
 	struct store *st = NULL;
-	CHECK(store_open(path, &st) == 0);
+	CHECK(store_open(url, &st) == 0);
 	struct sbx_row r;
 	CHECK(st && store_sandbox_load(st, "sbx_old", &r) == 0);
 	CHECK(r.net_slot == 0 && r.net_policy == NULL);
 	r.net_slot = 3;
 	CHECK(store_sandbox_save(st, &r) == 0);
 	sbx_row_clear(&r);
+	/* Version 3: rows deleted before it read as "deleted". */
+	CHECK(store_sandbox_load(st, "sbx_gone", &r) == 0 && !strcmp(r.ended, "deleted"));
+	sbx_row_clear(&r);
 	store_close(st);
-	CHECK(store_open(path, &st) == 0);	/* once migrated, opened as version 3 */
+	CHECK(store_open(url, &st) == 0);	/* once migrated, opened as is */
 	CHECK(st && store_sandbox_load(st, "sbx_old", &r) == 0 && r.net_slot == 3);
-	/* Version 3: why a sandbox ended is kept with its record. */
 	CHECK(r.ended[0] == 0);
 	r.state = SBX_DELETED;
 	snprintf(r.ended, sizeof r.ended, "ttl");
@@ -180,18 +419,97 @@ static void schema_v1_is_migrated(void)
 	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.ttl_absolute && r.idle_hibernate &&
 	      r.retention_seconds == 86400);
 	sbx_row_clear(&r);
+	/* Version 5: an older key is a full one that never expires. */
+	struct key_auth who;
+	CHECK(store_key_lookup(st, "oldhash", &who) == 0 && !strcmp(who.id, "key_old") &&
+	      who.scope == KEY_FULL && who.last_used_ms == 0);
+	CHECK(store_key_touch(st, "key_old", 5000) == 0);
+	CHECK(store_key_lookup(st, "oldhash", &who) == 0 && who.last_used_ms == 5000);
+	/* Version 7: an older workspace is live and not suspended. */
+	struct workspace_row wr;
+	CHECK(who.suspended == false && !strcmp(who.workspace_name, "old"));
+	CHECK(store_workspace_find(st, "old", &wr) == 0 && !strcmp(wr.id, "ws_x") && !wr.suspended);
+	/* The tables version 1 lacked were made too. */
+	char ws[ID_MAX];
+	struct operator_row orow;
+	CHECK(store_operator_lookup(st, "nohash", &orow) == -ENOENT);
+	struct audit_row ar = { .status = 201 };
+	snprintf(ar.workspace, sizeof ar.workspace, "ws_x");
+	CHECK(store_audit_add(st, &ar) == 0);
+	CHECK(store_workspace_ensure(st, "after-v1", ws) == 0);
 	store_close(st);
-	sqlite3 *check = NULL;
-	char *version = NULL;
-	CHECK(sqlite3_open(path, &check) == SQLITE_OK);
-	sqlite3_stmt *q = NULL;
-	if (sqlite3_prepare_v2(check, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) ==
-	    SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
-		version = strdup((const char *)sqlite3_column_text(q, 0));
-	sqlite3_finalize(q);
-	sqlite3_close(check);
-	CHECK(version && !strcmp(version, "4"));
-	free(version);
+	CHECK(raw_text(url, "SELECT value FROM meta WHERE key = 'schema_version'", v) == 0 &&
+	      atoi(v) == schema_version);
+	/* A database newer than this kilnd is refused, untouched. */
+	CHECK(raw_script(url, "UPDATE meta SET value = '99' WHERE key = 'schema_version'") == 0);
+	CHECK(store_open(url, &st) == -EPROTO && strstr(errmsg(), "newer than this kilnd"));
+}
+
+/* Several stores opening one fresh (then one version-1) database at once,
+ * as replicas starting together do: all succeed, the schema is made and
+ * migrated once, and the version is this kilnd's. */
+#define RACERS 6
+static char race_url[1024];
+static pthread_barrier_t race_start;
+
+static void *open_racer(void *arg)
+{
+	(void)arg;
+	struct store *st = NULL;
+	pthread_barrier_wait(&race_start);
+	int rc = store_open(race_url, &st);
+	if (rc < 0)
+		printf("  racer: %s\n", errmsg());
+	char ws[ID_MAX];
+	if (rc == 0)
+		rc = store_workspace_ensure(st, "race", ws);
+	store_close(st);
+	return rc < 0 ? (void *)1 : NULL;
+}
+
+static int race_opens(void)
+{
+	pthread_t t[RACERS];
+	int bad = 0;
+	pthread_barrier_init(&race_start, NULL, RACERS);
+	for (int i = 0; i < RACERS; i++)
+		pthread_create(&t[i], NULL, open_racer, NULL);
+	for (int i = 0; i < RACERS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		bad += ret != NULL;
+	}
+	pthread_barrier_destroy(&race_start);
+	return bad;
+}
+
+static void concurrent_opens_migrate_once(void)
+{
+	char v[256];
+	for (int round = 0; round < 3; round++) {
+		fresh_url("kiln_race", race_url, sizeof race_url);
+		CHECK(race_opens() == 0);
+		CHECK(raw_text(race_url, "SELECT value FROM meta WHERE key = 'schema_version'", v) == 0 &&
+		      atoi(v) == schema_version);
+		CHECK(raw_text(race_url, "SELECT name FROM workspaces", v) == 0 && !strcmp(v, "race"));
+	}
+	fresh_url("kiln_race", race_url, sizeof race_url);
+	CHECK(raw_script(race_url, v1_schema) == 0);
+	CHECK(race_opens() == 0);
+	CHECK(raw_text(race_url, "SELECT value FROM meta WHERE key = 'schema_version'", v) == 0 &&
+	      atoi(v) == schema_version);
+	CHECK(raw_text(race_url, "SELECT ended FROM sandboxes WHERE id = 'sbx_gone'", v) == 0 &&
+	      !strcmp(v, "deleted"));
+}
+
+/* A running sandbox's record in workspace ws, template minimal, not saved. */
+static void new_sbx(struct sbx_row *r, const char *ws)
+{
+	memset(r, 0, sizeof *r);
+	make_id(r->id, "sbx_");
+	snprintf(r->workspace, sizeof r->workspace, "%s", ws);
+	snprintf(r->template, sizeof r->template, "minimal");
+	r->state = SBX_RUNNING;
 }
 
 static void usage_sums_per_workspace(void)
@@ -200,10 +518,8 @@ static void usage_sums_per_workspace(void)
 	char a[ID_MAX], b[ID_MAX];
 	CHECK(store_workspace_ensure(st, "usage-a", a) == 0 && store_workspace_ensure(st, "usage-b", b) == 0);
 	for (int i = 0; i < 3; i++) {
-		struct sbx_row r = { 0 };
-		make_id(r.id, "sbx_");
-		snprintf(r.workspace, sizeof r.workspace, "%s", i < 2 ? a : b);
-		snprintf(r.template, sizeof r.template, "minimal");
+		struct sbx_row r;
+		new_sbx(&r, i < 2 ? a : b);
 		r.state = i == 0 ? SBX_DELETED : SBX_RUNNING;
 		r.cpu_seconds = 1.5 * (i + 1);
 		r.mem_mib_seconds = 100;
@@ -221,19 +537,192 @@ static void usage_sums_per_workspace(void)
 	store_close(st);
 }
 
+/* Metered hours add up per sandbox and hour, stay in their workspace, and
+ * come back by hour (summed or per sandbox) within a range; the billed
+ * columns of a sandbox round-trip and sum. */
+static int collect_hour(void *ctx, const struct usage_hour *u)
+{
+	struct usage_hour *out = ctx;
+	for (int i = 0; i < 8; i++)
+		if (!out[i].hour_ms) {
+			out[i] = *u;
+			return 0;
+		}
+	return 0;
+}
+
+static void usage_hours_add_up(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "hours-a", a) == 0 && store_workspace_ensure(st, "hours-b", b) == 0);
+	const int64_t h0 = 1796169600000LL, h1 = h0 + 3600000, h2 = h1 + 3600000;
+	struct usage_hour u = { .hour_ms = h0, .cpu_us = 1000000, .mem_mib_s = 100, .run_ms = 5000 };
+	snprintf(u.workspace, sizeof u.workspace, "%s", a);
+	snprintf(u.sandbox, sizeof u.sandbox, "sbx_one");
+	CHECK(store_usage_add(st, &u) == 0 && store_usage_add(st, &u) == 0);	/* the same hour: adds */
+	u.hour_ms = h1;
+	CHECK(store_usage_add(st, &u) == 0);
+	snprintf(u.sandbox, sizeof u.sandbox, "sbx_two");
+	u.cpu_us = 3;
+	CHECK(store_usage_add(st, &u) == 0);
+	snprintf(u.workspace, sizeof u.workspace, "%s", b);
+	snprintf(u.sandbox, sizeof u.sandbox, "sbx_other");
+	u.hour_ms = h0;
+	CHECK(store_usage_add(st, &u) == 0);
+	struct usage_hour got[8] = { 0 };
+	CHECK(store_usage_hours(st, a, NULL, h0, h2, false, collect_hour, got) == 0);
+	CHECK(got[0].hour_ms == h0 && got[0].cpu_us == 2000000 && got[0].mem_mib_s == 200 && got[0].run_ms == 10000);
+	CHECK(got[1].hour_ms == h1 && got[1].cpu_us == 1000003 && got[1].mem_mib_s == 200);
+	CHECK(got[2].hour_ms == 0);	/* workspace b's hour is not a's */
+	memset(got, 0, sizeof got);
+	CHECK(store_usage_hours(st, a, NULL, h0, h2, true, collect_hour, got) == 0);
+	CHECK(got[0].hour_ms == h0 && !strcmp(got[0].sandbox, "sbx_one") && got[1].hour_ms == h1 &&
+	      !strcmp(got[1].sandbox, "sbx_one") && !strcmp(got[2].sandbox, "sbx_two") && got[2].cpu_us == 3);
+	memset(got, 0, sizeof got);
+	CHECK(store_usage_hours(st, a, "sbx_two", h0, h2, false, collect_hour, got) == 0);
+	CHECK(got[0].hour_ms == h1 && got[0].cpu_us == 3 && got[1].hour_ms == 0);
+	memset(got, 0, sizeof got);
+	CHECK(store_usage_hours(st, a, NULL, h1, h2, false, collect_hour, got) == 0);	/* from h1 */
+	CHECK(got[0].hour_ms == h1 && got[1].hour_ms == 0);
+	/* The billed columns of a sandbox record. */
+	struct sbx_row r, back;
+	new_sbx(&r, a);
+	r.cpu_seconds = 12.5, r.active_cpu_seconds = 10.25, r.active_base = 4, r.pss_mib_seconds = 2048;
+	r.pss_bytes = 123456789;
+	CHECK(store_sandbox_save(st, &r) == 0 && store_sandbox_load(st, r.id, &back) == 0);
+	CHECK(back.active_cpu_seconds == 10.25 && back.active_base == 4 && back.pss_mib_seconds == 2048 &&
+	      back.pss_bytes == 123456789);
+	sbx_row_clear(&back);
+	struct usage s;
+	CHECK(store_usage_sum(st, a, &s) == 0 && s.active_cpu_seconds == 10.25 && s.pss_mib_seconds == 2048);
+	store_close(st);
+}
+
+/* A closed month's statement is written once: a second insert for the
+ * same workspace and month changes nothing (ON CONFLICT DO NOTHING), and
+ * threads racing to close one month all read back the one that landed.
+ * Listed newest first, per workspace; the first metered hour. */
+static int collect_month(void *ctx, const struct statement_row *s)
+{
+	char (*months)[8] = ctx;
+	for (int i = 0; i < 4; i++)
+		if (!months[i][0]) {
+			snprintf(months[i], 8, "%s", s->month);
+			return 0;
+		}
+	return 0;
+}
+
+#define CLOSERS 6
+static struct store *closers_store;
+static char closers_ws[ID_MAX];
+
+static void *closer(void *arg)
+{
+	struct statement_row s = { .cost = 1000 + (intptr_t)arg, .closed_ms = 1 };
+	snprintf(s.workspace, sizeof s.workspace, "%s", closers_ws);
+	snprintf(s.month, sizeof s.month, "2026-09");
+	snprintf(s.plan, sizeof s.plan, "free");
+	struct statement_row back;
+	if (store_statement_insert(closers_store, &s, NULL) < 0 ||
+	    store_statement_load(closers_store, closers_ws, "2026-09", &back) < 0)
+		return (void *)(intptr_t)-1;
+	return (void *)(intptr_t)back.cost;
+}
+
+static void statements_are_written_once(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "stmt-a", a) == 0 && store_workspace_ensure(st, "stmt-b", b) == 0);
+	int64_t first = 0;
+	CHECK(store_usage_first_hour(st, a, &first) == -ENOENT);
+	struct usage_hour u = { .hour_ms = 1796169600000LL, .cpu_us = 5 };
+	snprintf(u.workspace, sizeof u.workspace, "%s", a);
+	snprintf(u.sandbox, sizeof u.sandbox, "sbx_first");
+	CHECK(store_usage_add(st, &u) == 0);
+	u.hour_ms += 7200000;
+	CHECK(store_usage_add(st, &u) == 0);
+	CHECK(store_usage_first_hour(st, a, &first) == 0 && first == 1796169600000LL);
+	CHECK(store_usage_first_hour(st, b, &first) == -ENOENT);
+
+	struct statement_row s = { .cpu_us = 3600000000LL, .mem_mib_s = 3686400, .run_ms = 7200000,
+				   .vcpu_hour = 54000, .gib_hour = 16200, .cpu = 54000, .mem = 16200,
+				   .cost = 70200, .credit = 5400000, .credit_applied = 70200, .amount_due = 0,
+				   .closed_ms = 1796169600123LL };
+	snprintf(s.workspace, sizeof s.workspace, "%s", a);
+	snprintf(s.month, sizeof s.month, "2026-11");
+	snprintf(s.plan, sizeof s.plan, "free");
+	bool inserted = false;
+	struct statement_row back;
+	CHECK(store_statement_load(st, a, "2026-11", &back) == -ENOENT);
+	CHECK(store_statement_insert(st, &s, &inserted) == 0 && inserted);
+	CHECK(store_statement_load(st, a, "2026-11", &back) == 0);
+	CHECK((!strcmp(back.workspace, a) && !strcmp(back.month, "2026-11") &&
+	      back.cpu_us == s.cpu_us && back.mem_mib_s == s.mem_mib_s && back.run_ms == s.run_ms &&
+	      back.vcpu_hour == 54000 && back.gib_hour == 16200 && back.cpu == 54000 && back.mem == 16200 &&
+	      back.cost == 70200 && !strcmp(back.plan, "free") && back.credit == 5400000 &&
+	      back.credit_applied == 70200 && back.amount_due == 0 && back.closed_ms == s.closed_ms));
+	/* A second close of the month, with other figures, changes nothing. */
+	struct statement_row later = s;
+	later.cost = 999, later.vcpu_hour = 1, later.closed_ms = s.closed_ms + 1;
+	CHECK(store_statement_insert(st, &later, &inserted) == 0 && !inserted);
+	CHECK(store_statement_load(st, a, "2026-11", &back) == 0 && back.cost == 70200 && back.vcpu_hour == 54000 &&
+	      back.closed_ms == s.closed_ms);
+	/* Other months, and another workspace's. */
+	snprintf(s.month, sizeof s.month, "2025-12");
+	CHECK(store_statement_insert(st, &s, NULL) == 0);
+	snprintf(s.month, sizeof s.month, "2026-02");
+	CHECK(store_statement_insert(st, &s, NULL) == 0);
+	snprintf(s.workspace, sizeof s.workspace, "%s", b);
+	snprintf(s.month, sizeof s.month, "2026-10");
+	CHECK(store_statement_insert(st, &s, NULL) == 0);
+	CHECK(store_statement_load(st, b, "2026-11", &back) == -ENOENT);
+	char months[4][8] = { { 0 } };
+	CHECK(store_statement_each(st, a, collect_month, months) == 0);
+	CHECK(!strcmp(months[0], "2026-11") && !strcmp(months[1], "2026-02") && !strcmp(months[2], "2025-12") &&
+	      !months[3][0]);
+
+	/* Closers racing on one month all answer the same row. */
+	closers_store = st;
+	snprintf(closers_ws, sizeof closers_ws, "%s", a);
+	pthread_t t[CLOSERS];
+	for (int i = 0; i < CLOSERS; i++)
+		pthread_create(&t[i], NULL, closer, (void *)(intptr_t)i);
+	intptr_t got[CLOSERS];
+	for (int i = 0; i < CLOSERS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		got[i] = (intptr_t)ret;
+	}
+	int same = 1;
+	for (int i = 0; i < CLOSERS; i++)
+		same &= got[i] == got[0];
+	CHECK(same && got[0] >= 1000 && got[0] < 1000 + CLOSERS);
+	store_close(st);
+}
+
+/* A snapshot record of sandbox in workspace ws, not saved yet. */
+static void new_snap(struct snap_row *s, const char *ws, const char *sandbox)
+{
+	memset(s, 0, sizeof *s);
+	make_id(s->id, "snap_");
+	snprintf(s->workspace, sizeof s->workspace, "%s", ws);
+	snprintf(s->sandbox, sizeof s->sandbox, "%s", sandbox);
+	snprintf(s->template, sizeof s->template, "base");
+	s->vcpus = 1;
+	s->memory_mib = 256;
+	s->created_ms = wall_ms();
+}
+
 static void snapshots_are_per_workspace(void)
 {
 	struct store *st = open_fresh();
 	char a[ID_MAX], b[ID_MAX];
 	CHECK(store_workspace_ensure(st, "snap-a", a) == 0 && store_workspace_ensure(st, "snap-b", b) == 0);
-	struct snap_row s = { 0 };
-	make_id(s.id, "snap_");
-	snprintf(s.workspace, sizeof s.workspace, "%s", a);
-	snprintf(s.sandbox, sizeof s.sandbox, "sbx_x");
-	snprintf(s.template, sizeof s.template, "base");
-	s.vcpus = 1;
-	s.memory_mib = 256;
-	s.created_ms = wall_ms();
+	struct snap_row s;
+	new_snap(&s, a, "sbx_x");
 	s.disks = strdup("{\"top\":\"/d\"}");
 	CHECK(store_snapshot_save(st, &s) == 0);
 	struct snap_row back;
@@ -244,6 +733,14 @@ static void snapshots_are_per_workspace(void)
 	CHECK(store_snapshot_save(st, &s) == 0);
 	CHECK(store_snapshot_load(st, s.id, a, &back) == -ENOENT);	/* deleted */
 	snap_row_clear(&s);
+	/* store_snapshot_delete: only the owner's, only once. */
+	new_snap(&s, a, "sbx_y");
+	CHECK(store_snapshot_save(st, &s) == 0);
+	CHECK(store_snapshot_delete(st, s.id, b) == -ENOENT);	/* not b's */
+	CHECK(store_snapshot_delete(st, s.id, a) == 0);
+	CHECK(store_snapshot_delete(st, s.id, a) == -ENOENT);	/* once */
+	CHECK(store_snapshot_delete(st, "snap_none", NULL) == -ENOENT);
+	CHECK(store_snapshot_load(st, s.id, NULL, &back) == -ENOENT);
 	store_close(st);
 }
 
@@ -289,11 +786,8 @@ static void *writer(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 50; i++) {
-		struct sbx_row r = { 0 };
-		make_id(r.id, "sbx_");
-		snprintf(r.workspace, sizeof r.workspace, "%s", shared_ws);
-		snprintf(r.template, sizeof r.template, "minimal");
-		r.state = SBX_RUNNING;
+		struct sbx_row r;
+		new_sbx(&r, shared_ws);
 		r.cpu_seconds = 1;
 		if (store_sandbox_save(shared, &r) < 0)
 			return (void *)1;
@@ -327,24 +821,417 @@ static void ids_are_distinct(void)
 	CHECK(make_id(a, "a_prefix_that_is_far_too_long_for_an_id_") < 0);
 }
 
+/* Every parameter type through the driver and back, with the values at
+ * the edges: what the store's statements rely on. */
+struct typed {
+	struct dbv v[8];
+	char text[3][256];
+	int n;
+};
+
+static int row_typed(void *ctx, const struct dbv *c, int n)
+{
+	struct typed *t = ctx;
+	t->n = n;
+	for (int i = 0; i < n && i < 8; i++) {
+		t->v[i] = c[i];
+		if (c[i].type == DBV_TEXT && i < 3)
+			snprintf(t->text[i], sizeof t->text[i], "%s", c[i].s);
+	}
+	return 0;
+}
+
+static void params_of_each_type(void)
+{
+	struct db *db;
+	const struct db_driver *d = raw_drv(dbpath);
+	CHECK(d->open(raw_target(dbpath), &db) == 0);
+	const char *odd = "it's \"quoted\" \\ 100% _x_ ünïcødé ∑ $1";
+	struct dbv p[] = { DBV_S(odd), DBV_S(""), DBV_I(INT64_MAX), DBV_I(INT64_MIN), DBV_D(-1.5e300),
+			   DBV_S(NULL), DBV_D(0.1) };
+	struct typed t = { 0 };
+	CHECK(d->exec(db, NULL, "SELECT $1, $2, $3, $4, $5, $6, $7", p, 7, row_typed, &t, NULL) == 0);
+	CHECK(t.n == 7);
+	CHECK(t.v[0].type == DBV_TEXT && !strcmp(t.text[0], odd));
+	CHECK(t.v[1].type == DBV_TEXT && !strcmp(t.text[1], ""));
+	CHECK(t.v[2].type == DBV_INT && t.v[2].i == INT64_MAX);
+	CHECK(t.v[3].type == DBV_INT && t.v[3].i == INT64_MIN);
+	CHECK(t.v[4].type == DBV_REAL && t.v[4].d == -1.5e300);
+	CHECK(t.v[5].type == DBV_NULL);
+	CHECK(t.v[6].type == DBV_REAL && t.v[6].d == 0.1);
+	/* Integers compare with BIGINT columns, text with TEXT ones; a NULL
+	 * parameter takes its column's type; LIKE with its escapes and ||
+	 * concatenation mean the same on both. */
+	CHECK(d->script(db, NULL, "CREATE TABLE t (k TEXT PRIMARY KEY, n BIGINT, x DOUBLE PRECISION)") == 0);
+	struct dbv ins[] = { DBV_S("a_1%"), DBV_I(5), DBV_S(NULL) };
+	int64_t changes = -1;
+	CHECK(d->exec(db, NULL, "INSERT INTO t (k, n, x) VALUES ($1, $2, $3)", ins, 3, NULL, NULL, &changes) == 0 &&
+	      changes == 1);
+	struct dbv up[] = { DBV_S("a_1%"), DBV_I(7), DBV_D(2.5) };
+	CHECK(d->exec(db, NULL, "INSERT INTO t (k, n, x) VALUES ($1, $2, $3) ON CONFLICT (k) DO UPDATE SET "
+		      "n = excluded.n + t.n, x = excluded.x", up, 3, NULL, NULL, &changes) == 0 && changes == 1);
+	/* Numbered in order of first use (db.h: SQLite binds by that order). */
+	struct dbv q[] = { DBV_S("-"), DBV_I(12), DBV_S("a\\_1\\%") };
+	memset(&t, 0, sizeof t);
+	CHECK(d->exec(db, NULL, "SELECT k || $1 || k, n, x, n >= $2 FROM t WHERE n = $2 AND k LIKE $3 ESCAPE '\\'",
+		      q, 3, row_typed, &t, NULL) == 0);
+	CHECK(t.n == 4 && !strcmp(t.text[0], "a_1%-a_1%") && t.v[1].type == DBV_INT && t.v[1].i == 12 &&
+	      t.v[2].type == DBV_REAL && t.v[2].d == 2.5 && dbv_int(&t.v[3]) == 1);
+	struct dbv none[] = { DBV_I(13) };
+	t.n = -1;
+	CHECK(d->exec(db, NULL, "SELECT k FROM t WHERE n = $1", none, 1, row_typed, &t, NULL) == 0 && t.n == -1);
+	CHECK(d->exec(db, NULL, "UPDATE t SET x = NULL WHERE n = $1", none, 1, NULL, NULL, &changes) == 0 &&
+	      changes == 0);
+	/* Bad SQL and wrong parameter counts are errors, not crashes. */
+	CHECK(d->exec(db, NULL, "SELEC nonsense", NULL, 0, NULL, NULL, NULL) == -EIO);
+	CHECK(d->exec(db, NULL, "SELECT $1, $2", q, 1, NULL, NULL, NULL) < 0);
+	CHECK(d->exec(db, NULL, "SELECT 1", q, -1, NULL, NULL, NULL) < 0);
+	CHECK(d->script(db, NULL, "DROP TABLE t") == 0);
+	d->close(db);
+}
+
+static void plans_and_creates_round_trip(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX], plan[NAME_MAX_LEN], *limits = NULL;
+	CHECK(store_workspace_ensure(st, "plans", ws) == 0);
+	CHECK(store_plan_get(st, ws, plan, &limits) == -ENOENT && !limits);
+	CHECK(store_plan_set(st, ws, "pro", NULL) == 0);
+	CHECK(store_plan_get(st, ws, plan, &limits) == 0 && !strcmp(plan, "pro") && !limits);
+	CHECK(store_plan_set(st, ws, "team", "{\"max_running\":3}") == 0);
+	CHECK(store_plan_get(st, ws, plan, &limits) == 0 && !strcmp(plan, "team") && limits &&
+	      !strcmp(limits, "{\"max_running\":3}"));
+	free(limits);
+	/* Creation times since a moment, oldest first, at most cap. */
+	int64_t base = wall_ms() - 100000;
+	for (int i = 0; i < 5; i++) {
+		struct sbx_row r;
+		new_sbx(&r, ws);
+		r.created_ms = base + 1000 * (4 - i);
+		CHECK(store_sandbox_save(st, &r) == 0);
+	}
+	int64_t times[8];
+	int n = -1;
+	CHECK(store_creates_since(st, ws, base + 1000, times, 8, &n) == 0 && n == 4 &&
+	      times[0] == base + 1000 && times[3] == base + 4000);
+	CHECK(store_creates_since(st, ws, base, times, 2, &n) == 0 && n == 2 && times[1] == base + 1000);
+	CHECK(store_creates_since(st, "ws_none", 0, times, 8, &n) == 0 && n == 0);
+	store_close(st);
+}
+
+/* store_tx: a transaction that fails leaves nothing; one that succeeds
+ * leaves all; inside, calls see the transaction's own writes. */
+struct tx_ctx {
+	const char *sandbox;
+	int fail;
+	bool saw;
+};
+
+static int tx_body(struct store *tx, void *ctx)
+{
+	struct tx_ctx *c = ctx;
+	struct port_row r = { .port = 80, .created_ms = 1 };
+	snprintf(r.sandbox, sizeof r.sandbox, "%s", c->sandbox);
+	snprintf(r.workspace, sizeof r.workspace, "ws_tx");
+	int rc = store_port_save(tx, &r);
+	r.port = 81;
+	rc = rc ?: store_port_save(tx, &r);
+	struct port_row back;
+	c->saw = rc == 0 && store_port_load(tx, c->sandbox, 81, &back) == 0;
+	if (rc == 0 && c->fail)
+		return errf(c->fail, "the test's failure");
+	return rc;
+}
+
+static int tx_nested(struct store *tx, void *ctx)
+{
+	/* store_tx inside a transaction joins it: its failure rolls back all. */
+	return store_tx(tx, tx_body, ctx);
+}
+
+static void transactions_commit_or_leave_nothing(void)
+{
+	struct store *st = open_fresh();
+	struct port_row back;
+	struct tx_ctx c = { "sbx_tx_rollback", EIO, false };
+	CHECK(store_tx(st, tx_body, &c) == -EIO && c.saw);
+	CHECK(store_port_load(st, c.sandbox, 80, &back) == -ENOENT);
+	CHECK(store_port_load(st, c.sandbox, 81, &back) == -ENOENT);
+	c.saw = false;
+	CHECK(store_tx(st, tx_nested, &c) == -EIO && c.saw);
+	CHECK(store_port_load(st, c.sandbox, 80, &back) == -ENOENT);
+	struct tx_ctx ok = { "sbx_tx_commit", 0, false };
+	CHECK(store_tx(st, tx_body, &ok) == 0 && ok.saw);
+	CHECK(store_port_load(st, ok.sandbox, 80, &back) == 0 && store_port_load(st, ok.sandbox, 81, &back) == 0);
+	CHECK(store_tx_lock(st, "outside") == -EINVAL);	/* only in a transaction */
+	store_close(st);
+}
+
+/* Threads adding ports to one sandbox at once, at most 5 allowed: exactly
+ * 5 land (the count and the insert are one transaction under a lock). */
+#define ADDERS 8
+static struct store *adders_store;
+static int added[ADDERS];
+
+static void *adder(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+	struct port_row r = { .port = 1000 + i, .created_ms = wall_ms() };
+	snprintf(r.sandbox, sizeof r.sandbox, "sbx_adders");
+	snprintf(r.workspace, sizeof r.workspace, "ws_a");
+	bool existed = true;
+	int rc = store_port_add(adders_store, &r, 5, &existed);
+	added[i] = rc == 0 && !existed ? 1 : rc == -ENOSPC ? 0 : -1;
+	if (added[i] < 0)
+		printf("  adder %d: %d %s\n", i, rc, errmsg());
+	return NULL;
+}
+
+static int count_ports(void *ctx, const struct port_row *r)
+{
+	(void)r;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void port_limit_holds_under_races(void)
+{
+	adders_store = open_fresh();
+	for (int round = 0; round < 3; round++) {
+		CHECK(store_port_delete_all(adders_store, "sbx_adders") == 0);
+		pthread_t t[ADDERS];
+		for (int i = 0; i < ADDERS; i++)
+			pthread_create(&t[i], NULL, adder, (void *)(intptr_t)i);
+		int ok = 0, bad = 0, n = 0;
+		for (int i = 0; i < ADDERS; i++) {
+			pthread_join(t[i], NULL);
+			ok += added[i] == 1;
+			bad += added[i] < 0;
+		}
+		CHECK(ok == 5 && bad == 0);
+		CHECK(store_port_each(adders_store, "sbx_adders", count_ports, &n) == 0 && n == 5);
+	}
+	/* One that exists is changed, full or not. */
+	struct port_row r = { .port = 0, .public = true };
+	int n = 0;
+	bool existed = false;
+	CHECK(store_port_each(adders_store, "sbx_adders", count_ports, &n) == 0 && n == 5);
+	struct port_row first;
+	for (int p = 1000; p < 1000 + ADDERS; p++)
+		if (store_port_load(adders_store, "sbx_adders", p, &first) == 0)
+			break;
+	r = first;
+	r.public = true;
+	CHECK(store_port_add(adders_store, &r, 5, &existed) == 0 && existed);
+	CHECK(store_port_load(adders_store, "sbx_adders", r.port, &first) == 0 && first.public);
+	store_close(adders_store);
+}
+
+/* PostgreSQL: the pool runs calls at once. Four sleeps of 1 s on a pool
+ * of four take about 1 s, not 4 (the bound leaves room for a loaded
+ * machine: CI runs npm beside the unit phase). */
+static struct db *pool_db;
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	int rc = db_pg.exec(pool_db, NULL, "SELECT pg_sleep(1)", NULL, 0, NULL, NULL, NULL);
+	return rc < 0 ? (void *)1 : NULL;
+}
+
+static void pool_runs_calls_at_once(void)
+{
+	char url[1200];
+	snprintf(url, sizeof url, "%s%spool=4", pg_url, strchr(pg_url, '?') ? "&" : "?");
+	CHECK(db_pg.open(url, &pool_db) == 0);
+	if (!pool_db)
+		return;
+	double t0 = now_s();
+	pthread_t t[4];
+	int bad = 0;
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, sleeper, NULL);
+	for (int i = 0; i < 4; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		bad += ret != NULL;
+	}
+	double took = now_s() - t0;
+	CHECK(bad == 0 && took < 3.0);
+	printf("  4 x pg_sleep(1) on pool=4: %.2f s\n", took);
+	db_pg.close(pool_db);
+	pool_db = NULL;
+}
+
+/* PostgreSQL: the server stops; calls fail with -EAGAIN and "database
+ * unavailable" (503 through the API), a transaction too; the server
+ * comes back; the same store works again, without reopening. */
+static void outage_then_recovery(void)
+{
+	const char *stop = getenv("KILN_TEST_PG_STOP"), *start = getenv("KILN_TEST_PG_START");
+	CHECK(stop && start);	/* tests/unit/pg.sh sets them */
+	if (!stop || !start)
+		return;
+	char url[1200];
+	snprintf(url, sizeof url, "%s%spool=3", pg_url, strchr(pg_url, '?') ? "&" : "?");
+	struct store *st = NULL;
+	CHECK(store_open(url, &st) == 0);
+	if (!st)
+		return;
+	char ws[ID_MAX], again[ID_MAX];
+	struct usage u;
+	CHECK(store_workspace_ensure(st, "outage", ws) == 0);
+	CHECK(system(stop) == 0);
+	for (int i = 0; i < 4; i++) {	/* every pooled connection, not only the first */
+		int rc = store_usage_sum(st, ws, &u);
+		CHECK(rc == -EAGAIN && strstr(errmsg(), "database unavailable"));
+		if (i == 0)
+			printf("  while stopped: %s\n", errmsg());
+		const char *code;
+		CHECK(errno_status(rc, &code) == 503);
+	}
+	struct tx_ctx c = { "sbx_outage", 0, false };
+	CHECK(store_tx(st, tx_body, &c) == -EAGAIN);
+	CHECK(system(start) == 0);
+	CHECK(store_usage_sum(st, ws, &u) == 0);
+	CHECK(store_workspace_ensure(st, "outage", again) == 0 && !strcmp(ws, again));
+	CHECK(store_tx(st, tx_body, &c) == 0);
+	/* A restart while idle: the pooled connections are broken unknown to
+	 * libpq; the next calls notice before sending and reconnect. */
+	CHECK(system(stop) == 0 && system(start) == 0);
+	for (int i = 0; i < 4; i++)
+		CHECK(store_usage_sum(st, ws, &u) == 0);
+	store_close(st);
+}
+
+static int collect_ws(void *ctx, const struct workspace_row *w)
+{
+	char *names = ctx;
+	if (!strncmp(w->name, "adm-", 4))
+		strcat(strcat(names, w->name), " ");
+	return 0;
+}
+
+static int collect_op(void *ctx, const struct operator_row *o)
+{
+	struct operator_row *want = ctx;
+	if (!strcmp(o->id, want->id))
+		*want = *o;
+	return 0;
+}
+
+/* What the operator's API keeps (store_admin.c): workspaces made, found,
+ * suspended (the key lookup says so) and deleted (refused while a
+ * sandbox is live; then its keys are revoked), made again; and operator
+ * credentials looked up by hash and revoked. */
+static void workspaces_and_operators(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX], again[ID_MAX], kid[ID_MAX], names[256] = "";
+	CHECK(store_workspace_create(st, "adm-a", a) == 0);
+	CHECK(store_workspace_create(st, "adm-a", again) == -EEXIST);
+	CHECK(store_workspace_ensure(st, "adm-b", b) == 0);
+	struct workspace_row w;
+	CHECK(store_workspace_find(st, "adm-a", &w) == 0 && !strcmp(w.id, a) && !w.suspended && w.created_ms > 0);
+	CHECK(store_workspace_find(st, "adm-none", &w) == -ENOENT);
+	CHECK(store_workspace_each(st, collect_ws, names) == 0 && !strcmp(names, "adm-a adm-b "));
+
+	CHECK(store_key_add(st, a, "k", "adm-hash-a", "kiln_adma", KEY_FULL, 0, kid) == 0);
+	struct key_auth who;
+	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0 && !who.suspended &&
+	      !strcmp(who.workspace_name, "adm-a"));
+	CHECK(store_workspace_suspend(st, a, true) == 0);
+	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0 && who.suspended);
+	CHECK(store_workspace_find(st, "adm-a", &w) == 0 && w.suspended);
+	CHECK(store_workspace_suspend(st, a, false) == 0);
+	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0 && !who.suspended);
+
+	struct sbx_row r;
+	new_sbx(&r, a);
+	CHECK(store_sandbox_save(st, &r) == 0);
+	int64_t live = -1;
+	CHECK(store_workspace_live(st, a, &live) == 0 && live == 1);
+	CHECK(store_workspace_delete(st, a) == -EBUSY && strstr(errmsg(), "1 live sandbox"));
+	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0);	/* refused: nothing changed */
+	r.state = SBX_DELETED;
+	r.deleted_ms = wall_ms();
+	CHECK(store_sandbox_save(st, &r) == 0);
+	CHECK(store_workspace_live(st, a, &live) == 0 && live == 0);
+	CHECK(store_workspace_delete(st, a) == 0);
+	CHECK(store_key_lookup(st, "adm-hash-a", &who) == -ENOENT);
+	CHECK(store_workspace_find(st, "adm-a", &w) == -ENOENT);
+	CHECK(store_workspace_suspend(st, a, true) == -ENOENT);
+	CHECK(store_workspace_delete(st, a) == -ENOENT);
+	names[0] = 0;
+	CHECK(store_workspace_each(st, collect_ws, names) == 0 && !strcmp(names, "adm-b "));
+	/* Made again: the same workspace, live. */
+	CHECK(store_workspace_create(st, "adm-a", again) == 0 && !strcmp(again, a));
+	CHECK(store_workspace_find(st, "adm-a", &w) == 0 && !w.suspended);
+
+	char oid[ID_MAX];
+	struct operator_row o;
+	CHECK(store_operator_add(st, "ops", "adm-op-hash", "kilnop_abcdefgh", oid) == 0);
+	CHECK(store_operator_lookup(st, "adm-op-hash", &o) == 0 && !strcmp(o.id, oid) &&
+	      !strcmp(o.name, "ops") && !strcmp(o.prefix, "kilnop_abcdefgh") && o.revoked_ms == 0);
+	CHECK(store_operator_lookup(st, "adm-hash-a", &o) == -ENOENT);	/* keys are not operators */
+	CHECK(store_operator_revoke(st, "kilnop_abcdefgh") == 0);
+	CHECK(store_operator_lookup(st, "adm-op-hash", &o) == -ENOENT);
+	CHECK(store_operator_revoke(st, oid) == -ENOENT);
+	struct operator_row listed = { 0 };
+	snprintf(listed.id, sizeof listed.id, "%s", oid);
+	CHECK(store_operator_each(st, collect_op, &listed) == 0 && listed.revoked_ms > 0);
+	store_close(st);
+}
+
 int main(void)
 {
 	int failures = 0;
 	snprintf(dir, sizeof dir, "/tmp/kiln-unit-store.XXXXXX");
 	if (!mkdtemp(dir))
 		return 1;
-	snprintf(dbpath, sizeof dbpath, "sqlite:%s/kilnd.db", dir);
+	pg_url = getenv("KILN_TEST_STORE");
+	if (pg_url && !*pg_url)
+		pg_url = NULL;
+	if (pg_url && strncmp(pg_url, "postgres", 8) != 0) {
+		printf("FAIL store: KILN_TEST_STORE=%s: want a postgresql:// URL\n", pg_url);
+		return 1;
+	}
+	if (pg_url) {
+		char shown[256];
+		db_url_redact(pg_url, shown, sizeof shown);
+		printf("store tests on %s\n", shown);
+		/* A database of the tests' own, made fresh each run. */
+		fresh_url("kiln_unit", dbpath, sizeof dbpath);
+	} else {
+		snprintf(dbpath, sizeof dbpath, "sqlite:%s/kilnd.db", dir);
+	}
 	RUN(store_creates_schema_and_reopens);
-	snprintf(dbpath, sizeof dbpath, "%s/kilnd.db", dir);	/* a bare path works too */
+	RUN(store_urls_fail_clearly);
 	RUN(keys_are_stored_hashed_and_revocable);
 	RUN(key_shapes);
+	RUN(key_scope_expiry_use);
+	RUN(audit_log);
+	RUN(params_of_each_type);
 	RUN(sandbox_rows_round_trip);
+	RUN(plans_and_creates_round_trip);
 	RUN(schema_v1_is_migrated);
+	RUN(concurrent_opens_migrate_once);
 	RUN(usage_sums_per_workspace);
+	RUN(usage_hours_add_up);
+	RUN(workspaces_and_operators);
+	RUN(statements_are_written_once);
 	RUN(snapshots_are_per_workspace);
 	RUN(ports_round_trip);
+	RUN(transactions_commit_or_leave_nothing);
+	RUN(port_limit_holds_under_races);
 	RUN(concurrent_writes_all_land);
 	RUN(ids_are_distinct);
+	if (pg_url) {
+		RUN(pool_runs_calls_at_once);
+		RUN(outage_then_recovery);
+	} else {
+		RUN(bare_path_is_sqlite);
+	}
 	char cmd[128];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)

@@ -9,17 +9,23 @@ Configuration comes from arguments or from KILN_API_URL and KILN_API_KEY.
 """
 
 from .client import Client, default_client
+from .code import Code, CodeContext, Execution, ExecutionError, Result
+from .commands import CommandHandle, Commands
 from .errors import (AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError,
                      LimitExceeded, NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
 from .files import Files
 from .processes import Process, Processes, ProcessOutput
+from .pty import Pty
 from .sandbox import LANGUAGES, Sandbox
 from .types import ExecResult, FileInfo, Snapshot
+from .watch import FileWatch, FsEvent, WatchHandle
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES",
+    "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
+    "CommandHandle", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
+    "Code", "CodeContext", "Execution", "ExecutionError", "Result",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
 ]

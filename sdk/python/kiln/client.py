@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import threading
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ._transport import Transport
 from .types import Snapshot
@@ -13,6 +15,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .sandbox import Sandbox
 
 DEFAULT_URL = "http://127.0.0.1:7070"
+
+# A time in a usage query: a datetime, Unix seconds, or a string kilnd reads.
+When = Union[datetime.datetime, int, str]
 
 
 class Client:
@@ -76,8 +81,37 @@ class Client:
     def templates(self) -> List[Dict[str, Any]]:
         return list(self.transport.request("GET", "/v1/templates").json()["templates"])
 
-    def usage(self) -> Dict[str, Any]:
-        return dict(self.transport.request("GET", "/v1/usage").json())
+    def usage(self, granularity: Optional[str] = None, from_: Optional[When] = None, to: Optional[When] = None,
+              sandbox: Optional[str] = None) -> Dict[str, Any]:
+        """The workspace's usage (GET /v1/usage, docs/billing.md). With no
+        argument: totals over its sandboxes. With any: the metered hours
+        by ``granularity`` "hour" (default) or "day", each priced, in
+        ``buckets``, and their ``total``; ``from_`` and ``to`` bound them
+        (a datetime, Unix seconds, or a string kilnd reads: "2026-12-01",
+        "2026-12-01T05:00:00Z"; default this month), ``sandbox`` keeps one
+        sandbox's hours. Money is in integer micro-dollars."""
+        if granularity is None and from_ is None and to is None and sandbox is None:
+            return dict(self.transport.request("GET", "/v1/usage").json())
+        query = {"granularity": granularity or "hour", "from": _when(from_), "to": _when(to), "sandbox": sandbox}
+        return dict(self.transport.request("GET", "/v1/usage", query=query).json())
+
+    def billing(self) -> Dict[str, Any]:
+        """This UTC month so far (GET /v1/billing): plan, prices, usage,
+        cost, the cost projected to the month's end, the credit left."""
+        return dict(self.transport.request("GET", "/v1/billing").json())
+
+    def statements(self) -> List[Dict[str, Any]]:
+        """The monthly statements, newest first (GET /v1/statements): the
+        month under way "open", the closed ones never changing."""
+        return list(self.transport.request("GET", "/v1/statements").json()["statements"])
+
+    def statement(self, month: str) -> Dict[str, Any]:
+        """One month's statement, ``month`` as "2026-11" (GET
+        /v1/statements/{month}). NotFound for a month that has not begun
+        or had no usage; InvalidRequest for a malformed month."""
+        if not isinstance(month, str) or not month:
+            raise ValueError(f"not a month: {month!r} (want 'YYYY-MM')")
+        return dict(self.transport.request("GET", "/v1/statements/" + urllib.parse.quote(month, safe="")).json())
 
     def limits(self) -> Dict[str, Any]:
         """The workspace's plan, its limits and what is in use (GET /v1/limits)."""
@@ -105,6 +139,20 @@ def resolve(client: Optional[Client], api_url: Optional[str], api_key: Optional[
     if api_url is not None or api_key is not None:
         return Client(api_url, api_key)
     return default_client()
+
+
+def _when(t: Optional[When]) -> Optional[str]:
+    """A usage query's time as kilnd reads it: a datetime in UTC as RFC 3339
+    (a naive one is taken as UTC), Unix seconds, or a string as given."""
+    if t is None or isinstance(t, str):
+        return t
+    if isinstance(t, datetime.datetime):
+        if t.tzinfo is not None:
+            t = t.astimezone(datetime.timezone.utc)
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(t, int) and not isinstance(t, bool):
+        return str(t)
+    raise TypeError(f"a time is a datetime, Unix seconds or a string, not {type(t).__name__}")
 
 
 def _id(s: str) -> str:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, List, Union
+from typing import TYPE_CHECKING, Callable, List, Literal, Optional, Union, overload
 
 from .errors import NotFound
 from .types import FileInfo
+from .watch import WATCH_SILENCE_S, FileWatch, FsEvent, WatchHandle
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sandbox import Sandbox
@@ -20,7 +21,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 class Files:
     """``sandbox.files``: read, write, list, stat, remove, make_dir, rename,
-    upload, download."""
+    watch, upload, download."""
 
     def __init__(self, sandbox: "Sandbox") -> None:
         self._sb = sandbox
@@ -32,9 +33,19 @@ class Files:
     def _t(self):  # type: ignore[no-untyped-def]
         return self._sb.client.transport
 
-    def read(self, path: str) -> bytes:
-        """The file's bytes."""
-        return bytes(self._t.request("GET", self._url(), query={"path": _guest(path)}).body)
+    @overload
+    def read(self, path: str, format: Optional[Literal["bytes"]] = None) -> bytes: ...
+
+    @overload
+    def read(self, path: str, format: Literal["text"]) -> str: ...
+
+    def read(self, path: str, format: Optional[str] = None) -> Union[bytes, str]:
+        """The file's bytes; ``format="text"`` (E2B's default, not kiln's)
+        decodes them as UTF-8."""
+        if format not in (None, "bytes", "text"):
+            raise ValueError(f"format is 'bytes' or 'text', not {format!r} (download() streams a file)")
+        data = bytes(self._t.request("GET", self._url(), query={"path": _guest(path)}).body)
+        return data.decode("utf-8") if format == "text" else data
 
     def read_text(self, path: str, encoding: str = "utf-8") -> str:
         return self.read(path).decode(encoding)
@@ -60,6 +71,10 @@ class Files:
         """Type, size, mode, owner and time (a link is not followed)."""
         return FileInfo.from_json(self._t.request("GET", self._url("/stat"), query={"path": _guest(path)}).json())
 
+    def get_info(self, path: str) -> FileInfo:
+        """E2B's name for stat."""
+        return self.stat(path)
+
     def exists(self, path: str) -> bool:
         try:
             self.stat(path)
@@ -84,6 +99,31 @@ class Files:
         is a Conflict unless ``replace``."""
         self._t.request("POST", self._url("/rename"),
                         json_body={"from": _guest(src), "to": _guest(dst), "replace": bool(replace)})
+
+    def watch(self, path: str, *, recursive: bool = False) -> FileWatch:
+        """Watch a guest directory (or file): returns once the guest
+        watches it (NotFound if it does not exist); iterate the result for
+        FsEvents, close() it to stop. A write to one file in many pieces is
+        one ``write`` event per 100 ms (docs/api.md)."""
+        from .sandbox import sse_events
+        r = self._t.open("GET", self._url("/watch"), query={"path": _guest(path), "recursive": bool(recursive)},
+                         timeout=WATCH_SILENCE_S, ok=(200,), headers={"Accept": "text/event-stream"})
+        events = sse_events(r.chunks())
+        try:
+            first = next(events, None)
+        except BaseException:
+            r.close()
+            raise
+        if first is None or first[0] != "ready":
+            r.close()
+            raise NotFound(f"the watch of {path} did not start", "watch_failed")
+        return FileWatch(r, events)
+
+    def watch_dir(self, path: str, on_event: Callable[[FsEvent], None], *, recursive: bool = False,
+                  on_exit: Optional[Callable[[Optional[BaseException]], None]] = None) -> WatchHandle:
+        """E2B's name: on_event(FsEvent) for each change, on a thread, until
+        handle.stop()."""
+        return WatchHandle(self.watch(path, recursive=recursive), on_event, on_exit)
 
     def upload(self, local_path: PathLike, path: str, *, mode: int = 0o644, mkdirs: bool = True) -> int:
         """Copy a local file into the sandbox, streamed from disk."""

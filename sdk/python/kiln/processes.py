@@ -56,17 +56,22 @@ class ProcessOutput:
 
 
 class Processes:
-    """``sandbox.processes``: start, list, kill, output."""
+    """``sandbox.processes``: start, list, kill, send_stdin, output."""
 
     def __init__(self, sandbox: "Sandbox") -> None:
         self._sb = sandbox
 
     def start(self, cmd: "Command", *, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
-              user: Optional[str] = None, timeout: Optional[int] = None) -> Process:
+              user: Optional[str] = None, timeout: Optional[int] = None, stdin: bool = False) -> Process:
         """Start ``cmd`` (a string for /bin/sh -c, or an argv list) in the
-        background and return at once; ``timeout`` (seconds) kills it."""
+        background and return at once; ``timeout`` (seconds) kills it.
+        With ``stdin``, its standard input stays open for send_stdin."""
         from .sandbox import _exec_body
+        if not isinstance(stdin, bool):
+            raise TypeError("stdin must be True or False (send the bytes with send_stdin)")
         body = _exec_body(cmd, timeout, env, cwd, None, user)
+        if stdin:
+            body["stdin"] = True
         j = self._sb._post("/processes", body).json()
         return Process(id=int(j["id"]), pid=int(j["pid"]), status=str(j["status"]))
 
@@ -76,6 +81,27 @@ class Processes:
     def kill(self, process: Union[Process, int], signal: Union[str, int] = "KILL") -> None:
         """Signal the process's group: a name (TERM, KILL, INT...) or a number."""
         self._sb._post(f"/processes/{_pid(process)}/signal", {"signal": signal})
+
+    def send_stdin(self, process: Union[Process, int], data: Union[bytes, bytearray, str], *,
+                   close: bool = False) -> int:
+        """Write ``data`` to the stdin of a process started with
+        ``stdin=True`` (``close`` closes it after); the bytes sent. A
+        process that reads nothing raises Conflict once 2 MiB wait."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("data must be bytes or str")
+        query = {"close": "true"} if close else None
+        r = self._sb._client.transport.request("POST", f"{self._sb._path}/processes/{_pid(process)}/stdin",
+                                               body=bytes(data), query=query,
+                                               headers={"Content-Type": "application/octet-stream"})
+        return int(r.json()["bytes"])
+
+    def close_stdin(self, process: Union[Process, int]) -> None:
+        """Close the process's stdin (it reads end of file)."""
+        self._sb._client.transport.request("POST", f"{self._sb._path}/processes/{_pid(process)}/stdin",
+                                           body=b"", query={"close": "true"},
+                                           headers={"Content-Type": "application/octet-stream"})
 
     def output(self, process: Union[Process, int], *, wait: int = 0) -> ProcessOutput:
         """Its output kept so far; with ``wait`` (seconds), also what comes

@@ -6,12 +6,16 @@ import base64
 import codecs
 import json
 import math
+import urllib.parse
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .client import Client, _id, argv_or_cmd, clean, resolve, str_map
+from .commands import Commands
 from .errors import ConnectionFailed, ForkError, NotFound, error_for
 from .files import Files
+from .code import Code
 from .processes import Processes
+from .pty import Pty
 from .types import ExecResult, Snapshot
 
 Command = Union[str, Sequence[str]]
@@ -48,6 +52,9 @@ class Sandbox:
         self.id: str = self._info["id"]
         self.files = Files(self)
         self.processes = Processes(self)
+        self.code = Code(self)
+        # E2B's names for running commands (docs/migrating.md).
+        self.commands = Commands(self)
 
     # ---- finding and making ------------------------------------------------------------------------
 
@@ -189,22 +196,24 @@ class Sandbox:
         ``user`` runs it as that guest user (name, uid or "uid:gid").
         A non-zero exit is a result, not an exception."""
         body = _exec_body(cmd, timeout, env, cwd, stdin, user)
-        # The HTTP answer comes when the command ends: wait for it.
-        wait = None if timeout is None else timeout + 60.0
+        # The HTTP answer comes when the command ends: wait for it (without
+        # a bound when the command has none: 0 is no limit).
+        wait = None if not timeout else timeout + 60.0
         return ExecResult.from_json(self._post("/exec", body, timeout=wait).json())
 
     def exec_stream(self, cmd: Command, *, on_stdout: Optional[OutputCallback] = None,
                     on_stderr: Optional[OutputCallback] = None, timeout: Optional[int] = None,
                     env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
-                    stdin: Optional[str] = None) -> ExecResult:
+                    stdin: Optional[str] = None, user: Optional[str] = None) -> ExecResult:
         """Run a command, handing its output to on_stdout / on_stderr as it
         comes (before the command ends), and return how it ended with all
         of its output. If a callback raises, the connection is closed, which
-        kills the command, and the exception propagates."""
+        kills the command, and the exception propagates. ``user`` as for
+        exec."""
         outs: Dict[str, List[str]] = {"stdout": [], "stderr": []}
         callbacks = {"stdout": on_stdout, "stderr": on_stderr}
         result: Optional[Mapping[str, Any]] = None
-        for kind, text in self._stream(cmd, timeout, env, cwd, stdin):
+        for kind, text in self._stream(cmd, timeout, env, cwd, stdin, user):
             if kind == "exit":
                 result = json.loads(text)
                 continue
@@ -217,11 +226,12 @@ class Sandbox:
         return ExecResult.from_json(result, "".join(outs["stdout"]), "".join(outs["stderr"]))
 
     def _stream(self, cmd: Command, timeout: Optional[int], env: Optional[Mapping[str, str]],
-                cwd: Optional[str], stdin: Optional[str]) -> Iterator[Tuple[str, str]]:
+                cwd: Optional[str], stdin: Optional[str],
+                user: Optional[str] = None) -> Iterator[Tuple[str, str]]:
         """(stdout|stderr, text) as chunks arrive, then (exit, its JSON).
         Bytes are decoded as UTF-8 across chunk boundaries (a character split
         between two chunks comes out whole); invalid bytes become U+FFFD."""
-        body = _exec_body(cmd, timeout, env, cwd, stdin)
+        body = _exec_body(cmd, timeout, env, cwd, stdin, user)
         decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("stdout", "stderr")}
         with self._client.transport.open("POST", self._path + "/exec/stream", json_body=body,
                                          timeout=STREAM_SILENCE_S, ok=(200,),
@@ -252,6 +262,15 @@ class Sandbox:
             raise ValueError(f"unknown language {language!r}; kiln runs: "
                              + ", ".join(sorted(LANGUAGES))) from None
         return self.exec(argv, timeout=timeout, env=env, cwd=cwd)
+
+    # ---- terminal ------------------------------------------------------------------------------------------------
+
+    def pty(self, *, cols: Optional[int] = None, rows: Optional[int] = None, cmd: Optional[str] = None) -> Pty:
+        """An interactive terminal (a WebSocket): the login shell, or ``cmd``
+        run by the shell; ``cols`` and ``rows`` 1 to 1000 (default 80x24).
+        Raises NotFound for a sandbox that is not there, InvalidRequest for
+        a bad size, as the other calls."""
+        return Pty.open(self._client.transport, self._path + "/pty", cols=cols, rows=rows, cmd=cmd)
 
     # ---- logs --------------------------------------------------------------------------------------------------
 
@@ -365,6 +384,48 @@ class Sandbox:
         """Delete the sandbox: its VM, disk and network."""
         self._client.transport.request("DELETE", self._path, ok=(204,))
         self._info["status"] = "deleted"
+
+    # ---- E2B's names (docs/migrating.md): thin wrappers, kiln's meaning kept where it differs ----------
+
+    @property
+    def sandbox_id(self) -> str:
+        """E2B's name for ``id``."""
+        return self.id
+
+    @classmethod
+    def connect(cls, sandbox_id: str, *, api_url: Optional[str] = None, api_key: Optional[str] = None,
+                client: Optional[Client] = None) -> "Sandbox":
+        """E2B's name for Sandbox.get: the sandbox with this id. A
+        hibernated one stays so until a call needs its guest, which wakes it."""
+        return cls.get(sandbox_id, api_url=api_url, api_key=api_key, client=client)
+
+    def kill(self) -> bool:
+        """E2B's name for delete: True, or False if it was gone already."""
+        try:
+            self.delete()
+            return True
+        except NotFound:
+            self._info["status"] = "deleted"
+            return False
+
+    def set_timeout(self, timeout: int) -> None:
+        """E2B's name for set_ttl. kiln's TTL is an idle timeout, counted
+        again from each activity (docs/api.md), where E2B's is a deadline."""
+        self.set_ttl(timeout)
+
+    def get_host(self, port: int) -> str:
+        """E2B's get_host: where a guest port is reached, without a scheme,
+        for ``f"http://{host}/..."`` (https when kilnd serves TLS). The port
+        is exposed first if it is not yet (private: requests need the API
+        key; ``expose_port(port, public=True)`` before makes it public, and
+        get_host leaves that as it is). With kilnd's --domain it is the
+        port's own host name; without, kilnd's host and the port's path."""
+        if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+            raise ValueError("port must be an integer from 1 to 65535")
+        found = [p for p in self.ports() if p.get("port") == port]
+        entry = found[0] if found else self._post("/ports", {"port": port, "public": False}).json()
+        u = urllib.parse.urlsplit(entry.get("host_url") or entry["url"])
+        return u.netloc + u.path.rstrip("/")
 
     def __enter__(self) -> "Sandbox":
         return self

@@ -10,7 +10,9 @@
 import {
   ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
 } from "./errors.js";
-import type { LimitsJSON, Snapshot, SnapshotJSON, TemplateJSON, UsageJSON } from "./types.js";
+import type {
+  BillingJSON, LimitsJSON, Snapshot, SnapshotJSON, StatementJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
+} from "./types.js";
 import { snapshotFrom } from "./types.js";
 
 export const DEFAULT_URL = "http://127.0.0.1:7070";
@@ -183,14 +185,48 @@ export class Client {
     return (await this.json<{ templates: TemplateJSON[] }>("GET", "/v1/templates")).templates;
   }
 
-  async usage(): Promise<UsageJSON> {
-    return this.json<UsageJSON>("GET", "/v1/usage");
+  /**
+   * The workspace's usage (GET /v1/usage, docs/billing.md). With no query:
+   * totals over its sandboxes. With one: the metered hours by `granularity`
+   * "hour" (default) or "day", each priced, and their total; `from` and `to`
+   * bound them (default this month), `sandbox` keeps one sandbox's hours.
+   */
+  async usage(): Promise<UsageJSON>;
+  async usage(query: UsageQuery): Promise<UsageBucketsJSON>;
+  async usage(query?: UsageQuery): Promise<UsageJSON | UsageBucketsJSON> {
+    if (!query) return this.json<UsageJSON>("GET", "/v1/usage");
+    return this.json<UsageBucketsJSON>("GET", "/v1/usage", {
+      query: { granularity: query.granularity ?? "hour", from: whenOf(query.from), to: whenOf(query.to), sandbox: query.sandbox },
+    });
+  }
+
+  /** This UTC month so far (GET /v1/billing): plan, prices, usage, cost, projected, credit left. */
+  async billing(): Promise<BillingJSON> {
+    return this.json<BillingJSON>("GET", "/v1/billing");
+  }
+
+  /** The monthly statements, newest first (GET /v1/statements): the month under way "open", closed ones never change. */
+  async statements(): Promise<StatementJSON[]> {
+    return (await this.json<{ statements: StatementJSON[] }>("GET", "/v1/statements")).statements;
+  }
+
+  /** One month's statement, `month` as "2026-11": NotFound for a month not begun or without usage, InvalidRequest for a malformed one. */
+  async statement(month: string): Promise<StatementJSON> {
+    if (typeof month !== "string" || !month) throw new TypeError(`not a month: ${String(month)} (want "YYYY-MM")`);
+    return this.json<StatementJSON>("GET", `/v1/statements/${encodeURIComponent(month)}`);
   }
 
   /** The workspace's plan, its limits and what is in use (GET /v1/limits). */
   async limits(): Promise<LimitsJSON> {
     return this.json<LimitsJSON>("GET", "/v1/limits");
   }
+}
+
+/** A usage query's time as kilnd reads it: a Date as RFC 3339 in UTC, Unix seconds, a string as given. */
+function whenOf(t: When | undefined): string | undefined {
+  if (t === undefined || typeof t === "string") return t;
+  if (t instanceof Date) return t.toISOString().replace(/\.\d{3}Z$/, "Z");
+  return String(Math.floor(t));
 }
 
 async function errorOf(resp: Response): Promise<KilnError> {

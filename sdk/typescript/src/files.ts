@@ -4,6 +4,7 @@
  * through them.
  */
 import { NotFound } from "./errors.js";
+import { type FileWatch, type FsEvent, type WatchHandle, openWatch, watchHandle } from "./watch.js";
 import type { Client } from "./client.js";
 import type { FileInfo, FileInfoJSON } from "./types.js";
 import { fileInfoFrom } from "./types.js";
@@ -28,7 +29,7 @@ function putQuery(path: string, o: WriteOptions) {
   return { path: guest(path), mode: mode.toString(8).padStart(4, "0"), mkdirs: o.mkdirs ?? true };
 }
 
-/** `sandbox.files`: read, write, list, stat, remove, upload, download. */
+/** `sandbox.files`: read, write, list, stat, remove, watch, upload, download. */
 export class Files {
   constructor(private readonly client: Client, private readonly base: () => string) {}
 
@@ -36,10 +37,17 @@ export class Files {
     return `${this.base()}/files`;
   }
 
-  /** The file's bytes. */
-  async read(path: string): Promise<Uint8Array> {
+  /** The file's bytes; `{ format: "text" }` (E2B's default, not kiln's)
+   * decodes them as UTF-8. */
+  read(path: string, opts?: { format?: "bytes" }): Promise<Uint8Array>;
+  read(path: string, opts: { format: "text" }): Promise<string>;
+  async read(path: string, opts: { format?: "bytes" | "text" } = {}): Promise<Uint8Array | string> {
+    if (opts.format !== undefined && opts.format !== "bytes" && opts.format !== "text") {
+      throw new TypeError(`format is "bytes" or "text", not ${JSON.stringify(opts.format)} (download() streams a file)`);
+    }
     const r = await this.client.request("GET", this.url, { query: { path: guest(path) } });
-    return new Uint8Array(await r.arrayBuffer());
+    const bytes = new Uint8Array(await r.arrayBuffer());
+    return opts.format === "text" ? new TextDecoder().decode(bytes) : bytes;
   }
 
   async readText(path: string): Promise<string> {
@@ -68,6 +76,11 @@ export class Files {
   /** Type, size, mode, owner and time (a link is not followed). */
   async stat(path: string): Promise<FileInfo> {
     return fileInfoFrom(await this.client.json<FileInfoJSON>("GET", `${this.url}/stat`, { query: { path: guest(path) } }));
+  }
+
+  /** E2B's name for stat. */
+  async getInfo(path: string): Promise<FileInfo> {
+    return this.stat(path);
   }
 
   async exists(path: string): Promise<boolean> {
@@ -100,6 +113,30 @@ export class Files {
     await this.client.empty("POST", `${this.url}/rename`, {
       json: { from: guest(from), to: guest(to), replace: options.replace ?? false },
     });
+  }
+
+  /**
+   * Watch a guest directory (or file): resolves once the guest watches it (NotFound if it does
+   * not exist); iterate the result for FsEvents, close() it to stop. A write to one file in many
+   * pieces is one `write` event per 100 ms (docs/api.md).
+   */
+  async watch(path: string, options: { recursive?: boolean; signal?: AbortSignal } = {}): Promise<FileWatch> {
+    const query = { path: guest(path), recursive: options.recursive ?? false };
+    return openWatch(async () => {
+      const ctl = new AbortController();
+      const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+      const resp = await this.client.request("GET", `${this.url}/watch`, {
+        query, timeoutMs: null, ok: [200], signal, headers: { Accept: "text/event-stream" },
+      });
+      if (!resp.body) throw new TypeError("the stream has no body");
+      return { body: resp.body, abort: () => ctl.abort() };
+    }, path);
+  }
+
+  /** E2B's name: onEvent(FsEvent) for each change until `(await handle).stop()`. */
+  async watchDir(path: string, onEvent: (e: FsEvent) => void | Promise<void>,
+    options: { recursive?: boolean; onExit?: (err?: unknown) => void } = {}): Promise<WatchHandle> {
+    return watchHandle(await this.watch(path, { recursive: options.recursive }), onEvent, options.onExit);
   }
 
   /** Copy a local file into the sandbox, streamed from disk (Node). */

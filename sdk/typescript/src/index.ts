@@ -8,6 +8,10 @@
  * Configuration comes from options or from KILN_API_URL and KILN_API_KEY.
  */
 export { Client, DEFAULT_URL, getDefaultClient } from "./client.js";
+export { Code } from "./code.js";
+export type { CodeContext, Execution, ExecutionError, Result, RunOptions } from "./code.js";
+export { CommandHandle, Commands } from "./commands.js";
+export type { CommandStartOpts } from "./commands.js";
 export type { ClientOptions, ConnectOptions, RequestOptions } from "./client.js";
 export {
   AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError, NotFound,
@@ -22,7 +26,10 @@ export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";
 export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, SandboxPage } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
+export { FileWatch } from "./watch.js";
+export type { FsEvent, WatchHandle } from "./watch.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
   ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON, LimitsJSON,
+  BillingJSON, PricesJSON, StatementJSON, UsageBucketsJSON, UsagePeriodJSON, UsageQuery, When,
 } from "./types.js";

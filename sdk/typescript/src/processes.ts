@@ -54,7 +54,7 @@ function idOf(p: Process | number): number {
   return id;
 }
 
-/** `sandbox.processes`: start, list, kill, output. */
+/** `sandbox.processes`: start, list, kill, sendStdin, output. */
 export class Processes {
   constructor(
     private readonly client: Client,
@@ -65,9 +65,13 @@ export class Processes {
   /** Start `cmd` in the background and return at once. */
   async start(
     cmd: string | string[],
-    options: { env?: Record<string, string>; cwd?: string; user?: string; timeout?: number } = {},
+    options: { env?: Record<string, string>; cwd?: string; user?: string; timeout?: number; stdin?: boolean } = {},
   ): Promise<Process> {
-    const j = await this.client.json<ProcessJSON>("POST", `${this.base()}/processes`, { json: this.body(cmd, options) });
+    const { stdin, ...rest } = options;
+    if (stdin !== undefined && typeof stdin !== "boolean") throw new TypeError("stdin must be true or false (send the bytes with sendStdin)");
+    const json = this.body(cmd, rest);
+    if (stdin) json.stdin = true;
+    const j = await this.client.json<ProcessJSON>("POST", `${this.base()}/processes`, { json });
     return processFrom(j);
   }
 
@@ -79,6 +83,28 @@ export class Processes {
   /** Signal the process's group: a name (TERM, KILL, INT...) or a number. */
   async kill(process: Process | number, signal: string | number = "KILL"): Promise<void> {
     await this.client.empty("POST", `${this.base()}/processes/${idOf(process)}/signal`, { json: { signal } });
+  }
+
+  /**
+   * Write `data` to the stdin of a process started with `stdin: true` (`close` closes it after);
+   * the bytes sent. A process that reads nothing gets a Conflict error once 2 MiB wait.
+   */
+  async sendStdin(process: Process | number, data: string | Uint8Array, options: { close?: boolean } = {}): Promise<number> {
+    const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    if (!(bytes instanceof Uint8Array)) throw new TypeError("data must be a string or Uint8Array");
+    const j = await this.client.json<{ bytes: number }>("POST", `${this.base()}/processes/${idOf(process)}/stdin`, {
+      query: options.close ? { close: "true" } : undefined,
+      body: bytes as unknown as BodyInit, headers: { "Content-Type": "application/octet-stream" },
+    });
+    return j.bytes;
+  }
+
+  /** Close the process's stdin (it reads end of file). */
+  async closeStdin(process: Process | number): Promise<void> {
+    await this.client.json("POST", `${this.base()}/processes/${idOf(process)}/stdin`, {
+      query: { close: "true" }, body: new Uint8Array(0) as unknown as BodyInit,
+      headers: { "Content-Type": "application/octet-stream" },
+    });
   }
 
   /** Its output kept so far; with `wait` (seconds), also what comes until it ends or the time passes. */

@@ -1,6 +1,8 @@
 /** Sandboxes: create, find, run commands and code, files, terminal, lifecycle. */
 import type { ConnectOptions } from "./client.js";
 import { Client, checkId, resolveClient } from "./client.js";
+import { Code } from "./code.js";
+import { Commands } from "./commands.js";
 import { ForkError, NotFound } from "./errors.js";
 import { Files } from "./files.js";
 import { Processes } from "./processes.js";
@@ -117,6 +119,10 @@ export class Sandbox {
   readonly client: Client;
   readonly files: Files;
   readonly processes: Processes;
+  /** A stateful code interpreter (contexts keep their variables). */
+  readonly code: Code;
+  /** E2B's names for running commands (docs/migrating.md). */
+  readonly commands: Commands;
   private data: SandboxJSON;
 
   constructor(client: Client, info: SandboxJSON) {
@@ -125,6 +131,8 @@ export class Sandbox {
     this.id = checkId(info.id);
     this.files = new Files(client, () => this.path);
     this.processes = new Processes(client, () => this.path, execBody);
+    this.code = new Code(client, () => this.path);
+    this.commands = new Commands(this);
   }
 
   // ---- finding and making --------------------------------------------------------------------
@@ -232,8 +240,9 @@ export class Sandbox {
   async exec(cmd: Command, options: ExecOptions = {}): Promise<ExecResult> {
     const j = await this.client.json<ExecResultJSON>("POST", `${this.path}/exec`, {
       json: execBody(cmd, options),
-      // The answer comes when the command ends: wait for it.
-      timeoutMs: options.timeout !== undefined ? (Math.ceil(options.timeout) + 60) * 1000 : null,
+      // The answer comes when the command ends: wait for it (without a
+      // bound when the command has none: 0 is no limit).
+      timeoutMs: options.timeout ? (Math.ceil(options.timeout) + 60) * 1000 : null,
       signal: options.signal,
     });
     return execResultFrom(j);
@@ -400,6 +409,61 @@ export class Sandbox {
   async delete(): Promise<void> {
     await this.client.empty("DELETE", this.path);
     this.data = { ...this.data, status: "deleted" };
+  }
+
+  // ---- E2B's names (docs/migrating.md): thin wrappers, kiln's meaning kept where it differs ----
+
+  /** E2B's name for `id`. */
+  get sandboxId(): string {
+    return this.id;
+  }
+
+  /** E2B's name for Sandbox.get: the sandbox with this id. A hibernated one
+   * stays so until a call needs its guest, which wakes it. */
+  static async connect(sandboxId: string, options: ConnectOptions = {}): Promise<Sandbox> {
+    return Sandbox.get(sandboxId, options);
+  }
+
+  /** E2B's Sandbox.kill(id): delete it; true, or false if it was gone already. */
+  static async kill(sandboxId: string, options: ConnectOptions = {}): Promise<boolean> {
+    const client = resolveClient(options);
+    return new Sandbox(client, { id: checkId(sandboxId) } as SandboxJSON).kill();
+  }
+
+  /** E2B's name for delete: true, or false if it was gone already. */
+  async kill(): Promise<boolean> {
+    try {
+      await this.delete();
+      return true;
+    } catch (e) {
+      if (!(e instanceof NotFound)) throw e;
+      this.data = { ...this.data, status: "deleted" };
+      return false;
+    }
+  }
+
+  /** E2B's setTimeout: setTtl in ms (rounded up to whole seconds). kiln's
+   * TTL is an idle timeout, counted again from each activity (docs/api.md),
+   * where E2B's is a deadline. */
+  async setTimeout(timeoutMs: number): Promise<void> {
+    if (!(timeoutMs >= 0)) throw new TypeError("timeoutMs must be a number of ms, 0 or more");
+    await this.setTtl(Math.ceil(timeoutMs / 1000));
+  }
+
+  /** E2B's getHost, but a promise: where a guest port is reached, without a
+   * scheme, for `http://${host}/...` (https when kilnd serves TLS). The port
+   * is exposed first if it is not yet (private: requests need the API key;
+   * `exposePort(port, { public: true })` before makes it public, and getHost
+   * leaves that as it is). With kilnd's --domain it is the port's own host
+   * name; without, kilnd's host and the port's path. */
+  async getHost(port: number): Promise<string> {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new RangeError("port must be an integer from 1 to 65535");
+    }
+    const entry = (await this.ports()).find((p) => p.port === port)
+      ?? await this.client.json<PortJSON>("POST", `${this.path}/ports`, { json: { port, public: false } });
+    const u = new URL(entry.host_url ?? entry.url);
+    return u.host + u.pathname.replace(/\/+$/, "");
   }
 
   /** `await using`: delete the sandbox (gone already is fine). */

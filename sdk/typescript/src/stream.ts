@@ -15,7 +15,7 @@ export interface OutputChunk {
   data: string;
 }
 
-interface SseEvent {
+export interface SseEvent {
   event: string;
   data: string;
 }

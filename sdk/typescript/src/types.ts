@@ -155,9 +155,82 @@ export interface LimitsJSON {
 export interface UsageJSON {
   workspace_id: string;
   cpu_seconds: number;
+  active_vcpu_seconds?: number;
+  overhead_cpu_seconds?: number;
   memory_mib_seconds: number;
   memory_gib_hours: number;
+  working_set_gib_hours?: number;
   running_seconds: number;
   sandboxes: number;
   live_sandboxes: number;
+}
+
+/** A time in a usage query: a Date, Unix seconds, or a string kilnd reads ("2026-12-01", "2026-12-01T05:00:00Z"). */
+export type When = Date | number | string;
+
+/** client.usage({...}): the metered hours by hour (default) or UTC day (docs/billing.md). */
+export interface UsageQuery {
+  granularity?: "hour" | "day";
+  from?: When;
+  to?: When;
+  sandbox?: string;
+}
+
+/** Money is integer micro-dollars (1 USD = 1,000,000). */
+export interface PricesJSON {
+  vcpu_hour_microdollars: number;
+  gib_hour_microdollars: number;
+}
+
+/** One period's usage, priced once. */
+export interface UsagePeriodJSON {
+  active_vcpu_seconds: number;
+  memory_gib_hours: number;
+  running_seconds: number;
+  cpu_microdollars: number;
+  memory_microdollars: number;
+  cost_microdollars: number;
+}
+
+export interface UsageBucketsJSON {
+  workspace_id: string;
+  sandbox_id: string | null;
+  granularity: "hour" | "day";
+  from: string;
+  to: string;
+  prices: PricesJSON;
+  buckets: (UsagePeriodJSON & { start: string })[];
+  total: UsagePeriodJSON;
+}
+
+export interface BillingJSON {
+  workspace_id: string;
+  plan: string;
+  prices: PricesJSON;
+  period: { from: string; to: string };
+  usage: UsagePeriodJSON;
+  cost_microdollars: number;
+  projected_microdollars: number;
+  credit_microdollars: number;
+  credit_left_microdollars: number | null;
+  credit_exhausted: boolean;
+  limits: Record<string, number>;
+}
+
+/** A month's statement: "open" while the month runs (so far), "closed" after: then it never changes. */
+export interface StatementJSON {
+  workspace_id: string;
+  month: string;
+  status: "open" | "closed";
+  period: { from: string; to: string };
+  plan: string;
+  prices: PricesJSON;
+  usage: { active_vcpu_seconds: number; memory_gib_hours: number; running_seconds: number };
+  cpu_microdollars: number;
+  memory_microdollars: number;
+  cost_microdollars: number;
+  credit_microdollars: number;
+  credit_applied_microdollars: number;
+  amount_due_microdollars: number;
+  closed_at: string | null;
 }

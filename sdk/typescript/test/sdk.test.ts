@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 
 import {
-  AuthError, Client, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded, NotFound,
+  AuthError, Client, CommandHandle, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded, NotFound,
   RateLimited, Sandbox, ServerError, Timeout,
 } from "@kiln/sdk";
 
@@ -204,6 +204,49 @@ test("exec as a user, and background processes", async () => {
   await rejects(() => A.processes.output(999999), NotFound);
 });
 
+test("process stdin: sendStdin, close, errors", async () => {
+  const p = await A.processes.start("while IFS= read -r l; do echo got:$l; done; echo eof", { stdin: true });
+  assert.equal(await A.processes.sendStdin(p, "hello\n"), 6);
+  await A.processes.sendStdin(p.id, new TextEncoder().encode("world\n"), { close: true });
+  const out = await A.processes.output(p, { wait: 30 });
+  assert.deepEqual([out.status, out.stdout, out.exitCode], ["exited", "got:hello\ngot:world\neof\n", 0]);
+  const q = await A.processes.start("sleep 30");
+  await rejects(() => A.processes.sendStdin(q, "x"), Conflict);
+  await A.processes.kill(q);
+  const r = await A.processes.start("cat", { stdin: true });
+  await A.processes.sendStdin(r, "a");
+  await A.processes.closeStdin(r);
+  const ro = await A.processes.output(r, { wait: 30 });
+  assert.deepEqual([ro.stdout, ro.exitCode], ["a", 0]);
+  await rejects(() => A.processes.sendStdin(999999, "x"), NotFound);
+});
+
+test("files.watch and watchDir: changes as they happen", async () => {
+  await A.files.makeDir("/tmp/tw");
+  const w = await A.files.watch("/tmp/tw", { recursive: true });
+  await A.exec("echo x > /tmp/tw/a; mkdir /tmp/tw/d; echo y > /tmp/tw/d/b; rm /tmp/tw/a");
+  const seen: string[] = [];
+  for await (const ev of w) {
+    seen.push(`${ev.type} ${ev.name}`);
+    if (ev.type === "remove" && ev.name === "a") break;
+  }
+  for (const want of ["create a", "write a", "create d", "create d/b", "remove a"]) {
+    assert.ok(seen.includes(want), `${want} in ${JSON.stringify(seen)}`);
+  }
+  const got: string[] = [];
+  let saw!: () => void;
+  const sawC = new Promise<void>((r) => { saw = r; });
+  const h = await A.files.watchDir("/tmp/tw", (ev) => {
+    got.push(`${ev.type} ${ev.name}`);
+    if (ev.name === "c") saw();
+  });
+  await A.exec("echo c > /tmp/tw/c");
+  await sawC;
+  await h.stop();
+  assert.ok(got.includes("create c"), JSON.stringify(got));
+  await rejects(() => A.files.watch("/tmp/no-such-dir"), NotFound);
+});
+
 test("execStream: an async iterator with chunks before the end", async () => {
   const t0 = Date.now();
   const seen: Array<[string, string, number]> = [];
@@ -277,6 +320,36 @@ test("runCode", async () => {
   assert.equal((await B.runCode('echo "$((6*7))"', "bash")).stdout, "42\n");
   assert.equal((await A.runCode("echo sh", "sh")).stdout, "sh\n");
   await rejects(() => B.runCode("x", "cobol"), TypeError);
+});
+
+test("code interpreter: state in contexts, errors, timeouts, forks", async () => {
+  let r = await B.code.run("tx = 20\nprint('set')");
+  assert.deepEqual([r.stdout, r.error, r.text], ["set\n", null, undefined]);
+  assert.equal((await B.code.run("tx * 2 + 2")).text, "42");
+  const ctx = await B.code.createContext();
+  r = await B.code.run("tx", { context: ctx });
+  assert.equal(r.error?.name, "NameError");
+  r = await B.code.run("{'a': [1, 2]}");
+  assert.equal(r.results[0].text, "{'a': [1, 2]}");
+  r = await B.code.run("while True: pass", { timeout: 2 });
+  assert.equal(r.error?.name, "TimeoutError");
+  assert.equal((await B.code.run("tx")).text, "20");
+  const t0 = Date.now();
+  const seen: number[] = [];
+  const st = await B.code.run("import time\nfor i in range(3):\n    print(i)\n    time.sleep(1)", {
+    onStdout: () => { seen.push(Date.now() - t0); },
+  });
+  const end = Date.now() - t0;
+  assert.equal(st.stdout, "0\n1\n2\n");
+  assert.ok(seen.length > 0 && end - seen[0] >= 1500, `first output at ${seen[0]} ms, end at ${end} ms`);
+  const [child] = await B.fork();
+  try {
+    assert.equal((await child.code.run("tx + 1")).text, "21");
+  } finally {
+    await child.delete();
+  }
+  await B.code.deleteContext(ctx);
+  await rejects(() => B.code.run("1", { context: ctx }), NotFound);
 });
 
 test("files: write, read, list, stat, exists, remove", async () => {
@@ -425,6 +498,114 @@ test("setTtl", async () => {
   await rejects(() => ghost().setTtl(5), NotFound);
 });
 
+test("E2B names: commands.run in the foreground", async () => {
+  const r = await A.commands.run("echo out; echo err >&2; echo $E2B_X; pwd; id -u; exit 3",
+    { envs: { E2B_X: "x1" }, cwd: "/tmp", user: "4321" });
+  assert.deepEqual([r.stdout, r.stderr, r.exitCode], ["out\nx1\n/tmp\n4321\n", "err\n", 3]);
+  const seen: string[] = [];
+  const s = await A.commands.run("echo a; sleep 2; echo b", { onStdout: (d) => { seen.push(d); } });
+  assert.deepEqual([seen.join(""), s.stdout], ["a\nb\n", "a\nb\n"]);
+  assert.ok(seen.length >= 2, `onStdout got the output in one piece: ${JSON.stringify(seen)}`);
+  const t0 = Date.now();
+  assert.equal((await A.commands.run("sleep 30", { timeoutMs: 1000 })).timedOut, true);
+  assert.ok(Date.now() - t0 < 20_000, "timeoutMs did not kill it");
+  await rejects(() => A.commands.run("cat", { stdin: true }), TypeError);
+  await rejects(() => A.commands.run("true", { cwd: "relative" }), InvalidRequest);
+  await rejects(() => ghost().commands.run("true"), NotFound);
+});
+
+test("E2B names: background commands, list, kill, connect, sendStdin", async () => {
+  const h = await A.commands.run("echo up; while :; do sleep 1; done", { background: true, timeoutMs: 0 });
+  assert.ok(h instanceof CommandHandle && h.pid > 0 && h.id > 0);
+  assert.deepEqual((await A.commands.list()).filter((p) => p.pid === h.pid).map((p) => [p.id, p.status]),
+    [[h.id, "running"]], "list shows it");
+  const c = await A.commands.connect(h.pid);
+  assert.deepEqual([c.id, c.pid], [h.id, h.pid], "connect by pid");
+  await new Promise((r) => setTimeout(r, 1000));
+  assert.equal(await A.commands.kill(h.pid), true, "kill by pid");
+  const out = await c.wait();
+  assert.deepEqual([out.status, out.signal], ["exited", 9]);
+  assert.ok(out.stdout.startsWith("up\n"), out.stdout);
+  assert.equal(await A.commands.kill(h.pid), false, "kill of an ended command, as E2B");
+  assert.equal(await h.kill(), false);
+  assert.ok(!(await A.commands.list()).some((p) => p.pid === h.pid), "commands.list: running ones only");
+  // The wait above read its exit, so the agent no longer keeps it (docs/protocol.md, ATTACH).
+  assert.ok(!(await A.processes.list()).some((p) => p.id === h.id), "an ended command whose exit was read is forgotten");
+  await rejects(() => A.commands.connect(h.pid), NotFound);
+  assert.equal(await A.commands.kill(999999), false);
+  await rejects(() => ghost().commands.kill(12345), NotFound);
+  await rejects(() => A.commands.kill(0), TypeError);
+  const r = await A.commands.run("read a; echo got:$a", { background: true, stdin: true });
+  await A.commands.sendStdin(r.pid, "from-e2b-name\n");
+  const done = await r.wait();
+  assert.deepEqual([done.stdout, done.exitCode], ["got:from-e2b-name\n", 0]);
+  await rejects(() => A.commands.sendStdin(r.pid, "late\n"), NotFound);
+  const shut = await A.commands.run("sleep 30", { background: true });
+  await rejects(() => A.commands.sendStdin(shut.pid, "x"), Conflict);
+  assert.equal(await shut.kill(), true);
+  const got: string[] = [];
+  const bg = await A.commands.run("echo bg-out", { background: true, onStdout: (d) => { got.push(d); } });
+  assert.equal((await bg.wait()).stdout, "bg-out\n");
+  assert.deepEqual(got, ["bg-out\n"], "onStdout of a background run, at wait()");
+});
+
+test("E2B names: sandboxId, Sandbox.connect, setTimeout, getHost, kill", async () => {
+  assert.equal(A.sandboxId, A.id);
+  const same = await Sandbox.connect(A.id);
+  assert.deepEqual([same.id, same.status], [A.id, "running"]);
+  assert.equal((await same.commands.run("echo reattached")).stdout, "reattached\n");
+  await rejects(() => Sandbox.connect("sbx_doesnotexist"), NotFound);
+  await A.setTimeout(5_400_000);
+  assert.equal((await Sandbox.get(A.id)).ttlSeconds, 5400, "ms to seconds, as GET shows");
+  await rejects(() => A.setTimeout(-1), TypeError);
+  await rejects(() => ghost().setTimeout(60_000), NotFound);
+  await B.exec("mkdir -p /srv/e2bts && echo host ok > /srv/e2bts/hi.txt && "
+    + "(setsid python3 -m http.server 8083 --bind 127.0.0.1 --directory /srv/e2bts > /dev/null 2>&1 < /dev/null &)");
+  const host = await B.getHost(8083);
+  const port = (await B.ports()).filter((p) => p.port === 8083);
+  assert.deepEqual(port.map((p) => p.public), [false], "exposed, private");
+  const u = new URL(port[0].host_url ?? port[0].url);
+  assert.equal(host, u.host + u.pathname.replace(/\/+$/, ""), "the host kiln's url gives");
+  let status = 0, body = "";
+  for (let i = 0; i < 120; i++) {
+    const resp = await fetch(`${u.protocol}//${host}/hi.txt`, { headers: { Authorization: `Bearer ${env.KILN_API_KEY}` } });
+    status = resp.status;
+    body = await resp.text();
+    if (status !== 502) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  assert.deepEqual([status, body], [200, "host ok\n"]);
+  await B.exposePort(8083, { public: true });
+  assert.equal(await B.getHost(8083), host);
+  assert.deepEqual((await B.ports()).filter((p) => p.port === 8083).map((p) => p.public), [true], "left public");
+  await B.unexposePort(8083);
+  await rejects(() => B.getHost(0), RangeError);
+  await rejects(() => ghost().getHost(8083), NotFound);
+  const sb = await create();
+  assert.equal(await sb.kill(), true);
+  assert.equal(await sb.kill(), false);
+  assert.equal(await Sandbox.kill(sb.id), false, "static kill of a gone one");
+  const sb2 = await create();
+  assert.equal(await Sandbox.kill(sb2.id), true, "static kill");
+  await rejects(() => Sandbox.get(sb2.id), NotFound);
+});
+
+test("E2B names: files", async () => {
+  const d = "/tmp/e2b-files-ts";
+  await A.files.makeDir(`${d}/sub`);
+  await A.files.write(`${d}/a.txt`, "hello e2b");
+  assert.equal(await A.files.read(`${d}/a.txt`, { format: "text" }), "hello e2b");
+  assert.deepEqual(await A.files.read(`${d}/a.txt`), new TextEncoder().encode("hello e2b"), "kiln's default: bytes");
+  assert.equal((await A.files.getInfo(`${d}/a.txt`)).size, 9);
+  assert.deepEqual((await A.files.list(d)).map((e) => e.name).sort(), ["a.txt", "sub"]);
+  await A.files.rename(`${d}/a.txt`, `${d}/b.txt`);
+  assert.deepEqual([await A.files.exists(`${d}/a.txt`), await A.files.exists(`${d}/b.txt`)], [false, true]);
+  await A.files.remove(d, { recursive: true });
+  assert.equal(await A.files.exists(d), false);
+  await rejects(() => A.files.getInfo(d), NotFound);
+  await rejects(() => A.files.read("/etc/hostname", { format: "stream" as "text" }), TypeError);
+});
+
 test("delete", async () => {
   const sb = await create();
   await sb.delete();
@@ -557,6 +738,39 @@ test("a bad API key is AuthError everywhere", async () => {
     await rm(dir, { recursive: true, force: true });
   }
   assert.equal((await Sandbox.get(A.id)).status, "running");
+});
+
+test("usage by day, billing, statements", async () => {
+  const c = A.client;
+  const now = new Date();
+  const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const u = await c.usage({ granularity: "day", from: monthStart });
+  assert.deepEqual([u.granularity, u.from], ["day", monthStart.toISOString()]);
+  assert.ok(Array.isArray(u.buckets) && Number.isInteger(u.total.cost_microdollars), JSON.stringify(u));
+  const one = await c.usage({ from: Math.floor(monthStart.getTime() / 1000), sandbox: A.id });
+  assert.deepEqual([one.granularity, one.sandbox_id], ["hour", A.id]);
+  assert.ok("sandboxes" in (await c.usage()), "usage() with no query keeps its totals");
+  await rejects(() => c.usage({ granularity: "week" as "day" }), InvalidRequest, "invalid_request");
+  const b = await c.billing();
+  assert.ok(typeof b.plan === "string" && Number.isInteger(b.cost_microdollars), JSON.stringify(b));
+  assert.ok(b.projected_microdollars >= b.cost_microdollars && b.cost_microdollars >= 0, JSON.stringify(b));
+  const sts = await c.statements();
+  const months = sts.map((s) => s.month);
+  assert.deepEqual(months, [...months].sort().reverse(), "newest first");
+  const thisMonth = monthStart.toISOString().slice(0, 7);
+  for (const s of sts) {
+    // The last month stays open for five minutes after its end.
+    if (s.month === thisMonth) assert.equal(s.status, "open");
+    assert.equal(s.closed_at === null, s.status === "open", JSON.stringify(s));
+    assert.equal(s.amount_due_microdollars, s.cost_microdollars - s.credit_applied_microdollars, s.month);
+  }
+  if (months.includes(thisMonth)) {
+    const s = await c.statement(thisMonth);
+    assert.deepEqual([s.month, s.status, s.closed_at], [thisMonth, "open", null]);
+  }
+  await rejects(() => c.statement("2026-13"), InvalidRequest, "invalid_request");
+  await rejects(() => c.statement("2099-01"), NotFound, "not_found");
+  await rejects(() => c.statement("1999-01"), NotFound, "not_found");
 });
 
 test("templates and usage", async () => {

@@ -100,7 +100,7 @@ test("workspace: initialize and list the tools", async () => {
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
     "create_sandbox", "delete_sandbox", "fork_sandbox", "get_sandbox", "hibernate_sandbox",
-    "list_dir", "list_sandboxes", "promote_sandbox", "read_file", "shell", "wake_sandbox", "write_file",
+    "list_dir", "list_sandboxes", "promote_sandbox", "read_file", "run_code", "shell", "wake_sandbox", "write_file",
   ]);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
@@ -135,6 +135,23 @@ test("workspace: shell", async () => {
   r = await call(ws, "shell", { sandbox_id: sbx, command: "sleep 30", timeout_ms: 1000 });
   assert.equal(r.structuredContent.timed_out, true);
   assert.match(await toolError(ws, "shell", { sandbox_id: "sbx_doesnotexist", command: "true" }), /not found/);
+});
+
+test("workspace: run_code keeps its variables between calls", async () => {
+  const b = (await call(ws, "create_sandbox", { template: "base", ttl_seconds: 3600 })).structuredContent.id;
+  made.add(b);
+  let r = await call(ws, "run_code", { sandbox_id: b, code: "x = 41\nprint('set')" });
+  assert.deepEqual([r.structuredContent.stdout, r.structuredContent.error], ["set\n", null]);
+  r = await call(ws, "run_code", { sandbox_id: b, code: "x + 1" });
+  assert.equal(r.structuredContent.results[0].text, "42");
+  assert.match(r.content[0].text, /\[value\]\n42/);
+  r = await call(ws, "run_code", { sandbox_id: b, code: "1/0" });
+  assert.equal(r.structuredContent.error.name, "ZeroDivisionError");
+  assert.match(r.content[0].text, /\[error\] ZeroDivisionError/);
+  assert.match(await toolError(ws, "run_code", { sandbox_id: sbx, code: "1" }), /python3/);
+  assert.match(await toolError(ws, "run_code", { sandbox_id: b, code: "1", context: "ctx-nope" }), /no context/);
+  await call(ws, "delete_sandbox", { sandbox_id: b });
+  made.delete(b);
 });
 
 test("workspace: write_file, read_file (text and binary), list_dir", async () => {
@@ -201,7 +218,7 @@ test("workspace: unknown tools and bad arguments are JSON-RPC errors", async () 
     (await import("@modelcontextprotocol/sdk/types.js")).ListResourcesResultSchema), -32601), /not found/);
 });
 
-test("per sandbox: the four tools on one sandbox", async () => {
+test("per sandbox: the sandbox tools on one sandbox", async () => {
   const conf = configServers(sbx)["kiln-sandbox"];
   assert.equal(conf.url, `${URL_}/v1/sandboxes/${sbx}/mcp`);
   const c = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
@@ -209,7 +226,7 @@ test("per sandbox: the four tools on one sandbox", async () => {
   try {
     assert.equal(c.getServerVersion().name, "kiln-sandbox");
     const { tools } = await c.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ["list_dir", "read_file", "shell", "write_file"]);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ["list_dir", "read_file", "run_code", "shell", "write_file"]);
     assert.deepEqual(tools.find((t) => t.name === "shell").inputSchema.required, ["command"]);
     const r = await call(c, "shell", { command: "echo $((6*7)) > /work/answer; cat /work/answer" });
     assert.equal(r.structuredContent.stdout, "42\n");

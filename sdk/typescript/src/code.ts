@@ -1,0 +1,145 @@
+/**
+ * A stateful code interpreter in a sandbox (docs/api.md, Code): cells run in a context that keeps
+ * its variables between calls, with the last expression's value and rich results (HTML, PNG,
+ * JSON...) returned, as Jupyter does. Python; the template needs python3 (`base` has it).
+ */
+import type { Client } from "./client.js";
+import { ConnectionFailed, errorFor } from "./errors.js";
+import { STREAM_SILENCE_MS, sseEvents } from "./stream.js";
+
+/** One result of a cell: the last expression's value (isMainResult) or a figure it drew. */
+export interface Result {
+  text?: string;
+  html?: string;
+  markdown?: string;
+  /** base64 */
+  png?: string;
+  svg?: string;
+  json?: unknown;
+  isMainResult: boolean;
+}
+
+/** The exception a cell raised. */
+export interface ExecutionError {
+  name: string;
+  value: string;
+  traceback: string;
+}
+
+/** What a cell did. `text` is the last expression's value as text, as E2B's Execution.text. */
+export interface Execution {
+  stdout: string;
+  stderr: string;
+  results: Result[];
+  error: ExecutionError | null;
+  executionCount: number;
+  truncated: boolean;
+  text: string | undefined;
+}
+
+/** A context: its own variables, in its own interpreter process. */
+export interface CodeContext {
+  id: string;
+  language: "python";
+  cwd: string | null;
+}
+
+interface ExecutionJSON {
+  stdout: string; stderr: string; error: ExecutionError | null; execution_count: number; truncated: boolean;
+  results: Array<{ text?: string; html?: string; markdown?: string; png?: string; svg?: string; json?: unknown; is_main_result: boolean }>;
+}
+
+const cid = (c: CodeContext | string) => (typeof c === "string" ? c : c.id);
+
+/** code.run's options: callbacks make it a stream (output as the cell writes it). */
+export interface RunOptions {
+  context?: CodeContext | string;
+  timeout?: number;
+  onStdout?: (text: string) => void | Promise<void>;
+  onStderr?: (text: string) => void | Promise<void>;
+  onResult?: (r: Result) => void | Promise<void>;
+  onError?: (e: ExecutionError) => void | Promise<void>;
+}
+
+/** `sandbox.code`: run cells in contexts that keep their state. */
+export class Code {
+  constructor(private readonly client: Client, private readonly base: () => string) {}
+
+  /**
+   * Run a cell in `context` (default: the sandbox's default context); `timeout` (seconds)
+   * interrupts it. With callbacks, output and results reach them while the cell runs (a stream);
+   * the Execution at the end holds all of it either way.
+   */
+  async run(code: string, options: RunOptions = {}): Promise<Execution> {
+    if (typeof code !== "string") throw new TypeError("code must be a string");
+    const json: Record<string, unknown> = { code };
+    if (options.context !== undefined) json.context = cid(options.context);
+    if (options.timeout !== undefined) json.timeout_seconds = options.timeout;
+    if (options.onStdout || options.onStderr || options.onResult || options.onError) return this.stream(json, options);
+    const j = await this.client.json<ExecutionJSON>("POST", `${this.base()}/code`, {
+      json, timeoutMs: options.timeout ? (options.timeout + 90) * 1000 : null,
+    });
+    const results = j.results.map(({ is_main_result, ...r }) => ({ ...r, isMainResult: is_main_result }));
+    return {
+      stdout: j.stdout, stderr: j.stderr, results, error: j.error, executionCount: j.execution_count,
+      truncated: j.truncated, text: results.find((r) => r.isMainResult)?.text,
+    };
+  }
+
+  private async stream(json: Record<string, unknown>, o: RunOptions): Promise<Execution> {
+    const ctl = new AbortController();
+    const resp = await this.client.request("POST", `${this.base()}/code/stream`, {
+      json, timeoutMs: null, ok: [200], signal: ctl.signal, headers: { Accept: "text/event-stream" },
+    });
+    if (!resp.body) throw new TypeError("the stream has no body");
+    const out = { stdout: [] as string[], stderr: [] as string[] };
+    const results: Result[] = [];
+    let error: ExecutionError | null = null;
+    try {
+      for await (const ev of sseEvents(resp.body, STREAM_SILENCE_MS, () => ctl.abort())) {
+        const j = JSON.parse(ev.data);
+        if (ev.event === "stdout" || ev.event === "stderr") {
+          out[ev.event].push(j.text);
+          await (ev.event === "stdout" ? o.onStdout : o.onStderr)?.(j.text);
+        } else if (ev.event === "result") {
+          const { is_main_result, ...rest } = j;
+          const r: Result = { ...rest, isMainResult: Boolean(is_main_result) };
+          results.push(r);
+          await o.onResult?.(r);
+        } else if (ev.event === "error") {
+          error = { name: j.name, value: j.value, traceback: j.traceback };
+          await o.onError?.(error);
+        } else if (ev.event === "end") {
+          return {
+            stdout: out.stdout.join(""), stderr: out.stderr.join(""), results, error,
+            executionCount: j.execution_count, truncated: false, text: results.find((r) => r.isMainResult)?.text,
+          };
+        } else if (ev.event === "fail") {
+          throw errorFor(undefined, String(j.code ?? "error"), String(j.message ?? ""));
+        }
+      }
+    } finally {
+      ctl.abort();
+    }
+    throw new ConnectionFailed("the cell's stream ended before the cell did", "stream_ended");
+  }
+
+  async createContext(options: { cwd?: string } = {}): Promise<CodeContext> {
+    const j = await this.client.json<CodeContext>("POST", `${this.base()}/code/contexts`, { json: options.cwd ? { cwd: options.cwd } : {} });
+    return { id: j.id, language: "python", cwd: j.cwd ?? null };
+  }
+
+  async listContexts(): Promise<CodeContext[]> {
+    const j = await this.client.json<{ contexts: CodeContext[] }>("GET", `${this.base()}/code/contexts`);
+    return j.contexts.map((c) => ({ id: c.id, language: "python", cwd: c.cwd ?? null }));
+  }
+
+  /** Its variables are gone; the context stays. */
+  async restartContext(context: CodeContext | string): Promise<void> {
+    await this.client.json("POST", `${this.base()}/code/contexts/${cid(context)}/restart`);
+  }
+
+  async deleteContext(context: CodeContext | string): Promise<void> {
+    await this.client.empty("DELETE", `${this.base()}/code/contexts/${cid(context)}`);
+  }
+}

@@ -1,0 +1,35 @@
+#include "api/audit.h"
+#include "api/api.h"
+#include "api/http.h"
+#include "api/routes.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* What the request was about: the ids the path names ("sbx_x",
+ * "sbx_x/8080"), else what it made (POST /v1/sandboxes, /v1/keys). */
+static void target_of(const struct req *r, char *out, size_t cap)
+{
+	size_t len = 0;
+	snprintf(out, cap, "%s", r->nparams ? "" : r->created_id);
+	for (int i = 0; i < r->nparams && len < cap; i++)
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", i ? "/" : "", r->params[i]);
+}
+
+void audit_request(struct req *r)
+{
+	if (!r->key.id[0] || !r->route || !r->status || (r->route->flags & (ROUTE_READ | ROUTE_PROXY)))
+		return;
+	struct audit_row a = { .status = r->status };
+	snprintf(a.workspace, sizeof a.workspace, "%s", r->key.workspace);
+	snprintf(a.key_id, sizeof a.key_id, "%s", r->key.id);
+	snprintf(a.key_prefix, sizeof a.key_prefix, "%s", r->key.prefix);
+	snprintf(a.method, sizeof a.method, "%s", r->method);
+	snprintf(a.route, sizeof a.route, "%s", r->route->pattern);
+	target_of(r, a.target, sizeof a.target);
+	if (store_audit_add(r->api->store, &a) < 0)
+		log_warn("audit: %s %s by key %s (%d) not recorded: %s", a.method, a.route, a.key_id,
+			 a.status, errmsg());
+}

@@ -1,0 +1,18 @@
+/*
+ * audit: the record of what keys changed (docs/security.md). Every request
+ * authenticated by a key (or a dashboard session, by its key) to a route
+ * that is not ROUTE_READ is appended to the store's audit log once it is
+ * answered, refused ones (403, 404, ...) included: who asked for a change
+ * matters as much as who made one. GET /v1/audit reads it back.
+ */
+#ifndef KILN_API_AUDIT_H
+#define KILN_API_AUDIT_H
+
+struct req;
+
+/* Append r to the audit log if it is one to keep. Called when the request
+ * is over (its answer sent), so the write costs the caller no latency; a
+ * failed write is logged, not retried. */
+void audit_request(struct req *r);
+
+#endif

@@ -1,0 +1,63 @@
+/*
+ * host_types: the plain data of the host agent's contract, what crosses
+ * between the operations above and an agent, in one process (host.h,
+ * through hostif_local) or, later, over HTTP to a remote agent: a
+ * workspace's caps and what they said, a create request, and a sandbox
+ * record's change as the event subscribers hear it. Nothing here points
+ * into the agent's memory; a request's pointers are the caller's.
+ */
+#ifndef KILN_HOST_HOST_TYPES_H
+#define KILN_HOST_HOST_TYPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A workspace's caps on what it starts, counted exactly by the host (the
+ * ops layer's plans set them; 0 is no cap). A refusal is -EDQUOT, with
+ * the cap that refused in the report. */
+struct ws_caps {
+	int running;			/* sandboxes creating or running */
+	int creates;			/* sandboxes made (creates, fork children) per window */
+	int64_t window_ms;		/* that window, sliding */
+	int vcpus, memory_mib;		/* of one sandbox */
+};
+/* The most creates a workspace's window counts (a creates cap above it
+ * is counted as this many at most: a cap that large is no cap). */
+#define WS_WINDOW_MAX 4096
+
+struct ws_caps_report {
+	char limit[16];			/* -EDQUOT: "running", "creates", "vcpus", "memory_mib"; else "" */
+	int64_t value;			/* that cap */
+	int64_t retry_after_ms;		/* -EDQUOT: when trying again may succeed; 0: unknown */
+	int creates_used;		/* in the window, this request's included when admitted */
+	int64_t reset_ms;		/* wall ms when the window's oldest create leaves it; 0: none */
+};
+
+struct create_req {
+	const char *workspace;
+	const struct ws_caps *caps;	/* NULL: none */
+	struct ws_caps_report *report;	/* with caps */
+	const char *template;		/* or NULL with snapshot */
+	const char *snapshot;		/* from_snapshot */
+	int64_t ttl_seconds;		/* -1: the default */
+	int64_t ttl_cap;		/* > 0: the default is at most this */
+	bool ttl_absolute, idle_hibernate;	/* the TTL rule (store.h sbx_row) */
+	int64_t retention_seconds;
+	const char *metadata, *env;	/* JSON object text, or NULL */
+	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
+	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */
+};
+
+/* The most children one fork makes. */
+#define HOST_FORK_MAX 64
+
+/* A sandbox record was saved (host_events.h): its strings are valid
+ * during the callback only. */
+struct host_event {
+	const char *workspace, *id, *state;
+	double cpu_seconds;		/* the sandbox's accounting at this save */
+	int64_t rss_bytes;
+};
+typedef void host_event_fn(void *ctx, const struct host_event *e);
+
+#endif

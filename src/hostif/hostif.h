@@ -1,0 +1,277 @@
+/*
+ * hostif: the host interface, what everything above the host agent (the
+ * operations layer, REST, MCP, the port proxy, the dashboard) calls for
+ * anything that touches a sandbox's VM. It has two implementations behind
+ * one dispatch table:
+ *
+ *   local    today's host agent in the same process (hostif_local.c over
+ *            src/host/host.h): the one-box kilnd uses it
+ *   remote   HTTP to a host agent on another machine (the cluster; not
+ *            built yet)
+ *
+ * so that both paths are the same code above it. Every call therefore
+ * takes plain data (a workspace id, a sandbox id, a request struct) and
+ * returns plain data (copies of records, ids) or -errno with errmsg() set;
+ * no pointer into the agent's memory crosses it, and the caller holds no
+ * reference between calls: a sandbox is named by (workspace, id) each
+ * time, as a remote agent would have it. Errors, as host.h has them:
+ * -ENOENT "sandbox ID not found" (it does not exist, or is another
+ * workspace's), -EBUSY wrong state, -EAGAIN no capacity, -EDQUOT a cap
+ * of the workspace refused (the report says which), -ENOTSUP a VMM
+ * feature missing, -ECONNREFUSED the guest agent cannot be reached;
+ * front ends map them (REST: reply_errno).
+ *
+ * Guest access (exec, files, pty, ports) is the one exception to "plain
+ * data": hostif_enter hands back a struct guest (host/guest_conn.h), a
+ * client of the guest agent's wire protocol over one connected stream.
+ * Locally that stream is the VMM's vsock socket; a remote implementation
+ * makes the same object over a byte stream the agent relays, so callers
+ * speak the guest protocol the same way over both.
+ *
+ * Lifecycle operations on one sandbox run one at a time (the agent's
+ * rule, host.h); guest operations run concurrently between hostif_enter
+ * and hostif_leave, which count as activity for the TTL.
+ */
+#ifndef KILN_HOSTIF_HOSTIF_H
+#define KILN_HOSTIF_HOSTIF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "host/host_types.h"	/* ws_caps, ws_caps_report, create_req, host_event, HOST_FORK_MAX */
+#include "store/store.h"	/* struct sbx_row, ID_MAX */
+
+struct guest;
+struct strbuf;
+
+/* A guest entered (hostif_enter) or held (hostif_hold): what
+ * hostif_leave needs to end it. A value, not a reference: copy it freely,
+ * leave it once. */
+struct hostif_guest {
+	struct guest *g;		/* the connection (enter); NULL for a hold */
+	char workspace[ID_MAX], id[ID_MAX];
+	bool entered;			/* counted as an operation until left */
+};
+
+/* A template as the API lists it: the version in service, or (built
+ * false) only what the template would be. */
+struct hostif_template {
+	char name[32];
+	char description[256];
+	int vcpus, memory_mib;		/* the version's, else the definition's */
+	bool built;
+	int version;			/* built */
+	int64_t built_ms;		/* built: wall clock */
+	bool snapshot;			/* built with a snapshot (fast creates) */
+};
+
+/* A fork: count (1 to HOST_FORK_MAX) children of the workspace's sandbox
+ * id; with tree all in one pause (identical), without one pause each. */
+struct hostif_fork {
+	const char *workspace, *id;
+	int count;
+	bool tree;
+	const struct ws_caps *caps;	/* NULL: none */
+	struct ws_caps_report *report;	/* with caps */
+};
+
+typedef int hostif_row_fn(void *ctx, const struct sbx_row *r);
+typedef int hostif_template_fn(void *ctx, const struct hostif_template *t);
+
+/* The implementation's table; ctx is struct hostif's. Callers use the
+ * hostif_* wrappers below, which say what each call does. */
+struct hostif_ops {
+	const char *name;		/* "local", "remote" */
+	int (*create)(void *ctx, const struct create_req *req, struct sbx_row *out);
+	int (*get)(void *ctx, const char *ws, const char *id, bool touch, struct sbx_row *out);
+	int (*each)(void *ctx, const char *ws, hostif_row_fn *fn, void *fctx);
+	int (*delete)(void *ctx, const char *ws, const char *id);
+	int (*hibernate)(void *ctx, const char *ws, const char *id, struct sbx_row *out);
+	int (*wake)(void *ctx, const char *ws, const char *id, struct sbx_row *out);
+	int (*set_ttl)(void *ctx, const char *ws, const char *id, int64_t ttl_seconds,
+		       struct sbx_row *out);
+	int (*set_network)(void *ctx, const char *ws, const char *id, const char *policy,
+			   struct sbx_row *out);
+	int (*snapshot)(void *ctx, const char *ws, const char *id, char snap[ID_MAX]);
+	int (*snapshot_delete)(void *ctx, const char *ws, const char *snap);
+	int (*fork)(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made);
+	int (*enter)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
+	int (*hold)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
+	void (*leave)(void *ctx, struct hostif_guest *hg);
+	int (*touch)(void *ctx, const char *ws, const char *id);
+	int (*log_open)(void *ctx, const char *ws, const char *id, int *fd);
+	int (*templates)(void *ctx, hostif_template_fn *fn, void *fctx);
+	void (*metrics)(void *ctx, struct strbuf *b);
+	int (*subscribe)(void *ctx, host_event_fn *fn, void *fctx);
+	void (*unsubscribe)(void *ctx, host_event_fn *fn, void *fctx);
+};
+
+struct hostif {
+	const struct hostif_ops *ops;
+	void *ctx;			/* the implementation's (local: struct host *) */
+};
+
+/* ---- sandboxes ------------------------------------------------------------------ */
+
+/* Create a sandbox (host.h's create_req: the workspace, its caps, the
+ * template or snapshot, TTL rule, metadata, env, egress policy). *out
+ * gets its record as made (sbx_row_clear it). -EDQUOT with req->report
+ * filled when a cap refused; -ENOMEM after the sandbox was made if its
+ * record could not be copied (it exists; list it). */
+static inline int hostif_create(struct hostif *hi, const struct create_req *req, struct sbx_row *out)
+{
+	return hi->ops->create(hi->ctx, req, out);
+}
+
+/* The workspace's sandbox id: -ENOENT "sandbox ID not found" if there is
+ * no such sandbox or it is another workspace's. With touch the request
+ * counts as activity (TTL) first. *out (NULL: only the check) gets a
+ * consistent copy of its record (sbx_row_clear it). */
+static inline int hostif_get(struct hostif *hi, const char *ws, const char *id, bool touch,
+			     struct sbx_row *out)
+{
+	return hi->ops->get(hi->ctx, ws, id, touch, out);
+}
+
+/* Each sandbox of workspace ws (NULL: all) that is not deleted, oldest
+ * first, as a record copy valid during the call; fn's non-zero return
+ * stops the walk and is returned. */
+static inline int hostif_each(struct hostif *hi, const char *ws, hostif_row_fn *fn, void *fctx)
+{
+	return hi->ops->each(hi->ctx, ws, fn, fctx);
+}
+
+/* Delete it: its VM, disk and directory go; its record stays, "deleted". */
+static inline int hostif_delete(struct hostif *hi, const char *ws, const char *id)
+{
+	return hi->ops->delete(hi->ctx, ws, id);
+}
+
+/* Hibernate a running sandbox (memory and disk saved, the VM stopped;
+ * -EBUSY while guest operations run), wake a hibernated one, replace the
+ * TTL (seconds, 0: none), replace the egress policy (netpolicy.h text, in
+ * force when this returns). *out (NULL: not wanted) gets the record after
+ * the change; on failure it is untouched. */
+static inline int hostif_hibernate(struct hostif *hi, const char *ws, const char *id, struct sbx_row *out)
+{
+	return hi->ops->hibernate(hi->ctx, ws, id, out);
+}
+
+static inline int hostif_wake(struct hostif *hi, const char *ws, const char *id, struct sbx_row *out)
+{
+	return hi->ops->wake(hi->ctx, ws, id, out);
+}
+
+static inline int hostif_set_ttl(struct hostif *hi, const char *ws, const char *id, int64_t ttl_seconds,
+				 struct sbx_row *out)
+{
+	return hi->ops->set_ttl(hi->ctx, ws, id, ttl_seconds, out);
+}
+
+static inline int hostif_set_network(struct hostif *hi, const char *ws, const char *id, const char *policy,
+				     struct sbx_row *out)
+{
+	return hi->ops->set_network(hi->ctx, ws, id, policy, out);
+}
+
+/* A snapshot of the running sandbox (memory and disk): its id in snap
+ * (the store has its record). */
+static inline int hostif_snapshot(struct hostif *hi, const char *ws, const char *id, char snap[ID_MAX])
+{
+	return hi->ops->snapshot(hi->ctx, ws, id, snap);
+}
+
+/* Delete the workspace's snapshot snap. */
+static inline int hostif_snapshot_delete(struct hostif *hi, const char *ws, const char *snap)
+{
+	return hi->ops->snapshot_delete(hi->ctx, ws, snap);
+}
+
+/* Fork (struct hostif_fork). children[0..*made) get the records of the
+ * children that exist (sbx_row_clear each), even when a later one failed
+ * (then < 0, errmsg() says why); a child whose record could not be copied
+ * (out of memory) exists but has id "": skip it. */
+static inline int hostif_fork(struct hostif *hi, const struct hostif_fork *req, struct sbx_row *children,
+			      int *made)
+{
+	return hi->ops->fork(hi->ctx, req, children, made);
+}
+
+/* ---- guest access --------------------------------------------------------------- */
+
+/* Wake the sandbox if it hibernates, count an operation (activity for the
+ * TTL) until hostif_leave, and connect to its guest agent: out->g. On
+ * failure nothing is counted and *out is zeroed (leaving it does nothing);
+ * -ECONNREFUSED when the agent does not answer. */
+static inline int hostif_enter(struct hostif *hi, const char *ws, const char *id, struct hostif_guest *out)
+{
+	return hi->ops->enter(hi->ctx, ws, id, out);
+}
+
+/* Count an operation that has its guest connection already (a proxied
+ * WebSocket taken over from its request), without waking or connecting:
+ * -EBUSY-style state error unless running. out->g is NULL; hostif_leave
+ * ends it. */
+static inline int hostif_hold(struct hostif *hi, const char *ws, const char *id, struct hostif_guest *out)
+{
+	return hi->ops->hold(hi->ctx, ws, id, out);
+}
+
+/* End an operation: close its connection and stop counting it. Once per
+ * enter or hold; a zeroed handle (a failed enter) is left alone. The
+ * handle is zeroed. errmsg() is left as it was: callers leave on their
+ * error paths and report the guest operation's error afterwards. */
+static inline void hostif_leave(struct hostif *hi, struct hostif_guest *hg)
+{
+	hi->ops->leave(hi->ctx, hg);
+}
+
+/* Count a change to the sandbox as activity (TTL; docs/api.md says what
+ * is), now. -ENOENT if it is gone (callers may ignore it); errmsg() is
+ * left as it was. */
+static inline int hostif_touch(struct hostif *hi, const char *ws, const char *id)
+{
+	return hi->ops->touch(hi->ctx, ws, id);
+}
+
+/* ---- what the host shows ---------------------------------------------------------- */
+
+/* A read-only descriptor of the sandbox's console log (host.h
+ * host_log_open: the guest kernel's and kiln-init's lines as the VMM
+ * appends them; the caller closes it). A remote implementation gives a
+ * descriptor that reads what the agent relays. */
+static inline int hostif_log_open(struct hostif *hi, const char *ws, const char *id, int *fd)
+{
+	return hi->ops->log_open(hi->ctx, ws, id, fd);
+}
+
+/* Every known template, in the host's order; fn's non-zero return stops. */
+static inline int hostif_templates(struct hostif *hi, hostif_template_fn *fn, void *fctx)
+{
+	return hi->ops->templates(hi->ctx, fn, fctx);
+}
+
+/* The host's gauges (sandboxes by state, guest memory), appended to b in
+ * Prometheus text format. */
+static inline void hostif_metrics(struct hostif *hi, struct strbuf *b)
+{
+	hi->ops->metrics(hi->ctx, b);
+}
+
+/* Hear of every sandbox record saved (host_types.h struct host_event; the
+ * callback must only copy what it needs and return). -ENOSPC when too
+ * many listen. After unsubscribe returns, fn is never called with fctx. */
+static inline int hostif_subscribe(struct hostif *hi, host_event_fn *fn, void *fctx)
+{
+	return hi->ops->subscribe(hi->ctx, fn, fctx);
+}
+
+static inline void hostif_unsubscribe(struct hostif *hi, host_event_fn *fn, void *fctx)
+{
+	hi->ops->unsubscribe(hi->ctx, fn, fctx);
+}
+
+/* The implementations' constructors are in their own headers
+ * (hostif_local.h), for kilnd's main alone. */
+
+#endif

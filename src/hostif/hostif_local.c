@@ -1,0 +1,316 @@
+/*
+ * hostif_local: hostif.h over host.h in this process. The agent hands out
+ * references (struct sandbox *); they live here only, from host_find to
+ * sandbox_put inside one call, and what goes back up is a copy of the
+ * record. Guest access keeps no reference between enter and leave: leave
+ * finds the sandbox again by its id, and if it is gone meanwhile (deleted
+ * during the operation) there is nothing left to count, only the
+ * connection to close.
+ */
+#include "hostif/hostif_local.h"
+#include "host/guest_conn.h"
+#include "host/host.h"
+#include "host/host_events.h"
+#include "host/template.h"
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* One operation on the workspace's sandbox id, between host_find and
+ * sandbox_put; arg is the operation's own (in or out). */
+typedef int sandbox_op(struct host *h, struct sandbox *sb, void *arg);
+
+/* op on the sandbox; then, if it succeeded and out is wanted, its record. */
+static int with_sandbox(struct host *h, const char *ws, const char *id, sandbox_op *op, void *arg,
+			struct sbx_row *out)
+{
+	struct sandbox *sb;
+	int rc = host_find(h, ws, id, &sb);
+	if (rc < 0)
+		return rc;
+	rc = op ? op(h, sb, arg) : 0;
+	if (rc == 0 && out)
+		rc = sandbox_row(sb, out);
+	sandbox_put(h, sb);
+	return rc;
+}
+
+static int op_touch(struct host *h, struct sandbox *sb, void *arg)
+{
+	(void)h, (void)arg;
+	sandbox_touch(sb);
+	return 0;
+}
+
+static int op_delete(struct host *h, struct sandbox *sb, void *arg)
+{
+	(void)arg;
+	return host_delete(h, sb);
+}
+
+static int op_hibernate(struct host *h, struct sandbox *sb, void *arg)
+{
+	(void)arg;
+	return host_hibernate(h, sb);
+}
+
+static int op_wake(struct host *h, struct sandbox *sb, void *arg)
+{
+	(void)arg;
+	return host_wake(h, sb);
+}
+
+static int op_ttl(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_set_ttl(h, sb, *(const int64_t *)arg);
+}
+
+static int op_network(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_set_network(h, sb, arg);
+}
+
+static int op_snapshot(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_snapshot(h, sb, arg);
+}
+
+static int op_log_open(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_log_open(h, sb, arg);
+}
+
+static int l_create(void *ctx, const struct create_req *req, struct sbx_row *out)
+{
+	struct host *h = ctx;
+	struct sandbox *sb;
+	int rc = host_create(h, req, &sb);
+	if (rc < 0)
+		return rc;
+	rc = sandbox_row(sb, out);
+	sandbox_put(h, sb);
+	return rc;
+}
+
+static int l_get(void *ctx, const char *ws, const char *id, bool touch, struct sbx_row *out)
+{
+	return with_sandbox(ctx, ws, id, touch ? op_touch : NULL, NULL, out);
+}
+
+static int l_each(void *ctx, const char *ws, hostif_row_fn *fn, void *fctx)
+{
+	return host_each(ctx, ws, fn, fctx);
+}
+
+static int l_delete(void *ctx, const char *ws, const char *id)
+{
+	return with_sandbox(ctx, ws, id, op_delete, NULL, NULL);
+}
+
+static int l_hibernate(void *ctx, const char *ws, const char *id, struct sbx_row *out)
+{
+	return with_sandbox(ctx, ws, id, op_hibernate, NULL, out);
+}
+
+static int l_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out)
+{
+	return with_sandbox(ctx, ws, id, op_wake, NULL, out);
+}
+
+static int l_set_ttl(void *ctx, const char *ws, const char *id, int64_t ttl_seconds, struct sbx_row *out)
+{
+	return with_sandbox(ctx, ws, id, op_ttl, &ttl_seconds, out);
+}
+
+static int l_set_network(void *ctx, const char *ws, const char *id, const char *policy,
+			 struct sbx_row *out)
+{
+	return with_sandbox(ctx, ws, id, op_network, (void *)policy, out);
+}
+
+static int l_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MAX])
+{
+	return with_sandbox(ctx, ws, id, op_snapshot, snap, NULL);
+}
+
+static int l_snapshot_delete(void *ctx, const char *ws, const char *snap)
+{
+	return host_snapshot_delete(ctx, ws, snap);
+}
+
+static int l_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made)
+{
+	struct host *h = ctx;
+	struct sandbox *parent, *kids[HOST_FORK_MAX];
+	*made = 0;
+	if (req->count < 1 || req->count > HOST_FORK_MAX)
+		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
+	int rc = host_find(h, req->workspace, req->id, &parent);
+	if (rc < 0)
+		return rc;
+	rc = host_fork(h, parent, req->count, req->tree, req->caps, req->report, kids, made);
+	char why[512];	/* what the fork said, past the copies below */
+	snprintf(why, sizeof why, "%s", rc < 0 ? errmsg() : "");
+	for (int i = 0; i < *made; i++) {
+		if (sandbox_row(kids[i], &children[i]) < 0)
+			memset(&children[i], 0, sizeof children[i]);	/* exists; id "": skipped */
+		sandbox_put(h, kids[i]);
+	}
+	sandbox_put(h, parent);
+	if (rc < 0)
+		errf(-rc, "%s", why);
+	return rc;
+}
+
+/* ---- guest access ------------------------------------------------------------------ */
+
+static void guest_handle(struct hostif_guest *out, const char *ws, const char *id, struct guest *g)
+{
+	out->g = g;
+	snprintf(out->workspace, sizeof out->workspace, "%s", ws);
+	snprintf(out->id, sizeof out->id, "%s", id);
+	out->entered = true;
+}
+
+static int op_enter(struct host *h, struct sandbox *sb, void *arg)
+{
+	return sandbox_enter(h, sb, arg);
+}
+
+static int op_hold(struct host *h, struct sandbox *sb, void *arg)
+{
+	(void)arg;
+	return sandbox_hold(h, sb);
+}
+
+static int l_enter(void *ctx, const char *ws, const char *id, struct hostif_guest *out)
+{
+	struct guest *g = NULL;
+	memset(out, 0, sizeof *out);
+	int rc = with_sandbox(ctx, ws, id, op_enter, &g, NULL);
+	if (rc == 0)
+		guest_handle(out, ws, id, g);
+	return rc;
+}
+
+static int l_hold(void *ctx, const char *ws, const char *id, struct hostif_guest *out)
+{
+	memset(out, 0, sizeof *out);
+	int rc = with_sandbox(ctx, ws, id, op_hold, NULL, NULL);
+	if (rc == 0)
+		guest_handle(out, ws, id, NULL);
+	return rc;
+}
+
+static void l_leave(void *ctx, struct hostif_guest *hg)
+{
+	struct host *h = ctx;
+	struct sandbox *sb;
+	if (!hg->entered)
+		return;
+	/* The caller reports the guest operation's error after this: the
+	 * lookup must not replace its message. */
+	char keep[512];
+	snprintf(keep, sizeof keep, "%s", errmsg());
+	if (host_find(h, hg->workspace, hg->id, &sb) == 0) {
+		sandbox_leave(h, sb, hg->g);
+		sandbox_put(h, sb);
+	} else {
+		guest_close(hg->g);	/* deleted meanwhile: nothing to count */
+	}
+	memset(hg, 0, sizeof *hg);
+	errf(EIO, "%s", keep);	/* the message, as it was */
+}
+
+static int l_touch(void *ctx, const char *ws, const char *id)
+{
+	char keep[512];	/* as for leave: touching is never the error reported */
+	snprintf(keep, sizeof keep, "%s", errmsg());
+	int rc = with_sandbox(ctx, ws, id, op_touch, NULL, NULL);
+	errf(EIO, "%s", keep);
+	return rc;
+}
+
+/* ---- what the host shows ------------------------------------------------------------ */
+
+static int l_log_open(void *ctx, const char *ws, const char *id, int *fd)
+{
+	return with_sandbox(ctx, ws, id, op_log_open, fd, NULL);
+}
+
+struct tmpl_walk {
+	hostif_template_fn *fn;
+	void *fctx;
+};
+
+static int tmpl_copy(void *ctx, const struct template_def *d, const struct tmpl *t)
+{
+	struct tmpl_walk *w = ctx;
+	struct hostif_template ht = {
+		.vcpus = t ? t->vcpus : d->vcpus,
+		.memory_mib = t ? t->memory_mib : d->memory_mib,
+		.built = t != NULL,
+		.version = t ? t->version : 0,
+		.built_ms = t ? t->built_ms : 0,
+		.snapshot = t && t->snapshot,
+	};
+	snprintf(ht.name, sizeof ht.name, "%s", d->name);
+	snprintf(ht.description, sizeof ht.description, "%s", d->description);
+	return w->fn(w->fctx, &ht);
+}
+
+static int l_templates(void *ctx, hostif_template_fn *fn, void *fctx)
+{
+	struct tmpl_walk w = { fn, fctx };
+	return host_templates(ctx, tmpl_copy, &w);
+}
+
+static void l_metrics(void *ctx, struct strbuf *b)
+{
+	host_metrics(ctx, b);
+}
+
+static int l_subscribe(void *ctx, host_event_fn *fn, void *fctx)
+{
+	(void)ctx;	/* the agent's subscribers are one list per process */
+	return host_events_subscribe(fn, fctx);
+}
+
+static void l_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
+{
+	(void)ctx;
+	host_events_unsubscribe(fn, fctx);
+}
+
+static const struct hostif_ops local_ops = {
+	.name = "local",
+	.create = l_create,
+	.get = l_get,
+	.each = l_each,
+	.delete = l_delete,
+	.hibernate = l_hibernate,
+	.wake = l_wake,
+	.set_ttl = l_set_ttl,
+	.set_network = l_set_network,
+	.snapshot = l_snapshot,
+	.snapshot_delete = l_snapshot_delete,
+	.fork = l_fork,
+	.enter = l_enter,
+	.hold = l_hold,
+	.leave = l_leave,
+	.touch = l_touch,
+	.log_open = l_log_open,
+	.templates = l_templates,
+	.metrics = l_metrics,
+	.subscribe = l_subscribe,
+	.unsubscribe = l_unsubscribe,
+};
+
+void hostif_local(struct hostif *out, struct host *h)
+{
+	out->ops = &local_ops;
+	out->ctx = h;
+}

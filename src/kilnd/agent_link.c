@@ -1,0 +1,255 @@
+/*
+ * agent_link: a host's link to its cluster's API (kilnd/cluster.h): the
+ * join, once, and the heartbeats after it.
+ *
+ * The credential the API hands out on join is this host's identity from
+ * then on: it is written to DATA/cluster.json (0600, through a temporary
+ * file and rename, so a crash leaves the old file or the new one) before
+ * the first heartbeat, and a restart uses it instead of the token (which
+ * may have been single-use, or expired since). A heartbeat the API
+ * refuses (401: the host was revoked) is logged each time; heartbeats go
+ * on, so that an operator sees the refusals in both logs until the host
+ * is stopped.
+ */
+#include "kilnd/cluster.h"
+#include "api/cluster.h"
+#include "store/store.h"
+#include "common/err.h"
+#include "common/periodic.h"
+#include "common/log.h"
+#include "common/version.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#define REPLY_MAX (64 * 1024)
+#define REQUEST_TIMEOUT_S 10
+
+static struct {
+	struct agent_link_config cfg;
+	char cred_path[4200];
+	char credential[64], host_id[ID_MAX];
+	struct periodic beater;
+} link_;
+
+struct reply {
+	char *data;
+	size_t len;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+	struct reply *r = ctx;
+	size_t add = size * n;
+	if (r->len + add > REPLY_MAX)
+		return 0;	/* a reply this big is not the API's: stop */
+	char *d = realloc(r->data, r->len + add + 1);
+	if (!d)
+		return 0;
+	memcpy(d + r->len, p, add);
+	r->len += add;
+	d[r->len] = 0;
+	r->data = d;
+	return add;
+}
+
+/* POST body (JSON, stolen) to the API's path; *status and the parsed
+ * answer (NULL if it was not JSON). -errno for a failed transfer. */
+static int post(const char *path, const char *bearer, json_t *body, long *status, json_t **answer)
+{
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	*answer = NULL;
+	CURL *c = curl_easy_init();
+	if (!text || !c) {
+		free(text);
+		curl_easy_cleanup(c);
+		return errf(ENOMEM, "out of memory");
+	}
+	char url[1024], auth[128];
+	snprintf(url, sizeof url, "%s%s", link_.cfg.api_url, path);
+	struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+	if (bearer) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", bearer);
+		h = curl_slist_append(h, auth);
+	}
+	struct reply r = { 0 };
+	char cerr[CURL_ERROR_SIZE] = "";
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)REQUEST_TIMEOUT_S);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (link_.cfg.ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, link_.cfg.ca_file);
+	CURLcode cc = curl_easy_perform(c);
+	int rc = 0;
+	if (cc != CURLE_OK)
+		rc = errf(ECONNREFUSED, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(cc));
+	else
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	if (rc == 0 && r.data)
+		*answer = json_loads(r.data, 0, NULL);
+	free(r.data);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(text);
+	return rc;
+}
+
+static const char *answer_message(json_t *a)
+{
+	const char *m = json_string_value(json_object_get(json_object_get(a, "error"), "message"));
+	return m ? m : "(no message)";
+}
+
+/* What this host has now, as a join and a heartbeat say it. */
+static json_t *capacity(void)
+{
+	struct sysinfo si;
+	struct statvfs vfs;
+	int64_t mem = sysinfo(&si) == 0 ? (int64_t)si.totalram * si.mem_unit / (1024 * 1024) : 1;
+	int64_t disk = statvfs(link_.cfg.data_dir, &vfs) == 0
+		? (int64_t)((uint64_t)vfs.f_bavail * vfs.f_frsize / (1024 * 1024)) : 0;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int64_t live = 0;
+	if (link_.cfg.store)
+		store_sandboxes_live(link_.cfg.store, &live);
+	return json_pack("{s:I,s:I,s:I,s:I,s:s}", "vcpus", (json_int_t)(cpus > 0 ? cpus : 1), "memory_mib",
+			 (json_int_t)(mem > 0 ? mem : 1), "disk_mib", (json_int_t)disk, "sandboxes",
+			 (json_int_t)live, "version", KILN_VERSION);
+}
+
+static int load_credential(void)
+{
+	json_error_t e;
+	json_t *j = json_load_file(link_.cred_path, 0, &e);
+	if (!j)
+		return -ENOENT;
+	const char *api = json_string_value(json_object_get(j, "api"));
+	const char *cred = json_string_value(json_object_get(j, "credential"));
+	const char *id = json_string_value(json_object_get(j, "host_id"));
+	int rc = 0;
+	if (!api || !cred || !id || strlen(cred) >= sizeof link_.credential || strlen(id) >= ID_MAX)
+		rc = errf(EINVAL, "%s: not a credential this kilnd wrote", link_.cred_path);
+	else if (strcmp(api, link_.cfg.api_url))
+		rc = errf(EEXIST, "this host joined the cluster at %s (%s); remove it to join %s", api,
+			  link_.cred_path, link_.cfg.api_url);
+	if (rc == 0) {
+		snprintf(link_.credential, sizeof link_.credential, "%s", cred);
+		snprintf(link_.host_id, sizeof link_.host_id, "%s", id);
+	}
+	json_decref(j);
+	return rc;
+}
+
+static int save_credential(void)
+{
+	char tmp[sizeof link_.cred_path + 8];
+	snprintf(tmp, sizeof tmp, "%s.tmp", link_.cred_path);
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errf_sys("%s", tmp);
+	json_t *j = json_pack("{s:s,s:s,s:s}", "api", link_.cfg.api_url, "host_id", link_.host_id,
+			      "credential", link_.credential);
+	char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+	json_decref(j);
+	size_t n = text ? strlen(text) : 0;
+	int rc = text && write(fd, text, n) == (ssize_t)n && fsync(fd) == 0 ? 0 : errf_sys("writing %s", tmp);
+	free(text);
+	close(fd);
+	if (rc == 0 && rename(tmp, link_.cred_path) < 0)
+		rc = errf_sys("rename %s", tmp);
+	if (rc < 0)
+		unlink(tmp);
+	return rc;
+}
+
+static int join(void)
+{
+	if (!link_.cfg.join_token)
+		return errf(EINVAL, "no --join-token, and no credential in %s from an earlier join",
+			    link_.cred_path);
+	char host[256];
+	const char *name = link_.cfg.name;
+	if (!name) {
+		if (gethostname(host, sizeof host) < 0)
+			return errf_sys("gethostname");
+		host[sizeof host - 1] = 0;
+		name = host;
+	}
+	json_t *b = capacity();
+	json_object_set_new(b, "token", json_string(link_.cfg.join_token));
+	json_object_set_new(b, "name", json_string(name));
+	json_object_set_new(b, "url", json_string(link_.cfg.advertise));
+	long status = 0;
+	json_t *a;
+	int rc = post("/v1/cluster/join", NULL, b, &status, &a);
+	if (rc == 0 && status != 201)
+		rc = errf(status == 401 ? EACCES : EIO, "joining %s: HTTP %ld: %s", link_.cfg.api_url, status,
+			  answer_message(a));
+	const char *cred = json_string_value(json_object_get(a, "credential"));
+	const char *id = json_string_value(json_object_get(a, "host_id"));
+	if (rc == 0 && (!cred || !id || strlen(cred) >= sizeof link_.credential || strlen(id) >= ID_MAX))
+		rc = errf(EPROTO, "joining %s: the answer has no credential", link_.cfg.api_url);
+	if (rc == 0) {
+		snprintf(link_.credential, sizeof link_.credential, "%s", cred);
+		snprintf(link_.host_id, sizeof link_.host_id, "%s", id);
+		rc = save_credential();
+	}
+	json_decref(a);
+	if (rc == 0)
+		log_info("cluster: joined %s as %s (%s)", link_.cfg.api_url, name, link_.host_id);
+	return rc;
+}
+
+static void beat(void *ctx)
+{
+	(void)ctx;
+	long status = 0;
+	json_t *a;
+	int rc = post("/v1/cluster/heartbeat", link_.credential, capacity(), &status, &a);
+	if (rc < 0)
+		log_warn("cluster: heartbeat: %s", errmsg());
+	else if (status == 401)
+		log_warn("cluster: heartbeat refused by %s: this host's credential is revoked or unknown",
+			 link_.cfg.api_url);
+	else if (status != 200)
+		log_warn("cluster: heartbeat: HTTP %ld: %s", status, answer_message(a));
+	json_decref(a);
+}
+
+int agent_link_start(const struct agent_link_config *cfg)
+{
+	link_.cfg = *cfg;
+	if (!cfg->api_url || (strncmp(cfg->api_url, "http://", 7) && strncmp(cfg->api_url, "https://", 8)))
+		return errf(EINVAL, "--api wants the cluster API's http:// or https:// URL");
+	if (!cfg->advertise)
+		return errf(EINVAL, "--advertise wants the URL the API reaches this host at");
+	snprintf(link_.cred_path, sizeof link_.cred_path, "%s/cluster.json", cfg->data_dir);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	int rc = load_credential();
+	if (rc == -ENOENT)
+		rc = join();
+	if (rc < 0)
+		return rc;
+	return periodic_start(&link_.beater, "heartbeat", HOST_BEAT_MS, beat, NULL);
+}
+
+void agent_link_stop(void)
+{
+	periodic_stop(&link_.beater);
+}

@@ -1,0 +1,29 @@
+/*
+ * store_int: what the store's own files share (store.c, store_cluster.c):
+ * running one statement on the store's connection or transaction.
+ */
+#ifndef KILN_STORE_STORE_INT_H
+#define KILN_STORE_STORE_INT_H
+
+#include "store/db.h"
+#include "store/store.h"
+
+#include <stdio.h>
+
+/* One statement on st (its transaction, if st is a store_tx view). */
+int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
+	      db_row_fn *fn, void *ctx, int64_t *changes);
+
+#define RUN(st, sql, fn, ctx, changes, ...)                                                \
+	({                                                                                 \
+		const struct dbv p_[] = { __VA_ARGS__ };                                   \
+		store_run((st), (sql), p_, (int)(sizeof p_ / sizeof p_[0]), (fn), (ctx),   \
+			  (changes));                                                      \
+	})
+
+static inline void copy_str(char *dst, size_t cap, const char *src)
+{
+	snprintf(dst, cap, "%s", src ? src : "");
+}
+
+#endif

@@ -1,0 +1,87 @@
+#!/bin/bash
+# A template from an OCI image (docs/templates.md): the test writes an OCI
+# image layout itself (tests/unit/oci_fixture.py: real sha256 digests; the
+# minimal root's files, taken out of build/guest/rootfs-minimal.ext4 with
+# debugfs, as the base layer, then two layers with whiteouts and an opaque
+# directory), builds it with `kilnd template build ocitest --oci DIR:v1
+# --vcpus 3 --memory 384`, creates a sandbox of it and checks, inside the
+# guest, every file as the layers say, the image's Env and WorkingDir, and
+# the template's vCPUs and memory (nproc, MemTotal). A corrupted image is
+# refused before anything boots, and nothing of it is put in service.
+. "$(dirname "$0")/lib.sh"
+
+MIN=$REPO/build/guest/rootfs-minimal.ext4
+if [ ! -f "$MIN" ]; then
+	fail oci_base "build/guest/rootfs-minimal.ext4 is missing: run 'make guest'"
+	exit 0
+fi
+mkdir "$T/base"
+debugfs -R "rdump / $T/base" "$MIN" > "$T/rdump.log" 2>&1
+if [ ! -x "$T/base/bin/busybox" ]; then
+	fail oci_base "debugfs rdump of $MIN: $(tail -2 "$T/rdump.log" | tr '\n' ' ')"
+	exit 0
+fi
+python3 "$REPO/tests/unit/oci_fixture.py" layout "$T/img" --base "$T/base" > "$T/fixture.log" 2>&1 &&
+	pass oci_layout "$(ls "$T/img/blobs/sha256" | wc -l) blobs" || { fail oci_layout "$(cat "$T/fixture.log")"; exit 0; }
+
+# A corrupted layer: refused at the image step, naming the blob.
+python3 "$REPO/tests/unit/oci_fixture.py" digest "$T/bad" > /dev/null 2>&1
+"$KILND" --data "$DATA" template build ocibad --oci "$T/bad" > "$T/bad.log" 2>&1
+st=$?
+[ "$st" != 0 ] && grep -q 'step image failed: .*layer 1 (sha256:.*digest mismatch' "$T/bad.log" &&
+	[ ! -e "$DATA/templates/ocibad/current" ] &&
+	pass oci_corrupt_refused "$(tail -1 "$T/bad.log" | cut -c1-200)" || fail oci_corrupt_refused "status $st: $(tail -2 "$T/bad.log")"
+
+"$KILND" --data "$DATA" template build ocitest --oci "$T/img:v1" --vcpus 3 --memory 384 > "$T/build.log" 2>&1
+st=$?
+[ "$st" = 0 ] && [ "$(readlink "$DATA/templates/ocitest/current")" = v1 ] &&
+	pass oci_build "$(grep -o 'image: [0-9]* layers[^(]*' "$T/build.log" | head -1); $(tail -1 "$T/build.log")" ||
+	{ fail oci_build "status $st: $(tail -4 "$T/build.log" | tr '\n' ' ')"; exit 0; }
+"$KILND" --data "$DATA" template list > "$T/list.log" 2>&1
+grep -q '^ocitest .*v1 .*3 vCPU, 384 MiB' "$T/list.log" && pass oci_listed "$(grep ocitest "$T/list.log")" ||
+	fail oci_listed "$(cat "$T/list.log")"
+
+start_kilnd --rate 0 || exit 1
+KEY=$(new_key oci)
+api GET /v1/templates
+[ "$(jget '[(t["vcpus"], t["memory_mib"], t["status"]) for t in j["templates"] if t["name"] == "ocitest"][0]')" = "(3, 384, 'ready')" ] &&
+	pass oci_template_api "GET /v1/templates: ocitest, 3 vCPUs, 384 MiB" || fail oci_template_api "$BODY"
+create_sandbox '{"template":"ocitest","env":{"EXTRA":"from-create"}}'
+S=$SBX
+[ -n "$S" ] && [ "$(jget 'j["vcpus"]')" = 3 ] && [ "$(jget 'j["memory_mib"]')" = 384 ] &&
+	pass oci_create "$S ready in $(jget 'round(j["ready_ms"], 1)') ms, 3 vCPUs, 384 MiB" || { fail oci_create "$BODY"; exit 0; }
+
+# out CMD: OUT is the last line of the command's stdout in the sandbox.
+out() {
+	api POST "/v1/sandboxes/$S/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$1")"
+	OUT=$(jget 'j["stdout"].strip().splitlines()[-1] if j["stdout"].strip() else ""')
+}
+# run NAME CMD WANT: that line is WANT.
+run() {
+	out "$2"
+	[ "$STATUS" = 200 ] && [ "$OUT" = "$3" ] && pass "$1" "$3" || fail "$1" "wanted '$3': $STATUS $BODY"
+}
+# Layer 2 replaced etc/over and added etc/new; its whiteouts removed
+# etc/old and del/, its opaque opq/ holds only its own c.
+run oci_file_replaced 'cat /etc/over' two
+run oci_file_added 'cat /etc/new' new
+run oci_whiteout_file 'test ! -e /etc/old && echo gone' gone
+run oci_whiteout_dir 'test ! -e /del && echo gone' gone
+run oci_opaque_dir 'ls -A /opq | tr "\n" " "' c
+run oci_kept 'cat /keep/k /hard | tr "\n" " "' 'kept kept'
+run oci_symlink 'readlink /link' keep/k
+run oci_fifo 'test -p /fifo && echo fifo' fifo
+run oci_exec_bit '/bin/tool' tool
+run oci_no_markers 'find / -xdev -name ".wh.*" | wc -l' 0
+# The image config: Env under the create's env, WorkingDir for exec.
+run oci_env 'echo "$KILN_OCI $EXTRA"' 'layered from-create'
+run oci_workdir 'pwd' /keep
+# The template's resources.
+run oci_nproc 'nproc' 3
+# MemTotal: the 384 MiB less what the kernel keeps (tens of MiB), more
+# than minimal's 256 MiB could give.
+out "awk '/MemTotal/ { print \$2 }' /proc/meminfo"
+[ -n "$OUT" ] && [ "$OUT" -gt $((300 * 1024)) ] && [ "$OUT" -le $((384 * 1024)) ] &&
+	pass oci_memtotal "MemTotal $OUT kB for 384 MiB" || fail oci_memtotal "$BODY"
+api DELETE "/v1/sandboxes/$S"
+alive alive_at_end

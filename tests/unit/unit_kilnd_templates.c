@@ -1,0 +1,211 @@
+/*
+ * The template registry with operator-built templates (src/host/template.c):
+ * a template built from an image exists once a version is in `current`,
+ * with the vCPUs, memory, description and image config of its manifest;
+ * the compiled-in ones stay; names are checked; the image's Env goes under
+ * a create's env and its WorkingDir is exec's default directory. No VM:
+ * the version directories are written here as a build leaves them.
+ */
+#include "host/template.h"
+#include "host/template_build.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+static struct host_config cfg;
+static struct templates *ts;
+
+static int put_version(const char *name, int v, int vcpus, int mem, const char *image)
+{
+	char dir[512], path[600], link[600], target[16];
+	snprintf(dir, sizeof dir, "%s/templates/%s", cfg.data_dir, name);
+	mkdir(dir, 0700);
+	snprintf(path, sizeof path, "%s/v%d", dir, v);
+	mkdir(path, 0700);
+	struct tmpl t = { .version = v, .vcpus = vcpus, .memory_mib = mem };
+	snprintf(t.name, sizeof t.name, "%s", name);
+	snprintf(t.dir, sizeof t.dir, "%s", path);
+	snprintf(t.root, sizeof t.root, "%s/root.ext4", path);
+	snprintf(t.base, sizeof t.base, "%s/layer", path);
+	snprintf(t.snapdir, sizeof t.snapdir, "%s/snapshot", path);
+	snprintf(t.description, sizeof t.description, "OCI image /srv/%s", name);
+	t.image = image ? json_loads(image, 0, NULL) : NULL;
+	int rc = tmpl_save_manifest(&t);
+	tmpl_clear(&t);
+	snprintf(link, sizeof link, "%s/current", dir);
+	snprintf(target, sizeof target, "v%d", v);
+	unlink(link);
+	return rc ?: symlink(target, link);
+}
+
+static int names(void)
+{
+	T_ASSERT(template_name_ok("python-3_12") && template_name_ok("a") && template_name_ok("9lives"), "good");
+	const char *bad[] = { "", "A", "-x", "_x", "a/b", "..", ".x", "a b", "abcdefghijklmnopqrstuvwxyz0123456", NULL };
+	for (int i = 0; bad[i]; i++)
+		T_ASSERT(!template_name_ok(bad[i]), "'%s' accepted", bad[i]);
+	struct tmpl *t;
+	T_ASSERT(templates_get(ts, "../etc", &t) == -EINVAL, "../etc");
+	T_ASSERT(templates_get(ts, "nope", &t) == -EINVAL && strstr(errmsg(), "unknown template 'nope'"), "%s",
+		 errmsg());
+	T_ASSERT(templates_get(ts, "minimal", &t) == -EAGAIN && strstr(errmsg(), "is not built"), "%s", errmsg());
+	return 0;
+}
+
+struct seen {
+	char list[256];
+	int myapp_vcpus, myapp_mem;
+	char myapp_desc[160];
+};
+
+static int collect(void *ctx, const struct template_def *d, const struct tmpl *t)
+{
+	struct seen *s = ctx;
+	size_t n = strlen(s->list);
+	snprintf(s->list + n, sizeof s->list - n, "%s%s:%s", n ? " " : "", d->name, t ? "built" : "-");
+	if (!strcmp(d->name, "myapp")) {
+		s->myapp_vcpus = d->vcpus;
+		s->myapp_mem = d->memory_mib;
+		snprintf(s->myapp_desc, sizeof s->myapp_desc, "%s", d->description);
+	}
+	return 0;
+}
+
+static int operator_templates(void)
+{
+	T_ASSERT(put_version("myapp", 1, 4, 1024,
+			     "{\"env\":{\"A\":\"img\",\"B\":\"img\"},\"workdir\":\"/srv/app\",\"user\":\"1000\","
+			     "\"cmd\":[\"run\"]}") == 0, "%s", errmsg());
+	T_ASSERT(put_version("zeta", 2, 1, 256, NULL) == 0, "%s", errmsg());
+	/* A directory without `current` (a build that never finished) and
+	 * a stray name are not templates. */
+	char p[600];
+	snprintf(p, sizeof p, "%s/templates/unfinished", cfg.data_dir);
+	mkdir(p, 0700);
+	snprintf(p, sizeof p, "%s/templates/Bad.Name", cfg.data_dir);
+	mkdir(p, 0700);
+	struct seen s;
+	memset(&s, 0, sizeof s);
+	T_ASSERT(templates_each(ts, collect, &s) == 0, "each");
+	T_ASSERT(!strcmp(s.list, "minimal:- base:- myapp:built zeta:built"), "listed: %s", s.list);
+	T_ASSERT(s.myapp_vcpus == 4 && s.myapp_mem == 1024, "myapp %d vCPUs %d MiB", s.myapp_vcpus, s.myapp_mem);
+	T_ASSERT(!strcmp(s.myapp_desc, "OCI image /srv/myapp"), "description '%s'", s.myapp_desc);
+	struct tmpl *t;
+	T_ASSERT(templates_get(ts, "unfinished", &t) == -EINVAL, "unfinished is a template");
+	T_ASSERT(templates_get(ts, "myapp", &t) == 0, "%s", errmsg());
+	T_ASSERT(t->vcpus == 4 && t->memory_mib == 1024 && t->version == 1, "myapp");
+	/* The image's Env under the create's; WorkingDir. */
+	char *env = tmpl_env_merge(t, "{\"B\":\"req\",\"C\":\"req\"}");
+	T_ASSERT(env && !strcmp(env, "{\"A\":\"img\",\"B\":\"req\",\"C\":\"req\"}"), "env %s", env ? env : "(null)");
+	free(env);
+	env = tmpl_env_merge(t, NULL);
+	T_ASSERT(env && !strcmp(env, "{\"A\":\"img\",\"B\":\"img\"}"), "env %s", env ? env : "(null)");
+	free(env);
+	T_ASSERT(tmpl_workdir(t) && !strcmp(tmpl_workdir(t), "/srv/app"), "workdir");
+	tmpl_put(ts, t);
+	T_ASSERT(templates_get(ts, "zeta", &t) == 0, "%s", errmsg());
+	T_ASSERT(tmpl_env_merge(t, NULL) == NULL && tmpl_workdir(t) == NULL, "zeta has no image config");
+	env = tmpl_env_merge(t, "{\"X\":\"1\"}");
+	T_ASSERT(env && !strcmp(env, "{\"X\":\"1\"}"), "env %s", env ? env : "(null)");
+	free(env);
+	tmpl_put(ts, t);
+	/* A new version in service is picked up. */
+	T_ASSERT(put_version("myapp", 2, 8, 2048, NULL) == 0, "%s", errmsg());
+	T_ASSERT(templates_get(ts, "myapp", &t) == 0 && t->version == 2 && t->vcpus == 8, "v2 not in service");
+	tmpl_put(ts, t);
+	return 0;
+}
+
+/* `kilnd template build`'s refusals, and the image step of an OCI
+ * build for real (the boot step then fails: no VMM is configured here). */
+static int build_from_oci(void)
+{
+	struct build_opts bad[] = {
+		{ .name = "Bad.Name", .oci = "/x" },
+		{ .name = "newone" },
+		{ .name = "newone", .oci = "/x", .image = "/y" },
+		{ .name = "newone", .oci = "/x", .vcpus = 9 },
+		{ .name = "newone", .oci = "/x", .memory_mib = 64 },
+	};
+	const char *why[] = { "bad template name 'Bad.Name'", "a new template is built from an image",
+			      "--oci and --image: give one", "--vcpus 9: want 1 to 8", "--memory 64: want 128" };
+	for (int i = 0; i < 5; i++) {
+		int rc = template_build(&cfg, &bad[i]);
+		T_ASSERT(rc == -EINVAL && strstr(errmsg(), why[i]), "case %d: %d %s", i, rc, errmsg());
+	}
+	/* The fixture script, from build/tests or build/san/tests. */
+	char self[4096], fixture[4200], cmd[9000], img[600], ref[700], man[600];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	self[n > 0 ? n : 0] = 0;
+	for (int up = 0; up < 3; up++) {
+		*strrchr(self, '/') = 0;
+		snprintf(fixture, sizeof fixture, "%s/../tests/unit/oci_fixture.py", self);
+		if (access(fixture, R_OK) == 0)
+			break;
+	}
+	snprintf(img, sizeof img, "%s/img", cfg.data_dir);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/base/bin && printf '#!/x\n' > %s/base/bin/sh && chmod 755 %s/base/bin/sh && "
+		 "python3 %s layout %s --base %s/base", cfg.data_dir, cfg.data_dir, cfg.data_dir, fixture, img,
+		 cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "fixture: %s", cmd);
+	snprintf(ref, sizeof ref, "%s:v1", img);
+	struct build_opts o = { .name = "fromoci", .oci = ref, .vcpus = 3, .memory_mib = 384 };
+	int rc = template_build(&cfg, &o);
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
+	snprintf(man, sizeof man, "%s/templates/fromoci/v1", cfg.data_dir);
+	struct tmpl t;
+	T_ASSERT(tmpl_load(man, &t) == 0, "%s", errmsg());
+	T_ASSERT(t.vcpus == 3 && t.memory_mib == 384, "%d vCPUs %d MiB", t.vcpus, t.memory_mib);
+	json_t *env = json_object_get(t.image, "env");
+	T_ASSERT(!strcmp(json_string_value(json_object_get(env, "KILN_OCI")), "layered"), "image env");
+	T_ASSERT(!strcmp(json_string_value(json_object_get(t.image, "workdir")), "/keep"), "image workdir");
+	T_ASSERT(!strncmp(t.description, "OCI image /", 11) && strstr(t.description, "/img:v1"), "%s", t.description);
+	tmpl_clear(&t);
+	snprintf(cmd, sizeof cmd, "debugfs -R 'cat /etc/new' %s/root.ext4 2>/dev/null | grep -qx new && "
+		 "grep -qx image %s/progress", man, man);
+	T_ASSERT(system(cmd) == 0, "root.ext4 or progress: %s", cmd);
+	/* Resumed with other resources: refused; without: the image step is
+	 * not redone. */
+	o.vcpus = 2;
+	rc = template_build(&cfg, &o);
+	T_ASSERT(rc == -EINVAL && strstr(errmsg(), "version 1 is being built with 3 vCPUs and 384 MiB"), "%s",
+		 errmsg());
+	o.vcpus = 0;
+	o.memory_mib = 0;
+	rc = template_build(&cfg, &o);
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%s", errmsg());
+	snprintf(cmd, sizeof cmd, "test $(grep -cx image %s/progress) = 1", man);
+	T_ASSERT(system(cmd) == 0, "the image step ran again");
+	struct tmpl *tp;
+	T_ASSERT(templates_get(ts, "fromoci", &tp) == -EINVAL, "an unfinished build is in service");
+	return 0;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/kiln-tmpl-XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(cfg.data_dir, sizeof cfg.data_dir, "%s", dir);
+	cfg.net = false;
+	char p[600];
+	snprintf(p, sizeof p, "%s/templates", dir);
+	mkdir(p, 0700);
+	if (templates_open(&cfg, &ts) < 0)
+		return 1;
+	T_RUN(names);
+	T_RUN(operator_templates);
+	T_RUN(build_from_oci);
+	templates_close(ts);
+	snprintf(p, sizeof p, "rm -rf %s", dir);
+	if (system(p) != 0)
+		return 1;
+	return t_failed ? 1 : 0;
+}
