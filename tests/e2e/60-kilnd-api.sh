@@ -5,6 +5,7 @@
 # socket), rate limits, docs/api.md against the routes, and the CLI's
 # errors. After all of it the service must still be serving. Runs with or
 # without KVM.
+# where: native (no sandbox is started: tests/integration/run)
 . "$(dirname "$0")/lib.sh"
 
 start_kilnd --rate 0 || exit 1

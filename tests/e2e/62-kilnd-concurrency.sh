@@ -3,6 +3,7 @@
 # a command) or is refused with 503; kilnd does not crash, and no
 # half-made sandbox is left (every VMM and directory belongs to a sandbox
 # the API lists). kilnd runs with room for 12, so some must be refused.
+# tier: full: a slow file whose ground the quick tier covers otherwise (e2e 80 creates eight sandboxes at once, and the SDK tests create in parallel)
 . "$(dirname "$0")/lib.sh"
 
 build_template minimal || exit 1

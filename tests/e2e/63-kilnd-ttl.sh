@@ -3,6 +3,7 @@
 # one running a command is not (it goes 10 s after the command ends), one
 # that runs a short command every 0.5 s is kept, and reading a sandbox
 # (GET, list, logs) is not activity: one polled by GET still expires.
+# tier: full: a slow file whose ground the quick tier covers otherwise (e2e 80 checks the TTL rules (idle hibernate, then delete) and the SDK tests set TTLs)
 . "$(dirname "$0")/lib.sh"
 
 build_template minimal || exit 1

@@ -2,6 +2,7 @@
 # Template builds: progress lines, a failed build leaves the version in
 # service serving, a build resumes where it stopped, a new version is
 # taken into service by a running kilnd, and sandboxes of the old one run on.
+# tier: full: a slow file whose ground the quick tier covers otherwise (every kilnd test builds a template and reads its progress)
 . "$(dirname "$0")/lib.sh"
 
 "$KILND" --data "$DATA" template build minimal > "$T/b1.log" 2>&1

@@ -3,6 +3,7 @@
 # rootfs-base.ext4 (make templates), and a sandbox has python3, pip, git,
 # curl, ca-certificates and a C compiler that works; the code interpreter
 # (POST .../code) keeps its variables, and forks and snapshots carry them.
+# tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests and scripts/demo run base sandboxes (python3, the code interpreter, forks))
 . "$(dirname "$0")/lib.sh"
 
 if [ ! -f "$REPO/build/guest/rootfs-base.ext4" ]; then

@@ -9,6 +9,7 @@
 # (400); exposures kept across a restart of kilnd; a hibernated sandbox
 # woken by a request; exposures listed, removed, and gone with their
 # sandbox. Needs KVM (the emulated host).
+# tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests expose a port and fetch through the proxy and a preview link)
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 DOMAIN=sbx.test

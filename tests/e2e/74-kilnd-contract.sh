@@ -4,6 +4,7 @@
 # stream's exit event and MCP, the console log (tail, follow, a failed
 # sandbox's kept log and the VMM's last line in its error), and an ended
 # sandbox's 404 with why.
+# tier: full: a slow file whose ground the quick tier covers otherwise (e2e 61 and the SDK tests list, page and stream)
 . "$(dirname "$0")/lib.sh"
 
 build_template minimal || exit 1

@@ -8,6 +8,7 @@
 # guest, every file as the layers say, the image's Env and WorkingDir, and
 # the template's vCPUs and memory (nproc, MemTotal). A corrupted image is
 # refused before anything boots, and nothing of it is put in service.
+# tier: full: a slow file whose ground the quick tier covers otherwise (the unit tests unpack OCI layouts (whiteouts, opaque directories, limits) natively)
 . "$(dirname "$0")/lib.sh"
 
 MIN=$REPO/build/guest/rootfs-minimal.ext4

@@ -1,6 +1,7 @@
 #!/bin/bash
 # kiln-vmm boots the guest kernel: to kiln-init's ready line, with 2 vCPUs
 # online, and ends with the right status for power-off, reboot and panic.
+# tier: full: the quick tier covers it through kilnd (every kilnd test boots guests (template builds), and 79 checks how a dead VMM is reported)
 . "$(dirname "$0")/lib.sh"
 
 # The real initramfs (kiln-init) to its ready line.

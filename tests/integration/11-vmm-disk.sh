@@ -1,6 +1,7 @@
 #!/bin/bash
 # virtio-blk: what the guest writes to a read-write disk is on the image
 # (and there after a VMM restart); a read-only disk refuses writes.
+# tier: full: the quick tier covers it through kilnd (e2e 61 and 74 write and read sandboxes' disks through kilnd)
 . "$(dirname "$0")/lib.sh"
 
 mke2fs -q -F -t ext4 "$T/fs.ext4" 32M >/dev/null

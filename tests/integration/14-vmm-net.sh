@@ -1,6 +1,7 @@
 #!/bin/bash
 # virtio-net: with a TAP in a network namespace, the guest pings the host
 # side; a TAP the VMM created itself is gone when it exits.
+# tier: full: the quick tier covers it through kilnd (e2e 67 runs guests on TAPs in their namespaces)
 . "$(dirname "$0")/lib.sh"
 ns=kiln-t14-$$
 ip netns add $ns

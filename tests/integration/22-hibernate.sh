@@ -1,6 +1,7 @@
 #!/bin/bash
 # Hibernate then wake: the VMM process is gone in between (no compute), and
 # after the wake the guest's files, processes and memory are as they were.
+# tier: full: the quick tier covers it through kilnd (e2e 61, 69 and 80 hibernate and wake through kilnd (files, memory, processes))
 . "$(dirname "$0")/lib.sh"
 host=$(dirname "$0")/vsock_host.py
 

@@ -2,6 +2,7 @@
 # A forked child takes its own TAP, opened by the caller in the child's own
 # network namespace and passed over the control socket (SCM_RIGHTS): the
 # clone keeps the parent's guest address and reaches its own namespace.
+# tier: full: the quick tier covers it through kilnd (e2e 67 forks a networked sandbox (net_fork_*))
 . "$(dirname "$0")/lib.sh"
 host=$(dirname "$0")/vsock_host.py
 n1=kiln-t23a-$$ n2=kiln-t23b-$$

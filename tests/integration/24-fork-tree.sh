@@ -4,6 +4,7 @@
 # with their own hostname and their own random numbers (their RNG state
 # was cloned: without the reseed their first UUIDs would be the same), and
 # the parent runs on. Restores resync too.
+# tier: full: the quick tier covers it through kilnd (e2e 61 forks through kilnd; 21-fork runs a fork tree of 4)
 . "$(dirname "$0")/lib.sh"
 KG() { timeout 60 "$BUILD/kiln-guest" --vsock "$1" "${@:2}"; }
 

@@ -3,6 +3,7 @@
 # vCPUs, 512 MiB): the memory it inherited from the zygote is registered
 # again in the child; both sides keep running. Then the child forks too,
 # twice: a fork of a fork keeps its own settings.
+# tier: full: the quick tier covers it through kilnd (every kilnd fork is of a zygote-spawned VM (e2e 61, 66, 67))
 . "$(dirname "$0")/lib.sh"
 replies=""
 

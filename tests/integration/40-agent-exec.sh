@@ -5,6 +5,7 @@
 # background processes that outlive their client, an independent client
 # written from docs/protocol.md (agent_raw.py) with malformed frames; and
 # the same agent under QEMU's microvm reached over AF_VSOCK.
+# tier: full: the quick tier covers it through kilnd (e2e 61 execs through kilnd (exit codes, stdin, env, cwd, users, timeouts, background processes))
 . "$(dirname "$0")/lib.sh"
 disk=$(root_disk 256) || { fail agent_boot "cannot make a root disk"; exit 1; }
 start=$(now_ms)

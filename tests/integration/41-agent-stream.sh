@@ -4,6 +4,7 @@
 # intact while stderr chunks interleave with it, a client that stops
 # reading slows the process down instead of filling the agent's memory,
 # and line-by-line stdout/stderr keep their content and alternate.
+# tier: full: the quick tier covers it through kilnd (e2e 61 streams exec output through kilnd)
 . "$(dirname "$0")/lib.sh"
 disk=$(root_disk 256) || { fail stream_boot "cannot make a root disk"; exit 1; }
 boot_guest -d "$disk" -m 768 || { fail stream_boot "the guest's agent did not answer"; exit 1; }

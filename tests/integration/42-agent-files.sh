@@ -5,6 +5,7 @@
 # remove behave as their POSIX counterparts (checked against busybox in
 # the same guest), with errors naming missing paths; watch reports create,
 # modify and delete.
+# tier: full: the quick tier covers it through kilnd (e2e 61 and 72 move files through kilnd and the CLI)
 . "$(dirname "$0")/lib.sh"
 disk=$(root_disk 1024) || { fail files_boot "cannot make a root disk"; exit 1; }
 boot_guest -d "$disk" || { fail files_boot "the guest's agent did not answer"; exit 1; }

@@ -4,6 +4,7 @@
 # hostname, RESYNC (clock, entropy, hostname, identity), orphan reaping,
 # a memory hog and a fork bomb that do not take the agent down, and
 # POWEROFF.
+# tier: full: the quick tier covers it through kilnd (every kilnd test runs kiln-init as PID 1 (resync at fork and wake in e2e 61))
 . "$(dirname "$0")/lib.sh"
 
 # Guest 1: the template image attached read-only, a tmpfs overlay, a NIC

@@ -4,6 +4,7 @@
 # another sandbox, cloud metadata, the host itself or a Stratum port; egress
 # policies (allow_out, no internet) apply to a running sandbox at once; and
 # destroying everything leaves no namespace, link or rule behind.
+# tier: full: the quick tier covers it through kilnd (e2e 67 checks the same isolation and egress rules through kilnd)
 . "$(dirname "$0")/lib.sh"
 NET=$BUILD/kiln-net
 up=kiln-t71-up
