@@ -24,7 +24,7 @@ struct metrics {
 	uint64_t by_status[NSTATUS + 1];	/* last: other statuses */
 	uint64_t by_code[NCODES];
 	uint64_t create_bucket[NBUCKETS];	/* cumulative at render */
-	uint64_t create_count, create_failed;
+	uint64_t create_count, create_failed, start_retries;
 	double create_sum;
 };
 
@@ -59,6 +59,13 @@ void metrics_http(struct metrics *m, int status, const char *error_code)
 	m->by_status[s]++;
 	if (error_code)
 		m->by_code[c]++;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void metrics_start_retry(struct metrics *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->start_retries++;
 	pthread_mutex_unlock(&m->lock);
 }
 
@@ -112,5 +119,8 @@ void metrics_render(struct metrics *m, struct strbuf *b)
 	strbuf_printf(b, "# HELP kiln_sandbox_create_failures_total Creates that failed.\n"
 		      "# TYPE kiln_sandbox_create_failures_total counter\n"
 		      "kiln_sandbox_create_failures_total %llu\n", (unsigned long long)m->create_failed);
+	strbuf_printf(b, "# HELP kiln_sandbox_start_retries_total Sandboxes started a second time because their guest died before it was ready.\n"
+		      "# TYPE kiln_sandbox_start_retries_total counter\n"
+		      "kiln_sandbox_start_retries_total %llu\n", (unsigned long long)m->start_retries);
 	pthread_mutex_unlock(&m->lock);
 }

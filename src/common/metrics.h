@@ -18,6 +18,8 @@ void metrics_free(struct metrics *m);
 void metrics_http(struct metrics *m, int status, const char *error_code);
 /* One sandbox create (or fork child): seconds to ready, and whether it worked. */
 void metrics_create(struct metrics *m, double seconds, bool ok);
+/* One sandbox started again after its guest died before it was ready. */
+void metrics_start_retry(struct metrics *m);
 void metrics_render(struct metrics *m, struct strbuf *b);
 
 #endif

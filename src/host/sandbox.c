@@ -283,6 +283,20 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 
 /* ---- create ---------------------------------------------------------------------------- */
 
+/* disk_restart: a sandbox's top layer made anew over BASE, for a second
+ * start after its guest died at the first. unlink never follows a link
+ * the dead VMM could have planted, and the new file is created
+ * exclusively (overlay.c). */
+static int disk_restart(struct host *h, const char *top, const char *base, const struct vmm_jail *jail)
+{
+	pthread_mutex_lock(&h->layers);
+	int rc = unlink(top) < 0 && errno != ENOENT ? errf_sys("unlink %s", top) : disk_create(top, base);
+	pthread_mutex_unlock(&h->layers);
+	if (rc == 0 && jail->on)
+		rc = vmm_jail_give_disk(top, jail->uid);
+	return rc;
+}
+
 static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
 			       const struct net_lease *net)
 {
@@ -315,6 +329,16 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = tap, .netns = netns,
 					.hostname = sb->row.id, .jail = jail };
 		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
+		if (rc == -ECHILD) {
+			/* Its guest died before it was ready: nothing of the
+			 * user's is lost yet, so it starts once more, on a new
+			 * disk (the dead guest may have written to this one). A
+			 * second death is reported. */
+			log_warn("sandbox %s: %s; starting it again on a fresh disk", sb->row.id, errmsg());
+			metrics_start_retry(h->metrics);
+			if ((rc = disk_restart(h, top, t->base, jail)) == 0)
+				rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
+		}
 		if (rc == 0)
 			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms", sb->row.id, vmm_ms);
 	} else if (rc == 0) {

@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,9 +343,30 @@ out:
 	return rc;
 }
 
+/* test_spawn_dies: whether this spawn's guest is to die before it is
+ * ready. Tests set KILN_TEST_SPAWN_DIES=N in kilnd's environment to have
+ * the next N spawned guests triple-fault (child.c), and so show that a
+ * create survives a guest that dies at start (sandbox.c). Read once. */
+static bool test_spawn_dies(void)
+{
+	static atomic_int left = -1;
+	int n = atomic_load(&left);
+	if (n < 0) {
+		const char *e = getenv("KILN_TEST_SPAWN_DIES");
+		int want = e ? atoi(e) : 0, unset = -1;
+		atomic_compare_exchange_strong(&left, &unset, want > 0 ? want : 0);
+		n = atomic_load(&left);
+	}
+	while (n > 0)
+		if (atomic_compare_exchange_weak(&left, &n, n - 1))
+			return true;
+	return false;
+}
+
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms)
 {
+	bool die = test_spawn_dies();
 	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
 	vm_path(zsock, sizeof zsock, t->dir, "zygote.sock");
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
@@ -358,6 +381,8 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 					"console", console, "disk_reserve_mib", cfg->reserve_disk_mib);
 		if (!req)
 			return errf(ENOMEM, "out of memory");
+		if (die)
+			json_object_set_new(req, "test_triple_fault", json_true());
 		/* Its stderr: its own vmm.log (not the zygote's, shared by all
 		 * its children), where its final line says why it ended. */
 		int fds[2], nfds = 0, tap = -1;

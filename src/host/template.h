@@ -127,7 +127,9 @@ struct spawn_spec {
 
 /* Make sure the version's zygote runs (starting it if needed). */
 int tmpl_zygote_ensure(const struct host_config *cfg, struct tmpl *t);
-/* Fork a VM from the zygote: pid and the VMM's own ready time. */
+/* Fork a VM from the zygote: pid and the VMM's own ready time. -ECHILD:
+ * its guest died before it was ready (the caller may spawn again, on a
+ * fresh disk: the dead guest may have written to this one). */
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms);
 /* Stop the version's zygote, if one runs. */

@@ -280,9 +280,12 @@ int vmm_ctl_fds(const char *sock, json_t *req, const int *fds, int nfds, json_t 
 	}
 	if (!json_is_true(json_object_get(j, "ok"))) {
 		const char *err = json_string_value(json_object_get(j, "error"));
+		/* ECHILD: a new VM's guest died before it was ready (nothing
+		 * of the request was wrong: the caller may start it again). */
 		rc = err && strncmp(err, "unknown command", 15) == 0
 			? errf(ENOTSUP, "kiln-vmm does not support '%s' yet (%s)", cmd ? cmd : "?", err)
-			: errf(EIO, "kiln-vmm %s: %s", cmd ? cmd : "?", err ? err : "failed");
+			: errf(json_is_true(json_object_get(j, "guest_died")) ? ECHILD : EIO, "kiln-vmm %s: %s",
+			       cmd ? cmd : "?", err ? err : "failed");
 		json_decref(j);
 		return rc;
 	}

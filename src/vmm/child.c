@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +45,20 @@ static void close_inherited(int ready_fd, const int *keep)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
+/* child_test_triple_fault: for tests (a spawn request's
+ * "test_triple_fault"): empty vCPU 0's interrupt table, so that the first
+ * interrupt or exception the restored guest takes cannot be delivered and
+ * the CPU shuts down (KVM_EXIT_SHUTDOWN): a guest death before ready by
+ * the same path as a real one. */
+static void child_test_triple_fault(struct vm *vm)
+{
+	struct kvm_sregs s;
+	if (vm->nvcpus < 1 || ioctl(vm->vcpus[0].fd, KVM_GET_SREGS, &s) < 0)
+		return;
+	s.idt.limit = 0;
+	ioctl(vm->vcpus[0].fd, KVM_SET_SREGS, &s);
+}
+
 static void __attribute__((noreturn))
 child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8_t *payload,
 	  size_t len, uint64_t t0, int ready_fd)
@@ -67,20 +82,26 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 		vm_teardown(&vm);
 		_exit(status);
 	}
+	if (own_cfg.test_triple_fault)
+		child_test_triple_fault(&vm);
 	status = vm_run(&vm);
-	if (vm.ready_fd >= 0)          /* it ended before it was ready: say why */
-		dprintf(vm.ready_fd, "error %s\n", vm.exit_reason);
+	/* It ran and ended before it was ready: its guest died (a triple
+	 * fault, a panic, a reboot) or it was stopped. "died", not "error":
+	 * nothing of the caller's was set up wrong, so it may try again. */
+	if (vm.ready_fd >= 0)
+		dprintf(vm.ready_fd, "died %s\n", vm.exit_reason);
 	vm_teardown(&vm);
 	fprintf(stderr, "kiln-vmm[%d]: %s (exit status %d)\n", (int)getpid(), vm.exit_reason, status);
 	_exit(status);
 }
 
-/* has_final_line: whether a "ready" or "error" line has arrived. */
+/* has_final_line: whether a "ready", "error" or "died" line has arrived. */
 static bool has_final_line(const char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if ((i == 0 || buf[i - 1] == '\n') && (strncmp(buf + i, "ready ", 6) == 0 ||
-						     strncmp(buf + i, "error ", 6) == 0) &&
+						     strncmp(buf + i, "error ", 6) == 0 ||
+						     strncmp(buf + i, "died ", 5) == 0) &&
 		    memchr(buf + i, '\n', n - i))
 			return true;
 	return false;
@@ -167,8 +188,8 @@ int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 			out->pid = atoi(buf + 4);
 		return eof || n >= CHILD_REPORT_MAX - 1 ? errf(EIO, "the new VM exited before it was ready") : 0;
 	}
-	/* "pid N" from the intermediate process, then "ready PID MS" or
-	 * "error MESSAGE" from the VM. */
+	/* "pid N" from the intermediate process, then "ready PID MS",
+	 * "error MESSAGE" or "died MESSAGE" from the VM. */
 	int pid = -1, inner;
 	double ms;
 	out->pid = -1;
@@ -186,6 +207,8 @@ int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 		}
 		if (strncmp(l, "error ", 6) == 0)
 			return errf(EINVAL, "%s", l + 6);
+		if (strncmp(l, "died ", 5) == 0)
+			return errf(ECHILD, "the guest died before it was ready: %s", l + 5);
 		return errf(EIO, "the new VM said '%.100s'", l);
 	}
 	return errf(EIO, "the new VM exited before it was ready");

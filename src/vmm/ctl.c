@@ -275,6 +275,8 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 	bool resync;
 	if (json_get_bool(req, "resync", &resync))
 		cfg->resync = resync;
+	bool die;
+	cfg->test_triple_fault = json_get_bool(req, "test_triple_fault", &die) && die;
 	int64_t idx;
 	if (json_get(req, "tap_fd")) {
 		/* A TAP opened by the caller (in the child's network namespace)
@@ -303,17 +305,21 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 	return parse_jail(json_get(req, "jail"), &cfg->jail);
 }
 
-static void reply_error(struct strbuf *r, const char *msg)
+/* An error reply; "guest_died" when a new VM's guest died before it was
+ * ready (ECHILD, child.c): nothing the caller asked for was wrong, so it
+ * may ask again. */
+static void reply_error(struct strbuf *r, int rc, const char *msg)
 {
 	strbuf_reset(r);
 	strbuf_printf(r, "{\"ok\":false,\"error\":");
 	strbuf_json_str(r, msg);
+	if (rc == -ECHILD)
+		strbuf_printf(r, ",\"guest_died\":true");
 }
 
 int ctl_fail(struct strbuf *r, int rc, const char *members)
 {
-	(void)rc;                      /* errmsg() says it all */
-	reply_error(r, errmsg());
+	reply_error(r, rc, errmsg());
 	strbuf_printf(r, "%s", members);
 	return CTL_FAILED;
 }
@@ -323,12 +329,12 @@ static void handle_line(struct ctl *c, const char *line, size_t len, struct strb
 	strbuf_reset(r);
 	struct json *req = json_parse(line, len);
 	if (!req) {
-		reply_error(r, errmsg());
+		reply_error(r, 0, errmsg());
 		goto out;
 	}
 	const char *cmd = json_get_str(req, "cmd");
 	if (req->type != JSON_OBJECT || !cmd) {
-		reply_error(r, "request must be a JSON object with a string \"cmd\"");
+		reply_error(r, 0, "request must be a JSON object with a string \"cmd\"");
 		goto out;
 	}
 	size_t i;
@@ -338,7 +344,7 @@ static void handle_line(struct ctl *c, const char *line, size_t len, struct strb
 	if (!c->commands[i].name) {
 		char msg[160];
 		snprintf(msg, sizeof msg, "unknown command \"%.100s\"", cmd);
-		reply_error(r, msg);
+		reply_error(r, 0, msg);
 		goto out;
 	}
 	strbuf_printf(r, "{\"ok\":true");
@@ -349,7 +355,7 @@ static void handle_line(struct ctl *c, const char *line, size_t len, struct strb
 		return;
 	}
 	if (rc < 0)
-		reply_error(r, errmsg());   /* CTL_FAILED: r holds the error already */
+		reply_error(r, rc, errmsg());   /* CTL_FAILED: r holds the error already */
 out:
 	if (req) {
 		struct json *id = json_get(req, "id");
@@ -406,8 +412,7 @@ void ctl_finish(struct ctl_pending *p, int rc, const char *members)
 	if (rc == 0) {
 		strbuf_printf(&r, "{\"ok\":true%s", members ? members : "");
 	} else {
-		strbuf_printf(&r, "{\"ok\":false,\"error\":");
-		strbuf_json_str(&r, errmsg());
+		reply_error(&r, rc, errmsg());
 	}
 	if (p->has_id)
 		strbuf_printf(&r, ",\"id\":%.0f", p->id);
@@ -491,7 +496,7 @@ static void client_event(void *opaque, uint32_t events)
 		char *nl = cl->in.len ? memchr(cl->in.data, '\n', cl->in.len) : NULL;
 		if (!nl) {
 			if (cl->in.len > MAX_LINE || strbuf_failed(&cl->in)) {
-				reply_error(&reply, "request line too long");
+				reply_error(&reply, 0, "request line too long");
 				strbuf_printf(&reply, "}\n");
 				send_all(cl->fd, reply.data, reply.len);
 				strbuf_free(&reply);

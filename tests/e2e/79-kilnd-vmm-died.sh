@@ -7,6 +7,11 @@
 # (here SIGTERM, which kiln-vmm handles and reports): its last stderr
 # line, the line that names a triple fault or a panic when the guest died.
 # Both are deletable after.
+# A guest that dies before it is ready (KILN_TEST_SPAWN_DIES=N: the next N
+# guests the zygote spawns triple-fault, src/host/template.c): the create
+# starts it once more on a fresh disk and answers 201, the sandbox works,
+# the retry is counted in /metrics; a second death is the create's error,
+# naming the triple fault, with no VMM left behind.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail vmm_died_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 build_template minimal || exit 1
@@ -40,3 +45,37 @@ case_() {
 }
 case_ vmm_killed KILL "the VMM was killed by signal 9|the VMM ended without a last line"
 case_ vmm_exited TERM "the VMM exited( with status 0)?: kiln-vmm(\\[[0-9]+\\])?: stopped by signal 15 \\(exit status 0\\)"
+
+# ---- a guest that dies at start ----------------------------------------------------------------
+stop_kilnd
+KILN_TEST_SPAWN_DIES=1 start_kilnd --rate 0 || exit 1
+create_sandbox
+id=$SBX
+if [ -n "$id" ] && grep -q "sandbox $id: .*the guest died before it was ready: guest triple fault.*starting it again on a fresh disk" "$T/kilnd.log"; then
+	pass start_retry_create "201 after the first guest triple-faulted: $(grep -m1 -o "the guest died before it was ready: guest triple fault on vCPU [0-9]*" "$T/kilnd.log")"
+else
+	fail start_retry_create "status $STATUS, kilnd.log: $(grep -m2 "$id\|died" "$T/kilnd.log" | tr '\n' ' ' | head -c 400) $BODY"
+fi
+if [ -n "$id" ]; then
+	api POST "/v1/sandboxes/$id/exec" '{"cmd":"echo kept > /root/retry && sync && cat /root/retry"}'
+	out=$(jget 'j["stdout"]' | tr '\n' ' ')
+	check start_retry_works "exec and a disk write in the second guest: '$out'" [ "$out" = "kept " ]
+	n=$(sandbox_vmms | wc -l)
+	check start_retry_one_vmm "kiln-vmm processes for sandboxes: $n (the dead one is gone)" [ "$n" = 1 ]
+	api GET /metrics
+	check start_retry_metric "$(grep '^kiln_sandbox_start_retries_total' <<<"$BODY")" grep -qx 'kiln_sandbox_start_retries_total 1' <<<"$BODY"
+	api DELETE "/v1/sandboxes/$id"
+fi
+stop_kilnd
+KILN_TEST_SPAWN_DIES=2 start_kilnd --rate 0 || exit 1
+create_sandbox
+err=$(jget 'j["error"]["message"]')
+if [ -z "$SBX" ] && [ "${STATUS:0:1}" = 5 ] && [[ $err == *"died before it was ready: guest triple fault"* ]]; then
+	pass start_retry_twice "$STATUS: $err"
+else
+	fail start_retry_twice "status $STATUS, wanted 5xx naming the triple fault: $BODY"
+fi
+n=$(sandbox_vmms | wc -l)
+api GET /v1/sandboxes
+left=$(python3 -c "import json,sys; print(len([s for s in json.load(open(sys.argv[1]))['sandboxes'] if s['status'] not in ('deleted',)]))" "$T/body" 2>&1)
+check start_retry_twice_clean "VMMs left: $n, sandboxes listed: $left" [ "$n/$left" = 0/0 ]
