@@ -58,8 +58,8 @@ else
 fi
 if [ -n "$id" ]; then
 	api POST "/v1/sandboxes/$id/exec" '{"cmd":"echo kept > /root/retry && sync && cat /root/retry"}'
-	out=$(jget 'j["stdout"]' | tr '\n' ' ')
-	check start_retry_works "exec and a disk write in the second guest: '$out'" [ "$out" = "kept " ]
+	out=$(jget 'j["stdout"].strip()')
+	check start_retry_works "exec and a disk write in the second guest: '$out'" [ "$out" = kept ]
 	n=$(sandbox_vmms | wc -l)
 	check start_retry_one_vmm "kiln-vmm processes for sandboxes: $n (the dead one is gone)" [ "$n" = 1 ]
 	api GET /metrics
