@@ -429,6 +429,9 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 					 final ? ": " : "", final ? line : "");
 			else if (final)
 				snprintf(why, sizeof why, "the VMM exited: %s", line);
+			else if (line[0])
+				snprintf(why, sizeof why, "the VMM ended without a last line (killed by a signal?); it last said: %s",
+					 line);
 			else
 				snprintf(why, sizeof why, "the VMM ended without a last line (killed by a signal?)");
 		}

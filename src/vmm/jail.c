@@ -163,7 +163,10 @@ static void sigsys(int sig, siginfo_t *si, void *uc)
 	int nr = si->si_syscall;
 	const char *name = nr >= 0 && nr < 512 && syscall_names[nr] ? syscall_names[nr] : "?";
 	char msg[160];
-	int n = snprintf(msg, sizeof msg, "kiln-vmm: seccomp: forbidden system call %s (%d); killed\n", name, nr);
+	/* Ends like kiln-vmm's other last lines, "(exit status N)": kilnd
+	 * reads such a line as why a VMM that is not its child ended. */
+	int n = snprintf(msg, sizeof msg, "kiln-vmm: seccomp: forbidden system call %s (%d); killed (exit status %d)\n",
+			 name, nr, 128 + SIGSYS);
 	if (write(2, msg, (size_t)n) < 0) {
 		/* nothing more to do */
 	}
