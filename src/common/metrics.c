@@ -119,7 +119,7 @@ void metrics_render(struct metrics *m, struct strbuf *b)
 	strbuf_printf(b, "# HELP kiln_sandbox_create_failures_total Creates that failed.\n"
 		      "# TYPE kiln_sandbox_create_failures_total counter\n"
 		      "kiln_sandbox_create_failures_total %llu\n", (unsigned long long)m->create_failed);
-	strbuf_printf(b, "# HELP kiln_sandbox_start_retries_total Sandboxes started a second time because their guest died before it was ready.\n"
+	strbuf_printf(b, "# HELP kiln_sandbox_start_retries_total Creates and forks made a second time because a new guest died before it was ready.\n"
 		      "# TYPE kiln_sandbox_start_retries_total counter\n"
 		      "kiln_sandbox_start_retries_total %llu\n", (unsigned long long)m->start_retries);
 	pthread_mutex_unlock(&m->lock);

@@ -18,6 +18,7 @@
 #include "host/host_int.h"
 #include "host/net.h"
 #include "host/proc.h"
+#include "host/template.h"
 #include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
@@ -186,6 +187,8 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 						 "ctl", ctl, "hostname", kids[i]->row.id, "console", console) : NULL;
 		if (c && net.slot)
 			json_object_set_new(c, "tap_fd", json_integer(ntaps - 1));
+		if (c && test_fork_child_dies())
+			json_object_set_new(c, "test_triple_fault", json_true());
 		if (c && logs) {
 			char logp[PATH_MAX];
 			vm_path(logp, sizeof logp, kids[i]->dir, "vmm.log");
@@ -302,6 +305,20 @@ fail_kids:;
 	return errf(-rc, "%s", why);
 }
 
+/* fork_retrying: fork_once, and once more when a child's guest died before
+ * it was ready (ECHILD: kiln-vmm then ended every child of that fork and
+ * resumed the parent, so nothing is left of the first try). */
+static int fork_retrying(struct host *h, struct sandbox *parent, int n, const struct ws_caps *caps,
+			 struct ws_caps_report *rep, struct sandbox **kids, int *made)
+{
+	int rc = fork_once(h, parent, n, caps, rep, kids, made);
+	if (rc != -ECHILD)
+		return rc;
+	log_warn("sandbox %s: %s; forking again", parent->row.id, errmsg());
+	metrics_start_retry(h->metrics);
+	return fork_once(h, parent, n, caps, rep, kids, made);
+}
+
 int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	      const struct ws_caps *caps, struct ws_caps_report *report,
 	      struct sandbox **children, int *made)
@@ -314,10 +331,10 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	if (!sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	else if (tree)
-		rc = fork_once(h, sb, count, caps, report, children, made);
+		rc = fork_retrying(h, sb, count, caps, report, children, made);
 	else
 		for (int i = 0; i < count && rc == 0; i++)
-			rc = fork_once(h, sb, 1, caps, report, children + *made, made);
+			rc = fork_retrying(h, sb, 1, caps, report, children + *made, made);
 	sandbox_touch(sb);
 	pthread_mutex_unlock(&sb->op);
 	return rc;

@@ -163,11 +163,6 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	return rc;
 }
 
-int vmm_jail_give_disk(const char *top, uid_t uid)
-{
-	return give_file(top, uid);
-}
-
 int vmm_jail_inherit(struct host *h, struct sandbox *parent, struct sandbox *child)
 {
 	if (!h->cfg->jail)

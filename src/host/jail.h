@@ -47,9 +47,6 @@ struct vmm_jail {
  * directory and the cgroup, and gives sb->dir to the VMM's uid. */
 int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const char *extra,
 		     const char *extra2, const char *netns, struct vmm_jail *out);
-/* A sandbox's top layer made anew (a second start) handed to its VMM's uid
- * as vmm_jail_prepare hands the first. */
-int vmm_jail_give_disk(const char *top, uid_t uid);
 /* The uid of a child forked from parent: the parent's (its VMM makes the
  * child's files); the child's directory is given to it. */
 int vmm_jail_inherit(struct host *h, struct sandbox *parent, struct sandbox *child);

@@ -283,20 +283,6 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 
 /* ---- create ---------------------------------------------------------------------------- */
 
-/* disk_restart: a sandbox's top layer made anew over BASE, for a second
- * start after its guest died at the first. unlink never follows a link
- * the dead VMM could have planted, and the new file is created
- * exclusively (overlay.c). */
-static int disk_restart(struct host *h, const char *top, const char *base, const struct vmm_jail *jail)
-{
-	pthread_mutex_lock(&h->layers);
-	int rc = unlink(top) < 0 && errno != ENOENT ? errf_sys("unlink %s", top) : disk_create(top, base);
-	pthread_mutex_unlock(&h->layers);
-	if (rc == 0 && jail->on)
-		rc = vmm_jail_give_disk(top, jail->uid);
-	return rc;
-}
-
 static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
 			       const struct net_lease *net)
 {
@@ -329,16 +315,6 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = tap, .netns = netns,
 					.hostname = sb->row.id, .jail = jail };
 		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
-		if (rc == -ECHILD) {
-			/* Its guest died before it was ready: nothing of the
-			 * user's is lost yet, so it starts once more, on a new
-			 * disk (the dead guest may have written to this one). A
-			 * second death is reported. */
-			log_warn("sandbox %s: %s; starting it again on a fresh disk", sb->row.id, errmsg());
-			metrics_start_retry(h->metrics);
-			if ((rc = disk_restart(h, top, t->base, jail)) == 0)
-				rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
-		}
 		if (rc == 0)
 			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms", sb->row.id, vmm_ms);
 	} else if (rc == 0) {
@@ -398,6 +374,29 @@ static bool snapshot_has_net(const struct host_config *cfg, const char *id)
 	char mark[PATH_MAX];
 	snprintf(mark, sizeof mark, "%s/snapshots/%s/net", cfg->data_dir, id);
 	return access(mark, F_OK) == 0;
+}
+
+/* start_over: a sandbox whose first VMM died while it started, made again
+ * from its template: the dead VMM reaped and its network, jail and files
+ * released (sandbox_teardown), its disk removed, then all of it taken
+ * anew as the first time. */
+static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, struct net_lease *net)
+{
+	char top[PATH_MAX];
+	snprintf(top, sizeof top, "%s/disk", sb->dir);
+	sandbox_teardown(h, sb);
+	pthread_mutex_lock(&h->layers);
+	int rc = unlink(top) < 0 && errno != ENOENT ? errf_sys("unlink %s", top) : 0;
+	pthread_mutex_unlock(&h->layers);
+	if (rc == 0 && mkdir(sb->dir, 0700) < 0 && errno != EEXIST)
+		rc = errf_sys("mkdir %s", sb->dir);
+	if (rc == 0)
+		rc = net_acquire(h, sb, t->net, net);
+	if (rc == 0)
+		rc = sandbox_save(h, sb);
+	if (rc == 0)
+		rc = build_from_template(h, sb, t, net);
+	return rc;
 }
 
 /* Errors while building say what failed; the status is a server error
@@ -488,6 +487,18 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		rc = t ? build_from_template(h, sb, t, &net) : build_from_snapshot(h, sb, &snap, &net);
 	if (rc == 0)
 		rc = sandbox_wait_ready(h, sb, true);
+	if (rc == -ECHILD && t) {
+		/* Its guest died at start: before its VMM was ready (the spawn
+		 * says so: tmpl_spawn) or before its agent answered. Nothing of
+		 * the user's is in it yet: once more, from the start (a fresh
+		 * disk: the dead guest may have written to this one). A second
+		 * death is the create's error. */
+		log_warn("sandbox %s: %s; starting it again on a fresh disk", sb->row.id, errmsg());
+		metrics_start_retry(h->metrics);
+		rc = start_over(h, sb, t, &net);
+		if (rc == 0)
+			rc = sandbox_wait_ready(h, sb, true);
+	}
 	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
 	if (rc == 0) {
 		pthread_mutex_lock(&sb->lock);

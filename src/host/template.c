@@ -343,30 +343,39 @@ out:
 	return rc;
 }
 
-/* test_spawn_dies: whether this spawn's guest is to die before it is
- * ready. Tests set KILN_TEST_SPAWN_DIES=N in kilnd's environment to have
- * the next N spawned guests triple-fault (child.c), and so show that a
- * create survives a guest that dies at start (sandbox.c). Read once. */
-static bool test_spawn_dies(void)
+/* test_dies: whether this spawn's guest is to die at start, for tests
+ * that show a create surviving it (sandbox.c): KILN_TEST_SPAWN_DIES=N in
+ * kilnd's environment has the next N spawned guests triple-fault before
+ * their VMM's ready (child.c), KILN_TEST_READY_DIES=N the next N VMMs end
+ * right after it (vm.c), KILN_TEST_FORK_DIES=N the next N forked children
+ * triple-fault as the spawned ones do (fork.c). Each count is read once. */
+static atomic_int spawn_dies = -1, ready_dies = -1, fork_dies = -1;
+
+static bool test_dies(atomic_int *left, const char *env)
 {
-	static atomic_int left = -1;
-	int n = atomic_load(&left);
+	int n = atomic_load(left);
 	if (n < 0) {
-		const char *e = getenv("KILN_TEST_SPAWN_DIES");
+		const char *e = getenv(env);
 		int want = e ? atoi(e) : 0, unset = -1;
-		atomic_compare_exchange_strong(&left, &unset, want > 0 ? want : 0);
-		n = atomic_load(&left);
+		atomic_compare_exchange_strong(left, &unset, want > 0 ? want : 0);
+		n = atomic_load(left);
 	}
 	while (n > 0)
-		if (atomic_compare_exchange_weak(&left, &n, n - 1))
+		if (atomic_compare_exchange_weak(left, &n, n - 1))
 			return true;
 	return false;
+}
+
+bool test_fork_child_dies(void)
+{
+	return test_dies(&fork_dies, "KILN_TEST_FORK_DIES");
 }
 
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms)
 {
-	bool die = test_spawn_dies();
+	bool die = test_dies(&spawn_dies, "KILN_TEST_SPAWN_DIES");
+	bool die_after = !die && test_dies(&ready_dies, "KILN_TEST_READY_DIES");
 	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
 	vm_path(zsock, sizeof zsock, t->dir, "zygote.sock");
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
@@ -383,6 +392,8 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 			return errf(ENOMEM, "out of memory");
 		if (die)
 			json_object_set_new(req, "test_triple_fault", json_true());
+		if (die_after)
+			json_object_set_new(req, "test_exit_after_ready", json_true());
 		/* Its stderr: its own vmm.log (not the zygote's, shared by all
 		 * its children), where its final line says why it ended. */
 		int fds[2], nfds = 0, tap = -1;

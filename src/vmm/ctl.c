@@ -277,6 +277,7 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 		cfg->resync = resync;
 	bool die;
 	cfg->test_triple_fault = json_get_bool(req, "test_triple_fault", &die) && die;
+	cfg->test_exit_after_ready = json_get_bool(req, "test_exit_after_ready", &die) && die;
 	int64_t idx;
 	if (json_get(req, "tap_fd")) {
 		/* A TAP opened by the caller (in the child's network namespace)

@@ -285,6 +285,11 @@ void vm_set_ready(struct vm *vm)
 	}
 	if (vm->restored)
 		fprintf(stderr, "kiln-vmm: ready in %.1f ms\n", ms);
+	/* Tests (a spawn request's "test_exit_after_ready"): a guest that
+	 * dies after this ready, before its agent answers kilnd, stood in
+	 * for by the VMM ending as it does on a triple fault. */
+	if (vm->cfg && vm->cfg->test_exit_after_ready)
+		vm_request_exit(vm, EXIT_TRIPLE_FAULT, "guest triple fault (a test's, right after the VMM's ready)");
 }
 
 int vm_run(struct vm *vm)

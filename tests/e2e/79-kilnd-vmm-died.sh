@@ -11,7 +11,10 @@
 # guests the zygote spawns triple-fault, src/host/template.c): the create
 # starts it once more on a fresh disk and answers 201, the sandbox works,
 # the retry is counted in /metrics; a second death is the create's error,
-# naming the triple fault, with no VMM left behind.
+# naming the triple fault, with no VMM left behind. A VMM that ends after
+# its own ready, before the guest agent answered (KILN_TEST_READY_DIES=1),
+# is started again the same way, and a fork whose child dies before it
+# is ready (KILN_TEST_FORK_DIES=1) forks again.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail vmm_died_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 build_template minimal || exit 1
@@ -66,6 +69,46 @@ if [ -n "$id" ]; then
 	check start_retry_metric "$(grep '^kiln_sandbox_start_retries_total' <<<"$BODY")" grep -qx 'kiln_sandbox_start_retries_total 1' <<<"$BODY"
 	api DELETE "/v1/sandboxes/$id"
 fi
+# After the VMM's own ready, before the guest agent answered kilnd (the
+# VMM ends as on a triple fault right after its ready: KILN_TEST_READY_DIES):
+# started again from the template too.
+stop_kilnd
+KILN_TEST_READY_DIES=1 start_kilnd --rate 0 || exit 1
+create_sandbox
+id=$SBX
+if [ -n "$id" ] && grep -q "sandbox $id: the VMM exited before the guest agent answered; starting it again on a fresh disk" "$T/kilnd.log"; then
+	api POST "/v1/sandboxes/$id/exec" '{"cmd":"echo again > /root/retry && sync && cat /root/retry"}'
+	out=$(jget 'j["stdout"].strip()')
+	check start_retry_after_ready "201 after the first VMM ended past its ready; the second runs: '$out'" [ "$out" = again ]
+	api DELETE "/v1/sandboxes/$id"
+else
+	fail start_retry_after_ready "status $STATUS, kilnd.log: $(grep "$id\|again" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400) $BODY"
+fi
+# A fork whose child dies before it is ready (KILN_TEST_FORK_DIES=1: the
+# first forked child triple-faults): kiln-vmm ends that fork's children
+# and resumes the parent; kilnd forks again.
+stop_kilnd
+KILN_TEST_FORK_DIES=1 start_kilnd --rate 0 || exit 1
+create_sandbox
+P=$SBX
+if [ -n "$P" ]; then
+	api POST "/v1/sandboxes/$P/fork_tree" '{"count":2}'
+	kids=$(jget '" ".join(s["id"] for s in j["sandboxes"] if s["status"] == "running")')
+	outs=
+	for k in $kids; do
+		api POST "/v1/sandboxes/$k/exec" '{"cmd":"hostname"}'
+		outs="$outs $(jget 'j["stdout"].strip()')"
+	done
+	if [ "$(wc -w <<<"$kids")" = 2 ] && [ "$outs" = " $kids" ] &&
+	   grep -q "sandbox $P: .*the guest died before it was ready: guest triple fault.*; forking again" "$T/kilnd.log"; then
+		pass start_retry_fork "fork_tree of 2 after a child triple-faulted: both answer ($outs)"
+	else
+		fail start_retry_fork "kids '$kids', hostnames '$outs'; kilnd.log: $(grep "forking again\|$P" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400)"
+	fi
+	for k in $kids $P; do api DELETE "/v1/sandboxes/$k"; done
+else
+	fail start_retry_fork "create: $STATUS $BODY"
+fi
 stop_kilnd
 KILN_TEST_SPAWN_DIES=2 start_kilnd --rate 0 || exit 1
 create_sandbox
@@ -74,6 +117,7 @@ if [ -z "$SBX" ] && [ "${STATUS:0:1}" = 5 ] && [[ $err == *"died before it was r
 	pass start_retry_twice "$STATUS: $err"
 else
 	fail start_retry_twice "status $STATUS, wanted 5xx naming the triple fault: $BODY"
+	[ -n "$SBX" ] && api DELETE "/v1/sandboxes/$SBX"
 fi
 n=$(sandbox_vmms | wc -l)
 api GET /v1/sandboxes

@@ -95,7 +95,8 @@ start_kilnd() {
 	"$KILND" --data "$DATA" --listen "127.0.0.1:$PORT" "$@" >> "$T/kilnd.log" 2>&1 &
 	KILND_PID=$!
 	local i
-	for i in $(seq 1 100); do
+	# 60 s: kilnd may take more than 10 to start under the emulated host.
+	for i in $(seq 1 600); do
 		curl -s -o /dev/null "$URL/healthz" && return 0
 		kill -0 "$KILND_PID" 2>/dev/null || break
 		sleep 0.1
