@@ -18,7 +18,7 @@
 #include "host/host_int.h"
 #include "host/net.h"
 #include "host/proc.h"
-#include "host/template.h"
+#include "host/failpoint.h"
 #include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
@@ -187,7 +187,7 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 						 "ctl", ctl, "hostname", kids[i]->row.id, "console", console) : NULL;
 		if (c && net.slot)
 			json_object_set_new(c, "tap_fd", json_integer(ntaps - 1));
-		if (c && test_fork_child_dies())
+		if (c && failpoint_hit(FP_FORK_DIES))
 			json_object_set_new(c, "test_triple_fault", json_true());
 		if (c && logs) {
 			char logp[PATH_MAX];

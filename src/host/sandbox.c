@@ -376,10 +376,25 @@ static bool snapshot_has_net(const struct host_config *cfg, const char *id)
 	return access(mark, F_OK) == 0;
 }
 
+/* start_vm: a new sandbox's directory, network and VMM, from its template
+ * (t) or its snapshot; again by start_over after a first VMM died. */
+static int start_vm(struct host *h, struct sandbox *sb, struct tmpl *t, const struct snap_row *snap,
+		    struct net_lease *net)
+{
+	int rc = mkdir(sb->dir, 0700) < 0 ? errf_sys("mkdir %s", sb->dir) : 0;
+	if (rc == 0)
+		rc = net_acquire(h, sb, t ? t->net : snapshot_has_net(h->cfg, snap->id), net);
+	if (rc == 0)
+		rc = sandbox_save(h, sb);	/* its slot: a restart after a kill frees it */
+	if (rc == 0)
+		rc = t ? build_from_template(h, sb, t, net) : build_from_snapshot(h, sb, snap, net);
+	return rc;
+}
+
 /* start_over: a sandbox whose first VMM died while it started, made again
  * from its template: the dead VMM reaped and its network, jail and files
- * released (sandbox_teardown), its disk removed, then all of it taken
- * anew as the first time. */
+ * released (sandbox_teardown), its disk and directory removed, then
+ * start_vm as the first time. */
 static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, struct net_lease *net)
 {
 	char top[PATH_MAX];
@@ -388,15 +403,9 @@ static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, struct
 	pthread_mutex_lock(&h->layers);
 	int rc = unlink(top) < 0 && errno != ENOENT ? errf_sys("unlink %s", top) : 0;
 	pthread_mutex_unlock(&h->layers);
-	if (rc == 0 && mkdir(sb->dir, 0700) < 0 && errno != EEXIST)
-		rc = errf_sys("mkdir %s", sb->dir);
-	if (rc == 0)
-		rc = net_acquire(h, sb, t->net, net);
-	if (rc == 0)
-		rc = sandbox_save(h, sb);
-	if (rc == 0)
-		rc = build_from_template(h, sb, t, net);
-	return rc;
+	if (rc == 0 && rmdir(sb->dir) < 0 && errno != ENOENT)
+		rc = errf_sys("rmdir %s", sb->dir);
+	return rc < 0 ? rc : start_vm(h, sb, t, NULL, net);
 }
 
 /* Errors while building say what failed; the status is a server error
@@ -477,14 +486,8 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 
 	struct net_lease net;
 	rc = sandbox_save(h, sb);
-	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
-		rc = errf_sys("mkdir %s", sb->dir);
 	if (rc == 0)
-		rc = net_acquire(h, sb, t ? t->net : snapshot_has_net(cfg, snap.id), &net);
-	if (rc == 0)
-		rc = sandbox_save(h, sb);	/* its slot: a restart after a kill frees it */
-	if (rc == 0)
-		rc = t ? build_from_template(h, sb, t, &net) : build_from_snapshot(h, sb, &snap, &net);
+		rc = start_vm(h, sb, t, &snap, &net);
 	if (rc == 0)
 		rc = sandbox_wait_ready(h, sb, true);
 	if (rc == -ECHILD && t) {

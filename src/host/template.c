@@ -1,4 +1,5 @@
 #include "host/template.h"
+#include "host/failpoint.h"
 #include "host/jail.h"
 #include "host/net.h"
 #include "host/proc.h"
@@ -12,7 +13,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,39 +343,11 @@ out:
 	return rc;
 }
 
-/* test_dies: whether this spawn's guest is to die at start, for tests
- * that show a create surviving it (sandbox.c): KILN_TEST_SPAWN_DIES=N in
- * kilnd's environment has the next N spawned guests triple-fault before
- * their VMM's ready (child.c), KILN_TEST_READY_DIES=N the next N VMMs end
- * right after it (vm.c), KILN_TEST_FORK_DIES=N the next N forked children
- * triple-fault as the spawned ones do (fork.c). Each count is read once. */
-static atomic_int spawn_dies = -1, ready_dies = -1, fork_dies = -1;
-
-static bool test_dies(atomic_int *left, const char *env)
-{
-	int n = atomic_load(left);
-	if (n < 0) {
-		const char *e = getenv(env);
-		int want = e ? atoi(e) : 0, unset = -1;
-		atomic_compare_exchange_strong(left, &unset, want > 0 ? want : 0);
-		n = atomic_load(left);
-	}
-	while (n > 0)
-		if (atomic_compare_exchange_weak(left, &n, n - 1))
-			return true;
-	return false;
-}
-
-bool test_fork_child_dies(void)
-{
-	return test_dies(&fork_dies, "KILN_TEST_FORK_DIES");
-}
-
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
 	       pid_t *pid, double *ready_ms)
 {
-	bool die = test_dies(&spawn_dies, "KILN_TEST_SPAWN_DIES");
-	bool die_after = !die && test_dies(&ready_dies, "KILN_TEST_READY_DIES");
+	bool die = failpoint_hit(FP_SPAWN_DIES);
+	bool die_after = !die && failpoint_hit(FP_READY_DIES);
 	char zsock[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
 	vm_path(zsock, sizeof zsock, t->dir, "zygote.sock");
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");

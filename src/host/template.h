@@ -125,9 +125,6 @@ struct spawn_spec {
 	struct vmm_jail *jail;		/* NULL or off: unjailed */
 };
 
-/* Tests only: whether the next forked child is to die before it is ready
- * (KILN_TEST_FORK_DIES=N in kilnd's environment; template.c). */
-bool test_fork_child_dies(void);
 /* Make sure the version's zygote runs (starting it if needed). */
 int tmpl_zygote_ensure(const struct host_config *cfg, struct tmpl *t);
 /* Fork a VM from the zygote: pid and the VMM's own ready time. -ECHILD:

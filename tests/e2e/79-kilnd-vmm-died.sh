@@ -8,7 +8,7 @@
 # line, the line that names a triple fault or a panic when the guest died.
 # Both are deletable after.
 # A guest that dies before it is ready (KILN_TEST_SPAWN_DIES=N: the next N
-# guests the zygote spawns triple-fault, src/host/template.c): the create
+# guests the zygote spawns triple-fault, src/host/failpoint.h): the create
 # starts it once more on a fresh disk and answers 201, the sandbox works,
 # the retry is counted in /metrics; a second death is the create's error,
 # naming the triple fault, with no VMM left behind. A VMM that ends after

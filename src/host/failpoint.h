@@ -1,0 +1,22 @@
+/*
+ * failpoint: deaths that tests cause on purpose, to show that kilnd
+ * survives them (tests/e2e/79-kilnd-vmm-died.sh). Each is a count N from
+ * kilnd's environment, read once: the next N occasions are hit.
+ *   KILN_TEST_SPAWN_DIES  spawned guests triple-fault before their VMM's
+ *                         ready (the spawn's "test_triple_fault": child.c)
+ *   KILN_TEST_READY_DIES  spawned VMMs end right after their ready
+ *                         ("test_exit_after_ready": vm.c)
+ *   KILN_TEST_FORK_DIES   forked children triple-fault as spawned ones do
+ * Unset (as in production): never hit.
+ */
+#ifndef KILN_HOST_FAILPOINT_H
+#define KILN_HOST_FAILPOINT_H
+
+#include <stdbool.h>
+
+enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_COUNT };
+
+/* Whether this occasion is hit (takes one from its count). */
+bool failpoint_hit(enum failpoint fp);
+
+#endif
