@@ -456,10 +456,15 @@ static void writeback(struct layer *top, size_t len)
 /* make_room: may the top layer's file grow by a cluster? Not when its
  * filesystem would keep less than the reserve kilnd holds for itself
  * (kilnd --reserve-disk): the guest sees an I/O error for that write,
- * every other tenant and kilnd's database keep their room. The free space
- * is looked up again once what was free at the last look is used up, so
- * it costs one fstatvfs per (free - reserve) bytes, and one per cluster
- * only near the end. */
+ * every other tenant and kilnd's database keep their room. Every VMM on
+ * the filesystem writes without asking the others, so each looks again
+ * after an eighth of what was above the reserve at its last look, and
+ * after OVERLAY_ROOM_LOOK at most: N VMMs writing at once can go below the
+ * reserve by N times that (1 MiB each), not by what was free when each
+ * last looked (this was 64 MiB, and a VMM that looked before a neighbour
+ * filled the disk wrote 25 MiB into the reserve). One fstatvfs per MiB
+ * of growth, and one per cluster near the end. */
+#define OVERLAY_ROOM_LOOK (1u << 20)
 static int make_room(struct chain *c, struct layer *top)
 {
 	if (!c->reserve)
@@ -469,12 +474,16 @@ static int make_room(struct chain *c, struct layer *top)
 		if (fstatvfs(top->fd, &fs) < 0)
 			return -errno;
 		uint64_t free_bytes = (uint64_t)fs.f_bavail * fs.f_frsize;
-		c->room = free_bytes > c->reserve ? free_bytes - c->reserve : 0;
-		/* Others write there too: look again every 64 MiB at most. */
-		if (c->room > (64u << 20))
-			c->room = 64u << 20;
-		if (c->room < CLUSTER)
+		uint64_t above = free_bytes > c->reserve ? free_bytes - c->reserve : 0;
+		if (above < CLUSTER) {
+			c->room = 0;
 			return -ENOSPC;
+		}
+		c->room = above / 8;
+		if (c->room < CLUSTER)
+			c->room = CLUSTER;
+		if (c->room > OVERLAY_ROOM_LOOK)
+			c->room = OVERLAY_ROOM_LOOK;
 	}
 	c->room -= CLUSTER;
 	return 0;

@@ -14,7 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -228,6 +231,63 @@ static void copyup_over_holes(void)
 	free(have);
 }
 
+/* A disk's growth stops at the reserve its filesystem keeps (kilnd
+ * --reserve-disk) even when a neighbour filled the filesystem after this
+ * chain last looked: the chain looks again often enough that it goes
+ * below the reserve by 1 MiB at most, the write past it fails ENOSPC, and
+ * writes go on once there is room again. The filesystem is a 32 MiB tmpfs
+ * mounted in a mount namespace of this process's own. */
+static bool growth_stops_at_the_reserve(void)
+{
+	const uint64_t cl = (uint64_t)1 << OVERLAY_CLUSTER_BITS, reserve = 8 << 20;
+	const char *small = path("small");
+	if (mkdir(small, 0700) != 0 || unshare(CLONE_NEWNS) != 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("tmpfs", small, "tmpfs", 0, "size=32m") != 0) {
+		printf("SKIP growth_stops_at_the_reserve: a small tmpfs needs root (%s)\n", strerror(errno));
+		return false;
+	}
+	int fd = open(path("big.img"), O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 64 << 20) == 0);
+	close(fd);
+	char top[300], filler[300];
+	snprintf(top, sizeof top, "%s/top", small);
+	snprintf(filler, sizeof filler, "%s/filler", small);
+	CHECK(overlay_create(top, path("big.img")) == 0);
+	struct chain c;
+	CHECK(chain_open(&c, top, true) == 0);
+	c.reserve = reserve;
+	static uint8_t buf[1 << OVERLAY_CLUSTER_BITS];
+	memset(buf, 0x5a, sizeof buf);
+	struct iovec v = { buf, sizeof buf };
+	CHECK(chain_writev(&c, &v, 1, 0) == (int64_t)cl);      /* its look: 24 MiB above */
+	/* A neighbour leaves 2 MiB above the reserve. */
+	struct statvfs fs;
+	CHECK(statvfs(small, &fs) == 0);
+	uint64_t free_now = (uint64_t)fs.f_bavail * fs.f_frsize;
+	int ff = open(filler, O_RDWR | O_CREAT, 0600);
+	CHECK(ff >= 0 && fallocate(ff, 0, 0, (off_t)(free_now - reserve - (2 << 20))) == 0);
+	int64_t rc = 0;
+	uint64_t k, written = 0;
+	for (k = 1; k < 128 && (rc = chain_writev(&c, &v, 1, k * cl)) == (int64_t)cl; k++)
+		written += cl;
+	CHECK(statvfs(small, &fs) == 0);
+	uint64_t left = (uint64_t)fs.f_bavail * fs.f_frsize;
+	printf("  %llu KiB written after the neighbour, then %lld; %llu KiB free (reserve %llu)\n",
+	       (unsigned long long)(written >> 10), (long long)rc,
+	       (unsigned long long)(left >> 10), (unsigned long long)(reserve >> 10));
+	CHECK(rc == -ENOSPC && k < 128);
+	CHECK(written >= (1 << 20));
+	CHECK(left + (1 << 20) >= reserve);
+	/* Room again: the next write goes through. */
+	CHECK(ftruncate(ff, 0) == 0);
+	CHECK(chain_writev(&c, &v, 1, k * cl) == (int64_t)cl);
+	close(ff);
+	chain_close(&c);
+	umount2(small, MNT_DETACH);
+	return true;
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -241,6 +301,11 @@ int main(void)
 	RUN(raw_disks_cannot_fork);
 	RUN(damaged_overlays_are_refused);
 	RUN(copyup_over_holes);
+	test_failed = 0;
+	if (growth_stops_at_the_reserve()) {
+		printf("%s growth_stops_at_the_reserve\n", test_failed ? "FAIL" : "PASS");
+		failures += test_failed;
+	}
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)
