@@ -35,10 +35,16 @@ int h_limits(struct req *r)
 		rc = store_creates_since(r->api->store, r->workspace, wall_ms() - window_ms + 1, times,
 					 WS_WINDOW_MAX, &creates);
 	free(times);
+	int64_t hibernated = 0, snapshots = 0;
+	struct ops_caller c;
+	req_caller(r, &c);
+	if (rc == 0)
+		rc = ops_kept(&c, &hibernated, &snapshots);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	return reply_json(r, 200, json_pack("{s:s,s:o,s:I,s:{s:i,s:i}}", "plan", p.name[0] ? p.name : "none",
+	return reply_json(r, 200, json_pack("{s:s,s:o,s:I,s:{s:i,s:i,s:I,s:I}}", "plan", p.name[0] ? p.name : "none",
 					    "limits", plan_limits_json(&p.limits),
 					    "window_seconds", (json_int_t)(window_ms / 1000), "in_use",
-					    "running", running, "creates_in_window", creates));
+					    "running", running, "creates_in_window", creates,
+					    "hibernated", (json_int_t)hibernated, "snapshots", (json_int_t)snapshots));
 }

@@ -151,7 +151,19 @@ static int lifecycle_action(struct req *r,
 
 int h_sandbox_hibernate(struct req *r)
 {
-	return lifecycle_action(r, hostif_hibernate);
+	int answered = no_fields(r);
+	if (answered >= 0)
+		return answered;
+	if (req_sandbox(r, NULL, &answered) < 0)
+		return answered;
+	struct ops_caller c;
+	struct ops_quota q;
+	struct sbx_row row;
+	req_caller(r, &c);
+	memset(&q, 0, sizeof q);
+	c.quota = &q;
+	int rc = ops_hibernate(&c, req_sandbox_id(r), &row);
+	return rc == -EDQUOT ? reply_limit(r, &q) : reply_changed(r, rc, &row);
 }
 
 int h_sandbox_wake(struct req *r)
@@ -271,7 +283,14 @@ int h_sandbox_snapshot(struct req *r)
 	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
 	char id[ID_MAX];
-	int rc = hostif_snapshot(r->api->hostif, r->workspace, req_sandbox_id(r), id);
+	struct ops_caller c;
+	struct ops_quota q;
+	req_caller(r, &c);
+	memset(&q, 0, sizeof q);
+	c.quota = &q;
+	int rc = ops_snapshot(&c, req_sandbox_id(r), id);
+	if (rc == -EDQUOT)
+		return reply_limit(r, &q);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	struct snap_row s;

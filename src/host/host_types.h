@@ -26,7 +26,8 @@ struct ws_caps {
 #define WS_WINDOW_MAX 4096
 
 struct ws_caps_report {
-	char limit[16];			/* -EDQUOT: "running", "creates", "vcpus", "memory_mib"; else "" */
+	char limit[16];			/* -EDQUOT: "running", "creates", "vcpus", "memory_mib",
+				   "hibernated", "snapshots"; else "" */
 	int64_t value;			/* that cap */
 	int64_t retry_after_ms;		/* -EDQUOT: when trying again may succeed; 0: unknown */
 	int creates_used;		/* in the window, this request's included when admitted */

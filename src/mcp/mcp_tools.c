@@ -541,7 +541,17 @@ static int lifecycle(struct mcp_call *c, const json_t *args, struct mcp_out *out
 
 static int t_hibernate(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	return lifecycle(c, args, out, hostif_hibernate);
+	struct sbx_row row;
+	struct ops_caller oc;
+	int rc = tool_sandbox(c, args, true, NULL);
+	if (rc < 0)
+		return rc;
+	req_caller(c->r, &oc);
+	if ((rc = ops_hibernate(&oc, tool_sandbox_id(c, args), &row)) < 0)
+		return rc;	/* a plan's limit: its message names it */
+	json_t *j = sandbox_json(&row);
+	mcp_json(out, j);
+	return j ? 0 : errf(ENOMEM, "out of memory");
 }
 
 static int t_wake(struct mcp_call *c, const json_t *args, struct mcp_out *out)

@@ -9,8 +9,8 @@
  * (src/hostif/hostif.h), which is all the operations know of the host;
  * each front end maps them (REST to a status, MCP to a tool error).
  *
- * Here so far: create and fork. Exec, files, pty, ports, snapshots,
- * hibernate/wake/ttl and network are still parsed by each front end.
+ * Here so far: create, fork, hibernate and snapshot. Exec, files, pty,
+ * ports, wake/ttl and network are still parsed by each front end.
  */
 #ifndef KILN_OPS_OPS_H
 #define KILN_OPS_OPS_H
@@ -102,6 +102,16 @@ struct ops_forked {
 int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *args, bool tree,
 	     struct ops_forked *f);
 void ops_forked_clear(struct ops_forked *f);
+
+/* Hibernate the caller's sandbox id, or snapshot it (its new id in snap),
+ * held to the plan's `hibernated` and `snapshots` limits (ops/keep.c):
+ * -EDQUOT at the limit, c->quota saying which; else the host
+ * interface's answer. */
+int ops_hibernate(const struct ops_caller *c, const char *id, struct sbx_row *out);
+int ops_snapshot(const struct ops_caller *c, const char *id, char snap[ID_MAX]);
+/* What the workspace keeps now: its hibernated sandboxes and its
+ * snapshots (either pointer NULL: not counted). */
+int ops_kept(const struct ops_caller *c, int64_t *hibernated, int64_t *snapshots);
 
 /* Keep the caller's sandbox id, a fork's child, and delete its siblings
  * (every other live sandbox forked from the same parent), and with

@@ -34,6 +34,9 @@ struct plan_limits {
 	 * what is used is billed). */
 	int64_t credit_microdollars;
 	int64_t no_workspace_mcp;	/* 1: the workspace MCP (/mcp) is not in the plan */
+	/* What a workspace keeps on disk after its compute stops (ops/keep.c): */
+	int64_t hibernated;		/* sandboxes hibernated at once */
+	int64_t snapshots;		/* snapshots kept */
 };
 
 struct plan {

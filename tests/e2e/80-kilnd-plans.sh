@@ -14,7 +14,8 @@ cat > "$T/plans.json" <<'EOF'
 {"tiny": {"running": 3, "creates_per_hour": 6, "max_ttl_seconds": 120},
  "small": {"memory_mib": 128},
  "idle": {"idle_hibernate": 1, "hibernated_retention_seconds": 8},
- "abs": {"ttl_absolute": 1}}
+ "abs": {"ttl_absolute": 1},
+ "keep": {"hibernated": 1, "snapshots": 1}}
 EOF
 # The "hour" of creates_per_hour is W s here: 120 in the full tier, 75 in
 # the quick one (the window's cases below take about 30 s; the wait for
@@ -33,8 +34,10 @@ grep -q "unknown limit 'runing'" "$T/bad.out" && pass plan_bad_limit "$(cat "$T/
 	fail plan_bad_limit "$(cat "$T/bad.out")"
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-idle idle > /dev/null 2>&1
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-abs abs > /dev/null 2>&1
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-keep keep > /dev/null 2>&1
 start_kilnd "${kilnd_args[@]}" || exit 1
 TINY=$(new_key w-tiny) SMALL=$(new_key w-small) OPEN=$(new_key w-open) IDLE=$(new_key w-idle) ABS=$(new_key w-abs)
+KEEP=$(new_key w-keep)
 
 # create_h NAME BODY: POST /v1/sandboxes as $KEY, headers in $T/NAME.h.
 create_h() { api POST /v1/sandboxes "$2" -D "$T/$1.h"; }
@@ -157,6 +160,43 @@ api GET /v1/limits
 [ ${#open[@]} = 4 ] && [ -z "$(header open4 X-RateLimit-Limit)" ] && [ "$(jget 'j["plan"], j["limits"]["running"]')" = "('enterprise', 0)" ] &&
 	pass default_plan_open "the default plan (enterprise): 4 running beside tiny's, no rate headers" ||
 	fail default_plan_open "${#open[@]} of 4: $BODY"
+
+# ---- what a workspace keeps on disk: hibernated sandboxes and snapshots ------------------------
+KEY=$KEEP
+create_sandbox; K1=$SBX
+create_sandbox; K2=$SBX
+api POST "/v1/sandboxes/$K1/snapshot" '{}'
+s1="$STATUS" S1=$(jget 'j["id"]')
+api POST "/v1/sandboxes/$K1/snapshot" '{}'
+check snapshots_limit "second snapshot on plan keep (snapshots 1): $STATUS $(jget 'j["error"]["limit"], j["error"]["value"], j["error"]["message"]')" \
+	eval '[ "$s1" = 201 ] && [ "$STATUS" = 429 ] && [ "$(jget '\''j["error"]["code"], j["error"]["limit"], j["error"]["value"], j["error"]["plan"]'\'')" = "('\''limit_exceeded'\'', '\''snapshots'\'', 1, '\''keep'\'')" ] && grep -q "delete one first" "$T/body"'
+api DELETE "/v1/snapshots/$S1"
+api POST "/v1/sandboxes/$K1/snapshot" '{}'
+S2=$(jget 'j["id"]')
+check snapshots_room_again "after deleting $S1: $STATUS $S2" [ "$STATUS" = 201 ]
+api POST "/v1/sandboxes/$K1/hibernate" '{}'
+h1=$STATUS
+api POST "/v1/sandboxes/$K2/hibernate" '{}'
+h2="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"]')"
+api GET "/v1/sandboxes/$K2"
+check hibernated_limit "hibernate K1: $h1; K2 at the limit: $h2; K2 then $(jget 'j["status"]')" \
+	eval '[ "$h1" = 200 ] && [ "$h2" = "429 ('\''hibernated'\'', 1)" ] && [ "$(jget '\''j["status"]'\'')" = running ]'
+api POST "/v1/sandboxes/$K1/hibernate" '{}'
+check hibernated_again_conflict "hibernating the hibernated one: $STATUS $(jget 'j["error"]["code"]')" [ "$STATUS" = 409 ]
+api GET /v1/limits
+check limits_kept "GET /v1/limits: $(jget 'j["limits"]["hibernated"], j["limits"]["snapshots"], j["in_use"]["hibernated"], j["in_use"]["snapshots"]')" \
+	eval '[ "$(jget '\''j["limits"]["hibernated"], j["limits"]["snapshots"], j["in_use"]["hibernated"], j["in_use"]["snapshots"]'\'')" = "(1, 1, 1, 1)" ]'
+mcp_h=(-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18')
+api POST /mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' "${mcp_h[@]}"
+api POST /mcp '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hibernate_sandbox","arguments":{"sandbox_id":"'"$K2"'"}}}' "${mcp_h[@]}"
+check mcp_hibernated_limit "MCP hibernate at the limit: $(head -c 300 <<<"$BODY")" \
+	eval 'grep -q "\"isError\":true" <<<"$BODY" && grep -q "hibernated 1" <<<"$BODY"'
+api POST "/v1/sandboxes/$K1/wake" '{}'
+w1=$STATUS
+api POST "/v1/sandboxes/$K2/hibernate" '{}'
+check hibernated_room_again "wake K1: $w1; then K2 hibernates: $STATUS" [ "$w1" = 200 -a "$STATUS" = 200 ]
+for s in "$K1" "$K2"; do api DELETE "/v1/sandboxes/$s"; done
+api DELETE "/v1/snapshots/$S2"
 
 # ---- MCP is held to the same limits ------------------------------------------------------------
 KEY=$TINY

@@ -48,6 +48,13 @@ static void shipped_plans(void)
 	CHECK(free_ && free_->limits.running == 5 && free_->limits.creates_per_hour == 60 &&
 	      free_->limits.max_ttl_seconds == 3600 && free_->limits.ttl_absolute == 1 &&
 	      !free_->limits.idle_hibernate);
+	CHECK(free_ && free_->limits.hibernated == 10 && free_->limits.snapshots == 10);
+	CHECK(ent && !ent->limits.hibernated && !ent->limits.snapshots);
+	/* Every limit has its name, in the JSON order of the struct. */
+	json_t *j = free_ ? plan_limits_json(&free_->limits) : NULL;
+	CHECK(j && json_integer_value(json_object_get(j, "snapshots")) == 10 &&
+	      json_integer_value(json_object_get(j, "credit_microdollars")) == 5400000);
+	json_decref(j);
 	CHECK(plans_find(&p, "pro") && !plans_find(&p, "pro")->limits.ttl_absolute);
 	CHECK(plans_find(&p, "pro") && plans_find(&p, "pro")->limits.max_ttl_seconds == 7 * 86400);
 	CHECK(plans_find(&p, "team") && plans_find(&p, "team")->limits.max_ttl_seconds == 30 * 86400);
@@ -66,6 +73,8 @@ static void plans_file(void)
 	/* Changed limit by limit: the rest of free stays. */
 	CHECK(free_ && free_->limits.running == 2 && free_->limits.creates_per_hour == 60);
 	CHECK(gold && gold->limits.vcpus == 4 && gold->limits.running == 0);
+	f = write_file("keep.json", "{\"gold\": {\"hibernated\": 3, \"snapshots\": 0}}");
+	CHECK(plans_load(&p, f) == 0 && gold && gold->limits.hibernated == 3 && !gold->limits.snapshots);
 	static const struct {
 		const char *text, *want;
 	} bad[] = {

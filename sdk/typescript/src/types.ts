@@ -147,9 +147,12 @@ export interface PortJSON {
 /** GET /v1/limits: the workspace's plan, its limits (0 is none) and what is in use. */
 export interface LimitsJSON {
   plan: string;
-  limits: { running: number; creates_per_hour: number; vcpus: number; memory_mib: number; max_ttl_seconds: number };
+  limits: {
+    running: number; creates_per_hour: number; vcpus: number; memory_mib: number; max_ttl_seconds: number;
+    hibernated?: number; snapshots?: number;
+  };
   window_seconds: number;
-  in_use: { running: number; creates_in_window: number };
+  in_use: { running: number; creates_in_window: number; hibernated?: number; snapshots?: number };
 }
 
 export interface UsageJSON {
