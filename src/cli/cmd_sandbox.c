@@ -299,19 +299,23 @@ int cmd_limits(const struct command *cmd, struct opts *o)
 	}
 	json_t *l = json_object_get(r, "limits"), *u = json_object_get(r, "in_use");
 	printf("plan               %s\n", str(r, "plan"));
-	static const char *const names[] = { "running", "creates_per_hour", "vcpus", "memory_mib",
-					     "max_ttl_seconds", "hibernated_retention_seconds" };
+	/* Each limit, and the in_use count it is held against (NULL: none). */
+	static const char *const names[][2] = {
+		{ "running", "running" }, { "creates_per_hour", NULL }, { "vcpus", NULL },
+		{ "memory_mib", NULL }, { "max_ttl_seconds", NULL }, { "hibernated", "hibernated" },
+		{ "snapshots", "snapshots" }, { "hibernated_retention_seconds", NULL },
+	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		long long v = (long long)json_integer_value(json_object_get(l, names[i]));
+		long long v = (long long)json_integer_value(json_object_get(l, names[i][0]));
 		char val[32];
 		if (v)
 			snprintf(val, sizeof val, "%lld", v);
 		else
 			snprintf(val, sizeof val, "none");
-		printf("%-18s %s", names[i], val);
-		if (i == 0)
-			printf(" (%lld in use)", (long long)json_integer_value(json_object_get(u, "running")));
-		if (i == 1)
+		printf("%-18s %s", names[i][0], val);
+		if (names[i][1])
+			printf(" (%lld in use)", (long long)json_integer_value(json_object_get(u, names[i][1])));
+		if (!strcmp(names[i][0], "creates_per_hour"))
 			printf(" (%lld in the last %lld s)",
 			       (long long)json_integer_value(json_object_get(u, "creates_in_window")),
 			       (long long)json_integer_value(json_object_get(r, "window_seconds")));

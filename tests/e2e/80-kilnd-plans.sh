@@ -186,6 +186,9 @@ check hibernated_again_conflict "hibernating the hibernated one: $STATUS $(jget 
 api GET /v1/limits
 check limits_kept "GET /v1/limits: $(jget 'j["limits"]["hibernated"], j["limits"]["snapshots"], j["in_use"]["hibernated"], j["in_use"]["snapshots"]')" \
 	eval '[ "$(jget '\''j["limits"]["hibernated"], j["limits"]["snapshots"], j["in_use"]["hibernated"], j["in_use"]["snapshots"]'\'')" = "(1, 1, 1, 1)" ]'
+KILN_API_URL=$URL KILN_API_KEY=$KEEP "$BUILD/kiln" limits > "$T/keep.txt" 2>&1
+check cli_limits_kept "kiln limits: $(grep -E '^(hibernated|snapshots) ' "$T/keep.txt" | tr '\n' '|')" \
+	eval 'grep -q "^hibernated  *1 (1 in use)$" "$T/keep.txt" && grep -q "^snapshots  *1 (1 in use)$" "$T/keep.txt"'
 mcp_h=(-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18')
 api POST /mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' "${mcp_h[@]}"
 api POST /mcp '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hibernate_sandbox","arguments":{"sandbox_id":"'"$K2"'"}}}' "${mcp_h[@]}"
