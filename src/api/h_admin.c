@@ -263,6 +263,9 @@ int h_admin_ws_patch(struct req *r)
 		rc = store_workspace_suspend(r->api->store, w.id, suspended);
 	if (rc < 0)
 		return reply_errno(r, rc);
+	/* Its running sandboxes stop now: the watch hibernates them. */
+	if (suspended && !w.suspended)
+		credit_watch_kick();
 	w.suspended = suspended;
 	audit(r, w.id, 200);
 	return reply_workspace(r, 200, &w);

@@ -1,6 +1,7 @@
 #include "common/periodic.h"
 #include "common/err.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -9,6 +10,7 @@ static void *run(void *arg)
 	struct periodic *p = arg;
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
+		p->kicked = false;
 		pthread_mutex_unlock(&p->lock);
 		p->fn(p->ctx);
 		struct timespec ts;
@@ -20,8 +22,9 @@ static void *run(void *arg)
 			ts.tv_nsec -= 1000000000L;
 		}
 		pthread_mutex_lock(&p->lock);
-		if (!p->stop)
-			pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+		while (!p->stop && !p->kicked)
+			if (pthread_cond_timedwait(&p->cond, &p->lock, &ts) == ETIMEDOUT)
+				break;
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -32,7 +35,7 @@ int periodic_start(struct periodic *p, const char *name, int period_ms, void (*f
 	p->fn = fn;
 	p->ctx = ctx;
 	p->period_ms = period_ms > 0 ? period_ms : 1000;
-	p->stop = false;
+	p->stop = p->kicked = false;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	int e = pthread_create(&p->thread, NULL, run, p);
@@ -40,6 +43,16 @@ int periodic_start(struct periodic *p, const char *name, int period_ms, void (*f
 		return errf(e, "%s thread: %s", name, strerror(e));
 	p->running = true;
 	return 0;
+}
+
+void periodic_kick(struct periodic *p)
+{
+	if (!p->running)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->kicked = true;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void periodic_stop(struct periodic *p)

@@ -17,11 +17,14 @@ struct periodic {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	bool running, stop;
+	bool running, stop, kicked;
 };
 
 /* Start p's thread (name: for the error message). -errno if it could not. */
 int periodic_start(struct periodic *p, const char *name, int period_ms, void (*fn)(void *), void *ctx);
+/* Have fn called again now, not at the end of the period (it runs once
+ * more after the call in progress, if one is). */
+void periodic_kick(struct periodic *p);
 /* Stop it and wait for it; nothing if it is not running. */
 void periodic_stop(struct periodic *p);
 

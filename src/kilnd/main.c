@@ -660,8 +660,9 @@ static int serve(struct cmdline *c)
 	 * and watches their heartbeats; an agent also joins one itself. */
 	if (cluster_monitor_start(st, HOST_DOWN_MS) < 0)
 		die("%s", errmsg());
-	/* Plans with a credit stop running when it is spent (ops/credit.h),
-	 * looked at as often as usage is sampled. */
+	/* Plans with a credit stop running when it is spent, and suspended
+	 * workspaces at once (ops/credit.h), looked at as often as usage is
+	 * sampled. */
 	if (credit_watch_start(st, &hostif, &c->plans, c->host.sample_ms) < 0)
 		die("%s", errmsg());
 	char advertise[160];

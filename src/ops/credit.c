@@ -111,18 +111,22 @@ static void pass(void)
 	for (int i = 0; i < a.n; i++) {
 		struct ops_caller c = { .hostif = w.hostif, .store = w.store, .plans = w.plans, .workspace = a.ws[i] };
 		struct plan p;
-		if (ops_workspace_plan(&c, &p) < 0 || check(w.store, w.plans, a.ws[i], &p) != -E_CREDIT_SPENT)
-			continue;
+		bool suspended = false;
 		char why[256];
-		snprintf(why, sizeof why, "%s", errmsg());
+		if (store_workspace_suspended(w.store, a.ws[i], &suspended) == 0 && suspended)
+			snprintf(why, sizeof why, "the operator suspended the workspace");
+		else if (ops_workspace_plan(&c, &p) < 0 || check(w.store, w.plans, a.ws[i], &p) != -E_CREDIT_SPENT)
+			continue;
+		else
+			snprintf(why, sizeof why, "%s", errmsg());
 		struct to_hibernate h = { .n = 0 };
 		if (hostif_each(w.hostif, a.ws[i], note_sandbox, &h) < 0)
 			continue;
 		for (int k = 0; k < h.n; k++) {
 			if (hostif_hibernate(w.hostif, a.ws[i], h.id[k], NULL) == 0)
-				log_info("credit: workspace %s: sandbox %s hibernated (%s)", a.ws[i], h.id[k], why);
+				log_info("watch: workspace %s: sandbox %s hibernated (%s)", a.ws[i], h.id[k], why);
 			else
-				log_warn("credit: workspace %s: hibernating sandbox %s: %s", a.ws[i], h.id[k], errmsg());
+				log_warn("watch: workspace %s: hibernating sandbox %s: %s", a.ws[i], h.id[k], errmsg());
 		}
 	}
 }
@@ -137,6 +141,11 @@ int credit_watch_start(struct store *st, struct hostif *hi, const struct plans *
 {
 	w.store = st, w.hostif = hi, w.plans = plans;
 	return periodic_start(&w.thread, "credit watch", period_ms > 0 ? period_ms : 10000, watch, NULL);
+}
+
+void credit_watch_kick(void)
+{
+	periodic_kick(&w.thread);
 }
 
 void credit_watch_stop(void)

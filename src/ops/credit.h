@@ -29,8 +29,12 @@ int64_t ops_usage_cost(const struct prices *p, const struct usage_hour *u);
 int ops_credit_check(const struct ops_caller *c);
 
 /* The credit watch: every period_ms, each workspace with a running
- * sandbox whose credit is spent has its running sandboxes hibernated. */
+ * sandbox whose credit is spent, or that the operator suspended, has its
+ * running sandboxes hibernated (a suspended workspace's requests are
+ * refused, so they stay so until it is restored; nothing is lost).
+ * credit_watch_kick: a pass now (a workspace was just suspended). */
 int credit_watch_start(struct store *st, struct hostif *hi, const struct plans *plans, int period_ms);
+void credit_watch_kick(void);
 void credit_watch_stop(void);
 
 #endif

@@ -307,6 +307,11 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth, 
 	if (rc < 0 && rc != -ENOENT)
 		return reply_errno(r, rc);
 	bool exposed = rc == 0;
+	/* A suspended workspace's ports answer nobody: not the public, not a
+	 * preview link (its own keys are refused by auth_request). */
+	if (exposed && pr.suspended)
+		return reply_error(r, 403, "workspace_suspended",
+				   "the workspace of sandbox %s is suspended by the operator", id);
 	int arc = auth_request(api, req_header(r, "Authorization"), &who);
 	if (arc < 0 && arc != -EACCES)
 		return reply_errno(r, arc);

@@ -811,6 +811,7 @@ static int fill_port(struct port_row *r, const struct dbv *c, int n)
 	r->port = (int)dbv_int(&c[2]);
 	r->public = dbv_int(&c[3]) != 0;
 	r->created_ms = dbv_int(&c[4]);
+	r->suspended = n > 5 && dbv_int(&c[5]) != 0;
 	return 0;
 }
 
@@ -832,7 +833,9 @@ static int row_port_one(void *ctx, const struct dbv *c, int n)
 int store_port_load(struct store *st, const char *sandbox, int port, struct port_row *r)
 {
 	struct port_one o = { r, false };
-	int rc = RUN(st, "SELECT " PORT_COLS " FROM ports WHERE sandbox_id = $1 AND port = $2",
+	/* With its workspace's suspension: the proxy's one query. */
+	int rc = RUN(st, "SELECT " PORT_COLS ", (SELECT suspended FROM workspaces WHERE id = ports.workspace_id) "
+			 "FROM ports WHERE sandbox_id = $1 AND port = $2",
 		     row_port_one, &o, NULL, DBV_S(sandbox), DBV_I(port));
 	if (rc < 0)
 		return rc;

@@ -124,6 +124,9 @@ int store_workspace_each(struct store *st, store_workspace_fn *fn, void *ctx);
 int store_workspace_create(struct store *st, const char *name, char id[ID_MAX]);
 /* Suspend (its keys and sessions refused) or restore a workspace. */
 int store_workspace_suspend(struct store *st, const char *id, bool suspended);
+/* Whether the workspace with that id is suspended (false: not, or no such
+ * live workspace). */
+int store_workspace_suspended(struct store *st, const char *id, bool *out);
 /* How many of the workspace's sandboxes are not deleted. */
 int store_workspace_live(struct store *st, const char *id, int64_t *n);
 /* Revoke its keys and mark it deleted, in one transaction under the
@@ -243,6 +246,7 @@ struct port_row {
 	int port;			/* 1..65535 */
 	bool public;			/* reachable without an API key */
 	int64_t created_ms;
+	bool suspended;			/* store_port_load: its workspace is suspended */
 };
 
 /* Add, or change whether it is public (created_ms stays). */

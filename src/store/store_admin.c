@@ -106,6 +106,15 @@ static int row_count1(void *ctx, const struct dbv *c, int n)
 	return 1;
 }
 
+int store_workspace_suspended(struct store *st, const char *id, bool *out)
+{
+	int64_t n = 0;
+	int rc = RUN(st, "SELECT suspended FROM workspaces WHERE id = $1 AND deleted_ms IS NULL", row_count1,
+		     &n, NULL, DBV_S(id));
+	*out = n != 0;
+	return rc < 0 ? rc : 0;
+}
+
 int store_workspace_live(struct store *st, const char *id, int64_t *n)
 {
 	*n = 0;

@@ -198,8 +198,32 @@ api POST "/v1/sandboxes/$K1/wake" '{}'
 w1=$STATUS
 api POST "/v1/sandboxes/$K2/hibernate" '{}'
 check hibernated_room_again "wake K1: $w1; then K2 hibernates: $STATUS" [ "$w1" = 200 -a "$STATUS" = 200 ]
-for s in "$K1" "$K2"; do api DELETE "/v1/sandboxes/$s"; done
 api DELETE "/v1/snapshots/$S2"
+
+# ---- a suspended workspace stops: its sandboxes hibernate, its ports answer nobody --------------
+api DELETE "/v1/sandboxes/$K2"
+api POST "/v1/sandboxes/$K1/exec" '{"cmd":"echo before-suspension > /root/kept"}'
+api POST "/v1/sandboxes/$K1/ports" '{"port":8080,"public":true}'
+exposed=$STATUS
+OP=$("$KILND" --data "$DATA" admin create --name t 2>/dev/null)
+KEY=$OP
+api PATCH /v1/admin/workspaces/w-keep '{"suspended":true}'
+susp=$STATUS
+for i in $(seq 1 120); do
+	grep -q "sandbox $K1 hibernated (the operator suspended the workspace)" "$T/kilnd.log" && break
+	sleep 0.5
+done
+port_code=$(curl -s -m 30 -o "$T/port.json" -w '%{http_code}' "$URL/v1/sandboxes/$K1/proxy/8080/")
+check suspended_stops "PATCH suspended: $susp; kilnd: '$(grep -o "sandbox $K1 hibernated.*" "$T/kilnd.log" | head -1)'; public port without a key: $port_code $(head -c 160 "$T/port.json")" \
+	eval '[ "$exposed" = 201 ] && [ "$susp" = 200 ] && grep -q "sandbox $K1 hibernated (the operator suspended" "$T/kilnd.log" && [ "$port_code" = 403 ] && grep -q workspace_suspended "$T/port.json"'
+api PATCH /v1/admin/workspaces/w-keep '{"suspended":false}'
+KEY=$KEEP
+api GET "/v1/sandboxes/$K1"
+st=$(jget 'j["status"]')
+api POST "/v1/sandboxes/$K1/exec" '{"cmd":"cat /root/kept"}'
+check suspended_restored "restored: $K1 was $st; exec (it wakes): $STATUS $(jget 'j["stdout"].strip()')" \
+	eval '[ "$st" = hibernated ] && [ "$STATUS" = 200 ] && [ "$(jget '\''j["stdout"].strip()'\'')" = before-suspension ]'
+api DELETE "/v1/sandboxes/$K1"
 
 # ---- MCP is held to the same limits ------------------------------------------------------------
 KEY=$TINY

@@ -1140,11 +1140,25 @@ static void workspaces_and_operators(void)
 	struct key_auth who;
 	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0 && !who.suspended &&
 	      !strcmp(who.workspace_name, "adm-a"));
+	/* A port of its sandbox carries the suspension (the proxy's check). */
+	struct port_row pr = { .port = 8080, .public = true, .created_ms = 1 }, back;
+	snprintf(pr.sandbox, sizeof pr.sandbox, "sbx_adm");
+	snprintf(pr.workspace, sizeof pr.workspace, "%s", a);
+	CHECK(store_port_save(st, &pr) == 0);
+	bool susp = true;
+	CHECK(store_workspace_suspended(st, a, &susp) == 0 && !susp);
+	CHECK(store_port_load(st, "sbx_adm", 8080, &back) == 0 && !back.suspended);
 	CHECK(store_workspace_suspend(st, a, true) == 0);
 	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0 && who.suspended);
 	CHECK(store_workspace_find(st, "adm-a", &w) == 0 && w.suspended);
+	CHECK(store_workspace_suspended(st, a, &susp) == 0 && susp);
+	CHECK(store_workspace_suspended(st, b, &susp) == 0 && !susp);
+	CHECK(store_workspace_suspended(st, "ws_none", &susp) == 0 && !susp);
+	CHECK(store_port_load(st, "sbx_adm", 8080, &back) == 0 && back.suspended && back.public);
 	CHECK(store_workspace_suspend(st, a, false) == 0);
 	CHECK(store_key_lookup(st, "adm-hash-a", &who) == 0 && !who.suspended);
+	CHECK(store_port_load(st, "sbx_adm", 8080, &back) == 0 && !back.suspended);
+	CHECK(store_port_delete(st, "sbx_adm", 8080) == 0);
 
 	struct sbx_row r;
 	new_sbx(&r, a);
