@@ -7,6 +7,9 @@
  *   KILN_TEST_READY_DIES  spawned VMMs end right after their ready
  *                         ("test_exit_after_ready": vm.c)
  *   KILN_TEST_FORK_DIES   forked children triple-fault as spawned ones do
+ *   KILN_TEST_RESTORE_DIES  guests restored by a VMM of their own (a wake,
+ *                         a create from a snapshot) triple-fault before
+ *                         ready (kiln-vmm --test-triple-fault: vm.c)
  * Unset (as in production): never hit.
  */
 #ifndef KILN_HOST_FAILPOINT_H
@@ -14,7 +17,7 @@
 
 #include <stdbool.h>
 
-enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_COUNT };
+enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_COUNT };
 
 /* Whether this occasion is hit (takes one from its count). */
 bool failpoint_hit(enum failpoint fp);

@@ -392,10 +392,12 @@ static int start_vm(struct host *h, struct sandbox *sb, struct tmpl *t, const st
 }
 
 /* start_over: a sandbox whose first VMM died while it started, made again
- * from its template: the dead VMM reaped and its network, jail and files
- * released (sandbox_teardown), its disk and directory removed, then
+ * from its template (t) or snapshot: the dead VMM reaped and its network,
+ * jail and files released (sandbox_teardown), its disk (its own top
+ * layer, over the template's or snapshot's) and directory removed, then
  * start_vm as the first time. */
-static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, struct net_lease *net)
+static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, const struct snap_row *snap,
+		      struct net_lease *net)
 {
 	char top[PATH_MAX];
 	snprintf(top, sizeof top, "%s/disk", sb->dir);
@@ -405,7 +407,7 @@ static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, struct
 	pthread_mutex_unlock(&h->layers);
 	if (rc == 0 && rmdir(sb->dir) < 0 && errno != ENOENT)
 		rc = errf_sys("rmdir %s", sb->dir);
-	return rc < 0 ? rc : start_vm(h, sb, t, NULL, net);
+	return rc < 0 ? rc : start_vm(h, sb, t, snap, net);
 }
 
 /* Errors while building say what failed; the status is a server error
@@ -490,7 +492,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		rc = start_vm(h, sb, t, &snap, &net);
 	if (rc == 0)
 		rc = sandbox_wait_ready(h, sb, true);
-	if (rc == -ECHILD && t) {
+	if (rc == -ECHILD) {
 		/* Its guest died at start: before its VMM was ready (the spawn
 		 * says so: tmpl_spawn) or before its agent answered. Nothing of
 		 * the user's is in it yet: once more, from the start (a fresh
@@ -498,7 +500,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		 * death is the create's error. */
 		log_warn("sandbox %s: %s; starting it again on a fresh disk", sb->row.id, errmsg());
 		metrics_start_retry(h->metrics);
-		rc = start_over(h, sb, t, &net);
+		rc = start_over(h, sb, t, t ? NULL : &snap, &net);
 		if (rc == 0)
 			rc = sandbox_wait_ready(h, sb, true);
 	}
@@ -678,6 +680,73 @@ int wake_locked(struct host *h, struct sandbox *sb)
 	return rc;
 }
 
+/* wake_vmm: a VMM restoring the sandbox from restore, attached, and its
+ * guest's agent answering. */
+static int wake_vmm(struct host *h, struct sandbox *sb, const struct vm_spec *spec, const char *top)
+{
+	struct vm_spec s = *spec;
+	struct vmm_jail *jail = malloc(sizeof *jail);
+	int rc = jail ? 0 : errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = vmm_jail_prepare(h, sb, top, NULL, NULL, s.netns, jail);
+	s.jail = jail;
+	pid_t pid = 0;
+	if (rc == 0)
+		rc = vmm_launch(h->cfg, &s, &pid);
+	free(jail);
+	if (rc == 0)
+		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	return rc;
+}
+
+/* wake_reap: the VMM of a wake that failed, ended and forgotten. */
+static void wake_reap(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	pid_t p = sb->row.vmm_pid;
+	int64_t st = sb->row.vmm_start;
+	sb->expect_exit = true;
+	sb->row.vmm_pid = 0;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	pthread_mutex_unlock(&sb->lock);
+	if (p > 0)
+		proc_kill_wait(p, st, 5000);
+}
+
+/* The disk as a wake found it: a guest that died in a wake is woken once
+ * more only if it wrote nothing (its disk holds what the hibernation
+ * left; a second restore of the same memory over writes made after it
+ * could corrupt it). The change time, which a write moves and no call
+ * of the VMM's can set back, and the size. */
+struct disk_mark {
+	bool ok;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec ctime;
+};
+
+static void disk_mark(const char *top, struct disk_mark *m)
+{
+	struct stat st;
+	m->ok = lstat(top, &st) == 0 && S_ISREG(st.st_mode);
+	if (m->ok)
+		*m = (struct disk_mark){ true, st.st_dev, st.st_ino, st.st_size, st.st_ctim };
+}
+
+static bool disk_unchanged(const char *top, const struct disk_mark *before)
+{
+	struct disk_mark now;
+	disk_mark(top, &now);
+	return before->ok && now.ok && now.dev == before->dev && now.ino == before->ino &&
+	       now.size == before->size && now.ctime.tv_sec == before->ctime.tv_sec &&
+	       now.ctime.tv_nsec == before->ctime.tv_nsec;
+}
+
 static int wake_admitted(struct host *h, struct sandbox *sb)
 {
 	int rc = host_admit(h, 0, sb->row.memory_mib, false);
@@ -698,35 +767,26 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 		s.netns = net.netns;
 		sandbox_save(h, sb);
 	}
-	struct vmm_jail *jail = rc == 0 ? malloc(sizeof *jail) : NULL;
-	if (rc == 0 && !jail)
-		rc = errf(ENOMEM, "out of memory");
+	struct disk_mark before;
+	disk_mark(top, &before);
 	if (rc == 0)
-		rc = vmm_jail_prepare(h, sb, top, NULL, NULL, s.netns, jail);
-	s.jail = jail;
-	pid_t pid = 0;
-	if (rc == 0)
-		rc = vmm_launch(h->cfg, &s, &pid);
-	free(jail);
-	if (rc == 0)
-		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
-	if (rc == 0)
-		rc = sandbox_wait_ready(h, sb, true);
+		rc = wake_vmm(h, sb, &s, top);
+	if (rc == -ECHILD && disk_unchanged(top, &before)) {
+		/* Its guest died before it was ready, and wrote nothing: the
+		 * hibernation is as it was. Once more (issue 21). */
+		char last[160];
+		vmm_last_line(sb->dir, last, sizeof last);
+		log_warn("sandbox %s: %s (the VMM said: %s); its disk is as the hibernation left it: "
+			 "waking it once more", sb->row.id, errmsg(), last[0] ? last : "nothing");
+		metrics_start_retry(h->metrics);
+		wake_reap(sb);
+		rc = wake_vmm(h, sb, &s, top);
+	}
 	if (rc < 0) {
 		/* Stay hibernated: the snapshot is still there for another try. */
 		char why[300];
 		snprintf(why, sizeof why, "wake failed: %s", errmsg());
-		pthread_mutex_lock(&sb->lock);
-		pid_t p = sb->row.vmm_pid;
-		int64_t st = sb->row.vmm_start;
-		sb->expect_exit = true;
-		sb->row.vmm_pid = 0;
-		if (sb->pidfd >= 0)
-			close(sb->pidfd);
-		sb->pidfd = -1;
-		pthread_mutex_unlock(&sb->lock);
-		if (p > 0)
-			proc_kill_wait(p, st, 5000);
+		wake_reap(sb);
 		sandbox_mem_release(h, sb);
 		sandbox_save(h, sb);
 		return errf(-build_errno(rc), "%s", why);

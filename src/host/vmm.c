@@ -1,5 +1,6 @@
 #include "host/dns.h"
 #include "host/vmm.h"
+#include "host/failpoint.h"
 #include "host/jail.h"
 #include "net/net.h"
 #include "host/proc.h"
@@ -69,6 +70,8 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pi
 	if (s->restore) {
 		argv[n++] = "--restore";
 		argv[n++] = (char *)s->restore;
+		if (failpoint_hit(FP_RESTORE_DIES))
+			argv[n++] = "--test-triple-fault";
 	} else {
 		snprintf(mem, sizeof mem, "%d", s->memory_mib);
 		snprintf(vcpus, sizeof vcpus, "%d", s->vcpus);

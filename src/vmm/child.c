@@ -45,20 +45,6 @@ static void close_inherited(int ready_fd, const int *keep)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
-/* child_test_triple_fault: for tests (a spawn request's
- * "test_triple_fault"): empty vCPU 0's interrupt table, so that the first
- * interrupt or exception the restored guest takes cannot be delivered and
- * the CPU shuts down (KVM_EXIT_SHUTDOWN): a guest death before ready by
- * the same path as a real one. */
-static void child_test_triple_fault(struct vm *vm)
-{
-	struct kvm_sregs s;
-	if (vm->nvcpus < 1 || ioctl(vm->vcpus[0].fd, KVM_GET_SREGS, &s) < 0)
-		return;
-	s.idt.limit = 0;
-	ioctl(vm->vcpus[0].fd, KVM_SET_SREGS, &s);
-}
-
 static void __attribute__((noreturn))
 child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8_t *payload,
 	  size_t len, uint64_t t0, int ready_fd)
@@ -83,7 +69,7 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 		_exit(status);
 	}
 	if (own_cfg.test_triple_fault)
-		child_test_triple_fault(&vm);
+		vm_test_triple_fault(&vm);
 	status = vm_run(&vm);
 	/* It ran and ended before it was ready: its guest died (a triple
 	 * fault, a panic, a reboot) or it was stopped. "died", not "error":

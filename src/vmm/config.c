@@ -53,6 +53,7 @@ static const char usage_text[] =
 	"  --jail-cgroup DIR   join this cgroup first\n"
 	"  --jail-netns PATH   join this network namespace first (the TAP is opened there)\n"
 	"  --jail-no-pidns     no PID namespace of its own (live forks outlive it)\n"
+	"  --test-triple-fault tests: the restored guest dies before it is ready\n"
 	"exit status: 0 guest power-off or shutdown, 1 VMM failure, 2 bad configuration,\n"
 	"             3 guest reboot, 4 triple fault or KVM entry failure, 5 guest panic\n";
 
@@ -98,6 +99,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "jail-cgroup", required_argument, 0, 'X' },
 		{ "jail-netns", required_argument, 0, 'N' },
 		{ "jail-no-pidns", no_argument, 0, 'P' },
+		{ "test-triple-fault", no_argument, 0, 'T' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -131,6 +133,9 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 			}
 			break;
 		}
+		case 'T':
+			cfg->test_triple_fault = true;
+			break;
 		case 'D':
 			if ((rc = parse_u64(optarg, "--disk-reserve", &cfg->disk_reserve_mib)) < 0)
 				return rc;

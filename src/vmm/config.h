@@ -40,7 +40,7 @@ struct vmm_config {
 	const char *identity;       /* likewise (e.g. the sandbox id) */
 	const char *snap_base;      /* the snapshot this VM's memory started from */
 	bool resync;                /* resync the guest agent after a restore */
-	bool test_triple_fault;     /* tests: the restored guest dies before ready (child.c) */
+	bool test_triple_fault;     /* tests: the restored guest dies before ready (vm.c) */
 	bool test_exit_after_ready; /* tests: the VMM ends right after its ready (vm.c) */
 	char mac_buf[18];
 	struct jail_config jail;

@@ -126,8 +126,8 @@ int main(int argc, char **argv)
 		status = vm_build(&vm);
 	else if (snapshot_memory(&vm, cfg.restore_dir, payload, len, false) < 0)
 		status = EXIT_CONFIG;
-	else
-		status = vm_build_restored(&vm, payload, len);
+	else if ((status = vm_build_restored(&vm, payload, len)) == 0 && cfg.test_triple_fault)
+		vm_test_triple_fault(&vm);
 	free(payload);
 	if (status != 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", errmsg());

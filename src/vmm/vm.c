@@ -191,6 +191,20 @@ int vm_build(struct vm *vm)
 	return 0;
 }
 
+/* For tests (a spawn request's "test_triple_fault", kiln-vmm
+ * --test-triple-fault): empty vCPU 0's interrupt table, so that the first
+ * interrupt or exception the restored guest takes cannot be delivered and
+ * the CPU shuts down (KVM_EXIT_SHUTDOWN): a guest death before ready by
+ * the same path as a real one. */
+void vm_test_triple_fault(struct vm *vm)
+{
+	struct kvm_sregs s;
+	if (vm->nvcpus < 1 || ioctl(vm->vcpus[0].fd, KVM_GET_SREGS, &s) < 0)
+		return;
+	s.idt.limit = 0;
+	ioctl(vm->vcpus[0].fd, KVM_SET_SREGS, &s);
+}
+
 int vm_build_restored(struct vm *vm, const uint8_t *payload, size_t len)
 {
 	const struct vmm_config *cfg = vm->cfg;

@@ -135,6 +135,8 @@ int vm_build(struct vm *vm);
 /* vm_build_restored: the same from a snapshot payload, with guest memory
  * already in vm->mem. */
 int vm_build_restored(struct vm *vm, const uint8_t *payload, size_t len);
+/* Tests: make the restored guest triple-fault at its first event. */
+void vm_test_triple_fault(struct vm *vm);
 int vm_run(struct vm *vm);
 void vm_teardown(struct vm *vm);
 

@@ -14,7 +14,9 @@
 # naming the triple fault, with no VMM left behind. A VMM that ends after
 # its own ready, before the guest agent answered (KILN_TEST_READY_DIES=1),
 # is started again the same way, and a fork whose child dies before it
-# is ready (KILN_TEST_FORK_DIES=1) forks again.
+# is ready (KILN_TEST_FORK_DIES=1) forks again. A wake or a create from
+# a snapshot whose restored guest dies (KILN_TEST_RESTORE_DIES) is made
+# once more too.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail vmm_died_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 build_template minimal || exit 1
@@ -109,6 +111,40 @@ if [ -n "$P" ]; then
 else
 	fail start_retry_fork "create: $STATUS $BODY"
 fi
+# A guest restored by a VMM of its own that dies before it is ready
+# (KILN_TEST_RESTORE_DIES=1: the next such VMM runs kiln-vmm
+# --test-triple-fault): a wake is tried once more when the disk is as the
+# hibernation left it, and a create from a snapshot starts again on a
+# fresh disk, as a spawn's does.
+create_sandbox
+W=$SBX
+api POST "/v1/sandboxes/$W/exec" '{"cmd":"echo woke > /root/w; sync"}'
+api POST "/v1/sandboxes/$W/hibernate" '{}'
+hib=$STATUS
+create_sandbox
+SN=$SBX
+api POST "/v1/sandboxes/$SN/exec" '{"cmd":"echo from-snapshot > /root/s; sync"}'
+api POST "/v1/sandboxes/$SN/snapshot" '{}'
+SNAP=$(jget 'j["id"]')
+api DELETE "/v1/sandboxes/$SN"
+stop_kilnd
+KILN_TEST_RESTORE_DIES=1 start_kilnd --rate 0 || exit 1
+api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /root/w"}'
+out="$STATUS $(jget 'j["stdout"].strip()')"
+check restore_retry_wake "hibernate: $hib; exec (a wake whose first guest triple-faulted): '$out'; kilnd: $(grep -o "sandbox $W: .*waking it once more" "$T/kilnd.log" | head -1 | cut -c1-200)" \
+	eval '[ "$hib" = 200 ] && [ "$out" = "200 woke" ] && grep -q "sandbox $W: .*guest triple fault.*its disk is as the hibernation left it: waking it once more" "$T/kilnd.log"'
+stop_kilnd
+KILN_TEST_RESTORE_DIES=1 start_kilnd --rate 0 || exit 1
+create_sandbox "{\"from_snapshot\":\"$SNAP\"}"
+C=$SBX
+api POST "/v1/sandboxes/$C/exec" '{"cmd":"cat /root/s"}'
+out="$STATUS $(jget 'j["stdout"].strip()')"
+check restore_retry_snapshot "create from $SNAP (its first guest triple-faulted): ${C:-none}; exec: '$out'" \
+	eval '[ -n "$C" ] && [ "$out" = "200 from-snapshot" ] && grep -q "sandbox $C: .*starting it again on a fresh disk" "$T/kilnd.log"'
+api GET /metrics
+check restore_retry_metric "$(grep '^kiln_sandbox_start_retries_total' <<<"$BODY")" grep -qx 'kiln_sandbox_start_retries_total 1' <<<"$BODY"
+for s in $W $C; do api DELETE "/v1/sandboxes/$s"; done
+api DELETE "/v1/snapshots/$SNAP"
 stop_kilnd
 KILN_TEST_SPAWN_DIES=2 start_kilnd --rate 0 || exit 1
 create_sandbox
