@@ -27,6 +27,7 @@ struct api_config {
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;
 	int max_inflight, max_uploads;	/* per workspace under way at once; 0: no cap */
+	int max_tunnels;		/* WebSockets per workspace open at once; 0: no cap */
 };
 
 struct store;
@@ -44,6 +45,7 @@ struct api {
 	struct ratelimit *anon_rl;	/* per client address, for requests with no valid key */
 	struct inflight *inflight;	/* requests under way per workspace (--max-inflight) */
 	struct inflight *uploads;	/* uploads under way per workspace (--max-uploads) */
+	struct inflight *tunnels;	/* WebSockets open per workspace (--max-tunnels) */
 	struct inflight *exec_buffer;	/* bytes of exec output held per workspace (--max-exec-buffer) */
 	uint8_t preview_key[32];	/* signs preview links (proxy/preview.h) */
 	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */

@@ -229,6 +229,9 @@ int h_pty(struct req *r)
 		return reply_error(r, 400, "invalid_request", "this route is a WebSocket: send Upgrade: websocket");
 	if (!version || strcmp(version, "13") != 0 || ws_accept_key(key, accept) < 0)
 		return reply_error(r, 400, "invalid_request", "bad Sec-WebSocket-Version or Sec-WebSocket-Key");
+	int full = req_tunnel_room(r);		/* --max-tunnels */
+	if (full >= 0)
+		return full;
 	struct pty *p = calloc(1, sizeof *p);
 	if (!p)
 		return reply_error(r, 500, "internal", "out of memory");

@@ -364,6 +364,8 @@ struct upgrade {
 	http_upgrade_fn *run;
 	void *ctx;
 	bool tls;
+	struct inflight *tunnels;	/* counted there while it runs (--max-tunnels) */
+	char workspace[ID_MAX];
 	/* for a session on a thread of its own (HTTPS) */
 	MHD_socket sock;
 	char *extra;
@@ -371,10 +373,22 @@ struct upgrade {
 	struct MHD_UpgradeResponseHandle *urh;
 };
 
+/* run_counted: the session, counted as one of its workspace's open
+ * tunnels while it lasts (req_tunnel_room looks at the count). */
+static void run_counted(struct upgrade *u, MHD_socket sock, const char *extra, size_t n)
+{
+	bool counted = false;
+	if (u->tunnels)
+		inflight_enter(u->tunnels, u->workspace, &counted);
+	u->run(u->ctx, sock, extra, n);
+	if (counted)
+		inflight_leave(u->tunnels, u->workspace);
+}
+
 static void *upgraded_thread(void *arg)
 {
 	struct upgrade *u = arg;
-	u->run(u->ctx, u->sock, u->extra, u->n);
+	run_counted(u, u->sock, u->extra, u->n);
 	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
 	free(u->extra);
 	free(u);
@@ -389,7 +403,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, c
 	if (!u->tls) {
 		/* Thread per connection: this is the connection's own thread,
 		 * so the session may block here for as long as it lasts. */
-		u->run(u->ctx, sock, extra, n);
+		run_counted(u, sock, extra, n);
 		free(u);
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 		return;
@@ -424,6 +438,8 @@ int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn
 		return reply_error(r, 500, "internal", "out of memory");
 	u->run = run, u->ctx = ctx;
 	u->tls = r->api->cfg->tls_cert[0] != 0;
+	u->tunnels = r->api->tunnels;
+	snprintf(u->workspace, sizeof u->workspace, "%s", r->workspace);
 	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgraded, u);
 	if (!resp) {
 		free(u);
@@ -532,6 +548,17 @@ int req_anon_rate_limit(struct req *r)
 	if (ratelimit_take(r->api->anon_rl, addr, &retry_ms))
 		return -1;
 	return reply_rate_limited(r, retry_ms, "too many requests from this address without a valid key; slow down");
+}
+
+int req_tunnel_room(struct req *r)
+{
+	int cap = r->api->cfg->max_tunnels;
+	if (!cap || !r->api->tunnels || inflight_count(r->api->tunnels, r->workspace) < cap)
+		return -1;
+	char msg[200];
+	snprintf(msg, sizeof msg, "this workspace has %d WebSocket connections open, the most it may "
+		 "(--max-tunnels); retry when one ends", cap);
+	return reply_rate_limited(r, 1000, msg);
 }
 
 /* One more request under way for the caller's workspace, and one more

@@ -106,6 +106,12 @@ int reply_response(struct req *r, int status, const char *const headers[][2], ui
  * the client sent early); then the connection is closed. */
 typedef void http_upgrade_fn(void *ctx, int fd, const char *extra, size_t n);
 int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx);
+/* Whether r->workspace may open one more WebSocket (a PTY, a proxied
+ * port's): -1 to go on, or the 429 sent when it has --max-tunnels open
+ * already. Checked before the 101 and counted from the session's start,
+ * so connections opened at the same instant may pass the cap by their
+ * number, and nothing is counted for a 101 never sent. */
+int req_tunnel_room(struct req *r);
 /* Take one request from r->workspace's rate: -1 when allowed, else the
  * MHD result of the 429 sent. */
 int req_rate_limit(struct req *r);

@@ -36,6 +36,7 @@ void config_defaults(struct config *c)
 	c->max_connections = 512;
 	c->max_inflight = 128;
 	c->max_uploads = 8;
+	c->max_tunnels = 64;
 	c->max_exec_buffer = 256LL << 20;
 	c->sample_ms = 5000;
 	c->boot_timeout_ms = 120000;
@@ -140,4 +141,5 @@ void config_api(const struct config *c, struct api_config *a)
 	a->max_connections = c->max_connections;
 	a->max_inflight = c->max_inflight;
 	a->max_uploads = c->max_uploads;
+	a->max_tunnels = c->max_tunnels;
 }

@@ -36,6 +36,7 @@ struct config {
 	uint64_t max_json_bytes, max_file_bytes, max_exec_output;
 	int max_connections;
 	int max_inflight, max_uploads;	/* per workspace under way at once; 0: no cap */
+	int max_tunnels;		/* WebSockets per workspace open at once; 0: no cap */
 	int64_t max_exec_buffer;	/* bytes of exec output one workspace holds; 0: no cap */
 	char domain[254];		/* host routing PORT-ID.DOMAIN; "" : off */
 	char tls_cert[PATH_MAX];	/* PEM certificate chain: serve HTTPS; "" : HTTP */

@@ -103,6 +103,8 @@ static const char usage_text[] =
 	"                        key: public ports, refused keys (default 50/100; 0: none)\n"
 	"  --max-inflight N      requests one workspace may have under way (default 128; 0: no cap)\n"
 	"  --max-uploads N       file uploads one workspace may have under way (default 8)\n"
+	"  --max-tunnels N       WebSockets (PTYs, proxied ports) one workspace may have\n"
+	"                        open at once (default 64)\n"
 	"  --max-exec-buffer MIB exec output one workspace's execs may hold in memory at\n"
 	"                        once, beyond it truncated (default 256; 0: no cap)\n"
 	"  --max-exec-output MIB one exec's output kept per stream, beyond it truncated\n"
@@ -143,7 +145,7 @@ static const char usage_text[] =
 
 enum {
 	O_DATA = 256, O_LISTEN, O_ROLE, O_STORE, O_BIN, O_MAX_SBX, O_MAX_MEM, O_MAX_CREATES,
-	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_EXEC_BUFFER, O_MAX_EXEC_OUTPUT, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
+	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_TUNNELS, O_MAX_EXEC_BUFFER, O_MAX_EXEC_OUTPUT, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_OCI, O_VCPUS, O_MEMORY,
@@ -175,6 +177,7 @@ static const struct option options[] = {
 	{ "anon-rate", required_argument, 0, O_ANON_RATE },
 	{ "max-inflight", required_argument, 0, O_MAX_INFLIGHT },
 	{ "max-uploads", required_argument, 0, O_MAX_UPLOADS },
+	{ "max-tunnels", required_argument, 0, O_MAX_TUNNELS },
 	{ "max-exec-buffer", required_argument, 0, O_MAX_EXEC_BUFFER },
 	{ "max-exec-output", required_argument, 0, O_MAX_EXEC_OUTPUT },
 	{ "max-body", required_argument, 0, O_MAX_BODY },
@@ -297,6 +300,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			break;
 		case O_MAX_INFLIGHT: g->max_inflight = (int)number(optarg, "--max-inflight", 0, 100000); break;
 		case O_MAX_UPLOADS: g->max_uploads = (int)number(optarg, "--max-uploads", 0, 100000); break;
+		case O_MAX_TUNNELS: g->max_tunnels = (int)number(optarg, "--max-tunnels", 0, 100000); break;
 		case O_MAX_EXEC_BUFFER:
 			g->max_exec_buffer = number(optarg, "--max-exec-buffer", 0, 1 << 20) << 20;
 			break;
@@ -637,10 +641,11 @@ static int serve(struct cmdline *c)
 	api.anon_rl = ratelimit_new(cfg->anon_rate_per_sec, cfg->anon_rate_burst);
 	api.inflight = inflight_new(cfg->max_inflight);
 	api.uploads = inflight_new(cfg->max_uploads);
+	api.tunnels = inflight_new(cfg->max_tunnels);
 	api.exec_buffer = inflight_new(cfg->max_exec_buffer);
 	if (preview_key_load(cfg->data_dir, api.preview_key) < 0)
 		die("%s", errmsg());
-	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.exec_buffer)
+	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.tunnels || !api.exec_buffer)
 		die("out of memory");
 	struct host *host;
 	if (host_open(&c->host, st, api.metrics, &host) < 0)
@@ -689,6 +694,7 @@ static int serve(struct cmdline *c)
 	ratelimit_free(api.anon_rl);
 	inflight_free(api.inflight);
 	inflight_free(api.uploads);
+	inflight_free(api.tunnels);
 	inflight_free(api.exec_buffer);
 	metrics_free(api.metrics);
 	store_close(st);

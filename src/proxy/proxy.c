@@ -564,6 +564,11 @@ static void tunnel(void *ctx, int fd, const char *extra, size_t n)
  * hibernating for good. */
 static int answer_upgrade(struct req *r, struct proxy *p, const struct up_head *h)
 {
+	/* The workspace's WebSockets are capped (--max-tunnels): refused, the
+	 * guest's half is closed with the request (proxy_done). */
+	int full = req_tunnel_room(r);
+	if (full >= 0)
+		return full;
 	const char *(*hdr)[2] = calloc((size_t)h->n + 3, sizeof *hdr);
 	if (!hdr)
 		return reply_error(r, 500, "internal", "out of memory");

@@ -19,7 +19,7 @@ OUT=$(full && echo 16 || echo 4) BUF=$(full && echo 24 || echo 6)
 # of them to overlap: 20 MB in the full tier, 8 MiB in the quick one.
 BIG=$(full && echo 20000000 || echo $((OUT << 21)))
 BIGJSON='{"cmd":"head -c '"$BIG"' /dev/zero | tr \"\\0\" x"}'
-start_kilnd --rate 0 --max-uploads 1 --max-exec-output "$OUT" --max-exec-buffer "$BUF" || exit 1
+start_kilnd --rate 0 --max-uploads 1 --max-tunnels 1 --max-exec-output "$OUT" --max-exec-buffer "$BUF" || exit 1
 KEY_A=$(new_key alpha)
 KEY_B=$(new_key beta)
 KEY=$KEY_A
@@ -351,6 +351,34 @@ else
 fi
 grep -q 'env True' "$T/pty.out" && pass pty_env "the sandbox's env (BAR) in the terminal's shell" ||
 	fail pty_env "$(tr '\n' ' ' < "$T/pty.out" | tail -c 400)"
+
+# With --max-tunnels 1 a workspace's second WebSocket is refused while the
+# first is open, and admitted once it ended.
+python3 - "$PORT" "$KEY" "$A" "$HERE" > "$T/tunnels.out" 2>&1 <<'EOF'
+import sys, time
+sys.path.insert(0, sys.argv[4])
+from ws import WS
+port, key, sbx = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+path = "/v1/sandboxes/%s/pty" % sbx
+first = WS(port, path, key)
+try:
+    WS(port, path, key)
+    print("second admitted")
+except IOError as e:
+    print("second refused:", str(e)[:300])
+first.send_binary(b"exit\n")
+first.s.close()
+third = None
+for _ in range(100):
+    try:
+        third = WS(port, path, key)
+        break
+    except IOError:
+        time.sleep(0.2)
+print("third", third is not None and third.status)
+EOF
+check tunnels_per_workspace "$(tr '\n' ' ' < "$T/tunnels.out" | head -c 400)" \
+	eval 'grep -q "second refused: handshake answered 429" "$T/tunnels.out" && grep -q "max-tunnels" "$T/tunnels.out" && grep -q "third 101" "$T/tunnels.out"'
 
 # ---- lifecycle ---------------------------------------------------------------------------------
 api PATCH "/v1/sandboxes/$A/lifecycle" '{"ttl_seconds":1234}'
