@@ -136,14 +136,24 @@ static int no_fields(struct req *r)
 	return -1;
 }
 
-/* hibernate and wake: no parameters, the sandbox after the change. */
-static int lifecycle_action(struct req *r,
-			    int (*action)(struct hostif *, const char *, const char *, struct sbx_row *))
+/* A lifecycle route's request: no fields, the caller's sandbox. -1 to go
+ * on, or the answer sent. */
+static int lifecycle_admit(struct req *r)
 {
 	int answered = no_fields(r);
 	if (answered >= 0)
 		return answered;
 	if (req_sandbox(r, NULL, &answered) < 0)
+		return answered;
+	return -1;
+}
+
+/* hibernate and wake: no parameters, the sandbox after the change. */
+static int lifecycle_action(struct req *r,
+			    int (*action)(struct hostif *, const char *, const char *, struct sbx_row *))
+{
+	int answered = lifecycle_admit(r);
+	if (answered >= 0)
 		return answered;
 	struct sbx_row row;
 	return reply_changed(r, action(r->api->hostif, r->workspace, req_sandbox_id(r), &row), &row);
@@ -151,10 +161,8 @@ static int lifecycle_action(struct req *r,
 
 int h_sandbox_hibernate(struct req *r)
 {
-	int answered = no_fields(r);
+	int answered = lifecycle_admit(r);
 	if (answered >= 0)
-		return answered;
-	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
 	struct ops_caller c;
 	struct ops_quota q;
@@ -277,10 +285,8 @@ int h_sandbox_lifecycle(struct req *r)
 
 int h_sandbox_snapshot(struct req *r)
 {
-	int answered = no_fields(r);
+	int answered = lifecycle_admit(r);
 	if (answered >= 0)
-		return answered;
-	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
 	char id[ID_MAX];
 	struct ops_caller c;
