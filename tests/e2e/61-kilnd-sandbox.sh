@@ -10,7 +10,6 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 build_template minimal || exit 1
-pass template_build "minimal: $(tail -1 "$T/build-minimal.log")"
 # One exec keeps OUT MiB of output per stream, a workspace's execs hold
 # BUF MiB at once: kilnd's 16 and 24 in the full tier, 4 and 6 in the quick
 # one (the same cases, fewer bytes through the emulation).

@@ -168,9 +168,12 @@ alive() {
 # (Each test builds its own: a template's layer names its root image by
 # path, and kilnd refuses one outside its own directories, so one built
 # for the whole run could not be handed out.)
+# It reports PASS as well as FAIL: tests/run's reruns count a case that
+# failed once as settled only when it passed in another run.
 build_template() {
 	"$KILND" --data "$DATA" template build "$1" > "$T/build-$1.log" 2>&1 ||
 		{ echo "FAIL template_$1: $(tail -3 "$T/build-$1.log" | tr '\n' ' ')"; return 1; }
+	echo "PASS template_$1: $(tail -1 "$T/build-$1.log")"
 }
 
 # have_kvm: whether sandboxes can run here.
