@@ -680,43 +680,6 @@ int wake_locked(struct host *h, struct sandbox *sb)
 	return rc;
 }
 
-/* wake_vmm: a VMM restoring the sandbox from restore, attached, and its
- * guest's agent answering. */
-static int wake_vmm(struct host *h, struct sandbox *sb, const struct vm_spec *spec, const char *top)
-{
-	struct vm_spec s = *spec;
-	struct vmm_jail *jail = malloc(sizeof *jail);
-	int rc = jail ? 0 : errf(ENOMEM, "out of memory");
-	if (rc == 0)
-		rc = vmm_jail_prepare(h, sb, top, NULL, NULL, s.netns, jail);
-	s.jail = jail;
-	pid_t pid = 0;
-	if (rc == 0)
-		rc = vmm_launch(h->cfg, &s, &pid);
-	free(jail);
-	if (rc == 0)
-		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
-	if (rc == 0)
-		rc = sandbox_wait_ready(h, sb, true);
-	return rc;
-}
-
-/* wake_reap: the VMM of a wake that failed, ended and forgotten. */
-static void wake_reap(struct sandbox *sb)
-{
-	pthread_mutex_lock(&sb->lock);
-	pid_t p = sb->row.vmm_pid;
-	int64_t st = sb->row.vmm_start;
-	sb->expect_exit = true;
-	sb->row.vmm_pid = 0;
-	if (sb->pidfd >= 0)
-		close(sb->pidfd);
-	sb->pidfd = -1;
-	pthread_mutex_unlock(&sb->lock);
-	if (p > 0)
-		proc_kill_wait(p, st, 5000);
-}
-
 /* The disk as a wake found it: a guest that died in a wake is woken once
  * more only if it wrote nothing (its disk holds what the hibernation
  * left; a second restore of the same memory over writes made after it
@@ -747,6 +710,47 @@ static bool disk_unchanged(const char *top, const struct disk_mark *before)
 	       now.ctime.tv_nsec == before->ctime.tv_nsec;
 }
 
+/* wake_vmm: a VMM restoring the sandbox from restore, attached, and its
+ * guest's agent answering. mark (or NULL): the disk as the VMM gets it,
+ * its jail made (which hands the disk to the VMM's uid: a change). */
+static int wake_vmm(struct host *h, struct sandbox *sb, const struct vm_spec *spec, const char *top,
+		    struct disk_mark *mark)
+{
+	struct vm_spec s = *spec;
+	struct vmm_jail *jail = malloc(sizeof *jail);
+	int rc = jail ? 0 : errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		rc = vmm_jail_prepare(h, sb, top, NULL, NULL, s.netns, jail);
+	if (rc == 0 && mark)
+		disk_mark(top, mark);
+	s.jail = jail;
+	pid_t pid = 0;
+	if (rc == 0)
+		rc = vmm_launch(h->cfg, &s, &pid);
+	free(jail);
+	if (rc == 0)
+		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	return rc;
+}
+
+/* wake_reap: the VMM of a wake that failed, ended and forgotten. */
+static void wake_reap(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	pid_t p = sb->row.vmm_pid;
+	int64_t st = sb->row.vmm_start;
+	sb->expect_exit = true;
+	sb->row.vmm_pid = 0;
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	sb->pidfd = -1;
+	pthread_mutex_unlock(&sb->lock);
+	if (p > 0)
+		proc_kill_wait(p, st, 5000);
+}
+
 static int wake_admitted(struct host *h, struct sandbox *sb)
 {
 	int rc = host_admit(h, 0, sb->row.memory_mib, false);
@@ -767,10 +771,9 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 		s.netns = net.netns;
 		sandbox_save(h, sb);
 	}
-	struct disk_mark before;
-	disk_mark(top, &before);
+	struct disk_mark before = { .ok = false };
 	if (rc == 0)
-		rc = wake_vmm(h, sb, &s, top);
+		rc = wake_vmm(h, sb, &s, top, &before);
 	if (rc == -ECHILD && disk_unchanged(top, &before)) {
 		/* Its guest died before it was ready, and wrote nothing: the
 		 * hibernation is as it was. Once more (issue 21). */
@@ -780,7 +783,7 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 			 "waking it once more", sb->row.id, errmsg(), last[0] ? last : "nothing");
 		metrics_start_retry(h->metrics);
 		wake_reap(sb);
-		rc = wake_vmm(h, sb, &s, top);
+		rc = wake_vmm(h, sb, &s, top, NULL);
 	}
 	if (rc < 0) {
 		/* Stay hibernated: the snapshot is still there for another try. */

@@ -66,10 +66,15 @@ int plan_limits_apply(struct plan_limits *l, const json_t *o, const char *what)
 		int i = 0;
 		while (plan_limit_names[i] && strcmp(plan_limit_names[i], key))
 			i++;
-		if (!plan_limit_names[i])
-			return errf(EINVAL, "%s: unknown limit '%.64s' (known: running, creates_per_hour, "
-				    "vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, "
-				    "hibernated_retention_seconds, credit_microdollars, no_workspace_mcp)", what, key);
+		if (!plan_limit_names[i]) {
+			/* The list from the table, so that it cannot leave one out. */
+			char known[512];
+			size_t n = 0;
+			for (int k = 0; plan_limit_names[k] && n < sizeof known; k++)
+				n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", k ? ", " : "",
+						      plan_limit_names[k]);
+			return errf(EINVAL, "%s: unknown limit '%.64s' (known: %s)", what, key, known);
+		}
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
 			return errf(EINVAL, "%s: limit '%s' must be a whole number, 0 or more (0: none)",
 				    what, key);
