@@ -420,17 +420,18 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 			 * status N)". A VMM that is not our child (a zygote's,
 			 * when the zygote outlived an earlier kilnd) has no wait
 			 * status for us: its last line is all there is. */
-			char line[160];
+			char line[512];	/* a triple fault's line is 170 bytes: whole, or
+					 * its "(exit status N)" is cut off */
 			vmm_last_line(sb->dir, line, sizeof line);
 			bool final = strstr(line, "(exit status ") != NULL;
 			if (st >= 0 && WIFEXITED(st))
-				snprintf(why, sizeof why, "the VMM exited with status %d%s%s%s", WEXITSTATUS(st),
+				snprintf(why, sizeof why, "the VMM exited with status %d%s%s%.180s", WEXITSTATUS(st),
 					 WEXITSTATUS(st) == 5 ? " (guest kernel panic)" : "",
 					 final ? ": " : "", final ? line : "");
 			else if (final)
-				snprintf(why, sizeof why, "the VMM exited: %s", line);
+				snprintf(why, sizeof why, "the VMM exited: %.230s", line);
 			else if (line[0])
-				snprintf(why, sizeof why, "the VMM ended without a last line (killed by a signal?); it last said: %s",
+				snprintf(why, sizeof why, "the VMM ended without a last line (killed by a signal?); it last said: %.150s",
 					 line);
 			else
 				snprintf(why, sizeof why, "the VMM ended without a last line (killed by a signal?)");
