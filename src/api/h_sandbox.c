@@ -66,6 +66,14 @@ static int reply_limit(struct req *r, const struct ops_quota *q)
 	return reply_json_headers(r, 429, quota_headers(q, true, &qh), j);
 }
 
+/* The caller, with q (zeroed) for what its plan says of the operation. */
+static void caller_with_quota(struct req *r, struct ops_caller *c, struct ops_quota *q)
+{
+	req_caller(r, c);
+	memset(q, 0, sizeof *q);
+	c->quota = q;
+}
+
 /* The sandbox's record as the answer (the row is cleared). */
 static int reply_sandbox_h(struct req *r, int status, struct sbx_row *row, const char *const (*h)[2])
 {
@@ -92,9 +100,7 @@ int h_sandbox_create(struct req *r)
 	struct ops_caller c;
 	struct ops_quota q;
 	struct sbx_row row;
-	req_caller(r, &c);
-	memset(&q, 0, sizeof q);
-	c.quota = &q;
+	caller_with_quota(r, &c, &q);
 	int rc = ops_create(&c, r->json, &row);
 	const char *tmpl = json_string_value(json_object_get(r->json, "template"));
 	json_t *names = NULL;
@@ -167,9 +173,7 @@ int h_sandbox_hibernate(struct req *r)
 	struct ops_caller c;
 	struct ops_quota q;
 	struct sbx_row row;
-	req_caller(r, &c);
-	memset(&q, 0, sizeof q);
-	c.quota = &q;
+	caller_with_quota(r, &c, &q);
 	int rc = ops_hibernate(&c, req_sandbox_id(r), &row);
 	return rc == -EDQUOT ? reply_limit(r, &q) : reply_changed(r, rc, &row);
 }
@@ -191,9 +195,7 @@ static int fork_route(struct req *r, bool tree)
 	int rc = v_known_keys(r->json, keys);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	req_caller(r, &c);
-	memset(&q, 0, sizeof q);
-	c.quota = &q;
+	caller_with_quota(r, &c, &q);
 	rc = ops_fork(&c, req_sandbox_id(r), r->json, tree, &f);
 	if (rc == -EDQUOT && f.made == 0)
 		return reply_limit(r, &q);
@@ -291,9 +293,7 @@ int h_sandbox_snapshot(struct req *r)
 	char id[ID_MAX];
 	struct ops_caller c;
 	struct ops_quota q;
-	req_caller(r, &c);
-	memset(&q, 0, sizeof q);
-	c.quota = &q;
+	caller_with_quota(r, &c, &q);
 	int rc = ops_snapshot(&c, req_sandbox_id(r), id);
 	if (rc == -EDQUOT)
 		return reply_limit(r, &q);
