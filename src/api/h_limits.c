@@ -14,10 +14,17 @@
 #include <errno.h>
 #include <stdlib.h>
 
-static int count_running(void *ctx, const struct sbx_row *r)
+/* One walk of the workspace's sandboxes counts both. */
+struct counts {
+	int running;		/* creating or running */
+	int64_t hibernated;
+};
+
+static int count_states(void *ctx, const struct sbx_row *r)
 {
-	if (r->state == SBX_CREATING || r->state == SBX_RUNNING)
-		++*(int *)ctx;
+	struct counts *n = ctx;
+	n->running += r->state == SBX_CREATING || r->state == SBX_RUNNING;
+	n->hibernated += r->state == SBX_HIBERNATED;
 	return 0;
 }
 
@@ -27,24 +34,25 @@ int h_limits(struct req *r)
 	int rc = req_plan(r, &p);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	int running = 0, creates = 0;
+	struct counts n = { 0, 0 };
+	int creates = 0;
 	int64_t window_ms = r->api->plans ? r->api->plans->window_ms : 3600 * 1000;
 	int64_t *times = malloc(WS_WINDOW_MAX * sizeof *times);
-	rc = times ? hostif_each(r->api->hostif, r->workspace, count_running, &running) : errf(ENOMEM, "out of memory");
+	rc = times ? hostif_each(r->api->hostif, r->workspace, count_states, &n) : errf(ENOMEM, "out of memory");
 	if (rc == 0)
 		rc = store_creates_since(r->api->store, r->workspace, wall_ms() - window_ms + 1, times,
 					 WS_WINDOW_MAX, &creates);
 	free(times);
-	int64_t hibernated = 0, snapshots = 0;
+	int64_t snapshots = 0;
 	struct ops_caller c;
 	req_caller(r, &c);
 	if (rc == 0)
-		rc = ops_kept(&c, &hibernated, &snapshots);
+		rc = ops_kept(&c, NULL, &snapshots);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	return reply_json(r, 200, json_pack("{s:s,s:o,s:I,s:{s:i,s:i,s:I,s:I}}", "plan", p.name[0] ? p.name : "none",
 					    "limits", plan_limits_json(&p.limits),
 					    "window_seconds", (json_int_t)(window_ms / 1000), "in_use",
-					    "running", running, "creates_in_window", creates,
-					    "hibernated", (json_int_t)hibernated, "snapshots", (json_int_t)snapshots));
+					    "running", n.running, "creates_in_window", creates,
+					    "hibernated", (json_int_t)n.hibernated, "snapshots", (json_int_t)snapshots));
 }

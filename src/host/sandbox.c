@@ -777,7 +777,7 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 	if (rc == -ECHILD && disk_unchanged(top, &before)) {
 		/* Its guest died before it was ready, and wrote nothing: the
 		 * hibernation is as it was. Once more (issue 21). */
-		char last[160];
+		char last[512];	/* whole: a triple fault's line is 170 bytes */
 		vmm_last_line(sb->dir, last, sizeof last);
 		log_warn("sandbox %s: %s (the VMM said: %s); its disk is as the hibernation left it: "
 			 "waking it once more", sb->row.id, errmsg(), last[0] ? last : "nothing");

@@ -101,6 +101,23 @@ static int note_sandbox(void *ctx, const struct sbx_row *r)
 	return 0;
 }
 
+/* must_stop: whether workspace ws may run nothing now, and why: the
+ * operator suspended it, or its plan's credit is spent. */
+static bool must_stop(const char *ws, char *why, size_t cap)
+{
+	bool suspended = false;
+	if (store_workspace_suspended(w.store, ws, &suspended) == 0 && suspended) {
+		snprintf(why, cap, "the operator suspended the workspace");
+		return true;
+	}
+	struct ops_caller c = { .hostif = w.hostif, .store = w.store, .plans = w.plans, .workspace = ws };
+	struct plan p;
+	if (ops_workspace_plan(&c, &p) < 0 || check(w.store, w.plans, ws, &p) != -E_CREDIT_SPENT)
+		return false;
+	snprintf(why, cap, "%s", errmsg());
+	return true;
+}
+
 /* One look at every workspace with a running sandbox. */
 static void pass(void)
 {
@@ -109,16 +126,9 @@ static void pass(void)
 	if (hostif_each(w.hostif, NULL, note_running, &a) < 0)
 		return;
 	for (int i = 0; i < a.n; i++) {
-		struct ops_caller c = { .hostif = w.hostif, .store = w.store, .plans = w.plans, .workspace = a.ws[i] };
-		struct plan p;
-		bool suspended = false;
 		char why[256];
-		if (store_workspace_suspended(w.store, a.ws[i], &suspended) == 0 && suspended)
-			snprintf(why, sizeof why, "the operator suspended the workspace");
-		else if (ops_workspace_plan(&c, &p) < 0 || check(w.store, w.plans, a.ws[i], &p) != -E_CREDIT_SPENT)
+		if (!must_stop(a.ws[i], why, sizeof why))
 			continue;
-		else
-			snprintf(why, sizeof why, "%s", errmsg());
 		struct to_hibernate h = { .n = 0 };
 		if (hostif_each(w.hostif, a.ws[i], note_sandbox, &h) < 0)
 			continue;

@@ -62,11 +62,8 @@ int ops_kept(const struct ops_caller *c, int64_t *hibernated, int64_t *snapshots
 static int refused(const struct ops_caller *c, const struct plan *p, const char *limit, int64_t value,
 		   const char *what, const char *hint)
 {
+	ops_quota_note(c, p, true);
 	if (c->quota) {
-		memset(c->quota, 0, sizeof *c->quota);
-		c->quota->applied = true;
-		snprintf(c->quota->plan, sizeof c->quota->plan, "%s", p->name);
-		c->quota->limits = p->limits;
 		snprintf(c->quota->report.limit, sizeof c->quota->report.limit, "%s", limit);
 		c->quota->report.value = value;
 	}

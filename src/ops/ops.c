@@ -85,6 +85,16 @@ int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 	return rc;
 }
 
+void ops_quota_note(const struct ops_caller *c, const struct plan *p, bool applied)
+{
+	if (!c->quota)
+		return;
+	memset(c->quota, 0, sizeof *c->quota);
+	c->quota->applied = applied;
+	snprintf(c->quota->plan, sizeof c->quota->plan, "%s", p->name);
+	c->quota->limits = p->limits;
+}
+
 /* The plan's limits as the host's caps, the quota noted for the caller;
  * *caps_p NULL when the plan limits nothing the host counts. */
 static int plan_caps(const struct ops_caller *c, struct plan *p, struct ws_caps *caps,
@@ -100,13 +110,9 @@ static int plan_caps(const struct ops_caller *c, struct plan *p, struct ws_caps 
 				  .window_ms = c->plans ? c->plans->window_ms : 0,
 				  .vcpus = (int)l->vcpus, .memory_mib = (int)l->memory_mib };
 	bool any = caps->running || caps->creates || caps->vcpus || caps->memory_mib;
-	if (c->quota) {
-		memset(c->quota, 0, sizeof *c->quota);
-		c->quota->applied = any;
-		snprintf(c->quota->plan, sizeof c->quota->plan, "%s", p->name);
-		c->quota->limits = *l;
+	ops_quota_note(c, p, any);
+	if (c->quota)
 		c->quota->window_ms = caps->window_ms;
-	}
 	if (any) {
 		*caps_p = caps;
 		*rep = c->quota ? &c->quota->report : NULL;

@@ -58,6 +58,10 @@ struct ops_caller {
  * (its own plan, or the server's default). */
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out);
 
+/* Note plan p in c->quota (when the caller asked for it), zeroed first:
+ * applied says whether a limit of it was checked. */
+void ops_quota_note(const struct ops_caller *c, const struct plan *p, bool applied);
+
 /* The caller's sandbox id, counted as activity for its TTL when c->touch;
  * *out (NULL: only the check) gets a copy of its record (sbx_row_clear
  * it). -ENOENT "sandbox ID not found" for a malformed id, one that does
