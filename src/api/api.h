@@ -50,6 +50,9 @@ struct api {
 	uint8_t preview_key[32];	/* signs preview links (proxy/preview.h) */
 	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */
 	void *mhd;			/* struct MHD_Daemon */
+	/* --role agent, once joined: the key the cluster's API calls this
+	 * host with (ROUTE_HOST); NULL otherwise. */
+	const char *volatile host_key;
 };
 
 #endif

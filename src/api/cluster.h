@@ -13,6 +13,7 @@ struct store;
 
 #define JOIN_TOKEN_PREFIX "kjt_"		/* a join token: this and 32 base32 characters */
 #define NODE_CRED_PREFIX "kiln_node_"		/* a host's credential: this and 32 */
+#define HOST_KEY_PREFIX "kiln_hk_"		/* the API's key for calls to a host: this and 32 */
 #define HOST_BEAT_MS 3000			/* how often a host heartbeats */
 #define HOST_DOWN_MS 10000			/* silent this long: down (docs/cluster.md) */
 

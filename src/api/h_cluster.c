@@ -115,17 +115,21 @@ int h_cluster_join(struct req *r)
 	rc = rc ?: parse_capacity(b, &cap);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	char thash[KEY_HASH_LEN], cred[SECRET_MAX], chash[KEY_HASH_LEN], id[ID_MAX];
+	char thash[KEY_HASH_LEN], cred[SECRET_MAX], chash[KEY_HASH_LEN], id[ID_MAX], hkey[SECRET_MAX];
 	if (secret_hash(token, JOIN_TOKEN_PREFIX, thash) < 0) {
 		free(cap.templates);
 		return refused(r, "join");
 	}
+	/* Two secrets: the host's credential, which the API keeps only as its
+	 * hash, and the key the API shows when it calls the host, which the
+	 * API must keep whole to send (docs/cluster.md "Trust"). */
 	rc = secret_generate(NODE_CRED_PREFIX, cred);
+	rc = rc ?: secret_generate(HOST_KEY_PREFIX, hkey);
 	if (rc == 0) {
 		key_hash(cred, strlen(cred), chash);
 		struct host_join j = {
 			.token_hash = thash, .credential_hash = chash, .name = name, .url = url,
-			.version = cap.version, .templates = cap.templates, .vcpus = cap.vcpus,
+			.api_key = hkey, .version = cap.version, .templates = cap.templates, .vcpus = cap.vcpus,
 			.memory_mib = cap.memory_mib, .disk_mib = cap.disk_mib,
 		};
 		rc = store_host_join(r->api->store, &j, id);
@@ -138,8 +142,9 @@ int h_cluster_join(struct req *r)
 	char addr[64];
 	req_client_addr(r, addr, sizeof addr);
 	log_info("cluster: host %s (%s) joined from %s, serving %s", name, id, addr, url);
-	return reply_json(r, 201, json_pack("{s:s,s:s,s:s,s:I}", "host_id", id, "name", name,
-					    "credential", cred, "heartbeat_ms", (json_int_t)HOST_BEAT_MS));
+	return reply_json(r, 201, json_pack("{s:s,s:s,s:s,s:s,s:I}", "host_id", id, "name", name,
+					    "credential", cred, "api_key", hkey, "heartbeat_ms",
+					    (json_int_t)HOST_BEAT_MS));
 }
 
 int h_cluster_heartbeat(struct req *r)

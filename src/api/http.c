@@ -108,6 +108,21 @@ struct lengths {
 	bool conflict;
 };
 
+/* Is auth "Bearer KEY"? In time that does not depend on where they differ. */
+static bool bearer_is(const char *auth, const char *key)
+{
+	if (!auth || strncmp(auth, "Bearer ", 7) != 0)
+		return false;
+	auth += 7;
+	size_t n = strlen(key);
+	if (strlen(auth) != n)
+		return false;
+	unsigned char d = 0;
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(auth[i] ^ key[i]);
+	return d == 0;
+}
+
 static int one_length(void *ctx, const char *key, const char *value)
 {
 	struct lengths *l = ctx;
@@ -615,6 +630,18 @@ static int admit(struct req *r, const char *url)
 		}
 		if (rc < 0)
 			return reply_errno(r, rc);
+	} else if (r->route->flags & ROUTE_HOST) {
+		const char *key = r->api->host_key;
+		if (!key || !key[0])
+			return reply_error(r, 404, "not_found", "no route %s %s: this kilnd is not a joined "
+					   "host agent (docs/cluster.md)", r->method, url);
+		if (!bearer_is(req_header(r, "Authorization"), key)) {
+			char addr[64];
+			req_client_addr(r, addr, sizeof addr);
+			log_warn("cluster: a host call from %s refused: not the cluster API's key", addr);
+			int limited = req_anon_rate_limit(r);
+			return limited >= 0 ? limited : reply_error(r, 401, "unauthorized", "host call refused");
+		}
 	} else if (!(r->route->flags & ROUTE_PUBLIC)) {
 		int rc = auth_http(r);	/* a key, or a dashboard session (session.h) */
 		if (rc == -EACCES) {

@@ -7,6 +7,7 @@
 
 #define SBX "/v1/sandboxes/{id}"
 #define PROXY SBX "/proxy/{port}/{path}"
+#define HOSTSBX "/v1/host/sandboxes/{ws}/{id}"
 
 /* ROUTE_READ marks what a read-only key may call (routes.h); the PTY is a
  * GET but a shell, so it is a full key's. Most rows have no hooks and
@@ -84,6 +85,15 @@ const struct route routes[] = {
 	 * host's credential instead of an API key. */
 	{ "POST", "/v1/cluster/join", h_cluster_join, BODY_JSON, ROUTE_PUBLIC },
 	{ "POST", "/v1/cluster/heartbeat", h_cluster_heartbeat, BODY_JSON, ROUTE_PUBLIC },
+	/* The cluster's API calling this host (h_host.c, docs/cluster.md). */
+	{ "POST", "/v1/host/sandboxes", h_host_create, BODY_JSON, ROUTE_HOST },
+	{ "GET", "/v1/host/sandboxes", h_host_list, BODY_NONE, ROUTE_HOST },
+	{ "GET", HOSTSBX, h_host_get, BODY_NONE, ROUTE_HOST },
+	{ "DELETE", HOSTSBX, h_host_delete, BODY_NONE, ROUTE_HOST },
+	{ "POST", HOSTSBX "/{action}", h_host_action, BODY_JSON, ROUTE_HOST },
+	{ "GET", HOSTSBX "/{action}", h_host_relay, BODY_NONE, ROUTE_HOST },
+	{ "DELETE", "/v1/host/snapshots/{ws}/{id}", h_host_snapshot_delete, BODY_NONE, ROUTE_HOST },
+	{ "GET", "/v1/host/templates", h_host_templates, BODY_NONE, ROUTE_HOST },
 	{ "GET", "/v1/session", h_session_get, BODY_NONE, ROUTE_READ },
 	{ "DELETE", "/v1/session", h_session_delete, BODY_NONE, ROUTE_READ },	/* signing out */
 	{ "GET", "/v1/events", h_events, BODY_NONE, ROUTE_READ },

@@ -29,6 +29,10 @@ enum {
 	/* The operator's (/v1/admin): an operator credential, not a
 	 * workspace's key (403) or session (401); see api/auth.h. */
 	ROUTE_ADMIN = 8,
+	/* The cluster's API calling this host agent (h_host.c): the key it
+	 * was given at the join, nothing else; 404 on a kilnd that is not a
+	 * joined agent. */
+	ROUTE_HOST = 16,
 };
 
 typedef int handler_fn(struct req *r);

@@ -262,6 +262,24 @@ static void drop_last(struct kiln_client *c)
 	}
 }
 
+int kiln_client_adopt(struct kiln_client *c, int fd, const void *early, size_t n)
+{
+	kiln_close(c);
+	c->err[0] = 0;
+	c->fd = fd;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		int e = errno;
+		kiln_close(c);
+		return cl_fail(c, e, "adopting a stream: %s", strerror(e));
+	}
+	if (n && buf_append(&c->in, early, n, CL_IN_LIMIT) < 0) {
+		kiln_close(c);
+		return cl_fail(c, ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int kiln_client_detach(struct kiln_client *c, int *fd, void **early, size_t *n)
 {
 	int rc = cl_usable(c);

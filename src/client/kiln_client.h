@@ -51,6 +51,10 @@ int kiln_connect_vsock(struct kiln_client *c, unsigned cid, unsigned port);
  * send "CONNECT <port>\n", expect "OK <hostport>\n"; then the stream is
  * the guest connection. */
 int kiln_connect_bridge(struct kiln_client *c, const char *uds_path, unsigned port);
+/* Take fd, a stream already joined to the agent (a relay of a bridge
+ * connection past its "OK", say), with early (n bytes, may be 0) read
+ * from it already; the client owns fd from now on, also on failure. */
+int kiln_client_adopt(struct kiln_client *c, int fd, const void *early, size_t n);
 /* Close the connection; the client can connect again. */
 void kiln_close(struct kiln_client *c);
 

@@ -131,6 +131,36 @@ void guest_set_default_cwd(struct guest *g, const char *cwd)
 	snprintf(g->cwd, sizeof g->cwd, "%s", cwd && strlen(cwd) < sizeof g->cwd ? cwd : "");
 }
 
+const char *guest_default_cwd(const struct guest *g)
+{
+	return g->cwd;
+}
+
+int guest_adopt(int fd, const void *early, size_t n, const char *cwd, struct guest **out)
+{
+	struct guest *g = calloc(1, sizeof *g);
+	if (!g || !(g->c = kiln_client_new())) {
+		free(g);
+		close(fd);
+		return errf(ENOMEM, "out of memory");
+	}
+	int rc = kiln_client_adopt(g->c, fd, early, n);
+	if (rc < 0) {
+		rc = gfail(g, rc, "guest relay");
+		guest_close(g);
+		return rc;
+	}
+	guest_set_default_cwd(g, cwd);
+	*out = g;
+	return 0;
+}
+
+int guest_release(struct guest *g, int *fd, void **early, size_t *n)
+{
+	int rc = kiln_client_detach(g->c, fd, early, n);
+	return rc < 0 ? gfail(g, rc, "guest relay") : 0;
+}
+
 int guest_exec_start(struct guest *g, struct guest_cmd *cmd)
 {
 	struct kiln_exec_req r = {

@@ -33,6 +33,18 @@ void guest_set_timeout(struct guest *g, int ms);
  * NULL or "": the agent's default. */
 void guest_set_default_cwd(struct guest *g, const char *cwd);
 
+const char *guest_default_cwd(const struct guest *g);
+
+/* A relay of a guest connection (the cluster's API, hostif_remote.c): a
+ * stream joined to the agent (fd, owned from here on; early: n bytes
+ * read from it already) becomes a struct guest, with the directory of
+ * commands that name none. */
+int guest_adopt(int fd, const void *early, size_t n, const char *cwd, struct guest **out);
+/* The other end of such a relay (the host agent): hand over the
+ * connection's stream (*fd, the caller closes it) and the bytes read
+ * from it already (*early, malloc'd, *n); g keeps no connection. */
+int guest_release(struct guest *g, int *fd, void **early, size_t *n);
+
 int guest_ping(struct guest *g);
 /* After a restore or fork: wall clock, fresh entropy, hostname, identity. */
 int guest_resync(struct guest *g, const char *hostname, const char *identity);

@@ -13,6 +13,7 @@
  */
 #include "kilnd/cluster.h"
 #include "api/cluster.h"
+#include "hostif/hostif.h"
 #include "store/store.h"
 #include "common/err.h"
 #include "common/periodic.h"
@@ -37,6 +38,7 @@ static struct {
 	struct agent_link_config cfg;
 	char cred_path[4200];
 	char credential[64], host_id[ID_MAX];
+	char api_key[64];		/* what the API calls this host with */
 	struct periodic beater;
 } link_;
 
@@ -115,7 +117,17 @@ static const char *answer_message(json_t *a)
 	return m ? m : "(no message)";
 }
 
-/* What this host has now, as a join and a heartbeat say it. */
+static int add_template(void *ctx, const struct hostif_template *t)
+{
+	if (t->built)
+		json_array_append_new(ctx, json_pack("{s:s,s:i,s:i,s:i}", "name", t->name, "version", t->version,
+						     "vcpus", t->vcpus, "memory_mib", t->memory_mib));
+	return 0;
+}
+
+/* What this host has now, as a join and a heartbeat say it: what it
+ * offers (the machine's, or --offer-vcpus/--offer-memory), and the
+ * templates built here, which placement matches creates against. */
 static json_t *capacity(void)
 {
 	struct sysinfo si;
@@ -127,9 +139,16 @@ static json_t *capacity(void)
 	int64_t live = 0;
 	if (link_.cfg.store)
 		store_sandboxes_live(link_.cfg.store, &live);
-	return json_pack("{s:I,s:I,s:I,s:I,s:s}", "vcpus", (json_int_t)(cpus > 0 ? cpus : 1), "memory_mib",
+	if (link_.cfg.offer_vcpus > 0)
+		cpus = (long)link_.cfg.offer_vcpus;
+	if (link_.cfg.offer_memory_mib > 0)
+		mem = link_.cfg.offer_memory_mib;
+	json_t *tmpl = json_array();
+	if (tmpl && link_.cfg.hostif)
+		hostif_templates(link_.cfg.hostif, add_template, tmpl);
+	return json_pack("{s:I,s:I,s:I,s:I,s:s,s:o*}", "vcpus", (json_int_t)(cpus > 0 ? cpus : 1), "memory_mib",
 			 (json_int_t)(mem > 0 ? mem : 1), "disk_mib", (json_int_t)disk, "sandboxes",
-			 (json_int_t)live, "version", KILN_VERSION);
+			 (json_int_t)live, "version", KILN_VERSION, "templates", tmpl);
 }
 
 static int load_credential(void)
@@ -141,8 +160,10 @@ static int load_credential(void)
 	const char *api = json_string_value(json_object_get(j, "api"));
 	const char *cred = json_string_value(json_object_get(j, "credential"));
 	const char *id = json_string_value(json_object_get(j, "host_id"));
+	const char *key = json_string_value(json_object_get(j, "api_key"));
 	int rc = 0;
-	if (!api || !cred || !id || strlen(cred) >= sizeof link_.credential || strlen(id) >= ID_MAX)
+	if (!api || !cred || !id || !key || strlen(cred) >= sizeof link_.credential || strlen(id) >= ID_MAX ||
+	    strlen(key) >= sizeof link_.api_key)
 		rc = errf(EINVAL, "%s: not a credential this kilnd wrote", link_.cred_path);
 	else if (strcmp(api, link_.cfg.api_url))
 		rc = errf(EEXIST, "this host joined the cluster at %s (%s); remove it to join %s", api,
@@ -150,6 +171,7 @@ static int load_credential(void)
 	if (rc == 0) {
 		snprintf(link_.credential, sizeof link_.credential, "%s", cred);
 		snprintf(link_.host_id, sizeof link_.host_id, "%s", id);
+		snprintf(link_.api_key, sizeof link_.api_key, "%s", key);
 	}
 	json_decref(j);
 	return rc;
@@ -163,8 +185,8 @@ static int save_credential(void)
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return errf_sys("%s", tmp);
-	json_t *j = json_pack("{s:s,s:s,s:s}", "api", link_.cfg.api_url, "host_id", link_.host_id,
-			      "credential", link_.credential);
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "api", link_.cfg.api_url, "host_id", link_.host_id,
+			      "credential", link_.credential, "api_key", link_.api_key);
 	char *text = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
 	json_decref(j);
 	size_t n = text ? strlen(text) : 0;
@@ -203,9 +225,12 @@ static int join(void)
 			  answer_message(a));
 	const char *cred = json_string_value(json_object_get(a, "credential"));
 	const char *id = json_string_value(json_object_get(a, "host_id"));
-	if (rc == 0 && (!cred || !id || strlen(cred) >= sizeof link_.credential || strlen(id) >= ID_MAX))
+	const char *key = json_string_value(json_object_get(a, "api_key"));
+	if (rc == 0 && (!cred || !id || !key || strlen(cred) >= sizeof link_.credential || strlen(id) >= ID_MAX ||
+			strlen(key) >= sizeof link_.api_key))
 		rc = errf(EPROTO, "joining %s: the answer has no credential", link_.cfg.api_url);
 	if (rc == 0) {
+		snprintf(link_.api_key, sizeof link_.api_key, "%s", key);
 		snprintf(link_.credential, sizeof link_.credential, "%s", cred);
 		snprintf(link_.host_id, sizeof link_.host_id, "%s", id);
 		rc = save_credential();
@@ -247,6 +272,11 @@ int agent_link_start(const struct agent_link_config *cfg)
 	if (rc < 0)
 		return rc;
 	return periodic_start(&link_.beater, "heartbeat", HOST_BEAT_MS, beat, NULL);
+}
+
+const char *agent_link_api_key(void)
+{
+	return link_.api_key;
 }
 
 void agent_link_stop(void)

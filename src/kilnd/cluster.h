@@ -33,11 +33,15 @@ struct agent_link_config {
 	const char *name;		/* this host's name (default: its hostname) */
 	const char *data_dir;
 	struct store *store;		/* for the live sandbox count */
+	struct hostif *hostif;		/* for the templates built here */
+	int64_t offer_vcpus, offer_memory_mib;	/* what placement may use; 0: the machine's */
 };
 
 /* Join if this host has no credential yet (failing: -errno, errmsg()),
  * then heartbeat from a thread. */
 int agent_link_start(const struct agent_link_config *cfg);
 void agent_link_stop(void);
+/* After a start: the key the cluster's API calls this host with. */
+const char *agent_link_api_key(void);
 
 #endif

@@ -21,6 +21,7 @@
 #include "host/template.h"
 #include "host/template_build.h"
 #include "hostif/hostif_local.h"
+#include "hostif/hostif_remote.h"
 #include "api/api.h"
 #include "api/cluster.h"
 #include "api/http.h"
@@ -79,14 +80,21 @@ static const char usage_text[] =
 	"  --tls-cert FILE       serve HTTPS with this PEM certificate (chain)...\n"
 	"  --tls-key FILE        ...and this PEM private key (default: plain HTTP)\n"
 	"  --role ROLE           all: both roles in one process (the default); agent: also\n"
-	"                        join the cluster at --api and heartbeat to it\n"
-	"                        (docs/cluster.md; the API role alone: not built yet)\n"
+	"                        join the cluster at --api, heartbeat to it and take its\n"
+	"                        calls; api: the API alone, its sandboxes on the\n"
+	"                        cluster's hosts (needs --store postgresql://...; no KVM)\n"
+	"                        (docs/cluster.md)\n"
 	"  --api URL             agent: the cluster's API endpoint (http:// or https://)\n"
 	"  --join-token T        agent: a token from `kilnd cluster token create` (the\n"
 	"                        first start; the credential it buys is kept in DATA)\n"
 	"  --api-ca FILE         agent: PEM CA of an https --api with a private certificate\n"
 	"  --advertise URL       agent: the URL the API reaches this host at (default\n"
 	"                        http://LISTEN)\n"
+	"  --offer-vcpus N       agent: vCPUs placement may count on (default: the machine's)\n"
+	"  --offer-memory MIB    agent: guest memory placement may put here (default: RAM)\n"
+	"  --placement P         api: spread (the host with most memory free; default) or\n"
+	"                        pack (the fullest host that fits)\n"
+	"  --hosts-ca FILE       api: PEM CA of hosts that advertise https:// URLs\n"
 	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db), or PostgreSQL:\n"
 	"                        postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?pool=N&...]\n"
 	"                        (N connections, default 4; docs/kilnd.md \"Store\")\n"
@@ -152,6 +160,7 @@ enum {
 	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
+	O_OFFER_VCPUS, O_OFFER_MEMORY, O_PLACEMENT, O_HOSTS_CA,
 	O_SCOPE,
 };
 
@@ -163,6 +172,10 @@ static const struct option options[] = {
 	{ "join-token", required_argument, 0, O_JOIN_TOKEN },
 	{ "api-ca", required_argument, 0, O_API_CA },
 	{ "advertise", required_argument, 0, O_ADVERTISE },
+	{ "offer-vcpus", required_argument, 0, O_OFFER_VCPUS },
+	{ "offer-memory", required_argument, 0, O_OFFER_MEMORY },
+	{ "placement", required_argument, 0, O_PLACEMENT },
+	{ "hosts-ca", required_argument, 0, O_HOSTS_CA },
 	{ "expires", required_argument, 0, O_EXPIRES },
 	{ "scope", required_argument, 0, O_SCOPE },
 	{ "uses", required_argument, 0, O_USES },
@@ -228,6 +241,8 @@ struct cmdline {
 	struct plans plans;		/* what workspaces may start */
 	const char *plans_file, *default_plan;
 	const char *api_url, *join_token, *api_ca, *advertise;	/* --role agent */
+	int64_t offer_vcpus, offer_memory_mib;	/* --role agent: 0: the machine's */
+	const char *placement, *hosts_ca;	/* --role api */
 	struct cluster_opts cluster;	/* kilnd cluster token create */
 };
 
@@ -359,6 +374,14 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_JOIN_TOKEN: c->join_token = optarg; break;
 		case O_API_CA: c->api_ca = optarg; break;
 		case O_ADVERTISE: c->advertise = optarg; break;
+		case O_OFFER_VCPUS: c->offer_vcpus = number(optarg, "--offer-vcpus", 1, 4096); break;
+		case O_OFFER_MEMORY: c->offer_memory_mib = number(optarg, "--offer-memory", 64, INT64_C(1) << 32); break;
+		case O_PLACEMENT:
+			if (strcmp(optarg, "spread") && strcmp(optarg, "pack"))
+				die("--placement wants 'spread' or 'pack', not '%s'", optarg);
+			c->placement = optarg;
+			break;
+		case O_HOSTS_CA: c->hosts_ca = optarg; break;
 		case O_EXPIRES: c->expires = optarg; break;	/* its bounds are the command's */
 		case O_USES:
 			c->cluster.uses = !strcmp(optarg, "any") ? -1 : number(optarg, "--uses", 1, 100000);
@@ -622,12 +645,18 @@ static void on_alarm(int sig)
 static int serve(struct cmdline *c)
 {
 	struct config *cfg = &c->cfg;
-	bool agent = !strcmp(cfg->role, "agent");
-	if (strcmp(cfg->role, "all") != 0 && !agent)
-		die("--role %s: 'all' (both roles in one process) and 'agent' exist; the API role alone "
-		    "needs the remote host interface, not built yet (docs/cluster.md)", cfg->role);
-	if (!agent && (c->api_url || c->join_token || c->api_ca || c->advertise))
-		die("--api, --join-token, --api-ca and --advertise are for --role agent");
+	bool agent = !strcmp(cfg->role, "agent"), api_role = !strcmp(cfg->role, "api");
+	if (strcmp(cfg->role, "all") != 0 && !agent && !api_role)
+		die("--role %s: 'all' (both roles in one process, the default), 'api' (the API alone) and "
+		    "'agent' (a cluster's host) exist (docs/cluster.md)", cfg->role);
+	if (!agent && (c->api_url || c->join_token || c->api_ca || c->advertise || c->offer_vcpus ||
+		       c->offer_memory_mib))
+		die("--api, --join-token, --api-ca, --advertise and --offer-* are for --role agent");
+	if (!api_role && (c->placement || c->hosts_ca))
+		die("--placement and --hosts-ca are for --role api");
+	if (api_role && strncmp(cfg->store, "postgres", 8) != 0)
+		die("--role api keeps its state in the cluster's database: --store postgresql://... "
+		    "(docs/cluster.md)");
 	signal(SIGPIPE, SIG_IGN);
 	struct store *st = open_store(cfg);
 	char lockp[PATH_MAX];
@@ -647,14 +676,25 @@ static int serve(struct cmdline *c)
 		die("%s", errmsg());
 	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.tunnels || !api.exec_buffer)
 		die("out of memory");
-	struct host *host;
-	if (host_open(&c->host, st, api.metrics, &host) < 0)
-		die("%s", errmsg());
-	/* One box: the API, MCP, the proxy and the operations reach this
-	 * process's host agent through the same interface a remote agent
-	 * will have. */
+	struct host *host = NULL;
 	struct hostif hostif;
-	hostif_local(&hostif, host);
+	if (api_role) {
+		/* The API alone: every sandbox is on a host of the cluster,
+		 * reached through the same interface over HTTP. */
+		struct remote_config rc = {
+			.store = st, .policy = c->placement && !strcmp(c->placement, "pack") ? PLACE_PACK : PLACE_SPREAD,
+			.ca_file = c->hosts_ca, .vcpu_overcommit = HOST_VCPU_OVERCOMMIT,
+		};
+		if (hostif_remote(&hostif, &rc) < 0)
+			die("%s", errmsg());
+	} else {
+		if (host_open(&c->host, st, api.metrics, &host) < 0)
+			die("%s", errmsg());
+		/* One box: the API, MCP, the proxy and the operations reach
+		 * this process's host agent through the same interface a
+		 * remote agent has. */
+		hostif_local(&hostif, host);
+	}
 	api.hostif = &hostif;
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());
@@ -675,10 +715,13 @@ static int serve(struct cmdline *c)
 	struct agent_link_config link = {
 		.api_url = c->api_url, .join_token = c->join_token, .ca_file = c->api_ca,
 		.advertise = c->advertise ? c->advertise : advertise, .name = c->name,
-		.data_dir = cfg->data_dir, .store = st,
+		.data_dir = cfg->data_dir, .store = st, .hostif = &hostif,
+		.offer_vcpus = c->offer_vcpus, .offer_memory_mib = c->offer_memory_mib,
 	};
 	if (agent && agent_link_start(&link) < 0)
 		die("cluster: %s", errmsg());
+	if (agent)
+		api.host_key = agent_link_api_key();	/* the API may call now */
 	log_info("serving on %s, data in %s", cfg->listen, cfg->data_dir);
 	while (!stop_signal)
 		pause();
@@ -689,7 +732,10 @@ static int serve(struct cmdline *c)
 	credit_watch_stop();
 	cluster_monitor_stop();
 	http_stop(&api);
-	host_close(host);
+	if (host)
+		host_close(host);
+	else
+		hostif_remote_free(&hostif);
 	ratelimit_free(api.rl);
 	ratelimit_free(api.anon_rl);
 	inflight_free(api.inflight);

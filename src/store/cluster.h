@@ -37,6 +37,7 @@ int store_join_token_revoke(struct store *st, const char *id_or_prefix);
  * host of that name exists. */
 struct host_join {
 	const char *token_hash, *credential_hash;
+	const char *api_key;		/* what the API shows the host when it calls it */
 	const char *name, *url, *version, *templates;	/* templates: JSON text */
 	int64_t vcpus, memory_mib, disk_mib;
 };
@@ -45,6 +46,7 @@ int store_host_join(struct store *st, const struct host_join *j, char id[ID_MAX]
 struct host_row {
 	char id[ID_MAX], name[NAME_MAX_LEN], url[256], admin[16], health[16];
 	char reason[160], version[64];
+	char api_key[64];		/* the API's key for calls to the host ("" before version 8) */
 	int64_t vcpus, memory_mib, disk_mib, sandboxes;
 	int64_t joined_ms, heartbeat_ms, revoked_ms;
 	char *templates;		/* JSON text (malloc'd), or NULL */
@@ -70,5 +72,46 @@ int store_host_each(struct store *st, store_host_fn *fn, void *ctx);
  * "cordoned", "draining" or "revoked" (revoked is final). -ENOENT, or
  * -EINVAL for a revoked host. */
 int store_host_set_admin(struct store *st, const char *id_or_name, const char *admin);
+
+/* ---- placement (docs/cluster.md "Placement") ---------------------------------------- */
+
+/* A host that may take a sandbox now (joined, not revoked, up, active),
+ * with what the placements not yet ended reserve on it. */
+struct host_load {
+	struct host_row host;
+	int64_t vcpus, memory_mib, sandboxes;
+};
+/* Choose one of n hosts: its index, or -errno with errmsg() (-EAGAIN:
+ * none has room). Called inside the placement's transaction. */
+typedef int store_place_fn(void *ctx, const struct host_load *hosts, int n);
+
+struct placement {
+	const char *workspace, *kind;	/* kind: "sandbox" or "snapshot" */
+	int64_t vcpus, memory_mib;
+};
+/* Reserve p on the host fn chooses, in one transaction that holds the
+ * cluster's placement lock: two API replicas placing at once see each
+ * other's reservations, so neither places past a host's room. res_id
+ * gets the reservation's id ("res_..."; rename it to the sandbox's, or
+ * drop it if the create failed), *host the chosen host. */
+int store_place(struct store *st, const struct placement *p, store_place_fn *fn, void *ctx,
+		char res_id[ID_MAX], struct host_row *host);
+/* Record id as placed on host_id (a fork's child, a snapshot: where their
+ * parent is). */
+int store_placement_add(struct store *st, const char *id, const char *host_id, const struct placement *p);
+int store_placement_rename(struct store *st, const char *from, const char *to);
+int store_placement_drop(struct store *st, const char *id);
+/* It ended (deleted): its reservation is free. Idempotent. */
+int store_placement_end(struct store *st, const char *id);
+/* The host the workspace's id (sandbox or snapshot) is placed on:
+ * -ENOENT if the workspace has no such placement. *ended whether the
+ * API saw it end (may be NULL). */
+int store_placement_host(struct store *st, const char *ws, const char *id, struct host_row *host,
+			 bool *ended);
+/* Each placement of kind not yet ended, of workspace ws (NULL: all),
+ * oldest first, with its host. */
+typedef int store_placed_fn(void *ctx, const char *id, const char *ws, const struct host_row *h);
+int store_placement_each(struct store *st, const char *ws, const char *kind, store_placed_fn *fn,
+			 void *ctx);
 
 #endif

@@ -11,6 +11,7 @@ static const char *const names[SBX_NSTATES] = {
 	[SBX_FAILED] = "failed",
 	[SBX_DELETING] = "deleting",
 	[SBX_DELETED] = "deleted",
+	[SBX_LOST] = "lost",
 };
 
 /* legal[from] has bit `to` set for each move allowed (sbx_state.h). */
@@ -22,6 +23,7 @@ static const unsigned legal[SBX_NSTATES] = {
 	[SBX_FAILED] = TO(SBX_DELETING),
 	[SBX_DELETING] = TO(SBX_DELETED),
 	[SBX_DELETED] = 0,
+	[SBX_LOST] = 0,		/* a view, not a state a host moves through */
 };
 
 static bool valid(enum sbx_state s)

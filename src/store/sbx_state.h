@@ -7,6 +7,10 @@
  *   failed -> deleting
  *   deleting -> deleted
  *   deleted: final (the record stays, for usage)
+ *   lost: what a cluster's API answers for a sandbox whose host stopped
+ *         heartbeating (docs/cluster.md); never kept by a host: the
+ *         host's own record says what it was, and it is that again
+ *         when the host is back
  *
  * A record is born creating. The names are what the API answers and the
  * store keeps (its `state` column); the enum is what the code compares.
@@ -26,6 +30,7 @@ enum sbx_state {
 	SBX_FAILED,
 	SBX_DELETING,
 	SBX_DELETED,
+	SBX_LOST,
 	SBX_NSTATES
 };
 

@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 7;
+const int schema_version = 8;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -189,8 +189,26 @@ const char schema_sql[] =
 	"  templates TEXT,\n"
 	"  joined_ms BIGINT NOT NULL,\n"
 	"  heartbeat_ms BIGINT NOT NULL,\n"
-	"  revoked_ms BIGINT\n"
+	"  revoked_ms BIGINT,\n"
+	"  api_key TEXT\n"
 	");\n"
+	/* Where the cluster's sandboxes and snapshots live (docs/cluster.md
+	 * "Placement"): one row per sandbox or snapshot an API placed on a
+	 * host, with what it reserved there. A create reserves first (id
+	 * "res_..."), then takes the id the host made; ended_ms is set when
+	 * the API saw it end, and frees the reservation. */
+	"CREATE TABLE IF NOT EXISTS placements (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  host_id TEXT NOT NULL,\n"
+	"  kind TEXT NOT NULL,\n"
+	"  vcpus BIGINT NOT NULL DEFAULT 0,\n"
+	"  memory_mib BIGINT NOT NULL DEFAULT 0,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  ended_ms BIGINT\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS placements_by_workspace ON placements (workspace_id, created_ms);\n"
+	"CREATE INDEX IF NOT EXISTS placements_by_host ON placements (host_id, ended_ms);\n"
 	/* Mutating requests made with keys (docs/security.md), appended
 	 * after each is answered; read newest first per workspace. */
 	"CREATE TABLE IF NOT EXISTS audit_log (\n"
@@ -233,6 +251,9 @@ const struct migration schema_migrations[] = {
 	 * an operator (operators is new: schema_sql makes it). */
 	{ 7, "ALTER TABLE workspaces ADD COLUMN suspended BIGINT NOT NULL DEFAULT 0;\n"
 	     "ALTER TABLE workspaces ADD COLUMN deleted_ms BIGINT;\n" },
+	/* Version 7's API could not call its hosts: a host's key for the
+	 * API's calls to it, made at its join (placements is new). */
+	{ 8, "ALTER TABLE hosts ADD COLUMN api_key TEXT;\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

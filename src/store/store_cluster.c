@@ -12,10 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HOST_COLS                                                                          \
-	"id, name, url, admin, health, reason, version, vcpus, memory_mib, disk_mib, "      \
-	"sandboxes, joined_ms, heartbeat_ms, revoked_ms, templates"
-
 int store_join_token_add(struct store *st, const char *hash, const char *prefix,
 			 int64_t expires_ms, int64_t uses, char id[ID_MAX])
 {
@@ -133,11 +129,11 @@ static int join_tx(struct store *tx, void *ctx)
 	if ((rc = make_id(jc->id, "host_")) < 0)
 		return rc;
 	return RUN(tx, "INSERT INTO hosts (id, name, credential_hash, token_id, url, admin, health, "
-		       "version, vcpus, memory_mib, disk_mib, templates, joined_ms, heartbeat_ms) "
-		       "VALUES ($1, $2, $3, $4, $5, 'active', 'up', $6, $7, $8, $9, $10, $11, $11)",
+		       "version, vcpus, memory_mib, disk_mib, templates, joined_ms, heartbeat_ms, api_key) "
+		       "VALUES ($1, $2, $3, $4, $5, 'active', 'up', $6, $7, $8, $9, $10, $11, $11, $12)",
 		   NULL, NULL, NULL, DBV_S(jc->id), DBV_S(j->name), DBV_S(j->credential_hash), DBV_S(t.id),
 		   DBV_S(j->url), DBV_S(j->version), DBV_I(j->vcpus), DBV_I(j->memory_mib),
-		   DBV_I(j->disk_mib), DBV_S(j->templates), DBV_I(now));
+		   DBV_I(j->disk_mib), DBV_S(j->templates), DBV_I(now), DBV_S(j->api_key));
 }
 
 int store_host_join(struct store *st, const struct host_join *j, char id[ID_MAX])
@@ -152,9 +148,9 @@ void host_row_clear(struct host_row *r)
 	r->templates = NULL;
 }
 
-static int fill_host(struct host_row *r, const struct dbv *c, int n)
+int store_host_fill(struct host_row *r, const struct dbv *c, int n)
 {
-	if (n < 15)
+	if (n < 16)
 		return -EPROTO;
 	memset(r, 0, sizeof *r);
 	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
@@ -171,6 +167,7 @@ static int fill_host(struct host_row *r, const struct dbv *c, int n)
 	r->joined_ms = dbv_int(&c[11]);
 	r->heartbeat_ms = dbv_int(&c[12]);
 	r->revoked_ms = dbv_int(&c[13]);
+	copy_str(r->api_key, sizeof r->api_key, dbv_text(&c[15]));
 	if (c[14].type == DBV_TEXT && !(r->templates = strdup(c[14].s)))
 		return -ENOMEM;
 	return 0;
@@ -178,7 +175,7 @@ static int fill_host(struct host_row *r, const struct dbv *c, int n)
 
 static int row_host_one(void *ctx, const struct dbv *c, int n)
 {
-	int rc = fill_host(ctx, c, n);
+	int rc = store_host_fill(ctx, c, n);
 	return rc < 0 ? rc : 1;
 }
 
@@ -233,7 +230,7 @@ static int row_host_each(void *ctx, const struct dbv *c, int n)
 {
 	struct host_each *e = ctx;
 	struct host_row r;
-	int rc = fill_host(&r, c, n);
+	int rc = store_host_fill(&r, c, n);
 	if (rc == 0)
 		rc = e->fn(e->ctx, &r);
 	host_row_clear(&r);

@@ -21,6 +21,16 @@ int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
 			  (changes));                                                      \
 	})
 
+/* The columns of a host row (store/cluster.h struct host_row), in the
+ * order store_host_fill reads them. */
+#define HOST_COLS                                                                          \
+	"id, name, url, admin, health, reason, version, vcpus, memory_mib, disk_mib, "      \
+	"sandboxes, joined_ms, heartbeat_ms, revoked_ms, templates, api_key"
+
+struct host_row;
+/* A row of HOST_COLS into *r (host_row_clear it); -EPROTO, -ENOMEM. */
+int store_host_fill(struct host_row *r, const struct dbv *c, int n);
+
 static inline void copy_str(char *dst, size_t cap, const char *src)
 {
 	snprintf(dst, cap, "%s", src ? src : "");

@@ -1,0 +1,325 @@
+/*
+ * h_host: a host agent's side of the cluster's agent protocol
+ * (docs/cluster.md "Agent protocol"): the API calls the host interface
+ * (hostif.h) of this host over HTTP, and these routes call the local one.
+ * Only a kilnd --role agent that has joined answers them, and only to the
+ * key its API was given at the join (ROUTE_HOST: http.c checks it); the
+ * calls and answers are hostif_wire.h's JSON.
+ *
+ *   POST   /v1/host/sandboxes                       create
+ *   GET    /v1/host/sandboxes?workspace=W            list (W: that workspace's)
+ *   GET    /v1/host/sandboxes/{ws}/{id}[?touch=1]    get
+ *   DELETE /v1/host/sandboxes/{ws}/{id}              delete
+ *   POST   /v1/host/sandboxes/{ws}/{id}/{action}     hibernate, wake, touch, ttl,
+ *                                                   network, snapshot, fork
+ *   GET    /v1/host/sandboxes/{ws}/{id}/guest        relay: the guest agent's stream
+ *   GET    /v1/host/sandboxes/{ws}/{id}/log          relay: the console log
+ *   DELETE /v1/host/snapshots/{ws}/{id}              delete a snapshot
+ *   GET    /v1/host/templates                        templates
+ *
+ * A relay is an HTTP upgrade ("Upgrade: kiln-guest"); after the 101 the
+ * host enters the sandbox and writes one line, "OK CWD\n" or "ERR ERRNO
+ * MESSAGE\n", and then the stream is the guest agent's connection (or the
+ * log's bytes, to its end): an error found after the 101 still reaches
+ * the API as itself.
+ */
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/http.h"
+#include "hostif/hostif.h"
+#include "hostif/hostif_wire.h"
+#include "host/guest_conn.h"
+#include "proxy/tunnel.h"
+#include "common/err.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* The call failed: its status and the error as hostif_wire.h carries it. */
+static int reply_wire_error(struct req *r, int rc, const struct ws_caps_report *report)
+{
+	const char *code;
+	int status = errno_status(rc, &code);
+	return reply_json(r, status, wire_error(rc, report));
+}
+
+static int reply_row(struct req *r, int status, const struct sbx_row *row)
+{
+	json_t *j = wire_row(row);
+	return j ? reply_json(r, status, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+int h_host_create(struct req *r)
+{
+	struct create_req q;
+	struct ws_caps caps;
+	struct ws_caps_report report;
+	int rc = wire_create_parse(r->json, &q, &caps, &report);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	q.arrival_ns = r->arrival_ns;
+	struct sbx_row row;
+	rc = hostif_create(r->api->hostif, &q, &row);
+	if (rc < 0)
+		return reply_wire_error(r, rc, &report);
+	rc = reply_row(r, 201, &row);
+	sbx_row_clear(&row);
+	return rc;
+}
+
+static int add_row(void *ctx, const struct sbx_row *row)
+{
+	json_t *j = wire_row(row);
+	return j && json_array_append_new(ctx, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int h_host_list(struct req *r)
+{
+	const char *ws = req_query(r, "workspace");
+	json_t *a = json_array();
+	if (!a)
+		return reply_error(r, 500, "internal", "out of memory");
+	int rc = hostif_each(r->api->hostif, ws && ws[0] ? ws : NULL, add_row, a);
+	if (rc < 0) {
+		json_decref(a);
+		return reply_wire_error(r, rc, NULL);
+	}
+	return reply_json(r, 200, json_pack("{s:o}", "sandboxes", a));
+}
+
+int h_host_get(struct req *r)
+{
+	const char *touch = req_query(r, "touch");
+	struct sbx_row row;
+	int rc = hostif_get(r->api->hostif, r->params[0], r->params[1], touch && !strcmp(touch, "1"), &row);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	rc = reply_row(r, 200, &row);
+	sbx_row_clear(&row);
+	return rc;
+}
+
+int h_host_delete(struct req *r)
+{
+	int rc = hostif_delete(r->api->hostif, r->params[0], r->params[1]);
+	return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
+}
+
+int h_host_snapshot_delete(struct req *r)
+{
+	int rc = hostif_snapshot_delete(r->api->hostif, r->params[0], r->params[1]);
+	return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
+}
+
+static int host_fork(struct req *r, const char *ws, const char *id)
+{
+	const json_t *b = r->json;
+	struct ws_caps caps;
+	struct ws_caps_report report = { 0 };
+	struct hostif_fork f = {
+		.workspace = ws, .id = id,
+		.count = (int)json_integer_value(json_object_get(b, "count")),
+		.tree = json_is_true(json_object_get(b, "tree")),
+	};
+	const json_t *c = json_object_get(b, "caps");
+	if (c) {
+		if (wire_caps_parse(c, &caps) < 0)
+			return reply_wire_error(r, -EINVAL, NULL);
+		f.caps = &caps, f.report = &report;
+	}
+	if (f.count < 1 || f.count > HOST_FORK_MAX)
+		return reply_wire_error(r, errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX), NULL);
+	struct sbx_row kids[HOST_FORK_MAX];
+	int made = 0;
+	int rc = hostif_fork(r->api->hostif, &f, kids, &made);
+	json_t *a = json_array();
+	for (int i = 0; i < made; i++) {
+		if (kids[i].id[0] && a)
+			json_array_append_new(a, wire_row(&kids[i]));
+		sbx_row_clear(&kids[i]);
+	}
+	json_t *o = json_pack("{s:o*}", "children", a);
+	if (o && rc < 0)
+		json_object_set_new(o, "error", wire_error(rc, &report));
+	return o ? reply_json(r, 200, o) : reply_error(r, 500, "internal", "out of memory");
+}
+
+int h_host_action(struct req *r)
+{
+	const char *ws = r->params[0], *id = r->params[1], *act = r->params[2];
+	struct hostif *hi = r->api->hostif;
+	struct sbx_row row;
+	int rc;
+	if (!strcmp(act, "fork"))
+		return host_fork(r, ws, id);
+	if (!strcmp(act, "snapshot")) {
+		char snap[ID_MAX];
+		rc = hostif_snapshot(hi, ws, id, snap);
+		return rc < 0 ? reply_wire_error(r, rc, NULL)
+			      : reply_json(r, 201, json_pack("{s:s}", "snapshot", snap));
+	}
+	if (!strcmp(act, "touch")) {
+		rc = hostif_touch(hi, ws, id);
+		return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
+	}
+	if (!strcmp(act, "hibernate"))
+		rc = hostif_hibernate(hi, ws, id, &row);
+	else if (!strcmp(act, "wake"))
+		rc = hostif_wake(hi, ws, id, &row);
+	else if (!strcmp(act, "ttl"))
+		rc = hostif_set_ttl(hi, ws, id, json_integer_value(json_object_get(r->json, "ttl_seconds")), &row);
+	else if (!strcmp(act, "network"))
+		rc = hostif_set_network(hi, ws, id, json_string_value(json_object_get(r->json, "policy")), &row);
+	else
+		return reply_error(r, 404, "not_found", "no host call '%s'", act);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	rc = reply_row(r, 200, &row);
+	sbx_row_clear(&row);
+	return rc;
+}
+
+static int add_template(void *ctx, const struct hostif_template *t)
+{
+	json_t *j = wire_template(t);
+	return j && json_array_append_new(ctx, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int h_host_templates(struct req *r)
+{
+	json_t *a = json_array();
+	int rc = a ? hostif_templates(r->api->hostif, add_template, a) : errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		json_decref(a);
+		return reply_wire_error(r, rc, NULL);
+	}
+	return reply_json(r, 200, json_pack("{s:o}", "templates", a));
+}
+
+/* ---- relays ---------------------------------------------------------------------- */
+
+struct relay {
+	struct api *api;
+	char ws[ID_MAX], id[ID_MAX];
+	bool log;
+};
+
+static int send_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			poll(&pf, 1, 1000);
+			continue;
+		}
+		if (w <= 0)
+			return -1;
+		c += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void say_error(int fd, int rc)
+{
+	char line[600];
+	int n = snprintf(line, sizeof line, "ERR %d %.500s\n", -rc, errmsg());
+	for (int i = 4; i < n - 1; i++)
+		if (line[i] == '\n' || line[i] == '\r')
+			line[i] = ' ';
+	send_all(fd, line, (size_t)n);
+}
+
+static void relay_tick(void *ctx)
+{
+	struct relay *rl = ctx;
+	hostif_touch(rl->api->hostif, rl->ws, rl->id);
+}
+
+static void relay_guest(struct relay *rl, int fd, const char *extra, size_t n)
+{
+	struct hostif *hi = rl->api->hostif;
+	struct hostif_guest hg;
+	int gfd = -1;
+	void *early = NULL;
+	size_t m = 0;
+	int rc = hostif_enter(hi, rl->ws, rl->id, &hg);
+	rc = rc ?: guest_release(hg.g, &gfd, &early, &m);
+	if (rc < 0) {
+		say_error(fd, rc);
+		hostif_leave(hi, &hg);
+		return;
+	}
+	char line[320];
+	int k = snprintf(line, sizeof line, "OK %s\n", guest_default_cwd(hg.g));
+	if (send_all(fd, line, (size_t)k) == 0 && (!m || send_all(fd, early, m) == 0) &&
+	    (!n || send_all(gfd, extra, n) == 0))
+		tunnel_run(fd, gfd, relay_tick, rl);
+	free(early);
+	close(gfd);
+	hostif_leave(hi, &hg);
+}
+
+static void relay_log(struct relay *rl, int fd)
+{
+	int lfd = -1;
+	int rc = hostif_log_open(rl->api->hostif, rl->ws, rl->id, &lfd);
+	if (rc < 0) {
+		say_error(fd, rc);
+		return;
+	}
+	char buf[65536];
+	ssize_t got;
+	int ok = send_all(fd, "OK\n", 3);
+	while (ok == 0 && (got = read(lfd, buf, sizeof buf)) > 0)
+		ok = send_all(fd, buf, (size_t)got);
+	close(lfd);
+}
+
+static void relay_run(void *ctx, int fd, const char *extra, size_t n)
+{
+	struct relay *rl = ctx;
+	if (rl->log)
+		relay_log(rl, fd);
+	else
+		relay_guest(rl, fd, extra, n);
+	free(rl);
+}
+
+int h_host_relay(struct req *r)
+{
+	const char *what = r->params[2];
+	bool log = !strcmp(what, "log");
+	if (!log && strcmp(what, "guest"))
+		return reply_error(r, 404, "not_found", "no host relay '%s'", what);
+	const char *up = req_header(r, "Upgrade");
+	if (!up || strcasecmp(up, "kiln-guest"))
+		return reply_error(r, 426, "upgrade_required", "a relay wants 'Upgrade: kiln-guest'");
+	/* A proper 404 now; the relay looks again after the 101. */
+	int rc = hostif_get(r->api->hostif, r->params[0], r->params[1], false, NULL);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	struct relay *rl = calloc(1, sizeof *rl);
+	if (!rl)
+		return reply_error(r, 500, "internal", "out of memory");
+	rl->api = r->api;
+	rl->log = log;
+	snprintf(rl->ws, sizeof rl->ws, "%s", r->params[0]);
+	snprintf(rl->id, sizeof rl->id, "%s", r->params[1]);
+	/* Relays count against the tenant's WebSocket cap here as on the
+	 * API (--max-tunnels): the workspace is the one the path names. */
+	snprintf(r->workspace, sizeof r->workspace, "%s", rl->ws);
+	const char *const headers[][2] = {
+		{ "Upgrade", "kiln-guest" },
+		{ "Connection", "Upgrade" },
+		{ NULL, NULL },
+	};
+	return reply_upgrade(r, headers, relay_run, rl);
+}

@@ -1,0 +1,871 @@
+/*
+ * hostif_remote: hostif.h over HTTP to a cluster's host agents
+ * (hostif_remote.h). Each call looks up where the sandbox lives (the
+ * placements table), then makes one JSON call to that host (libcurl) or,
+ * for guest access, one relay connection; the answers are the host's own
+ * records and errors (hostif_wire.h), so front ends cannot tell this from
+ * the local implementation except by what a down host cannot do.
+ */
+#include "hostif/hostif_remote.h"
+#include "hostif/hostif_wire.h"
+#include "host/guest_conn.h"
+#include "store/cluster.h"
+#include "store/sbx_state.h"
+#include "common/err.h"
+#include "common/strbuf.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ANSWER_MAX (16 << 20)		/* a list of many sandboxes */
+#define CALL_TIMEOUT_S 30
+#define SLOW_TIMEOUT_S 300		/* create, fork, wake, snapshot: boots and restores */
+#define CONNECT_TIMEOUT_S 5
+#define RELAY_WAIT_MS 120000		/* a relay's enter may wake a hibernated sandbox */
+#define RELAY_HEAD_MAX 8192
+#define LOG_MAX (64 << 20)
+
+struct remote {
+	struct remote_config cfg;
+};
+
+/* ---- calls ------------------------------------------------------------------------- */
+
+static bool host_down(const struct host_row *h)
+{
+	return strcmp(h->health, "up") != 0 || !strcmp(h->admin, "revoked");
+}
+
+static int down_error(const struct host_row *h)
+{
+	return errf(EHOSTDOWN, "its host %s is %s%s%s", h->name, !strcmp(h->admin, "revoked") ? "revoked" : "down",
+		    h->reason[0] ? ": " : "", h->reason);
+}
+
+struct answer {
+	char *data;
+	size_t len;
+};
+
+static size_t on_data(char *p, size_t size, size_t n, void *ctx)
+{
+	struct answer *a = ctx;
+	size_t add = size * n;
+	if (a->len + add > ANSWER_MAX)
+		return 0;
+	char *d = realloc(a->data, a->len + add + 1);
+	if (!d)
+		return 0;
+	memcpy(d + a->len, p, add);
+	a->len += add;
+	d[a->len] = 0;
+	a->data = d;
+	return add;
+}
+
+/* METHOD h's path with body (stolen; NULL: none). 2xx: 0 and *out the
+ * answer (NULL if it had none; may be NULL: not wanted). Else the host's
+ * error as -errno (report filled if given), or -EHOSTDOWN when the host
+ * did not answer. */
+static int call(struct remote *rm, const struct host_row *h, const char *method, const char *path,
+		json_t *body, long timeout_s, json_t **out, struct ws_caps_report *report)
+{
+	if (out)
+		*out = NULL;
+	if (host_down(h)) {
+		json_decref(body);
+		return down_error(h);
+	}
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	CURL *c = curl_easy_init();
+	if ((body && !text) || !c) {
+		free(text);
+		curl_easy_cleanup(c);
+		return errf(ENOMEM, "out of memory");
+	}
+	char url[1024], auth[128];
+	snprintf(url, sizeof url, "%s%s", h->url, path);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->api_key);
+	struct curl_slist *hd = curl_slist_append(NULL, auth);
+	hd = curl_slist_append(hd, "Content-Type: application/json");
+	struct answer a = { 0 };
+	char cerr[CURL_ERROR_SIZE] = "";
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+	if (text)
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (rm->cfg.ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, rm->cfg.ca_file);
+	CURLcode cc = curl_easy_perform(c);
+	long status = 0;
+	int rc = 0;
+	if (cc != CURLE_OK)
+		rc = errf(EHOSTDOWN, "host %s (%s) did not answer: %s", h->name, h->url,
+			  cerr[0] ? cerr : curl_easy_strerror(cc));
+	else
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	json_t *j = rc == 0 && a.data && a.len ? json_loads(a.data, 0, NULL) : NULL;
+	if (rc == 0 && (status < 200 || status > 299)) {
+		rc = j ? wire_error_parse(j, report)
+		       : errf(EPROTO, "host %s answered HTTP %ld to %s %s", h->name, status, method, path);
+		if (rc == -EPROTO && status == 401)
+			rc = errf(EACCES, "host %s refused the API's key (rejoin it)", h->name);
+		json_decref(j);
+		j = NULL;
+	}
+	if (out)
+		*out = j;
+	else
+		json_decref(j);
+	free(a.data);
+	free(text);
+	curl_slist_free_all(hd);
+	curl_easy_cleanup(c);
+	return rc;
+}
+
+static int answer_row(int rc, json_t *a, struct sbx_row *out)
+{
+	if (rc == 0 && out)
+		rc = wire_row_parse(a, out);
+	json_decref(a);
+	return rc;
+}
+
+/* Where the workspace's sandbox (or snapshot) id lives. */
+static int where(struct remote *rm, const char *ws, const char *id, struct host_row *h)
+{
+	bool ended = false;
+	int rc = store_placement_host(rm->cfg.store, ws, id, h, &ended);
+	if (rc == -ENOENT || (rc == 0 && ended)) {
+		host_row_clear(h);
+		return errf(ENOENT, "sandbox %s not found", id);
+	}
+	return rc;
+}
+
+/* What the API answers for a sandbox on a host that is down. */
+static void lost_row(const char *ws, const char *id, const struct host_row *h, struct sbx_row *r)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->id, sizeof r->id, "%s", id);
+	snprintf(r->workspace, sizeof r->workspace, "%s", ws);
+	r->state = SBX_LOST;
+	down_error(h);
+	snprintf(r->error, sizeof r->error, "%s", errmsg());
+}
+
+/* The host no longer has it: the API sees it ended. */
+static int gone(struct remote *rm, const char *id, int rc)
+{
+	if (rc == -ENOENT)
+		store_placement_end(rm->cfg.store, id);
+	return rc;
+}
+
+/* ---- sandboxes -------------------------------------------------------------------- */
+
+struct choose {
+	struct remote *rm;
+	const struct create_req *req;
+	struct placement p;		/* the chosen template's size lands here */
+	bool seen;			/* some host has the template */
+};
+
+/* The size of template name as host h built it: 0, or -ENOENT. */
+static int template_size(const struct host_row *h, const char *name, int64_t *vcpus, int64_t *mem)
+{
+	json_t *t = h->templates ? json_loads(h->templates, 0, NULL) : NULL;
+	size_t i;
+	json_t *e;
+	int rc = -ENOENT;
+	json_array_foreach(t, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		if (n && !strcmp(n, name)) {
+			*vcpus = json_integer_value(json_object_get(e, "vcpus"));
+			*mem = json_integer_value(json_object_get(e, "memory_mib"));
+			rc = 0;
+			break;
+		}
+	}
+	json_decref(t);
+	return rc;
+}
+
+static int choose_host(void *ctx, const struct host_load *hosts, int n)
+{
+	struct choose *c = ctx;
+	int best = -1;
+	int64_t best_free = 0, need_v = 0, need_m = 0;
+	int over = c->rm->cfg.vcpu_overcommit > 0 ? c->rm->cfg.vcpu_overcommit : 1;
+	for (int i = 0; i < n; i++) {
+		int64_t v, m;
+		if (template_size(&hosts[i].host, c->req->template, &v, &m) < 0)
+			continue;
+		c->seen = true;
+		int64_t free_m = hosts[i].host.memory_mib - hosts[i].memory_mib;
+		int64_t free_v = hosts[i].host.vcpus * over - hosts[i].vcpus;
+		if (m > free_m || v > free_v)
+			continue;
+		bool better = best < 0 || (c->rm->cfg.policy == PLACE_SPREAD ? free_m > best_free : free_m < best_free);
+		if (better)
+			best = i, best_free = free_m, need_v = v, need_m = m;
+	}
+	if (best < 0)
+		return c->seen ? errf(EAGAIN, "no host has room for a sandbox of template '%s' (kilnd cluster hosts)",
+				      c->req->template)
+			       : errf(ENOENT, "template '%s' is built on no host that is up", c->req->template);
+	c->p.vcpus = need_v;
+	c->p.memory_mib = need_m;
+	return best;
+}
+
+static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
+{
+	struct remote *rm = ctx;
+	struct host_row h;
+	char res[ID_MAX] = "";
+	int rc;
+	memset(out, 0, sizeof *out);
+	struct choose c = { rm, req, { .workspace = req->workspace, .kind = "sandbox" }, false };
+	if (req->snapshot) {
+		/* From a snapshot: where the snapshot is (docs/cluster.md). */
+		if ((rc = where(rm, req->workspace, req->snapshot, &h)) < 0)
+			return rc == -ENOENT ? errf(ENOENT, "snapshot %s not found", req->snapshot) : rc;
+	} else if ((rc = store_place(rm->cfg.store, &c.p, choose_host, &c, res, &h)) < 0) {
+		return rc;
+	}
+	json_t *a = NULL;
+	rc = call(rm, &h, "POST", "/v1/host/sandboxes", wire_create(req), SLOW_TIMEOUT_S, &a, req->report);
+	rc = answer_row(rc, a, out);
+	if (rc == 0) {
+		struct placement p = { req->workspace, "sandbox", out->vcpus, out->memory_mib };
+		rc = res[0] ? store_placement_rename(rm->cfg.store, res, out->id)
+			    : store_placement_add(rm->cfg.store, out->id, h.id, &p);
+		if (rc < 0) {
+			/* Made, but the API cannot find it again: undo it. */
+			char why[512];
+			snprintf(why, sizeof why, "%s", errmsg());
+			char path[256];
+			snprintf(path, sizeof path, "/v1/host/sandboxes/%s/%s", req->workspace, out->id);
+			call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+			sbx_row_clear(out);
+			memset(out, 0, sizeof *out);
+			rc = errf(EAGAIN, "the sandbox's placement could not be recorded: %s", why);
+		}
+	} else if (res[0]) {
+		store_placement_drop(rm->cfg.store, res);
+	}
+	host_row_clear(&h);
+	return rc;
+}
+
+static int sbx_path(char *p, size_t n, const char *ws, const char *id, const char *tail)
+{
+	return snprintf(p, n, "/v1/host/sandboxes/%s/%s%s", ws, id, tail ? tail : "");
+}
+
+static int r_get(void *ctx, const char *ws, const char *id, bool touch, struct sbx_row *out)
+{
+	struct remote *rm = ctx;
+	struct host_row h;
+	int rc = where(rm, ws, id, &h);
+	if (rc < 0)
+		return rc;
+	if (host_down(&h)) {
+		if (out)
+			lost_row(ws, id, &h, out);
+		host_row_clear(&h);
+		return 0;
+	}
+	char path[256];
+	sbx_path(path, sizeof path, ws, id, touch ? "?touch=1" : "");
+	json_t *a = NULL;
+	struct sbx_row tmp;
+	rc = answer_row(call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL), a, &tmp);
+	if (rc == 0 && tmp.state == SBX_DELETED)
+		store_placement_end(rm->cfg.store, id);
+	if (rc == 0 && out)
+		*out = tmp;
+	else if (rc == 0)
+		sbx_row_clear(&tmp);
+	host_row_clear(&h);
+	return gone(rm, id, rc);
+}
+
+/* Each: the placements, then each host's list once, then the records in
+ * the placements' order. */
+struct placed_ref {
+	char id[ID_MAX], ws[ID_MAX];
+	int host;			/* index into hosts */
+};
+
+struct each_walk {
+	struct placed_ref *p;
+	size_t n, cap;
+	struct host_row *hosts;
+	json_t **lists;			/* per host: {id: row} or NULL (down) */
+	int nhosts;
+};
+
+static int collect(void *ctx, const char *id, const char *ws, const struct host_row *h)
+{
+	struct each_walk *w = ctx;
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 64;
+		struct placed_ref *p = realloc(w->p, cap * sizeof *p);
+		if (!p)
+			return errf(ENOMEM, "out of memory");
+		w->p = p, w->cap = cap;
+	}
+	int k = 0;
+	while (k < w->nhosts && strcmp(w->hosts[k].id, h->id))
+		k++;
+	if (k == w->nhosts) {
+		struct host_row *hs = realloc(w->hosts, (size_t)(k + 1) * sizeof *hs);
+		if (!hs)
+			return errf(ENOMEM, "out of memory");
+		w->hosts = hs;
+		hs[k] = *h;
+		hs[k].templates = NULL;	/* not needed here */
+		w->nhosts++;
+	}
+	struct placed_ref *r = &w->p[w->n++];
+	snprintf(r->id, sizeof r->id, "%s", id);
+	snprintf(r->ws, sizeof r->ws, "%s", ws);
+	r->host = k;
+	return 0;
+}
+
+static int r_each(void *ctx, const char *ws, hostif_row_fn *fn, void *fctx)
+{
+	struct remote *rm = ctx;
+	struct each_walk w = { 0 };
+	int rc = store_placement_each(rm->cfg.store, ws, "sandbox", collect, &w);
+	if (rc == 0 && w.nhosts && !(w.lists = calloc((size_t)w.nhosts, sizeof *w.lists)))
+		rc = errf(ENOMEM, "out of memory");
+	for (int k = 0; rc == 0 && k < w.nhosts; k++) {
+		if (host_down(&w.hosts[k]))
+			continue;
+		char path[256];
+		snprintf(path, sizeof path, "/v1/host/sandboxes%s%s", ws ? "?workspace=" : "", ws ? ws : "");
+		json_t *a = NULL;
+		rc = call(rm, &w.hosts[k], "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+		if (rc == -EHOSTDOWN) {	/* stopped answering since its last heartbeat: lost */
+			snprintf(w.hosts[k].health, sizeof w.hosts[k].health, "down");
+			snprintf(w.hosts[k].reason, sizeof w.hosts[k].reason, "did not answer");
+			rc = 0;
+			continue;
+		}
+		json_t *byid = json_object();
+		size_t i;
+		json_t *e;
+		json_array_foreach(json_object_get(a, "sandboxes"), i, e) {
+			const char *id = json_string_value(json_object_get(e, "id"));
+			if (id && byid)
+				json_object_set(byid, id, e);
+		}
+		json_decref(a);
+		w.lists[k] = byid;
+	}
+	for (size_t i = 0; rc == 0 && i < w.n; i++) {
+		struct placed_ref *p = &w.p[i];
+		struct sbx_row row;
+		if (!w.lists[p->host]) {
+			lost_row(p->ws, p->id, &w.hosts[p->host], &row);
+		} else {
+			json_t *e = json_object_get(w.lists[p->host], p->id);
+			if (!e) {	/* ended on its host (a TTL, say) */
+				store_placement_end(rm->cfg.store, p->id);
+				continue;
+			}
+			if (wire_row_parse(e, &row) < 0)
+				continue;
+		}
+		rc = fn(fctx, &row);
+		sbx_row_clear(&row);
+	}
+	for (int k = 0; k < w.nhosts; k++)
+		json_decref(w.lists ? w.lists[k] : NULL);
+	free(w.lists);
+	free(w.hosts);
+	free(w.p);
+	return rc;
+}
+
+/* POST (or DELETE) tail on the sandbox's host; the record after it. */
+static int on_sandbox(struct remote *rm, const char *method, const char *ws, const char *id,
+		      const char *tail, json_t *body, long timeout_s, struct sbx_row *out)
+{
+	struct host_row h;
+	int rc = where(rm, ws, id, &h);
+	if (rc < 0) {
+		json_decref(body);
+		return rc;
+	}
+	char path[256];
+	sbx_path(path, sizeof path, ws, id, tail);
+	json_t *a = NULL;
+	rc = call(rm, &h, method, path, body, timeout_s, &a, NULL);
+	rc = answer_row(rc, a, out);
+	host_row_clear(&h);
+	return gone(rm, id, rc);
+}
+
+static int r_delete(void *ctx, const char *ws, const char *id)
+{
+	struct remote *rm = ctx;
+	int rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
+	if (rc == 0)
+		store_placement_end(rm->cfg.store, id);
+	return rc;
+}
+
+static int r_hibernate(void *ctx, const char *ws, const char *id, struct sbx_row *out)
+{
+	return on_sandbox(ctx, "POST", ws, id, "/hibernate", NULL, SLOW_TIMEOUT_S, out);
+}
+
+static int r_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out)
+{
+	return on_sandbox(ctx, "POST", ws, id, "/wake", NULL, SLOW_TIMEOUT_S, out);
+}
+
+static int r_set_ttl(void *ctx, const char *ws, const char *id, int64_t ttl_seconds, struct sbx_row *out)
+{
+	return on_sandbox(ctx, "POST", ws, id, "/ttl", json_pack("{s:I}", "ttl_seconds", (json_int_t)ttl_seconds),
+			  CALL_TIMEOUT_S, out);
+}
+
+static int r_set_network(void *ctx, const char *ws, const char *id, const char *policy, struct sbx_row *out)
+{
+	return on_sandbox(ctx, "POST", ws, id, "/network", json_pack("{s:s?}", "policy", policy), CALL_TIMEOUT_S,
+			  out);
+}
+
+static int r_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MAX])
+{
+	struct remote *rm = ctx;
+	struct host_row h;
+	int rc = where(rm, ws, id, &h);
+	if (rc < 0)
+		return rc;
+	char path[256];
+	sbx_path(path, sizeof path, ws, id, "/snapshot");
+	json_t *a = NULL;
+	rc = call(rm, &h, "POST", path, NULL, SLOW_TIMEOUT_S, &a, NULL);
+	const char *s = json_string_value(json_object_get(a, "snapshot"));
+	if (rc == 0 && (!s || strlen(s) >= ID_MAX))
+		rc = errf(EPROTO, "host %s made a snapshot and did not say its id", h.name);
+	if (rc == 0) {
+		snprintf(snap, ID_MAX, "%s", s);
+		struct placement p = { ws, "snapshot", 0, 0 };
+		rc = store_placement_add(rm->cfg.store, snap, h.id, &p);
+	}
+	json_decref(a);
+	host_row_clear(&h);
+	return gone(rm, id, rc);
+}
+
+static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
+{
+	struct remote *rm = ctx;
+	struct host_row h;
+	int rc = where(rm, ws, snap, &h);
+	if (rc < 0)
+		return errf(ENOENT, "snapshot %s not found", snap);
+	char path[256];
+	snprintf(path, sizeof path, "/v1/host/snapshots/%s/%s", ws, snap);
+	rc = call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+	if (rc == 0 || rc == -ENOENT)
+		store_placement_end(rm->cfg.store, snap);
+	host_row_clear(&h);
+	return rc;
+}
+
+static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made)
+{
+	struct remote *rm = ctx;
+	struct host_row h;
+	*made = 0;
+	int rc = where(rm, req->workspace, req->id, &h);
+	if (rc < 0)
+		return rc;
+	json_t *b = json_pack("{s:i,s:b}", "count", req->count, "tree", req->tree);
+	if (b && req->caps)
+		json_object_set_new(b, "caps", wire_caps(req->caps));
+	char path[256];
+	sbx_path(path, sizeof path, req->workspace, req->id, "/fork");
+	json_t *a = NULL;
+	rc = call(rm, &h, "POST", path, b, SLOW_TIMEOUT_S, &a, NULL);
+	size_t i;
+	json_t *e;
+	/* Children stay on their parent's host (docs/cluster.md). */
+	json_array_foreach(json_object_get(a, "children"), i, e) {
+		if (*made >= req->count || *made >= HOST_FORK_MAX)
+			break;
+		struct sbx_row *c = &children[*made];
+		if (wire_row_parse(e, c) < 0)
+			continue;
+		struct placement p = { req->workspace, "sandbox", c->vcpus, c->memory_mib };
+		if (store_placement_add(rm->cfg.store, c->id, h.id, &p) < 0) {
+			sbx_row_clear(c);
+			memset(c, 0, sizeof *c);	/* exists, not findable: skipped */
+		}
+		(*made)++;
+	}
+	const json_t *err = json_object_get(a, "error");
+	if (rc == 0 && err)
+		rc = wire_error_parse(err, req->report);
+	json_decref(a);
+	host_row_clear(&h);
+	return rc;
+}
+
+/* ---- relays ------------------------------------------------------------------------ */
+
+/* A connected socket to h's URL (http:// only), or -errno. */
+static int dial(const struct host_row *h)
+{
+	if (strncmp(h->url, "http://", 7) != 0)
+		return errf(ENOTSUP, "host %s: a relay over %.8s is not built yet (docs/cluster.md)", h->name, h->url);
+	char hostport[256], *port;
+	snprintf(hostport, sizeof hostport, "%s", h->url + 7);
+	hostport[strcspn(hostport, "/")] = 0;
+	port = strrchr(hostport, ':');
+	if (!port)
+		return errf(EINVAL, "host %s: URL %s has no port", h->name, h->url);
+	*port++ = 0;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	int e = getaddrinfo(hostport, port, &hints, &ai);
+	if (e)
+		return errf(EHOSTDOWN, "host %s: %s: %s", h->name, hostport, gai_strerror(e));
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { RELAY_WAIT_MS / 1000, 0 }, ctv = { CONNECT_TIMEOUT_S, 0 };
+	int rc = 0;
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &ctv, sizeof ctv) < 0 ||
+	    connect(fd, ai->ai_addr, ai->ai_addrlen) < 0)
+		rc = errf(EHOSTDOWN, "host %s (%s) did not answer: %s", h->name, h->url, strerror(errno));
+	freeaddrinfo(ai);
+	if (rc == 0 && (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0))
+		rc = errf_sys("setsockopt");
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+/* Read up to and including the byte `end`, one byte at a time (nothing
+ * past it: what follows is the stream). */
+static int read_until(int fd, char *buf, size_t cap, const char *end)
+{
+	size_t n = 0, el = strlen(end);
+	while (n + 1 < cap) {
+		ssize_t r = recv(fd, buf + n, 1, 0);
+		if (r <= 0)
+			return r == 0 ? -ECONNRESET : -errno;
+		n++;
+		buf[n] = 0;
+		if (n >= el && !memcmp(buf + n - el, end, el))
+			return (int)n;
+	}
+	return -EMSGSIZE;
+}
+
+/* Open a relay of kind ("guest", "log") to the sandbox: the socket past
+ * the host's "OK" line, whose rest (the guest's directory) goes to ok. */
+static int relay_open(struct remote *rm, const char *ws, const char *id, const char *kind, char *ok,
+		      size_t okcap)
+{
+	struct host_row h;
+	int rc = where(rm, ws, id, &h);
+	if (rc < 0)
+		return rc;
+	if (host_down(&h)) {
+		rc = down_error(&h);
+		host_row_clear(&h);
+		return rc;
+	}
+	int fd = dial(&h);
+	if (fd < 0) {
+		host_row_clear(&h);
+		return fd;
+	}
+	char head[RELAY_HEAD_MAX];
+	int n = snprintf(head, sizeof head,
+			 "GET /v1/host/sandboxes/%s/%s/%s HTTP/1.1\r\nHost: kiln-host\r\n"
+			 "Authorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: kiln-guest\r\n\r\n",
+			 ws, id, kind, h.api_key);
+	if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n)
+		rc = errf(EHOSTDOWN, "host %s: sending a relay request: %s", h.name, strerror(errno));
+	if (rc == 0 && (n = read_until(fd, head, sizeof head, "\r\n\r\n")) < 0)
+		rc = errf(EHOSTDOWN, "host %s: no relay answer: %s", h.name, strerror(-n));
+	if (rc == 0 && strncmp(head, "HTTP/1.1 101", 12) != 0) {
+		/* Refused before the upgrade: the error is in a JSON body,
+		 * which the status says enough of here. */
+		int status = atoi(head + 9);
+		rc = status == 404 ? errf(ENOENT, "sandbox %s not found", id)
+				   : errf(EPROTO, "host %s refused the relay: HTTP %d", h.name, status);
+	}
+	char line[640];
+	if (rc == 0 && (n = read_until(fd, line, sizeof line, "\n")) < 0)
+		rc = errf(EHOSTDOWN, "host %s: the relay ended before it began: %s", h.name, strerror(-n));
+	if (rc == 0) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "OK", 2)) {
+			const char *rest = line[2] == ' ' ? line + 3 : "";
+			size_t k = strlen(rest) < okcap ? strlen(rest) : okcap - 1;
+			memcpy(ok, rest, k);
+			ok[k] = 0;
+		} else if (!strncmp(line, "ERR ", 4)) {
+			char *msg = NULL;
+			long e = strtol(line + 4, &msg, 10);
+			rc = errf(e > 0 && e < 4096 ? (int)e : EPROTO, "%s", msg && *msg == ' ' ? msg + 1 : line);
+		} else {
+			rc = errf(EPROTO, "host %s: a relay line that is neither OK nor ERR", h.name);
+		}
+	}
+	host_row_clear(&h);
+	if (rc < 0) {
+		close(fd);
+		return gone(rm, id, rc);
+	}
+	struct timeval none = { 0, 0 };	/* the stream's waits are the guest client's own */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+	return fd;
+}
+
+static int r_enter(void *ctx, const char *ws, const char *id, struct hostif_guest *out)
+{
+	memset(out, 0, sizeof *out);
+	char cwd[300] = "";
+	int fd = relay_open(ctx, ws, id, "guest", cwd, sizeof cwd);
+	if (fd < 0)
+		return fd;
+	struct guest *g;
+	int rc = guest_adopt(fd, NULL, 0, cwd, &g);
+	if (rc < 0)
+		return rc;
+	out->g = g;
+	snprintf(out->workspace, sizeof out->workspace, "%s", ws);
+	snprintf(out->id, sizeof out->id, "%s", id);
+	out->entered = true;
+	return 0;
+}
+
+static int r_touch(void *ctx, const char *ws, const char *id)
+{
+	char keep[512];	/* touching is never the error reported */
+	snprintf(keep, sizeof keep, "%s", errmsg());
+	struct host_row h;
+	int rc = where(ctx, ws, id, &h);
+	if (rc == 0) {
+		char path[256];
+		sbx_path(path, sizeof path, ws, id, "/touch");
+		rc = call(ctx, &h, "POST", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+		host_row_clear(&h);
+	}
+	errf(EIO, "%s", keep);
+	return rc;
+}
+
+/* A proxied WebSocket's operation: counted at its start as activity; the
+ * host counts its relay's traffic itself. */
+static int r_hold(void *ctx, const char *ws, const char *id, struct hostif_guest *out)
+{
+	memset(out, 0, sizeof *out);
+	struct sbx_row r;
+	int rc = r_get(ctx, ws, id, true, &r);
+	if (rc < 0)
+		return rc;
+	if (r.state != SBX_RUNNING)
+		rc = errf(EBUSY, "sandbox %s is %s", id, sbx_state_name(r.state));
+	sbx_row_clear(&r);
+	return rc;
+}
+
+static void r_leave(void *ctx, struct hostif_guest *hg)
+{
+	(void)ctx;
+	if (hg->g)
+		guest_close(hg->g);	/* ends the relay; the host leaves */
+	memset(hg, 0, sizeof *hg);
+}
+
+/* The console log as the host has it now, in a memory file (h_logs reads
+ * it as a file; following it sees no later lines in a cluster). */
+static int r_log_open(void *ctx, const char *ws, const char *id, int *out)
+{
+	char ok[8];
+	int fd = relay_open(ctx, ws, id, "log", ok, sizeof ok);
+	if (fd < 0)
+		return fd;
+	int mfd = memfd_create("kiln-log", MFD_CLOEXEC);
+	if (mfd < 0) {
+		close(fd);
+		return errf_sys("memfd_create");
+	}
+	char buf[65536];
+	ssize_t n;
+	size_t total = 0;
+	while ((n = recv(fd, buf, sizeof buf, 0)) > 0 && total < LOG_MAX) {
+		if (write(mfd, buf, (size_t)n) != n)
+			break;
+		total += (size_t)n;
+	}
+	close(fd);
+	*out = mfd;
+	return 0;
+}
+
+/* ---- what the hosts show --------------------------------------------------------------- */
+
+struct tmpl_pick {
+	struct remote *rm;
+	struct host_row h;
+	bool found;
+};
+
+static int first_up(void *ctx, const struct host_row *r)
+{
+	struct tmpl_pick *p = ctx;
+	if (host_down(r) || strcmp(r->admin, "active"))
+		return 0;
+	p->h = *r;
+	p->h.templates = NULL;
+	p->found = true;
+	return 1;
+}
+
+static int r_templates(void *ctx, hostif_template_fn *fn, void *fctx)
+{
+	struct remote *rm = ctx;
+	struct tmpl_pick p;
+	memset(&p, 0, sizeof p);
+	p.rm = rm;
+	int rc = store_host_each(rm->cfg.store, first_up, &p);
+	if (rc < 0)
+		return rc;
+	if (!p.found)
+		return 0;	/* no host up: no template can be used now */
+	json_t *a = NULL;
+	rc = call(rm, &p.h, "GET", "/v1/host/templates", NULL, CALL_TIMEOUT_S, &a, NULL);
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(a, "templates"), i, e) {
+		struct hostif_template t;
+		if (rc == 0 && wire_template_parse(e, &t) == 0)
+			rc = fn(fctx, &t);
+	}
+	json_decref(a);
+	return rc;
+}
+
+struct host_gauges {
+	int up, down, cordoned;
+	int64_t sandboxes;
+};
+
+static int count_host(void *ctx, const struct host_row *r)
+{
+	struct host_gauges *g = ctx;
+	if (!strcmp(r->admin, "revoked"))
+		return 0;
+	if (host_down(r))
+		g->down++;
+	else if (strcmp(r->admin, "active"))
+		g->cordoned++;
+	else
+		g->up++;
+	g->sandboxes += r->sandboxes;
+	return 0;
+}
+
+static void r_metrics(void *ctx, struct strbuf *b)
+{
+	struct remote *rm = ctx;
+	struct host_gauges g = { 0 };
+	if (store_host_each(rm->cfg.store, count_host, &g) < 0)
+		return;
+	strbuf_printf(b, "# HELP kiln_cluster_hosts Hosts of the cluster by state.\n"
+			  "# TYPE kiln_cluster_hosts gauge\n"
+			  "kiln_cluster_hosts{state=\"up\"} %d\nkiln_cluster_hosts{state=\"down\"} %d\n"
+			  "kiln_cluster_hosts{state=\"cordoned\"} %d\n"
+			  "# HELP kiln_cluster_sandboxes Sandboxes the hosts said they run at their last heartbeat.\n"
+			  "# TYPE kiln_cluster_sandboxes gauge\nkiln_cluster_sandboxes %lld\n",
+		       g.up, g.down, g.cordoned, (long long)g.sandboxes);
+}
+
+static int r_subscribe(void *ctx, host_event_fn *fn, void *fctx)
+{
+	(void)ctx, (void)fn, (void)fctx;
+	return errf(ENOTSUP, "sandbox events are not relayed from a cluster's hosts yet (docs/cluster.md)");
+}
+
+static void r_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
+{
+	(void)ctx, (void)fn, (void)fctx;
+}
+
+static const struct hostif_ops remote_ops = {
+	.name = "remote",
+	.create = r_create,
+	.get = r_get,
+	.each = r_each,
+	.delete = r_delete,
+	.hibernate = r_hibernate,
+	.wake = r_wake,
+	.set_ttl = r_set_ttl,
+	.set_network = r_set_network,
+	.snapshot = r_snapshot,
+	.snapshot_delete = r_snapshot_delete,
+	.fork = r_fork,
+	.enter = r_enter,
+	.hold = r_hold,
+	.leave = r_leave,
+	.touch = r_touch,
+	.log_open = r_log_open,
+	.templates = r_templates,
+	.metrics = r_metrics,
+	.subscribe = r_subscribe,
+	.unsubscribe = r_unsubscribe,
+};
+
+int hostif_remote(struct hostif *out, const struct remote_config *cfg)
+{
+	struct remote *rm = calloc(1, sizeof *rm);
+	if (!rm)
+		return errf(ENOMEM, "out of memory");
+	rm->cfg = *cfg;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	out->ops = &remote_ops;
+	out->ctx = rm;
+	return 0;
+}
+
+void hostif_remote_free(struct hostif *hi)
+{
+	free(hi->ctx);
+	hi->ctx = NULL;
+}

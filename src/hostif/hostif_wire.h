@@ -1,0 +1,46 @@
+/*
+ * hostif_wire: the host interface's calls as JSON, for the cluster
+ * (docs/cluster.md "Agent protocol"): the API's remote implementation
+ * (hostif_remote.c) encodes what the local one takes, the host agent's
+ * routes (api/h_host.c) decode it and answer in kind. One file says both
+ * directions, so the two ends cannot drift.
+ *
+ * A failure travels as {"errno": N, "message": "...", "report": {...}}
+ * and comes back out as the same -errno with the same errmsg(): what a
+ * front end maps to a status is the agent's own error.
+ */
+#ifndef KILN_HOSTIF_HOSTIF_WIRE_H
+#define KILN_HOSTIF_HOSTIF_WIRE_H
+
+#include <jansson.h>
+
+#include "hostif/hostif.h"
+
+/* A sandbox record, whole (every field round-trips). */
+json_t *wire_row(const struct sbx_row *r);
+/* Into *out (sbx_row_clear it; zeroed on failure): -EPROTO for a record
+ * of the wrong shape. */
+int wire_row_parse(const json_t *j, struct sbx_row *out);
+
+/* A create: the request, its workspace caps included. */
+json_t *wire_create(const struct create_req *req);
+/* The strings of a parsed create stay in j: keep j while req is used.
+ * caps and report point into the storage given. */
+int wire_create_parse(const json_t *j, struct create_req *req, struct ws_caps *caps,
+		      struct ws_caps_report *report);
+
+json_t *wire_caps(const struct ws_caps *c);
+int wire_caps_parse(const json_t *j, struct ws_caps *c);
+json_t *wire_report(const struct ws_caps_report *r);
+void wire_report_parse(const json_t *j, struct ws_caps_report *r);
+
+/* The error rc (< 0) with errmsg(), and the report when a cap refused. */
+json_t *wire_error(int rc, const struct ws_caps_report *report);
+/* The error an answer carries, as -errno with errmsg() set (report, if
+ * not NULL, filled from it); -EPROTO if the answer says none. */
+int wire_error_parse(const json_t *j, struct ws_caps_report *report);
+
+json_t *wire_template(const struct hostif_template *t);
+int wire_template_parse(const json_t *j, struct hostif_template *t);
+
+#endif

@@ -1,0 +1,239 @@
+/*
+ * store_placement: where a cluster's sandboxes and snapshots live
+ * (store/cluster.h). A create reserves room on a host in one transaction
+ * under the cluster's placement lock, so that API replicas placing at the
+ * same moment count each other's reservations; the reservation then takes
+ * the id the host gave the sandbox, or is dropped if the create failed.
+ */
+#include "store/cluster.h"
+#include "store/store_int.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLACE_HOSTS_MAX 256
+/* A reservation older than this belongs to an API that died mid-create
+ * (a create takes seconds): it no longer holds room. */
+#define RESERVATION_STALE_MS (10 * 60 * 1000)
+
+struct loads {
+	struct host_load *h;
+	int n;
+};
+
+static int row_load_host(void *ctx, const struct dbv *c, int n)
+{
+	struct loads *l = ctx;
+	if (l->n >= PLACE_HOSTS_MAX)
+		return 0;	/* more hosts than one placement looks at */
+	struct host_load *hl = &l->h[l->n];
+	memset(hl, 0, sizeof *hl);
+	int rc = store_host_fill(&hl->host, c, n);
+	if (rc < 0)
+		return rc;
+	l->n++;
+	return 0;
+}
+
+static int row_load_use(void *ctx, const struct dbv *c, int n)
+{
+	struct loads *l = ctx;
+	if (n < 4)
+		return -EPROTO;
+	for (int i = 0; i < l->n; i++)
+		if (!strcmp(l->h[i].host.id, dbv_text(&c[0]))) {
+			l->h[i].vcpus = dbv_int(&c[1]);
+			l->h[i].memory_mib = dbv_int(&c[2]);
+			l->h[i].sandboxes = dbv_int(&c[3]);
+		}
+	return 0;
+}
+
+struct place_ctx {
+	const struct placement *p;
+	store_place_fn *fn;
+	void *ctx;
+	char *res_id;
+	struct host_row *host;
+};
+
+static int place_tx(struct store *tx, void *ctx)
+{
+	struct place_ctx *pc = ctx;
+	struct loads l = { calloc(PLACE_HOSTS_MAX, sizeof *l.h), 0 };
+	if (!l.h)
+		return errf(ENOMEM, "out of memory");
+	int64_t now = wall_ms();
+	int rc = store_tx_lock(tx, "kiln placement");
+	rc = rc ?: RUN(tx, "DELETE FROM placements WHERE id LIKE 'res_%' AND created_ms < $1", NULL, NULL,
+		       NULL, DBV_I(now - RESERVATION_STALE_MS));
+	rc = rc ?: store_run(tx, "SELECT " HOST_COLS " FROM hosts WHERE admin = 'active' AND health = 'up' "
+				 "ORDER BY joined_ms", NULL, 0, row_load_host, &l, NULL);
+	rc = rc ?: store_run(tx, "SELECT host_id, SUM(vcpus), SUM(memory_mib), COUNT(*) FROM placements "
+				 "WHERE ended_ms IS NULL AND kind = 'sandbox' GROUP BY host_id",
+			     NULL, 0, row_load_use, &l, NULL);
+	int pick = rc;
+	if (rc == 0)
+		pick = l.n ? pc->fn(pc->ctx, l.h, l.n)
+			   : errf(EAGAIN, "no host can take a sandbox: none is up and active (kilnd cluster hosts)");
+	if (pick >= 0 && pick < l.n) {
+		rc = make_id(pc->res_id, "res_");
+		rc = rc ?: RUN(tx, "INSERT INTO placements (id, workspace_id, host_id, kind, vcpus, memory_mib, "
+				   "created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			       NULL, NULL, NULL, DBV_S(pc->res_id), DBV_S(pc->p->workspace),
+			       DBV_S(l.h[pick].host.id), DBV_S(pc->p->kind), DBV_I(pc->p->vcpus),
+			       DBV_I(pc->p->memory_mib), DBV_I(now));
+		if (rc == 0) {
+			*pc->host = l.h[pick].host;
+			l.h[pick].host.templates = NULL;	/* moved to *host */
+		}
+	} else if (pick >= 0) {
+		rc = errf(EINVAL, "placement chose host %d of %d", pick, l.n);
+	} else {
+		rc = pick;
+	}
+	for (int i = 0; i < l.n; i++)
+		host_row_clear(&l.h[i].host);
+	free(l.h);
+	return rc;
+}
+
+int store_place(struct store *st, const struct placement *p, store_place_fn *fn, void *ctx,
+		char res_id[ID_MAX], struct host_row *host)
+{
+	memset(host, 0, sizeof *host);
+	struct place_ctx pc = { p, fn, ctx, res_id, host };
+	return store_tx(st, place_tx, &pc);
+}
+
+int store_placement_add(struct store *st, const char *id, const char *host_id, const struct placement *p)
+{
+	return RUN(st, "INSERT INTO placements (id, workspace_id, host_id, kind, vcpus, memory_mib, created_ms) "
+		       "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+		   NULL, NULL, NULL, DBV_S(id), DBV_S(p->workspace), DBV_S(host_id), DBV_S(p->kind),
+		   DBV_I(p->vcpus), DBV_I(p->memory_mib), DBV_I(wall_ms()));
+}
+
+int store_placement_rename(struct store *st, const char *from, const char *to)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "UPDATE placements SET id = $1 WHERE id = $2", NULL, NULL, &changes, DBV_S(to),
+		     DBV_S(from));
+	if (rc == 0 && !changes)
+		rc = errf(ENOENT, "no placement %s (stale, and taken back?)", from);
+	return rc;
+}
+
+int store_placement_drop(struct store *st, const char *id)
+{
+	return RUN(st, "DELETE FROM placements WHERE id = $1", NULL, NULL, NULL, DBV_S(id));
+}
+
+int store_placement_end(struct store *st, const char *id)
+{
+	return RUN(st, "UPDATE placements SET ended_ms = $1 WHERE id = $2 AND ended_ms IS NULL", NULL, NULL,
+		   NULL, DBV_I(wall_ms()), DBV_S(id));
+}
+
+struct where {
+	char host_id[ID_MAX];
+	bool found, ended;
+};
+
+static int row_where(void *ctx, const struct dbv *c, int n)
+{
+	struct where *w = ctx;
+	if (n < 2)
+		return -EPROTO;
+	copy_str(w->host_id, sizeof w->host_id, dbv_text(&c[0]));
+	w->ended = c[1].type != DBV_NULL;
+	w->found = true;
+	return 1;
+}
+
+static int row_host(void *ctx, const struct dbv *c, int n)
+{
+	int rc = store_host_fill(ctx, c, n);
+	return rc < 0 ? rc : 1;
+}
+
+/* The host of this id; -ENOENT "host ... is gone" if its row went. */
+static int host_by_id(struct store *st, const char *id, struct host_row *host)
+{
+	memset(host, 0, sizeof *host);
+	int rc = RUN(st, "SELECT " HOST_COLS " FROM hosts WHERE id = $1", row_host, host, NULL, DBV_S(id));
+	if (rc < 0)
+		return rc;
+	return host->id[0] ? 0 : errf(ENOENT, "host %s is not in the cluster", id);
+}
+
+int store_placement_host(struct store *st, const char *ws, const char *id, struct host_row *host,
+			 bool *ended)
+{
+	struct where w = { 0 };
+	memset(host, 0, sizeof *host);
+	int rc = RUN(st, "SELECT host_id, ended_ms FROM placements WHERE id = $1 AND workspace_id = $2",
+		     row_where, &w, NULL, DBV_S(id), DBV_S(ws));
+	if (rc < 0)
+		return rc;
+	if (!w.found)
+		return errf(ENOENT, "%s not found", id);
+	if (ended)
+		*ended = w.ended;
+	return host_by_id(st, w.host_id, host);
+}
+
+struct placed {
+	char id[ID_MAX], ws[ID_MAX], host_id[ID_MAX];
+};
+
+struct placed_list {
+	struct placed *p;
+	size_t n, cap;
+};
+
+static int row_placed(void *ctx, const struct dbv *c, int n)
+{
+	struct placed_list *l = ctx;
+	if (n < 3)
+		return -EPROTO;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		struct placed *p = realloc(l->p, cap * sizeof *p);
+		if (!p)
+			return -ENOMEM;
+		l->p = p, l->cap = cap;
+	}
+	struct placed *p = &l->p[l->n++];
+	copy_str(p->id, sizeof p->id, dbv_text(&c[0]));
+	copy_str(p->ws, sizeof p->ws, dbv_text(&c[1]));
+	copy_str(p->host_id, sizeof p->host_id, dbv_text(&c[2]));
+	return 0;
+}
+
+int store_placement_each(struct store *st, const char *ws, const char *kind, store_placed_fn *fn,
+			 void *ctx)
+{
+	struct placed_list l = { 0 };
+	int rc = ws ? RUN(st, "SELECT id, workspace_id, host_id FROM placements WHERE ended_ms IS NULL "
+			      "AND kind = $1 AND workspace_id = $2 AND id NOT LIKE 'res_%' ORDER BY created_ms",
+			  row_placed, &l, NULL, DBV_S(kind), DBV_S(ws))
+		    : RUN(st, "SELECT id, workspace_id, host_id FROM placements WHERE ended_ms IS NULL "
+			      "AND kind = $1 AND id NOT LIKE 'res_%' ORDER BY created_ms",
+			  row_placed, &l, NULL, DBV_S(kind));
+	/* Rows are read first, then handed out: fn may call the store. */
+	struct host_row h = { 0 };
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		if (strcmp(h.id, l.p[i].host_id)) {
+			host_row_clear(&h);
+			if ((rc = host_by_id(st, l.p[i].host_id, &h)) < 0)
+				break;
+		}
+		rc = fn(ctx, l.p[i].id, l.p[i].ws, &h);
+	}
+	host_row_clear(&h);
+	free(l.p);
+	return rc;
+}
