@@ -64,6 +64,10 @@ int h_host_create(struct req *r)
 	if (rc < 0)
 		return reply_wire_error(r, rc, NULL);
 	q.arrival_ns = r->arrival_ns;
+	/* This host's records name the API's workspace (a create from a
+	 * snapshot finds it made already). */
+	if ((rc = store_workspace_mirror(r->api->store, q.workspace)) < 0)
+		return reply_wire_error(r, rc, NULL);
 	struct sbx_row row;
 	rc = hostif_create(r->api->hostif, &q, &row);
 	if (rc < 0)

@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -846,6 +847,12 @@ int http_start(struct api *api, const char *addr)
 	int rc = parse_listen(addr, &ss, &sslen);
 	if (rc < 0)
 		return rc;
+	/* Uploads are spooled here (BODY_FILE): the API's own directory,
+	 * there whether or not a host agent shares the data directory. */
+	char spool[PATH_MAX];
+	snprintf(spool, sizeof spool, "%s/tmp", api->cfg->data_dir);
+	if (mkdir(spool, 0700) < 0 && errno != EEXIST)
+		return errf_sys("%s", spool);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 			 MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
 	/* HTTPS (--tls-cert, --tls-key): MHD's GnuTLS, fed the PEM files. */

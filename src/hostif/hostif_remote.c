@@ -299,7 +299,8 @@ static int r_get(void *ctx, const char *ws, const char *id, bool touch, struct s
 	sbx_path(path, sizeof path, ws, id, touch ? "?touch=1" : "");
 	json_t *a = NULL;
 	struct sbx_row tmp;
-	rc = answer_row(call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL), a, &tmp);
+	rc = call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+	rc = answer_row(rc, a, &tmp);
 	if (rc == 0 && tmp.state == SBX_DELETED)
 		store_placement_end(rm->cfg.store, id);
 	if (rc == 0 && out)

@@ -196,6 +196,15 @@ static int row_first_text(void *ctx, const struct dbv *c, int n)
 	return 1;
 }
 
+int store_workspace_mirror(struct store *st, const char *id)
+{
+	/* Its name is its id here: a host has no other use for one, and
+	 * names are unique. */
+	return RUN(st, "INSERT INTO workspaces (id, name, created_ms) VALUES ($1, $1, $2) "
+		       "ON CONFLICT DO NOTHING",
+		   NULL, NULL, NULL, DBV_S(id), DBV_I(wall_ms()));
+}
+
 int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX])
 {
 	char found[ID_MAX] = "";

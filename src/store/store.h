@@ -57,6 +57,9 @@ int store_tx_lock(struct store *tx, const char *key);
 /* The id of the workspace called name, created if missing (and made
  * live again if an operator had deleted it). */
 int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX]);
+/* A cluster's host: the workspace of this id (the API's) exists here too,
+ * for the records of its sandboxes; nothing if it does. */
+int store_workspace_mirror(struct store *st, const char *id);
 
 /* What a key may do: everything, or only read (docs/security.md). Stored
  * by its name, "full" or "read". */

@@ -1,0 +1,156 @@
+#!/bin/bash
+# tests/cluster/hosts.sh: the cluster's cases that need KVM, run by
+# tests/cluster/run inside the emulated host (or on a machine with
+# hardware KVM). Two host agents join the API replicas' cluster; every
+# sandbox call goes to an API replica (CL_API1 spreads, CL_API2 packs),
+# which places it and calls the agent that has it. Each agent offers 512
+# MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
+# its refusals show. Environment: see tests/cluster/run.
+. "$(dirname "$0")/../e2e/lib.sh"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?}"
+KEY=$CL_KEY
+URL=$CL_API1
+
+declare -A agent_pid
+agents_stop() {
+	local n
+	for n in "${!agent_pid[@]}"; do kill -9 "${agent_pid[$n]}" 2>/dev/null; wait "${agent_pid[$n]}" 2>/dev/null; done
+	for n in a b; do
+		for z in "$T/$n"/templates/*/v*/zygote.pid; do
+			[ -f "$z" ] && kill -9 "$(cut -d' ' -f1 "$z")" 2>/dev/null
+		done
+		for c in $(ls "$T/$n/sandboxes" 2>/dev/null); do
+			[ -d "/sys/fs/cgroup/kiln-$n/$c" ] && { echo 1 > "/sys/fs/cgroup/kiln-$n/$c/cgroup.kill"; sleep 0.2; rmdir "/sys/fs/cgroup/kiln-$n/$c"; } 2>/dev/null
+		done
+		rmdir "/sys/fs/cgroup/kiln-$n" 2>/dev/null
+	done
+	return 0
+}
+at_exit agents_stop
+
+# start_agent NAME PORT ADVERTISE [ARGS...]
+start_agent() {
+	local n=$1 port=$2 adv=$3; shift 3
+	"$KILND" --role agent --data "$T/$n" --listen "0.0.0.0:$port" --api "$CL_API1" --advertise "$adv" \
+		--name "host-$n" --no-net --no-jail --net-pool 0 --cgroup "/sys/fs/cgroup/kiln-$n" \
+		--offer-memory 512 "$@" >> "$T/$n.log" 2>&1 &
+	agent_pid[$n]=$!
+}
+agent_key() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$T/$1/cluster.json"; }
+# on_host NAME: the ids of the sandboxes agent NAME runs, as it says itself.
+on_host() {
+	local port; [ "$1" = a ] && port=$CL_PORT_A || port=$CL_PORT_B
+	curl -s -m 30 -H "Authorization: Bearer $(agent_key "$1")" "http://127.0.0.1:$port/v1/host/sandboxes" |
+		python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["sandboxes"]))'
+}
+until_ok() {
+	local end=$((SECONDS + $1)); shift
+	while ! "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.5; done
+}
+
+# Both hosts build the template before they join: the join says so.
+mkdir -p "$T/a" "$T/b"
+for n in a b; do "$KILND" --data "$T/$n" --no-net template build minimal > "$T/build-$n.log" 2>&1 & done
+wait
+for n in a b; do
+	[ -d "$T/$n/templates/minimal" ] && pass "template_$n" "$(tail -1 "$T/build-$n.log")" \
+		|| { fail "template_$n" "$(tail -3 "$T/build-$n.log" | tr '\n' ' ')"; exit 1; }
+done
+start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN"
+start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN"
+joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
+if until_ok 60 joined; then pass agents_joined "host-a and host-b, one token of any number of uses"
+else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1; fi
+
+# ---- placement ------------------------------------------------------------------
+# The packing replica puts two on one host; the spreading one then fills
+# the other; a fifth has no room anywhere.
+URL=$CL_API2
+create_sandbox; P1=$SBX; create_sandbox; P2=$SBX
+[ -n "$P1" ] && [ -n "$P2" ] && pass create_pack "$P1 $P2 through the packing replica" \
+	|| { fail create_pack "$STATUS $BODY"; exit 1; }
+a=$(on_host a) b=$(on_host b)
+if [[ $a == *sbx_*sbx_* && -z $b ]]; then full=a other=b
+elif [[ $b == *sbx_*sbx_* && -z $a ]]; then full=b other=a
+else full=; fi
+both=$(on_host "${full:-a}")
+[ -n "$full" ] && [[ " $both " == *" $P1 "* && " $both " == *" $P2 "* ]] && pass pack_one_host "host-$full runs both: $both" \
+	|| { fail pack_one_host "a: '$a' b: '$b'"; full=a other=b; }
+URL=$CL_API1
+create_sandbox; S1=$SBX; create_sandbox; S2=$SBX
+[ -n "$S1" ] && [ -n "$S2" ] && pass create_spread "$S1 $S2 through the spreading replica" \
+	|| { fail create_spread "$STATUS $BODY"; exit 1; }
+o=$(on_host "$other")
+[[ " $o " == *" $S1 "* && " $o " == *" $S2 "* && $o == *sbx_*sbx_* ]] && pass spread_to_room "host-$other runs both: $o" \
+	|| fail spread_to_room "$other: '$o'"
+create_sandbox
+[ "$STATUS" = 503 ] && grep -q "no host has room" <<<"$BODY" && pass no_room "503: $(jget 'j["error"]["message"]')" \
+	|| fail no_room "$STATUS $BODY"
+
+# ---- one API, every replica -------------------------------------------------------
+URL=$CL_API2
+api GET "/v1/sandboxes/$S1"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = running ] && pass get_other_replica "running" || fail get_other_replica "$STATUS $BODY"
+api GET /v1/sandboxes
+n=$(jget 'len(j["sandboxes"])')
+[ "$STATUS" = 200 ] && [ "$n" = 4 ] && pass list_all_hosts "4 sandboxes on 2 hosts" || fail list_all_hosts "$STATUS $n $BODY"
+api POST "/v1/sandboxes/$S1/exec" '{"cmd":"echo relayed-$((6*7)); hostname >/dev/null; exit 3"}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = "relayed-42" ] && [ "$(jget 'j["exit_code"]')" = 3 ] \
+	&& pass exec_relayed "through the other replica and host-b's relay, exit 3" || fail exec_relayed "$STATUS $BODY"
+head -c 300000 /dev/urandom > "$T/blob"
+api PUT "/v1/sandboxes/$P1/files?path=/tmp/blob" "" --data-binary @"$T/blob"
+curl -s -m 60 -H "Authorization: Bearer $KEY" -o "$T/blob.back" "$URL/v1/sandboxes/$P1/files?path=/tmp/blob"
+[ "$STATUS" = 200 ] && cmp -s "$T/blob" "$T/blob.back" && pass files_relayed "300 kB up and down through host-a" \
+	|| fail files_relayed "$STATUS $BODY"
+api POST "/v1/sandboxes/$P1/hibernate" '{}'
+st1=$STATUS
+api POST "/v1/sandboxes/$P1/exec" '{"cmd":"cat /proc/uptime >/dev/null && echo awake"}'
+[ "$st1" = 200 ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = awake ] \
+	&& pass hibernate_wake_remote "hibernated on host-a, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
+
+# ---- the host calls are the API's only ------------------------------------------------
+code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $CL_KEY" "http://127.0.0.1:$CL_PORT_A/v1/host/sandboxes")
+[ "$code" = 401 ] && pass host_call_refused "a tenant's key at a host: 401" || fail host_call_refused "$code"
+grep -q "host call from .* refused" "$T/a.log" && pass host_call_logged "host-a logged it" || fail host_call_logged ""
+
+# ---- a host dies ------------------------------------------------------------------
+# host-$other runs S1 and S2; host-$full runs P1 and P2.
+kill -9 "${agent_pid[$other]}"; wait "${agent_pid[$other]}" 2>/dev/null; unset "agent_pid[$other]"
+t0=$SECONDS
+lost() { api GET "/v1/sandboxes/$S1"; [ "$(jget 'j["status"]')" = lost ]; }
+if until_ok 30 lost; then
+	took=$((SECONDS - t0))
+	[ $took -le 15 ] && pass host_lost "state lost after ${took} s: $(jget 'j["error"]')" || fail host_lost "after ${took} s (bound 15)"
+else
+	fail host_lost "$STATUS $BODY"
+fi
+api GET /v1/sandboxes
+[ "$(jget 'sorted(s["status"] for s in j["sandboxes"])')" = "['lost', 'lost', 'running', 'running']" ] \
+	&& pass list_shows_lost "two lost, two running" || fail list_shows_lost "$BODY"
+api POST "/v1/sandboxes/$S1/exec" '{"cmd":"true"}'
+[ "$STATUS" = 502 ] && grep -q "host-$other is down" <<<"$BODY" && pass exec_on_lost "502: $(jget 'j["error"]["message"]')" \
+	|| fail exec_on_lost "$STATUS $BODY"
+api DELETE "/v1/sandboxes/$P2"
+[ "$STATUS" = 204 ] || fail delete_p2 "$STATUS $BODY"
+URL=$CL_API1
+create_sandbox; N1=$SBX
+f=$(on_host "$full")
+[ -n "$N1" ] && [[ " $f " == *" $N1 "* ]] && pass create_elsewhere "$N1 on host-$full, host-$other down" \
+	|| fail create_elsewhere "$STATUS $BODY $full: '$f'"
+
+# ---- it comes back ------------------------------------------------------------------
+if [ "$other" = a ]; then start_agent a "$CL_PORT_A" "$CL_ADV_A"; else start_agent b "$CL_PORT_B" "$CL_ADV_B"; fi
+back() { api GET "/v1/sandboxes/$S1"; [ "$(jget 'j["status"]')" = running ]; }
+until_ok 60 back && pass host_back "$S1 running again: its VMM outlived kilnd, the restart took it back" \
+	|| fail host_back "$STATUS $BODY $(tail -3 "$T/$other.log")"
+api POST "/v1/sandboxes/$S2/exec" '{"cmd":"echo again"}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = again ] && pass exec_after_return "" || fail exec_after_return "$STATUS $BODY"
+
+# ---- the end: every sandbox deleted through the API, none left on a host ----------
+for s in $P1 $S1 $S2 $N1; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || fail delete "$s: $STATUS $BODY"; done
+a=$(on_host a) b=$(on_host b)
+[ -z "$a$b" ] && pass hosts_empty "nothing runs on either host" || fail hosts_empty "a: '$a' b: '$b'"
+api GET /v1/sandboxes
+[ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass list_empty "" || fail list_empty "$BODY"
+[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" | sed 's/^/  | /'; done; exit 1; }
+exit 0
