@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 8;
+const int schema_version = 7;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -189,8 +189,15 @@ const char schema_sql[] =
 	"  templates TEXT,\n"
 	"  joined_ms BIGINT NOT NULL,\n"
 	"  heartbeat_ms BIGINT NOT NULL,\n"
-	"  revoked_ms BIGINT,\n"
-	"  api_key TEXT\n"
+	"  revoked_ms BIGINT\n"
+	");\n"
+	/* The key the API shows a host when it calls it, made at the join
+	 * (docs/cluster.md "Trust"); kept whole, as the API must send it. A
+	 * table of its own, not a column of hosts: schema_sql makes it on
+	 * any database, no migration needed. */
+	"CREATE TABLE IF NOT EXISTS host_keys (\n"
+	"  host_id TEXT PRIMARY KEY,\n"
+	"  api_key TEXT NOT NULL\n"
 	");\n"
 	/* Where the cluster's sandboxes and snapshots live (docs/cluster.md
 	 * "Placement"): one row per sandbox or snapshot an API placed on a
@@ -251,9 +258,6 @@ const struct migration schema_migrations[] = {
 	 * an operator (operators is new: schema_sql makes it). */
 	{ 7, "ALTER TABLE workspaces ADD COLUMN suspended BIGINT NOT NULL DEFAULT 0;\n"
 	     "ALTER TABLE workspaces ADD COLUMN deleted_ms BIGINT;\n" },
-	/* Version 7's API could not call its hosts: a host's key for the
-	 * API's calls to it, made at its join (placements is new). */
-	{ 8, "ALTER TABLE hosts ADD COLUMN api_key TEXT;\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

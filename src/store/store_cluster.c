@@ -128,12 +128,15 @@ static int join_tx(struct store *tx, void *ctx)
 		return errf(EEXIST, "a host called '%s' has joined already (%s)", j->name, found);
 	if ((rc = make_id(jc->id, "host_")) < 0)
 		return rc;
-	return RUN(tx, "INSERT INTO hosts (id, name, credential_hash, token_id, url, admin, health, "
-		       "version, vcpus, memory_mib, disk_mib, templates, joined_ms, heartbeat_ms, api_key) "
-		       "VALUES ($1, $2, $3, $4, $5, 'active', 'up', $6, $7, $8, $9, $10, $11, $11, $12)",
+	rc = RUN(tx, "INSERT INTO hosts (id, name, credential_hash, token_id, url, admin, health, "
+		       "version, vcpus, memory_mib, disk_mib, templates, joined_ms, heartbeat_ms) "
+		       "VALUES ($1, $2, $3, $4, $5, 'active', 'up', $6, $7, $8, $9, $10, $11, $11)",
 		   NULL, NULL, NULL, DBV_S(jc->id), DBV_S(j->name), DBV_S(j->credential_hash), DBV_S(t.id),
 		   DBV_S(j->url), DBV_S(j->version), DBV_I(j->vcpus), DBV_I(j->memory_mib),
-		   DBV_I(j->disk_mib), DBV_S(j->templates), DBV_I(now), DBV_S(j->api_key));
+		   DBV_I(j->disk_mib), DBV_S(j->templates), DBV_I(now));
+	rc = rc ?: RUN(tx, "INSERT INTO host_keys (host_id, api_key) VALUES ($1, $2)", NULL, NULL, NULL,
+		       DBV_S(jc->id), DBV_S(j->api_key));
+	return rc;
 }
 
 int store_host_join(struct store *st, const struct host_join *j, char id[ID_MAX])

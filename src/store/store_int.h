@@ -25,7 +25,8 @@ int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
  * order store_host_fill reads them. */
 #define HOST_COLS                                                                          \
 	"id, name, url, admin, health, reason, version, vcpus, memory_mib, disk_mib, "      \
-	"sandboxes, joined_ms, heartbeat_ms, revoked_ms, templates, api_key"
+	"sandboxes, joined_ms, heartbeat_ms, revoked_ms, templates, "                       \
+	"(SELECT api_key FROM host_keys WHERE host_keys.host_id = hosts.id)"
 
 struct host_row;
 /* A row of HOST_COLS into *r (host_row_clear it); -EPROTO, -ENOMEM. */

@@ -96,17 +96,17 @@ n=$(jget 'len(j["sandboxes"])')
 [ "$STATUS" = 200 ] && [ "$n" = 4 ] && pass list_all_hosts "4 sandboxes on 2 hosts" || fail list_all_hosts "$STATUS $n $BODY"
 api POST "/v1/sandboxes/$S1/exec" '{"cmd":"echo relayed-$((6*7)); hostname >/dev/null; exit 3"}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = "relayed-42" ] && [ "$(jget 'j["exit_code"]')" = 3 ] \
-	&& pass exec_relayed "through the other replica and host-b's relay, exit 3" || fail exec_relayed "$STATUS $BODY"
+	&& pass exec_relayed "through the other replica and its host's relay, exit 3" || fail exec_relayed "$STATUS $BODY"
 head -c 300000 /dev/urandom > "$T/blob"
 api PUT "/v1/sandboxes/$P1/files?path=/tmp/blob" "" --data-binary @"$T/blob"
 curl -s -m 60 -H "Authorization: Bearer $KEY" -o "$T/blob.back" "$URL/v1/sandboxes/$P1/files?path=/tmp/blob"
-[ "$STATUS" = 200 ] && cmp -s "$T/blob" "$T/blob.back" && pass files_relayed "300 kB up and down through host-a" \
+[ "$STATUS" = 200 ] && cmp -s "$T/blob" "$T/blob.back" && pass files_relayed "300 kB up and down through host-$full" \
 	|| fail files_relayed "$STATUS $BODY"
 api POST "/v1/sandboxes/$P1/hibernate" '{}'
 st1=$STATUS
 api POST "/v1/sandboxes/$P1/exec" '{"cmd":"cat /proc/uptime >/dev/null && echo awake"}'
 [ "$st1" = 200 ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = awake ] \
-	&& pass hibernate_wake_remote "hibernated on host-a, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
+	&& pass hibernate_wake_remote "hibernated on host-$full, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
 
 # ---- the host calls are the API's only ------------------------------------------------
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $CL_KEY" "http://127.0.0.1:$CL_PORT_A/v1/host/sandboxes")

@@ -86,7 +86,7 @@ static void moves_apply_or_refuse(void)
 static void names_round_trip(void)
 {
 	static const char *const want[SBX_NSTATES] = {
-		"creating", "running", "hibernated", "failed", "deleting", "deleted",
+		"creating", "running", "hibernated", "failed", "deleting", "deleted", "lost",
 	};
 	for (int s = 0; s < SBX_NSTATES; s++) {
 		enum sbx_state back = SBX_NSTATES;
