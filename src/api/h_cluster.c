@@ -19,6 +19,7 @@
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/keys.h"
+#include "hostif/hostif.h"
 #include "ops/validate.h"
 #include "store/cluster.h"
 #include "common/err.h"
@@ -147,6 +148,11 @@ int h_cluster_join(struct req *r)
 					    (json_int_t)HOST_BEAT_MS));
 }
 
+static int add_id(void *ctx, const char *id)
+{
+	return json_array_append_new(ctx, json_string(id)) == 0 ? 0 : -ENOMEM;
+}
+
 int h_cluster_heartbeat(struct req *r)
 {
 	static const char *const keys[] = { "vcpus", "memory_mib", "disk_mib", "sandboxes", "version",
@@ -183,8 +189,19 @@ int h_cluster_heartbeat(struct req *r)
 		return reply_errno(r, rc);
 	if (was_down)
 		log_info("cluster: host %s (%s) is up again", h.name, h.id);
-	return reply_json(r, 200, json_pack("{s:s,s:s,s:I}", "host_id", h.id, "admin", h.admin,
-					    "heartbeat_ms", (json_int_t)HOST_BEAT_MS));
+	json_t *a = json_pack("{s:s,s:s,s:I}", "host_id", h.id, "admin", h.admin, "heartbeat_ms",
+			      (json_int_t)HOST_BEAT_MS);
+	/* An API that places sandboxes on hosts (--role api) says which are
+	 * this host's: the host ends any other (docs/cluster.md
+	 * "Reconciliation"). Said only when the list is whole. */
+	json_t *ids = !strcmp(r->api->hostif->ops->name, "remote") ? json_array() : NULL;
+	if (ids && store_placement_ids(r->api->store, h.id, add_id, ids) < 0) {
+		json_decref(ids);
+		ids = NULL;
+	}
+	if (a && ids)
+		json_object_set_new(a, "sandboxes", ids);
+	return reply_json(r, 200, a);
 }
 
 /* ---- the monitor ------------------------------------------------------------- */

@@ -433,7 +433,15 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
 static int r_delete(void *ctx, const char *ws, const char *id)
 {
 	struct remote *rm = ctx;
-	int rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
+	struct host_row h;
+	int rc = where(rm, ws, id, &h);
+	if (rc < 0)
+		return rc;
+	bool down = host_down(&h);
+	host_row_clear(&h);
+	if (down)	/* deleted now; its host ends it when back (reconciliation) */
+		return store_placement_end(rm->cfg.store, id);
+	rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
 	if (rc == 0)
 		store_placement_end(rm->cfg.store, id);
 	return rc;

@@ -241,6 +241,63 @@ static int join(void)
 	return rc;
 }
 
+/* Reconciliation (docs/cluster.md): the sandboxes this host runs that
+ * its API does not list as this host's, ready for longer than the grace
+ * (the API records a create as soon as the host answers it), are
+ * deleted: deleted through the API while this host was away, or made for
+ * an API that died before it recorded them. */
+#define RECONCILE_GRACE_MS 30000
+
+struct strays {
+	const json_t *keep;		/* {id: true} */
+	int64_t now;
+	char (*ids)[ID_MAX * 2 + 2];	/* "workspace id" */
+	int n, cap;
+};
+
+static int find_stray(void *ctx, const struct sbx_row *r)
+{
+	struct strays *s = ctx;
+	if (json_object_get(s->keep, r->id))
+		return 0;
+	if (r->created_ms + (int64_t)r->ready_ms + RECONCILE_GRACE_MS > s->now || r->state == SBX_CREATING)
+		return 0;
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 16;
+		void *p = realloc(s->ids, (size_t)cap * sizeof *s->ids);
+		if (!p)
+			return -ENOMEM;
+		s->ids = p, s->cap = cap;
+	}
+	snprintf(s->ids[s->n++], sizeof s->ids[0], "%s %s", r->workspace, r->id);
+	return 0;
+}
+
+static void reconcile(const json_t *list)
+{
+	json_t *keep = json_object();
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e)
+		if (json_is_string(e))
+			json_object_set_new(keep, json_string_value(e), json_true());
+	struct strays s = { keep, wall_ms(), NULL, 0, 0 };
+	if (keep && link_.cfg.hostif && hostif_each(link_.cfg.hostif, NULL, find_stray, &s) == 0) {
+		for (int k = 0; k < s.n; k++) {
+			char *id = strchr(s.ids[k], ' ');
+			*id++ = 0;
+			int rc = hostif_delete(link_.cfg.hostif, s.ids[k], id);
+			if (rc == 0)
+				log_warn("cluster: sandbox %s is not the cluster's (deleted while this host was away, "
+					 "or its API died creating it): deleted", id);
+			else if (rc != -ENOENT)
+				log_warn("cluster: sandbox %s is not the cluster's; deleting it: %s", id, errmsg());
+		}
+	}
+	free(s.ids);
+	json_decref(keep);
+}
+
 static void beat(void *ctx)
 {
 	(void)ctx;
@@ -254,6 +311,8 @@ static void beat(void *ctx)
 			 link_.cfg.api_url);
 	else if (status != 200)
 		log_warn("cluster: heartbeat: HTTP %ld: %s", status, answer_message(a));
+	else if (json_is_array(json_object_get(a, "sandboxes")))
+		reconcile(json_object_get(a, "sandboxes"));
 	json_decref(a);
 }
 

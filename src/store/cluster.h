@@ -111,6 +111,10 @@ int store_placement_host(struct store *st, const char *ws, const char *id, struc
 /* Each placement of kind not yet ended, of workspace ws (NULL: all),
  * oldest first, with its host. */
 typedef int store_placed_fn(void *ctx, const char *id, const char *ws, const struct host_row *h);
+/* The ids of the sandboxes placed on host_id and not ended, each to fn
+ * (what the host's reconciliation keeps: docs/cluster.md). */
+typedef int store_id_fn(void *ctx, const char *id);
+int store_placement_ids(struct store *st, const char *host_id, store_id_fn *fn, void *ctx);
 int store_placement_each(struct store *st, const char *ws, const char *kind, store_placed_fn *fn,
 			 void *ctx);
 

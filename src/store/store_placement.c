@@ -213,6 +213,24 @@ static int row_placed(void *ctx, const struct dbv *c, int n)
 	return 0;
 }
 
+struct ids {
+	store_id_fn *fn;
+	void *ctx;
+};
+
+static int row_id(void *ctx, const struct dbv *c, int n)
+{
+	struct ids *i = ctx;
+	return n < 1 ? -EPROTO : i->fn(i->ctx, dbv_text(&c[0]));
+}
+
+int store_placement_ids(struct store *st, const char *host_id, store_id_fn *fn, void *ctx)
+{
+	struct ids i = { fn, ctx };
+	return RUN(st, "SELECT id FROM placements WHERE host_id = $1 AND ended_ms IS NULL AND kind = 'sandbox' "
+		       "AND id NOT LIKE 'res_%'", row_id, &i, NULL, DBV_S(host_id));
+}
+
 int store_placement_each(struct store *st, const char *ws, const char *kind, store_placed_fn *fn,
 			 void *ctx)
 {

@@ -130,8 +130,17 @@ api GET /v1/sandboxes
 api POST "/v1/sandboxes/$S1/exec" '{"cmd":"true"}'
 [ "$STATUS" = 502 ] && grep -q "host-$other is down" <<<"$BODY" && pass exec_on_lost "502: $(jget 'j["error"]["message"]')" \
 	|| fail exec_on_lost "$STATUS $BODY"
+api DELETE "/v1/sandboxes/$S2"
+[ "$STATUS" = 204 ] && pass delete_lost "204: deleted now, its host ends it when back" || fail delete_lost "$STATUS $BODY"
 api DELETE "/v1/sandboxes/$P2"
 [ "$STATUS" = 204 ] || fail delete_p2 "$STATUS $BODY"
+# An API that died mid-create leaves a sandbox no placement names: made
+# here on host-$full directly, as such an API would have left it.
+if [ "$full" = a ]; then fport=$CL_PORT_A; else fport=$CL_PORT_B; fi
+curl -s -m 120 -o "$T/orphan" -H "Authorization: Bearer $(agent_key "$full")" -H 'Content-Type: application/json' \
+	--data '{"workspace":"ws_orphan","template":"minimal","ttl_seconds":0}' "http://127.0.0.1:$fport/v1/host/sandboxes"
+ORPHAN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/orphan" 2>/dev/null)
+t_orphan=$SECONDS
 URL=$CL_API1
 create_sandbox; N1=$SBX
 f=$(on_host "$full")
@@ -143,11 +152,22 @@ if [ "$other" = a ]; then start_agent a "$CL_PORT_A" "$CL_ADV_A"; else start_age
 back() { api GET "/v1/sandboxes/$S1"; [ "$(jget 'j["status"]')" = running ]; }
 until_ok 60 back && pass host_back "$S1 running again: its VMM outlived kilnd, the restart took it back" \
 	|| fail host_back "$STATUS $BODY $(tail -3 "$T/$other.log")"
-api POST "/v1/sandboxes/$S2/exec" '{"cmd":"echo again"}'
+api POST "/v1/sandboxes/$S1/exec" '{"cmd":"echo again"}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = again ] && pass exec_after_return "" || fail exec_after_return "$STATUS $BODY"
+# Reconciliation: what was deleted while its host was away ends there.
+s2_gone() { [[ " $(on_host "$other") " != *" $S2 "* ]]; }
+until_ok 30 s2_gone && grep -q "sandbox $S2 is not the cluster's" "$T/$other.log" \
+	&& pass reconcile_deleted "$S2, deleted through the API while host-$other was down, ended there on its return" \
+	|| fail reconcile_deleted "host-$other runs: $(on_host "$other")"
+orphan_gone() { [[ " $(on_host "$full") " != *" $ORPHAN "* ]]; }
+if [ -n "$ORPHAN" ] && until_ok 60 orphan_gone; then
+	pass orphan_reaped "$ORPHAN, placed by no API, deleted by host-$full after $((SECONDS - t_orphan)) s (ready + 30 s grace)"
+else
+	fail orphan_reaped "'$ORPHAN' $(cat "$T/orphan") host-$full runs: $(on_host "$full")"
+fi
 
 # ---- the end: every sandbox deleted through the API, none left on a host ----------
-for s in $P1 $S1 $S2 $N1; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || fail delete "$s: $STATUS $BODY"; done
+for s in $P1 $S1 $N1; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || fail delete "$s: $STATUS $BODY"; done
 a=$(on_host a) b=$(on_host b)
 [ -z "$a$b" ] && pass hosts_empty "nothing runs on either host" || fail hosts_empty "a: '$a' b: '$b'"
 api GET /v1/sandboxes
