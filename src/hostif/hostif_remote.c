@@ -8,6 +8,7 @@
  */
 #include "hostif/hostif_remote.h"
 #include "hostif/hostif_wire.h"
+#include "hostif/placement.h"
 #include "host/guest_conn.h"
 #include "store/cluster.h"
 #include "store/sbx_state.h"
@@ -183,58 +184,14 @@ static int gone(struct remote *rm, const char *id, int rc)
 /* ---- sandboxes -------------------------------------------------------------------- */
 
 struct choose {
-	struct remote *rm;
-	const struct create_req *req;
+	struct placement_rule rule;
 	struct placement p;		/* the chosen template's size lands here */
-	bool seen;			/* some host has the template */
 };
-
-/* The size of template name as host h built it: 0, or -ENOENT. */
-static int template_size(const struct host_row *h, const char *name, int64_t *vcpus, int64_t *mem)
-{
-	json_t *t = h->templates ? json_loads(h->templates, 0, NULL) : NULL;
-	size_t i;
-	json_t *e;
-	int rc = -ENOENT;
-	json_array_foreach(t, i, e) {
-		const char *n = json_string_value(json_object_get(e, "name"));
-		if (n && !strcmp(n, name)) {
-			*vcpus = json_integer_value(json_object_get(e, "vcpus"));
-			*mem = json_integer_value(json_object_get(e, "memory_mib"));
-			rc = 0;
-			break;
-		}
-	}
-	json_decref(t);
-	return rc;
-}
 
 static int choose_host(void *ctx, const struct host_load *hosts, int n)
 {
 	struct choose *c = ctx;
-	int best = -1;
-	int64_t best_free = 0, need_v = 0, need_m = 0;
-	int over = c->rm->cfg.vcpu_overcommit > 0 ? c->rm->cfg.vcpu_overcommit : 1;
-	for (int i = 0; i < n; i++) {
-		int64_t v, m;
-		if (template_size(&hosts[i].host, c->req->template, &v, &m) < 0)
-			continue;
-		c->seen = true;
-		int64_t free_m = hosts[i].host.memory_mib - hosts[i].memory_mib;
-		int64_t free_v = hosts[i].host.vcpus * over - hosts[i].vcpus;
-		if (m > free_m || v > free_v)
-			continue;
-		bool better = best < 0 || (c->rm->cfg.policy == PLACE_SPREAD ? free_m > best_free : free_m < best_free);
-		if (better)
-			best = i, best_free = free_m, need_v = v, need_m = m;
-	}
-	if (best < 0)
-		return c->seen ? errf(EAGAIN, "no host has room for a sandbox of template '%s' (kilnd cluster hosts)",
-				      c->req->template)
-			       : errf(ENOENT, "template '%s' is built on no host that is up", c->req->template);
-	c->p.vcpus = need_v;
-	c->p.memory_mib = need_m;
-	return best;
+	return placement_choose(&c->rule, hosts, n, &c->p.vcpus, &c->p.memory_mib);
 }
 
 static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
@@ -244,7 +201,10 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	char res[ID_MAX] = "";
 	int rc;
 	memset(out, 0, sizeof *out);
-	struct choose c = { rm, req, { .workspace = req->workspace, .kind = "sandbox" }, false };
+	struct choose c = {
+		{ rm->cfg.policy, rm->cfg.vcpu_overcommit, req->template },
+		{ .workspace = req->workspace, .kind = "sandbox" },
+	};
 	if (req->snapshot) {
 		/* From a snapshot: where the snapshot is (docs/cluster.md). */
 		if ((rc = where(rm, req->workspace, req->snapshot, &h)) < 0)

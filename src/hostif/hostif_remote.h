@@ -14,6 +14,7 @@
 #define KILN_HOSTIF_HOSTIF_REMOTE_H
 
 #include "hostif/hostif.h"
+#include "hostif/placement.h"
 
 struct store;
 
@@ -21,10 +22,6 @@ struct store;
  * that runs gets its vCPU time from the host's scheduler. */
 #define HOST_VCPU_OVERCOMMIT 8
 
-enum placement_policy {
-	PLACE_SPREAD,		/* the host with the most memory free */
-	PLACE_PACK,		/* the host with the least memory free that fits */
-};
 
 struct remote_config {
 	struct store *store;		/* the cluster's (PostgreSQL) */

@@ -7,6 +7,8 @@
 #include "store/db.h"
 #include "store/db_url.h"
 #include "store/schema.h"
+#include "store/cluster.h"
+#include "hostif/placement.h"
 #include "api/http.h"
 #include "api/keys.h"
 #include "common/err.h"
@@ -1197,6 +1199,195 @@ static void workspaces_and_operators(void)
 	store_close(st);
 }
 
+/* ---- placement (hostif/placement.h, store/cluster.h store_place) ---------- */
+
+#define TMPL_MINIMAL "[{\"name\":\"minimal\",\"version\":1,\"vcpus\":1,\"memory_mib\":256}]"
+
+static void load_of(struct host_load *h, const char *name, int64_t vcpus, int64_t mem, int64_t used_v,
+		    int64_t used_m, const char *templates)
+{
+	memset(h, 0, sizeof *h);
+	snprintf(h->host.name, sizeof h->host.name, "%s", name);
+	h->host.vcpus = vcpus, h->host.memory_mib = mem;
+	h->host.templates = (char *)templates;
+	h->vcpus = used_v, h->memory_mib = used_m;
+}
+
+static void placement_rule_spread_pack_room(void)
+{
+	struct host_load h[3];
+	int64_t v = 0, m = 0;
+	load_of(&h[0], "a", 2, 1024, 0, 512, TMPL_MINIMAL);	/* 512 free */
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_MINIMAL);	/* 1024 free */
+	load_of(&h[2], "c", 2, 4096, 0, 0, "[]");		/* no template */
+	struct placement_rule spread = { PLACE_SPREAD, 8, "minimal" }, pack = { PLACE_PACK, 8, "minimal" };
+	CHECK(placement_choose(&spread, h, 3, &v, &m) == 1 && v == 1 && m == 256);
+	CHECK(placement_choose(&pack, h, 3, &v, &m) == 0);
+	/* Full by memory: a has 128 free. */
+	h[0].memory_mib = 896;
+	CHECK(placement_choose(&pack, h, 3, &v, &m) == 1);
+	/* Full by vCPUs: b has 2 x 8 placed already. */
+	h[1].vcpus = 16;
+	CHECK(placement_choose(&spread, h, 3, &v, &m) == -EAGAIN && strstr(errmsg(), "no host has room"));
+	struct placement_rule none = { PLACE_SPREAD, 8, "base" };
+	CHECK(placement_choose(&none, h, 3, &v, &m) == -ENOENT && strstr(errmsg(), "'base'"));
+	/* Ties: the first (the host that joined first). */
+	load_of(&h[0], "a", 2, 1024, 0, 0, TMPL_MINIMAL);
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_MINIMAL);
+	CHECK(placement_choose(&spread, h, 2, &v, &m) == 0 && placement_choose(&pack, h, 2, &v, &m) == 0);
+	CHECK(placement_choose(&spread, h, 0, &v, &m) == -ENOENT);
+}
+
+static int choose_spread(void *ctx, const struct host_load *h, int n)
+{
+	struct placement *p = ctx;
+	struct placement_rule r = { PLACE_SPREAD, 8, "minimal" };
+	return placement_choose(&r, h, n, &p->vcpus, &p->memory_mib);
+}
+
+/* Join host name offering mem MiB and 2 vCPUs, with minimal built. */
+static void join_host(struct store *st, const char *name, int64_t mem, char id[ID_MAX])
+{
+	char cred[64], key[64];
+	snprintf(cred, sizeof cred, "cred-%s", name);
+	snprintf(key, sizeof key, "kiln_hk_%s", name);
+	struct host_join j = { .token_hash = "place-token", .credential_hash = cred, .api_key = key, .name = name,
+			       .url = "http://127.0.0.1:1", .version = "t", .templates = TMPL_MINIMAL,
+			       .vcpus = 2, .memory_mib = mem };
+	CHECK(store_host_join(st, &j, id) == 0);
+}
+
+struct placed_count {
+	int n;
+	char host[ID_MAX];
+};
+
+static int count_on(void *ctx, const char *id, const char *ws, const struct host_row *h)
+{
+	struct placed_count *c = ctx;
+	(void)id, (void)ws;
+	c->n += !strcmp(h->id, c->host);
+	return 0;
+}
+
+static int on_host(struct store *st, const char *host)
+{
+	struct placed_count c = { 0 };
+	snprintf(c.host, sizeof c.host, "%s", host);
+	CHECK(store_placement_each(st, NULL, "sandbox", count_on, &c) == 0);
+	return c.n;
+}
+
+/* Place once and take a sandbox id for it, as a create that succeeded. */
+static int place_one(struct store *st, char host[ID_MAX], char id[ID_MAX])
+{
+	struct placement p = { "ws_place", "sandbox", 0, 0 };
+	char res[ID_MAX];
+	struct host_row h;
+	int rc = store_place(st, &p, choose_spread, &p, res, &h);
+	if (rc < 0)
+		return rc;
+	snprintf(host, ID_MAX, "%s", h.id);
+	host_row_clear(&h);
+	make_id(id, "sbx_");
+	return store_placement_rename(st, res, id);
+}
+
+static void placement_reserves_in_the_store(void)
+{
+	char url[1024], a[ID_MAX], b[ID_MAX], c[ID_MAX], d[ID_MAX], host[ID_MAX], id[ID_MAX], first[ID_MAX];
+	fresh_url("kiln_place", url, sizeof url);
+	struct store *st = NULL;
+	CHECK(store_open(url, &st) == 0);
+	if (!st)
+		return;
+	char tok[ID_MAX];
+	CHECK(store_join_token_add(st, "place-token", "kjt_place", wall_ms() + 3600000, -1, tok) == 0);
+	join_host(st, "a", 1024, a);
+	join_host(st, "b", 512, b);
+	join_host(st, "c", 4096, c);
+	join_host(st, "d", 4096, d);
+	CHECK(store_host_set_admin(st, "c", "cordoned") == 0);
+	char sql[256];
+	snprintf(sql, sizeof sql, "UPDATE hosts SET health = 'down' WHERE id = '%s'", d);
+	CHECK(raw_script(url, sql) == 0);
+	/* a: 4 x 256, b: 2; c cordoned and d down take none. */
+	int placed = 0;
+	while (place_one(st, host, id) == 0) {
+		if (!placed)
+			snprintf(first, sizeof first, "%s", id);
+		placed++;
+	}
+	CHECK(placed == 6 && strstr(errmsg(), "no host has room"));
+	CHECK(on_host(st, a) == 4 && on_host(st, b) == 2 && on_host(st, c) == 0 && on_host(st, d) == 0);
+	/* An ended sandbox frees its room; a reservation left by an API that
+	 * died mid-create holds it until it is stale. */
+	CHECK(store_placement_end(st, first) == 0 && store_placement_end(st, first) == 0);
+	snprintf(sql, sizeof sql, "INSERT INTO placements (id, workspace_id, host_id, kind, vcpus, memory_mib, "
+				  "created_ms) VALUES ('res_dead', 'ws_place', '%s', 'sandbox', 1, 256, %lld)",
+		 a, (long long)wall_ms());
+	CHECK(raw_script(url, sql) == 0);
+	CHECK(place_one(st, host, id) == -EAGAIN);
+	CHECK(raw_script(url, "UPDATE placements SET created_ms = 1 WHERE id = 'res_dead'") == 0);
+	CHECK(place_one(st, host, id) == 0 && !strcmp(host, a));
+	struct host_row h;
+	bool ended = true;
+	CHECK(store_placement_host(st, "ws_place", id, &h, &ended) == 0 && !strcmp(h.id, a) && !ended &&
+	      !strcmp(h.api_key, "kiln_hk_a"));
+	host_row_clear(&h);
+	CHECK(store_placement_host(st, "ws_other", id, &h, &ended) == -ENOENT);
+	store_close(st);
+}
+
+/* API replicas placing at once, each with its own store (connections):
+ * together they place exactly what the hosts have room for, never more. */
+#define PLACERS 4
+static char place_url[1024];
+static pthread_barrier_t place_start;
+
+static void *placer(void *arg)
+{
+	int *made = arg;
+	struct store *st = NULL;
+	if (store_open(place_url, &st) < 0)
+		return (void *)1;
+	pthread_barrier_wait(&place_start);
+	char host[ID_MAX], id[ID_MAX];
+	for (int i = 0; i < 10; i++)
+		if (place_one(st, host, id) == 0)
+			(*made)++;
+	store_close(st);
+	return NULL;
+}
+
+static void placement_races_never_overplace(void)
+{
+	char a[ID_MAX], b[ID_MAX], tok[ID_MAX];
+	fresh_url("kiln_place_race", place_url, sizeof place_url);
+	struct store *st = NULL;
+	CHECK(store_open(place_url, &st) == 0);
+	if (!st)
+		return;
+	CHECK(store_join_token_add(st, "place-token", "kjt_place", wall_ms() + 3600000, -1, tok) == 0);
+	join_host(st, "a", 2048, a);	/* 8 */
+	join_host(st, "b", 1024, b);	/* 4 */
+	pthread_t t[PLACERS];
+	int made[PLACERS] = { 0 }, bad = 0, total = 0;
+	pthread_barrier_init(&place_start, NULL, PLACERS);
+	for (int i = 0; i < PLACERS; i++)
+		pthread_create(&t[i], NULL, placer, &made[i]);
+	for (int i = 0; i < PLACERS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		bad += ret != NULL;
+		total += made[i];
+	}
+	pthread_barrier_destroy(&place_start);
+	CHECK(bad == 0);
+	CHECK(total == 12 && on_host(st, a) == 8 && on_host(st, b) == 4);
+	store_close(st);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -1238,6 +1429,9 @@ int main(void)
 	RUN(ports_round_trip);
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);
+	RUN(placement_rule_spread_pack_room);
+	RUN(placement_reserves_in_the_store);
+	RUN(placement_races_never_overplace);
 	RUN(concurrent_writes_all_land);
 	RUN(ids_are_distinct);
 	if (pg_url) {

@@ -1,0 +1,56 @@
+/*
+ * placement: the choice of a host for a new sandbox (placement.h).
+ */
+#include "hostif/placement.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+int placement_template_size(const struct host_row *h, const char *name, int64_t *vcpus,
+			    int64_t *memory_mib)
+{
+	json_t *t = h->templates ? json_loads(h->templates, 0, NULL) : NULL;
+	size_t i;
+	json_t *e;
+	int rc = -ENOENT;
+	json_array_foreach(t, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+		if (n && !strcmp(n, name)) {
+			*vcpus = json_integer_value(json_object_get(e, "vcpus"));
+			*memory_mib = json_integer_value(json_object_get(e, "memory_mib"));
+			rc = 0;
+			break;
+		}
+	}
+	json_decref(t);
+	return rc;
+}
+
+int placement_choose(const struct placement_rule *rule, const struct host_load *hosts, int n,
+		     int64_t *vcpus, int64_t *memory_mib)
+{
+	int best = -1, over = rule->vcpu_overcommit > 0 ? rule->vcpu_overcommit : 1;
+	int64_t best_free = 0;
+	bool seen = false;
+	for (int i = 0; i < n; i++) {
+		int64_t v, m;
+		if (placement_template_size(&hosts[i].host, rule->template, &v, &m) < 0)
+			continue;
+		seen = true;
+		int64_t free_m = hosts[i].host.memory_mib - hosts[i].memory_mib;
+		int64_t free_v = hosts[i].host.vcpus * over - hosts[i].vcpus;
+		if (m > free_m || v > free_v)
+			continue;
+		if (best < 0 || (rule->policy == PLACE_SPREAD ? free_m > best_free : free_m < best_free)) {
+			best = i, best_free = free_m;
+			*vcpus = v, *memory_mib = m;
+		}
+	}
+	if (best >= 0)
+		return best;
+	return seen ? errf(EAGAIN, "no host has room for a sandbox of template '%s' (kilnd cluster hosts)",
+			   rule->template)
+		    : errf(ENOENT, "template '%s' is built on no host that is up", rule->template);
+}

@@ -1,0 +1,46 @@
+/*
+ * placement: which host of a cluster takes a new sandbox (docs/cluster.md
+ * "Placement"). A pure choice over what the store says of each host that
+ * may take one (store/cluster.h struct host_load: up, active, what its
+ * placements reserve), so that the rule is tested apart from the HTTP
+ * around it.
+ *
+ *   room      the template's memory fits in what the host offers less what
+ *             is placed there; its vCPUs in what it offers times the
+ *             overcommit
+ *   template  built on the host (its heartbeat lists it); a host without
+ *             it is never chosen
+ *   spread    of those with room, the one with the most memory free;
+ *   pack      the one with the least (fill a host before the next)
+ *   ties      the host that joined first (the store's order)
+ */
+#ifndef KILN_HOSTIF_PLACEMENT_H
+#define KILN_HOSTIF_PLACEMENT_H
+
+#include <stdint.h>
+
+#include "store/cluster.h"
+
+enum placement_policy {
+	PLACE_SPREAD,		/* the host with the most memory free */
+	PLACE_PACK,		/* the host with the least memory free that fits */
+};
+
+struct placement_rule {
+	enum placement_policy policy;
+	int vcpu_overcommit;		/* vCPUs placed per vCPU a host offers (< 1: 1) */
+	const char *template;
+};
+
+/* The index of the host chosen among n, with the template's size there
+ * in *vcpus and *memory_mib; -ENOENT when no host has the template built,
+ * -EAGAIN when none that has it has room (errmsg() says which). */
+int placement_choose(const struct placement_rule *rule, const struct host_load *hosts, int n,
+		     int64_t *vcpus, int64_t *memory_mib);
+
+/* The size of template name as host h built it (its heartbeat's list):
+ * 0, or -ENOENT. */
+int placement_template_size(const struct host_row *h, const char *name, int64_t *vcpus,
+			    int64_t *memory_mib);
+
+#endif
