@@ -20,6 +20,7 @@
 #include "api/http.h"
 #include "api/keys.h"
 #include "hostif/hostif.h"
+#include "hostif/hostif_wire.h"
 #include "ops/validate.h"
 #include "store/cluster.h"
 #include "common/err.h"
@@ -148,6 +149,64 @@ int h_cluster_join(struct req *r)
 					    (json_int_t)HOST_BEAT_MS));
 }
 
+/* The records a host sends with its heartbeat (docs/cluster.md
+ * "Records"): its sandboxes', snapshots' and usage's, each kept only if
+ * the API placed that id, of that workspace, on this host: a host writes
+ * nothing of another host's or of a sandbox no API made. */
+#define RECORDS_MAX 4096
+
+static int keep_records(struct store *st, const struct host_row *h, const json_t *rec)
+{
+	const json_t *sb = json_object_get(rec, "sandboxes"), *sn = json_object_get(rec, "snapshots"),
+		     *us = json_object_get(rec, "usage");
+	if (!json_is_object(rec) || json_array_size(sb) + json_array_size(sn) + json_array_size(us) > RECORDS_MAX)
+		return errf(EINVAL, "field 'records': {sandboxes, snapshots, usage}, at most %d in all",
+			    RECORDS_MAX);
+	int refused = 0, rc = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(sb, i, e) {
+		struct sbx_row row;
+		if (wire_row_parse(e, &row) < 0) {
+			refused++;
+			continue;
+		}
+		if (store_placement_is(st, row.id, row.workspace, h->id) == 0)
+			rc = store_sandbox_save(st, &row);
+		else
+			refused++;
+		sbx_row_clear(&row);
+		if (rc < 0)
+			return rc;
+	}
+	json_array_foreach(sn, i, e) {
+		struct snap_row s;
+		if (wire_snap_parse(e, &s) < 0) {
+			refused++;
+			continue;
+		}
+		if (store_placement_is(st, s.id, s.workspace, h->id) == 0)
+			rc = store_snapshot_save(st, &s);
+		else
+			refused++;
+		snap_row_clear(&s);
+		if (rc < 0)
+			return rc;
+	}
+	json_array_foreach(us, i, e) {
+		struct usage_hour u;
+		if (wire_usage_parse(e, &u) < 0 || store_placement_is(st, u.sandbox, u.workspace, h->id) < 0) {
+			refused++;
+			continue;
+		}
+		if ((rc = store_usage_set(st, &u)) < 0)
+			return rc;
+	}
+	if (refused)
+		log_warn("cluster: host %s sent %d records of nothing placed on it: not kept", h->name, refused);
+	return 0;
+}
+
 static int add_id(void *ctx, const char *id)
 {
 	return json_array_append_new(ctx, json_string(id)) == 0 ? 0 : -ENOMEM;
@@ -156,7 +215,7 @@ static int add_id(void *ctx, const char *id)
 int h_cluster_heartbeat(struct req *r)
 {
 	static const char *const keys[] = { "vcpus", "memory_mib", "disk_mib", "sandboxes", "version",
-					    "templates", NULL };
+					    "templates", "records", NULL };
 	const char *auth = req_header(r, "Authorization");
 	char chash[KEY_HASH_LEN];
 	if (!auth || strncmp(auth, "Bearer ", 7) || secret_hash(auth + 7, NODE_CRED_PREFIX, chash) < 0) {
@@ -189,6 +248,9 @@ int h_cluster_heartbeat(struct req *r)
 		return reply_errno(r, rc);
 	if (was_down)
 		log_info("cluster: host %s (%s) is up again", h.name, h.id);
+	const json_t *rec = json_object_get(b, "records");
+	if (rec && (rc = keep_records(r->api->store, &h, rec)) < 0)
+		return reply_errno(r, rc);
 	json_t *a = json_pack("{s:s,s:s,s:I}", "host_id", h.id, "admin", h.admin, "heartbeat_ms",
 			      (json_int_t)HOST_BEAT_MS);
 	/* An API that places sandboxes on hosts (--role api) says which are

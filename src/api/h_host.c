@@ -165,8 +165,16 @@ int h_host_action(struct req *r)
 	if (!strcmp(act, "snapshot")) {
 		char snap[ID_MAX];
 		rc = hostif_snapshot(hi, ws, id, snap);
-		return rc < 0 ? reply_wire_error(r, rc, NULL)
-			      : reply_json(r, 201, json_pack("{s:s}", "snapshot", snap));
+		if (rc < 0)
+			return reply_wire_error(r, rc, NULL);
+		/* Its record too: the API answers with it at once. */
+		struct snap_row s;
+		json_t *o = json_pack("{s:s}", "snapshot", snap);
+		if (o && store_snapshot_load(r->api->store, snap, ws, &s) == 0) {
+			json_object_set_new(o, "record", wire_snap(&s));
+			snap_row_clear(&s);
+		}
+		return reply_json(r, 201, o);
 	}
 	if (!strcmp(act, "touch")) {
 		rc = hostif_touch(hi, ws, id);

@@ -219,6 +219,8 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 		struct placement p = { req->workspace, "sandbox", out->vcpus, out->memory_mib };
 		rc = res[0] ? store_placement_rename(rm->cfg.store, res, out->id)
 			    : store_placement_add(rm->cfg.store, out->id, h.id, &p);
+		/* Its record at once, for what counts creates (plans). */
+		rc = rc ?: store_sandbox_save(rm->cfg.store, out);
 		if (rc < 0) {
 			/* Made, but the API cannot find it again: undo it. */
 			char why[512];
@@ -447,6 +449,14 @@ static int r_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MA
 		snprintf(snap, ID_MAX, "%s", s);
 		struct placement p = { ws, "snapshot", 0, 0 };
 		rc = store_placement_add(rm->cfg.store, snap, h.id, &p);
+		/* The API answers from its own records (the heartbeats keep
+		 * them after this). */
+		struct snap_row sr;
+		if (rc == 0 && wire_snap_parse(json_object_get(a, "record"), &sr) == 0) {
+			if (!strcmp(sr.id, snap) && !strcmp(sr.workspace, ws))
+				rc = store_snapshot_save(rm->cfg.store, &sr);
+			snap_row_clear(&sr);
+		}
 	}
 	json_decref(a);
 	host_row_clear(&h);
@@ -494,7 +504,8 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 		if (wire_row_parse(e, c) < 0)
 			continue;
 		struct placement p = { req->workspace, "sandbox", c->vcpus, c->memory_mib };
-		if (store_placement_add(rm->cfg.store, c->id, h.id, &p) < 0) {
+		if (store_placement_add(rm->cfg.store, c->id, h.id, &p) < 0 ||
+		    store_sandbox_save(rm->cfg.store, c) < 0) {
 			sbx_row_clear(c);
 			memset(c, 0, sizeof *c);	/* exists, not findable: skipped */
 		}

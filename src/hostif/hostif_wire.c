@@ -251,6 +251,66 @@ int wire_error_parse(const json_t *j, struct ws_caps_report *report)
 	return errf((int)e, "%.900s", m ? m : strerror((int)e));
 }
 
+json_t *wire_snap(const struct snap_row *r)
+{
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I}", "id", r->id, "workspace", r->workspace,
+			      "sandbox", r->sandbox, "template", r->template, "vcpus", r->vcpus, "memory_mib",
+			      r->memory_mib, "created_ms", (json_int_t)r->created_ms, "deleted_ms",
+			      (json_int_t)r->deleted_ms);
+	if (o) {
+		set_text(o, "disks", r->disks);
+		set_text(o, "env", r->env);
+	}
+	return o;
+}
+
+int wire_snap_parse(const json_t *j, struct snap_row *r)
+{
+	memset(r, 0, sizeof *r);
+	if (!json_is_object(j))
+		return errf(EPROTO, "a snapshot record that is not an object");
+	str_to(r->id, sizeof r->id, j, "id");
+	str_to(r->workspace, sizeof r->workspace, j, "workspace");
+	str_to(r->sandbox, sizeof r->sandbox, j, "sandbox");
+	str_to(r->template, sizeof r->template, j, "template");
+	if (!r->id[0] || !r->workspace[0])
+		return errf(EPROTO, "a snapshot record without id or workspace");
+	r->vcpus = (int)int_of(j, "vcpus");
+	r->memory_mib = (int)int_of(j, "memory_mib");
+	r->created_ms = int_of(j, "created_ms");
+	r->deleted_ms = int_of(j, "deleted_ms");
+	int rc = text_of(j, "disks", &r->disks);
+	rc = rc ?: text_of(j, "env", &r->env);
+	if (rc < 0) {
+		snap_row_clear(r);
+		memset(r, 0, sizeof *r);
+	}
+	return rc;
+}
+
+json_t *wire_usage(const struct usage_hour *u)
+{
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I}", "workspace", u->workspace, "sandbox", u->sandbox, "hour_ms",
+			 (json_int_t)u->hour_ms, "cpu_us", (json_int_t)u->cpu_us, "mem_mib_s",
+			 (json_int_t)u->mem_mib_s, "run_ms", (json_int_t)u->run_ms);
+}
+
+int wire_usage_parse(const json_t *j, struct usage_hour *u)
+{
+	memset(u, 0, sizeof *u);
+	str_to(u->workspace, sizeof u->workspace, j, "workspace");
+	str_to(u->sandbox, sizeof u->sandbox, j, "sandbox");
+	if (!u->workspace[0] || !u->sandbox[0])
+		return errf(EPROTO, "a usage record without workspace or sandbox");
+	u->hour_ms = int_of(j, "hour_ms");
+	u->cpu_us = int_of(j, "cpu_us");
+	u->mem_mib_s = int_of(j, "mem_mib_s");
+	u->run_ms = int_of(j, "run_ms");
+	if (u->hour_ms < 0 || u->cpu_us < 0 || u->mem_mib_s < 0 || u->run_ms < 0)
+		return errf(EPROTO, "a usage record with a negative count");
+	return 0;
+}
+
 json_t *wire_template(const struct hostif_template *t)
 {
 	return json_pack("{s:s,s:s,s:i,s:i,s:b,s:i,s:I,s:b}", "name", t->name, "description",

@@ -40,6 +40,13 @@ json_t *wire_error(int rc, const struct ws_caps_report *report);
  * not NULL, filled from it); -EPROTO if the answer says none. */
 int wire_error_parse(const json_t *j, struct ws_caps_report *report);
 
+/* A snapshot's record and an hour of a sandbox's usage, as a host sends
+ * them to its API (docs/cluster.md "Records"). */
+json_t *wire_snap(const struct snap_row *r);
+int wire_snap_parse(const json_t *j, struct snap_row *r);
+json_t *wire_usage(const struct usage_hour *u);
+int wire_usage_parse(const json_t *j, struct usage_hour *u);
+
 json_t *wire_template(const struct hostif_template *t);
 int wire_template_parse(const json_t *j, struct hostif_template *t);
 

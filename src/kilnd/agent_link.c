@@ -14,6 +14,7 @@
 #include "kilnd/cluster.h"
 #include "api/cluster.h"
 #include "hostif/hostif.h"
+#include "hostif/hostif_wire.h"
 #include "store/store.h"
 #include "common/err.h"
 #include "common/periodic.h"
@@ -39,6 +40,8 @@ static struct {
 	char cred_path[4200];
 	char credential[64], host_id[ID_MAX];
 	char api_key[64];		/* what the API calls this host with */
+	bool api_places;		/* the API places sandboxes here: it wants records */
+	int64_t records_since;		/* wall ms: records saved since go with the next beat */
 	struct periodic beater;
 } link_;
 
@@ -298,12 +301,78 @@ static void reconcile(const json_t *list)
 	json_decref(keep);
 }
 
+/* Records (docs/cluster.md "Records"): what this host's store saved
+ * since the last heartbeat the API took, less a margin for saves that
+ * were under way then (the API keeps them idempotently). */
+#define RECORDS_SLACK_MS 5000
+#define RECORDS_PER_BEAT 600	/* about 700 KiB: under the API's JSON limit */
+#define HOUR_MS 3600000
+
+struct records {
+	json_t *sandboxes, *snapshots, *usage;
+	int n;
+};
+
+static int rec_sandbox(void *ctx, struct sbx_row *r)
+{
+	struct records *rc = ctx;
+	if (rc->n++ < RECORDS_PER_BEAT)
+		json_array_append_new(rc->sandboxes, wire_row(r));
+	sbx_row_clear(r);
+	return 0;
+}
+
+static int rec_snapshot(void *ctx, struct snap_row *r)
+{
+	struct records *rc = ctx;
+	if (rc->n++ < RECORDS_PER_BEAT)
+		json_array_append_new(rc->snapshots, wire_snap(r));
+	snap_row_clear(r);
+	return 0;
+}
+
+static int rec_usage(void *ctx, const struct usage_hour *u)
+{
+	struct records *rc = ctx;
+	if (rc->n++ < RECORDS_PER_BEAT)
+		json_array_append_new(rc->usage, wire_usage(u));
+	return 0;
+}
+
+/* The records to send, or NULL; *whole: all of them fit. */
+static json_t *records(int64_t since, bool *whole)
+{
+	struct store *st = link_.cfg.store;
+	struct records r = { json_array(), json_array(), json_array(), 0 };
+	int64_t from = since > RECORDS_SLACK_MS ? since - RECORDS_SLACK_MS : 0;
+	int rc = store_sandbox_each_since(st, from, rec_sandbox, &r);
+	rc = rc ?: store_snapshot_each_since(st, from, rec_snapshot, &r);
+	rc = rc ?: store_usage_each_since(st, from - from % HOUR_MS - HOUR_MS, rec_usage, &r);
+	*whole = rc == 0 && r.n <= RECORDS_PER_BEAT;
+	json_t *o = rc == 0 ? json_pack("{s:o,s:o,s:o}", "sandboxes", r.sandboxes, "snapshots", r.snapshots,
+					"usage", r.usage)
+			    : NULL;
+	if (!o) {
+		json_decref(r.sandboxes);
+		json_decref(r.snapshots);
+		json_decref(r.usage);
+	}
+	return o;
+}
+
 static void beat(void *ctx)
 {
 	(void)ctx;
 	long status = 0;
-	json_t *a;
-	int rc = post("/v1/cluster/heartbeat", link_.credential, capacity(), &status, &a);
+	json_t *a, *body = capacity();
+	int64_t started = wall_ms();
+	bool whole = false;
+	json_t *rec = link_.api_places && link_.cfg.store ? records(link_.records_since, &whole) : NULL;
+	if (body && rec)
+		json_object_set_new(body, "records", rec);
+	int rc = post("/v1/cluster/heartbeat", link_.credential, body, &status, &a);
+	if (rc == 0 && status == 200 && rec && whole)
+		link_.records_since = started;
 	if (rc < 0)
 		log_warn("cluster: heartbeat: %s", errmsg());
 	else if (status == 401)
@@ -311,7 +380,7 @@ static void beat(void *ctx)
 			 link_.cfg.api_url);
 	else if (status != 200)
 		log_warn("cluster: heartbeat: HTTP %ld: %s", status, answer_message(a));
-	else if (json_is_array(json_object_get(a, "sandboxes")))
+	else if ((link_.api_places = json_is_array(json_object_get(a, "sandboxes"))))
 		reconcile(json_object_get(a, "sandboxes"));
 	json_decref(a);
 }

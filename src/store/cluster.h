@@ -111,6 +111,9 @@ int store_placement_host(struct store *st, const char *ws, const char *id, struc
 /* Each placement of kind not yet ended, of workspace ws (NULL: all),
  * oldest first, with its host. */
 typedef int store_placed_fn(void *ctx, const char *id, const char *ws, const struct host_row *h);
+/* Is id of workspace ws placed on host_id (ended or not)? 0, or -ENOENT:
+ * what a host may send records of (docs/cluster.md "Records"). */
+int store_placement_is(struct store *st, const char *id, const char *ws, const char *host_id);
 /* The ids of the sandboxes placed on host_id and not ended, each to fn
  * (what the host's reconciliation keeps: docs/cluster.md). */
 typedef int store_id_fn(void *ctx, const char *id);

@@ -638,6 +638,13 @@ int store_sandbox_each_live(struct store *st, store_sbx_fn *fn, void *ctx)
 		   row_sbx_each, &e, NULL, DBV_S(sbx_state_name(SBX_DELETED)));
 }
 
+int store_sandbox_each_since(struct store *st, int64_t since_ms, store_sbx_fn *fn, void *ctx)
+{
+	struct sbx_each e = { fn, ctx };
+	return RUN(st, "SELECT " SBX_COLS " FROM sandboxes WHERE updated_ms >= $1 ORDER BY created_ms",
+		   row_sbx_each, &e, NULL, DBV_I(since_ms));
+}
+
 static int row_count(void *ctx, const struct dbv *c, int n)
 {
 	if (n > 0)
@@ -761,6 +768,13 @@ int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx)
 	struct snap_each e = { fn, ctx };
 	return store_run(st, "SELECT " SNAP_COLS " FROM snapshots WHERE deleted_ms IS NULL ORDER BY created_ms",
 		   NULL, 0, row_snap_each, &e, NULL);
+}
+
+int store_snapshot_each_since(struct store *st, int64_t since_ms, store_snap_fn *fn, void *ctx)
+{
+	struct snap_each e = { fn, ctx };
+	return RUN(st, "SELECT " SNAP_COLS " FROM snapshots WHERE created_ms >= $1 OR deleted_ms >= $1 "
+		       "ORDER BY created_ms", row_snap_each, &e, NULL, DBV_I(since_ms));
 }
 
 /* ---- accounting ------------------------------------------------------------- */
@@ -923,6 +937,35 @@ int store_usage_add(struct store *st, const struct usage_hour *u)
 		   "run_ms = usage_hours.run_ms + excluded.run_ms",
 		   NULL, NULL, NULL, DBV_S(u->workspace), DBV_S(u->sandbox), DBV_I(u->hour_ms),
 		   DBV_I(u->cpu_us), DBV_I(u->mem_mib_s), DBV_I(u->run_ms));
+}
+
+int store_usage_set(struct store *st, const struct usage_hour *u)
+{
+	return RUN(st,
+		   "INSERT INTO usage_hours (workspace_id, sandbox_id, hour_ms, cpu_us, mem_mib_s, run_ms) "
+		   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sandbox_id, hour_ms) DO UPDATE SET "
+		   "cpu_us = excluded.cpu_us, mem_mib_s = excluded.mem_mib_s, run_ms = excluded.run_ms",
+		   NULL, NULL, NULL, DBV_S(u->workspace), DBV_S(u->sandbox), DBV_I(u->hour_ms),
+		   DBV_I(u->cpu_us), DBV_I(u->mem_mib_s), DBV_I(u->run_ms));
+}
+
+static int row_usage_any(void *ctx, const struct dbv *c, int n)
+{
+	struct { usage_hour_fn *fn; void *ctx; } *w = ctx;
+	if (n < 6)
+		return errf(EIO, "store: short usage_hours row");
+	struct usage_hour u = { .hour_ms = dbv_int(&c[2]), .cpu_us = dbv_int(&c[3]),
+				.mem_mib_s = dbv_int(&c[4]), .run_ms = dbv_int(&c[5]) };
+	copy_str(u.workspace, sizeof u.workspace, dbv_text(&c[0]));
+	copy_str(u.sandbox, sizeof u.sandbox, dbv_text(&c[1]));
+	return w->fn(w->ctx, &u);
+}
+
+int store_usage_each_since(struct store *st, int64_t from_ms, usage_hour_fn *fn, void *ctx)
+{
+	struct { usage_hour_fn *fn; void *ctx; } w = { fn, ctx };
+	return RUN(st, "SELECT workspace_id, sandbox_id, hour_ms, cpu_us, mem_mib_s, run_ms FROM usage_hours "
+		       "WHERE hour_ms >= $1 ORDER BY hour_ms", row_usage_any, &w, NULL, DBV_I(from_ms));
 }
 
 struct hours_walk {

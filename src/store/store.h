@@ -214,6 +214,9 @@ int store_sandbox_load(struct store *st, const char *id, struct sbx_row *r);
 typedef int store_sbx_fn(void *ctx, struct sbx_row *r);	/* r is owned by fn */
 /* Every sandbox whose state is not "deleted". */
 int store_sandbox_each_live(struct store *st, store_sbx_fn *fn, void *ctx);
+/* Each sandbox saved at or after since_ms (wall clock), deleted ones too:
+ * what a cluster's host sends its API (docs/cluster.md "Records"). */
+int store_sandbox_each_since(struct store *st, int64_t since_ms, store_sbx_fn *fn, void *ctx);
 /* How many sandboxes are not deleted. */
 int store_sandboxes_live(struct store *st, int64_t *n);
 
@@ -240,6 +243,8 @@ int store_snapshot_load(struct store *st, const char *id, const char *workspace,
 int store_snapshot_delete(struct store *st, const char *id, const char *workspace);
 typedef int store_snap_fn(void *ctx, struct snap_row *r);	/* owned by fn */
 int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx);
+/* Each snapshot made or deleted at or after since_ms. */
+int store_snapshot_each_since(struct store *st, int64_t since_ms, store_snap_fn *fn, void *ctx);
 
 /* ---- exposed ports -------------------------------------------------------- */
 
@@ -292,10 +297,15 @@ struct usage_hour {
 };
 /* Add to a sandbox's hour (created at zero if new). */
 int store_usage_add(struct store *st, const struct usage_hour *u);
+/* Set (not add) an hour's usage: a cluster's API keeping what its host
+ * counted, which the host sends whole and may send again. */
+int store_usage_set(struct store *st, const struct usage_hour *u);
 /* Each hour of the workspace's usage (of one sandbox, unless sandbox is
  * NULL) with from_ms <= hour_ms < to_ms, by hour then sandbox, summed over
  * sandboxes when per_sandbox is false. */
 typedef int usage_hour_fn(void *ctx, const struct usage_hour *u);
+/* Each hour's usage of every sandbox from the hour from_ms. */
+int store_usage_each_since(struct store *st, int64_t from_ms, usage_hour_fn *fn, void *ctx);
 int store_usage_hours(struct store *st, const char *workspace, const char *sandbox, int64_t from_ms,
 		      int64_t to_ms, bool per_sandbox, usage_hour_fn *fn, void *ctx);
 

@@ -213,6 +213,21 @@ static int row_placed(void *ctx, const struct dbv *c, int n)
 	return 0;
 }
 
+static int row_yes(void *ctx, const struct dbv *c, int n)
+{
+	(void)c, (void)n;
+	*(bool *)ctx = true;
+	return 1;
+}
+
+int store_placement_is(struct store *st, const char *id, const char *ws, const char *host_id)
+{
+	bool yes = false;
+	int rc = RUN(st, "SELECT 1 FROM placements WHERE id = $1 AND workspace_id = $2 AND host_id = $3", row_yes,
+		     &yes, NULL, DBV_S(id), DBV_S(ws), DBV_S(host_id));
+	return rc < 0 ? rc : yes ? 0 : -ENOENT;
+}
+
 struct ids {
 	store_id_fn *fn;
 	void *ctx;

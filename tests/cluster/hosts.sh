@@ -108,6 +108,32 @@ api POST "/v1/sandboxes/$P1/exec" '{"cmd":"cat /proc/uptime >/dev/null && echo a
 [ "$st1" = 200 ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = awake ] \
 	&& pass hibernate_wake_remote "hibernated on host-$full, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
 
+# ---- records: what the hosts count is the API's too ----------------------------
+# Usage, snapshots and sandbox records reach the cluster's database with
+# the hosts' heartbeats: billing and plans read them there.
+used() { api GET /v1/usage; python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["cpu_seconds"] > 0 and j["active_vcpu_seconds"] > 0 else 1)' "$T/body" 2>/dev/null; }
+until_ok 20 used && pass usage_kept "the API's database has the hosts' counts: $(jget 'round(j["cpu_seconds"], 2)') CPU s" \
+	|| fail usage_kept "$STATUS $BODY"
+hours() { api GET "/v1/usage?granularity=hour&from=$(( $(date +%s) - 7200 ))"; python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(0 if j["buckets"] and j["total"]["active_vcpu_seconds"] > 0 else 1)' "$T/body" 2>/dev/null; }
+until_ok 20 hours && pass usage_hours_kept "by hour: $(jget 'len(j["buckets"])') bucket(s)" || fail usage_hours_kept "$STATUS $BODY"
+api POST "/v1/sandboxes/$P1/snapshot" '{}'
+SNAP=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [[ $SNAP == snap_* ]] && pass snapshot_remote "$SNAP of $P1 on host-$full" || fail snapshot_remote "$STATUS $BODY"
+URL=$CL_API1
+api GET /v1/snapshots
+[ "$STATUS" = 200 ] && grep -q "$SNAP" <<<"$BODY" && pass snapshot_listed "the other replica lists it" || fail snapshot_listed "$STATUS $BODY"
+create_sandbox "{\"from_snapshot\":\"$SNAP\"}"; FS=$SBX
+f=$(on_host "$full")
+[ -n "$FS" ] && [[ " $f " == *" $FS "* ]] && pass from_snapshot_where_it_lives "$FS on host-$full (full for placement: a snapshot's creates go where it is)" \
+	|| fail from_snapshot_where_it_lives "$STATUS $BODY $full: '$f'"
+api POST "/v1/sandboxes/$FS/exec" '{"cmd":"test -f /tmp/blob && echo restored"}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = restored ] && pass from_snapshot_exec "the snapshot's files are there" \
+	|| fail from_snapshot_exec "$STATUS $BODY"
+api DELETE "/v1/sandboxes/$FS"; st1=$STATUS
+api DELETE "/v1/snapshots/$SNAP"
+[ "$st1" = 204 ] && [ "$STATUS" = 204 ] && pass snapshot_deleted "the fork and the snapshot deleted through the API" || fail snapshot_deleted "$st1 $STATUS $BODY"
+URL=$CL_API2
+
 # ---- the host calls are the API's only ------------------------------------------------
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $CL_KEY" "http://127.0.0.1:$CL_PORT_A/v1/host/sandboxes")
 [ "$code" = 401 ] && pass host_call_refused "a tenant's key at a host: 401" || fail host_call_refused "$code"
