@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 int h_healthz(struct req *r)
 {
@@ -27,6 +28,14 @@ int h_metrics(struct req *r)
 	struct strbuf b;
 	strbuf_init(&b);
 	metrics_render(r->api->metrics, &b);
+	/* This process's CPU, whatever its role: what an API replica costs
+	 * per request shows here (bench/cluster). */
+	struct rusage ru;
+	if (getrusage(RUSAGE_SELF, &ru) == 0)
+		strbuf_printf(&b, "# HELP process_cpu_seconds_total CPU time of this kilnd, user and system.\n"
+				  "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.6f\n",
+			      ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+				      (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
 	hostif_metrics(r->api->hostif, &b);
 	if (strbuf_failed(&b)) {
 		strbuf_free(&b);

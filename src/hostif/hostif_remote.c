@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define ANSWER_MAX (16 << 20)		/* a list of many sandboxes */
@@ -36,7 +37,17 @@
 
 struct remote {
 	struct remote_config cfg;
+	/* Placements made, and the time they took (the store's transaction
+	 * and the choice): /metrics, bench/cluster. */
+	int64_t placed, place_ns;
 };
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * INT64_C(1000000000) + ts.tv_nsec;
+}
 
 /* ---- calls ------------------------------------------------------------------------- */
 
@@ -209,8 +220,12 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 		/* From a snapshot: where the snapshot is (docs/cluster.md). */
 		if ((rc = where(rm, req->workspace, req->snapshot, &h)) < 0)
 			return rc == -ENOENT ? errf(ENOENT, "snapshot %s not found", req->snapshot) : rc;
-	} else if ((rc = store_place(rm->cfg.store, &c.p, choose_host, &c, res, &h)) < 0) {
-		return rc;
+	} else {
+		int64_t t0 = mono_ns();
+		if ((rc = store_place(rm->cfg.store, &c.p, choose_host, &c, res, &h)) < 0)
+			return rc;
+		__atomic_add_fetch(&rm->place_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&rm->placed, 1, __ATOMIC_RELAXED);
 	}
 	json_t *a = NULL;
 	rc = call(rm, &h, "POST", "/v1/host/sandboxes", wire_create(req), SLOW_TIMEOUT_S, &a, req->report);
@@ -795,6 +810,12 @@ static void r_metrics(void *ctx, struct strbuf *b)
 			  "# HELP kiln_cluster_sandboxes Sandboxes the hosts said they run at their last heartbeat.\n"
 			  "# TYPE kiln_cluster_sandboxes gauge\nkiln_cluster_sandboxes %lld\n",
 		       g.up, g.down, g.cordoned, (long long)g.sandboxes);
+	strbuf_printf(b, "# HELP kiln_cluster_placements_total Sandboxes this API placed.\n"
+			 "# TYPE kiln_cluster_placements_total counter\nkiln_cluster_placements_total %lld\n"
+			 "# HELP kiln_cluster_placement_seconds_total Time those placements took (choice and reservation).\n"
+			 "# TYPE kiln_cluster_placement_seconds_total counter\nkiln_cluster_placement_seconds_total %.6f\n",
+		       (long long)__atomic_load_n(&rm->placed, __ATOMIC_RELAXED),
+		       __atomic_load_n(&rm->place_ns, __ATOMIC_RELAXED) / 1e9);
 }
 
 static int r_subscribe(void *ctx, host_event_fn *fn, void *fctx)
