@@ -13,12 +13,15 @@
 #include "store/cluster.h"
 #include "store/sbx_state.h"
 #include "common/err.h"
+#include "common/periodic.h"
 #include "common/strbuf.h"
+#include "host/host_events.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,13 @@ struct remote {
 	/* Placements made, and the time they took (the store's transaction
 	 * and the choice): /metrics, bench/cluster. */
 	int64_t placed, place_ns;
+	/* Events: while anyone listens, the records the hosts' heartbeats
+	 * brought are looked at every second (events_poll). */
+	pthread_mutex_t ev_lock;
+	int listeners;
+	bool polling;
+	struct periodic poller;
+	json_t *seen;			/* {id: updated_ms} of the last look */
 };
 
 static int64_t mono_ns(void)
@@ -818,15 +828,73 @@ static void r_metrics(void *ctx, struct strbuf *b)
 		       __atomic_load_n(&rm->place_ns, __ATOMIC_RELAXED) / 1e9);
 }
 
+/* Events in a cluster (docs/cluster.md "Events"): the hosts' records
+ * reach the database with their heartbeats; every replica with listeners
+ * looks at those saved in the last minute each second and tells of each
+ * record it has not seen in that shape (a state change, a usage sample),
+ * so a change shows on every replica within a heartbeat and a second. */
+#define EVENTS_LOOK_MS 1000
+#define EVENTS_WINDOW_MS 60000
+
+struct look {
+	json_t *seen, *now;
+	bool tell;
+};
+
+static int look_row(void *ctx, struct sbx_row *r)
+{
+	struct look *l = ctx;
+	json_t *was = json_object_get(l->seen, r->id);
+	if (l->tell && (!was || json_integer_value(was) != r->updated_ms)) {
+		struct host_event e = { r->workspace, r->id, sbx_state_name(r->state), r->cpu_seconds, r->rss_bytes };
+		host_events_emit(&e);
+	}
+	json_object_set_new(l->now, r->id, json_integer(r->updated_ms));
+	sbx_row_clear(r);
+	return 0;
+}
+
+static void events_poll(void *ctx)
+{
+	struct remote *rm = ctx;
+	struct look l = { rm->seen, json_object(), rm->seen != NULL };
+	if (!l.now)
+		return;
+	/* The first look only learns what is there: no replay of history. */
+	if (store_sandbox_each_since(rm->cfg.store, wall_ms() - EVENTS_WINDOW_MS, look_row, &l) < 0) {
+		json_decref(l.now);
+		return;
+	}
+	json_decref(rm->seen);
+	rm->seen = l.now;
+}
+
 static int r_subscribe(void *ctx, host_event_fn *fn, void *fctx)
 {
-	(void)ctx, (void)fn, (void)fctx;
-	return errf(ENOTSUP, "sandbox events are not relayed from a cluster's hosts yet (docs/cluster.md)");
+	struct remote *rm = ctx;
+	int rc = host_events_subscribe(fn, fctx);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&rm->ev_lock);
+	if (++rm->listeners == 1 && !rm->polling) {
+		rc = periodic_start(&rm->poller, "events", EVENTS_LOOK_MS, events_poll, rm);
+		rm->polling = rc == 0;
+	}
+	pthread_mutex_unlock(&rm->ev_lock);
+	if (rc < 0)
+		host_events_unsubscribe(fn, fctx);
+	return rc;
 }
 
 static void r_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
 {
-	(void)ctx, (void)fn, (void)fctx;
+	struct remote *rm = ctx;
+	host_events_unsubscribe(fn, fctx);
+	pthread_mutex_lock(&rm->ev_lock);
+	rm->listeners--;
+	pthread_mutex_unlock(&rm->ev_lock);
+	/* The poller runs on while the process does (a look a second on an
+	 * idle replica); stopping it here could race a new listener. */
 }
 
 static const struct hostif_ops remote_ops = {
@@ -859,6 +927,7 @@ int hostif_remote(struct hostif *out, const struct remote_config *cfg)
 	if (!rm)
 		return errf(ENOMEM, "out of memory");
 	rm->cfg = *cfg;
+	pthread_mutex_init(&rm->ev_lock, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	out->ops = &remote_ops;
 	out->ctx = rm;
@@ -867,6 +936,11 @@ int hostif_remote(struct hostif *out, const struct remote_config *cfg)
 
 void hostif_remote_free(struct hostif *hi)
 {
+	struct remote *rm = hi->ctx;
+	if (rm && rm->polling)
+		periodic_stop(&rm->poller);
+	if (rm)
+		json_decref(rm->seen);
 	free(hi->ctx);
 	hi->ctx = NULL;
 }

@@ -62,6 +62,12 @@ joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
 if until_ok 60 joined; then pass agents_joined "host-a and host-b, one token of any number of uses"
 else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1; fi
 
+# Events: a dashboard's stream on one replica hears what happens through
+# the other (the hosts' records, looked at every second).
+curl -s -N -m 300 -H "Authorization: Bearer $KEY" "$CL_API1/v1/events" > "$T/events" 2>/dev/null &
+events_pid=$!
+at_exit "kill $events_pid 2>/dev/null"
+
 # ---- placement ------------------------------------------------------------------
 # The packing replica puts two on one host; the spreading one then fills
 # the other; a fifth has no room anywhere.
@@ -107,6 +113,11 @@ st1=$STATUS
 api POST "/v1/sandboxes/$P1/exec" '{"cmd":"cat /proc/uptime >/dev/null && echo awake"}'
 [ "$st1" = 200 ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = awake ] \
 	&& pass hibernate_wake_remote "hibernated on host-$full, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
+
+hibernated_heard() { grep -q "\"id\":\"$P1\",\"state\":\"hibernated\"" "$T/events"; }
+until_ok 15 hibernated_heard && pass events_remote "the other replica's stream told of $P1 hibernated: $(grep -c '^event: sandbox' "$T/events") sandbox events" \
+	|| fail events_remote "$(head -c 600 "$T/events" | tr '\n' ' ')"
+kill $events_pid 2>/dev/null
 
 # ---- records: what the hosts count is the API's too ----------------------------
 # Usage, snapshots and sandbox records reach the cluster's database with
