@@ -7,7 +7,9 @@
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
 . "$(dirname "$0")/../e2e/lib.sh"
-: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?}"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
+# host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
+# replicas check it with); host-a plain HTTP.
 KEY=$CL_KEY
 URL=$CL_API1
 
@@ -31,6 +33,7 @@ at_exit agents_stop
 # start_agent NAME PORT ADVERTISE [ARGS...]
 start_agent() {
 	local n=$1 port=$2 adv=$3; shift 3
+	[ "$n" = b ] && set -- --tls-cert "$CL_TLS/host.pem" --tls-key "$CL_TLS/host.key" "$@"
 	"$KILND" --role agent --data "$T/$n" --listen "0.0.0.0:$port" --api "$CL_API1" --advertise "$adv" \
 		--name "host-$n" --no-net --no-jail --net-pool 0 --cgroup "/sys/fs/cgroup/kiln-$n" \
 		--offer-memory 512 "$@" >> "$T/$n.log" 2>&1 &
@@ -38,9 +41,9 @@ start_agent() {
 }
 agent_key() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$T/$1/cluster.json"; }
 # on_host NAME: the ids of the sandboxes agent NAME runs, as it says itself.
+host_url() { if [ "$1" = a ]; then echo "http://127.0.0.1:$CL_PORT_A"; else echo "https://127.0.0.1:$CL_PORT_B"; fi; }
 on_host() {
-	local port; [ "$1" = a ] && port=$CL_PORT_A || port=$CL_PORT_B
-	curl -s -m 30 -H "Authorization: Bearer $(agent_key "$1")" "http://127.0.0.1:$port/v1/host/sandboxes" |
+	curl -s -m 30 --cacert "$CL_TLS/ca.pem" -H "Authorization: Bearer $(agent_key "$1")" "$(host_url "$1")/v1/host/sandboxes" |
 		python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["sandboxes"]))'
 }
 until_ok() {
@@ -110,14 +113,25 @@ curl -s -m 60 -H "Authorization: Bearer $KEY" -o "$T/blob.back" "$URL/v1/sandbox
 	|| fail files_relayed "$STATUS $BODY"
 api POST "/v1/sandboxes/$P1/hibernate" '{}'
 st1=$STATUS
-api POST "/v1/sandboxes/$P1/exec" '{"cmd":"cat /proc/uptime >/dev/null && echo awake"}'
-[ "$st1" = 200 ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = awake ] \
-	&& pass hibernate_wake_remote "hibernated on host-$full, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
-
+# Events: the stream on the other replica tells of it (before anything
+# wakes it: a state shorter than a heartbeat may go untold there).
 hibernated_heard() { grep -q "\"id\":\"$P1\",\"state\":\"hibernated\"" "$T/events"; }
 until_ok 15 hibernated_heard && pass events_remote "the other replica's stream told of $P1 hibernated: $(grep -c '^event: sandbox' "$T/events") sandbox events" \
 	|| fail events_remote "$(head -c 600 "$T/events" | tr '\n' ' ')"
 kill $events_pid 2>/dev/null
+api POST "/v1/sandboxes/$P1/exec" '{"cmd":"cat /proc/uptime >/dev/null && echo awake"}'
+[ "$st1" = 200 ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = awake ] \
+	&& pass hibernate_wake_remote "hibernated on host-$full, woken by the next exec" || fail hibernate_wake_remote "$st1 $STATUS $BODY"
+
+# host-b's relays run over TLS (its calls too): exec and a shell's bytes.
+B1=$(on_host b | cut -d' ' -f1)
+api POST "/v1/sandboxes/$B1/exec" '{"cmd":"head -c 200000 /dev/zero | tr \"\\0\" x | wc -c"}'
+[ -n "$B1" ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"].strip()')" = 200000 ] \
+	&& pass tls_relay "$B1 on host-b (https, a private CA): exec through a TLS relay" || fail tls_relay "'$B1' $STATUS $BODY"
+api PUT "/v1/sandboxes/$B1/files?path=/tmp/blob" "" --data-binary @"$T/blob"
+curl -s -m 60 -H "Authorization: Bearer $KEY" -o "$T/blob.tls" "$URL/v1/sandboxes/$B1/files?path=/tmp/blob"
+[ "$STATUS" = 200 ] && cmp -s "$T/blob" "$T/blob.tls" && pass tls_relay_files "300 kB up and down through host-b's TLS relays" \
+	|| fail tls_relay_files "$STATUS $BODY"
 
 # ---- records: what the hosts count is the API's too ----------------------------
 # Usage, snapshots and sandbox records reach the cluster's database with
@@ -173,9 +187,9 @@ api DELETE "/v1/sandboxes/$P2"
 [ "$STATUS" = 204 ] || fail delete_p2 "$STATUS $BODY"
 # An API that died mid-create leaves a sandbox no placement names: made
 # here on host-$full directly, as such an API would have left it.
-if [ "$full" = a ]; then fport=$CL_PORT_A; else fport=$CL_PORT_B; fi
-curl -s -m 120 -o "$T/orphan" -H "Authorization: Bearer $(agent_key "$full")" -H 'Content-Type: application/json' \
-	--data '{"workspace":"ws_orphan","template":"minimal","ttl_seconds":0}' "http://127.0.0.1:$fport/v1/host/sandboxes"
+curl -s -m 120 -o "$T/orphan" --cacert "$CL_TLS/ca.pem" -H "Authorization: Bearer $(agent_key "$full")" \
+	-H 'Content-Type: application/json' --data '{"workspace":"ws_orphan","template":"minimal","ttl_seconds":0}' \
+	"$(host_url "$full")/v1/host/sandboxes"
 ORPHAN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/orphan" 2>/dev/null)
 t_orphan=$SECONDS
 URL=$CL_API1
