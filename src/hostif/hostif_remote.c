@@ -172,10 +172,25 @@ static int answer_row(int rc, json_t *a, struct sbx_row *out)
 	return rc;
 }
 
+/* Ids go into the paths of calls to hosts: letters, digits and '_' only
+ * (what kiln makes), whatever the front end checked. */
+static bool plain_id(const char *s)
+{
+	if (!s || !*s || strlen(s) >= ID_MAX)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
 /* Where the workspace's sandbox (or snapshot) id lives. */
 static int where(struct remote *rm, const char *ws, const char *id, struct host_row *h)
 {
 	bool ended = false;
+	memset(h, 0, sizeof *h);
+	if (!plain_id(ws) || !plain_id(id))
+		return errf(ENOENT, "sandbox %.64s not found", id ? id : "");
 	int rc = store_placement_host(rm->cfg.store, ws, id, h, &ended);
 	if (rc == -ENOENT || (rc == 0 && ended)) {
 		host_row_clear(h);
