@@ -222,21 +222,11 @@ struct relay {
 	bool log;
 };
 
-static int send_all(int fd, const void *p, size_t n)
+#define RELAY_SEND_WAIT_MS 30000
+
+static int relay_send(int fd, const void *p, size_t n)
 {
-	const char *c = p;
-	while (n > 0) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-		if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
-			struct pollfd pf = { .fd = fd, .events = POLLOUT };
-			poll(&pf, 1, 1000);
-			continue;
-		}
-		if (w <= 0)
-			return -1;
-		c += w, n -= (size_t)w;
-	}
-	return 0;
+	return tunnel_send_all(fd, p, n, RELAY_SEND_WAIT_MS);
 }
 
 static void say_error(int fd, int rc)
@@ -246,7 +236,7 @@ static void say_error(int fd, int rc)
 	for (int i = 4; i < n - 1; i++)
 		if (line[i] == '\n' || line[i] == '\r')
 			line[i] = ' ';
-	send_all(fd, line, (size_t)n);
+	relay_send(fd, line, (size_t)n);
 }
 
 static void relay_tick(void *ctx)
@@ -271,8 +261,8 @@ static void relay_guest(struct relay *rl, int fd, const char *extra, size_t n)
 	}
 	char line[320];
 	int k = snprintf(line, sizeof line, "OK %s\n", guest_default_cwd(hg.g));
-	if (send_all(fd, line, (size_t)k) == 0 && (!m || send_all(fd, early, m) == 0) &&
-	    (!n || send_all(gfd, extra, n) == 0))
+	if (relay_send(fd, line, (size_t)k) == 0 && (!m || relay_send(fd, early, m) == 0) &&
+	    (!n || relay_send(gfd, extra, n) == 0))
 		tunnel_run(fd, gfd, relay_tick, rl);
 	free(early);
 	close(gfd);
@@ -289,9 +279,9 @@ static void relay_log(struct relay *rl, int fd)
 	}
 	char buf[65536];
 	ssize_t got;
-	int ok = send_all(fd, "OK\n", 3);
+	int ok = relay_send(fd, "OK\n", 3);
 	while (ok == 0 && (got = read(lfd, buf, sizeof buf)) > 0)
-		ok = send_all(fd, buf, (size_t)got);
+		ok = relay_send(fd, buf, (size_t)got);
 	close(lfd);
 }
 

@@ -20,8 +20,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <netdb.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

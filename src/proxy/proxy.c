@@ -522,26 +522,6 @@ static void tick(void *ctx)
 	hostif_touch(p->api->hostif, p->workspace, p->id);
 }
 
-/* All of p to the client's socket (which MHD may have made non-blocking). */
-static int send_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-		if (w < 0 && errno == EAGAIN) {
-			struct pollfd pf = { .fd = fd, .events = POLLOUT };
-			if (poll(&pf, 1, PROXY_WAIT_MS) <= 0)
-				return -1;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w, n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* After the 101: the client's socket and the guest's are one stream, an
  * operation of the sandbox again until it ends. */
 static void tunnel(void *ctx, int fd, const char *extra, size_t n)
@@ -551,7 +531,7 @@ static void tunnel(void *ctx, int fd, const char *extra, size_t n)
 	size_t m = up_pending(&p->up, &early);
 	bool held = hostif_hold(p->api->hostif, p->workspace, p->id, &p->guest) == 0;
 	if (held && (!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
-	    (!m || send_all(fd, early, m) == 0))
+	    (!m || tunnel_send_all(fd, early, m, PROXY_WAIT_MS) == 0))
 		tunnel_run(fd, p->fd, tick, p);
 	proxy_free(p);
 }

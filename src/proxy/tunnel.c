@@ -83,3 +83,23 @@ void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
 	}
 	free(d);
 }
+
+int tunnel_send_all(int fd, const void *p, size_t n, int wait_ms)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EAGAIN) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			if (poll(&pf, 1, wait_ms) <= 0)
+				return -1;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w, n -= (size_t)w;
+	}
+	return 0;
+}

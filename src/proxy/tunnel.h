@@ -7,11 +7,17 @@
 #ifndef KILN_PROXY_TUNNEL_H
 #define KILN_PROXY_TUNNEL_H
 
+#include <stddef.h>
+
 typedef void tunnel_tick_fn(void *ctx);
 
 /* Pump bytes between a and b. tick (may be NULL) is called after each
  * transfer, so the caller can count the traffic as activity. Returns when
  * both sides have ended or either fails. */
 void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx);
+
+/* All n bytes of p to fd, which may be non-blocking (MHD makes client
+ * sockets so): 0, or -1 when it fails or stays full for wait_ms. */
+int tunnel_send_all(int fd, const void *p, size_t n, int wait_ms);
 
 #endif
