@@ -171,9 +171,13 @@ static int keep_records(struct store *st, const struct host_row *h, const json_t
 			refused++;
 			continue;
 		}
-		if (store_placement_is(st, row.id, row.workspace, h->id) == 0)
+		if (store_placement_is(st, row.id, row.workspace, h->id) == 0) {
 			rc = store_sandbox_save(st, &row);
-		else
+			/* Deleted on its host (its TTL, an idle retention):
+			 * it no longer holds room there. */
+			if (rc == 0 && row.state == SBX_DELETED)
+				rc = store_placement_end(st, row.id);
+		} else
 			refused++;
 		sbx_row_clear(&row);
 		if (rc < 0)

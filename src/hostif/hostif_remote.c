@@ -229,11 +229,56 @@ static int choose_host(void *ctx, const struct host_load *hosts, int n)
 	return placement_choose(&c->rule, hosts, n, &c->p.vcpus, &c->p.memory_mib);
 }
 
+/* The workspace's caps as the cluster counts them (store_place): over
+ * every host, where each host counts only its own. */
+static const struct place_caps *caps_of(const struct ws_caps *c, struct place_caps *pc)
+{
+	if (!c)
+		return NULL;
+	*pc = (struct place_caps){ c->running, c->creates, c->window_ms };
+	return pc;
+}
+
+/* What the cluster's count says, as the host's report would have. */
+static void report_of(const struct place_count *pc, struct ws_caps_report *r)
+{
+	if (!r)
+		return;
+	snprintf(r->limit, sizeof r->limit, "%s", pc->limit);
+	r->value = pc->value;
+	r->retry_after_ms = pc->retry_after_ms;
+	r->creates_used = (int)pc->creates_used;
+	r->reset_ms = pc->reset_ms;
+}
+
+/* Reserve n on a host (chosen by placement, or h_fixed's: a fork, a
+ * create from a snapshot) and count the workspace's caps; *h the host. */
+static int reserve(struct remote *rm, struct choose *c, const struct ws_caps *caps,
+		   struct ws_caps_report *report, const struct host_row *h_fixed, int n,
+		   char (*res)[ID_MAX], struct host_row *h)
+{
+	struct place_caps pcaps;
+	struct place_count count = { 0 };
+	c->p.n = n;
+	c->p.caps = caps_of(caps, &pcaps);
+	c->p.count = &count;
+	c->p.host_id = h_fixed ? h_fixed->id : NULL;
+	int64_t t0 = mono_ns();
+	int rc = store_place(rm->cfg.store, &c->p, choose_host, c, res, h);
+	if (!h_fixed && rc == 0) {
+		__atomic_add_fetch(&rm->place_ns, mono_ns() - t0, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&rm->placed, 1, __ATOMIC_RELAXED);
+	}
+	if (caps)
+		report_of(&count, report);
+	return rc;
+}
+
 static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
 {
 	struct remote *rm = ctx;
-	struct host_row h;
-	char res[ID_MAX] = "";
+	struct host_row h, snap_host;
+	char res[1][ID_MAX];
 	int rc;
 	memset(out, 0, sizeof *out);
 	struct choose c = {
@@ -242,22 +287,28 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	};
 	if (req->snapshot) {
 		/* From a snapshot: where the snapshot is (docs/cluster.md). */
-		if ((rc = where(rm, req->workspace, req->snapshot, &h)) < 0)
+		if ((rc = where(rm, req->workspace, req->snapshot, &snap_host)) < 0)
 			return rc == -ENOENT ? errf(ENOENT, "snapshot %s not found", req->snapshot) : rc;
+		rc = reserve(rm, &c, req->caps, req->report, &snap_host, 1, res, &h);
+		host_row_clear(&h);
+		h = snap_host;
 	} else {
-		int64_t t0 = mono_ns();
-		if ((rc = store_place(rm->cfg.store, &c.p, choose_host, &c, res, &h)) < 0)
-			return rc;
-		__atomic_add_fetch(&rm->place_ns, mono_ns() - t0, __ATOMIC_RELAXED);
-		__atomic_add_fetch(&rm->placed, 1, __ATOMIC_RELAXED);
+		rc = reserve(rm, &c, req->caps, req->report, NULL, 1, res, &h);
 	}
+	if (rc < 0) {
+		host_row_clear(&h);
+		return rc;
+	}
+	/* The host counts its own share of the caps too; the cluster's
+	 * count, taken above, is the one the caller sees. */
+	struct ws_caps_report cluster = req->report ? *req->report : (struct ws_caps_report){ 0 };
 	json_t *a = NULL;
 	rc = call(rm, &h, "POST", "/v1/host/sandboxes", wire_create(req), SLOW_TIMEOUT_S, &a, req->report);
 	rc = answer_row(rc, a, out);
 	if (rc == 0) {
-		struct placement p = { req->workspace, "sandbox", out->vcpus, out->memory_mib };
-		rc = res[0] ? store_placement_rename(rm->cfg.store, res, out->id)
-			    : store_placement_add(rm->cfg.store, out->id, h.id, &p);
+		if (req->report)
+			*req->report = cluster;
+		rc = store_placement_rename(rm->cfg.store, res[0], out->id, out->vcpus, out->memory_mib);
 		/* Its record at once, for what counts creates (plans). */
 		rc = rc ?: store_sandbox_save(rm->cfg.store, out);
 		if (rc < 0) {
@@ -271,8 +322,8 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 			memset(out, 0, sizeof *out);
 			rc = errf(EAGAIN, "the sandbox's placement could not be recorded: %s", why);
 		}
-	} else if (res[0]) {
-		store_placement_drop(rm->cfg.store, res);
+	} else {
+		store_placement_drop(rm->cfg.store, res[0]);
 	}
 	host_row_clear(&h);
 	return rc;
@@ -509,7 +560,7 @@ static int r_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MA
 		rc = errf(EPROTO, "host %s made a snapshot and did not say its id", h.name);
 	if (rc == 0) {
 		snprintf(snap, ID_MAX, "%s", s);
-		struct placement p = { ws, "snapshot", 0, 0 };
+		struct placement p = { .workspace = ws, .kind = "snapshot" };
 		rc = store_placement_add(rm->cfg.store, snap, h.id, &p);
 		/* The API answers from its own records (the heartbeats keep
 		 * them after this). */
@@ -544,12 +595,38 @@ static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
 static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made)
 {
 	struct remote *rm = ctx;
-	struct host_row h;
+	struct host_row h, none;
 	*made = 0;
+	if (req->count < 1 || req->count > HOST_FORK_MAX)
+		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
 	int rc = where(rm, req->workspace, req->id, &h);
 	if (rc < 0)
 		return rc;
-	json_t *b = json_pack("{s:i,s:b}", "count", req->count, "tree", req->tree);
+	/* Children stay on their parent's host (docs/cluster.md), reserved
+	 * there against the workspace's caps first. A tree is made whole or
+	 * not at all; separate forks are made while the caps have room, as
+	 * on one host, and the refusal comes after the children made. */
+	struct choose c = { { 0 }, { .workspace = req->workspace, .kind = "sandbox" } };
+	char res[HOST_FORK_MAX][ID_MAX];
+	int n = req->count;
+	rc = reserve(rm, &c, req->caps, req->report, &h, n, res, &none);
+	struct ws_caps_report refusal = req->report ? *req->report : (struct ws_caps_report){ 0 };
+	char why[512] = "";
+	if (rc == -EDQUOT && !req->tree) {
+		snprintf(why, sizeof why, "%s", errmsg());
+		while (rc == -EDQUOT && --n > 0)
+			rc = reserve(rm, &c, req->caps, req->report, &h, n, res, &none);
+		if (rc == -EDQUOT || n == 0)
+			rc = errf(EDQUOT, "%s", why);
+	}
+	if (rc < 0) {
+		if (req->report && rc == -EDQUOT)
+			*req->report = refusal;
+		host_row_clear(&h);
+		return rc;
+	}
+	struct ws_caps_report cluster = req->report ? *req->report : (struct ws_caps_report){ 0 };
+	json_t *b = json_pack("{s:i,s:b}", "count", n, "tree", req->tree);
 	if (b && req->caps)
 		json_object_set_new(b, "caps", wire_caps(req->caps));
 	char path[256];
@@ -558,24 +635,31 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 	rc = call(rm, &h, "POST", path, b, SLOW_TIMEOUT_S, &a, NULL);
 	size_t i;
 	json_t *e;
-	/* Children stay on their parent's host (docs/cluster.md). */
 	json_array_foreach(json_object_get(a, "children"), i, e) {
-		if (*made >= req->count || *made >= HOST_FORK_MAX)
+		if (*made >= n)
 			break;
-		struct sbx_row *c = &children[*made];
-		if (wire_row_parse(e, c) < 0)
+		struct sbx_row *ch = &children[*made];
+		if (wire_row_parse(e, ch) < 0)
 			continue;
-		struct placement p = { req->workspace, "sandbox", c->vcpus, c->memory_mib };
-		if (store_placement_add(rm->cfg.store, c->id, h.id, &p) < 0 ||
-		    store_sandbox_save(rm->cfg.store, c) < 0) {
-			sbx_row_clear(c);
-			memset(c, 0, sizeof *c);	/* exists, not findable: skipped */
+		if (store_placement_rename(rm->cfg.store, res[*made], ch->id, ch->vcpus, ch->memory_mib) < 0 ||
+		    store_sandbox_save(rm->cfg.store, ch) < 0) {
+			sbx_row_clear(ch);
+			memset(ch, 0, sizeof *ch);	/* exists, not findable: skipped */
 		}
 		(*made)++;
 	}
+	for (int k = *made; k < n; k++)
+		store_placement_drop(rm->cfg.store, res[k]);	/* not made: no create */
 	const json_t *err = json_object_get(a, "error");
 	if (rc == 0 && err)
 		rc = wire_error_parse(err, req->report);
+	else if (req->report)
+		*req->report = cluster;
+	if (rc == 0 && n < req->count) {
+		if (req->report)
+			*req->report = refusal;
+		rc = errf(EDQUOT, "%s", why);
+	}
 	json_decref(a);
 	host_row_clear(&h);
 	return rc;

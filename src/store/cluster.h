@@ -85,21 +85,46 @@ struct host_load {
  * none has room). Called inside the placement's transaction. */
 typedef int store_place_fn(void *ctx, const struct host_load *hosts, int n);
 
+/* A workspace's caps counted over the whole cluster (each host counts only
+ * its own share): sandboxes creating or running, reservations included,
+ * and sandboxes made in a sliding window. 0: no cap. */
+struct place_caps {
+	int64_t running, creates, window_ms;
+};
+/* What the count found: the cap that refused (-EDQUOT), and the window's
+ * use either way (for X-RateLimit-*). */
+struct place_count {
+	char limit[16];			/* "running" or "creates"; "" when admitted */
+	int64_t value;			/* that cap */
+	int64_t retry_after_ms;		/* when trying again may succeed; 0: unknown */
+	int64_t creates_used;		/* in the window, this request's included if admitted */
+	int64_t reset_ms;		/* wall ms the window's oldest create leaves it; 0: none */
+};
+
 struct placement {
 	const char *workspace, *kind;	/* kind: "sandbox" or "snapshot" */
-	int64_t vcpus, memory_mib;
+	int64_t vcpus, memory_mib;	/* of each */
+	int n;				/* how many (a fork's children); 0 as 1 */
+	const char *host_id;		/* where they must go (a fork, a create from a snapshot:
+					   where the parent is; no room check); NULL: fn chooses */
+	const struct place_caps *caps;	/* NULL: none */
+	struct place_count *count;	/* with caps */
 };
-/* Reserve p on the host fn chooses, in one transaction that holds the
- * cluster's placement lock: two API replicas placing at once see each
- * other's reservations, so neither places past a host's room. res_id
- * gets the reservation's id ("res_..."; rename it to the sandbox's, or
- * drop it if the create failed), *host the chosen host. */
+/* Reserve p on the host fn chooses (or p->host_id), in one transaction
+ * that holds the cluster's placement lock: two API replicas placing at
+ * once see each other's reservations, so neither places past a host's
+ * room nor a workspace's caps. res_ids gets the n reservations' ids
+ * ("res_..."; rename each to a sandbox's, drop what the create did not
+ * use), *host the chosen host (left empty with p->host_id). -EDQUOT when
+ * a cap refused, *p->count saying which. */
 int store_place(struct store *st, const struct placement *p, store_place_fn *fn, void *ctx,
-		char res_id[ID_MAX], struct host_row *host);
+		char (*res_ids)[ID_MAX], struct host_row *host);
 /* Record id as placed on host_id (a fork's child, a snapshot: where their
  * parent is). */
 int store_placement_add(struct store *st, const char *id, const char *host_id, const struct placement *p);
-int store_placement_rename(struct store *st, const char *from, const char *to);
+/* Reservation from becomes sandbox to, of the size the host made it. */
+int store_placement_rename(struct store *st, const char *from, const char *to, int64_t vcpus,
+			   int64_t memory_mib);
 int store_placement_drop(struct store *st, const char *id);
 /* It ended (deleted): its reservation is free. Idempotent. */
 int store_placement_end(struct store *st, const char *id);

@@ -645,7 +645,7 @@ int store_sandbox_each_since(struct store *st, int64_t since_ms, store_sbx_fn *f
 		   row_sbx_each, &e, NULL, DBV_I(since_ms));
 }
 
-static int row_count(void *ctx, const struct dbv *c, int n)
+int store_row_int1(void *ctx, const struct dbv *c, int n)
 {
 	if (n > 0)
 		*(int64_t *)ctx = dbv_int(&c[0]);
@@ -655,7 +655,7 @@ static int row_count(void *ctx, const struct dbv *c, int n)
 int store_sandboxes_live(struct store *st, int64_t *n)
 {
 	*n = 0;
-	int rc = RUN(st, "SELECT COUNT(*) FROM sandboxes WHERE state <> $1", row_count, n, NULL,
+	int rc = RUN(st, "SELECT COUNT(*) FROM sandboxes WHERE state <> $1", store_row_int1, n, NULL,
 		     DBV_S(sbx_state_name(SBX_DELETED)));
 	return rc < 0 ? rc : 0;
 }

@@ -99,17 +99,10 @@ int store_workspace_suspend(struct store *st, const char *id, bool suspended)
 	return changes ? 0 : errf(ENOENT, "no workspace %s", id);
 }
 
-static int row_count1(void *ctx, const struct dbv *c, int n)
-{
-	if (n > 0)
-		*(int64_t *)ctx = dbv_int(&c[0]);
-	return 1;
-}
-
 int store_workspace_suspended(struct store *st, const char *id, bool *out)
 {
 	int64_t n = 0;
-	int rc = RUN(st, "SELECT suspended FROM workspaces WHERE id = $1 AND deleted_ms IS NULL", row_count1,
+	int rc = RUN(st, "SELECT suspended FROM workspaces WHERE id = $1 AND deleted_ms IS NULL", store_row_int1,
 		     &n, NULL, DBV_S(id));
 	*out = n != 0;
 	return rc < 0 ? rc : 0;
@@ -118,7 +111,7 @@ int store_workspace_suspended(struct store *st, const char *id, bool *out)
 int store_workspace_live(struct store *st, const char *id, int64_t *n)
 {
 	*n = 0;
-	int rc = RUN(st, "SELECT COUNT(*) FROM sandboxes WHERE workspace_id = $1 AND state <> $2", row_count1,
+	int rc = RUN(st, "SELECT COUNT(*) FROM sandboxes WHERE workspace_id = $1 AND state <> $2", store_row_int1,
 		     n, NULL, DBV_S(id), DBV_S(sbx_state_name(SBX_DELETED)));
 	return rc < 0 ? rc : 0;
 }

@@ -28,6 +28,10 @@ int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
 	"sandboxes, joined_ms, heartbeat_ms, revoked_ms, templates, "                       \
 	"(SELECT api_key FROM host_keys WHERE host_keys.host_id = hosts.id)"
 
+/* A row reader for one integer: the first column of the first row into
+ * *(int64_t *)ctx, then stop. */
+int store_row_int1(void *ctx, const struct dbv *c, int n);
+
 struct host_row;
 /* A row of HOST_COLS into *r (host_row_clear it); -EPROTO, -ENOMEM. */
 int store_host_fill(struct host_row *r, const struct dbv *c, int n);

@@ -10,6 +10,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,9 @@
 /* A reservation older than this belongs to an API that died mid-create
  * (a create takes seconds): it no longer holds room. */
 #define RESERVATION_STALE_MS (10 * 60 * 1000)
+/* The most creates a workspace's window counts, as a host does
+ * (WS_WINDOW_MAX): a creates cap above it is no cap. */
+#define PLACE_WINDOW_MAX 4096
 
 struct loads {
 	struct host_load *h;
@@ -55,44 +59,127 @@ struct place_ctx {
 	const struct placement *p;
 	store_place_fn *fn;
 	void *ctx;
-	char *res_id;
+	char (*res_ids)[ID_MAX];
 	struct host_row *host;
 };
+
+/* The creation times of a workspace's window, oldest first. */
+struct window {
+	int64_t *t;
+	int n;
+};
+
+static int row_time(void *ctx, const struct dbv *c, int n)
+{
+	struct window *w = ctx;
+	if (n < 1)
+		return -EPROTO;
+	w->t[w->n++] = dbv_int(&c[0]);
+	return w->n == PLACE_WINDOW_MAX;	/* a cap that large is no cap */
+}
+
+/* -EDQUOT with the message, the count naming the cap. */
+static int refuse(struct place_count *pc, const char *limit, int64_t value, int64_t retry_ms,
+		  const char *fmt, int64_t have)
+{
+	snprintf(pc->limit, sizeof pc->limit, "%s", limit);
+	pc->value = value;
+	pc->retry_after_ms = retry_ms;
+	return errf(EDQUOT, fmt, (long long)have, (long long)value);
+}
+
+/* The workspace's caps over every host, under the placement lock: what
+ * its placements not ended hold (a placement whose record says it is
+ * hibernated, failed or gone holds no running slot; a reservation
+ * does), and the sandboxes placed in the window (a create that failed
+ * dropped its reservation, so it was no create). */
+static int admit(struct store *tx, const struct placement *p, int n, int64_t now)
+{
+	const struct place_caps *c = p->caps;
+	struct place_count *pc = p->count;
+	memset(pc, 0, sizeof *pc);
+	int64_t running = 0;
+	int rc = 0;
+	if (c->running)
+		rc = RUN(tx, "SELECT COUNT(*) FROM placements p LEFT JOIN sandboxes s ON s.id = p.id "
+			     "WHERE p.workspace_id = $1 AND p.kind = 'sandbox' AND p.ended_ms IS NULL "
+			     "AND (s.state IS NULL OR s.state IN ($2, $3))",
+			 store_row_int1, &running, NULL, DBV_S(p->workspace),
+			 DBV_S(sbx_state_name(SBX_CREATING)), DBV_S(sbx_state_name(SBX_RUNNING)));
+	struct window w = { NULL, 0 };
+	if (rc >= 0 && c->window_ms > 0) {
+		if (!(w.t = calloc(PLACE_WINDOW_MAX, sizeof *w.t)))
+			return errf(ENOMEM, "out of memory");
+		rc = RUN(tx, "SELECT created_ms FROM placements WHERE workspace_id = $1 AND kind = 'sandbox' "
+			     "AND created_ms > $2 ORDER BY created_ms",
+			 row_time, &w, NULL, DBV_S(p->workspace), DBV_I(now - c->window_ms));
+	}
+	if (rc < 0) {
+		free(w.t);
+		return rc;
+	}
+	rc = 0;	/* a reader that stopped early is no error */
+	pc->creates_used = w.n;
+	pc->reset_ms = w.n ? w.t[0] + c->window_ms : 0;
+	if (c->running && running + n > c->running) {
+		rc = refuse(pc, "running", c->running, 0,
+			    "%lld sandboxes of this workspace are running or starting; its limit is %lld",
+			    running);
+	} else if (c->creates && c->window_ms > 0 && w.n + n > c->creates) {
+		/* Room for n once the oldest n - (cap - count) have left. */
+		int k = (int)(w.n + n - c->creates - 1);
+		int64_t at = k < w.n ? w.t[k] + c->window_ms : now;
+		rc = refuse(pc, "creates", c->creates, at > now ? at - now : 1,
+			    "%lld sandboxes were made in this workspace in the window; its limit is %lld", w.n);
+	} else if (c->window_ms > 0) {
+		pc->creates_used = w.n + n;
+		pc->reset_ms = (w.n ? w.t[0] : now) + c->window_ms;
+	}
+	free(w.t);
+	return rc;
+}
 
 static int place_tx(struct store *tx, void *ctx)
 {
 	struct place_ctx *pc = ctx;
-	struct loads l = { calloc(PLACE_HOSTS_MAX, sizeof *l.h), 0 };
-	if (!l.h)
-		return errf(ENOMEM, "out of memory");
+	const struct placement *p = pc->p;
+	int n = p->n > 0 ? p->n : 1;
+	struct loads l = { NULL, 0 };
 	int64_t now = wall_ms();
 	int rc = store_tx_lock(tx, "kiln placement");
 	rc = rc ?: RUN(tx, "DELETE FROM placements WHERE id LIKE 'res_%' AND created_ms < $1", NULL, NULL,
 		       NULL, DBV_I(now - RESERVATION_STALE_MS));
-	rc = rc ?: store_run(tx, "SELECT " HOST_COLS " FROM hosts WHERE admin = 'active' AND health = 'up' "
-				 "ORDER BY joined_ms", NULL, 0, row_load_host, &l, NULL);
-	rc = rc ?: store_run(tx, "SELECT host_id, SUM(vcpus), SUM(memory_mib), COUNT(*) FROM placements "
-				 "WHERE ended_ms IS NULL AND kind = 'sandbox' GROUP BY host_id",
-			     NULL, 0, row_load_use, &l, NULL);
-	int pick = rc;
-	if (rc == 0)
-		pick = l.n ? pc->fn(pc->ctx, l.h, l.n)
-			   : errf(EAGAIN, "no host can take a sandbox: none is up and active (kilnd cluster hosts)");
-	if (pick >= 0 && pick < l.n) {
-		rc = make_id(pc->res_id, "res_");
-		rc = rc ?: RUN(tx, "INSERT INTO placements (id, workspace_id, host_id, kind, vcpus, memory_mib, "
-				   "created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-			       NULL, NULL, NULL, DBV_S(pc->res_id), DBV_S(pc->p->workspace),
-			       DBV_S(l.h[pick].host.id), DBV_S(pc->p->kind), DBV_I(pc->p->vcpus),
-			       DBV_I(pc->p->memory_mib), DBV_I(now));
-		if (rc == 0) {
+	if (rc == 0 && p->caps)
+		rc = admit(tx, p, n, now);
+	const char *host_id = p->host_id;
+	if (rc == 0 && !host_id) {
+		if (!(l.h = calloc(PLACE_HOSTS_MAX, sizeof *l.h)))
+			return errf(ENOMEM, "out of memory");
+		rc = store_run(tx, "SELECT " HOST_COLS " FROM hosts WHERE admin = 'active' AND health = 'up' "
+				   "ORDER BY joined_ms", NULL, 0, row_load_host, &l, NULL);
+		rc = rc ?: store_run(tx, "SELECT host_id, SUM(vcpus), SUM(memory_mib), COUNT(*) FROM placements "
+					 "WHERE ended_ms IS NULL AND kind = 'sandbox' GROUP BY host_id",
+				     NULL, 0, row_load_use, &l, NULL);
+		int pick = rc;
+		if (rc == 0)
+			pick = l.n ? pc->fn(pc->ctx, l.h, l.n)
+				   : errf(EAGAIN, "no host can take a sandbox: none is up and active (kilnd cluster hosts)");
+		if (pick < 0) {
+			rc = pick;
+		} else if (pick >= l.n) {
+			rc = errf(EINVAL, "placement chose host %d of %d", pick, l.n);
+		} else {
 			*pc->host = l.h[pick].host;
 			l.h[pick].host.templates = NULL;	/* moved to *host */
+			host_id = pc->host->id;
 		}
-	} else if (pick >= 0) {
-		rc = errf(EINVAL, "placement chose host %d of %d", pick, l.n);
-	} else {
-		rc = pick;
+	}
+	for (int i = 0; rc == 0 && i < n; i++) {
+		rc = make_id(pc->res_ids[i], "res_");
+		rc = rc ?: RUN(tx, "INSERT INTO placements (id, workspace_id, host_id, kind, vcpus, memory_mib, "
+				   "created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			       NULL, NULL, NULL, DBV_S(pc->res_ids[i]), DBV_S(p->workspace), DBV_S(host_id),
+			       DBV_S(p->kind), DBV_I(p->vcpus), DBV_I(p->memory_mib), DBV_I(now));
 	}
 	for (int i = 0; i < l.n; i++)
 		host_row_clear(&l.h[i].host);
@@ -101,11 +188,20 @@ static int place_tx(struct store *tx, void *ctx)
 }
 
 int store_place(struct store *st, const struct placement *p, store_place_fn *fn, void *ctx,
-		char res_id[ID_MAX], struct host_row *host)
+		char (*res_ids)[ID_MAX], struct host_row *host)
 {
 	memset(host, 0, sizeof *host);
-	struct place_ctx pc = { p, fn, ctx, res_id, host };
-	return store_tx(st, place_tx, &pc);
+	for (int i = 0; i < (p->n > 0 ? p->n : 1); i++)
+		res_ids[i][0] = 0;
+	struct place_ctx pc = { p, fn, ctx, res_ids, host };
+	int rc = store_tx(st, place_tx, &pc);
+	if (rc < 0) {
+		host_row_clear(host);
+		memset(host, 0, sizeof *host);
+		for (int i = 0; i < (p->n > 0 ? p->n : 1); i++)
+			res_ids[i][0] = 0;	/* rolled back */
+	}
+	return rc;
 }
 
 int store_placement_add(struct store *st, const char *id, const char *host_id, const struct placement *p)
@@ -116,11 +212,12 @@ int store_placement_add(struct store *st, const char *id, const char *host_id, c
 		   DBV_I(p->vcpus), DBV_I(p->memory_mib), DBV_I(wall_ms()));
 }
 
-int store_placement_rename(struct store *st, const char *from, const char *to)
+int store_placement_rename(struct store *st, const char *from, const char *to, int64_t vcpus,
+			   int64_t memory_mib)
 {
 	int64_t changes = 0;
-	int rc = RUN(st, "UPDATE placements SET id = $1 WHERE id = $2", NULL, NULL, &changes, DBV_S(to),
-		     DBV_S(from));
+	int rc = RUN(st, "UPDATE placements SET id = $1, vcpus = $2, memory_mib = $3 WHERE id = $4", NULL, NULL,
+		     &changes, DBV_S(to), DBV_I(vcpus), DBV_I(memory_mib), DBV_S(from));
 	if (rc == 0 && !changes)
 		rc = errf(ENOENT, "no placement %s (stale, and taken back?)", from);
 	return rc;

@@ -7,7 +7,7 @@
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
 . "$(dirname "$0")/../e2e/lib.sh"
-: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
 # replicas check it with); host-a plain HTTP.
 KEY=$CL_KEY
@@ -223,5 +223,54 @@ a=$(on_host a) b=$(on_host b)
 [ -z "$a$b" ] && pass hosts_empty "nothing runs on either host" || fail hosts_empty "a: '$a' b: '$b'"
 api GET /v1/sandboxes
 [ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass list_empty "" || fail list_empty "$BODY"
+# ---- a workspace's caps hold over every host and replica (issue 13) ----------------
+# Workspace cap: running 3, creates_per_hour 4 (tests/cluster/run). 12
+# creates at once, 6 through each replica, with room for 4 on the hosts:
+# exactly 3 are made, wherever they land.
+KEY=$CL_KEY_CAP
+pids=()
+for i in $(seq 1 12); do
+	[ $((i % 2)) = 0 ] && u=$CL_API1 || u=$CL_API2
+	curl -s -m 300 -o "$T/cap$i.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
+		--data-binary '{"template":"minimal"}' "$u/v1/sandboxes" > "$T/cap$i.code" &
+	pids+=($!)
+done
+wait "${pids[@]}"
+capped=() refused=0 other=
+for i in $(seq 1 12); do
+	case $(cat "$T/cap$i.code") in
+	201) capped+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/cap$i.json")") ;;
+	429) python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; sys.exit(0 if (e["limit"], e["value"], e["plan"]) == ("running", 3, "team") else 1)' "$T/cap$i.json" \
+		&& refused=$((refused + 1)) || other+="$i: $(head -c 200 "$T/cap$i.json") " ;;
+	*) other+="$i: $(cat "$T/cap$i.code") $(head -c 200 "$T/cap$i.json") " ;;
+	esac
+done
+[ ${#capped[@]} = 3 ] && [ $refused = 9 ] && [ -z "$other" ] \
+	&& pass caps_running_cluster "12 at once through 2 replicas: 3 made ($(on_host a | wc -w) on host-a, $(on_host b | wc -w) on host-b), 9 refused 429 (running, 3, team)" \
+	|| fail caps_running_cluster "${#capped[@]} made, $refused refused as documented; others: $other"
+# The window counts every create on every host: one deleted frees a
+# running slot, the 4th create of the hour takes it, and the 5th is
+# refused with Retry-After though a slot is free again.
+URL=$CL_API1
+api DELETE "/v1/sandboxes/${capped[0]}"
+api POST /v1/sandboxes '{"template":"minimal"}' -D "$T/cap4.h"
+capped[0]=$(jget 'j.get("id", "")')
+rem=$(sed -n 's/^X-RateLimit-Remaining: *//Ip' "$T/cap4.h" | tr -d '\r')
+[ "$STATUS" = 201 ] && [ "$rem" = 0 ] && pass caps_window_headers "4th of 4: 201, X-RateLimit-Remaining $rem" \
+	|| fail caps_window_headers "$STATUS Remaining '$rem' $BODY"
+URL=$CL_API2
+api DELETE "/v1/sandboxes/${capped[1]}"
+api POST /v1/sandboxes '{"template":"minimal"}' -D "$T/cap5.h"
+retry=$(sed -n 's/^Retry-After: *//Ip' "$T/cap5.h" | tr -d '\r')
+[ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = creates_per_hour ] && [ -n "$retry" ] && [ "$retry" -ge 3000 ] \
+	&& pass caps_window_cluster "5th create of the hour on the other replica: 429 creates_per_hour, Retry-After $retry s" \
+	|| fail caps_window_cluster "$STATUS Retry-After '$retry' $BODY"
+for s in "${capped[@]:2}" "${capped[0]}"; do
+	[ -n "$s" ] && { api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || fail caps_delete "$s: $STATUS $BODY"; }
+done
+a=$(on_host a) b=$(on_host b)
+[ -z "$a$b" ] || fail hosts_empty_after_caps "a: '$a' b: '$b'"
+KEY=$CL_KEY
+
 [ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" | sed 's/^/  | /'; done; exit 1; }
 exit 0

@@ -16,8 +16,9 @@ cl_cleanup() {
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# cl_setup: the database (store), a token of any number of uses (token)
-# and a key of workspace cl on the team plan (key); 1 with cl_error.
+# cl_setup: the database (store), a token of any number of uses (token),
+# a key of workspace cl on the team plan (key) and one of workspace
+# cl-cap, whose own limits are tighter (key_cap); 1 with cl_error.
 cl_setup() {
 	pg_server_start "$dir" || { cl_error=$pg_error; return 1; }
 	"${pg_as[@]}" "$pg_bin/createdb" -h "$dir" -U kiln kiln_cl >/dev/null 2>&1 || { cl_error=createdb; return 1; }
@@ -26,7 +27,12 @@ cl_setup() {
 	token=$(cl_admin cluster token create --uses any --expires 3600 2>"$dir/token.err")
 	key=$(cl_admin keys create --workspace cl 2>"$dir/key.err")
 	cl_admin workspace plan cl team >/dev/null 2>&1
-	[[ $token == kjt_* && $key == kiln_* ]] || { cl_error="token '$token' key '$key'"; return 1; }
+	# A workspace with caps of its own, which the cluster counts over
+	# every host (tests/cluster/hosts.sh).
+	key_cap=$(cl_admin keys create --workspace cl-cap 2>"$dir/key.err")
+	cl_admin workspace plan cl-cap team '{"running": 3, "creates_per_hour": 4}' >/dev/null 2>&1
+	[[ $token == kjt_* && $key == kiln_* && $key_cap == kiln_* ]] ||
+		{ cl_error="token '$token' key '$key' key_cap '$key_cap'"; return 1; }
 }
 
 cl_admin() { "$kilnd" --data "$dir/admin" --store "$store" "$@"; }

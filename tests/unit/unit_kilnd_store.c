@@ -1278,11 +1278,13 @@ static int on_host(struct store *st, const char *host)
 	return c.n;
 }
 
-/* Place once and take a sandbox id for it, as a create that succeeded. */
-static int place_one(struct store *st, char host[ID_MAX], char id[ID_MAX])
+/* Place once in workspace ws under caps (NULL: none) and take a sandbox
+ * id for it, as a create that succeeded. */
+static int place_in(struct store *st, const char *ws, const struct place_caps *caps, struct place_count *count,
+		    char host[ID_MAX], char id[ID_MAX])
 {
-	struct placement p = { "ws_place", "sandbox", 0, 0 };
-	char res[ID_MAX];
+	struct placement p = { ws, "sandbox", 0, 0, .caps = caps, .count = count };
+	char res[1][ID_MAX];
 	struct host_row h;
 	int rc = store_place(st, &p, choose_spread, &p, res, &h);
 	if (rc < 0)
@@ -1290,7 +1292,12 @@ static int place_one(struct store *st, char host[ID_MAX], char id[ID_MAX])
 	snprintf(host, ID_MAX, "%s", h.id);
 	host_row_clear(&h);
 	make_id(id, "sbx_");
-	return store_placement_rename(st, res, id);
+	return store_placement_rename(st, res[0], id, p.vcpus, p.memory_mib);
+}
+
+static int place_one(struct store *st, char host[ID_MAX], char id[ID_MAX])
+{
+	return place_in(st, "ws_place", NULL, NULL, host, id);
 }
 
 static void placement_reserves_in_the_store(void)
@@ -1388,6 +1395,131 @@ static void placement_races_never_overplace(void)
 	store_close(st);
 }
 
+/* Mark sandbox id of workspace ws as in state (its host's record). */
+static void record_state(struct store *st, const char *ws, const char *id, enum sbx_state state)
+{
+	struct sbx_row r = { 0 };
+	snprintf(r.id, sizeof r.id, "%s", id);
+	snprintf(r.workspace, sizeof r.workspace, "%s", ws);
+	snprintf(r.template, sizeof r.template, "minimal");
+	r.state = state;
+	r.vcpus = 1, r.memory_mib = 256;
+	r.created_ms = r.active_ms = wall_ms();
+	CHECK(store_sandbox_save(st, &r) == 0);
+}
+
+/* A workspace's caps counted over every host (issue 13 on the cluster):
+ * its running sandboxes wherever they are, reservations included; a
+ * hibernated one holds no slot; the window counts every sandbox placed,
+ * ended or not, and not a create that failed. */
+static void placement_counts_workspace_caps(void)
+{
+	char url[1024], a[ID_MAX], b[ID_MAX], tok[ID_MAX], host[ID_MAX], ids[8][ID_MAX];
+	fresh_url("kiln_place_caps", url, sizeof url);
+	struct store *st = NULL;
+	CHECK(store_open(url, &st) == 0);
+	if (!st)
+		return;
+	CHECK(store_join_token_add(st, "place-token", "kjt_place", wall_ms() + 3600000, -1, tok) == 0);
+	join_host(st, "a", 8192, a);
+	join_host(st, "b", 8192, b);
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "capped", ws) == 0);
+	struct place_caps caps = { .running = 3, .creates = 5, .window_ms = 3600000 };
+	struct place_count count;
+	int on_a = 0;
+	for (int i = 0; i < 3; i++) {
+		CHECK(place_in(st, ws, &caps, &count, host, ids[i]) == 0);
+		on_a += !strcmp(host, a);
+	}
+	CHECK(on_a > 0 && on_a < 3);	/* spread: both hosts count */
+	CHECK(count.creates_used == 3 && count.reset_ms > wall_ms() && !count.limit[0]);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT);
+	CHECK(!strcmp(count.limit, "running") && count.value == 3 && strstr(errmsg(), "its limit is 3"));
+	/* Another workspace is not held to this one's count. */
+	CHECK(place_in(st, "other", &caps, &count, host, ids[7]) == 0 && count.creates_used == 1);
+	/* Hibernated on its host: no longer running; running is. */
+	record_state(st, ws, ids[0], SBX_HIBERNATED);
+	record_state(st, ws, ids[1], SBX_RUNNING);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == 0 && count.creates_used == 4);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[4]) == -EDQUOT && !strcmp(count.limit, "running"));
+	/* Deleted: its slot is free, its create still counted. */
+	CHECK(store_placement_end(st, ids[1]) == 0);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[4]) == 0 && count.creates_used == 5);
+	CHECK(store_placement_end(st, ids[2]) == 0);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[5]) == -EDQUOT && !strcmp(count.limit, "creates"));
+	CHECK(count.value == 5 && count.retry_after_ms > 3500000 && count.retry_after_ms <= 3600000);
+	CHECK(strstr(errmsg(), "5 sandboxes were made in this workspace in the window"));
+	/* A create that failed drops its reservation: no create. */
+	CHECK(store_placement_drop(st, ids[4]) == 0);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[5]) == 0 && count.creates_used == 5);
+	/* The window slides: creates older than it leave it. */
+	char sql[256];
+	snprintf(sql, sizeof sql, "UPDATE placements SET created_ms = %lld WHERE workspace_id = '%s'",
+		 (long long)(wall_ms() - 3600001), ws);
+	CHECK(raw_script(url, sql) == 0);
+	/* A fork's children: where the parent is, all or none. */
+	struct placement f = { ws, "sandbox", 1, 256, .n = 2, .host_id = b, .caps = &caps, .count = &count };
+	char res[2][ID_MAX];
+	struct host_row none;
+	int before = on_host(st, b);
+	CHECK(store_place(st, &f, NULL, NULL, res, &none) == -EDQUOT && !strcmp(count.limit, "running"));
+	CHECK(!res[0][0] && !none.id[0] && on_host(st, b) == before);
+	f.n = 1;
+	CHECK(store_place(st, &f, NULL, NULL, res, &none) == 0 && res[0][0] && count.creates_used == 1);
+	CHECK(make_id(ids[6], "sbx_") == 0 && store_placement_rename(st, res[0], ids[6], 1, 256) == 0);
+	CHECK(on_host(st, b) == before + 1);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[7]) == -EDQUOT && !strcmp(count.limit, "running"));
+	store_close(st);
+}
+
+/* Two API replicas creating at once in one workspace with a running cap
+ * of 5 (issue 13: 20 parallel creates against a limit of 5): exactly 5. */
+static void *capped_placer(void *arg)
+{
+	int *made = arg;
+	struct store *st = NULL;
+	if (store_open(place_url, &st) < 0)
+		return (void *)1;
+	pthread_barrier_wait(&place_start);
+	struct place_caps caps = { .running = 5 };
+	struct place_count count;
+	char host[ID_MAX], id[ID_MAX];
+	for (int i = 0; i < 5; i++)
+		if (place_in(st, "ws_race", &caps, &count, host, id) == 0)
+			(*made)++;
+	store_close(st);
+	return NULL;
+}
+
+static void placement_caps_race_exactly(void)
+{
+	char a[ID_MAX], b[ID_MAX], tok[ID_MAX];
+	fresh_url("kiln_place_caps_race", place_url, sizeof place_url);
+	struct store *st = NULL;
+	CHECK(store_open(place_url, &st) == 0);
+	if (!st)
+		return;
+	CHECK(store_join_token_add(st, "place-token", "kjt_place", wall_ms() + 3600000, -1, tok) == 0);
+	join_host(st, "a", 8192, a);
+	join_host(st, "b", 8192, b);
+	pthread_t t[PLACERS];
+	int made[PLACERS] = { 0 }, bad = 0, total = 0;
+	pthread_barrier_init(&place_start, NULL, PLACERS);
+	for (int i = 0; i < PLACERS; i++)
+		pthread_create(&t[i], NULL, capped_placer, &made[i]);
+	for (int i = 0; i < PLACERS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		bad += ret != NULL;
+		total += made[i];
+	}
+	pthread_barrier_destroy(&place_start);
+	CHECK(bad == 0);
+	CHECK(total == 5 && on_host(st, a) + on_host(st, b) == 5 && on_host(st, a) >= 2 && on_host(st, b) >= 2);
+	store_close(st);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -1432,6 +1564,8 @@ int main(void)
 	RUN(placement_rule_spread_pack_room);
 	RUN(placement_reserves_in_the_store);
 	RUN(placement_races_never_overplace);
+	RUN(placement_counts_workspace_caps);
+	RUN(placement_caps_race_exactly);
 	RUN(concurrent_writes_all_land);
 	RUN(ids_are_distinct);
 	if (pg_url) {
