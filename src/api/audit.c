@@ -4,6 +4,8 @@
 #include "api/routes.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/periodic.h"
+#include "store/store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -32,4 +34,39 @@ void audit_request(struct req *r)
 	if (store_audit_add(r->api->store, &a) < 0)
 		log_warn("audit: %s %s by key %s (%d) not recorded: %s", a.method, a.route, a.key_id,
 			 a.status, errmsg());
+}
+
+/* ---- retention ---------------------------------------------------------------- */
+
+#define RETENTION_PERIOD_MS (3600 * 1000)
+
+static struct {
+	struct periodic thread;
+	struct store *store;
+	int64_t keep_ms;
+} retention;
+
+static void prune(void *ctx)
+{
+	(void)ctx;
+	int64_t removed = 0;
+	if (store_audit_prune(retention.store, wall_ms() - retention.keep_ms, &removed) < 0)
+		log_warn("audit: removing entries past retention: %s", errmsg());
+	else if (removed)
+		log_info("audit: removed %lld entries older than %lld days", (long long)removed,
+			 (long long)(retention.keep_ms / 86400000));
+}
+
+int audit_retention_start(struct store *st, int days)
+{
+	if (days <= 0)
+		return 0;
+	retention.store = st;
+	retention.keep_ms = (int64_t)days * 86400000;
+	return periodic_start(&retention.thread, "audit retention", RETENTION_PERIOD_MS, prune, NULL);
+}
+
+void audit_retention_stop(void)
+{
+	periodic_stop(&retention.thread);
 }

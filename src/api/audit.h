@@ -15,4 +15,11 @@ struct req;
  * failed write is logged, not retried. */
 void audit_request(struct req *r);
 
+struct store;
+/* Retention: entries older than days are removed now and every hour
+ * after, by every kilnd with the API (the deletes of replicas sharing a
+ * database agree). days 0: kept for ever, nothing started. */
+int audit_retention_start(struct store *st, int days);
+void audit_retention_stop(void);
+
 #endif

@@ -25,6 +25,7 @@
 #include "api/api.h"
 #include "api/cluster.h"
 #include "api/http.h"
+#include "api/audit.h"
 #include "api/auth.h"
 #include "api/keys.h"
 #include "common/metrics.h"
@@ -149,6 +150,7 @@ static const char usage_text[] =
 	"                        for tests)\n"
 	"  --price-vcpu-hour USD what an active vCPU-hour costs (default 0.054)\n"
 	"  --price-gib-hour USD  what a working-set GiB-hour costs (default 0.0162)\n"
+	"  --audit-days N        keep the audit log N days (default 90; 0: for ever)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
@@ -161,7 +163,7 @@ enum {
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
 	O_OFFER_VCPUS, O_OFFER_MEMORY, O_PLACEMENT, O_HOSTS_CA,
-	O_SCOPE,
+	O_SCOPE, O_AUDIT_DAYS,
 };
 
 static const struct option options[] = {
@@ -227,6 +229,7 @@ static const struct option options[] = {
 	{ "plan-window", required_argument, 0, O_PLAN_WINDOW },
 	{ "price-vcpu-hour", required_argument, 0, O_PRICE_VCPU },
 	{ "price-gib-hour", required_argument, 0, O_PRICE_GIB },
+	{ "audit-days", required_argument, 0, O_AUDIT_DAYS },
 	{ 0 },
 };
 
@@ -243,6 +246,7 @@ struct cmdline {
 	const char *api_url, *join_token, *api_ca, *advertise;	/* --role agent */
 	int64_t offer_vcpus, offer_memory_mib;	/* --role agent: 0: the machine's */
 	const char *placement, *hosts_ca;	/* --role api */
+	int audit_days;			/* audit log retention; 0: for ever */
 	struct cluster_opts cluster;	/* kilnd cluster token create */
 };
 
@@ -293,6 +297,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 {
 	config_defaults(&c->cfg);
 	plans_init(&c->plans);
+	c->audit_days = 90;
 	int opt;
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		struct config *g = &c->cfg;
@@ -370,6 +375,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_VMM_PIDS: g->vmm_pids = (int)number(optarg, "--vmm-pids", 8, 100000); break;
 		case O_RESERVE_DISK: g->reserve_disk_mib = (int)number(optarg, "--reserve-disk", 0, 1 << 30); break;
 		case O_PLANS: c->plans_file = optarg; break;
+		case O_AUDIT_DAYS: c->audit_days = (int)number(optarg, "--audit-days", 0, 100000); break;
 		case O_API: c->api_url = optarg; break;
 		case O_JOIN_TOKEN: c->join_token = optarg; break;
 		case O_API_CA: c->api_ca = optarg; break;
@@ -710,6 +716,8 @@ static int serve(struct cmdline *c)
 	 * sampled. */
 	if (credit_watch_start(st, &hostif, &c->plans, c->host.sample_ms) < 0)
 		die("%s", errmsg());
+	if (audit_retention_start(st, c->audit_days) < 0)
+		die("%s", errmsg());
 	char advertise[160];
 	snprintf(advertise, sizeof advertise, "http://%s", cfg->listen);
 	struct agent_link_config link = {
@@ -730,6 +738,7 @@ static int serve(struct cmdline *c)
 	alarm(10);
 	agent_link_stop();
 	credit_watch_stop();
+	audit_retention_stop();
 	cluster_monitor_stop();
 	http_stop(&api);
 	if (host)

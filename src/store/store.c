@@ -467,6 +467,15 @@ int store_audit_each(struct store *st, const char *workspace, int limit, store_a
 		   row_audit, &e, NULL, DBV_S(workspace), DBV_I(limit));
 }
 
+int store_audit_prune(struct store *st, int64_t before_ms, int64_t *removed)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "DELETE FROM audit_log WHERE created_ms < $1", NULL, NULL, &changes, DBV_I(before_ms));
+	if (removed)
+		*removed = rc < 0 ? 0 : changes;
+	return rc;
+}
+
 /* ---- sandboxes ------------------------------------------------------------ */
 
 void sbx_row_clear(struct sbx_row *r)

@@ -166,6 +166,9 @@ int store_audit_add(struct store *st, struct audit_row *r);
 /* The workspace's newest limit entries, newest first. */
 typedef int store_audit_fn(void *ctx, const struct audit_row *r);
 int store_audit_each(struct store *st, const char *workspace, int limit, store_audit_fn *fn, void *ctx);
+/* Remove the entries made before before_ms (retention); *removed how many
+ * (may be NULL). */
+int store_audit_prune(struct store *st, int64_t before_ms, int64_t *removed);
 
 /* ---- sandboxes ---------------------------------------------------------- */
 

@@ -7,7 +7,7 @@
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
 . "$(dirname "$0")/../e2e/lib.sh"
-: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
 # replicas check it with); host-a plain HTTP.
 KEY=$CL_KEY
@@ -270,6 +270,28 @@ for s in "${capped[@]:2}" "${capped[0]}"; do
 done
 a=$(on_host a) b=$(on_host b)
 [ -z "$a$b" ] || fail hosts_empty_after_caps "a: '$a' b: '$b'"
+
+# ---- a spent credit stops compute on the cluster too (issue 13) ------------------
+# Workspace cl-broke: a credit of 50 micro-dollars (about 3 vCPU-seconds).
+# The hosts' usage reaches the database with their heartbeats; the API
+# replicas' credit watch hibernates the sandbox on its host; creates and
+# wakes answer 402; the files stay.
+KEY=$CL_KEY_BROKE
+create_sandbox; C1=$SBX
+if [ -n "$C1" ]; then
+	api POST "/v1/sandboxes/$C1/exec" '{"cmd":"echo kept > /root/f; timeout 5 sh -c \"while :; do :; done\"; true","timeout_seconds":60}'
+	hib() { api GET "/v1/sandboxes/$C1"; [ "$(jget 'j["status"]')" = hibernated ]; }
+	until_ok 45 hib && pass credit_hibernates_cluster "5 vCPU-seconds on a host against a credit of 50 micro-dollars: $C1 hibernated" \
+		|| fail credit_hibernates_cluster "$STATUS $BODY"
+	api POST /v1/sandboxes '{"template":"minimal"}'; st1="$STATUS $(jget 'j["error"]["code"]')"
+	api POST "/v1/sandboxes/$C1/wake" '{}'; st2="$STATUS $(jget 'j["error"]["code"]')"
+	[ "$st1" = "402 credit_exhausted" ] && [ "$st2" = "402 credit_exhausted" ] \
+		&& pass credit_402_cluster "create and wake: 402 credit_exhausted" || fail credit_402_cluster "create: $st1; wake: $st2"
+	api DELETE "/v1/sandboxes/$C1"
+	[ "$STATUS" = 204 ] || fail credit_delete "$STATUS $BODY"
+else
+	fail credit_hibernates_cluster "create: $STATUS $BODY"
+fi
 KEY=$CL_KEY
 
 [ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" | sed 's/^/  | /'; done; exit 1; }

@@ -18,7 +18,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # cl_setup: the database (store), a token of any number of uses (token),
 # a key of workspace cl on the team plan (key) and one of workspace
-# cl-cap, whose own limits are tighter (key_cap); 1 with cl_error.
+# cl-cap, whose own limits are tighter (key_cap), and one of cl-broke,
+# whose credit is almost nothing (key_broke); 1 with cl_error.
 cl_setup() {
 	pg_server_start "$dir" || { cl_error=$pg_error; return 1; }
 	"${pg_as[@]}" "$pg_bin/createdb" -h "$dir" -U kiln kiln_cl >/dev/null 2>&1 || { cl_error=createdb; return 1; }
@@ -31,8 +32,11 @@ cl_setup() {
 	# every host (tests/cluster/hosts.sh).
 	key_cap=$(cl_admin keys create --workspace cl-cap 2>"$dir/key.err")
 	cl_admin workspace plan cl-cap team '{"running": 3, "creates_per_hour": 4}' >/dev/null 2>&1
-	[[ $token == kjt_* && $key == kiln_* && $key_cap == kiln_* ]] ||
-		{ cl_error="token '$token' key '$key' key_cap '$key_cap'"; return 1; }
+	# And one whose credit a few seconds of CPU spend (key_broke).
+	key_broke=$(cl_admin keys create --workspace cl-broke 2>"$dir/key.err")
+	cl_admin workspace plan cl-broke team '{"credit_microdollars": 50}' >/dev/null 2>&1
+	[[ $token == kjt_* && $key == kiln_* && $key_cap == kiln_* && $key_broke == kiln_* ]] ||
+		{ cl_error="token '$token' key '$key' key_cap '$key_cap' key_broke '$key_broke'"; return 1; }
 }
 
 cl_admin() { "$kilnd" --data "$dir/admin" --store "$store" "$@"; }

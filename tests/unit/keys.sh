@@ -198,4 +198,21 @@ audit_pg() { API=$API2; api "$pgfull" GET /v1/audit; [ "$(jget 'len(j["entries"]
 until_ok 5 audit_pg
 check pg_audit "r2 reads r1's and r2's entries: $(jget '[e["method"] + " " + str(e["status"]) for e in j["entries"]]')" \
 	[ "$(jget 'sorted(e["status"] for e in j["entries"])')" = "[201, 201, 204, 403]" ]
+
+# ---- retention: entries older than --audit-days go --------------------------------------------
+psql_() { "${pg_as[@]}" "$pg_bin/psql" -h "$pgdir" -U kiln -d kiln_keys -At -c "$1" 2>&1; }
+psql_ "INSERT INTO audit_log (id, workspace_id, key_id, key_prefix, method, route, target, status, created_ms)
+       SELECT 'aud_old', workspace_id, key_id, key_prefix, 'POST', '/v1/ancient', NULL, 201,
+              $(( ($(date +%s) - 2 * 86400) * 1000 )) FROM audit_log LIMIT 1" > /dev/null
+old_listed() { API=$API1; api "$pgfull" GET '/v1/audit?limit=100'; [ "$(jget 'any(e["route"] == "/v1/ancient" for e in j["entries"])')" = "$1" ]; }
+old_listed True; kept_before=$?
+p3=$(free_port)
+serve r3 "$p3" --store "$store" --audit-days 1 || fail pg_r3 "$(tail -3 "$dir/r3.log")"
+until_ok 10 old_listed False
+gone=$?
+n=$(jget 'len(j["entries"])')
+check audit_retention "an entry of 2 days ago: listed ($kept_before), then gone ($gone) once a replica with --audit-days 1 started; $n newer kept; its log: $(grep -o 'removed [0-9]* entries older than 1 days' "$dir/r3.log")" \
+	[ $kept_before = 0 -a $gone = 0 -a "$n" -ge 4 ] && grep -q 'removed 1 entries older than 1 days' "$dir/r3.log"
+"$kilnd" --audit-days -1 --data "$dir/x" keys list > "$dir/bad.out" 2>&1
+check audit_days_bad "--audit-days -1: $(cat "$dir/bad.out")" grep -q -- "--audit-days" "$dir/bad.out"
 exit $rc
