@@ -53,6 +53,10 @@ struct api {
 	/* --role agent, once joined: the key the cluster's API calls this
 	 * host with (ROUTE_HOST); NULL otherwise. */
 	const char *volatile host_key;
+	/* --role agent: only the host protocol (ROUTE_HOST), /healthz and
+	 * /metrics are served; the cluster's public API is the API role's,
+	 * which needs no privilege (docs/security.md "Privilege map"). */
+	bool host_only;
 };
 
 #endif

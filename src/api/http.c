@@ -611,6 +611,11 @@ static int admit(struct req *r, const char *url)
 			r->route = host_routes[i];
 	if (!r->route)
 		r->route = route_match(r->method, url, r->params, MAX_PATH_PARAMS, &r->nparams, &known);
+	if (r->route && r->api->host_only && !(r->route->flags & ROUTE_HOST) &&
+	    strcmp(r->route->pattern, "/healthz") && strcmp(r->route->pattern, "/metrics"))
+		return reply_error(r, 404, "not_found", "no route %s %s: a host agent serves only the "
+				   "cluster's host protocol; the API is the cluster's (docs/cluster.md)",
+				   r->method, url);
 	if (r->route && r->route->hooks && r->route->hooks->admit)
 		return r->route->hooks->admit(r);
 	if (!r->route) {

@@ -80,9 +80,9 @@ static const char usage_text[] =
 	"  --listen HOST:PORT    the HTTP API (default 127.0.0.1:7070)\n"
 	"  --tls-cert FILE       serve HTTPS with this PEM certificate (chain)...\n"
 	"  --tls-key FILE        ...and this PEM private key (default: plain HTTP)\n"
-	"  --role ROLE           all: both roles in one process (the default); agent: also\n"
-	"                        join the cluster at --api, heartbeat to it and take its\n"
-	"                        calls; api: the API alone, its sandboxes on the\n"
+	"  --role ROLE           all: both roles in one process (the default); agent: join\n"
+	"                        the cluster at --api, heartbeat to it and serve it only\n"
+	"                        the host protocol; api: the API alone, its sandboxes on the\n"
 	"                        cluster's hosts (needs --store postgresql://...; no KVM)\n"
 	"                        (docs/cluster.md)\n"
 	"  --api URL             agent: the cluster's API endpoint (http:// or https://)\n"
@@ -702,6 +702,7 @@ static int serve(struct cmdline *c)
 		hostif_local(&hostif, host);
 	}
 	api.hostif = &hostif;
+	api.host_only = agent;
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());
 	struct sigaction sa = { .sa_handler = on_stop };

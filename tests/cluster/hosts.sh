@@ -160,6 +160,13 @@ api DELETE "/v1/snapshots/$SNAP"
 URL=$CL_API2
 
 # ---- the host calls are the API's only ------------------------------------------------
+# A host agent (root) serves the cluster's API only its host protocol:
+# the public API, sessions and the dashboard are the API role's.
+code=$(curl -s -m 10 -o "$T/agent-public" -w '%{http_code}' -H "Authorization: Bearer $CL_KEY" "http://127.0.0.1:$CL_PORT_A/v1/sandboxes")
+code2=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$CL_PORT_A/v1/session" --data '{"api_key":"x"}')
+code3=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$CL_PORT_A/healthz")
+[ "$code" = 404 ] && [ "$code2" = 404 ] && [ "$code3" = 200 ] && grep -q "serves only the cluster's host protocol" "$T/agent-public" \
+	&& pass agent_host_only "/v1/sandboxes and /v1/session at a host: 404; /healthz 200" || fail agent_host_only "$code $code2 $code3 $(cat "$T/agent-public")"
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $CL_KEY" "http://127.0.0.1:$CL_PORT_A/v1/host/sandboxes")
 [ "$code" = 401 ] && pass host_call_refused "a tenant's key at a host: 401" || fail host_call_refused "$code"
 grep -q "host call from .* refused" "$T/a.log" && pass host_call_logged "host-a logged it" || fail host_call_logged ""

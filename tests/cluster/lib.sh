@@ -43,11 +43,18 @@ cl_admin() { "$kilnd" --data "$dir/admin" --store "$store" "$@"; }
 cl_sql() { "${pg_as[@]}" "$pg_bin/psql" -h "$dir" -U kiln -d kiln_cl -At -c "$1" 2>&1; }
 
 # cl_start_api NAME PORT [ARGS...]: a replica on 127.0.0.1:PORT; its pid
-# in api_pid; 1 with cl_error when it does not answer.
+# in api_pid; 1 with cl_error when it does not answer. With cl_user set
+# (a uid), it runs as that user with no capabilities at all: the API role
+# needs no privilege (docs/security.md "Privilege map").
 cl_start_api() {
 	local name=$1 port=$2; shift 2
+	local as=()
 	mkdir -p "$dir/$name"
-	"$kilnd" --role api --store "$store" --data "$dir/$name" --listen "127.0.0.1:$port" "$@" \
+	if [ -n "${cl_user:-}" ]; then
+		chown "$cl_user:$cl_user" "$dir/$name"
+		as=(setpriv --reuid="$cl_user" --regid="$cl_user" --clear-groups --inh-caps=-all --bounding-set=-all)
+	fi
+	"${as[@]}" "$kilnd" --role api --store "$store" --data "$dir/$name" --listen "127.0.0.1:$port" "$@" \
 		> "$dir/$name.log" 2>&1 &
 	api_pid=$!
 	cl_pids+=($api_pid)
