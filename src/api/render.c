@@ -135,12 +135,15 @@ json_t *render_sandbox(const struct sbx_row *r)
 	/* cpu_seconds and memory_*: the VMM process (RSS); active_vcpu_seconds
 	 * and working_set_*: what is billed (docs/billing.md). */
 	double overhead = r->cpu_seconds - r->active_cpu_seconds;
-	json_object_set_new(j, "usage", json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:I,s:f}",
+	/* stored_bytes: the disk space it keeps while hibernated (0 running),
+	 * held against the plan's storage_mib. */
+	json_object_set_new(j, "usage", json_pack("{s:f,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:I}",
 		"cpu_seconds", r->cpu_seconds, "memory_bytes", (json_int_t)r->rss_bytes,
 		"memory_mib_seconds", r->mem_mib_seconds, "running_seconds", r->running_seconds,
 		"active_vcpu_seconds", r->active_cpu_seconds, "overhead_cpu_seconds",
 		overhead > 0 ? overhead : 0, "working_set_bytes", (json_int_t)r->pss_bytes,
-		"working_set_gib_hours", r->pss_mib_seconds / 1024 / 3600));
+		"working_set_gib_hours", r->pss_mib_seconds / 1024 / 3600, "stored_bytes",
+		(json_int_t)r->stored_bytes));
 	json_object_set_new(j, "network", netpolicy_render(r->net_policy));
 	if (r->error[0])
 		json_object_set_new(j, "error", json_string(r->error));
@@ -149,9 +152,9 @@ json_t *render_sandbox(const struct sbx_row *r)
 
 json_t *render_snapshot(const struct snap_row *s)
 {
-	return json_pack("{s:s,s:s,s:s,s:i,s:i,s:o}", "id", s->id, "sandbox_id", s->sandbox,
+	return json_pack("{s:s,s:s,s:s,s:i,s:i,s:o,s:I}", "id", s->id, "sandbox_id", s->sandbox,
 			 "template", s->template, "vcpus", s->vcpus, "memory_mib", s->memory_mib,
-			 "created_at", render_time(s->created_ms));
+			 "created_at", render_time(s->created_ms), "stored_bytes", (json_int_t)s->stored_bytes);
 }
 
 json_t *render_exec_result(const void *out, size_t out_len, const void *err, size_t err_len, int exit_code,

@@ -303,7 +303,8 @@ int cmd_limits(const struct command *cmd, struct opts *o)
 	static const char *const names[][2] = {
 		{ "running", "running" }, { "creates_per_hour", NULL }, { "vcpus", NULL },
 		{ "memory_mib", NULL }, { "max_ttl_seconds", NULL }, { "hibernated", "hibernated" },
-		{ "snapshots", "snapshots" }, { "hibernated_retention_seconds", NULL },
+		{ "snapshots", "snapshots" }, { "storage_mib", "storage_mib" },
+		{ "hibernated_retention_seconds", NULL },
 	};
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		long long v = (long long)json_integer_value(json_object_get(l, names[i][0]));

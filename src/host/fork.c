@@ -424,6 +424,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 		snap.env = sb->row.env ? strdup(sb->row.env) : NULL;
 		pthread_mutex_unlock(&sb->lock);
 		snap.created_ms = wall_ms();
+		snap.stored_bytes = dir_bytes(dir);
 		rc = snap.disks ? store_snapshot_save(h->store, &snap) : errf(ENOMEM, "out of memory");
 	}
 	if (rc < 0)

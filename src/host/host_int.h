@@ -144,9 +144,6 @@ void layers_gc(struct host *h);
 /* recover.c */
 int host_recover(struct host *h);
 
-/* fsutil */
-int rmtree(const char *path);
-/* Remove everything in dir but the files named disk*. */
-int rmtree_except_disks(const char *dir);
+#include "host/fsutil.h"
 
 #endif

@@ -654,6 +654,11 @@ int host_hibernate(struct host *h, struct sandbox *sb)
 	sb->pidfd = -1;
 	sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
+	/* What it keeps on the host's disk while it sleeps (plans' storage). */
+	int64_t stored = dir_bytes(sb->dir);
+	pthread_mutex_lock(&sb->lock);
+	sb->row.stored_bytes = stored;
+	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, SBX_HIBERNATED);
 	sandbox_mem_release(h, sb);
 out:
@@ -796,6 +801,7 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 	}
 	pthread_mutex_lock(&sb->lock);
 	sb->row.active_ms = wall_ms();
+	sb->row.stored_bytes = 0;	/* running: its compute is what it uses */
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, SBX_RUNNING);
 	rmtree(restore);	/* the VMM maps its memory file; the mapping keeps it */

@@ -74,12 +74,13 @@ json_t *wire_row(const struct sbx_row *r)
 			      r->ready_ms);
 	if (!o)
 		return NULL;
-	json_t *acc = json_pack("{s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:s,s:i,s:s}", "vmm_pid",
+	json_t *acc = json_pack("{s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:s,s:i,s:s}", "vmm_pid",
 				r->vmm_pid, "vmm_start", (json_int_t)r->vmm_start, "cpu_seconds", r->cpu_seconds,
 				"cpu_base", r->cpu_base, "mem_mib_seconds", r->mem_mib_seconds, "running_seconds",
 				r->running_seconds, "rss_bytes", (json_int_t)r->rss_bytes, "active_cpu_seconds",
 				r->active_cpu_seconds, "active_base", r->active_base, "pss_mib_seconds",
-				r->pss_mib_seconds, "pss_bytes", (json_int_t)r->pss_bytes, "error", r->error,
+				r->pss_mib_seconds, "pss_bytes", (json_int_t)r->pss_bytes, "stored_bytes",
+				(json_int_t)r->stored_bytes, "error", r->error,
 				"net_slot", r->net_slot, "ended", r->ended);
 	if (!acc || json_object_update(o, acc) < 0) {
 		json_decref(acc);
@@ -132,6 +133,7 @@ int wire_row_parse(const json_t *j, struct sbx_row *r)
 	r->active_base = real_of(j, "active_base");
 	r->pss_mib_seconds = real_of(j, "pss_mib_seconds");
 	r->pss_bytes = int_of(j, "pss_bytes");
+	r->stored_bytes = int_of(j, "stored_bytes");
 	r->net_slot = (int)int_of(j, "net_slot");
 	int rc = text_of(j, "metadata", &r->metadata);
 	rc = rc ?: text_of(j, "env", &r->env);
@@ -253,10 +255,10 @@ int wire_error_parse(const json_t *j, struct ws_caps_report *report)
 
 json_t *wire_snap(const struct snap_row *r)
 {
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I}", "id", r->id, "workspace", r->workspace,
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:I}", "id", r->id, "workspace", r->workspace,
 			      "sandbox", r->sandbox, "template", r->template, "vcpus", r->vcpus, "memory_mib",
 			      r->memory_mib, "created_ms", (json_int_t)r->created_ms, "deleted_ms",
-			      (json_int_t)r->deleted_ms);
+			      (json_int_t)r->deleted_ms, "stored_bytes", (json_int_t)r->stored_bytes);
 	if (o) {
 		set_text(o, "disks", r->disks);
 		set_text(o, "env", r->env);

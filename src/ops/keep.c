@@ -1,7 +1,8 @@
 /*
  * keep: the operations that leave something on the host's disk for a
  * workspace after its compute stops, hibernate and snapshot, held to the
- * plan's `hibernated` and `snapshots` limits (ops.h). A hibernated
+ * plan's `hibernated` and `snapshots` counts and its `storage_mib` (the
+ * disk space both take, as their hosts measured it) (ops.h). A hibernated
  * sandbox keeps its memory and disk until it wakes or is deleted; a
  * snapshot until it is deleted: without a cap, one tenant could fill the
  * data filesystem that every other sandbox and kilnd's database share
@@ -24,37 +25,37 @@
 
 struct tally {
 	const char *ws;
-	int64_t n;
+	struct ops_kept *k;
 };
 
 static int count_hibernated(void *ctx, const struct sbx_row *r)
 {
 	struct tally *t = ctx;
-	t->n += r->state == SBX_HIBERNATED;
+	if (r->state == SBX_HIBERNATED) {
+		t->k->hibernated++;
+		t->k->stored_bytes += r->stored_bytes > 0 ? r->stored_bytes : 0;
+	}
 	return 0;
 }
 
 static int count_snapshot(void *ctx, struct snap_row *s)
 {
 	struct tally *t = ctx;
-	t->n += !strcmp(s->workspace, t->ws);
+	if (!strcmp(s->workspace, t->ws)) {
+		t->k->snapshots++;
+		t->k->stored_bytes += s->stored_bytes > 0 ? s->stored_bytes : 0;
+	}
 	snap_row_clear(s);
 	return 0;
 }
 
-int ops_kept(const struct ops_caller *c, int64_t *hibernated, int64_t *snapshots)
+int ops_kept(const struct ops_caller *c, struct ops_kept *out)
 {
-	int rc = 0;
-	if (hibernated) {
-		struct tally t = { c->workspace, 0 };
-		rc = hostif_each(c->hostif, c->workspace, count_hibernated, &t);
-		*hibernated = t.n;
-	}
-	if (snapshots && rc == 0) {
-		struct tally t = { c->workspace, 0 };
-		rc = c->store ? store_snapshot_each_live(c->store, count_snapshot, &t) : 0;
-		*snapshots = t.n;
-	}
+	memset(out, 0, sizeof *out);
+	struct tally t = { c->workspace, out };
+	int rc = hostif_each(c->hostif, c->workspace, count_hibernated, &t);
+	if (rc == 0 && c->store)
+		rc = store_snapshot_each_live(c->store, count_snapshot, &t);
 	return rc;
 }
 
@@ -71,24 +72,45 @@ static int refused(const struct ops_caller *c, const struct plan *p, const char 
 		    (long long)value, what, p->name, limit, (long long)value, hint);
 }
 
+/* The storage cap: what the workspace keeps is under it, or -EDQUOT. A
+ * hibernation's or a snapshot's size is known only once it is made, so
+ * the check is of what is kept before it: one may pass the cap by its
+ * own size, as one more request at once may pass a count. */
+static int storage_room(const struct ops_caller *c, const struct plan *p, const struct ops_kept *k)
+{
+	int64_t cap = p->limits.storage_mib;
+	if (!cap || k->stored_bytes < cap * 1024 * 1024)
+		return 0;
+	ops_quota_note(c, p, true);
+	if (c->quota) {
+		snprintf(c->quota->report.limit, sizeof c->quota->report.limit, "storage_mib");
+		c->quota->report.value = cap;
+	}
+	return errf(EDQUOT, "this workspace's snapshots and hibernated sandboxes take %lld MiB, plan %s "
+		    "allows %lld (storage_mib %lld): delete a snapshot or a hibernated sandbox first",
+		    (long long)(k->stored_bytes >> 20), p->name, (long long)cap, (long long)cap);
+}
+
 int ops_hibernate(const struct ops_caller *c, const char *id, struct sbx_row *out)
 {
 	struct plan p;
 	int rc = ops_workspace_plan(c, &p);
 	if (rc < 0)
 		return rc;
-	if (p.limits.hibernated) {
+	if (p.limits.hibernated || p.limits.storage_mib) {
 		struct sbx_row row;
 		if ((rc = ops_sandbox(c, id, &row)) < 0)
 			return rc;
 		bool already = row.state == SBX_HIBERNATED;	/* the host's 409 to give */
 		sbx_row_clear(&row);
-		int64_t n = 0;
-		if (!already && (rc = ops_kept(c, &n, NULL)) < 0)
+		struct ops_kept k;
+		if (!already && (rc = ops_kept(c, &k)) < 0)
 			return rc;
-		if (!already && n >= p.limits.hibernated)
+		if (!already && p.limits.hibernated && k.hibernated >= p.limits.hibernated)
 			return refused(c, &p, "hibernated", p.limits.hibernated, "sandboxes hibernated",
 				       "wake or delete one first");
+		if (!already && (rc = storage_room(c, &p, &k)) < 0)
+			return rc;
 	}
 	return hostif_hibernate(c->hostif, c->workspace, id, out);
 }
@@ -99,12 +121,14 @@ int ops_snapshot(const struct ops_caller *c, const char *id, char snap[ID_MAX])
 	int rc = ops_workspace_plan(c, &p);
 	if (rc < 0)
 		return rc;
-	if (p.limits.snapshots) {
-		int64_t n = 0;
-		if ((rc = ops_kept(c, NULL, &n)) < 0)
+	if (p.limits.snapshots || p.limits.storage_mib) {
+		struct ops_kept k;
+		if ((rc = ops_kept(c, &k)) < 0)
 			return rc;
-		if (n >= p.limits.snapshots)
+		if (p.limits.snapshots && k.snapshots >= p.limits.snapshots)
 			return refused(c, &p, "snapshots", p.limits.snapshots, "snapshots", "delete one first");
+		if ((rc = storage_room(c, &p, &k)) < 0)
+			return rc;
 	}
 	return hostif_snapshot(c->hostif, c->workspace, id, snap);
 }

@@ -113,9 +113,13 @@ void ops_forked_clear(struct ops_forked *f);
  * interface's answer. */
 int ops_hibernate(const struct ops_caller *c, const char *id, struct sbx_row *out);
 int ops_snapshot(const struct ops_caller *c, const char *id, char snap[ID_MAX]);
-/* What the workspace keeps now: its hibernated sandboxes and its
- * snapshots (either pointer NULL: not counted). */
-int ops_kept(const struct ops_caller *c, int64_t *hibernated, int64_t *snapshots);
+/* What the workspace keeps now: its hibernated sandboxes, its snapshots,
+ * and the disk space both take (the hosts' measure, sbx_row and
+ * snap_row stored_bytes). */
+struct ops_kept {
+	int64_t hibernated, snapshots, stored_bytes;
+};
+int ops_kept(const struct ops_caller *c, struct ops_kept *out);
 
 /* Keep the caller's sandbox id, a fork's child, and delete its siblings
  * (every other live sandbox forked from the same parent), and with

@@ -37,6 +37,7 @@ struct plan_limits {
 	/* What a workspace keeps on disk after its compute stops (ops/keep.c): */
 	int64_t hibernated;		/* sandboxes hibernated at once */
 	int64_t snapshots;		/* snapshots kept */
+	int64_t storage_mib;		/* the disk space those take, MiB */
 };
 
 struct plan {

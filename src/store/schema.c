@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 7;
+const int schema_version = 8;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -89,7 +89,8 @@ const char schema_sql[] =
 	"  active_cpu_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
 	"  active_base DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
 	"  pss_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
-	"  pss_bytes BIGINT NOT NULL DEFAULT 0\n"
+	"  pss_bytes BIGINT NOT NULL DEFAULT 0,\n"
+	"  stored_bytes BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"
@@ -135,7 +136,8 @@ const char schema_sql[] =
 	"  disks TEXT,\n"
 	"  env TEXT,\n"
 	"  created_ms BIGINT NOT NULL,\n"
-	"  deleted_ms BIGINT\n"
+	"  deleted_ms BIGINT,\n"
+	"  stored_bytes BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS snapshots_by_workspace ON snapshots (workspace_id);\n"
 	/* Guest ports reachable through kilnd's proxy; removed with the
@@ -258,6 +260,9 @@ const struct migration schema_migrations[] = {
 	 * an operator (operators is new: schema_sql makes it). */
 	{ 7, "ALTER TABLE workspaces ADD COLUMN suspended BIGINT NOT NULL DEFAULT 0;\n"
 	     "ALTER TABLE workspaces ADD COLUMN deleted_ms BIGINT;\n" },
+	/* Version 7 counted what a workspace keeps, not its bytes. */
+	{ 8, "ALTER TABLE sandboxes ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;\n"
+	     "ALTER TABLE snapshots ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

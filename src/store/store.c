@@ -508,8 +508,8 @@ int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src)
 	"active_ms, ready_ms, vmm_pid, vmm_start, cpu_seconds, cpu_base, "                \
 	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy, ended, " \
 	"ttl_absolute, idle_hibernate, retention_seconds, active_cpu_seconds, active_base, " \
-	"pss_mib_seconds, pss_bytes"
-#define SBX_NCOLS 35
+	"pss_mib_seconds, pss_bytes, stored_bytes"
+#define SBX_NCOLS 36
 
 static const char *empty_null(const char *s)
 {
@@ -520,7 +520,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 {
 	return RUN(st,
 		   "INSERT INTO sandboxes (" SBX_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35) "
+		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36) "
 		   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds, "
 		   "metadata = excluded.metadata, env = excluded.env, disks = excluded.disks, "
 		   "updated_ms = excluded.updated_ms, deleted_ms = excluded.deleted_ms, "
@@ -533,7 +533,8 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   "ttl_absolute = excluded.ttl_absolute, idle_hibernate = excluded.idle_hibernate, "
 		   "retention_seconds = excluded.retention_seconds, "
 		   "active_cpu_seconds = excluded.active_cpu_seconds, active_base = excluded.active_base, "
-		   "pss_mib_seconds = excluded.pss_mib_seconds, pss_bytes = excluded.pss_bytes",
+		   "pss_mib_seconds = excluded.pss_mib_seconds, pss_bytes = excluded.pss_bytes, "
+		   "stored_bytes = excluded.stored_bytes",
 		   NULL, NULL, NULL,
 		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
 		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
@@ -547,7 +548,7 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   DBV_I(r->net_slot), DBV_S(r->net_policy), DBV_S(empty_null(r->ended)),
 		   DBV_I(r->ttl_absolute), DBV_I(r->idle_hibernate), DBV_I(r->retention_seconds),
 		   DBV_D(r->active_cpu_seconds), DBV_D(r->active_base), DBV_D(r->pss_mib_seconds),
-		   DBV_I(r->pss_bytes));
+		   DBV_I(r->pss_bytes), DBV_I(r->stored_bytes));
 }
 
 static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
@@ -592,6 +593,7 @@ static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
 	r->active_base = dbv_real(&c[32]);
 	r->pss_mib_seconds = dbv_real(&c[33]);
 	r->pss_bytes = dbv_int(&c[34]);
+	r->stored_bytes = dbv_int(&c[35]);
 	if ((c[9].type == DBV_TEXT && !r->metadata) || (c[10].type == DBV_TEXT && !r->env) ||
 	    (c[11].type == DBV_TEXT && !r->disks) || (c[26].type == DBV_TEXT && !r->net_policy)) {
 		sbx_row_clear(r);
@@ -678,22 +680,25 @@ void snap_row_clear(struct snap_row *r)
 	r->disks = r->env = NULL;
 }
 
-#define SNAP_COLS "id, workspace_id, sandbox_id, template, vcpus, memory_mib, disks, env, created_ms, deleted_ms"
+#define SNAP_COLS                                                                          \
+	"id, workspace_id, sandbox_id, template, vcpus, memory_mib, disks, env, created_ms, deleted_ms, " \
+	"stored_bytes"
 
 int store_snapshot_save(struct store *st, const struct snap_row *r)
 {
 	return RUN(st,
-		   "INSERT INTO snapshots (" SNAP_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) "
-		   "ON CONFLICT (id) DO UPDATE SET disks = excluded.disks, deleted_ms = excluded.deleted_ms",
+		   "INSERT INTO snapshots (" SNAP_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+		   "ON CONFLICT (id) DO UPDATE SET disks = excluded.disks, deleted_ms = excluded.deleted_ms, "
+		   "stored_bytes = excluded.stored_bytes",
 		   NULL, NULL, NULL, DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->sandbox),
 		   DBV_S(r->template), DBV_I(r->vcpus), DBV_I(r->memory_mib), DBV_S(r->disks),
 		   DBV_S(r->env), DBV_I(r->created_ms),
-		   r->deleted_ms ? DBV_I(r->deleted_ms) : DBV_S(NULL));
+		   r->deleted_ms ? DBV_I(r->deleted_ms) : DBV_S(NULL), DBV_I(r->stored_bytes));
 }
 
 static int fill_snap(struct snap_row *r, const struct dbv *c, int n)
 {
-	if (n < 10)
+	if (n < 11)
 		return errf(EIO, "store: short snapshot row");
 	memset(r, 0, sizeof *r);
 	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
@@ -706,6 +711,7 @@ static int fill_snap(struct snap_row *r, const struct dbv *c, int n)
 	r->env = dup_or_null(&c[7]);
 	r->created_ms = dbv_int(&c[8]);
 	r->deleted_ms = dbv_int(&c[9]);
+	r->stored_bytes = dbv_int(&c[10]);
 	if ((c[6].type == DBV_TEXT && !r->disks) || (c[7].type == DBV_TEXT && !r->env)) {
 		snap_row_clear(r);
 		return errf(ENOMEM, "out of memory");

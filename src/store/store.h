@@ -198,6 +198,8 @@ struct sbx_row {
 	double active_cpu_seconds, active_base;
 	double pss_mib_seconds;
 	int64_t pss_bytes;		/* last sample */
+	int64_t stored_bytes;		/* hibernated: the disk space its memory, device state and
+					   own disk layers take (allocated blocks); else 0 */
 	char *metadata;			/* JSON object text (heap, may be NULL) */
 	char *env;			/* JSON object text */
 	char *disks;			/* JSON array: the disk chain, base first */
@@ -230,6 +232,7 @@ struct snap_row {
 	char template[NAME_MAX_LEN];
 	int vcpus, memory_mib;
 	int64_t created_ms, deleted_ms;
+	int64_t stored_bytes;		/* the disk space its files take (allocated blocks) */
 	char *disks;			/* JSON array, as in sbx_row */
 	char *env;			/* the sandbox's env, inherited by creates */
 };

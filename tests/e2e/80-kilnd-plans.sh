@@ -15,7 +15,8 @@ cat > "$T/plans.json" <<'EOF'
  "small": {"memory_mib": 128},
  "idle": {"idle_hibernate": 1, "hibernated_retention_seconds": 8},
  "abs": {"ttl_absolute": 1},
- "keep": {"hibernated": 1, "snapshots": 1}}
+ "keep": {"hibernated": 1, "snapshots": 1},
+ "store": {"storage_mib": 1}}
 EOF
 # The "hour" of creates_per_hour is W s here: 120 in the full tier, 75 in
 # the quick one (the window's cases below take about 30 s; the wait for
@@ -35,9 +36,10 @@ grep -q "unknown limit 'runing'" "$T/bad.out" && pass plan_bad_limit "$(cat "$T/
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-idle idle > /dev/null 2>&1
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-abs abs > /dev/null 2>&1
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-keep keep > /dev/null 2>&1
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-store store > /dev/null 2>&1
 start_kilnd "${kilnd_args[@]}" || exit 1
 TINY=$(new_key w-tiny) SMALL=$(new_key w-small) OPEN=$(new_key w-open) IDLE=$(new_key w-idle) ABS=$(new_key w-abs)
-KEEP=$(new_key w-keep)
+KEEP=$(new_key w-keep) STORE=$(new_key w-store)
 
 # create_h NAME BODY: POST /v1/sandboxes as $KEY, headers in $T/NAME.h.
 create_h() { api POST /v1/sandboxes "$2" -D "$T/$1.h"; }
@@ -199,6 +201,41 @@ w1=$STATUS
 api POST "/v1/sandboxes/$K2/hibernate" '{}'
 check hibernated_room_again "wake K1: $w1; then K2 hibernates: $STATUS" [ "$w1" = 200 -a "$STATUS" = 200 ]
 api DELETE "/v1/snapshots/$S2"
+
+# ---- the bytes a workspace keeps: storage_mib ----------------------------------------------------
+# Plan store: 1 MiB. A snapshot of a running sandbox takes more (its
+# memory as allocated blocks); then a second one and a hibernation are
+# refused naming storage_mib, until the snapshot is deleted.
+KEY=$STORE
+create_sandbox; M1=$SBX
+api POST "/v1/sandboxes/$M1/snapshot" '{}'
+m1=$STATUS MS=$(jget 'j["id"]')
+api GET /v1/snapshots
+sb=$(jget "[s['stored_bytes'] for s in j['snapshots'] if s['id'] == '$MS'][0]")
+api POST "/v1/sandboxes/$M1/snapshot" '{}'
+m2="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"], j["error"]["plan"]')"
+api POST "/v1/sandboxes/$M1/hibernate" '{}'
+m3="$STATUS $(jget 'j["error"]["limit"]')"
+api GET /v1/limits
+lim="$(jget 'j["in_use"]["stored_bytes"], j["in_use"]["storage_mib"], j["limits"]["storage_mib"]')"
+storage_ok() {
+	[ "$m1" = 201 ] && [ "$sb" -gt 1048576 ] && [ "$m2" = "429 ('storage_mib', 1, 'store')" ] &&
+		[ "$m3" = "429 storage_mib" ] && [ "$lim" = "($sb, $(( (sb + 1048575) / 1048576 )), 1)" ]
+}
+check storage_limit "snapshot: $m1, $sb bytes stored; second: $m2; hibernate: $m3; /v1/limits (stored_bytes, storage_mib, cap): $lim" storage_ok
+api DELETE "/v1/snapshots/$MS"
+api POST "/v1/sandboxes/$M1/hibernate" '{}'
+h=$STATUS
+api GET "/v1/sandboxes/$M1"
+hb=$(jget 'j["usage"]["stored_bytes"]')
+api POST "/v1/sandboxes/$M1/wake" '{}'
+w=$STATUS
+api GET "/v1/sandboxes/$M1"
+after=$(jget 'j["usage"]["stored_bytes"]')
+check storage_hibernated "snapshot deleted: hibernate $h, $hb bytes stored while hibernated; wake $w, then $after" \
+	eval '[ "$h" = 200 ] && [ "$hb" -gt 1048576 ] && [ "$w" = 200 ] && [ "$after" = 0 ]'
+api DELETE "/v1/sandboxes/$M1"
+KEY=$KEEP
 
 # ---- a suspended workspace stops: its sandboxes hibernate, its ports answer nobody --------------
 api DELETE "/v1/sandboxes/$K2"

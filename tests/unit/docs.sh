@@ -19,7 +19,8 @@ check() {
 missing= named=0
 for n in $(grep -ohE '\b[A-Za-z_-]+\.md\b' "$repo/README.md" "$repo"/docs/*.md | sort -u); do
 	named=$((named + 1))
-	[ -e "$repo/docs/$n" ] || [ -e "$repo/$n" ] || missing="$missing $n"
+	[ -e "$repo/docs/$n" ] || [ -e "$repo/$n" ] || [ -n "$(find "$repo/docs" -name "$n" -print -quit)" ] ||
+		missing="$missing $n"
 done
 check docs_links "every one of the $named NAME.md the docs name exists${missing:+; missing:$missing}" \
 	[ -z "$missing" -a "$named" -gt 0 ]

@@ -3,6 +3,7 @@
  * errno-to-status mapping and disk chains. */
 #include "host/disk.h"
 #include "host/dns.h"
+#include "host/fsutil.h"
 #include "host/netpolicy.h"
 #include "host/proc.h"
 #include "net/net.h"
@@ -322,6 +323,47 @@ static void websocket_frames(void)
 	ws_reader_free(&r);
 }
 
+/* dir_bytes counts the blocks of the regular files below a VM's
+ * directory, a sparse file by what it holds, and nothing a link points
+ * at (the VMM may have planted one to a large host file). */
+static void dir_bytes_counts_own_blocks(void)
+{
+	char d[] = "/tmp/kiln-bytes.XXXXXX", p[256];
+	CHECK(mkdtemp(d) != NULL);
+	snprintf(p, sizeof p, "%s/sub", d);
+	CHECK(mkdir(p, 0700) == 0);
+	char buf[65536];
+	memset(buf, 7, sizeof buf);
+	snprintf(p, sizeof p, "%s/sub/mem", d);
+	int fd = open(p, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 512 << 20) == 0);	/* 512 MiB sparse */
+	for (int i = 0; i < 16; i++)	/* 1 MiB written */
+		CHECK(pwrite(fd, buf, sizeof buf, (off_t)i * (32 << 20)) == (ssize_t)sizeof buf);
+	close(fd);
+	snprintf(p, sizeof p, "%s/disk", d);
+	fd = open(p, O_WRONLY | O_CREAT, 0600);
+	for (int i = 0; i < 32; i++)	/* 2 MiB */
+		CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf);
+	close(fd);
+	int64_t own = dir_bytes(d);
+	CHECK(own >= (3 << 20) && own < (4 << 20));
+	/* Links to a big file and to a directory outside: not counted. */
+	char big[] = "/tmp/kiln-bytes-big.XXXXXX";
+	fd = mkstemp(big);
+	for (int i = 0; fd >= 0 && i < 64; i++)
+		CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf);
+	if (fd >= 0)
+		close(fd);
+	snprintf(p, sizeof p, "%s/link", d);
+	CHECK(symlink(big, p) == 0);
+	snprintf(p, sizeof p, "%s/dirlink", d);
+	CHECK(symlink("/usr", p) == 0);
+	CHECK(dir_bytes(d) == own);
+	CHECK(dir_bytes(big) == 0 && dir_bytes("/nonexistent/kiln") == 0);
+	unlink(big);
+	CHECK(rmtree(d) == 0);
+}
+
 static void disk_chains_follow_headers(void)
 {
 	char dir[] = "/tmp/kiln-unit-disk.XXXXXX", base[256], a[256], b[256], t[64];
@@ -475,6 +517,7 @@ int main(void)
 	RUN(errno_maps_to_status);
 	RUN(websocket_frames);
 	RUN(disk_chains_follow_headers);
+	RUN(dir_bytes_counts_own_blocks);
 	RUN(dns_servers_from_resolv_conf);
 	RUN(metering_reads_a_process);
 	return failures ? 1 : 0;

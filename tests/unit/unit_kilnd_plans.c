@@ -53,7 +53,9 @@ static void shipped_plans(void)
 	/* Every limit has its name, in the JSON order of the struct. */
 	json_t *j = free_ ? plan_limits_json(&free_->limits) : NULL;
 	CHECK(j && json_integer_value(json_object_get(j, "snapshots")) == 10 &&
-	      json_integer_value(json_object_get(j, "credit_microdollars")) == 5400000);
+	      json_integer_value(json_object_get(j, "credit_microdollars")) == 5400000 &&
+	      json_integer_value(json_object_get(j, "storage_mib")) == 10240);
+	CHECK(ent && !ent->limits.storage_mib);
 	json_decref(j);
 	CHECK(plans_find(&p, "pro") && !plans_find(&p, "pro")->limits.ttl_absolute);
 	CHECK(plans_find(&p, "pro") && plans_find(&p, "pro")->limits.max_ttl_seconds == 7 * 86400);
@@ -78,7 +80,7 @@ static void plans_file(void)
 	static const struct {
 		const char *text, *want;
 	} bad[] = {
-		{ "{\"free\": {\"runing\": 2}}", "unknown limit 'runing' (known: running, creates_per_hour, vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, hibernated_retention_seconds, credit_microdollars, no_workspace_mcp, hibernated, snapshots)" },
+		{ "{\"free\": {\"runing\": 2}}", "unknown limit 'runing' (known: running, creates_per_hour, vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, hibernated_retention_seconds, credit_microdollars, no_workspace_mcp, hibernated, snapshots, storage_mib)" },
 		{ "{\"free\": {\"running\": -1}}", "limit 'running' must be a whole number" },
 		{ "{\"free\": {\"running\": 1.5}}", "limit 'running' must be a whole number" },
 		{ "{\"free\": 3}", "must be a JSON object" },

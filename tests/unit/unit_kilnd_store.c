@@ -335,9 +335,11 @@ static void sandbox_rows_round_trip(void)
 	r.disks = strdup("{\"top\":\"/x/disk\"}");
 	r.net_slot = 17;
 	r.net_policy = strdup("{\"allow_internet\":false}");
+	r.stored_bytes = 777;
 	CHECK(store_sandbox_save(st, &r) == 0);
 	struct sbx_row back;
 	CHECK(store_sandbox_load(st, r.id, &back) == 0);
+	CHECK(back.stored_bytes == 777);
 	CHECK(back.net_slot == 17 && back.net_policy && !strcmp(back.net_policy, "{\"allow_internet\":false}"));
 	CHECK(!strcmp(back.template, "base") && back.state == SBX_RUNNING && back.vcpus == 2);
 	CHECK(back.ready_ms == 12.5 && back.vmm_pid == 4242 && back.vmm_start == 99);
@@ -383,7 +385,12 @@ static const char v1_schema[] =
 	"CREATE TABLE api_keys (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces(id), "
 	"name TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, prefix TEXT NOT NULL, created_ms BIGINT NOT NULL, "
 	"revoked_ms BIGINT); "
-	"INSERT INTO api_keys VALUES ('key_old', 'ws_x', 'old', 'oldhash', 'kiln_old', 1, NULL);";
+	"INSERT INTO api_keys VALUES ('key_old', 'ws_x', 'old', 'oldhash', 'kiln_old', 1, NULL); "
+	/* Snapshots as version 1 had them (no stored_bytes before 8). */
+	"CREATE TABLE snapshots (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL REFERENCES workspaces(id), "
+	"sandbox_id TEXT NOT NULL, template TEXT NOT NULL, vcpus BIGINT NOT NULL, memory_mib BIGINT NOT NULL, "
+	"disks TEXT, env TEXT, created_ms BIGINT NOT NULL, deleted_ms BIGINT); "
+	"INSERT INTO snapshots VALUES ('snap_old', 'ws_x', 'sbx_old', 'base', 1, 256, NULL, NULL, 1, NULL);";
 
 /* A database of schema version 1 gains every later column, on both
  * backends, with the same migration text. */
@@ -431,6 +438,16 @@ static void schema_v1_is_migrated(void)
 	struct workspace_row wr;
 	CHECK(who.suspended == false && !strcmp(who.workspace_name, "old"));
 	CHECK(store_workspace_find(st, "old", &wr) == 0 && !strcmp(wr.id, "ws_x") && !wr.suspended);
+	/* Version 8: what is kept is measured from now on; older rows 0. */
+	struct snap_row sn;
+	CHECK(store_snapshot_load(st, "snap_old", "ws_x", &sn) == 0 && sn.stored_bytes == 0);
+	sn.stored_bytes = 4096;
+	CHECK(store_snapshot_save(st, &sn) == 0);
+	snap_row_clear(&sn);
+	CHECK(store_snapshot_load(st, "snap_old", NULL, &sn) == 0 && sn.stored_bytes == 4096);
+	snap_row_clear(&sn);
+	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.stored_bytes == 0);
+	sbx_row_clear(&r);
 	/* The tables version 1 lacked were made too. */
 	char ws[ID_MAX];
 	struct operator_row orow;
@@ -726,9 +743,11 @@ static void snapshots_are_per_workspace(void)
 	struct snap_row s;
 	new_snap(&s, a, "sbx_x");
 	s.disks = strdup("{\"top\":\"/d\"}");
+	s.stored_bytes = (int64_t)5 << 30;
 	CHECK(store_snapshot_save(st, &s) == 0);
 	struct snap_row back;
 	CHECK(store_snapshot_load(st, s.id, a, &back) == 0 && !strcmp(back.disks, "{\"top\":\"/d\"}"));
+	CHECK(back.stored_bytes == (int64_t)5 << 30);
 	snap_row_clear(&back);
 	CHECK(store_snapshot_load(st, s.id, b, &back) == -ENOENT);	/* another workspace's */
 	s.deleted_ms = wall_ms();
