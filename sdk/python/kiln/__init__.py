@@ -6,8 +6,11 @@
         print(sb.exec("python3 -c 'print(6*7)'").stdout)
 
 Configuration comes from arguments or from KILN_API_URL and KILN_API_KEY.
+An operator manages workspaces with ``kiln.Admin`` and an operator
+credential (KILN_ADMIN_KEY).
 """
 
+from .admin import Admin
 from .client import Client, default_client
 from .code import Code, CodeContext, Execution, ExecutionError, Result
 from .commands import CommandHandle, Commands
@@ -23,7 +26,7 @@ from .watch import FileWatch, FsEvent, WatchHandle
 __version__ = "0.1.0"
 
 __all__ = [
-    "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
+    "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
     "CommandHandle", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
     "Code", "CodeContext", "Execution", "ExecutionError", "Result",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",

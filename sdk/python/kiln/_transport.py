@@ -21,7 +21,7 @@ import time
 import urllib.parse
 from typing import IO, Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
 
-from .errors import ConnectionFailed, KilnError, RateLimited, Timeout, error_for
+from .errors import API_KEY, ConnectionFailed, Credential, KilnError, RateLimited, Timeout, error_for
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -44,7 +44,7 @@ class Response:
 
 class Transport:
     def __init__(self, base_url: str, api_key: Optional[str], timeout: Optional[float],
-                 max_retries: int, pool_size: int = 8) -> None:
+                 max_retries: int, pool_size: int = 8, credential: Credential = API_KEY) -> None:
         u = urllib.parse.urlsplit(base_url)
         if u.scheme not in ("http", "https") or not u.hostname:
             raise ValueError(f"api_url must be http(s)://HOST[:PORT], not {base_url!r}")
@@ -53,6 +53,7 @@ class Transport:
         self.port = u.port or (443 if u.scheme == "https" else 80)
         self.prefix = u.path.rstrip("/")
         self.api_key = api_key
+        self.credential = credential  # what api_key is, for AuthError's message
         self.timeout = timeout
         self.max_retries = max_retries
         self.pool_size = pool_size
@@ -174,7 +175,7 @@ class Transport:
             except (OSError, http.client.HTTPException):
                 data = b""
             self._give_back(conn, resp)
-            err = _error(resp, data, method, url)
+            err = _error(resp, data, self.credential)
             if resp.status in RETRY_STATUSES and attempt < retries:
                 attempt += 1
                 wait = _backoff(attempt)
@@ -261,7 +262,7 @@ def _backoff(attempt: int) -> float:
     return min(0.25 * (2 ** (attempt - 1)), 4.0)
 
 
-def _error(resp: http.client.HTTPResponse, data: bytes, method: str, url: str) -> KilnError:
+def _error(resp: http.client.HTTPResponse, data: bytes, credential: Credential) -> KilnError:
     code, message = "http_%d" % resp.status, data.decode("utf-8", "replace").strip()
     details = {}
     try:
@@ -270,7 +271,7 @@ def _error(resp: http.client.HTTPResponse, data: bytes, method: str, url: str) -
         details = dict(e)
     except (ValueError, KeyError, TypeError):
         message = message or resp.reason or "no message"
-    err = error_for(resp.status, code, message)
+    err = error_for(resp.status, code, message, credential)
     err.details = details
     if isinstance(err, RateLimited):
         try:

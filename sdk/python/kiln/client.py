@@ -6,9 +6,10 @@ import datetime
 import os
 import threading
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence, TypeVar, Union
 
 from ._transport import Transport
+from .errors import API_KEY, Credential
 from .types import Snapshot
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -19,8 +20,38 @@ DEFAULT_URL = "http://127.0.0.1:7070"
 # A time in a usage query: a datetime, Unix seconds, or a string kilnd reads.
 When = Union[datetime.datetime, int, str]
 
+# A key's scope: "full" (every route) or "read" (GET routes only, not the PTY).
+Scope = Literal["full", "read"]
 
-class Client:
+_Self = TypeVar("_Self", bound="_Connection")
+
+
+class _Connection:
+    """A kilnd, a bearer credential and the HTTP transport to them: what the
+    workspace's Client and the operator's Admin have in common."""
+
+    def __init__(self, api_url: Optional[str], key: Optional[str], timeout: Optional[float],
+                 max_retries: int, credential: Credential) -> None:
+        self.api_url = (api_url or os.environ.get("KILN_API_URL") or DEFAULT_URL).rstrip("/")
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self.transport = Transport(self.api_url, key, timeout, max_retries, credential=credential)
+
+    def close(self) -> None:
+        """Close the idle connections (the client stays usable)."""
+        self.transport.close()
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.api_url!r})"
+
+
+class Client(_Connection):
     """A kilnd and an API key. Arguments win over the environment
     (KILN_API_URL, KILN_API_KEY); the URL defaults to http://127.0.0.1:7070.
 
@@ -31,24 +62,8 @@ class Client:
 
     def __init__(self, api_url: Optional[str] = None, api_key: Optional[str] = None, *,
                  timeout: Optional[float] = 300.0, max_retries: int = 3) -> None:
-        self.api_url = (api_url or os.environ.get("KILN_API_URL") or DEFAULT_URL).rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get("KILN_API_KEY")
-        if max_retries < 0:
-            raise ValueError("max_retries must be 0 or more")
-        self.transport = Transport(self.api_url, self.api_key, timeout, max_retries)
-
-    def close(self) -> None:
-        """Close the idle connections (the client stays usable)."""
-        self.transport.close()
-
-    def __enter__(self) -> "Client":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"Client({self.api_url!r})"
+        super().__init__(api_url, self.api_key, timeout, max_retries, API_KEY)
 
     # ---- sandboxes ------------------------------------------------------------------------------
 
@@ -117,6 +132,46 @@ class Client:
         """The workspace's plan, its limits and what is in use (GET /v1/limits)."""
         return dict(self.transport.request("GET", "/v1/limits").json())
 
+    # ---- API keys, audit log ----------------------------------------------------------------
+
+    def keys(self) -> List[Dict[str, Any]]:
+        """The workspace's API keys, oldest first (GET /v1/keys), revoked
+        ones too: each ``id``, ``prefix`` (its first 13 characters; kilnd
+        keeps only the key's hash), ``name``, ``scope``, ``created_at``,
+        ``revoked`` (and ``revoked_at``), ``expires_at`` and
+        ``last_used_at`` (to the minute; None when never)."""
+        return list(self.transport.request("GET", "/v1/keys").json()["keys"])
+
+    def create_key(self, name: Optional[str] = None, *, scope: Optional[Scope] = None,
+                   expires_in_seconds: Optional[int] = None) -> Dict[str, Any]:
+        """A new API key of the workspace (POST /v1/keys): ``id``, ``key``
+        (the secret, shown in this answer only: keep it), ``prefix``,
+        ``name``, ``scope`` and ``expires_at``. ``scope`` "full" (default)
+        or "read" (GET routes only, not the PTY); ``expires_in_seconds``
+        from 1 to about ten years, None: it never expires. A read key
+        cannot make keys (PermissionDenied)."""
+        return dict(self.transport.request("POST", "/v1/keys",
+                                           json_body=key_body(name, scope, expires_in_seconds)).json())
+
+    def revoke_key(self, key_id: str) -> None:
+        """Revoke one of the workspace's keys (DELETE /v1/keys/{id}): it is
+        refused (AuthError) from its next request on, and its dashboard
+        sessions end. Revoking a revoked key is no error; NotFound for a
+        key that is not the workspace's."""
+        self.transport.request("DELETE", "/v1/keys/" + _id(key_id), ok=(204,))
+
+    def audit(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+        """The workspace's audit log, newest first (GET /v1/audit): every
+        call by one of its keys (or an operator, on the workspace) of a
+        route that is not a GET, refused ones too. Each entry: ``id``,
+        ``time``, ``key_id``, ``key_prefix``, ``method``, ``route`` (the
+        pattern, "/v1/sandboxes/{id}/exec"), ``target`` (the ids the path
+        names, or the id a 201 made; None when neither) and ``status``.
+        ``limit``: the newest 1 to 1000 (default 100). An entry is written
+        once its request is answered, so it may show a few milliseconds
+        after."""
+        return list(self.transport.request("GET", "/v1/audit", query={"limit": limit}).json()["entries"])
+
 
 _default: Optional[Client] = None
 _default_lock = threading.Lock()
@@ -153,6 +208,11 @@ def _when(t: Optional[When]) -> Optional[str]:
     if isinstance(t, int) and not isinstance(t, bool):
         return str(t)
     raise TypeError(f"a time is a datetime, Unix seconds or a string, not {type(t).__name__}")
+
+
+def key_body(name: Optional[str], scope: Optional[Scope], expires_in_seconds: Optional[int]) -> Dict[str, Any]:
+    """The body of POST /v1/keys (and of an operator's key for a workspace)."""
+    return clean({"name": name, "scope": scope, "expires_in_seconds": expires_in_seconds})
 
 
 def _id(s: str) -> str:

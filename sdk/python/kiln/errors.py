@@ -9,7 +9,20 @@ with codes of their own: ``connection_error``, ``client_timeout``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, NamedTuple, Optional, Type
+
+
+class Credential(NamedTuple):
+    """What a client sends as its bearer credential, for the messages of
+    AuthError: what it is, the argument and the variable it comes from."""
+
+    what: str
+    arg: str
+    env: str
+
+
+API_KEY = Credential("API key", "api_key=", "KILN_API_KEY")
+OPERATOR_KEY = Credential("operator credential", "admin_key=", "KILN_ADMIN_KEY")
 
 
 class KilnError(Exception):
@@ -115,19 +128,21 @@ _BY_CODE: Dict[str, Type[KilnError]] = {
 }
 
 
-def error_for(status: Optional[int], code: str, message: str) -> KilnError:
-    """The exception for an error answer (status None: an SSE error event)."""
+def error_for(status: Optional[int], code: str, message: str,
+              credential: Credential = API_KEY) -> KilnError:
+    """The exception for an error answer (status None: an SSE error event);
+    an AuthError's message says where ``credential`` comes from."""
     cls = (LimitExceeded if code == "limit_exceeded" else None) or _BY_STATUS.get(status or 0) \
         or _BY_CODE.get(code)
     if cls is None:
         cls = ServerError if status is None or status >= 500 else KilnError
     if cls is AuthError:
-        message = _auth_hint(message)
+        message = _auth_hint(message, credential)
     return cls(message, code, status)
 
 
-def _auth_hint(message: str) -> str:
+def _auth_hint(message: str, c: Credential) -> str:
     """Say where the key comes from: kilnd only knows it got none or a bad one."""
-    if message.startswith("missing API key"):
-        return "no API key: set KILN_API_KEY or pass api_key= (kilnd said: %s)" % message
-    return "%s (the API key comes from api_key= or KILN_API_KEY)" % message
+    if message.startswith("missing " + c.what):
+        return "no %s: set %s or pass %s (kilnd said: %s)" % (c.what, c.env, c.arg, message)
+    return "%s (the %s comes from %s or %s)" % (message, c.what, c.arg, c.env)

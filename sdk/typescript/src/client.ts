@@ -8,10 +8,12 @@
  * have happened is never repeated behind the caller's back.
  */
 import {
-  ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
+  API_KEY, ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
 } from "./errors.js";
+import type { Credential } from "./errors.js";
 import type {
-  BillingJSON, LimitsJSON, Snapshot, SnapshotJSON, StatementJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
+  ApiKeyJSON, AuditEntryJSON, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON, Snapshot, SnapshotJSON,
+  StatementJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
 } from "./types.js";
 import { snapshotFrom } from "./types.js";
 
@@ -31,6 +33,8 @@ export interface ClientOptions {
   maxRetries?: number;
   /** A fetch to use instead of the global one. */
   fetch?: typeof fetch;
+  /** What apiKey is, for AuthError's message (default: an API key; the Admin client's: an operator credential). */
+  credential?: Credential;
 }
 
 export interface RequestOptions {
@@ -45,7 +49,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-function env(name: string): string | undefined {
+/** A variable of the environment, where the runtime has one (undefined when empty). */
+export function env(name: string): string | undefined {
   const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
   return p?.env?.[name] || undefined;
 }
@@ -67,6 +72,7 @@ export class Client {
   readonly timeoutMs: number | null;
   readonly maxRetries: number;
   private readonly fetchFn: typeof fetch;
+  private readonly credential: Credential;
 
   constructor(options: ClientOptions = {}) {
     this.apiUrl = (options.apiUrl ?? env("KILN_API_URL") ?? DEFAULT_URL).replace(/\/+$/, "");
@@ -86,6 +92,7 @@ export class Client {
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== "function") throw new TypeError("this runtime has no fetch: pass options.fetch");
     this.fetchFn = f;
+    this.credential = options.credential ?? API_KEY;
   }
 
   url(path: string, query?: RequestOptions["query"]): string {
@@ -142,7 +149,7 @@ export class Client {
           "connection_error", undefined, { cause: e });
       }
       if (ok.includes(resp.status)) return resp;
-      const err = await errorOf(resp);
+      const err = await errorOf(resp, this.credential);
       if (RETRY_STATUSES.has(resp.status) && attempt < retries) {
         let wait = backoff(attempt + 1);
         if (err instanceof RateLimited && err.retryAfter !== undefined) wait = Math.min(err.retryAfter * 1000, 30_000);
@@ -220,16 +227,66 @@ export class Client {
   async limits(): Promise<LimitsJSON> {
     return this.json<LimitsJSON>("GET", "/v1/limits");
   }
+
+  // ---- API keys, audit log --------------------------------------------------------------------
+
+  /**
+   * The workspace's API keys, oldest first (GET /v1/keys), revoked ones too:
+   * their prefixes (the first 13 characters; kilnd keeps only a key's hash),
+   * names, scopes, expiry and last use.
+   */
+  async keys(): Promise<ApiKeyJSON[]> {
+    return (await this.json<{ keys: ApiKeyJSON[] }>("GET", "/v1/keys")).keys;
+  }
+
+  /**
+   * A new API key of the workspace (POST /v1/keys): `key` is the secret,
+   * shown in this answer only. `scope` "full" (default) or "read" (GET
+   * routes only, not the PTY); `expiresInSeconds` absent: it never expires.
+   * A read key cannot make keys (PermissionDenied).
+   */
+  async createKey(options: KeyOptions = {}): Promise<NewKeyJSON> {
+    return this.json<NewKeyJSON>("POST", "/v1/keys", { json: keyBody(options) });
+  }
+
+  /**
+   * Revoke one of the workspace's keys (DELETE /v1/keys/{id}): it is refused
+   * (AuthError) from its next request on, and its dashboard sessions end.
+   * Revoking a revoked key is no error; NotFound for one not the workspace's.
+   */
+  async revokeKey(id: string): Promise<void> {
+    await this.empty("DELETE", `/v1/keys/${checkId(id)}`);
+  }
+
+  /**
+   * The workspace's audit log, newest first (GET /v1/audit): every call by
+   * one of its keys (or an operator, on the workspace) of a route that is
+   * not a GET, refused ones too. `limit`: the newest 1 to 1000 (default
+   * 100). An entry is written once its request is answered, so it may show
+   * a few milliseconds after.
+   */
+  async audit(query: AuditQuery = {}): Promise<AuditEntryJSON[]> {
+    return (await this.json<{ entries: AuditEntryJSON[] }>("GET", "/v1/audit", { query: { limit: query.limit } })).entries;
+  }
+}
+
+/** The body of POST /v1/keys (and of an operator's key for a workspace). */
+export function keyBody(o: KeyOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (o.name !== undefined) body.name = o.name;
+  if (o.scope !== undefined) body.scope = o.scope;
+  if (o.expiresInSeconds !== undefined) body.expires_in_seconds = o.expiresInSeconds;
+  return body;
 }
 
 /** A usage query's time as kilnd reads it: a Date as RFC 3339 in UTC, Unix seconds, a string as given. */
-function whenOf(t: When | undefined): string | undefined {
+export function whenOf(t: When | undefined): string | undefined {
   if (t === undefined || typeof t === "string") return t;
   if (t instanceof Date) return t.toISOString().replace(/\.\d{3}Z$/, "Z");
   return String(Math.floor(t));
 }
 
-async function errorOf(resp: Response): Promise<KilnError> {
+async function errorOf(resp: Response, credential: Credential): Promise<KilnError> {
   const text = await resp.text().catch(() => "");
   let code = `http_${resp.status}`;
   let message = text.trim() || resp.statusText || "no message";
@@ -244,7 +301,7 @@ async function errorOf(resp: Response): Promise<KilnError> {
   } catch {
     /* not our JSON: keep the text */
   }
-  const err = errorFor(resp.status, code, message);
+  const err = errorFor(resp.status, code, message, credential);
   err.details = details;
   if (err instanceof RateLimited) {
     const ra = Number(resp.headers.get("Retry-After"));

@@ -96,19 +96,32 @@ const byCode: Record<string, ErrorClass> = {
   timeout: Timeout,
 };
 
-/** The error for an answer (status undefined: an error event in a stream). */
-export function errorFor(status: number | undefined, code: string, message: string): KilnError {
+/** What a client sends as its bearer credential, for AuthError's message:
+ * what it is, and the option and the variable it comes from. */
+export interface Credential {
+  what: string;
+  option: string;
+  env: string;
+}
+
+export const API_KEY: Credential = { what: "API key", option: "apiKey", env: "KILN_API_KEY" };
+export const OPERATOR_KEY: Credential = { what: "operator credential", option: "adminKey", env: "KILN_ADMIN_KEY" };
+
+/** The error for an answer (status undefined: an error event in a stream);
+ * an AuthError's message says where `credential` comes from. */
+export function errorFor(status: number | undefined, code: string, message: string,
+  credential: Credential = API_KEY): KilnError {
   const cls = (code === "limit_exceeded" ? LimitExceeded : undefined) ??
     (status !== undefined ? byStatus[status] : undefined) ?? byCode[code] ??
     (status === undefined || status >= 500 ? ServerError : KilnError);
-  if (cls === AuthError) message = authHint(message);
+  if (cls === AuthError) message = authHint(message, credential);
   return new cls(message, code, status);
 }
 
 /** Say where the key comes from: kilnd only knows it got none or a bad one. */
-function authHint(message: string): string {
-  if (message.startsWith("missing API key")) {
-    return `no API key: set KILN_API_KEY or pass apiKey (kilnd said: ${message})`;
+function authHint(message: string, c: Credential): string {
+  if (message.startsWith(`missing ${c.what}`)) {
+    return `no ${c.what}: set ${c.env} or pass ${c.option} (kilnd said: ${message})`;
   }
-  return `${message} (the API key comes from apiKey or KILN_API_KEY)`;
+  return `${message} (the ${c.what} comes from ${c.option} or ${c.env})`;
 }

@@ -6,13 +6,18 @@
  *     console.log((await sb.exec("python3 -c 'print(6*7)'")).stdout);
  *
  * Configuration comes from options or from KILN_API_URL and KILN_API_KEY.
+ * An operator manages workspaces with `new Admin(...)` and an operator
+ * credential (KILN_ADMIN_KEY).
  */
+export { Admin } from "./admin.js";
+export type { AdminOptions } from "./admin.js";
 export { Client, DEFAULT_URL, getDefaultClient } from "./client.js";
 export { Code } from "./code.js";
 export type { CodeContext, Execution, ExecutionError, Result, RunOptions } from "./code.js";
 export { CommandHandle, Commands } from "./commands.js";
 export type { CommandStartOpts } from "./commands.js";
 export type { ClientOptions, ConnectOptions, RequestOptions } from "./client.js";
+export type { Credential } from "./errors.js";
 export {
   AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError, NotFound,
   LimitExceeded, PermissionDenied, RateLimited, ServerError, Timeout,
@@ -32,4 +37,6 @@ export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
   ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON, LimitsJSON,
   BillingJSON, PricesJSON, StatementJSON, UsageBucketsJSON, UsagePeriodJSON, UsageQuery, When,
+  ApiKeyJSON, NewKeyJSON, KeyOptions, KeyScope, AuditEntryJSON, AuditQuery, AdminWorkspaceJSON, WorkspaceOptions,
+  WorkspaceUpdate, AdminUsageJSON, AdminUsageQuery, AdminUsageTotalsJSON,
 } from "./types.js";

@@ -237,3 +237,107 @@ export interface StatementJSON {
   amount_due_microdollars: number;
   closed_at: string | null;
 }
+
+/** A key's scope: "full" (every route) or "read" (GET routes only, not the PTY). */
+export type KeyScope = "full" | "read";
+
+/** An API key as GET /v1/keys lists it (kilnd keeps only its hash: never the key itself). */
+export interface ApiKeyJSON {
+  id: string;
+  /** The key's first 13 characters, to tell keys apart. */
+  prefix: string;
+  name: string;
+  scope: KeyScope;
+  created_at: string;
+  revoked: boolean;
+  revoked_at?: string;
+  expires_at: string | null;
+  /** To the minute: recorded at most once a minute. */
+  last_used_at: string | null;
+}
+
+/** A key just made (POST /v1/keys): `key` is the secret, shown in this answer only. */
+export interface NewKeyJSON {
+  id: string;
+  key: string;
+  prefix: string;
+  name: string;
+  scope: KeyScope;
+  expires_at: string | null;
+}
+
+/** A new key's options: `scope` "full" by default, `expiresInSeconds` 1 to about ten years (absent: never). */
+export interface KeyOptions {
+  name?: string;
+  scope?: KeyScope;
+  expiresInSeconds?: number;
+}
+
+/** One entry of a workspace's audit log (GET /v1/audit). */
+export interface AuditEntryJSON {
+  id: string;
+  time: string;
+  /** The key (or operator credential) that called. */
+  key_id: string;
+  key_prefix: string;
+  method: string;
+  /** The route's pattern, as /v1/sandboxes/{id}/exec. */
+  route: string;
+  /** The ids the path names (sbx_..., sbx_.../8080), else the id a 201 answer made; null when neither. */
+  target: string | null;
+  status: number;
+}
+
+/** client.audit({...}): the newest `limit` entries, 1 to 1000 (default 100). */
+export interface AuditQuery {
+  limit?: number;
+}
+
+/** A workspace as its operator sees it (/v1/admin/workspaces). */
+export interface AdminWorkspaceJSON {
+  id: string;
+  name: string;
+  /** Its plan, or the server's default when it has none of its own. */
+  plan: string;
+  /** Its own limits over its plan's ({} when none). */
+  limits: Record<string, number>;
+  suspended: boolean;
+  created_at: string;
+  /** Sandboxes not deleted. */
+  live_sandboxes: number;
+  /** This UTC month's metered usage, priced. */
+  month_cost_microdollars: number;
+}
+
+/** admin.createWorkspace(name, {...}): a plan of the server (absent: its default), its own limits over the plan's. */
+export interface WorkspaceOptions {
+  plan?: string;
+  limits?: Record<string, number>;
+}
+
+/** admin.updateWorkspace(name, {...}): what is absent is kept; `limits` replaces its own ({}: none). */
+export interface WorkspaceUpdate extends WorkspaceOptions {
+  suspended?: boolean;
+}
+
+/** Usage totals over a range, priced. */
+export interface AdminUsageTotalsJSON {
+  active_vcpu_seconds: number;
+  memory_gib_hours: number;
+  running_seconds: number;
+  cost_microdollars: number;
+}
+
+/** GET /v1/admin/usage: each live workspace's totals, and all of them. */
+export interface AdminUsageJSON {
+  from: string;
+  to: string;
+  workspaces: (AdminUsageTotalsJSON & { id: string; name: string })[];
+  total: AdminUsageTotalsJSON;
+}
+
+/** admin.usage({...}): the range, default this month through the hour under way. */
+export interface AdminUsageQuery {
+  from?: When;
+  to?: When;
+}
