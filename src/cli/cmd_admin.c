@@ -106,12 +106,10 @@ static int ws_reply(struct opts *o, json_t *r)
 static int ws_list(const struct command *cmd, struct opts *o)
 {
 	need_args(cmd, o, 2, 2);
-	json_t *r = admin_call("GET", "/v1/admin/workspaces", NULL);
-	if (o->json) {
-		print_json(r);
-		json_decref(r);
+	use_operator();
+	json_t *r = get_or_print(o, "/v1/admin/workspaces");
+	if (!r)
 		return 0;
-	}
 	struct table t;
 	table_init(&t, "NAME ID PLAN LIMITS SUSPENDED LIVE MONTH_COST CREATED");
 	size_t i;
@@ -253,13 +251,11 @@ static int admin_usage(const struct command *cmd, struct opts *o)
 	query_add(&q, "from", o->from);
 	query_add(&q, "to", o->to);
 	char *path = query_path("/v1/admin/usage", &q);
-	json_t *r = admin_call("GET", path, NULL);
+	use_operator();
+	json_t *r = get_or_print(o, path);
 	free(path);
-	if (o->json) {
-		print_json(r);
-		json_decref(r);
+	if (!r)
 		return 0;
-	}
 	printf("from %s to %s\n", str(r, "from"), str(r, "to"));
 	struct table t;
 	table_init(&t, "WORKSPACE ACTIVE_VCPU_S GIB_HOURS RUNNING_S COST");

@@ -23,13 +23,10 @@ int cmd_audit(const struct command *cmd, struct opts *o)
 		query_add(&q, "limit", lim);
 	}
 	char *path = query_path("/v1/audit", &q);
-	json_t *r = call("GET", path, NULL);
+	json_t *r = get_or_print(o, path);
 	free(path);
-	if (o->json) {
-		print_json(r);
-		json_decref(r);
+	if (!r)
 		return 0;
-	}
 	struct table t;
 	table_init(&t, "TIME KEY METHOD ROUTE TARGET STATUS");
 	size_t i;

@@ -67,12 +67,9 @@ static const char *when(json_t *k, const char *field, char *buf, size_t len)
 static int keys_list(const struct command *cmd, struct opts *o)
 {
 	need_args(cmd, o, 1, 1);
-	json_t *r = call("GET", "/v1/keys", NULL);
-	if (o->json) {
-		print_json(r);
-		json_decref(r);
+	json_t *r = get_or_print(o, "/v1/keys");
+	if (!r)
 		return 0;
-	}
 	struct table t;
 	table_init(&t, "ID PREFIX NAME SCOPE CREATED LAST_USED EXPIRES STATE");
 	size_t i;

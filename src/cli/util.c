@@ -79,6 +79,16 @@ void print_json(json_t *j)
 	free(s);
 }
 
+json_t *get_or_print(const struct opts *o, const char *path)
+{
+	json_t *r = call("GET", path, NULL);
+	if (!o->json)
+		return r;
+	print_json(r);
+	json_decref(r);
+	return NULL;
+}
+
 void print_json_line(json_t *j)
 {
 	char *s = json_dumps(j, JSON_COMPACT);
