@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,8 +31,12 @@ static const struct optdef optdefs[] = {
 	{ "cursor", 0, VALUE }, { "help", 'h', NONE }, { "delete-parent", 0, NONE },
 	{ "signal", 's', VALUE }, { "wait", 0, VALUE }, { "close", 0, NONE },
 	{ "by", 0, VALUE }, { "from", 0, VALUE }, { "to", 0, VALUE }, { "sandbox", 0, VALUE },
-	{ "csv", 0, NONE },
+	{ "csv", 0, NONE }, { "name", 0, VALUE }, { "scope", 0, VALUE }, { "expires", 0, VALUE },
+	{ "plan", 0, VALUE }, { "limits", 0, VALUE },
 };
+
+/* What POST /v1/keys takes as expires_in_seconds: about ten years. */
+#define EXPIRES_MAX 316224000LL
 
 void usage_error(const struct command *cmd, const char *fmt, ...)
 {
@@ -59,14 +64,27 @@ long long args_number(const char *what, const char *value, long long min, long l
 	return v;
 }
 
+/* Whether the space-separated list names name as a whole word. */
+static bool listed(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; p && (p = strstr(p, name)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
+			return true;
+	return false;
+}
+
 /* Whether cmd takes the option called name ("count", "lines"...). */
 static bool takes(const struct command *cmd, const char *name)
 {
-	size_t n = strlen(name);
-	for (const char *p = cmd->opts; p && (p = strstr(p, name)); p += n)
-		if ((p == cmd->opts || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0))
-			return true;
-	return !strcmp(name, "help") || !strcmp(name, "json");
+	return listed(cmd->opts, name) || !strcmp(name, "help") || !strcmp(name, "json");
+}
+
+void args_only(const struct command *cmd, const struct opts *o, const char *sub, const char *allowed)
+{
+	for (int i = 0; i < o->ngiven; i++)
+		if (strcmp(o->given[i], "json") && strcmp(o->given[i], "help") && !listed(allowed, o->given[i]))
+			usage_error(cmd, "%s does not take the option --%s", sub, o->given[i]);
 }
 
 static const struct optdef *find_long(const struct command *cmd, const char *name, size_t len)
@@ -110,9 +128,49 @@ static void add_cidrs(json_t **arr, const char *list)
 	free(dup);
 }
 
+/* --limits LIMIT=N[,LIMIT=N] (repeatable) as an object of integers, or
+ * "none": {}, which drops a workspace's own limits. kilnd knows the limits'
+ * names and refuses others, naming them. */
+static void add_limits(const struct command *cmd, json_t **obj, const char *list)
+{
+	if (!*obj && !(*obj = json_object()))
+		die("out of memory");
+	if (!strcmp(list, "none"))
+		return;
+	if (!*list)
+		usage_error(cmd, "--limits wants LIMIT=N[,LIMIT=N] or none, not ''");
+	char *dup = strdup(list), *save = NULL;
+	if (!dup)
+		die("out of memory");
+	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(t, '=');
+		if (!eq || eq == t)
+			usage_error(cmd, "--limits wants LIMIT=N[,LIMIT=N] or none, not '%s'", t);
+		*eq = 0;
+		char what[96];
+		snprintf(what, sizeof what, "--limits %s", t);
+		json_object_set_new(*obj, t, json_integer(args_number(what, eq + 1, 0, LLONG_MAX)));
+	}
+	free(dup);
+}
+
+/* A key's scope: the two POST /v1/keys knows. */
+static const char *scope_arg(const struct command *cmd, const char *v)
+{
+	if (strcmp(v, "full") && strcmp(v, "read"))
+		usage_error(cmd, "--scope is full or read, not '%s'", v);
+	return v;
+}
+
 static void apply(const struct command *cmd, const struct optdef *d, const char *v, struct opts *o)
 {
 	const char *n = d->name;
+	/* Recorded once each (fewer than optdefs), for args_only. */
+	int g = 0;
+	while (g < o->ngiven && strcmp(o->given[g], n))
+		g++;
+	if (g == o->ngiven && g < (int)(sizeof o->given / sizeof o->given[0]))
+		o->given[o->ngiven++] = n;
 	if (!strcmp(n, "template")) o->template = v;
 	else if (!strcmp(n, "from-snapshot")) o->snapshot = v;
 	else if (!strcmp(n, "ttl")) o->ttl = args_number("--ttl", v, 0, 604800);
@@ -145,6 +203,11 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "to")) o->to = v;
 	else if (!strcmp(n, "sandbox")) o->sandbox = v;
 	else if (!strcmp(n, "csv")) o->csv = true;
+	else if (!strcmp(n, "name")) o->name = v;
+	else if (!strcmp(n, "scope")) o->scope = scope_arg(cmd, v);
+	else if (!strcmp(n, "expires")) o->expires = args_number("--expires", v, 1, EXPIRES_MAX);
+	else if (!strcmp(n, "plan")) o->plan = v;
+	else if (!strcmp(n, "limits")) add_limits(cmd, &o->limits, v);
 }
 
 void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o)

@@ -31,6 +31,11 @@ struct opts {
 	const char *by, *from, *to, *sandbox;	/* usage's --by, --from, --to, --sandbox */
 	bool csv;			/* usage's --csv */
 	long long wait;			/* proc output's --wait, 0: not given */
+	const char *name, *scope, *plan;	/* keys create's --name, --scope; admin's --plan */
+	long long expires;		/* keys create's --expires, 0: not given */
+	json_t *limits;			/* admin's --limits, an object of integers, or NULL */
+	const char *given[48];		/* the long names of the options given, in order */
+	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */
 	json_t *allow_out, *deny_out;	/* arrays, or NULL */
 	char **pos;			/* positional arguments, in order */
@@ -43,6 +48,11 @@ struct command;
 /* Parse argv (argv[0] is the command's name) for cmd into o. Exits 2 on a
  * usage error, naming the option or value. */
 void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o);
+
+/* A usage error unless every option given is "json", "help" or one of
+ * allowed (long names, space-separated): what a subcommand takes of its
+ * group's options (sub names it in the message: "keys list"). */
+void args_only(const struct command *cmd, const struct opts *o, const char *sub, const char *allowed);
 
 /* A strict decimal number in [min, max]; exits 2 naming what and the value. */
 long long args_number(const char *what, const char *value, long long min, long long max);

@@ -36,6 +36,9 @@ json_t *call(const char *method, const char *path, json_t *body);
  * whole answer (yours to free), or exit on a failure or an error status. */
 char *finish(struct httpc *c, int rc);
 void print_json(json_t *j);
+/* GET path. With --json, print the answer and return NULL: the command is
+ * done. Else the answer (yours to free), to print for people. */
+json_t *get_or_print(const struct opts *o, const char *path);
 /* One event of a stream as one line of compact JSON (--json). */
 void print_json_line(json_t *j);
 /* o[k] as a string, or "-". */
@@ -46,8 +49,26 @@ const char *need_id(const struct command *cmd, struct opts *o, int i);
 /* A usage error unless cmd got between min and max positional arguments. */
 void need_args(const struct command *cmd, struct opts *o, int min, int max);
 int write_all(int fd, const void *p, size_t n);
+/* s as a JSON string, or a usage error naming what (the API takes UTF-8
+ * text only; jansson refuses anything else). */
+json_t *text_arg(const struct command *cmd, const char *what, const char *s);
 
-
+/* A group's subcommands (kiln keys list, kiln admin workspaces create):
+ * the word, the long names of the group's options it takes (NULL: the
+ * next level checks them), and what runs it. */
+struct subcommand {
+	const char *name;
+	const char *opts;
+	int (*run)(const struct command *cmd, struct opts *o);
+};
+/* Run the subcommand pos[i] names, of the group called group ("keys",
+ * "admin workspaces"), after refusing options it does not take; a usage
+ * error naming the choices if it is missing or unknown. */
+int subcommand_run(const struct command *cmd, struct opts *o, const char *group, int i,
+		   const struct subcommand *subs, size_t n);
+/* Create a key through POST path (/v1/keys, or the operator's route) from
+ * --name, --scope and --expires; print it once (kiln keys create). */
+int key_create(const struct command *cmd, struct opts *o, const char *path);
 
 /* Server-Sent Events from c until on() returns nonzero (its value) or the
  * stream ends (0); -1 on an error. */
@@ -64,5 +85,6 @@ COMMAND(hibernate); COMMAND(wake); COMMAND(ttl); COMMAND(rm); COMMAND(snapshots)
 COMMAND(templates); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
 COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
 COMMAND(network); COMMAND(promote); COMMAND(proc); COMMAND(billing); COMMAND(statements);
+COMMAND(keys); COMMAND(audit); COMMAND(admin);
 #undef COMMAND
 #endif

@@ -12,26 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Micro-dollars as "$1.234567" (or "-" for a JSON value that is no integer). */
-static const char *dollars(json_t *v, char *buf, size_t len)
-{
-	if (!json_is_integer(v))
-		return "-";
-	long long m = (long long)json_integer_value(v);
-	unsigned long long a = m < 0 ? 0ULL - (unsigned long long)m : (unsigned long long)m;
-	snprintf(buf, len, "%s$%llu.%06llu", m < 0 ? "-" : "", a / 1000000, a % 1000000);
-	return buf;
-}
-
-static const char *number(json_t *o, const char *k, const char *fmt, char *buf, size_t len)
-{
-	json_t *v = json_object_get(o, k);
-	if (!json_is_number(v))
-		return "-";
-	snprintf(buf, len, fmt, json_number_value(v));
-	return buf;
-}
-
 /* ---- kiln usage ------------------------------------------------------------ */
 
 static int usage_totals(struct opts *o)

@@ -27,6 +27,8 @@ static void init_once(void)
 int httpc_target_env(struct httpc_target *t, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof *t);
+	t->key_env = "KILN_API_KEY";
+	t->key_what = "API key";
 	const char *url = getenv("KILN_API_URL");
 	const char *key = getenv("KILN_API_KEY");
 	const char *ca = getenv("KILN_CA_CERT");

@@ -20,6 +20,8 @@ struct httpc_target {
 	char port[16];
 	bool tls;
 	char key[128];			/* API key, or "" */
+	const char *key_env;		/* where key came from: "KILN_API_KEY" (messages) */
+	const char *key_what;		/* "API key", or "operator credential" for kiln admin */
 	char ca[4096];			/* KILN_CA_CERT, or "" for the system's store */
 };
 

@@ -2,7 +2,7 @@
  * kiln: the command-line client of kilnd's REST API (docs/api.md; the
  * commands are documented in docs/cli.md, which `kiln help` must match).
  * KILN_API_URL (default http://127.0.0.1:7070) and KILN_API_KEY say where
- * and who. Listings print a table, or the API's JSON with --json. `kiln
+ * and who (KILN_ADMIN_KEY, an operator credential, for kiln admin). Listings print a table, or the API's JSON with --json. `kiln
  * exec` streams the command's output and exits with its exit status;
  * kiln's own failures exit 2 (usage) or 125 (see args.h).
  */
@@ -114,6 +114,32 @@ static const struct command commands[] = {
 	  false },
 	{ "limits", cmd_limits, "", "limits [--json]", "this workspace's plan, its limits and what is in use",
 	  NULL, false },
+	{ "keys", cmd_keys, "name scope expires", "keys list|create|revoke ... [--json]",
+	  "this workspace's API keys: list them, make one (shown once), revoke them",
+	  "  keys list                the keys: prefix, name, scope, created, last used, expiry, state\n"
+	  "  keys create [--name N] [--scope full|read] [--expires SECONDS]\n"
+	  "                           a new key, printed once on stdout: keep it, it is not shown again\n"
+	  "    --name N               a label (at most 63 bytes)\n"
+	  "    --scope full|read      read: GET routes only, nothing that changes (default full)\n"
+	  "    --expires SECONDS      refused after SECONDS (1 to 316224000; default: never)\n"
+	  "  keys revoke ID...        revoke keys (key_...); kilnd refuses them from then on\n", false },
+	{ "audit", cmd_audit, "limit", "audit [--limit N] [--json]",
+	  "this workspace's audit log, newest first: each call that changes something, refused ones too",
+	  "  --limit N                the newest N entries (1 to 1000, default 100)\n", false },
+	{ "admin", cmd_admin, "name scope expires plan limits from to", "admin workspaces|keys|usage ... [--json]",
+	  "the operator's commands (/v1/admin), with the operator credential in KILN_ADMIN_KEY",
+	  "  admin workspaces list    every live workspace: plan, limits, suspended, sandboxes, month's cost\n"
+	  "  admin workspaces show NAME\n"
+	  "  admin workspaces create NAME [--plan P] [--limits LIMIT=N[,LIMIT=N]]\n"
+	  "  admin workspaces plan NAME [PLAN] [--limits LIMIT=N[,LIMIT=N]|none]\n"
+	  "                           change its plan, or replace its own limits (none: drop them)\n"
+	  "  admin workspaces suspend|unsuspend NAME\n"
+	  "                           its keys are refused and its sandboxes hibernated, or no longer\n"
+	  "  admin workspaces delete NAME  refused while it has live sandboxes; its keys are revoked\n"
+	  "  admin keys create WORKSPACE [--name N] [--scope full|read] [--expires SECONDS]\n"
+	  "                           a key of that workspace, printed once (as kiln keys create)\n"
+	  "  admin usage [--from T] [--to T]  metered usage per workspace, priced (default: this month)\n"
+	  "  KILN_ADMIN_KEY: an operator credential (kilnop_...; kilnd admin create on kilnd's host)\n", false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },
 };
 
@@ -140,8 +166,9 @@ static void help(FILE *f)
 	fputs("\nkiln help COMMAND, or kiln COMMAND --help, prints its usage.\n"
 	      "--json: the API's JSON instead of a table (every command that prints).\n"
 	      "environment: KILN_API_URL (default http://127.0.0.1:7070; https:// too),\n"
-	      "  KILN_API_KEY (the workspace's API key), KILN_CA_CERT (a PEM file of the\n"
-	      "  certificate authority of a kilnd with a private certificate), NO_COLOR.\n"
+	      "  KILN_API_KEY (the workspace's API key), KILN_ADMIN_KEY (an operator\n"
+	      "  credential, for kiln admin), KILN_CA_CERT (a PEM file of the certificate\n"
+	      "  authority of a kilnd with a private certificate), NO_COLOR.\n"
 	      "exit status: 0 done; 2 bad usage (nothing was sent); 125 kiln or kilnd failed;\n"
 	      "  exec and shell: the remote command's status (126/127: it could not run).\n", f);
 }

@@ -87,15 +87,23 @@ void table_print(struct table *t, FILE *f)
 	memset(t, 0, sizeof *t);
 }
 
-const char *ago(const char *s, char *buf, size_t len)
+int rfc3339_seconds(const char *s, long long *t)
 {
 	struct tm tm = { 0 };
-	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	if (!end) {
+	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+		return -1;
+	*t = (long long)timegm(&tm);
+	return 0;
+}
+
+const char *ago(const char *s, char *buf, size_t len)
+{
+	long long t;
+	if (rfc3339_seconds(s, &t) < 0) {
 		snprintf(buf, len, "%s", s ? s : "-");
 		return buf;
 	}
-	long long d = (long long)time(NULL) - (long long)timegm(&tm);
+	long long d = (long long)time(NULL) - t;
 	bool future = d < 0;
 	unsigned long long a = (unsigned long long)(future ? -d : d);
 	char n[24];
@@ -108,6 +116,25 @@ const char *ago(const char *s, char *buf, size_t len)
 	else
 		snprintf(n, sizeof n, "%llud", a / 86400);
 	snprintf(buf, len, future ? "in %s" : "%s ago", n);
+	return buf;
+}
+
+const char *dollars(json_t *v, char *buf, size_t len)
+{
+	if (!json_is_integer(v))
+		return "-";
+	long long m = (long long)json_integer_value(v);
+	unsigned long long a = m < 0 ? 0ULL - (unsigned long long)m : (unsigned long long)m;
+	snprintf(buf, len, "%s$%llu.%06llu", m < 0 ? "-" : "", a / 1000000, a % 1000000);
+	return buf;
+}
+
+const char *number(json_t *o, const char *k, const char *fmt, char *buf, size_t len)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_number(v))
+		return "-";
+	snprintf(buf, len, fmt, json_number_value(v));
 	return buf;
 }
 

@@ -7,6 +7,7 @@
 #ifndef KILN_CLI_OUT_H
 #define KILN_CLI_OUT_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -31,6 +32,14 @@ void table_print(struct table *t, FILE *f);
 
 /* An RFC 3339 time as "5s ago", "in 3m"; "-" stays "-". */
 const char *ago(const char *rfc3339, char *buf, size_t len);
+/* An RFC 3339 UTC time as Unix seconds into *t; -1 if it is none. */
+int rfc3339_seconds(const char *rfc3339, long long *t);
+
+/* Micro-dollars (a JSON integer) as "$1.234567", by integer arithmetic,
+ * never through a float; "-" for anything else. */
+const char *dollars(json_t *v, char *buf, size_t len);
+/* o[k], a JSON number, through printf's fmt ("%.3f"), or "-". */
+const char *number(json_t *o, const char *k, const char *fmt, char *buf, size_t len);
 /* A status word, in colour when stdout is a terminal. */
 const char *status_word(const char *status);
 /* Whether stdout may get colour (a terminal, NO_COLOR unset, TERM not dumb). */

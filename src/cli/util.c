@@ -32,7 +32,8 @@ void die_response(int status, const char *body)
 	if (status == 401 && !target.key[0])
 		fprintf(stderr, "kiln: no API key: set KILN_API_KEY (make one with: kilnd keys create --workspace NAME)\n");
 	else if (status == 401)
-		fprintf(stderr, "kiln: kilnd refused the API key in KILN_API_KEY: %s\n", m ? m : "unauthorized");
+		fprintf(stderr, "kiln: kilnd refused the %s in %s: %s\n", target.key_what, target.key_env,
+			m ? m : "unauthorized");
 	else if (m)
 		fprintf(stderr, "kiln: %s (%s, HTTP %d)\n", m, code ? code : "error", status);
 	else
@@ -76,6 +77,16 @@ void print_json(json_t *j)
 	if (s)
 		puts(s);
 	free(s);
+}
+
+json_t *get_or_print(const struct opts *o, const char *path)
+{
+	json_t *r = call("GET", path, NULL);
+	if (!o->json)
+		return r;
+	print_json(r);
+	json_decref(r);
+	return NULL;
 }
 
 void print_json_line(json_t *j)
@@ -132,4 +143,35 @@ int write_all(int fd, const void *p, size_t n)
 		c += w, n -= (size_t)w;
 	}
 	return 0;
+}
+
+json_t *text_arg(const struct command *cmd, const char *what, const char *s)
+{
+	json_t *j = json_string(s);
+	if (!j)
+		usage_error(cmd, "%s is not UTF-8 text", what);
+	return j;
+}
+
+int subcommand_run(const struct command *cmd, struct opts *o, const char *group, int i,
+		   const struct subcommand *subs, size_t n)
+{
+	char names[256];
+	size_t len = 0;
+	names[0] = 0;
+	for (size_t k = 0; k < n && len < sizeof names; k++)
+		len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "", subs[k].name);
+	if (i >= o->npos)
+		usage_error(cmd, "%s wants one of: %s", group, names);
+	for (size_t k = 0; k < n; k++) {
+		if (strcmp(o->pos[i], subs[k].name))
+			continue;
+		if (subs[k].opts) {
+			char label[128];
+			snprintf(label, sizeof label, "%s %s", group, subs[k].name);
+			args_only(cmd, o, label, subs[k].opts);
+		}
+		return subs[k].run(cmd, o);
+	}
+	usage_error(cmd, "%s: unknown subcommand '%s' (%s)", group, o->pos[i], names);
 }
