@@ -11,7 +11,9 @@
  *   PATCH  /v1/admin/workspaces/{name}       {"plan"?, "limits"?, "suspended"?}
  *   DELETE /v1/admin/workspaces/{name}       409 while it has live sandboxes;
  *                                            else its keys revoked, it deleted
+ *   GET    /v1/admin/workspaces/{name}/keys  as GET /v1/keys, of that workspace
  *   POST   /v1/admin/workspaces/{name}/keys  as POST /v1/keys, for that workspace
+ *   DELETE /v1/admin/workspaces/{name}/keys/{id}  as DELETE /v1/keys/{id}
  *   GET    /v1/admin/usage?from=&to=         metered usage per workspace, priced
  *
  * Each change is written to the target workspace's audit log, the actor
@@ -36,8 +38,9 @@
 #include <string.h>
 
 /* The change made to workspace wsid, in its audit log (a failed write
- * costs the answer nothing: it is logged). */
-static void audit(struct req *r, const char *wsid, int status)
+ * costs the answer nothing: it is logged). target: what it made (NULL:
+ * what the path names). */
+static void audit(struct req *r, const char *wsid, int status, const char *target)
 {
 	struct audit_row a = { .status = status };
 	snprintf(a.workspace, sizeof a.workspace, "%s", wsid);
@@ -45,7 +48,11 @@ static void audit(struct req *r, const char *wsid, int status)
 	snprintf(a.key_prefix, sizeof a.key_prefix, "%s", r->op.prefix);
 	snprintf(a.method, sizeof a.method, "%s", r->method);
 	snprintf(a.route, sizeof a.route, "%s", r->route->pattern);
-	snprintf(a.target, sizeof a.target, "%s", r->nparams > 0 ? r->params[0] : "");
+	if (target)
+		snprintf(a.target, sizeof a.target, "%s", target);
+	else
+		snprintf(a.target, sizeof a.target, "%s%s%s", r->nparams > 0 ? r->params[0] : "",
+			 r->nparams > 1 ? "/" : "", r->nparams > 1 ? r->params[1] : "");
 	if (store_audit_add(r->api->store, &a) < 0)
 		log_warn("audit: %s %s by operator %s not recorded: %s", a.method, a.route, a.key_id,
 			 errmsg());
@@ -239,7 +246,7 @@ int h_admin_ws_create(struct req *r)
 	struct workspace_row w;
 	if ((rc = store_workspace_find(r->api->store, name, &w)) < 0)
 		return reply_errno(r, rc);
-	audit(r, w.id, 201);
+	audit(r, w.id, 201, w.id);
 	return reply_workspace(r, 201, &w);
 }
 
@@ -267,7 +274,7 @@ int h_admin_ws_patch(struct req *r)
 	if (suspended && !w.suspended)
 		credit_watch_kick();
 	w.suspended = suspended;
-	audit(r, w.id, 200);
+	audit(r, w.id, 200, NULL);
 	return reply_workspace(r, 200, &w);
 }
 
@@ -282,7 +289,7 @@ int h_admin_ws_delete(struct req *r)
 	int rc = store_workspace_delete(r->api->store, w.id);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	audit(r, w.id, 204);
+	audit(r, w.id, 204, NULL);
 	return reply_empty(r, 204);
 }
 
@@ -296,7 +303,28 @@ int h_admin_ws_key(struct req *r)
 		return answered;
 	int ret = key_create_reply(r, w.id);
 	if (r->status == 201)
-		audit(r, w.id, 201);
+		audit(r, w.id, 201, r->created_id);
+	return ret;
+}
+
+int h_admin_ws_keys(struct req *r)
+{
+	struct workspace_row w;
+	int answered;
+	if (find(r, &w, &answered) < 0)
+		return answered;
+	return key_list_reply(r, w.id);
+}
+
+int h_admin_ws_key_delete(struct req *r)
+{
+	struct workspace_row w;
+	int answered;
+	if (find(r, &w, &answered) < 0)
+		return answered;
+	int ret = key_delete_reply(r, w.id, r->params[1]);
+	if (r->status == 204)
+		audit(r, w.id, 204, NULL);
 	return ret;
 }
 

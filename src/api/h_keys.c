@@ -61,15 +61,20 @@ static int one_key(void *ctx, const struct key_row *k)
 	return 0;
 }
 
-int h_key_list(struct req *r)
+int key_list_reply(struct req *r, const char *workspace)
 {
-	struct list l = { .workspace = r->workspace, .arr = json_array() };
+	struct list l = { .workspace = workspace, .arr = json_array() };
 	int rc = store_key_each(r->api->store, one_key, &l);
 	if (rc < 0) {
 		json_decref(l.arr);
 		return reply_errno(r, rc);
 	}
 	return reply_json(r, 200, json_pack("{s:o}", "keys", l.arr));
+}
+
+int h_key_list(struct req *r)
+{
+	return key_list_reply(r, r->workspace);
 }
 
 int key_create_reply(struct req *r, const char *workspace)
@@ -107,17 +112,22 @@ int h_key_create(struct req *r)
 	return key_create_reply(r, r->workspace);
 }
 
-int h_key_delete(struct req *r)
+int key_delete_reply(struct req *r, const char *workspace, const char *id)
 {
-	struct list l = { .workspace = r->workspace, .want = r->params[0] };
+	struct list l = { .workspace = workspace, .want = id };
 	int rc = store_key_each(r->api->store, one_key, &l);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	/* Another workspace's key is as absent as one that never was. */
 	if (!l.found)
-		return reply_error(r, 404, "not_found", "no key %s", r->params[0]);
+		return reply_error(r, 404, "not_found", "no key %s", id);
 	if (l.revoked)
 		return reply_empty(r, 204);
-	rc = store_key_revoke(r->api->store, r->params[0]);
+	rc = store_key_revoke(r->api->store, id);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}
+
+int h_key_delete(struct req *r)
+{
+	return key_delete_reply(r, r->workspace, r->params[0]);
 }

@@ -38,8 +38,12 @@ handler_fn h_key_list, h_key_create, h_key_delete;	/* h_keys.c */
 /* POST /v1/keys's body made into a key of workspace (an id), answered 201;
  * /v1/admin/workspaces/{name}/keys makes keys the same way. */
 int key_create_reply(struct req *r, const char *workspace);
+/* GET /v1/keys and DELETE /v1/keys/{id} for workspace (the operator's
+ * routes name another). */
+int key_list_reply(struct req *r, const char *workspace);
+int key_delete_reply(struct req *r, const char *workspace, const char *id);
 handler_fn h_admin_ws_list, h_admin_ws_create, h_admin_ws_get, h_admin_ws_patch;	/* h_admin.c */
-handler_fn h_admin_ws_delete, h_admin_ws_key, h_admin_usage;
+handler_fn h_admin_ws_delete, h_admin_ws_key, h_admin_ws_keys, h_admin_ws_key_delete, h_admin_usage;
 handler_fn h_audit_list;	/* h_audit.c */
 
 #endif

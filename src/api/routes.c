@@ -107,7 +107,9 @@ const struct route routes[] = {
 	{ "GET", "/v1/admin/workspaces/{name}", h_admin_ws_get, BODY_NONE, ROUTE_ADMIN },
 	{ "PATCH", "/v1/admin/workspaces/{name}", h_admin_ws_patch, BODY_JSON, ROUTE_ADMIN },
 	{ "DELETE", "/v1/admin/workspaces/{name}", h_admin_ws_delete, BODY_NONE, ROUTE_ADMIN },
+	{ "GET", "/v1/admin/workspaces/{name}/keys", h_admin_ws_keys, BODY_NONE, ROUTE_ADMIN },
 	{ "POST", "/v1/admin/workspaces/{name}/keys", h_admin_ws_key, BODY_JSON, ROUTE_ADMIN },
+	{ "DELETE", "/v1/admin/workspaces/{name}/keys/{id}", h_admin_ws_key_delete, BODY_NONE, ROUTE_ADMIN },
 	{ "GET", "/v1/admin/usage", h_admin_usage, BODY_NONE, ROUTE_ADMIN },
 };
 #pragma GCC diagnostic pop

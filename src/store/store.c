@@ -456,15 +456,22 @@ static int row_audit(void *ctx, const struct dbv *c, int n)
 	return e->fn(e->ctx, &a);
 }
 
-int store_audit_each(struct store *st, const char *workspace, int limit, store_audit_fn *fn, void *ctx)
+int store_audit_each(struct store *st, const char *workspace, const struct audit_query *q, store_audit_fn *fn,
+		     void *ctx)
 {
 	struct audit_each e = { fn, ctx };
 	/* id breaks ties between entries of one millisecond (ids are random,
-	 * so such ties come out in no particular order). */
+	 * so such ties come out in no particular order, but always the same
+	 * one: a page that ends inside a millisecond goes on after it). */
+	int64_t before = q->before_ms > 0 ? q->before_ms : INT64_MAX;
 	return RUN(st, "SELECT id, workspace_id, key_id, key_prefix, method, route, target, status, "
 		       "created_ms FROM audit_log WHERE workspace_id = $1 "
-		       "ORDER BY created_ms DESC, id DESC LIMIT $2",
-		   row_audit, &e, NULL, DBV_S(workspace), DBV_I(limit));
+		       "AND (created_ms < $2 OR (created_ms = $2 AND id < $3)) "
+		       "AND ($4 = '' OR key_id = $4 OR key_prefix = $4) "
+		       "ORDER BY created_ms DESC, id DESC LIMIT $5",
+		   row_audit, &e, NULL, DBV_S(workspace), DBV_I(before),
+		   DBV_S(q->before_id && q->before_ms > 0 ? q->before_id : ""), DBV_S(q->key ? q->key : ""),
+		   DBV_I(q->limit));
 }
 
 int store_audit_prune(struct store *st, int64_t before_ms, int64_t *removed)

@@ -163,9 +163,18 @@ struct audit_row {
 };
 /* Append r (its id and, when 0, created_ms are filled in). */
 int store_audit_add(struct store *st, struct audit_row *r);
-/* The workspace's newest limit entries, newest first. */
+/* The workspace's newest limit entries, newest first; with q's fields set,
+ * only those older than the entry (before_ms, before_id) and of one key
+ * (its id or its shown prefix). */
+struct audit_query {
+	int limit;
+	int64_t before_ms;		/* 0: from the newest */
+	const char *before_id;		/* breaks ties of one millisecond */
+	const char *key;		/* NULL: every key's */
+};
 typedef int store_audit_fn(void *ctx, const struct audit_row *r);
-int store_audit_each(struct store *st, const char *workspace, int limit, store_audit_fn *fn, void *ctx);
+int store_audit_each(struct store *st, const char *workspace, const struct audit_query *q, store_audit_fn *fn,
+		     void *ctx);
 /* Remove the entries made before before_ms (retention); *removed how many
  * (may be NULL). */
 int store_audit_prune(struct store *st, int64_t before_ms, int64_t *removed);

@@ -93,6 +93,43 @@ api "$op" POST /v1/admin/workspaces/gamma/keys '{"scope":"root"}'
 check key_bad_scope "$STATUS $(body)" status_is 400 '"scope" in j["error"]["message"]'
 api "$op" POST /v1/admin/workspaces/nosuch/keys '{}'
 check key_missing_workspace_404 "$STATUS $(body)" status_is 404
+# The operator lists and revokes a workspace's keys; the audit log names
+# what each change made.
+api "$op" POST /v1/admin/workspaces/gamma/keys '{"name":"doomed"}'
+doomed=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["id"], j["key"])' "$dir/body" 2>/dev/null)
+doomed_id=${doomed% *} doomed_key=${doomed#* }
+api "$op" GET /v1/admin/workspaces/gamma/keys
+check admin_keys_list "$STATUS $(body)" status_is 200 'sorted(k["name"] for k in j["keys"]) == ["ci", "doomed"] and all(not k["revoked"] for k in j["keys"])'
+api "$op" GET /v1/admin/workspaces/alpha/keys
+check admin_keys_own_workspace "$STATUS $(body)" status_is 200 '"ci" not in [k["name"] for k in j["keys"]] and len(j["keys"]) >= 1'
+api "$op" DELETE "/v1/admin/workspaces/alpha/keys/$doomed_id"
+check admin_key_other_workspace_404 "$STATUS $(body)" status_is 404
+api "$op" DELETE "/v1/admin/workspaces/gamma/keys/$doomed_id"
+check admin_key_revoke "$STATUS" status_is 204
+api "$doomed_key" GET /v1/keys
+check admin_revoked_401 "$STATUS $(body)" status_is 401
+api "$op" DELETE "/v1/admin/workspaces/gamma/keys/$doomed_id"
+check admin_key_revoke_again "$STATUS" status_is 204
+api "$op" GET /v1/admin/workspaces/gamma/keys
+check admin_keys_revoked_listed "$STATUS $(body)" status_is 200 '[k["revoked"] for k in j["keys"] if k["name"] == "doomed"] == [True]'
+api "$gamma" GET "/v1/audit?limit=100"
+check admin_audit_targets "$STATUS $(body)" status_is 200 "any(e['route'] == '/v1/admin/workspaces' and e['target'].startswith('ws_') for e in j['entries']) and any(e['route'] == '/v1/admin/workspaces/{name}/keys' and e['target'] == '$doomed_id' for e in j['entries']) and any(e['route'] == '/v1/admin/workspaces/{name}/keys/{id}' and e['target'] == 'gamma/$doomed_id' and e['status'] == 204 for e in j['entries'])"
+# The audit log in pages, and one key's: every entry once.
+api "$gamma" GET "/v1/audit?limit=100"
+all=$(python3 -c 'import json,sys; print(" ".join(e["id"] for e in json.load(open(sys.argv[1]))["entries"]))' "$dir/body")
+paged= cursor=
+for _ in $(seq 1 50); do
+	api "$gamma" GET "/v1/audit?limit=2${cursor:+&cursor=$cursor}"
+	paged="$paged $(python3 -c 'import json,sys; print(" ".join(e["id"] for e in json.load(open(sys.argv[1]))["entries"]))' "$dir/body")"
+	cursor=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["next_cursor"] or "")' "$dir/body")
+	[ -z "$cursor" ] && break
+done
+check audit_pages "$(wc -w <<<"$all") entries, pages of 2 give $(wc -w <<<"$paged")" [ "$(echo $all)" = "$(echo $paged)" -a "$(wc -w <<<"$all")" -ge 4 ]
+opprefix=$(python3 -c 'import json,sys; print([e["key_prefix"] for e in json.load(open(sys.argv[1]))["entries"] if e["key_prefix"].startswith("kilnop_")][0])' "$dir/body" 2>/dev/null)
+api "$gamma" GET "/v1/audit?limit=100&key=$opprefix"
+check audit_one_key "$opprefix: $STATUS $(body)" status_is 200 "j['entries'] and all(e['key_prefix'] == '$opprefix' for e in j['entries'])"
+api "$gamma" GET "/v1/audit?cursor=12.nope"
+check audit_bad_cursor "$STATUS $(body)" status_is 400 '"cursor" in j["error"]["message"]'
 
 # ---- suspension (a dashboard session signed in before it ends too)
 curl -s -o /dev/null -c "$dir/jar" -X POST -H 'Content-Type: application/json' \

@@ -285,12 +285,50 @@ static void audit_log(void)
 		CHECK(store_audit_add(st, &r) == 0 && !strncmp(r.id, "aud_", 4));
 	}
 	struct audit_row got[4] = { 0 };
-	CHECK(store_audit_each(st, a, 10, collect_audit, got) == 0);
+	CHECK(store_audit_each(st, a, &(struct audit_query){ .limit = 10 }, collect_audit, got) == 0);
 	CHECK(got[0].status == 202 && got[1].status == 200 && !got[2].id[0]);
 	CHECK(!strcmp(got[0].target, "sbx_2") && got[1].target[0] == 0 && got[0].created_ms == 1002);
 	CHECK(!strcmp(got[0].key_prefix, "kiln_2") && !strcmp(got[0].method, "POST"));
 	memset(got, 0, sizeof got);
-	CHECK(store_audit_each(st, a, 1, collect_audit, got) == 0 && got[0].status == 202 && !got[1].id[0]);
+	CHECK(store_audit_each(st, a, &(struct audit_query){ .limit = 1 }, collect_audit, got) == 0 && got[0].status == 202 &&
+	      !got[1].id[0]);
+	/* Pages: after the first entry comes the second, then nothing. */
+	struct audit_query q = { .limit = 1, .before_ms = got[0].created_ms, .before_id = got[0].id };
+	memset(got, 0, sizeof got);
+	CHECK(store_audit_each(st, a, &q, collect_audit, got) == 0 && got[0].status == 200 && !got[1].id[0]);
+	q.before_ms = got[0].created_ms, q.before_id = got[0].id;
+	memset(got, 0, sizeof got);
+	CHECK(store_audit_each(st, a, &q, collect_audit, got) == 0 && !got[0].id[0]);
+	/* Ties of one millisecond: every entry once, across pages. */
+	for (int i = 0; i < 3; i++) {
+		struct audit_row r = { .status = 300 + i, .created_ms = 5000 };
+		snprintf(r.workspace, sizeof r.workspace, "%s", b);
+		snprintf(r.key_id, sizeof r.key_id, "key_t");
+		snprintf(r.key_prefix, sizeof r.key_prefix, "kiln_t");
+		snprintf(r.method, sizeof r.method, "DELETE");
+		snprintf(r.route, sizeof r.route, "/v1/keys/{id}");
+		CHECK(store_audit_add(st, &r) == 0);
+	}
+	int seen = 0, statuses = 0;
+	q = (struct audit_query){ .limit = 1 };
+	char last_id[ID_MAX];
+	for (int page = 0; page < 6; page++) {
+		memset(got, 0, sizeof got);
+		CHECK(store_audit_each(st, b, &q, collect_audit, got) == 0);
+		if (!got[0].id[0])
+			break;
+		seen++, statuses += got[0].status;
+		snprintf(last_id, sizeof last_id, "%s", got[0].id);
+		q.before_ms = got[0].created_ms, q.before_id = last_id;
+	}
+	CHECK(seen == 4 && statuses == 300 + 301 + 302 + 201);
+	/* One key's, by id or by prefix. */
+	memset(got, 0, sizeof got);
+	CHECK(store_audit_each(st, a, &(struct audit_query){ .limit = 10, .key = "key_0" }, collect_audit, got) == 0 &&
+	      got[0].status == 200 && !got[1].id[0]);
+	memset(got, 0, sizeof got);
+	CHECK(store_audit_each(st, a, &(struct audit_query){ .limit = 10, .key = "kiln_2" }, collect_audit, got) == 0 &&
+	      got[0].status == 202 && !got[1].id[0]);
 	store_close(st);
 }
 
