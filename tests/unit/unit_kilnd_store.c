@@ -1424,6 +1424,25 @@ static void *placer(void *arg)
 	return NULL;
 }
 
+/* PLACERS threads of fn at once, each its own store (an API replica):
+ * how many they placed in all; *bad how many could not open a store. */
+static int race(void *(*fn)(void *), int *bad)
+{
+	pthread_t t[PLACERS];
+	int made[PLACERS] = { 0 }, total = 0;
+	pthread_barrier_init(&place_start, NULL, PLACERS);
+	for (int i = 0; i < PLACERS; i++)
+		pthread_create(&t[i], NULL, fn, &made[i]);
+	for (int i = 0; i < PLACERS; i++) {
+		void *ret;
+		pthread_join(t[i], &ret);
+		*bad += ret != NULL;
+		total += made[i];
+	}
+	pthread_barrier_destroy(&place_start);
+	return total;
+}
+
 static void placement_races_never_overplace(void)
 {
 	char a[ID_MAX], b[ID_MAX], tok[ID_MAX];
@@ -1435,18 +1454,7 @@ static void placement_races_never_overplace(void)
 	CHECK(store_join_token_add(st, "place-token", "kjt_place", wall_ms() + 3600000, -1, tok) == 0);
 	join_host(st, "a", 2048, a);	/* 8 */
 	join_host(st, "b", 1024, b);	/* 4 */
-	pthread_t t[PLACERS];
-	int made[PLACERS] = { 0 }, bad = 0, total = 0;
-	pthread_barrier_init(&place_start, NULL, PLACERS);
-	for (int i = 0; i < PLACERS; i++)
-		pthread_create(&t[i], NULL, placer, &made[i]);
-	for (int i = 0; i < PLACERS; i++) {
-		void *ret;
-		pthread_join(t[i], &ret);
-		bad += ret != NULL;
-		total += made[i];
-	}
-	pthread_barrier_destroy(&place_start);
+	int bad = 0, total = race(placer, &bad);
 	CHECK(bad == 0);
 	CHECK(total == 12 && on_host(st, a) == 8 && on_host(st, b) == 4);
 	store_close(st);
@@ -1560,18 +1568,7 @@ static void placement_caps_race_exactly(void)
 	CHECK(store_join_token_add(st, "place-token", "kjt_place", wall_ms() + 3600000, -1, tok) == 0);
 	join_host(st, "a", 8192, a);
 	join_host(st, "b", 8192, b);
-	pthread_t t[PLACERS];
-	int made[PLACERS] = { 0 }, bad = 0, total = 0;
-	pthread_barrier_init(&place_start, NULL, PLACERS);
-	for (int i = 0; i < PLACERS; i++)
-		pthread_create(&t[i], NULL, capped_placer, &made[i]);
-	for (int i = 0; i < PLACERS; i++) {
-		void *ret;
-		pthread_join(t[i], &ret);
-		bad += ret != NULL;
-		total += made[i];
-	}
-	pthread_barrier_destroy(&place_start);
+	int bad = 0, total = race(capped_placer, &bad);
 	CHECK(bad == 0);
 	CHECK(total == 5 && on_host(st, a) + on_host(st, b) == 5 && on_host(st, a) >= 2 && on_host(st, b) >= 2);
 	store_close(st);
