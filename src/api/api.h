@@ -42,6 +42,7 @@ struct api {
 	struct hostif *hostif;		/* every sandbox operation goes through it */
 	struct metrics *metrics;
 	struct ratelimit *rl;		/* per workspace */
+	struct windows *windows;	/* creates windows, for X-RateLimit-* (window.h) */
 	struct ratelimit *anon_rl;	/* per client address, for requests with no valid key */
 	struct inflight *inflight;	/* requests under way per workspace (--max-inflight) */
 	struct inflight *uploads;	/* uploads under way per workspace (--max-uploads) */

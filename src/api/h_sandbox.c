@@ -13,6 +13,7 @@
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
+#include "api/window.h"
 #include "common/err.h"
 #include "store/store.h"
 
@@ -29,12 +30,15 @@ struct quota_headers {
 	const char *h[5][2];
 };
 
-static const char *const (*quota_headers(const struct ops_quota *q, bool refused,
+static const char *const (*quota_headers(struct req *r, const struct ops_quota *q, bool refused,
 					  struct quota_headers *qh))[2]
 {
 	int n = 0;
 	const struct ws_caps_report *rep = &q->report;
 	if (q->applied && q->limits.creates_per_hour) {
+		/* Exact here; the workspace's other answers show it next. */
+		windows_note(r->api->windows, r->workspace,
+			     &(struct window_count){ q->limits.creates_per_hour, rep->creates_used, rep->reset_ms });
 		int64_t now = wall_ms(), left = q->limits.creates_per_hour - rep->creates_used;
 		snprintf(qh->limit, sizeof qh->limit, "%lld", (long long)q->limits.creates_per_hour);
 		snprintf(qh->remaining, sizeof qh->remaining, "%lld", (long long)(left > 0 ? left : 0));
@@ -63,7 +67,7 @@ static int reply_limit(struct req *r, const struct ops_quota *q)
 			      !strcmp(rep->limit, "creates") ? "creates_per_hour"
 			      : rep->limit[0] ? rep->limit : "unknown",
 			      "value", (json_int_t)rep->value, "plan", q->plan);
-	return reply_json_headers(r, 429, quota_headers(q, true, &qh), j);
+	return reply_json_headers(r, 429, quota_headers(r, q, true, &qh), j);
 }
 
 /* The caller, with q (zeroed) for what its plan says of the operation. */
@@ -112,7 +116,7 @@ int h_sandbox_create(struct req *r)
 	if (rc < 0)
 		return reply_errno(r, rc);
 	struct quota_headers qh;
-	return reply_sandbox_h(r, 201, &row, quota_headers(&q, false, &qh));
+	return reply_sandbox_h(r, 201, &row, quota_headers(r, &q, false, &qh));
 }
 
 int h_sandbox_get(struct req *r)
@@ -213,7 +217,7 @@ static int fork_route(struct req *r, bool tree)
 		json_object_set_new(j, "error", json_string(f.why));
 	}
 	struct quota_headers qh;
-	return reply_json_headers(r, 201, quota_headers(&q, false, &qh), j);
+	return reply_json_headers(r, 201, quota_headers(r, &q, false, &qh), j);
 }
 
 int h_sandbox_fork(struct req *r)

@@ -6,6 +6,7 @@
 #include "api/inflight.h"
 #include "common/metrics.h"
 #include "api/ratelimit.h"
+#include "api/window.h"
 #include "api/routes.h"
 #include "api/session.h"
 #include "common/err.h"
@@ -151,10 +152,32 @@ const char *req_cookie(struct req *r, const char *name)
 
 /* ---- replies --------------------------------------------------------------- */
 
+/* The workspace's creates window on every answer to its key or session
+ * (window.h), unless the answer has its own (a create's, exact). */
+static void window_headers(struct req *r, struct MHD_Response *resp)
+{
+	if (!r->workspace[0] || !r->route || (r->route->flags & (ROUTE_PROXY | ROUTE_HOST | ROUTE_ADMIN)) ||
+	    MHD_get_response_header(resp, "X-RateLimit-Limit"))
+		return;
+	struct window_count c;
+	if (windows_get(r, &c) != 0)
+		return;
+	int64_t now = wall_ms(), left = c.limit - c.used;
+	char v[24];
+	snprintf(v, sizeof v, "%lld", (long long)c.limit);
+	MHD_add_response_header(resp, "X-RateLimit-Limit", v);
+	snprintf(v, sizeof v, "%lld", (long long)(left > 0 ? left : 0));
+	MHD_add_response_header(resp, "X-RateLimit-Remaining", v);
+	snprintf(v, sizeof v, "%lld", (long long)(c.reset_ms > now ? (c.reset_ms - now + 999) / 1000 : 0));
+	MHD_add_response_header(resp, "X-RateLimit-Reset", v);
+}
+
 static int queue(struct req *r, int status, struct MHD_Response *resp, const char *error_code)
 {
 	if (!resp)
 		return MHD_NO;	/* out of memory: MHD closes the connection */
+	if (!r->answered)
+		window_headers(r, resp);
 	if (r->answered) {
 		/* A handler answered twice: a bug, but not one to crash on. */
 		log_warn("http: %s %s answered twice", r->method, r->route ? r->route->pattern : "?");

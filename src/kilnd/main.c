@@ -32,6 +32,7 @@
 #include "api/inflight.h"
 #include "proxy/preview.h"
 #include "api/ratelimit.h"
+#include "api/window.h"
 #include "api/routes.h"
 #include "store/store.h"
 #include "ops/credit.h"
@@ -673,6 +674,7 @@ static int serve(struct cmdline *c)
 	struct api api = { .cfg = &c->api, .store = st, .plans = &c->plans };
 	api.metrics = metrics_new();
 	api.rl = ratelimit_new(cfg->rate_per_sec, cfg->rate_burst);
+	api.windows = windows_new();
 	api.anon_rl = ratelimit_new(cfg->anon_rate_per_sec, cfg->anon_rate_burst);
 	api.inflight = inflight_new(cfg->max_inflight);
 	api.uploads = inflight_new(cfg->max_uploads);
@@ -680,7 +682,7 @@ static int serve(struct cmdline *c)
 	api.exec_buffer = inflight_new(cfg->max_exec_buffer);
 	if (preview_key_load(cfg->data_dir, api.preview_key) < 0)
 		die("%s", errmsg());
-	if (!api.metrics || !api.rl || !api.anon_rl || !api.inflight || !api.uploads || !api.tunnels || !api.exec_buffer)
+	if (!api.metrics || !api.rl || !api.windows || !api.anon_rl || !api.inflight || !api.uploads || !api.tunnels || !api.exec_buffer)
 		die("out of memory");
 	struct host *host = NULL;
 	struct hostif hostif;
@@ -747,6 +749,7 @@ static int serve(struct cmdline *c)
 	else
 		hostif_remote_free(&hostif);
 	ratelimit_free(api.rl);
+	windows_free(api.windows);
 	ratelimit_free(api.anon_rl);
 	inflight_free(api.inflight);
 	inflight_free(api.uploads);

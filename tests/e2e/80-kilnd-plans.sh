@@ -105,6 +105,13 @@ lim=$(header h4 X-RateLimit-Limit) rem=$(header h4 X-RateLimit-Remaining) rst=$(
 [ "$lim" = 6 ] && [ "$rem" = 2 ] && [ -n "$rst" ] && [ "$rst" -ge 1 ] && [ "$rst" -le "$W" ] &&
 	pass ratelimit_headers "Limit $lim, Remaining $rem, Reset $rst s" ||
 	fail ratelimit_headers "Limit '$lim', Remaining '$rem', Reset '$rst': $(cat "$T/h4.h")"
+# Every answer to the workspace carries its window, not only creates'.
+api GET /v1/sandboxes "" -D "$T/list.h"
+api GET /v1/limits "" -D "$T/lim.h"
+l2=$(header list X-RateLimit-Limit) r2=$(header list X-RateLimit-Remaining) r3=$(header lim X-RateLimit-Remaining) t2=$(header list X-RateLimit-Reset)
+[ "$l2" = 6 ] && [ "$r2" = 2 ] && [ "$r3" = 2 ] && [ -n "$t2" ] && [ "$t2" -le "$W" ] &&
+	pass ratelimit_every_answer "GET /v1/sandboxes and /v1/limits: Limit $l2, Remaining $r2 and $r3, Reset $t2 s" ||
+	fail ratelimit_every_answer "Limit '$l2' Remaining '$r2' '$r3' Reset '$t2': $(cat "$T/list.h")"
 
 # ---- the creates window -----------------------------------------------------------------------
 for s in "${made[@]:1}" "$fourth"; do api DELETE "/v1/sandboxes/$s"; done

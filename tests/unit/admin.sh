@@ -128,6 +128,16 @@ check audit_pages "$(wc -w <<<"$all") entries, pages of 2 give $(wc -w <<<"$page
 opprefix=$(python3 -c 'import json,sys; print([e["key_prefix"] for e in json.load(open(sys.argv[1]))["entries"] if e["key_prefix"].startswith("kilnop_")][0])' "$dir/body" 2>/dev/null)
 api "$gamma" GET "/v1/audit?limit=100&key=$opprefix"
 check audit_one_key "$opprefix: $STATUS $(body)" status_is 200 "j['entries'] and all(e['key_prefix'] == '$opprefix' for e in j['entries'])"
+# Every answer to a workspace says its plan's creates window (Limit, and
+# all of it Remaining: gamma made nothing), and a change of its limits
+# within a second.
+hdr() { curl -s -o /dev/null -D - -H "Authorization: Bearer $gamma" "$API$1" | sed -n "s/^$2: *//Ip" | tr -d '\r'; }
+before=$(hdr /v1/keys X-RateLimit-Limit)
+api "$op" PATCH /v1/admin/workspaces/gamma '{"limits":{"creates_per_hour":7}}'
+sleep 1.1	# the window is read at most once a second per workspace
+check window_every_answer "plan team: Limit '$before'; its own creates_per_hour 7: Limit $(hdr /v1/keys X-RateLimit-Limit), Remaining $(hdr /v1/audit X-RateLimit-Remaining)" \
+	[ "$before" = 6000 -a "$(hdr /v1/keys X-RateLimit-Limit)" = 7 -a "$(hdr /v1/audit X-RateLimit-Remaining)" = 7 ]
+api "$op" PATCH /v1/admin/workspaces/gamma '{"limits":{}}'
 api "$gamma" GET "/v1/audit?cursor=12.nope"
 check audit_bad_cursor "$STATUS $(body)" status_is 400 '"cursor" in j["error"]["message"]'
 
