@@ -4,10 +4,15 @@
 # the TypeScript one (@kiln/sdk as tsc builds it), each in a workspace of
 # its own: a key made through the SDK works and is listed, a read key is
 # refused a write with PermissionDenied, a revoked key is AuthError at its
-# next request, the audit log holds those calls; with an operator
-# credential, a workspace made, listed, given a key, moved to another
-# plan, its limits changed, suspended and restored, its audit log naming
-# the operator, usage across workspaces, the workspace deleted; and bad
+# next request, the audit log holds those calls, pages of 2 (the
+# next_cursor followed, by hand and by iter_audit / auditAll) give every
+# entry once, as the unpaged list, and a key filter (id or prefix) only
+# that key's; with an operator credential, a workspace made, listed, given
+# a key, its keys listed, one revoked (401 at its next request; another
+# workspace's key id: NotFound), moved to another plan, its limits
+# changed, suspended and restored, its audit log naming the operator and
+# what it made (the workspace id, the key ids, NAME/KEY_ID for the
+# revocation), usage across workspaces, the workspace deleted; and bad
 # operator credentials raise AuthError saying which credential and where
 # it comes from. The scripts (sdk_admin.py, sdk_admin.mjs) print the
 # PASS/FAIL lines and delete what they made.

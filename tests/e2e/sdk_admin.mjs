@@ -143,10 +143,64 @@ await check("audit", async () => {
 await check("audit_limit", async () => {
   const es = await client.audit({ limit: 2 });
   const all = await client.audit();
+  assert(Array.isArray(es), "audit() is no array");
   assert(es.length === 2 && JSON.stringify(es) === JSON.stringify(all.slice(0, 2)), es);
+  assert(typeof es.nextCursor === "string" && es.nextCursor, `nextCursor ${es.nextCursor}`);
   const e = await rejects(InvalidRequest, () => client.audit({ limit: 0 }));
   assert(e.message.includes("limit"), e.message);
-  return `limit 2: ${es.length} entries, the newest; limit 0: ${e}`;
+  return `limit 2: ${es.length} entries, the newest, an array as before, nextCursor ${es.nextCursor}; limit 0: ${e}`;
+});
+
+/** Every entry auditAll(query) yields. */
+async function collect(gen) {
+  const out = [];
+  for await (const e of gen) out.push(e);
+  return out;
+}
+const ids = (es) => es.map((e) => e.id);
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+await check("audit_paging", async () => {
+  const every = await client.audit({ limit: 1000 });
+  assert(every.nextCursor === null && every.length >= 4, `${every.length} entries, nextCursor ${every.nextCursor}`);
+  // By hand: pages of 2, each page's nextCursor passed as cursor.
+  const pages = [];
+  let cursor;
+  for (;;) {
+    const page = await client.audit({ limit: 2, cursor });
+    assert(page.length <= 2, page);
+    pages.push(page);
+    if (page.nextCursor === null) break;
+    assert(page.length === 2, `a page of ${page.length} with a nextCursor`);
+    cursor = page.nextCursor;
+    assert(pages.length <= every.length + 1, "the cursors never end");
+  }
+  const paged = pages.flat();
+  assert(new Set(ids(paged)).size === paged.length, `an entry twice: ${ids(paged)}`);
+  assert(same(paged, every), `paged ${ids(paged)} != unpaged ${ids(every)}`);
+  // The async iterator: the same, a page of 2 at a time.
+  const gen = await collect(client.auditAll({ pageSize: 2 }));
+  assert(same(gen, every), `auditAll ${ids(gen)} != ${ids(every)}`);
+  assert(same(await collect(client.auditAll()), every), "auditAll with its default page size");
+  const e = await rejects(InvalidRequest, () => client.audit({ cursor: "nonsense" }));
+  assert(e.message.includes("cursor"), e.message);
+  return `${every.length} entries: ${pages.length} pages of limit 2 and auditAll({ pageSize: 2 }) each yield them once, ` +
+    `as the unpaged list; a made-up cursor: ${e}`;
+});
+
+await check("audit_key", async () => {
+  const every = await collect(client.auditAll());
+  const byId = await client.audit({ key: made.read.id, limit: 1000 });
+  assert(byId.length && byId.every((e) => e.key_id === made.read.id), byId);
+  assert(same(byId, every.filter((e) => e.key_id === made.read.id)), "not every entry of the read key");
+  assert(same(await client.audit({ key: made.read.prefix, limit: 1000 }), byId), "by prefix != by id");
+  const mine = every.filter((e) => e.key_prefix === KEY.slice(0, 13));
+  assert(mine.length && same(await collect(client.auditAll({ key: KEY.slice(0, 13), pageSize: 2 })), mine),
+    "the test key's entries, paged");
+  const none = await client.audit({ key: made.full.id }); // it only made GETs
+  assert(none.length === 0 && none.nextCursor === null, none);
+  return `the read key's ${byId.length} entries by id and by prefix; the test key's ${mine.length}, paged by 2; ` +
+    "a key that made only GETs: none";
 });
 
 // ---- the operator's client ----------------------------------------------------------------------
@@ -185,6 +239,38 @@ try {
     return `${k.id} works: its workspace's plan ${lim.plan}, running limit ${lim.limits.running}`;
   });
 
+  await check("admin_ws_keys", async () => {
+    const ks = await admin.keys(WS);
+    assert(same(ks.map((k) => k.id), [made.wsKey.id]), ks);
+    const k = ks[0];
+    assert(k.prefix === made.wsKey.prefix && k.name === "ops-made" && k.revoked === false, k);
+    assert(!("key" in k), "keys() shows a key's secret");
+    const e = await rejects(NotFound, () => admin.keys(`${WS}-none`));
+    await rejects(TypeError, () => admin.keys("../audit"));
+    return `${WS}: ${k.id} ${k.prefix}... ${k.scope}, no secret; an unknown workspace: ${e}`;
+  });
+
+  await check("admin_ws_revoke_key", async () => {
+    const k = await admin.createKey(WS, { name: "ops-revoked" });
+    made.wsRevoked = k;
+    const c = keyClient(k.key);
+    await c.limits();
+    await admin.revokeKey(WS, k.id);
+    const e = await rejects(AuthError, () => c.limits());
+    assert(e.status === 401 && e.code === "unauthorized" && e.message.includes("revoked"), e.toString());
+    const listed = Object.fromEntries((await admin.keys(WS)).map((x) => [x.id, x]));
+    assert(listed[k.id].revoked === true && listed[k.id].revoked_at, listed);
+    assert(listed[made.wsKey.id].revoked === false, "the other key was revoked too");
+    await admin.revokeKey(WS, k.id); // again: no error
+    // Another workspace's key (this script's own read key): not this one's.
+    const e2 = await rejects(NotFound, () => admin.revokeKey(WS, made.read.id));
+    assert((await keyClient(made.read.key).keys()).length, "the other workspace's key stopped working");
+    await rejects(TypeError, () => admin.revokeKey(WS, "../../x"));
+    await rejects(TypeError, () => admin.revokeKey("Bad/Name", k.id));
+    return `${k.id} revoked, its next request: ${e}; again: no error; another workspace's key: ${e2} ` +
+      "(and it still works); path-changing names refused here (TypeError)";
+  });
+
   await check("admin_ws_plan_limits", async () => {
     let w = await admin.updateWorkspace(WS, { plan: "pro" });
     assert(w.plan === "pro" && JSON.stringify(w.limits) === '{"running":2}', w);
@@ -219,6 +305,23 @@ try {
       `PATCH entries: ${JSON.stringify(await patches())}`);
     assert(es.every((e) => e.key_prefix === OP.slice(0, 15) && e.key_id.startsWith("op_")), es);
     return `the workspace's audit log has the operator's 4 PATCHes, by ${es[0].key_prefix}...`;
+  });
+
+  await check("admin_ws_audit_targets", async () => {
+    const c = keyClient(made.wsKey.key);
+    const op = OP.slice(0, 15);
+    const want = [`POST /v1/admin/workspaces 201 ${made.ws.id}`,
+      `POST /v1/admin/workspaces/{name}/keys 201 ${made.wsKey.id}`,
+      `POST /v1/admin/workspaces/{name}/keys 201 ${made.wsRevoked.id}`,
+      `DELETE /v1/admin/workspaces/{name}/keys/{id} 204 ${WS}/${made.wsRevoked.id}`];
+    const have = async () => (await collect(c.auditAll({ key: op, pageSize: 2 }))).map(tuple);
+    const got = await eventually(async () => { const h = await have(); return want.every((w) => h.includes(w)) && h; });
+    assert(got, `want ${want} among the operator's entries: ${await have()}`);
+    const ops = await collect(c.auditAll({ key: op }));
+    assert(ops.every((e) => e.key_id.startsWith("op_")), ops);
+    assert(same(ops, (await collect(c.auditAll())).filter((e) => e.key_prefix === op)), "key=the operator's prefix");
+    return `the workspace's creation names ${made.ws.id}, the keys made ${made.wsKey.id} and ${made.wsRevoked.id}, ` +
+      `the revocation ${WS}/${made.wsRevoked.id}; ${ops.length} entries of the operator (key=${op})`;
   });
 
   await check("admin_usage", async () => {

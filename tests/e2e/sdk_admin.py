@@ -148,15 +148,63 @@ def audit():
 
 def audit_limit():
     es = client.audit(limit=2)
+    assert isinstance(es, list) and isinstance(es, kiln.AuditPage), type(es)
     assert len(es) == 2 and es == client.audit()[:2], es
+    assert isinstance(es.next_cursor, str) and es.next_cursor, es.next_cursor
     e = raises(InvalidRequest, client.audit, limit=0)
     assert "limit" in e.message, e.message
-    return f"limit=2: {len(es)} entries, the newest; limit=0: {e}"
+    return f"limit=2: {len(es)} entries, the newest, a list as before, next_cursor {es.next_cursor}; limit=0: {e}"
+
+
+def audit_paging():
+    every = client.audit(limit=1000)
+    assert every.next_cursor is None and len(every) >= 4, (len(every), every.next_cursor)
+    # By hand: pages of 2, each page's next_cursor passed as cursor.
+    pages, cursor = [], None
+    while True:
+        page = client.audit(2, cursor=cursor)
+        assert len(page) <= 2, page
+        pages.append(page)
+        if page.next_cursor is None:
+            break
+        assert len(page) == 2, f"a page of {len(page)} with a next_cursor"
+        cursor = page.next_cursor
+        assert len(pages) <= len(every) + 1, "the cursors never end"
+    paged = [e for p in pages for e in p]
+    ids = [e["id"] for e in paged]
+    assert len(ids) == len(set(ids)), f"an entry twice: {ids}"
+    assert paged == list(every), f"paged {ids} != unpaged {[e['id'] for e in every]}"
+    # The generator: the same, a page of 2 at a time.
+    it = client.iter_audit(page_size=2)
+    assert iter(it) is it, "iter_audit is no iterator"
+    gen = list(it)
+    assert gen == list(every), f"iter_audit {[e['id'] for e in gen]} != {[e['id'] for e in every]}"
+    assert list(client.iter_audit()) == list(every), "iter_audit with its default page size"
+    e = raises(InvalidRequest, client.audit, cursor="nonsense")
+    assert "cursor" in e.message, e.message
+    return f"{len(every)} entries: {len(pages)} pages of limit=2 and iter_audit(page_size=2) each yield them once, " \
+           f"as the unpaged list; a made-up cursor: {e}"
+
+
+def audit_key():
+    every = list(client.iter_audit())
+    rid, rprefix = made["read"]["id"], made["read"]["prefix"]
+    by_id = client.audit(key=rid, limit=1000)
+    assert by_id and all(e["key_id"] == rid for e in by_id), by_id
+    assert list(by_id) == [e for e in every if e["key_id"] == rid], "not every entry of the read key"
+    assert list(client.audit(key=rprefix, limit=1000)) == list(by_id), "by prefix != by id"
+    mine = [e for e in every if e["key_prefix"] == KEY[:13]]
+    assert mine and list(client.iter_audit(key=KEY[:13], page_size=2)) == mine, "the test key's entries, paged"
+    none = client.audit(key=made["full"]["id"])  # it only made GETs
+    assert list(none) == [] and none.next_cursor is None, none
+    return f"the read key's {len(by_id)} entries by id and by prefix; the test key's {len(mine)}, paged by 2; " \
+           "a key that made only GETs: none"
 
 
 for name, fn in [("key_create", key_create), ("key_works", key_works), ("key_listed", key_listed),
                  ("read_key_refused", read_key), ("revoke_401", revoke), ("revoke_unknown", revoke_unknown),
-                 ("key_bad_fields", bad_create), ("audit", audit), ("audit_limit", audit_limit)]:
+                 ("key_bad_fields", bad_create), ("audit", audit), ("audit_limit", audit_limit),
+                 ("audit_paging", audit_paging), ("audit_key", audit_key)]:
     check(name, fn)
 
 # ---- the operator's client ----------------------------------------------------------------------
@@ -196,6 +244,38 @@ def ws_key():
     return f"{k['id']} works: its workspace's plan {lim['plan']}, running limit {lim['limits']['running']}"
 
 
+def ws_keys():
+    ks = admin.keys(WS)
+    assert [k["id"] for k in ks] == [made["ws_key"]["id"]], ks
+    k = ks[0]
+    assert k["prefix"] == made["ws_key"]["prefix"] and k["name"] == "ops-made" and k["revoked"] is False, k
+    assert "key" not in k, "keys() shows a key's secret"
+    e = raises(NotFound, admin.keys, WS + "-none")
+    raises(ValueError, admin.keys, "../audit")
+    return f"{WS}: {k['id']} {k['prefix']}... {k['scope']}, no secret; an unknown workspace: {e}"
+
+
+def ws_revoke():
+    k = admin.create_key(WS, "ops-revoked")
+    made["ws_revoked"] = k
+    c = Client(URL, k["key"], max_retries=0)
+    c.limits()
+    admin.revoke_key(WS, k["id"])
+    e = raises(AuthError, c.limits)
+    assert e.status == 401 and e.code == "unauthorized" and "revoked" in e.message, e
+    listed = {x["id"]: x for x in admin.keys(WS)}
+    assert listed[k["id"]]["revoked"] is True and listed[k["id"]].get("revoked_at"), listed
+    assert listed[made["ws_key"]["id"]]["revoked"] is False, "the other key was revoked too"
+    admin.revoke_key(WS, k["id"])  # again: no error
+    # Another workspace's key (this script's own read key): not this one's.
+    e2 = raises(NotFound, admin.revoke_key, WS, made["read"]["id"])
+    assert Client(URL, made["read"]["key"], max_retries=0).keys(), "the other workspace's key stopped working"
+    raises(ValueError, admin.revoke_key, WS, "../../x")
+    raises(ValueError, admin.revoke_key, "Bad/Name", k["id"])
+    return f"{k['id']} revoked, its next request: {e}; again: no error; another workspace's key: {e2} " \
+           f"(and it still works); path-changing names refused here (ValueError)"
+
+
 def ws_plan():
     w = admin.update_workspace(WS, plan="pro")
     assert w["plan"] == "pro" and w["limits"] == {"running": 2}, w
@@ -230,6 +310,25 @@ def ws_audit():
         f"PATCH entries: {[e for e in c.audit() if e['method'] == 'PATCH']}"
     assert all(e["key_prefix"] == OP[:15] and e["key_id"].startswith("op_") for e in es), es
     return f"the workspace's audit log has the operator's 4 PATCHes, by {es[0]['key_prefix']}..."
+
+
+def ws_audit_targets():
+    c = Client(URL, made["ws_key"]["key"], max_retries=0)
+    ws_id, kid, rid = made["ws"]["id"], made["ws_key"]["id"], made["ws_revoked"]["id"]
+    want = [("POST", "/v1/admin/workspaces", 201, ws_id),
+            ("POST", "/v1/admin/workspaces/{name}/keys", 201, kid),
+            ("POST", "/v1/admin/workspaces/{name}/keys", 201, rid),
+            ("DELETE", "/v1/admin/workspaces/{name}/keys/{id}", 204, f"{WS}/{rid}")]
+
+    def have():
+        return [(e["method"], e["route"], e["status"], e["target"]) for e in c.iter_audit(key=OP[:15], page_size=2)]
+    got = eventually(lambda: all(w in have() for w in want) and have())
+    assert got, f"want {want} among the operator's entries: {have()}"
+    ops = list(c.iter_audit(key=OP[:15]))
+    assert all(e["key_id"].startswith("op_") for e in ops), ops
+    assert ops == [e for e in c.iter_audit() if e["key_prefix"] == OP[:15]], "key=the operator's prefix"
+    return f"the workspace's creation names {ws_id}, the keys made {kid} and {rid}, the revocation {WS}/{rid}; " \
+           f"{len(ops)} entries of the operator (key={OP[:15]})"
 
 
 def usage():
@@ -268,8 +367,9 @@ def bad_credentials():
 
 try:
     for name, fn in [("admin_ws_create", ws_create), ("admin_ws_list_get", ws_list), ("admin_ws_key", ws_key),
+                     ("admin_ws_keys", ws_keys), ("admin_ws_revoke_key", ws_revoke),
                      ("admin_ws_plan_limits", ws_plan), ("admin_ws_suspend", ws_suspend),
-                     ("admin_ws_audit", ws_audit), ("admin_usage", usage), ("admin_ws_delete", ws_delete),
+                     ("admin_ws_audit", ws_audit), ("admin_ws_audit_targets", ws_audit_targets), ("admin_usage", usage), ("admin_ws_delete", ws_delete),
                      ("admin_bad_credential", bad_credentials)]:
         check(name, fn)
 finally:

@@ -20,14 +20,14 @@ from .files import Files
 from .processes import Process, Processes, ProcessOutput
 from .pty import Pty
 from .sandbox import LANGUAGES, Sandbox
-from .types import ExecResult, FileInfo, Snapshot
+from .types import AuditPage, ExecResult, FileInfo, Snapshot
 from .watch import FileWatch, FsEvent, WatchHandle
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
-    "CommandHandle", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
+    "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
     "Code", "CodeContext", "Execution", "ExecutionError", "Result",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",

@@ -5,6 +5,8 @@
     with Admin("https://kiln.example.com", "kilnop_...") as admin:
         admin.create_workspace("acme", plan="pro")
         key = admin.create_key("acme", "ci")["key"]   # shown once
+        for k in admin.keys("acme"):
+            print(k["id"], k["prefix"], k["revoked"])
         admin.update_workspace("acme", suspended=True)
 
 It takes an operator credential (``kilnd admin create`` prints one), never a
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Mapping, Optional
 
-from .client import Scope, When, _Connection, _when, clean, key_body
+from .client import Scope, When, _Connection, _id, _when, clean, key_body
 from .errors import OPERATOR_KEY
 
 
@@ -89,6 +91,24 @@ class Admin(_Connection):
         the secret, shown in this answer only."""
         return dict(self.transport.request("POST", _path(workspace) + "/keys",
                                            json_body=key_body(name, scope, expires_in_seconds)).json())
+
+    def keys(self, workspace: str) -> List[Dict[str, Any]]:
+        """``workspace``'s API keys, oldest first (GET
+        /v1/admin/workspaces/{name}/keys), revoked ones too, as
+        Client.keys: each ``id``, ``prefix``, ``name``, ``scope``,
+        ``created_at``, ``revoked`` (and ``revoked_at``), ``expires_at``,
+        ``last_used_at``; never a secret. NotFound if no live workspace
+        has that name."""
+        return list(self.transport.request("GET", _path(workspace) + "/keys").json()["keys"])
+
+    def revoke_key(self, workspace: str, key_id: str) -> None:
+        """Revoke one of ``workspace``'s keys (DELETE
+        /v1/admin/workspaces/{name}/keys/{id}), as Client.revoke_key: it is
+        refused (AuthError) from its next request on, and its dashboard
+        sessions end; the workspace's audit log names it ("NAME/KEY_ID").
+        Revoking a revoked key is no error; NotFound for a key that is not
+        that workspace's, or no such live workspace."""
+        self.transport.request("DELETE", _path(workspace) + "/keys/" + _id(key_id), ok=(204,))
 
     # ---- usage ------------------------------------------------------------------------------
 

@@ -6,11 +6,11 @@ import datetime
 import os
 import threading
 import urllib.parse
-from typing import TYPE_CHECKING, Any, Dict, List, Literal, Mapping, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, TypeVar, Union
 
 from ._transport import Transport
 from .errors import API_KEY, Credential
-from .types import Snapshot
+from .types import AuditPage, Snapshot
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sandbox import Sandbox
@@ -160,18 +160,40 @@ class Client(_Connection):
         key that is not the workspace's."""
         self.transport.request("DELETE", "/v1/keys/" + _id(key_id), ok=(204,))
 
-    def audit(self, limit: Optional[int] = None) -> List[Dict[str, Any]]:
+    def audit(self, limit: Optional[int] = None, *, cursor: Optional[str] = None,
+              key: Optional[str] = None) -> AuditPage:
         """The workspace's audit log, newest first (GET /v1/audit): every
         call by one of its keys (or an operator, on the workspace) of a
         route that is not a GET, refused ones too. Each entry: ``id``,
         ``time``, ``key_id``, ``key_prefix``, ``method``, ``route`` (the
         pattern, "/v1/sandboxes/{id}/exec"), ``target`` (the ids the path
-        names, or the id a 201 made; None when neither) and ``status``.
-        ``limit``: the newest 1 to 1000 (default 100). An entry is written
-        once its request is answered, so it may show a few milliseconds
-        after."""
-        return list(self.transport.request("GET", "/v1/audit", query={"limit": limit}).json()["entries"])
+        names, or the id a 201 made; an operator's: the workspace's id for
+        its creation, the key's id for a key made, "NAME/KEY_ID" for a key
+        revoked; None when none) and ``status``. ``limit``: the newest 1
+        to 1000 (default 100); ``cursor``: a page's ``next_cursor``, for
+        the entries after it (older); ``key``: only this key's (or
+        operator credential's) entries, by its id or its shown prefix.
 
+        The answer is a list of the entries, as it always was, an AuditPage
+        whose ``next_cursor`` is the next page's cursor (None when this page
+        was the last); iter_audit follows them. An entry is written once its
+        request is answered, so it may show a few milliseconds after."""
+        j = self.transport.request("GET", "/v1/audit", query={"limit": limit, "cursor": cursor, "key": key}).json()
+        return AuditPage(j["entries"], j.get("next_cursor"))
+
+    def iter_audit(self, *, key: Optional[str] = None, cursor: Optional[str] = None,
+                   page_size: int = 1000) -> Iterator[Dict[str, Any]]:
+        """Every entry of the audit log, newest first, as audit's, the
+        pages (of ``page_size``, 1 to 1000) fetched as the iteration needs
+        them, following next_cursor to the last. ``key`` as audit's;
+        ``cursor`` starts after that page's entries. Entries written while
+        it runs are newer than its first page: they are not among them."""
+        while True:
+            page = self.audit(page_size, cursor=cursor, key=key)
+            yield from page
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
 _default: Optional[Client] = None
 _default_lock = threading.Lock()

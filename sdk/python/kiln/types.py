@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,16 @@ class Snapshot:
     def from_json(cls, j: Mapping[str, Any]) -> "Snapshot":
         return cls(id=j["id"], sandbox_id=j.get("sandbox_id", ""), template=j.get("template", ""),
                    created_at=j.get("created_at"), raw=dict(j))
+
+
+class AuditPage(List[Dict[str, Any]]):
+    """A page of the audit log (Client.audit): a list of its entries, newest
+    first, as before, and ``next_cursor``: pass it as ``audit(cursor=...)``
+    for the entries after them (older); None when this page was the last."""
+
+    def __init__(self, entries: Iterable[Dict[str, Any]] = (), next_cursor: Optional[str] = None) -> None:
+        super().__init__(entries)
+        self.next_cursor = next_cursor
+
+    def __repr__(self) -> str:
+        return f"AuditPage({list.__repr__(self)}, next_cursor={self.next_cursor!r})"

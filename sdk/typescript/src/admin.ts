@@ -5,6 +5,7 @@
  *     const admin = new Admin({ apiUrl: "https://kiln.example.com", adminKey: "kilnop_..." });
  *     await admin.createWorkspace("acme", { plan: "pro" });
  *     const { key } = await admin.createKey("acme", { name: "ci" });   // shown once
+ *     console.log((await admin.keys("acme")).map((k) => [k.id, k.prefix, k.revoked]));
  *     await admin.updateWorkspace("acme", { suspended: true });
  *
  * It takes an operator credential (`kilnd admin create` prints one), never a
@@ -12,11 +13,11 @@
  * (PermissionDenied), and an unknown, revoked or missing credential 401
  * (AuthError). Workspaces are named by their name (1 to 16 of a-z, 0-9, -).
  */
-import { Client, env, keyBody, whenOf } from "./client.js";
+import { Client, checkId, env, keyBody, whenOf } from "./client.js";
 import type { ClientOptions } from "./client.js";
 import { OPERATOR_KEY } from "./errors.js";
 import type {
-  AdminUsageJSON, AdminUsageQuery, AdminWorkspaceJSON, KeyOptions, NewKeyJSON, WorkspaceOptions, WorkspaceUpdate,
+  AdminUsageJSON, AdminUsageQuery, AdminWorkspaceJSON, ApiKeyJSON, KeyOptions, NewKeyJSON, WorkspaceOptions, WorkspaceUpdate,
 } from "./types.js";
 
 export interface AdminOptions extends Omit<ClientOptions, "apiKey" | "credential"> {
@@ -104,6 +105,26 @@ export class Admin {
    */
   async createKey(workspace: string, options: KeyOptions = {}): Promise<NewKeyJSON> {
     return this.client.json<NewKeyJSON>("POST", `${workspacePath(workspace)}/keys`, { json: keyBody(options) });
+  }
+
+  /**
+   * `workspace`'s API keys, oldest first (GET /v1/admin/workspaces/{name}/keys),
+   * revoked ones too, as Client.keys: never a secret. NotFound if no live
+   * workspace has that name.
+   */
+  async keys(workspace: string): Promise<ApiKeyJSON[]> {
+    return (await this.client.json<{ keys: ApiKeyJSON[] }>("GET", `${workspacePath(workspace)}/keys`)).keys;
+  }
+
+  /**
+   * Revoke one of `workspace`'s keys (DELETE /v1/admin/workspaces/{name}/keys/{id}),
+   * as Client.revokeKey: it is refused (AuthError) from its next request on,
+   * and its dashboard sessions end; the workspace's audit log names it
+   * ("NAME/KEY_ID"). Revoking a revoked key is no error; NotFound for a key
+   * that is not that workspace's, or no such live workspace.
+   */
+  async revokeKey(workspace: string, id: string): Promise<void> {
+    await this.client.empty("DELETE", `${workspacePath(workspace)}/keys/${checkId(id)}`);
   }
 
   // ---- usage ----------------------------------------------------------------------------------

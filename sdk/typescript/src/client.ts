@@ -12,8 +12,8 @@ import {
 } from "./errors.js";
 import type { Credential } from "./errors.js";
 import type {
-  ApiKeyJSON, AuditEntryJSON, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON, Snapshot, SnapshotJSON,
-  StatementJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
+  ApiKeyJSON, AuditAllQuery, AuditEntryJSON, AuditPage, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON,
+  Snapshot, SnapshotJSON, StatementJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
 } from "./types.js";
 import { snapshotFrom } from "./types.js";
 
@@ -262,11 +262,35 @@ export class Client {
    * The workspace's audit log, newest first (GET /v1/audit): every call by
    * one of its keys (or an operator, on the workspace) of a route that is
    * not a GET, refused ones too. `limit`: the newest 1 to 1000 (default
-   * 100). An entry is written once its request is answered, so it may show
-   * a few milliseconds after.
+   * 100); `cursor`: a page's nextCursor, for the entries after it (older);
+   * `key`: only that key's entries (its id or shown prefix). The answer is
+   * the array of entries, as it always was, with `nextCursor` (null on the
+   * last page); auditAll follows them. An entry is written once its request
+   * is answered, so it may show a few milliseconds after.
    */
-  async audit(query: AuditQuery = {}): Promise<AuditEntryJSON[]> {
-    return (await this.json<{ entries: AuditEntryJSON[] }>("GET", "/v1/audit", { query: { limit: query.limit } })).entries;
+  async audit(query: AuditQuery = {}): Promise<AuditPage> {
+    const j = await this.json<{ entries: AuditEntryJSON[]; next_cursor?: string | null }>("GET", "/v1/audit", {
+      query: { limit: query.limit, cursor: query.cursor, key: query.key },
+    });
+    return Object.assign(j.entries, { nextCursor: j.next_cursor ?? null });
+  }
+
+  /**
+   * Every entry of the audit log, newest first, as audit's: the pages
+   * (`pageSize`, 1 to 1000, default 1000) fetched as the iteration needs
+   * them, following nextCursor to the last. Entries written while it runs
+   * are newer than its first page: they are not among them.
+   *
+   *     for await (const e of client.auditAll({ key: "key_..." })) console.log(e.route);
+   */
+  async *auditAll(query: AuditAllQuery = {}): AsyncGenerator<AuditEntryJSON, void, undefined> {
+    let cursor = query.cursor;
+    for (;;) {
+      const page = await this.audit({ limit: query.pageSize ?? 1000, cursor, key: query.key });
+      yield* page;
+      if (page.nextCursor === null) return;
+      cursor = page.nextCursor;
+    }
   }
 }
 

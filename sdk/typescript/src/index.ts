@@ -37,6 +37,6 @@ export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
   ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON, LimitsJSON,
   BillingJSON, PricesJSON, StatementJSON, UsageBucketsJSON, UsagePeriodJSON, UsageQuery, When,
-  ApiKeyJSON, NewKeyJSON, KeyOptions, KeyScope, AuditEntryJSON, AuditQuery, AdminWorkspaceJSON, WorkspaceOptions,
+  ApiKeyJSON, NewKeyJSON, KeyOptions, KeyScope, AuditEntryJSON, AuditQuery, AuditAllQuery, AuditPage, AdminWorkspaceJSON, WorkspaceOptions,
   WorkspaceUpdate, AdminUsageJSON, AdminUsageQuery, AdminUsageTotalsJSON,
 } from "./types.js";

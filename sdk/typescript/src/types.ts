@@ -283,15 +283,42 @@ export interface AuditEntryJSON {
   method: string;
   /** The route's pattern, as /v1/sandboxes/{id}/exec. */
   route: string;
-  /** The ids the path names (sbx_..., sbx_.../8080), else the id a 201 answer made; null when neither. */
+  /**
+   * The ids the path names (sbx_..., sbx_.../8080), else the id a 201 answer
+   * made; an operator's: the workspace's id for its creation, the key's id
+   * for a key made, "NAME/KEY_ID" for a key revoked. Null when none.
+   */
   target: string | null;
   status: number;
 }
 
-/** client.audit({...}): the newest `limit` entries, 1 to 1000 (default 100). */
+/**
+ * client.audit({...}): the newest `limit` entries, 1 to 1000 (default 100);
+ * `cursor` (a page's nextCursor): the entries after it (older); `key`: only
+ * this key's (or operator credential's) entries, by its id or shown prefix.
+ */
 export interface AuditQuery {
   limit?: number;
+  cursor?: string;
+  key?: string;
 }
+
+/**
+ * client.auditAll({...}): every entry, fetched `pageSize` (1 to 1000,
+ * default 1000) at a time; `key` as audit's; `cursor`: start after that page.
+ */
+export interface AuditAllQuery {
+  key?: string;
+  cursor?: string;
+  pageSize?: number;
+}
+
+/**
+ * A page of the audit log (client.audit): an array of its entries, newest
+ * first, as before, with `nextCursor`, the next page's cursor (null when
+ * this page was the last). JSON.stringify shows the entries only.
+ */
+export type AuditPage = AuditEntryJSON[] & { nextCursor: string | null };
 
 /** A workspace as its operator sees it (/v1/admin/workspaces). */
 export interface AdminWorkspaceJSON {
