@@ -177,6 +177,9 @@ static int keep_records(struct store *st, const struct host_row *h, const json_t
 			 * it no longer holds room there. */
 			if (rc == 0 && row.state == SBX_DELETED)
 				rc = store_placement_end(st, row.id);
+			/* Running again (or gone): a wake's hold on it is over. */
+			if (rc == 0 && row.state != SBX_HIBERNATED)
+				rc = store_wake_done(st, row.id);
 		} else
 			refused++;
 		sbx_row_clear(&row);

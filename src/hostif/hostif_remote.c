@@ -49,6 +49,11 @@ struct remote {
 	bool polling;
 	struct periodic poller;
 	json_t *seen;			/* {id: updated_ms} of the last look */
+	/* The running cap each workspace's last create or fork was admitted
+	 * with, which its wakes are held to (a wake request carries no plan:
+	 * as a host does, ws_caps.c). A small table; the oldest goes. */
+	pthread_mutex_t caps_lock;
+	struct { char ws[ID_MAX]; int64_t running, seen_ms; } caps[64];
 };
 
 static int64_t mono_ns(void)
@@ -251,6 +256,65 @@ static void report_of(const struct place_count *pc, struct ws_caps_report *r)
 	r->reset_ms = pc->reset_ms;
 }
 
+static void caps_remember(struct remote *rm, const char *ws, const struct ws_caps *c)
+{
+	pthread_mutex_lock(&rm->caps_lock);
+	int slot = 0;
+	for (int i = 0; i < (int)(sizeof rm->caps / sizeof rm->caps[0]); i++) {
+		if (!strcmp(rm->caps[i].ws, ws)) {
+			slot = i;
+			break;
+		}
+		if (rm->caps[i].seen_ms < rm->caps[slot].seen_ms)
+			slot = i;
+	}
+	snprintf(rm->caps[slot].ws, sizeof rm->caps[slot].ws, "%s", ws);
+	rm->caps[slot].running = c ? c->running : 0;
+	rm->caps[slot].seen_ms = wall_ms();
+	pthread_mutex_unlock(&rm->caps_lock);
+}
+
+static int64_t caps_running(struct remote *rm, const char *ws)
+{
+	int64_t cap = 0;
+	pthread_mutex_lock(&rm->caps_lock);
+	for (int i = 0; i < (int)(sizeof rm->caps / sizeof rm->caps[0]); i++)
+		if (!strcmp(rm->caps[i].ws, ws))
+			cap = rm->caps[i].running;
+	pthread_mutex_unlock(&rm->caps_lock);
+	return cap;
+}
+
+/* Before anything that may wake sandbox id on host h (a wake; a relay
+ * into a sandbox the records say is hibernated): hold it as running
+ * against the workspace's cap over every host. 1: held (store_wake_done
+ * when it is over), 0: nothing to hold, or -EDQUOT. */
+static int wake_hold(struct remote *rm, const char *ws, const char *id, const struct host_row *h)
+{
+	int64_t cap = caps_running(rm, ws);
+	if (!cap)
+		return 0;
+	struct sbx_row row;
+	if (store_sandbox_load(rm->cfg.store, id, &row) < 0)
+		return 0;	/* no record yet: its host counts it */
+	bool asleep = row.state == SBX_HIBERNATED;
+	sbx_row_clear(&row);
+	if (!asleep)
+		return 0;
+	struct place_caps pc = { .running = cap };
+	struct place_count count = { 0 };
+	struct placement p = { .workspace = ws, .kind = "wake", .n = 1, .host_id = h->id, .caps = &pc,
+			       .count = &count, .wake_of = id };
+	char res[1][ID_MAX];
+	struct host_row none;
+	int rc = store_place(rm->cfg.store, &p, NULL, NULL, res, &none);
+	if (rc == -EDQUOT)
+		return errf(EDQUOT, "waking it would make %lld sandboxes of this workspace running or starting; "
+			    "its limit is %lld (delete or hibernate one first)", (long long)count.running + 1,
+			    (long long)cap);
+	return rc < 0 ? rc : 1;
+}
+
 /* Reserve n on a host (chosen by placement, or h_fixed's: a fork, a
  * create from a snapshot) and count the workspace's caps; *h the host. */
 static int reserve(struct remote *rm, struct choose *c, const struct ws_caps *caps,
@@ -259,6 +323,7 @@ static int reserve(struct remote *rm, struct choose *c, const struct ws_caps *ca
 {
 	struct place_caps pcaps;
 	struct place_count count = { 0 };
+	caps_remember(rm, c->p.workspace, caps);
 	c->p.n = n;
 	c->p.caps = caps_of(caps, &pcaps);
 	c->p.count = &count;
@@ -529,7 +594,17 @@ static int r_hibernate(void *ctx, const char *ws, const char *id, struct sbx_row
 
 static int r_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out)
 {
-	return on_sandbox(ctx, "POST", ws, id, "/wake", NULL, SLOW_TIMEOUT_S, out);
+	struct remote *rm = ctx;
+	struct host_row h;
+	int rc = where(rm, ws, id, &h);
+	int held = rc < 0 || host_down(&h) ? 0 : wake_hold(rm, ws, id, &h);
+	host_row_clear(&h);
+	if (held < 0)
+		return held;
+	rc = on_sandbox(ctx, "POST", ws, id, "/wake", NULL, SLOW_TIMEOUT_S, out);
+	if (held)
+		store_wake_done(rm->cfg.store, id);	/* its record says it runs now */
+	return rc;
 }
 
 static int r_set_ttl(void *ctx, const char *ws, const char *id, int64_t ttl_seconds, struct sbx_row *out)
@@ -681,9 +756,17 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 		host_row_clear(&h);
 		return rc;
 	}
+	/* A guest relay wakes a hibernated sandbox: held to the cap first. */
+	int held = !strcmp(kind, "guest") ? wake_hold(rm, ws, id, &h) : 0;
+	if (held < 0) {
+		host_row_clear(&h);
+		return held;
+	}
 	struct relay_link *l;
 	rc = link_open(h.url, h.name, rm->cfg.ca_file, RELAY_WAIT_MS, &l);
 	if (rc < 0) {
+		if (held)
+			store_wake_done(rm->cfg.store, id);
 		host_row_clear(&h);
 		return rc;
 	}
@@ -722,6 +805,17 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 		}
 	}
 	host_row_clear(&h);
+	if (held) {
+		/* Entered: it runs now. The record says so at once (its host's
+		 * comes with the next heartbeat), and the hold goes. */
+		struct sbx_row row;
+		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
+			row.state = SBX_RUNNING;
+			store_sandbox_save(rm->cfg.store, &row);
+			sbx_row_clear(&row);
+		}
+		store_wake_done(rm->cfg.store, id);
+	}
 	if (rc < 0) {
 		link_close(l);
 		return gone(rm, id, rc);
@@ -996,6 +1090,7 @@ int hostif_remote(struct hostif *out, const struct remote_config *cfg)
 		return errf(ENOMEM, "out of memory");
 	rm->cfg = *cfg;
 	pthread_mutex_init(&rm->ev_lock, NULL);
+	pthread_mutex_init(&rm->caps_lock, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	out->ops = &remote_ops;
 	out->ctx = rm;

@@ -97,18 +97,23 @@ struct place_count {
 	char limit[16];			/* "running" or "creates"; "" when admitted */
 	int64_t value;			/* that cap */
 	int64_t retry_after_ms;		/* when trying again may succeed; 0: unknown */
+	int64_t running;		/* creating or running (reservations and wakes included) */
 	int64_t creates_used;		/* in the window, this request's included if admitted */
 	int64_t reset_ms;		/* wall ms the window's oldest create leaves it; 0: none */
 };
 
 struct placement {
-	const char *workspace, *kind;	/* kind: "sandbox" or "snapshot" */
+	const char *workspace, *kind;	/* kind: "sandbox", "snapshot" or "wake" */
 	int64_t vcpus, memory_mib;	/* of each */
 	int n;				/* how many (a fork's children); 0 as 1 */
 	const char *host_id;		/* where they must go (a fork, a create from a snapshot:
 					   where the parent is; no room check); NULL: fn chooses */
 	const struct place_caps *caps;	/* NULL: none */
 	struct place_count *count;	/* with caps */
+	/* kind "wake": the hibernated sandbox a wake starts, held as running
+	 * (reservation "wake_ID", on host_id) until its record says it runs
+	 * (store_wake_done) or for WAKE_STALE_MS; it is no create. */
+	const char *wake_of;
 };
 /* Reserve p on the host fn chooses (or p->host_id), in one transaction
  * that holds the cluster's placement lock: two API replicas placing at
@@ -126,6 +131,8 @@ int store_placement_add(struct store *st, const char *id, const char *host_id, c
 int store_placement_rename(struct store *st, const char *from, const char *to, int64_t vcpus,
 			   int64_t memory_mib);
 int store_placement_drop(struct store *st, const char *id);
+/* The wake of sandbox id is over (it runs, or it failed): its hold goes. */
+int store_wake_done(struct store *st, const char *id);
 /* It ended (deleted): its reservation is free. Idempotent. */
 int store_placement_end(struct store *st, const char *id);
 /* The host the workspace's id (sandbox or snapshot) is placed on:

@@ -21,6 +21,9 @@
 /* The most creates a workspace's window counts, as a host does
  * (WS_WINDOW_MAX): a creates cap above it is no cap. */
 #define PLACE_WINDOW_MAX 4096
+/* A wake's hold: longer than any wake takes; a record saying the sandbox
+ * runs ends it sooner. */
+#define WAKE_STALE_MS (2 * 60 * 1000)
 
 struct loads {
 	struct host_load *h;
@@ -100,14 +103,21 @@ static int admit(struct store *tx, const struct placement *p, int n, int64_t now
 	memset(pc, 0, sizeof *pc);
 	int64_t running = 0;
 	int rc = 0;
+	/* A wake in flight counts as running, but not the one of the sandbox
+	 * this wake starts (two wakes of one sandbox start one sandbox). */
+	char own_wake[ID_MAX + 8];
+	snprintf(own_wake, sizeof own_wake, "wake_%s", p->wake_of ? p->wake_of : "");
 	if (c->running)
 		rc = RUN(tx, "SELECT COUNT(*) FROM placements p LEFT JOIN sandboxes s ON s.id = p.id "
-			     "WHERE p.workspace_id = $1 AND p.kind = 'sandbox' AND p.ended_ms IS NULL "
-			     "AND (s.state IS NULL OR s.state IN ($2, $3))",
+			     "WHERE p.workspace_id = $1 AND p.ended_ms IS NULL AND ((p.kind = 'sandbox' "
+			     "AND (s.state IS NULL OR s.state IN ($2, $3))) OR (p.kind = 'wake' AND p.id <> $4))",
 			 store_row_int1, &running, NULL, DBV_S(p->workspace),
-			 DBV_S(sbx_state_name(SBX_CREATING)), DBV_S(sbx_state_name(SBX_RUNNING)));
+			 DBV_S(sbx_state_name(SBX_CREATING)), DBV_S(sbx_state_name(SBX_RUNNING)),
+			 DBV_S(own_wake));
+	pc->running = running;
 	struct window w = { NULL, 0 };
-	if (rc >= 0 && c->window_ms > 0) {
+	bool wake = !strcmp(p->kind, "wake");
+	if (rc >= 0 && c->window_ms > 0 && !wake) {
 		if (!(w.t = calloc(PLACE_WINDOW_MAX, sizeof *w.t)))
 			return errf(ENOMEM, "out of memory");
 		rc = RUN(tx, "SELECT created_ms FROM placements WHERE workspace_id = $1 AND kind = 'sandbox' "
@@ -125,13 +135,13 @@ static int admit(struct store *tx, const struct placement *p, int n, int64_t now
 		rc = refuse(pc, "running", c->running, 0,
 			    "%lld sandboxes of this workspace are running or starting; its limit is %lld",
 			    running);
-	} else if (c->creates && c->window_ms > 0 && w.n + n > c->creates) {
+	} else if (c->creates && c->window_ms > 0 && !wake && w.n + n > c->creates) {
 		/* Room for n once the oldest n - (cap - count) have left. */
 		int k = (int)(w.n + n - c->creates - 1);
 		int64_t at = k < w.n ? w.t[k] + c->window_ms : now;
 		rc = refuse(pc, "creates", c->creates, at > now ? at - now : 1,
 			    "%lld sandboxes were made in this workspace in the window; its limit is %lld", w.n);
-	} else if (c->window_ms > 0) {
+	} else if (c->window_ms > 0 && !wake) {
 		pc->creates_used = w.n + n;
 		pc->reset_ms = (w.n ? w.t[0] : now) + c->window_ms;
 	}
@@ -149,6 +159,8 @@ static int place_tx(struct store *tx, void *ctx)
 	int rc = store_tx_lock(tx, "kiln placement");
 	rc = rc ?: RUN(tx, "DELETE FROM placements WHERE id LIKE 'res_%' AND created_ms < $1", NULL, NULL,
 		       NULL, DBV_I(now - RESERVATION_STALE_MS));
+	rc = rc ?: RUN(tx, "DELETE FROM placements WHERE kind = 'wake' AND created_ms < $1", NULL, NULL,
+		       NULL, DBV_I(now - WAKE_STALE_MS));
 	if (rc == 0 && p->caps)
 		rc = admit(tx, p, n, now);
 	const char *host_id = p->host_id;
@@ -173,6 +185,16 @@ static int place_tx(struct store *tx, void *ctx)
 			l.h[pick].host.templates = NULL;	/* moved to *host */
 			host_id = pc->host->id;
 		}
+	}
+	if (rc == 0 && p->wake_of) {
+		/* One hold per sandbox: another wake's of it becomes this one. */
+		snprintf(pc->res_ids[0], ID_MAX, "wake_%.34s", p->wake_of);
+		rc = RUN(tx, "DELETE FROM placements WHERE id = $1", NULL, NULL, NULL, DBV_S(pc->res_ids[0]));
+		rc = rc ?: RUN(tx, "INSERT INTO placements (id, workspace_id, host_id, kind, created_ms) "
+				   "VALUES ($1, $2, $3, 'wake', $4)",
+			       NULL, NULL, NULL, DBV_S(pc->res_ids[0]), DBV_S(p->workspace), DBV_S(host_id),
+			       DBV_I(now));
+		n = 0;
 	}
 	for (int i = 0; rc == 0 && i < n; i++) {
 		rc = make_id(pc->res_ids[i], "res_");
@@ -226,6 +248,13 @@ int store_placement_rename(struct store *st, const char *from, const char *to, i
 int store_placement_drop(struct store *st, const char *id)
 {
 	return RUN(st, "DELETE FROM placements WHERE id = $1", NULL, NULL, NULL, DBV_S(id));
+}
+
+int store_wake_done(struct store *st, const char *id)
+{
+	char hold[ID_MAX + 8];
+	snprintf(hold, sizeof hold, "wake_%s", id);
+	return RUN(st, "DELETE FROM placements WHERE id = $1", NULL, NULL, NULL, DBV_S(hold));
 }
 
 int store_placement_end(struct store *st, const char *id)

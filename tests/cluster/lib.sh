@@ -31,7 +31,7 @@ cl_setup() {
 	# A workspace with caps of its own, which the cluster counts over
 	# every host (tests/cluster/hosts.sh).
 	key_cap=$(cl_admin keys create --workspace cl-cap 2>"$dir/key.err")
-	cl_admin workspace plan cl-cap team '{"running": 3, "creates_per_hour": 4}' >/dev/null 2>&1
+	cl_admin workspace plan cl-cap team '{"running": 3, "creates_per_hour": 5}' >/dev/null 2>&1
 	# And one whose credit a few seconds of CPU spend (key_broke).
 	key_broke=$(cl_admin keys create --workspace cl-broke 2>"$dir/key.err")
 	cl_admin workspace plan cl-broke team '{"credit_microdollars": 50}' >/dev/null 2>&1

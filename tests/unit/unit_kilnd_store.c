@@ -1535,6 +1535,29 @@ static void placement_counts_workspace_caps(void)
 	CHECK(make_id(ids[6], "sbx_") == 0 && store_placement_rename(st, res[0], ids[6], 1, 256) == 0);
 	CHECK(on_host(st, b) == before + 1);
 	CHECK(place_in(st, ws, &caps, &count, host, ids[7]) == -EDQUOT && !strcmp(count.limit, "running"));
+	/* Wakes: a hibernated sandbox held as running while it wakes; two
+	 * wakes of it hold one slot; a wake is no create; done, it frees. */
+	store_close(st);
+	CHECK(store_open(url, &st) == 0);
+	char wws[ID_MAX], w1[ID_MAX], w2[ID_MAX], w3[ID_MAX];
+	CHECK(store_workspace_ensure(st, "waking", wws) == 0);
+	struct place_caps wc = { .running = 2, .creates = 10, .window_ms = 3600000 };
+	CHECK(place_in(st, wws, &wc, &count, host, w1) == 0 && place_in(st, wws, &wc, &count, host, w2) == 0);
+	record_state(st, wws, w1, SBX_HIBERNATED);
+	record_state(st, wws, w2, SBX_HIBERNATED);
+	struct placement wk = { wws, "wake", 0, 0, .n = 1, .host_id = a, .caps = &wc, .count = &count, .wake_of = w1 };
+	char hold[1][ID_MAX];
+	CHECK(store_place(st, &wk, NULL, NULL, hold, &none) == 0 && !strncmp(hold[0], "wake_", 5));
+	CHECK(store_place(st, &wk, NULL, NULL, hold, &none) == 0 && count.running == 0);	/* its own: not counted */
+	CHECK(place_in(st, wws, &wc, &count, host, w3) == 0 && count.running == 1 && count.creates_used == 3);
+	wk.wake_of = w2;
+	CHECK(store_place(st, &wk, NULL, NULL, hold, &none) == -EDQUOT && count.running == 2);
+	CHECK(store_wake_done(st, w1) == 0);
+	CHECK(store_place(st, &wk, NULL, NULL, hold, &none) == 0 && count.running == 1);
+	snprintf(sql, sizeof sql, "UPDATE placements SET created_ms = %lld WHERE kind = 'wake'",
+		 (long long)(wall_ms() - 3 * 60 * 1000));
+	CHECK(raw_script(url, sql) == 0);
+	CHECK(place_in(st, wws, &wc, &count, host, ids[7]) == 0 && count.running == 1);	/* stale hold gone */
 	store_close(st);
 }
 
