@@ -32,7 +32,7 @@ static const struct optdef optdefs[] = {
 	{ "signal", 's', VALUE }, { "wait", 0, VALUE }, { "close", 0, NONE },
 	{ "by", 0, VALUE }, { "from", 0, VALUE }, { "to", 0, VALUE }, { "sandbox", 0, VALUE },
 	{ "csv", 0, NONE }, { "name", 0, VALUE }, { "scope", 0, VALUE }, { "expires", 0, VALUE },
-	{ "plan", 0, VALUE }, { "limits", 0, VALUE },
+	{ "plan", 0, VALUE }, { "limits", 0, VALUE }, { "key", 0, VALUE }, { "all", 0, NONE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -162,6 +162,21 @@ static const char *scope_arg(const struct command *cmd, const char *v)
 	return v;
 }
 
+/* audit's --key: a key's id or the prefix that lists show, a workspace's
+ * (key_, kiln_) or an operator's (op_, kilnop_). Checked here because a
+ * name, the likely slip, would match nothing and look like an empty log;
+ * a whole key is refused rather than sent in a URL, which logs keep. */
+static const char *key_filter_arg(const struct command *cmd, const char *v)
+{
+	if ((is_id(v, "kiln_") && strlen(v) == 5 + 32) || (is_id(v, "kilnop_") && strlen(v) == 7 + 32))
+		usage_error(cmd, "--key: that is a whole key, a secret: give its id (key_...) or its prefix "
+				 "(what kiln keys list shows)");
+	if (!is_id(v, "key_") && !is_id(v, "kiln_") && !is_id(v, "op_") && !is_id(v, "kilnop_"))
+		usage_error(cmd, "--key wants a key's id (key_...) or prefix (kiln_...; an operator "
+				 "credential's: op_... or kilnop_...), not '%s'", v);
+	return v;
+}
+
 static void apply(const struct command *cmd, const struct optdef *d, const char *v, struct opts *o)
 {
 	const char *n = d->name;
@@ -208,6 +223,8 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "expires")) o->expires = args_number("--expires", v, 1, EXPIRES_MAX);
 	else if (!strcmp(n, "plan")) o->plan = v;
 	else if (!strcmp(n, "limits")) add_limits(cmd, &o->limits, v);
+	else if (!strcmp(n, "key")) o->key = key_filter_arg(cmd, v);
+	else if (!strcmp(n, "all")) o->all = true;
 }
 
 void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o)

@@ -34,6 +34,8 @@ struct opts {
 	const char *name, *scope, *plan;	/* keys create's --name, --scope; admin's --plan */
 	long long expires;		/* keys create's --expires, 0: not given */
 	json_t *limits;			/* admin's --limits, an object of integers, or NULL */
+	const char *key;		/* audit's --key: a key's id or prefix */
+	bool all;			/* audit's --all: every page */
 	const char *given[48];		/* the long names of the options given, in order */
 	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */

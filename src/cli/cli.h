@@ -69,6 +69,16 @@ int subcommand_run(const struct command *cmd, struct opts *o, const char *group,
 /* Create a key through POST path (/v1/keys, or the operator's route) from
  * --name, --scope and --expires; print it once (kiln keys create). */
 int key_create(const struct command *cmd, struct opts *o, const char *path);
+/* GET path (/v1/keys, or the operator's route): the keys as a table, or
+ * the answer with --json (kiln keys list). */
+int key_list(struct opts *o, const char *path);
+/* A usage error unless pos[first..] are key ids, one at least: all are
+ * checked before any is revoked. sub names the command ("keys revoke"),
+ * lister the one that shows the ids. */
+void key_ids_check(const struct command *cmd, struct opts *o, int first, const char *sub, const char *lister);
+/* DELETE base/ID for each of pos[first..], in order; the first refusal
+ * exits (kiln keys revoke). */
+int key_revoke(struct opts *o, int first, const char *base);
 
 /* Server-Sent Events from c until on() returns nonzero (its value) or the
  * stream ends (0); -1 on an error. */

@@ -8,6 +8,7 @@
  *   kiln admin workspaces plan NAME [PLAN] [--limits K=N[,K=N]|none]
  *   kiln admin workspaces suspend|unsuspend NAME
  *   kiln admin keys create WORKSPACE [--name N] [--scope full|read] [--expires SECONDS]
+ *   kiln admin keys list WORKSPACE | revoke WORKSPACE ID...
  *   kiln admin usage [--from T] [--to T]
  *
  * The credential comes from the environment alone, never an option: a
@@ -213,24 +214,53 @@ static int admin_workspaces(const struct command *cmd, struct opts *o)
 	return subcommand_run(cmd, o, "admin workspaces", 1, subs, sizeof subs / sizeof subs[0]);
 }
 
-/* ---- kiln admin keys create WORKSPACE ----------------------------------------- */
+/* ---- kiln admin keys create|list|revoke WORKSPACE ------------------------------- */
+
+/* The workspace's keys route, "/v1/admin/workspaces/NAME/keys", into buf. */
+static const char *ws_keys_path(const char *name, char *buf, size_t len)
+{
+	snprintf(buf, len, "/v1/admin/workspaces/%s/keys", name);
+	return buf;
+}
 
 static int admin_key_create(const struct command *cmd, struct opts *o)
 {
 	const char *name = ws_arg(cmd, o, 2);
 	need_args(cmd, o, 3, 3);
 	char path[80];
-	snprintf(path, sizeof path, "/v1/admin/workspaces/%s/keys", name);
 	use_operator();
-	return key_create(cmd, o, path);
+	return key_create(cmd, o, ws_keys_path(name, path, sizeof path));
+}
+
+static int admin_key_list(const struct command *cmd, struct opts *o)
+{
+	const char *name = ws_arg(cmd, o, 2);
+	need_args(cmd, o, 3, 3);
+	char path[80];
+	use_operator();
+	return key_list(o, ws_keys_path(name, path, sizeof path));
+}
+
+/* kilnd answers 404 for a key of another workspace: an id is revoked only
+ * where it was named. */
+static int admin_key_revoke(const struct command *cmd, struct opts *o)
+{
+	const char *name = ws_arg(cmd, o, 2);
+	char lister[64], path[80];
+	snprintf(lister, sizeof lister, "kiln admin keys list %s", name);
+	key_ids_check(cmd, o, 3, "admin keys revoke", lister);
+	use_operator();
+	return key_revoke(o, 3, ws_keys_path(name, path, sizeof path));
 }
 
 static int admin_keys(const struct command *cmd, struct opts *o)
 {
-	/* The API makes a workspace's keys; listing and revoking them is the
-	 * workspace's own (kiln keys) or kilnd keys on the host. */
-	static const struct subcommand subs[] = { { "create", "name scope expires", admin_key_create } };
-	return subcommand_run(cmd, o, "admin keys", 1, subs, 1);
+	static const struct subcommand subs[] = {
+		{ "create", "name scope expires", admin_key_create },
+		{ "list", "", admin_key_list },
+		{ "revoke", "", admin_key_revoke },
+	};
+	return subcommand_run(cmd, o, "admin keys", 1, subs, sizeof subs / sizeof subs[0]);
 }
 
 /* ---- kiln admin usage ------------------------------------------------------------ */

@@ -8,8 +8,9 @@
  *
  * kilnd keeps only a key's hash, so create is the one time the key can be
  * seen: it goes alone to stdout (k=$(kiln keys create) keeps it, nothing
- * else to strip) and the warning to stderr. kiln admin keys create prints
- * a key the same way (key_create).
+ * else to strip) and the warning to stderr. kiln admin keys prints, lists
+ * and revokes a workspace's keys the same ways (key_create, key_list,
+ * key_revoke), over the operator's routes.
  */
 #include "cli/cli.h"
 #include "cli/out.h"
@@ -64,10 +65,9 @@ static const char *when(json_t *k, const char *field, char *buf, size_t len)
 	return json_is_string(json_object_get(k, field)) ? ago(str(k, field), buf, len) : "never";
 }
 
-static int keys_list(const struct command *cmd, struct opts *o)
+int key_list(struct opts *o, const char *path)
 {
-	need_args(cmd, o, 1, 1);
-	json_t *r = get_or_print(o, "/v1/keys");
+	json_t *r = get_or_print(o, path);
 	if (!r)
 		return 0;
 	struct table t;
@@ -86,19 +86,35 @@ static int keys_list(const struct command *cmd, struct opts *o)
 	return 0;
 }
 
-static int keys_revoke(const struct command *cmd, struct opts *o)
+static int keys_list(const struct command *cmd, struct opts *o)
 {
-	if (o->npos < 2)
-		usage_error(cmd, "keys revoke wants the id of a key (key_...: kiln keys list shows them)");
-	for (int i = 1; i < o->npos; i++)	/* check them all before revoking any */
+	need_args(cmd, o, 1, 1);
+	return key_list(o, "/v1/keys");
+}
+
+void key_ids_check(const struct command *cmd, struct opts *o, int first, const char *sub, const char *lister)
+{
+	if (o->npos <= first)
+		usage_error(cmd, "%s wants the id of a key (key_...: %s shows them)", sub, lister);
+	for (int i = first; i < o->npos; i++)	/* a slip in the third leaves the first two alone */
 		if (!is_id(o->pos[i], "key_"))
-			usage_error(cmd, "'%s' is not a key id (key_...: kiln keys list shows them)", o->pos[i]);
-	for (int i = 1; i < o->npos; i++) {
-		char path[96];
-		snprintf(path, sizeof path, "/v1/keys/%s", o->pos[i]);
+			usage_error(cmd, "'%s' is not a key id (key_...: %s shows them)", o->pos[i], lister);
+}
+
+int key_revoke(struct opts *o, int first, const char *base)
+{
+	for (int i = first; i < o->npos; i++) {
+		char path[160];
+		snprintf(path, sizeof path, "%s/%s", base, o->pos[i]);
 		json_decref(call("DELETE", path, NULL));
 	}
 	return 0;
+}
+
+static int keys_revoke(const struct command *cmd, struct opts *o)
+{
+	key_ids_check(cmd, o, 1, "keys revoke", "kiln keys list");
+	return key_revoke(o, 1, "/v1/keys");
 }
 
 int cmd_keys(const struct command *cmd, struct opts *o)

@@ -123,9 +123,14 @@ static const struct command commands[] = {
 	  "    --scope full|read      read: GET routes only, nothing that changes (default full)\n"
 	  "    --expires SECONDS      refused after SECONDS (1 to 316224000; default: never)\n"
 	  "  keys revoke ID...        revoke keys (key_...); kilnd refuses them from then on\n", false },
-	{ "audit", cmd_audit, "limit", "audit [--limit N] [--json]",
+	{ "audit", cmd_audit, "limit key cursor all", "audit [--limit N] [--key ID|PREFIX] [--cursor C] [--all] [--json]",
 	  "this workspace's audit log, newest first: each call that changes something, refused ones too",
-	  "  --limit N                the newest N entries (1 to 1000, default 100)\n", false },
+	  "  --limit N                entries a page (1 to 1000; default 100, with --all 1000)\n"
+	  "  --key ID|PREFIX          one key's entries only: its id (key_...) or prefix (kiln_...;\n"
+	  "                           an operator credential's: op_... or kilnop_...)\n"
+	  "  --cursor C               read on after a full page whose next_cursor is C (kiln\n"
+	  "                           prints the command that does, on stderr)\n"
+	  "  --all                    follow the pages to the end, 100 at most (--json: one object)\n", false },
 	{ "admin", cmd_admin, "name scope expires plan limits from to", "admin workspaces|keys|usage ... [--json]",
 	  "the operator's commands (/v1/admin), with the operator credential in KILN_ADMIN_KEY",
 	  "  admin workspaces list    every live workspace: plan, limits, suspended, sandboxes, month's cost\n"
@@ -138,6 +143,8 @@ static const struct command commands[] = {
 	  "  admin workspaces delete NAME  refused while it has live sandboxes; its keys are revoked\n"
 	  "  admin keys create WORKSPACE [--name N] [--scope full|read] [--expires SECONDS]\n"
 	  "                           a key of that workspace, printed once (as kiln keys create)\n"
+	  "  admin keys list WORKSPACE  its keys (as kiln keys list)\n"
+	  "  admin keys revoke WORKSPACE ID...  revoke keys of that workspace (key_...)\n"
 	  "  admin usage [--from T] [--to T]  metered usage per workspace, priced (default: this month)\n"
 	  "  KILN_ADMIN_KEY: an operator credential (kilnop_...; kilnd admin create on kilnd's host)\n", false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },

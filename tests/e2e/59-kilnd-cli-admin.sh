@@ -4,11 +4,14 @@
 # works at once and is listed (name, prefix, created, last used); a read
 # key is refused a write (403) through the CLI; a revoked key is refused
 # (401) at once; `kiln audit` shows the creates, the revoke and the refused
-# write with key, method, route, target and time. With an operator
+# write with key, method, route, target and time; it pages (--cursor, the
+# hint on stderr, --all, which stops after 100 pages and says where to
+# read on) and filters by key (id or prefix). With an operator
 # credential from `kilnd admin create` in KILN_ADMIN_KEY, `kiln admin`
 # makes, lists, changes the plan and limits of, suspends and deletes a
-# workspace, makes a key of it and reads usage; each change is checked
-# through the API with curl as well as in kiln's output. A missing,
+# workspace, makes, lists and revokes its keys (not another workspace's)
+# and reads usage; each change is checked through the API with curl as
+# well as in kiln's output, and in the audit log with what it made. A missing,
 # misplaced, unknown or revoked credential and bad arguments are refused
 # with a message naming the problem and a non-zero exit (2 for usage, 125
 # for kilnd's refusals).
@@ -119,6 +122,72 @@ check audit_limit_json "$(js '[(e["method"], e["route"]) for e in j["entries"]]'
 refused audit_limit_range 2 "--limit: '1001'" audit --limit 1001
 refused audit_no_args 2 "unexpected argument 'x'" audit x
 
+# ---- audit pages: a full page says how to read on; --all reads to the end ------------------------
+# ids [EXPR]: the ids of $OUT's entries (those EXPR, on e, holds for), one a line.
+ids() { js "'\\n'.join([e['id'] for e in j['entries'] if (${1:-True})] + ['next_cursor=%s' % j['next_cursor']])"; }
+# (The last line is the answer's next_cursor: None at the end of the log.)
+run_k audit --limit 1000 --json
+ALL=$(ids) NALL=$(($(wc -l <<<"$(ids)") - 1))
+check audit_whole_log "$NALL entries, $(tail -1 <<<"$ALL"), stderr '$ERR'" \
+	[ "$NALL" -ge 8 -a "$(tail -1 <<<"$ALL")" = "next_cursor=None" -a -z "$ERR" ]
+run_k audit --limit 2
+more=$(grep -xE 'more: kiln audit --limit 2 --cursor [0-9]+\.aud_[a-z0-9]+' <<<"$ERR")
+[ "$ST" = 0 ] && [ -n "$more" ] && [ "$(wc -l <<<"$OUT")" = 3 ] &&
+	pass audit_more_hint "$more" || fail audit_more_hint "exit $ST: $OUT / $ERR"
+read -ra next <<<"${more#more: kiln }"
+run_k "${next[@]}" --json
+got=$(ids | head -2)
+check audit_cursor_reads_on "${next[*]}: $(tr '\n' ' ' <<<"$got")" [ "$got" = "$(sed -n 3,4p <<<"$ALL")" ]
+run_k audit --limit 2 --json
+got=$(ids)
+check audit_json_page "the API's answer, its next_cursor; the hint too" \
+	[ "$got" = "$(head -2 <<<"$ALL")
+next_cursor=${more##* }" -a "$ERR" = "$more" ]
+run_k audit --all --limit 3 --json
+got=$(ids)
+check audit_all_json "$(($(wc -l <<<"$got") - 1)) entries, stderr '$ERR'" [ "$got" = "$ALL" -a -z "$ERR" ]
+run_k audit --all --limit 2
+check audit_all_table "$(wc -l <<<"$OUT") lines for $NALL entries, stderr '$ERR'" \
+	[ "$ST" = 0 -a "$(wc -l <<<"$OUT")" = $((NALL + 1)) -a -z "$ERR" ]
+refused audit_bad_cursor 125 "cursor: not one this API gave" audit --cursor 12ab
+
+# ---- audit --key: one key's entries, by its id or its prefix --------------------------------------
+run_k audit --limit 1000 --json
+want=$(ids "e['key_id'] == '$RO_ID'")
+run_k audit --key "$RO_ID" --json
+got=$(ids)
+# (its three refused writes, and the next_cursor line)
+check audit_key_id "$(tr '\n' ' ' <<<"$got")" [ "$got" = "$want" -a "$(wc -l <<<"$got")" -ge 4 ]
+run_k audit --key "${RO:0:13}" --json
+check audit_key_prefix "the same entries" [ "$(ids)" = "$want" ]
+run_k audit --key "${KEY:0:13}"
+keys=$(tail -n +2 <<<"$OUT" | tr -s ' ' | cut -d' ' -f2 | sort -u)
+check audit_key_table "KEY column: $keys" [ "$keys" = "${KEY:0:13}" ]
+run_k audit --key key_nosuchkey0000000000
+check audit_key_none "exit $ST: $OUT" [ "$ST" = 0 -a "$(wc -l <<<"$OUT")" = 1 ]
+refused audit_key_name 2 "--key wants a key's id (key_...) or prefix" audit --key ci-full
+refused audit_key_whole 2 "--key: that is a whole key" audit --key "$KEY"
+
+# ---- audit --all stops after 100 pages and says where to read on --------------------------------
+# 101 refused revokes make the log longer than 100 pages of one entry
+# (one curl for all: a curl each takes seconds).
+urls=(); for i in $(seq 101); do urls+=(-o /dev/null "$URL/v1/keys/key_bound$i"); done
+n404=$(curl -s -w '%{http_code}\n' -X DELETE -H "Authorization: Bearer $KEY" "${urls[@]}" | grep -c '^404$')
+check audit_bound_setup "$n404 of 101 revokes answered 404" [ "$n404" = 101 ]
+log_is() { run_k audit --limit 1000 --json; ALL=$(ids); [ "$(wc -l <<<"$ALL")" = $((NALL + 102)) ]; }
+eventually log_is
+run_k audit --all --limit 1 --json
+first=$(ids)
+stop=$(grep -xE 'kiln: stopped after 100 pages \(100 entries\); the rest: kiln audit --all --limit 1 --cursor [0-9]+\.aud_[a-z0-9]+' <<<"$ERR")
+[ "$ST" = 0 ] && [ -n "$stop" ] && [ "$(wc -l <<<"$first")" = 101 ] && [ "$(tail -1 <<<"$first")" = "next_cursor=${stop##* }" ] &&
+	pass audit_all_bounded "$stop" || fail audit_all_bounded "exit $ST: $ERR $(tail -1 <<<"$first")"
+read -ra next <<<"${stop#*the rest: kiln }"
+run_k "${next[@]}" --json
+got=$(ids)
+check audit_all_rest "$(($(wc -l <<<"$got") - 1)) more, stderr '$ERR'" \
+	[ "$(head -100 <<<"$first")
+$got" = "$ALL" -a -z "$ERR" ]
+
 # ---- bad arguments: exit 2, naming the problem, nothing sent -----------------------------------
 refused keys_no_sub 2 "keys wants one of: list, create, revoke" keys
 refused keys_bad_sub 2 "unknown subcommand 'make'" keys make
@@ -149,6 +218,7 @@ export KILN_ADMIN_KEY=$OP
 # ws_is NAME EXPR: GET /v1/admin/workspaces/NAME with the credential, EXPR true on it.
 ws_is() { KEY=$OP api GET "/v1/admin/workspaces/$1"; [ "$STATUS" = 200 ] && [ "$(jget "$2")" = True ]; }
 run_k admin workspaces create acme --plan pro --limits running=3,vcpus=4
+ACME_ID=$(row "^id " | cut -d' ' -f2)
 [ "$ST" = 0 ] && row "^plan pro$" > /dev/null && row "^limits running=3,vcpus=4$" > /dev/null &&
 	row "^suspended no$" > /dev/null && ws_is acme 'j["plan"] == "pro" and j["limits"] == {"running": 3, "vcpus": 4}' &&
 	pass admin_create "$(tr '\n' ';' <<<"$OUT" | tr -s ' ')" || fail admin_create "exit $ST: $OUT $ERR $BODY"
@@ -184,8 +254,35 @@ run_k admin keys create acme --name made-by-op --scope full
 AK=$OUT
 [ "$ST" = 0 ] && [[ $AK =~ ^kiln_[a-z0-9]{32}$ ]] && grep -q "shown only this once" <<<"$ERR" &&
 	pass admin_key_create "$ERR" || fail admin_key_create "exit $ST: $OUT $ERR"
+AK_ID=$(grep -o 'key_[a-z0-9]*' <<<"$ERR" | head -1)
 KILN_API_KEY=$AK run_k keys list
-check admin_key_works "$(row ' made-by-op ')" grep -qE "^key_[a-z0-9]+ ${AK:0:13} made-by-op full " <<<"$(row ' made-by-op ')"
+check admin_key_works "$(row ' made-by-op ')" grep -qE "^$AK_ID ${AK:0:13} made-by-op full " <<<"$(row ' made-by-op ')"
+
+# Its keys, listed and revoked by the operator.
+run_k admin keys list acme
+head=$(head -1 <<<"$OUT" | tr -s ' ')
+check admin_keys_list_head "$head" [ "$head" = "ID PREFIX NAME SCOPE CREATED LAST_USED EXPIRES STATE" ]
+check admin_keys_list "$(row ' made-by-op ')" \
+	grep -qE "^$AK_ID ${AK:0:13} made-by-op full [0-9]+[smh] ago [0-9]+[smh] ago never active$" <<<"$(row ' made-by-op ')"
+run_k admin keys list acme --json
+check admin_keys_list_json "$(js '[k["name"] for k in j["keys"]]')" [ "$(js '[k["id"] for k in j["keys"]]')" = "['$AK_ID']" ]
+refused admin_keys_list_unknown 125 "HTTP 404" admin keys list nosuch
+run_k admin keys create acme --name to-revoke
+AK2=$OUT AK2_ID=$(grep -o 'key_[a-z0-9]*' <<<"$ERR" | head -1)
+refused admin_keys_revoke_checks_first 2 "'${AK2:0:13}' is not a key id (key_...: kiln admin keys list acme shows them)" \
+	admin keys revoke acme "$AK2_ID" "${AK2:0:13}"
+KILN_API_KEY=$AK2 run_k keys list
+check admin_keys_revoke_sent_nothing "exit $ST $ERR" [ "$ST" = 0 ]
+run_k admin keys revoke acme "$AK2_ID"
+check admin_keys_revoke "exit $ST, stdout '$OUT' $ERR" [ "$ST" = 0 -a -z "$OUT" ]
+KILN_API_KEY=$AK2 refused admin_keys_revoked_refused 125 "kilnd refused the API key in KILN_API_KEY" keys list
+run_k admin keys list acme
+check admin_keys_list_revoked "$(row "^$AK2_ID ")" grep -qE " to-revoke full .* revoked$" <<<"$(row "^$AK2_ID ")"
+run_k admin keys revoke acme "$AK2_ID"
+check admin_keys_revoke_again "already revoked: exit $ST $ERR" [ "$ST" = 0 ]
+refused admin_keys_revoke_other_ws 125 "HTTP 404" admin keys revoke acme "$RO_ID"
+KILN_API_KEY=$RO run_k keys list
+check admin_keys_other_ws_kept "alpha's key still works: exit $ST $ERR" [ "$ST" = 0 ]
 
 run_k admin workspaces suspend acme
 [ "$ST" = 0 ] && row "^suspended yes$" > /dev/null && ws_is acme 'j["suspended"] is True' &&
@@ -202,11 +299,23 @@ check admin_unsuspended_key "exit $ST $ERR" [ "$ST" = 0 ]
 # (plan team, --limits, --limits none, suspend, unsuspend; not plan gold: refused)
 KILN_API_KEY=$AK check admin_audited "5 PATCH rows by ${OP:0:15}" \
 	eventually audit_rows 5 "^[^ ]+ ${OP:0:15} PATCH /v1/admin/workspaces/\{name\} acme 200$"
-# (kilnd records no target for a workspace's create: the path names none)
-KILN_API_KEY=$AK check admin_audited_create "POST by ${OP:0:15}" \
-	audit_rows 1 "^[^ ]+ ${OP:0:15} POST /v1/admin/workspaces [^ ]+ 201$"
-KILN_API_KEY=$AK check admin_audited_key "POST .../keys by ${OP:0:15}" \
-	audit_rows 1 "^[^ ]+ ${OP:0:15} POST /v1/admin/workspaces/\{name\}/keys acme 201$"
+# What the operator made is the target: the workspace's id, the key's id.
+KILN_API_KEY=$AK check admin_audited_create "POST by ${OP:0:15}, target $ACME_ID" \
+	audit_rows 1 "^[^ ]+ ${OP:0:15} POST /v1/admin/workspaces $ACME_ID 201$"
+KILN_API_KEY=$AK check admin_audited_key "POST .../keys by ${OP:0:15}, target $AK_ID" \
+	audit_rows 1 "^[^ ]+ ${OP:0:15} POST /v1/admin/workspaces/\{name\}/keys $AK_ID 201$"
+# Both revokes answered 204 (the second: already revoked); the 404 was alpha's key, not acme's.
+KILN_API_KEY=$AK check admin_audited_revoke "DELETE .../keys/{id} by ${OP:0:15}, target acme/$AK2_ID" \
+	audit_rows 2 "^[^ ]+ ${OP:0:15} DELETE /v1/admin/workspaces/\{name\}/keys/\{id\} acme/$AK2_ID 204$"
+KILN_API_KEY=$AK run_k audit
+by_op=$(row "^[^ ]+ ${OP:0:15} " | wc -l)
+KILN_API_KEY=$AK run_k audit --key "${OP:0:15}"
+check admin_audit_key_prefix "$by_op rows by ${OP:0:15}" \
+	[ "$(tail -n +2 <<<"$OUT" | wc -l)" = "$by_op" -a "$(row "^[^ ]+ ${OP:0:15} " | wc -l)" = "$by_op" -a "$by_op" -ge 10 ]
+OP_ID=$("$KILND" --data "$DATA" admin list | awk '$3 == "cli-test" {print $1}')
+KILN_API_KEY=$AK run_k audit --key "$OP_ID"
+check admin_audit_key_id "$OP_ID: $(($(wc -l <<<"$OUT") - 1)) rows" \
+	[ "$(tail -n +2 <<<"$OUT" | wc -l)" = "$by_op" -a "$(row "^[^ ]+ ${OP:0:15} " | wc -l)" = "$by_op" ]
 
 run_k admin usage
 [ "$ST" = 0 ] && [ "$(sed -n 2p <<<"$OUT" | tr -s ' ')" = "WORKSPACE ACTIVE_VCPU_S GIB_HOURS RUNNING_S COST" ] &&
@@ -236,8 +345,13 @@ refused admin_limits_form 2 "--limits wants LIMIT=N" admin workspaces create acm
 refused admin_opt_elsewhere 2 "admin workspaces suspend does not take the option --plan" admin workspaces suspend acme --plan pro
 refused admin_usage_opts 2 "admin usage does not take the option --limits" admin usage --limits running=1
 refused admin_keys_no_ws 2 "a workspace name is missing" admin keys create
-refused admin_keys_list 2 "admin keys: unknown subcommand 'list'" admin keys list acme
+refused admin_keys_bad_sub 2 "admin keys: unknown subcommand 'rotate' (create, list, revoke)" admin keys rotate acme
+refused admin_keys_list_no_ws 2 "a workspace name is missing" admin keys list
+refused admin_keys_list_extra 2 "unexpected argument 'key_x'" admin keys list acme key_x
+refused admin_keys_list_opt 2 "admin keys list does not take the option --name" admin keys list acme --name x
+refused admin_keys_revoke_nothing 2 "admin keys revoke wants the id of a key" admin keys revoke acme
 # Usage errors come before the credential is looked at.
 KILN_ADMIN_KEY= refused admin_usage_before_credential 2 "is not a workspace name" admin workspaces show ../x
+KILN_ADMIN_KEY= refused admin_revoke_usage_first 2 "'kiln_x' is not a key id" admin keys revoke acme kiln_x
 
 alive kilnd_alive
