@@ -12,6 +12,7 @@
 # spent gets 402 on creates and wakes and has its running sandbox
 # hibernated, its files kept: a larger credit lets it wake with them.
 # time limit: 360
+# alone: its CPU-time figures are skewed by another load on the machine
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail metering_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 "$KILND" --data "$DATA" template build meter --image "$BUILD/guest/rootfs-minimal.ext4" --vcpus 2 --memory 512 \
