@@ -215,9 +215,9 @@ build/guest/rootfs-base.ext4: images/build-rootfs-base
 	images/build-rootfs-base $@
 
 # ---- the emulated KVM host ----------------------------------------------
-host: build/host/rootfs.ext4 build/host/initrd.cpio build/host/heartbeat
+host: build/host/rootfs.ext4 build/host/initrd.cpio build/host/heartbeat build/host/kvm-hold
 
-build/host/heartbeat: tests/host/heartbeat.c
+build/host/heartbeat build/host/kvm-hold: build/host/%: tests/host/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
 
