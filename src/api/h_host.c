@@ -10,7 +10,7 @@
  *   GET    /v1/host/sandboxes?workspace=W            list (W: that workspace's)
  *   GET    /v1/host/sandboxes/{ws}/{id}[?touch=1]    get
  *   DELETE /v1/host/sandboxes/{ws}/{id}              delete
- *   POST   /v1/host/sandboxes/{ws}/{id}/{action}     hibernate, wake, touch, ttl,
+ *   POST   /v1/host/sandboxes/{ws}/{id}/{action}     hibernate {now}, wake, touch, ttl,
  *                                                   network, snapshot, fork
  *   GET    /v1/host/sandboxes/{ws}/{id}/guest        relay: the guest agent's stream
  *   GET    /v1/host/sandboxes/{ws}/{id}/log          relay: the console log
@@ -181,7 +181,7 @@ int h_host_action(struct req *r)
 		return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
 	}
 	if (!strcmp(act, "hibernate"))
-		rc = hostif_hibernate(hi, ws, id, &row);
+		rc = hostif_hibernate(hi, ws, id, json_is_true(json_object_get(r->json, "now")), &row);
 	else if (!strcmp(act, "wake"))
 		rc = hostif_wake(hi, ws, id, &row);
 	else if (!strcmp(act, "ttl"))
@@ -245,7 +245,7 @@ static void relay_tick(void *ctx)
 	hostif_touch(rl->api->hostif, rl->ws, rl->id);
 }
 
-static void relay_guest(struct relay *rl, int fd, const char *extra, size_t n)
+static void relay_guest(struct relay *rl, int fd, int peer, const char *extra, size_t n)
 {
 	struct hostif *hi = rl->api->hostif;
 	struct hostif_guest hg;
@@ -263,7 +263,7 @@ static void relay_guest(struct relay *rl, int fd, const char *extra, size_t n)
 	int k = snprintf(line, sizeof line, "OK %s\n", guest_default_cwd(hg.g));
 	if (relay_send(fd, line, (size_t)k) == 0 && (!m || relay_send(fd, early, m) == 0) &&
 	    (!n || relay_send(gfd, extra, n) == 0))
-		tunnel_run(fd, gfd, relay_tick, rl);
+		tunnel_run(fd, gfd, peer, relay_tick, rl);
 	free(early);
 	close(gfd);
 	hostif_leave(hi, &hg);
@@ -285,13 +285,13 @@ static void relay_log(struct relay *rl, int fd)
 	close(lfd);
 }
 
-static void relay_run(void *ctx, int fd, const char *extra, size_t n)
+static void relay_run(void *ctx, int fd, int peer, const char *extra, size_t n)
 {
 	struct relay *rl = ctx;
 	if (rl->log)
 		relay_log(rl, fd);
 	else
-		relay_guest(rl, fd, extra, n);
+		relay_guest(rl, fd, peer, extra, n);
 	free(rl);
 }
 

@@ -105,7 +105,7 @@ static int from_client(int fd, struct ws_reader *wr, struct guest *g)
 	return 0;
 }
 
-static void session(void *ctx, int fd, const char *extra, size_t n)
+static void session(void *ctx, int fd, int peer, const char *extra, size_t n)
 {
 	struct pty *p = ctx;
 	struct hostif *hi = p->api->hostif;
@@ -163,17 +163,23 @@ static void session(void *ctx, int fd, const char *extra, size_t n)
 	for (;;) {
 		short gev;
 		int gfd = guest_poll_fd(g, &gev);
-		struct pollfd pf[2] = {
+		struct pollfd pf[3] = {
 			/* Stop reading the client while the guest is not keeping up. */
 			{ .fd = guest_exec_pending(g) < (1u << 20) ? fd : -1, .events = POLLIN },
 			{ .fd = gfd, .events = gev },
+			/* HTTPS: the client's socket, whose end TLS does not pass
+			 * on (http.h). A WebSocket has no half-close: its end is
+			 * the session's. */
+			{ .fd = peer, .events = POLLRDHUP },
 		};
-		if (poll(pf, 2, -1) < 0) {
+		if (poll(pf, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		if (pf[0].revents && from_client(fd, &wr, g))
+			break;
+		if (pf[2].revents)
 			break;
 		if (!pf[1].revents)
 			continue;

@@ -407,6 +407,7 @@ struct upgrade {
 	char workspace[ID_MAX];
 	/* for a session on a thread of its own (HTTPS) */
 	MHD_socket sock;
+	int peer;			/* the client's network socket (http_upgrade_fn) */
 	char *extra;
 	size_t n;
 	struct MHD_UpgradeResponseHandle *urh;
@@ -414,12 +415,12 @@ struct upgrade {
 
 /* run_counted: the session, counted as one of its workspace's open
  * tunnels while it lasts (req_tunnel_room looks at the count). */
-static void run_counted(struct upgrade *u, MHD_socket sock, const char *extra, size_t n)
+static void run_counted(struct upgrade *u, MHD_socket sock, int peer, const char *extra, size_t n)
 {
 	bool counted = false;
 	if (u->tunnels)
 		inflight_enter(u->tunnels, u->workspace, &counted);
-	u->run(u->ctx, sock, extra, n);
+	u->run(u->ctx, sock, peer, extra, n);
 	if (counted)
 		inflight_leave(u->tunnels, u->workspace);
 }
@@ -427,7 +428,7 @@ static void run_counted(struct upgrade *u, MHD_socket sock, const char *extra, s
 static void *upgraded_thread(void *arg)
 {
 	struct upgrade *u = arg;
-	run_counted(u, u->sock, u->extra, u->n);
+	run_counted(u, u->sock, u->peer, u->extra, u->n);
 	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
 	free(u->extra);
 	free(u);
@@ -437,12 +438,12 @@ static void *upgraded_thread(void *arg)
 static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra,
 			size_t n, MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
 {
-	(void)conn, (void)con_cls;
+	(void)con_cls;
 	struct upgrade *u = cls;
 	if (!u->tls) {
 		/* Thread per connection: this is the connection's own thread,
 		 * so the session may block here for as long as it lasts. */
-		run_counted(u, sock, extra, n);
+		run_counted(u, sock, -1, extra, n);
 		free(u);
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 		return;
@@ -450,7 +451,9 @@ static void on_upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, c
 	/* HTTPS: sock is one end of a socket pair whose other end this
 	 * connection's thread relays through TLS once we return, so the
 	 * session must run on a thread of its own. */
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	u->sock = sock, u->n = n, u->urh = urh;
+	u->peer = ci ? ci->connect_fd : -1;
 	u->extra = n ? malloc(n) : NULL;
 	pthread_attr_t a;
 	pthread_t t;

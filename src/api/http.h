@@ -102,9 +102,14 @@ int reply_stream(struct req *r, int status, const char *content_type, http_read_
 int reply_response(struct req *r, int status, const char *const headers[][2], uint64_t size,
 		   http_read_fn *read, http_done_fn *done, void *ctx);
 /* Switch protocols (WebSocket): after the 101 with these headers is sent,
- * run(ctx, fd, extra, n) owns the socket until it returns (extra: bytes
- * the client sent early); then the connection is closed. */
-typedef void http_upgrade_fn(void *ctx, int fd, const char *extra, size_t n);
+ * run(ctx, fd, peer, extra, n) owns the socket until it returns (extra:
+ * bytes the client sent early); then the connection is closed. peer is
+ * -1 with plain HTTP, where fd is the client's socket. With HTTPS fd is
+ * one end of a socket pair that libmicrohttpd pumps through TLS, and peer
+ * the client's network socket, to watch (POLLRDHUP) and never read or
+ * write: MHD (0.9.75, daemon.c process_urh) stops reading when the client
+ * ends its sending and passes nothing on, so fd would never show the end. */
+typedef void http_upgrade_fn(void *ctx, int fd, int peer, const char *extra, size_t n);
 int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx);
 /* Whether r->workspace may open one more WebSocket (a PTY, a proxied
  * port's): -1 to go on, or the 429 sent when it has --max-tunnels open

@@ -487,7 +487,7 @@ static void check_ttl(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&sb->op);
 	if (act == TTL_HIBERNATE) {
 		log_info("sandbox %s: idle for its TTL, hibernating", sb->row.id);
-		if (host_hibernate(h, sb) < 0)
+		if (host_hibernate(h, sb, false) < 0)
 			log_warn("sandbox %s: TTL hibernate: %s", sb->row.id, errmsg());
 		return;
 	}

@@ -51,7 +51,8 @@ typedef int host_row_fn(void *ctx, const struct sbx_row *r);
 int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx);
 
 int host_delete(struct host *h, struct sandbox *sb);
-int host_hibernate(struct host *h, struct sandbox *sb);
+/* now: without waiting for its operations (hostif.h hostif_hibernate). */
+int host_hibernate(struct host *h, struct sandbox *sb, bool now);
 int host_wake(struct host *h, struct sandbox *sb);
 int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds);
 /* A new egress policy (netpolicy.h text), in force when this returns. */

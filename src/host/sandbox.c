@@ -602,16 +602,30 @@ static int wait_exit(struct sandbox *sb, int ms)
 	return 0;
 }
 
-int host_hibernate(struct host *h, struct sandbox *sb)
+/* How long a hibernate waits for the sandbox's operations to end. A
+ * client sees its call end before the host does: the relay or tunnel that
+ * carried it ends after the client's connection does (a close travels
+ * through the API, the host and the guest), so "hibernate right after my
+ * download" would otherwise meet an operation still counted. */
+#define HIBERNATE_DRAIN_MS 5000
+
+int host_hibernate(struct host *h, struct sandbox *sb, bool now)
 {
-	pthread_mutex_lock(&sb->op);
+	pthread_mutex_lock(&sb->op);	/* no operation starts meanwhile (sandbox_enter) */
 	int rc = 0;
-	pthread_mutex_lock(&sb->lock);
-	bool running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
-	int active = sb->active;
-	if (running && active == 0)
-		sb->expect_exit = true;
-	pthread_mutex_unlock(&sb->lock);
+	bool running;
+	int active;
+	for (int waited = 0;; waited += 20) {
+		pthread_mutex_lock(&sb->lock);
+		running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
+		active = now ? 0 : sb->active;	/* now: their guest connections break */
+		if (running && active == 0)
+			sb->expect_exit = true;
+		pthread_mutex_unlock(&sb->lock);
+		if (!running || active == 0 || waited >= HIBERNATE_DRAIN_MS)
+			break;
+		usleep(20000);
+	}
 	if (!running) {
 		rc = sandbox_state_error(sb, "running");
 		goto out;

@@ -86,7 +86,7 @@ struct hostif_ops {
 	int (*get)(void *ctx, const char *ws, const char *id, bool touch, struct sbx_row *out);
 	int (*each)(void *ctx, const char *ws, hostif_row_fn *fn, void *fctx);
 	int (*delete)(void *ctx, const char *ws, const char *id);
-	int (*hibernate)(void *ctx, const char *ws, const char *id, struct sbx_row *out);
+	int (*hibernate)(void *ctx, const char *ws, const char *id, bool now, struct sbx_row *out);
 	int (*wake)(void *ctx, const char *ws, const char *id, struct sbx_row *out);
 	int (*set_ttl)(void *ctx, const char *ws, const char *id, int64_t ttl_seconds,
 		       struct sbx_row *out);
@@ -148,13 +148,16 @@ static inline int hostif_delete(struct hostif *hi, const char *ws, const char *i
 }
 
 /* Hibernate a running sandbox (memory and disk saved, the VM stopped;
- * -EBUSY while guest operations run), wake a hibernated one, replace the
+ * -EBUSY while guest operations run 5 s on; now: at once, whatever runs,
+ * whose clients get errors: a spent credit, a suspended workspace), wake
+ * a hibernated one, replace the
  * TTL (seconds, 0: none), replace the egress policy (netpolicy.h text, in
  * force when this returns). *out (NULL: not wanted) gets the record after
  * the change; on failure it is untouched. */
-static inline int hostif_hibernate(struct hostif *hi, const char *ws, const char *id, struct sbx_row *out)
+static inline int hostif_hibernate(struct hostif *hi, const char *ws, const char *id, bool now,
+				   struct sbx_row *out)
 {
-	return hi->ops->hibernate(hi->ctx, ws, id, out);
+	return hi->ops->hibernate(hi->ctx, ws, id, now, out);
 }
 
 static inline int hostif_wake(struct hostif *hi, const char *ws, const char *id, struct sbx_row *out)

@@ -53,8 +53,7 @@ static int op_delete(struct host *h, struct sandbox *sb, void *arg)
 
 static int op_hibernate(struct host *h, struct sandbox *sb, void *arg)
 {
-	(void)arg;
-	return host_hibernate(h, sb);
+	return host_hibernate(h, sb, *(bool *)arg);
 }
 
 static int op_wake(struct host *h, struct sandbox *sb, void *arg)
@@ -110,9 +109,9 @@ static int l_delete(void *ctx, const char *ws, const char *id)
 	return with_sandbox(ctx, ws, id, op_delete, NULL, NULL);
 }
 
-static int l_hibernate(void *ctx, const char *ws, const char *id, struct sbx_row *out)
+static int l_hibernate(void *ctx, const char *ws, const char *id, bool now, struct sbx_row *out)
 {
-	return with_sandbox(ctx, ws, id, op_hibernate, NULL, out);
+	return with_sandbox(ctx, ws, id, op_hibernate, &now, out);
 }
 
 static int l_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out)

@@ -569,27 +569,11 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 }
 
 /* The end of a relayed operation reaches its host a moment after its
- * client saw it (the relay's close crosses the network, and TLS adds a
- * hop): a hibernate or snapshot right after one may find it still
- * counted there, which one box never does. They try again, for a while,
- * while the host says busy. */
-#define BUSY_RETRY_MS 3000
-
-static int patient(struct remote *rm, const char *ws, const char *id, const char *tail, struct sbx_row *out)
+ * client saw it: the host's hibernate waits for it (host_hibernate). */
+static int r_hibernate(void *ctx, const char *ws, const char *id, bool now, struct sbx_row *out)
 {
-	int64_t end = mono_ns() + BUSY_RETRY_MS * INT64_C(1000000);
-	for (;;) {
-		int rc = on_sandbox(rm, "POST", ws, id, tail, NULL, SLOW_TIMEOUT_S, out);
-		if (rc != -EBUSY || !strstr(errmsg(), "operations running") || mono_ns() > end)
-			return rc;
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
-}
-
-static int r_hibernate(void *ctx, const char *ws, const char *id, struct sbx_row *out)
-{
-	return patient(ctx, ws, id, "/hibernate", out);
+	return on_sandbox(ctx, "POST", ws, id, "/hibernate", now ? json_pack("{s:b}", "now", 1) : NULL,
+			  SLOW_TIMEOUT_S, out);
 }
 
 static int r_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out)

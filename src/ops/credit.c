@@ -133,7 +133,8 @@ static void pass(void)
 		if (hostif_each(w.hostif, a.ws[i], note_sandbox, &h) < 0)
 			continue;
 		for (int k = 0; k < h.n; k++) {
-			if (hostif_hibernate(w.hostif, a.ws[i], h.id[k], NULL) == 0)
+			/* now: a command running on must not run on past it. */
+			if (hostif_hibernate(w.hostif, a.ws[i], h.id[k], true, NULL) == 0)
 				log_info("watch: workspace %s: sandbox %s hibernated (%s)", a.ws[i], h.id[k], why);
 			else
 				log_warn("watch: workspace %s: hibernating sandbox %s: %s", a.ws[i], h.id[k], errmsg());

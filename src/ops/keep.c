@@ -112,7 +112,7 @@ int ops_hibernate(const struct ops_caller *c, const char *id, struct sbx_row *ou
 		if (!already && (rc = storage_room(c, &p, &k)) < 0)
 			return rc;
 	}
-	return hostif_hibernate(c->hostif, c->workspace, id, out);
+	return hostif_hibernate(c->hostif, c->workspace, id, false, out);
 }
 
 int ops_snapshot(const struct ops_caller *c, const char *id, char snap[ID_MAX])

@@ -524,7 +524,7 @@ static void tick(void *ctx)
 
 /* After the 101: the client's socket and the guest's are one stream, an
  * operation of the sandbox again until it ends. */
-static void tunnel(void *ctx, int fd, const char *extra, size_t n)
+static void tunnel(void *ctx, int fd, int peer, const char *extra, size_t n)
 {
 	struct proxy *p = ctx;
 	const uint8_t *early;
@@ -532,7 +532,7 @@ static void tunnel(void *ctx, int fd, const char *extra, size_t n)
 	bool held = hostif_hold(p->api->hostif, p->workspace, p->id, &p->guest) == 0;
 	if (held && (!n || up_write(&p->up, extra, n, PROXY_WAIT_MS) == 0) &&
 	    (!m || tunnel_send_all(fd, early, m, PROXY_WAIT_MS) == 0))
-		tunnel_run(fd, p->fd, tick, p);
+		tunnel_run(fd, p->fd, peer, tick, p);
 	proxy_free(p);
 }
 

@@ -2,6 +2,12 @@
  * tunnel: see tunnel.h. A direction reads only into an empty buffer and
  * writes it out before reading again: simple, and the slow side's
  * backpressure reaches the fast one through the socket buffers.
+ *
+ * a_peer (tunnel.h): the network socket a TLS layer reads for a, which
+ * does not say when the peer stops sending. The tunnel watches it for
+ * the peer's FIN, and ends a's direction once the kernel holds nothing
+ * unread on it, a holds nothing either, and PEER_END_GRACE_MS have passed
+ * for the layer to hand over what it had decrypted already.
  */
 #include "proxy/tunnel.h"
 
@@ -9,9 +15,12 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define TUNNEL_BUF (64u << 10)
+#define PEER_END_GRACE_MS 300
 
 struct dir {
 	int from, to;
@@ -48,7 +57,30 @@ static int step(struct dir *d, short from_rev, short to_rev)
 	return 0;
 }
 
-void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int unread(int fd)
+{
+	int n = 0;
+	return ioctl(fd, FIONREAD, &n) < 0 ? 0 : n;
+}
+
+/* Whether the peer behind a has ended its sending and all it sent before
+ * has gone through a (see the top). fin_ms: when its FIN was seen. */
+static bool peer_done(int a, int peer, int64_t *fin_ms)
+{
+	int64_t now = now_ms();
+	if (unread(peer) > 0)
+		*fin_ms = now;	/* the layer is still reading it: wait on */
+	return now - *fin_ms >= PEER_END_GRACE_MS && unread(a) == 0;
+}
+
+void tunnel_run(int a, int b, int a_peer, tunnel_tick_fn *tick, void *ctx)
 {
 	/* 128 KiB of buffers: from the heap, not a connection thread's stack. */
 	struct dir *d = calloc(2, sizeof *d);
@@ -56,10 +88,12 @@ void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
 		return;
 	d[0].from = a, d[0].to = b;
 	d[1].from = b, d[1].to = a;
+	int64_t fin_ms = -1;	/* when a_peer's FIN was seen */
 
 	while (!(d[0].shut && d[1].shut)) {
+		bool watch = a_peer >= 0 && !d[0].eof;
 		/* pf[0] is socket a: it feeds d[0] and drains d[1]. */
-		struct pollfd pf[2];
+		struct pollfd pf[3];
 		for (int i = 0; i < 2; i++) {
 			pf[i].fd = d[i].from;
 			pf[i].events = (!d[i].eof && d[i].len == 0 ? POLLIN : 0) |
@@ -70,7 +104,11 @@ void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
 			if (!pf[i].events)
 				pf[i].fd = -1;
 		}
-		if (poll(pf, 2, -1) < 0) {
+		/* The FIN stays readable: watched until seen, then timed. */
+		pf[2].fd = watch && fin_ms < 0 ? a_peer : -1;
+		pf[2].events = POLLRDHUP;
+		pf[2].revents = 0;
+		if (poll(pf, 3, watch && fin_ms >= 0 ? PEER_END_GRACE_MS / 3 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
@@ -78,6 +116,12 @@ void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx)
 		if (step(&d[0], pf[0].revents, pf[1].revents) < 0 ||
 		    step(&d[1], pf[1].revents, pf[0].revents) < 0)
 			break;
+		if (pf[2].revents)
+			fin_ms = now_ms();
+		if (watch && fin_ms >= 0 && d[0].len == 0 && !d[0].eof && peer_done(a, a_peer, &fin_ms)) {
+			d[0].eof = d[0].shut = true;
+			shutdown(b, SHUT_WR);
+		}
 		if (tick)
 			tick(ctx);
 	}

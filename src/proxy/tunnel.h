@@ -13,8 +13,11 @@ typedef void tunnel_tick_fn(void *ctx);
 
 /* Pump bytes between a and b. tick (may be NULL) is called after each
  * transfer, so the caller can count the traffic as activity. Returns when
- * both sides have ended or either fails. */
-void tunnel_run(int a, int b, tunnel_tick_fn *tick, void *ctx);
+ * both sides have ended or either fails. a_peer: -1, or the network
+ * socket behind a when a TLS layer pumps a for it without passing on the
+ * peer's end of sending (http.h http_upgrade_fn): the tunnel watches it
+ * and ends a's direction itself, once what came before has arrived. */
+void tunnel_run(int a, int b, int a_peer, tunnel_tick_fn *tick, void *ctx);
 
 /* All n bytes of p to fd, which may be non-blocking (MHD makes client
  * sockets so): 0, or -1 when it fails or stays full for wait_ms. */

@@ -136,6 +136,15 @@ api PUT "/v1/sandboxes/$B1/files?path=/tmp/blob" "" --data-binary @"$T/blob"
 curl -s -m 60 -H "Authorization: Bearer $KEY" -o "$T/blob.tls" "$URL/v1/sandboxes/$B1/files?path=/tmp/blob"
 [ "$STATUS" = 200 ] && cmp -s "$T/blob" "$T/blob.tls" && pass tls_relay_files "300 kB up and down through host-b's TLS relays" \
 	|| fail tls_relay_files "$STATUS $BODY"
+# The relays end with the API's connections: host-b's TLS server (MHD)
+# tells nothing of a client's end, so the agent watches the socket; here
+# nothing of B1's is left running, and it hibernates (and wakes).
+api POST "/v1/sandboxes/$B1/hibernate" '{}'
+st1="$STATUS $(jget 'j.get("status") or j["error"]["message"]')"
+api POST "/v1/sandboxes/$B1/exec" '{"cmd":"echo awake"}'
+[ "$st1" = "200 hibernated" ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = "awake" ] \
+	&& pass tls_relays_end "$B1 hibernated after its TLS relays (exec, files up and down), woken by an exec" \
+	|| fail tls_relays_end "hibernate: $st1; exec: $STATUS $BODY"
 
 # ---- records: what the hosts count is the API's too ----------------------------
 # Usage, snapshots and sandbox records reach the cluster's database with
@@ -306,10 +315,19 @@ a=$(on_host a) b=$(on_host b)
 KEY=$CL_KEY_BROKE
 create_sandbox; C1=$SBX
 if [ -n "$C1" ]; then
-	api POST "/v1/sandboxes/$C1/exec" '{"cmd":"echo kept > /root/f; timeout 5 sh -c \"while :; do :; done\"; true","timeout_seconds":60}'
+	# The command runs on after its busy seconds: the watch does not wait.
+	curl -s -m 400 -o "$T/long.body" -w '%{http_code}' -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+		--data-binary '{"cmd":"echo kept > /root/f; timeout 5 sh -c \"while :; do :; done\"; sleep 300; echo slept","timeout_seconds":400}' \
+		"$URL/v1/sandboxes/$C1/exec" > "$T/long.status" &
+	long=$!
 	hib() { api GET "/v1/sandboxes/$C1"; [ "$(jget 'j["status"]')" = hibernated ]; }
-	until_ok 45 hib && pass credit_hibernates_cluster "5 vCPU-seconds on a host against a credit of 50 micro-dollars: $C1 hibernated" \
+	until_ok 60 hib && pass credit_hibernates_cluster "5 vCPU-seconds on a host against a credit of 50 micro-dollars, a command running on: $C1 hibernated" \
 		|| fail credit_hibernates_cluster "$STATUS $BODY"
+	until_ok 30 eval '! kill -0 $long 2>/dev/null' || { kill $long; echo 000 > "$T/long.status"; }
+	wait $long 2>/dev/null
+	[ "$(cat "$T/long.status")" != 000 ] && ! grep -q slept "$T/long.body" \
+		&& pass credit_ends_command_cluster "the command's call ended with the hibernate: $(cat "$T/long.status")" \
+		|| fail credit_ends_command_cluster "$(cat "$T/long.status") $(head -c 200 "$T/long.body")"
 	api POST /v1/sandboxes '{"template":"minimal"}'; st1="$STATUS $(jget 'j["error"]["code"]')"
 	api POST "/v1/sandboxes/$C1/wake" '{}'; st2="$STATUS $(jget 'j["error"]["code"]')"
 	[ "$st1" = "402 credit_exhausted" ] && [ "$st2" = "402 credit_exhausted" ] \

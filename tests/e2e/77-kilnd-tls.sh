@@ -115,5 +115,30 @@ EOF
 grep -q '^exec 200 py-42$' "$T/py.out" && grep -q '^other-ca refused' "$T/py.out" && pass python_https "exec over https; another CA refused" ||
 	fail python_https "$(tr '\n' ' ' < "$T/py.out")"
 
+# ---- a client that vanishes from an upgraded HTTPS connection ------------------------------------
+# The PTY's WebSocket, its command running, and then the client's socket
+# closed with no close frame: libmicrohttpd's TLS layer passes no end on
+# (http.h), so kilnd watches the network socket: the session ends, and
+# with it the sandbox's operation, and a hibernate finds none running.
+python3 - "$PORT" "$KEY" "$A" "$C/ca.pem" > "$T/vanish.out" 2>&1 <<'EOF'
+import socket, ssl, sys
+port, key, sbx, ca = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+s = ssl.create_default_context(cafile=ca).wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=60),
+                                                      server_hostname="127.0.0.1")
+s.sendall(("GET /v1/sandboxes/%s/pty?cmd=sleep%%20600 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\n"
+           "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n" % (sbx, key)).encode())
+head = b""
+while b"\r\n\r\n" not in head:
+    d = s.recv(4096)
+    if not d:
+        sys.exit("closed before the 101: %r" % head)
+    head += d
+print(head.split(b"\r\n")[0].decode())
+s.close()
+EOF
+api POST "/v1/sandboxes/$A/hibernate" '{}'
+grep -q '^HTTP/1.1 101' "$T/vanish.out" && [ "$STATUS" = 200 ] && pass pty_tls_client_vanished "101, the socket closed without a close frame, then hibernate: 200" ||
+	fail pty_tls_client_vanished "$(tr '\n' ' ' < "$T/vanish.out") hibernate: $STATUS $BODY"
 "$KILN" rm "$A" && pass cli_rm "$A" || fail cli_rm "$A"
 alive kilnd_alive

@@ -162,16 +162,28 @@ KEY=$(new_key broke)
 create_sandbox '{"template":"meter"}'
 B=$SBX
 if [ -n "$B" ]; then
-	# 50 micro-dollars: about 3 vCPU-seconds at $0.054 an hour.
-	api POST "/v1/sandboxes/$B/exec" '{"cmd":"echo kept > /root/f; timeout 5 sh -c \"while :; do :; done\"; true","timeout_seconds":60}'
+	# 50 micro-dollars: about 3 vCPU-seconds at $0.054 an hour. The
+	# command runs on after its 5 busy seconds (in the background here):
+	# the watch does not wait for it.
+	curl -s -m 400 -o "$T/long.body" -w '%{http_code}' -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+		--data-binary '{"cmd":"echo kept > /root/f; timeout 5 sh -c \"while :; do :; done\"; sleep 300; echo slept","timeout_seconds":400}' \
+		"$URL/v1/sandboxes/$B/exec" > "$T/long.status" &
+	long=$!
 	st=
-	for _ in $(seq 1 40); do
+	for _ in $(seq 1 60); do
 		api GET "/v1/sandboxes/$B"
 		st=$(jget 'j["status"]')
 		[ "$st" = hibernated ] && break
 		sleep 0.5
 	done
-	check credit_hibernates "5 vCPU-seconds against a credit of 50 micro-dollars: the sandbox is $st" [ "$st" = hibernated ]
+	check credit_hibernates "5 vCPU-seconds against a credit of 50 micro-dollars, a command running on: the sandbox is $st" [ "$st" = hibernated ]
+	for _ in $(seq 1 60); do kill -0 $long 2>/dev/null || break; sleep 0.5; done
+	kill -0 $long 2>/dev/null && { kill $long; echo 000 > "$T/long.status"; }
+	wait $long 2>/dev/null
+	ended=no
+	[ "$(cat "$T/long.status")" != 000 ] && ! grep -q slept "$T/long.body" && ended=yes
+	check credit_ends_command "the running command's call ended with the hibernate: $(cat "$T/long.status") $(head -c 200 "$T/long.body")" \
+		[ "$ended" = yes ]
 	api POST /v1/sandboxes '{"template":"meter"}'
 	expect credit_create_402 402 credit_exhausted
 	api POST "/v1/sandboxes/$B/wake" '{}'

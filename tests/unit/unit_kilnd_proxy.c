@@ -4,12 +4,19 @@
 #include "api/http.h"
 #include "api/routes.h"
 #include "proxy/preview.h"
+#include "proxy/tunnel.h"
 #include "proxy/upstream.h"
 #include "ops/validate.h"
 #include "test.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -245,6 +252,79 @@ static void guest_headers_filtered(void)
 	CHECK(!up_is_kiln_credential("Basic a2lsbl86eA=="));
 }
 
+/* ---- tunnel_run and a TLS layer that hides the client's end --------------------------------------
+ * As libmicrohttpd's for an upgraded HTTPS connection (http.h): the tunnel
+ * reads the client through a socket pair ("layer") and is told nothing
+ * when the client's TCP connection ends. Given that socket (peer) it sees
+ * the FIN itself: the bytes before it pass, the guest side reads its end,
+ * what the guest answers still goes back (a half-close), and the tunnel
+ * ends with the guest's end. */
+struct tunnel_args {
+	int a, b, peer;
+};
+
+static void *tunnel_thread(void *arg)
+{
+	struct tunnel_args *t = arg;
+	tunnel_run(t->a, t->b, t->peer, NULL, NULL);
+	return NULL;
+}
+
+/* n bytes from fd within ms, or what came: -1 on timeout. */
+static ssize_t read_within(int fd, char *buf, size_t cap, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, ms) != 1)
+		return -1;
+	return recv(fd, buf, cap, 0);
+}
+
+static void tunnel_sees_hidden_fin(void)
+{
+	int layer[2], guest[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, layer) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, guest) == 0);
+	/* The client's TCP connection: c its end, s the server's (peer). */
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	CHECK(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0 &&
+	      getsockname(l, (struct sockaddr *)&sa, &sl) == 0);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(connect(c, (struct sockaddr *)&sa, sizeof sa) == 0);
+	int s = accept(l, NULL, NULL);
+	CHECK(s >= 0);
+	struct tunnel_args t = { .a = layer[0], .b = guest[0], .peer = s };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, tunnel_thread, &t) == 0);
+	char buf[64];
+	CHECK(send(layer[1], "request", 7, 0) == 7);
+	ssize_t n = read_within(guest[1], buf, sizeof buf, 5000);
+	CHECK(n == 7 && !memcmp(buf, "request", 7));
+	/* The client's last bytes reach the layer with its FIN. */
+	close(c);
+	CHECK(send(layer[1], "tail", 4, 0) == 4);
+	n = read_within(guest[1], buf, sizeof buf, 5000);
+	CHECK(n == 4 && !memcmp(buf, "tail", 4));
+	n = read_within(guest[1], buf, sizeof buf, 5000);
+	CHECK(n == 0);	/* the end, passed on */
+	CHECK(send(guest[1], "answer", 6, 0) == 6);
+	n = read_within(layer[1], buf, sizeof buf, 5000);
+	CHECK(n == 6 && !memcmp(buf, "answer", 6));
+	close(guest[1]);
+	n = read_within(layer[1], buf, sizeof buf, 5000);
+	CHECK(n == 0);	/* the tunnel has ended */
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	bool ended = pthread_timedjoin_np(th, NULL, &until) == 0;
+	CHECK(ended);
+	if (!ended) {	/* a tunnel that never ends fails, and does not hang the run */
+		pthread_cancel(th);
+		pthread_join(th, NULL);
+	}
+	close(layer[0]), close(layer[1]), close(guest[0]), close(s), close(l);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -255,5 +335,6 @@ int main(void)
 	RUN(guest_headers_filtered);
 	RUN(preview_tokens);
 	RUN(upstream_switch_keeps_bytes);
+	RUN(tunnel_sees_hidden_fin);
 	return failures ? 1 : 0;
 }
