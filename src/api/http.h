@@ -108,7 +108,9 @@ int reply_response(struct req *r, int status, const char *const headers[][2], ui
  * one end of a socket pair that libmicrohttpd pumps through TLS, and peer
  * the client's network socket, to watch (POLLRDHUP) and never read or
  * write: MHD (0.9.75, daemon.c process_urh) stops reading when the client
- * ends its sending and passes nothing on, so fd would never show the end. */
+ * ends its sending and passes nothing on, so fd would never show the end;
+ * nor does a shutdown(fd, SHUT_WR) reach the client: only the session's
+ * return closes the connection (proxy/tunnel.h). */
 typedef void http_upgrade_fn(void *ctx, int fd, int peer, const char *extra, size_t n);
 int reply_upgrade(struct req *r, const char *const headers[][2], http_upgrade_fn *run, void *ctx);
 /* Whether r->workspace may open one more WebSocket (a PTY, a proxied

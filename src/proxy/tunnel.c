@@ -7,7 +7,10 @@
  * does not say when the peer stops sending. The tunnel watches it for
  * the peer's FIN, and ends a's direction once the kernel holds nothing
  * unread on it, a holds nothing either, and PEER_END_GRACE_MS have passed
- * for the layer to hand over what it had decrypted already.
+ * for the layer to hand over what it had decrypted already. Nor does the
+ * layer pass on a's half-close to the peer: once b has ended and all it
+ * sent is in a, the tunnel ends (its caller's close is the layer's cue
+ * to send the rest and close the connection).
  */
 #include "proxy/tunnel.h"
 
@@ -122,6 +125,8 @@ void tunnel_run(int a, int b, int a_peer, tunnel_tick_fn *tick, void *ctx)
 			d[0].eof = d[0].shut = true;
 			shutdown(b, SHUT_WR);
 		}
+		if (a_peer >= 0 && d[1].shut)
+			break;	/* b ended: the peer would never hear of a half-close */
 		if (tick)
 			tick(ctx);
 	}

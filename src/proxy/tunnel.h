@@ -16,7 +16,9 @@ typedef void tunnel_tick_fn(void *ctx);
  * both sides have ended or either fails. a_peer: -1, or the network
  * socket behind a when a TLS layer pumps a for it without passing on the
  * peer's end of sending (http.h http_upgrade_fn): the tunnel watches it
- * and ends a's direction itself, once what came before has arrived. */
+ * and ends a's direction itself, once what came before has arrived; and
+ * as the layer passes on no half-close of a either, it returns when b
+ * has ended (the caller's close ends the connection). */
 void tunnel_run(int a, int b, int a_peer, tunnel_tick_fn *tick, void *ctx);
 
 /* All n bytes of p to fd, which may be non-blocking (MHD makes client

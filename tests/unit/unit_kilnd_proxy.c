@@ -325,6 +325,40 @@ static void tunnel_sees_hidden_fin(void)
 	close(layer[0]), close(layer[1]), close(guest[0]), close(s), close(l);
 }
 
+/* The other way: the guest ends (its VMM stopped), and the tunnel ends
+ * too, as a half-close of the layer's socket would reach nobody. */
+static void tunnel_ends_with_guest(void)
+{
+	int layer[2], guest[2];
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, layer) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, guest) == 0);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	CHECK(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0 &&
+	      getsockname(l, (struct sockaddr *)&sa, &sl) == 0);
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(connect(c, (struct sockaddr *)&sa, sizeof sa) == 0);
+	int s = accept(l, NULL, NULL);
+	struct tunnel_args t = { .a = layer[0], .b = guest[0], .peer = s };
+	pthread_t th;
+	CHECK(pthread_create(&th, NULL, tunnel_thread, &t) == 0);
+	char buf[64];
+	CHECK(send(guest[1], "last words", 10, 0) == 10);
+	close(guest[1]);
+	ssize_t n = read_within(layer[1], buf, sizeof buf, 5000);
+	CHECK(n == 10 && !memcmp(buf, "last words", 10));
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	bool ended = pthread_timedjoin_np(th, NULL, &until) == 0;
+	CHECK(ended);	/* with the client still connected */
+	if (!ended) {
+		pthread_cancel(th);
+		pthread_join(th, NULL);
+	}
+	close(layer[0]), close(layer[1]), close(guest[0]), close(c), close(s), close(l);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -336,5 +370,6 @@ int main(void)
 	RUN(preview_tokens);
 	RUN(upstream_switch_keeps_bytes);
 	RUN(tunnel_sees_hidden_fin);
+	RUN(tunnel_ends_with_guest);
 	return failures ? 1 : 0;
 }
