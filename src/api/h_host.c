@@ -13,15 +13,16 @@
  *   POST   /v1/host/sandboxes/{ws}/{id}/{action}     hibernate {now}, wake, touch, ttl,
  *                                                   network, snapshot, fork
  *   GET    /v1/host/sandboxes/{ws}/{id}/guest        relay: the guest agent's stream
- *   GET    /v1/host/sandboxes/{ws}/{id}/log          relay: the console log
+ *   GET    /v1/host/sandboxes/{ws}/{id}/log[?follow=1] relay: the console log
  *   DELETE /v1/host/snapshots/{ws}/{id}              delete a snapshot
  *   GET    /v1/host/templates                        templates
  *
  * A relay is an HTTP upgrade ("Upgrade: kiln-guest"); after the 101 the
  * host enters the sandbox and writes one line, "OK CWD\n" or "ERR ERRNO
- * MESSAGE\n", and then the stream is the guest agent's connection (or the
- * log's bytes, to its end): an error found after the 101 still reaches
- * the API as itself.
+ * MESSAGE\n", and then the stream is the guest agent's connection (or,
+ * after "OK SIZE\n", the log's last SIZE bytes and, following, what it
+ * gets later): an error found after the 101 still reaches the API as
+ * itself.
  */
 #include "api/api.h"
 #include "api/handlers.h"
@@ -39,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The call failed: its status and the error as hostif_wire.h carries it. */
@@ -219,10 +221,12 @@ int h_host_templates(struct req *r)
 struct relay {
 	struct api *api;
 	char ws[ID_MAX], id[ID_MAX];
-	bool log;
+	bool log, follow;
 };
 
 #define RELAY_SEND_WAIT_MS 30000
+#define LOG_RELAY_MAX (64 << 20)	/* the last bytes of a console a relay sends */
+#define LOG_FOLLOW_POLL_MS 250
 
 static int relay_send(int fd, const void *p, size_t n)
 {
@@ -269,19 +273,63 @@ static void relay_guest(struct relay *rl, int fd, int peer, const char *extra, s
 	hostif_leave(hi, &hg);
 }
 
-static void relay_log(struct relay *rl, int fd)
+/* Whether the sandbox has ended (deleted, failed, gone): its followed
+ * log ends with it. */
+static bool relay_sandbox_ended(struct relay *rl)
 {
-	int lfd = -1;
-	int rc = hostif_log_open(rl->api->hostif, rl->ws, rl->id, &lfd);
+	struct sbx_row row;
+	int rc = hostif_get(rl->api->hostif, rl->ws, rl->id, false, &row);
+	if (rc == -ENOENT)
+		return true;
+	if (rc < 0)
+		return false;
+	bool ended = row.state == SBX_DELETED || row.state == SBX_FAILED;
+	sbx_row_clear(&row);
+	return ended;
+}
+
+/* "OK SIZE\n" and the log's last SIZE bytes as they are now; following,
+ * then what the VMM appends, until the sandbox ends or the API goes
+ * (peer: http.h, the API's TLS connection). */
+static void relay_log(struct relay *rl, int fd, int peer)
+{
+	int lfd = -1, more;
+	int rc = hostif_log_open(rl->api->hostif, rl->ws, rl->id, false, &lfd, &more);
 	if (rc < 0) {
 		say_error(fd, rc);
 		return;
 	}
+	struct stat st;
+	off_t size = fstat(lfd, &st) == 0 ? st.st_size : 0;
+	off_t at = size > LOG_RELAY_MAX ? size - LOG_RELAY_MAX : 0, left = size - at;
 	char buf[65536];
-	ssize_t got;
-	int ok = relay_send(fd, "OK\n", 3);
-	while (ok == 0 && (got = read(lfd, buf, sizeof buf)) > 0)
+	int k = snprintf(buf, sizeof buf, "OK %lld\n", (long long)left);
+	int ok = relay_send(fd, buf, (size_t)k);
+	while (ok == 0 && left > 0) {
+		ssize_t got = pread(lfd, buf, left < (off_t)sizeof buf ? (size_t)left : sizeof buf, at);
+		if (got <= 0) {
+			ok = -1;	/* shorter than it was: the API sees it end early */
+			break;
+		}
 		ok = relay_send(fd, buf, (size_t)got);
+		at += got, left -= got;
+	}
+	bool last = false;	/* the sandbox ended: what it wrote before, then the end */
+	while (ok == 0 && rl->follow) {
+		ssize_t got = pread(lfd, buf, sizeof buf, at);
+		if (got > 0) {
+			ok = relay_send(fd, buf, (size_t)got);
+			at += got;
+			continue;
+		}
+		if (last)
+			break;
+		if ((last = relay_sandbox_ended(rl)))
+			continue;
+		struct pollfd p[2] = { { .fd = fd, .events = POLLRDHUP }, { .fd = peer, .events = POLLRDHUP } };
+		if (poll(p, 2, LOG_FOLLOW_POLL_MS) > 0)
+			break;	/* the API went */
+	}
 	close(lfd);
 }
 
@@ -289,7 +337,7 @@ static void relay_run(void *ctx, int fd, int peer, const char *extra, size_t n)
 {
 	struct relay *rl = ctx;
 	if (rl->log)
-		relay_log(rl, fd);
+		relay_log(rl, fd, peer);
 	else
 		relay_guest(rl, fd, peer, extra, n);
 	free(rl);
@@ -313,6 +361,7 @@ int h_host_relay(struct req *r)
 		return reply_error(r, 500, "internal", "out of memory");
 	rl->api = r->api;
 	rl->log = log;
+	rl->follow = log && req_query(r, "follow") && !strcmp(req_query(r, "follow"), "1");
 	snprintf(rl->ws, sizeof rl->ws, "%s", r->params[0]);
 	snprintf(rl->id, sizeof rl->id, "%s", r->params[1]);
 	/* Relays count against the tenant's WebSocket cap here as on the

@@ -138,7 +138,8 @@ struct follow {
 	struct api *api;
 	char workspace[ID_MAX], id[ID_MAX];	/* the sandbox followed */
 	int fd, sock;
-	off_t off;		/* next byte of the log to read */
+	int more;		/* -1, or where later bytes come (hostif_log_open) */
+	off_t off;		/* next byte of the log to read (fd) */
 	struct sse_out out;
 	char part[LINE_MAX_BYTES];	/* a line not ended yet */
 	size_t npart;
@@ -172,7 +173,19 @@ static long follow_read(void *ctx, char *buf, size_t max)
 		if (f->done)
 			return HTTP_STREAM_END;
 		char chunk[16384];
-		ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
+		ssize_t n = f->more >= 0 ? recv(f->more, chunk, sizeof chunk, MSG_DONTWAIT)
+					 : pread(f->fd, chunk, sizeof chunk, f->off);
+		if (n <= 0 && f->more >= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+			/* The host ended it: the sandbox ended, or the host went. */
+			close(f->more);
+			f->more = -1;
+			if (f->npart)
+				flush_line(f);
+			sse_event(&f->out, "end", json_pack("{s:s}", "reason", ended(f) ? "the sandbox ended"
+									  : "its host stopped sending it"));
+			f->done = true;
+			continue;
+		}
 		if (n > 0) {
 			f->off += n;
 			f->quiet_ms = 0;
@@ -184,17 +197,18 @@ static long follow_read(void *ctx, char *buf, size_t max)
 			}
 			continue;
 		}
-		if (ended(f)) {
+		if (f->more < 0 && ended(f)) {
 			if (f->npart)
 				flush_line(f);
 			sse_event(&f->out, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
 			f->done = true;
 			continue;
 		}
-		/* Nothing new: wait a little, watching for the client to go. */
-		struct pollfd p = { .fd = f->sock, .events = POLLRDHUP };
-		int r = poll(&p, f->sock >= 0 ? 1 : 0, POLL_MS);
-		if (r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		/* Nothing new: wait a little, watching for the client to go
+		 * (and, followed through a host, for its next bytes). */
+		struct pollfd p[2] = { { .fd = f->sock, .events = POLLRDHUP }, { .fd = f->more, .events = POLLIN } };
+		int r = poll(p, 2, POLL_MS);
+		if (r > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
 			return HTTP_STREAM_END;
 		f->quiet_ms += POLL_MS;
 		if (f->quiet_ms >= KEEPALIVE_MS) {
@@ -209,6 +223,8 @@ static void follow_done(void *ctx)
 {
 	struct follow *f = ctx;
 	close(f->fd);
+	if (f->more >= 0)
+		close(f->more);
 	sse_free(&f->out);
 	free(f);
 }
@@ -219,32 +235,33 @@ int h_sandbox_logs(struct req *r)
 	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, take_param, &q);
 	if (q.bad[0])
 		return reply_error(r, 400, "invalid_request", "%s", q.bad);
-	int answered, fd;
+	int answered, fd, more;
 	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;
-	int rc = hostif_log_open(r->api->hostif, r->workspace, req_sandbox_id(r), &fd);
+	int rc = hostif_log_open(r->api->hostif, r->workspace, req_sandbox_id(r), q.follow, &fd, &more);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	json_t *lines = NULL;
 	off_t end = 0;
-	if ((rc = read_tail(fd, q.tail, &lines, &end)) < 0) {
+	if ((rc = read_tail(fd, q.tail, &lines, &end)) < 0 || !q.follow) {
 		close(fd);
-		return reply_errno(r, rc);
-	}
-	if (!q.follow) {
-		close(fd);
-		return reply_json(r, 200, json_pack("{s:o}", "lines", lines));
+		if (more >= 0)
+			close(more);
+		return rc < 0 ? reply_errno(r, rc) : reply_json(r, 200, json_pack("{s:o}", "lines", lines));
 	}
 	struct follow *f = calloc(1, sizeof *f);
 	if (!f) {
 		json_decref(lines);
 		close(fd);
+		if (more >= 0)
+			close(more);
 		return reply_error(r, 500, "internal", "out of memory");
 	}
 	f->api = r->api;
 	snprintf(f->workspace, sizeof f->workspace, "%s", r->workspace);
 	snprintf(f->id, sizeof f->id, "%s", req_sandbox_id(r));
 	f->fd = fd;
+	f->more = more;
 	f->sock = req_socket(r);
 	f->off = end;
 	sse_init(&f->out);

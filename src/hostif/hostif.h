@@ -99,7 +99,7 @@ struct hostif_ops {
 	int (*hold)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
 	void (*leave)(void *ctx, struct hostif_guest *hg);
 	int (*touch)(void *ctx, const char *ws, const char *id);
-	int (*log_open)(void *ctx, const char *ws, const char *id, int *fd);
+	int (*log_open)(void *ctx, const char *ws, const char *id, bool follow, int *fd, int *more);
 	int (*templates)(void *ctx, hostif_template_fn *fn, void *fctx);
 	void (*metrics)(void *ctx, struct strbuf *b);
 	int (*subscribe)(void *ctx, host_event_fn *fn, void *fctx);
@@ -242,10 +242,15 @@ static inline int hostif_touch(struct hostif *hi, const char *ws, const char *id
 /* A read-only descriptor of the sandbox's console log (host.h
  * host_log_open: the guest kernel's and kiln-init's lines as the VMM
  * appends them; the caller closes it). A remote implementation gives a
- * descriptor that reads what the agent relays. */
-static inline int hostif_log_open(struct hostif *hi, const char *ws, const char *id, int *fd)
+ * copy of what the agent relays (its last 64 MiB). *more: -1 where *fd
+ * grows as the log does (this host's file); with follow, a remote one
+ * gives a stream socket there that carries what the log gets after the
+ * copy, and ends when the sandbox does (the caller closes it too). */
+static inline int hostif_log_open(struct hostif *hi, const char *ws, const char *id, bool follow, int *fd,
+				  int *more)
 {
-	return hi->ops->log_open(hi->ctx, ws, id, fd);
+	*more = -1;
+	return hi->ops->log_open(hi->ctx, ws, id, follow, fd, more);
 }
 
 /* Every known template, in the host's order; fn's non-zero return stops. */

@@ -235,8 +235,10 @@ static int l_touch(void *ctx, const char *ws, const char *id)
 
 /* ---- what the host shows ------------------------------------------------------------ */
 
-static int l_log_open(void *ctx, const char *ws, const char *id, int *fd)
+static int l_log_open(void *ctx, const char *ws, const char *id, bool follow, int *fd, int *more)
 {
+	(void)follow;
+	*more = -1;	/* the file itself grows */
 	return with_sandbox(ctx, ws, id, op_log_open, fd, NULL);
 }
 

@@ -865,11 +865,13 @@ static void r_leave(void *ctx, struct hostif_guest *hg)
 }
 
 /* The console log as the host has it now, in a memory file (h_logs reads
- * it as a file; following it sees no later lines in a cluster). */
-static int r_log_open(void *ctx, const char *ws, const char *id, int *out)
+ * it as a file). Following, the host says how much that is ("OK SIZE")
+ * and the relay goes on with what the log gets later: *more. A host that
+ * gives no SIZE (older) sends the log to its end and closes. */
+static int r_log_open(void *ctx, const char *ws, const char *id, bool follow, int *out, int *more)
 {
-	char ok[8];
-	int fd = relay_open(ctx, ws, id, "log", ok, sizeof ok);
+	char ok[32] = "";
+	int fd = relay_open(ctx, ws, id, follow ? "log?follow=1" : "log", ok, sizeof ok);
 	if (fd < 0)
 		return fd;
 	int mfd = memfd_create("kiln-log", MFD_CLOEXEC);
@@ -877,15 +879,26 @@ static int r_log_open(void *ctx, const char *ws, const char *id, int *out)
 		close(fd);
 		return errf_sys("memfd_create");
 	}
+	char *end;
+	long long size = strtoll(ok, &end, 10);
+	bool sized = follow && end != ok && *end == 0 && size >= 0 && size <= LOG_MAX;
 	char buf[65536];
 	ssize_t n;
-	size_t total = 0;
-	while ((n = recv(fd, buf, sizeof buf, 0)) > 0 && total < LOG_MAX) {
+	size_t total = 0, want = sized ? (size_t)size : LOG_MAX;
+	while (total < want && (n = recv(fd, buf, want - total < sizeof buf ? want - total : sizeof buf, 0)) > 0) {
 		if (write(mfd, buf, (size_t)n) != n)
 			break;
 		total += (size_t)n;
 	}
-	close(fd);
+	if (sized && total == want) {
+		*more = fd;
+	} else {
+		close(fd);
+		if (sized) {	/* the relay ended inside what it said it would send */
+			close(mfd);
+			return errf(EHOSTDOWN, "sandbox %s: its host's log relay ended early", id);
+		}
+	}
 	*out = mfd;
 	return 0;
 }

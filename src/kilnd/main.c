@@ -97,6 +97,9 @@ static const char usage_text[] =
 	"  --placement P         api: spread (the host with most memory free; default) or\n"
 	"                        pack (the fullest host that fits)\n"
 	"  --hosts-ca FILE       api: PEM CA of hosts that advertise https:// URLs\n"
+	"  --preview-key FILE    the 32 bytes that sign preview links (mode 600; default\n"
+	"                        DATA/preview.key, made at first start); a cluster's API\n"
+	"                        replicas share one, so a link one signs works on all\n"
 	"  --store URL           sqlite:PATH (default sqlite:DATA/kilnd.db), or PostgreSQL:\n"
 	"                        postgresql://USER[:PASSWORD]@HOST[:PORT]/DB[?pool=N&...]\n"
 	"                        (N connections, default 4; docs/kilnd.md \"Store\")\n"
@@ -163,7 +166,7 @@ enum {
 	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
-	O_OFFER_VCPUS, O_OFFER_MEMORY, O_PLACEMENT, O_HOSTS_CA,
+	O_OFFER_VCPUS, O_OFFER_MEMORY, O_PLACEMENT, O_HOSTS_CA, O_PREVIEW_KEY,
 	O_SCOPE, O_AUDIT_DAYS,
 };
 
@@ -179,6 +182,7 @@ static const struct option options[] = {
 	{ "offer-memory", required_argument, 0, O_OFFER_MEMORY },
 	{ "placement", required_argument, 0, O_PLACEMENT },
 	{ "hosts-ca", required_argument, 0, O_HOSTS_CA },
+	{ "preview-key", required_argument, 0, O_PREVIEW_KEY },
 	{ "expires", required_argument, 0, O_EXPIRES },
 	{ "scope", required_argument, 0, O_SCOPE },
 	{ "uses", required_argument, 0, O_USES },
@@ -247,6 +251,7 @@ struct cmdline {
 	const char *api_url, *join_token, *api_ca, *advertise;	/* --role agent */
 	int64_t offer_vcpus, offer_memory_mib;	/* --role agent: 0: the machine's */
 	const char *placement, *hosts_ca;	/* --role api */
+	const char *preview_key;		/* --preview-key */
 	int audit_days;			/* audit log retention; 0: for ever */
 	struct cluster_opts cluster;	/* kilnd cluster token create */
 };
@@ -389,6 +394,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			c->placement = optarg;
 			break;
 		case O_HOSTS_CA: c->hosts_ca = optarg; break;
+		case O_PREVIEW_KEY: c->preview_key = optarg; break;
 		case O_EXPIRES: c->expires = optarg; break;	/* its bounds are the command's */
 		case O_USES:
 			c->cluster.uses = !strcmp(optarg, "any") ? -1 : number(optarg, "--uses", 1, 100000);
@@ -680,7 +686,8 @@ static int serve(struct cmdline *c)
 	api.uploads = inflight_new(cfg->max_uploads);
 	api.tunnels = inflight_new(cfg->max_tunnels);
 	api.exec_buffer = inflight_new(cfg->max_exec_buffer);
-	if (preview_key_load(cfg->data_dir, api.preview_key) < 0)
+	if ((c->preview_key ? preview_key_read(c->preview_key, api.preview_key)
+			    : preview_key_load(cfg->data_dir, api.preview_key)) < 0)
 		die("%s", errmsg());
 	if (!api.metrics || !api.rl || !api.windows || !api.anon_rl || !api.inflight || !api.uploads || !api.tunnels || !api.exec_buffer)
 		die("out of memory");

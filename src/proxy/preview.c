@@ -45,6 +45,25 @@ int preview_key_load(const char *data_dir, uint8_t key[PREVIEW_KEY_BYTES])
 	return 0;
 }
 
+int preview_key_read(const char *path, uint8_t key[PREVIEW_KEY_BYTES])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errf_sys("--preview-key %s", path);
+	struct stat st;
+	int rc = 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		rc = errf(EINVAL, "--preview-key %s: not a plain file", path);
+	else if (st.st_mode & 077)
+		rc = errf(EPERM, "--preview-key %s: others may read it (mode %03o): chmod 600 it", path,
+			  (unsigned)(st.st_mode & 0777));
+	else if (st.st_size != PREVIEW_KEY_BYTES || read(fd, key, PREVIEW_KEY_BYTES) != PREVIEW_KEY_BYTES)
+		rc = errf(EINVAL, "--preview-key %s: not %d bytes (head -c %d /dev/urandom makes one)", path,
+			  PREVIEW_KEY_BYTES, PREVIEW_KEY_BYTES);
+	close(fd);
+	return rc;
+}
+
 static void sign(const uint8_t key[PREVIEW_KEY_BYTES], const char *sandbox, int port, int64_t expiry,
 		 char sig[32])
 {

@@ -19,6 +19,10 @@
 
 /* Read DATA/preview.key, or make it (0600) the first time. */
 int preview_key_load(const char *data_dir, uint8_t key[PREVIEW_KEY_BYTES]);
+/* Read the key from path, made by the operator (kilnd --preview-key: the
+ * API replicas of a cluster share one, so a link one signs works on all):
+ * a plain file of PREVIEW_KEY_BYTES bytes that only its owner may read. */
+int preview_key_read(const char *path, uint8_t key[PREVIEW_KEY_BYTES]);
 /* "EXPIRY.SIG" (EXPIRY in unix seconds, SIG base64url). */
 void preview_token(const uint8_t key[PREVIEW_KEY_BYTES], const char *sandbox, int port, int64_t expiry,
 		   char out[PREVIEW_TOKEN_MAX]);

@@ -7,7 +7,7 @@
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
 . "$(dirname "$0")/../e2e/lib.sh"
-: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
 # replicas check it with); host-a plain HTTP.
 KEY=$CL_KEY
@@ -145,6 +145,28 @@ api POST "/v1/sandboxes/$B1/exec" '{"cmd":"echo awake"}'
 [ "$st1" = "200 hibernated" ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = "awake" ] \
 	&& pass tls_relays_end "$B1 hibernated after its TLS relays (exec, files up and down), woken by an exec" \
 	|| fail tls_relays_end "hibernate: $st1; exec: $STATUS $BODY"
+# Following B1's log through the replica (a relay from host-b that stays
+# open): the tail, then a line written after it, as it comes.
+curl -s -N -m 120 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$B1/logs?tail=1&follow=true" > "$T/follow" &
+fpid=$!
+sleep 2
+api POST "/v1/sandboxes/$B1/exec" '{"cmd":"echo after-follow-cluster > /dev/console"}'
+until_ok 20 grep -q '"text":"after-follow-cluster"' "$T/follow" \
+	&& pass logs_follow_cluster "$B1's console followed through host-b's relay: $(grep -c '^event: line' "$T/follow") lines, the new one as it came" \
+	|| fail logs_follow_cluster "exec $STATUS; stream: $(head -c 400 "$T/follow" | tr '\n' ' ')"
+kill $fpid 2>/dev/null; wait $fpid 2>/dev/null
+# A preview link one replica signs opens on the other (--preview-key: one
+# key for both), through host-b's relay to busybox httpd in B1; a link
+# with its signature changed does not.
+api POST "/v1/sandboxes/$B1/exec" '{"cmd":"mkdir -p /srv && echo hi-from-$((6*7)) > /srv/index.html && busybox httpd -p 8080 -h /srv"}'
+api POST "/v1/sandboxes/$B1/ports" '{"port":8080}'
+api POST "/v1/sandboxes/$B1/ports/8080/preview" '{"ttl_seconds":120}'
+tok=$(jget 'j["url"].split("kiln_preview=")[1]')
+got=$(curl -s -m 60 -w ' %{http_code}' "$CL_API2/v1/sandboxes/$B1/proxy/8080/index.html?kiln_preview=$tok" | tr -d '\n')
+bad=$(curl -s -m 60 -o /dev/null -w '%{http_code}' "$CL_API2/v1/sandboxes/$B1/proxy/8080/index.html?kiln_preview=${tok%?}x")
+[ "$got" = "hi-from-42 200" ] && [ "$bad" = 401 ] \
+	&& pass preview_shared_key "signed on one replica, opened on the other: '$got'; a changed signature: $bad" \
+	|| fail preview_shared_key "token '$tok': '$got'; changed: $bad"
 
 # ---- records: what the hosts count is the API's too ----------------------------
 # Usage, snapshots and sandbox records reach the cluster's database with
@@ -337,6 +359,46 @@ if [ -n "$C1" ]; then
 else
 	fail credit_hibernates_cluster "create: $STATUS $BODY"
 fi
+KEY=$CL_KEY
+
+# ---- the TTL rules on the cluster (issue 13) ------------------------------------------
+# The hosts apply them (a create carries the workspace's plan's rule);
+# the API's answers follow their records.
+KEY=$CL_KEY_IDLE
+URL=$CL_API2
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":4}'
+I=$(jget 'j.get("id", "")')
+rule=$(jget 'j["ttl_rule"]["when_idle"], j["ttl_rule"]["hibernated_retention_seconds"]')
+# Its log, followed through the other replica, ends when its host ends it.
+curl -s -N -m 120 -H "Authorization: Bearer $KEY" "$CL_API1/v1/sandboxes/$I/logs?tail=1&follow=true" > "$T/follow.i" &
+fpid=$!
+got=$(wait_status "$I" hibernated 40)
+[ "$rule" = "('hibernate', 8)" ] && [ "$got" = hibernated ] \
+	&& pass idle_hibernated_cluster "$I idle for its 4 s TTL: hibernated on its host, not deleted (ttl_rule $rule)" \
+	|| fail idle_hibernated_cluster "ttl_rule $rule, status $got"
+URL=$CL_API1
+got=$(wait_status "$I" ended:ttl 60)
+[ "$got" = ended:ttl ] && pass retention_deleted_cluster "then deleted after the 8 s retention: 404 sandbox_ended ttl on the other replica" \
+	|| fail retention_deleted_cluster "status $got"
+until_ok 20 eval '! kill -0 $fpid 2>/dev/null' || kill $fpid 2>/dev/null
+wait $fpid 2>/dev/null
+grep -A1 '^event: end' "$T/follow.i" | grep -q 'the sandbox ended' \
+	&& pass logs_follow_end_cluster "the followed log of $I ended with it: $(grep -c '^event: line' "$T/follow.i") lines, then end" \
+	|| fail logs_follow_end_cluster "$(tail -c 300 "$T/follow.i" | tr '\n' ' ')"
+KEY=$CL_KEY_ABS
+api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":6}'
+A=$(jget 'j.get("id", "")')
+from=$(jget 'j["ttl_rule"]["counts_from"]')
+t0=$SECONDS
+curl -s -m 90 -o "$T/busy" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+	--data-binary '{"cmd":"sleep 60","timeout_seconds":80}' "$URL/v1/sandboxes/$A/exec" &
+busy=$!
+got=$(wait_status "$A" ended:ttl 40)
+took=$(( SECONDS - t0 ))
+wait $busy
+[ "$from" = creation ] && [ "$got" = ended:ttl ] && [ $took -lt 40 ] \
+	&& pass absolute_while_busy_cluster "$A counted from creation: deleted after $took s with a 60 s command running" \
+	|| fail absolute_while_busy_cluster "counts_from $from, status $got after $took s"
 KEY=$CL_KEY
 
 [ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" | sed 's/^/  | /'; done; exit 1; }

@@ -19,7 +19,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # cl_setup: the database (store), a token of any number of uses (token),
 # a key of workspace cl on the team plan (key) and one of workspace
 # cl-cap, whose own limits are tighter (key_cap), and one of cl-broke,
-# whose credit is almost nothing (key_broke); 1 with cl_error.
+# whose credit is almost nothing (key_broke), and two with TTL rules
+# (key_idle, key_abs); 1 with cl_error.
 cl_setup() {
 	pg_server_start "$dir" || { cl_error=$pg_error; return 1; }
 	"${pg_as[@]}" "$pg_bin/createdb" -h "$dir" -U kiln kiln_cl >/dev/null 2>&1 || { cl_error=createdb; return 1; }
@@ -35,8 +36,14 @@ cl_setup() {
 	# And one whose credit a few seconds of CPU spend (key_broke).
 	key_broke=$(cl_admin keys create --workspace cl-broke 2>"$dir/key.err")
 	cl_admin workspace plan cl-broke team '{"credit_microdollars": 50}' >/dev/null 2>&1
-	[[ $token == kjt_* && $key == kiln_* && $key_cap == kiln_* && $key_broke == kiln_* ]] ||
-		{ cl_error="token '$token' key '$key' key_cap '$key_cap' key_broke '$key_broke'"; return 1; }
+	# The TTL rules, scaled down: hibernate when idle and delete 8 s
+	# later (key_idle); count from creation (key_abs).
+	key_idle=$(cl_admin keys create --workspace cl-idle 2>"$dir/key.err")
+	cl_admin workspace plan cl-idle team '{"idle_hibernate": 1, "hibernated_retention_seconds": 8}' >/dev/null 2>&1
+	key_abs=$(cl_admin keys create --workspace cl-abs 2>"$dir/key.err")
+	cl_admin workspace plan cl-abs team '{"ttl_absolute": 1}' >/dev/null 2>&1
+	[[ $token == kjt_* && $key == kiln_* && $key_cap == kiln_* && $key_broke == kiln_* && $key_idle == kiln_* && $key_abs == kiln_* ]] ||
+		{ cl_error="token '$token' key '$key' key_cap '$key_cap' key_broke '$key_broke' key_idle '$key_idle' key_abs '$key_abs'"; return 1; }
 }
 
 cl_admin() { "$kilnd" --data "$dir/admin" --store "$store" "$@"; }

@@ -278,18 +278,6 @@ grep -q 'ttl_seconds' <<<"$BODY" && grep -q '"isError":true' <<<"$BODY" &&
 	pass mcp_ttl_cap "MCP create_sandbox: the plan's TTL cap, a tool error" || fail mcp_ttl_cap "$STATUS $(head -c 300 <<<"$BODY")"
 
 # ---- the TTL rules: hibernate when idle, then delete; count from creation ---------------------
-# wait_status ID WANT SECONDS: poll GET (not activity) until its status,
-# or "ended:WHY" once it answers 404 sandbox_ended; prints what it saw.
-wait_status() {
-	local seen= i
-	for i in $(seq 1 $(( $3 * 2 ))); do
-		api GET "/v1/sandboxes/$1"
-		if [ "$STATUS" = 404 ]; then seen=ended:$(jget 'j["error"].get("ended")'); else seen=$(jget 'j["status"]'); fi
-		[ "$seen" = "$2" ] && break
-		sleep 0.5
-	done
-	echo "$seen"
-}
 KEY=$IDLE
 api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":4}'
 I=$(jget 'j["id"]')

@@ -180,6 +180,19 @@ build_template() {
 have_kvm() { [ -d /sys/module/kvm_intel ] || [ -d /sys/module/kvm_amd ]; }
 
 # create_sandbox [BODY]: POST /v1/sandboxes; sets SBX (empty on failure).
+# wait_status ID WANT SECONDS: poll GET (not activity) until its status,
+# or "ended:WHY" once it answers 404 sandbox_ended; prints what it saw.
+wait_status() {
+	local seen= i
+	for i in $(seq 1 $(( $3 * 2 ))); do
+		api GET "/v1/sandboxes/$1"
+		if [ "$STATUS" = 404 ]; then seen=ended:$(jget 'j["error"].get("ended")'); else seen=$(jget 'j["status"]'); fi
+		[ "$seen" = "$2" ] && break
+		sleep 0.5
+	done
+	echo "$seen"
+}
+
 create_sandbox() {
 	local body=${1:-'{"template":"minimal"}'}
 	api POST /v1/sandboxes "$body"
