@@ -270,6 +270,49 @@ static void *tunnel_thread(void *arg)
 	return NULL;
 }
 
+/* A tunnel on a thread: a is one end of layer (the TLS layer's socket
+ * pair), b one end of guest, and peer the server's end of a loopback TCP
+ * connection whose client end is c. */
+struct tunnel_rig {
+	int layer[2], guest[2], l, c, s;
+	struct tunnel_args t;
+	pthread_t th;
+};
+
+static int rig_start(struct tunnel_rig *r)
+{
+	*r = (struct tunnel_rig){ .layer = { -1, -1 }, .guest = { -1, -1 }, .l = -1, .c = -1, .s = -1 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof sa;
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, r->layer) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, r->guest) < 0 ||
+	    (r->l = socket(AF_INET, SOCK_STREAM, 0)) < 0 || bind(r->l, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(r->l, 1) < 0 || getsockname(r->l, (struct sockaddr *)&sa, &sl) < 0 ||
+	    (r->c = socket(AF_INET, SOCK_STREAM, 0)) < 0 || connect(r->c, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    (r->s = accept(r->l, NULL, NULL)) < 0)
+		return -1;
+	r->t = (struct tunnel_args){ .a = r->layer[0], .b = r->guest[0], .peer = r->s };
+	return pthread_create(&r->th, NULL, tunnel_thread, &r->t) == 0 ? 0 : -1;
+}
+
+/* Whether the tunnel returned within 5 s (a tunnel that never ends fails
+ * the test and does not hang the run); closes what is left. */
+static bool rig_end(struct tunnel_rig *r)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	bool ended = pthread_timedjoin_np(r->th, NULL, &until) == 0;
+	if (!ended) {
+		pthread_cancel(r->th);
+		pthread_join(r->th, NULL);
+	}
+	int *fds[] = { &r->layer[0], &r->layer[1], &r->guest[0], &r->guest[1], &r->l, &r->c, &r->s };
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+	return ended;
+}
+
 /* n bytes from fd within ms, or what came: -1 on timeout. */
 static ssize_t read_within(int fd, char *buf, size_t cap, int ms)
 {
@@ -281,27 +324,19 @@ static ssize_t read_within(int fd, char *buf, size_t cap, int ms)
 
 static void tunnel_sees_hidden_fin(void)
 {
-	int layer[2], guest[2];
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, layer) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, guest) == 0);
-	/* The client's TCP connection: c its end, s the server's (peer). */
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof sa;
-	CHECK(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0 &&
-	      getsockname(l, (struct sockaddr *)&sa, &sl) == 0);
-	int c = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK(connect(c, (struct sockaddr *)&sa, sizeof sa) == 0);
-	int s = accept(l, NULL, NULL);
-	CHECK(s >= 0);
-	struct tunnel_args t = { .a = layer[0], .b = guest[0], .peer = s };
-	pthread_t th;
-	CHECK(pthread_create(&th, NULL, tunnel_thread, &t) == 0);
+	struct tunnel_rig r;
+	bool up = rig_start(&r) == 0;
+	CHECK(up);
+	if (!up)
+		return;
+	int *layer = r.layer, *guest = r.guest;
 	char buf[64];
 	CHECK(send(layer[1], "request", 7, 0) == 7);
 	ssize_t n = read_within(guest[1], buf, sizeof buf, 5000);
 	CHECK(n == 7 && !memcmp(buf, "request", 7));
 	/* The client's last bytes reach the layer with its FIN. */
-	close(c);
+	close(r.c);
+	r.c = -1;
 	CHECK(send(layer[1], "tail", 4, 0) == 4);
 	n = read_within(guest[1], buf, sizeof buf, 5000);
 	CHECK(n == 4 && !memcmp(buf, "tail", 4));
@@ -311,52 +346,29 @@ static void tunnel_sees_hidden_fin(void)
 	n = read_within(layer[1], buf, sizeof buf, 5000);
 	CHECK(n == 6 && !memcmp(buf, "answer", 6));
 	close(guest[1]);
+	guest[1] = -1;
 	n = read_within(layer[1], buf, sizeof buf, 5000);
 	CHECK(n == 0);	/* the tunnel has ended */
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
-	bool ended = pthread_timedjoin_np(th, NULL, &until) == 0;
-	CHECK(ended);
-	if (!ended) {	/* a tunnel that never ends fails, and does not hang the run */
-		pthread_cancel(th);
-		pthread_join(th, NULL);
-	}
-	close(layer[0]), close(layer[1]), close(guest[0]), close(s), close(l);
+	CHECK(rig_end(&r));
 }
 
 /* The other way: the guest ends (its VMM stopped), and the tunnel ends
  * too, as a half-close of the layer's socket would reach nobody. */
 static void tunnel_ends_with_guest(void)
 {
-	int layer[2], guest[2];
-	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, layer) == 0 && socketpair(AF_UNIX, SOCK_STREAM, 0, guest) == 0);
-	int l = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof sa;
-	CHECK(l >= 0 && bind(l, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(l, 1) == 0 &&
-	      getsockname(l, (struct sockaddr *)&sa, &sl) == 0);
-	int c = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK(connect(c, (struct sockaddr *)&sa, sizeof sa) == 0);
-	int s = accept(l, NULL, NULL);
-	struct tunnel_args t = { .a = layer[0], .b = guest[0], .peer = s };
-	pthread_t th;
-	CHECK(pthread_create(&th, NULL, tunnel_thread, &t) == 0);
+	struct tunnel_rig r;
+	bool up = rig_start(&r) == 0;
+	CHECK(up);
+	if (!up)
+		return;
+	int *layer = r.layer, *guest = r.guest;
 	char buf[64];
 	CHECK(send(guest[1], "last words", 10, 0) == 10);
 	close(guest[1]);
+	guest[1] = -1;
 	ssize_t n = read_within(layer[1], buf, sizeof buf, 5000);
 	CHECK(n == 10 && !memcmp(buf, "last words", 10));
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
-	bool ended = pthread_timedjoin_np(th, NULL, &until) == 0;
-	CHECK(ended);	/* with the client still connected */
-	if (!ended) {
-		pthread_cancel(th);
-		pthread_join(th, NULL);
-	}
-	close(layer[0]), close(layer[1]), close(guest[0]), close(c), close(s), close(l);
+	CHECK(rig_end(&r));	/* with the client still connected */
 }
 
 int main(void)
