@@ -26,6 +26,7 @@
  */
 #include "api/api.h"
 #include "api/handlers.h"
+#include "api/hcommon.h"
 #include "api/http.h"
 #include "hostif/hostif.h"
 #include "hostif/hostif_wire.h"
@@ -273,21 +274,6 @@ static void relay_guest(struct relay *rl, int fd, int peer, const char *extra, s
 	hostif_leave(hi, &hg);
 }
 
-/* Whether the sandbox has ended (deleted, failed, gone): its followed
- * log ends with it. */
-static bool relay_sandbox_ended(struct relay *rl)
-{
-	struct sbx_row row;
-	int rc = hostif_get(rl->api->hostif, rl->ws, rl->id, false, &row);
-	if (rc == -ENOENT)
-		return true;
-	if (rc < 0)
-		return false;
-	bool ended = row.state == SBX_DELETED || row.state == SBX_FAILED;
-	sbx_row_clear(&row);
-	return ended;
-}
-
 /* "OK SIZE\n" and the log's last SIZE bytes as they are now; following,
  * then what the VMM appends, until the sandbox ends or the API goes
  * (peer: http.h, the API's TLS connection). */
@@ -324,7 +310,7 @@ static void relay_log(struct relay *rl, int fd, int peer)
 		}
 		if (last)
 			break;
-		if ((last = relay_sandbox_ended(rl)))
+		if ((last = sandbox_ended(rl->api->hostif, rl->ws, rl->id)))
 			continue;
 		struct pollfd p[2] = { { .fd = fd, .events = POLLRDHUP }, { .fd = peer, .events = POLLRDHUP } };
 		if (poll(p, 2, LOG_FOLLOW_POLL_MS) > 0)
@@ -361,7 +347,8 @@ int h_host_relay(struct req *r)
 		return reply_error(r, 500, "internal", "out of memory");
 	rl->api = r->api;
 	rl->log = log;
-	rl->follow = log && req_query(r, "follow") && !strcmp(req_query(r, "follow"), "1");
+	const char *follow = req_query(r, "follow");
+	rl->follow = log && follow && !strcmp(follow, "1");
 	snprintf(rl->ws, sizeof rl->ws, "%s", r->params[0]);
 	snprintf(rl->id, sizeof rl->id, "%s", r->params[1]);
 	/* Relays count against the tenant's WebSocket cap here as on the

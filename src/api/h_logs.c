@@ -155,15 +155,7 @@ static void flush_line(struct follow *f)
 
 static bool ended(struct follow *f)
 {
-	struct sbx_row row;
-	int rc = hostif_get(f->api->hostif, f->workspace, f->id, false, &row);
-	if (rc == -ENOENT)
-		return true;	/* deleted, and gone from the host */
-	if (rc < 0)
-		return false;
-	bool gone = row.state == SBX_DELETED || row.state == SBX_FAILED;
-	sbx_row_clear(&row);
-	return gone;
+	return sandbox_ended(f->api->hostif, f->workspace, f->id);
 }
 
 static long follow_read(void *ctx, char *buf, size_t max)

@@ -185,3 +185,16 @@ const struct prices *req_prices(struct req *r)
 	static const struct prices published = { PRICE_VCPU_HOUR_DEFAULT, PRICE_GIB_HOUR_DEFAULT };
 	return r->api->plans ? &r->api->plans->prices : &published;
 }
+
+bool sandbox_ended(struct hostif *hi, const char *ws, const char *id)
+{
+	struct sbx_row row;
+	int rc = hostif_get(hi, ws, id, false, &row);
+	if (rc == -ENOENT)
+		return true;	/* deleted, and gone from the host */
+	if (rc < 0)
+		return false;
+	bool gone = row.state == SBX_DELETED || row.state == SBX_FAILED;
+	sbx_row_clear(&row);
+	return gone;
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 struct guest_stat;
+struct hostif;
 struct hostif_guest;
 struct ops_caller;
 struct prices;
@@ -39,6 +40,9 @@ int req_sandbox(struct req *r, struct sbx_row *out, int *answered);
  * *answered. */
 int req_guest_enter(struct req *r, struct hostif_guest *hg, int *answered);
 void req_guest_leave(struct req *r, struct hostif_guest *hg);
+/* Whether the sandbox has ended (deleted, failed, or gone from the host):
+ * what a followed log ends with. False while it cannot be told. */
+bool sandbox_ended(struct hostif *hi, const char *ws, const char *id);
 /* How long a sandbox that ended is still named in 404s (docs/api.md). */
 #define ENDED_RETENTION_S (24 * 3600)
 /* The 404 for a sandbox id the caller cannot use: "sandbox_ended" with
