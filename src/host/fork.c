@@ -35,18 +35,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int ctl_simple(struct sandbox *sb, const char *cmd, int timeout_ms)
-{
-	char ctl[PATH_MAX];
-	sandbox_ctl(sb, ctl, sizeof ctl);
-	json_t *req = json_pack("{s:s}", "cmd", cmd), *reply = NULL;
-	int rc = req ? vmm_ctl(ctl, req, &reply, timeout_ms) : errf(ENOMEM, "out of memory");
-	json_decref(req);
-	json_decref(reply);
-	return rc;
-}
-
-/* A child's record, linked and saved, with its directory. */
 /* A child's record, linked. With pending, it was admitted against its
  * workspace's caps: counted there until linked, or given back here if it
  * fails before. */
@@ -368,7 +356,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	pthread_mutex_lock(&h->layers);
 	/* Paused, the disk and the memory are of the same instant; kiln-vmm
 	 * keeps a VM that was paused before a snapshot paused after it. */
-	bool paused = (rc = ctl_simple(sb, "pause", 10000)) == 0;
+	bool paused = (rc = sandbox_ctl_cmd(sb, "pause", 10000)) == 0;
 	if (rc == 0)
 		rc = disk_flatten(cfg->data_dir, top, disk);
 	if (rc == 0)
@@ -408,7 +396,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 		int saved = rc;
 		char msg[300];
 		snprintf(msg, sizeof msg, "%s", errmsg());
-		if (ctl_simple(sb, "resume", 10000) < 0)
+		if (sandbox_ctl_cmd(sb, "resume", 10000) < 0)
 			log_warn("sandbox %s: resume after snapshot: %s", sb->row.id, errmsg());
 		if (saved < 0)
 			errf(-saved, "%s", msg);

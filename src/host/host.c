@@ -5,6 +5,7 @@
 #include "host/host_events.h"
 #include "host/host_int.h"
 #include "host/netpool.h"
+#include "host/pool.h"
 #include "host/proc.h"
 #include "host/template.h"
 #include "host/vmm.h"
@@ -77,6 +78,8 @@ void host_link(struct host *h, struct sandbox *sb)
 	pthread_mutex_lock(&h->lock);
 	if (!sb->linked) {
 		ws_linked(h, sb);
+		if (sb->pooled)
+			h->pooled++;
 		sb->linked = true;
 		sb->refs++;
 		sb->next = h->list;
@@ -96,7 +99,10 @@ void host_unlink(struct host *h, struct sandbox *sb)
 				break;
 			}
 		sb->linked = false;
-		h->live--;
+		if (sb->pooled)
+			h->pooled--;
+		else
+			h->live--;
 		drop = true;
 		pthread_cond_broadcast(&h->cond);
 	}
@@ -231,6 +237,8 @@ static void save_usage(struct host *h, struct sandbox *sb)
 
 int sandbox_save(struct host *h, struct sandbox *sb)
 {
+	if (sb->pooled)
+		return 0;	/* no record until a create claims it (pool.h) */
 	pthread_mutex_lock(&sb->lock);
 	save_usage(h, sb);
 	int rc = store_sandbox_save(h->store, &sb->row);
@@ -261,7 +269,7 @@ int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state)
 	}
 	sandbox_save(h, sb);
 	/* Its exposed ports go with it (the record itself is kept). */
-	if (state == SBX_DELETED && store_port_delete_all(h->store, sb->row.id) < 0)
+	if (state == SBX_DELETED && !sb->pooled && store_port_delete_all(h->store, sb->row.id) < 0)
 		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
 	return 0;
 }
@@ -349,7 +357,7 @@ int host_each(struct host *h, const char *workspace, host_row_fn *fn, void *ctx)
 		struct sbx_row r;
 		if ((rc = sandbox_row(a[i], &r)) < 0)
 			break;
-		if (r.state != SBX_DELETED)
+		if (r.state != SBX_DELETED && r.workspace[0])	/* not a pool member */
 			rc = fn(ctx, &r);
 		sbx_row_clear(&r);
 	}
@@ -369,6 +377,8 @@ void host_metrics(struct host *h, struct strbuf *b)
 	int64_t mem;
 	pthread_mutex_lock(&h->lock);
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
+		if (sb->pooled)
+			continue;	/* pool_metrics counts them */
 		pthread_mutex_lock(&sb->lock);
 		if (sb->row.state < SBX_NSTATES)
 			count[sb->row.state]++;
@@ -384,6 +394,7 @@ void host_metrics(struct host *h, struct strbuf *b)
 	strbuf_printf(b, "# HELP kiln_guest_memory_mib Guest memory of running sandboxes.\n"
 		      "# TYPE kiln_guest_memory_mib gauge\nkiln_guest_memory_mib %lld\n",
 		   (long long)mem);
+	pool_metrics(h->pool, b);
 }
 
 /* ---- housekeeping ---------------------------------------------------------------- */
@@ -615,8 +626,13 @@ int host_open(const struct host_config *cfg, struct store *store, struct metrics
 		host_close(h);
 		return rc;
 	}
-	/* Zygotes of the templates in service, so the first create is fast. */
+	/* Zygotes of the templates in service, so the first create is fast;
+	 * then the pool, which spawns from them. */
 	templates_each(h->tpl, start_zygote, (void *)cfg);
+	if ((rc = pool_open(h, &h->pool)) < 0) {
+		host_close(h);
+		return rc;
+	}
 	*out = h;
 	return 0;
 }
@@ -631,6 +647,7 @@ void host_close(struct host *h)
 	pthread_mutex_unlock(&h->lock);
 	if (h->housekeeping)
 		pthread_join(h->housekeeper, NULL);
+	pool_close(h->pool);	/* its members unlink themselves */
 	while (h->list) {
 		struct sandbox *sb = h->list;
 		h->list = sb->next;

@@ -41,6 +41,7 @@ struct host_config {
 	/* Isolation (docs/network.md, docs/kilnd.md "Isolation"). */
 	bool net;			/* a network per sandbox */
 	int net_pool;			/* namespaces kept ready for creates */
+	int pool;			/* sandboxes spawned ahead, at most per template (pool.h); 0: none */
 	bool jail;			/* jail every VMM */
 	int jail_uid;			/* first uid (and gid) of the VMMs */
 	char cgroup[PATH_MAX];		/* parent of the sandboxes' cgroups */

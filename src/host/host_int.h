@@ -32,6 +32,7 @@ struct sandbox {
 	bool linked;			/* in h->list (h->lock) */
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
 	bool ws_pending;		/* counted in its workspace's tally until linked */
+	bool pooled;			/* a pool member (pool.h): no workspace, no record (h->lock) */
 	char dir[VM_DIR_MAX];
 	char workdir[256];		/* its template's WorkingDir (exec's default), or "" */
 	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */
@@ -53,7 +54,8 @@ struct host {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a create slot freed, or stop */
 	struct sandbox *list;
-	int live;			/* linked sandboxes (max_sandboxes) */
+	int live;			/* linked sandboxes (max_sandboxes), pool members aside */
+	int pooled;			/* linked pool members (pool.h) */
 	int64_t mem_mib;		/* memory of running and starting VMs */
 	int creating;			/* creates in flight (max_creates) */
 	/* Held while a layer is made and recorded, and by the collector, so
@@ -64,6 +66,7 @@ struct host {
 	struct netpool *net;		/* NULL: --no-net */
 	bool cgroups;			/* cgroup v2 limits for VMMs */
 	struct ws_tally *tallies;	/* per workspace, for ws_caps (h->lock) */
+	struct pool *pool;		/* NULL: --pool 0 */
 };
 
 /* host.c */
@@ -107,6 +110,19 @@ int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t st
 void sandbox_teardown(struct host *h, struct sandbox *sb);
 /* Wait for the guest agent, resync it, and measure. */
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync);
+/* A control request without arguments to the sandbox's VMM ("pause"). */
+int sandbox_ctl_cmd(struct sandbox *sb, const char *cmd, int timeout_ms);
+/* Metering from now on (what its VMM used before is nobody's). */
+void sandbox_meter_reset(struct sandbox *sb);
+/* pool.c's half of a create from template t: directory, network, jail
+ * and VMM, up to its agent answering (*g, connected) with its resolver
+ * written; no resync, no record (sb is pooled). */
+int sandbox_prestart(struct host *h, struct sandbox *sb, struct tmpl *t, struct guest **g);
+/* A pool member taken by a create becomes its sandbox: row's workspace,
+ * lifecycle, metadata and env (swapped into row: clear it after); id,
+ * disk, VMM and network stay. pending: admitted against the workspace's
+ * caps (host_admit_ws). Still CREATING: the caller moves it on. */
+void sandbox_claim(struct host *h, struct sandbox *sb, struct sbx_row *row, bool pending);
 /* The sandbox's disk (its overlay, the top of its chain) in the record,
  * kept as JSON {"top": PATH}; snapshots record theirs the same way. */
 int sandbox_top(struct sandbox *sb, char top[PATH_MAX]);

@@ -8,6 +8,7 @@
 #include "host/jail.h"
 #include "host/host_int.h"
 #include "host/net.h"
+#include "host/pool.h"
 #include "host/proc.h"
 #include "host/template.h"
 #include "host/vmm.h"
@@ -232,21 +233,58 @@ static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *
 		log_warn("sandbox %s: writing the guest's /etc/resolv.conf: %s", sb->row.id, errmsg());
 }
 
-int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
+/* The agent of a VM just started answering, within the boot timeout. */
+static int agent_ready(struct host *h, struct sandbox *sb, struct guest **out)
 {
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
+	int rc = guest_wait_ready(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, out);
+	if (rc == 0)
+		guest_set_timeout(*out, h->cfg->boot_timeout_ms);
+	return rc;
+}
+
+int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
+{
 	struct guest *g;
-	int rc = guest_wait_ready(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, &g);
+	int rc = agent_ready(h, sb, &g);
 	if (rc < 0)
 		return rc;
-	guest_set_timeout(g, h->cfg->boot_timeout_ms);
 	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
 	if (rc == 0 && sb->row.net_slot)
 		write_resolv_conf(h, sb, g);
 	guest_close(g);
 	return rc;
+}
+
+int sandbox_ctl_cmd(struct sandbox *sb, const char *cmd, int timeout_ms)
+{
+	char ctl[PATH_MAX];
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	json_t *req = json_pack("{s:s}", "cmd", cmd), *reply = NULL;
+	int rc = req ? vmm_ctl(ctl, req, &reply, timeout_ms) : errf(ENOMEM, "out of memory");
+	json_decref(req);
+	json_decref(reply);
+	return rc;
+}
+
+/* Metering restarts now: CPU and time its VMM had before (a pooled VM's
+ * spawn and wait) are nobody's. The bases make the next sample's totals
+ * count from here (sandbox_sample adds them to the VMM's own). */
+void sandbox_meter_reset(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	struct proc_usage u;
+	if (sb->row.vmm_pid > 0 && proc_usage(sb->row.vmm_pid, &u) == 0) {
+		sb->row.cpu_base = -u.cpu_seconds;
+		sb->row.active_base = -u.guest_seconds;
+	}
+	sb->row.cpu_seconds = sb->row.active_cpu_seconds = 0;
+	sb->row.mem_mib_seconds = sb->row.pss_mib_seconds = sb->row.running_seconds = 0;
+	memset(&sb->unsaved, 0, sizeof sb->unsaved);
+	sb->sample_ms = mono_ms();
+	pthread_mutex_unlock(&sb->lock);
 }
 
 void sandbox_abort(struct host *h, struct sandbox *sb, const char *why)
@@ -410,6 +448,45 @@ static int start_over(struct host *h, struct sandbox *sb, struct tmpl *t, const 
 	return rc < 0 ? rc : start_vm(h, sb, t, snap, net);
 }
 
+int sandbox_prestart(struct host *h, struct sandbox *sb, struct tmpl *t, struct guest **g)
+{
+	struct net_lease net;
+	int rc = start_vm(h, sb, t, NULL, &net);
+	if (rc == 0)
+		rc = agent_ready(h, sb, g);
+	if (rc == 0 && sb->row.net_slot)
+		write_resolv_conf(h, sb, *g);
+	return rc;
+}
+
+void sandbox_claim(struct host *h, struct sandbox *sb, struct sbx_row *row, bool pending)
+{
+	pthread_mutex_lock(&h->lock);
+	pthread_mutex_lock(&sb->lock);
+	snprintf(sb->row.workspace, sizeof sb->row.workspace, "%s", row->workspace);
+	sb->row.ttl_seconds = row->ttl_seconds;
+	sb->row.ttl_absolute = row->ttl_absolute;
+	sb->row.idle_hibernate = row->idle_hibernate;
+	sb->row.retention_seconds = row->retention_seconds;
+	sb->row.created_ms = row->created_ms;
+	sb->row.active_ms = row->active_ms;
+	char *swap = sb->row.metadata;
+	sb->row.metadata = row->metadata;
+	row->metadata = swap;
+	swap = sb->row.env;
+	sb->row.env = row->env;
+	row->env = swap;
+	pthread_mutex_unlock(&sb->lock);
+	/* Admission counted it as the create's (h->live, h->mem_mib, the
+	 * workspace's pending one): the pool's count lets it go. */
+	sb->pooled = false;
+	h->pooled--;
+	sb->counts_memory = true;
+	sb->ws_pending = pending;
+	ws_linked(h, sb);
+	pthread_mutex_unlock(&h->lock);
+}
+
 /* Errors while building say what failed; the status is a server error
  * unless the cause is one the client can act on. */
 static int build_errno(int rc)
@@ -425,6 +502,51 @@ static int build_errno(int rc)
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
+}
+
+/* host_create's own VMM, from t or snap: *out (sb->op held, linked) with
+ * 0 when it is ready, or with the error for the caller to record. *out
+ * NULL: nothing made, the admission given back. row is cleared. */
+static int create_spawned(struct host *h, const struct create_req *req, struct tmpl *t,
+			  struct snap_row *snap, struct sbx_row *row, struct sandbox **out)
+{
+	struct sandbox *sb = sandbox_alloc(h, row);
+	int64_t memory_mib = row->memory_mib;
+	sbx_row_clear(row);
+	*out = sb;
+	if (!sb) {
+		host_admit_done(h, 1, memory_mib, true);
+		host_ws_unused(h, req->caps ? req->workspace : NULL, 1);
+		return errf(ENOMEM, "out of memory");
+	}
+	sb->counts_memory = true;	/* the admission's reservation is now the sandbox's */
+	sb->ws_pending = req->caps != NULL;	/* and the workspace's, once linked */
+	/* Held until it is ready or gone: a DELETE of a sandbox still being
+	 * made (its id is listed) waits for the create to end. */
+	pthread_mutex_lock(&sb->op);
+	host_link(h, sb);
+	log_debug("sandbox %s: creating from %s %s", sb->row.id, req->snapshot ? "snapshot" : "template",
+		  req->snapshot ? req->snapshot : req->template);
+
+	struct net_lease net;
+	int rc = sandbox_save(h, sb);
+	if (rc == 0)
+		rc = start_vm(h, sb, t, snap, &net);
+	if (rc == 0)
+		rc = sandbox_wait_ready(h, sb, true);
+	if (rc == -ECHILD) {
+		/* Its guest died at start: before its VMM was ready (the spawn
+		 * says so: tmpl_spawn) or before its agent answered. Nothing of
+		 * the user's is in it yet: once more, from the start (a fresh
+		 * disk: the dead guest may have written to this one). A second
+		 * death is the create's error. */
+		log_warn("sandbox %s: %s; starting it again on a fresh disk", sb->row.id, errmsg());
+		metrics_start_retry(h->metrics);
+		rc = start_over(h, sb, t, t ? NULL : snap, &net);
+		if (rc == 0)
+			rc = sandbox_wait_ready(h, sb, true);
+	}
+	return rc;
 }
 
 int host_create(struct host *h, const struct create_req *req, struct sandbox **out)
@@ -469,40 +591,17 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	/* From a template, its image's Env under the create's (templates.md). */
 	row.env = req->snapshot ? dup_or_null(req->env ? req->env : snap.env) : tmpl_env_merge(t, req->env);
 	row.net_policy = dup_or_null(req->net_policy);
-	struct sandbox *sb = sandbox_alloc(h, &row);
-	sbx_row_clear(&row);
-	if (!sb) {
-		host_admit_done(h, 1, row.memory_mib, true);
-		host_ws_unused(h, req->caps ? req->workspace : NULL, 1);
-		rc = errf(ENOMEM, "out of memory");
-		goto out;
-	}
-	sb->counts_memory = true;	/* the admission's reservation is now the sandbox's */
-	sb->ws_pending = req->caps != NULL;	/* and the workspace's, once linked */
-	/* Held until it is ready or gone: a DELETE of a sandbox still being
-	 * made (its id is listed) waits for the create to end. */
-	pthread_mutex_lock(&sb->op);
-	host_link(h, sb);
-	log_debug("sandbox %s: creating from %s %s", sb->row.id, req->snapshot ? "snapshot" : "template",
-		  req->snapshot ? req->snapshot : req->template);
-
-	struct net_lease net;
-	rc = sandbox_save(h, sb);
-	if (rc == 0)
-		rc = start_vm(h, sb, t, &snap, &net);
-	if (rc == 0)
-		rc = sandbox_wait_ready(h, sb, true);
-	if (rc == -ECHILD) {
-		/* Its guest died at start: before its VMM was ready (the spawn
-		 * says so: tmpl_spawn) or before its agent answered. Nothing of
-		 * the user's is in it yet: once more, from the start (a fresh
-		 * disk: the dead guest may have written to this one). A second
-		 * death is the create's error. */
-		log_warn("sandbox %s: %s; starting it again on a fresh disk", sb->row.id, errmsg());
-		metrics_start_retry(h->metrics);
-		rc = start_over(h, sb, t, t ? NULL : &snap, &net);
-		if (rc == 0)
-			rc = sandbox_wait_ready(h, sb, true);
+	/* A VM the pool spawned ahead (pool.h), or this create's own. */
+	struct sandbox *sb = t ? pool_take(h->pool, t, req->net_policy) : NULL;
+	if (sb) {
+		pthread_mutex_lock(&sb->op);
+		sandbox_claim(h, sb, &row, req->caps != NULL);
+		sbx_row_clear(&row);
+		log_debug("sandbox %s: taken from the pool", sb->row.id);
+	} else {
+		rc = create_spawned(h, req, t, &snap, &row, &sb);
+		if (!sb)
+			goto out;	/* nothing made; the admission given back */
 	}
 	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
 	if (rc == 0) {

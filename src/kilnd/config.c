@@ -114,6 +114,7 @@ void config_host(const struct config *c, struct host_config *h)
 	h->reap_ms = c->reap_ms;
 	h->net = c->net;
 	h->net_pool = c->net_pool;
+	h->pool = c->pool;
 	h->jail = c->jail;
 	h->jail_uid = c->jail_uid;
 	snprintf(h->cgroup, sizeof h->cgroup, "%s", c->cgroup);

@@ -50,6 +50,7 @@ struct config {
 	/* Isolation (docs/network.md, docs/kilnd.md "Isolation"). */
 	bool net;			/* a network per sandbox (--no-net: none) */
 	int net_pool;			/* namespaces kept ready for creates */
+	int pool;			/* VMs spawned ahead, per template (pool.h) */
 	char dns[128];			/* guests' nameservers, "A.B.C.D,..." ("": the host's) */
 	bool jail;			/* jail every VMM (--no-jail: for debugging) */
 	int jail_uid;			/* first uid (and gid) of the VMMs */

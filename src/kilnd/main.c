@@ -132,6 +132,8 @@ static const char usage_text[] =
 	"                        exposed port PORT of sandbox ID (default: none)\n"
 	"  --no-net              no network for sandboxes (hosts without nftables)\n"
 	"  --net-pool N          sandbox networks kept ready (default 4; 0: made per create)\n"
+	"  --pool N              per template, up to N sandboxes spawned and paused ahead of\n"
+	"                        creates (default 0: none; docs/kilnd.md \"The pool\")\n"
 	"  --dns LIST            guests' nameservers, comma-separated IPv4 addresses (default:\n"
 	"                        the host's non-loopback ones, read at each create)\n"
 	"  --net-range CIDR      host-side addresses of sandbox networks, a /30 each\n"
@@ -163,7 +165,7 @@ enum {
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_OCI, O_VCPUS, O_MEMORY,
-	O_NO_NET, O_NET_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
+	O_NO_NET, O_NET_POOL, O_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
 	O_OFFER_VCPUS, O_OFFER_MEMORY, O_PLACEMENT, O_HOSTS_CA, O_PREVIEW_KEY,
@@ -221,6 +223,7 @@ static const struct option options[] = {
 	{ "help", no_argument, 0, O_HELP },
 	{ "no-net", no_argument, 0, O_NO_NET },
 	{ "net-pool", required_argument, 0, O_NET_POOL },
+	{ "pool", required_argument, 0, O_POOL },
 	{ "dns", required_argument, 0, O_DNS },
 	{ "net-range", required_argument, 0, O_NET_RANGE },
 	{ "no-jail", no_argument, 0, O_NO_JAIL },
@@ -361,6 +364,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_RESTART: c->restart = true; break;
 		case O_NO_NET: g->net = false; break;
 		case O_NET_POOL: g->net_pool = (int)number(optarg, "--net-pool", 0, 256); break;
+		case O_POOL: g->pool = (int)number(optarg, "--pool", 0, 64); break;
 		case O_DNS:
 			if (!dns_list_valid(optarg))
 				die("--dns %s: want 1 to 3 IPv4 addresses, comma-separated", optarg);

@@ -1,0 +1,148 @@
+#!/bin/bash
+# The pool (kilnd --pool N, docs/kilnd.md "The pool"): sandboxes spawned by
+# the template's zygote ahead of their creates and paused. Shown here: the
+# pool fills (paused VMs, listed nowhere, counted against no workspace); a
+# create takes one (kiln_pool_takes_total) and the sandbox cannot be told
+# from a spawned one: its clock is now's, its hostname its id, its random
+# numbers its own (two pooled sandboxes differ), its egress policy the
+# create's, and it forks and hibernates; its metering starts at the create,
+# not at the spawn; the pool gives members back when creates need the
+# room and never makes a create wait, replaces a member whose VMM died; stopping kilnd removes the members,
+# and so does a kilnd started after a kill -9.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { echo "SKIP kilnd_pool: no KVM"; exit 0; }
+up=kiln-t84-up
+. "$(dirname "$0")/../integration/upstream.sh"
+upstream $up kup84
+mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
+ip netns exec $up python3 -m http.server 80 --bind 0.0.0.0 --directory "$T/www" >/dev/null 2>&1 &
+at_exit "kill $! 2>/dev/null"
+for i in $(seq 60); do
+	[ "$(curl -s -m 5 http://192.0.2.2/)" = kiln-upstream ] && break
+	sleep 0.5
+done
+
+build_template minimal || exit 1
+start_kilnd --rate 0 --pool 2 --net-pool 2 || exit 1
+KEY=$(new_key pool)
+at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
+
+metric() { curl -s "$URL/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
+ready() { local n; n=$(metric 'kiln_pool_ready{template="minimal"}'); echo "${n:-0}"; }
+hits() { metric 'kiln_pool_takes_total{result="hit"}'; }
+misses() { metric 'kiln_pool_takes_total{result="miss"}'; }
+# wait_ready N SECONDS: until at least N are ready; prints how many are.
+wait_ready() {
+	local i
+	for i in $(seq $(( $2 * 4 ))); do
+		[ "$(ready)" -ge "$1" ] && break
+		sleep 0.25
+	done
+	ready
+}
+# vmm_state ID: what its VMM says it is doing (running or paused).
+vmm_state() {
+	python3 - "$DATA/sandboxes/$1/ctl.sock" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b'{"cmd":"status"}\n')
+print(json.loads(s.makefile().readline()).get("state", "?"))
+EOF
+}
+ex() {   # ex SBX CMD: its stdout, trimmed
+	api POST "/v1/sandboxes/$1/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$2")"
+	jget 'j["stdout"].strip()'
+}
+
+# ---- filled, paused, nobody's -----------------------------------------------------------------
+n=$(wait_ready 1 90)
+check pool_fills "kiln_pool_ready{template=\"minimal\"} $n with no create yet (the target is 1 + recent creates)" [ "$n" = 1 ]
+member=$(ls "$DATA/sandboxes" 2>/dev/null | head -1)
+state=$([ -n "$member" ] && vmm_state "$member")
+check pool_member_paused "its VMM ($member) says '$state'" [ "$state" = paused ]
+api GET /v1/sandboxes
+check pool_not_listed "GET /v1/sandboxes: $(jget 'len(j["sandboxes"])') sandboxes" [ "$(jget 'len(j["sandboxes"])')" = 0 ]
+c=$(metric 'kiln_sandboxes{state="creating"}')
+check pool_not_counted "kiln_sandboxes creating $c" [ "$c" = 0 ]
+
+# ---- a create takes it ----------------------------------------------------------------------------
+sleep 6	# it waits in the pool: the create must not inherit the time
+create_sandbox '{"template":"minimal"}'
+A=$SBX
+check pool_hit "created $A ($(jget 'j.get("ready_ms")') ms) from member $member; hits $(hits)" \
+	[ -n "$A" ] && [ "$A" = "$member" ] && [ "$(hits)" = 1 ]
+got=$(ex "$A" 'echo $(( $(date +%s) ))')
+now=$(date +%s)
+check pool_clock "guest $got, host $now" [ -n "$got" ] && [ $(( now - got )) -le 3 ] && [ $(( got - now )) -le 3 ]
+got=$(ex "$A" hostname)
+check pool_hostname "hostname '$got'" [ "$got" = "$A" ]
+api GET "/v1/sandboxes/$A"
+run=$(jget 'j["usage"]["running_seconds"]')
+check pool_metered_from_create "running_seconds $run right after the create (the member waited > 6 s)" \
+	python3 -c "import sys; sys.exit(0 if float('$run') < 4 else 1)"
+
+n=$(wait_ready 1 90)
+create_sandbox '{"template":"minimal","allow_internet":false}'
+B=$SBX
+check pool_hit_again "created $B, hits $(hits)" [ -n "$B" ] && [ "$(hits)" = 2 ]
+ra=$(ex "$A" 'head -c 16 /dev/urandom | od -An -tx1 | tr -d " \n"')
+rb=$(ex "$B" 'head -c 16 /dev/urandom | od -An -tx1 | tr -d " \n"')
+check pool_random_own "A $ra, B $rb" [ -n "$ra" ] && [ ${#ra} = 32 ] && [ "$ra" != "$rb" ]
+fetch() { ex "$1" 'echo GET / | nc -w 3 192.0.2.2 80 | head -1 | grep . || echo blocked'; }
+got=$(fetch "$B")
+check pool_policy_applied "allow_internet false: '$got'" [ "$got" = blocked ]
+got=$(fetch "$A")
+check pool_policy_open "the default: '$got'" [ "$got" = kiln-upstream ]
+
+api POST "/v1/sandboxes/$A/fork"
+F=$(jget 'j["sandboxes"][0]["id"]')
+got=$([ -n "$F" ] && ex "$F" 'echo forked')
+check pool_fork "fork $F: '$got'" [ "$got" = forked ]
+[ -n "$F" ] && api DELETE "/v1/sandboxes/$F"
+ex "$A" 'echo kept > /root/f' >/dev/null
+api POST "/v1/sandboxes/$A/hibernate"
+got=$(ex "$A" 'cat /root/f')
+check pool_hibernate_wake "after hibernate and wake: '$got'" [ "$got" = kept ]
+c=$(( $(hits) + $(misses) ))
+check pool_counts_creates "hits $(hits) + misses $(misses) = $c creates from a template" [ "$c" = 2 ]
+
+# ---- stop: nothing left ---------------------------------------------------------------------------
+for s in "$A" "$B"; do api DELETE "/v1/sandboxes/$s"; done
+wait_ready 1 60 >/dev/null
+stop_kilnd
+left="VMMs '$(sandbox_vmms | tr '\n' ' ')', directories '$(ls "$DATA/sandboxes" | tr '\n' ' ')', networks '$(ls "$DATA/net" | tr '\n' ' ')'"
+check pool_stop_clean "after stop: $left" [ -z "$(sandbox_vmms)" ] && [ -z "$(ls "$DATA/sandboxes")" ] && [ -z "$(ls "$DATA/net")" ]
+
+# ---- room: creates come first -------------------------------------------------------------------
+start_kilnd --rate 0 --pool 2 --max-sandboxes 2 --create-wait 1000 || exit 1
+n=$(wait_ready 1 90)
+# A member whose VMM dies while it waits is replaced, not handed out.
+dead=$(ls "$DATA/sandboxes" 2>/dev/null | head -1)
+[ -n "$dead" ] && kill -9 "$(cut -d' ' -f1 "$DATA/sandboxes/$dead/vmm.pid")"
+for i in $(seq 120); do
+	[ ! -e "$DATA/sandboxes/$dead" ] && [ "$(ready)" = 1 ] && break
+	sleep 0.25
+done
+check pool_dead_member_replaced "member $dead killed: its directory $([ -e "$DATA/sandboxes/$dead" ] && echo kept || echo gone), now $(ls "$DATA/sandboxes" | tr '\n' ' ')ready" \
+	[ -n "$dead" ] && [ ! -e "$DATA/sandboxes/$dead" ] && [ "$(ready)" = 1 ]
+create_sandbox '{"template":"minimal"}'
+C1=$SBX
+create_sandbox '{"template":"minimal"}'
+C2=$SBX
+for i in $(seq 40); do [ "$(ready)" = 0 ] && break; sleep 0.25; done
+check pool_gives_room "--max-sandboxes 2, 2 created ($C1 $C2): $(ready) left in the pool" \
+	[ -n "$C1" ] && [ -n "$C2" ] && [ "$(ready)" = 0 ]
+create_sandbox '{"template":"minimal"}'
+check pool_no_overcommit "a third create: $STATUS" [ "$STATUS" = 503 ]
+for s in "$C1" "$C2"; do api DELETE "/v1/sandboxes/$s"; done
+n=$(wait_ready 1 90)
+
+# ---- a kill -9: the next kilnd removes what the pool left ---------------------------------------
+member=$(ls "$DATA/sandboxes" 2>/dev/null | head -1)
+kill -9 "$KILND_PID"; wait "$KILND_PID" 2>/dev/null; KILND_PID=
+before=$(sandbox_vmms | wc -l)
+start_kilnd --rate 0 --net-pool 0 || exit 1
+check pool_kill9_clean "member $member's VMM ($before before) and directory gone after the restart" \
+	[ -n "$member" ] && [ "$before" -ge 1 ] && [ -z "$(sandbox_vmms)" ] && [ ! -e "$DATA/sandboxes/$member" ] && [ -z "$(ls "$DATA/net")" ]
+alive pool_kilnd_alive
