@@ -63,6 +63,7 @@ struct proc {
 	bool out_paused;
 	bool exited;		/* reaped */
 	bool orphan;		/* foreground whose client left: killed */
+	bool reattached;	/* its client came by ATTACH (not the EXEC's) */
 	bool timed_out;
 	int status;
 	uint64_t tail[3];	/* after exit: bytes still to read per stream */
@@ -397,8 +398,17 @@ static void proc_check_done(struct proc *p)
 	p->in_fd = -1;
 	buf_free(&p->pending);
 	if (p->conn) {
+		/* A background process's exit read by the client that started
+		 * it is not the end of it: that client may be closing (a start
+		 * that detaches once STARTED arrived races a short command), and
+		 * the output is for whoever ATTACHes. An ATTACHed client's
+		 * read is: then the record goes. */
+		bool keep = (p->flags & KILN_EXEC_BACKGROUND) && !p->reattached;
 		send_exit(p);
-		proc_free(p);
+		if (keep)
+			evict_exited(p->a);
+		else
+			proc_free(p);
 	} else if (!(p->flags & KILN_EXEC_BACKGROUND) || p->orphan) {
 		proc_free(p);
 	} else {
@@ -905,6 +915,7 @@ void exec_attach(struct conn *c, const struct kiln_msg *m)
 		return;
 	}
 	p->conn = c;
+	p->reattached = true;
 	p->replay = p->ring_head;
 	conn_op_start(c, &exec_op, p);
 	send_started(c, p);

@@ -88,6 +88,6 @@ qemu_vsock() {
 	out=$(kg exec -- sh -c 'echo via AF_VSOCK; exit 3'); rc=$?
 	check qemu_vsock_exec "status $rc: $out" test "$rc" = 3 -a "$out" = "via AF_VSOCK"
 	out=$(timeout 120 python3 "$REPO/tests/integration/agent_raw.py" vsock 5 2>&1 | grep -c '^PASS')
-	check qemu_vsock_raw "$out of 10 raw-client cases pass over AF_VSOCK" test "$out" = 10
+	check qemu_vsock_raw "$out of 12 raw-client cases pass over AF_VSOCK" test "$out" = 12
 }
 if full_only qemu_vsock "the agent over AF_VSOCK under QEMU's microvm"; then qemu_vsock; fi

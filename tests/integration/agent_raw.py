@@ -13,13 +13,14 @@ import struct
 import sys
 
 # Message types and tags, from docs/protocol.md.
-PING, EXEC, STAT = 0x01, 0x03, 0x12
+PING, EXEC, ATTACH, STAT = 0x01, 0x03, 0x04, 0x12
 DATA, EOF = 0x40, 0x41
 OK, ERROR, PONG, STARTED, STDOUT, STDERR, EXIT = 0x80, 0x81, 0x82, 0x84, 0x85, 0x86, 0x87
 T_ID, T_PID, T_ARG, T_FLAGS, T_SIGNAL, T_CODE, T_PATH = 1, 2, 3, 9, 12, 13, 14
 T_ERRNO, T_MESSAGE, T_VERSION, T_DATA = 26, 27, 33, 44
-ENOENT, EPROTO, EMSGSIZE, EBADMSG, EOPNOTSUPP = 2, 71, 90, 74, 95
+ENOENT, ESRCH, EPROTO, EMSGSIZE, EBADMSG, EOPNOTSUPP = 2, 3, 71, 90, 74, 95
 RAW = {DATA, STDOUT, STDERR, 0x8b}
+F_BACKGROUND = 0x04
 
 failed = 0
 
@@ -151,6 +152,40 @@ def t_exec(target):
     c.close()
 
 
+def read_to_exit(c):
+    out, typ, p = b'', None, {}
+    while typ != EXIT:
+        typ, p = c.recv()
+        if typ == STDOUT:
+            out += p
+        elif typ not in (STDERR, STARTED):
+            break
+    return typ, p, out
+
+
+def t_background(target):
+    # A background process's exit read by the client that started it
+    # (which may have been detaching): still there for the next ATTACH,
+    # with its output; an ATTACHed client's read of it is its end.
+    c = Conn(target)
+    c.send(frame(EXEC, field(T_ARG, 'sh') + field(T_ARG, '-c') + field(T_ARG, 'echo quick; exit 4') +
+                 field(T_FLAGS, F_BACKGROUND)))
+    typ, f = c.recv()
+    pid = u32(f, T_ID) if typ == STARTED else None
+    typ, p, out = read_to_exit(c)
+    c.close()
+    c = Conn(target)
+    c.send(frame(ATTACH, field(T_ID, pid or 0)))
+    typ2, p2, out2 = read_to_exit(c)
+    report(typ == EXIT and typ2 == EXIT and out2 == b'quick\n' and u32(p2, T_CODE) == 4, 'py_background_kept',
+           'starter read %r then 0x%02x; ATTACH replayed %r, then 0x%02x' % (out, typ or 0, out2, typ2 or 0))
+    c.send(frame(ATTACH, field(T_ID, pid or 0)))
+    typ, f = c.recv()
+    report(typ == ERROR and u32(f, T_ERRNO) == ESRCH, 'py_background_read_ends',
+           'a second ATTACH: 0x%02x errno %s' % (typ, u32(f, T_ERRNO) if typ == ERROR else None))
+    c.close()
+
+
 def t_errors(target):
     c = Conn(target)
     c.send(frame(STAT, field(T_PATH, '/no/such/file')))
@@ -206,7 +241,8 @@ def main():
     if not target or target[0] not in ('vsock', 'unix', 'bridge'):
         print(__doc__, file=sys.stderr)
         return 2
-    for name, fn in (('py_ping', t_ping), ('py_exec', t_exec), ('raw_errors', t_errors)):
+    for name, fn in (('py_ping', t_ping), ('py_exec', t_exec), ('py_background', t_background),
+                     ('raw_errors', t_errors)):
         run(name, fn, target)
     return 1 if failed else 0
 
