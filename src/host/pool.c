@@ -202,7 +202,11 @@ static int fill_one(struct pool *p, struct tmpl *t, struct member *out)
 	sb->pooled = true;
 	host_link(h, sb);
 	struct guest *g = NULL;
+	int64_t t0 = now_us();
 	rc = sandbox_prestart(h, sb, t, &g);
+	if (rc == 0)
+		log_debug("pool: sandbox %s of %s spawned, agent answered in %.1f ms", sb->row.id, t->name,
+			  (now_us() - t0) / 1e3);
 	/* Paused: no vCPU runs (no timer ticks, nothing billed to anyone)
 	 * until a create resumes it. */
 	if (rc == 0)
