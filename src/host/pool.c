@@ -25,7 +25,7 @@
 #define POOL_MEMBERS 256	/* all templates together */
 #define POOL_TEMPLATES 32	/* templates whose creates are counted */
 #define RATE_TIMES 64		/* creates remembered per template */
-#define RATE_WINDOW_MS 10000
+#define RATE_WINDOW_MS 60000
 /* Host memory a fill leaves free beyond the member's own guest memory,
  * and the level below which members are given back. */
 #define FILL_MARGIN_MIB 1024

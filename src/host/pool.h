@@ -15,7 +15,7 @@
  * host's admission (h->live, h->mem_mib); the pool fills only within what
  * admission would allow and gives members back when memory runs short.
  *
- * How many: per template, 1 + its creates in the last 10 seconds, at
+ * How many: per template, 1 + its creates in the last 60 seconds, at
  * most N. Members of a version no longer in service are removed.
  */
 #ifndef KILN_HOST_POOL_H
