@@ -1,6 +1,6 @@
 /*
- * pool: see pool.h. One thread fills and trims; creates take members
- * under the pool's lock and wake them on their own thread.
+ * pool: see pool.h. One thread (common/periodic) fills and trims; creates
+ * take members under the pool's lock and wake them on their own thread.
  */
 #include "host/guest_conn.h"
 #include "host/host_int.h"
@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "host/host_config.h"
 #include "common/log.h"
+#include "common/periodic.h"
 #include "common/strbuf.h"
 
 #include <errno.h>
@@ -46,7 +47,6 @@ struct rate {
 struct pool {
 	struct host *h;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;	/* a member taken, or stop */
 	struct member m[POOL_MEMBERS];
 	int n;
 	int64_t mem_mib;	/* guest memory of members and the one being made */
@@ -54,7 +54,7 @@ struct pool {
 	int nrates;
 	uint64_t hits, misses;
 	bool stop;
-	pthread_t filler;
+	struct periodic filler;	/* every second, and kicked by a take */
 };
 
 static int64_t now_us(void)
@@ -316,32 +316,22 @@ static bool round_once(struct pool *p, struct in_service *s)
 	return false;
 }
 
-static void *fill(void *arg)
+/* The filler's pass: rounds until one has nothing to do. */
+static void fill(void *arg)
 {
 	struct pool *p = arg;
 	/* Background work: the creates come first (nice, like the network
 	 * pool's refill; the VMMs are the zygote's children, not ours). */
 	setpriority(PRIO_PROCESS, (id_t)gettid(), 10);
-	pthread_mutex_lock(&p->lock);
-	while (!p->stop) {
+	for (bool busy = true; busy;) {
 		struct in_service s = { .p = p };
-		pthread_mutex_unlock(&p->lock);
 		templates_each(p->h->tpl, add_in_service, &s);
 		pthread_mutex_lock(&p->lock);
-		bool busy = !p->stop && round_once(p, &s);
+		busy = !p->stop && round_once(p, &s);
 		pthread_mutex_unlock(&p->lock);
 		for (int i = 0; i < s.n; i++)
 			tmpl_put(p->h->tpl, s.t[i]);
-		pthread_mutex_lock(&p->lock);
-		if (!busy && !p->stop) {
-			struct timespec until;
-			clock_gettime(CLOCK_REALTIME, &until);
-			until.tv_sec += 1;
-			pthread_cond_timedwait(&p->cond, &p->lock, &until);
-		}
 	}
-	pthread_mutex_unlock(&p->lock);
-	return NULL;
 }
 
 /* ---- the interface ----------------------------------------------------------------------- */
@@ -356,12 +346,11 @@ int pool_open(struct host *h, struct pool **out)
 		return errf(ENOMEM, "out of memory");
 	p->h = h;
 	pthread_mutex_init(&p->lock, NULL);
-	pthread_cond_init(&p->cond, NULL);
-	if (pthread_create(&p->filler, NULL, fill, p) != 0) {
-		pthread_cond_destroy(&p->cond);
+	int rc = periodic_start(&p->filler, "the pool's", 1000, fill, p);
+	if (rc < 0) {
 		pthread_mutex_destroy(&p->lock);
 		free(p);
-		return errf(EAGAIN, "cannot start the pool's thread");
+		return rc;
 	}
 	*out = p;
 	return 0;
@@ -373,14 +362,12 @@ void pool_close(struct pool *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = true;
-	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
-	pthread_join(p->filler, NULL);
+	periodic_stop(&p->filler);
 	while (p->n) {
 		struct member m = unlist(p, p->n - 1);
 		destroy(p, &m, "kilnd is stopping");
 	}
-	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -420,8 +407,8 @@ struct sandbox *pool_take(struct pool *p, struct tmpl *t, const char *policy)
 	struct member m = have ? unlist(p, i) : (struct member){ 0 };
 	if (!have)
 		p->misses++;
-	pthread_cond_broadcast(&p->cond);	/* refill (or grow: the rate rose) */
 	pthread_mutex_unlock(&p->lock);
+	periodic_kick(&p->filler);	/* refill (or grow: the rate rose) */
 	if (!have)
 		return NULL;
 	if (wake(p, &m, policy) < 0) {
