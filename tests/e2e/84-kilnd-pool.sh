@@ -70,11 +70,12 @@ check pool_not_counted "kiln_sandboxes creating $c" [ "$c" = 0 ]
 sleep 6	# it waits in the pool: the create must not inherit the time
 create_sandbox '{"template":"minimal"}'
 A=$SBX
-check pool_hit "created $A ($(jget 'j.get("ready_ms")') ms) from member $member; hits $(hits)" \
-	[ -n "$A" ] && [ "$A" = "$member" ] && [ "$(hits)" = 1 ]
+ok=; [ -n "$A" ] && [ "$A" = "$member" ] && [ "$(hits)" = 1 ] && ok=1
+check pool_hit "created $A ($(jget 'j.get("ready_ms")') ms) from member $member; hits $(hits)" [ -n "$ok" ]
 got=$(ex "$A" 'echo $(( $(date +%s) ))')
 now=$(date +%s)
-check pool_clock "guest $got, host $now" [ -n "$got" ] && [ $(( now - got )) -le 3 ] && [ $(( got - now )) -le 3 ]
+ok=; [ -n "$got" ] && [ $(( now - got )) -le 3 ] && [ $(( got - now )) -le 3 ] && ok=1
+check pool_clock "guest $got, host $now" [ -n "$ok" ]
 got=$(ex "$A" hostname)
 check pool_hostname "hostname '$got'" [ "$got" = "$A" ]
 api GET "/v1/sandboxes/$A"
@@ -85,10 +86,12 @@ check pool_metered_from_create "running_seconds $run right after the create (the
 n=$(wait_ready 1 90)
 create_sandbox '{"template":"minimal","allow_internet":false}'
 B=$SBX
-check pool_hit_again "created $B, hits $(hits)" [ -n "$B" ] && [ "$(hits)" = 2 ]
+ok=; [ -n "$B" ] && [ "$(hits)" = 2 ] && ok=1
+check pool_hit_again "created $B, hits $(hits)" [ -n "$ok" ]
 ra=$(ex "$A" 'head -c 16 /dev/urandom | od -An -tx1 | tr -d " \n"')
 rb=$(ex "$B" 'head -c 16 /dev/urandom | od -An -tx1 | tr -d " \n"')
-check pool_random_own "A $ra, B $rb" [ -n "$ra" ] && [ ${#ra} = 32 ] && [ "$ra" != "$rb" ]
+ok=; [ -n "$ra" ] && [ ${#ra} = 32 ] && [ "$ra" != "$rb" ] && ok=1
+check pool_random_own "A $ra, B $rb" [ -n "$ok" ]
 fetch() { ex "$1" 'echo GET / | nc -w 3 192.0.2.2 80 | head -1 | grep . || echo blocked'; }
 got=$(fetch "$B")
 check pool_policy_applied "allow_internet false: '$got'" [ "$got" = blocked ]
@@ -112,7 +115,8 @@ for s in "$A" "$B"; do api DELETE "/v1/sandboxes/$s"; done
 wait_ready 1 60 >/dev/null
 stop_kilnd
 left="VMMs '$(sandbox_vmms | tr '\n' ' ')', directories '$(ls "$DATA/sandboxes" | tr '\n' ' ')', networks '$(ls "$DATA/net" | tr '\n' ' ')'"
-check pool_stop_clean "after stop: $left" [ -z "$(sandbox_vmms)" ] && [ -z "$(ls "$DATA/sandboxes")" ] && [ -z "$(ls "$DATA/net")" ]
+ok=; [ -z "$(sandbox_vmms)" ] && [ -z "$(ls "$DATA/sandboxes")" ] && [ -z "$(ls "$DATA/net")" ] && ok=1
+check pool_stop_clean "after stop: $left" [ -n "$ok" ]
 
 # ---- room: creates come first -------------------------------------------------------------------
 start_kilnd --rate 0 --pool 2 --max-sandboxes 2 --create-wait 1000 || exit 1
@@ -124,15 +128,15 @@ for i in $(seq 120); do
 	[ ! -e "$DATA/sandboxes/$dead" ] && [ "$(ready)" = 1 ] && break
 	sleep 0.25
 done
-check pool_dead_member_replaced "member $dead killed: its directory $([ -e "$DATA/sandboxes/$dead" ] && echo kept || echo gone), now $(ls "$DATA/sandboxes" | tr '\n' ' ')ready" \
-	[ -n "$dead" ] && [ ! -e "$DATA/sandboxes/$dead" ] && [ "$(ready)" = 1 ]
+ok=; [ -n "$dead" ] && [ ! -e "$DATA/sandboxes/$dead" ] && [ "$(ready)" = 1 ] && ok=1
+check pool_dead_member_replaced "member $dead killed: its directory $([ -e "$DATA/sandboxes/$dead" ] && echo kept || echo gone), now $(ls "$DATA/sandboxes" | tr '\n' ' ')ready" [ -n "$ok" ]
 create_sandbox '{"template":"minimal"}'
 C1=$SBX
 create_sandbox '{"template":"minimal"}'
 C2=$SBX
 for i in $(seq 40); do [ "$(ready)" = 0 ] && break; sleep 0.25; done
-check pool_gives_room "--max-sandboxes 2, 2 created ($C1 $C2): $(ready) left in the pool" \
-	[ -n "$C1" ] && [ -n "$C2" ] && [ "$(ready)" = 0 ]
+ok=; [ -n "$C1" ] && [ -n "$C2" ] && [ "$(ready)" = 0 ] && ok=1
+check pool_gives_room "--max-sandboxes 2, 2 created ($C1 $C2): $(ready) left in the pool" [ -n "$ok" ]
 create_sandbox '{"template":"minimal"}'
 check pool_no_overcommit "a third create: $STATUS" [ "$STATUS" = 503 ]
 for s in "$C1" "$C2"; do api DELETE "/v1/sandboxes/$s"; done
@@ -143,6 +147,6 @@ member=$(ls "$DATA/sandboxes" 2>/dev/null | head -1)
 kill -9 "$KILND_PID"; wait "$KILND_PID" 2>/dev/null; KILND_PID=
 before=$(sandbox_vmms | wc -l)
 start_kilnd --rate 0 --net-pool 0 || exit 1
-check pool_kill9_clean "member $member's VMM ($before before) and directory gone after the restart" \
-	[ -n "$member" ] && [ "$before" -ge 1 ] && [ -z "$(sandbox_vmms)" ] && [ ! -e "$DATA/sandboxes/$member" ] && [ -z "$(ls "$DATA/net")" ]
+ok=; [ -n "$member" ] && [ "$before" -ge 1 ] && [ -z "$(sandbox_vmms)" ] && [ ! -e "$DATA/sandboxes/$member" ] && [ -z "$(ls "$DATA/net")" ] && ok=1
+check pool_kill9_clean "member $member's VMM ($before before) and directory gone after the restart" [ -n "$ok" ]
 alive pool_kilnd_alive

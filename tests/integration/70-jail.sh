@@ -24,7 +24,8 @@ check jail_guest_runs "the jailed VMM serves its guest: '$out'" [ "$out" = answe
 
 uid=$(awk '/^Uid:/{print $2 "/" $3}' /proc/$vmpid/status)
 nspid=$(awk '/^NSpid:/{print $NF}' /proc/$vmpid/status)
-check jail_unprivileged "uid $uid, PID $nspid in its own namespace" [ "$uid" = 4000/4000 ] && [ "$nspid" = 1 ]
+ok=; [ "$uid" = 4000/4000 ] && [ "$nspid" = 1 ] && ok=1
+check jail_unprivileged "uid $uid, PID $nspid in its own namespace" [ -n "$ok" ]
 
 # Its root holds only the skeleton of what was bound in.
 seen=$(ls -A /proc/$vmpid/root/ | tr '\n' ' ')

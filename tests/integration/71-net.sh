@@ -28,7 +28,8 @@ A=$($NET create 2>&1) || { fail net_create "$A"; exit 1; }
 B=$($NET create 2>&1) || { fail net_create "$B"; exit 1; }
 field() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
 nsA=$(field "$A" netns) slotA=$(field "$A" slot) nsB=$(field "$B" netns) ipB=$(field "$B" ns_ip)
-check net_create "two sandbox networks: $nsA, $nsB" [ -e "/run/netns/$nsA" ] && [ -e "/run/netns/$nsB" ]
+ok=; [ -e "/run/netns/$nsA" ] && [ -e "/run/netns/$nsB" ] && ok=1
+check net_create "two sandbox networks: $nsA, $nsB" [ -n "$ok" ]
 ip netns exec "$nsB" python3 -m http.server 80 --bind "$ipB" --directory "$T/www" >/dev/null 2>&1 &
 at_exit "kill $! 2>/dev/null"
 sleep 1
@@ -61,7 +62,8 @@ expect net_no_internet "192.0.2.2 80" blocked
 $NET policy "$slotA"
 expect net_policy_back_open "192.0.2.2 80" kiln-upstream
 err=$($NET policy "$slotA" --allow 300.1.2.3/8 2>&1); st=$?
-check net_policy_bad_cidr "status $st: $err" [ $st != 0 ] && grep -q "not an IPv4" <<<"$err"
+ok=; [ $st != 0 ] && grep -q "not an IPv4" <<<"$err" && ok=1
+check net_policy_bad_cidr "status $st: $err" [ -n "$ok" ]
 
 kill -9 "$GUEST_PID" 2>/dev/null; wait "$GUEST_PID" 2>/dev/null
 $NET destroy "$slotA"; $NET destroy "$(field "$B" slot)"; $NET cleanup
