@@ -2,6 +2,7 @@
 #include "vmm/vmm.h"
 #include "vmm/config.h"
 #include "vmm/fork.h"
+#include "vmm/kvmstats.h"
 #include "vmm/snapshot.h"
 #include "common/err.h"
 
@@ -57,6 +58,15 @@ static int cmd_status(struct vm *vm, const struct json *req, struct strbuf *r)
 		   (unsigned long long)vm->cfg->mem_mib, (int)getpid(),
 		   (unsigned long long)((now_ns() - vm->start_ns) / 1000000));
 	return 0;
+}
+
+/* stats: KVM's counters for the VM's vCPUs, summed, and the exits that
+ * came to us (kvmstats.h). bench/counts reads them before and after an
+ * operation. */
+static int cmd_stats(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	(void)req;
+	return kvmstats_json(vm, r);
 }
 
 /* snapshot_to: pause, capture, write DIR, and resume unless it was paused.
@@ -170,6 +180,7 @@ static int cmd_debug_exec(struct vm *vm, const struct json *req, struct strbuf *
 
 const struct ctl_command ctl_vm_commands[] = {
 	{ "status", cmd_status },
+	{ "stats", cmd_stats },
 	{ "pause", cmd_pause },
 	{ "resume", cmd_resume },
 	{ "shutdown", cmd_shutdown },

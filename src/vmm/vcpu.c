@@ -34,6 +34,7 @@ int vcpu_create(struct vm *vm, int index)
 	struct vcpu *v = &vm->vcpus[index];
 	v->vm = vm;
 	v->index = index;
+	v->stats_fd = -1;
 	v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, index);
 	if (v->fd < 0)
 		return errf_sys("KVM_CREATE_VCPU %d", index);

@@ -252,6 +252,8 @@ void vm_teardown(struct vm *vm)
 			munmap(vm->vcpus[i].run, (size_t)vm->run_size);
 		if (vm->vcpus[i].fd > 0)
 			close(vm->vcpus[i].fd);
+		if (vm->vcpus[i].stats_fd >= 0)
+			close(vm->vcpus[i].stats_fd);
 	}
 	ev_close(&vm->loop);
 	if (vm->vm_fd >= 0)

@@ -1,8 +1,11 @@
 #!/bin/bash
 # The control socket: status, pause (the guest stops making progress),
-# resume (it continues), bad requests, and shutdown (exit status 0).
+# resume (it continues), stats (KVM's exit counters: none while paused,
+# more as the guest runs), bad requests, and shutdown (exit status 0).
 . "$(dirname "$0")/lib.sh"
 ctl() { printf '%s\n' "$1" | socat -t 10 - "UNIX-CONNECT:$T/c.ctl"; }
+# stat REPLY NAME: a counter of a stats reply ("kvm" or top level), or "none".
+stat() { python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j.get("kvm",{}).get(sys.argv[2], j.get(sys.argv[2], "none")))' "$1" "$2" 2>/dev/null || echo none; }
 
 guest_start c 'i=0; while true; do i=$((i+1)); echo "tick $i"; sleep 0.2; done' --ctl "$T/c.ctl"
 wait_for_line "$T/c.console" 'tick 3' 60 || fail ctl_setup "guest never ticked; $(diagnose c)"
@@ -12,8 +15,10 @@ check ctl_status "$r" grep -q '"ok":true,"state":"running","ready":true,"vcpus":
 
 r=$(ctl '{"cmd":"pause"}')
 n1=$(grep -c tick "$T/c.console")
+p1=$(ctl '{"cmd":"stats"}')
 sleep 2
 n2=$(grep -c tick "$T/c.console")
+p2=$(ctl '{"cmd":"stats"}')
 s=$(ctl '{"cmd":"status"}')
 if [[ $r == *'"state":"paused"'* ]] && [ "$n1" -le "$n2" ] && [ $((n2 - n1)) -le 1 ] && [[ $s == *'"state":"paused"'* ]]; then
 	pass ctl_pause "ticks $n1 -> $n2 in 2 s while paused"
@@ -25,6 +30,17 @@ r=$(ctl '{"cmd":"resume"}')
 sleep 2
 n3=$(grep -c tick "$T/c.console")
 check ctl_resume "ticks $n2 -> $n3 after resume" [ $((n3 - n2)) -ge 3 ]
+
+# KVM's own counters: a sleeping, printing guest halts and writes to the
+# serial port (exits that come to the VMM); a paused one makes no exit.
+e1=$(stat "$p1" exits) e2=$(stat "$p2" exits)
+ok=; [ "$e1" != none ] && [ "$e1" -gt 0 ] && [ "$e1" = "$e2" ] && ok=1
+check ctl_stats_paused "exits $e1 -> $e2 in 2 s paused ($p2)" [ -n "$ok" ]
+s3=$(ctl '{"cmd":"stats"}')
+u2=$(stat "$p2" user_exits) u3=$(stat "$s3" user_exits)
+e3=$(stat "$s3" exits) h3=$(stat "$s3" halt_exits) i3=$(stat "$s3" io_exits)
+ok=; [ "$e3" != none ] && [ "$e3" -gt "$e2" ] && [ "$u3" -gt "$u2" ] && [ "$h3" -gt 0 ] && [ "$i3" -gt 0 ] && ok=1
+check ctl_stats_running "after 2 s running: exits $e2 -> $e3, to the VMM $u2 -> $u3, halts $h3, port I/O $i3" [ -n "$ok" ]
 
 r=$(ctl 'not json')
 check ctl_bad_json "$r" grep -q '"ok":false,"error":"json' <<<"$r"
