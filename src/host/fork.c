@@ -210,8 +210,13 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 	if (rc == 0) {
 		/* The parent's pause, as kiln-vmm measured it (bench/hardware
 		 * reads it here: the API does not carry it). */
-		log_info("sandbox %s: forked %d, parent paused %.1f ms", parent->row.id, n,
-			 json_number_value(json_object_get(reply, "pause_ms")));
+		json_t *st = json_object_get(reply, "steps_ms");
+		log_info("sandbox %s: forked %d, parent paused %.1f ms (stop %.1f, flush %.1f, seal %.1f, "
+			 "capture %.1f, start %.1f)", parent->row.id, n,
+			 json_number_value(json_object_get(reply, "pause_ms")),
+			 json_number_value(json_object_get(st, "stop")), json_number_value(json_object_get(st, "flush")),
+			 json_number_value(json_object_get(st, "seal")), json_number_value(json_object_get(st, "capture")),
+			 json_number_value(json_object_get(st, "start")));
 		sandbox_set_top(parent, ptop);
 		sandbox_save(h, parent);
 		for (int i = 0; i < n; i++) {

@@ -93,42 +93,42 @@ static bool has_final_line(const char *buf, size_t n)
 	return false;
 }
 
-int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
-		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds)
+/* start_on: fork the intermediate process, which forks the VM; both
+ * report on wfd, which this closes. 0, or -errno when the fork failed
+ * (said on wfd too, for a reader in another process). */
+static int start_on(int wfd, const struct guest_mem *mem, const struct vmm_config *cfg,
+		    const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds)
 {
-	int p[2];
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return errf_sys("pipe");
 	pid_t mid = fork();
 	if (mid < 0) {
-		close(p[0]);
-		close(p[1]);
-		return errf_sys("fork");
+		int e = errno;
+		dprintf(wfd, "error fork: %s\n", strerror(e));
+		close(wfd);
+		return errf(e, "fork: %s", strerror(e));
 	}
 	if (mid == 0) {
 		/* The intermediate process: fork the VM and vanish, so the VM is
 		 * nobody's child here and is adopted by the subreaper. A jailed VM
 		 * joins its network namespace and cgroup here, opens its TAP in
 		 * that namespace, and is born into a new PID namespace. */
-		close(p[0]);
 		struct vmm_config *c = (struct vmm_config *)cfg;
 		if (c->jail.root) {
 			if (jail_join(&c->jail) < 0 ||
 			    (c->tap && c->tap_fd < 0 && (c->tap_fd = virtio_net_tap_open(c->tap)) < 0) ||
 			    (!c->jail.no_pidns && unshare(CLONE_NEWPID) < 0 &&
 			     errf_sys("jail: unshare PID namespace") < 0)) {
-				dprintf(p[1], "error %s\n", errmsg());
+				dprintf(wfd, "error %s\n", errmsg());
 				_exit(1);
 			}
 		}
 		pid_t vmpid = fork();
 		if (vmpid < 0) {
-			dprintf(p[1], "error fork: %s\n", strerror(errno));
+			dprintf(wfd, "error fork: %s\n", strerror(errno));
 			_exit(1);
 		}
 		if (vmpid > 0) {
 			/* Its pid as we see it: inside a new PID namespace it is 1. */
-			dprintf(p[1], "pid %d\n", (int)vmpid);
+			dprintf(wfd, "pid %d\n", (int)vmpid);
 			_exit(0);
 		}
 		if (c->stderr_fd >= 0 && c->stderr_fd != STDERR_FILENO) {
@@ -144,7 +144,7 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 			if (keep[i] >= 0)
 				all[k++] = keep[i];
 		all[k] = -1;
-		close_inherited(p[1], all);
+		close_inherited(wfd, all);
 		if (c->jail.root) {
 			/* As PID 1 it would ignore signals without a handler. */
 			struct sigaction sa = { .sa_handler = jail_noop_handler };
@@ -154,16 +154,79 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 				sigaction(SIGINT, &sa, NULL);
 			}
 			if (jail_enter(&c->jail) < 0) {
-				dprintf(p[1], "error %s\n", errmsg());
+				dprintf(wfd, "error %s\n", errmsg());
 				_exit(EXIT_CONFIG);
 			}
 		}
-		child_run(mem, cfg, payload, len, t0, p[1]);
+		child_run(mem, cfg, payload, len, t0, wfd);
 	}
-	close(p[1]);
+	close(wfd);
 	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
 		;
+	return 0;
+}
+
+int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
+		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return errf_sys("pipe");
+	int rc = start_on(p[1], mem, cfg, payload, len, t0, keep_fds);
+	if (rc < 0) {
+		close(p[0]);
+		return rc;
+	}
 	return p[0];
+}
+
+int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, int n,
+		   const uint8_t *payload, size_t len, uint64_t t0, int *fds, pid_t *seed)
+{
+	int w[CHILDREN_MAX];
+	if (n < 1 || n > CHILDREN_MAX)
+		return errf(EINVAL, "children_start: %d children", n);
+	for (int i = 0; i < n; i++) {
+		int p[2];
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			int rc = errf_sys("pipe");
+			for (int k = 0; k < i; k++) {
+				close(fds[k]);
+				close(w[k]);
+			}
+			return rc;
+		}
+		fds[i] = p[0];
+		w[i] = p[1];
+	}
+	pid_t s = fork();
+	if (s < 0) {
+		int rc = errf_sys("fork");
+		for (int i = 0; i < n; i++) {
+			close(fds[i]);
+			close(w[i]);
+		}
+		return rc;
+	}
+	if (s == 0) {
+		/* The seed: this process's memory as it was at the fork, which
+		 * every child is started from while the caller runs on. */
+		for (int i = 0; i < n; i++)
+			close(fds[i]);
+		for (int i = 0; i < n; i++)
+			start_on(w[i], mem, &cfgs[i], payload, len, t0, NULL);
+		_exit(0);
+	}
+	for (int i = 0; i < n; i++)
+		close(w[i]);
+	*seed = s;
+	return 0;
+}
+
+void children_reap(pid_t seed)
+{
+	while (seed > 0 && waitpid(seed, NULL, 0) < 0 && errno == EINTR)
+		;
 }
 
 int child_parse(char *buf, size_t n, bool eof, struct child_result *out)

@@ -27,6 +27,17 @@ struct child_result {
 int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds);
 int child_wait(int fd, struct child_result *out);
+/* children_start: child_start for the n children of one fork, at the cost
+ * of a single fork of the caller: one seed process, forked with the
+ * memory as it is now, starts the children one by one while the caller
+ * runs on (a fork copies the caller's page tables, so a pause that forked
+ * every child grew with their number). fds[i] is child i's descriptor for
+ * child_wait, *seed the seed's pid for children_reap, called once every
+ * child has reported. 0, or -errno with nothing started. */
+#define CHILDREN_MAX 64
+int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, int n,
+		   const uint8_t *payload, size_t len, uint64_t t0, int *fds, pid_t *seed);
+void children_reap(pid_t seed);
 /* child_parse: for callers that read the descriptor themselves (into a
  * buffer of CHILD_REPORT_MAX): 1 and *out when the child reported ready,
  * 0 while more is to come, -errno when it failed or went away. */

@@ -13,7 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_CHILDREN 64
+#define MAX_CHILDREN CHILDREN_MAX
+
+static double ms_between(uint64_t a, uint64_t b)
+{
+	return (double)(b - a) / 1e6;
+}
 
 /* close_taps: the descriptors passed for the children (TAPs, stderr). */
 static void close_taps(struct vmm_config *cfgs, int n)
@@ -75,13 +80,19 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 				    i, vm->cfg->ndisks);
 		}
 
+	/* Where the pause goes, step by step (the reply's steps_ms): the
+	 * vCPUs stopping, the disks' pending writes, sealing the disk layers,
+	 * the capture of the VM's state, and starting (forking) the children. */
+	uint64_t t_start = now_ns(), t_stopped, t_flushed, t_sealed = 0, t_captured = 0;
 	bool was_paused = vm->paused;
 	if ((rc = vm_pause(vm)) < 0)
 		return rc;
+	t_stopped = now_ns();
 	struct strbuf payload;
 	strbuf_init(&payload);
 	struct snap_info info;
 	rc = vm_flush_disks(vm);
+	t_flushed = now_ns();
 	/* Disks first: each read-write disk's current top is sealed, and the
 	 * parent and every child get a new overlay over it. */
 	int ndisks = 0;
@@ -103,8 +114,10 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		rc = disk_fork(disk, parent_new, paths, n);
 		ndisks++;
 	}
+	t_sealed = now_ns();
 	if (rc == 0)
 		rc = snapshot_capture(vm, &payload, NULL);
+	t_captured = now_ns();
 	if (rc == 0)
 		rc = snapshot_info((const uint8_t *)payload.data, payload.len, &info);
 	for (i = 0; rc == 0 && i < n; i++) {
@@ -114,18 +127,19 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		if (rc < 0)
 			rc = errf(-rc, "child %d: %s", i, errmsg());
 	}
-	/* Start every child, then let the parent run on while they restore
-	 * and resync: one pause covers the capture and the forks only. */
+	/* Fork the seed that starts every child, then let the parent run on
+	 * while they restore and resync: one pause covers the capture and a
+	 * single fork, however many children (child.h). */
 	int fds[MAX_CHILDREN];
 	int started = 0;
-	for (i = 0; rc == 0 && i < n; i++) {
-		fds[i] = child_start(&vm->mem, &cfgs[i], (const uint8_t *)payload.data, payload.len,
-				     t0, NULL);
-		if (fds[i] < 0)
-			rc = errf(-fds[i], "child %d: %s", i, errmsg());
-		else
-			started++;
+	pid_t seed = -1;
+	if (rc == 0) {
+		rc = children_start(&vm->mem, cfgs, n, (const uint8_t *)payload.data, payload.len,
+				    t0, fds, &seed);
+		if (rc == 0)
+			started = n;
 	}
+	uint64_t t_started = now_ns();
 	close_taps(cfgs, n);           /* the children have their own copies */
 	double pause_ms = (double)(now_ns() - t0) / 1e6;
 	if (!was_paused)
@@ -136,6 +150,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		if (wrc < 0 && rc == 0)
 			rc = errf(-wrc, "child %d: %s", i, errmsg());
 	}
+	children_reap(seed);
 	strbuf_free(&payload);
 	vm->forks++;
 	/* The parent's disks may have moved to a new layer even when the
@@ -164,7 +179,11 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	for (i = 0; i < started; i++)
 		strbuf_printf(r, "%s{\"pid\":%d,\"ready_ms\":%.2f}", i ? "," : "", (int)res[i].pid,
 			      res[i].ready_ms);
-	strbuf_printf(r, "],\"pause_ms\":%.2f%s", pause_ms, disks.data ? disks.data : "");
+	strbuf_printf(r, "],\"pause_ms\":%.2f,\"steps_ms\":{\"checks\":%.2f,\"stop\":%.2f,\"flush\":%.2f,"
+		      "\"seal\":%.2f,\"capture\":%.2f,\"start\":%.2f}%s", pause_ms,
+		      ms_between(t0, t_start), ms_between(t_start, t_stopped), ms_between(t_stopped, t_flushed),
+		      ms_between(t_flushed, t_sealed), ms_between(t_sealed, t_captured),
+		      ms_between(t_captured, t_started), disks.data ? disks.data : "");
 	strbuf_free(&disks);
 	return 0;
 }

@@ -47,6 +47,17 @@ if [ $answered = 16 ] && [ "$distinct" = 16 ] && [ "$parent" = parent ]; then
 else
 	fail fork_tree_16 "answered $answered/16, distinct UUIDs $distinct, parent '$parent'; $errors reply $r"
 fi
+# Where the pause went, step by step; the seed that started the children
+# (one fork in the pause, not 16) is gone, no zombie left to the parent.
+steps=$(python3 -c '
+import json, sys
+r = json.loads(sys.argv[1]); st = r.get("steps_ms", {})
+names = ["checks", "stop", "flush", "seal", "capture", "start"]
+ok = all(isinstance(st.get(n), (int, float)) and st[n] >= 0 for n in names) and sum(st[n] for n in names) <= r["pause_ms"] + 1
+print(("ok " if ok else "bad ") + " ".join("%s %.1f" % (n, st.get(n, -1)) for n in names) + ", pause %.1f" % r["pause_ms"])' "$fork_reply" 2>&1)
+left=$(ps -o pid=,stat= --ppid "$ppid_" | tr '\n' ' ')
+ok=; [[ $steps == ok* ]] && [ -z "$left" ] && ok=1
+check fork_tree_steps "steps (ms): ${steps#* }; the parent's children now: '${left}'" [ -n "$ok" ]
 
 # Restore resyncs too: a hibernated guest wakes with the clock set and a
 # new name.
