@@ -73,11 +73,8 @@ int kvmstats_json(struct vm *vm, struct strbuf *out)
 	uint64_t user = 0;
 	for (int i = 0; i < vm->nvcpus; i++) {
 		struct vcpu *v = &vm->vcpus[i];
-		if (v->stats_fd < 0) {
-			v->stats_fd = ioctl(v->fd, KVM_GET_STATS_FD, NULL);
-			if (v->stats_fd < 0)
-				return errf_sys("KVM_GET_STATS_FD on vCPU %d (Linux 5.14 or later has it)", i);
-		}
+		if (v->stats_fd < 0)
+			return errf(ENOTSUP, "KVM has no statistics for vCPU %d (KVM_GET_STATS_FD: Linux 5.14 or later)", i);
 		int rc = add_vcpu(v->stats_fd, sum, found);
 		if (rc < 0)
 			return rc;

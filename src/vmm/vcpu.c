@@ -38,6 +38,12 @@ int vcpu_create(struct vm *vm, int index)
 	v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, index);
 	if (v->fd < 0)
 		return errf_sys("KVM_CREATE_VCPU %d", index);
+	/* Now, before the vCPU runs: a vCPU ioctl waits for the vCPU's mutex,
+	 * which KVM_RUN holds for as long as the guest runs or halts, so asked
+	 * later from the main thread it could stall the VMM's event loop
+	 * until the guest's next exit to us. Reading the file needs no lock.
+	 * -1 on kernels before 5.14: `stats` then says so (kvmstats.c). */
+	v->stats_fd = ioctl(v->fd, KVM_GET_STATS_FD, NULL);
 	v->run = mmap(NULL, (size_t)vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
 		v->run = NULL;

@@ -78,7 +78,7 @@ struct vcpu {
 	bool started;
 	bool io_pending;             /* an I/O exit KVM completes on the next KVM_RUN */
 	struct exitlog exits;        /* the last exits, for a post-mortem */
-	int stats_fd;                /* KVM's statistics, opened on first use (kvmstats.c); -1 */
+	int stats_fd;                /* KVM's statistics (kvmstats.c), or -1 */
 };
 
 struct serial;

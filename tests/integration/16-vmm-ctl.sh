@@ -63,3 +63,15 @@ if [[ $r == *'"ok":true'* ]] && [ "$GUEST_STATUS" = 0 ] && [ ! -e "$T/c.ctl" ]; 
 else
 	fail ctl_shutdown "reply '$r', status $GUEST_STATUS, socket $(ls "$T/c.ctl" 2>&1)"
 fi
+
+# stats answers at once while the guest idles: KVM's statistics file is
+# opened before the vCPU runs (a vCPU ioctl from the main thread would wait
+# for a halted vCPU's next exit, and stall the VMM's event loop with it).
+guest_start i 'echo idle-up; exec sleep 100000' --ctl "$T/i.ctl"
+wait_for_line "$T/i.console" 'idle-up' 60 || fail ctl_stats_setup "the idle guest never came up; $(diagnose i)"
+sleep 2
+t0=$(now_ms)
+r=$(printf '{"cmd":"stats"}\n' | socat -t 8 - "UNIX-CONNECT:$T/i.ctl")
+t1=$(now_ms)
+ok=; [ "$(stat "$r" exits)" != none ] && [ $((t1 - t0)) -lt 3000 ] && ok=1
+check ctl_stats_idle "an idle guest's stats in $((t1 - t0)) ms: $r" [ -n "$ok" ]
