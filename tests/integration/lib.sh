@@ -113,7 +113,7 @@ ctl() { timeout 160 python3 "$REPO/tests/integration/vsock_host.py" ctl "$1" "$2
 gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 "$2"; }
 
 # ---- guests with the agent -------------------------------------------------
-# boot_guest [-Q] [-c CID] [-m MIB] [-n VCPUS] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w]
+# boot_guest [-Q] [-c CID] [-m MIB] [-n VCPUS] [-d DISK]... [-R DISK] [-N] [-a APPEND] [-r ROOTARGS] [-w] [-C CTL]
 # Boots build/guest/{vmlinux,initramfs.cpio} (kiln-init as PID 1) under
 # kiln-vmm and waits until its agent answers over the VMM's vsock bridge.
 # DISKs become /dev/vda, /dev/vdb, ... (-R adds one read-only); -N adds a
@@ -122,15 +122,17 @@ gsh() { timeout 30 python3 "$REPO/tests/integration/vsock_host.py" sh "$1" 1000 
 # kernel command line. Sets GUEST_CONSOLE (the console log), GUEST_VM (the
 # kiln-vmm pid) and GUEST_SOCK (the vsock bridge socket), and makes `kg ARGS`
 # run build/kiln-guest against this guest; -w returns without waiting for
-# the agent. Fails (returns 1) with the console's tail on stderr if the
-# guest does not come up. Which VMM boots the guest is decided here only:
-# -Q boots QEMU's microvm instead (the reference peer), with vhost-vsock
+# the agent; -C gives kiln-vmm a control socket at CTL. Fails (returns 1)
+# with the console's tail on stderr if the guest does not come up. Which
+# VMM boots the guest is decided here only: -Q boots QEMU's microvm
+# instead (the reference peer), with vhost-vsock
 # reached over AF_VSOCK (`kg --cid CID`); it takes no -N.
 boot_guest() {
-	local cid=3 mem=512 vcpus=1 append="" rootargs="" wait=1 disks=() net=() qemu=0 opt OPTIND=1
-	while getopts "Qc:m:n:d:R:Na:r:w" opt; do
+	local cid=3 mem=512 vcpus=1 append="" rootargs="" wait=1 disks=() net=() ctl=() qemu=0 opt OPTIND=1
+	while getopts "Qc:m:n:d:R:Na:r:wC:" opt; do
 		case $opt in
 		Q) qemu=1 ;;
+		C) ctl=(--ctl "$OPTARG") ;;
 		c) cid=$OPTARG ;;
 		m) mem=$OPTARG ;;
 		n) vcpus=$OPTARG ;;
@@ -169,7 +171,7 @@ boot_guest() {
 	else
 		"$VMM" --kernel "$GUEST/vmlinux" --initrd "$GUEST/initramfs.cpio" --mem "$mem" \
 			--vcpus "$vcpus" --cid "$cid" --vsock "$GUEST_SOCK" --console "$GUEST_CONSOLE" \
-			--append "quiet $rootargs $append" "${disks[@]}" "${net[@]}" \
+			--append "quiet $rootargs $append" "${disks[@]}" "${net[@]}" "${ctl[@]}" \
 			</dev/null 2>"$T/vmm.$cid.err" &
 		GUEST_TRANSPORT="--vsock $GUEST_SOCK"
 	fi
