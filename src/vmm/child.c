@@ -180,6 +180,14 @@ int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
 	return p[0];
 }
 
+static void close_pipes(const int *r, const int *w, int n)
+{
+	for (int i = 0; i < n; i++) {
+		close(r[i]);
+		close(w[i]);
+	}
+}
+
 int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, int n,
 		   const uint8_t *payload, size_t len, uint64_t t0, int *fds, pid_t *seed)
 {
@@ -190,10 +198,7 @@ int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, i
 		int p[2];
 		if (pipe2(p, O_CLOEXEC) < 0) {
 			int rc = errf_sys("pipe");
-			for (int k = 0; k < i; k++) {
-				close(fds[k]);
-				close(w[k]);
-			}
+			close_pipes(fds, w, i);
 			return rc;
 		}
 		fds[i] = p[0];
@@ -202,10 +207,7 @@ int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, i
 	pid_t s = fork();
 	if (s < 0) {
 		int rc = errf_sys("fork");
-		for (int i = 0; i < n; i++) {
-			close(fds[i]);
-			close(w[i]);
-		}
+		close_pipes(fds, w, n);
 		return rc;
 	}
 	if (s == 0) {

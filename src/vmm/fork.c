@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_CHILDREN CHILDREN_MAX
-
 static double ms_between(uint64_t a, uint64_t b)
 {
 	return (double)(b - a) / 1e6;
@@ -44,10 +42,10 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	int n = 0;
 	for (struct json *c = children->child; c; c = c->next)
 		n++;
-	if (n > MAX_CHILDREN)
-		return errf(EINVAL, "at most %d children per fork", MAX_CHILDREN);
+	if (n > CHILDREN_MAX)
+		return errf(EINVAL, "at most %d children per fork", CHILDREN_MAX);
 
-	static struct vmm_config cfgs[MAX_CHILDREN];
+	static struct vmm_config cfgs[CHILDREN_MAX];
 	int i = 0, rc;
 	for (struct json *c = children->child; c; c = c->next, i++) {
 		if (c->type != JSON_OBJECT)
@@ -100,7 +98,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		struct disk *disk = virtio_blk_disk(vm->virtio[d]);
 		if (!disk)
 			continue;
-		const char *paths[MAX_CHILDREN];
+		const char *paths[CHILDREN_MAX];
 		for (i = 0; i < n; i++) {
 			paths[i] = cfgs[i].disks[ndisks].path;
 			if (disk->read_only) {
@@ -130,7 +128,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	/* Fork the seed that starts every child, then let the parent run on
 	 * while they restore and resync: one pause covers the capture and a
 	 * single fork, however many children (child.h). */
-	int fds[MAX_CHILDREN];
+	int fds[CHILDREN_MAX];
 	int started = 0;
 	pid_t seed = -1;
 	if (rc == 0) {
@@ -144,7 +142,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	double pause_ms = (double)(now_ns() - t0) / 1e6;
 	if (!was_paused)
 		vm_resume(vm);
-	struct child_result res[MAX_CHILDREN];
+	struct child_result res[CHILDREN_MAX];
 	for (i = 0; i < started; i++) {
 		int wrc = child_wait(fds[i], &res[i]);
 		if (wrc < 0 && rc == 0)

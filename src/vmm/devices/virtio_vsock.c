@@ -456,14 +456,12 @@ static int send_data(struct vsock *vs, struct conn *c, struct virtq_chain *first
 			/* EOF or error from the host side: no more data from it. */
 			done_reading = true;
 			c->host_eof = true;
-			q->last_avail -= (uint16_t)(popped - 1);
-			popped = 1;
-			if (got < 0) {
-				conn_reset(c);
-				return 0;
-			}
-			if (c->peer_shut_send) {
-				conn_close_from_guest(c, true);   /* both directions are done */
+			if (got < 0 || c->peer_shut_send) {
+				q->last_avail -= (uint16_t)(popped - 1);
+				if (got < 0)
+					conn_reset(c);
+				else
+					conn_close_from_guest(c, true);   /* both directions are done */
 				return 0;
 			}
 			/* Half-close: the guest reads EOF, and may still write. */
@@ -491,6 +489,8 @@ static int send_data(struct vsock *vs, struct conn *c, struct virtq_chain *first
 		c->tx_cnt += h.len;
 		put_packet(vs, &h, chs[used]);
 	}
+	/* The chains popped and not used go back; with none used, first is
+	 * the caller's. */
 	q->last_avail -= (uint16_t)(popped - (used > 0 ? used : 1));
 	return used;
 }
