@@ -256,7 +256,7 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 			crc = cgroup_move(cg, pid);
 		}
 		if (crc == 0)
-			crc = sandbox_wait_ready(h, kids[i], true);
+			crc = sandbox_wait_ready(h, kids[i], true, NULL);
 		double ms = (double)(mono_ms() - t0);
 		if (crc == 0) {
 			pthread_mutex_lock(&kids[i]->lock);

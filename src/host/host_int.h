@@ -43,6 +43,12 @@ struct sandbox {
 		int64_t hour_ms;
 		double cpu_s, mem_mib_s, run_s;
 	} unsaved;
+	/* Where its start's time went (sandbox.c step): "name ms, ..." since
+	 * at_ns, for the create's log line. Its creating thread's (sb->op). */
+	struct {
+		int64_t at_ns;
+		char text[240];
+	} steps;
 	struct sandbox *next;
 };
 
@@ -108,8 +114,9 @@ int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t st
 /* Kill the VMM (if any), release network, remove the directory. The
  * record is not changed. */
 void sandbox_teardown(struct host *h, struct sandbox *sb);
-/* Wait for the guest agent, resync it, and measure. */
-int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync);
+/* Wait for the guest agent, resync it, and write its resolv.conf unless
+ * t, the template it was spawned from (or NULL), gave it the host's. */
+int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync, const struct tmpl *t);
 /* A control request without arguments to the sandbox's VMM ("pause"). */
 int sandbox_ctl_cmd(struct sandbox *sb, const char *cmd, int timeout_ms);
 /* Metering from now on (what its VMM used before is nobody's). */

@@ -2,8 +2,9 @@
  * netpool: the sandbox networks (src/net) a kilnd owns, and a warm pool of
  * ready ones. Making a network takes a handful of ip(8) and nft(8) runs
  * (tens of milliseconds on a real host, seconds under emulation), so a
- * background thread keeps `size` of them made; a create takes one from the
- * pool and only makes its own when the pool is empty.
+ * background thread keeps --net-pool of them made, or as many as were
+ * taken in the last minute, up to --max-creates; a create takes one from
+ * the pool and only makes its own when the pool is empty.
  *
  * Every slot this kilnd claims has a file DATA/net/SLOT, made as soon as
  * the namespace exists and removed after it is gone. A kilnd that starts

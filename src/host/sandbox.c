@@ -35,6 +35,19 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* step: the time since the previous step under name, in sb->steps (the
+ * create's log line says where its time went: with creates at once, which
+ * step they queue in). */
+static void step(struct sandbox *sb, const char *name)
+{
+	int64_t now = mono_ns();
+	size_t n = strlen(sb->steps.text);
+	if (sb->steps.at_ns && n + 1 < sizeof sb->steps.text)
+		snprintf(sb->steps.text + n, sizeof sb->steps.text - n, "%s%s %.1f", n ? ", " : "", name,
+			 (double)(now - sb->steps.at_ns) / 1e6);
+	sb->steps.at_ns = now;
+}
+
 void sandbox_ctl(struct sandbox *sb, char *out, size_t cap)
 {
 	vm_path(out, cap, sb->dir, "ctl.sock");
@@ -208,11 +221,16 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 /* The guest's resolver, as the host's is now (dns.h): a template's copy
  * may be stale, and a host that moved networks has other servers. A guest
  * whose file cannot be written (a read-only image) still works otherwise:
- * that is logged, not a failed create. */
-static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g)
+ * that is logged, not a failed create. t: the template whose snapshot the
+ * guest was spawned from, or NULL: when its servers (written at its boot)
+ * are the host's, the guest has the file already (the write cost a create
+ * 52 ms of its 308 in the emulated host). */
+static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *g, const struct tmpl *t)
 {
 	char servers[DNS_LIST_MAX], text[512];
 	dns_servers(h->cfg, servers);
+	if (t && t->dns[0] && strcmp(t->dns, servers) == 0)
+		return;
 	dns_resolv_conf(servers, text, sizeof text);
 	if (!text[0]) {
 		log_warn("sandbox %s: the host has no nameserver a guest can reach (give kilnd --dns)",
@@ -231,6 +249,7 @@ static void write_resolv_conf(struct host *h, struct sandbox *sb, struct guest *
 		close(fd);
 	if (rc < 0)
 		log_warn("sandbox %s: writing the guest's /etc/resolv.conf: %s", sb->row.id, errmsg());
+	step(sb, "resolv");
 }
 
 /* The agent of a VM just started answering, within the boot timeout. */
@@ -244,16 +263,18 @@ static int agent_ready(struct host *h, struct sandbox *sb, struct guest **out)
 	return rc;
 }
 
-int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync)
+int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync, const struct tmpl *t)
 {
 	struct guest *g;
 	int rc = agent_ready(h, sb, &g);
+	step(sb, "agent");
 	if (rc < 0)
 		return rc;
 	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
+	step(sb, "resync");
 	if (rc == 0 && sb->row.net_slot)
-		write_resolv_conf(h, sb, g);
+		write_resolv_conf(h, sb, g, t);
 	guest_close(g);
 	return rc;
 }
@@ -321,6 +342,7 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 
 /* ---- create ---------------------------------------------------------------------------- */
 
+
 static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
 			       const struct net_lease *net)
 {
@@ -334,6 +356,7 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 	pthread_mutex_unlock(&h->layers);
 	if (rc < 0)
 		return rc;
+	step(sb, "disk");
 	pid_t pid;
 	const char *tap = net->slot ? net->tap : NULL, *netns = net->slot ? net->netns : NULL;
 	struct vmm_jail *jail = malloc(sizeof *jail);
@@ -348,18 +371,22 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 		*strrchr(idir, '/') = 0;
 	rc = vmm_jail_prepare(h, sb, top, t->snapshot ? NULL : kdir, t->snapshot ? NULL : idir, netns,
 			      jail);
+	step(sb, "jail");
 	if (rc == 0 && t->snapshot) {
-		double vmm_ms;
+		double vmm_ms, held_ms = 0;
 		struct spawn_spec s = { .dir = sb->dir, .disk = top, .tap = tap, .netns = netns,
 					.hostname = sb->row.id, .jail = jail };
-		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms);
+		rc = tmpl_spawn(cfg, t, &s, &pid, &vmm_ms, &held_ms);
+		step(sb, "spawn");
 		if (rc == 0)
-			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms", sb->row.id, vmm_ms);
+			log_debug("sandbox %s: spawned by the zygote, VMM ready in %.1f ms (its loop held %.1f)",
+				  sb->row.id, vmm_ms, held_ms);
 	} else if (rc == 0) {
 		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
 				     .disk = top, .tap = tap, .netns = netns, .hostname = sb->row.id,
 				     .jail = jail };
 		rc = vmm_launch(cfg, &s, &pid);
+		step(sb, "launch");
 	}
 	free(jail);
 	if (rc < 0)
@@ -397,9 +424,12 @@ static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct 
 	struct vm_spec s = { .dir = sb->dir, .disk = top, .tap = net->slot ? net->tap : NULL,
 			     .netns = netns, .hostname = sb->row.id, .restore = restore, .jail = jail };
 	pid_t pid;
+	step(sb, "disk");
 	rc = vmm_jail_prepare(h, sb, top, sdir, NULL, netns, jail);
+	step(sb, "jail");
 	if (rc == 0)
 		rc = vmm_launch(cfg, &s, &pid);
+	step(sb, "launch");
 	free(jail);
 	if (rc < 0)
 		return rc;
@@ -422,8 +452,10 @@ static int start_vm(struct host *h, struct sandbox *sb, struct tmpl *t, const st
 	int rc = mkdir(sb->dir, 0700) < 0 ? errf_sys("mkdir %s", sb->dir) : 0;
 	if (rc == 0)
 		rc = net_acquire(h, sb, t ? t->net : snapshot_has_net(h->cfg, snap->id), net);
+	step(sb, "net");
 	if (rc == 0)
 		rc = sandbox_save(h, sb);	/* its slot: a restart after a kill frees it */
+	step(sb, "save");
 	if (rc == 0)
 		rc = t ? build_from_template(h, sb, t, net) : build_from_snapshot(h, sb, snap, net);
 	return rc;
@@ -455,7 +487,7 @@ int sandbox_prestart(struct host *h, struct sandbox *sb, struct tmpl *t, struct 
 	if (rc == 0)
 		rc = agent_ready(h, sb, g);
 	if (rc == 0 && sb->row.net_slot)
-		write_resolv_conf(h, sb, *g);
+		write_resolv_conf(h, sb, *g, t);
 	return rc;
 }
 
@@ -527,13 +559,17 @@ static int create_spawned(struct host *h, const struct create_req *req, struct t
 	host_link(h, sb);
 	log_debug("sandbox %s: creating from %s %s", sb->row.id, req->snapshot ? "snapshot" : "template",
 		  req->snapshot ? req->snapshot : req->template);
+	sb->steps.at_ns = req->arrival_ns;
+	sb->steps.text[0] = 0;
+	step(sb, "admit");
 
 	struct net_lease net;
 	int rc = sandbox_save(h, sb);
+	step(sb, "record");
 	if (rc == 0)
 		rc = start_vm(h, sb, t, snap, &net);
 	if (rc == 0)
-		rc = sandbox_wait_ready(h, sb, true);
+		rc = sandbox_wait_ready(h, sb, true, t);
 	if (rc == -ECHILD) {
 		/* Its guest died at start: before its VMM was ready (the spawn
 		 * says so: tmpl_spawn) or before its agent answered. Nothing of
@@ -544,7 +580,7 @@ static int create_spawned(struct host *h, const struct create_req *req, struct t
 		metrics_start_retry(h->metrics);
 		rc = start_over(h, sb, t, t ? NULL : snap, &net);
 		if (rc == 0)
-			rc = sandbox_wait_ready(h, sb, true);
+			rc = sandbox_wait_ready(h, sb, true, t);
 	}
 	return rc;
 }
@@ -611,7 +647,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		pthread_mutex_unlock(&sb->lock);
 		sandbox_set_state(h, sb, SBX_RUNNING);
 		metrics_create(h->metrics, ms / 1000, true);
-		log_debug("sandbox %s: ready in %.1f ms", sb->row.id, ms);
+		log_debug("sandbox %s: ready in %.1f ms (%s)", sb->row.id, ms, sb->steps.text);
 		pthread_mutex_unlock(&sb->op);
 		*out = sb;
 	} else {
@@ -849,7 +885,7 @@ static int wake_vmm(struct host *h, struct sandbox *sb, const struct vm_spec *sp
 	if (rc == 0)
 		rc = sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
 	if (rc == 0)
-		rc = sandbox_wait_ready(h, sb, true);
+		rc = sandbox_wait_ready(h, sb, true, NULL);
 	return rc;
 }
 

@@ -104,6 +104,7 @@ int tmpl_save_manifest(const struct tmpl *t)
 			      "built_ms", (json_int_t)t->built_ms);
 	if (j) {
 		json_object_set_new(j, "net", json_boolean(t->net));
+		json_object_set_new(j, "dns", json_string(t->dns));
 		json_object_set_new(j, "description", json_string(t->description));
 		if (t->image)
 			json_object_set(j, "image", t->image);
@@ -148,6 +149,9 @@ int tmpl_load(const char *dir, struct tmpl *t)
 	t->snapshot = json_is_true(json_object_get(j, "snapshot"));
 	t->net = json_is_true(json_object_get(j, "net"));	/* its VM has a network device */
 	t->built_ms = json_integer_value(json_object_get(j, "built_ms"));
+	const char *dns = json_string_value(json_object_get(j, "dns"));
+	if (dns && strlen(dns) < sizeof t->dns)
+		memcpy(t->dns, dns, strlen(dns) + 1);
 	const char *desc = json_string_value(json_object_get(j, "description"));
 	snprintf(t->description, sizeof t->description, "%s", desc ? desc : "");
 	json_t *image = json_object_get(j, "image");
@@ -344,7 +348,7 @@ out:
 }
 
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
-	       pid_t *pid, double *ready_ms)
+	       pid_t *pid, double *ready_ms, double *held_ms)
 {
 	bool die = failpoint_hit(FP_SPAWN_DIES);
 	bool die_after = !die && failpoint_hit(FP_READY_DIES);
@@ -401,6 +405,8 @@ int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn
 		if (rc == 0) {
 			*pid = (pid_t)json_integer_value(json_object_get(reply, "pid"));
 			*ready_ms = json_number_value(json_object_get(reply, "ready_ms"));
+			if (held_ms)
+				*held_ms = json_number_value(json_object_get(reply, "held_ms"));
 			json_decref(reply);
 			if (*pid <= 0)
 				return errf(EPROTO, "zygote spawn: no pid in the reply");

@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "host/dns.h"
 #include "host/host_config.h"
 
 #include <jansson.h>
@@ -80,6 +81,10 @@ struct tmpl {
 	char base[PATH_MAX];		/* what sandbox overlays sit on: layer, or root */
 	bool snapshot;
 	bool net;			/* its VM has a network device */
+	/* The servers its snapshot's guest has in /etc/resolv.conf (its
+	 * boot's kiln.dns): a create writes the file only when the host's
+	 * differ. "": not known (a version built before it was kept). */
+	char dns[DNS_LIST_MAX];
 	char snapdir[PATH_MAX];
 	int64_t built_ms;
 	json_t *image;			/* the OCI image's config (owned), or NULL */
@@ -127,11 +132,13 @@ struct spawn_spec {
 
 /* Make sure the version's zygote runs (starting it if needed). */
 int tmpl_zygote_ensure(const struct host_config *cfg, struct tmpl *t);
-/* Fork a VM from the zygote: pid and the VMM's own ready time. -ECHILD:
- * its guest died before it was ready (the caller may start the sandbox
- * over, on a fresh disk: the dead guest may have written to this one). */
+/* Fork a VM from the zygote: pid and the VMM's own ready time, and (if
+ * held_ms) how long the zygote's loop spent on it, serving no other
+ * spawn. -ECHILD: its guest died before it was ready (the caller may start
+ * the sandbox over, on a fresh disk: the dead guest may have written to
+ * this one). */
 int tmpl_spawn(const struct host_config *cfg, struct tmpl *t, const struct spawn_spec *s,
-	       pid_t *pid, double *ready_ms);
+	       pid_t *pid, double *ready_ms, double *held_ms);
 /* Stop the version's zygote, if one runs. */
 void tmpl_zygote_stop(struct tmpl *t);
 

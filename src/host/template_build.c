@@ -345,6 +345,11 @@ static int step_boot(struct build *b)
 	if (b->net.slot) {
 		s.tap = b->net.tap;
 		s.netns = b->net.netns;
+		/* Kept in the manifest: the resolver its clones start with. */
+		char dns[DNS_LIST_MAX];
+		dns_servers(b->cfg, dns);
+		snprintf(b->t.dns, sizeof b->t.dns, "%s", dns);
+		s.dns = b->t.dns;
 	}
 	progress(b, "booting");
 	if ((rc = vmm_launch(b->cfg, &s, &b->vm_pid)) < 0)
@@ -466,7 +471,7 @@ static int step_verify(struct build *b)
 			s.netns = b->net.netns;
 		}
 		double ms;
-		rc = tmpl_spawn(b->cfg, &b->t, &s, &pid, &ms);
+		rc = tmpl_spawn(b->cfg, &b->t, &s, &pid, &ms, NULL);
 	} else if (rc == 0) {
 		struct vm_spec s = { .dir = dir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
 				     .disk = top, .hostname = "kiln-check" };
@@ -578,6 +583,7 @@ static int version_settings(struct build *b)
 		if (step_done(b, "snapshot")) {
 			b->t.snapshot = saved.snapshot;
 			b->t.net = saved.net;
+			memcpy(b->t.dns, saved.dns, sizeof b->t.dns);
 			snprintf(b->t.base, sizeof b->t.base, "%s", saved.base);
 			snprintf(b->t.snapdir, sizeof b->t.snapdir, "%s", saved.snapdir);
 		}

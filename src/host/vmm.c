@@ -87,7 +87,10 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pi
 			/* Its resolver, written by kiln-init at boot (a template's
 			 * build); creates, forks and wakes write it again. */
 			char dns[DNS_LIST_MAX];
-			dns_servers(cfg, dns);
+			if (s->dns)
+				snprintf(dns, sizeof dns, "%s", s->dns);
+			else
+				dns_servers(cfg, dns);
 			if (dns[0] && len < (int)sizeof append)
 				snprintf(append + len, sizeof append - len, " kiln.dns=%s", dns);
 		}

@@ -26,6 +26,7 @@ struct vm_spec {
 	const char *hostname;
 	const char *restore;		/* a snapshot directory; NULL: cold boot */
 	struct vmm_jail *jail;		/* NULL or off: unjailed */
+	const char *dns;		/* a cold boot's kiln.dns; NULL: the host's servers now */
 };
 
 /* Paths inside a VM directory. */

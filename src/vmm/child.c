@@ -95,9 +95,12 @@ static bool has_final_line(const char *buf, size_t n)
 
 /* start_on: fork the intermediate process, which forks the VM; both
  * report on wfd, which this closes. 0, or -errno when the fork failed
- * (said on wfd too, for a reader in another process). */
+ * (said on wfd too, for a reader in another process). With mid NULL it
+ * waits for the intermediate to end; else *mid is its pid, the caller's
+ * to reap (once the report is read: the intermediate ends after its
+ * "pid" line, or its "error"). */
 static int start_on(int wfd, const struct guest_mem *mem, const struct vmm_config *cfg,
-		    const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds)
+		    const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds, pid_t *mid_out)
 {
 	pid_t mid = fork();
 	if (mid < 0) {
@@ -161,18 +164,20 @@ static int start_on(int wfd, const struct guest_mem *mem, const struct vmm_confi
 		child_run(mem, cfg, payload, len, t0, wfd);
 	}
 	close(wfd);
-	while (waitpid(mid, NULL, 0) < 0 && errno == EINTR)
-		;
+	if (mid_out)
+		*mid_out = mid;
+	else
+		child_reap(mid);
 	return 0;
 }
 
 int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
-		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds)
+		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds, pid_t *mid)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return errf_sys("pipe");
-	int rc = start_on(p[1], mem, cfg, payload, len, t0, keep_fds);
+	int rc = start_on(p[1], mem, cfg, payload, len, t0, keep_fds, mid);
 	if (rc < 0) {
 		close(p[0]);
 		return rc;
@@ -216,7 +221,7 @@ int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, i
 		for (int i = 0; i < n; i++)
 			close(fds[i]);
 		for (int i = 0; i < n; i++)
-			start_on(w[i], mem, &cfgs[i], payload, len, t0, NULL);
+			start_on(w[i], mem, &cfgs[i], payload, len, t0, NULL, NULL);
 		_exit(0);
 	}
 	for (int i = 0; i < n; i++)
@@ -225,9 +230,9 @@ int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, i
 	return 0;
 }
 
-void children_reap(pid_t seed)
+void child_reap(pid_t pid)
 {
-	while (seed > 0 && waitpid(seed, NULL, 0) < 0 && errno == EINTR)
+	while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 }
 
@@ -301,6 +306,6 @@ int child_spawn(const struct guest_mem *mem, const struct vmm_config *cfg,
 		const uint8_t *payload, size_t len, uint64_t t0,
 		const int *keep_fds, struct child_result *out)
 {
-	int fd = child_start(mem, cfg, payload, len, t0, keep_fds);
+	int fd = child_start(mem, cfg, payload, len, t0, keep_fds, NULL);
 	return fd < 0 ? fd : child_wait(fd, out);
 }

@@ -23,21 +23,26 @@ struct child_result {
 };
 
 /* child_start: fork a VM running payload over mem with cfg; returns a
- * descriptor on which child_wait learns its fate (which closes it). */
+ * descriptor on which child_wait learns its fate (which closes it). The
+ * VM is forked by an intermediate process (so that it is nobody's child
+ * here): with mid NULL this waits for that process to end; else *mid is
+ * its pid, for child_reap once the report has been read (a zygote serves
+ * other spawns meanwhile). */
 int child_start(const struct guest_mem *mem, const struct vmm_config *cfg,
-		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds);
+		const uint8_t *payload, size_t len, uint64_t t0, const int *keep_fds, pid_t *mid);
+/* child_reap: wait for a process of ours to end (-1: none). */
+void child_reap(pid_t pid);
 int child_wait(int fd, struct child_result *out);
 /* children_start: child_start for the n children of one fork, at the cost
  * of a single fork of the caller: one seed process, forked with the
  * memory as it is now, starts the children one by one while the caller
  * runs on (a fork copies the caller's page tables, so a pause that forked
  * every child grew with their number). fds[i] is child i's descriptor for
- * child_wait, *seed the seed's pid for children_reap, called once every
+ * child_wait, *seed the seed's pid for child_reap, called once every
  * child has reported. 0, or -errno with nothing started. */
 #define CHILDREN_MAX 64
 int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, int n,
 		   const uint8_t *payload, size_t len, uint64_t t0, int *fds, pid_t *seed);
-void children_reap(pid_t seed);
 /* child_parse: for callers that read the descriptor themselves (into a
  * buffer of CHILD_REPORT_MAX): 1 and *out when the child reported ready,
  * 0 while more is to come, -errno when it failed or went away. */

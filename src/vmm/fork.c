@@ -148,7 +148,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		if (wrc < 0 && rc == 0)
 			rc = errf(-wrc, "child %d: %s", i, errmsg());
 	}
-	children_reap(seed);
+	child_reap(seed);
 	strbuf_free(&payload);
 	vm->forks++;
 	/* The parent's disks may have moved to a new layer even when the

@@ -34,9 +34,19 @@ struct spawn_wait {
 	struct ctl_pending *pending;
 	struct ev_handler *h;
 	int fd;
+	pid_t mid;		/* the intermediate process, reaped at the report */
+	double held_ms;		/* this loop's time in the spawn (the forks) */
 	char buf[CHILD_REPORT_MAX];
 	size_t got;
 };
+
+/* The reply's members for a child that reported ready. */
+static void spawned(char *out, size_t cap, const struct child_result *res, double held_ms)
+{
+	zy.spawned++;
+	snprintf(out, cap, ",\"pid\":%d,\"ready_ms\":%.2f,\"held_ms\":%.2f", (int)res->pid, res->ready_ms,
+		 held_ms);
+}
 
 static void spawn_event(void *opaque, uint32_t events)
 {
@@ -53,11 +63,10 @@ static void spawn_event(void *opaque, uint32_t events)
 		return;
 	if (rc < 0)
 		child_discard(&res);
-	char members[96] = "";
-	if (rc > 0) {
-		zy.spawned++;
-		snprintf(members, sizeof members, ",\"pid\":%d,\"ready_ms\":%.2f", (int)res.pid, res.ready_ms);
-	}
+	child_reap(w->mid);	/* it ended after its "pid" line or its error */
+	char members[128] = "";
+	if (rc > 0)
+		spawned(members, sizeof members, &res, w->held_ms);
 	ctl_finish(w->pending, rc > 0 ? 0 : rc, members);
 	ev_del(&w->vm->loop, w->h);
 	close(w->fd);
@@ -77,8 +86,10 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 	if (rc == 0)
 		rc = config_check(&cfg, zy.kvm_max_vcpus);
 	int fd = -1;
-	if (rc == 0 && (fd = child_start(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL)) < 0)
+	pid_t mid = -1;
+	if (rc == 0 && (fd = child_start(&vm->mem, &cfg, zy.payload, zy.len, t0, NULL, &mid)) < 0)
 		rc = fd;
+	double held_ms = (double)(now_ns() - t0) / 1e6;
 	if (cfg.tap_fd >= 0)
 		close(cfg.tap_fd);        /* the child has its own copy */
 	if (cfg.stderr_fd >= 0)
@@ -92,27 +103,31 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 	if (w && w->pending) {
 		w->vm = vm;
 		w->fd = fd;
+		w->mid = mid;
+		w->held_ms = held_ms;
 		w->h = ev_add(&vm->loop, EV_CONTROL, fd, EPOLLIN, spawn_event, w);
 		if (w->h)
 			return CTL_DEFERRED;
 		/* Cannot watch it: wait for it here instead. */
 		struct child_result res;
-		char members[96] = "";
+		char members[128] = "";
 		rc = child_wait(fd, &res);
-		if (rc == 0) {
-			zy.spawned++;
-			snprintf(members, sizeof members, ",\"pid\":%d,\"ready_ms\":%.2f", (int)res.pid, res.ready_ms);
-		}
+		child_reap(mid);
+		if (rc == 0)
+			spawned(members, sizeof members, &res, held_ms);
 		ctl_finish(w->pending, rc, members);
 		free(w);
 		return CTL_DEFERRED;
 	}
 	free(w);
 	struct child_result res;
-	if ((rc = child_wait(fd, &res)) < 0)
+	rc = child_wait(fd, &res);
+	child_reap(mid);
+	if (rc < 0)
 		return rc;
-	zy.spawned++;
-	strbuf_printf(r, ",\"pid\":%d,\"ready_ms\":%.2f", (int)res.pid, res.ready_ms);
+	char members[128];
+	spawned(members, sizeof members, &res, held_ms);
+	strbuf_printf(r, "%s", members);
 	return 0;
 }
 

@@ -49,8 +49,12 @@ ip netns exec $up python3 "$(dirname "$0")/dns_server.py" 203.0.113.10 kiln-dns.
 	> "$T/dns.log" 2>&1 &
 at_exit "kill $! 2>/dev/null"
 
-build_template minimal || exit 1
-start_kilnd --rate 0 --net-pool 2 --dns 203.0.113.10 || exit 1
+# Built with the servers kilnd will have: its boot writes the guest's
+# resolv.conf (kiln.dns) and its manifest keeps them, so a create from it
+# need not write the file again; a kilnd with other servers does (below).
+"$KILND" --data "$DATA" --dns 203.0.113.10 template build minimal > "$T/build-minimal.log" 2>&1 ||
+	{ echo "FAIL template_minimal: $(tail -3 "$T/build-minimal.log" | tr '\n' ' ')"; exit 1; }
+start_kilnd --rate 0 --net-pool 2 --dns 203.0.113.10 --verbose || exit 1
 KEY=$(new_key net)
 at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
 
@@ -91,6 +95,12 @@ resolves() {
 }
 got=$(resolves "$A")
 check net_dns_create "after create: '$got'" [ "$got" = "198.51.100.7 nameserver 203.0.113.10" ]
+# ready_steps SBX: the steps of its create (kilnd --verbose's "ready in").
+ready_steps() { grep -o "sandbox $1: ready in .*" "$T/kilnd.log" | head -1; }
+man=$(grep -ho '"dns": "[^"]*"' "$DATA"/templates/minimal/v*/manifest.json 2>/dev/null | head -1)
+st=$(ready_steps "$A")
+ok=; [ "$man" = '"dns": "203.0.113.10"' ] && [[ $st == *spawn* ]] && [[ $st != *resolv* ]] && ok=1
+check net_dns_from_template "manifest $man; $st" [ -n "$ok" ]
 # The guest's file is kiln's to write: spoiled, it comes back at wake and
 # in a fork (both write it again, as the host's resolver may have moved).
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo nameserver 192.0.2.99 > /etc/resolv.conf"}'
@@ -172,14 +182,41 @@ fi
 
 # ---- the switches -----------------------------------------------------------------------------
 for s in "$A" "$B" "$C" "$D" "$F"; do [ -n "$s" ] && api DELETE "/v1/sandboxes/$s"; done
+# A burst raises the pool (netpool.c): 4 creates at once with --net-pool 2,
+# deleted (their networks with them), then as many ready as were taken in
+# the last minute, at least 4 (the claims in DATA/net are the pool's now).
+pids=
+for i in 1 2 3 4; do
+	curl -s -m 120 -o "$T/burst$i" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+		--data '{"template":"minimal"}' "$URL/v1/sandboxes" &
+	pids="$pids $!"
+done
+wait $pids
+for i in 1 2 3 4; do
+	s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/burst$i" 2>/dev/null)
+	[ -n "$s" ] && api DELETE "/v1/sandboxes/$s"
+done
+n=0
+for i in $(seq 90); do
+	n=$(ls "$DATA/net" | wc -l)
+	[ "$n" -ge 4 ] && break
+	sleep 0.5
+done
+check net_pool_follows_burst "$n networks ready after a burst of 4 (--net-pool 2)" [ "$n" -ge 4 ]
 # --no-jail (debugging): the VMM runs as root (a zygote's child in the
 # zygote's namespace, with its TAP opened in its own by kilnd and passed),
 # and its guest is online with its policy.
 stop_kilnd
 # Its networks come from another range (--net-range).
-start_kilnd --rate 0 --net-pool 0 --no-jail --net-range 10.201.4.0/24 || exit 1
+# And other servers than the template's: a create writes the file.
+start_kilnd --rate 0 --net-pool 0 --no-jail --net-range 10.201.4.0/24 --dns 198.51.100.53 --verbose || exit 1
 create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
 N=$SBX
+api POST "/v1/sandboxes/$N/exec" '{"cmd":"grep ^nameserver /etc/resolv.conf"}'
+got=$(jget 'j["stdout"]' | tr '\n' ' ' | sed 's/ *$//')
+st=$(ready_steps "$N")
+ok=; [ "$got" = "nameserver 198.51.100.53" ] && [[ $st == *resolv* ]] && ok=1
+check net_dns_host_moved "'$got'; $st" [ -n "$ok" ]
 hostend=$(ip -o -4 addr show | awk '$2 ~ /^kv/ {print $4}' | tr '\n' ' ')
 check net_range "host ends '$hostend'" eval '[[ $hostend == 10.201.4.* ]]'
 bad=$("$KILND" --data "$DATA" --net-range 10.201.4.0/30 2>&1)

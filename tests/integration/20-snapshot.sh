@@ -122,7 +122,7 @@ st=$(ctl "$T/zy.ctl" '{"cmd":"status"}')
 wait "${cpids[@]}"
 ok=0
 for k in 1 2 3 4 5 6; do
-	grep -q "\"ok\":true,\"pid\":[0-9]*,\"ready_ms\":[0-9.]*,\"id\":$k}" "$T/par$k.out" && ok=$((ok + 1))
+	grep -q "\"ok\":true,\"pid\":[0-9]*,\"ready_ms\":[0-9.]*,\"held_ms\":[0-9.]*,\"id\":$k}" "$T/par$k.out" && ok=$((ok + 1))
 	p=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$T/par$k.out")
 	[ -n "$p" ] && kill -9 "$p" 2>/dev/null
 done
@@ -131,3 +131,11 @@ if [ $ok = 6 ] && [[ $st == *'"state":"zygote"'* ]]; then
 else
 	fail zygote_concurrent "$ok of 6: $(cat "$T"/par*.out | tr '\n' ' '); status '$st'"
 fi
+# Each spawn's intermediate process (which forks the VM and ends) is the
+# zygote's to reap once the spawn reported, not while its loop waits.
+zpid=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' <<<"$st")
+zombies=$(ps --ppid "${zpid:-0}" -o stat= 2>/dev/null | grep -c '^Z')
+held=$(sed -n 's/.*"held_ms":\([0-9.]*\).*/\1/p' "$T"/par*.out | tr '\n' ' ')
+check zygote_reaps "zygote $zpid: $zombies zombie children; its loop held each spawn $held ms" \
+	eval '[ -n "$zpid" ] && [ "$zombies" = 0 ]'
+
