@@ -148,6 +148,15 @@ int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int me
 	return 0;
 }
 
+int cgroup_cpu_weight(const struct host_config *cfg, const char *id, int weight)
+{
+	char path[PATH_MAX], v[16];
+	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path)
+		return errf(ENAMETOOLONG, "cgroup path too long");
+	snprintf(v, sizeof v, "%d", weight);
+	return write_text(path, "cpu.weight", v);
+}
+
 int cgroup_move(const char *path, pid_t pid)
 {
 	char v[32];

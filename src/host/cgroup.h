@@ -34,6 +34,13 @@ int cgroup_disk_mib(const struct host_config *cfg, uint64_t disk_bytes);
 /* A sandbox's cgroup with its limits; path gets its directory. */
 int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
 		int disk_mib, char path[PATH_MAX]);
+/* Its cpu.weight (1-10000, 100 the kernel's default): a pool member's
+ * VMM restores and boots at 1, so that refilling the pool yields the CPU
+ * to creates and running guests (pool.h), and gets 100 when a create
+ * takes it, before its vCPUs resume. */
+#define CGROUP_WEIGHT_POOLED 1
+#define CGROUP_WEIGHT_DEFAULT 100
+int cgroup_cpu_weight(const struct host_config *cfg, const char *id, int weight);
 /* Its memory.max in MiB as set (for messages); 0 if unknown. */
 int cgroup_memory_max_mib(const struct host_config *cfg, const char *id);
 /* Move pid (a whole process) into the cgroup at path. */

@@ -3,6 +3,7 @@
 #include "host/host_int.h"
 #include "host/jail.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "host/host_config.h"
 
 #include <errno.h>
@@ -160,6 +161,10 @@ int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const 
 	if (rc == 0 && h->cgroups)
 		rc = cgroup_make(cfg, sb->row.id, sb->row.vcpus, sb->row.memory_mib,
 				 disk_charge_mib(cfg, top), j->cgroup);
+	/* A pool member's refill yields to everything else (cgroup.h). */
+	if (rc == 0 && h->cgroups && sb->pooled &&
+	    cgroup_cpu_weight(cfg, sb->row.id, CGROUP_WEIGHT_POOLED) < 0)
+		log_warn("pool: sandbox %s: %s", sb->row.id, errmsg());
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "common/err.h"
 #include "host/host_config.h"
 #include "common/log.h"
+#include "host/cgroup.h"
 #include "common/periodic.h"
 #include "common/strbuf.h"
 
@@ -379,6 +380,9 @@ static int wake(struct pool *p, struct member *m, const char *policy)
 {
 	struct host *h = p->h;
 	int64_t t0 = now_us();
+	/* Its full share of the CPU again before it runs (cgroup.h). */
+	if (h->cgroups && cgroup_cpu_weight(h->cfg, m->sb->row.id, CGROUP_WEIGHT_DEFAULT) < 0)
+		log_warn("pool: sandbox %s: %s", m->sb->row.id, errmsg());
 	int rc = policy ? net_change_policy(h, m->sb, policy) : 0;
 	int64_t t1 = now_us();
 	if (rc == 0)

@@ -61,6 +61,10 @@ check pool_fills "kiln_pool_ready{template=\"minimal\"} $n with no create yet (t
 member=$(ls "$DATA/sandboxes" 2>/dev/null | head -1)
 state=$([ -n "$member" ] && vmm_state "$member")
 check pool_member_paused "its VMM ($member) says '$state'" [ "$state" = paused ]
+# Its refill yields the CPU to creates and running guests (cgroup.h).
+weight() { cat "/sys/fs/cgroup/kiln/$1/cpu.weight" 2>/dev/null; }
+w=$(weight "$member")
+check pool_member_yields "its cgroup's cpu.weight '$w'" [ "$w" = 1 ]
 api GET /v1/sandboxes
 check pool_not_listed "GET /v1/sandboxes: $(jget 'len(j["sandboxes"])') sandboxes" [ "$(jget 'len(j["sandboxes"])')" = 0 ]
 c=$(metric 'kiln_sandboxes{state="creating"}')
@@ -73,6 +77,8 @@ create_sandbox '{"template":"minimal"}'
 A=$SBX
 ok=; [ -n "$A" ] && [ "$A" = "$member" ] && [ "$(hits)" = 1 ] && ok=1
 check pool_hit "created $A ($(jget 'j.get("ready_ms")') ms) from member $member; hits $(hits)" [ -n "$ok" ]
+w=$(weight "$A")
+check pool_taken_full_share "the sandbox's cgroup's cpu.weight '$w'" [ "$w" = 100 ]
 got=$(ex "$A" 'echo $(( $(date +%s) ))')
 now=$(date +%s)
 ok=; [ -n "$got" ] && [ $(( now - got )) -le 3 ] && [ $(( got - now )) -le 3 ] && ok=1
