@@ -43,8 +43,9 @@ struct sandbox {
 		int64_t hour_ms;
 		double cpu_s, mem_mib_s, run_s;
 	} unsaved;
-	/* Where its start's time went (sandbox.c step): "name ms, ..." since
-	 * at_ns, for the create's log line. Its creating thread's (sb->op). */
+	/* Where its create's time went (sandbox.c step): "name ms, ..." since
+	 * at_ns, for the create's log line; at_ns 0 when no create measures.
+	 * Its creating thread's (sb->op). */
 	struct {
 		int64_t at_ns;
 		char text[240];

@@ -35,14 +35,17 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* step: the time since the previous step under name, in sb->steps (the
- * create's log line says where its time went: with creates at once, which
- * step they queue in). */
+/* step: the time since the previous step under name, in sb->steps, while
+ * a create measures them (at_ns set; 0 otherwise: a pool member's start,
+ * a fork's child, a wake). The create's log line says where its time went:
+ * with creates at once, which step they queue in. */
 static void step(struct sandbox *sb, const char *name)
 {
+	if (!sb->steps.at_ns)
+		return;
 	int64_t now = mono_ns();
 	size_t n = strlen(sb->steps.text);
-	if (sb->steps.at_ns && n + 1 < sizeof sb->steps.text)
+	if (n + 1 < sizeof sb->steps.text)
 		snprintf(sb->steps.text + n, sizeof sb->steps.text - n, "%s%s %.1f", n ? ", " : "", name,
 			 (double)(now - sb->steps.at_ns) / 1e6);
 	sb->steps.at_ns = now;
@@ -341,7 +344,6 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 }
 
 /* ---- create ---------------------------------------------------------------------------- */
-
 
 static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
 			       const struct net_lease *net)
@@ -648,6 +650,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		sandbox_set_state(h, sb, SBX_RUNNING);
 		metrics_create(h->metrics, ms / 1000, true);
 		log_debug("sandbox %s: ready in %.1f ms (%s)", sb->row.id, ms, sb->steps.text);
+		sb->steps.at_ns = 0;	/* measured: later starts (wakes) are not */
 		pthread_mutex_unlock(&sb->op);
 		*out = sb;
 	} else {
