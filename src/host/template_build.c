@@ -346,9 +346,7 @@ static int step_boot(struct build *b)
 		s.tap = b->net.tap;
 		s.netns = b->net.netns;
 		/* Kept in the manifest: the resolver its clones start with. */
-		char dns[DNS_LIST_MAX];
-		dns_servers(b->cfg, dns);
-		snprintf(b->t.dns, sizeof b->t.dns, "%s", dns);
+		dns_servers(b->cfg, b->t.dns);
 		s.dns = b->t.dns;
 	}
 	progress(b, "booting");
