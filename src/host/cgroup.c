@@ -109,11 +109,16 @@ int cgroup_disk_mib(const struct host_config *cfg, uint64_t disk_bytes)
 	return mib < (1u << 30) ? (int)mib + 1 : 1 << 30;
 }
 
+/* A sandbox's cgroup directory, CGROUP/<id>: 0, or -1 if it is too long. */
+static int dir_of(const struct host_config *cfg, const char *id, char path[PATH_MAX])
+{
+	return snprintf(path, PATH_MAX, "%s/%s", cfg->cgroup, id) >= PATH_MAX ? -1 : 0;
+}
+
 int cgroup_memory_max_mib(const struct host_config *cfg, const char *id)
 {
 	char path[PATH_MAX], buf[64];
-	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path ||
-	    read_text(path, "memory.max", buf, sizeof buf) < 0)
+	if (dir_of(cfg, id, path) < 0 || read_text(path, "memory.max", buf, sizeof buf) < 0)
 		return 0;
 	return (int)(atoll(buf) >> 20);
 }
@@ -121,7 +126,7 @@ int cgroup_memory_max_mib(const struct host_config *cfg, const char *id)
 int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int memory_mib,
 		int disk_mib, char path[PATH_MAX])
 {
-	if (snprintf(path, PATH_MAX, "%s/%s", cfg->cgroup, id) >= PATH_MAX)
+	if (dir_of(cfg, id, path) < 0)
 		return errf(ENAMETOOLONG, "cgroup path too long");
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return errf_sys("mkdir %s", path);
@@ -151,7 +156,7 @@ int cgroup_make(const struct host_config *cfg, const char *id, int vcpus, int me
 int cgroup_cpu_weight(const struct host_config *cfg, const char *id, int weight)
 {
 	char path[PATH_MAX], v[16];
-	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path)
+	if (dir_of(cfg, id, path) < 0)
 		return errf(ENAMETOOLONG, "cgroup path too long");
 	snprintf(v, sizeof v, "%d", weight);
 	return write_text(path, "cpu.weight", v);
@@ -167,9 +172,7 @@ int cgroup_move(const char *path, pid_t pid)
 bool cgroup_oom_killed(const struct host_config *cfg, const char *id)
 {
 	char path[PATH_MAX], buf[512];
-	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path)
-		return false;
-	if (read_text(path, "memory.events", buf, sizeof buf) < 0)
+	if (dir_of(cfg, id, path) < 0 || read_text(path, "memory.events", buf, sizeof buf) < 0)
 		return false;
 	const char *k = strstr(buf, "oom_kill ");
 	return k && atol(k + 9) > 0;
@@ -178,9 +181,7 @@ bool cgroup_oom_killed(const struct host_config *cfg, const char *id)
 void cgroup_remove(const struct host_config *cfg, const char *id)
 {
 	char path[PATH_MAX];
-	if (snprintf(path, sizeof path, "%s/%s", cfg->cgroup, id) >= (int)sizeof path)
-		return;
-	if (access(path, F_OK) < 0)
+	if (dir_of(cfg, id, path) < 0 || access(path, F_OK) < 0)
 		return;
 	/* An exiting process leaves its cgroup a moment after its pidfd
 	 * says so (a big VM takes a while to free): try for a while,
