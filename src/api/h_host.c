@@ -10,7 +10,9 @@
  *   GET    /v1/host/sandboxes?workspace=W            list (W: that workspace's)
  *   GET    /v1/host/sandboxes/{ws}/{id}[?touch=1]    get
  *   DELETE /v1/host/sandboxes/{ws}/{id}              delete
- *   POST   /v1/host/sandboxes/{ws}/{id}/{action}     hibernate {now}, wake, touch, ttl,
+ *   POST   /v1/host/sandboxes/{ws}/{id}/{action}     hibernate {now}, wake, pause, resume,
+ *                                                   touch, ttl {ttl_seconds, idle_hibernate,
+ *                                                   retention_seconds},
  *                                                   network, snapshot, fork
  *   GET    /v1/host/sandboxes/{ws}/{id}/guest        relay: the guest agent's stream
  *   GET    /v1/host/sandboxes/{ws}/{id}/log[?follow=1] relay: the console log
@@ -187,8 +189,20 @@ int h_host_action(struct req *r)
 		rc = hostif_hibernate(hi, ws, id, json_is_true(json_object_get(r->json, "now")), &row);
 	else if (!strcmp(act, "wake"))
 		rc = hostif_wake(hi, ws, id, &row);
-	else if (!strcmp(act, "ttl"))
-		rc = hostif_set_ttl(hi, ws, id, json_integer_value(json_object_get(r->json, "ttl_seconds")), &row);
+	else if (!strcmp(act, "pause"))
+		rc = hostif_pause(hi, ws, id, &row);
+	else if (!strcmp(act, "resume"))
+		rc = hostif_resume(hi, ws, id, &row);
+	else if (!strcmp(act, "ttl")) {
+		json_t *ttl = json_object_get(r->json, "ttl_seconds");
+		json_t *idle = json_object_get(r->json, "idle_hibernate");
+		struct lifecycle_change lc = {
+			.set_ttl = json_is_integer(ttl), .ttl_seconds = json_integer_value(ttl),
+			.set_idle = json_is_boolean(idle), .idle_hibernate = json_is_true(idle),
+			.retention_seconds = json_integer_value(json_object_get(r->json, "retention_seconds")),
+		};
+		rc = hostif_set_lifecycle(hi, ws, id, &lc, &row);
+	}
 	else if (!strcmp(act, "network"))
 		rc = hostif_set_network(hi, ws, id, json_string_value(json_object_get(r->json, "policy")), &row);
 	else

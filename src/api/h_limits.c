@@ -23,7 +23,7 @@ struct counts {
 static int count_states(void *ctx, const struct sbx_row *r)
 {
 	struct counts *n = ctx;
-	n->running += r->state == SBX_CREATING || r->state == SBX_RUNNING;
+	n->running += r->state == SBX_CREATING || r->state == SBX_RUNNING || r->state == SBX_PAUSED;
 	n->hibernated += r->state == SBX_HIBERNATED;
 	return 0;
 }

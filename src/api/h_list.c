@@ -35,7 +35,7 @@ struct list_query {
 	char bad[300];			/* the first problem, or "" */
 };
 
-static const char *const states[] = { "creating", "running", "hibernated", "failed", "deleting", NULL };
+static const char *const states[] = { "creating", "running", "paused", "hibernated", "failed", "deleting", NULL };
 
 static bool one_of(const char *s, const char *const *set)
 {
@@ -71,7 +71,7 @@ static enum MHD_Result take_param(void *cls, enum MHD_ValueKind kind, const char
 		snprintf(q->bad, sizeof q->bad, "query parameter '%.64s' holds a NUL byte", key);
 	} else if (strcmp(key, "status") == 0) {
 		if (!one_of(v, states))
-			snprintf(q->bad, sizeof q->bad, "status '%.32s' is not one of creating, running, "
+			snprintf(q->bad, sizeof q->bad, "status '%.32s' is not one of creating, running, paused, "
 				 "hibernated, failed, deleting", v);
 		q->status = v;
 	} else if (strcmp(key, "template") == 0) {

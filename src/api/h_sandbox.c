@@ -276,17 +276,30 @@ int h_sandbox_promote(struct req *r)
 
 int h_sandbox_lifecycle(struct req *r)
 {
-	static const char *const keys[] = { "ttl_seconds", NULL };
-	int64_t ttl = 0;
-	int rc = v_known_keys(r->json, keys);
-	rc = rc ?: v_int(r->json, "ttl_seconds", true, 0, r->api->cfg->max_ttl, &ttl);
-	if (rc < 0)
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	int answered;
-	if (req_sandbox(r, NULL, &answered) < 0)
-		return answered;
+	struct ops_caller c;
+	req_caller(r, &c);
 	struct sbx_row row;
-	return reply_changed(r, hostif_set_ttl(r->api->hostif, r->workspace, req_sandbox_id(r), ttl, &row), &row);
+	int rc = ops_set_lifecycle(&c, req_sandbox_id(r), r->json, &row), answered;
+	/* The request was valid but names no live sandbox: req_sandbox's
+	 * answer (an ended one's says how it ended). */
+	if (rc == -ENOENT && req_sandbox(r, NULL, &answered) < 0)
+		return answered;
+	return reply_changed(r, rc, &row);
+}
+
+/* pause: its vCPUs stopped, memory kept; resume: running again (a
+ * restart of compute, so held to the credit as a wake is). */
+int h_sandbox_pause(struct req *r)
+{
+	return lifecycle_action(r, hostif_pause);
+}
+
+int h_sandbox_resume(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	int rc = ops_credit_check(&c);
+	return rc < 0 ? reply_errno(r, rc) : lifecycle_action(r, hostif_resume);
 }
 
 int h_sandbox_snapshot(struct req *r)

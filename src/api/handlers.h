@@ -17,7 +17,7 @@ handler_fn h_usage, h_billing;			/* h_billing.c */
 handler_fn h_statement_list, h_statement_get;	/* h_statements.c */
 handler_fn h_sandbox_create, h_sandbox_list, h_sandbox_get, h_sandbox_delete, h_sandbox_logs;
 handler_fn h_sandbox_hibernate, h_sandbox_wake, h_sandbox_fork, h_sandbox_fork_tree;
-handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network;
+handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network, h_sandbox_pause, h_sandbox_resume;
 handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_exec, h_exec_stream, h_pty;
 handler_fn h_sandbox_promote, h_port_preview;

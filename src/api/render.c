@@ -129,6 +129,10 @@ json_t *render_sandbox(const struct sbx_row *r)
 		r->ttl_absolute ? "creation" : "last_activity", "when_idle",
 		r->idle_hibernate ? "hibernate" : "delete", "hibernated_retention_seconds",
 		(json_int_t)r->retention_seconds));
+	/* Persistent: its TTL hibernates it and nothing deletes it but a
+	 * request (docs/api.md "Persistent sandboxes"). */
+	json_object_set_new(j, "persistent", json_boolean(!r->ttl_absolute && r->idle_hibernate &&
+							   r->retention_seconds == 0));
 	json_object_set_new(j, "parent_id", r->parent[0] ? json_string(r->parent) : json_null());
 	json_object_set_new(j, "from_snapshot", r->snapshot[0] ? json_string(r->snapshot) : json_null());
 	json_object_set_new(j, "metadata", json_or_empty(r->metadata));

@@ -59,6 +59,8 @@ const struct route routes[] = {
 	{ "POST", SBX "/fork_tree", h_sandbox_fork_tree, BODY_JSON, 0 },
 	{ "POST", SBX "/promote", h_sandbox_promote, BODY_JSON, 0 },
 	{ "PATCH", SBX "/lifecycle", h_sandbox_lifecycle, BODY_JSON, 0 },
+	{ "POST", SBX "/pause", h_sandbox_pause, BODY_JSON, 0 },
+	{ "POST", SBX "/resume", h_sandbox_resume, BODY_JSON, 0 },
 	{ "PUT", SBX "/network", h_sandbox_network, BODY_JSON, 0 },
 	{ "POST", SBX "/mcp", h_mcp_sandbox, BODY_RAW, 0 },
 	{ "POST", "/mcp", h_mcp_workspace, BODY_RAW, 0 },

@@ -33,6 +33,7 @@ static const struct optdef optdefs[] = {
 	{ "by", 0, VALUE }, { "from", 0, VALUE }, { "to", 0, VALUE }, { "sandbox", 0, VALUE },
 	{ "csv", 0, NONE }, { "name", 0, VALUE }, { "scope", 0, VALUE }, { "expires", 0, VALUE },
 	{ "plan", 0, VALUE }, { "limits", 0, VALUE }, { "key", 0, VALUE }, { "all", 0, NONE },
+	{ "persistent", 0, NONE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -193,6 +194,7 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "meta")) add_kv(cmd, &o->meta, v, "--meta");
 	else if (!strcmp(n, "json")) o->json = true;
 	else if (!strcmp(n, "tree")) o->tree = true;
+	else if (!strcmp(n, "persistent")) o->persistent = true;
 	else if (!strcmp(n, "delete-parent")) o->delete_parent = true;
 	else if (!strcmp(n, "public")) o->public = true;
 	else if (!strcmp(n, "count")) o->n = args_number("-n/--count", v, 1, 64);

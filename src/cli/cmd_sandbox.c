@@ -43,6 +43,8 @@ int cmd_create(const struct command *cmd, struct opts *o)
 		json_object_set_new(body, "template", json_string(t));
 	if (o->ttl >= 0)
 		json_object_set_new(body, "ttl_seconds", json_integer(o->ttl));
+	if (o->persistent)
+		json_object_set_new(body, "persistent", json_true());
 	if (o->env)
 		json_object_set_new(body, "env", o->env);
 	if (o->meta)
@@ -206,6 +208,26 @@ static int simple(const struct command *cmd, struct opts *o, const char *action,
 int cmd_snapshot(const struct command *cmd, struct opts *o) { return simple(cmd, o, "snapshot", "id"); }
 int cmd_hibernate(const struct command *cmd, struct opts *o) { return simple(cmd, o, "hibernate", "status"); }
 int cmd_wake(const struct command *cmd, struct opts *o) { return simple(cmd, o, "wake", "status"); }
+int cmd_pause(const struct command *cmd, struct opts *o) { return simple(cmd, o, "pause", "status"); }
+int cmd_resume(const struct command *cmd, struct opts *o) { return simple(cmd, o, "resume", "status"); }
+
+int cmd_persistent(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	const char *id = need_id(cmd, o, 0), *v = o->pos[1];
+	if (strcmp(v, "on") && strcmp(v, "off"))
+		usage_error(cmd, "persistent takes on or off, not '%s'", v);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
+	json_t *r = call("PATCH", path, json_pack("{s:b}", "persistent", !strcmp(v, "on")));
+	if (o->json)
+		print_json(r);
+	else
+		printf("%s persistent %s, when idle %s\n", id, json_is_true(json_object_get(r, "persistent")) ? "on" : "off",
+		       str(json_object_get(r, "ttl_rule"), "when_idle"));
+	json_decref(r);
+	return 0;
+}
 
 int cmd_ttl(const struct command *cmd, struct opts *o)
 {

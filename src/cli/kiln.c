@@ -19,19 +19,20 @@ struct httpc_target target;
 	"  --no-internet            nothing leaves the sandbox\n"
 
 static const struct command commands[] = {
-	{ "create", cmd_create, "template from-snapshot ttl env meta allow-out deny-out no-internet",
-	  "create [TEMPLATE|SNAPSHOT] [--ttl SECONDS] [-e K=V]... [--meta K=V]... [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet] [--json]",
+	{ "create", cmd_create, "template from-snapshot ttl persistent env meta allow-out deny-out no-internet",
+	  "create [TEMPLATE|SNAPSHOT] [--ttl SECONDS] [--persistent] [-e K=V]... [--meta K=V]... [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet] [--json]",
 	  "create a sandbox from a template (default base) or a snapshot; prints its id",
 	  "  TEMPLATE, --template T   the template (kiln templates lists them)\n"
 	  "  SNAPSHOT, --from-snapshot S  a snapshot id (snap_...) instead\n"
 	  "  --ttl SECONDS            idle timeout, 0 to 604800 (0: none)\n"
+	  "  --persistent             the idle timeout hibernates it instead of deleting it\n"
 	  "  -e, --env K=V            environment of every command run in it\n"
 	  "  --meta K=V               metadata (kiln ls --meta filters on it)\n"
 	  POLICY_HELP, false },
 	{ "ls", cmd_ls, "status template meta limit cursor",
 	  "ls [--status S] [--template T] [--meta K=V]... [--limit N [--cursor C]] [--json]",
 	  "sandboxes of this workspace, oldest first",
-	  "  --status S               only those in state S (creating, running, hibernated, failed)\n"
+	  "  --status S               only those in state S (creating, running, paused, hibernated, failed)\n"
 	  "  --template T             only those made from template T\n"
 	  "  --meta K=V               only those with metadata K=V (all given must match)\n"
 	  "  --limit N                one page of at most N (1 to 1000; default: every page)\n"
@@ -86,6 +87,11 @@ static const struct command commands[] = {
 	{ "snapshots", cmd_snapshots, "", "snapshots [--json]", "snapshots of this workspace", NULL, false },
 	{ "hibernate", cmd_hibernate, "", "hibernate ID [--json]", "stop a sandbox, keeping its state", NULL, false },
 	{ "wake", cmd_wake, "", "wake ID [--json]", "bring a hibernated sandbox back", NULL, false },
+	{ "pause", cmd_pause, "", "pause ID [--json]",
+	  "stop a sandbox's vCPUs, keeping its memory (no CPU billed; resume is quick)", NULL, false },
+	{ "resume", cmd_resume, "", "resume ID [--json]", "start a paused sandbox again", NULL, false },
+	{ "persistent", cmd_persistent, "", "persistent ID on|off [--json]",
+	  "on: the idle timeout hibernates the sandbox instead of deleting it; off: the plan's rule", NULL, false },
 	{ "ttl", cmd_ttl, "", "ttl ID SECONDS [--json]", "set the idle timeout (0 to 604800; 0: none)", NULL, false },
 	{ "network", cmd_network, "allow-out deny-out no-internet internet",
 	  "network ID [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet|--internet] [--json]",

@@ -152,7 +152,7 @@ const char *status_word(const char *s)
 		return s;
 	const char *c = !strcmp(s, "running") || !strcmp(s, "ready") ? "32"
 		      : !strcmp(s, "failed") ? "31"
-		      : !strcmp(s, "hibernated") || !strcmp(s, "building") || !strcmp(s, "creating") ? "33"
+		      : !strcmp(s, "hibernated") || !strcmp(s, "paused") || !strcmp(s, "building") || !strcmp(s, "creating") ? "33"
 		      : NULL;
 	if (!c)
 		return s;

@@ -320,8 +320,12 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	if (count < 1 || count > HOST_FORK_MAX)
 		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
 	pthread_mutex_lock(&sb->op);
-	int rc = 0;
-	if (!sandbox_in(sb, SBX_RUNNING))
+	/* A paused one is resumed first (its children run); a hibernated
+	 * one is refused: wake it first. */
+	int rc = sandbox_in(sb, SBX_PAUSED) ? resume_locked(h, sb) : 0;
+	if (rc < 0)
+		;
+	else if (!sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	else if (tree)
 		rc = fork_retrying(h, sb, count, caps, report, children, made);
@@ -343,7 +347,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	char top[PATH_MAX];
 	/* A hibernated one is woken first (docs/api.md), like any request
 	 * that needs its guest, and stays running. */
-	int rc = sandbox_in(sb, SBX_HIBERNATED) ? wake_locked(h, sb) : 0;
+	int rc = ready_locked(h, sb);
 	if (rc == 0 && !sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	if (rc == 0)

@@ -404,7 +404,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	bool watch = sb->pidfd >= 0 && !sb->expect_exit && !sb->vmm_dead &&
-		     sb->row.state == SBX_RUNNING;
+		     (sb->row.state == SBX_RUNNING || sb->row.state == SBX_PAUSED);
 	struct pollfd p = { .fd = sb->pidfd, .events = POLLIN };
 	if (watch && poll(&p, 1, 0) == 1)
 		sb->vmm_dead = true;
@@ -412,7 +412,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&sb->lock);
 	if (!dead || pthread_mutex_trylock(&sb->op) != 0)
 		return;	/* an operation runs: look again next round */
-	if (sandbox_in(sb, SBX_RUNNING) && !sb->expect_exit) {
+	if ((sandbox_in(sb, SBX_RUNNING) || sandbox_in(sb, SBX_PAUSED)) && !sb->expect_exit) {
 		char why[sizeof sb->row.error];
 		/* Read without reaping: the pid stays taken until the sandbox
 		 * reads failed, so whoever sees the VMM gone sees that too. */
@@ -477,7 +477,7 @@ static enum ttl_action ttl_due(const struct sandbox *sb, int64_t now)
 	int64_t idle = now - r->active_ms;
 	if (!r->idle_hibernate)
 		return idle >= ttl_ms ? TTL_DELETE : TTL_KEEP;
-	if (r->state == SBX_RUNNING)
+	if (r->state == SBX_RUNNING || r->state == SBX_PAUSED)
 		return idle >= ttl_ms ? TTL_HIBERNATE : TTL_KEEP;
 	if (r->state == SBX_HIBERNATED)
 		return r->retention_seconds > 0 && idle >= ttl_ms + r->retention_seconds * 1000
@@ -536,7 +536,8 @@ static void *housekeeper(void *arg)
 		for (int i = 0; i < n; i++) {
 			check_vmm(h, a[i]);
 			check_ttl(h, a[i]);
-			if (sample && sandbox_in(a[i], SBX_RUNNING)) {
+			/* A paused one too: its memory is billed. */
+			if (sample && (sandbox_in(a[i], SBX_RUNNING) || sandbox_in(a[i], SBX_PAUSED))) {
 				sandbox_sample(h, a[i]);
 				sandbox_save(h, a[i]);
 			}

@@ -54,7 +54,13 @@ int host_delete(struct host *h, struct sandbox *sb);
 /* now: without waiting for its operations (hostif.h hostif_hibernate). */
 int host_hibernate(struct host *h, struct sandbox *sb, bool now);
 int host_wake(struct host *h, struct sandbox *sb);
-int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds);
+/* pause.c: stop a running sandbox's vCPUs (its VMM and memory stay);
+ * resume starts them again. Pausing a paused one, or resuming a running
+ * one, is a success that changes nothing. */
+int host_pause(struct host *h, struct sandbox *sb);
+int host_resume(struct host *h, struct sandbox *sb);
+/* Change its TTL rule (host_types.h struct lifecycle_change). */
+int host_set_lifecycle(struct host *h, struct sandbox *sb, const struct lifecycle_change *lc);
 /* A new egress policy (netpolicy.h text), in force when this returns. */
 int host_set_network(struct host *h, struct sandbox *sb, const char *policy);
 /* A snapshot of the running sandbox (memory and disk); its id. */
@@ -67,7 +73,7 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	      struct sandbox **children, int *made);
 int host_snapshot_delete(struct host *h, const char *workspace, const char *id);
 
-/* Guest access: wakes a hibernated sandbox, counts the operation as
+/* Guest access: wakes a hibernated sandbox (resumes a paused one), counts the operation as
  * activity until sandbox_leave, and connects to its agent. */
 int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out);
 void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g);

@@ -151,6 +151,11 @@ int ws_wake_reserve(struct host *h, const char *ws);
 void ws_wake_release(struct host *h, const char *ws);
 /* Wake a hibernated sandbox; the caller holds sb->op. */
 int wake_locked(struct host *h, struct sandbox *sb);
+/* pause.c, with sb->op held: resume a paused sandbox (running: nothing
+ * to do); ready_locked wakes a hibernated one or resumes a paused one,
+ * for what needs its guest. */
+int resume_locked(struct host *h, struct sandbox *sb);
+int ready_locked(struct host *h, struct sandbox *sb);
 /* host_delete, recording why it ended ("deleted", "ttl"; "failed" if it
  * had failed) for the answers about it afterwards. */
 int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why);

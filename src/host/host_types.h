@@ -34,6 +34,17 @@ struct ws_caps_report {
 	int64_t reset_ms;		/* wall ms when the window's oldest create leaves it; 0: none */
 };
 
+/* A change of a sandbox's TTL rule (PATCH .../lifecycle): each part is
+ * changed only when its set_ flag is. Setting the TTL counts as activity
+ * (its idle clock restarts). */
+struct lifecycle_change {
+	bool set_ttl;
+	int64_t ttl_seconds;		/* 0: none */
+	bool set_idle;
+	bool idle_hibernate;		/* idle: hibernated, not deleted... */
+	int64_t retention_seconds;	/* ...and deleted after this much more (0: kept) */
+};
+
 struct create_req {
 	const char *workspace;
 	const struct ws_caps *caps;	/* NULL: none */

@@ -57,6 +57,16 @@ static int reattach(struct host *h, struct sandbox *sb)
 	int rc = sandbox_attach_vmm(h, sb, pid, start);
 	if (rc < 0)
 		return rc;
+	if (sb->row.state == SBX_PAUSED) {
+		/* Its guest cannot answer until resumed: its VMM's control
+		 * socket must (the resume goes there). */
+		if ((rc = sandbox_ctl_cmd(sb, "status", 5000)) < 0) {
+			char msg[300];
+			snprintf(msg, sizeof msg, "%s", errmsg());
+			return errf(-rc, "its paused VMM did not answer after a kilnd restart: %s", msg);
+		}
+		return 0;
+	}
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
 	struct guest *g = NULL;
@@ -97,7 +107,7 @@ static void recover_one(struct host *h, struct sandbox *sb)
 	h->live++;
 	pthread_mutex_unlock(&h->lock);
 	host_link(h, sb);
-	if (state == SBX_RUNNING) {
+	if (state == SBX_RUNNING || state == SBX_PAUSED) {	/* its VMM kept running (paused) */
 		if ((rc = reattach(h, sb)) == 0) {
 			sandbox_mem_hold(h, sb);
 			log_info("sandbox %s: re-attached to its VMM (pid %d)", sb->row.id, sb->row.vmm_pid);

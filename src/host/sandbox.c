@@ -755,7 +755,7 @@ int host_hibernate(struct host *h, struct sandbox *sb, bool now)
 	int active;
 	for (int waited = 0;; waited += 20) {
 		pthread_mutex_lock(&sb->lock);
-		running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
+		running = (sb->row.state == SBX_RUNNING || sb->row.state == SBX_PAUSED) && !sb->vmm_dead;
 		active = now ? 0 : sb->active;	/* now: their guest connections break */
 		if (running && active == 0)
 			sb->expect_exit = true;
@@ -765,7 +765,7 @@ int host_hibernate(struct host *h, struct sandbox *sb, bool now)
 		usleep(20000);
 	}
 	if (!running) {
-		rc = sandbox_state_error(sb, "running");
+		rc = sandbox_state_error(sb, "running or paused");
 		goto out;
 	}
 	if (active > 0) {
@@ -969,14 +969,18 @@ int host_wake(struct host *h, struct sandbox *sb)
 	return rc;
 }
 
-int host_set_ttl(struct host *h, struct sandbox *sb, int64_t ttl_seconds)
+int host_set_lifecycle(struct host *h, struct sandbox *sb, const struct lifecycle_change *lc)
 {
 	pthread_mutex_lock(&sb->lock);
 	bool gone = sb->row.state == SBX_DELETED;
-	if (!gone) {
-		sb->row.ttl_seconds = ttl_seconds;
-		sb->row.active_ms = wall_ms();
+	if (!gone && lc->set_ttl)
+		sb->row.ttl_seconds = lc->ttl_seconds;
+	if (!gone && lc->set_idle) {
+		sb->row.idle_hibernate = lc->idle_hibernate;
+		sb->row.retention_seconds = lc->retention_seconds;
 	}
+	if (!gone)
+		sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
 	if (gone)
 		return errf(ENOENT, "sandbox %s not found", sb->row.id);
@@ -995,9 +999,7 @@ void sandbox_touch(struct sandbox *sb)
 int sandbox_enter(struct host *h, struct sandbox *sb, struct guest **out)
 {
 	pthread_mutex_lock(&sb->op);
-	int rc = 0;
-	if (sandbox_in(sb, SBX_HIBERNATED))
-		rc = wake_locked(h, sb);
+	int rc = ready_locked(h, sb);
 	if (rc == 0) {
 		pthread_mutex_lock(&sb->lock);
 		if (sb->row.state == SBX_RUNNING && !sb->vmm_dead) {

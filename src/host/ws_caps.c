@@ -72,7 +72,8 @@ static int running_of(struct host *h, const char *ws)
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
 		pthread_mutex_lock(&sb->lock);
 		if (!strcmp(sb->row.workspace, ws) &&
-		    (sb->row.state == SBX_CREATING || sb->row.state == SBX_RUNNING))
+		    (sb->row.state == SBX_CREATING || sb->row.state == SBX_RUNNING ||
+		     sb->row.state == SBX_PAUSED))
 			n++;
 		pthread_mutex_unlock(&sb->lock);
 	}

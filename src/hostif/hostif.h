@@ -88,8 +88,9 @@ struct hostif_ops {
 	int (*delete)(void *ctx, const char *ws, const char *id);
 	int (*hibernate)(void *ctx, const char *ws, const char *id, bool now, struct sbx_row *out);
 	int (*wake)(void *ctx, const char *ws, const char *id, struct sbx_row *out);
-	int (*set_ttl)(void *ctx, const char *ws, const char *id, int64_t ttl_seconds,
-		       struct sbx_row *out);
+	int (*pause)(void *ctx, const char *ws, const char *id, bool pause, struct sbx_row *out);
+	int (*set_lifecycle)(void *ctx, const char *ws, const char *id, const struct lifecycle_change *lc,
+			     struct sbx_row *out);
 	int (*set_network)(void *ctx, const char *ws, const char *id, const char *policy,
 			   struct sbx_row *out);
 	int (*snapshot)(void *ctx, const char *ws, const char *id, char snap[ID_MAX]);
@@ -165,10 +166,24 @@ static inline int hostif_wake(struct hostif *hi, const char *ws, const char *id,
 	return hi->ops->wake(hi->ctx, ws, id, out);
 }
 
-static inline int hostif_set_ttl(struct hostif *hi, const char *ws, const char *id, int64_t ttl_seconds,
-				 struct sbx_row *out)
+/* Pause a running sandbox (vCPUs stopped; its VMM, memory and network
+ * kept: -EBUSY while guest operations run 2 s on), or resume a paused
+ * one. Either on a sandbox already so is a success. */
+static inline int hostif_pause(struct hostif *hi, const char *ws, const char *id, struct sbx_row *out)
 {
-	return hi->ops->set_ttl(hi->ctx, ws, id, ttl_seconds, out);
+	return hi->ops->pause(hi->ctx, ws, id, true, out);
+}
+
+static inline int hostif_resume(struct hostif *hi, const char *ws, const char *id, struct sbx_row *out)
+{
+	return hi->ops->pause(hi->ctx, ws, id, false, out);
+}
+
+/* Change the TTL rule (host_types.h struct lifecycle_change). */
+static inline int hostif_set_lifecycle(struct hostif *hi, const char *ws, const char *id,
+				       const struct lifecycle_change *lc, struct sbx_row *out)
+{
+	return hi->ops->set_lifecycle(hi->ctx, ws, id, lc, out);
 }
 
 static inline int hostif_set_network(struct hostif *hi, const char *ws, const char *id, const char *policy,

@@ -62,9 +62,14 @@ static int op_wake(struct host *h, struct sandbox *sb, void *arg)
 	return host_wake(h, sb);
 }
 
-static int op_ttl(struct host *h, struct sandbox *sb, void *arg)
+static int op_pause(struct host *h, struct sandbox *sb, void *arg)
 {
-	return host_set_ttl(h, sb, *(const int64_t *)arg);
+	return *(bool *)arg ? host_pause(h, sb) : host_resume(h, sb);
+}
+
+static int op_lifecycle(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_set_lifecycle(h, sb, arg);
 }
 
 static int op_network(struct host *h, struct sandbox *sb, void *arg)
@@ -119,9 +124,15 @@ static int l_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out
 	return with_sandbox(ctx, ws, id, op_wake, NULL, out);
 }
 
-static int l_set_ttl(void *ctx, const char *ws, const char *id, int64_t ttl_seconds, struct sbx_row *out)
+static int l_pause(void *ctx, const char *ws, const char *id, bool pause, struct sbx_row *out)
 {
-	return with_sandbox(ctx, ws, id, op_ttl, &ttl_seconds, out);
+	return with_sandbox(ctx, ws, id, op_pause, &pause, out);
+}
+
+static int l_set_lifecycle(void *ctx, const char *ws, const char *id, const struct lifecycle_change *lc,
+			   struct sbx_row *out)
+{
+	return with_sandbox(ctx, ws, id, op_lifecycle, (void *)lc, out);
 }
 
 static int l_set_network(void *ctx, const char *ws, const char *id, const char *policy,
@@ -293,7 +304,8 @@ static const struct hostif_ops local_ops = {
 	.delete = l_delete,
 	.hibernate = l_hibernate,
 	.wake = l_wake,
-	.set_ttl = l_set_ttl,
+	.pause = l_pause,
+	.set_lifecycle = l_set_lifecycle,
 	.set_network = l_set_network,
 	.snapshot = l_snapshot,
 	.snapshot_delete = l_snapshot_delete,

@@ -591,10 +591,22 @@ static int r_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out
 	return rc;
 }
 
-static int r_set_ttl(void *ctx, const char *ws, const char *id, int64_t ttl_seconds, struct sbx_row *out)
+static int r_pause(void *ctx, const char *ws, const char *id, bool pause, struct sbx_row *out)
 {
-	return on_sandbox(ctx, "POST", ws, id, "/ttl", json_pack("{s:I}", "ttl_seconds", (json_int_t)ttl_seconds),
-			  CALL_TIMEOUT_S, out);
+	return on_sandbox(ctx, "POST", ws, id, pause ? "/pause" : "/resume", NULL, CALL_TIMEOUT_S, out);
+}
+
+static int r_set_lifecycle(void *ctx, const char *ws, const char *id, const struct lifecycle_change *lc,
+			   struct sbx_row *out)
+{
+	json_t *j = json_object();
+	if (j && lc->set_ttl)
+		json_object_set_new(j, "ttl_seconds", json_integer(lc->ttl_seconds));
+	if (j && lc->set_idle) {
+		json_object_set_new(j, "idle_hibernate", json_boolean(lc->idle_hibernate));
+		json_object_set_new(j, "retention_seconds", json_integer(lc->retention_seconds));
+	}
+	return on_sandbox(ctx, "POST", ws, id, "/ttl", j, CALL_TIMEOUT_S, out);
 }
 
 static int r_set_network(void *ctx, const char *ws, const char *id, const char *policy, struct sbx_row *out)
@@ -1064,7 +1076,8 @@ static const struct hostif_ops remote_ops = {
 	.delete = r_delete,
 	.hibernate = r_hibernate,
 	.wake = r_wake,
-	.set_ttl = r_set_ttl,
+	.pause = r_pause,
+	.set_lifecycle = r_set_lifecycle,
 	.set_network = r_set_network,
 	.snapshot = r_snapshot,
 	.snapshot_delete = r_snapshot_delete,

@@ -633,6 +633,8 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"description\":\"A snapshot (snap_...) to start from instead of a template: its memory and disk.\"},"
 	  "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":0,"
 	  "\"description\":\"Delete it after this long without use (0: never; default and most: the server's).\"},"
+	  "\"persistent\":{\"type\":\"boolean\",\"description\":\"true: hibernate it when idle for its TTL "
+	  "instead of deleting it (not on plans whose TTL counts from creation).\"},"
 	  "\"metadata\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_METADATA_MAX) ",\"additionalProperties\":"
 	  "{\"type\":\"string\",\"maxLength\":" NUM(OPS_METADATA_VALUE_MAX) "}},"
 	  "\"env\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_ENV_MAX) ",\"additionalProperties\":"

@@ -78,7 +78,7 @@ struct running {
 static int note_running(void *ctx, const struct sbx_row *r)
 {
 	struct running *a = ctx;
-	if (r->state != SBX_RUNNING)
+	if (r->state != SBX_RUNNING && r->state != SBX_PAUSED)	/* paused: memory billed */
 		return 0;
 	for (int i = 0; i < a->n; i++)
 		if (!strcmp(a->ws[i], r->workspace))
@@ -96,7 +96,7 @@ struct to_hibernate {
 static int note_sandbox(void *ctx, const struct sbx_row *r)
 {
 	struct to_hibernate *h = ctx;
-	if (r->state == SBX_RUNNING && h->n < 64)
+	if ((r->state == SBX_RUNNING || r->state == SBX_PAUSED) && h->n < 64)
 		snprintf(h->id[h->n++], ID_MAX, "%s", r->id);
 	return 0;
 }

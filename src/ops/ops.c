@@ -52,8 +52,8 @@ int ops_template_known(struct hostif *hi, const char *name, json_t **names)
 	return errf(ENOENT, "unknown template '%.64s'; the templates are: %s", name, n.list);
 }
 
-const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "metadata",
-					  "env", "allow_out", "deny_out", "allow_internet", NULL };
+const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
+					  "metadata", "env", "allow_out", "deny_out", "allow_internet", NULL };
 
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 {
@@ -120,6 +120,31 @@ static int plan_caps(const struct ops_caller *c, struct plan *p, struct ws_caps 
 	return 0;
 }
 
+/* The idle rule of a sandbox persistent or not under plan p (docs/api.md
+ * "Persistent sandboxes"): persistent is hibernated when idle and never
+ * deleted by its TTL; not persistent follows the plan's rule, or (when
+ * the plan's own rule is already that) is deleted when idle. A plan
+ * that deletes sandboxes a fixed time after their creation (free) has no
+ * persistent ones: -EPERM. */
+static int idle_rule(const struct plan *p, bool persistent, struct lifecycle_change *lc)
+{
+	lc->set_idle = true;
+	if (persistent && p->limits.ttl_absolute)
+		return errf(EPERM, "plan %s deletes a sandbox %lld seconds after its creation: it has no "
+			    "persistent sandboxes", p->name, (long long)p->limits.max_ttl_seconds);
+	if (persistent) {
+		lc->idle_hibernate = true;
+		lc->retention_seconds = 0;
+	} else if (p->limits.idle_hibernate && p->limits.hibernated_retention_seconds > 0) {
+		lc->idle_hibernate = true;
+		lc->retention_seconds = p->limits.hibernated_retention_seconds;
+	} else {
+		lc->idle_hibernate = false;
+		lc->retention_seconds = 0;
+	}
+	return 0;
+}
+
 /* A refusal names the plan after what the host said. */
 static int quota_error(const struct plan *p, int rc)
 {
@@ -134,6 +159,8 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 {
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1;
+	bool persistent = false;
+	struct lifecycle_change rule = { 0 };
 	json_t *metadata = NULL, *env = NULL;
 	char *policy = NULL;
 	struct plan plan = { 0 };
@@ -151,6 +178,9 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 	rc = rc ?: v_str(args, "template", false, OPS_NAME_MAX, &tmpl);
 	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &snap);
 	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
+	rc = rc ?: v_bool(args, "persistent", &persistent);
+	if (rc == 0 && persistent)
+		rc = idle_rule(&plan, true, &rule);
 	rc = rc ?: v_str_map(args, "metadata", OPS_METADATA_MAX, OPS_METADATA_KEY_MAX,
 			     OPS_METADATA_VALUE_MAX, false, &metadata);
 	rc = rc ?: v_str_map(args, "env", OPS_ENV_MAX, OPS_ENV_KEY_MAX, OPS_ENV_VALUE_MAX, true, &env);
@@ -184,8 +214,8 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 		.ttl_seconds = ttl,
 		.ttl_cap = plan.limits.max_ttl_seconds,
 		.ttl_absolute = plan.limits.ttl_absolute != 0,
-		.idle_hibernate = plan.limits.idle_hibernate != 0,
-		.retention_seconds = plan.limits.hibernated_retention_seconds,
+		.idle_hibernate = persistent || plan.limits.idle_hibernate != 0,
+		.retention_seconds = persistent ? 0 : plan.limits.hibernated_retention_seconds,
 		.metadata = meta_text,
 		.env = env_text,
 		.net_policy = policy,
@@ -197,6 +227,33 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 	free(env_text);
 	free(policy);
 	return rc;
+}
+
+int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out)
+{
+	static const char *const keys[] = { "ttl_seconds", "persistent", NULL };
+	struct plan plan = { 0 };
+	int rc = ops_workspace_plan(c, &plan);
+	int64_t max_ttl = c->max_ttl, ttl = -1;
+	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
+		max_ttl = plan.limits.max_ttl_seconds;
+	bool persistent = false;
+	struct lifecycle_change lc = { 0 };
+	rc = rc ?: v_known_keys(args, keys);
+	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
+	rc = rc ?: v_bool(args, "persistent", &persistent);
+	if (rc == 0 && ttl < 0 && !json_object_get(args, "persistent"))
+		rc = errf(EINVAL, "give 'ttl_seconds', 'persistent' or both");
+	if (rc == 0 && ttl == 0 && plan.limits.max_ttl_seconds)
+		rc = errf(EINVAL, "ttl_seconds 0 (no expiry) is over plan %s's limit of %lld seconds",
+			  plan.name, (long long)plan.limits.max_ttl_seconds);
+	if (rc == 0 && json_object_get(args, "persistent"))
+		rc = idle_rule(&plan, persistent, &lc);
+	if (rc < 0)
+		return rc;
+	lc.set_ttl = ttl >= 0;
+	lc.ttl_seconds = ttl;
+	return hostif_set_lifecycle(c->hostif, c->workspace, id, &lc, out);
 }
 
 int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *args, bool tree,
@@ -278,7 +335,7 @@ int ops_promote(const struct ops_caller *c, const char *id, bool delete_parent, 
 	if (rc < 0)
 		return rc;
 	snprintf(parent, ID_MAX, "%s", row.parent);
-	bool live = row.state == SBX_RUNNING || row.state == SBX_HIBERNATED;
+	bool live = row.state == SBX_RUNNING || row.state == SBX_PAUSED || row.state == SBX_HIBERNATED;
 	sbx_row_clear(&row);
 	if (!parent[0])
 		return errf(EINVAL, "sandbox %s was not forked: there are no siblings to promote it over", id);

@@ -80,13 +80,20 @@ extern const char *const ops_create_fields[];
 
 /* Create a sandbox from args: template (default "base") or from_snapshot,
  * ttl_seconds (0 to max_ttl, or the plan's max_ttl_seconds when lower;
- * absent: the host's default, so capped), metadata, env,
+ * absent: the host's default, so capped), persistent (ops_set_lifecycle),
+ * metadata, env,
  * and the egress policy allow_out, deny_out, allow_internet
  * (host/netpolicy.h). Unknown fields are refused; an unknown template is
  * -ENOENT naming the templates that exist; -EDQUOT when
  * a limit of the workspace's plan refuses (c->quota says which). *out
  * gets the new sandbox's record (sbx_row_clear it). */
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out);
+
+/* PATCH .../lifecycle: ttl_seconds (as at create: 0 to the plan's max),
+ * persistent (true: hibernated when idle, never deleted by its TTL;
+ * -EPERM on a plan whose TTL counts from creation), or both; one at
+ * least. Counts as activity. */
+int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out);
 
 /* What a fork made: kids[0..made) are the children's records
  * (ops_forked_clear them); one with id "" exists but could not be copied

@@ -12,13 +12,15 @@ static const char *const names[SBX_NSTATES] = {
 	[SBX_DELETING] = "deleting",
 	[SBX_DELETED] = "deleted",
 	[SBX_LOST] = "lost",
+	[SBX_PAUSED] = "paused",
 };
 
 /* legal[from] has bit `to` set for each move allowed (sbx_state.h). */
 #define TO(s) (1u << (s))
 static const unsigned legal[SBX_NSTATES] = {
 	[SBX_CREATING] = TO(SBX_RUNNING) | TO(SBX_DELETED),
-	[SBX_RUNNING] = TO(SBX_HIBERNATED) | TO(SBX_FAILED) | TO(SBX_DELETING),
+	[SBX_RUNNING] = TO(SBX_PAUSED) | TO(SBX_HIBERNATED) | TO(SBX_FAILED) | TO(SBX_DELETING),
+	[SBX_PAUSED] = TO(SBX_RUNNING) | TO(SBX_HIBERNATED) | TO(SBX_FAILED) | TO(SBX_DELETING),
 	[SBX_HIBERNATED] = TO(SBX_RUNNING) | TO(SBX_FAILED) | TO(SBX_DELETING),
 	[SBX_FAILED] = TO(SBX_DELETING),
 	[SBX_DELETING] = TO(SBX_DELETED),

@@ -2,7 +2,9 @@
  * sbx_state: a sandbox's lifecycle state and the moves between them.
  *
  *   creating -> running | deleted (the create failed)
- *   running -> hibernated | failed | deleting
+ *   running -> paused | hibernated | failed | deleting
+ *   paused -> running | hibernated | failed | deleting  (vCPUs stopped,
+ *         memory and the VMM kept: POST .../pause and .../resume)
  *   hibernated -> running | failed | deleting
  *   failed -> deleting
  *   deleting -> deleted
@@ -31,6 +33,7 @@ enum sbx_state {
 	SBX_DELETING,
 	SBX_DELETED,
 	SBX_LOST,
+	SBX_PAUSED,
 	SBX_NSTATES
 };
 

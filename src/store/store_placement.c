@@ -110,9 +110,10 @@ static int admit(struct store *tx, const struct placement *p, int n, int64_t now
 	if (c->running)
 		rc = RUN(tx, "SELECT COUNT(*) FROM placements p LEFT JOIN sandboxes s ON s.id = p.id "
 			     "WHERE p.workspace_id = $1 AND p.ended_ms IS NULL AND ((p.kind = 'sandbox' "
-			     "AND (s.state IS NULL OR s.state IN ($2, $3))) OR (p.kind = 'wake' AND p.id <> $4))",
+			     "AND (s.state IS NULL OR s.state IN ($2, $3, $4))) OR (p.kind = 'wake' AND p.id <> $5))",
 			 store_row_int1, &running, NULL, DBV_S(p->workspace),
 			 DBV_S(sbx_state_name(SBX_CREATING)), DBV_S(sbx_state_name(SBX_RUNNING)),
+			 DBV_S(sbx_state_name(SBX_PAUSED)),	/* paused holds its memory */
 			 DBV_S(own_wake));
 	pc->running = running;
 	struct window w = { NULL, 0 };

@@ -596,6 +596,37 @@ def hibernate_and_wake():
 
 
 @test
+def pause_resume_and_persistent():
+    sb = new("minimal")
+    try:
+        sb.files.write("/root/keep.txt", "kept")
+        eq(sb.pause().status, "paused")
+        eq(Sandbox.get(sb.id).status, "paused", "on the server")
+        eq(sb.pause().status, "paused", "pausing a paused one leaves it paused")
+        eq(sb.resume().status, "running")
+        eq(sb.resume().status, "running", "resuming a running one leaves it running")
+        sb.pause()
+        eq(sb.files.read_text("/root/keep.txt"), "kept", "a request resumes it, files intact")
+        eq(sb.refresh().status, "running")
+        eq(sb.persistent, False, "not persistent by default")
+        eq(sb.set_persistent().persistent, True)
+        eq(Sandbox.get(sb.id).persistent, True, "on the server")
+        eq(sb.set_persistent(False).persistent, False)
+        raises(TypeError, sb.set_persistent, "yes")
+    finally:
+        sb.delete()
+    raises(NotFound, sb.pause)
+    raises(NotFound, sb.resume)
+    p = new("minimal", persistent=True)
+    try:
+        eq(p.persistent, True, "persistent at create")
+        eq(p.info["ttl_rule"]["when_idle"], "hibernate")
+    finally:
+        p.delete()
+    return "paused twice, resumed twice, resumed by a request; persistent set, read, unset, at create"
+
+
+@test
 def fork_and_fork_tree():
     A.files.write("/root/parent.txt", "from the parent")
     kids = A.fork(2)

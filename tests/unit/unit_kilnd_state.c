@@ -22,6 +22,11 @@ static const struct { enum sbx_state from, to; } moves[] = {
 	{ SBX_RUNNING, SBX_HIBERNATED },
 	{ SBX_RUNNING, SBX_FAILED },
 	{ SBX_RUNNING, SBX_DELETING },
+	{ SBX_RUNNING, SBX_PAUSED },
+	{ SBX_PAUSED, SBX_RUNNING },
+	{ SBX_PAUSED, SBX_HIBERNATED },
+	{ SBX_PAUSED, SBX_FAILED },
+	{ SBX_PAUSED, SBX_DELETING },
 	{ SBX_HIBERNATED, SBX_RUNNING },
 	{ SBX_HIBERNATED, SBX_FAILED },
 	{ SBX_HIBERNATED, SBX_DELETING },
@@ -86,7 +91,7 @@ static void moves_apply_or_refuse(void)
 static void names_round_trip(void)
 {
 	static const char *const want[SBX_NSTATES] = {
-		"creating", "running", "hibernated", "failed", "deleting", "deleted", "lost",
+		"creating", "running", "hibernated", "failed", "deleting", "deleted", "lost", "paused",
 	};
 	for (int s = 0; s < SBX_NSTATES; s++) {
 		enum sbx_state back = SBX_NSTATES;

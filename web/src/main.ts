@@ -273,7 +273,7 @@ function createForm(): HTMLElement {
 }
 
 function listView(): HTMLElement {
-  const status = h("select", { id: "f-status" }, ...["all", "creating", "running", "hibernated", "failed", "deleting"].map((s) => h("option", { value: s }, s)));
+  const status = h("select", { id: "f-status" }, ...["all", "creating", "running", "paused", "hibernated", "failed", "deleting"].map((s) => h("option", { value: s }, s)));
   const search = h("input", { id: "f-search", type: "search", placeholder: "id, template or parent" });
   const tbody = h("tbody");
   const count = h("p", { class: "help", "aria-live": "polite" });

@@ -60,7 +60,7 @@ class Sandbox:
 
     @classmethod
     def create(cls, template: Optional[str] = None, *, ttl_seconds: Optional[int] = None,
-               metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
+               persistent: Optional[bool] = None, metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
                allow_out: Optional[Sequence[str]] = None, deny_out: Optional[Sequence[str]] = None,
                allow_internet: Optional[bool] = None, from_snapshot: Optional[str] = None,
                api_url: Optional[str] = None, api_key: Optional[str] = None,
@@ -68,7 +68,9 @@ class Sandbox:
         """Create a sandbox from a template (default ``base``) or a snapshot.
         It is running when this returns.
 
-        ``ttl_seconds`` is an idle timeout (0: never); ``env`` the
+        ``ttl_seconds`` is an idle timeout (0: never); ``persistent=True``
+        makes that timeout hibernate the sandbox instead of deleting it
+        (the next request wakes it; docs/api.md); ``env`` the
         environment of every command; ``allow_out`` a list of CIDRs the
         sandbox may reach (only those), ``deny_out`` CIDRs it may never
         reach, ``allow_internet=False`` nothing at all (docs/network.md)."""
@@ -77,7 +79,7 @@ class Sandbox:
             raise ValueError("give either template or from_snapshot, not both")
         body = clean({
             "template": template, "from_snapshot": from_snapshot, "ttl_seconds": ttl_seconds,
-            "metadata": str_map("metadata", metadata), "env": str_map("env", env),
+            "persistent": persistent, "metadata": str_map("metadata", metadata), "env": str_map("env", env),
             "allow_out": list(allow_out) if allow_out is not None else None,
             "deny_out": list(deny_out) if deny_out is not None else None,
             "allow_internet": allow_internet,
@@ -311,6 +313,18 @@ class Sandbox:
         self._info = self._post("/wake").json()
         return self
 
+    def pause(self) -> "Sandbox":
+        """Stop its vCPUs, keeping its memory, processes and network: no
+        CPU is billed while paused (its memory is). Cheaper to come back
+        from than hibernate; any request that needs the guest resumes it."""
+        self._info = self._post("/pause").json()
+        return self
+
+    def resume(self) -> "Sandbox":
+        """Start a paused sandbox's vCPUs again."""
+        self._info = self._post("/resume").json()
+        return self
+
     def fork(self, count: int = 1) -> List["Sandbox"]:
         """count copies of this running sandbox, memory and disk, each
         continuing from here (one pause per child)."""
@@ -368,6 +382,20 @@ class Sandbox:
         self._info = self._client.transport.request(
             "PATCH", self._path + "/lifecycle", json_body={"ttl_seconds": seconds}).json()
         return self
+
+    def set_persistent(self, persistent: bool = True) -> "Sandbox":
+        """True: its idle timeout hibernates it instead of deleting it, and
+        only a delete ends it; False: the plan's TTL rule again."""
+        if not isinstance(persistent, bool):
+            raise TypeError("persistent must be a bool")
+        self._info = self._client.transport.request(
+            "PATCH", self._path + "/lifecycle", json_body={"persistent": persistent}).json()
+        return self
+
+    @property
+    def persistent(self) -> bool:
+        """Hibernated when idle and never deleted by its TTL."""
+        return bool(self._info.get("persistent", False))
 
     def set_network(self, *, allow_out: Optional[Sequence[str]] = None,
                     deny_out: Optional[Sequence[str]] = None,

@@ -20,6 +20,8 @@ export interface CreateOptions extends ConnectOptions {
   fromSnapshot?: string;
   /** Idle timeout in seconds (0: never). */
   ttlSeconds?: number;
+  /** true: the idle timeout hibernates it instead of deleting it (docs/api.md). */
+  persistent?: boolean;
   metadata?: Record<string, string>;
   /** Environment of every command run in the sandbox. */
   env?: Record<string, string>;
@@ -147,6 +149,7 @@ export class Sandbox {
     if (options.template !== undefined) body.template = options.template;
     if (options.fromSnapshot !== undefined) body.from_snapshot = options.fromSnapshot;
     if (options.ttlSeconds !== undefined) body.ttl_seconds = options.ttlSeconds;
+    if (options.persistent !== undefined) body.persistent = options.persistent;
     if (options.metadata !== undefined) body.metadata = options.metadata;
     if (options.env !== undefined) body.env = options.env;
     networkBody(options, body);
@@ -211,6 +214,10 @@ export class Sandbox {
   }
   get ttlSeconds(): number {
     return this.data.ttl_seconds;
+  }
+  /** Hibernated when idle and never deleted by its TTL. */
+  get persistent(): boolean {
+    return this.data.persistent === true;
   }
   get parentId(): string | null {
     return this.data.parent_id;
@@ -323,6 +330,19 @@ export class Sandbox {
     return this;
   }
 
+  /** Stop its vCPUs, keeping memory, processes and network (no CPU billed; memory is).
+   * Cheaper to come back from than hibernate; any request that needs the guest resumes it. */
+  async pause(): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/pause`, { json: {} });
+    return this;
+  }
+
+  /** Start a paused sandbox's vCPUs again. */
+  async resume(): Promise<this> {
+    this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/resume`, { json: {} });
+    return this;
+  }
+
   async wake(): Promise<this> {
     this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/wake`, { json: {} });
     return this;
@@ -391,6 +411,13 @@ export class Sandbox {
 
   async setTtl(seconds: number): Promise<this> {
     this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { ttl_seconds: seconds } });
+    return this;
+  }
+
+  /** true: its idle timeout hibernates it instead of deleting it; false: the plan's TTL rule again. */
+  async setPersistent(persistent = true): Promise<this> {
+    if (typeof persistent !== "boolean") throw new TypeError("persistent must be a boolean");
+    this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { persistent } });
     return this;
   }
 

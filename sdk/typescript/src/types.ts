@@ -1,6 +1,6 @@
 /** Plain result types of the kiln SDK, and the JSON shapes they come from (docs/api.md). */
 
-export type SandboxStatus = "creating" | "running" | "hibernated" | "failed" | "deleting" | "deleted";
+export type SandboxStatus = "creating" | "running" | "paused" | "hibernated" | "failed" | "deleting" | "deleted";
 
 export interface SandboxJSON {
   id: string;
@@ -14,6 +14,8 @@ export interface SandboxJSON {
   last_active_at: string | null;
   expires_at: string | null;
   /** Its plan's TTL rule (docs/billing.md). */
+  /** Hibernated when idle and never deleted by its TTL. */
+  persistent?: boolean;
   ttl_rule?: { counts_from: "creation" | "last_activity"; when_idle: "delete" | "hibernate"; hibernated_retention_seconds: number };
   parent_id: string | null;
   from_snapshot: string | null;

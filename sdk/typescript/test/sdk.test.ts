@@ -467,6 +467,35 @@ test("hibernate and wake", async () => {
   await rejects(() => sb.wake(), NotFound);
 });
 
+test("pause, resume and persistent", async () => {
+  const sb = await create();
+  try {
+    await sb.files.write("/root/keep.txt", "kept");
+    assert.equal((await sb.pause()).status, "paused");
+    assert.equal((await Sandbox.get(sb.id)).status, "paused", "on the server");
+    assert.equal((await sb.pause()).status, "paused", "pausing a paused one");
+    assert.equal((await sb.resume()).status, "running");
+    assert.equal((await sb.resume()).status, "running", "resuming a running one");
+    await sb.pause();
+    assert.equal(await sb.files.readText("/root/keep.txt"), "kept", "a request resumes it");
+    assert.equal((await sb.refresh()).status, "running");
+    assert.equal(sb.persistent, false);
+    assert.equal((await sb.setPersistent()).persistent, true);
+    assert.equal((await Sandbox.get(sb.id)).persistent, true, "on the server");
+    assert.equal((await sb.setPersistent(false)).persistent, false);
+  } finally {
+    await sb.delete();
+  }
+  await rejects(() => sb.pause(), NotFound);
+  await rejects(() => sb.resume(), NotFound);
+  const p = await create({ persistent: true });
+  try {
+    assert.equal(p.persistent, true, "persistent at create");
+  } finally {
+    await p.delete();
+  }
+});
+
 test("fork and forkTree", async () => {
   await A.files.write("/root/parent.txt", "from the parent");
   const kids: Sandbox[] = [];

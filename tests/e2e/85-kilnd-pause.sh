@@ -1,0 +1,172 @@
+#!/bin/bash
+# Pause and resume (docs/api.md "Pause"): a paused sandbox's vCPUs burn
+# nothing (a busy loop in it accrues no active_vcpu_seconds while its
+# memory is still billed), it counts as running against the plan, it is
+# paused again and resumed again without harm, a request that needs its
+# guest resumes it with its files and processes as they were, a pause
+# while a command runs is refused, it hibernates and wakes, it forks
+# (resumed first), and it stays paused across a kilnd restart. Persistent
+# sandboxes (docs/api.md "Persistent sandboxes"): idle for their TTL they
+# hibernate instead of being deleted and are kept so; a request wakes
+# one; persistent off gives the plan's rule back; a plan whose TTL counts
+# from creation refuses them; bad bodies are 400.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { fail pause_kvm "no KVM here: run it in tests/host/run"; exit 1; }
+
+build_template minimal || exit 1
+cat > "$T/plans.json" <<'EOF'
+{"abs": {"ttl_absolute": 1, "max_ttl_seconds": 3600}}
+EOF
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-abs abs > /dev/null 2>&1
+kilnd_args=(--rate 0 --sample-ms 500 --plans "$T/plans.json")
+start_kilnd "${kilnd_args[@]}" || exit 1
+KEY=$(new_key pause) ABS=$(new_key w-abs)
+at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
+
+usage_of() { api GET "/v1/sandboxes/$1"; jget "j['usage']['$2']"; }
+# gt A B: A > B as numbers.
+gt() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$1" "$2"; }
+
+create_sandbox '{"template":"minimal","ttl_seconds":3600}'
+S=$SBX
+[ -n "$S" ] || { fail pause_setup "create: $STATUS $BODY"; exit 1; }
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"echo kept > /root/mark"}'
+# A busy loop in the background, its pid kept, so the CPU it burns shows.
+api POST "/v1/sandboxes/$S/processes" '{"cmd":"while :; do :; done"}'
+[ "$STATUS" = 201 ] || fail pause_setup "process: $STATUS $BODY"
+LOOP=$(jget 'j["id"]')
+sleep 3
+c0=$(usage_of "$S" active_vcpu_seconds)
+sleep 3
+c1=$(usage_of "$S" active_vcpu_seconds)
+gt "$c1" "$(python3 -c "print($c0 + 0.3)")" && pass pause_running_burns "busy loop: active_vcpu_seconds $c0 -> $c1 in 3 s" ||
+	fail pause_running_burns "$c0 -> $c1"
+
+api POST "/v1/sandboxes/$S/pause"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = paused ] && pass pause_paused "$(jget 'j["status"]')" ||
+	fail pause_paused "$STATUS $BODY"
+api GET "/v1/sandboxes/$S"
+check pause_get_paused "status $(jget 'j["status"]')" [ "$(jget 'j["status"]')" = paused ]
+api GET /v1/limits
+check pause_counts_running "in_use.running $(jget 'j["in_use"]["running"]') with one paused sandbox" \
+	[ "$(jget 'j["in_use"]["running"]')" = 1 ]
+sleep 1.5
+p0=$(usage_of "$S" active_vcpu_seconds) m0=$(usage_of "$S" working_set_gib_hours)
+sleep 4
+p1=$(usage_of "$S" active_vcpu_seconds) m1=$(usage_of "$S" working_set_gib_hours)
+python3 -c "import sys; sys.exit(0 if float('$p1') - float('$p0') < 0.1 else 1)" &&
+	pass pause_burns_nothing "busy loop paused 4 s: active_vcpu_seconds $p0 -> $p1" ||
+	fail pause_burns_nothing "$p0 -> $p1 while paused"
+gt "$m1" "$m0" && pass pause_memory_billed "working_set_gib_hours $m0 -> $m1 while paused" ||
+	fail pause_memory_billed "$m0 -> $m1"
+api POST "/v1/sandboxes/$S/pause"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = paused ] && pass pause_twice "paused again: 200 paused" ||
+	fail pause_twice "$STATUS $BODY"
+api POST "/v1/sandboxes/$S/resume"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = running ] && pass pause_resumed "running" ||
+	fail pause_resumed "$STATUS $BODY"
+api POST "/v1/sandboxes/$S/resume"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = running ] && pass pause_resume_running "resumed again: 200 running" ||
+	fail pause_resume_running "$STATUS $BODY"
+api GET "/v1/sandboxes/$S/processes"
+check pause_process_kept "the busy loop after pause and resume: $(jget '[(p["id"], p["status"]) for p in j["processes"]]')" \
+	[ "$(jget '[p["status"] for p in j["processes"] if p["id"] == '"$LOOP"']')" = "['running']" ]
+api POST "/v1/sandboxes/$S/processes/$LOOP/signal" '{"signal":"KILL"}'
+
+# A request that needs the guest resumes it.
+api POST "/v1/sandboxes/$S/pause"
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/mark"}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = "kept" ] && pass pause_exec_resumes "exec on a paused sandbox: $(jget 'j["stdout"]')" ||
+	fail pause_exec_resumes "$STATUS $BODY"
+api GET "/v1/sandboxes/$S"
+check pause_exec_left_running "status $(jget 'j["status"]')" [ "$(jget 'j["status"]')" = running ]
+
+# Not while a command runs: the command would hang.
+curl -s -o "$T/sleep.json" -X POST -H "Authorization: Bearer $KEY" --data-binary '{"cmd":"sleep 6; echo slept"}' \
+	"$URL/v1/sandboxes/$S/exec" &
+SLEEP_PID=$!
+sleep 1.5
+api POST "/v1/sandboxes/$S/pause"
+expect pause_busy_refused 409 conflict
+grep -q "operations running" <<<"$BODY" && pass pause_busy_says_why "$(jget 'j["error"]["message"]')" ||
+	fail pause_busy_says_why "$BODY"
+wait $SLEEP_PID
+grep -q '"stdout":"slept\\n"' "$T/sleep.json" && pass pause_busy_command_ended "the command ran to its end" ||
+	fail pause_busy_command_ended "$(cat "$T/sleep.json")"
+
+# Paused, then hibernated and woken: the file is there.
+api POST "/v1/sandboxes/$S/pause"
+api POST "/v1/sandboxes/$S/hibernate"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["status"]')" = hibernated ] && pass pause_then_hibernate "hibernated" ||
+	fail pause_then_hibernate "$STATUS $BODY"
+api POST "/v1/sandboxes/$S/wake"
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/mark"}'
+[ "$(jget 'j["stdout"]')" = kept ] && pass pause_hibernate_wake_intact "after pause, hibernate, wake: $(jget 'j["stdout"]')" ||
+	fail pause_hibernate_wake_intact "$STATUS $BODY"
+
+# A paused parent forks: resumed first, the child has its file.
+api POST "/v1/sandboxes/$S/pause"
+api POST "/v1/sandboxes/$S/fork" '{"count":1}'
+KID=$(jget 'j["sandboxes"][0]["id"]')
+[ "$STATUS" = 201 ] && [ -n "$KID" ] && pass pause_fork "child $KID" || fail pause_fork "$STATUS $BODY"
+api POST "/v1/sandboxes/$KID/exec" '{"cmd":"cat /root/mark"}'
+check pause_fork_child_file "child: $(jget 'j["stdout"]')" [ "$(jget 'j["stdout"]')" = kept ]
+api DELETE "/v1/sandboxes/$KID"
+
+# Paused across a kilnd restart: still paused, and resumes.
+api POST "/v1/sandboxes/$S/pause"
+stop_kilnd
+start_kilnd "${kilnd_args[@]}" || exit 1
+api GET "/v1/sandboxes/$S"
+check pause_restart_kept "after a kilnd restart: $(jget 'j["status"]')" [ "$(jget 'j["status"]')" = paused ]
+api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/mark"}'
+check pause_restart_resumes "exec: $(jget 'j.get("stdout")')" [ "$(jget 'j.get("stdout")')" = kept ]
+
+# Bad requests and a sandbox that is not there.
+api POST "/v1/sandboxes/$S/pause" '{"now":true}'
+expect pause_unknown_field 400 invalid_request
+api POST /v1/sandboxes/sbx_doesnotexist/pause
+expect pause_not_found 404 not_found
+api POST /v1/sandboxes/sbx_doesnotexist/resume
+expect resume_not_found 404 not_found
+api DELETE "/v1/sandboxes/$S"
+api POST "/v1/sandboxes/$S/resume"
+expect resume_deleted 404 sandbox_ended
+
+# ---- persistent ----------------------------------------------------------------------------
+create_sandbox '{"template":"minimal","ttl_seconds":3,"persistent":true}'
+P=$SBX
+[ -n "$P" ] && [ "$(jget 'j["persistent"]')" = True ] && [ "$(jget 'j["ttl_rule"]["when_idle"]')" = hibernate ] &&
+	pass persistent_create "persistent $(jget 'j["persistent"]'), when_idle $(jget 'j["ttl_rule"]["when_idle"]')" ||
+	fail persistent_create "$STATUS $BODY"
+api POST "/v1/sandboxes/$P/exec" '{"cmd":"echo persisted > /root/p"}'
+seen=$(wait_status "$P" hibernated 30)
+check persistent_idle_hibernates "idle past its 3 s TTL: $seen" [ "$seen" = hibernated ]
+sleep 5
+api GET "/v1/sandboxes/$P"
+check persistent_kept "8 s later: $STATUS $(jget 'j.get("status")'), expires_at $(jget 'j.get("expires_at")')" \
+	[ "$STATUS" = 200 -a "$(jget 'j.get("status")')" = hibernated -a "$(jget 'j.get("expires_at")')" = None ]
+api POST "/v1/sandboxes/$P/exec" '{"cmd":"cat /root/p"}'
+check persistent_wakes "exec: $(jget 'j.get("stdout")')" [ "$(jget 'j.get("stdout")')" = persisted ]
+api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":false,"ttl_seconds":600}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["persistent"]')" = False ] && [ "$(jget 'j["ttl_rule"]["when_idle"]')" = delete ] &&
+	[ "$(jget 'j["ttl_seconds"]')" = 600 ] && pass persistent_off "persistent False, when_idle delete, ttl 600" ||
+	fail persistent_off "$STATUS $BODY"
+api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":true}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["persistent"]')" = True ] && pass persistent_on "$(jget 'j["ttl_rule"]')" ||
+	fail persistent_on "$STATUS $BODY"
+api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":"yes"}'
+expect persistent_not_bool 400 invalid_request
+api PATCH "/v1/sandboxes/$P/lifecycle" '{}'
+expect lifecycle_empty 400 invalid_request
+api POST /v1/sandboxes '{"template":"minimal","persistent":1}'
+expect persistent_create_not_bool 400 invalid_request
+KEY_MAIN=$KEY KEY=$ABS
+api POST /v1/sandboxes '{"template":"minimal","persistent":true}'
+expect persistent_abs_plan_refused 403 forbidden
+grep -q "no persistent sandboxes" <<<"$BODY" && pass persistent_abs_says_why "$(jget 'j["error"]["message"]')" ||
+	fail persistent_abs_says_why "$BODY"
+KEY=$KEY_MAIN
+api DELETE "/v1/sandboxes/$P"
+check pause_nothing_left "sandbox VMMs $(sandbox_vmms | wc -l)" [ "$(sandbox_vmms | wc -l)" = 0 ]
+alive alive_at_end
