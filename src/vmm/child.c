@@ -25,9 +25,9 @@
  * descriptors must not live on in the child. */
 static void close_inherited(int ready_fd, const int *keep)
 {
-	int fds[16], n = 0;
+	int fds[32], n = 0;
 	fds[n++] = ready_fd;
-	for (int i = 0; keep && keep[i] >= 0 && n < 15; i++)
+	for (int i = 0; keep && keep[i] >= 0 && n < 31; i++)
 		fds[n++] = keep[i];
 	for (int i = 1; i < n; i++)          /* sort, so gaps can be closed in ranges */
 		for (int k = i; k > 0 && fds[k - 1] > fds[k]; k--) {
@@ -139,11 +139,15 @@ static int start_on(int wfd, const struct guest_mem *mem, const struct vmm_confi
 			close(c->stderr_fd);
 			c->stderr_fd = -1;
 		}
-		int keep[4] = { c->kvm_fd, c->tap_fd, -1, -1 }, k = 0;
-		int all[20];
+		/* Its own descriptors: KVM, the TAP, and the read-only volumes
+		 * a live fork shares with its parent. */
+		int keep[2 + VOLUME_SLOTS_MAX] = { c->kvm_fd, c->tap_fd }, k = 0;
+		for (int i = 0; i < VOLUME_SLOTS_MAX; i++)
+			keep[2 + i] = i < c->volume_slots ? c->volumes[i].fd : -1;
+		int all[16 + 2 + VOLUME_SLOTS_MAX + 1];
 		for (int i = 0; keep_fds && keep_fds[i] >= 0 && k < 16; i++)
 			all[k++] = keep_fds[i];
-		for (int i = 0; i < 2; i++)
+		for (int i = 0; i < 2 + VOLUME_SLOTS_MAX; i++)
 			if (keep[i] >= 0)
 				all[k++] = keep[i];
 		all[k] = -1;

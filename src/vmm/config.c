@@ -29,6 +29,10 @@ static const char usage_text[] =
 	"  --disk PATH[,ro]    a virtio-blk disk (repeat for more, at most 8)\n"
 	"  --disk-reserve MIB  refuse to grow a disk's file when its filesystem has\n"
 	"                      less than this free (the guest gets I/O errors)\n"
+	"  --volume-slots N    N empty virtio-blk devices after the disks (0 to 4), for\n"
+	"                      volumes attached later (ctl volume_attach)\n"
+	"  --volume SLOT:FD[:ro]  start with the open descriptor FD (inherited) as the\n"
+	"                      volume in SLOT (needed to restore a snapshot that had one)\n"
 	"  --mem MIB           guest memory (default 256)\n"
 	"  --vcpus N           vCPUs (default 1)\n"
 	"  --vsock PATH        virtio-vsock, bridged to Unix sockets at PATH and PATH_<port>\n"
@@ -68,6 +72,37 @@ static int parse_u64(const char *s, const char *what, uint64_t *out)
 	return 0;
 }
 
+/* parse_volume: --volume SLOT:FD[:ro]. The descriptor is checked later
+ * (config_check), the slot against --volume-slots once all are read. */
+static int parse_volume(const char *arg, struct vmm_config *cfg)
+{
+	char buf[64];
+	snprintf(buf, sizeof buf, "%s", arg);
+	char *fd_s = strchr(buf, ':');
+	char *ro_s = fd_s ? strchr(fd_s + 1, ':') : NULL;
+	if (!fd_s)
+		return errf(EINVAL, "--volume %s: want SLOT:FD[:ro]", arg);
+	*fd_s++ = 0;
+	if (ro_s)
+		*ro_s++ = 0;
+	uint64_t slot, fd;
+	if (parse_u64(buf, "--volume slot", &slot) < 0 || parse_u64(fd_s, "--volume descriptor", &fd) < 0)
+		return -EINVAL;
+	if (slot >= VOLUME_SLOTS_MAX)
+		return errf(EINVAL, "--volume %s: slot %llu is not a volume slot (0 to %d)", arg,
+			    (unsigned long long)slot, VOLUME_SLOTS_MAX - 1);
+	if (fd < 3 || fd > 1 << 20)
+		return errf(EINVAL, "--volume %s: %llu is not an inherited descriptor (3 and up)", arg,
+			    (unsigned long long)fd);
+	if (ro_s && strcmp(ro_s, "ro") != 0 && strcmp(ro_s, "rw") != 0)
+		return errf(EINVAL, "--volume %s: want SLOT:FD[:ro]", arg);
+	if (cfg->volumes[slot].fd >= 0)
+		return errf(EINVAL, "--volume: slot %llu is given twice", (unsigned long long)slot);
+	cfg->volumes[slot].fd = (int)fd;
+	cfg->volumes[slot].read_only = ro_s && strcmp(ro_s, "ro") == 0;
+	return 0;
+}
+
 int config_parse(struct vmm_config *cfg, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -76,6 +111,8 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		{ "disk", required_argument, 0, 'd' },
 		{ "mem", required_argument, 0, 'm' },
 		{ "disk-reserve", required_argument, 0, 'D' },
+		{ "volume-slots", required_argument, 0, 'V' },
+		{ "volume", required_argument, 0, 'W' },
 		{ "vcpus", required_argument, 0, 'c' },
 		{ "vsock", required_argument, 0, 'v' },
 		{ "cid", required_argument, 0, 'C' },
@@ -110,6 +147,8 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	cfg->rng = true;
 	cfg->resync = true;
 	cfg->kvm_fd = cfg->tap_fd = cfg->stderr_fd = -1;
+	for (int i = 0; i < VOLUME_SLOTS_MAX; i++)
+		cfg->volumes[i].fd = -1;
 	cfg->mac = "06:00:ac:10:00:02";
 	opterr = 0;
 	optind = 1;
@@ -135,6 +174,18 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		}
 		case 'T':
 			cfg->test_triple_fault = true;
+			break;
+		case 'V':
+			if ((rc = parse_u64(optarg, "--volume-slots", &v)) < 0)
+				return rc;
+			if (v > VOLUME_SLOTS_MAX)
+				return errf(EINVAL, "--volume-slots: at most %d", VOLUME_SLOTS_MAX);
+			cfg->volume_slots = (int)v;
+			cfg->volume_slots_set = true;
+			break;
+		case 'W':
+			if ((rc = parse_volume(optarg, cfg)) < 0)
+				return rc;
 			break;
 		case 'D':
 			if ((rc = parse_u64(optarg, "--disk-reserve", &cfg->disk_reserve_mib)) < 0)
@@ -213,6 +264,17 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 		return errf(EINVAL, "--restore and --zygote exclude each other");
 	if ((cfg->restore_dir || cfg->zygote_dir) && (cfg->kernel || cfg->initrd))
 		return errf(EINVAL, "a snapshot brings its own kernel: drop --kernel/--initrd");
+	if ((cfg->restore_dir || cfg->zygote_dir) && cfg->volume_slots_set)
+		return errf(EINVAL, "a snapshot brings its own volume slots: drop --volume-slots");
+	for (int i = 0; i < VOLUME_SLOTS_MAX; i++) {
+		if (cfg->volumes[i].fd < 0)
+			continue;
+		if (cfg->zygote_dir)
+			return errf(EINVAL, "--volume: a zygote's children start with empty slots");
+		if (!cfg->restore_dir && i >= cfg->volume_slots)
+			return errf(EINVAL, "--volume: slot %d is not a volume slot (--volume-slots %d)",
+				    i, cfg->volume_slots);
+	}
 	if (cfg->zygote_dir && !cfg->ctl_path)
 		return errf(EINVAL, "--zygote needs --ctl (spawns are requested there)");
 	if (!cfg->kernel && !cfg->restore_dir && !cfg->zygote_dir)
@@ -229,7 +291,38 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	return 0;
 }
 
-int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info)
+/* volumes_from_snapshot: the snapshot's slots, and a descriptor for each
+ * one that had a volume (the same read-only flag, its size checked later
+ * by config_check). A slot it had empty cannot take one at the restore:
+ * the guest's driver knows it as empty; attach it afterwards. */
+static int volumes_from_snapshot(struct vmm_config *cfg, const struct snap_volumes *vols)
+{
+	cfg->volume_slots = (int)vols->nslots;
+	for (int i = 0; i < VOLUME_SLOTS_MAX; i++) {
+		struct volume_config *vc = &cfg->volumes[i];
+		bool had = i < (int)vols->nslots && vols->slot[i].attached;
+		if (vc->fd >= 0 && i >= (int)vols->nslots)
+			return errf(EINVAL, "slot %d is not a volume slot (the snapshot has %u)", i,
+				    vols->nslots);
+		if (vc->fd >= 0 && !had)
+			return errf(EINVAL, "slot %d was empty in the snapshot: drop --volume %d:... and "
+				    "attach it with volume_attach once restored", i, i);
+		if (!had)
+			continue;
+		bool ro = vols->slot[i].read_only != 0;
+		if (vc->fd < 0)
+			return errf(EINVAL, "slot %d had a volume attached in the snapshot: give its "
+				    "descriptor with --volume %d:FD%s", i, i, ro ? ":ro" : "");
+		if (vc->read_only != ro)
+			return errf(EINVAL, "slot %d's volume was %s in the snapshot", i,
+				    ro ? "read-only (add :ro)" : "read-write (drop :ro)");
+		vc->want_size = vols->slot[i].size;
+	}
+	return 0;
+}
+
+int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info,
+			 const struct snap_volumes *vols)
 {
 	if ((uint32_t)cfg->ndisks != info->ndisks)
 		return errf(EINVAL, "the snapshot has %u disk(s); give --disk %u time(s), not %d",
@@ -246,6 +339,9 @@ int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info)
 		return errf(EINVAL, "the snapshot has a vsock device: give --vsock PATH");
 	if (!info->vsock && cfg->vsock_path)
 		return errf(EINVAL, "the snapshot has no vsock device: drop --vsock");
+	int rc = volumes_from_snapshot(cfg, vols);
+	if (rc < 0)
+		return rc;
 	cfg->mem_mib = info->mem_size >> 20;
 	cfg->vcpus = (int)info->nvcpus;
 	cfg->rng = info->rng != 0;
@@ -325,6 +421,17 @@ int config_check(const struct vmm_config *cfg, int kvm_max_vcpus)
 		if ((rc = check_file("disk", cfg->disks[i].path,
 				     cfg->disks[i].read_only ? O_RDONLY : O_RDWR)) < 0)
 			return rc;
+	for (int i = 0; i < cfg->volume_slots; i++) {
+		const struct volume_config *vc = &cfg->volumes[i];
+		uint64_t size;
+		if (vc->fd < 0)
+			continue;
+		if ((rc = volume_check(vc->fd, vc->read_only, i, &size)) < 0)
+			return rc;
+		if (vc->want_size && size != vc->want_size)
+			return errf(EINVAL, "slot %d: the volume is %llu bytes; the snapshot had %llu", i,
+				    (unsigned long long)size, (unsigned long long)vc->want_size);
+	}
 	if (cfg->mem_mib < MIN_MEM_MIB)
 		return errf(EINVAL, "--mem %llu: at least %d MiB is needed",
 			    (unsigned long long)cfg->mem_mib, MIN_MEM_MIB);

@@ -9,12 +9,21 @@
 #include <stdint.h>
 
 #include "vmm/jail.h"
+#include "vmm/volume.h"
 
 #define MAX_DISKS 8
 
 struct disk_config {
 	const char *path;
 	bool read_only;
+};
+
+/* A volume given at start (--volume SLOT:FD[:ro]): an inherited
+ * descriptor, never a path (volume.h). fd -1: the slot starts empty. */
+struct volume_config {
+	int fd;
+	bool read_only;
+	uint64_t want_size;         /* a restore: the size the snapshot recorded */
 };
 
 struct vmm_config {
@@ -24,6 +33,9 @@ struct vmm_config {
 	const char *cmdline_extra;  /* appended to it */
 	struct disk_config disks[MAX_DISKS];
 	int ndisks;
+	int volume_slots;           /* empty virtio-blk devices after the disks */
+	bool volume_slots_set;      /* --volume-slots was given */
+	struct volume_config volumes[VOLUME_SLOTS_MAX];
 	uint64_t mem_mib;
 	uint64_t disk_reserve_mib;  /* writable disks stop growing below this free */
 	int vcpus;
@@ -59,6 +71,8 @@ int config_check(const struct vmm_config *cfg, int kvm_max_vcpus);
 /* config_from_snapshot: take the VM's shape from a snapshot and check that
  * the command line gives it what it needs (disks, TAP, vsock path). */
 struct snap_info;
-int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info);
+struct snap_volumes;
+int config_from_snapshot(struct vmm_config *cfg, const struct snap_info *info,
+			 const struct snap_volumes *vols);
 
 #endif

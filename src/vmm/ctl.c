@@ -4,6 +4,7 @@
 #include "vmm/fork.h"
 #include "vmm/kvmstats.h"
 #include "vmm/snapshot.h"
+#include "vmm/volume.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -57,6 +58,7 @@ static int cmd_status(struct vm *vm, const struct json *req, struct strbuf *r)
 		   vm->paused ? "paused" : "running", vm->ready ? "true" : "false", vm->nvcpus,
 		   (unsigned long long)vm->cfg->mem_mib, (int)getpid(),
 		   (unsigned long long)((now_ns() - vm->start_ns) / 1000000));
+	volume_status(vm, r);
 	return 0;
 }
 
@@ -187,6 +189,8 @@ const struct ctl_command ctl_vm_commands[] = {
 	{ "snapshot", cmd_snapshot },
 	{ "hibernate", cmd_hibernate },
 	{ "fork", cmd_fork },
+	{ "volume_attach", cmd_volume_attach },
+	{ "volume_detach", cmd_volume_detach },
 	{ "debug_exec", cmd_debug_exec },
 	{ NULL, NULL },
 };

@@ -5,6 +5,7 @@
 #include "vmm/disk.h"
 #include "vmm/snapshot.h"
 #include "vmm/vmm.h"
+#include "vmm/volume.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -31,6 +32,25 @@ static void close_taps(struct vmm_config *cfgs, int n)
 			cfgs[i].stderr_fd = -1;
 		}
 	}
+}
+
+/* fork_volumes: what each child gets in the volume slots. A read-only
+ * volume is shared: the children inherit its descriptor. A read-write one
+ * cannot be: two VMs writing one file system would corrupt it, so such a
+ * fork is refused (detach it first, or attach it read-only). */
+static int fork_volumes(struct vm *vm, struct vmm_config *cfgs, int n)
+{
+	for (int s = 0; s < vm->nslots; s++) {
+		const struct volume *v = virtio_blk_volume(vm->slots[s]);
+		if (v && v->fd >= 0 && !v->read_only)
+			return errf(EBUSY, "slot %d has a read-write volume: a fork cannot share it", s);
+	}
+	for (int i = 0; i < n; i++)
+		for (int s = 0; s < VOLUME_SLOTS_MAX; s++) {
+			const struct volume *v = s < vm->nslots ? virtio_blk_volume(vm->slots[s]) : NULL;
+			cfgs[i].volumes[s] = (struct volume_config){ .fd = v ? v->fd : -1, .read_only = true };
+		}
+	return 0;
 }
 
 int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
@@ -77,6 +97,10 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 			return errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
 				    i, vm->cfg->ndisks);
 		}
+	if ((rc = fork_volumes(vm, cfgs, n)) < 0) {
+		close_taps(cfgs, n);
+		return rc;
+	}
 
 	/* Where the pause goes, step by step (the reply's steps_ms): the
 	 * vCPUs stopping, the disks' pending writes, sealing the disk layers,
@@ -89,6 +113,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	struct strbuf payload;
 	strbuf_init(&payload);
 	struct snap_info info;
+	struct snap_volumes vols;
 	rc = vm_flush_disks(vm);
 	t_flushed = now_ns();
 	/* Disks first: each read-write disk's current top is sealed, and the
@@ -118,8 +143,10 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	t_captured = now_ns();
 	if (rc == 0)
 		rc = snapshot_info((const uint8_t *)payload.data, payload.len, &info);
+	if (rc == 0)
+		rc = snapshot_volumes((const uint8_t *)payload.data, payload.len, &vols);
 	for (i = 0; rc == 0 && i < n; i++) {
-		rc = config_from_snapshot(&cfgs[i], &info);
+		rc = config_from_snapshot(&cfgs[i], &info, &vols);
 		if (rc == 0)
 			rc = config_check(&cfgs[i], MAX_VCPUS);
 		if (rc < 0)

@@ -101,9 +101,11 @@ int main(int argc, char **argv)
 	uint8_t *payload = NULL;
 	size_t len = 0;
 	struct snap_info info;
+	struct snap_volumes vols;
 	if (cfg.restore_dir && (snapshot_read(cfg.restore_dir, &payload, &len) < 0 ||
 				snapshot_info(payload, len, &info) < 0 ||
-				config_from_snapshot(&cfg, &info) < 0)) {
+				snapshot_volumes(payload, len, &vols) < 0 ||
+				config_from_snapshot(&cfg, &info, &vols) < 0)) {
 		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
 		return EXIT_CONFIG;
 	}

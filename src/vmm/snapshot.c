@@ -8,8 +8,10 @@
  */
 #include "vmm/snapshot.h"
 #include "vmm/devices/serial.h"
+#include "vmm/devices/virtio_devices.h"
 #include "vmm/devices/virtio_mmio.h"
 #include "vmm/vmm.h"
+#include "vmm/volume.h"
 #include "common/crc32.h"
 #include "common/err.h"
 
@@ -29,7 +31,7 @@
 
 enum {
 	TAG_INFO = 1, TAG_VCPU, TAG_IRQCHIP, TAG_PIT, TAG_CLOCK, TAG_SERIAL, TAG_VIRTIO,
-	TAG_PARENT, TAG_DIRTY,
+	TAG_PARENT, TAG_DIRTY, TAG_VOLUMES,
 	TAG_END = 0xff,
 };
 
@@ -220,6 +222,16 @@ int snapshot_capture(struct vm *vm, struct strbuf *out, const struct snap_diff *
 	int khz = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
 	info.tsc_khz = khz > 0 ? (uint32_t)khz : 0;
 	record(out, TAG_INFO, &info, sizeof info);
+	struct snap_volumes vols = { .nslots = (uint32_t)vm->nslots };
+	for (int i = 0; i < vm->nslots; i++) {
+		const struct volume *v = virtio_blk_volume(vm->slots[i]);
+		if (v && v->fd >= 0) {
+			vols.slot[i].attached = 1;
+			vols.slot[i].read_only = v->read_only;
+			vols.slot[i].size = v->size;
+		}
+	}
+	record(out, TAG_VOLUMES, &vols, sizeof vols);
 
 	int rc;
 	for (int i = 0; i < vm->nvcpus; i++)
@@ -293,6 +305,31 @@ int snapshot_info(const uint8_t *payload, size_t len, struct snap_info *info)
 	if (info->nvcpus == 0 || info->nvcpus > MAX_VCPUS || info->ndisks > 8 ||
 	    info->mem_size < (64ULL << 20) || (info->mem_size & 0xfffff))
 		return bad("impossible VM description");
+	return 0;
+}
+
+int snapshot_volumes(const uint8_t *payload, size_t len, struct snap_volumes *vols)
+{
+	struct snap_reader r = { .p = payload, .len = len }, body;
+	uint32_t tag;
+	memset(vols, 0, sizeof *vols);
+	while (next_record(&r, &tag, &body)) {
+		if (tag != TAG_VOLUMES)
+			continue;
+		if (body.len != sizeof *vols)
+			return bad("volume slots record");
+		memcpy(vols, body.p, sizeof *vols);
+		if (vols->nslots > VOLUME_SLOTS_MAX)
+			return bad("volume slots record");
+		for (uint32_t i = 0; i < VOLUME_SLOTS_MAX; i++) {
+			uint64_t size = vols->slot[i].size;
+			if (!vols->slot[i].attached)
+				continue;
+			if (i >= vols->nslots || !size || size % 512 || size > VOLUME_MAX_BYTES)
+				return bad("volume slots record");
+		}
+		return 0;
+	}
 	return 0;
 }
 
@@ -380,6 +417,7 @@ int snapshot_apply(struct vm *vm, const uint8_t *payload, size_t len)
 		case TAG_INFO:
 		case TAG_PARENT:
 		case TAG_DIRTY:
+		case TAG_VOLUMES:         /* read before the VM was built */
 			break;
 		case TAG_VCPU:
 			if ((rc = apply_vcpu(vm, &body)) < 0)
@@ -542,9 +580,9 @@ int snapshot_read(const char *dir, uint8_t **payload, size_t *len)
 		rc = errf(EINVAL, "snapshot %s: not a kiln snapshot", path);
 		goto out;
 	}
-	if (h.version != SNAP_VERSION) {
-		rc = errf(EINVAL, "snapshot %s: format version %u, this kiln-vmm reads version %d",
-			  path, h.version, SNAP_VERSION);
+	if (h.version < SNAP_VERSION_OLDEST || h.version > SNAP_VERSION) {
+		rc = errf(EINVAL, "snapshot %s: format version %u, this kiln-vmm reads versions %d to %d",
+			  path, h.version, SNAP_VERSION_OLDEST, SNAP_VERSION);
 		goto out;
 	}
 	if (h.header_size != sizeof h || h.payload_len > 64 << 20 ||

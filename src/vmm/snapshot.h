@@ -18,7 +18,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SNAP_VERSION 1
+/* Version 2 added the volume slots record; version 1 snapshots (no
+ * slots) are still read. */
+#define SNAP_VERSION 2
+#define SNAP_VERSION_OLDEST 1
 
 struct vm;
 
@@ -35,6 +38,20 @@ struct snap_info {
 	uint32_t tsc_khz;
 };
 
+/* The volume slots (volume.h), one record after the description: how
+ * many, and for each whether a volume was attached, its size and whether
+ * read-only. The volume itself is not in the snapshot, only what a
+ * restore must be given again (--volume SLOT:FD). */
+struct snap_volumes {
+	uint32_t nslots;
+	uint32_t pad;
+	struct {
+		uint8_t attached, read_only;
+		uint8_t pad[6];
+		uint64_t size;
+	} slot[4];
+};
+
 /* A diff snapshot: its memory file holds only the pages in bits (one bit
  * per 4 KiB page), and the rest comes from the parent snapshot. */
 struct snap_diff {
@@ -48,6 +65,9 @@ struct snap_diff {
 int snapshot_capture(struct vm *vm, struct strbuf *out, const struct snap_diff *diff);
 /* snapshot_info: read the shape record of a payload. */
 int snapshot_info(const uint8_t *payload, size_t len, struct snap_info *info);
+/* snapshot_volumes: its volume slots (none in a snapshot without the
+ * record). */
+int snapshot_volumes(const uint8_t *payload, size_t len, struct snap_volumes *vols);
 /* snapshot_apply: load a payload into a VM built to its shape (devices
  * created, vCPUs created, memory holding the snapshot's RAM). */
 int snapshot_apply(struct vm *vm, const uint8_t *payload, size_t len);

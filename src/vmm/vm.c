@@ -13,6 +13,7 @@
 #include "vmm/jail.h"
 #include "vmm/resync.h"
 #include "vmm/snapshot.h"
+#include "vmm/volume.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -155,6 +156,22 @@ static int setup_devices(struct vm *vm)
 		if (virtio_blk_add(vm, cfg->disks[i].path, cfg->disks[i].read_only, i,
 				   cfg->disk_reserve_mib << 20) < 0)
 			return EXIT_CONFIG;
+	/* Volume slots right after the disks: part of the device set, so a
+	 * snapshot's children and restores have them where the guest saw
+	 * them. A volume given at start (config_check looked at it) is
+	 * attached before the guest runs. */
+	for (int i = 0; i < cfg->volume_slots; i++) {
+		const struct volume_config *vc = &cfg->volumes[i];
+		uint64_t size;
+		if (virtio_blk_add_slot(vm, i, cfg->ndisks + i, &vm->slots[i]) < 0)
+			return EXIT_ERROR;
+		vm->nslots = i + 1;
+		if (vc->fd < 0)
+			continue;
+		if (volume_check(vc->fd, vc->read_only, i, &size) < 0 ||
+		    virtio_blk_attach(vm->slots[i], vc->fd, size, vc->read_only) < 0)
+			return EXIT_CONFIG;
+	}
 	if (cfg->rng && virtio_rng_add(vm) < 0)
 		return EXIT_ERROR;
 	if (cfg->tap && virtio_net_add(vm, cfg->tap, cfg->mac) < 0)

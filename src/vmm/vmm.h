@@ -102,6 +102,9 @@ struct vm {
 	struct ctl *ctl;
 	struct virtio_dev *virtio[MAX_VIRTIO];
 	int nvirtio;
+	/* The volume slots (volume.h), also in virtio[]: slots[i] is slot i. */
+	struct virtio_dev *slots[VOLUME_SLOTS_MAX];
+	int nslots;
 
 	/* How the VM ends: the first reason recorded wins; writing exit_efd
 	 * wakes the main loop, which stops the vCPUs. */

@@ -19,6 +19,7 @@ struct zygote {
 	uint8_t *payload;
 	size_t len;
 	struct snap_info info;
+	struct snap_volumes vols;
 	int kvm_max_vcpus;
 	unsigned spawned;
 };
@@ -82,7 +83,7 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 	cfg.restore_dir = "(zygote)";
 	int rc = ctl_child_config(vm, req, &cfg);
 	if (rc == 0)
-		rc = config_from_snapshot(&cfg, &zy.info);
+		rc = config_from_snapshot(&cfg, &zy.info, &zy.vols);
 	if (rc == 0)
 		rc = config_check(&cfg, zy.kvm_max_vcpus);
 	int fd = -1;
@@ -134,8 +135,10 @@ static int cmd_spawn(struct vm *vm, const struct json *req, struct strbuf *r)
 static int cmd_status(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	(void)req;
-	strbuf_printf(r, ",\"state\":\"zygote\",\"mem_mib\":%llu,\"vcpus\":%u,\"spawned\":%u,\"pid\":%d",
-		   (unsigned long long)(vm->mem.size >> 20), zy.info.nvcpus, zy.spawned, (int)getpid());
+	strbuf_printf(r, ",\"state\":\"zygote\",\"mem_mib\":%llu,\"vcpus\":%u,\"spawned\":%u,\"pid\":%d,"
+		      "\"volume_slots\":%u",
+		   (unsigned long long)(vm->mem.size >> 20), zy.info.nvcpus, zy.spawned, (int)getpid(),
+		   zy.vols.nslots);
 	return 0;
 }
 
@@ -168,10 +171,19 @@ int zygote_main(struct vmm_config *cfg, int kvm_max_vcpus)
 {
 	zy.kvm_max_vcpus = kvm_max_vcpus;
 	if (snapshot_read(cfg->zygote_dir, &zy.payload, &zy.len) < 0 ||
-	    snapshot_info(zy.payload, zy.len, &zy.info) < 0) {
+	    snapshot_info(zy.payload, zy.len, &zy.info) < 0 ||
+	    snapshot_volumes(zy.payload, zy.len, &zy.vols) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", errmsg());
 		return EXIT_CONFIG;
 	}
+	/* Every child of a zygote starts with its template's slots empty: a
+	 * volume is one sandbox's, and the zygote holds no descriptor for it. */
+	for (uint32_t i = 0; i < zy.vols.nslots; i++)
+		if (zy.vols.slot[i].attached) {
+			fprintf(stderr, "kiln-vmm: the template snapshot has a volume in slot %u: a zygote "
+				"cannot spawn from it (detach the volume before the template's snapshot)\n", i);
+			return EXIT_CONFIG;
+		}
 	static struct vm vm;
 	vm_init(&vm, cfg);
 	/* The zygote never runs a guest, so SIGTERM can simply end it. */

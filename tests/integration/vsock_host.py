@@ -15,6 +15,9 @@
                                         writes NBYTES and closes meanwhile),
                                         then check all NBYTES arrived intact
   vsock_host.py ctl CTL JSON            one control request, its one-line reply
+  vsock_host.py filectl CTL PATH MODE JSON  open PATH here (MODE r, rw, or dir for
+                                        a directory) and send the control request
+                                        JSON with it attached (MODE none: no fd)
   vsock_host.py early UDS PORT N        as soon as UDS accepts (a VM being
                                         restored), N connections at once, each
                                         running "echo ok" in vsock_sh; prints
@@ -202,6 +205,16 @@ def tapctl(ctl_path, tap, request):
     os.close(fd)
 
 
+def filectl(ctl_path, path, mode, request):
+    flags = {"r": os.O_RDONLY, "rw": os.O_RDWR, "dir": os.O_RDONLY | os.O_DIRECTORY}
+    if mode == "none":
+        ctl(ctl_path, request)
+        return
+    fd = os.open(path, flags[mode])
+    ctl(ctl_path, request, [fd])
+    os.close(fd)
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "echo":
@@ -218,6 +231,8 @@ if __name__ == "__main__":
         ctl(sys.argv[2], sys.argv[3])
     elif cmd == "early":
         early(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    elif cmd == "filectl":
+        filectl(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     elif cmd == "tapctl":
         tapctl(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
