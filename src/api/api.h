@@ -50,6 +50,7 @@ struct api {
 	struct inflight *exec_buffer;	/* bytes of exec output held per workspace (--max-exec-buffer) */
 	uint8_t preview_key[32];	/* signs preview links (proxy/preview.h) */
 	const struct plans *plans;	/* what workspaces may start (ops/plan.h) */
+	struct event_log *events;	/* what GET /v1/events streams (event_log.h); NULL on an agent */
 	void *mhd;			/* struct MHD_Daemon */
 	/* --role agent, once joined: the key the cluster's API calls this
 	 * host with (ROUTE_HOST); NULL otherwise. */

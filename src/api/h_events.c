@@ -1,26 +1,30 @@
 /*
- * h_events: GET /v1/events, a Server-Sent Events stream of the state
- * changes of the caller's workspace's sandboxes, pushed as they happen
- * (hostif_subscribe, host/host_types.h), so that a dashboard needs no polling:
+ * h_events: GET /v1/events, a Server-Sent Events stream of what happens
+ * to the caller's workspace's sandboxes (docs/api.md "Events"), from the
+ * API's event log (event_log.h), so that a dashboard or an SDK needs no
+ * polling:
  *
+ *   id: EPOCH-SEQ
  *   event: sandbox
- *   data: {"id":"sbx_...","state":"running"}
+ *   data: {"id":"sbx_...","type":"hibernated","state":"hibernated","at":"..."}
  *
- * A sandbox's record is also saved at every accounting sample (kilnd
- * --sample-ms); a save of a running sandbox that does not change its
- * state is sent as
+ * Lifecycle events (event: sandbox, with type created, ready, paused,
+ * resumed, hibernated, woken, forked, failed, deleting, deleted), exec
+ * started and ended (event: exec), TTL warnings (event: ttl) carry an id;
+ * a client that reconnects with Last-Event-ID (EventSource does) gets
+ * every such event it missed while that id is in the log's window, or
+ * `event: resync` (list again) when it is not. Accounting samples of a
+ * running sandbox are told live, without an id:
  *
  *   event: usage
  *   data: {"id":"sbx_...","cpu_seconds":1.25,"memory_bytes":52428800}
  *
- * (CPU time so far, resident memory now), for live charts. When a
- * client falls more than QUEUE_MAX events behind, it gets one
- * `event: resync` instead and should list the sandboxes again. A comment
- * line (`: keepalive`) is sent after 15 s of silence. The stream names no
- * sandbox, so it is not activity for any sandbox's TTL.
+ * A comment line (`: keepalive`) is sent after 15 s of silence. The
+ * stream is not activity for any sandbox's TTL.
  */
 #include "hostif/hostif.h"
 #include "api/api.h"
+#include "api/event_log.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "ops/ops.h"
@@ -29,123 +33,53 @@
 #include "common/err.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#define QUEUE_MAX 256
-#define SEEN_MAX 1024
 #define KEEPALIVE_S 15
 
-struct event {
-	char id[ID_MAX], state[16];
-	double cpu_seconds;
-	int64_t rss_bytes;
-};
-
 struct stream {
-	struct hostif *hostif;		/* subscribed to */
+	struct event_log *log;
 	char workspace[ID_MAX];
 	char sandbox[ID_MAX];		/* ?sandbox=ID: only its events; "": all */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct event q[QUEUE_MAX];
-	int head, n;
-	bool overflow, hello_sent;
-	/* the last state sent per sandbox (only this stream's thread) */
-	struct event seen[SEEN_MAX];
-	int nseen;
+	struct event_cursor cur;
+	bool hello_sent, resync;	/* resync: its Last-Event-ID was outside the window */
 };
-
-static void on_event(void *ctx, const struct host_event *ev)
-{
-	struct stream *s = ctx;
-	if (strcmp(ev->workspace, s->workspace) != 0 || (s->sandbox[0] && strcmp(ev->id, s->sandbox) != 0))
-		return;
-	pthread_mutex_lock(&s->lock);
-	if (s->n == QUEUE_MAX) {
-		s->overflow = true;
-	} else {
-		struct event *e = &s->q[(s->head + s->n++) % QUEUE_MAX];
-		snprintf(e->id, sizeof e->id, "%s", ev->id);
-		snprintf(e->state, sizeof e->state, "%s", ev->state);
-		e->cpu_seconds = ev->cpu_seconds;
-		e->rss_bytes = ev->rss_bytes;
-	}
-	pthread_cond_signal(&s->cond);
-	pthread_mutex_unlock(&s->lock);
-}
-
-/* Whether the state is news to this stream (and remember it). */
-static bool news(struct stream *s, const struct event *e)
-{
-	for (int i = 0; i < s->nseen; i++) {
-		if (strcmp(s->seen[i].id, e->id) != 0)
-			continue;
-		if (strcmp(s->seen[i].state, e->state) == 0)
-			return false;
-		s->seen[i] = *e;
-		return true;
-	}
-	if (s->nseen < SEEN_MAX)
-		s->seen[s->nseen++] = *e;
-	else
-		s->seen[rand() % SEEN_MAX] = *e;	/* forgetting costs only a repeat */
-	return true;
-}
 
 static long events_read(void *ctx, char *buf, size_t max)
 {
 	struct stream *s = ctx;	/* max is MHD's block, 64 KiB: room for any event */
 	if (!s->hello_sent) {
 		s->hello_sent = true;
-		return snprintf(buf, max, "retry: 3000\n: connected\n\n");
+		int n = snprintf(buf, max, "retry: 3000\n: connected\n\n");
+		if (s->resync)
+			n += snprintf(buf + n, max - n, "event: resync\ndata: {}\n\n");
+		return n;
 	}
-	pthread_mutex_lock(&s->lock);
-	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += KEEPALIVE_S;
-	for (;;) {
-		if (s->overflow) {
-			s->overflow = false;
-			s->n = 0;
-			s->nseen = 0;
-			pthread_mutex_unlock(&s->lock);
-			return snprintf(buf, max, "event: resync\ndata: {}\n\n");
-		}
-		while (s->n > 0) {
-			struct event e = s->q[s->head];
-			s->head = (s->head + 1) % QUEUE_MAX;
-			s->n--;
-			if (news(s, &e)) {
-				pthread_mutex_unlock(&s->lock);
-				return snprintf(buf, max, "event: sandbox\ndata: {\"id\":\"%s\",\"state\":\"%s\"}\n\n",
-						e.id, e.state);
-			}
-			/* Figures only of a running VMM: other saves (on the way
-			 * to hibernation, a fork's bookkeeping) carry no sample. */
-			if (strcmp(e.state, "running") != 0 || e.rss_bytes <= 0)
-				continue;
-			pthread_mutex_unlock(&s->lock);
-			return snprintf(buf, max, "event: usage\ndata: {\"id\":\"%s\",\"cpu_seconds\":%.3f,"
-					"\"memory_bytes\":%lld}\n\n", e.id, e.cpu_seconds, (long long)e.rss_bytes);
-		}
-		if (pthread_cond_timedwait(&s->cond, &s->lock, &until) == ETIMEDOUT) {
-			pthread_mutex_unlock(&s->lock);
-			return snprintf(buf, max, ": keepalive\n\n");
-		}
-	}
+	struct event_rec e;
+	int rc = event_log_next(s->log, &s->cur, s->workspace, s->sandbox, KEEPALIVE_S * 1000, &e);
+	if (rc < 0)	/* fell behind the window */
+		return snprintf(buf, max, "event: resync\ndata: {}\n\n");
+	if (rc == 0)
+		return snprintf(buf, max, ": keepalive\n\n");
+	if (!strcmp(e.kind, "usage"))
+		return snprintf(buf, max, "event: usage\ndata: {\"id\":\"%s\"%s}\n\n", e.sandbox, e.data);
+	char id[48];
+	event_log_id(s->log, e.seq, id, sizeof id);
+	time_t t = (time_t)(e.at_ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	return snprintf(buf, max, "id: %s\nevent: %s\ndata: {\"id\":\"%s\",\"type\":\"%s\","
+			"\"at\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"%s}\n\n", id, e.kind, e.sandbox, e.type,
+			tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+			(int)(e.at_ms % 1000), e.data);
 }
 
 static void events_done(void *ctx)
 {
-	struct stream *s = ctx;
-	hostif_unsubscribe(s->hostif, on_event, s);
-	pthread_cond_destroy(&s->cond);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
+	free(ctx);
 }
 
 int h_events(struct req *r)
@@ -159,21 +93,22 @@ int h_events(struct req *r)
 		if (ops_sandbox(&c, only, NULL) < 0)
 			return reply_sandbox_missing(r, only);
 	}
+	if (!r->api->events)
+		return reply_error(r, 501, "not_implemented", "this kilnd keeps no event log");
 	struct stream *s = calloc(1, sizeof *s);
 	if (!s)
 		return reply_error(r, 503, "no_capacity", "out of memory");
-	s->hostif = r->api->hostif;
+	s->log = r->api->events;
 	snprintf(s->workspace, sizeof s->workspace, "%s", r->workspace);
 	snprintf(s->sandbox, sizeof s->sandbox, "%s", only ? only : "");
-	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->cond, NULL);
-	int rc = hostif_subscribe(s->hostif, on_event, s);
-	if (rc < 0) {
-		pthread_cond_destroy(&s->cond);
-		pthread_mutex_destroy(&s->lock);
-		free(s);
-		return reply_errno(r, rc);
-	}
+	event_log_cursor(s->log, &s->cur);
+	/* Reconnected: what it missed, if still kept (?last_event_id= for
+	 * clients that cannot set the header). */
+	const char *last = req_header(r, "Last-Event-ID");
+	if (!last)
+		last = req_query(r, "last_event_id");
+	if (last && event_log_resume(s->log, last, &s->cur.life) < 0)
+		s->resync = true;
 	static const char *const h[][2] = {
 		{ "Content-Type", "text/event-stream" },
 		{ "Cache-Control", "no-store" },

@@ -14,6 +14,7 @@
 #include "host/guest_conn.h"
 #include "hostif/hostif.h"
 #include "api/api.h"
+#include "api/event_log.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
@@ -58,6 +59,46 @@ int exec_parse(struct req *r, struct exec_req *e)
 		e->argv = NULL;
 	}
 	return rc;
+}
+
+/* The command as the event stream shows it: its first EVENT_CMD_MAX
+ * bytes (whole UTF-8 characters), argv joined by spaces. */
+#define EVENT_CMD_MAX 200
+
+static void exec_started_event(struct req *r, struct exec_req *e)
+{
+	e->event = 0;
+	if (!r->api->events)
+		return;
+	char cmd[EVENT_CMD_MAX + 1];
+	size_t n = 0;
+	if (e->cmd) {
+		n = strlen(e->cmd);
+		n = n > EVENT_CMD_MAX ? EVENT_CMD_MAX : n;
+		memcpy(cmd, e->cmd, n);
+	} else {
+		for (int i = 0; e->argv[i] && n < EVENT_CMD_MAX; i++) {
+			size_t k = strlen(e->argv[i]);
+			if (i && n < EVENT_CMD_MAX)
+				cmd[n++] = ' ';
+			k = k > EVENT_CMD_MAX - n ? EVENT_CMD_MAX - n : k;
+			memcpy(cmd + n, e->argv[i], k);
+			n += k;
+		}
+	}
+	while (n > 0 && !utf8_valid(cmd, n))
+		n--;	/* a character cut at the end (or bytes not UTF-8: less) */
+	cmd[n] = 0;
+	json_t *o = json_pack("{s:s,s:b}", "cmd", cmd, "background", e->background);
+	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (s && strlen(s) > 2 && strlen(s) < EVENT_DATA_MAX - 32) {
+		s[0] = ',';
+		s[strlen(s) - 1] = 0;
+		e->event = event_log_add_numbered(r->api->events, r->workspace, req_sandbox_id(r), "exec",
+						  "exec_started", "exec", s);
+	}
+	free(s);
 }
 
 int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *answered)
@@ -110,7 +151,19 @@ int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *
 		req_guest_leave(r, hg);
 		return -1;
 	}
+	exec_started_event(r, e);
 	return 0;
+}
+
+void exec_ended_event(struct api *api, const char *ws, const char *id, uint64_t event, int code, int sig,
+		      double ms)
+{
+	if (!api->events || !event)
+		return;
+	char d[160];
+	snprintf(d, sizeof d, ",\"exec\":%llu,\"exit_code\":%d%s%.0d,\"duration_ms\":%.1f", (unsigned long long)event,
+		 code, sig ? ",\"signal\":" : "", sig, ms);
+	event_log_add(api->events, ws, id, "exec", "exec_ended", d);
 }
 
 static double now_ms(void)
@@ -169,6 +222,8 @@ int h_exec(struct req *r)
 	while ((rc = guest_exec_next(g, &ev, req_socket(r), -1)) == 1 && ev.kind != GEV_EXIT)
 		take(r, ev.kind == GEV_STDOUT ? &out : &err, &ev, max, &held);
 	double ms = now_ms() - t0;
+	if (rc >= 0)
+		exec_ended_event(r->api, r->workspace, req_sandbox_id(r), e.event, ev.code, ev.signal, ms);
 	int result;
 	if (rc < 0) {
 		result = reply_errno(r, rc);
@@ -195,6 +250,7 @@ struct stream {
 	struct sse_out out;		/* formatted, not yet handed to MHD */
 	bool done;
 	double t0;
+	uint64_t event;			/* its exec_started event */
 };
 
 static void stream_chunk(struct stream *s, const struct guest_ev *ev)
@@ -232,6 +288,8 @@ static long stream_read(void *ctx, char *buf, size_t max)
 			/* The whole ExecResult: the output came as events. */
 			sse_event(&s->out, "exit", render_exec_result(NULL, 0, NULL, 0, ev.code, ev.signal,
 								      ev.timed_out, now_ms() - s->t0, false));
+			exec_ended_event(s->api, s->hg.workspace, s->hg.id, s->event, ev.code, ev.signal,
+					 now_ms() - s->t0);
 			s->done = true;
 		} else {
 			stream_chunk(s, &ev);
@@ -270,5 +328,6 @@ int h_exec_stream(struct req *r)
 		return answered;
 	}
 	free(e.argv);
+	s->event = e.event;
 	return reply_stream(r, 200, "text/event-stream", stream_read, stream_done, s);
 }

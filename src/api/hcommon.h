@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct api;
 struct guest_stat;
 struct hostif;
 struct hostif_guest;
@@ -64,11 +65,15 @@ struct exec_req {
 	bool background;		/* processes: survives the request */
 	bool stdin_open;		/* processes: stdin stays open for POST .../stdin */
 	uint32_t id, pid;		/* out of exec_start: the agent's id, the guest pid */
+	uint64_t event;			/* out of exec_start: its exec_started event (event_log.h), 0: none */
 };
 int exec_parse(struct req *r, struct exec_req *e);
 /* Enter the sandbox and start the command (on hg->g, left with
  * req_guest_leave). On failure the answer is sent (return *answered). */
 int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *answered);
+/* Tell the event stream that the command exec_start started ended. */
+void exec_ended_event(struct api *api, const char *ws, const char *id, uint64_t event, int code, int sig,
+		      double ms);
 /* A guest file as the API shows it (FileEntry), its name under key. */
 json_t *stat_json(const struct guest_stat *st, const char *key, const char *name);
 

@@ -242,9 +242,14 @@ int sandbox_save(struct host *h, struct sandbox *sb)
 	pthread_mutex_lock(&sb->lock);
 	save_usage(h, sb);
 	int rc = store_sandbox_save(h->store, &sb->row);
-	/* The name is a static string: it outlives the lock. */
+	/* The name is a static string: it outlives the lock; what may
+	 * change is copied. */
+	char error[sizeof sb->row.error], ended[sizeof sb->row.ended];
+	snprintf(error, sizeof error, "%s", sb->row.error);
+	snprintf(ended, sizeof ended, "%s", sb->row.ended);
 	struct host_event ev = { sb->row.workspace, sb->row.id, sbx_state_name(sb->row.state),
-				 sb->row.cpu_seconds, sb->row.rss_bytes };
+				 sb->row.cpu_seconds, sb->row.rss_bytes, sb->row.parent, error, ended,
+				 NULL, 0, NULL };
 	pthread_mutex_unlock(&sb->lock);
 	if (rc < 0)
 		log_warn("sandbox %s: saving its record: %s", sb->row.id, errmsg());
@@ -485,13 +490,47 @@ static enum ttl_action ttl_due(const struct sandbox *sb, int64_t now)
 	return idle >= ttl_ms ? TTL_DELETE : TTL_KEEP;	/* failed */
 }
 
+/* A TTL warning goes out this long before the rule acts: a minute, or
+ * half the TTL when that is shorter (docs/api.md "Events"). */
+#define TTL_WARN_MS 60000
+
+/* Tell the event stream once per due time that the TTL rule will act
+ * (the same test as ttl_due, a warning ahead). */
+static void ttl_warn(struct sandbox *sb, int64_t now)
+{
+	pthread_mutex_lock(&sb->lock);
+	struct sbx_row *r = &sb->row;
+	int64_t ttl_ms = r->ttl_seconds * 1000, warn = ttl_ms / 2 < TTL_WARN_MS ? ttl_ms / 2 : TTL_WARN_MS;
+	int64_t due = 0;
+	const char *action = "delete";
+	bool live = r->state == SBX_RUNNING || r->state == SBX_PAUSED;
+	if (r->ttl_seconds > 0 && r->ttl_absolute && r->state != SBX_DELETED && r->state != SBX_CREATING)
+		due = r->created_ms + ttl_ms;
+	else if (r->ttl_seconds > 0 && !sb->active && live) {
+		due = r->active_ms + ttl_ms;
+		action = r->idle_hibernate ? "hibernate" : "delete";
+	} else if (r->ttl_seconds > 0 && !sb->active && r->state == SBX_HIBERNATED &&
+		   (!r->idle_hibernate || r->retention_seconds > 0))
+		due = r->active_ms + ttl_ms + (r->idle_hibernate ? r->retention_seconds * 1000 : 0);
+	bool tell = due > now && due - now <= warn && sb->ttl_warned != due && !sb->pooled;
+	if (tell)
+		sb->ttl_warned = due;
+	struct host_event ev = { r->workspace, r->id, sbx_state_name(r->state), 0, 0, "", "", "",
+				 "ttl_warning", due, action };
+	pthread_mutex_unlock(&sb->lock);
+	if (tell)
+		host_events_emit(&ev);	/* id and workspace never change */
+}
+
 static void check_ttl(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	enum ttl_action act = ttl_due(sb, wall_ms());
 	pthread_mutex_unlock(&sb->lock);
-	if (act == TTL_KEEP)
+	if (act == TTL_KEEP) {
+		ttl_warn(sb, wall_ms());
 		return;
+	}
 	/* Not while another operation runs on it (that is activity too). */
 	if (pthread_mutex_trylock(&sb->op) != 0)
 		return;

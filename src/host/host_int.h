@@ -33,6 +33,7 @@ struct sandbox {
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
 	bool ws_pending;		/* counted in its workspace's tally until linked */
 	bool pooled;			/* a pool member (pool.h): no workspace, no record (h->lock) */
+	int64_t ttl_warned;		/* the due time last warned of (check_ttl), or 0 */
 	char dir[VM_DIR_MAX];
 	char workdir[256];		/* its template's WorkingDir (exec's default), or "" */
 	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */

@@ -69,6 +69,16 @@ struct host_event {
 	const char *workspace, *id, *state;
 	double cpu_seconds;		/* the sandbox's accounting at this save */
 	int64_t rss_bytes;
+	/* What the record says besides ("" when it says nothing): */
+	const char *parent;		/* forked from */
+	const char *error;		/* why it failed */
+	const char *ended;		/* deleted: why */
+	/* NULL for a record save; "ttl_warning": its TTL rule acts at
+	 * due_ms (wall clock) unless it sees activity first, ttl_action
+	 * "delete" or "hibernate". */
+	const char *kind;
+	int64_t due_ms;
+	const char *ttl_action;
 };
 typedef void host_event_fn(void *ctx, const struct host_event *e);
 

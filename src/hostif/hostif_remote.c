@@ -1017,7 +1017,8 @@ static int look_row(void *ctx, struct sbx_row *r)
 	struct look *l = ctx;
 	json_t *was = json_object_get(l->seen, r->id);
 	if (l->tell && (!was || json_integer_value(was) != r->updated_ms)) {
-		struct host_event e = { r->workspace, r->id, sbx_state_name(r->state), r->cpu_seconds, r->rss_bytes };
+		struct host_event e = { r->workspace, r->id, sbx_state_name(r->state), r->cpu_seconds, r->rss_bytes,
+					r->parent, r->error, r->ended, NULL, 0, NULL };
 		host_events_emit(&e);
 	}
 	json_object_set_new(l->now, r->id, json_integer(r->updated_ms));

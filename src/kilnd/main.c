@@ -23,6 +23,7 @@
 #include "hostif/hostif_local.h"
 #include "hostif/hostif_remote.h"
 #include "api/api.h"
+#include "api/event_log.h"
 #include "api/cluster.h"
 #include "api/http.h"
 #include "api/audit.h"
@@ -716,6 +717,8 @@ static int serve(struct cmdline *c)
 	}
 	api.hostif = &hostif;
 	api.host_only = agent;
+	if (!agent && !(api.events = event_log_new(&hostif)))
+		die("event log: %s", errmsg());
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());
 	struct sigaction sa = { .sa_handler = on_stop };
@@ -755,6 +758,7 @@ static int serve(struct cmdline *c)
 	audit_retention_stop();
 	cluster_monitor_stop();
 	http_stop(&api);
+	event_log_free(api.events);
 	if (host)
 		host_close(host);
 	else

@@ -9,7 +9,11 @@
 # sandboxes (docs/api.md "Persistent sandboxes"): idle for their TTL they
 # hibernate instead of being deleted and are kept so; a request wakes
 # one; persistent off gives the plan's rule back; a plan whose TTL counts
-# from creation refuses them; bad bodies are 400.
+# from creation refuses them; bad bodies are 400. The event stream
+# (docs/api.md "Events") tells all of it as typed events in order (exec
+# started and ended, forked, a TTL warning before the hibernation), with
+# ids: a stream opened with Last-Event-ID gets what it missed, one whose
+# id is unknown or from before a restart is told to resync.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail pause_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 
@@ -24,9 +28,33 @@ KEY=$(new_key pause) ABS=$(new_key w-abs)
 at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
 
 usage_of() { api GET "/v1/sandboxes/$1"; jget "j['usage']['$2']"; }
+# events FILE [curl args]: the workspace's event stream into FILE, in the background.
+events() { local f=$1; shift; curl -sN -m 600 -H "Authorization: Bearer $KEY" "$@" "$URL/v1/events" > "$f" 2>/dev/null & }
+# types FILE ID: the types of ID's events in FILE, in order (kind:type).
+types() {
+	python3 - "$1" "$2" <<'PY'
+import json, sys
+ev, out = None, []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: ") and ev not in ("usage", None):
+        d = json.loads(line[6:])
+        if d.get("id") == sys.argv[2]:
+            out.append("%s:%s" % (ev, d.get("type")))
+print(" ".join(out))
+PY
+}
+# subseq WANT HAVE: the words of WANT appear in HAVE in that order.
+subseq() { python3 -c "import sys; w, h = sys.argv[1].split(), iter(sys.argv[2].split()); sys.exit(0 if all(x in h for x in w) else 1)" "$1" "$2"; }
 # gt A B: A > B as numbers.
 gt() { python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$1" "$2"; }
 
+events "$T/ev1"
+EV1=$!
+at_exit "kill $EV1 2>/dev/null"
+sleep 0.5
 create_sandbox '{"template":"minimal","ttl_seconds":3600}'
 S=$SBX
 [ -n "$S" ] || { fail pause_setup "create: $STATUS $BODY"; exit 1; }
@@ -113,6 +141,62 @@ api POST "/v1/sandboxes/$KID/exec" '{"cmd":"cat /root/mark"}'
 check pause_fork_child_file "child: $(jget 'j["stdout"]')" [ "$(jget 'j["stdout"]')" = kept ]
 api DELETE "/v1/sandboxes/$KID"
 
+# ---- the events of all that ------------------------------------------------------------------
+sleep 1
+have=$(types "$T/ev1" "$S")
+want="sandbox:created sandbox:ready exec:exec_started exec:exec_ended sandbox:paused sandbox:resumed sandbox:paused sandbox:resumed exec:exec_started exec:exec_ended sandbox:paused sandbox:hibernated sandbox:woken sandbox:paused sandbox:resumed sandbox:forked"
+subseq "$want" "$have" && pass events_lifecycle "$S: $have" || fail events_lifecycle "want in order: $want; have: $have"
+kid=$(types "$T/ev1" "$KID")
+subseq "sandbox:created sandbox:ready exec:exec_started exec:exec_ended sandbox:deleting sandbox:deleted" "$kid" &&
+	pass events_child "$KID: $kid" || fail events_child "$KID: $kid"
+evcheck=$(python3 - "$T/ev1" "$S" "$KID" <<'PY'
+import json, sys
+ids, ev, rows = [], None, []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("id: "):
+        ids.append(int(line.rsplit("-", 1)[1]))
+    elif line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: ") and ev != "usage":
+        rows.append((ev, json.loads(line[6:])))
+bad = []
+if ids != sorted(ids) or len(set(ids)) != len(ids):
+    bad.append("ids not increasing")
+created = [d for e, d in rows if d.get("id") == sys.argv[3] and d.get("type") == "created"]
+if not created or created[0].get("parent_id") != sys.argv[2]:
+    bad.append("child created without parent_id: %s" % created)
+forked = [d for e, d in rows if d.get("type") == "forked"]
+if not forked or forked[0].get("child") != sys.argv[3]:
+    bad.append("forked without child: %s" % forked)
+started = {d["exec"]: d for e, d in rows if d.get("type") == "exec_started"}
+ended = [d for e, d in rows if d.get("type") == "exec_ended"]
+if not ended or any(d["exec"] not in started for d in ended):
+    bad.append("exec_ended without its start")
+if not any(d.get("cmd") == "cat /root/mark" and d.get("background") is False for d in started.values()):
+    bad.append("no exec_started of cat /root/mark")
+if not any(d.get("cmd") == "while :; do :; done" and d.get("background") is True for d in started.values()):
+    bad.append("no background exec_started")
+if not all("at" in d and "state" in d for e, d in rows if e == "sandbox"):
+    bad.append("a sandbox event without at or state")
+print("; ".join(bad) if bad else "ok: %d events, %d exec pairs" % (len(ids), len(ended)))
+PY
+)
+check events_fields "$evcheck" [ "${evcheck%%:*}" = ok ]
+# Reconnecting: what was missed since the last id seen comes again.
+LAST=$(sed -n 's/^id: //p' "$T/ev1" | tail -1)
+kill $EV1 2>/dev/null
+api POST "/v1/sandboxes/$S/pause"
+api POST "/v1/sandboxes/$S/resume"
+curl -sN -m 4 -H "Authorization: Bearer $KEY" -H "Last-Event-ID: $LAST" "$URL/v1/events" > "$T/ev2" 2>/dev/null
+again=$(types "$T/ev2" "$S")
+first=$(sed -n 's/^id: //p' "$T/ev2" | head -1)
+[ "$again" = "sandbox:paused sandbox:resumed" ] && [ "${first##*-}" -gt "${LAST##*-}" ] &&
+	pass events_resume "after $LAST: $again (from $first)" || fail events_resume "after $LAST: '$again' (first id $first)"
+curl -sN -m 3 -H "Authorization: Bearer $KEY" -H "Last-Event-ID: bogus-12" "$URL/v1/events" > "$T/ev3" 2>/dev/null
+grep -q '^event: resync' "$T/ev3" && pass events_unknown_id_resync "Last-Event-ID bogus-12: resync" ||
+	fail events_unknown_id_resync "$(head -c 300 "$T/ev3")"
+
 # Paused across a kilnd restart: still paused, and resumes.
 api POST "/v1/sandboxes/$S/pause"
 stop_kilnd
@@ -121,6 +205,9 @@ api GET "/v1/sandboxes/$S"
 check pause_restart_kept "after a kilnd restart: $(jget 'j["status"]')" [ "$(jget 'j["status"]')" = paused ]
 api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/mark"}'
 check pause_restart_resumes "exec: $(jget 'j.get("stdout")')" [ "$(jget 'j.get("stdout")')" = kept ]
+curl -sN -m 3 -H "Authorization: Bearer $KEY" "$URL/v1/events?last_event_id=$LAST" > "$T/ev4" 2>/dev/null
+grep -q '^event: resync' "$T/ev4" && pass events_restart_resync "an id from before the restart: resync" ||
+	fail events_restart_resync "$(head -c 300 "$T/ev4")"
 
 # Bad requests and a sandbox that is not there.
 api POST "/v1/sandboxes/$S/pause" '{"now":true}'
@@ -134,6 +221,10 @@ api POST "/v1/sandboxes/$S/resume"
 expect resume_deleted 404 sandbox_ended
 
 # ---- persistent ----------------------------------------------------------------------------
+events "$T/ev5"
+EV5=$!
+at_exit "kill $EV5 2>/dev/null"
+sleep 0.5
 create_sandbox '{"template":"minimal","ttl_seconds":3,"persistent":true}'
 P=$SBX
 [ -n "$P" ] && [ "$(jget 'j["persistent"]')" = True ] && [ "$(jget 'j["ttl_rule"]["when_idle"]')" = hibernate ] &&
@@ -148,6 +239,12 @@ check persistent_kept "8 s later: $STATUS $(jget 'j.get("status")'), expires_at 
 	[ "$STATUS" = 200 -a "$(jget 'j.get("status")')" = hibernated -a "$(jget 'j.get("expires_at")')" = None ]
 api POST "/v1/sandboxes/$P/exec" '{"cmd":"cat /root/p"}'
 check persistent_wakes "exec: $(jget 'j.get("stdout")')" [ "$(jget 'j.get("stdout")')" = persisted ]
+sleep 0.5
+kill $EV5 2>/dev/null
+ptypes=$(types "$T/ev5" "$P")
+subseq "sandbox:created sandbox:ready ttl:ttl_warning sandbox:hibernated sandbox:woken" "$ptypes" &&
+	grep -q '"type":"ttl_warning".*"action":"hibernate"' "$T/ev5" &&
+	pass events_ttl_warning "$P: $ptypes" || fail events_ttl_warning "$P: $ptypes"
 api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":false,"ttl_seconds":600}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["persistent"]')" = False ] && [ "$(jget 'j["ttl_rule"]["when_idle"]')" = delete ] &&
 	[ "$(jget 'j["ttl_seconds"]')" = 600 ] && pass persistent_off "persistent False, when_idle delete, ttl 600" ||

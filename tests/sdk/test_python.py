@@ -627,6 +627,49 @@ def pause_resume_and_persistent():
 
 
 @test
+def events_stream_and_resume():
+    stream = A.client.events()
+    closer = threading.Timer(120, stream.close)  # a stream that never tells ends the test, not hangs it
+    closer.start()
+    try:
+        sb = new("minimal")
+        sb.pause()
+        sb.resume()
+        sb.exec("true")
+        sb.delete()
+        seen, ids = [], {}
+        for ev in stream:
+            if ev.sandbox_id != sb.id:
+                continue
+            seen.append(ev.type)
+            ids[ev.type] = ev.id
+            if ev.type == "deleted":
+                break
+        want = ["created", "ready", "paused", "resumed", "exec_started", "exec_ended", "deleting", "deleted"]
+        eq([t for t in seen if t in want], want, "types in order")
+        last = stream.last_event_id
+        eq(last, ids["deleted"], "last_event_id")
+    finally:
+        closer.cancel()
+        stream.close()
+    again = A.client.events(last_event_id=ids["paused"])
+    closer = threading.Timer(60, again.close)
+    closer.start()
+    first = []
+    try:
+        for ev in again:
+            if ev.sandbox_id == sb.id:
+                first.append(ev.type)
+            if len(first) == 2:
+                break
+    finally:
+        closer.cancel()
+        again.close()
+    eq(first, ["resumed", "exec_started"], "resumed after the paused event's id")
+    return f"{len(seen)} events of {sb.id}, in order; resumed from an id"
+
+
+@test
 def fork_and_fork_tree():
     A.files.write("/root/parent.txt", "from the parent")
     kids = A.fork(2)

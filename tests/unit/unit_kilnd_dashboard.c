@@ -4,6 +4,8 @@
 #include "api/http.h"
 #include "api/routes.h"
 #include "api/session.h"
+#include "api/event_log.h"
+#include "hostif/hostif.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -71,7 +73,8 @@ static void events_subscribers(void)
 {
 	int a, b;
 	CHECK(host_events_subscribe(on_ev, &a) == 0 && host_events_subscribe(on_ev, &b) == 0);
-	struct host_event e = { "ws_1", "sbx_1", "running", 1.5, 4096 };
+	struct host_event e = { .workspace = "ws_1", .id = "sbx_1", .state = "running", .cpu_seconds = 1.5,
+				.rss_bytes = 4096 };
 	host_events_emit(&e);
 	CHECK(calls == 2 && !strcmp(last, "ws_1 sbx_1 running 1.5 4096"));
 	host_events_unsubscribe(on_ev, &a);
@@ -83,11 +86,112 @@ static void events_subscribers(void)
 	CHECK(calls == 3);
 }
 
+/* The event log (api/event_log.h) over host_events, as a cluster's API
+ * has it: a host interface whose subscribe is host_events_subscribe and
+ * that reads no records at start. */
+static int t_subscribe(void *ctx, host_event_fn *fn, void *fctx)
+{
+	(void)ctx;
+	return host_events_subscribe(fn, fctx);
+}
+
+static void t_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
+{
+	(void)ctx;
+	host_events_unsubscribe(fn, fctx);
+}
+
+static const struct hostif_ops t_ops = { .name = "test", .subscribe = t_subscribe, .unsubscribe = t_unsubscribe };
+
+static void save(const char *ws, const char *id, const char *state, const char *parent, const char *error)
+{
+	struct host_event e = { .workspace = ws, .id = id, .state = state, .rss_bytes = 4096, .parent = parent,
+				.error = error, .ended = !strcmp(state, "deleted") ? "ttl" : "" };
+	host_events_emit(&e);
+}
+
+/* The types told to a reader of ws (sandbox: "" for all), space-separated. */
+static void read_all(struct event_log *l, struct event_cursor *c, const char *ws, const char *sbx, char *out,
+		     size_t cap)
+{
+	struct event_rec e;
+	out[0] = 0;
+	size_t n = 0;
+	while (event_log_next(l, c, ws, sbx, 0, &e) == 1)
+		n += snprintf(out + n, n < cap ? cap - n : 0, "%s%s:%s", n ? " " : "", e.sandbox, e.type);
+}
+
+static void event_log_names_moves(void)
+{
+	struct hostif hi = { &t_ops, NULL };
+	struct event_log *l = event_log_new(&hi);
+	CHECK(l != NULL);
+	struct event_cursor c, all;
+	event_log_cursor(l, &c);
+	event_log_cursor(l, &all);
+	save("ws_a", "sbx_1", "creating", "", "");
+	save("ws_a", "sbx_1", "running", "", "");
+	save("ws_a", "sbx_1", "running", "", "");	/* a sample: usage, no move */
+	save("ws_b", "sbx_9", "creating", "", "");	/* another workspace's */
+	save("ws_a", "sbx_2", "creating", "sbx_1", "");	/* a fork's child */
+	save("ws_a", "sbx_1", "paused", "", "");
+	save("ws_a", "sbx_1", "running", "", "");
+	save("ws_a", "sbx_1", "hibernated", "", "");
+	save("ws_a", "sbx_1", "running", "", "");
+	save("ws_a", "sbx_2", "failed", "sbx_1", "the VMM exited \"badly\"");
+	save("ws_a", "sbx_3", "running", "", "");	/* never seen made: its state */
+	save("ws_a", "sbx_1", "deleted", "", "");
+	char got[1024];
+	read_all(l, &c, "ws_a", "", got, sizeof got);
+	const char *want = "sbx_1:created sbx_1:ready sbx_2:created sbx_1:forked sbx_1:paused sbx_1:resumed "
+			   "sbx_1:hibernated sbx_1:woken sbx_2:failed sbx_3:running sbx_1:deleted sbx_1:usage";
+	if (strcmp(got, want))
+		printf("  got  %s\n  want %s\n", got, want);
+	CHECK(!strcmp(got, want));
+	/* One sandbox's reader; the failure's reason and the fork's child. */
+	event_log_cursor(l, &c);
+	uint64_t after;
+	char id[48];
+	event_log_id(l, 1, id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) == 0 && after == 1);
+	c.life = after;
+	c.usage = 1;	/* the one usage sample: already read */
+	struct event_rec e;
+	int found = 0;
+	while (event_log_next(l, &c, "ws_a", "sbx_2", 0, &e) == 1) {
+		found++;
+		if (!strcmp(e.type, "failed"))
+			CHECK(strstr(e.data, "\"error\":\"the VMM exited \\\"badly\\\"\"") != NULL);
+	}
+	CHECK(found == 2);
+	/* Ids: another process's, malformed, in the future: outside. */
+	CHECK(event_log_resume(l, "zz-1", &after) < 0);
+	CHECK(event_log_resume(l, "", &after) < 0 && event_log_resume(l, NULL, &after) < 0);
+	event_log_id(l, 999999, id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) < 0);
+	/* Past the window: an early id is out, a reader that kept it is lost. */
+	for (int i = 0; i < EVENT_LOG_KEEP + 10; i++)
+		event_log_add(l, "ws_a", "sbx_4", "exec", "exec_started", ",\"exec\":1");
+	event_log_id(l, 2, id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) < 0);
+	all.life = 2;
+	CHECK(event_log_next(l, &all, "ws_a", "", 0, &e) == -1 && all.lost);
+	CHECK(event_log_next(l, &all, "ws_a", "", 0, &e) == 0);	/* from now on */
+	/* An exec's start carries its own number first. */
+	uint64_t n = event_log_add_numbered(l, "ws_a", "sbx_6", "exec", "exec_started", "exec", ",\"cmd\":\"x\"");
+	char want_data[64];
+	snprintf(want_data, sizeof want_data, ",\"exec\":%llu,\"cmd\":\"x\"", (unsigned long long)n);
+	CHECK(event_log_next(l, &all, "ws_a", "sbx_6", 0, &e) == 1 && e.seq == n && !strcmp(e.data, want_data));
+	event_log_free(l);
+	host_events_emit(&(struct host_event){ .workspace = "ws_a", .id = "sbx_5", .state = "creating" });
+}
+
 int main(void)
 {
 	int failures = 0;
 	RUN(cookie_stripped);
 	RUN(dashboard_routes);
 	RUN(events_subscribers);
+	RUN(event_log_names_moves);
 	return failures ? 1 : 0;
 }

@@ -112,10 +112,14 @@ async function loadSandboxes(): Promise<void> {
 function startEvents(): void {
   events?.close();
   events = new EventSource("/v1/events");
+  let opened = false;
   events.onopen = () => {
     liveState = "live";
-    // Anything missed while the stream was down: list again.
-    loadSandboxes().catch(() => {});
+    // The first time, the list as it is; after a reconnect the browser
+    // sends Last-Event-ID and kilnd replays what was missed, or sends
+    // "resync" (handled below) when it cannot.
+    if (!opened) loadSandboxes().catch(() => {});
+    opened = true;
   };
   events.onerror = () => {
     liveState = "reconnecting";

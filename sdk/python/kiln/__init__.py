@@ -16,6 +16,7 @@ from .code import Code, CodeContext, Execution, ExecutionError, Result
 from .commands import CommandHandle, Commands
 from .errors import (AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError,
                      LimitExceeded, NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
+from .events import Event, EventStream
 from .files import Files
 from .processes import Process, Processes, ProcessOutput
 from .pty import Pty
@@ -28,7 +29,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
     "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
-    "Code", "CodeContext", "Execution", "ExecutionError", "Result",
+    "Code", "CodeContext", "Execution", "ExecutionError", "Result", "Event", "EventStream",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
 ]

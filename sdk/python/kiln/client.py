@@ -13,6 +13,7 @@ from .errors import API_KEY, Credential
 from .types import AuditPage, Snapshot
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .events import EventStream
     from .sandbox import Sandbox
 
 DEFAULT_URL = "http://127.0.0.1:7070"
@@ -127,6 +128,16 @@ class Client(_Connection):
         if not isinstance(month, str) or not month:
             raise ValueError(f"not a month: {month!r} (want 'YYYY-MM')")
         return dict(self.transport.request("GET", "/v1/statements/" + urllib.parse.quote(month, safe="")).json())
+
+    def events(self, sandbox: Optional[str] = None, *, last_event_id: Optional[str] = None,
+               reconnects: int = 3) -> "EventStream":
+        """The workspace's events as they happen (GET /v1/events; one
+        sandbox's with ``sandbox``): iterate the result for Events, close()
+        it to stop. Opened with ``last_event_id``, the events after it come
+        first; a broken connection is opened again (up to ``reconnects``
+        times in a row) from the last event seen."""
+        from .events import EventStream
+        return EventStream(self.transport, _id(sandbox) if sandbox else None, last_event_id, reconnects)
 
     def limits(self) -> Dict[str, Any]:
         """The workspace's plan, its limits and what is in use (GET /v1/limits)."""

@@ -10,6 +10,7 @@
 import {
   API_KEY, ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
 } from "./errors.js";
+import { EventStream, type EventsOptions } from "./events.js";
 import type { Credential } from "./errors.js";
 import type {
   ApiKeyJSON, AuditAllQuery, AuditEntryJSON, AuditPage, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON,
@@ -221,6 +222,16 @@ export class Client {
   async statement(month: string): Promise<StatementJSON> {
     if (typeof month !== "string" || !month) throw new TypeError(`not a month: ${String(month)} (want "YYYY-MM")`);
     return this.json<StatementJSON>("GET", `/v1/statements/${encodeURIComponent(month)}`);
+  }
+
+  /**
+   * The workspace's events as they happen (GET /v1/events; one sandbox's with `sandbox`):
+   * resolves once connected; iterate the result, close() it to stop. With `lastEventId` the
+   * events after it come first; a broken connection is opened again from the last event seen.
+   */
+  async events(options: EventsOptions = {}): Promise<EventStream> {
+    if (options.sandbox !== undefined) checkId(options.sandbox);
+    return EventStream.open(this, options);
   }
 
   /** The workspace's plan, its limits and what is in use (GET /v1/limits). */

@@ -31,6 +31,8 @@ export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";
 export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, SandboxPage } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
+export { EventStream } from "./events.js";
+export type { EventsOptions, KilnEvent } from "./events.js";
 export { FileWatch } from "./watch.js";
 export type { FsEvent, WatchHandle } from "./watch.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";

@@ -18,6 +18,8 @@ export interface OutputChunk {
 export interface SseEvent {
   event: string;
   data: string;
+  /** The event's id line, when it had one. */
+  id?: string;
 }
 
 /** Server-Sent Events from a byte stream. */
@@ -28,6 +30,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>, silenceMs: nu
   let buf = "";
   let event = "message";
   let data: string[] = [];
+  let id: string | undefined;
   try {
     for (;;) {
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -53,9 +56,10 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>, silenceMs: nu
         const line = buf.slice(0, i).replace(/\r$/, "");
         buf = buf.slice(i + 1);
         if (line === "") {
-          if (data.length) yield { event, data: data.join("\n") };
+          if (data.length) yield id === undefined ? { event, data: data.join("\n") } : { event, data: data.join("\n"), id };
           event = "message";
           data = [];
+          id = undefined;
         } else if (!line.startsWith(":")) {
           const c = line.indexOf(":");
           const name = c < 0 ? line : line.slice(0, c);
@@ -63,6 +67,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>, silenceMs: nu
           if (value.startsWith(" ")) value = value.slice(1);
           if (name === "event") event = value;
           else if (name === "data") data.push(value);
+          else if (name === "id") id = value;
         }
       }
     }

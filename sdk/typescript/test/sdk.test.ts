@@ -496,6 +496,49 @@ test("pause, resume and persistent", async () => {
   }
 });
 
+test("events: a stream, and resuming it from an id", async () => {
+  const stream = await A.client.events();
+  const timer = setTimeout(() => stream.close(), 120_000);
+  const seen: string[] = [];
+  const ids: Record<string, string | undefined> = {};
+  let id = "";
+  try {
+    const it = stream[Symbol.asyncIterator]();
+    const sb = await create();
+    id = sb.id;
+    await sb.pause();
+    await sb.resume();
+    await sb.exec("true");
+    await sb.delete();
+    for (let r = await it.next(); !r.done; r = await it.next()) {
+      const ev = r.value;
+      if (ev.sandboxId !== id) continue;
+      seen.push(ev.type);
+      ids[ev.type] = ev.id;
+      if (ev.type === "deleted") break;
+    }
+    const want = ["created", "ready", "paused", "resumed", "exec_started", "exec_ended", "deleting", "deleted"];
+    assert.deepEqual(seen.filter((t) => want.includes(t)), want);
+    assert.equal(stream.lastEventId, ids.deleted);
+  } finally {
+    clearTimeout(timer);
+    stream.close();
+  }
+  const again = await A.client.events({ lastEventId: ids.paused });
+  const first: string[] = [];
+  const t2 = setTimeout(() => again.close(), 60_000);
+  try {
+    for await (const ev of again) {
+      if (ev.sandboxId === id) first.push(ev.type);
+      if (first.length === 2) break;
+    }
+  } finally {
+    clearTimeout(t2);
+    again.close();
+  }
+  assert.deepEqual(first, ["resumed", "exec_started"]);
+});
+
 test("fork and forkTree", async () => {
   await A.files.write("/root/parent.txt", "from the parent");
   const kids: Sandbox[] = [];
