@@ -562,6 +562,19 @@ static int t_wake(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	return rc < 0 ? rc : lifecycle(c, args, out, hostif_wake);
 }
 
+static int t_pause(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	return lifecycle(c, args, out, hostif_pause);
+}
+
+static int t_resume(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	int rc = ops_credit_check(&oc);
+	return rc < 0 ? rc : lifecycle(c, args, out, hostif_resume);
+}
+
 /* ---- the table ------------------------------------------------------------------------------------------ */
 
 const struct mcp_tool mcp_tools[] = {
@@ -684,5 +697,11 @@ const struct mcp_tool mcp_tools[] = {
 	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_hibernate },
 	{ "wake_sandbox", "Wake a sandbox", "Restore a hibernated sandbox now (tools wake it anyway).",
 	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_wake },
+	{ "pause_sandbox", "Pause a sandbox",
+	  "Stop a sandbox's CPUs, keeping its memory and processes: no CPU is billed, and it comes back "
+	  "in milliseconds (any tool call on it resumes it).",
+	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_pause },
+	{ "resume_sandbox", "Resume a sandbox", "Start a paused sandbox's CPUs again (tools resume it anyway).",
+	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_resume },
 };
 const int mcp_ntools = sizeof mcp_tools / sizeof mcp_tools[0];

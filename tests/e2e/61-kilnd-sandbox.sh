@@ -543,6 +543,23 @@ expect promote_not_forked 400 invalid_request
 api POST "/v1/sandboxes/$keep/promote" '{"delete_parent":"yes"}'
 expect promote_bad_field 400 invalid_request
 for k in $kids $tree; do api DELETE "/v1/sandboxes/$k"; done
+# Promote while a sibling is being deleted by another request: one 200
+# whose report accounts for every sibling still there when it looked
+# (the raced one deleted by either, failed as gone, or already gone),
+# and only the kept child left.
+api POST "/v1/sandboxes/$A/fork_tree" '{"count":3}'
+read -r k1 k2 k3 <<<"$(jget '" ".join(s["id"] for s in j["sandboxes"])')"
+curl -s -o /dev/null -X DELETE -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$k2" &
+race=$!
+api POST "/v1/sandboxes/$k1/promote" '{}'
+wait $race
+race_report=$(jget '" ".join(sorted(j["deleted"] + [f["id"] for f in j["failed"]]))')
+api GET /v1/sandboxes
+left=$(jget '" ".join(sorted(s["id"] for s in j["sandboxes"] if s["parent_id"] == "'"$A"'"))')
+want_ids=$(printf '%s\n' "$k2" "$k3" | sort | tr '\n' ' ')
+check promote_concurrent_delete "report covers $race_report; left: $left" \
+	eval '[ "$race_report " = "$want_ids" -o "$race_report" = "$k3" ] && [ "$left" = "$k1" ]'
+api DELETE "/v1/sandboxes/$k1"
 
 # ---- the kiln CLI -----------------------------------------------------------------------------------------
 export KILN_API_URL=$URL KILN_API_KEY=$KEY_A

@@ -263,6 +263,18 @@ k create minimal --json 2>&1 | js 'j["id"]' > "$T/id" && P=$(cat "$T/id") && [[ 
 check templates "$(k templates | head -2 | tr '\n' '|')" sh -c "'$KILN' templates | grep -q '^minimal  *ready'"
 [ "$(k hibernate "$A")" = hibernated ] && [ "$(k wake "$A" --json | js 'j["status"]')" = running ] && pass hibernate_wake "text and --json" ||
 	fail hibernate_wake "$(k get "$A" | head -5)"
+[ "$(k pause "$A")" = paused ] && [ "$(k ls --status paused --json | js '[s["id"] for s in j["sandboxes"]]')" = "['$A']" ] &&
+	[ "$(k resume "$A" --json | js 'j["status"]')" = running ] && pass pause_resume "text, --status paused and --json" ||
+	fail pause_resume "$(k get "$A" | head -5)"
+out=$(k persistent "$A" on)
+[ "$out" = "$A persistent on, when idle hibernate" ] && [ "$(k persistent "$A" off --json | js 'j["persistent"]')" = False ] &&
+	pass persistent "$out; off" || fail persistent "'$out'"
+k persistent "$A" maybe > "$T/err" 2>&1
+[ $? = 2 ] && grep -q "persistent takes on or off, not 'maybe'" "$T/err" && pass persistent_bad "$(head -1 "$T/err")" ||
+	fail persistent_bad "$(cat "$T/err")"
+P2=$(k create minimal --persistent)
+[ "$(k get "$P2" | js 'j["persistent"]')" = True ] && pass create_persistent "$P2" || fail create_persistent "'$P2'"
+[ -n "$P2" ] && k rm "$P2"
 S=$(k snapshot "$A")
 [[ $S == snap_* ]] && k snapshots | grep -q "^$S " && pass snapshot "$S" || fail snapshot "'$S'"
 B=$(k create "$S")

@@ -100,7 +100,8 @@ test("workspace: initialize and list the tools", async () => {
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
     "create_sandbox", "delete_sandbox", "fork_sandbox", "get_sandbox", "hibernate_sandbox",
-    "list_dir", "list_sandboxes", "promote_sandbox", "read_file", "run_code", "shell", "wake_sandbox", "write_file",
+    "list_dir", "list_sandboxes", "pause_sandbox", "promote_sandbox", "read_file", "resume_sandbox", "run_code", "shell",
+    "wake_sandbox", "write_file",
   ]);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
@@ -205,6 +206,17 @@ test("workspace: hibernate and wake", async () => {
   await call(ws, "hibernate_sandbox", { sandbox_id: sbx });
   const s = await call(ws, "shell", { sandbox_id: sbx, command: "cat /work/notes.txt" });
   assert.equal(s.structuredContent.stdout, "héllo\n", "a tool call wakes it, files intact");
+});
+
+test("workspace: pause and resume", async () => {
+  const p = await call(ws, "pause_sandbox", { sandbox_id: sbx });
+  assert.equal(p.structuredContent.status, "paused");
+  const r = await call(ws, "resume_sandbox", { sandbox_id: sbx });
+  assert.equal(r.structuredContent.status, "running");
+  await call(ws, "pause_sandbox", { sandbox_id: sbx });
+  const s = await call(ws, "shell", { sandbox_id: sbx, command: "cat /work/notes.txt" });
+  assert.equal(s.structuredContent.stdout, "héllo\n", "a tool call resumes it");
+  assert.match(await toolError(ws, "pause_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
 });
 
 test("workspace: unknown tools and bad arguments are JSON-RPC errors", async () => {
