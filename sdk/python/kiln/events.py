@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .errors import ConnectionFailed, Timeout
 
@@ -36,7 +36,7 @@ class Event:
     data: Dict[str, Any] = field(default_factory=dict)
 
 
-def _sse(chunks: Iterator[bytes]) -> Iterator[Tuple[Optional[str], str, str]]:
+def sse_records(chunks: Iterable[bytes]) -> Iterator[Tuple[Optional[str], str, str]]:
     """(id, event, data) of each Server-Sent Event, the id as the event
     carries it (None when it has none)."""
     buf, ev, eid = b"", "message", None
@@ -92,7 +92,7 @@ class EventStream:
         while not self._closed:
             resp = self._resp
             try:
-                for eid, ev, text in _sse(resp.chunks()):  # type: ignore[union-attr]
+                for eid, ev, text in sse_records(resp.chunks()):  # type: ignore[union-attr]
                     try:
                         d = json.loads(text)
                     except ValueError:

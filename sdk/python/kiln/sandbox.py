@@ -481,24 +481,6 @@ def _exec_body(cmd: Command, timeout: Optional[int], env: Optional[Mapping[str, 
 
 def sse_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
     """Server-Sent Events (event name, data) from a byte stream."""
-    buf = b""
-    event: str = "message"
-    data: List[str] = []
-    for chunk in chunks:
-        buf += chunk
-        while True:
-            i = buf.find(b"\n")
-            if i < 0:
-                break
-            line, buf = buf[:i].rstrip(b"\r"), buf[i + 1:]
-            if not line:
-                if data:
-                    yield event, "\n".join(data)
-                event, data = "message", []
-            elif not line.startswith(b":"):
-                name, _, value = line.partition(b":")
-                value = value[1:] if value.startswith(b" ") else value
-                if name == b"event":
-                    event = value.decode("utf-8", "replace")
-                elif name == b"data":
-                    data.append(value.decode("utf-8", "replace"))
+    from .events import sse_records
+    for _, event, data in sse_records(chunks):
+        yield event, data
