@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool ops_volume_name_ok(const char *s)
@@ -171,28 +172,44 @@ json_t *ops_volume_json(const struct ops_caller *c, const struct vol_row *r)
 			 (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms, "attached_to", att);
 }
 
+/* The rows first, then each one's attachments: a store query may not
+ * run inside another's row callback (one connection). */
 struct list {
-	const struct ops_caller *c;
-	json_t *a;
+	struct vol_row *r;
+	size_t n, cap;
 };
 
 static int add_vol(void *ctx, const struct vol_row *r)
 {
 	struct list *l = ctx;
-	json_t *j = ops_volume_json(l->c, r);
-	return j ? json_array_append_new(l->a, j) : errf(ENOMEM, "out of memory");
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct vol_row *nr = realloc(l->r, cap * sizeof *nr);
+		if (!nr)
+			return errf(ENOMEM, "out of memory");
+		l->r = nr;
+		l->cap = cap;
+	}
+	l->r[l->n++] = *r;
+	return 0;
 }
 
 int ops_volume_list(const struct ops_caller *c, json_t **out)
 {
-	struct list l = { c, json_array() };
-	int rc = !l.a ? errf(ENOMEM, "out of memory")
+	struct list l = { 0 };
+	json_t *a = json_array();
+	int rc = !a ? errf(ENOMEM, "out of memory")
 	       : c->store ? store_volume_each(c->store, c->workspace, add_vol, &l) : 0;
+	for (size_t i = 0; i < l.n && rc == 0; i++) {
+		json_t *j = ops_volume_json(c, &l.r[i]);
+		rc = j ? json_array_append_new(a, j) : errf(ENOMEM, "out of memory");
+	}
+	free(l.r);
 	if (rc < 0) {
-		json_decref(l.a);
+		json_decref(a);
 		return rc;
 	}
-	*out = l.a;
+	*out = a;
 	return 0;
 }
 
