@@ -21,13 +21,14 @@ from .processes import Process, Processes, ProcessOutput
 from .pty import Pty
 from .sandbox import LANGUAGES, Sandbox
 from .types import AuditPage, ExecResult, FileInfo, Snapshot
+from .volume import Volume
 from .watch import FileWatch, FsEvent, WatchHandle
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
-    "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
+    "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "Volume", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
     "Code", "CodeContext", "Execution", "ExecutionError", "Result",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
