@@ -194,7 +194,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 	json_decref(names);
 	if (rc == 0 && snap && !v_is_id(snap, "snap_"))
 		rc = errf(ENOENT, "snapshot %.64s not found", snap);
-	struct ops_volumes vols;
+	struct ops_volumes vols = { .n = 0 };
 	rc = rc ?: ops_volumes_parse(c, args, &vols);
 	if (rc == 0 && vols.n && snap)
 		rc = errf(EINVAL, "'volumes' go with a template, not 'from_snapshot'");
