@@ -1,8 +1,8 @@
 /*
  * h_volume: named volumes (docs/api.md "Volumes"): POST, GET and DELETE
  * /v1/volumes[/{id}]. The operations layer checks and holds the plan's
- * limits; this turns its answers into HTTP. A cluster's API role has no
- * volumes yet: every route answers 501 saying so.
+ * limits (and answers 501 in a cluster, which has no volumes yet); this
+ * turns its answers into HTTP.
  */
 #include "api/api.h"
 #include "api/handlers.h"
@@ -14,17 +14,6 @@
 
 #include <errno.h>
 #include <string.h>
-
-static bool in_cluster(struct req *r)
-{
-	return !strcmp(r->api->cfg->role, "api");
-}
-
-static int reply_cluster(struct req *r)
-{
-	return reply_error(r, 501, "not_implemented",
-			   "volumes are not built for a cluster yet (they live on one host: run a single kilnd)");
-}
 
 /* ops_volume_json with the time as the API gives times. */
 static json_t *render(json_t *j)
@@ -39,8 +28,6 @@ static json_t *render(json_t *j)
 
 int h_volume_create(struct req *r)
 {
-	if (in_cluster(r))
-		return reply_cluster(r);
 	struct ops_caller c;
 	struct ops_quota q;
 	req_caller(r, &c);
@@ -62,8 +49,6 @@ int h_volume_create(struct req *r)
 
 int h_volume_list(struct req *r)
 {
-	if (in_cluster(r))
-		return reply_cluster(r);
 	struct ops_caller c;
 	req_caller(r, &c);
 	json_t *a;
@@ -79,8 +64,6 @@ int h_volume_list(struct req *r)
 
 int h_volume_get(struct req *r)
 {
-	if (in_cluster(r))
-		return reply_cluster(r);
 	struct ops_caller c;
 	req_caller(r, &c);
 	struct vol_row v;
@@ -93,8 +76,6 @@ int h_volume_get(struct req *r)
 
 int h_volume_delete(struct req *r)
 {
-	if (in_cluster(r))
-		return reply_cluster(r);
 	struct ops_caller c;
 	req_caller(r, &c);
 	int rc = ops_volume_delete(&c, r->params[0]);
