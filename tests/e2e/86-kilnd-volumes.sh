@@ -193,7 +193,8 @@ A=$(jget 'j["id"]')
 api POST /v1/volumes '{"name":"b","size_mib":60}'
 expect volume_plan_storage 429 limit_exceeded && { [ "$(jget 'j["error"]["limit"]')" = storage_mib ] && pass volume_plan_storage_names "$(msg)" || fail volume_plan_storage_names "$BODY"; }
 api GET /v1/limits
-check volume_counts_storage "in_use.storage_mib $(jget 'j["in_use"]["storage_mib"]')" [ "$(jget 'j["in_use"]["storage_mib"]')" = 60 ]
+check volume_counts_storage "in_use.storage_mib $(jget 'j["in_use"]["storage_mib"]'), volumes $(jget 'j["in_use"]["volumes"]')" \
+	[ "$(jget 'j["in_use"]["storage_mib"]')" = 60 -a "$(jget 'j["in_use"]["volumes"]')" = 1 ]
 api DELETE "/v1/volumes/$A"
 KEY=$MAIN
 
