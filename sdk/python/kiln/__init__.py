@@ -28,8 +28,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
-    "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "Volume", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
+    "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
     "Code", "CodeContext", "Execution", "ExecutionError", "Result",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
+    "Volume",
 ]
