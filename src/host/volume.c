@@ -179,13 +179,14 @@ int volumes_check(struct host *h, const struct create_req *req, const struct tmp
 	return 0;
 }
 
-/* Run script as root in sb's guest; its output in the error. */
-static int guest_sh(struct host *h, struct sandbox *sb, const char *script, int timeout_ms)
+/* Run script as root in sb's guest, connecting within connect_ms; its
+ * output in the error. */
+static int guest_sh(struct sandbox *sb, const char *script, int connect_ms, int timeout_ms)
 {
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, sb->dir, "vsock.sock");
 	struct guest *g;
-	int rc = guest_open(vsock, h->cfg->boot_timeout_ms, sb->row.vmm_pid, &g);
+	int rc = guest_open(vsock, connect_ms, sb->row.vmm_pid, &g);
 	if (rc < 0)
 		return rc;
 	struct guest_cmd c = { .shell = script, .timeout_ms = (uint32_t)timeout_ms };
@@ -193,13 +194,13 @@ static int guest_sh(struct host *h, struct sandbox *sb, const char *script, int 
 	strbuf_init(&out);
 	struct guest_ev ev = { 0 };
 	rc = guest_exec_start(g, &c);
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, timeout_ms + 5000)) == 1 && ev.kind != GEV_EXIT)
+	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, timeout_ms + 1000)) == 1 && ev.kind != GEV_EXIT)
 		if (out.len < 1024)
 			strbuf_append(&out, ev.data, ev.len < 1024 ? ev.len : 1024);
 	guest_close(g);
 	strbuf_putc(&out, 0);
 	if (rc == 0)
-		rc = errf(ETIMEDOUT, "the guest did not answer within %d ms", timeout_ms + 5000);
+		rc = errf(ETIMEDOUT, "the guest did not answer within %d ms", timeout_ms + 1000);
 	else if (rc == 1)
 		rc = ev.code == 0 ? 0 : errf(EIO, "exited with %d: %.300s", ev.code, out.data ? out.data : "");
 	strbuf_free(&out);
@@ -242,7 +243,7 @@ static int guest_mount(struct host *h, struct sandbox *sb, const struct create_v
 			      i, v[i].path, v[i].read_only ? "ro,noload" : "rw", v[i].path);
 	}
 	strbuf_putc(&s, 0);
-	int rc = s.data ? guest_sh(h, sb, s.data, GUEST_MOUNT_MS) : errf(ENOMEM, "out of memory");
+	int rc = s.data ? guest_sh(sb, s.data, h->cfg->boot_timeout_ms, GUEST_MOUNT_MS) : errf(ENOMEM, "out of memory");
 	strbuf_free(&s);
 	return rc;
 }
@@ -328,7 +329,8 @@ void volumes_detach(struct host *h, struct sandbox *sb)
 			if (path_ok(l.a[i].path))
 				strbuf_printf(&s, "; umount '%s'", l.a[i].path);
 		strbuf_putc(&s, 0);
-		if (s.data && guest_sh(h, sb, s.data, 3000) < 0)
+		/* A hung guest holds a delete up 8 s at most here. */
+		if (s.data && guest_sh(sb, s.data, 2000, 5000) < 0)
 			log_debug("sandbox %s: unmounting its volumes: %s", sb->row.id, errmsg());
 		strbuf_free(&s);
 	}
