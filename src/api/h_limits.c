@@ -51,11 +51,12 @@ int h_limits(struct req *r)
 	if (rc < 0)
 		return reply_errno(r, rc);
 	/* storage_mib rounded up: 1 byte kept is not "0 in use". */
-	return reply_json(r, 200, json_pack("{s:s,s:o,s:I,s:{s:i,s:i,s:I,s:I,s:I,s:I}}", "plan",
+	return reply_json(r, 200, json_pack("{s:s,s:o,s:I,s:{s:i,s:i,s:I,s:I,s:I,s:I,s:I}}", "plan",
 					    p.name[0] ? p.name : "none", "limits", plan_limits_json(&p.limits),
 					    "window_seconds", (json_int_t)(window_ms / 1000), "in_use",
 					    "running", n.running, "creates_in_window", creates,
 					    "hibernated", (json_int_t)n.hibernated, "snapshots", (json_int_t)k.snapshots,
 					    "stored_bytes", (json_int_t)k.stored_bytes, "storage_mib",
-					    (json_int_t)((k.stored_bytes + (1 << 20) - 1) >> 20)));
+					    (json_int_t)((k.stored_bytes + (1 << 20) - 1) >> 20), "volumes",
+					    (json_int_t)k.volumes));
 }

@@ -108,9 +108,16 @@ int h_sandbox_create(struct req *r)
 	int rc = ops_create(&c, r->json, &row);
 	const char *tmpl = json_string_value(json_object_get(r->json, "template"));
 	json_t *names = NULL;
-	/* An unknown template's 404 lists the templates that exist. */
-	if (rc == -ENOENT && tmpl && ops_template_known(c.hostif, tmpl, &names) < 0 && names)
-		return reply_template_missing(r, names);
+	/* An unknown template's 404 lists the templates that exist; another
+	 * 404 (a snapshot, a volume) keeps its own message. */
+	if (rc == -ENOENT && tmpl) {
+		char why[300];
+		snprintf(why, sizeof why, "%s", errmsg());
+		if (ops_template_known(c.hostif, tmpl, &names) < 0 && names)
+			return reply_template_missing(r, names);
+		json_decref(names);
+		errf(ENOENT, "%s", why);
+	}
 	if (rc == -EDQUOT)
 		return reply_limit(r, &q);
 	if (rc < 0)

@@ -79,6 +79,10 @@ const struct route routes[] = {
 	{ "GET", "/v1/snapshots", h_snapshot_list, BODY_NONE, ROUTE_READ },
 	{ "GET", "/v1/snapshots/{id}", h_snapshot_get, BODY_NONE, ROUTE_READ },
 	{ "DELETE", "/v1/snapshots/{id}", h_snapshot_delete, BODY_NONE, 0 },
+	{ "POST", "/v1/volumes", h_volume_create, BODY_JSON, 0 },
+	{ "GET", "/v1/volumes", h_volume_list, BODY_NONE, ROUTE_READ },
+	{ "GET", "/v1/volumes/{id}", h_volume_get, BODY_NONE, ROUTE_READ },
+	{ "DELETE", "/v1/volumes/{id}", h_volume_delete, BODY_NONE, 0 },
 	/* The dashboard (docs/dashboard.md): its files, sign-in, events, keys. */
 	{ "GET", "/", h_dashboard_root, BODY_NONE, ROUTE_PUBLIC | ROUTE_READ },
 	{ "GET", "/dashboard/{path}", h_dashboard, BODY_NONE, ROUTE_PUBLIC | ROUTE_READ },

@@ -33,7 +33,7 @@ static const struct optdef optdefs[] = {
 	{ "by", 0, VALUE }, { "from", 0, VALUE }, { "to", 0, VALUE }, { "sandbox", 0, VALUE },
 	{ "csv", 0, NONE }, { "name", 0, VALUE }, { "scope", 0, VALUE }, { "expires", 0, VALUE },
 	{ "plan", 0, VALUE }, { "limits", 0, VALUE }, { "key", 0, VALUE }, { "all", 0, NONE },
-	{ "persistent", 0, NONE },
+	{ "persistent", 0, NONE }, { "volume", 0, VALUE }, { "size", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -127,6 +127,25 @@ static void add_cidrs(json_t **arr, const char *list)
 	for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save))
 		json_array_append_new(*arr, json_string(t));
 	free(dup);
+}
+
+/* --volume NAME:/PATH[:ro] (repeatable) as create's volumes entries;
+ * kilnd checks the name and path. */
+static void add_volume(const struct command *cmd, json_t **arr, const char *v)
+{
+	const char *colon = strchr(v, ':');
+	if (!colon || colon == v || colon[1] != '/')
+		usage_error(cmd, "--volume wants NAME:/PATH[:ro], not '%s'", v);
+	char *path = strdup(colon + 1);
+	size_t n = strlen(path);
+	bool ro = n > 3 && !strcmp(path + n - 3, ":ro");
+	if (ro)
+		path[n - 3] = 0;
+	if (!*arr)
+		*arr = json_array();
+	json_array_append_new(*arr, json_pack("{s:s%,s:s,s:b}", "name", v, (size_t)(colon - v), "path", path,
+					      "read_only", ro));
+	free(path);
 }
 
 /* --limits LIMIT=N[,LIMIT=N] (repeatable) as an object of integers, or
@@ -227,6 +246,8 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "limits")) add_limits(cmd, &o->limits, v);
 	else if (!strcmp(n, "key")) o->key = key_filter_arg(cmd, v);
 	else if (!strcmp(n, "all")) o->all = true;
+	else if (!strcmp(n, "volume")) add_volume(cmd, &o->volumes, v);
+	else if (!strcmp(n, "size")) o->size = args_number("--size", v, 1, 65536);
 }
 
 void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o)

@@ -36,6 +36,8 @@ struct opts {
 	json_t *limits;			/* admin's --limits, an object of integers, or NULL */
 	const char *key;		/* audit's --key: a key's id or prefix */
 	bool all;			/* audit's --all: every page */
+	json_t *volumes;		/* create's --volume entries, or NULL */
+	long long size;			/* volume create's --size MIB, 0: not given */
 	const char *given[48];		/* the long names of the options given, in order */
 	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */

@@ -49,7 +49,9 @@ int cmd_create(const struct command *cmd, struct opts *o)
 		json_object_set_new(body, "env", o->env);
 	if (o->meta)
 		json_object_set_new(body, "metadata", o->meta);
-	o->env = o->meta = NULL;
+	if (o->volumes)
+		json_object_set_new(body, "volumes", o->volumes);
+	o->env = o->meta = o->volumes = NULL;
 	put_policy(body, o);
 	progress_start(o, "creating a sandbox");
 	json_t *r = call("POST", "/v1/sandboxes", body);
@@ -280,6 +282,73 @@ int cmd_snapshots(const struct command *cmd, struct opts *o)
 	}
 	json_decref(r);
 	return 0;
+}
+
+/* kiln volume create|ls|rm (docs/api.md "Volumes"). */
+static int volume_create(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	if (!o->size)
+		usage_error(cmd, "volume create wants --size MIB");
+	json_t *r = call("POST", "/v1/volumes", json_pack("{s:s,s:I}", "name", o->pos[1], "size_mib",
+							 (json_int_t)o->size));
+	if (o->json)
+		print_json(r);
+	else
+		printf("%s\n", str(r, "id"));
+	json_decref(r);
+	return 0;
+}
+
+static int volume_ls(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 1, 1);
+	json_t *r = get_or_print(o, "/v1/volumes");
+	if (!r)
+		return 0;
+	struct table t;
+	table_init(&t, "ID NAME SIZE_MIB CREATED ATTACHED_TO");
+	size_t i, k;
+	json_t *v, *a;
+	json_array_foreach(json_object_get(r, "volumes"), i, v) {
+		char created[32], size[24], att[512] = "-";
+		size_t len = 0;
+		json_array_foreach(json_object_get(v, "attached_to"), k, a)
+			if (len < sizeof att)
+				len += snprintf(att + len, sizeof att - len, "%s%s:%s%s", k ? "," : "", str(a, "sandbox_id"),
+						str(a, "path"), json_is_true(json_object_get(a, "read_only")) ? ":ro" : "");
+		snprintf(size, sizeof size, "%lld", (long long)json_integer_value(json_object_get(v, "size_mib")));
+		table_row(&t, str(v, "id"), str(v, "name"), size, ago(str(v, "created_at"), created, sizeof created),
+			  att, NULL);
+	}
+	table_print(&t, stdout);
+	json_decref(r);
+	return 0;
+}
+
+static int volume_rm(const struct command *cmd, struct opts *o)
+{
+	if (o->npos < 2)
+		usage_error(cmd, "volume rm wants the id of a volume (vol_...: kiln volume ls shows them)");
+	for (int i = 1; i < o->npos; i++)
+		if (!is_id(o->pos[i], "vol_"))
+			usage_error(cmd, "'%s' is not a volume id (vol_...: kiln volume ls shows them)", o->pos[i]);
+	for (int i = 1; i < o->npos; i++) {
+		char path[160];
+		snprintf(path, sizeof path, "/v1/volumes/%s", o->pos[i]);
+		json_decref(call("DELETE", path, NULL));
+	}
+	return 0;
+}
+
+int cmd_volume(const struct command *cmd, struct opts *o)
+{
+	static const struct subcommand subs[] = {
+		{ "create", "size", volume_create },
+		{ "ls", "", volume_ls },
+		{ "rm", "", volume_rm },
+	};
+	return subcommand_run(cmd, o, "volume", 0, subs, sizeof subs / sizeof subs[0]);
 }
 
 int cmd_templates(const struct command *cmd, struct opts *o)

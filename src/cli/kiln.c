@@ -19,8 +19,8 @@ struct httpc_target target;
 	"  --no-internet            nothing leaves the sandbox\n"
 
 static const struct command commands[] = {
-	{ "create", cmd_create, "template from-snapshot ttl persistent env meta allow-out deny-out no-internet",
-	  "create [TEMPLATE|SNAPSHOT] [--ttl SECONDS] [--persistent] [-e K=V]... [--meta K=V]... [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet] [--json]",
+	{ "create", cmd_create, "template from-snapshot ttl persistent env meta allow-out deny-out no-internet volume",
+	  "create [TEMPLATE|SNAPSHOT] [--ttl SECONDS] [--persistent] [-e K=V]... [--meta K=V]... [--volume NAME:/PATH[:ro]]... [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet] [--json]",
 	  "create a sandbox from a template (default base) or a snapshot; prints its id",
 	  "  TEMPLATE, --template T   the template (kiln templates lists them)\n"
 	  "  SNAPSHOT, --from-snapshot S  a snapshot id (snap_...) instead\n"
@@ -28,6 +28,7 @@ static const struct command commands[] = {
 	  "  --persistent             the idle timeout hibernates it instead of deleting it\n"
 	  "  -e, --env K=V            environment of every command run in it\n"
 	  "  --meta K=V               metadata (kiln ls --meta filters on it)\n"
+	  "  --volume NAME:/PATH[:ro] mount volume NAME (kiln volume create) at PATH; :ro read-only\n"
 	  POLICY_HELP, false },
 	{ "ls", cmd_ls, "status template meta limit cursor",
 	  "ls [--status S] [--template T] [--meta K=V]... [--limit N [--cursor C]] [--json]",
@@ -85,6 +86,11 @@ static const struct command commands[] = {
 	{ "snapshot", cmd_snapshot, "", "snapshot ID [--json]", "snapshot a sandbox (memory and disk); prints its id",
 	  NULL, false },
 	{ "snapshots", cmd_snapshots, "", "snapshots [--json]", "snapshots of this workspace", NULL, false },
+	{ "volume", cmd_volume, "size", "volume create|ls|rm ... [--json]",
+	  "named volumes: storage that outlives sandboxes (one writer at a time)",
+	  "  volume create NAME --size MIB  make one (ext4, 1 to 65536 MiB); prints its id\n"
+	  "  volume ls                the volumes and the sandboxes they are attached to\n"
+	  "  volume rm ID...          delete volumes (vol_...) and their data; refused while attached\n", false },
 	{ "hibernate", cmd_hibernate, "", "hibernate ID [--json]", "stop a sandbox, keeping its state", NULL, false },
 	{ "wake", cmd_wake, "", "wake ID [--json]", "bring a hibernated sandbox back", NULL, false },
 	{ "pause", cmd_pause, "", "pause ID [--json]",

@@ -257,6 +257,8 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 		}
 		if (crc == 0)
 			crc = sandbox_wait_ready(h, kids[i], true, NULL);
+		if (crc == 0)
+			crc = volumes_fork_record(h, parent, kids[i]);	/* its read-only ones */
 		double ms = (double)(mono_ms() - t0);
 		if (crc == 0) {
 			pthread_mutex_lock(&kids[i]->lock);
@@ -327,6 +329,8 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 		;
 	else if (!sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
+	else if ((rc = volumes_fork_check(h, sb)) < 0)
+		;
 	else if (tree)
 		rc = fork_retrying(h, sb, count, caps, report, children, made);
 	else
@@ -347,7 +351,9 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	char top[PATH_MAX];
 	/* A hibernated one is woken first (docs/api.md), like any request
 	 * that needs its guest, and stays running. */
-	int rc = ready_locked(h, sb);
+	int rc = volumes_snapshot_check(h, sb);
+	if (rc == 0)
+		rc = ready_locked(h, sb);
 	if (rc == 0 && !sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	if (rc == 0)

@@ -276,6 +276,11 @@ int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state)
 	/* Its exposed ports go with it (the record itself is kept). */
 	if (state == SBX_DELETED && !sb->pooled && store_port_delete_all(h->store, sb->row.id) < 0)
 		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
+	/* Its volumes are free again once it cannot use them (the volumes
+	 * themselves stay). */
+	if ((state == SBX_DELETED || state == SBX_FAILED) && !sb->pooled &&
+	    store_volume_detach_sandbox(h->store, sb->row.id) < 0)
+		log_warn("sandbox %s: removing its volume attachments: %s", sb->row.id, errmsg());
 	return 0;
 }
 
@@ -642,6 +647,7 @@ int host_open(const struct host_config *cfg, struct store *store, struct metrics
 	h->metrics = metrics;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->layers, NULL);
+	pthread_mutex_init(&h->volumes, NULL);
 	pthread_cond_init(&h->cond, NULL);
 	/* VMMs forked by zygotes and VMMs are re-parented to us, so we reap
 	 * them and learn their exit status. */
@@ -705,6 +711,7 @@ void host_close(struct host *h)
 	ws_tallies_free(h);
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->layers);
+	pthread_mutex_destroy(&h->volumes);
 	pthread_mutex_destroy(&h->lock);
 	free(h);
 }

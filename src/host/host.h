@@ -92,6 +92,13 @@ void sandbox_touch(struct sandbox *sb);
  * replaced the file (logs.c). */
 int host_log_open(struct host *h, struct sandbox *sb, int *fd);
 
+/* volume.c: a named volume of workspace ws (DATA/volumes/<id>.img,
+ * ext4, size_mib): -EEXIST for a name it has. Delete: -EBUSY while a
+ * sandbox has it, naming the sandbox; the file goes. */
+int host_volume_create(struct host *h, const char *ws, const char *name, int64_t size_mib,
+		       struct vol_row *out);
+int host_volume_delete(struct host *h, const char *ws, const char *id);
+
 typedef int host_tmpl_fn(void *ctx, const struct template_def *def, const struct tmpl *t);
 /* Every known template, with its version in service (t NULL if none). */
 int host_templates(struct host *h, host_tmpl_fn *fn, void *ctx);

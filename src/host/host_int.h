@@ -75,6 +75,7 @@ struct host {
 	bool cgroups;			/* cgroup v2 limits for VMMs */
 	struct ws_tally *tallies;	/* per workspace, for ws_caps (h->lock) */
 	struct pool *pool;		/* NULL: --pool 0 */
+	pthread_mutex_t volumes;	/* a volume rule's check and its record (volume.c) */
 };
 
 /* host.c */
@@ -166,6 +167,33 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why);
 void sandbox_fail(struct host *h, struct sandbox *sb, const char *why);
 /* -EBUSY "sandbox X is STATE, not want" (-ENOENT once deleted). */
 int sandbox_state_error(struct sandbox *sb, const char *want);
+
+/* volume.c (docs/api.md "Volumes"). Before a create from t is admitted:
+ * the template has the slots, and no volume is held against the rules
+ * (-EBUSY naming the sandbox that holds it). */
+int volumes_check(struct host *h, const struct create_req *req, const struct tmpl *t);
+/* After its guest is ready (sb->op held): the rules again and the
+ * records as one step, each volume into slot i, mounted in the guest.
+ * On failure the caller ends the sandbox (its records go with it). */
+int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *req);
+/* Before a delete's teardown: unmount in the guest (best effort) and
+ * detach from the VMM (which fdatasyncs). The records go with the state
+ * (sandbox_set_state: failed, deleted). */
+void volumes_detach(struct host *h, struct sandbox *sb);
+/* A wake's descriptors: the sandbox's attached volumes, opened by root. */
+struct vol_fds {
+	int fd[HOST_VOLUMES_MAX], slot[HOST_VOLUMES_MAX];
+	bool ro[HOST_VOLUMES_MAX];
+	int n;
+};
+int volumes_open(struct host *h, struct sandbox *sb, struct vol_fds *out);
+void volumes_close(struct vol_fds *v);
+/* Forks: -EBUSY if the parent has a read-write volume; the children get
+ * its read-only ones (the VMM shares them): recorded here. */
+int volumes_fork_check(struct host *h, struct sandbox *parent);
+int volumes_fork_record(struct host *h, struct sandbox *parent, struct sandbox *child);
+/* -EBUSY: a sandbox with volumes is not snapshotted. */
+int volumes_snapshot_check(struct host *h, struct sandbox *sb);
 
 /* layers.c: remove the disk layers and directories nothing uses. */
 #define CHAIN_MAX 64

@@ -45,6 +45,17 @@ struct lifecycle_change {
 	int64_t retention_seconds;	/* ...and deleted after this much more (0: kept) */
 };
 
+/* A named volume a create attaches (docs/api.md "Volumes"): the
+ * operations layer resolved its name to id; mounted at path in the
+ * guest. The i-th goes into the template's volume slot i. */
+struct create_volume {
+	const char *id, *name, *path;
+	bool read_only;
+};
+/* The most volumes one sandbox has (a template has at most this many
+ * slots; today's are built with TEMPLATE_VOLUME_SLOTS). */
+#define HOST_VOLUMES_MAX 8
+
 struct create_req {
 	const char *workspace;
 	const struct ws_caps *caps;	/* NULL: none */
@@ -58,6 +69,8 @@ struct create_req {
 	const char *metadata, *env;	/* JSON object text, or NULL */
 	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */
+	const struct create_volume *volumes;	/* nvolumes of them, or NULL */
+	int nvolumes;
 };
 
 /* The most children one fork makes. */

@@ -24,7 +24,15 @@ int64_t mono_ms(void)
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
+static void child_setup_from(const char *log, bool detach, int first_closed);
+
 static void child_setup(const char *log, bool detach)
+{
+	child_setup_from(log, detach, 3);
+}
+
+/* child_setup keeping descriptors 3 .. first_closed - 1. */
+static void child_setup_from(const char *log, bool detach, int first_closed)
 {
 	sigset_t none;
 	sigemptyset(&none);
@@ -57,7 +65,7 @@ static void child_setup(const char *log, bool detach)
 	}
 	/* Close everything else: the HTTP sockets, the database, other VMMs'
 	 * sockets must not leak into a VMM that lives on. */
-	syscall(SYS_close_range, 3, ~0U, 0);
+	syscall(SYS_close_range, (unsigned)first_closed, ~0U, 0);
 }
 
 int proc_spawn(char *const argv[], const char *log, pid_t *pid)
@@ -67,6 +75,14 @@ int proc_spawn(char *const argv[], const char *log, pid_t *pid)
 
 int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t *pid)
 {
+	return proc_spawn_keep(argv, log, netns, NULL, 0, pid);
+}
+
+int proc_spawn_keep(char *const argv[], const char *log, const char *netns, const int *keep, int nkeep,
+		    pid_t *pid)
+{
+	if (nkeep < 0 || nkeep > 16)
+		return errf(EINVAL, "at most 16 descriptors for %s", argv[0]);
 	/* Opened here: the child may only make async-signal-safe calls. */
 	int ns = netns ? open(netns, O_RDONLY | O_CLOEXEC) : -1;
 	if (netns && ns < 0)
@@ -80,7 +96,16 @@ int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t 
 	if (p == 0) {
 		if (ns >= 0 && setns(ns, CLONE_NEWNET) < 0)
 			_exit(126);
-		child_setup(log, true);
+		/* Out of the way first (a keep[] may be 3 + j), then in place;
+		 * dup2 clears their close-on-exec. */
+		int high[16];
+		for (int i = 0; i < nkeep; i++)
+			if ((high[i] = fcntl(keep[i], F_DUPFD, 64)) < 0)
+				_exit(126);
+		for (int i = 0; i < nkeep; i++)
+			if (dup2(high[i], 3 + i) < 0)
+				_exit(126);
+		child_setup_from(log, true, 3 + nkeep);
 		execv(argv[0], argv);
 		_exit(127);
 	}

@@ -18,6 +18,10 @@
 int proc_spawn(char *const argv[], const char *log, pid_t *pid);
 /* The same, in the network namespace at netns (NULL: kilnd's). */
 int proc_spawn_in(char *const argv[], const char *log, const char *netns, pid_t *pid);
+/* The same, and keep[0..nkeep) become its descriptors 3, 4, ... (a
+ * restored VMM's volumes); the caller's stay open in kilnd. */
+int proc_spawn_keep(char *const argv[], const char *log, const char *netns, const int *keep, int nkeep,
+		    pid_t *pid);
 /* Run argv to completion (stdout/stderr to log, or inherited if NULL);
  * returns its exit status (0..255), 128+signal, or -errno. */
 int proc_run(char *const argv[], const char *log);

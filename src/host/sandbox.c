@@ -386,7 +386,7 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 	} else if (rc == 0) {
 		struct vm_spec s = { .dir = sb->dir, .vcpus = t->vcpus, .memory_mib = t->memory_mib,
 				     .disk = top, .tap = tap, .netns = netns, .hostname = sb->row.id,
-				     .jail = jail };
+				     .jail = jail, .volume_slots = t->volume_slots };
 		rc = vmm_launch(cfg, &s, &pid);
 		step(sb, "launch");
 	}
@@ -608,6 +608,9 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		row.vcpus = t->vcpus;
 		row.memory_mib = t->memory_mib;
 	}
+	/* Refused before anything is made: no slots, or a volume held. */
+	if ((rc = volumes_check(h, req, t)) < 0)
+		goto out;
 	if ((rc = host_admit_ws(h, req->workspace, req->caps, req->report, 1, row.vcpus,
 				row.memory_mib)) < 0)
 		goto out;
@@ -640,6 +643,10 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		rc = create_spawned(h, req, t, &snap, &row, &sb);
 		if (!sb)
 			goto out;	/* nothing made; the admission given back */
+	}
+	if (rc == 0 && req->nvolumes > 0) {
+		rc = volumes_attach(h, sb, req);
+		step(sb, "volumes");
 	}
 	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
 	if (rc == 0) {
@@ -695,6 +702,7 @@ int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
 		 sb->row.state == SBX_FAILED ? "failed" : why);
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_sample(h, sb);
+	volumes_detach(h, sb);	/* flushed and let go while its VMM lives */
 	sandbox_set_state(h, sb, SBX_DELETING);	/* a restart finishes the job */
 	sandbox_teardown(h, sb);
 	sandbox_mem_release(h, sb);
@@ -928,6 +936,14 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 		s.netns = net.netns;
 		sandbox_save(h, sb);
 	}
+	/* Its volumes, by descriptor: the snapshot has them attached. */
+	struct vol_fds vols = { .n = 0 };
+	if (rc == 0 && (rc = volumes_open(h, sb, &vols)) == 0 && vols.n > 0) {
+		s.nvol = vols.n;
+		s.vol_fd = vols.fd;
+		s.vol_slot = vols.slot;
+		s.vol_ro = vols.ro;
+	}
 	struct disk_mark before = { .ok = false };
 	if (rc == 0)
 		rc = wake_vmm(h, sb, &s, top, &before);
@@ -942,6 +958,7 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 		wake_reap(sb);
 		rc = wake_vmm(h, sb, &s, top, NULL);
 	}
+	volumes_close(&vols);	/* the VMM has its own */
 	if (rc < 0) {
 		/* Stay hibernated: the snapshot is still there for another try. */
 		char why[300];

@@ -104,6 +104,7 @@ int tmpl_save_manifest(const struct tmpl *t)
 			      "built_ms", (json_int_t)t->built_ms);
 	if (j) {
 		json_object_set_new(j, "net", json_boolean(t->net));
+		json_object_set_new(j, "volume_slots", json_integer(t->volume_slots));
 		json_object_set_new(j, "dns", json_string(t->dns));
 		json_object_set_new(j, "description", json_string(t->description));
 		if (t->image)
@@ -149,6 +150,9 @@ int tmpl_load(const char *dir, struct tmpl *t)
 	t->snapshot = json_is_true(json_object_get(j, "snapshot"));
 	t->net = json_is_true(json_object_get(j, "net"));	/* its VM has a network device */
 	t->built_ms = json_integer_value(json_object_get(j, "built_ms"));
+	t->volume_slots = (int)json_integer_value(json_object_get(j, "volume_slots"));
+	if (t->volume_slots < 0 || t->volume_slots > 8)
+		t->volume_slots = 0;
 	const char *dns = json_string_value(json_object_get(j, "dns"));
 	if (dns && strlen(dns) < sizeof t->dns)
 		memcpy(t->dns, dns, strlen(dns) + 1);

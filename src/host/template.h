@@ -52,7 +52,9 @@ struct host_config;
 #define TEMPLATE_VCPUS_MAX 8
 #define TEMPLATE_MEMORY_MIN_MIB 128
 #define TEMPLATE_MEMORY_MAX_MIB 65536
-#define TEMPLATES_MAX 64		/* templates in service at once */
+#define TEMPLATES_MAX 64
+/* The volume slots a template is built with (docs/api.md "Volumes"). */
+#define TEMPLATE_VOLUME_SLOTS 2		/* templates in service at once */
 
 /* [a-z0-9][a-z0-9_-]{0,30}: a directory name and a JSON field as is. */
 bool template_name_ok(const char *name);
@@ -81,6 +83,9 @@ struct tmpl {
 	char base[PATH_MAX];		/* what sandbox overlays sit on: layer, or root */
 	bool snapshot;
 	bool net;			/* its VM has a network device */
+	/* Its VM's empty volume slots (docs/vmm.md "Volume slots"): what
+	 * a sandbox of it can attach. 0: built before volumes. */
+	int volume_slots;
 	/* The servers its snapshot's guest has in /etc/resolv.conf (its
 	 * boot's kiln.dns): a create writes the file only when the host's
 	 * differ. "": not known (a version built before it was kept). */

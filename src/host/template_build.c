@@ -143,6 +143,7 @@ static int next_version(const char *tdir)
 /* The version in progress (resumed) or a new one. */
 static int open_version(struct build *b)
 {
+	b->t.volume_slots = TEMPLATE_VOLUME_SLOTS;	/* every version built from now on */
 	char link[PATH_MAX + 8], target[16];
 	snprintf(link, sizeof link, "%s/build", b->tdir);
 	ssize_t n = readlink(link, target, sizeof target - 1);
@@ -340,8 +341,11 @@ static int step_boot(struct build *b)
 	int rc = disk_create(b->t.base, b->t.root);
 	if (rc < 0)
 		return rc;
+	/* Its snapshot has the slots, so every sandbox spawned from it has. */
+	b->t.volume_slots = TEMPLATE_VOLUME_SLOTS;
 	struct vm_spec s = { .dir = b->vmdir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
-			     .disk = b->t.base, .hostname = b->def->name };
+			     .disk = b->t.base, .hostname = b->def->name,
+			     .volume_slots = b->t.volume_slots };
 	if (b->net.slot) {
 		s.tap = b->net.tap;
 		s.netns = b->net.netns;
@@ -472,7 +476,7 @@ static int step_verify(struct build *b)
 		rc = tmpl_spawn(b->cfg, &b->t, &s, &pid, &ms, NULL);
 	} else if (rc == 0) {
 		struct vm_spec s = { .dir = dir, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
-				     .disk = top, .hostname = "kiln-check" };
+				     .disk = top, .hostname = "kiln-check", .volume_slots = b->t.volume_slots };
 		if (b->t.net) {
 			s.tap = b->net.tap;
 			s.netns = b->net.netns;
@@ -581,6 +585,7 @@ static int version_settings(struct build *b)
 		if (step_done(b, "snapshot")) {
 			b->t.snapshot = saved.snapshot;
 			b->t.net = saved.net;
+			b->t.volume_slots = saved.volume_slots;	/* what its snapshot has */
 			memcpy(b->t.dns, saved.dns, sizeof b->t.dns);
 			snprintf(b->t.base, sizeof b->t.base, "%s", saved.base);
 			snprintf(b->t.snapdir, sizeof b->t.snapdir, "%s", saved.snapdir);

@@ -6,6 +6,7 @@
 #include "host/proc.h"
 #include "common/err.h"
 #include "host/host_config.h"
+#include "host/host_types.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,14 +58,17 @@ void vmm_last_line(const char *dir, char *out, size_t cap)
 int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pid)
 {
 	char vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX], log[PATH_MAX], pidf[PATH_MAX];
-	char mem[16], vcpus[16], append[320], uid[16], reserve[16];
+	char mem[16], vcpus[16], append[320], uid[16], reserve[16], slots[16];
+	char vols[HOST_VOLUMES_MAX][32];
+	if (s->nvol < 0 || s->nvol > HOST_VOLUMES_MAX)
+		return errf(EINVAL, "at most %d volumes", HOST_VOLUMES_MAX);
 	vm_path(vsock, sizeof vsock, s->dir, "vsock.sock");
 	vm_path(ctl, sizeof ctl, s->dir, "ctl.sock");
 	vm_path(console, sizeof console, s->dir, "console.log");
 	vm_path(log, sizeof log, s->dir, "vmm.log");
 	vm_path(pidf, sizeof pidf, s->dir, "vmm.pid");
 
-	char *argv[72];
+	char *argv[72 + 2 * HOST_VOLUMES_MAX];
 	int n = 0;
 	argv[n++] = (char *)cfg->vmm;
 	if (s->restore) {
@@ -104,6 +108,17 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pi
 		argv[n++] = vcpus;
 		argv[n++] = "--append";
 		argv[n++] = append;
+		if (s->volume_slots > 0) {
+			snprintf(slots, sizeof slots, "%d", s->volume_slots);
+			argv[n++] = "--volume-slots";
+			argv[n++] = slots;
+		}
+	}
+	/* Each volume's descriptor becomes the VMM's 3 + i (proc_spawn_keep). */
+	for (int i = 0; i < s->nvol; i++) {
+		snprintf(vols[i], sizeof vols[i], "%d:%d%s", s->vol_slot[i], 3 + i, s->vol_ro[i] ? ":ro" : "");
+		argv[n++] = "--volume";
+		argv[n++] = vols[i];
 	}
 	argv[n++] = "--disk";
 	argv[n++] = (char *)s->disk;
@@ -131,7 +146,7 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *s, pid_t *pi
 
 	/* A jailed VMM joins its namespace itself; an unjailed one starts
 	 * in it. */
-	int rc = proc_spawn_in(argv, log, jailed ? NULL : s->netns, pid);
+	int rc = proc_spawn_keep(argv, log, jailed ? NULL : s->netns, s->vol_fd, s->nvol, pid);
 	if (rc < 0)
 		return rc;
 	/* The start time is read right away: the process cannot have been

@@ -11,6 +11,7 @@
 #define KILN_HOST_VMM_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 
@@ -27,6 +28,12 @@ struct vm_spec {
 	const char *restore;		/* a snapshot directory; NULL: cold boot */
 	struct vmm_jail *jail;		/* NULL or off: unjailed */
 	const char *dns;		/* a cold boot's kiln.dns; NULL: the host's servers now */
+	int volume_slots;		/* a cold boot's empty volume slots (docs/vmm.md) */
+	/* A restore's attached volumes: nvol descriptors (the caller's,
+	 * inherited by the VMM as --volume SLOT:FD[:ro]). */
+	int nvol;
+	const int *vol_fd, *vol_slot;
+	const bool *vol_ro;
 };
 
 /* Paths inside a VM directory. */

@@ -95,6 +95,9 @@ struct hostif_ops {
 			   struct sbx_row *out);
 	int (*snapshot)(void *ctx, const char *ws, const char *id, char snap[ID_MAX]);
 	int (*snapshot_delete)(void *ctx, const char *ws, const char *snap);
+	int (*volume_create)(void *ctx, const char *ws, const char *name, int64_t size_mib,
+			     struct vol_row *out);
+	int (*volume_delete)(void *ctx, const char *ws, const char *id);
 	int (*fork)(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made);
 	int (*enter)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
 	int (*hold)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
@@ -203,6 +206,21 @@ static inline int hostif_snapshot(struct hostif *hi, const char *ws, const char 
 static inline int hostif_snapshot_delete(struct hostif *hi, const char *ws, const char *snap)
 {
 	return hi->ops->snapshot_delete(hi->ctx, ws, snap);
+}
+
+/* A named volume of the workspace (docs/api.md "Volumes") made on the
+ * host (an ext4 file of size_mib): -EEXIST for a name it has; *out its
+ * record. Delete: -EBUSY while a sandbox has it (naming it), -ENOENT
+ * unless it is the workspace's. Remote: -ENOSYS, not built yet. */
+static inline int hostif_volume_create(struct hostif *hi, const char *ws, const char *name, int64_t size_mib,
+				       struct vol_row *out)
+{
+	return hi->ops->volume_create(hi->ctx, ws, name, size_mib, out);
+}
+
+static inline int hostif_volume_delete(struct hostif *hi, const char *ws, const char *id)
+{
+	return hi->ops->volume_delete(hi->ctx, ws, id);
 }
 
 /* Fork (struct hostif_fork). children[0..*made) get the records of the

@@ -296,6 +296,17 @@ static void l_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
 	host_events_unsubscribe(fn, fctx);
 }
 
+static int l_volume_create(void *ctx, const char *ws, const char *name, int64_t size_mib,
+			   struct vol_row *out)
+{
+	return host_volume_create(ctx, ws, name, size_mib, out);
+}
+
+static int l_volume_delete(void *ctx, const char *ws, const char *id)
+{
+	return host_volume_delete(ctx, ws, id);
+}
+
 static const struct hostif_ops local_ops = {
 	.name = "local",
 	.create = l_create,
@@ -309,6 +320,8 @@ static const struct hostif_ops local_ops = {
 	.set_network = l_set_network,
 	.snapshot = l_snapshot,
 	.snapshot_delete = l_snapshot_delete,
+	.volume_create = l_volume_create,
+	.volume_delete = l_volume_delete,
 	.fork = l_fork,
 	.enter = l_enter,
 	.hold = l_hold,

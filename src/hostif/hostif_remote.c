@@ -339,6 +339,10 @@ static int reserve(struct remote *rm, struct choose *c, const struct ws_caps *ca
 	return rc;
 }
 
+/* Volumes live on the host that made them, and nothing yet places a
+ * sandbox where its volumes are: refused as a whole (docs/api.md). */
+#define NO_CLUSTER_VOLUMES "volumes are not built for a cluster yet"
+
 static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
 {
 	struct remote *rm = ctx;
@@ -346,6 +350,8 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	char res[1][ID_MAX];
 	int rc;
 	memset(out, 0, sizeof *out);
+	if (req->nvolumes > 0)
+		return errf(ENOSYS, NO_CLUSTER_VOLUMES);
 	struct choose c = {
 		{ rm->cfg.policy, rm->cfg.vcpu_overcommit, req->template },
 		{ .workspace = req->workspace, .kind = "sandbox" },
@@ -1069,6 +1075,19 @@ static void r_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
 	 * idle replica); stopping it here could race a new listener. */
 }
 
+static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t size_mib,
+			   struct vol_row *out)
+{
+	(void)ctx, (void)ws, (void)name, (void)size_mib, (void)out;
+	return errf(ENOSYS, NO_CLUSTER_VOLUMES);
+}
+
+static int r_volume_delete(void *ctx, const char *ws, const char *id)
+{
+	(void)ctx, (void)ws, (void)id;
+	return errf(ENOSYS, NO_CLUSTER_VOLUMES);
+}
+
 static const struct hostif_ops remote_ops = {
 	.name = "remote",
 	.create = r_create,
@@ -1082,6 +1101,8 @@ static const struct hostif_ops remote_ops = {
 	.set_network = r_set_network,
 	.snapshot = r_snapshot,
 	.snapshot_delete = r_snapshot_delete,
+	.volume_create = r_volume_create,
+	.volume_delete = r_volume_delete,
 	.fork = r_fork,
 	.enter = r_enter,
 	.hold = r_hold,

@@ -657,7 +657,11 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"description\":\"IPv4 addresses or CIDRs; when given, only these can be reached.\"},"
 	  "\"deny_out\":{\"type\":\"array\",\"maxItems\":" NUM(NET_MAX_CIDRS) ",\"items\":{\"type\":\"string\"},"
 	  "\"description\":\"IPv4 addresses or CIDRs never reachable.\"},"
-	  "\"allow_internet\":{\"type\":\"boolean\",\"description\":\"false: nothing leaves the sandbox (default true).\"}}}",
+	  "\"allow_internet\":{\"type\":\"boolean\",\"description\":\"false: nothing leaves the sandbox (default true).\"},"
+	  "\"volumes\":{\"type\":\"array\",\"maxItems\":" NUM(HOST_VOLUMES_MAX) ",\"items\":{\"type\":\"object\","
+	  "\"required\":[\"name\",\"path\"],\"additionalProperties\":false,\"properties\":{"
+	  "\"name\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"read_only\":{\"type\":\"boolean\"}}},"
+	  "\"description\":\"Named volumes (POST /v1/volumes) mounted at path; a read-write one is this sandbox's alone.\"}}}",
 	  SANDBOX_SCHEMA, 0, t_create },
 	{ "list_sandboxes", "List sandboxes", "List the workspace's sandboxes, oldest first.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",

@@ -56,6 +56,10 @@ int ops_kept(const struct ops_caller *c, struct ops_kept *out)
 	int rc = hostif_each(c->hostif, c->workspace, count_hibernated, &t);
 	if (rc == 0 && c->store)
 		rc = store_snapshot_each_live(c->store, count_snapshot, &t);
+	/* A volume holds its whole size for the workspace (it may fill). */
+	int64_t mib = 0;
+	if (rc == 0 && c->store && (rc = store_volume_usage(c->store, c->workspace, &out->volumes, &mib)) == 0)
+		out->stored_bytes += mib << 20;
 	return rc;
 }
 
@@ -86,8 +90,8 @@ static int storage_room(const struct ops_caller *c, const struct plan *p, const 
 		snprintf(c->quota->report.limit, sizeof c->quota->report.limit, "storage_mib");
 		c->quota->report.value = cap;
 	}
-	return errf(EDQUOT, "this workspace's snapshots and hibernated sandboxes take %lld MiB, plan %s "
-		    "allows %lld (storage_mib %lld): delete a snapshot or a hibernated sandbox first",
+	return errf(EDQUOT, "this workspace's snapshots, hibernated sandboxes and volumes take %lld MiB, plan %s "
+		    "allows %lld (storage_mib %lld): delete a snapshot, a hibernated sandbox or a volume first",
 		    (long long)(k->stored_bytes >> 20), p->name, (long long)cap, (long long)cap);
 }
 

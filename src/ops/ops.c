@@ -53,7 +53,8 @@ int ops_template_known(struct hostif *hi, const char *name, json_t **names)
 }
 
 const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
-					  "metadata", "env", "allow_out", "deny_out", "allow_internet", NULL };
+					  "metadata", "env", "allow_out", "deny_out", "allow_internet", "volumes",
+					  NULL };
 
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 {
@@ -193,6 +194,10 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 	json_decref(names);
 	if (rc == 0 && snap && !v_is_id(snap, "snap_"))
 		rc = errf(ENOENT, "snapshot %.64s not found", snap);
+	struct ops_volumes vols = { .n = 0 };
+	rc = rc ?: ops_volumes_parse(c, args, &vols);
+	if (rc == 0 && vols.n && snap)
+		rc = errf(EINVAL, "'volumes' go with a template, not 'from_snapshot'");
 	if (rc < 0) {
 		free(policy);
 		return rc;
@@ -220,6 +225,8 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 		.env = env_text,
 		.net_policy = policy,
 		.arrival_ns = c->arrival_ns,
+		.volumes = vols.n ? vols.v : NULL,
+		.nvolumes = vols.n,
 	};
 	if (rc == 0)
 		rc = quota_error(&plan, hostif_create(c->hostif, &cr, out));

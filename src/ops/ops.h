@@ -124,9 +124,44 @@ int ops_snapshot(const struct ops_caller *c, const char *id, char snap[ID_MAX]);
  * and the disk space both take (the hosts' measure, sbx_row and
  * snap_row stored_bytes). */
 struct ops_kept {
-	int64_t hibernated, snapshots, stored_bytes;
+	int64_t hibernated, snapshots, stored_bytes;	/* stored_bytes: volumes' sizes too */
+	int64_t volumes;
 };
 int ops_kept(const struct ops_caller *c, struct ops_kept *out);
+
+/* ---- volumes (ops/volume.c, docs/api.md "Volumes") ------------------------ */
+
+/* A volume's name: [a-z0-9][a-z0-9-]*, at most this long; its size, MiB;
+ * a mount path's length. */
+#define OPS_VOLUME_NAME_MAX	63
+#define OPS_VOLUME_MIB_MAX	65536
+#define OPS_VOLUME_PATH_MAX	200
+bool ops_volume_name_ok(const char *s);
+
+/* A create's `volumes` ([{name, path, read_only}], at most
+ * HOST_VOLUMES_MAX; names resolved to ids in the caller's workspace:
+ * -ENOENT "volume N not found"), as create_volume entries v[0..n). */
+struct ops_volumes {
+	struct create_volume v[HOST_VOLUMES_MAX];
+	char id[HOST_VOLUMES_MAX][ID_MAX], name[HOST_VOLUMES_MAX][OPS_VOLUME_NAME_MAX + 1];
+	char path[HOST_VOLUMES_MAX][OPS_VOLUME_PATH_MAX + 1];
+	int n;
+};
+int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops_volumes *out);
+
+/* POST /v1/volumes {name, size_mib (1 to OPS_VOLUME_MIB_MAX)}: held to
+ * the plan's volumes, volume_mib and storage_mib (-EDQUOT, c->quota
+ * saying which); -EEXIST for a name the workspace has. */
+int ops_volume_create(const struct ops_caller *c, const json_t *args, struct vol_row *out);
+/* The caller's volume id (-ENOENT otherwise). */
+int ops_volume_get(const struct ops_caller *c, const char *id, struct vol_row *out);
+/* {id, name, size_mib, created_ms, attached_to: [{sandbox_id, path,
+ * read_only, slot}]}; NULL when out of memory. */
+json_t *ops_volume_json(const struct ops_caller *c, const struct vol_row *r);
+/* The caller's volumes, as that JSON, in an array (*out yours). */
+int ops_volume_list(const struct ops_caller *c, json_t **out);
+/* -EBUSY while a sandbox has it (naming it). */
+int ops_volume_delete(const struct ops_caller *c, const char *id);
 
 /* Keep the caller's sandbox id, a fork's child, and delete its siblings
  * (every other live sandbox forked from the same parent), and with

@@ -37,7 +37,9 @@ struct plan_limits {
 	/* What a workspace keeps on disk after its compute stops (ops/keep.c): */
 	int64_t hibernated;		/* sandboxes hibernated at once */
 	int64_t snapshots;		/* snapshots kept */
-	int64_t storage_mib;		/* the disk space those take, MiB */
+	int64_t storage_mib;		/* the disk space those take (and volumes' sizes), MiB */
+	int64_t volumes;		/* named volumes kept (docs/api.md "Volumes") */
+	int64_t volume_mib;		/* the size of one volume, MiB */
 };
 
 struct plan {

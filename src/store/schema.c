@@ -140,6 +140,32 @@ const char schema_sql[] =
 	"  stored_bytes BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS snapshots_by_workspace ON snapshots (workspace_id);\n"
+	/* Named volumes (docs/api.md "Volumes"): a file on the host that made
+	 * it, DATA/volumes/<id>.img. A name is unique among a workspace's
+	 * live ones; a deleted one's name is free again. */
+	"CREATE TABLE IF NOT EXISTS volumes (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+	"  name TEXT NOT NULL,\n"
+	"  size_mib BIGINT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  deleted_ms BIGINT\n"
+	");\n"
+	"CREATE UNIQUE INDEX IF NOT EXISTS volumes_live_name ON volumes (workspace_id, name) "
+	"WHERE deleted_ms IS NULL;\n"
+	/* Which sandbox has which volume in which slot: a row lives while
+	 * the sandbox holds it (running, paused or hibernated), and goes
+	 * when it is deleted or fails; the volume stays. */
+	"CREATE TABLE IF NOT EXISTS volume_attachments (\n"
+	"  volume_id TEXT NOT NULL,\n"
+	"  sandbox_id TEXT NOT NULL,\n"
+	"  slot BIGINT NOT NULL,\n"
+	"  read_only BIGINT NOT NULL,\n"
+	"  path TEXT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  PRIMARY KEY (sandbox_id, slot)\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS volume_attachments_by_volume ON volume_attachments (volume_id);\n"
 	/* Guest ports reachable through kilnd's proxy; removed with the
 	 * sandbox (unlike its record, nothing needs them afterwards). */
 	"CREATE TABLE IF NOT EXISTS ports (\n"

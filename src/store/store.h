@@ -261,6 +261,50 @@ int store_snapshot_each_live(struct store *st, store_snap_fn *fn, void *ctx);
 /* Each snapshot made or deleted at or after since_ms. */
 int store_snapshot_each_since(struct store *st, int64_t since_ms, store_snap_fn *fn, void *ctx);
 
+/* ---- volumes ------------------------------------------------------------- */
+
+struct vol_row {
+	char id[ID_MAX], workspace[ID_MAX];
+	char name[NAME_MAX_LEN];
+	int64_t size_mib;
+	int64_t created_ms, deleted_ms;
+};
+
+/* An attachment: volume in slot of sandbox, mounted at path. */
+#define VOL_PATH_MAX 256
+struct vol_att {
+	char volume[ID_MAX], sandbox[ID_MAX];
+	int slot;
+	bool read_only;
+	char path[VOL_PATH_MAX];
+	int64_t created_ms;
+};
+
+/* Record a new volume: -EEXIST "a volume named N exists" when the
+ * workspace has a live one of that name (one statement: of two creates
+ * at once exactly one succeeds). */
+int store_volume_insert(struct store *st, const struct vol_row *r);
+/* The workspace's live volume by id, or (by_name) by name: -ENOENT
+ * "volume X not found" otherwise (workspace NULL: any workspace's). */
+int store_volume_load(struct store *st, const char *workspace, const char *key, bool by_name,
+		      struct vol_row *r);
+/* Mark it deleted (live, the workspace's): -ENOENT otherwise. */
+int store_volume_delete(struct store *st, const char *workspace, const char *id);
+typedef int store_vol_fn(void *ctx, const struct vol_row *r);
+/* The workspace's live volumes (NULL: every workspace's), oldest first. */
+int store_volume_each(struct store *st, const char *workspace, store_vol_fn *fn, void *ctx);
+/* How many live volumes the workspace has, and their sizes' sum. */
+int store_volume_usage(struct store *st, const char *workspace, int64_t *count, int64_t *mib);
+
+int store_volume_attach(struct store *st, const struct vol_att *a);
+/* Remove the sandbox's attachments (all of them). */
+int store_volume_detach_sandbox(struct store *st, const char *sandbox);
+typedef int store_att_fn(void *ctx, const struct vol_att *a);
+/* The attachments of a volume (sandbox NULL) or of a sandbox (volume
+ * NULL), in slot order. */
+int store_volume_attachments(struct store *st, const char *volume, const char *sandbox,
+			     store_att_fn *fn, void *ctx);
+
 /* ---- exposed ports -------------------------------------------------------- */
 
 /* A guest TCP port reachable through kilnd's proxy. */

@@ -159,6 +159,29 @@ def create_errors():
 
 
 @test
+def volumes_create_mount_delete():
+    c = A.client
+    name = f"py-vol-{int(time.time()) % 100000}"
+    v = kiln.Volume.create(name, 8, client=c)
+    try:
+        assert v.id.startswith("vol_") and v.size_mib == 8 and v.attached_to == [], v
+        raises(Conflict, kiln.Volume.create, name, 8, client=c)
+        raises(InvalidRequest, kiln.Volume.create, "Bad_Name", 8, client=c)
+        assert v.id in [x.id for x in kiln.Volume.list(client=c)]
+        sb = new(volumes=[{"name": name, "path": "/vol"}])
+        try:
+            eq(sb.exec("echo from-py > /vol/f && sync && cat /vol/f").stdout.strip(), "from-py", "the volume's file")
+            eq([a["sandbox_id"] for a in v.refresh().attached_to], [sb.id], "attached_to")
+            raises(Conflict, v.delete)
+        finally:
+            sb.delete()
+    finally:
+        v.delete()
+    raises(NotFound, kiln.Volume.get, v.id, client=c)
+    return f"{v.id}: made, mounted at /vol in {sb.id}, refused delete while attached, deleted"
+
+
+@test
 def create_allow_out_is_sent():
     # allow_out is the egress policy of servers that have one (issue 7). A
     # server without it refuses the field by name, which shows it was sent.

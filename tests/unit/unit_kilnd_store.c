@@ -803,6 +803,97 @@ static void snapshots_are_per_workspace(void)
 	store_close(st);
 }
 
+/* Volumes: a name is unique among a workspace's live ones (free again
+ * once deleted, and another workspace may use it), looked up by id or
+ * name only in its workspace, counted with their sizes; attachments are
+ * listed by volume and by sandbox and go with their sandbox. */
+static int collect_vol(void *ctx, const struct vol_row *r)
+{
+	char *out = ctx;
+	snprintf(out + strlen(out), 80, "%s:%lld ", r->name, (long long)r->size_mib);
+	return 0;
+}
+
+static int collect_att(void *ctx, const struct vol_att *a)
+{
+	char *out = ctx;
+	size_t len = strlen(out);
+	snprintf(out + len, 256 - len, "%s/%d%s%.32s ", a->sandbox, a->slot, a->read_only ? "ro" : "rw",
+		 a->path);
+	return 0;
+}
+
+static void volumes_round_trip(void)
+{
+	struct store *st = open_fresh();
+	char a[ID_MAX], b[ID_MAX];
+	CHECK(store_workspace_ensure(st, "vol-a", a) == 0 && store_workspace_ensure(st, "vol-b", b) == 0);
+	struct vol_row v = { 0 }, w = { 0 }, back;
+	make_id(v.id, "vol_");
+	snprintf(v.workspace, sizeof v.workspace, "%s", a);
+	snprintf(v.name, sizeof v.name, "data");
+	v.size_mib = 64;
+	v.created_ms = wall_ms();
+	CHECK(store_volume_insert(st, &v) == 0);
+	w = v;
+	make_id(w.id, "vol_");
+	CHECK(store_volume_insert(st, &w) == -EEXIST && strstr(errmsg(), "'data'"));
+	snprintf(w.workspace, sizeof w.workspace, "%s", b);	/* another workspace: fine */
+	CHECK(store_volume_insert(st, &w) == 0);
+	CHECK(store_volume_load(st, a, v.id, false, &back) == 0 && back.size_mib == 64 &&
+	      !strcmp(back.name, "data") && !strcmp(back.workspace, a));
+	CHECK(store_volume_load(st, a, "data", true, &back) == 0 && !strcmp(back.id, v.id));
+	CHECK(store_volume_load(st, b, v.id, false, &back) == -ENOENT);	/* not b's */
+	CHECK(store_volume_load(st, NULL, w.id, false, &back) == 0 && !strcmp(back.workspace, b));
+	struct vol_row x = v;
+	make_id(x.id, "vol_");
+	snprintf(x.name, sizeof x.name, "logs");
+	x.size_mib = 10;
+	x.created_ms = v.created_ms + 1;
+	CHECK(store_volume_insert(st, &x) == 0);
+	char list[256] = "";
+	CHECK(store_volume_each(st, a, collect_vol, list) == 0 && !strcmp(list, "data:64 logs:10 "));
+	int64_t n = 0, mib = 0;
+	CHECK(store_volume_usage(st, a, &n, &mib) == 0 && n == 2 && mib == 74);
+
+	struct vol_att at = { 0 };
+	snprintf(at.volume, sizeof at.volume, "%s", v.id);
+	snprintf(at.sandbox, sizeof at.sandbox, "sbx_one");
+	at.slot = 1;
+	snprintf(at.path, sizeof at.path, "/data");
+	at.created_ms = wall_ms();
+	CHECK(store_volume_attach(st, &at) == 0);
+	snprintf(at.volume, sizeof at.volume, "%s", x.id);
+	at.slot = 0;
+	at.read_only = true;
+	snprintf(at.path, sizeof at.path, "/logs");
+	CHECK(store_volume_attach(st, &at) == 0);
+	CHECK(store_volume_attach(st, &at) < 0);	/* the slot is taken */
+	snprintf(at.sandbox, sizeof at.sandbox, "sbx_two");
+	CHECK(store_volume_attach(st, &at) == 0);
+	list[0] = 0;
+	CHECK(store_volume_attachments(st, NULL, "sbx_one", collect_att, list) == 0 &&
+	      !strcmp(list, "sbx_one/0ro/logs sbx_one/1rw/data "));
+	list[0] = 0;
+	CHECK(store_volume_attachments(st, x.id, NULL, collect_att, list) == 0 &&
+	      !strcmp(list, "sbx_one/0ro/logs sbx_two/0ro/logs "));
+	CHECK(store_volume_detach_sandbox(st, "sbx_one") == 0);
+	list[0] = 0;
+	CHECK(store_volume_attachments(st, NULL, "sbx_one", collect_att, list) == 0 && !list[0]);
+	CHECK(store_volume_attachments(st, x.id, NULL, collect_att, list) == 0 &&
+	      !strcmp(list, "sbx_two/0ro/logs "));
+
+	CHECK(store_volume_delete(st, b, v.id) == -ENOENT);	/* not b's */
+	CHECK(store_volume_delete(st, a, v.id) == 0);
+	CHECK(store_volume_delete(st, a, v.id) == -ENOENT);	/* once */
+	CHECK(store_volume_load(st, a, "data", true, &back) == -ENOENT);
+	make_id(w.id, "vol_");
+	snprintf(w.workspace, sizeof w.workspace, "%s", a);
+	CHECK(store_volume_insert(st, &w) == 0);	/* the name is free again */
+	CHECK(store_volume_usage(st, a, &n, &mib) == 0 && n == 2 && mib == 74);
+	store_close(st);
+}
+
 /* Exposed ports: saved, re-exposed (only public changes), listed in
  * order, removed one by one and all at once with their sandbox. */
 static int collect_port(void *ctx, const struct port_row *r)
@@ -1635,6 +1726,7 @@ int main(void)
 	RUN(workspaces_and_operators);
 	RUN(statements_are_written_once);
 	RUN(snapshots_are_per_workspace);
+	RUN(volumes_round_trip);
 	RUN(ports_round_trip);
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);

@@ -22,6 +22,7 @@ from .processes import Process, Processes, ProcessOutput
 from .pty import Pty
 from .sandbox import LANGUAGES, Sandbox
 from .types import AuditPage, ExecResult, FileInfo, Snapshot
+from .volume import Volume
 from .watch import FileWatch, FsEvent, WatchHandle
 
 __version__ = "0.1.0"
@@ -32,4 +33,5 @@ __all__ = [
     "Code", "CodeContext", "Execution", "ExecutionError", "Result", "Event", "EventStream",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
+    "Volume",
 ]

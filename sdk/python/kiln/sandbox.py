@@ -63,6 +63,7 @@ class Sandbox:
                persistent: Optional[bool] = None, metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
                allow_out: Optional[Sequence[str]] = None, deny_out: Optional[Sequence[str]] = None,
                allow_internet: Optional[bool] = None, from_snapshot: Optional[str] = None,
+               volumes: Optional[Sequence[Mapping[str, Any]]] = None,
                api_url: Optional[str] = None, api_key: Optional[str] = None,
                client: Optional[Client] = None) -> "Sandbox":
         """Create a sandbox from a template (default ``base``) or a snapshot.
@@ -73,7 +74,9 @@ class Sandbox:
         (the next request wakes it; docs/api.md); ``env`` the
         environment of every command; ``allow_out`` a list of CIDRs the
         sandbox may reach (only those), ``deny_out`` CIDRs it may never
-        reach, ``allow_internet=False`` nothing at all (docs/network.md)."""
+        reach, ``allow_internet=False`` nothing at all (docs/network.md);
+        ``volumes`` named volumes to mount, each ``{"name": N, "path":
+        "/data", "read_only": False}`` (kiln.Volume; docs/api.md "Volumes")."""
         c = resolve(client, api_url, api_key)
         if template is not None and from_snapshot is not None:
             raise ValueError("give either template or from_snapshot, not both")
@@ -83,6 +86,7 @@ class Sandbox:
             "allow_out": list(allow_out) if allow_out is not None else None,
             "deny_out": list(deny_out) if deny_out is not None else None,
             "allow_internet": allow_internet,
+            "volumes": [dict(v) for v in volumes] if volumes is not None else None,
         })
         return cls(c, c.transport.request("POST", "/v1/sandboxes", json_body=body).json())
 

@@ -14,7 +14,7 @@ import { EventStream, type EventsOptions } from "./events.js";
 import type { Credential } from "./errors.js";
 import type {
   ApiKeyJSON, AuditAllQuery, AuditEntryJSON, AuditPage, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON,
-  Snapshot, SnapshotJSON, StatementJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
+  Snapshot, SnapshotJSON, StatementJSON, VolumeJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
 } from "./types.js";
 import { snapshotFrom } from "./types.js";
 
@@ -187,6 +187,26 @@ export class Client {
 
   async deleteSnapshot(id: string): Promise<void> {
     await this.empty("DELETE", `/v1/snapshots/${checkId(id)}`);
+  }
+
+  // ---- named volumes (docs/api.md "Volumes") ----------------------------------------------------
+
+  /** Make a volume (ext4, sizeMib 1 to 65536): a Conflict if the name is taken. */
+  async createVolume(name: string, sizeMib: number): Promise<VolumeJSON> {
+    return this.json<VolumeJSON>("POST", "/v1/volumes", { json: { name, size_mib: sizeMib } });
+  }
+
+  async volumes(): Promise<VolumeJSON[]> {
+    return (await this.json<{ volumes: VolumeJSON[] }>("GET", "/v1/volumes")).volumes;
+  }
+
+  async getVolume(id: string): Promise<VolumeJSON> {
+    return this.json<VolumeJSON>("GET", `/v1/volumes/${checkId(id)}`);
+  }
+
+  /** Delete a volume and its data: a Conflict (naming the sandbox) while attached. */
+  async deleteVolume(id: string): Promise<void> {
+    await this.empty("DELETE", `/v1/volumes/${checkId(id)}`);
   }
 
   async templates(): Promise<TemplateJSON[]> {

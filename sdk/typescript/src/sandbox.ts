@@ -10,7 +10,7 @@ import type { PtyOptions } from "./pty.js";
 import { Pty } from "./pty.js";
 import type { StreamCallbacks } from "./stream.js";
 import { ExecStream, STREAM_SILENCE_MS, sseEvents } from "./stream.js";
-import type { ExecResult, ExecResultJSON, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON } from "./types.js";
+import type { ExecResult, ExecResultJSON, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON, VolumeMount } from "./types.js";
 import { execResultFrom, snapshotFrom } from "./types.js";
 
 export interface CreateOptions extends ConnectOptions {
@@ -31,6 +31,8 @@ export interface CreateOptions extends ConnectOptions {
   denyOut?: string[];
   /** false: the sandbox reaches nothing outside itself. */
   allowInternet?: boolean;
+  /** Named volumes to mount (Client.createVolume; docs/api.md "Volumes"). */
+  volumes?: VolumeMount[];
 }
 
 /** An egress policy; fields left out take their defaults. */
@@ -149,6 +151,8 @@ export class Sandbox {
     if (options.template !== undefined) body.template = options.template;
     if (options.fromSnapshot !== undefined) body.from_snapshot = options.fromSnapshot;
     if (options.ttlSeconds !== undefined) body.ttl_seconds = options.ttlSeconds;
+    if (options.volumes !== undefined)
+      body.volumes = options.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.readOnly ?? false }));
     if (options.persistent !== undefined) body.persistent = options.persistent;
     if (options.metadata !== undefined) body.metadata = options.metadata;
     if (options.env !== undefined) body.env = options.env;

@@ -124,6 +124,22 @@ export function snapshotFrom(j: SnapshotJSON): Snapshot {
   return { id: j.id, sandboxId: j.sandbox_id, template: j.template, createdAt: j.created_at ?? null };
 }
 
+/** A named volume (docs/api.md "Volumes"), as the API gives it. */
+export interface VolumeJSON {
+  id: string;
+  name: string;
+  size_mib: number;
+  created_at: string | null;
+  attached_to: { sandbox_id: string; path: string; read_only: boolean; slot: number }[];
+}
+
+/** A volume a create mounts: `{ name: "data", path: "/data", readOnly: false }`. */
+export interface VolumeMount {
+  name: string;
+  path: string;
+  readOnly?: boolean;
+}
+
 export interface TemplateJSON {
   name: string;
   description: string;

@@ -122,6 +122,30 @@ test("create errors", async () => {
   await rejects(() => Sandbox.create({ template: "minimal", fromSnapshot: "snap_x" }), TypeError);
 });
 
+test("volumes: create, list, get, mount at create, delete", async () => {
+  const c = A.client;
+  const name = `ts-vol-${Date.now() % 100000}`;
+  const v = await c.createVolume(name, 8);
+  try {
+    assert.ok(v.id.startsWith("vol_") && v.size_mib === 8 && v.attached_to.length === 0, JSON.stringify(v));
+    await rejects(() => c.createVolume(name, 8), Conflict);
+    await rejects(() => c.createVolume("Bad_Name", 8), InvalidRequest);
+    assert.ok((await c.volumes()).some((x) => x.id === v.id));
+    const sb = await create({ volumes: [{ name, path: "/vol", readOnly: false }] });
+    try {
+      const r = await sb.exec("echo from-ts > /vol/f && sync && cat /vol/f");
+      assert.equal(r.stdout.trim(), "from-ts");
+      assert.deepEqual((await c.getVolume(v.id)).attached_to.map((a) => a.sandbox_id), [sb.id]);
+      await rejects(() => c.deleteVolume(v.id), Conflict);
+    } finally {
+      await sb.delete();
+    }
+  } finally {
+    await c.deleteVolume(v.id);
+  }
+  await rejects(() => c.getVolume(v.id), NotFound);
+});
+
 test("create sends allowOut", async () => {
   // The egress policy of servers that have one (issue 7); a server without
   // it refuses the field by name, which shows that it was sent.

@@ -1,0 +1,83 @@
+/*
+ * h_volume: named volumes (docs/api.md "Volumes"): POST, GET and DELETE
+ * /v1/volumes[/{id}]. The operations layer checks and holds the plan's
+ * limits (and answers 501 in a cluster, which has no volumes yet); this
+ * turns its answers into HTTP.
+ */
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "common/err.h"
+#include "ops/ops.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ops_volume_json with the time as the API gives times. */
+static json_t *render(json_t *j)
+{
+	if (j) {
+		json_object_set_new(j, "created_at",
+				    render_time(json_integer_value(json_object_get(j, "created_ms"))));
+		json_object_del(j, "created_ms");
+	}
+	return j;
+}
+
+int h_volume_create(struct req *r)
+{
+	struct ops_caller c;
+	struct ops_quota q;
+	req_caller(r, &c);
+	memset(&q, 0, sizeof q);
+	c.quota = &q;
+	struct vol_row v;
+	int rc = ops_volume_create(&c, r->json, &v);
+	if (rc == -EDQUOT) {
+		const struct ws_caps_report *rep = &q.report;
+		return reply_json(r, 429, json_pack("{s:{s:s,s:s,s:s,s:I,s:s}}", "error", "code", "limit_exceeded",
+						    "message", errmsg(), "limit", rep->limit[0] ? rep->limit : "unknown",
+						    "value", (json_int_t)rep->value, "plan", q.plan));
+	}
+	if (rc < 0)
+		return reply_errno(r, rc);
+	json_t *j = render(ops_volume_json(&c, &v));
+	return j ? reply_json(r, 201, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+int h_volume_list(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	json_t *a;
+	int rc = ops_volume_list(&c, &a);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+		render(v);
+	return reply_json(r, 200, json_pack("{s:o}", "volumes", a));
+}
+
+int h_volume_get(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	struct vol_row v;
+	int rc = ops_volume_get(&c, r->params[0], &v);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	json_t *j = render(ops_volume_json(&c, &v));
+	return j ? reply_json(r, 200, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+int h_volume_delete(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	int rc = ops_volume_delete(&c, r->params[0]);
+	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}

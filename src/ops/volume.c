@@ -1,0 +1,247 @@
+/*
+ * volume: the operations on named volumes (docs/api.md "Volumes"), and
+ * the `volumes` field of a create: names, sizes and mount paths checked
+ * here once, the plan's `volumes`, `volume_mib` and `storage_mib` held
+ * here; the host agent makes the files and keeps the one-writer rule.
+ */
+#include "ops/ops.h"
+#include "ops/validate.h"
+#include "common/err.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Volumes live on the host that made them, and nothing yet places a
+ * sandbox where its volumes are: a cluster (the remote host interface)
+ * refuses them as a whole, for every front end. */
+static int no_cluster(const struct ops_caller *c)
+{
+	if (c->hostif && !strcmp(c->hostif->ops->name, "remote"))
+		return errf(ENOSYS, "volumes are not built for a cluster yet (a volume lives on one host: "
+				    "use a single kilnd)");
+	return 0;
+}
+
+bool ops_volume_name_ok(const char *s)
+{
+	size_t n = 0;
+	if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+		return false;
+	for (; *s; s++, n++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-') || n >= OPS_VOLUME_NAME_MAX)
+			return false;
+	return true;
+}
+
+/* A mount path the guest's shell can take as it is: absolute, not "/",
+ * [A-Za-z0-9._/-], no "..", no "//", bounded. */
+static int path_check(const char *p, int i)
+{
+	size_t n = strlen(p);
+	if (p[0] != '/' || n < 2 || n > OPS_VOLUME_PATH_MAX)
+		return errf(EINVAL, "volumes[%d].path must be an absolute path other than / (at most %d bytes)", i,
+			    OPS_VOLUME_PATH_MAX);
+	if (strstr(p, "..") || strstr(p, "//"))
+		return errf(EINVAL, "volumes[%d].path '%s' may not contain '..' or '//'", i, p);
+	for (const char *s = p; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      strchr("/._-", *s)))
+			return errf(EINVAL, "volumes[%d].path '%.64s': only letters, digits and . _ - / are allowed",
+				    i, p);
+	return 0;
+}
+
+int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops_volumes *out)
+{
+	static const char *const keys[] = { "name", "path", "read_only", NULL };
+	memset(out, 0, sizeof *out);
+	const json_t *a = json_object_get(args, "volumes");
+	if (!a || json_is_null(a))
+		return 0;
+	if (json_is_array(a) && json_array_size(a) == 0)
+		return 0;
+	int nc = no_cluster(c);
+	if (nc < 0)
+		return nc;
+	if (!json_is_array(a))
+		return errf(EINVAL, "'volumes' must be an array, not %s", v_type_name(a));
+	if (json_array_size(a) > HOST_VOLUMES_MAX)
+		return errf(EINVAL, "'volumes' has %zu entries, at most %d", json_array_size(a), HOST_VOLUMES_MAX);
+	size_t i;
+	const json_t *v;
+	json_array_foreach(a, i, v) {
+		const char *name = NULL, *path = NULL;
+		bool ro = false;
+		if (!json_is_object(v))
+			return errf(EINVAL, "volumes[%zu] must be an object {name, path, read_only}", i);
+		int rc = v_known_keys(v, keys);
+		rc = rc ?: v_str(v, "name", true, 64, &name);
+		rc = rc ?: v_str(v, "path", true, OPS_VOLUME_PATH_MAX + 1, &path);
+		rc = rc ?: v_bool(v, "read_only", &ro);
+		if (rc < 0)
+			return errf(-rc, "volumes[%zu]: %s", i, errmsg());
+		if (!ops_volume_name_ok(name))
+			return errf(EINVAL, "volumes[%zu].name '%.64s' is not a volume name", i, name);
+		if ((rc = path_check(path, (int)i)) < 0)
+			return rc;
+		for (size_t j = 0; j < i; j++) {
+			if (!strcmp(out->name[j], name))
+				return errf(EINVAL, "volume '%s' is named twice in 'volumes'", name);
+			if (!strcmp(out->path[j], path))
+				return errf(EINVAL, "path '%s' is given twice in 'volumes'", path);
+		}
+		struct vol_row r;
+		rc = c->store ? store_volume_load(c->store, c->workspace, name, true, &r)
+			      : errf(ENOSYS, "volumes need the store");
+		if (rc < 0)
+			return rc;	/* -ENOENT "volume NAME not found" */
+		snprintf(out->id[i], sizeof out->id[i], "%s", r.id);
+		snprintf(out->name[i], sizeof out->name[i], "%s", name);
+		snprintf(out->path[i], sizeof out->path[i], "%s", path);
+		out->v[i] = (struct create_volume){ out->id[i], out->name[i], out->path[i], ro };
+		out->n++;
+	}
+	return 0;
+}
+
+/* refused: -EDQUOT naming the plan's limit (c->quota says which). */
+static int refused(const struct ops_caller *c, const struct plan *p, const char *limit, int64_t value)
+{
+	ops_quota_note(c, p, true);
+	if (c->quota) {
+		snprintf(c->quota->report.limit, sizeof c->quota->report.limit, "%s", limit);
+		c->quota->report.value = value;
+	}
+	return -EDQUOT;
+}
+
+int ops_volume_create(const struct ops_caller *c, const json_t *args, struct vol_row *out)
+{
+	static const char *const keys[] = { "name", "size_mib", NULL };
+	const char *name = NULL;
+	int64_t size = 0;
+	int rc = no_cluster(c);
+	rc = rc ?: v_known_keys(args, keys);
+	rc = rc ?: v_str(args, "name", true, 64, &name);
+	rc = rc ?: v_int(args, "size_mib", true, 1, OPS_VOLUME_MIB_MAX, &size);
+	if (rc == 0 && !ops_volume_name_ok(name))
+		rc = errf(EINVAL, "'name' must be 1 to %d of a-z, 0-9 and '-', starting with a letter or digit",
+			  OPS_VOLUME_NAME_MAX);
+	struct plan p;
+	rc = rc ?: ops_workspace_plan(c, &p);
+	if (rc < 0)
+		return rc;
+	const struct plan_limits *l = &p.limits;
+	if (l->volume_mib && size > l->volume_mib) {
+		refused(c, &p, "volume_mib", l->volume_mib);
+		return errf(EDQUOT, "a volume of %lld MiB is over plan %s's limit (volume_mib %lld)",
+			    (long long)size, p.name, (long long)l->volume_mib);
+	}
+	if (l->volumes || l->storage_mib) {
+		struct ops_kept k;
+		if ((rc = ops_kept(c, &k)) < 0)
+			return rc;
+		if (l->volumes && k.volumes >= l->volumes) {
+			refused(c, &p, "volumes", l->volumes);
+			return errf(EDQUOT, "this workspace keeps %lld volumes, the most plan %s allows (volumes %lld): "
+					    "delete one first", (long long)k.volumes, p.name, (long long)l->volumes);
+		}
+		/* A volume's size is known before it is made: held to the
+		 * cap whole (its file is sparse, but it may fill). */
+		if (l->storage_mib && k.stored_bytes + (size << 20) > l->storage_mib << 20) {
+			refused(c, &p, "storage_mib", l->storage_mib);
+			return errf(EDQUOT, "this workspace's snapshots, hibernated sandboxes and volumes take %lld MiB; "
+					    "%lld more is over plan %s's storage_mib %lld: delete something first",
+				    (long long)(k.stored_bytes >> 20), (long long)size, p.name,
+				    (long long)l->storage_mib);
+		}
+	}
+	return hostif_volume_create(c->hostif, c->workspace, name, size, out);
+}
+
+int ops_volume_get(const struct ops_caller *c, const char *id, struct vol_row *out)
+{
+	int rc = no_cluster(c);
+	if (rc < 0)
+		return rc;
+	if (!v_is_id(id, "vol_") || !c->store)
+		return errf(ENOENT, "volume %.64s not found", id);
+	return store_volume_load(c->store, c->workspace, id, false, out);
+}
+
+static int add_att(void *ctx, const struct vol_att *a)
+{
+	json_t *j = json_pack("{s:s,s:s,s:b,s:i}", "sandbox_id", a->sandbox, "path", a->path, "read_only",
+			      a->read_only, "slot", a->slot);
+	return j ? json_array_append_new(ctx, j) : -ENOMEM;
+}
+
+json_t *ops_volume_json(const struct ops_caller *c, const struct vol_row *r)
+{
+	json_t *att = json_array();
+	if (att && c->store && store_volume_attachments(c->store, r->id, NULL, add_att, att) < 0) {
+		json_decref(att);
+		att = NULL;
+	}
+	if (!att)
+		return NULL;
+	return json_pack("{s:s,s:s,s:I,s:I,s:o}", "id", r->id, "name", r->name, "size_mib",
+			 (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms, "attached_to", att);
+}
+
+/* The rows first, then each one's attachments: a store query may not
+ * run inside another's row callback (one connection). */
+struct list {
+	struct vol_row *r;
+	size_t n, cap;
+};
+
+static int add_vol(void *ctx, const struct vol_row *r)
+{
+	struct list *l = ctx;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		struct vol_row *nr = realloc(l->r, cap * sizeof *nr);
+		if (!nr)
+			return errf(ENOMEM, "out of memory");
+		l->r = nr;
+		l->cap = cap;
+	}
+	l->r[l->n++] = *r;
+	return 0;
+}
+
+int ops_volume_list(const struct ops_caller *c, json_t **out)
+{
+	struct list l = { 0 };
+	int rc = no_cluster(c);
+	if (rc < 0)
+		return rc;
+	json_t *a = json_array();
+	rc = !a ? errf(ENOMEM, "out of memory")
+	       : c->store ? store_volume_each(c->store, c->workspace, add_vol, &l) : 0;
+	for (size_t i = 0; i < l.n && rc == 0; i++) {
+		json_t *j = ops_volume_json(c, &l.r[i]);
+		rc = j ? json_array_append_new(a, j) : errf(ENOMEM, "out of memory");
+	}
+	free(l.r);
+	if (rc < 0) {
+		json_decref(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+int ops_volume_delete(const struct ops_caller *c, const char *id)
+{
+	int rc = no_cluster(c);
+	if (rc < 0)
+		return rc;
+	if (!v_is_id(id, "vol_"))
+		return errf(ENOENT, "volume %.64s not found", id);
+	return hostif_volume_delete(c->hostif, c->workspace, id);
+}
