@@ -119,7 +119,7 @@ api POST "/v1/sandboxes/$P1/hibernate" '{}'
 st1=$STATUS
 # Events: the stream on the other replica tells of it (before anything
 # wakes it: a state shorter than a heartbeat may go untold there).
-hibernated_heard() { grep -q "\"id\":\"$P1\",\"state\":\"hibernated\"" "$T/events"; }
+hibernated_heard() { grep -q "\"id\":\"$P1\",.*\"state\":\"hibernated\"" "$T/events"; }
 until_ok 15 hibernated_heard && pass events_remote "the other replica's stream told of $P1 hibernated: $(grep -c '^event: sandbox' "$T/events") sandbox events" \
 	|| fail events_remote "$(head -c 600 "$T/events" | tr '\n' ' ')"
 kill $events_pid 2>/dev/null
