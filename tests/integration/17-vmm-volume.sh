@@ -7,6 +7,7 @@
 # wake; a fork shares a read-only volume and is refused with a read-write
 # one; a zygote refuses a template with one; bad requests are answered and
 # the VMM runs on.
+# tier: full: a slow file whose ground the quick tier covers otherwise (e2e 86 attaches volumes through kilnd: sizes, fsync after kill -9, read-only, fork refused, hibernate and wake; unit_vmm_volume the descriptor checks and the I/O bounds)
 # time limit: 900
 . "$(dirname "$0")/lib.sh"
 host=$(dirname "$0")/vsock_host.py
