@@ -17,6 +17,9 @@
  *   GET    /v1/host/sandboxes/{ws}/{id}/guest        relay: the guest agent's stream
  *   GET    /v1/host/sandboxes/{ws}/{id}/log[?follow=1] relay: the console log
  *   DELETE /v1/host/snapshots/{ws}/{id}              delete a snapshot
+ *   POST   /v1/host/volumes                          make a volume {workspace, name, size_mib}
+ *   GET    /v1/host/volumes/{ws}/{id}                a volume and its attachments
+ *   DELETE /v1/host/volumes/{ws}/{id}                delete a volume
  *   GET    /v1/host/templates                        templates
  *
  * A relay is an HTTP upgrade ("Upgrade: kiln-guest"); after the 101 the
@@ -32,6 +35,8 @@
 #include "api/http.h"
 #include "hostif/hostif.h"
 #include "hostif/hostif_wire.h"
+#include "ops/ops.h"
+#include "ops/validate.h"
 #include "host/guest_conn.h"
 #include "proxy/tunnel.h"
 #include "common/err.h"
@@ -65,7 +70,8 @@ int h_host_create(struct req *r)
 	struct create_req q;
 	struct ws_caps caps;
 	struct ws_caps_report report;
-	int rc = wire_create_parse(r->json, &q, &caps, &report);
+	struct create_volume vols[HOST_VOLUMES_MAX];
+	int rc = wire_create_parse(r->json, &q, &caps, &report, vols);
 	if (rc < 0)
 		return reply_wire_error(r, rc, NULL);
 	q.arrival_ns = r->arrival_ns;
@@ -123,6 +129,54 @@ int h_host_delete(struct req *r)
 int h_host_snapshot_delete(struct req *r)
 {
 	int rc = hostif_snapshot_delete(r->api->hostif, r->params[0], r->params[1]);
+	return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
+}
+
+/* ---- volumes (docs/cluster.md "Volumes") ---------------------------------- */
+
+int h_host_volume_create(struct req *r)
+{
+	static const char *const keys[] = { "workspace", "name", "size_mib", NULL };
+	const char *ws = NULL, *name = NULL;
+	int64_t size = 0;
+	int rc = v_known_keys(r->json, keys);
+	rc = rc ?: v_str(r->json, "workspace", true, ID_MAX - 1, &ws);
+	rc = rc ?: v_str(r->json, "name", true, NAME_MAX_LEN - 1, &name);
+	rc = rc ?: v_int(r->json, "size_mib", true, 1, OPS_VOLUME_MIB_MAX, &size);
+	if (rc == 0 && !ops_volume_name_ok(name))
+		rc = errf(EINVAL, "'%.64s' is not a volume name", name);
+	/* Its record names the API's workspace (as a create's does). */
+	rc = rc ?: store_workspace_mirror(r->api->store, ws);
+	struct vol_row v;
+	rc = rc ?: hostif_volume_create(r->api->hostif, ws, name, size, &v);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	json_t *j = wire_vol(&v);
+	return j ? reply_json(r, 201, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+static int add_att(void *ctx, const struct vol_att *a)
+{
+	json_t *j = wire_att(a);
+	return j && json_array_append_new(ctx, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int h_host_volume_get(struct req *r)
+{
+	struct vol_row v;
+	json_t *a = json_array();
+	int rc = a ? hostif_volume_get(r->api->hostif, r->params[0], r->params[1], &v, add_att, a)
+		   : errf(ENOMEM, "out of memory");
+	json_t *j = rc == 0 ? json_pack("{s:o,s:O}", "volume", wire_vol(&v), "attachments", a) : NULL;
+	json_decref(a);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	return j ? reply_json(r, 200, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+int h_host_volume_delete(struct req *r)
+{
+	int rc = hostif_volume_delete(r->api->hostif, r->params[0], r->params[1]);
 	return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
 }
 

@@ -1,8 +1,7 @@
 /*
  * h_volume: named volumes (docs/api.md "Volumes"): POST, GET and DELETE
  * /v1/volumes[/{id}]. The operations layer checks and holds the plan's
- * limits (and answers 501 in a cluster, which has no volumes yet); this
- * turns its answers into HTTP.
+ * limits; this turns its answers into HTTP.
  */
 #include "api/api.h"
 #include "api/handlers.h"

@@ -99,6 +99,9 @@ const struct route routes[] = {
 	{ "POST", HOSTSBX "/{action}", h_host_action, BODY_JSON, ROUTE_HOST },
 	{ "GET", HOSTSBX "/{action}", h_host_relay, BODY_NONE, ROUTE_HOST },
 	{ "DELETE", "/v1/host/snapshots/{ws}/{id}", h_host_snapshot_delete, BODY_NONE, ROUTE_HOST },
+	{ "POST", "/v1/host/volumes", h_host_volume_create, BODY_JSON, ROUTE_HOST },
+	{ "GET", "/v1/host/volumes/{ws}/{id}", h_host_volume_get, BODY_NONE, ROUTE_HOST },
+	{ "DELETE", "/v1/host/volumes/{ws}/{id}", h_host_volume_delete, BODY_NONE, ROUTE_HOST },
 	{ "GET", "/v1/host/templates", h_host_templates, BODY_NONE, ROUTE_HOST },
 	{ "GET", "/v1/session", h_session_get, BODY_NONE, ROUTE_READ },
 	{ "DELETE", "/v1/session", h_session_delete, BODY_NONE, ROUTE_READ },	/* signing out */

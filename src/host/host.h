@@ -98,6 +98,10 @@ int host_log_open(struct host *h, struct sandbox *sb, int *fd);
 int host_volume_create(struct host *h, const char *ws, const char *name, int64_t size_mib,
 		       struct vol_row *out);
 int host_volume_delete(struct host *h, const char *ws, const char *id);
+/* The workspace's volume id (out may be NULL) and its attachments, each
+ * to fn (may be NULL): -ENOENT unless it is the workspace's. */
+int host_volume_get(struct host *h, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+		    void *fctx);
 
 typedef int host_tmpl_fn(void *ctx, const struct template_def *def, const struct tmpl *t);
 /* Every known template, with its version in service (t NULL if none). */

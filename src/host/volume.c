@@ -445,3 +445,15 @@ int host_volume_delete(struct host *h, const char *ws, const char *id)
 	log_info("volume %s (%s) deleted", r.id, r.name);
 	return 0;
 }
+
+int host_volume_get(struct host *h, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+		    void *fctx)
+{
+	struct vol_row r;
+	int rc = store_volume_load(h->store, ws, id, false, &r);
+	if (rc == 0 && fn)
+		rc = store_volume_attachments(h->store, id, NULL, fn, fctx);
+	if (rc == 0 && out)
+		*out = r;
+	return rc;
+}

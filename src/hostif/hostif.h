@@ -98,6 +98,8 @@ struct hostif_ops {
 	int (*volume_create)(void *ctx, const char *ws, const char *name, int64_t size_mib,
 			     struct vol_row *out);
 	int (*volume_delete)(void *ctx, const char *ws, const char *id);
+	int (*volume_get)(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+			  void *fctx);
 	int (*fork)(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made);
 	int (*enter)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
 	int (*hold)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
@@ -211,7 +213,11 @@ static inline int hostif_snapshot_delete(struct hostif *hi, const char *ws, cons
 /* A named volume of the workspace (docs/api.md "Volumes") made on the
  * host (an ext4 file of size_mib): -EEXIST for a name it has; *out its
  * record. Delete: -EBUSY while a sandbox has it (naming it), -ENOENT
- * unless it is the workspace's. Remote: -ENOSYS, not built yet. */
+ * unless it is the workspace's. Remote: the volume is made on one host
+ * (the up one with the most free disk), recorded in the cluster's
+ * database and placed there (kind "volume"); its sandboxes are placed
+ * where it is (docs/cluster.md "Volumes"); a call about it while that
+ * host is down is -EHOSTDOWN. */
 static inline int hostif_volume_create(struct hostif *hi, const char *ws, const char *name, int64_t size_mib,
 				       struct vol_row *out)
 {
@@ -221,6 +227,15 @@ static inline int hostif_volume_create(struct hostif *hi, const char *ws, const 
 static inline int hostif_volume_delete(struct hostif *hi, const char *ws, const char *id)
 {
 	return hi->ops->volume_delete(hi->ctx, ws, id);
+}
+
+/* The volume as its host has it: *out (may be NULL) its record, and each
+ * attachment (which sandbox has it where) to fn (may be NULL), in slot
+ * order. -ENOENT unless it is the workspace's. */
+static inline int hostif_volume_get(struct hostif *hi, const char *ws, const char *id, struct vol_row *out,
+				    store_att_fn *fn, void *fctx)
+{
+	return hi->ops->volume_get(hi->ctx, ws, id, out, fn, fctx);
 }
 
 /* Fork (struct hostif_fork). children[0..*made) get the records of the

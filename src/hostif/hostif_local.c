@@ -307,6 +307,12 @@ static int l_volume_delete(void *ctx, const char *ws, const char *id)
 	return host_volume_delete(ctx, ws, id);
 }
 
+static int l_volume_get(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+			void *fctx)
+{
+	return host_volume_get(ctx, ws, id, out, fn, fctx);
+}
+
 static const struct hostif_ops local_ops = {
 	.name = "local",
 	.create = l_create,
@@ -322,6 +328,7 @@ static const struct hostif_ops local_ops = {
 	.snapshot_delete = l_snapshot_delete,
 	.volume_create = l_volume_create,
 	.volume_delete = l_volume_delete,
+	.volume_get = l_volume_get,
 	.fork = l_fork,
 	.enter = l_enter,
 	.hold = l_hold,

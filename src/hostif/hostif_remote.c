@@ -339,9 +339,48 @@ static int reserve(struct remote *rm, struct choose *c, const struct ws_caps *ca
 	return rc;
 }
 
-/* Volumes live on the host that made them, and nothing yet places a
- * sandbox where its volumes are: refused as a whole (docs/api.md). */
-#define NO_CLUSTER_VOLUMES "volumes are not built for a cluster yet"
+/* Where volume id of ws lives: -ENOENT "volume ID not found". */
+static int vol_where(struct remote *rm, const char *ws, const char *id, struct host_row *h)
+{
+	int rc = where(rm, ws, id, h);
+	return rc == -ENOENT ? errf(ENOENT, "volume %s not found", id) : rc;
+}
+
+/* A create's volumes live on one host (their files are there): the
+ * sandbox goes there, as a fork goes where its parent is (no room check
+ * of the cluster's; the host refuses past its own). *h that host. */
+static int volumes_host(struct remote *rm, const struct create_req *req, struct host_row *h)
+{
+	memset(h, 0, sizeof *h);
+	if (req->snapshot)
+		return errf(EINVAL, "volumes cannot be attached to a sandbox made from a snapshot");
+	for (int i = 0; i < req->nvolumes; i++) {
+		struct host_row vh;
+		int rc = vol_where(rm, req->workspace, req->volumes[i].id, &vh);
+		if (rc < 0) {
+			host_row_clear(h);
+			return rc;
+		}
+		if (i > 0 && strcmp(vh.id, h->id)) {
+			rc = errf(EINVAL, "volumes '%s' and '%s' are on different hosts (%s, %s): a sandbox's volumes "
+					  "must share one (docs/cluster.md \"Volumes\")", req->volumes[0].name,
+				  req->volumes[i].name, h->name, vh.name);
+			host_row_clear(&vh);
+			host_row_clear(h);
+			return rc;
+		}
+		host_row_clear(h);
+		*h = vh;
+	}
+	if (host_down(h)) {
+		down_error(h);
+		int rc = errf(EHOSTDOWN, "volume '%s' is on host %s, which cannot take a sandbox now: %s",
+			      req->volumes[0].name, h->name, errmsg());
+		host_row_clear(h);
+		return rc;
+	}
+	return 0;
+}
 
 static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
 {
@@ -350,8 +389,6 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	char res[1][ID_MAX];
 	int rc;
 	memset(out, 0, sizeof *out);
-	if (req->nvolumes > 0)
-		return errf(ENOSYS, NO_CLUSTER_VOLUMES);
 	struct choose c = {
 		{ rm->cfg.policy, rm->cfg.vcpu_overcommit, req->template },
 		{ .workspace = req->workspace, .kind = "sandbox" },
@@ -363,6 +400,13 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 		rc = reserve(rm, &c, req->caps, req->report, &snap_host, 1, res, &h);
 		host_row_clear(&h);
 		h = snap_host;
+	} else if (req->nvolumes > 0) {
+		struct host_row vol_host;
+		if ((rc = volumes_host(rm, req, &vol_host)) < 0)
+			return rc;
+		rc = reserve(rm, &c, req->caps, req->report, &vol_host, 1, res, &h);
+		host_row_clear(&h);
+		h = vol_host;
 	} else {
 		rc = reserve(rm, &c, req->caps, req->report, NULL, 1, res, &h);
 	}
@@ -1075,17 +1119,129 @@ static void r_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
 	 * idle replica); stopping it here could race a new listener. */
 }
 
+/* A new volume's host: the up, active one with the most free disk
+ * that holds size_mib whole (its file is sparse, but may fill). */
+struct disk_pick {
+	int64_t size_mib;
+	struct host_row h;
+	bool found;
+};
+
+static int most_disk(void *ctx, const struct host_row *r)
+{
+	struct disk_pick *p = ctx;
+	if (host_down(r) || strcmp(r->admin, "active") || r->disk_mib < p->size_mib)
+		return 0;
+	if (!p->found || r->disk_mib > p->h.disk_mib) {
+		p->h = *r;
+		p->h.templates = NULL;
+		p->found = true;
+	}
+	return 0;
+}
+
 static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t size_mib,
 			   struct vol_row *out)
 {
-	(void)ctx, (void)ws, (void)name, (void)size_mib, (void)out;
-	return errf(ENOSYS, NO_CLUSTER_VOLUMES);
+	struct remote *rm = ctx;
+	struct vol_row r;
+	if (!plain_id(ws))
+		return errf(EINVAL, "bad workspace id");
+	/* The cluster's names first: the host knows only its own. */
+	if (store_volume_load(rm->cfg.store, ws, name, true, &r) == 0)
+		return errf(EEXIST, "a volume named '%s' exists (%s)", name, r.id);
+	struct disk_pick p = { .size_mib = size_mib };
+	int rc = store_host_each(rm->cfg.store, most_disk, &p);
+	if (rc < 0)
+		return rc;
+	if (!p.found)
+		return errf(EAGAIN, "no host that is up has %lld MiB of disk free for the volume (kilnd cluster hosts)",
+			    (long long)size_mib);
+	json_t *a = NULL;
+	rc = call(rm, &p.h, "POST", "/v1/host/volumes",
+		  json_pack("{s:s,s:s,s:I}", "workspace", ws, "name", name, "size_mib", (json_int_t)size_mib),
+		  SLOW_TIMEOUT_S, &a, NULL);
+	if (rc == 0)
+		rc = wire_vol_parse(a, &r);
+	json_decref(a);
+	if (rc == 0 && (!plain_id(r.id) || strcmp(r.workspace, ws) || strcmp(r.name, name)))
+		rc = errf(EPROTO, "host %s made a volume and answered another's record", p.h.name);
+	if (rc < 0)
+		return rc;
+	/* Where it is, then its record: a name taken meanwhile through
+	 * another replica loses here, and the host's file goes again. */
+	struct placement pl = { .workspace = ws, .kind = "volume" };
+	rc = store_placement_add(rm->cfg.store, r.id, p.h.id, &pl);
+	rc = rc ?: store_volume_insert(rm->cfg.store, &r);
+	if (rc < 0) {
+		char why[512], path[256];
+		snprintf(why, sizeof why, "%s", errmsg());
+		snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, r.id);
+		call(rm, &p.h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+		store_placement_end(rm->cfg.store, r.id);
+		return errf(-rc, "%s", why);
+	}
+	if (out)
+		*out = r;
+	return 0;
 }
 
 static int r_volume_delete(void *ctx, const char *ws, const char *id)
 {
-	(void)ctx, (void)ws, (void)id;
-	return errf(ENOSYS, NO_CLUSTER_VOLUMES);
+	struct remote *rm = ctx;
+	struct host_row h;
+	int rc = vol_where(rm, ws, id, &h);
+	if (rc < 0)
+		return rc;
+	/* Its host says whether a sandbox has it; while that host is down
+	 * nobody can, and its file stays: refused (-EHOSTDOWN). */
+	char path[256];
+	snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, id);
+	rc = call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+	if (rc == -EHOSTDOWN)
+		rc = errf(EHOSTDOWN, "volume %s is on host %s, which is down: delete it when the host is back (%s)",
+			  id, h.name, errmsg());
+	host_row_clear(&h);
+	if (rc == 0 || rc == -ENOENT) {
+		/* Its host has it no more (deleted there, or its data
+		 * directory was replaced): the cluster's record goes too. */
+		int drc = store_volume_delete(rm->cfg.store, ws, id);
+		store_placement_end(rm->cfg.store, id);
+		rc = drc;
+	}
+	return rc;
+}
+
+static int r_volume_get(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+			void *fctx)
+{
+	struct remote *rm = ctx;
+	struct host_row h;
+	int rc = vol_where(rm, ws, id, &h);
+	if (rc < 0)
+		return rc;
+	char path[256];
+	snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, id);
+	json_t *a = NULL;
+	rc = call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+	host_row_clear(&h);
+	struct vol_row r;
+	if (rc == 0 && (rc = wire_vol_parse(json_object_get(a, "volume"), &r)) == 0 &&
+	    (strcmp(r.id, id) || strcmp(r.workspace, ws)))
+		rc = errf(EPROTO, "the host answered another volume's record for %s", id);
+	if (rc == 0 && out)
+		*out = r;
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(a, "attachments"), i, e) {
+		struct vol_att at;
+		if (rc < 0 || !fn || i >= HOST_VOLUMES_MAX * 64)
+			break;
+		if ((rc = wire_att_parse(e, &at)) == 0 && !strcmp(at.volume, id))
+			rc = fn(fctx, &at);
+	}
+	json_decref(a);
+	return rc;
 }
 
 static const struct hostif_ops remote_ops = {
@@ -1103,6 +1259,7 @@ static const struct hostif_ops remote_ops = {
 	.snapshot_delete = r_snapshot_delete,
 	.volume_create = r_volume_create,
 	.volume_delete = r_volume_delete,
+	.volume_get = r_volume_get,
 	.fork = r_fork,
 	.enter = r_enter,
 	.hold = r_hold,

@@ -197,11 +197,51 @@ json_t *wire_create(const struct create_req *q)
 	set_text(o, "net_policy", q->net_policy);
 	if (q->caps)
 		json_object_set_new(o, "caps", wire_caps(q->caps));
+	if (q->nvolumes > 0) {
+		json_t *a = json_array();
+		for (int i = 0; a && i < q->nvolumes; i++) {
+			const struct create_volume *v = &q->volumes[i];
+			json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:b}", "id", v->id, "name", v->name, "path",
+							   v->path, "read_only", v->read_only));
+		}
+		if (!a || json_array_size(a) != (size_t)q->nvolumes) {
+			json_decref(a);
+			json_decref(o);
+			return NULL;
+		}
+		json_object_set_new(o, "volumes", a);
+	}
 	return o;
 }
 
+/* A create's volumes: the host checks each against its own records
+ * (host/volume.c); here only their shape. */
+static int volumes_parse(const json_t *j, struct create_req *q, struct create_volume *vols)
+{
+	const json_t *a = json_object_get(j, "volumes");
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > HOST_VOLUMES_MAX)
+		return errf(EINVAL, "a create's volumes must be an array of at most %d", HOST_VOLUMES_MAX);
+	size_t i;
+	const json_t *v;
+	json_array_foreach(a, i, v) {
+		struct create_volume *c = &vols[i];
+		c->id = str_of(v, "id");
+		c->name = str_of(v, "name");
+		c->path = str_of(v, "path");
+		c->read_only = bool_of(v, "read_only");
+		if (!c->id || !c->name || !c->path || strlen(c->id) >= ID_MAX || strlen(c->name) >= NAME_MAX_LEN ||
+		    strlen(c->path) >= VOL_PATH_MAX)
+			return errf(EINVAL, "a create's volumes[%zu] lacks id, name or path, or one is too long", i);
+	}
+	q->volumes = vols;
+	q->nvolumes = (int)json_array_size(a);
+	return 0;
+}
+
 int wire_create_parse(const json_t *j, struct create_req *q, struct ws_caps *caps,
-		      struct ws_caps_report *report)
+		      struct ws_caps_report *report, struct create_volume vols[HOST_VOLUMES_MAX])
 {
 	memset(q, 0, sizeof *q);
 	memset(report, 0, sizeof *report);
@@ -222,6 +262,9 @@ int wire_create_parse(const json_t *j, struct create_req *q, struct ws_caps *cap
 	q->ttl_absolute = bool_of(j, "ttl_absolute");
 	q->idle_hibernate = bool_of(j, "idle_hibernate");
 	q->retention_seconds = int_of(j, "retention_seconds");
+	int vrc = volumes_parse(j, q, vols);
+	if (vrc < 0)
+		return vrc;
 	const json_t *c = json_object_get(j, "caps");
 	if (c) {
 		int rc = wire_caps_parse(c, caps);
@@ -310,6 +353,45 @@ int wire_usage_parse(const json_t *j, struct usage_hour *u)
 	u->run_ms = int_of(j, "run_ms");
 	if (u->hour_ms < 0 || u->cpu_us < 0 || u->mem_mib_s < 0 || u->run_ms < 0)
 		return errf(EPROTO, "a usage record with a negative count");
+	return 0;
+}
+
+json_t *wire_vol(const struct vol_row *r)
+{
+	return json_pack("{s:s,s:s,s:s,s:I,s:I}", "id", r->id, "workspace", r->workspace, "name", r->name,
+			 "size_mib", (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms);
+}
+
+int wire_vol_parse(const json_t *j, struct vol_row *r)
+{
+	memset(r, 0, sizeof *r);
+	str_to(r->id, sizeof r->id, j, "id");
+	str_to(r->workspace, sizeof r->workspace, j, "workspace");
+	str_to(r->name, sizeof r->name, j, "name");
+	r->size_mib = int_of(j, "size_mib");
+	r->created_ms = int_of(j, "created_ms");
+	if (!r->id[0] || !r->workspace[0] || !r->name[0] || r->size_mib <= 0)
+		return errf(EPROTO, "a volume record without id, workspace, name or size");
+	return 0;
+}
+
+json_t *wire_att(const struct vol_att *a)
+{
+	return json_pack("{s:s,s:s,s:i,s:b,s:s,s:I}", "volume", a->volume, "sandbox", a->sandbox, "slot", a->slot,
+			 "read_only", a->read_only, "path", a->path, "created_ms", (json_int_t)a->created_ms);
+}
+
+int wire_att_parse(const json_t *j, struct vol_att *a)
+{
+	memset(a, 0, sizeof *a);
+	str_to(a->volume, sizeof a->volume, j, "volume");
+	str_to(a->sandbox, sizeof a->sandbox, j, "sandbox");
+	str_to(a->path, sizeof a->path, j, "path");
+	a->slot = (int)int_of(j, "slot");
+	a->read_only = bool_of(j, "read_only");
+	a->created_ms = int_of(j, "created_ms");
+	if (!a->volume[0] || !a->sandbox[0] || !a->path[0] || a->slot < 0 || a->slot >= HOST_VOLUMES_MAX)
+		return errf(EPROTO, "a volume attachment without volume, sandbox, path or a slot in bounds");
 	return 0;
 }
 

@@ -25,9 +25,9 @@ int wire_row_parse(const json_t *j, struct sbx_row *out);
 /* A create: the request, its workspace caps included. */
 json_t *wire_create(const struct create_req *req);
 /* The strings of a parsed create stay in j: keep j while req is used.
- * caps and report point into the storage given. */
+ * caps, report and the volumes point into the storage given. */
 int wire_create_parse(const json_t *j, struct create_req *req, struct ws_caps *caps,
-		      struct ws_caps_report *report);
+		      struct ws_caps_report *report, struct create_volume vols[HOST_VOLUMES_MAX]);
 
 json_t *wire_caps(const struct ws_caps *c);
 int wire_caps_parse(const json_t *j, struct ws_caps *c);
@@ -46,6 +46,13 @@ json_t *wire_snap(const struct snap_row *r);
 int wire_snap_parse(const json_t *j, struct snap_row *r);
 json_t *wire_usage(const struct usage_hour *u);
 int wire_usage_parse(const json_t *j, struct usage_hour *u);
+
+/* A volume's record, and an attachment of it (docs/api.md "Volumes"):
+ * -EPROTO for one without its ids. */
+json_t *wire_vol(const struct vol_row *r);
+int wire_vol_parse(const json_t *j, struct vol_row *r);
+json_t *wire_att(const struct vol_att *a);
+int wire_att_parse(const json_t *j, struct vol_att *a);
 
 json_t *wire_template(const struct hostif_template *t);
 int wire_template_parse(const json_t *j, struct hostif_template *t);

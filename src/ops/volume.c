@@ -14,17 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Volumes live on the host that made them, and nothing yet places a
- * sandbox where its volumes are: a cluster (the remote host interface)
- * refuses them as a whole, for every front end. */
-static int no_cluster(const struct ops_caller *c)
-{
-	if (c->hostif && !strcmp(c->hostif->ops->name, "remote"))
-		return errf(ENOSYS, "volumes are not built for a cluster yet (a volume lives on one host: "
-				    "use a single kilnd)");
-	return 0;
-}
-
 bool ops_volume_name_ok(const char *s)
 {
 	size_t n = 0;
@@ -63,9 +52,6 @@ int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops
 		return 0;
 	if (json_is_array(a) && json_array_size(a) == 0)
 		return 0;
-	int nc = no_cluster(c);
-	if (nc < 0)
-		return nc;
 	if (!json_is_array(a))
 		return errf(EINVAL, "'volumes' must be an array, not %s", v_type_name(a));
 	if (json_array_size(a) > HOST_VOLUMES_MAX)
@@ -123,8 +109,7 @@ int ops_volume_create(const struct ops_caller *c, const json_t *args, struct vol
 	static const char *const keys[] = { "name", "size_mib", NULL };
 	const char *name = NULL;
 	int64_t size = 0;
-	int rc = no_cluster(c);
-	rc = rc ?: v_known_keys(args, keys);
+	int rc = v_known_keys(args, keys);
 	rc = rc ?: v_str(args, "name", true, 64, &name);
 	rc = rc ?: v_int(args, "size_mib", true, 1, OPS_VOLUME_MIB_MAX, &size);
 	if (rc == 0 && !ops_volume_name_ok(name))
@@ -164,9 +149,6 @@ int ops_volume_create(const struct ops_caller *c, const json_t *args, struct vol
 
 int ops_volume_get(const struct ops_caller *c, const char *id, struct vol_row *out)
 {
-	int rc = no_cluster(c);
-	if (rc < 0)
-		return rc;
 	if (!v_is_id(id, "vol_") || !c->store)
 		return errf(ENOENT, "volume %.64s not found", id);
 	return store_volume_load(c->store, c->workspace, id, false, out);
@@ -181,15 +163,24 @@ static int add_att(void *ctx, const struct vol_att *a)
 
 json_t *ops_volume_json(const struct ops_caller *c, const struct vol_row *r)
 {
+	/* Which sandboxes have it is its host's to say (in a cluster, a
+	 * call to that host): when it cannot, the volume is still shown,
+	 * with attached_to null and why. */
 	json_t *att = json_array();
-	if (att && c->store && store_volume_attachments(c->store, r->id, NULL, add_att, att) < 0) {
+	int rc = att ? hostif_volume_get(c->hostif, r->workspace, r->id, NULL, add_att, att) : -ENOMEM;
+	if (rc == -ENOMEM) {
 		json_decref(att);
-		att = NULL;
-	}
-	if (!att)
 		return NULL;
-	return json_pack("{s:s,s:s,s:I,s:I,s:o}", "id", r->id, "name", r->name, "size_mib",
-			 (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms, "attached_to", att);
+	}
+	json_t *j = json_pack("{s:s,s:s,s:I,s:I,s:o}", "id", r->id, "name", r->name, "size_mib",
+			      (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms, "attached_to",
+			      rc < 0 ? json_null() : att);
+	if (rc < 0) {
+		json_decref(att);
+		if (j)
+			json_object_set_new(j, "error", json_string(errmsg()));
+	}
+	return j;
 }
 
 /* The rows first, then each one's attachments: a store query may not
@@ -217,11 +208,8 @@ static int add_vol(void *ctx, const struct vol_row *r)
 int ops_volume_list(const struct ops_caller *c, json_t **out)
 {
 	struct list l = { 0 };
-	int rc = no_cluster(c);
-	if (rc < 0)
-		return rc;
 	json_t *a = json_array();
-	rc = !a ? errf(ENOMEM, "out of memory")
+	int rc = !a ? errf(ENOMEM, "out of memory")
 	       : c->store ? store_volume_each(c->store, c->workspace, add_vol, &l) : 0;
 	for (size_t i = 0; i < l.n && rc == 0; i++) {
 		json_t *j = ops_volume_json(c, &l.r[i]);
@@ -238,9 +226,6 @@ int ops_volume_list(const struct ops_caller *c, json_t **out)
 
 int ops_volume_delete(const struct ops_caller *c, const char *id)
 {
-	int rc = no_cluster(c);
-	if (rc < 0)
-		return rc;
 	if (!v_is_id(id, "vol_"))
 		return errf(ENOENT, "volume %.64s not found", id);
 	return hostif_volume_delete(c->hostif, c->workspace, id);

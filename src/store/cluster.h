@@ -103,7 +103,7 @@ struct place_count {
 };
 
 struct placement {
-	const char *workspace, *kind;	/* kind: "sandbox", "snapshot" or "wake" */
+	const char *workspace, *kind;	/* kind: "sandbox", "snapshot", "volume" or "wake" */
 	int64_t vcpus, memory_mib;	/* of each */
 	int n;				/* how many (a fork's children); 0 as 1 */
 	const char *host_id;		/* where they must go (a fork, a create from a snapshot:

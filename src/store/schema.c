@@ -227,9 +227,9 @@ const char schema_sql[] =
 	"  host_id TEXT PRIMARY KEY,\n"
 	"  api_key TEXT NOT NULL\n"
 	");\n"
-	/* Where the cluster's sandboxes and snapshots live (docs/cluster.md
-	 * "Placement"): one row per sandbox or snapshot an API placed on a
-	 * host, with what it reserved there. A create reserves first (id
+	/* Where the cluster's sandboxes, snapshots and volumes live
+	 * (docs/cluster.md "Placement"): one row per sandbox, snapshot or
+	 * volume an API placed on a host, with what it reserved there. A create reserves first (id
 	 * "res_..."), then takes the id the host made; ended_ms is set when
 	 * the API saw it end, and frees the reservation. */
 	"CREATE TABLE IF NOT EXISTS placements (\n"

@@ -192,16 +192,39 @@ api POST "/v1/sandboxes/$FS/exec" '{"cmd":"test -f /tmp/blob && echo restored"}'
 api DELETE "/v1/sandboxes/$FS"; st1=$STATUS
 api DELETE "/v1/snapshots/$SNAP"
 [ "$st1" = 204 ] && [ "$STATUS" = 204 ] && pass snapshot_deleted "the fork and the snapshot deleted through the API" || fail snapshot_deleted "$st1 $STATUS $BODY"
-# Volumes are not built for a cluster yet (docs/api.md "Volumes"): the
-# routes and a create with volumes are 501 saying so; one without is not.
-api POST /v1/volumes '{"name":"data","size_mib":8}'; st1=$STATUS b1=$BODY
-api GET /v1/volumes; st2=$STATUS
-api POST /v1/sandboxes '{"template":"minimal","volumes":[{"name":"data","path":"/data"}]}'
-[ "$st1" = 501 ] && [ "$st2" = 501 ] && [ "$STATUS" = 501 ] && grep -q "not built for a cluster" <<<"$b1$BODY" &&
-	pass volumes_not_in_cluster "POST/GET /v1/volumes, a create with volumes: 501: $(jget 'j["error"]["message"]')" ||
-	fail volumes_not_in_cluster "$st1 $st2 $STATUS: $b1 $BODY"
+# Volumes (docs/cluster.md "Volumes"): a volume is made on one host, and
+# a sandbox that attaches it is placed there (both hosts are full: as a
+# snapshot's creates, it goes where its volume is); what one sandbox
+# wrote, the next one reads, through the other replica; its host says who
+# has it. (Placement, names, plans and a down host without guests:
+# tests/unit/cluster_volumes.sh.)
+api POST /v1/volumes '{"name":"data","size_mib":16}'; VOL=$(jget 'j["id"]'); st1=$STATUS
+vh=
+for x in a b; do [ -n "$VOL" ] && [ -f "$T/$x/volumes/$VOL.img" ] && vh=$x; done
+[ "$st1" = 201 ] && [ -n "$vh" ] && pass volume_made "$VOL, its file on host-$vh" || fail volume_made "$st1 $BODY"
+create_sandbox '{"template":"minimal","volumes":[{"name":"data","path":"/data"}]}'; V1=$SBX
+[ -n "$V1" ] && [[ " $(on_host "${vh:-a}") " == *" $V1 "* ]] && pass volume_sandbox_placed "$V1 on host-$vh, where its volume is" \
+	|| fail volume_sandbox_placed "$STATUS $BODY host-$vh: $(on_host "${vh:-a}")"
+api POST "/v1/sandboxes/$V1/exec" '{"cmd":"echo kept > /data/f && sync && cat /data/f"}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = kept ] && pass volume_written "/data/f in $V1" || fail volume_written "$STATUS $BODY"
 URL=$CL_API2
-
+api GET "/v1/volumes/$VOL"
+[ "$STATUS" = 200 ] && [ "$(jget 'j["attached_to"][0]["sandbox_id"], j["attached_to"][0]["path"]')" = "('$V1', '/data')" ] \
+	&& pass volume_attachments_remote "the other replica asks host-$vh: attached to $V1 at /data" || fail volume_attachments_remote "$STATUS $BODY"
+api DELETE "/v1/volumes/$VOL"
+[ "$STATUS" = 409 ] && grep -q "$V1" <<<"$BODY" && pass volume_in_use_kept "409: $(jget 'j["error"]["message"]')" \
+	|| fail volume_in_use_kept "$STATUS $BODY"
+api DELETE "/v1/sandboxes/$V1"
+create_sandbox '{"template":"minimal","volumes":[{"name":"data","path":"/data","read_only":true}]}'; V2=$SBX
+api POST "/v1/sandboxes/$V2/exec" '{"cmd":"cat /data/f; touch /data/g 2>/dev/null && echo writable"}'
+[ -n "$V2" ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = kept ] && [[ " $(on_host "${vh:-a}") " == *" $V2 "* ]] \
+	&& pass volume_outlives_sandbox "$V2 (read-only, through the other replica, on host-$vh) reads what $V1 wrote" \
+	|| fail volume_outlives_sandbox "'$V2' $STATUS $BODY"
+api DELETE "/v1/sandboxes/$V2"; st1=$STATUS
+api DELETE "/v1/volumes/$VOL"; st2=$STATUS
+api GET "/v1/volumes/$VOL"
+[ "$st1 $st2 $STATUS" = "204 204 404" ] && [ ! -e "$T/$vh/volumes/$VOL.img" ] && pass volume_deleted "its sandbox, then it: file gone from host-$vh" \
+	|| fail volume_deleted "$st1 $st2 $STATUS $BODY"
 # ---- the host calls are the API's only ------------------------------------------------
 # A host agent (root) serves the cluster's API only its host protocol:
 # the public API, sessions and the dashboard are the API role's.
