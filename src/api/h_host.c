@@ -259,6 +259,18 @@ int h_host_action(struct req *r)
 	}
 	else if (!strcmp(act, "network"))
 		rc = hostif_set_network(hi, ws, id, json_string_value(json_object_get(r->json, "policy")), &row);
+	else if (!strcmp(act, "volume_attach") || !strcmp(act, "volume_detach")) {
+		const json_t *b = r->json;
+		struct create_volume v = {
+			json_string_value(json_object_get(b, "id")), json_string_value(json_object_get(b, "name")),
+			json_string_value(json_object_get(b, "path")), json_is_true(json_object_get(b, "read_only")),
+		};
+		const char *vol = json_string_value(json_object_get(b, "volume"));
+		if (act[7] == 'a' ? !v.id || !v.name || !v.path : !vol)
+			return reply_wire_error(r, errf(EINVAL, "%s without its volume", act), NULL);
+		rc = act[7] == 'a' ? hostif_volume_attach(hi, ws, id, &v) : hostif_volume_detach(hi, ws, id, vol);
+		rc = rc ?: hostif_get(hi, ws, id, false, &row);
+	}
 	else
 		return reply_error(r, 404, "not_found", "no host call '%s'", act);
 	if (rc < 0)

@@ -1,6 +1,7 @@
 /*
  * h_volume: named volumes (docs/api.md "Volumes"): POST, GET and DELETE
- * /v1/volumes[/{id}]. The operations layer checks and holds the plan's
+ * /v1/volumes[/{id}], and attaching one to a running sandbox (POST
+ * /v1/sandboxes/{id}/volumes, DELETE .../volumes/{volume}). The operations layer checks and holds the plan's
  * limits; this turns its answers into HTTP.
  */
 #include "api/api.h"
@@ -78,5 +79,28 @@ int h_volume_delete(struct req *r)
 	struct ops_caller c;
 	req_caller(r, &c);
 	int rc = ops_volume_delete(&c, r->params[0]);
+	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
+}
+
+/* POST /v1/sandboxes/{id}/volumes {name, path, read_only}: 200, the
+ * volume (attached_to naming the sandbox). */
+int h_sandbox_volume_attach(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	struct vol_row v;
+	int rc = ops_volume_attach(&c, r->params[0], r->json, &v);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	json_t *j = render(ops_volume_json(&c, &v));
+	return j ? reply_json(r, 200, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+/* DELETE /v1/sandboxes/{id}/volumes/{volume} (a name or an id): 204. */
+int h_sandbox_volume_detach(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	int rc = ops_volume_detach(&c, r->params[0], r->params[1]);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }

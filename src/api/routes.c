@@ -62,6 +62,8 @@ const struct route routes[] = {
 	{ "POST", SBX "/pause", h_sandbox_pause, BODY_JSON, 0 },
 	{ "POST", SBX "/resume", h_sandbox_resume, BODY_JSON, 0 },
 	{ "PUT", SBX "/network", h_sandbox_network, BODY_JSON, 0 },
+	{ "POST", SBX "/volumes", h_sandbox_volume_attach, BODY_JSON, 0 },
+	{ "DELETE", SBX "/volumes/{volume}", h_sandbox_volume_detach, BODY_NONE, 0 },
 	{ "POST", SBX "/mcp", h_mcp_sandbox, BODY_RAW, 0 },
 	{ "POST", "/mcp", h_mcp_workspace, BODY_RAW, 0 },
 	{ "POST", SBX "/ports", h_port_expose, BODY_JSON, 0 },

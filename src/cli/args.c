@@ -129,23 +129,28 @@ static void add_cidrs(json_t **arr, const char *list)
 	free(dup);
 }
 
-/* --volume NAME:/PATH[:ro] (repeatable) as create's volumes entries;
- * kilnd checks the name and path. */
-static void add_volume(const struct command *cmd, json_t **arr, const char *v)
+json_t *volume_spec(const struct command *cmd, const char *what, const char *v)
 {
 	const char *colon = strchr(v, ':');
 	if (!colon || colon == v || colon[1] != '/')
-		usage_error(cmd, "--volume wants NAME:/PATH[:ro], not '%s'", v);
+		usage_error(cmd, "%s wants NAME:/PATH[:ro], not '%s'", what, v);
 	char *path = strdup(colon + 1);
 	size_t n = strlen(path);
 	bool ro = n > 3 && !strcmp(path + n - 3, ":ro");
 	if (ro)
 		path[n - 3] = 0;
+	json_t *j = json_pack("{s:s%,s:s,s:b}", "name", v, (size_t)(colon - v), "path", path, "read_only", ro);
+	free(path);
+	return j;
+}
+
+/* --volume NAME:/PATH[:ro] (repeatable) as create's volumes entries;
+ * kilnd checks the name and path. */
+static void add_volume(const struct command *cmd, json_t **arr, const char *v)
+{
 	if (!*arr)
 		*arr = json_array();
-	json_array_append_new(*arr, json_pack("{s:s%,s:s,s:b}", "name", v, (size_t)(colon - v), "path", path,
-					      "read_only", ro));
-	free(path);
+	json_array_append_new(*arr, volume_spec(cmd, "--volume", v));
 }
 
 /* --limits LIMIT=N[,LIMIT=N] (repeatable) as an object of integers, or

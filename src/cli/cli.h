@@ -44,6 +44,9 @@ void print_json_line(json_t *j);
 /* o[k] as a string, or "-". */
 const char *str(json_t *o, const char *k);
 bool is_id(const char *s, const char *prefix);
+/* NAME:/PATH[:ro] as {name, path, read_only} (what: the option or
+ * argument, for the usage error a malformed one gets). */
+json_t *volume_spec(const struct command *cmd, const char *what, const char *v);
 /* pos[i] as a sandbox id, or a usage error. */
 const char *need_id(const struct command *cmd, struct opts *o, int i);
 /* A usage error unless cmd got between min and max positional arguments. */

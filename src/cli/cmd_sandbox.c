@@ -341,12 +341,40 @@ static int volume_rm(const struct command *cmd, struct opts *o)
 	return 0;
 }
 
+/* kiln volume attach SANDBOX NAME:/PATH[:ro], detach SANDBOX NAME. */
+static int volume_attach(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 3, 3);
+	if (!is_id(o->pos[1], "sbx_"))
+		usage_error(cmd, "'%s' is not a sandbox id (sbx_...)", o->pos[1]);
+	char path[160];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/volumes", o->pos[1]);
+	json_t *r = call("POST", path, volume_spec(cmd, "volume attach", o->pos[2]));
+	if (o->json)
+		print_json(r);
+	json_decref(r);
+	return 0;
+}
+
+static int volume_detach(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 3, 3);
+	if (!is_id(o->pos[1], "sbx_"))
+		usage_error(cmd, "'%s' is not a sandbox id (sbx_...)", o->pos[1]);
+	char path[200];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/volumes/%.80s", o->pos[1], o->pos[2]);
+	json_decref(call("DELETE", path, NULL));
+	return 0;
+}
+
 int cmd_volume(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
 		{ "create", "size", volume_create },
 		{ "ls", "", volume_ls },
 		{ "rm", "", volume_rm },
+		{ "attach", "", volume_attach },
+		{ "detach", "", volume_detach },
 	};
 	return subcommand_run(cmd, o, "volume", 0, subs, sizeof subs / sizeof subs[0]);
 }

@@ -193,10 +193,12 @@ static int guest_sh(struct sandbox *sb, const char *script, int connect_ms, int 
 	struct strbuf out;
 	strbuf_init(&out);
 	struct guest_ev ev = { 0 };
-	rc = guest_exec_start(g, &c);
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, timeout_ms + 1000)) == 1 && ev.kind != GEV_EXIT)
-		if (out.len < 1024)
-			strbuf_append(&out, ev.data, ev.len < 1024 ? ev.len : 1024);
+	/* Every event to the exit (the output first, when there is any: it
+	 * is not the end). */
+	if ((rc = guest_exec_start(g, &c)) == 0)
+		while ((rc = guest_exec_next(g, &ev, -1, timeout_ms + 1000)) == 1 && ev.kind != GEV_EXIT)
+			if (out.len < 1024)
+				strbuf_append(&out, ev.data, ev.len < 1024 ? ev.len : 1024);
 	guest_close(g);
 	strbuf_putc(&out, 0);
 	if (rc == 0)
@@ -223,8 +225,8 @@ static bool path_ok(const char *p)
 /* The guest's half: for each slot, the virtio-blk disk whose serial is
  * kiln-vol-SLOT (the VMM's GET_ID answer), waited for until its size is
  * not 0 (the attach's config change reaches the driver asynchronously),
- * then mounted. */
-static int guest_mount(struct host *h, struct sandbox *sb, const struct create_volume *v, int n)
+ * then mounted. v[i] is in slot[i] (slot NULL: in slot i). */
+static int guest_mount(struct host *h, struct sandbox *sb, const struct create_volume *v, const int *slot, int n)
 {
 	struct strbuf s;
 	strbuf_init(&s);
@@ -240,7 +242,7 @@ static int guest_mount(struct host *h, struct sandbox *sb, const struct create_v
 			return errf(EINVAL, "bad mount path '%.64s'", v[i].path);
 		}
 		strbuf_printf(&s, "wait_dev kiln-vol-%d\nmkdir -p '%s'\nmount -t ext4 -o %s \"/dev/${d##*/}\" '%s'\n",
-			      i, v[i].path, v[i].read_only ? "ro,noload" : "rw", v[i].path);
+			      slot ? slot[i] : i, v[i].path, v[i].read_only ? "ro,noload" : "rw", v[i].path);
 	}
 	strbuf_putc(&s, 0);
 	int rc = s.data ? guest_sh(sb, s.data, h->cfg->boot_timeout_ms, GUEST_MOUNT_MS) : errf(ENOMEM, "out of memory");
@@ -285,7 +287,7 @@ int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *
 		if (rc < 0)
 			rc = errf(-rc, "volume '%s': %s", v->name, errmsg());
 	}
-	if (rc == 0 && (rc = guest_mount(h, sb, req->volumes, req->nvolumes)) < 0)
+	if (rc == 0 && (rc = guest_mount(h, sb, req->volumes, NULL, req->nvolumes)) < 0)
 		rc = errf(-rc, "mounting the volumes in the guest: %s", errmsg());
 	/* On failure the caller ends the sandbox, and its records with it. */
 	return rc;
@@ -455,5 +457,153 @@ int host_volume_get(struct host *h, const char *ws, const char *id, struct vol_r
 		rc = store_volume_attachments(h->store, id, NULL, fn, fctx);
 	if (rc == 0 && out)
 		*out = r;
+	return rc;
+}
+
+/* ---- attach and detach on a live sandbox -------------------------------------- */
+
+/* How many volume slots sb's VMM has, as it says (bounded: a VMM's
+ * answer is not trusted further). */
+static int vmm_slots(struct sandbox *sb, int *n)
+{
+	char ctl[PATH_MAX];
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	json_t *q = json_pack("{s:s}", "cmd", "status"), *reply = NULL;
+	int rc = q ? vmm_ctl(ctl, q, &reply, 5000) : errf(ENOMEM, "out of memory");
+	json_decref(q);
+	size_t k = json_array_size(json_object_get(reply, "volume_slots"));
+	json_decref(reply);
+	*n = k > HOST_VOLUMES_MAX ? HOST_VOLUMES_MAX : (int)k;
+	return rc;
+}
+
+/* The VMM's side of slot: the volume's descriptor in, or out (flushed). */
+static int vmm_volume(struct host *h, struct sandbox *sb, int slot, const struct create_volume *v)
+{
+	char ctl[PATH_MAX];
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	json_t *reply = NULL, *q;
+	int rc;
+	if (v) {
+		int fd = vol_open(h, v->id, v->read_only);
+		if (fd < 0)
+			return fd;
+		q = json_pack("{s:s,s:i,s:b,s:i}", "cmd", "volume_attach", "slot", slot, "read_only", v->read_only,
+			      "fd", 0);
+		rc = q ? vmm_ctl_fds(ctl, q, &fd, 1, &reply, 5000) : errf(ENOMEM, "out of memory");
+		close(fd);
+	} else {
+		q = json_pack("{s:s,s:i}", "cmd", "volume_detach", "slot", slot);
+		rc = q ? vmm_ctl(ctl, q, &reply, 10000) : errf(ENOMEM, "out of memory");
+	}
+	json_decref(q);
+	json_decref(reply);
+	return rc;
+}
+
+int host_volume_attach(struct host *h, struct sandbox *sb, const struct create_volume *v)
+{
+	pthread_mutex_lock(&sb->op);
+	/* The guest mounts it: a hibernated one wakes, a paused one resumes. */
+	struct vol_row vr;
+	int rc = store_volume_load(h->store, sb->row.workspace, v->id, false, &vr), slots = 0, slot = -1;
+	rc = rc ?: ready_locked(h, sb);
+	if (rc == 0 && !sandbox_in(sb, SBX_RUNNING))
+		rc = sandbox_state_error(sb, "running");
+	rc = rc ?: vmm_slots(sb, &slots);
+	struct att_list l;
+	rc = rc ?: atts_of(h, sb->row.id, &l);
+	bool used[HOST_VOLUMES_MAX] = { 0 };
+	for (int i = 0; rc == 0 && i < l.n; i++) {
+		if (!strcmp(l.a[i].volume, v->id))
+			rc = errf(EBUSY, "volume '%s' is attached to sandbox %s already (at %s)", v->name, sb->row.id,
+				  l.a[i].path);
+		else if (!strcmp(l.a[i].path, v->path))
+			rc = errf(EBUSY, "sandbox %s has a volume mounted at %s already", sb->row.id, v->path);
+		else if (l.a[i].slot >= 0 && l.a[i].slot < HOST_VOLUMES_MAX)
+			used[l.a[i].slot] = true;
+	}
+	for (int i = 0; rc == 0 && i < slots && slot < 0; i++)
+		if (!used[i])
+			slot = i;
+	if (rc == 0 && slot < 0)
+		rc = slots ? errf(EBUSY, "sandbox %s has no free volume slot (its %d are in use: detach one first)",
+				  sb->row.id, slots)
+			   : errf(EBUSY, "sandbox %s has no volume slots (its template was built without them: "
+					 "rebuild it with kilnd template build)", sb->row.id);
+	if (!path_ok(v->path) && rc == 0)
+		rc = errf(EINVAL, "bad mount path '%.64s'", v->path);
+	/* The one-writer rule and the record, as one step (volumes_attach). */
+	if (rc == 0) {
+		pthread_mutex_lock(&h->volumes);
+		rc = rule_check(h, v->id, v->name, v->read_only, sb->row.id);
+		struct vol_att a = { .slot = slot, .read_only = v->read_only, .created_ms = wall_ms() };
+		snprintf(a.volume, sizeof a.volume, "%s", v->id);
+		snprintf(a.sandbox, sizeof a.sandbox, "%s", sb->row.id);
+		snprintf(a.path, sizeof a.path, "%s", v->path);
+		rc = rc ?: store_volume_attach(h->store, &a);
+		pthread_mutex_unlock(&h->volumes);
+	}
+	bool recorded = rc == 0, in_vmm = false;
+	if (rc == 0 && (rc = vmm_volume(h, sb, slot, v)) < 0)
+		rc = errf(-rc, "volume '%s': %s", v->name, errmsg());
+	in_vmm = recorded && rc == 0;
+	if (rc == 0 && (rc = guest_mount(h, sb, v, &slot, 1)) < 0)
+		rc = errf(-rc, "mounting volume '%s' in the guest: %s", v->name, errmsg());
+	if (rc < 0 && recorded) {
+		/* Undone: the slot empty again, the record gone. */
+		char why[512];
+		snprintf(why, sizeof why, "%s", errmsg());
+		if (in_vmm && vmm_volume(h, sb, slot, NULL) < 0)
+			log_warn("sandbox %s: detaching volume %s after a failed attach: %s", sb->row.id, v->id, errmsg());
+		store_volume_detach_slot(h->store, sb->row.id, slot);
+		errf(-rc, "%s", why);
+	}
+	if (rc == 0) {
+		sandbox_touch(sb);
+		log_info("sandbox %s: volume %s (%s) attached in slot %d at %s%s", sb->row.id, v->id, v->name, slot,
+			 v->path, v->read_only ? ", read-only" : "");
+	}
+	pthread_mutex_unlock(&sb->op);
+	return rc;
+}
+
+int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume)
+{
+	pthread_mutex_lock(&sb->op);
+	struct att_list l;
+	int rc = atts_of(h, sb->row.id, &l), at = -1;
+	for (int i = 0; rc == 0 && i < l.n; i++)
+		if (!strcmp(l.a[i].volume, volume))
+			at = i;
+	if (rc == 0 && at < 0)
+		rc = errf(ENOENT, "volume %s is not attached to sandbox %s", volume, sb->row.id);
+	/* A hibernated sandbox's volumes are only records (its VMM is gone;
+	 * a wake opens what they say): nothing to wake it for. */
+	bool live = rc == 0 && !sandbox_in(sb, SBX_HIBERNATED);
+	if (live && (rc = resume_locked(h, sb)) == 0 && !sandbox_in(sb, SBX_RUNNING))
+		rc = sandbox_state_error(sb, "running");
+	if (live && rc == 0) {
+		/* Its dirty pages first; a mount still in use is the guest's
+		 * to let go of (never pulled from under its processes). */
+		char script[VOL_PATH_MAX + 128];
+		snprintf(script, sizeof script, "sync; umount '%s' 2>&1 || { fuser -m '%s' 2>/dev/null; exit 1; }",
+			 l.a[at].path, l.a[at].path);
+		if (!path_ok(l.a[at].path))
+			rc = errf(EINVAL, "bad mount path '%.64s'", l.a[at].path);
+		else if ((rc = guest_sh(sb, script, h->cfg->boot_timeout_ms, GUEST_MOUNT_MS)) < 0)
+			rc = errf(EBUSY, "unmounting %s in sandbox %s: %s (stop what uses it, then detach)",
+				  l.a[at].path, sb->row.id, errmsg());
+		if (rc == 0 && (rc = vmm_volume(h, sb, l.a[at].slot, NULL)) < 0)
+			rc = errf(-rc, "sandbox %s: detaching volume %s: %s", sb->row.id, volume, errmsg());
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&h->volumes);
+		rc = store_volume_detach_slot(h->store, sb->row.id, l.a[at].slot);
+		pthread_mutex_unlock(&h->volumes);
+		sandbox_touch(sb);
+		log_info("sandbox %s: volume %s detached from slot %d", sb->row.id, volume, l.a[at].slot);
+	}
+	pthread_mutex_unlock(&sb->op);
 	return rc;
 }

@@ -100,6 +100,8 @@ struct hostif_ops {
 	int (*volume_delete)(void *ctx, const char *ws, const char *id);
 	int (*volume_get)(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
 			  void *fctx);
+	int (*volume_attach)(void *ctx, const char *ws, const char *id, const struct create_volume *v);
+	int (*volume_detach)(void *ctx, const char *ws, const char *id, const char *volume);
 	int (*fork)(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made);
 	int (*enter)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
 	int (*hold)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
@@ -236,6 +238,20 @@ static inline int hostif_volume_get(struct hostif *hi, const char *ws, const cha
 				    store_att_fn *fn, void *fctx)
 {
 	return hi->ops->volume_get(hi->ctx, ws, id, out, fn, fctx);
+}
+
+/* Attach the workspace's volume v (its id resolved) to sandbox id, or
+ * detach volume (an id) from it (host.h host_volume_attach). Remote: the
+ * volume must be on the sandbox's host (-EINVAL naming both). */
+static inline int hostif_volume_attach(struct hostif *hi, const char *ws, const char *id,
+				       const struct create_volume *v)
+{
+	return hi->ops->volume_attach(hi->ctx, ws, id, v);
+}
+
+static inline int hostif_volume_detach(struct hostif *hi, const char *ws, const char *id, const char *volume)
+{
+	return hi->ops->volume_detach(hi->ctx, ws, id, volume);
 }
 
 /* Fork (struct hostif_fork). children[0..*made) get the records of the

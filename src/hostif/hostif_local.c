@@ -313,6 +313,26 @@ static int l_volume_get(void *ctx, const char *ws, const char *id, struct vol_ro
 	return host_volume_get(ctx, ws, id, out, fn, fctx);
 }
 
+static int op_volume_attach(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_volume_attach(h, sb, arg);
+}
+
+static int op_volume_detach(struct host *h, struct sandbox *sb, void *arg)
+{
+	return host_volume_detach(h, sb, arg);
+}
+
+static int l_volume_attach(void *ctx, const char *ws, const char *id, const struct create_volume *v)
+{
+	return with_sandbox(ctx, ws, id, op_volume_attach, (void *)v, NULL);
+}
+
+static int l_volume_detach(void *ctx, const char *ws, const char *id, const char *volume)
+{
+	return with_sandbox(ctx, ws, id, op_volume_detach, (void *)volume, NULL);
+}
+
 static const struct hostif_ops local_ops = {
 	.name = "local",
 	.create = l_create,
@@ -329,6 +349,8 @@ static const struct hostif_ops local_ops = {
 	.volume_create = l_volume_create,
 	.volume_delete = l_volume_delete,
 	.volume_get = l_volume_get,
+	.volume_attach = l_volume_attach,
+	.volume_detach = l_volume_detach,
 	.fork = l_fork,
 	.enter = l_enter,
 	.hold = l_hold,

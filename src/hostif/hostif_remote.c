@@ -1186,28 +1186,39 @@ static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t 
 	return 0;
 }
 
-static int r_volume_delete(void *ctx, const char *ws, const char *id)
+/* METHOD on volume id's own path at its host: *out the answer (may be
+ * NULL), host the host's name (for messages). */
+static int on_volume(struct remote *rm, const char *method, const char *ws, const char *id, json_t **out,
+		     char host[NAME_MAX_LEN])
 {
-	struct remote *rm = ctx;
 	struct host_row h;
 	int rc = vol_where(rm, ws, id, &h);
 	if (rc < 0)
 		return rc;
-	/* Its host says whether a sandbox has it; while that host is down
-	 * nobody can, and its file stays: refused (-EHOSTDOWN). */
 	char path[256];
 	snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, id);
-	rc = call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
-	if (rc == -EHOSTDOWN)
-		rc = errf(EHOSTDOWN, "volume %s is on host %s, which is down: delete it when the host is back (%s)",
-			  id, h.name, errmsg());
+	snprintf(host, NAME_MAX_LEN, "%s", h.name);
+	rc = call(rm, &h, method, path, NULL, CALL_TIMEOUT_S, out, NULL);
 	host_row_clear(&h);
+	return rc;
+}
+
+static int r_volume_delete(void *ctx, const char *ws, const char *id)
+{
+	struct remote *rm = ctx;
+	char host[NAME_MAX_LEN];
+	/* Its host says whether a sandbox has it; while that host is down
+	 * nobody can, and its file stays: refused (-EHOSTDOWN). */
+	int rc = on_volume(rm, "DELETE", ws, id, NULL, host);
+	if (rc == -EHOSTDOWN)
+		return errf(EHOSTDOWN, "volume %s is on host %s, which is down: delete it when the host is back (%s)",
+			    id, host, errmsg());
 	if (rc == 0 || rc == -ENOENT) {
 		/* Its host has it no more (deleted there, or its data
-		 * directory was replaced): the cluster's record goes too. */
-		int drc = store_volume_delete(rm->cfg.store, ws, id);
+		 * directory was replaced): the cluster's record goes too
+		 * (-ENOENT "volume ID not found" if it had none). */
+		rc = store_volume_delete(rm->cfg.store, ws, id);
 		store_placement_end(rm->cfg.store, id);
-		rc = drc;
 	}
 	return rc;
 }
@@ -1215,20 +1226,13 @@ static int r_volume_delete(void *ctx, const char *ws, const char *id)
 static int r_volume_get(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
 			void *fctx)
 {
-	struct remote *rm = ctx;
-	struct host_row h;
-	int rc = vol_where(rm, ws, id, &h);
-	if (rc < 0)
-		return rc;
-	char path[256];
-	snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, id);
+	char host[NAME_MAX_LEN];
 	json_t *a = NULL;
-	rc = call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
-	host_row_clear(&h);
+	int rc = on_volume(ctx, "GET", ws, id, &a, host);
 	struct vol_row r;
 	if (rc == 0 && (rc = wire_vol_parse(json_object_get(a, "volume"), &r)) == 0 &&
 	    (strcmp(r.id, id) || strcmp(r.workspace, ws)))
-		rc = errf(EPROTO, "the host answered another volume's record for %s", id);
+		rc = errf(EPROTO, "host %s answered another volume's record for %s", host, id);
 	if (rc == 0 && out)
 		*out = r;
 	size_t i;
@@ -1242,6 +1246,32 @@ static int r_volume_get(void *ctx, const char *ws, const char *id, struct vol_ro
 	}
 	json_decref(a);
 	return rc;
+}
+
+/* A volume and a sandbox must share a host: the volume's file is there. */
+static int r_volume_attach(void *ctx, const char *ws, const char *id, const struct create_volume *v)
+{
+	struct remote *rm = ctx;
+	struct host_row sh, vh;
+	int rc = where(rm, ws, id, &sh);
+	if (rc < 0)
+		return rc;
+	if ((rc = vol_where(rm, ws, v->id, &vh)) == 0 && strcmp(vh.id, sh.id))
+		rc = errf(EINVAL, "volume '%s' is on host %s and sandbox %s on host %s: a volume is attached on "
+				  "its own host (docs/cluster.md \"Volumes\")", v->name, vh.name, id, sh.name);
+	host_row_clear(&vh);
+	host_row_clear(&sh);
+	if (rc < 0)
+		return rc;
+	return on_sandbox(rm, "POST", ws, id, "/volume_attach",
+			  json_pack("{s:s,s:s,s:s,s:b}", "id", v->id, "name", v->name, "path", v->path, "read_only",
+				    v->read_only), SLOW_TIMEOUT_S, NULL);
+}
+
+static int r_volume_detach(void *ctx, const char *ws, const char *id, const char *volume)
+{
+	return on_sandbox(ctx, "POST", ws, id, "/volume_detach", json_pack("{s:s}", "volume", volume),
+			  SLOW_TIMEOUT_S, NULL);
 }
 
 static const struct hostif_ops remote_ops = {
@@ -1260,6 +1290,8 @@ static const struct hostif_ops remote_ops = {
 	.volume_create = r_volume_create,
 	.volume_delete = r_volume_delete,
 	.volume_get = r_volume_get,
+	.volume_attach = r_volume_attach,
+	.volume_detach = r_volume_detach,
 	.fork = r_fork,
 	.enter = r_enter,
 	.hold = r_hold,

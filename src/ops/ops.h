@@ -162,6 +162,12 @@ json_t *ops_volume_json(const struct ops_caller *c, const struct vol_row *r);
 int ops_volume_list(const struct ops_caller *c, json_t **out);
 /* -EBUSY while a sandbox has it (naming it). */
 int ops_volume_delete(const struct ops_caller *c, const char *id);
+/* POST /v1/sandboxes/{id}/volumes {name, path, read_only}: the caller's
+ * volume attached to its sandbox, mounted at path (host.h
+ * host_volume_attach); *out the volume. Detach names the volume by name
+ * or id: -ENOENT if the sandbox does not have it. */
+int ops_volume_attach(const struct ops_caller *c, const char *sandbox, const json_t *args, struct vol_row *out);
+int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const char *volume);
 
 /* Keep the caller's sandbox id, a fork's child, and delete its siblings
  * (every other live sandbox forked from the same parent), and with

@@ -27,25 +27,60 @@ bool ops_volume_name_ok(const char *s)
 
 /* A mount path the guest's shell can take as it is: absolute, not "/",
  * [A-Za-z0-9._/-], no "..", no "//", bounded. */
-static int path_check(const char *p, int i)
+static int path_check(const char *p, const char *at)
 {
 	size_t n = strlen(p);
 	if (p[0] != '/' || n < 2 || n > OPS_VOLUME_PATH_MAX)
-		return errf(EINVAL, "volumes[%d].path must be an absolute path other than / (at most %d bytes)", i,
+		return errf(EINVAL, "%spath must be an absolute path other than / (at most %d bytes)", at,
 			    OPS_VOLUME_PATH_MAX);
 	if (strstr(p, "..") || strstr(p, "//"))
-		return errf(EINVAL, "volumes[%d].path '%s' may not contain '..' or '//'", i, p);
+		return errf(EINVAL, "%spath '%s' may not contain '..' or '//'", at, p);
 	for (const char *s = p; *s; s++)
 		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
 		      strchr("/._-", *s)))
-			return errf(EINVAL, "volumes[%d].path '%.64s': only letters, digits and . _ - / are allowed",
-				    i, p);
+			return errf(EINVAL, "%spath '%.64s': only letters, digits and . _ - / are allowed", at, p);
+	return 0;
+}
+
+/* One {name, path, read_only} (at: "volumes[I]." or "" for messages)
+ * into out's entry i, its name resolved to the caller's volume. */
+static int volume_entry(const struct ops_caller *c, const json_t *v, const char *at, int i, struct ops_volumes *out)
+{
+	static const char *const keys[] = { "name", "path", "read_only", NULL };
+	const char *name = NULL, *path = NULL;
+	bool ro = false;
+	if (!json_is_object(v))
+		return errf(EINVAL, "%s must be an object {name, path, read_only}", *at ? at : "the volume");
+	int rc = v_known_keys(v, keys);
+	rc = rc ?: v_str(v, "name", true, 64, &name);
+	rc = rc ?: v_str(v, "path", true, OPS_VOLUME_PATH_MAX + 1, &path);
+	rc = rc ?: v_bool(v, "read_only", &ro);
+	if (rc < 0)
+		return *at ? errf(-rc, "%.*s: %s", (int)strlen(at) - 1, at, errmsg()) : rc;
+	if (!ops_volume_name_ok(name))
+		return errf(EINVAL, "%sname '%.64s' is not a volume name", at, name);
+	if ((rc = path_check(path, at)) < 0)
+		return rc;
+	for (int j = 0; j < i; j++) {
+		if (!strcmp(out->name[j], name))
+			return errf(EINVAL, "volume '%s' is named twice in 'volumes'", name);
+		if (!strcmp(out->path[j], path))
+			return errf(EINVAL, "path '%s' is given twice in 'volumes'", path);
+	}
+	struct vol_row r;
+	rc = c->store ? store_volume_load(c->store, c->workspace, name, true, &r)
+		      : errf(ENOSYS, "volumes need the store");
+	if (rc < 0)
+		return rc;	/* -ENOENT "volume NAME not found" */
+	snprintf(out->id[i], sizeof out->id[i], "%s", r.id);
+	snprintf(out->name[i], sizeof out->name[i], "%s", name);
+	snprintf(out->path[i], sizeof out->path[i], "%s", path);
+	out->v[i] = (struct create_volume){ out->id[i], out->name[i], out->path[i], ro };
 	return 0;
 }
 
 int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops_volumes *out)
 {
-	static const char *const keys[] = { "name", "path", "read_only", NULL };
 	memset(out, 0, sizeof *out);
 	const json_t *a = json_object_get(args, "volumes");
 	if (!a || json_is_null(a))
@@ -59,35 +94,11 @@ int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops
 	size_t i;
 	const json_t *v;
 	json_array_foreach(a, i, v) {
-		const char *name = NULL, *path = NULL;
-		bool ro = false;
-		if (!json_is_object(v))
-			return errf(EINVAL, "volumes[%zu] must be an object {name, path, read_only}", i);
-		int rc = v_known_keys(v, keys);
-		rc = rc ?: v_str(v, "name", true, 64, &name);
-		rc = rc ?: v_str(v, "path", true, OPS_VOLUME_PATH_MAX + 1, &path);
-		rc = rc ?: v_bool(v, "read_only", &ro);
+		char at[32];
+		snprintf(at, sizeof at, "volumes[%zu].", i);
+		int rc = volume_entry(c, v, at, (int)i, out);
 		if (rc < 0)
-			return errf(-rc, "volumes[%zu]: %s", i, errmsg());
-		if (!ops_volume_name_ok(name))
-			return errf(EINVAL, "volumes[%zu].name '%.64s' is not a volume name", i, name);
-		if ((rc = path_check(path, (int)i)) < 0)
 			return rc;
-		for (size_t j = 0; j < i; j++) {
-			if (!strcmp(out->name[j], name))
-				return errf(EINVAL, "volume '%s' is named twice in 'volumes'", name);
-			if (!strcmp(out->path[j], path))
-				return errf(EINVAL, "path '%s' is given twice in 'volumes'", path);
-		}
-		struct vol_row r;
-		rc = c->store ? store_volume_load(c->store, c->workspace, name, true, &r)
-			      : errf(ENOSYS, "volumes need the store");
-		if (rc < 0)
-			return rc;	/* -ENOENT "volume NAME not found" */
-		snprintf(out->id[i], sizeof out->id[i], "%s", r.id);
-		snprintf(out->name[i], sizeof out->name[i], "%s", name);
-		snprintf(out->path[i], sizeof out->path[i], "%s", path);
-		out->v[i] = (struct create_volume){ out->id[i], out->name[i], out->path[i], ro };
 		out->n++;
 	}
 	return 0;
@@ -229,4 +240,31 @@ int ops_volume_delete(const struct ops_caller *c, const char *id)
 	if (!v_is_id(id, "vol_"))
 		return errf(ENOENT, "volume %.64s not found", id);
 	return hostif_volume_delete(c->hostif, c->workspace, id);
+}
+
+int ops_volume_attach(const struct ops_caller *c, const char *sandbox, const json_t *args, struct vol_row *out)
+{
+	struct ops_volumes vs;
+	memset(&vs, 0, sizeof vs);
+	/* The sandbox first: a request about one that is not the caller's
+	 * is 404 whatever its body. */
+	if (!v_is_id(sandbox, "sbx_"))
+		return errf(ENOENT, "sandbox %.64s not found", sandbox);
+	int rc = hostif_get(c->hostif, c->workspace, sandbox, false, NULL);
+	rc = rc ?: volume_entry(c, args, "", 0, &vs);
+	rc = rc ?: hostif_volume_attach(c->hostif, c->workspace, sandbox, &vs.v[0]);
+	return rc ?: store_volume_load(c->store, c->workspace, vs.id[0], false, out);
+}
+
+int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const char *volume)
+{
+	struct vol_row r;
+	if (!v_is_id(sandbox, "sbx_"))
+		return errf(ENOENT, "sandbox %.64s not found", sandbox);
+	bool by_id = v_is_id(volume, "vol_");
+	if (!by_id && !ops_volume_name_ok(volume))
+		return errf(ENOENT, "volume %.64s not found", volume);
+	int rc = c->store ? store_volume_load(c->store, c->workspace, volume, !by_id, &r)
+			  : errf(ENOSYS, "volumes need the store");
+	return rc ?: hostif_volume_detach(c->hostif, c->workspace, sandbox, r.id);
 }

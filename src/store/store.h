@@ -299,6 +299,8 @@ int store_volume_usage(struct store *st, const char *workspace, int64_t *count, 
 int store_volume_attach(struct store *st, const struct vol_att *a);
 /* Remove the sandbox's attachments (all of them). */
 int store_volume_detach_sandbox(struct store *st, const char *sandbox);
+/* Remove the sandbox's attachment in slot: -ENOENT if it has none. */
+int store_volume_detach_slot(struct store *st, const char *sandbox, int slot);
 typedef int store_att_fn(void *ctx, const struct vol_att *a);
 /* The attachments of a volume (sandbox NULL) or of a sandbox (volume
  * NULL), in slot order. */

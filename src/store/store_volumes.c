@@ -144,6 +144,14 @@ int store_volume_detach_sandbox(struct store *st, const char *sandbox)
 		   DBV_S(sandbox));
 }
 
+int store_volume_detach_slot(struct store *st, const char *sandbox, int slot)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "DELETE FROM volume_attachments WHERE sandbox_id = $1 AND slot = $2", NULL, NULL, &changes,
+		     DBV_S(sandbox), DBV_I(slot));
+	return rc < 0 ? rc : changes ? 0 : errf(ENOENT, "sandbox %s has no volume in slot %d", sandbox, slot);
+}
+
 struct att_each {
 	store_att_fn *fn;
 	void *ctx;

@@ -220,6 +220,16 @@ api POST "/v1/sandboxes/$V2/exec" '{"cmd":"cat /data/f; touch /data/g 2>/dev/nul
 [ -n "$V2" ] && [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"]')" = kept ] && [[ " $(on_host "${vh:-a}") " == *" $V2 "* ]] \
 	&& pass volume_outlives_sandbox "$V2 (read-only, through the other replica, on host-$vh) reads what $V1 wrote" \
 	|| fail volume_outlives_sandbox "'$V2' $STATUS $BODY"
+# Attached later to a running sandbox: on the volume's host, not elsewhere.
+on_vh=$P1 off_vh=$S1
+[ "$vh" = "$other" ] && on_vh=$S1 off_vh=$P1
+api POST "/v1/sandboxes/$off_vh/volumes" '{"name":"data","path":"/v","read_only":true}'; st1=$STATUS b1=$BODY
+api POST "/v1/sandboxes/$on_vh/volumes" '{"name":"data","path":"/v","read_only":true}'; st2=$STATUS
+api POST "/v1/sandboxes/$on_vh/exec" '{"cmd":"cat /v/f"}'; out=$(jget 'j["stdout"]')
+api DELETE "/v1/sandboxes/$on_vh/volumes/data"
+[ "$st1 $st2 $STATUS" = "400 200 204" ] && [ "$out" = kept ] && grep -q "on its own host" <<<"$b1" \
+	&& pass volume_attach_remote "to $on_vh on host-$vh: read '$out', detached; to $off_vh on the other host: 400" \
+	|| fail volume_attach_remote "$st1 $st2 $STATUS '$out': $b1 $BODY"
 api DELETE "/v1/sandboxes/$V2"; st1=$STATUS
 api DELETE "/v1/volumes/$VOL"; st2=$STATUS
 api GET "/v1/volumes/$VOL"

@@ -7,7 +7,9 @@
 # writes fail in the guest; a volume in use is not deleted; a sandbox with
 # one hibernates and wakes with it mounted; a fork of a read-write one is
 # refused, of a read-only one shares it; a snapshot is refused; volumes
-# survive their sandbox, a kilnd restart and kill -9 of kilnd; a template
+# survive their sandbox, a kilnd restart and kill -9 of kilnd; one is
+# attached to and detached from a running sandbox (REST and the CLI),
+# never unmounted from under a guest process; a template
 # built without slots is 409 saying to rebuild it; bad requests are
 # 400/404/409 with messages; the plan's volumes, volume_mib and
 # storage_mib are 429; nothing is left at the end.
@@ -136,6 +138,70 @@ api GET "/v1/volumes/$V"
 check volume_kilnd_kill9 "after kill -9 of kilnd: $OUT; volume $STATUS, attached_to $(jget '[a["sandbox_id"] for a in j["attached_to"]]')" \
 	[ "$OUT" = after-kill9 -a "$STATUS" = 200 -a "$(jget '[a["sandbox_id"] for a in j["attached_to"]]')" = "['$S5']" ]
 api DELETE "/v1/sandboxes/$S5"
+
+# ---- attach and detach on a running sandbox ---------------------------------------------
+# A sandbox made without volumes takes one; a second writer elsewhere is
+# refused; a mount the guest uses is not pulled from under it; detached,
+# the volume moves to another sandbox; a hibernated one lets go without
+# waking; the template's two slots are all there is.
+create_sandbox; L1=$SBX
+create_sandbox; L2=$SBX
+api POST "/v1/sandboxes/$L1/volumes" '{"name":"data","path":"/late"}'
+check volume_attach_live "$STATUS: $(jget '[(a["sandbox_id"], a["path"], a["slot"]) for a in j["attached_to"]]')" \
+	[ "$STATUS" = 200 -a "$(jget '[(a["sandbox_id"], a["path"]) for a in j["attached_to"]]')" = "[('$L1', '/late')]" ]
+gx "$L1" 'grep " /late " /proc/mounts; cat /late/f; echo late > /late/l && sync /late/l'
+ok=; [ "$RC" = 0 ] && [[ "$OUT" == *" /late ext4 rw"*hello ]] && ok=1
+check volume_attach_mounted "rc $RC: $OUT $ERR" [ -n "$ok" ]
+api POST "/v1/sandboxes/$L1/volumes" '{"name":"data","path":"/again"}'
+expect volume_attach_twice 409 conflict && echo "  ($(msg))"
+api POST "/v1/sandboxes/$L2/volumes" '{"name":"data","path":"/d","read_only":true}'
+expect volume_attach_second_writer 409 conflict && { [[ "$(msg)" == *"$L1"* ]] && pass volume_attach_names_writer "$(msg)" || fail volume_attach_names_writer "$(msg)"; }
+api POST "/v1/sandboxes/$L1/processes" '{"cmd":"cd /late && exec sleep 120"}'
+sleep 1
+api DELETE "/v1/sandboxes/$L1/volumes/data"
+expect volume_detach_in_use 409 conflict && { [[ "$(msg)" == *"/late"* ]] && pass volume_detach_in_use_says "$(msg)" || fail volume_detach_in_use_says "$(msg)"; }
+gx "$L1" 'kill $(pidof sleep); sleep 0.2; cat /late/l'
+check volume_detach_kept_mount "the guest still has it: $OUT" [ "$OUT" = late ]
+api DELETE "/v1/sandboxes/$L1/volumes/data"
+st1=$STATUS
+gx "$L1" 'grep -c " /late " /proc/mounts'
+api GET "/v1/volumes/$V"
+check volume_detach "$st1; mounts of /late in the guest: $OUT; attached_to $(jget 'j["attached_to"]')" \
+	[ "$st1" = 204 -a "$OUT" = 0 -a "$(jget 'j["attached_to"]')" = "[]" ]
+api POST "/v1/sandboxes/$L2/volumes" '{"name":"data","path":"/d","read_only":true}'
+st1=$STATUS
+gx "$L2" 'cat /d/l'
+check volume_moved "$st1: the next sandbox reads $OUT" [ "$st1" = 200 -a "$OUT" = late ]
+api POST "/v1/sandboxes/$L2/hibernate" '{}'
+api DELETE "/v1/sandboxes/$L2/volumes/$V"
+st1=$STATUS
+api GET "/v1/sandboxes/$L2"
+check volume_detach_hibernated "$st1 by id; the sandbox stays $(jget 'j["status"]')" [ "$st1" = 204 -a "$(jget 'j["status"]')" = hibernated ]
+api DELETE "/v1/sandboxes/$L2/volumes/data"
+expect volume_detach_not_attached 404 not_found
+api POST "/v1/sandboxes/$L2/volumes" '{"name":"nope","path":"/x"}'
+expect volume_attach_unknown 404 not_found
+api POST "/v1/sandboxes/$L2/volumes" '{"name":"data"}'
+expect volume_attach_no_path 400 invalid_request
+api POST "/v1/sandboxes/sbx_nope/volumes" '{"name":"data","path":"/x"}'
+expect volume_attach_no_sandbox 404 not_found
+api POST /v1/volumes '{"name":"slot2","size_mib":8}'; V2=$(jget 'j["id"]')
+api POST /v1/volumes '{"name":"slot3","size_mib":8}'; V3=$(jget 'j["id"]')
+api POST "/v1/sandboxes/$L1/volumes" '{"name":"data","path":"/a","read_only":true}'; st1=$STATUS
+api POST "/v1/sandboxes/$L1/volumes" '{"name":"slot2","path":"/b"}'; st2=$STATUS
+api POST "/v1/sandboxes/$L1/volumes" '{"name":"slot3","path":"/c"}'
+expect volume_attach_no_slot 409 conflict && { [ "$st1 $st2" = "200 200" ] && [[ "$(msg)" == *"no free volume slot"* ]] && pass volume_attach_slots_says "$(msg)" || fail volume_attach_slots_says "$st1 $st2 $(msg)"; }
+# The CLI: kiln volume detach / attach.
+export KILN_API_URL=$URL KILN_API_KEY=$MAIN
+o1=$("$KILN" volume detach "$L1" slot2 2>&1); s1=$?
+o2=$("$KILN" volume attach "$L1" slot3:/c:ro 2>&1); s2=$?
+mounts=$("$KILN" exec "$L1" 'grep -E " /(b|c) " /proc/mounts' 2>&1)
+check volume_cli_attach_detach "detach $s1 '$o1', attach $s2 '$o2': $mounts" \
+	eval '[ "$s1 $s2" = "0 0" ] && [[ "$mounts" == *" /c ext4 ro"* ]] && [[ "$mounts" != *" /b "* ]]'
+o1=$("$KILN" volume attach "$L1" slot2 2>&1); s1=$?
+check volume_cli_attach_usage "exit $s1: $o1" eval '[ $s1 != 0 ] && [[ "$o1" == *"NAME:/PATH"* ]]'
+for s in "$L1" "$L2"; do api DELETE "/v1/sandboxes/$s"; done
+for v in "$V2" "$V3"; do api DELETE "/v1/volumes/$v"; [ "$STATUS" = 204 ] || fail volume_attach_cleanup "$v: $STATUS $BODY"; done
 
 # ---- bad requests -------------------------------------------------------------------------
 api POST /v1/volumes '{"name":"x","size_mib":1,"colour":"red"}'

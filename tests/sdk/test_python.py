@@ -173,12 +173,22 @@ def volumes_create_mount_delete():
             eq(sb.exec("echo from-py > /vol/f && sync && cat /vol/f").stdout.strip(), "from-py", "the volume's file")
             eq([a["sandbox_id"] for a in v.refresh().attached_to], [sb.id], "attached_to")
             raises(Conflict, v.delete)
+            # Let go and taken again while the sandbox runs.
+            sb.detach_volume(name)
+            eq(v.refresh().attached_to, [], "attached_to after detach_volume")
+            raises(NotFound, sb.detach_volume, name)
+            got = sb.attach_volume(name, "/again", read_only=True)
+            eq([(a["sandbox_id"], a["path"], a["read_only"]) for a in got["attached_to"]], [(sb.id, "/again", True)],
+               "attach_volume's answer")
+            eq(sb.exec("cat /again/f").stdout.strip(), "from-py", "the file through the later mount")
+            raises(Conflict, sb.attach_volume, name, "/third")
         finally:
             sb.delete()
     finally:
         v.delete()
     raises(NotFound, kiln.Volume.get, v.id, client=c)
-    return f"{v.id}: made, mounted at /vol in {sb.id}, refused delete while attached, deleted"
+    return (f"{v.id}: made, mounted at /vol in {sb.id}, refused delete while attached, detached and attached "
+            f"again read-only at /again, deleted")
 
 
 @test

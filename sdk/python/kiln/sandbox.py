@@ -329,6 +329,19 @@ class Sandbox:
         self._info = self._post("/resume").json()
         return self
 
+    def attach_volume(self, name: str, path: str, read_only: bool = False) -> Dict[str, Any]:
+        """Mount the workspace's volume ``name`` at ``path`` in this running
+        sandbox (its lowest free volume slot; a hibernated one is woken).
+        Conflict for the one-writer rule, a path or volume it has already,
+        or no free slot. Returns the volume as the API gives it."""
+        return self._post("/volumes", {"name": name, "path": path, "read_only": bool(read_only)}).json()
+
+    def detach_volume(self, volume: str) -> None:
+        """Sync, unmount and let go the volume (its name or id): Conflict,
+        naming what holds it, while a process in the guest uses the mount."""
+        self._client.transport.request("DELETE", f"{self._path}/volumes/{urllib.parse.quote(volume, safe='')}",
+                                       ok=(204,))
+
     def fork(self, count: int = 1) -> List["Sandbox"]:
         """count copies of this running sandbox, memory and disk, each
         continuing from here (one pause per child)."""

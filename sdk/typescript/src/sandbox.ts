@@ -10,7 +10,7 @@ import type { PtyOptions } from "./pty.js";
 import { Pty } from "./pty.js";
 import type { StreamCallbacks } from "./stream.js";
 import { ExecStream, STREAM_SILENCE_MS, sseEvents } from "./stream.js";
-import type { ExecResult, ExecResultJSON, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON, VolumeMount } from "./types.js";
+import type { ExecResult, ExecResultJSON, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, SnapshotJSON, VolumeJSON, VolumeMount } from "./types.js";
 import { execResultFrom, snapshotFrom } from "./types.js";
 
 export interface CreateOptions extends ConnectOptions {
@@ -346,6 +346,23 @@ export class Sandbox {
     this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/resume`, { json: {} });
     return this;
   }
+  /**
+   * Mount the workspace's volume `name` at `path` in this running sandbox
+   * (its lowest free volume slot; a hibernated one is woken). A Conflict
+   * for the one-writer rule, a path or volume it has already, or no free
+   * slot. Resolves to the volume as the API gives it.
+   */
+  async attachVolume(name: string, path: string, options: { readOnly?: boolean } = {}): Promise<VolumeJSON> {
+    return this.client.json<VolumeJSON>("POST", `${this.path}/volumes`, {
+      json: { name, path, read_only: options.readOnly ?? false },
+    });
+  }
+
+  /** Sync, unmount and let go a volume (its name or id): a Conflict, naming what holds it, while the guest uses the mount. */
+  async detachVolume(volume: string): Promise<void> {
+    await this.client.empty("DELETE", `${this.path}/volumes/${encodeURIComponent(volume)}`);
+  }
+
 
   async wake(): Promise<this> {
     this.data = await this.client.json<SandboxJSON>("POST", `${this.path}/wake`, { json: {} });

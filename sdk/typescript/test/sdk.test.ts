@@ -122,7 +122,7 @@ test("create errors", async () => {
   await rejects(() => Sandbox.create({ template: "minimal", fromSnapshot: "snap_x" }), TypeError);
 });
 
-test("volumes: create, list, get, mount at create, delete", async () => {
+test("volumes: create, list, get, mount at create, detach, attach, delete", async () => {
   const c = A.client;
   const name = `ts-vol-${Date.now() % 100000}`;
   const v = await c.createVolume(name, 8);
@@ -137,6 +137,14 @@ test("volumes: create, list, get, mount at create, delete", async () => {
       assert.equal(r.stdout.trim(), "from-ts");
       assert.deepEqual((await c.getVolume(v.id)).attached_to.map((a) => a.sandbox_id), [sb.id]);
       await rejects(() => c.deleteVolume(v.id), Conflict);
+      // Let go and taken again while the sandbox runs.
+      await sb.detachVolume(name);
+      assert.deepEqual((await c.getVolume(v.id)).attached_to, []);
+      await rejects(() => sb.detachVolume(name), NotFound);
+      const got = await sb.attachVolume(name, "/again", { readOnly: true });
+      assert.deepEqual(got.attached_to.map((a) => [a.sandbox_id, a.path, a.read_only]), [[sb.id, "/again", true]]);
+      assert.equal((await sb.exec("cat /again/f")).stdout.trim(), "from-ts");
+      await rejects(() => sb.attachVolume(name, "/third"), Conflict);
     } finally {
       await sb.delete();
     }
