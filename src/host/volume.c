@@ -163,7 +163,8 @@ int volumes_check(struct host *h, const struct create_req *req, const struct tmp
 	if (req->nvolumes <= 0)
 		return 0;
 	if (req->snapshot)
-		return errf(EINVAL, "volumes cannot be attached to a sandbox made from a snapshot");
+		return errf(EINVAL, "volumes cannot be attached to a sandbox made from a snapshot at its create: "
+				   "attach them once it runs (POST /v1/sandboxes/{id}/volumes)");
 	if (t->volume_slots <= 0)
 		return errf(EBUSY, "template '%s' (version %d) was built without volume slots: rebuild it "
 				   "(kilnd template build %s) to attach volumes", t->name, t->version, t->name);
@@ -250,6 +251,14 @@ static int guest_mount(struct host *h, struct sandbox *sb, const struct create_v
 	return rc;
 }
 
+/* A mount the guest's script refused (it exited non-zero: -EIO) is the
+ * request's to mend (a path the guest cannot mount at, such as one under
+ * /proc): -EINVAL, a 400, not an internal error. */
+static int mount_errno(int rc)
+{
+	return rc == -EIO ? EINVAL : -rc;
+}
+
 int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *req)
 {
 	if (req->nvolumes <= 0)
@@ -288,7 +297,7 @@ int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *
 			rc = errf(-rc, "volume '%s': %s", v->name, errmsg());
 	}
 	if (rc == 0 && (rc = guest_mount(h, sb, req->volumes, NULL, req->nvolumes)) < 0)
-		rc = errf(-rc, "mounting the volumes in the guest: %s", errmsg());
+		rc = errf(mount_errno(rc), "mounting the volumes in the guest: %s", errmsg());
 	/* On failure the caller ends the sandbox, and its records with it. */
 	return rc;
 }
@@ -549,7 +558,7 @@ int host_volume_attach(struct host *h, struct sandbox *sb, const struct create_v
 		rc = errf(-rc, "volume '%s': %s", v->name, errmsg());
 	in_vmm = recorded && rc == 0;
 	if (rc == 0 && (rc = guest_mount(h, sb, v, &slot, 1)) < 0)
-		rc = errf(-rc, "mounting volume '%s' in the guest: %s", v->name, errmsg());
+		rc = errf(mount_errno(rc), "mounting volume '%s' in the guest: %s", v->name, errmsg());
 	if (rc < 0 && recorded) {
 		/* Undone: the slot empty again, the record gone. */
 		char why[512];

@@ -353,7 +353,8 @@ static int volumes_host(struct remote *rm, const struct create_req *req, struct 
 {
 	memset(h, 0, sizeof *h);
 	if (req->snapshot)
-		return errf(EINVAL, "volumes cannot be attached to a sandbox made from a snapshot");
+		return errf(EINVAL, "volumes cannot be attached to a sandbox made from a snapshot at its create: "
+				   "attach them once it runs (POST /v1/sandboxes/{id}/volumes)");
 	for (int i = 0; i < req->nvolumes; i++) {
 		struct host_row vh;
 		int rc = vol_where(rm, req->workspace, req->volumes[i].id, &vh);

@@ -183,6 +183,16 @@ api POST "/v1/sandboxes/$L2/volumes" '{"name":"nope","path":"/x"}'
 expect volume_attach_unknown 404 not_found
 api POST "/v1/sandboxes/$L2/volumes" '{"name":"data"}'
 expect volume_attach_no_path 400 invalid_request
+# A path the guest cannot mount at: refused with the guest's words, at a
+# create (the sandbox ended) and on a running one (the slot free again).
+n0=$(sandbox_vmms | wc -l)
+api POST /v1/sandboxes '{"template":"minimal","volumes":[{"name":"data","path":"/proc/x"}]}'
+expect volume_mount_refused_create 400 invalid_request && { [[ "$(msg)" == *"mounting the volumes in the guest"* ]] && pass volume_mount_refused_says "$(msg)" || fail volume_mount_refused_says "$(msg)"; }
+api POST "/v1/sandboxes/$L1/volumes" '{"name":"data","path":"/proc/y"}'
+expect volume_mount_refused_attach 400 invalid_request
+api GET "/v1/volumes/$V"
+check volume_mount_refused_nothing_left "VMMs $n0 -> $(sandbox_vmms | wc -l); data attached_to $(jget '[a["sandbox_id"] for a in j["attached_to"]]')" \
+	[ "$(sandbox_vmms | wc -l)" = "$n0" -a "$(jget 'j["attached_to"]')" = "[]" ]
 api POST "/v1/sandboxes/sbx_nope/volumes" '{"name":"data","path":"/x"}'
 expect volume_attach_no_sandbox 404 not_found
 api POST /v1/volumes '{"name":"slot2","size_mib":8}'; V2=$(jget 'j["id"]')
@@ -200,6 +210,17 @@ check volume_cli_attach_detach "detach $s1 '$o1', attach $s2 '$o2': $mounts" \
 	eval '[ "$s1 $s2" = "0 0" ] && [[ "$mounts" == *" /c ext4 ro"* ]] && [[ "$mounts" != *" /b "* ]]'
 o1=$("$KILN" volume attach "$L1" slot2 2>&1); s1=$?
 check volume_cli_attach_usage "exit $s1: $o1" eval '[ $s1 != 0 ] && [[ "$o1" == *"NAME:/PATH"* ]]'
+# A sandbox made from a snapshot has no volumes at create, and takes one
+# once it runs (the snapshot's slots were empty).
+create_sandbox; SP=$SBX
+api POST "/v1/sandboxes/$SP/snapshot" '{}'; SNAPV=$(jget 'j["id"]')
+api DELETE "/v1/sandboxes/$SP"
+create_sandbox "{\"from_snapshot\":\"$SNAPV\"}"; FS=$SBX
+api POST "/v1/sandboxes/$FS/volumes" '{"name":"slot2","path":"/s","read_only":true}'; st1=$STATUS
+gx "$FS" 'grep " /s " /proc/mounts'
+check volume_attach_from_snapshot "$FS from $SNAPV: $st1, $OUT" eval '[ "$st1" = 200 ] && [[ "$OUT" == *" /s ext4 ro"* ]]'
+api DELETE "/v1/sandboxes/$FS"
+api DELETE "/v1/snapshots/$SNAPV"
 for s in "$L1" "$L2"; do api DELETE "/v1/sandboxes/$s"; done
 for v in "$V2" "$V3"; do api DELETE "/v1/volumes/$v"; [ "$STATUS" = 204 ] || fail volume_attach_cleanup "$v: $STATUS $BODY"; done
 
