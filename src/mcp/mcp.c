@@ -295,7 +295,8 @@ static json_t *m_initialize(struct mcp_call *c, json_t *id, json_t *params)
 		? "Tools that act inside one kiln sandbox, a Linux microVM: run shell commands, "
 		  "read, write and list files. Paths are absolute guest paths."
 		: "Tools for kiln sandboxes (Linux microVMs): create, list, fork, hibernate and "
-		  "delete sandboxes, run shell commands and read, write and list files in them. "
+		  "delete sandboxes, run shell commands and read, write and list files in them, "
+		  "and keep data in named volumes that outlive them. "
 		  "Create a sandbox first; the other tools take its sandbox_id.";
 	json_t *info = json_pack("{s:s,s:s}", "name", c->sandbox_id ? "kiln-sandbox" : "kiln",
 				 "version", SERVER_VERSION);

@@ -7,7 +7,8 @@
  *   POST /mcp                    the tools of the caller's workspace: the
  *                                same four with a sandbox_id argument, and
  *                                create, list, get, delete, fork, hibernate
- *                                and wake sandboxes
+ *                                and wake sandboxes; create, list and
+ *                                delete volumes
  *
  * mcp.c is the protocol (JSON-RPC, versions, Origin, the tool registry and
  * argument checking against each tool's inputSchema); mcp_tools.c the

@@ -48,6 +48,13 @@
 	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" \
 	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"}}}"
 
+#define VOLUME_SCHEMA \
+	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"size_mib\",\"attached_to\"],\"properties\":{" \
+	"\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"size_mib\":{\"type\":\"integer\"}," \
+	"\"created_at\":{\"type\":\"string\"},\"attached_to\":{\"type\":\"array\",\"items\":{\"type\":\"object\"," \
+	"\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}," \
+	"\"read_only\":{\"type\":\"boolean\"}}}}}}"
+
 /* ---- helpers --------------------------------------------------------------------------------------- */
 
 static const char *tool_sandbox_id(struct mcp_call *c, const json_t *args)
@@ -575,6 +582,80 @@ static int t_resume(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	return rc < 0 ? rc : lifecycle(c, args, out, hostif_resume);
 }
 
+/* ---- volumes ----------------------------------------------------------------------------------------- */
+
+/* A volume's JSON as GET /v1/volumes gives it (created_at, not created_ms). */
+static json_t *volume_out(json_t *j)
+{
+	if (j) {
+		json_object_set_new(j, "created_at", render_time(json_integer_value(json_object_get(j, "created_ms"))));
+		json_object_del(j, "created_ms");
+	}
+	return j;
+}
+
+static int t_volume_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	struct vol_row v;
+	req_caller(c->r, &oc);
+	int rc = ops_volume_create(&oc, args, &v);	/* a plan's limit: its message names it */
+	if (rc < 0)
+		return rc;
+	json_t *j = volume_out(ops_volume_json(&oc, &v));
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	mcp_json(out, j);
+	return 0;
+}
+
+static int t_volume_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	(void)args;
+	struct ops_caller oc;
+	json_t *a, *v;
+	size_t i;
+	req_caller(c->r, &oc);
+	int rc = ops_volume_list(&oc, &a);
+	if (rc < 0)
+		return rc;
+	json_array_foreach(a, i, v)
+		volume_out(v);
+	mcp_json(out, json_pack("{s:o}", "volumes", a));
+	return 0;
+}
+
+/* delete_volume takes the volume's id, as DELETE /v1/volumes/{id} does, or
+ * its name (unique in the workspace), found in the workspace's list. */
+static int t_volume_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	const char *id = arg_str(args, "volume_id", NULL), *name = arg_str(args, "name", NULL);
+	if (!id == !name)
+		return errf(EINVAL, "give the volume's volume_id (vol_...) or its name, not both");
+	char found[ID_MAX] = "";
+	if (name) {
+		json_t *a, *v;
+		size_t i;
+		int rc = ops_volume_list(&oc, &a);
+		if (rc < 0)
+			return rc;
+		json_array_foreach(a, i, v)
+			if (!strcmp(arg_str(v, "name", ""), name))
+				snprintf(found, sizeof found, "%s", arg_str(v, "id", ""));
+		json_decref(a);
+		if (!found[0])
+			return errf(ENOENT, "volume %s not found", name);
+		id = found;
+	}
+	int rc = ops_volume_delete(&oc, id);	/* attached: -EBUSY naming the sandbox */
+	if (rc < 0)
+		return rc;
+	mcp_json(out, json_pack("{s:s,s:b}", "volume_id", id, "deleted", 1));
+	return 0;
+}
+
 /* ---- the table ------------------------------------------------------------------------------------------ */
 
 const struct mcp_tool mcp_tools[] = {
@@ -707,5 +788,30 @@ const struct mcp_tool mcp_tools[] = {
 	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_pause },
 	{ "resume_sandbox", "Resume a sandbox", "Start a paused sandbox's CPUs again (tools resume it anyway).",
 	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_resume },
+	{ "create_volume", "Create a volume",
+	  "Make a named volume: storage that outlives sandboxes (an ext4 disk). Attach it with "
+	  "create_sandbox's volumes [{name, path}]; a read-write one is one sandbox's at a time.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"size_mib\"],\"properties\":{"
+	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
+	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique in the workspace.\"},"
+	  "\"size_mib\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(OPS_VOLUME_MIB_MAX) ","
+	  "\"description\":\"Its size in MiB.\"}}}",
+	  VOLUME_SCHEMA, 0, t_volume_create },
+	{ "list_volumes", "List volumes",
+	  "List the workspace's volumes, oldest first, with the sandboxes each is attached to (path, read-only).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  "{\"type\":\"object\",\"required\":[\"volumes\"],\"properties\":{\"volumes\":{\"type\":\"array\","
+	  "\"items\":" VOLUME_SCHEMA "}}}",
+	  MCP_READ_ONLY, t_volume_list },
+	{ "delete_volume", "Delete a volume",
+	  "Delete a volume and its data, by its id or its name. A volume attached to a sandbox is not "
+	  "deleted (the error names the sandbox): delete that sandbox first.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+	  "\"volume_id\":{\"type\":\"string\",\"description\":\"The volume (vol_...).\"},"
+	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
+	  "\"description\":\"Its name, instead of volume_id.\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"volume_id\",\"deleted\"],\"properties\":{"
+	  "\"volume_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
+	  MCP_DESTRUCTIVE, t_volume_delete },
 };
 const int mcp_ntools = sizeof mcp_tools / sizeof mcp_tools[0];

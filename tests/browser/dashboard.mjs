@@ -4,7 +4,7 @@
 // workspace key), and KILN_TEST_TEMPLATE (default minimal). Screenshots go
 // to KILN_SCREENSHOTS (default build/dashboard-screenshots). Lines:
 // "PASS name: detail" / "FAIL name: why". Everything it creates (sandboxes,
-// keys) is removed at the end, also after a failure.
+// keys, snapshots, volumes) is removed at the end, also after a failure.
 import { chromium } from "playwright-core";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -43,6 +43,7 @@ async function rest(method, path, body, headers = {}) {
 const made = new Set();	// sandboxes to delete at the end
 const keysMade = new Set();
 const snapsMade = new Set();
+const volsMade = new Set();
 
 // A step: runs fn, FAIL with the error if it throws (the rest goes on).
 async function step(name, fn) {
@@ -407,6 +408,57 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
       if (gone.status === 404) made.delete(sbx);
     });
   }
+
+  await step("volumes", async () => {
+    // Made on the Volumes page, listed there; a name taken and a delete of
+    // an attached volume are refused in kilnd's words; deleted once free.
+    const name = `dash-vol-${process.pid}`;
+    await page.goto(URL_ + "/dashboard/#/volumes");
+    await page.locator("#volumes").waitFor({ timeout: 15000 });
+    // A name kilnd would refuse is caught by the field's pattern first.
+    await page.getByLabel("Name", { exact: true }).fill("Bad_Name");
+    const mismatch = await page.locator("#v-name").evaluate((e) => e.validity.patternMismatch);
+    check("volume_name_pattern", mismatch === true, "the name field flags Bad_Name (pattern [a-z0-9][a-z0-9-]*)", `patternMismatch ${mismatch}`);
+    await page.getByLabel("Name", { exact: true }).fill(name);
+    await page.getByLabel("Size (MiB)").fill("16");
+    await page.getByRole("button", { name: "Create volume" }).click();
+    const row = page.locator(`#volumes tr[data-name="${name}"]`);
+    await row.waitFor({ timeout: 30000 });
+    const id = await row.getAttribute("data-id");
+    volsMade.add(id);
+    const got = await rest("GET", `/v1/volumes/${id}`);
+    const text = (await row.textContent()).replace(/\s+/g, " ");
+    check("volume_create", got.status === 200 && got.json?.size_mib === 16 && text.includes(id) && text.includes("16 MiB"),
+      `${name} (${id}) created from the form and listed: "${text.slice(0, 120)}"`, `GET ${got.status} ${got.text}; row "${text}"`);
+    const msg = page.locator("#volume-msg");
+    await page.getByLabel("Name", { exact: true }).fill(name);
+    await page.getByRole("button", { name: "Create volume" }).click();
+    await msg.filter({ hasText: "Create refused" }).waitFor({ timeout: 15000 });
+    const taken = await msg.textContent();
+    check("volume_name_taken", new RegExp(`named '${name}' exists`).test(taken), `a second ${name}: "${taken}"`, taken);
+
+    // Attached (by the REST API): the row says where, and the delete is refused naming the sandbox.
+    const sb = await rest("POST", "/v1/sandboxes", { template: TEMPLATE, ttl_seconds: 900, volumes: [{ name, path: "/data", read_only: true }] });
+    if (sb.json?.id) made.add(sb.json.id);
+    if (sb.status !== 201) throw new Error(`a sandbox with the volume: ${sb.status} ${sb.text}`);
+    await row.filter({ hasText: `${sb.json.id} at /data (ro)` }).waitFor({ timeout: 60000 });
+    await shot("volumes");
+    await page.getByRole("button", { name: `Delete volume ${name}` }).click();
+    await msg.filter({ hasText: "Delete refused" }).waitFor({ timeout: 15000 });
+    const refused = await msg.textContent();
+    const still = await rest("GET", `/v1/volumes/${id}`);
+    check("volume_delete_attached", refused.includes(sb.json.id) && still.status === 200,
+      `shown attached to ${sb.json.id} at /data (ro); its delete refused: "${refused}"`, `"${refused}", GET ${still.status}`);
+
+    await rest("DELETE", `/v1/sandboxes/${sb.json.id}`);
+    made.delete(sb.json.id);
+    await row.filter({ hasText: "—" }).waitFor({ timeout: 60000 });
+    await page.getByRole("button", { name: `Delete volume ${name}` }).click();
+    await row.waitFor({ state: "detached", timeout: 30000 });
+    const gone = await rest("GET", `/v1/volumes/${id}`);
+    if (gone.status === 404) volsMade.delete(id);
+    check("volume_delete", gone.status === 404, `${name} deleted from the page once its sandbox was gone`, `GET after delete ${gone.status}`);
+  });
 }
 
 await step("usage_page", async () => {
@@ -479,5 +531,6 @@ await browser.close();
 for (const id of made) await rest("DELETE", `/v1/sandboxes/${id}`);
 for (const id of keysMade) await rest("DELETE", `/v1/keys/${id}`);
 for (const id of snapsMade) await rest("DELETE", `/v1/snapshots/${id}`);
+for (const id of volsMade) await rest("DELETE", `/v1/volumes/${id}`);
 if (S) await fetch(URL_ + "/v1/session", { method: "DELETE", headers: { Cookie: S.cookie, "X-CSRF-Token": S.json.csrf_token } });
 process.exit(failed ? 1 : 0);

@@ -2,7 +2,8 @@
 # The base template (Debian bookworm): it builds from build/guest/
 # rootfs-base.ext4 (make templates), and a sandbox has python3, pip, git,
 # curl, ca-certificates and a C compiler that works; the code interpreter
-# (POST .../code) keeps its variables, and forks and snapshots carry them.
+# (POST .../code) keeps its variables, and forks and snapshots carry them;
+# a named volume is mounted where the create says.
 # tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests and scripts/demo run base sandboxes (python3, the code interpreter, forks))
 . "$(dirname "$0")/lib.sh"
 
@@ -37,6 +38,18 @@ else
 fi
 api POST "/v1/sandboxes/$B/exec" "{\"cmd\":\"python3 -c 'print(6*7)'\"}"
 [ "$(jget 'j["stdout"]')" = 42 ] && pass base_after_fork "the parent runs on" || fail base_after_fork "$BODY"
+
+# ---- a named volume mounts in base too (its mount(8): the `mount` package) -----------------------
+api POST /v1/volumes '{"name":"basevol","size_mib":16}'
+VOL=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && at_exit "api DELETE /v1/volumes/$VOL" || fail base_volume_create "$STATUS $BODY"
+create_sandbox '{"template":"base","volumes":[{"name":"basevol","path":"/data"}]}'
+V=$SBX
+api POST "/v1/sandboxes/$V/exec" '{"cmd":"grep \" /data \" /proc/mounts | cut -d\" \" -f2,3,4 | cut -d, -f1; echo kept > /data/f && sync && cat /data/f"}'
+check base_volume_mounted "$V: $(jget 'j["stdout"]' | tr '\n' ' ')$(jget 'j["stderr"]')" [ "$(jget 'j["stdout"]')" = $'/data ext4 rw\nkept' ]
+api DELETE "/v1/sandboxes/$V"
+api DELETE "/v1/volumes/$VOL"
+check base_volume_deleted "$STATUS" [ "$STATUS" = 204 ]
 
 # ---- the code interpreter: state in the guest's memory, so forks and snapshots carry it ----------
 t0=$EPOCHREALTIME

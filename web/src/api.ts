@@ -80,3 +80,11 @@ export interface FileEntry {
   modified_at: string;
   link?: string;
 }
+
+export interface Volume {
+  id: string;
+  name: string;
+  size_mib: number;
+  created_at: string;
+  attached_to: { sandbox_id: string; path: string; read_only: boolean; slot?: number }[];
+}

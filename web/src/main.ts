@@ -2,7 +2,7 @@
 // hash, drawing the workspace's state from the public REST API and keeping
 // the sandbox list live from GET /v1/events.
 import "./style.css";
-import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry } from "./api";
+import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry, type Volume } from "./api";
 import { h, clear, fmtBytes, fmtTime, notice, keepFocus } from "./dom";
 import { openTerminal, type TermHandle } from "./terminal";
 import { lineChart } from "./chart";
@@ -189,7 +189,7 @@ function shell(title: string, body: HTMLElement): HTMLElement {
     h("a", { href: "#main", class: "skip" }, "Skip to content"),
     h("header", { class: "top" },
       h("span", { class: "brand" }, "kiln"),
-      h("nav", { "aria-label": "Sections" }, link("sandboxes", "Sandboxes"), link("templates", "Templates"), link("keys", "API keys"), link("usage", "Usage")),
+      h("nav", { "aria-label": "Sections" }, link("sandboxes", "Sandboxes"), link("templates", "Templates"), link("volumes", "Volumes"), link("keys", "API keys"), link("usage", "Usage")),
       h("span", { class: "spacer" }),
       h("span", { id: "live", class: "live", role: "status" }),
       h("span", { class: "ws", title: "workspace" }, workspace),
@@ -210,6 +210,7 @@ function route(): void {
   if (parts[0] === "keys") view = shell("API keys", keysView());
   else if (parts[0] === "usage") view = shell("Usage", usageView());
   else if (parts[0] === "templates") view = shell("Templates and snapshots", templatesView());
+  else if (parts[0] === "volumes") view = shell("Volumes", volumesView());
   else if (parts[0] === "sandboxes" && parts[1]) view = shell(`Sandbox ${parts[1]}`, sandboxView(decodeURIComponent(parts[1])));
   else view = shell("Sandboxes", listView());
   clear(app, view);
@@ -729,6 +730,73 @@ function templatesView(): HTMLElement {
   return h("div", {}, msg,
     h("section", { class: "card" }, h("h2", {}, "Templates"), h("div", { class: "scroll" }, h("table", { id: "templates" }, head("Name", "Description", "Size", "Built"), tb))),
     h("section", { class: "card" }, h("h2", {}, "Snapshots"), h("div", { class: "scroll" }, h("table", { id: "snapshots" }, head("Id", "Of sandbox", "Template", "Taken", ""), sb))));
+}
+
+// ---- volumes ---------------------------------------------------------------------------------
+
+// The workspace's named volumes (docs/api.md "Volumes"): list, create,
+// delete. What kilnd refuses (a name taken, a plan's limit, a volume still
+// attached) is shown in its own words.
+function volumesView(): HTMLElement {
+  const tbody = h("tbody");
+  const msg = h("p", { id: "volume-msg", "aria-live": "polite" });
+  const load = async () => {
+    const r = await api<{ volumes: Volume[] }>("GET", "/v1/volumes");
+    clear(tbody, ...(r.volumes.length ? r.volumes.map((v) => {
+      const del = h("button", { type: "button", class: "danger", "aria-label": `Delete volume ${v.name}` }, "Delete");
+      del.addEventListener("click", async () => {
+        if (!confirm(`Delete volume ${v.name} (${v.id}) and its data?`)) return;
+        del.disabled = true;
+        try {
+          await api("DELETE", `/v1/volumes/${v.id}`);
+          notice(msg, `deleted ${v.name}`);
+        } catch (e) {
+          notice(msg, `Delete refused: ${(e as Error).message}`, "error");
+        }
+        del.disabled = false;
+        await load().catch(() => {});
+      });
+      const att = v.attached_to.length ? h("ul", { class: "plain" }, ...v.attached_to.map((a) => h("li", {},
+        h("a", { href: `#/sandboxes/${a.sandbox_id}` }, a.sandbox_id), ` at ${a.path} (${a.read_only ? "ro" : "rw"})`))) : "—";
+      return h("tr", { "data-id": v.id, "data-name": v.name }, h("td", {}, v.name), h("td", {}, h("code", {}, v.id)),
+        h("td", {}, `${v.size_mib} MiB`), h("td", {}, att), h("td", {}, fmtTime(v.created_at)), h("td", {}, del));
+    }) : [h("tr", {}, h("td", { colspan: "6" }, "No volumes: make one above, then attach it when creating a sandbox (volumes: [{name, path}])."))]));
+  };
+  const name = h("input", { id: "v-name", type: "text", maxlength: "63", pattern: "[a-z0-9][a-z0-9\\-]*", placeholder: "data", spellcheck: "false", required: true, "aria-describedby": "v-help" });
+  const size = h("input", { id: "v-size", type: "number", min: "1", max: "65536", value: "1024", inputmode: "numeric", required: true });
+  const btn = h("button", { type: "submit" }, "Create volume");
+  const form = h("form", { class: "card create", "aria-label": "Create a volume" },
+    h("h2", {}, "New volume"),
+    h("div", { class: "row" },
+      h("div", { class: "grow" }, h("label", { for: "v-name" }, "Name"), name),
+      h("div", {}, h("label", { for: "v-size" }, "Size (MiB)"), size)),
+    h("p", { id: "v-help", class: "help" }, "a-z, 0-9 and '-'. A volume outlives its sandboxes; attached read-write it is one sandbox's at a time."),
+    btn, msg);
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    btn.disabled = true;
+    try {
+      const v = await api<Volume>("POST", "/v1/volumes", { name: name.value.trim(), size_mib: Number(size.value) });
+      notice(msg, `created ${v.name} (${v.id})`);
+      name.value = "";
+      await load();
+    } catch (e) {
+      notice(msg, `Create refused: ${(e as Error).message}`, "error");
+    }
+    btn.disabled = false;
+  });
+  load().catch((e) => notice(msg, (e as Error).message, "error"));
+  // Sandbox events change what a volume is attached to: a redraw reloads
+  // the list (one request at a time).
+  let loading = false;
+  redrawHook = () => {
+    if (loading) return;
+    loading = true;
+    load().catch(() => {}).finally(() => (loading = false));
+  };
+  return h("div", {}, form,
+    h("section", { class: "card" }, h("div", { class: "scroll" }, h("table", { id: "volumes" },
+      h("thead", {}, h("tr", {}, ...["Name", "Id", "Size", "Attached to", "Created", ""].map((t) => h("th", { scope: "col" }, t)))), tbody))));
 }
 
 function usageView(): HTMLElement {

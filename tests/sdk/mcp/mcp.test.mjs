@@ -16,6 +16,7 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 const URL_ = process.env.KILN_API_URL;
 const KEY = process.env.KILN_API_KEY;
 const made = new Set();
+const vols = new Set();   // volumes a test made and has not deleted yet
 
 /** The server entries of examples/mcp-config.json, ${VAR} filled from the environment. */
 function configServers(sandboxId = "sbx_none") {
@@ -99,9 +100,9 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "create_sandbox", "delete_sandbox", "fork_sandbox", "get_sandbox", "hibernate_sandbox",
-    "list_dir", "list_sandboxes", "pause_sandbox", "promote_sandbox", "read_file", "resume_sandbox", "run_code", "shell",
-    "wake_sandbox", "write_file",
+    "create_sandbox", "create_volume", "delete_sandbox", "delete_volume", "fork_sandbox", "get_sandbox",
+    "hibernate_sandbox", "list_dir", "list_sandboxes", "list_volumes", "pause_sandbox", "promote_sandbox", "read_file",
+    "resume_sandbox", "run_code", "shell", "wake_sandbox", "write_file",
   ]);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
@@ -219,6 +220,52 @@ test("workspace: pause and resume", async () => {
   assert.match(await toolError(ws, "pause_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
 });
 
+test("workspace: create_volume, list_volumes, delete_volume", async () => {
+  const name = `mcp-vol-${process.pid}`;
+  const listed = async () => (await call(ws, "list_volumes")).structuredContent.volumes;
+  const v = (await call(ws, "create_volume", { name, size_mib: 16 })).structuredContent;
+  vols.add(v.id);
+  assert.match(v.id, /^vol_/);
+  assert.equal(v.name, name);
+  assert.equal(v.size_mib, 16);
+  assert.deepEqual(v.attached_to, []);
+  assert.match(v.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.deepEqual((await listed()).filter((x) => x.id === v.id).map((x) => x.name), [name]);
+
+  // A bad name, a name taken, a size out of the schema's range.
+  assert.match(await toolError(ws, "create_volume", { name: "Bad_Name", size_mib: 1 }), /'name' must be .*a-z, 0-9 and '-'/);
+  assert.match(await toolError(ws, "create_volume", { name, size_mib: 1 }), new RegExp(`named '${name}' exists \\(${v.id}\\)`));
+  assert.match(await rpcError(ws.callTool({ name: "create_volume", arguments: { name: "x", size_mib: 0 } }), -32602), /size_mib/);
+
+  // Attached to a sandbox: listed so, and not deleted, by id or by name; the error names the sandbox.
+  const s = (await call(ws, "create_sandbox", { template: "minimal", ttl_seconds: 600,
+    volumes: [{ name, path: "/data" }] })).structuredContent;
+  made.add(s.id);
+  const sh = await call(ws, "shell", { sandbox_id: s.id, command: "grep ' /data ' /proc/mounts | cut -d' ' -f2,3" });
+  assert.equal(sh.structuredContent.stdout, "/data ext4\n");
+  assert.deepEqual((await listed()).find((x) => x.id === v.id).attached_to.map((a) => [a.sandbox_id, a.path, a.read_only]),
+    [[s.id, "/data", false]]);
+  assert.match(await toolError(ws, "delete_volume", { volume_id: v.id }), new RegExp(`attached to sandbox ${s.id}`));
+  assert.match(await toolError(ws, "delete_volume", { name }), new RegExp(`attached to sandbox ${s.id}`));
+  await call(ws, "delete_sandbox", { sandbox_id: s.id });
+  made.delete(s.id);
+
+  // Deleted by name once free; by id (a second volume); then gone.
+  const d = await call(ws, "delete_volume", { name });
+  assert.deepEqual(d.structuredContent, { volume_id: v.id, deleted: true });
+  vols.delete(v.id);
+  const w = (await call(ws, "create_volume", { name: `${name}-b`, size_mib: 1 })).structuredContent;
+  vols.add(w.id);
+  assert.deepEqual((await call(ws, "delete_volume", { volume_id: w.id })).structuredContent, { volume_id: w.id, deleted: true });
+  vols.delete(w.id);
+  const left = (await listed()).map((x) => x.id);
+  assert.ok(!left.includes(v.id) && !left.includes(w.id), `both gone: ${left}`);
+  assert.match(await toolError(ws, "delete_volume", { volume_id: v.id }), /not found/);
+  assert.match(await toolError(ws, "delete_volume", { name }), new RegExp(`volume ${name} not found`));
+  assert.match(await toolError(ws, "delete_volume", {}), /volume_id \(vol_\.\.\.\) or its name, not both/);
+  assert.match(await toolError(ws, "delete_volume", { volume_id: w.id, name }), /not both/);
+});
+
 test("workspace: unknown tools and bad arguments are JSON-RPC errors", async () => {
   assert.match(await rpcError(ws.callTool({ name: "no_such_tool", arguments: {} }), -32602), /unknown tool/);
   assert.match(await rpcError(ws.callTool({ name: "shell", arguments: { sandbox_id: sbx, command: 5 } }), -32602), /command.*string/);
@@ -322,5 +369,8 @@ after(async () => {
   // Whatever a failed test left behind.
   for (const id of made) {
     await fetch(`${URL_}/v1/sandboxes/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
+  }
+  for (const id of vols) {
+    await fetch(`${URL_}/v1/volumes/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
   }
 });
