@@ -644,8 +644,9 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		if (!sb)
 			goto out;	/* nothing made; the admission given back */
 	}
+	int vrc = 0;
 	if (rc == 0 && req->nvolumes > 0) {
-		rc = volumes_attach(h, sb, req);
+		rc = vrc = volumes_attach(h, sb, req);
 		step(sb, "volumes");
 	}
 	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
@@ -667,7 +668,9 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		vmm_last_line(sb->dir, last, sizeof last);
 		if (last[0] && !strstr(why, last) && len < (int)sizeof why)
 			snprintf(why + len, sizeof why - len, "; the VMM said: %s", last);
-		rc = build_errno(rc);
+		/* A mount the guest refused at the request's path stays the
+		 * caller's to mend (volumes_attach: -EINVAL). */
+		rc = vrc == -EINVAL ? vrc : build_errno(rc);
 		log_warn("sandbox %s: %s", sb->row.id, why);
 		sandbox_abort(h, sb, why);
 		metrics_create(h->metrics, ms / 1000, false);
