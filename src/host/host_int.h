@@ -167,6 +167,12 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why);
 void sandbox_fail(struct host *h, struct sandbox *sb, const char *why);
 /* -EBUSY "sandbox X is STATE, not want" (-ENOENT once deleted). */
 int sandbox_state_error(struct sandbox *sb, const char *want);
+/* Wait for the sandbox's operations to end (pause, hibernate), polling
+ * every 20 ms for up to max_ms, while it is in one of `states` (a mask of
+ * 1 << SBX_*) with its VMM up: otherwise there is nothing to wait for.
+ * The caller holds sb->op, so no operation starts through sandbox_enter
+ * meanwhile, and reads the outcome itself under sb->lock. */
+void sandbox_drain(struct sandbox *sb, unsigned states, int max_ms);
 
 /* volume.c (docs/api.md "Volumes"). Before a create from t is admitted:
  * the template has the slots, and no volume is held against the rules
