@@ -35,7 +35,10 @@ static const char *const (*quota_headers(struct req *r, const struct ops_quota *
 {
 	int n = 0;
 	const struct ws_caps_report *rep = &q->report;
-	if (q->applied && q->limits.creates_per_hour) {
+	/* Only a create's or fork's report counts the window: a refusal of
+	 * what the workspace keeps (hibernated, snapshots, storage_mib) has
+	 * none, and its zeros would show the window empty. */
+	if (q->window) {
 		/* Exact here; the workspace's other answers show it next. */
 		windows_note(r->api->windows, r->workspace,
 			     &(struct window_count){ q->limits.creates_per_hour, rep->creates_used, rep->reset_ms });
