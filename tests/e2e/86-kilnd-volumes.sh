@@ -245,11 +245,14 @@ KEY=$MAIN
 # ---- plan limits --------------------------------------------------------------------------
 KEY=$TINY
 api POST /v1/volumes '{"name":"big","size_mib":128}'
-expect volume_plan_size 429 limit_exceeded && echo "  ($(msg))"
+# The body of every 429 limit_exceeded (reply_limit, as a create's): the
+# limit, its value and the plan.
+limit_body() { jget '(j["error"]["limit"], j["error"]["value"], j["error"]["plan"])'; }
+expect volume_plan_size 429 limit_exceeded && { [ "$(limit_body)" = "('volume_mib', 64, 'vtiny')" ] && pass volume_plan_size_names "$(msg)" || fail volume_plan_size_names "$BODY"; }
 api POST /v1/volumes '{"name":"one","size_mib":64}'
 expect volume_plan_first 201 -
 api POST /v1/volumes '{"name":"two","size_mib":1}'
-expect volume_plan_count 429 limit_exceeded && { [ "$(jget 'j["error"]["limit"]')" = volumes ] && pass volume_plan_count_names "$(msg)" || fail volume_plan_count_names "$BODY"; }
+expect volume_plan_count 429 limit_exceeded && { [ "$(limit_body)" = "('volumes', 1, 'vtiny')" ] && pass volume_plan_count_names "$(msg)" || fail volume_plan_count_names "$BODY"; }
 api GET /v1/volumes
 api DELETE "/v1/volumes/$(jget 'j["volumes"][0]["id"]')"
 KEY=$STORE
@@ -257,7 +260,7 @@ api POST /v1/volumes '{"name":"a","size_mib":60}'
 expect volume_plan_storage_first 201 -
 A=$(jget 'j["id"]')
 api POST /v1/volumes '{"name":"b","size_mib":60}'
-expect volume_plan_storage 429 limit_exceeded && { [ "$(jget 'j["error"]["limit"]')" = storage_mib ] && pass volume_plan_storage_names "$(msg)" || fail volume_plan_storage_names "$BODY"; }
+expect volume_plan_storage 429 limit_exceeded && { [ "$(limit_body)" = "('storage_mib', 100, 'vstore')" ] && pass volume_plan_storage_names "$(msg)" || fail volume_plan_storage_names "$BODY"; }
 api GET /v1/limits
 check volume_counts_storage "in_use.storage_mib $(jget 'j["in_use"]["storage_mib"]'), volumes $(jget 'j["in_use"]["volumes"]')" \
 	[ "$(jget 'j["in_use"]["storage_mib"]')" = 60 -a "$(jget 'j["in_use"]["volumes"]')" = 1 ]
