@@ -278,9 +278,8 @@ int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state)
 		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
 	/* Its volumes are free again once it cannot use them (the volumes
 	 * themselves stay). */
-	if ((state == SBX_DELETED || state == SBX_FAILED) && !sb->pooled &&
-	    store_volume_detach_sandbox(h->store, sb->row.id) < 0)
-		log_warn("sandbox %s: removing its volume attachments: %s", sb->row.id, errmsg());
+	if ((state == SBX_DELETED || state == SBX_FAILED) && !sb->pooled)
+		volumes_forget(h, sb);
 	return 0;
 }
 

@@ -7,9 +7,11 @@
 # writes fail in the guest; a volume in use is not deleted; a sandbox with
 # one hibernates and wakes with it mounted; a fork of a read-write one is
 # refused, of a read-only one shares it; a snapshot is refused; volumes
-# survive their sandbox, a kilnd restart and kill -9 of kilnd; one is
-# attached to and detached from a running sandbox (REST and the CLI),
-# never unmounted from under a guest process; a template
+# survive their sandbox, a kilnd restart and kill -9 of kilnd (and a
+# restarted kilnd wakes a hibernated sandbox with its volume and lets
+# the volume go when the sandbox is deleted); one is attached to and
+# detached from a running sandbox (REST and the CLI), never unmounted
+# from under a guest process; a template
 # built without slots is 409 saying to rebuild it; bad requests are
 # 400/404/409 with messages; the plan's volumes, volume_mib and
 # storage_mib are 429; nothing is left at the end.
@@ -137,7 +139,17 @@ gx "$S5" 'echo after-kill9 > /data/h && sync && cat /data/h'
 api GET "/v1/volumes/$V"
 check volume_kilnd_kill9 "after kill -9 of kilnd: $OUT; volume $STATUS, attached_to $(jget '[a["sandbox_id"] for a in j["attached_to"]]')" \
 	[ "$OUT" = after-kill9 -a "$STATUS" = 200 -a "$(jget '[a["sandbox_id"] for a in j["attached_to"]]')" = "['$S5']" ]
+# A restarted kilnd learns which sandboxes have volumes from the store:
+# a hibernated one wakes with its volume, and a delete lets it go.
+api POST "/v1/sandboxes/$S5/hibernate" '{}'
+stop_kilnd
+start_kilnd "${kilnd_args[@]}" || exit 1
+api POST "/v1/sandboxes/$S5/wake" '{}'
+gx "$S5" 'cat /data/h'
+check volume_restart_wake "after a restart, woken: $OUT $ERR" [ "$OUT" = after-kill9 ]
 api DELETE "/v1/sandboxes/$S5"
+api GET "/v1/volumes/$V"
+check volume_restart_freed "deleted after a restart: attached_to $(jget 'j["attached_to"]')" [ "$(jget 'j["attached_to"]')" = "[]" ]
 
 # ---- attach and detach on a running sandbox ---------------------------------------------
 # A sandbox made without volumes takes one; a second writer elsewhere is
