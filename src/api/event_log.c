@@ -19,6 +19,8 @@ struct event_log {
 	char epoch[16];			/* this process's start, base 36 ms */
 	struct event_rec *life;		/* EVENT_LOG_KEEP, seq % EVENT_LOG_KEEP */
 	uint64_t life_next;		/* the next seq to give (from 1) */
+	uint64_t life_first;		/* first_kept's last answer: older ones have expired */
+	int64_t keep_ms;		/* EVENT_LOG_KEEP_MS (event_log_set_keep_ms) */
 	struct event_rec *usage;	/* USAGE_KEEP */
 	uint64_t usage_next;
 	json_t *states;			/* sandbox id -> its last state */
@@ -70,14 +72,20 @@ static uint64_t add_locked(struct event_log *l, const char *ws, const char *sand
 }
 
 /* The oldest lifecycle seq still kept: within EVENT_LOG_KEEP of the
- * newest and EVENT_LOG_KEEP_MS of now. */
+ * newest and keep_ms of now. Every read asks (event_log_next), so it
+ * goes on from where it stopped last time rather than from the oldest
+ * in the ring: a read costs the entries that expired since, not up to
+ * EVENT_LOG_KEEP of them on an idle stream. An entry once expired stays
+ * so (were the clock set back). Under l->lock. */
 static uint64_t first_kept(struct event_log *l)
 {
-	uint64_t first = l->life_next > EVENT_LOG_KEEP ? l->life_next - EVENT_LOG_KEEP : 1;
-	int64_t since = now_ms() - EVENT_LOG_KEEP_MS;
-	while (first < l->life_next && l->life[first % EVENT_LOG_KEEP].at_ms < since)
-		first++;
-	return first;
+	uint64_t ring = l->life_next > EVENT_LOG_KEEP ? l->life_next - EVENT_LOG_KEEP : 1;
+	if (l->life_first < ring)
+		l->life_first = ring;	/* overwritten by newer ones */
+	int64_t since = now_ms() - l->keep_ms;
+	while (l->life_first < l->life_next && l->life[l->life_first % EVENT_LOG_KEEP].at_ms < since)
+		l->life_first++;
+	return l->life_first;
 }
 
 /* The lifecycle move prev -> state as an event type. */
@@ -180,6 +188,8 @@ struct event_log *event_log_new(struct hostif *hi)
 	}
 	l->hi = hi;
 	l->life_next = 1;
+	l->life_first = 1;
+	l->keep_ms = EVENT_LOG_KEEP_MS;
 	l->usage_next = 1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
@@ -236,6 +246,13 @@ void event_log_free(struct event_log *l)
 	free(l->life);
 	free(l->usage);
 	free(l);
+}
+
+void event_log_set_keep_ms(struct event_log *l, int64_t ms)
+{
+	pthread_mutex_lock(&l->lock);
+	l->keep_ms = ms;
+	pthread_mutex_unlock(&l->lock);
 }
 
 uint64_t event_log_add(struct event_log *l, const char *ws, const char *sandbox, const char *kind,

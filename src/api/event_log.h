@@ -50,6 +50,9 @@ struct event_rec {
  * set on failure. */
 struct event_log *event_log_new(struct hostif *hi);
 void event_log_free(struct event_log *l);
+/* Keep lifecycle events ms instead of EVENT_LOG_KEEP_MS (tests: a window
+ * that passes while they wait). */
+void event_log_set_keep_ms(struct event_log *l, int64_t ms);
 
 /* Append a lifecycle-ring event (data: members as event_rec.data, may be
  * NULL). Its seq. With number, its data starts with ,"NUMBER":SEQ (an

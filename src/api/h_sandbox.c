@@ -13,70 +13,12 @@
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
-#include "api/window.h"
 #include "common/err.h"
 #include "store/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The headers of a create's or fork's answer: the creates window of the
- * workspace's plan (X-RateLimit-Limit, -Remaining, and -Reset in seconds
- * from now), when its plan limits creates; and Retry-After on a refusal
- * that knows when trying again can succeed. */
-struct quota_headers {
-	char limit[24], remaining[24], reset[24], retry[24];
-	const char *h[5][2];
-};
-
-static const char *const (*quota_headers(struct req *r, const struct ops_quota *q, bool refused,
-					  struct quota_headers *qh))[2]
-{
-	int n = 0;
-	const struct ws_caps_report *rep = &q->report;
-	if (q->applied && q->limits.creates_per_hour) {
-		/* Exact here; the workspace's other answers show it next. */
-		windows_note(r->api->windows, r->workspace,
-			     &(struct window_count){ q->limits.creates_per_hour, rep->creates_used, rep->reset_ms });
-		int64_t now = wall_ms(), left = q->limits.creates_per_hour - rep->creates_used;
-		snprintf(qh->limit, sizeof qh->limit, "%lld", (long long)q->limits.creates_per_hour);
-		snprintf(qh->remaining, sizeof qh->remaining, "%lld", (long long)(left > 0 ? left : 0));
-		snprintf(qh->reset, sizeof qh->reset, "%lld",
-			 (long long)(rep->reset_ms > now ? (rep->reset_ms - now + 999) / 1000 : 0));
-		qh->h[n][0] = "X-RateLimit-Limit", qh->h[n++][1] = qh->limit;
-		qh->h[n][0] = "X-RateLimit-Remaining", qh->h[n++][1] = qh->remaining;
-		qh->h[n][0] = "X-RateLimit-Reset", qh->h[n++][1] = qh->reset;
-	}
-	if (refused && rep->retry_after_ms > 0) {
-		snprintf(qh->retry, sizeof qh->retry, "%lld", (long long)(rep->retry_after_ms + 999) / 1000);
-		qh->h[n][0] = "Retry-After", qh->h[n++][1] = qh->retry;
-	}
-	qh->h[n][0] = qh->h[n][1] = NULL;
-	return (const char *const (*)[2])qh->h;
-}
-
-/* A limit of the plan refused: 429 naming the limit, its value and the
- * plan (docs/api.md "Limits"). */
-static int reply_limit(struct req *r, const struct ops_quota *q)
-{
-	struct quota_headers qh;
-	const struct ws_caps_report *rep = &q->report;
-	json_t *j = json_pack("{s:{s:s,s:s,s:s,s:I,s:s}}", "error", "code", "limit_exceeded",
-			      "message", errmsg(), "limit",
-			      !strcmp(rep->limit, "creates") ? "creates_per_hour"
-			      : rep->limit[0] ? rep->limit : "unknown",
-			      "value", (json_int_t)rep->value, "plan", q->plan);
-	return reply_json_headers(r, 429, quota_headers(r, q, true, &qh), j);
-}
-
-/* The caller, with q (zeroed) for what its plan says of the operation. */
-static void caller_with_quota(struct req *r, struct ops_caller *c, struct ops_quota *q)
-{
-	req_caller(r, c);
-	memset(q, 0, sizeof *q);
-	c->quota = q;
-}
 
 /* The sandbox's record as the answer (the row is cleared). */
 static int reply_sandbox_h(struct req *r, int status, struct sbx_row *row, const char *const (*h)[2])
@@ -104,7 +46,7 @@ int h_sandbox_create(struct req *r)
 	struct ops_caller c;
 	struct ops_quota q;
 	struct sbx_row row;
-	caller_with_quota(r, &c, &q);
+	req_caller_quota(r, &c, &q);
 	int rc = ops_create(&c, r->json, &row);
 	const char *tmpl = json_string_value(json_object_get(r->json, "template"));
 	json_t *names = NULL;
@@ -184,7 +126,7 @@ int h_sandbox_hibernate(struct req *r)
 	struct ops_caller c;
 	struct ops_quota q;
 	struct sbx_row row;
-	caller_with_quota(r, &c, &q);
+	req_caller_quota(r, &c, &q);
 	int rc = ops_hibernate(&c, req_sandbox_id(r), &row);
 	return rc == -EDQUOT ? reply_limit(r, &q) : reply_changed(r, rc, &row);
 }
@@ -206,7 +148,7 @@ static int fork_route(struct req *r, bool tree)
 	int rc = v_known_keys(r->json, keys);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	caller_with_quota(r, &c, &q);
+	req_caller_quota(r, &c, &q);
 	rc = ops_fork(&c, req_sandbox_id(r), r->json, tree, &f);
 	if (rc == -EDQUOT && f.made == 0)
 		return reply_limit(r, &q);
@@ -317,7 +259,7 @@ int h_sandbox_snapshot(struct req *r)
 	char id[ID_MAX];
 	struct ops_caller c;
 	struct ops_quota q;
-	caller_with_quota(r, &c, &q);
+	req_caller_quota(r, &c, &q);
 	int rc = ops_snapshot(&c, req_sandbox_id(r), id);
 	if (rc == -EDQUOT)
 		return reply_limit(r, &q);

@@ -13,7 +13,6 @@
 #include "ops/ops.h"
 
 #include <errno.h>
-#include <string.h>
 
 /* ops_volume_json with the time as the API gives times. */
 static json_t *render(json_t *j)
@@ -30,17 +29,11 @@ int h_volume_create(struct req *r)
 {
 	struct ops_caller c;
 	struct ops_quota q;
-	req_caller(r, &c);
-	memset(&q, 0, sizeof q);
-	c.quota = &q;
+	req_caller_quota(r, &c, &q);
 	struct vol_row v;
 	int rc = ops_volume_create(&c, r->json, &v);
-	if (rc == -EDQUOT) {
-		const struct ws_caps_report *rep = &q.report;
-		return reply_json(r, 429, json_pack("{s:{s:s,s:s,s:s,s:I,s:s}}", "error", "code", "limit_exceeded",
-						    "message", errmsg(), "limit", rep->limit[0] ? rep->limit : "unknown",
-						    "value", (json_int_t)rep->value, "plan", q.plan));
-	}
+	if (rc == -EDQUOT)
+		return reply_limit(r, &q);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	json_t *j = render(ops_volume_json(&c, &v));

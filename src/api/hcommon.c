@@ -3,6 +3,8 @@
 #include "api/api.h"
 #include "api/http.h"
 #include "api/render.h"
+#include "api/reply_buf.h"
+#include "api/window.h"
 #include "ops/ops.h"
 #include "ops/billing.h"
 #include "ops/plan.h"
@@ -54,6 +56,54 @@ void req_caller(struct req *r, struct ops_caller *out)
 				     * work (exec, files, pty) counts by itself in
 				     * hostif_enter. */
 				    .touch = strcmp(r->method, "GET") != 0 };
+}
+
+void req_caller_quota(struct req *r, struct ops_caller *c, struct ops_quota *q)
+{
+	req_caller(r, c);
+	memset(q, 0, sizeof *q);
+	c->quota = q;
+}
+
+const char *const (*quota_headers(struct req *r, const struct ops_quota *q, bool refused,
+				   struct quota_headers *qh))[2]
+{
+	int n = 0;
+	const struct ws_caps_report *rep = &q->report;
+	/* Only a create's or fork's report counts the window: a refusal of
+	 * what the workspace keeps (hibernated, snapshots, volumes,
+	 * storage_mib) has none, and its zeros would show the window empty. */
+	if (q->window) {
+		/* Exact here; the workspace's other answers show it next. */
+		windows_note(r->api->windows, r->workspace,
+			     &(struct window_count){ q->limits.creates_per_hour, rep->creates_used, rep->reset_ms });
+		int64_t now = wall_ms(), left = q->limits.creates_per_hour - rep->creates_used;
+		snprintf(qh->limit, sizeof qh->limit, "%lld", (long long)q->limits.creates_per_hour);
+		snprintf(qh->remaining, sizeof qh->remaining, "%lld", (long long)(left > 0 ? left : 0));
+		snprintf(qh->reset, sizeof qh->reset, "%lld",
+			 (long long)(rep->reset_ms > now ? (rep->reset_ms - now + 999) / 1000 : 0));
+		qh->h[n][0] = "X-RateLimit-Limit", qh->h[n++][1] = qh->limit;
+		qh->h[n][0] = "X-RateLimit-Remaining", qh->h[n++][1] = qh->remaining;
+		qh->h[n][0] = "X-RateLimit-Reset", qh->h[n++][1] = qh->reset;
+	}
+	if (refused && rep->retry_after_ms > 0) {
+		snprintf(qh->retry, sizeof qh->retry, "%lld", (long long)(rep->retry_after_ms + 999) / 1000);
+		qh->h[n][0] = "Retry-After", qh->h[n++][1] = qh->retry;
+	}
+	qh->h[n][0] = qh->h[n][1] = NULL;
+	return (const char *const (*)[2])qh->h;
+}
+
+int reply_limit(struct req *r, const struct ops_quota *q)
+{
+	struct quota_headers qh;
+	const struct ws_caps_report *rep = &q->report;
+	json_t *j = json_pack("{s:{s:s,s:s,s:s,s:I,s:s}}", "error", "code", "limit_exceeded",
+			      "message", errmsg(), "limit",
+			      !strcmp(rep->limit, "creates") ? "creates_per_hour"
+			      : rep->limit[0] ? rep->limit : "unknown",
+			      "value", (json_int_t)rep->value, "plan", q->plan);
+	return reply_json_headers(r, 429, quota_headers(r, q, true, &qh), j);
 }
 
 const char *req_sandbox_id(struct req *r)

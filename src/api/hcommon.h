@@ -22,6 +22,25 @@ struct sbx_row;
 /* The operations layer's view of the request (ops/ops.h): who, when, and
  * whether looking a sandbox up is activity (any method but GET). */
 void req_caller(struct req *r, struct ops_caller *out);
+/* req_caller with q (zeroed) for what the workspace's plan says of the
+ * operation (a create, fork, hibernate, snapshot, volume). */
+struct ops_quota;
+void req_caller_quota(struct req *r, struct ops_caller *c, struct ops_quota *q);
+/* A limit of the plan refused (-EDQUOT, q filled): 429 limit_exceeded
+ * naming the limit, its value and the plan (docs/api.md "Limits"), with
+ * the headers of quota_headers. */
+int reply_limit(struct req *r, const struct ops_quota *q);
+/* The headers of an answer that the plan's limits had a say in: the
+ * creates window of the workspace's plan (X-RateLimit-Limit, -Remaining,
+ * and -Reset in seconds from now) when the operation counted it (a
+ * create or fork under a creates cap), and Retry-After on a refusal that
+ * knows when trying again can succeed. Points into qh. */
+struct quota_headers {
+	char limit[24], remaining[24], reset[24], retry[24];
+	const char *h[5][2];
+};
+const char *const (*quota_headers(struct req *r, const struct ops_quota *q, bool refused,
+				   struct quota_headers *qh))[2];
 /* What usage costs on this server (kilnd --price-*, else the published
  * prices, ops/billing.h). */
 const struct prices *req_prices(struct req *r);

@@ -278,9 +278,8 @@ int sandbox_set_state(struct host *h, struct sandbox *sb, enum sbx_state state)
 		log_warn("sandbox %s: removing its exposed ports: %s", sb->row.id, errmsg());
 	/* Its volumes are free again once it cannot use them (the volumes
 	 * themselves stay). */
-	if ((state == SBX_DELETED || state == SBX_FAILED) && !sb->pooled &&
-	    store_volume_detach_sandbox(h->store, sb->row.id) < 0)
-		log_warn("sandbox %s: removing its volume attachments: %s", sb->row.id, errmsg());
+	if ((state == SBX_DELETED || state == SBX_FAILED) && !sb->pooled)
+		volumes_forget(h, sb);
 	return 0;
 }
 
@@ -471,57 +470,70 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&sb->op);
 }
 
-/* The TTL rule (store.h sbx_row): what to do with the sandbox now. */
+/* The TTL rule (store.h sbx_row), in one place: ttl_due acts on it,
+ * ttl_warn tells of it a while ahead. */
 enum ttl_action { TTL_KEEP, TTL_DELETE, TTL_HIBERNATE };
 
-static enum ttl_action ttl_due(const struct sandbox *sb, int64_t now)
+/* When the TTL rule next acts on the sandbox (*due_ms, wall clock) and
+ * how (*action); false when it will not as things stand: no TTL, a
+ * command running, or hibernated and kept for good. Under sb->lock. */
+static bool ttl_next(const struct sandbox *sb, int64_t *due_ms, enum ttl_action *action)
 {
 	const struct sbx_row *r = &sb->row;
 	if (r->ttl_seconds <= 0 || r->state == SBX_DELETED || r->state == SBX_CREATING)
-		return TTL_KEEP;
+		return false;
 	int64_t ttl_ms = r->ttl_seconds * 1000;
-	if (r->ttl_absolute)	/* from creation, running commands or not */
-		return now - r->created_ms >= ttl_ms ? TTL_DELETE : TTL_KEEP;
+	*action = TTL_DELETE;
+	if (r->ttl_absolute) {	/* from creation, running commands or not */
+		*due_ms = r->created_ms + ttl_ms;
+		return true;
+	}
 	if (sb->active)
-		return TTL_KEEP;
-	int64_t idle = now - r->active_ms;
+		return false;
+	*due_ms = r->active_ms + ttl_ms;	/* idle for its TTL */
 	if (!r->idle_hibernate)
-		return idle >= ttl_ms ? TTL_DELETE : TTL_KEEP;
-	if (r->state == SBX_RUNNING || r->state == SBX_PAUSED)
-		return idle >= ttl_ms ? TTL_HIBERNATE : TTL_KEEP;
-	if (r->state == SBX_HIBERNATED)
-		return r->retention_seconds > 0 && idle >= ttl_ms + r->retention_seconds * 1000
-		       ? TTL_DELETE : TTL_KEEP;
-	return idle >= ttl_ms ? TTL_DELETE : TTL_KEEP;	/* failed */
+		return true;
+	if (r->state == SBX_RUNNING || r->state == SBX_PAUSED) {
+		*action = TTL_HIBERNATE;
+		return true;
+	}
+	if (r->state == SBX_HIBERNATED) {	/* then deleted after its retention, if any */
+		*due_ms += r->retention_seconds * 1000;
+		return r->retention_seconds > 0;
+	}
+	return true;	/* failed or lost: deleted */
+}
+
+/* What to do with the sandbox now. Under sb->lock. */
+static enum ttl_action ttl_due(const struct sandbox *sb, int64_t now)
+{
+	int64_t due;
+	enum ttl_action action;
+	return ttl_next(sb, &due, &action) && now >= due ? action : TTL_KEEP;
 }
 
 /* A TTL warning goes out this long before the rule acts: a minute, or
  * half the TTL when that is shorter (docs/api.md "Events"). */
 #define TTL_WARN_MS 60000
 
-/* Tell the event stream once per due time that the TTL rule will act
- * (the same test as ttl_due, a warning ahead). */
+/* Tell the event stream once per due time that the TTL rule will act.
+ * Of an idle TTL only a running, paused or hibernated sandbox is warned
+ * of (a failed or lost one is deleted at its TTL without a warning);
+ * of an absolute TTL, any. */
 static void ttl_warn(struct sandbox *sb, int64_t now)
 {
 	pthread_mutex_lock(&sb->lock);
 	struct sbx_row *r = &sb->row;
 	int64_t ttl_ms = r->ttl_seconds * 1000, warn = ttl_ms / 2 < TTL_WARN_MS ? ttl_ms / 2 : TTL_WARN_MS;
 	int64_t due = 0;
-	const char *action = "delete";
-	bool live = r->state == SBX_RUNNING || r->state == SBX_PAUSED;
-	if (r->ttl_seconds > 0 && r->ttl_absolute && r->state != SBX_DELETED && r->state != SBX_CREATING)
-		due = r->created_ms + ttl_ms;
-	else if (r->ttl_seconds > 0 && !sb->active && live) {
-		due = r->active_ms + ttl_ms;
-		action = r->idle_hibernate ? "hibernate" : "delete";
-	} else if (r->ttl_seconds > 0 && !sb->active && r->state == SBX_HIBERNATED &&
-		   (!r->idle_hibernate || r->retention_seconds > 0))
-		due = r->active_ms + ttl_ms + (r->idle_hibernate ? r->retention_seconds * 1000 : 0);
-	bool tell = due > now && due - now <= warn && sb->ttl_warned != due && !sb->pooled;
+	enum ttl_action action = TTL_KEEP;
+	bool usable = r->state == SBX_RUNNING || r->state == SBX_PAUSED || r->state == SBX_HIBERNATED;
+	bool tell = ttl_next(sb, &due, &action) && (r->ttl_absolute || usable) &&
+		    due > now && due - now <= warn && sb->ttl_warned != due && !sb->pooled;
 	if (tell)
 		sb->ttl_warned = due;
 	struct host_event ev = { r->workspace, r->id, sbx_state_name(r->state), 0, 0, "", "", "",
-				 "ttl_warning", due, action };
+				 "ttl_warning", due, action == TTL_HIBERNATE ? "hibernate" : "delete" };
 	pthread_mutex_unlock(&sb->lock);
 	if (tell)
 		host_events_emit(&ev);	/* id and workspace never change */

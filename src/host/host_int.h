@@ -33,6 +33,8 @@ struct sandbox {
 	bool counts_memory;		/* its memory_mib is in h->mem_mib */
 	bool ws_pending;		/* counted in its workspace's tally until linked */
 	bool pooled;			/* a pool member (pool.h): no workspace, no record (h->lock) */
+	bool has_volumes;		/* volume attachments may be recorded for it (volume.c);
+					   clear: none are, and nothing asks the store (sb->lock) */
 	int64_t ttl_warned;		/* the due time last warned of (check_ttl), or 0 */
 	char dir[VM_DIR_MAX];
 	char workdir[256];		/* its template's WorkingDir (exec's default), or "" */
@@ -167,6 +169,12 @@ void sandbox_abort(struct host *h, struct sandbox *sb, const char *why);
 void sandbox_fail(struct host *h, struct sandbox *sb, const char *why);
 /* -EBUSY "sandbox X is STATE, not want" (-ENOENT once deleted). */
 int sandbox_state_error(struct sandbox *sb, const char *want);
+/* Wait for the sandbox's operations to end (pause, hibernate), polling
+ * every 20 ms for up to max_ms, while it is in one of `states` (a mask of
+ * 1 << SBX_*) with its VMM up: otherwise there is nothing to wait for.
+ * The caller holds sb->op, so no operation starts through sandbox_enter
+ * meanwhile, and reads the outcome itself under sb->lock. */
+void sandbox_drain(struct sandbox *sb, unsigned states, int max_ms);
 
 /* volume.c (docs/api.md "Volumes"). Before a create from t is admitted:
  * the template has the slots, and no volume is held against the rules
@@ -178,8 +186,12 @@ int volumes_check(struct host *h, const struct create_req *req, const struct tmp
 int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *req);
 /* Before a delete's teardown: unmount in the guest (best effort) and
  * detach from the VMM (which fdatasyncs). The records go with the state
- * (sandbox_set_state: failed, deleted). */
+ * (sandbox_set_state: failed, deleted): volumes_forget. */
 void volumes_detach(struct host *h, struct sandbox *sb);
+void volumes_forget(struct host *h, struct sandbox *sb);
+/* A restart: sb->has_volumes from the store's records (set when they
+ * cannot be read: the store is asked as before). */
+void volumes_recover(struct host *h, struct sandbox *sb);
 /* A wake's descriptors: the sandbox's attached volumes, opened by root. */
 struct vol_fds {
 	int fd[HOST_VOLUMES_MAX], slot[HOST_VOLUMES_MAX];

@@ -17,7 +17,6 @@
 #include "common/log.h"
 
 #include <errno.h>
-#include <unistd.h>
 
 #define PAUSE_CTL_MS 10000
 
@@ -28,17 +27,12 @@
 int host_pause(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->op);	/* no operation starts meanwhile (sandbox_enter) */
-	int rc = 0, active = 0;
-	bool running = false;
-	for (int waited = 0;; waited += 20) {
-		pthread_mutex_lock(&sb->lock);
-		running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
-		active = sb->active;
-		pthread_mutex_unlock(&sb->lock);
-		if (!running || active == 0 || waited >= PAUSE_DRAIN_MS)
-			break;
-		usleep(20000);
-	}
+	int rc = 0;
+	sandbox_drain(sb, 1u << SBX_RUNNING, PAUSE_DRAIN_MS);
+	pthread_mutex_lock(&sb->lock);
+	bool running = sb->row.state == SBX_RUNNING && !sb->vmm_dead;
+	int active = sb->active;
+	pthread_mutex_unlock(&sb->lock);
 	if (sandbox_in(sb, SBX_PAUSED))
 		goto out;	/* already: the answer is the same */
 	if (!running) {

@@ -215,6 +215,7 @@ int host_recover(struct host *h)
 		if (rc == 0) {
 			struct sandbox *sb = sandbox_alloc(h, &rows.r[i]);
 			if (sb) {
+				volumes_recover(h, sb);	/* before it can fail or go */
 				recover_one(h, sb);
 				sandbox_put(h, sb);
 			} else {

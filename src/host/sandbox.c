@@ -762,19 +762,14 @@ int host_hibernate(struct host *h, struct sandbox *sb, bool now)
 {
 	pthread_mutex_lock(&sb->op);	/* no operation starts meanwhile (sandbox_enter) */
 	int rc = 0;
-	bool running;
-	int active;
-	for (int waited = 0;; waited += 20) {
-		pthread_mutex_lock(&sb->lock);
-		running = (sb->row.state == SBX_RUNNING || sb->row.state == SBX_PAUSED) && !sb->vmm_dead;
-		active = now ? 0 : sb->active;	/* now: their guest connections break */
-		if (running && active == 0)
-			sb->expect_exit = true;
-		pthread_mutex_unlock(&sb->lock);
-		if (!running || active == 0 || waited >= HIBERNATE_DRAIN_MS)
-			break;
-		usleep(20000);
-	}
+	if (!now)	/* now: their guest connections break */
+		sandbox_drain(sb, 1u << SBX_RUNNING | 1u << SBX_PAUSED, HIBERNATE_DRAIN_MS);
+	pthread_mutex_lock(&sb->lock);
+	bool running = (sb->row.state == SBX_RUNNING || sb->row.state == SBX_PAUSED) && !sb->vmm_dead;
+	int active = now ? 0 : sb->active;
+	if (running && active == 0)	/* under the lock that saw it up: check_vmm */
+		sb->expect_exit = true;	/* must not take its exit for a crash */
+	pthread_mutex_unlock(&sb->lock);
 	if (!running) {
 		rc = sandbox_state_error(sb, "running or paused");
 		goto out;
@@ -1076,6 +1071,18 @@ void sandbox_leave(struct host *h, struct sandbox *sb, struct guest *g)
 	sb->active--;
 	sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);
+}
+
+void sandbox_drain(struct sandbox *sb, unsigned states, int max_ms)
+{
+	for (int waited = 0; waited < max_ms; waited += 20) {
+		pthread_mutex_lock(&sb->lock);
+		bool wait = (states >> sb->row.state & 1) && !sb->vmm_dead && sb->active > 0;
+		pthread_mutex_unlock(&sb->lock);
+		if (!wait)
+			return;
+		usleep(20000);
+	}
 }
 
 /* ---- network ---------------------------------------------------------------------------- */

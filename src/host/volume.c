@@ -13,6 +13,11 @@
  * no fork that would make a second writer, no snapshot (its data is not
  * part of one). The attachment records go with their sandbox when it
  * ends (sandbox_set_state), the volume stays.
+ *
+ * Most sandboxes have no volumes: sb->has_volumes, set before a record
+ * of them is written (a create's, a fork's, an attach's) or when a
+ * restart finds some, spares them a query of the store at every delete,
+ * wake, fork and snapshot.
  */
 #include "host/host_int.h"
 #include "host/guest_conn.h"
@@ -259,10 +264,29 @@ static int mount_errno(int rc)
 	return rc == -EIO ? EINVAL : -rc;
 }
 
+/* The sandbox may have attachment records: set before one is written,
+ * never cleared (an extra query is the price of a mistake, not a volume
+ * left held). */
+static void mark_volumes(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	sb->has_volumes = true;
+	pthread_mutex_unlock(&sb->lock);
+}
+
+static bool has_volumes(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool yes = sb->has_volumes;
+	pthread_mutex_unlock(&sb->lock);
+	return yes;
+}
+
 int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *req)
 {
 	if (req->nvolumes <= 0)
 		return 0;
+	mark_volumes(sb);
 	/* The check again, and the records, as one step: two creates that
 	 * each passed volumes_check cannot both become writers. */
 	pthread_mutex_lock(&h->volumes);
@@ -325,7 +349,7 @@ static int atts_of(struct host *h, const char *sandbox, struct att_list *l)
 void volumes_detach(struct host *h, struct sandbox *sb)
 {
 	struct att_list l;
-	if (atts_of(h, sb->row.id, &l) < 0 || l.n == 0)
+	if (!has_volumes(sb) || atts_of(h, sb->row.id, &l) < 0 || l.n == 0)
 		return;
 	pid_t pid = sb->row.vmm_pid;
 	if (pid <= 0 || sb->vmm_dead)
@@ -356,10 +380,28 @@ void volumes_detach(struct host *h, struct sandbox *sb)
 	}
 }
 
+void volumes_forget(struct host *h, struct sandbox *sb)
+{
+	if (has_volumes(sb) && store_volume_detach_sandbox(h->store, sb->row.id) < 0)
+		log_warn("sandbox %s: removing its volume attachments: %s", sb->row.id, errmsg());
+}
+
+void volumes_recover(struct host *h, struct sandbox *sb)
+{
+	struct att_list l;
+	int rc = atts_of(h, sb->row.id, &l);
+	if (rc < 0)
+		log_warn("sandbox %s: reading its volume attachments: %s", sb->row.id, errmsg());
+	if (rc < 0 || l.n > 0)	/* unknown: as if it had some (asked again when needed) */
+		mark_volumes(sb);
+}
+
 int volumes_open(struct host *h, struct sandbox *sb, struct vol_fds *out)
 {
 	struct att_list l;
 	out->n = 0;
+	if (!has_volumes(sb))
+		return 0;
 	int rc = atts_of(h, sb->row.id, &l);
 	for (int i = 0; i < l.n && rc == 0; i++) {
 		int fd = vol_open(h, l.a[i].volume, l.a[i].read_only);
@@ -394,6 +436,8 @@ static void vol_name(struct host *h, const char *id, char *out, size_t cap)
 int volumes_fork_check(struct host *h, struct sandbox *parent)
 {
 	struct att_list l;
+	if (!has_volumes(parent))
+		return 0;
 	int rc = atts_of(h, parent->row.id, &l);
 	for (int i = 0; i < l.n && rc == 0; i++)
 		if (!l.a[i].read_only) {
@@ -408,7 +452,11 @@ int volumes_fork_check(struct host *h, struct sandbox *parent)
 int volumes_fork_record(struct host *h, struct sandbox *parent, struct sandbox *child)
 {
 	struct att_list l;
+	if (!has_volumes(parent))
+		return 0;
 	int rc = atts_of(h, parent->row.id, &l);
+	if (rc == 0 && l.n > 0)
+		mark_volumes(child);
 	pthread_mutex_lock(&h->volumes);
 	for (int i = 0; i < l.n && rc == 0; i++) {
 		struct vol_att a = l.a[i];
@@ -423,6 +471,8 @@ int volumes_fork_record(struct host *h, struct sandbox *parent, struct sandbox *
 int volumes_snapshot_check(struct host *h, struct sandbox *sb)
 {
 	struct att_list l;
+	if (!has_volumes(sb))
+		return 0;
 	int rc = atts_of(h, sb->row.id, &l);
 	if (rc == 0 && l.n > 0) {
 		char name[NAME_MAX_LEN];
@@ -544,6 +594,7 @@ int host_volume_attach(struct host *h, struct sandbox *sb, const struct create_v
 		rc = errf(EINVAL, "bad mount path '%.64s'", v->path);
 	/* The one-writer rule and the record, as one step (volumes_attach). */
 	if (rc == 0) {
+		mark_volumes(sb);
 		pthread_mutex_lock(&h->volumes);
 		rc = rule_check(h, v->id, v->name, v->read_only, sb->row.id);
 		struct vol_att a = { .slot = slot, .read_only = v->read_only, .created_ms = wall_ms() };

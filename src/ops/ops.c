@@ -112,8 +112,10 @@ static int plan_caps(const struct ops_caller *c, struct plan *p, struct ws_caps 
 				  .vcpus = (int)l->vcpus, .memory_mib = (int)l->memory_mib };
 	bool any = caps->running || caps->creates || caps->vcpus || caps->memory_mib;
 	ops_quota_note(c, p, any);
-	if (c->quota)
+	if (c->quota) {
 		c->quota->window_ms = caps->window_ms;
+		c->quota->window = caps->creates > 0;	/* the host counts it (host_admit_ws) */
+	}
 	if (any) {
 		*caps_p = caps;
 		*rep = c->quota ? &c->quota->report : NULL;

@@ -39,6 +39,8 @@ struct ops_quota {
 	char plan[PLAN_NAME_MAX];
 	struct plan_limits limits;	/* in force for this workspace */
 	int64_t window_ms;
+	bool window;			/* report counted the creates window (a create or fork
+					   under a creates cap): its creates_used and reset_ms */
 	struct ws_caps_report report;	/* -EDQUOT: which limit refused */
 };
 

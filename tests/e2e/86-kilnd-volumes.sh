@@ -7,9 +7,11 @@
 # writes fail in the guest; a volume in use is not deleted; a sandbox with
 # one hibernates and wakes with it mounted; a fork of a read-write one is
 # refused, of a read-only one shares it; a snapshot is refused; volumes
-# survive their sandbox, a kilnd restart and kill -9 of kilnd; one is
-# attached to and detached from a running sandbox (REST and the CLI),
-# never unmounted from under a guest process; a template
+# survive their sandbox, a kilnd restart and kill -9 of kilnd (and a
+# restarted kilnd wakes a hibernated sandbox with its volume and lets
+# the volume go when the sandbox is deleted); one is attached to and
+# detached from a running sandbox (REST and the CLI), never unmounted
+# from under a guest process; a template
 # built without slots is 409 saying to rebuild it; bad requests are
 # 400/404/409 with messages; the plan's volumes, volume_mib and
 # storage_mib are 429; nothing is left at the end.
@@ -137,7 +139,17 @@ gx "$S5" 'echo after-kill9 > /data/h && sync && cat /data/h'
 api GET "/v1/volumes/$V"
 check volume_kilnd_kill9 "after kill -9 of kilnd: $OUT; volume $STATUS, attached_to $(jget '[a["sandbox_id"] for a in j["attached_to"]]')" \
 	[ "$OUT" = after-kill9 -a "$STATUS" = 200 -a "$(jget '[a["sandbox_id"] for a in j["attached_to"]]')" = "['$S5']" ]
+# A restarted kilnd learns which sandboxes have volumes from the store:
+# a hibernated one wakes with its volume, and a delete lets it go.
+api POST "/v1/sandboxes/$S5/hibernate" '{}'
+stop_kilnd
+start_kilnd "${kilnd_args[@]}" || exit 1
+api POST "/v1/sandboxes/$S5/wake" '{}'
+gx "$S5" 'cat /data/h'
+check volume_restart_wake "after a restart, woken: $OUT $ERR" [ "$OUT" = after-kill9 ]
 api DELETE "/v1/sandboxes/$S5"
+api GET "/v1/volumes/$V"
+check volume_restart_freed "deleted after a restart: attached_to $(jget 'j["attached_to"]')" [ "$(jget 'j["attached_to"]')" = "[]" ]
 
 # ---- attach and detach on a running sandbox ---------------------------------------------
 # A sandbox made without volumes takes one; a second writer elsewhere is
@@ -266,11 +278,14 @@ KEY=$MAIN
 # ---- plan limits --------------------------------------------------------------------------
 KEY=$TINY
 api POST /v1/volumes '{"name":"big","size_mib":128}'
-expect volume_plan_size 429 limit_exceeded && echo "  ($(msg))"
+# The body of every 429 limit_exceeded (reply_limit, as a create's): the
+# limit, its value and the plan.
+limit_body() { jget '(j["error"]["limit"], j["error"]["value"], j["error"]["plan"])'; }
+expect volume_plan_size 429 limit_exceeded && { [ "$(limit_body)" = "('volume_mib', 64, 'vtiny')" ] && pass volume_plan_size_names "$(msg)" || fail volume_plan_size_names "$BODY"; }
 api POST /v1/volumes '{"name":"one","size_mib":64}'
 expect volume_plan_first 201 -
 api POST /v1/volumes '{"name":"two","size_mib":1}'
-expect volume_plan_count 429 limit_exceeded && { [ "$(jget 'j["error"]["limit"]')" = volumes ] && pass volume_plan_count_names "$(msg)" || fail volume_plan_count_names "$BODY"; }
+expect volume_plan_count 429 limit_exceeded && { [ "$(limit_body)" = "('volumes', 1, 'vtiny')" ] && pass volume_plan_count_names "$(msg)" || fail volume_plan_count_names "$BODY"; }
 api GET /v1/volumes
 api DELETE "/v1/volumes/$(jget 'j["volumes"][0]["id"]')"
 KEY=$STORE
@@ -278,7 +293,7 @@ api POST /v1/volumes '{"name":"a","size_mib":60}'
 expect volume_plan_storage_first 201 -
 A=$(jget 'j["id"]')
 api POST /v1/volumes '{"name":"b","size_mib":60}'
-expect volume_plan_storage 429 limit_exceeded && { [ "$(jget 'j["error"]["limit"]')" = storage_mib ] && pass volume_plan_storage_names "$(msg)" || fail volume_plan_storage_names "$BODY"; }
+expect volume_plan_storage 429 limit_exceeded && { [ "$(limit_body)" = "('storage_mib', 100, 'vstore')" ] && pass volume_plan_storage_names "$(msg)" || fail volume_plan_storage_names "$BODY"; }
 api GET /v1/limits
 check volume_counts_storage "in_use.storage_mib $(jget 'j["in_use"]["storage_mib"]'), volumes $(jget 'j["in_use"]["volumes"]')" \
 	[ "$(jget 'j["in_use"]["storage_mib"]')" = 60 -a "$(jget 'j["in_use"]["volumes"]')" = 1 ]

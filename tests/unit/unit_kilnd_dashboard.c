@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void cookie_stripped(void)
 {
@@ -186,6 +187,58 @@ static void event_log_names_moves(void)
 	host_events_emit(&(struct host_event){ .workspace = "ws_a", .id = "sbx_5", .state = "creating" });
 }
 
+/* Events older than the window expire; first_kept goes on from where it
+ * stopped, and must neither lag (an expired id resumes) nor run ahead
+ * (a kept event is called lost). The window is half a second here. */
+static void event_log_expires(void)
+{
+	struct hostif hi = { &t_ops, NULL };
+	struct event_log *l = event_log_new(&hi);
+	CHECK(l != NULL);
+	event_log_set_keep_ms(l, 500);
+	struct event_cursor start, c;
+	event_log_cursor(l, &start);
+	uint64_t a[3], b[2], after;
+	for (int i = 0; i < 3; i++)
+		a[i] = event_log_add(l, "ws_a", "sbx_1", "exec", "exec_started", NULL);
+	char id[48];
+	struct event_rec e;
+	event_log_id(l, a[0], id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) == 0 && after == a[0]);
+	usleep(600 * 1000);	/* the a's expire */
+	for (int i = 0; i < 2; i++)
+		b[i] = event_log_add(l, "ws_a", "sbx_1", "exec", "exec_started", NULL);
+	/* Asked again and again (each read moves first_kept): the same answers. */
+	for (int i = 0; i < 3; i++) {
+		/* After a[2] everything is kept; after a[1], a[2] is gone. */
+		event_log_id(l, a[2], id, sizeof id);
+		CHECK(event_log_resume(l, id, &after) == 0 && after == a[2]);
+		event_log_id(l, a[1], id, sizeof id);
+		CHECK(event_log_resume(l, id, &after) < 0);
+		c = start, c.life = a[2];
+		CHECK(event_log_next(l, &c, "ws_a", "", 0, &e) == 1 && e.seq == b[0] && !c.lost);
+		c = start, c.life = a[1];
+		CHECK(event_log_next(l, &c, "ws_a", "", 0, &e) == -1 && c.lost);
+	}
+	/* A reader that read b[0] and then waited too long missed b[1]. */
+	c = start, c.life = b[0];
+	usleep(600 * 1000);	/* all expire; none new */
+	CHECK(event_log_next(l, &c, "ws_a", "", 0, &e) == -1 && c.lost);
+	/* The newest id still resumes (nothing after it was missed); one
+	 * before it does not; a reader from now waits for the next. */
+	event_log_id(l, b[1], id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) == 0 && after == b[1]);
+	event_log_id(l, b[0], id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) < 0);
+	event_log_cursor(l, &c);
+	CHECK(event_log_next(l, &c, "ws_a", "", 0, &e) == 0 && !c.lost);
+	uint64_t n = event_log_add(l, "ws_a", "sbx_1", "exec", "exec_started", NULL);
+	CHECK(event_log_next(l, &c, "ws_a", "", 0, &e) == 1 && e.seq == n);
+	event_log_id(l, b[1], id, sizeof id);
+	CHECK(event_log_resume(l, id, &after) == 0 && after == b[1]);
+	event_log_free(l);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -193,5 +246,6 @@ int main(void)
 	RUN(dashboard_routes);
 	RUN(events_subscribers);
 	RUN(event_log_names_moves);
+	RUN(event_log_expires);
 	return failures ? 1 : 0;
 }

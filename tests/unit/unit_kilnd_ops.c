@@ -6,6 +6,7 @@
  * that MCP's create_sandbox schema offers exactly the fields REST's
  * create takes. */
 #include "ops/ops.h"
+#include "ops/plan.h"
 #include "mcp/mcp.h"
 #include "common/err.h"
 #include "test.h"
@@ -241,6 +242,29 @@ static void mcp_create_schema_matches_ops(void)
 	json_decref(schema);
 }
 
+/* A refusal of what the workspace keeps (here a volume over volume_mib)
+ * names its limit but counted no creates window: its answer must not
+ * show one (api/hcommon.c quota_headers), even under a creates cap. */
+static void kept_limit_counts_no_window(void)
+{
+	struct plans p;
+	plans_init(&p);
+	struct plan *capped = &p.plan[p.n++];
+	*capped = (struct plan){ .name = "capped" };
+	capped->limits.creates_per_hour = 5;
+	capped->limits.volume_mib = 64;
+	snprintf(p.default_plan, sizeof p.default_plan, "capped");
+	struct ops_quota q;
+	memset(&q, 0, sizeof q);
+	struct ops_caller c = { .workspace = "ws_test", .max_ttl = 3600, .plans = &p, .quota = &q };
+	json_t *args = json_pack("{s:s,s:i}", "name", "big", "size_mib", 128);
+	struct vol_row v;
+	CHECK(ops_volume_create(&c, args, &v) == -EDQUOT);
+	json_decref(args);
+	CHECK(q.applied && !q.window && !strcmp(q.report.limit, "volume_mib") && q.report.value == 64 &&
+	      !strcmp(q.plan, "capped") && q.limits.creates_per_hour == 5);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -249,5 +273,6 @@ int main(void)
 	RUN(sandbox_ids_are_checked);
 	RUN(ops_go_through_the_host_interface);
 	RUN(mcp_create_schema_matches_ops);
+	RUN(kept_limit_counts_no_window);
 	return failures ? 1 : 0;
 }
