@@ -25,6 +25,15 @@ static json_t *render(json_t *j)
 	return j;
 }
 
+/* rc of an operation that filled v: its error, or v as JSON. */
+static int reply_volume(struct req *r, const struct ops_caller *c, int rc, const struct vol_row *v, int status)
+{
+	if (rc < 0)
+		return reply_errno(r, rc);
+	json_t *j = render(ops_volume_json(c, v));
+	return j ? reply_json(r, status, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
 int h_volume_create(struct req *r)
 {
 	struct ops_caller c;
@@ -32,12 +41,7 @@ int h_volume_create(struct req *r)
 	req_caller_quota(r, &c, &q);
 	struct vol_row v;
 	int rc = ops_volume_create(&c, r->json, &v);
-	if (rc == -EDQUOT)
-		return reply_limit(r, &q);
-	if (rc < 0)
-		return reply_errno(r, rc);
-	json_t *j = render(ops_volume_json(&c, &v));
-	return j ? reply_json(r, 201, j) : reply_error(r, 500, "internal", "out of memory");
+	return rc == -EDQUOT ? reply_limit(r, &q) : reply_volume(r, &c, rc, &v, 201);
 }
 
 int h_volume_list(struct req *r)
@@ -60,11 +64,7 @@ int h_volume_get(struct req *r)
 	struct ops_caller c;
 	req_caller(r, &c);
 	struct vol_row v;
-	int rc = ops_volume_get(&c, r->params[0], &v);
-	if (rc < 0)
-		return reply_errno(r, rc);
-	json_t *j = render(ops_volume_json(&c, &v));
-	return j ? reply_json(r, 200, j) : reply_error(r, 500, "internal", "out of memory");
+	return reply_volume(r, &c, ops_volume_get(&c, r->params[0], &v), &v, 200);
 }
 
 int h_volume_delete(struct req *r)
@@ -82,11 +82,7 @@ int h_sandbox_volume_attach(struct req *r)
 	struct ops_caller c;
 	req_caller(r, &c);
 	struct vol_row v;
-	int rc = ops_volume_attach(&c, r->params[0], r->json, &v);
-	if (rc < 0)
-		return reply_errno(r, rc);
-	json_t *j = render(ops_volume_json(&c, &v));
-	return j ? reply_json(r, 200, j) : reply_error(r, 500, "internal", "out of memory");
+	return reply_volume(r, &c, ops_volume_attach(&c, r->params[0], r->json, &v), &v, 200);
 }
 
 /* DELETE /v1/sandboxes/{id}/volumes/{volume} (a name or an id): 204. */
