@@ -210,6 +210,13 @@ static void remove_orphan_jails(struct host *h)
 int host_recover(struct host *h)
 {
 	struct rows rows = { 0 };
+	/* A sandbox that ended while kilnd died before its attachments went
+	 * would hold its volumes for good: let them go first. */
+	int64_t freed = 0;
+	if (store_volume_detach_ended(h->store, &freed) < 0)
+		log_warn("recover: letting go of ended sandboxes' volumes: %s", errmsg());
+	else if (freed)
+		log_info("recover: %lld volume attachment(s) of ended sandboxes let go", (long long)freed);
 	int rc = store_sandbox_each_live(h->store, collect, &rows);
 	for (size_t i = 0; i < rows.n; i++) {
 		if (rc == 0) {

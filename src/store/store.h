@@ -299,6 +299,11 @@ int store_volume_usage(struct store *st, const char *workspace, int64_t *count, 
 int store_volume_attach(struct store *st, const struct vol_att *a);
 /* Remove the sandbox's attachments (all of them). */
 int store_volume_detach_sandbox(struct store *st, const char *sandbox);
+/* Remove the attachments of every sandbox that ended (deleted, failed)
+ * or has no record: what a kilnd that died between a sandbox's end and
+ * the removal of its attachments left holding a volume; *n how many
+ * (may be NULL). */
+int store_volume_detach_ended(struct store *st, int64_t *n);
 /* Remove the sandbox's attachment in slot: -ENOENT if it has none. */
 int store_volume_detach_slot(struct store *st, const char *sandbox, int slot);
 typedef int store_att_fn(void *ctx, const struct vol_att *a);

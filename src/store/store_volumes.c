@@ -5,6 +5,7 @@
  * keeps the rows.
  */
 #include "store/store_int.h"
+#include "store/sbx_state.h"
 
 #include "common/err.h"
 
@@ -142,6 +143,13 @@ int store_volume_detach_sandbox(struct store *st, const char *sandbox)
 {
 	return RUN(st, "DELETE FROM volume_attachments WHERE sandbox_id = $1", NULL, NULL, NULL,
 		   DBV_S(sandbox));
+}
+
+int store_volume_detach_ended(struct store *st, int64_t *n)
+{
+	return RUN(st, "DELETE FROM volume_attachments WHERE sandbox_id NOT IN (SELECT id FROM sandboxes "
+		       "WHERE state NOT IN ($1, $2))",
+		   NULL, NULL, n, DBV_S(sbx_state_name(SBX_DELETED)), DBV_S(sbx_state_name(SBX_FAILED)));
 }
 
 int store_volume_detach_slot(struct store *st, const char *sandbox, int slot)

@@ -883,6 +883,26 @@ static void volumes_round_trip(void)
 	CHECK(store_volume_attachments(st, x.id, NULL, collect_att, list) == 0 &&
 	      !strcmp(list, "sbx_two/0ro/logs "));
 
+	/* A restart lets go of what ended sandboxes (or ones without a
+	 * record) still hold: sbx_two has no record, live's stays. */
+	struct sbx_row live = { 0 }, dead = { 0 };
+	snprintf(live.id, sizeof live.id, "sbx_live");
+	snprintf(dead.id, sizeof dead.id, "sbx_dead");
+	snprintf(live.workspace, sizeof live.workspace, "%s", a);
+	snprintf(dead.workspace, sizeof dead.workspace, "%s", a);
+	live.state = SBX_HIBERNATED;
+	dead.state = SBX_DELETED;
+	live.created_ms = dead.created_ms = wall_ms();
+	CHECK(store_sandbox_save(st, &live) == 0 && store_sandbox_save(st, &dead) == 0);
+	snprintf(at.sandbox, sizeof at.sandbox, "sbx_live");
+	CHECK(store_volume_attach(st, &at) == 0);
+	snprintf(at.sandbox, sizeof at.sandbox, "sbx_dead");
+	CHECK(store_volume_attach(st, &at) == 0);
+	int64_t freed = 0;
+	CHECK(store_volume_detach_ended(st, &freed) == 0 && freed == 2);
+	list[0] = 0;
+	CHECK(store_volume_attachments(st, x.id, NULL, collect_att, list) == 0 && !strcmp(list, "sbx_live/0ro/logs "));
+
 	CHECK(store_volume_delete(st, b, v.id) == -ENOENT);	/* not b's */
 	CHECK(store_volume_delete(st, a, v.id) == 0);
 	CHECK(store_volume_delete(st, a, v.id) == -ENOENT);	/* once */
