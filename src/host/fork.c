@@ -350,11 +350,13 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	struct snap_row snap = { 0 };
 	char top[PATH_MAX];
 	/* A hibernated one is woken first (docs/api.md), like any request
-	 * that needs its guest, and stays running. */
+	 * that needs its guest, and stays running; a paused one is taken as
+	 * it is (its vCPUs are stopped already) and stays paused. */
 	int rc = volumes_snapshot_check(h, sb);
-	if (rc == 0)
+	bool was_paused = rc == 0 && sandbox_in(sb, SBX_PAUSED);
+	if (rc == 0 && !was_paused)
 		rc = ready_locked(h, sb);
-	if (rc == 0 && !sandbox_in(sb, SBX_RUNNING))
+	if (rc == 0 && !was_paused && !sandbox_in(sb, SBX_RUNNING))
 		rc = sandbox_state_error(sb, "running");
 	if (rc == 0)
 		rc = sandbox_top(sb, top);
@@ -371,7 +373,7 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	pthread_mutex_lock(&h->layers);
 	/* Paused, the disk and the memory are of the same instant; kiln-vmm
 	 * keeps a VM that was paused before a snapshot paused after it. */
-	bool paused = (rc = sandbox_ctl_cmd(sb, "pause", 10000)) == 0;
+	bool paused = !was_paused && (rc = sandbox_ctl_cmd(sb, "pause", 10000)) == 0;
 	if (rc == 0)
 		rc = disk_flatten(cfg->data_dir, top, disk);
 	if (rc == 0)

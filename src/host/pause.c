@@ -8,8 +8,9 @@
  * burn none).
  *
  * Anything that needs the guest (exec, files, a request to a port, a
- * snapshot, a fork) resumes it first, as it wakes a hibernated one; an
- * idle paused sandbox meets its TTL rule as a running one does.
+ * fork) resumes it first, as it wakes a hibernated one; a snapshot takes
+ * it paused as it is (fork.c host_snapshot); an idle paused sandbox meets
+ * its TTL rule as a running one does.
  */
 #include "host/host.h"
 #include "host/host_int.h"

@@ -132,6 +132,19 @@ api POST "/v1/sandboxes/$S/exec" '{"cmd":"cat /root/mark"}'
 [ "$(jget 'j["stdout"]')" = kept ] && pass pause_hibernate_wake_intact "after pause, hibernate, wake: $(jget 'j["stdout"]')" ||
 	fail pause_hibernate_wake_intact "$STATUS $BODY"
 
+# A paused sandbox is snapshotted as it is: it stays paused, and a
+# sandbox made from the snapshot runs with its file.
+api POST "/v1/sandboxes/$S/pause"
+api POST "/v1/sandboxes/$S/snapshot" '{}'
+PSNAP=$(jget 'j["id"]') st1=$STATUS
+api GET "/v1/sandboxes/$S"; st2=$(jget 'j["status"]')
+create_sandbox "{\"from_snapshot\":\"$PSNAP\"}"; FROM=$SBX
+api POST "/v1/sandboxes/$FROM/exec" '{"cmd":"cat /root/mark"}'
+check pause_snapshot "snapshot $st1 $PSNAP, the sandbox $st2 after it; from it: $(jget 'j["stdout"]')" \
+	[ "$st1" = 201 -a "$st2" = paused -a "$(jget 'j["stdout"]')" = kept ]
+api DELETE "/v1/sandboxes/$FROM"
+api DELETE "/v1/snapshots/$PSNAP"
+
 # A paused parent forks: resumed first, the child has its file.
 api POST "/v1/sandboxes/$S/pause"
 api POST "/v1/sandboxes/$S/fork" '{"count":1}'
