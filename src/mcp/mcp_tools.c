@@ -656,6 +656,40 @@ static int t_volume_delete(struct mcp_call *c, const json_t *args, struct mcp_ou
 	return 0;
 }
 
+/* attach_volume: create_sandbox's volumes entry {name, path, read_only}
+ * for a sandbox that runs already (POST /v1/sandboxes/{id}/volumes). */
+static int t_volume_attach(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	struct vol_row v;
+	req_caller(c->r, &oc);
+	json_t *entry = json_deep_copy(args);
+	if (!entry)
+		return errf(ENOMEM, "out of memory");
+	json_object_del(entry, "sandbox_id");
+	int rc = ops_volume_attach(&oc, arg_str(args, "sandbox_id", ""), entry, &v);
+	json_decref(entry);
+	if (rc < 0)
+		return rc;	/* the one-writer rule, no free slot: -EBUSY naming it */
+	json_t *j = volume_out(ops_volume_json(&oc, &v));
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	mcp_json(out, j);
+	return 0;
+}
+
+static int t_volume_detach(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	const char *sbx = arg_str(args, "sandbox_id", ""), *vol = arg_str(args, "volume", "");
+	int rc = ops_volume_detach(&oc, sbx, vol);	/* in use in the guest: -EBUSY naming the mount */
+	if (rc < 0)
+		return rc;
+	mcp_json(out, json_pack("{s:s,s:s,s:b}", "sandbox_id", sbx, "volume", vol, "detached", 1));
+	return 0;
+}
+
 /* ---- the table ------------------------------------------------------------------------------------------ */
 
 const struct mcp_tool mcp_tools[] = {
@@ -813,5 +847,24 @@ const struct mcp_tool mcp_tools[] = {
 	  "{\"type\":\"object\",\"required\":[\"volume_id\",\"deleted\"],\"properties\":{"
 	  "\"volume_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_volume_delete },
+	{ "attach_volume", "Attach a volume to a running sandbox",
+	  "Mount one of the workspace's volumes at path in a sandbox that runs already (a hibernated one is "
+	  "woken); refused while another sandbox writes to it, for a path or volume the sandbox has, or when "
+	  "its volume slots are all used.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"name\",\"path\"],"
+	  "\"properties\":{\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
+	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ",\"description\":\"The volume's name.\"},"
+	  "\"path\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_PATH_MAX) ",\"description\":\"Where to mount it (absolute).\"},"
+	  "\"read_only\":{\"type\":\"boolean\",\"description\":\"Mount it read-only (default false).\"}}}",
+	  VOLUME_SCHEMA, 0, t_volume_attach },
+	{ "detach_volume", "Detach a volume from a sandbox",
+	  "Sync, unmount and let go a volume (its name or id) of a sandbox, so another may take it; refused, "
+	  "naming the mount, while a process in the sandbox uses it.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"volume\"],"
+	  "\"properties\":{\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
+	  "\"volume\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The volume's name or id (vol_...).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"volume\",\"detached\"],\"properties\":{"
+	  "\"sandbox_id\":{\"type\":\"string\"},\"volume\":{\"type\":\"string\"},\"detached\":{\"type\":\"boolean\"}}}",
+	  MCP_DESTRUCTIVE, t_volume_detach },
 };
 const int mcp_ntools = sizeof mcp_tools / sizeof mcp_tools[0];

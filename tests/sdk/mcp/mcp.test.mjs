@@ -100,7 +100,7 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "create_sandbox", "create_volume", "delete_sandbox", "delete_volume", "fork_sandbox", "get_sandbox",
+    "attach_volume", "create_sandbox", "create_volume", "delete_sandbox", "delete_volume", "detach_volume", "fork_sandbox", "get_sandbox",
     "hibernate_sandbox", "list_dir", "list_sandboxes", "list_volumes", "pause_sandbox", "promote_sandbox", "read_file",
     "resume_sandbox", "run_code", "shell", "wake_sandbox", "write_file",
   ]);
@@ -220,7 +220,7 @@ test("workspace: pause and resume", async () => {
   assert.match(await toolError(ws, "pause_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
 });
 
-test("workspace: create_volume, list_volumes, delete_volume", async () => {
+test("workspace: create_volume, list_volumes, attach_volume, detach_volume, delete_volume", async () => {
   const name = `mcp-vol-${process.pid}`;
   const listed = async () => (await call(ws, "list_volumes")).structuredContent.volumes;
   const v = (await call(ws, "create_volume", { name, size_mib: 16 })).structuredContent;
@@ -247,6 +247,18 @@ test("workspace: create_volume, list_volumes, delete_volume", async () => {
     [[s.id, "/data", false]]);
   assert.match(await toolError(ws, "delete_volume", { volume_id: v.id }), new RegExp(`attached to sandbox ${s.id}`));
   assert.match(await toolError(ws, "delete_volume", { name }), new RegExp(`attached to sandbox ${s.id}`));
+
+  // Detached and attached again while the sandbox runs; twice is refused.
+  assert.deepEqual((await call(ws, "detach_volume", { sandbox_id: s.id, volume: name })).structuredContent,
+    { sandbox_id: s.id, volume: name, detached: true });
+  assert.deepEqual((await listed()).find((x) => x.id === v.id).attached_to, []);
+  assert.match(await toolError(ws, "detach_volume", { sandbox_id: s.id, volume: name }), /not attached/);
+  const a = (await call(ws, "attach_volume", { sandbox_id: s.id, name, path: "/again", read_only: true })).structuredContent;
+  assert.deepEqual(a.attached_to.map((x) => [x.sandbox_id, x.path, x.read_only]), [[s.id, "/again", true]]);
+  const sh2 = await call(ws, "shell", { sandbox_id: s.id, command: "grep ' /again ' /proc/mounts | cut -d' ' -f2,3,4 | cut -d, -f1" });
+  assert.equal(sh2.structuredContent.stdout, "/again ext4 ro\n");
+  assert.match(await toolError(ws, "attach_volume", { sandbox_id: s.id, name, path: "/third" }), /attached to sandbox .* already/);
+  assert.match(await toolError(ws, "attach_volume", { sandbox_id: "sbx_nope", name, path: "/x" }), /not found/);
   await call(ws, "delete_sandbox", { sandbox_id: s.id });
   made.delete(s.id);
 
