@@ -594,19 +594,25 @@ static json_t *volume_out(json_t *j)
 	return j;
 }
 
+/* rc of an operation that filled v: its error, or v as the tool's result. */
+static int volume_result(const struct ops_caller *oc, int rc, const struct vol_row *v, struct mcp_out *out)
+{
+	if (rc < 0)
+		return rc;
+	json_t *j = volume_out(ops_volume_json(oc, v));
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	mcp_json(out, j);
+	return 0;
+}
+
 static int t_volume_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	struct ops_caller oc;
 	struct vol_row v;
 	req_caller(c->r, &oc);
-	int rc = ops_volume_create(&oc, args, &v);	/* a plan's limit: its message names it */
-	if (rc < 0)
-		return rc;
-	json_t *j = volume_out(ops_volume_json(&oc, &v));
-	if (!j)
-		return errf(ENOMEM, "out of memory");
-	mcp_json(out, j);
-	return 0;
+	/* a plan's limit: its message names it */
+	return volume_result(&oc, ops_volume_create(&oc, args, &v), &v, out);
 }
 
 static int t_volume_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
@@ -667,15 +673,10 @@ static int t_volume_attach(struct mcp_call *c, const json_t *args, struct mcp_ou
 	if (!entry)
 		return errf(ENOMEM, "out of memory");
 	json_object_del(entry, "sandbox_id");
+	/* the one-writer rule, no free slot: -EBUSY naming it */
 	int rc = ops_volume_attach(&oc, arg_str(args, "sandbox_id", ""), entry, &v);
 	json_decref(entry);
-	if (rc < 0)
-		return rc;	/* the one-writer rule, no free slot: -EBUSY naming it */
-	json_t *j = volume_out(ops_volume_json(&oc, &v));
-	if (!j)
-		return errf(ENOMEM, "out of memory");
-	mcp_json(out, j);
-	return 0;
+	return volume_result(&oc, rc, &v, out);
 }
 
 static int t_volume_detach(struct mcp_call *c, const json_t *args, struct mcp_out *out)
