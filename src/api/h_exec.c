@@ -21,6 +21,7 @@
 #include "api/inflight.h"
 #include "api/render.h"
 #include "api/sse.h"
+#include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/strbuf.h"
 #include "common/err.h"
@@ -106,7 +107,7 @@ int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *
 	struct sbx_row row;
 	if (req_sandbox(r, &row, answered) < 0)
 		return -1;
-	char **env = env_merge(row.env, e->env);
+	char **env = ops_env_merge(row.env, e->env);
 	sbx_row_clear(&row);
 	if (!env) {
 		*answered = reply_error(r, 500, "internal", "out of memory");

@@ -15,6 +15,7 @@
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
+#include "ops/ops.h"
 #include "ops/validate.h"
 #include "api/ws.h"
 #include "common/err.h"
@@ -126,7 +127,7 @@ static void session(void *ctx, int fd, int peer, const char *extra, size_t n)
 		send_error(fd, "sandbox not found");
 		goto out;
 	}
-	char **env = got == 0 ? env_merge(row.env, NULL) : NULL;
+	char **env = got == 0 ? ops_env_merge(row.env, NULL) : NULL;
 	if (got == 0)
 		sbx_row_clear(&row);
 	if (hostif_enter(hi, p->workspace, p->id, &hg) < 0) {

@@ -143,39 +143,6 @@ void req_guest_leave(struct req *r, struct hostif_guest *hg)
 	hostif_leave(r->api->hostif, hg);
 }
 
-char **env_merge(const char *sandbox_env, const json_t *request_env)
-{
-	json_t *merged = sandbox_env ? json_loads(sandbox_env, 0, NULL) : NULL;
-	if (!json_is_object(merged)) {
-		json_decref(merged);
-		merged = json_object();
-	}
-	if (!merged)
-		return NULL;
-	if (request_env)
-		json_object_update(merged, (json_t *)request_env);
-	size_t n = json_object_size(merged), bytes = (n + 1) * sizeof(char *);
-	const char *k;
-	json_t *v;
-	json_object_foreach(merged, k, v)
-		bytes += strlen(k) + json_string_length(v) + 2;
-	char **env = malloc(bytes);
-	if (env) {
-		char *p = (char *)(env + n + 1);
-		size_t i = 0;
-		json_object_foreach(merged, k, v) {
-			env[i++] = p;
-			p = stpcpy(p, k);
-			*p++ = '=';
-			p = stpcpy(p, json_string_value(v));
-			p++;
-		}
-		env[i] = NULL;
-	}
-	json_decref(merged);
-	return env;
-}
-
 int reply_template_missing(struct req *r, json_t *names)
 {
 	json_t *e = json_pack("{s:{s:s,s:s,s:o}}", "error", "code", "template_not_found", "message",

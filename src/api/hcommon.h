@@ -71,9 +71,6 @@ bool sandbox_ended(struct hostif *hi, const char *ws, const char *id);
 int reply_sandbox_missing(struct req *r, const char *id);
 /* 404 template_not_found with errmsg() and "templates": names (taken). */
 int reply_template_missing(struct req *r, json_t *names);
-/* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
- * overridden by the request's env object (may be NULL). */
-char **env_merge(const char *sandbox_env, const json_t *request_env);
 /* A command from a JSON body (exec, exec/stream, processes): cmd or argv,
  * env, cwd, user, timeout_seconds, stdin. */
 struct exec_req {

@@ -36,6 +36,7 @@
 #include "api/window.h"
 #include "api/routes.h"
 #include "store/store.h"
+#include "ops/app.h"
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/plan.h"
@@ -735,6 +736,10 @@ static int serve(struct cmdline *c)
 		die("%s", errmsg());
 	if (audit_retention_start(st, c->audit_days) < 0)
 		die("%s", errmsg());
+	/* Apps' sandboxes are remade when they end (ops/app.h): where the
+	 * API is, since that is where apps are known. */
+	if (!agent && app_watch_start(st, &hostif, &c->plans, api.cfg->max_ttl, 2000) < 0)
+		die("%s", errmsg());
 	char advertise[160];
 	snprintf(advertise, sizeof advertise, "http://%s", cfg->listen);
 	struct agent_link_config link = {
@@ -755,6 +760,7 @@ static int serve(struct cmdline *c)
 	alarm(10);
 	agent_link_stop();
 	credit_watch_stop();
+	app_watch_stop();
 	audit_retention_stop();
 	cluster_monitor_stop();
 	http_stop(&api);

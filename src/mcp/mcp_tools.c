@@ -175,7 +175,7 @@ static int t_shell(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	int rc = tool_sandbox(c, args, false, &row);
 	if (rc < 0)
 		return rc;
-	char **env = env_merge(row.env, NULL);
+	char **env = ops_env_merge(row.env, NULL);
 	sbx_row_clear(&row);
 	rc = env ? hostif_enter(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), &hg)
 		 : errf(ENOMEM, "out of memory");

@@ -363,3 +363,36 @@ int ops_promote(const struct ops_caller *c, const char *id, bool delete_parent, 
 		delete_reported(c, parent, true, fn, ctx);
 	return 0;
 }
+
+char **ops_env_merge(const char *sandbox_env, const json_t *request_env)
+{
+	json_t *merged = sandbox_env ? json_loads(sandbox_env, 0, NULL) : NULL;
+	if (!json_is_object(merged)) {
+		json_decref(merged);
+		merged = json_object();
+	}
+	if (!merged)
+		return NULL;
+	if (request_env)
+		json_object_update(merged, (json_t *)request_env);
+	size_t n = json_object_size(merged), bytes = (n + 1) * sizeof(char *);
+	const char *k;
+	json_t *v;
+	json_object_foreach(merged, k, v)
+		bytes += strlen(k) + json_string_length(v) + 2;
+	char **env = malloc(bytes);
+	if (env) {
+		char *p = (char *)(env + n + 1);
+		size_t i = 0;
+		json_object_foreach(merged, k, v) {
+			env[i++] = p;
+			p = stpcpy(p, k);
+			*p++ = '=';
+			p = stpcpy(p, json_string_value(v));
+			p++;
+		}
+		env[i] = NULL;
+	}
+	json_decref(merged);
+	return env;
+}

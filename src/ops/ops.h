@@ -76,6 +76,11 @@ int ops_sandbox(const struct ops_caller *c, const char *id, struct sbx_row *out)
  * out of memory). */
 int ops_template_known(struct hostif *hi, const char *name, json_t **names);
 
+/* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
+ * overridden by a request's env object (may be NULL); NULL when out of
+ * memory. */
+char **ops_env_merge(const char *sandbox_env, const json_t *request_env);
+
 /* The fields ops_create accepts, NULL-terminated (for a front end that
  * lists them, e.g. in a schema). */
 extern const char *const ops_create_fields[];

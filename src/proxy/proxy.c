@@ -25,6 +25,7 @@
 #include "proxy/preview.h"
 #include "proxy/tunnel.h"
 #include "proxy/upstream.h"
+#include "ops/app.h"
 #include "ops/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"
@@ -73,6 +74,32 @@ void proxy_free(struct proxy *p)
 
 /* ---- routing -------------------------------------------------------------------- */
 
+/* APP_LABEL_PREFIX names an app: the request goes to the port of the
+ * sandbox serving it now (params as a port's: sandbox, port, target); an
+ * app with none gets its own id, which proxy_admit answers 503. */
+static bool app_match(struct req *r, const char *label)
+{
+	struct app_row *a = malloc(sizeof *a);
+	if (!a)
+		return false;
+	if (ops_app_route(r->api->store, label, a) < 0) {
+		free(a);
+		return false;
+	}
+	char port[8];
+	snprintf(port, sizeof port, "%d", a->port);
+	r->params[0] = strdup(a->sandbox[0] ? a->sandbox : a->id);
+	r->params[1] = strdup(port);
+	r->params[2] = strdup(r->raw_uri ? r->raw_uri : "/");
+	r->nparams = 3;
+	free(a);
+	if (r->params[0] && r->params[1] && r->params[2])
+		return true;
+	while (r->nparams > 0)
+		free(r->params[--r->nparams]);
+	return false;
+}
+
 bool proxy_host_match(struct req *r)
 {
 	const char *domain = r->api->cfg->domain, *host = req_header(r, "Host");
@@ -86,7 +113,9 @@ bool proxy_host_match(struct req *r)
 	size_t dl = strlen(domain);
 	if (n <= dl + 1 || name[n - dl - 1] != '.' || strcmp(name + n - dl, domain) != 0)
 		return false;
-	name[n - dl - 1] = 0;		/* "8080-sbx_abc" */
+	name[n - dl - 1] = 0;		/* "8080-sbx_abc", or an app's "app-abc" */
+	if (!strchr(name, '.') && app_match(r, name))
+		return true;
 	char *dash = strchr(name, '-');
 	if (!dash || strchr(name, '.'))
 		return false;
@@ -123,6 +152,24 @@ void proxy_path_url(struct req *r, const char *id, int port, const char *path, c
 		 path);
 }
 
+/* The client's port in its Host header (":8080"), or "". */
+static const char *client_port(const char *host)
+{
+	const char *colon = host[0] != '[' ? strrchr(host, ':') : strstr(host, "]:");
+	if (colon && host[0] == '[')
+		colon++;
+	return colon ? colon : "";
+}
+
+void proxy_app_url(struct req *r, const char *app_id, char *out, size_t len)
+{
+	const char *domain = r->api->cfg->domain;
+	*out = 0;
+	if (domain[0] && !strncmp(app_id, "app_", 4))
+		snprintf(out, len, "%s://%s%s.%s%s/", client_scheme(r), APP_LABEL_PREFIX, app_id + 4, domain,
+			 client_port(client_host(r)));
+}
+
 void proxy_host_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len)
 {
 	const char *domain = r->api->cfg->domain, *host = client_host(r);
@@ -137,10 +184,7 @@ void proxy_host_url(struct req *r, const char *id, int port, const char *path, c
 	for (char *c = dns_id; *c; c++)
 		if (*c == '_')
 			*c = '-';
-	const char *colon = host[0] != '[' ? strrchr(host, ':') : strstr(host, "]:");
-	if (colon && host[0] == '[')
-		colon++;
-	snprintf(out, len, "%s://%d-%s.%s%s%s", client_scheme(r), port, dns_id, domain, colon ? colon : "",
+	snprintf(out, len, "%s://%d-%s.%s%s%s", client_scheme(r), port, dns_id, domain, client_port(host),
 		 path);
 }
 
@@ -372,6 +416,9 @@ int proxy_admit(struct req *r)
 	bool by_host = r->route == &proxy_host_route, strip_auth = false;
 	int port = v_port(portstr);
 
+	if (by_host && v_is_id(id, "app_"))
+		return reply_error(r, 503, "unavailable", "app %s has no sandbox serving it now (GET /v1/apps/%s "
+				   "says why)", id, id);
 	if (!v_is_id(id, "sbx_"))
 		return reply_error(r, 404, "not_found", "sandbox %.40s not found", id);
 	if (!port)

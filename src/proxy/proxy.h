@@ -41,6 +41,9 @@ bool proxy_host_match(struct req *r);
  * (out is "" without a domain). */
 void proxy_path_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len);
 void proxy_host_url(struct req *r, const char *id, int port, const char *path, char *out, size_t len);
+/* An app's URL, "SCHEME://app-RAND.DOMAIN[:PORT]/" (ops/app.h), or ""
+ * without --domain: apps are served on their own origin only. */
+void proxy_app_url(struct req *r, const char *app_id, char *out, size_t len);
 /* The headers are in: check who may, reach the guest port and send the
  * request head. -1 to go on (the body follows), or the MHD result of an
  * answer already sent. */

@@ -257,7 +257,44 @@ const char schema_sql[] =
 	"  status BIGINT NOT NULL,\n"
 	"  created_ms BIGINT NOT NULL\n"
 	");\n"
-	"CREATE INDEX IF NOT EXISTS audit_by_workspace ON audit_log (workspace_id, created_ms);\n";
+	"CREATE INDEX IF NOT EXISTS audit_by_workspace ON audit_log (workspace_id, created_ms);\n"
+	/* Apps (docs/api.md "Apps", store/store_apps.h): a name is unique
+	 * among a workspace's live ones. */
+	"CREATE TABLE IF NOT EXISTS apps (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+	"  name TEXT NOT NULL,\n"
+	"  template TEXT NOT NULL,\n"
+	"  snapshot_id TEXT NOT NULL,\n"
+	"  source_runs BIGINT NOT NULL,\n"
+	"  command TEXT NOT NULL,\n"
+	"  env TEXT NOT NULL,\n"
+	"  port BIGINT NOT NULL,\n"
+	"  restart TEXT NOT NULL,\n"
+	"  idle_seconds BIGINT NOT NULL,\n"
+	"  sandbox_id TEXT NOT NULL,\n"
+	"  retiring_id TEXT NOT NULL,\n"
+	"  retire_ms BIGINT NOT NULL,\n"
+	"  gen BIGINT NOT NULL,\n"
+	"  version BIGINT NOT NULL,\n"
+	"  vm_restarts BIGINT NOT NULL,\n"
+	"  state TEXT NOT NULL,\n"
+	"  reason TEXT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  updated_ms BIGINT NOT NULL,\n"
+	"  deleted_ms BIGINT\n"
+	");\n"
+	"CREATE UNIQUE INDEX IF NOT EXISTS apps_live_name ON apps (workspace_id, name) "
+	"WHERE deleted_ms IS NULL;\n"
+	"CREATE INDEX IF NOT EXISTS apps_by_sandbox ON apps (sandbox_id);\n"
+	/* An app's lifecycle lines for its logs, numbered per app. */
+	"CREATE TABLE IF NOT EXISTS app_events (\n"
+	"  app_id TEXT NOT NULL,\n"
+	"  seq BIGINT NOT NULL,\n"
+	"  ts_ms BIGINT NOT NULL,\n"
+	"  text TEXT NOT NULL,\n"
+	"  PRIMARY KEY (app_id, seq)\n"
+	");\n";
 
 const struct migration schema_migrations[] = {
 	/* Version 1 had no network columns. */
