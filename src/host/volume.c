@@ -517,9 +517,13 @@ int host_volume_delete(struct host *h, const char *ws, const char *id)
 	return 0;
 }
 
+/* id NULL: the attachments of all ws's volumes in one query (a list's;
+ * out unused), each volume's as they would come one by one. */
 int host_volume_get(struct host *h, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
 		    void *fctx)
 {
+	if (!id)
+		return fn ? store_volume_attachments_ws(h->store, ws, fn, fctx) : 0;
 	struct vol_row r;
 	int rc = store_volume_load(h->store, ws, id, false, &r);
 	if (rc == 0 && fn)

@@ -1249,6 +1249,36 @@ static int r_volume_get(void *ctx, const char *ws, const char *id, struct vol_ro
 	return rc;
 }
 
+/* A listing's: one call per volume, as r_volume_get, each to fn with its
+ * index. (One call per host would need an agent route that lists a
+ * workspace's attachments; the agent answers only by volume.) */
+struct att_of {
+	hostif_att_fn *fn;
+	void *fctx;
+	size_t i;
+	int rc;				/* fn's own failure: the listing's */
+};
+
+static int att_of(void *ctx, const struct vol_att *a)
+{
+	struct att_of *o = ctx;
+	return o->rc = o->fn(o->fctx, o->i, a);
+}
+
+static int r_volume_attachments(void *ctx, const char *ws, const struct vol_row *v, size_t n, hostif_att_fn *fn,
+				void *fctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct att_of o = { fn, fctx, i, 0 };
+		int rc = r_volume_get(ctx, ws ? ws : v[i].workspace, v[i].id, NULL, att_of, &o);
+		if (o.rc < 0 || rc == -ENOMEM)
+			return o.rc < 0 ? o.rc : rc;
+		if (rc < 0 && (rc = fn(fctx, i, NULL)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* A volume and a sandbox must share a host: the volume's file is there. */
 static int r_volume_attach(void *ctx, const char *ws, const char *id, const struct create_volume *v)
 {
@@ -1291,6 +1321,7 @@ static const struct hostif_ops remote_ops = {
 	.volume_create = r_volume_create,
 	.volume_delete = r_volume_delete,
 	.volume_get = r_volume_get,
+	.volume_attachments = r_volume_attachments,
 	.volume_attach = r_volume_attach,
 	.volume_detach = r_volume_detach,
 	.fork = r_fork,
