@@ -1120,6 +1120,12 @@ static void r_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
 	 * idle replica); stopping it here could race a new listener. */
 }
 
+/* Volume id's own path at its host's agent (GET, DELETE). */
+static void volume_path(char *out, size_t cap, const char *ws, const char *id)
+{
+	snprintf(out, cap, "/v1/host/volumes/%s/%s", ws, id);
+}
+
 /* A new volume's host: the up, active one with the most free disk
  * that holds size_mib whole (its file is sparse, but may fill). */
 struct disk_pick {
@@ -1177,7 +1183,7 @@ static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t 
 	if (rc < 0) {
 		char why[512], path[256];
 		snprintf(why, sizeof why, "%s", errmsg());
-		snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, r.id);
+		volume_path(path, sizeof path, ws, r.id);
 		call(rm, &p.h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 		store_placement_end(rm->cfg.store, r.id);
 		return errf(-rc, "%s", why);
@@ -1197,7 +1203,7 @@ static int on_volume(struct remote *rm, const char *method, const char *ws, cons
 	if (rc < 0)
 		return rc;
 	char path[256];
-	snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, id);
+	volume_path(path, sizeof path, ws, id);
 	snprintf(host, NAME_MAX_LEN, "%s", h.name);
 	rc = call(rm, &h, method, path, NULL, CALL_TIMEOUT_S, out, NULL);
 	host_row_clear(&h);
