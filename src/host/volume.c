@@ -282,6 +282,37 @@ static bool has_volumes(struct sandbox *sb)
 	return yes;
 }
 
+/* The VMM's side of slot: the volume's descriptor in (v), or out (v
+ * NULL: flushed and closed); the one place that speaks volume_attach and
+ * volume_detach. Neither waits on the guest (its mounts are guest_sh's,
+ * bounded there). An attach only sets a size and raises an interrupt:
+ * 5 s. A detach fdatasyncs the file, which waits on the host's disk for
+ * all that the guest's sync just wrote: 10 s, a delete's too (a detach
+ * cut short still runs in the VMM, and a live one would then keep the
+ * record of a slot the VMM has emptied). */
+static int vmm_volume(struct host *h, struct sandbox *sb, int slot, const struct create_volume *v)
+{
+	char ctl[PATH_MAX];
+	sandbox_ctl(sb, ctl, sizeof ctl);
+	json_t *reply = NULL, *q;
+	int rc;
+	if (v) {
+		int fd = vol_open(h, v->id, v->read_only);
+		if (fd < 0)
+			return fd;
+		q = json_pack("{s:s,s:i,s:b,s:i}", "cmd", "volume_attach", "slot", slot, "read_only", v->read_only,
+			      "fd", 0);
+		rc = q ? vmm_ctl_fds(ctl, q, &fd, 1, &reply, 5000) : errf(ENOMEM, "out of memory");
+		close(fd);
+	} else {
+		q = json_pack("{s:s,s:i}", "cmd", "volume_detach", "slot", slot);
+		rc = q ? vmm_ctl(ctl, q, &reply, 10000) : errf(ENOMEM, "out of memory");
+	}
+	json_decref(q);
+	json_decref(reply);
+	return rc;
+}
+
 int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *req)
 {
 	if (req->nvolumes <= 0)
@@ -302,24 +333,9 @@ int volumes_attach(struct host *h, struct sandbox *sb, const struct create_req *
 		rc = store_volume_attach(h->store, &a);
 	}
 	pthread_mutex_unlock(&h->volumes);
-	char ctl[PATH_MAX];
-	sandbox_ctl(sb, ctl, sizeof ctl);
-	for (int i = 0; i < req->nvolumes && rc == 0; i++) {
-		const struct create_volume *v = &req->volumes[i];
-		int fd = vol_open(h, v->id, v->read_only);
-		if (fd < 0) {
-			rc = fd;
-			break;
-		}
-		json_t *q = json_pack("{s:s,s:i,s:b,s:i}", "cmd", "volume_attach", "slot", i, "read_only",
-				      v->read_only, "fd", 0), *reply = NULL;
-		rc = q ? vmm_ctl_fds(ctl, q, &fd, 1, &reply, 5000) : errf(ENOMEM, "out of memory");
-		json_decref(q);
-		json_decref(reply);
-		close(fd);
-		if (rc < 0)
-			rc = errf(-rc, "volume '%s': %s", v->name, errmsg());
-	}
+	for (int i = 0; i < req->nvolumes && rc == 0; i++)
+		if ((rc = vmm_volume(h, sb, i, &req->volumes[i])) < 0)
+			rc = errf(-rc, "volume '%s': %s", req->volumes[i].name, errmsg());
 	if (rc == 0 && (rc = guest_mount(h, sb, req->volumes, NULL, req->nvolumes)) < 0)
 		rc = errf(mount_errno(rc), "mounting the volumes in the guest: %s", errmsg());
 	/* On failure the caller ends the sandbox, and its records with it. */
@@ -369,15 +385,9 @@ void volumes_detach(struct host *h, struct sandbox *sb)
 			log_debug("sandbox %s: unmounting its volumes: %s", sb->row.id, errmsg());
 		strbuf_free(&s);
 	}
-	char ctl[PATH_MAX];
-	sandbox_ctl(sb, ctl, sizeof ctl);
-	for (int i = 0; i < l.n; i++) {
-		json_t *q = json_pack("{s:s,s:i}", "cmd", "volume_detach", "slot", l.a[i].slot), *reply = NULL;
-		if (q && vmm_ctl(ctl, q, &reply, 5000) < 0)
+	for (int i = 0; i < l.n; i++)
+		if (vmm_volume(h, sb, l.a[i].slot, NULL) < 0)
 			log_warn("sandbox %s: detaching volume %s: %s", sb->row.id, l.a[i].volume, errmsg());
-		json_decref(q);
-		json_decref(reply);
-	}
 }
 
 void volumes_forget(struct host *h, struct sandbox *sb)
@@ -507,9 +517,13 @@ int host_volume_delete(struct host *h, const char *ws, const char *id)
 	return 0;
 }
 
+/* id NULL: the attachments of all ws's volumes in one query (a list's;
+ * out unused), each volume's as they would come one by one. */
 int host_volume_get(struct host *h, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
 		    void *fctx)
 {
+	if (!id)
+		return fn ? store_volume_attachments_ws(h->store, ws, fn, fctx) : 0;
 	struct vol_row r;
 	int rc = store_volume_load(h->store, ws, id, false, &r);
 	if (rc == 0 && fn)
@@ -533,30 +547,6 @@ static int vmm_slots(struct sandbox *sb, int *n)
 	size_t k = json_array_size(json_object_get(reply, "volume_slots"));
 	json_decref(reply);
 	*n = k > HOST_VOLUMES_MAX ? HOST_VOLUMES_MAX : (int)k;
-	return rc;
-}
-
-/* The VMM's side of slot: the volume's descriptor in, or out (flushed). */
-static int vmm_volume(struct host *h, struct sandbox *sb, int slot, const struct create_volume *v)
-{
-	char ctl[PATH_MAX];
-	sandbox_ctl(sb, ctl, sizeof ctl);
-	json_t *reply = NULL, *q;
-	int rc;
-	if (v) {
-		int fd = vol_open(h, v->id, v->read_only);
-		if (fd < 0)
-			return fd;
-		q = json_pack("{s:s,s:i,s:b,s:i}", "cmd", "volume_attach", "slot", slot, "read_only", v->read_only,
-			      "fd", 0);
-		rc = q ? vmm_ctl_fds(ctl, q, &fd, 1, &reply, 5000) : errf(ENOMEM, "out of memory");
-		close(fd);
-	} else {
-		q = json_pack("{s:s,s:i}", "cmd", "volume_detach", "slot", slot);
-		rc = q ? vmm_ctl(ctl, q, &reply, 10000) : errf(ENOMEM, "out of memory");
-	}
-	json_decref(q);
-	json_decref(reply);
 	return rc;
 }
 

@@ -36,6 +36,7 @@
 #define KILN_HOSTIF_HOSTIF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "host/host_types.h"	/* ws_caps, ws_caps_report, create_req, host_event, HOST_FORK_MAX */
@@ -77,6 +78,9 @@ struct hostif_fork {
 
 typedef int hostif_row_fn(void *ctx, const struct sbx_row *r);
 typedef int hostif_template_fn(void *ctx, const struct hostif_template *t);
+/* An attachment of a listing's volume v[i] (hostif_volume_attachments);
+ * a NULL: v[i]'s host cannot say (errmsg() says why). */
+typedef int hostif_att_fn(void *ctx, size_t i, const struct vol_att *a);
 
 /* The implementation's table; ctx is struct hostif's. Callers use the
  * hostif_* wrappers below, which say what each call does. */
@@ -100,6 +104,8 @@ struct hostif_ops {
 	int (*volume_delete)(void *ctx, const char *ws, const char *id);
 	int (*volume_get)(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
 			  void *fctx);
+	int (*volume_attachments)(void *ctx, const char *ws, const struct vol_row *v, size_t n, hostif_att_fn *fn,
+				  void *fctx);
 	int (*volume_attach)(void *ctx, const char *ws, const char *id, const struct create_volume *v);
 	int (*volume_detach)(void *ctx, const char *ws, const char *id, const char *volume);
 	int (*fork)(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made);
@@ -232,12 +238,24 @@ static inline int hostif_volume_delete(struct hostif *hi, const char *ws, const 
 }
 
 /* The volume as its host has it: *out (may be NULL) its record, and each
- * attachment (which sandbox has it where) to fn (may be NULL), in slot
- * order. -ENOENT unless it is the workspace's. */
+ * attachment (which sandbox has it where) to fn (may be NULL), oldest
+ * first. -ENOENT unless it is the workspace's. */
 static inline int hostif_volume_get(struct hostif *hi, const char *ws, const char *id, struct vol_row *out,
 				    store_att_fn *fn, void *fctx)
 {
 	return hi->ops->volume_get(hi->ctx, ws, id, out, fn, fctx);
+}
+
+/* A listing's hostif_volume_get for the workspace's volumes v[0..n) (ws
+ * NULL: any workspace's): fn(i, a) for each attachment of v[i], in
+ * hostif_volume_get's order, or fn(i, NULL) once when v[i]'s host cannot
+ * say (what it told of v[i] before is void); the others are still told.
+ * < 0 only when fn failed (its error) or out of memory. Local: one query
+ * for them all, not one a volume. */
+static inline int hostif_volume_attachments(struct hostif *hi, const char *ws, const struct vol_row *v, size_t n,
+					    hostif_att_fn *fn, void *fctx)
+{
+	return hi->ops->volume_attachments(hi->ctx, ws, v, n, fn, fctx);
 }
 
 /* Attach the workspace's volume v (its id resolved) to sandbox id, or

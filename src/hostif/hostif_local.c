@@ -313,6 +313,43 @@ static int l_volume_get(void *ctx, const char *ws, const char *id, struct vol_ro
 	return host_volume_get(ctx, ws, id, out, fn, fctx);
 }
 
+/* A listing's attachments: each to the index of its volume in v. */
+struct att_index {
+	const struct vol_row *v;
+	size_t n;
+	hostif_att_fn *fn;
+	void *fctx;
+	int rc;				/* fn's own failure: the listing's */
+};
+
+static int att_index(void *ctx, const struct vol_att *a)
+{
+	struct att_index *x = ctx;
+	for (size_t i = 0; i < x->n; i++)
+		if (!strcmp(x->v[i].id, a->volume))
+			return x->rc = x->fn(x->fctx, i, a);
+	return 0;	/* made after the caller's list was read */
+}
+
+static int l_volume_attachments(void *ctx, const char *ws, const struct vol_row *v, size_t n, hostif_att_fn *fn,
+				void *fctx)
+{
+	struct att_index x = { v, n, fn, fctx, 0 };
+	int rc = n ? host_volume_get(ctx, ws, NULL, NULL, att_index, &x) : 0;
+	if (x.rc < 0 || rc == -ENOMEM)
+		return x.rc < 0 ? x.rc : rc;
+	/* The store could not say: none of them is known (as each one's
+	 * get would have failed). */
+	char why[512];
+	snprintf(why, sizeof why, "%s", rc < 0 ? errmsg() : "");
+	for (size_t i = 0; rc < 0 && i < n; i++) {
+		errf(-rc, "%s", why);
+		if ((x.rc = fn(fctx, i, NULL)) < 0)
+			return x.rc;
+	}
+	return 0;
+}
+
 static int op_volume_attach(struct host *h, struct sandbox *sb, void *arg)
 {
 	return host_volume_attach(h, sb, arg);
@@ -349,6 +386,7 @@ static const struct hostif_ops local_ops = {
 	.volume_create = l_volume_create,
 	.volume_delete = l_volume_delete,
 	.volume_get = l_volume_get,
+	.volume_attachments = l_volume_attachments,
 	.volume_attach = l_volume_attach,
 	.volume_detach = l_volume_detach,
 	.fork = l_fork,

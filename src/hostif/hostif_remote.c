@@ -1120,6 +1120,12 @@ static void r_unsubscribe(void *ctx, host_event_fn *fn, void *fctx)
 	 * idle replica); stopping it here could race a new listener. */
 }
 
+/* Volume id's own path at its host's agent (GET, DELETE). */
+static void volume_path(char *out, size_t cap, const char *ws, const char *id)
+{
+	snprintf(out, cap, "/v1/host/volumes/%s/%s", ws, id);
+}
+
 /* A new volume's host: the up, active one with the most free disk
  * that holds size_mib whole (its file is sparse, but may fill). */
 struct disk_pick {
@@ -1177,7 +1183,7 @@ static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t 
 	if (rc < 0) {
 		char why[512], path[256];
 		snprintf(why, sizeof why, "%s", errmsg());
-		snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, r.id);
+		volume_path(path, sizeof path, ws, r.id);
 		call(rm, &p.h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 		store_placement_end(rm->cfg.store, r.id);
 		return errf(-rc, "%s", why);
@@ -1197,7 +1203,7 @@ static int on_volume(struct remote *rm, const char *method, const char *ws, cons
 	if (rc < 0)
 		return rc;
 	char path[256];
-	snprintf(path, sizeof path, "/v1/host/volumes/%s/%s", ws, id);
+	volume_path(path, sizeof path, ws, id);
 	snprintf(host, NAME_MAX_LEN, "%s", h.name);
 	rc = call(rm, &h, method, path, NULL, CALL_TIMEOUT_S, out, NULL);
 	host_row_clear(&h);
@@ -1249,6 +1255,36 @@ static int r_volume_get(void *ctx, const char *ws, const char *id, struct vol_ro
 	return rc;
 }
 
+/* A listing's: one call per volume, as r_volume_get, each to fn with its
+ * index. (One call per host would need an agent route that lists a
+ * workspace's attachments; the agent answers only by volume.) */
+struct att_of {
+	hostif_att_fn *fn;
+	void *fctx;
+	size_t i;
+	int rc;				/* fn's own failure: the listing's */
+};
+
+static int att_of(void *ctx, const struct vol_att *a)
+{
+	struct att_of *o = ctx;
+	return o->rc = o->fn(o->fctx, o->i, a);
+}
+
+static int r_volume_attachments(void *ctx, const char *ws, const struct vol_row *v, size_t n, hostif_att_fn *fn,
+				void *fctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct att_of o = { fn, fctx, i, 0 };
+		int rc = r_volume_get(ctx, ws ? ws : v[i].workspace, v[i].id, NULL, att_of, &o);
+		if (o.rc < 0 || rc == -ENOMEM)
+			return o.rc < 0 ? o.rc : rc;
+		if (rc < 0 && (rc = fn(fctx, i, NULL)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* A volume and a sandbox must share a host: the volume's file is there. */
 static int r_volume_attach(void *ctx, const char *ws, const char *id, const struct create_volume *v)
 {
@@ -1291,6 +1327,7 @@ static const struct hostif_ops remote_ops = {
 	.volume_create = r_volume_create,
 	.volume_delete = r_volume_delete,
 	.volume_get = r_volume_get,
+	.volume_attachments = r_volume_attachments,
 	.volume_attach = r_volume_attach,
 	.volume_detach = r_volume_detach,
 	.fork = r_fork,

@@ -172,30 +172,38 @@ static int add_att(void *ctx, const struct vol_att *a)
 	return j ? json_array_append_new(ctx, j) : -ENOMEM;
 }
 
+/* The volume's JSON, attached_to [] for its attachments to fill. */
+static json_t *vol_json(const struct vol_row *r)
+{
+	return json_pack("{s:s,s:s,s:I,s:I,s:[]}", "id", r->id, "name", r->name, "size_mib",
+			 (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms, "attached_to");
+}
+
+/* Its host could not say (errmsg() says why): attached_to null. */
+static void vol_unknown(json_t *j)
+{
+	json_object_set_new(j, "attached_to", json_null());
+	json_object_set_new(j, "error", json_string(errmsg()));
+}
+
 json_t *ops_volume_json(const struct ops_caller *c, const struct vol_row *r)
 {
 	/* Which sandboxes have it is its host's to say (in a cluster, a
 	 * call to that host): when it cannot, the volume is still shown,
 	 * with attached_to null and why. */
-	json_t *att = json_array();
-	int rc = att ? hostif_volume_get(c->hostif, r->workspace, r->id, NULL, add_att, att) : -ENOMEM;
+	json_t *j = vol_json(r), *att = json_object_get(j, "attached_to");
+	int rc = j ? hostif_volume_get(c->hostif, r->workspace, r->id, NULL, add_att, att) : -ENOMEM;
 	if (rc == -ENOMEM) {
-		json_decref(att);
+		json_decref(j);
 		return NULL;
 	}
-	json_t *j = json_pack("{s:s,s:s,s:I,s:I,s:o}", "id", r->id, "name", r->name, "size_mib",
-			      (json_int_t)r->size_mib, "created_ms", (json_int_t)r->created_ms, "attached_to",
-			      rc < 0 ? json_null() : att);
-	if (rc < 0) {
-		json_decref(att);
-		if (j)
-			json_object_set_new(j, "error", json_string(errmsg()));
-	}
+	if (rc < 0)
+		vol_unknown(j);
 	return j;
 }
 
-/* The rows first, then each one's attachments: a store query may not
- * run inside another's row callback (one connection). */
+/* The rows first, then their attachments: a store query may not run
+ * inside another's row callback (one connection). */
 struct list {
 	struct vol_row *r;
 	size_t n, cap;
@@ -216,6 +224,17 @@ static int add_vol(void *ctx, const struct vol_row *r)
 	return 0;
 }
 
+/* An attachment of the list's volume i, into its JSON (a[i]). */
+static int listed_att(void *ctx, size_t i, const struct vol_att *a)
+{
+	json_t *j = json_array_get(ctx, i), *att = json_object_get(j, "attached_to");
+	if (!a)
+		vol_unknown(j);
+	else if (json_is_array(att))	/* not once its host could not say */
+		return add_att(att, a);
+	return 0;
+}
+
 int ops_volume_list(const struct ops_caller *c, json_t **out)
 {
 	struct list l = { 0 };
@@ -223,9 +242,15 @@ int ops_volume_list(const struct ops_caller *c, json_t **out)
 	int rc = !a ? errf(ENOMEM, "out of memory")
 	       : c->store ? store_volume_each(c->store, c->workspace, add_vol, &l) : 0;
 	for (size_t i = 0; i < l.n && rc == 0; i++) {
-		json_t *j = ops_volume_json(c, &l.r[i]);
+		json_t *j = vol_json(&l.r[i]);
 		rc = j ? json_array_append_new(a, j) : errf(ENOMEM, "out of memory");
 	}
+	/* All their attachments in one look (hostif_volume_attachments),
+	 * not one look a volume. */
+	if (rc == 0 && l.n > 0)
+		rc = hostif_volume_attachments(c->hostif, c->workspace, l.r, l.n, listed_att, a);
+	if (rc == -ENOMEM)
+		rc = errf(ENOMEM, "out of memory");
 	free(l.r);
 	if (rc < 0) {
 		json_decref(a);

@@ -307,10 +307,14 @@ int store_volume_detach_ended(struct store *st, int64_t *n);
 /* Remove the sandbox's attachment in slot: -ENOENT if it has none. */
 int store_volume_detach_slot(struct store *st, const char *sandbox, int slot);
 typedef int store_att_fn(void *ctx, const struct vol_att *a);
-/* The attachments of a volume (sandbox NULL) or of a sandbox (volume
- * NULL), in slot order. */
+/* The attachments of a volume (sandbox NULL: oldest first) or of a
+ * sandbox (volume NULL: in slot order). */
 int store_volume_attachments(struct store *st, const char *volume, const char *sandbox,
 			     store_att_fn *fn, void *ctx);
+/* The attachments of all the workspace's live volumes (NULL: every
+ * workspace's) in one query, a listing's: oldest first, so each
+ * volume's come in the order above. */
+int store_volume_attachments_ws(struct store *st, const char *workspace, store_att_fn *fn, void *ctx);
 
 /* ---- exposed ports -------------------------------------------------------- */
 

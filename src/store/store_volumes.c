@@ -190,3 +190,15 @@ int store_volume_attachments(struct store *st, const char *volume, const char *s
 	return RUN(st, "SELECT " ATT_COLS " FROM volume_attachments WHERE sandbox_id = $1 ORDER BY slot",
 		   row_att, &e, NULL, DBV_S(sandbox));
 }
+
+int store_volume_attachments_ws(struct store *st, const char *workspace, store_att_fn *fn, void *ctx)
+{
+	struct att_each e = { fn, ctx };
+	if (!workspace)
+		return store_run(st, "SELECT " ATT_COLS " FROM volume_attachments WHERE volume_id IN (SELECT id "
+				     "FROM volumes WHERE deleted_ms IS NULL) ORDER BY created_ms, sandbox_id",
+				 NULL, 0, row_att, &e, NULL);
+	return RUN(st, "SELECT " ATT_COLS " FROM volume_attachments WHERE volume_id IN (SELECT id FROM volumes "
+		       "WHERE workspace_id = $1 AND deleted_ms IS NULL) ORDER BY created_ms, sandbox_id",
+		   row_att, &e, NULL, DBV_S(workspace));
+}
