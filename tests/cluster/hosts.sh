@@ -442,5 +442,42 @@ wait $busy
 	|| fail absolute_while_busy_cluster "counts_from $from, status $got after $took s"
 KEY=$CL_KEY
 
+# ---- an app outlives its host (docs/api.md "Apps") --------------------------------
+# Made through one replica, served through the other (any replica routes
+# app-ID.DOMAIN to the sandbox serving it now); its host killed -9, the
+# app watch remakes it on the other host, and the URL answers again.
+URL=$CL_API1
+api POST /v1/apps '{"name":"web","template":"minimal","command":"mkdir -p /w && echo cl-app > /w/index.html && exec httpd -f -p 8000 -h /w","port":8000}'
+APP=$(jget 'j.get("id", "")') AS=$(jget 'j.get("sandbox_id", "")')
+AH=app-${APP#app_}.cl.test
+ah=; for x in a b; do [[ " $(on_host $x) " == *" $AS "* ]] && ah=$x; done
+app_hit() { HS=$(curl -s -m 60 -o "$T/hb" -w '%{http_code}' -H "Host: $AH:80" "$1/"); HB=$(cat "$T/hb"); }
+app_hit "$CL_API2"
+[ -n "$APP" ] && [ -n "$ah" ] && [ "$HS $HB" = "200 cl-app" ] \
+	&& pass app_cluster "$APP on host-$ah, served through the other replica" || fail app_cluster "$STATUS $BODY; $HS $HB"
+if [ -n "$ah" ]; then
+	kill -9 "${agent_pid[$ah]}"; wait "${agent_pid[$ah]}" 2>/dev/null; unset "agent_pid[$ah]"
+	t0=$SECONDS
+	remade() { api GET "/v1/apps/$APP"; [ "$(jget 'j["vm_restarts"], j["status"]')" = "(1, 'running')" ]; }
+	if until_ok 90 remade; then
+		AS2=$(jget 'j["sandbox_id"]')
+		app_hit "$CL_API1"
+		[ "$HS $HB" = "200 cl-app" ] && [[ " $(on_host "$([ $ah = a ] && echo b || echo a)") " == *" $AS2 "* ]] \
+			&& pass app_cluster_remade "host-$ah killed: remade as $AS2 on the other host $((SECONDS - t0)) s later, answers again" \
+			|| fail app_cluster_remade "$HS $HB $AS2"
+	else
+		fail app_cluster_remade "$STATUS $BODY"
+	fi
+	if [ "$ah" = a ]; then start_agent a "$CL_PORT_A" "$CL_ADV_A"; else start_agent b "$CL_PORT_B" "$CL_ADV_B"; fi
+	# The lost one, deleted by the watch while its host was away, ends there.
+	gone_there() { [[ " $(on_host "$ah") " != *" $AS "* ]]; }
+	until_ok 60 gone_there && pass app_cluster_lost_ended "$AS ended on host-$ah when it came back" \
+		|| fail app_cluster_lost_ended "host-$ah runs: $(on_host "$ah")"
+fi
+api DELETE "/v1/apps/$APP"
+app_hit "$CL_API2"
+[ "$STATUS $HS" = "204 404" ] && [ -z "$(on_host a)$(on_host b)" ] && pass app_cluster_deleted "nothing left on either host" \
+	|| fail app_cluster_deleted "$STATUS $HS a: $(on_host a) b: $(on_host b)"
+
 [ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" | sed 's/^/  | /'; done; exit 1; }
 exit 0

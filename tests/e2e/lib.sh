@@ -61,6 +61,14 @@ _on_exit() {
 	left=$(test_vmms)
 	if [ -n "$left" ]; then
 		echo "FAIL cleanup: kiln-vmm processes left behind: $left"
+		# Which sandbox each was, and what kilnd said of it.
+		local p id
+		for p in $left; do
+			id=$( (readlink "/proc/$p/cwd"; tr '\0' ' ' < "/proc/$p/cmdline"; ls -l "/proc/$p/fd") 2>/dev/null |
+				grep -o 'sbx_[a-z0-9]*' | head -1)
+			echo "  $p: ${id:-no sandbox id in its cwd, command line or files}; $(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | head -c 200)"
+			[ -n "$id" ] && grep "$id" "$T/kilnd.log" 2>/dev/null | tail -6 | sed 's/^/  | /'
+		done
 		kill -9 $left 2>/dev/null
 	fi
 	# Networks and cgroups of sandboxes a failed test left (its kilnd
