@@ -428,6 +428,11 @@ int ops_app_deploy(const struct ops_caller *c, const char *key, const json_t *ar
 	struct app_row old;
 	if ((rc = ops_app_get(c, key, &old)) < 0)
 		return rc;
+	/* An app made from a running sandbox runs its command in the
+	 * snapshot it came from: a new command alone could not replace it. */
+	if (old.source_runs && o.command && !o.template && !o.snapshot)
+		return errf(EINVAL, "app %s comes from the snapshot of the sandbox it was made from, where its command "
+				    "runs already: a new 'command' needs a 'template' or 'from_snapshot' too", old.name);
 	struct app_row a = old;
 	apply(&a, &o);
 	if (!a.command[0] && !a.source_runs && !a.snapshot[0])
@@ -454,6 +459,9 @@ int ops_app_deploy(const struct ops_caller *c, const char *key, const json_t *ar
 	}
 	event(c->store, a.id, "version %lld deployed: sandbox %s serves it; %s is deleted in %d s",
 	      (long long)a.version, a.sandbox, a.retiring[0] ? a.retiring : "none", APP_DRAIN_MS / 1000);
+	/* The snapshot taken when it was made an app is its no more. */
+	if (old.source_runs && !a.source_runs && hostif_snapshot_delete(c->hostif, c->workspace, old.snapshot) < 0)
+		log_warn("app %s: deleting its snapshot %s: %s", a.id, old.snapshot, errmsg());
 	*out = a;
 	app_watch_kick();
 	return 0;
