@@ -107,6 +107,10 @@ int tmpl_save_manifest(const struct tmpl *t)
 		json_object_set_new(j, "volume_slots", json_integer(t->volume_slots));
 		json_object_set_new(j, "dns", json_string(t->dns));
 		json_object_set_new(j, "description", json_string(t->description));
+		if (t->start[0]) {
+			json_object_set_new(j, "start", json_string(t->start));
+			json_object_set_new(j, "ready_port", json_integer(t->ready_port));
+		}
 		if (t->image)
 			json_object_set(j, "image", t->image);
 	}
@@ -158,6 +162,9 @@ int tmpl_load(const char *dir, struct tmpl *t)
 		memcpy(t->dns, dns, strlen(dns) + 1);
 	const char *desc = json_string_value(json_object_get(j, "description"));
 	snprintf(t->description, sizeof t->description, "%s", desc ? desc : "");
+	const char *start = json_string_value(json_object_get(j, "start"));
+	snprintf(t->start, sizeof t->start, "%s", start ? start : "");
+	t->ready_port = (int)json_integer_value(json_object_get(j, "ready_port"));
 	json_t *image = json_object_get(j, "image");
 	if (json_is_object(image))
 		t->image = json_incref(image);

@@ -61,6 +61,9 @@ bool template_name_ok(const char *name);
 struct vmm_jail;
 
 /* The templates kiln knows how to build. */
+#define TEMPLATE_START_MAX 1024
+#define TEMPLATE_READY_S 120	/* a start command's default time to listen */
+
 struct template_def {
 	const char *name;
 	const char *description;
@@ -93,6 +96,10 @@ struct tmpl {
 	char snapdir[PATH_MAX];
 	int64_t built_ms;
 	json_t *image;			/* the OCI image's config (owned), or NULL */
+	/* The command its snapshot runs (build_opts.start; "" : none) and
+	 * the port it listens on (0: none said). */
+	char start[TEMPLATE_START_MAX];
+	int ready_port;
 	int refs;			/* under the registry lock */
 	pthread_mutex_t zlock;		/* starting the zygote */
 };

@@ -369,8 +369,10 @@ static int step_boot(struct build *b)
 	return 0;
 }
 
-/* Run cmd in the build VM; its output must contain want (if given). */
-static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *cmd, const char *want)
+/* Run cmd in a VM of the build: up to 64 KiB of its output (both
+ * streams) into out, its exit status into *code (may be NULL). */
+static int run_capture(struct build *b, const char *vmdir, pid_t pid, const char *cmd, struct strbuf *out,
+		       int *code)
 {
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, vmdir, "vsock.sock");
@@ -379,17 +381,27 @@ static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *
 	if (rc < 0)
 		return rc;
 	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
+	struct guest_ev ev = { .code = -1 };
+	rc = guest_exec_start(g, &c);
+	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
+		if (out->len < 64 * 1024)
+			strbuf_append(out, ev.data, ev.len);
+	if (rc == 1)
+		rc = 0;
+	guest_close(g);
+	if (code)
+		*code = ev.code;
+	return rc;
+}
+
+/* Run cmd in the build VM; its output must contain want (if given). */
+static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *cmd, const char *want)
+{
 	struct strbuf out;
 	strbuf_init(&out);
 	struct guest_ev ev;
-	rc = guest_exec_start(g, &c);
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
-		if (out.len < 64 * 1024)
-			strbuf_append(&out, ev.data, ev.len);
-	if (rc == 1)
-		rc = 0;
+	int rc = run_capture(b, vmdir, pid, cmd, &out, &ev.code);
 	strbuf_putc(&out, 0);
-	guest_close(g);
 	if (rc == 0 && ev.code != 0)
 		rc = errf(EIO, "'%s' exited with %d: %.200s", cmd, ev.code, out.data ? out.data : "");
 	if (rc == 0 && want && (!out.data || !strstr(out.data, want)))
@@ -402,6 +414,141 @@ static int run_in_vm(struct build *b, const char *vmdir, pid_t pid, const char *
  * an /etc/hostname are there. */
 #define ROOT_CHECK "test -x /bin/sh && test -s /etc/hostname && echo kiln-root-ok"
 
+/* ---- the start command -------------------------------------------------------- */
+
+#define START_LOG "/var/log/kiln-start.log"
+#define START_POLL_MS 200
+
+/* What the start command runs as: its output to START_LOG, the image's
+ * Env exported (values quoted; keys that are not shell names skipped)
+ * and its WorkingDir, as a sandbox's commands have them, then cmd. */
+static void start_script(const struct tmpl *t, const char *cmd, struct strbuf *out)
+{
+	strbuf_printf(out, "mkdir -p /var/log; exec >" START_LOG " 2>&1 </dev/null\n");
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(t->image, "env"), k, v) {
+		bool name = (k[0] == '_' || (k[0] | 32) >= 'a') && (k[0] | 32) <= 'z';
+		for (const char *p = k; name && *p; p++)
+			name = *p == '_' || ((*p | 32) >= 'a' && (*p | 32) <= 'z') || (*p >= '0' && *p <= '9');
+		if (!name || !json_is_string(v))
+			continue;
+		strbuf_printf(out, "export %s='", k);
+		for (const char *p = json_string_value(v); *p; p++)
+			if (*p == '\'')
+				strbuf_append(out, "'\\''", 4);
+			else
+				strbuf_putc(out, *p);
+		strbuf_append(out, "'\n", 2);
+	}
+	const char *wd = tmpl_workdir(t);
+	if (wd)
+		strbuf_printf(out, "cd '%s' || exit 1\n", wd);	/* start_command refuses a quote in it */
+	strbuf_printf(out, "%s\n", cmd);
+}
+
+struct find_proc {
+	uint32_t id;
+	bool found, exited;
+	int code;
+};
+
+static int note_proc(void *ctx, const struct guest_proc *p)
+{
+	struct find_proc *f = ctx;
+	if (p->id == f->id) {
+		f->found = true, f->exited = p->exited, f->code = p->code;
+		return 1;
+	}
+	return 0;
+}
+
+/* Start the template's start command in the build VM, left running in the
+ * background, and wait until it is ready: something accepts connections
+ * on ready_port, or (no port) it has run a second without exiting. Its
+ * exit, or the time running out, fails the build with its output. */
+static int start_command(struct build *b)
+{
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
+	const char *wd = tmpl_workdir(&b->t);
+	if (wd && strchr(wd, '\''))
+		return errf(EINVAL, "the image's WorkingDir '%.100s' has a quote in it", wd);
+	struct strbuf script;
+	strbuf_init(&script);
+	start_script(&b->t, b->t.start, &script);
+	struct guest *g;
+	int rc = strbuf_failed(&script) ? errf(ENOMEM, "out of memory")
+					: guest_wait_ready(vsock, b->cfg->boot_timeout_ms, b->vm_pid, &g);
+	struct guest_cmd c = { .shell = script.data, .background = true };
+	if (rc == 0) {
+		rc = guest_exec_start(g, &c);
+		if (rc == 0)
+			rc = guest_exec_detach(g);
+		guest_close(g);
+	}
+	strbuf_free(&script);
+	if (rc < 0)
+		return rc;
+	int limit_s = b->o->ready_timeout_s > 0 ? b->o->ready_timeout_s : TEMPLATE_READY_S;
+	int64_t t0 = mono_ms();
+	for (;;) {
+		struct find_proc f = { .id = c.id };
+		if ((rc = guest_open(vsock, 10000, b->vm_pid, &g)) < 0)
+			return rc;
+		rc = guest_procs(g, note_proc, &f);
+		guest_close(g);
+		if (rc < 0)
+			return rc;
+		bool ran = mono_ms() - t0 >= 1000;
+		if (f.found && !f.exited && b->t.ready_port) {
+			int fd = -1;
+			void *early = NULL;
+			size_t n = 0;
+			if ((rc = guest_open(vsock, 10000, b->vm_pid, &g)) < 0)
+				return rc;
+			rc = guest_tcp_connect(g, (unsigned)b->t.ready_port, &fd, &early, &n);
+			free(early);
+			if (fd >= 0)
+				close(fd);
+			if (rc != 0)
+				guest_close(g);	/* connected: the stream was fd, closed above */
+			if (rc == 0) {
+				progress(b, "the start command listens on port %d (%.1f s)", b->t.ready_port,
+					 (double)(mono_ms() - t0) / 1000);
+				return 0;
+			}
+			if (rc != -ECONNREFUSED)
+				return rc;
+		} else if (f.found && !f.exited && ran) {
+			progress(b, "the start command runs");
+			return 0;
+		}
+		const char *why = !f.found ? "is gone" : f.exited ? "exited" : NULL;
+		if (why || mono_ms() - t0 >= (int64_t)limit_s * 1000) {
+			struct strbuf out;
+			strbuf_init(&out);
+			run_capture(b, b->vmdir, b->vm_pid, "tail -c 600 " START_LOG, &out, NULL);
+			char msg[300];
+			if (why && f.found)
+				snprintf(msg, sizeof msg, "exited with status %d", f.code);
+			else if (why)
+				snprintf(msg, sizeof msg, "is gone");
+			else
+				snprintf(msg, sizeof msg, "did not listen on port %d within %d s", b->t.ready_port,
+					 limit_s);
+			for (size_t i = 0; i < out.len; i++)
+				if (out.data[i] == '\n' || out.data[i] == '\r')
+					out.data[i] = ' ';
+			rc = errf(EIO, "the start command %s; its output (" START_LOG "): %.*s", msg, (int)out.len,
+				  out.data ? out.data : "");
+			strbuf_free(&out);
+			return rc;
+		}
+		usleep(START_POLL_MS * 1000);
+	}
+}
+
 static int step_warm(struct build *b)
 {
 	int rc = run_in_vm(b, b->vmdir, b->vm_pid, ROOT_CHECK, "kiln-root-ok");
@@ -411,6 +558,11 @@ static int step_warm(struct build *b)
 	}
 	if (rc == 0)
 		rc = run_in_vm(b, b->vmdir, b->vm_pid, "sync", NULL);
+	/* Last: what it starts runs in the snapshot as it is then. */
+	if (rc == 0 && b->t.start[0]) {
+		progress(b, "starting: %s", b->t.start);
+		rc = start_command(b);
+	}
 	return rc;
 }
 
@@ -487,6 +639,26 @@ static int step_verify(struct build *b)
 	if (rc == 0) {
 		progress(b, "running a command in a new sandbox");
 		rc = run_in_vm(b, dir, pid, ROOT_CHECK, "kiln-root-ok");
+	}
+	/* What the start command listens on answers in a sandbox at once:
+	 * it came with the snapshot, nothing started it. */
+	if (rc == 0 && b->t.snapshot && b->t.ready_port) {
+		char vsock[PATH_MAX];
+		vm_path(vsock, sizeof vsock, dir, "vsock.sock");
+		struct guest *g;
+		int fd = -1;
+		void *early = NULL;
+		size_t n = 0;
+		rc = guest_open(vsock, 10000, pid, &g);
+		if (rc == 0 && (rc = guest_tcp_connect(g, (unsigned)b->t.ready_port, &fd, &early, &n)) < 0)
+			guest_close(g);
+		free(early);
+		if (fd >= 0)
+			close(fd);
+		if (rc < 0)
+			rc = errf(-rc, "port %d does not answer in a new sandbox: %s", b->t.ready_port, errmsg());
+		else
+			progress(b, "port %d answers in a new sandbox", b->t.ready_port);
 	}
 	if (pid > 0)
 		proc_kill_wait(pid, start, 5000);
@@ -570,6 +742,15 @@ static int version_settings(struct build *b)
 		int rc = tmpl_load(b->t.dir, &saved);
 		if (rc < 0)
 			return rc;
+		if ((o->start && strcmp(o->start, saved.start)) || (o->ready_port && o->ready_port != saved.ready_port)) {
+			rc = errf(EINVAL, "version %d is being built with start command '%.200s' (port %d): resume "
+					  "it without --start/--ready-port, or start over with --restart",
+				  b->t.version, saved.start, saved.ready_port);
+			tmpl_clear(&saved);
+			return rc;
+		}
+		snprintf(b->t.start, sizeof b->t.start, "%s", saved.start);
+		b->t.ready_port = saved.ready_port;
 		if ((o->vcpus && o->vcpus != saved.vcpus) || (o->memory_mib && o->memory_mib != saved.memory_mib)) {
 			rc = errf(EINVAL, "version %d is being built with %d vCPUs and %d MiB: resume it "
 					  "without --vcpus/--memory, or start over with --restart",
@@ -594,6 +775,8 @@ static int version_settings(struct build *b)
 	}
 	b->t.vcpus = o->vcpus ? o->vcpus : b->def->vcpus;
 	b->t.memory_mib = o->memory_mib ? o->memory_mib : b->def->memory_mib;
+	snprintf(b->t.start, sizeof b->t.start, "%s", o->start ? o->start : "");
+	b->t.ready_port = o->ready_port;
 	if (o->oci)
 		snprintf(b->t.description, sizeof b->t.description, "OCI image %s", o->oci);
 	else if (o->image && !template_def_find(o->name))
@@ -613,6 +796,14 @@ static int check_opts(const struct build_opts *o)
 				    "--oci PATH[:TAG] or --image FILE (compiled in: minimal, base)", o->name);
 	if (o->oci && o->image)
 		return errf(EINVAL, "--oci and --image: give one");
+	if (o->start && (!o->start[0] || strlen(o->start) >= TEMPLATE_START_MAX))
+		return errf(EINVAL, "--start: a command of 1 to %d bytes", TEMPLATE_START_MAX - 1);
+	if ((o->ready_port || o->ready_timeout_s) && !o->start)
+		return errf(EINVAL, "--ready-port and --ready-timeout are about the --start command: give it");
+	if (o->ready_port < 0 || o->ready_port > 65535)
+		return errf(EINVAL, "--ready-port %d: want 1 to 65535", o->ready_port);
+	if (o->start && o->no_snapshot)
+		return errf(EINVAL, "--start needs the snapshot (what it starts runs in it): not with --no-snapshot");
 	if (o->vcpus && (o->vcpus < 1 || o->vcpus > TEMPLATE_VCPUS_MAX))
 		return errf(EINVAL, "--vcpus %d: want 1 to %d", o->vcpus, TEMPLATE_VCPUS_MAX);
 	if (o->memory_mib && (o->memory_mib < TEMPLATE_MEMORY_MIN_MIB || o->memory_mib > TEMPLATE_MEMORY_MAX_MIB))

@@ -16,6 +16,12 @@ struct build_opts {
 	int vcpus, memory_mib;	/* 0: the template's (or the build in progress's) */
 	uint64_t max_unpacked;	/* 0: BUILD_MAX_UNPACKED */
 	bool no_snapshot;	/* a boot-only version (no zygote) */
+	/* A command started before the snapshot, so it runs in every sandbox
+	 * the moment it is created (a server, an interpreter); ready once
+	 * something listens on ready_port (0: once it has run a second
+	 * without exiting), within ready_timeout_s (0: TEMPLATE_READY_S). */
+	const char *start;
+	int ready_port, ready_timeout_s;
 	bool restart;		/* discard a build in progress */
 };
 

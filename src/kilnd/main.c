@@ -70,7 +70,7 @@ static const char usage_text[] =
 	"       kilnd admin list\n"
 	"       kilnd admin revoke ID|PREFIX\n"
 	"       kilnd template build NAME [--image FILE | --oci PATH[:TAG]] [--vcpus N] [--memory MIB]\n"
-	"                            [--no-snapshot] [--restart]\n"
+	"                            [--start CMD [--ready-port N] [--ready-timeout S]] [--no-snapshot] [--restart]\n"
 	"       kilnd template list\n"
 	"       kilnd cluster token create [--expires SECONDS] [--uses N|any]\n"
 	"       kilnd cluster token list | revoke ID|PREFIX\n"
@@ -166,7 +166,7 @@ enum {
 	O_CREATE_WAIT, O_TTL, O_RATE, O_ANON_RATE, O_MAX_INFLIGHT, O_MAX_UPLOADS, O_MAX_TUNNELS, O_MAX_EXEC_BUFFER, O_MAX_EXEC_OUTPUT, O_MAX_BODY, O_MAX_FILE, O_SAMPLE, O_BOOT, O_VERBOSE, O_MCP_ORIGINS, O_TLS_CERT, O_TLS_KEY,
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
-	O_OCI, O_VCPUS, O_MEMORY,
+	O_OCI, O_VCPUS, O_MEMORY, O_START, O_READY_PORT, O_READY_TIMEOUT,
 	O_NO_NET, O_NET_POOL, O_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
@@ -218,6 +218,9 @@ static const struct option options[] = {
 	{ "name", required_argument, 0, O_NAME },
 	{ "image", required_argument, 0, O_IMAGE },
 	{ "oci", required_argument, 0, O_OCI },
+	{ "start", required_argument, 0, O_START },
+	{ "ready-port", required_argument, 0, O_READY_PORT },
+	{ "ready-timeout", required_argument, 0, O_READY_TIMEOUT },
 	{ "vcpus", required_argument, 0, O_VCPUS },
 	{ "memory", required_argument, 0, O_MEMORY },
 	{ "no-snapshot", no_argument, 0, O_NO_SNAPSHOT },
@@ -250,6 +253,8 @@ struct cmdline {
 	const char *workspace, *name, *image, *oci;
 	const char *scope, *expires;	/* keys create; --expires: cluster token create too */
 	int vcpus, memory_mib;		/* template build; 0: the template's */
+	const char *start;		/* template build --start */
+	int ready_port, ready_timeout;
 	bool no_snapshot, restart;
 	struct plans plans;		/* what workspaces may start */
 	const char *plans_file, *default_plan;
@@ -357,6 +362,9 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_SCOPE: c->scope = optarg; break;
 		case O_IMAGE: c->image = optarg; break;
 		case O_OCI: c->oci = optarg; break;
+		case O_START: c->start = optarg; break;
+		case O_READY_PORT: c->ready_port = (int)number(optarg, "--ready-port", 1, 65535); break;
+		case O_READY_TIMEOUT: c->ready_timeout = (int)number(optarg, "--ready-timeout", 1, 3600); break;
 		case O_VCPUS: c->vcpus = (int)number(optarg, "--vcpus", 1, TEMPLATE_VCPUS_MAX); break;
 		case O_MEMORY:
 			c->memory_mib = (int)number(optarg, "--memory", TEMPLATE_MEMORY_MIN_MIB,
@@ -625,7 +633,8 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[0], "build")) {
 		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
 					.restart = c->restart, .oci = c->oci, .vcpus = c->vcpus,
-					.memory_mib = c->memory_mib };
+					.memory_mib = c->memory_mib, .start = c->start, .ready_port = c->ready_port,
+					.ready_timeout_s = c->ready_timeout };
 		signal(SIGPIPE, SIG_IGN);
 		if (template_build(&c->host, &o) < 0) {
 			fprintf(stderr, "kilnd: %s\n", errmsg());

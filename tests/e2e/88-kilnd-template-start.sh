@@ -1,0 +1,62 @@
+#!/bin/bash
+# A template that starts a server before its snapshot (docs/templates.md
+# "Start command"): `kilnd template build srv --start CMD --ready-port
+# 8000` boots the image, starts CMD in the background, waits until
+# something listens on 8000, then snapshots, and checks in a new sandbox
+# that the port answers. A sandbox of it answers on that port through the
+# proxy right after its create returns (the time to the first byte is
+# printed), and the server's pid is the same in two sandboxes: it came
+# with the snapshot, nothing started it. A start command that exits, or
+# that never listens, fails the build with its output, and nothing of it
+# is put in service; options that make no sense are refused.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { fail tstart_kvm "no KVM here: run it in tests/host/run"; exit 1; }
+MIN=$REPO/build/guest/rootfs-minimal.ext4
+SRV='mkdir -p /w && echo pre > /w/index.html && exec httpd -f -p 8000 -h /w'
+
+"$KILND" --data "$DATA" template build srv --image "$MIN" --start "$SRV" --ready-port 8000 > "$T/srv.log" 2>&1
+st=$?
+if [ "$st" = 0 ] && grep -q "listens on port 8000" "$T/srv.log" && grep -q "port 8000 answers in a new sandbox" "$T/srv.log"; then
+	pass tstart_build "$(grep -o 'listens on port 8000[^)]*)' "$T/srv.log" | head -1); $(tail -1 "$T/srv.log")"
+else
+	fail tstart_build "status $st: $(tail -4 "$T/srv.log" | tr '\n' ' ')"; exit 1
+fi
+m=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("start"), j.get("ready_port"))' "$DATA/templates/srv/v1/manifest.json")
+check tstart_manifest "$m" [ "$m" = "$SRV 8000" ]
+
+"$KILND" --data "$DATA" template build bad --image "$MIN" --start 'echo nope; exit 3' --ready-port 8000 > "$T/bad.log" 2>&1
+st=$?
+[ "$st" != 0 ] && grep -q "step warm failed: the start command exited with status 3; its output .*nope" "$T/bad.log" &&
+	[ ! -e "$DATA/templates/bad/current" ] && pass tstart_exits "$(tail -1 "$T/bad.log" | cut -c1-200)" ||
+	fail tstart_exits "status $st: $(tail -2 "$T/bad.log")"
+"$KILND" --data "$DATA" template build slow --image "$MIN" --start 'echo waiting; sleep 1000' --ready-port 8001 --ready-timeout 3 > "$T/slow.log" 2>&1
+st=$?
+[ "$st" != 0 ] && grep -q "did not listen on port 8001 within 3 s; its output .*waiting" "$T/slow.log" &&
+	[ ! -e "$DATA/templates/slow/current" ] && pass tstart_never_listens "$(tail -1 "$T/slow.log" | cut -c1-200)" ||
+	fail tstart_never_listens "status $st: $(tail -2 "$T/slow.log")"
+out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
+[[ $out == *"give it"* ]] && pass tstart_port_without_start "$out" || fail tstart_port_without_start "$out"
+out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)
+[[ $out == *"--no-snapshot"* ]] && pass tstart_no_snapshot "$out" || fail tstart_no_snapshot "$out"
+
+start_kilnd --rate 0 || exit 1
+KEY=$(new_key tstart)
+at_exit 'for s in ${A:-} ${B:-}; do api DELETE /v1/sandboxes/$s; done'
+create_sandbox '{"template":"srv"}'
+A=$SBX
+t_created=$(date +%s.%N)
+api POST "/v1/sandboxes/$A/ports" '{"port":8000,"public":true}'
+body=$(curl -s -m 30 "$URL/v1/sandboxes/$A/proxy/8000/index.html")
+ms=$(python3 -c "print(int(($(date +%s.%N) - $t_created) * 1000))")
+check tstart_serves_at_once "'$body' $ms ms after the create answered (the port exposed in between)" [ "$body" = pre ]
+create_sandbox '{"template":"srv"}'
+B=$SBX
+pid_of() { api POST "/v1/sandboxes/$1/exec" '{"cmd":"pidof httpd"}'; jget 'j["stdout"].strip()'; }
+pa=$(pid_of "$A") pb=$(pid_of "$B")
+check tstart_from_snapshot "httpd pid $pa in $A, $pb in $B" [ -n "$pa" -a "$pa" = "$pb" ]
+api GET "/v1/sandboxes/$B/processes"
+n=$(jget 'len([p for p in j["processes"] if "kiln-start.log" in p["command"] and p["status"] == "running"])')
+check tstart_listed "processes of $B: $n running start command" [ "$n" = 1 ]
+api GET "/v1/sandboxes/$B/files?path=/var/log/kiln-start.log"
+check tstart_log "$STATUS, $(wc -c < "$T/body") bytes" [ "$STATUS" = 200 ]
+alive tstart_alive
