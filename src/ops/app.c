@@ -222,8 +222,9 @@ static int parse(const struct ops_caller *c, const json_t *args, bool deploy, st
 		return errf(EINVAL, "field 'restart' is always, on-failure or never, not '%.20s'", o->restart);
 	if (o->command && !o->command[0])
 		return errf(EINVAL, "field 'command' is empty");
-	if (!deploy && !o->command && !o->snapshot && !o->sandbox)
-		return errf(EINVAL, "an app from a template needs a 'command' to run (it must listen on 'port')");
+	/* Without a command the source must run the server itself: a
+	 * snapshot, a running sandbox, or a template built with --start
+	 * (docs/templates.md); if nothing listens, the deploy says so. */
 	return 0;
 }
 
@@ -435,8 +436,6 @@ int ops_app_deploy(const struct ops_caller *c, const char *key, const json_t *ar
 				    "runs already: a new 'command' needs a 'template' or 'from_snapshot' too", old.name);
 	struct app_row a = old;
 	apply(&a, &o);
-	if (!a.command[0] && !a.source_runs && !a.snapshot[0])
-		return errf(EINVAL, "an app from a template needs a 'command'");
 	char fresh[ID_MAX];
 	if ((rc = spawn(c, &a, o.ready, fresh)) < 0)
 		return rc;

@@ -49,9 +49,10 @@
 extern const char *const ops_app_fields[];
 
 /* POST /v1/apps: name ([a-z0-9-], as a volume's), port, and where it
- * comes from: template (default "base") with command, from_snapshot
- * (command optional: the snapshot may run it), or sandbox_id (a running
- * sandbox of the caller's; command optional likewise); env, restart
+ * comes from: template (default "base"), from_snapshot, or sandbox_id
+ * (a running sandbox of the caller's); command, unless the source runs
+ * the server already (a template built with --start, a snapshot, a
+ * sandbox); env, restart
  * (always | on-failure (default) | never), idle_seconds (0: never
  * hibernated; default APP_IDLE_DEFAULT_S; at most the plan's TTL cap),
  * ready_timeout_seconds. Returns once the app answers on its port. */

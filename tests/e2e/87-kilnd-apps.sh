@@ -52,8 +52,6 @@ api POST /v1/apps '{"name":"web","command":"true"}'
 expect app_no_port 400 invalid_request
 api POST /v1/apps '{"name":"Web!","command":"true","port":8000}'
 expect app_bad_name 400 invalid_request
-api POST /v1/apps '{"name":"web","port":8000}'
-expect app_no_command 400 invalid_request
 api POST /v1/apps '{"name":"web","command":"true","port":8000,"restart":"sometimes"}'
 expect app_bad_restart 400 invalid_request
 api POST /v1/apps '{"name":"web","command":"true","port":8000,"colour":"red"}'

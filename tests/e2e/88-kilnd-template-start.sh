@@ -8,7 +8,9 @@
 # printed), and the server's pid is the same in two sandboxes: it came
 # with the snapshot, nothing started it. A start command that exits, or
 # that never listens, fails the build with its output, and nothing of it
-# is put in service; options that make no sense are refused.
+# is put in service; options that make no sense are refused. An app of
+# the template needs no command (docs/api.md "Apps"); one of a template
+# whose sandboxes run nothing on the port is a 504.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail tstart_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 MIN=$REPO/build/guest/rootfs-minimal.ext4
@@ -39,7 +41,7 @@ out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)
 [[ $out == *"--no-snapshot"* ]] && pass tstart_no_snapshot "$out" || fail tstart_no_snapshot "$out"
 
-start_kilnd --rate 0 || exit 1
+start_kilnd --rate 0 --domain tstart.test || exit 1
 KEY=$(new_key tstart)
 at_exit 'for s in ${A:-} ${B:-}; do api DELETE /v1/sandboxes/$s; done'
 create_sandbox '{"template":"srv"}'
@@ -59,4 +61,12 @@ n=$(jget 'len([p for p in j["processes"] if "kiln-start.log" in p["command"] and
 check tstart_listed "processes of $B: $n running start command" [ "$n" = 1 ]
 api GET "/v1/sandboxes/$B/files?path=/var/log/kiln-start.log"
 check tstart_log "$STATUS, $(wc -c < "$T/body") bytes" [ "$STATUS" = 200 ]
+# An app of it needs no command: its sandboxes run the server already.
+api POST /v1/apps '{"name":"pre","template":"srv","port":8000}'
+APP=$(jget 'j.get("id", "")')
+got=$(curl -s -m 30 -H "Host: app-${APP#app_}.tstart.test:$PORT" "$URL/index.html")
+check tstart_app_without_command "$STATUS, serves '$got'" [ "$STATUS" = 201 -a "$got" = pre ]
+api POST /v1/apps '{"name":"none","template":"srv","port":8001,"ready_timeout_seconds":2}'
+expect tstart_app_nothing_listens 504 timeout
+api DELETE "/v1/apps/$APP"
 alive tstart_alive
