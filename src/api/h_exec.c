@@ -256,15 +256,7 @@ struct stream {
 
 static void stream_chunk(struct stream *s, const struct guest_ev *ev)
 {
-	json_t *j;
-	if (utf8_valid(ev->data, ev->len)) {
-		j = json_pack("{s:o}", "data", json_stringn((const char *)ev->data, ev->len));
-	} else {
-		char *b64 = base64_of(ev->data, ev->len);
-		j = b64 ? json_pack("{s:s}", "data_b64", b64) : NULL;
-		free(b64);
-	}
-	sse_event(&s->out, ev->kind == GEV_STDOUT ? "stdout" : "stderr", j);
+	sse_event(&s->out, ev->kind == GEV_STDOUT ? "stdout" : "stderr", render_chunk(ev->data, ev->len));
 }
 
 static long stream_read(void *ctx, char *buf, size_t max)

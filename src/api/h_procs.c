@@ -5,6 +5,7 @@
  *   GET  /v1/sandboxes/{id}/processes                     those the agent keeps
  *   POST /v1/sandboxes/{id}/processes/{process}/signal    {"signal":"TERM"}
  *   GET  /v1/sandboxes/{id}/processes/{process}/output    its kept output
+ *                                           (?follow=true: then live, as SSE)
  *   POST /v1/sandboxes/{id}/processes/{process}/stdin     bytes for its stdin
  *
  * A process started here outlives the request: the guest agent (kiln-init)
@@ -19,6 +20,7 @@
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
+#include "api/sse.h"
 #include "ops/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"
@@ -185,14 +187,85 @@ static void collect(struct collected *c, const struct guest_ev *ev)
 		c->truncated = true;
 }
 
+/* ---- follow: the output as it comes ----------------------------------------------------- */
+
+struct follow {
+	struct api *api;
+	struct hostif_guest hg;		/* attached to the process */
+	int sock;			/* the client's: its hangup ends the stream, not the process */
+	struct sse_out out;
+	bool done;
+};
+
+static long follow_read(void *ctx, char *buf, size_t max)
+{
+	struct follow *f = ctx;
+	while (sse_drained(&f->out)) {
+		if (f->done)
+			return HTTP_STREAM_END;
+		struct guest_ev ev;
+		int rc = guest_exec_next(f->hg.g, &ev, f->sock, 15000);
+		if (rc == -ECONNABORTED)
+			return HTTP_STREAM_END;
+		if (rc == 0) {
+			sse_comment(&f->out, "keepalive");
+		} else if (rc < 0) {
+			const char *code;
+			errno_status(rc, &code);
+			sse_event(&f->out, "error", json_pack("{s:s,s:s}", "code", code, "message", errmsg()));
+			f->done = true;
+		} else if (ev.kind == GEV_EXIT) {
+			sse_event(&f->out, "exit", json_pack("{s:i,s:o}", "exit_code", ev.code, "signal",
+							     ev.signal ? json_integer(ev.signal) : json_null()));
+			f->done = true;
+		} else {
+			sse_event(&f->out, ev.kind == GEV_STDOUT ? "stdout" : "stderr", render_chunk(ev.data, ev.len));
+		}
+	}
+	return sse_take(&f->out, buf, max);
+}
+
+static void follow_done(void *ctx)
+{
+	struct follow *f = ctx;
+	hostif_leave(f->api->hostif, &f->hg);	/* a background process runs on */
+	sse_free(&f->out);
+	free(f);
+}
+
+/* An "attached" event ({id, pid, output_dropped}), the kept output, then
+ * the output as it comes, as exec/stream has them (stdout, stderr), and
+ * "exit" {exit_code, signal} when it ends. The client going away leaves
+ * the process running. */
+static int follow(struct req *r, struct hostif_guest *hg, uint32_t id, uint32_t pid, uint64_t dropped)
+{
+	struct follow *f = calloc(1, sizeof *f);
+	if (!f) {
+		req_guest_leave(r, hg);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	f->api = r->api;
+	f->hg = *hg;
+	f->sock = req_socket(r);
+	sse_init(&f->out);
+	sse_event(&f->out, "attached", json_pack("{s:I,s:I,s:I}", "id", (json_int_t)id, "pid", (json_int_t)pid,
+						 "output_dropped", (json_int_t)dropped));
+	return reply_stream(r, 200, "text/event-stream", follow_read, follow_done, f);
+}
+
 /* What the process printed that the agent kept, then more until it ends
- * or wait_seconds pass; "running" says whether it had ended. */
+ * or wait_seconds pass; "running" says whether it had ended. With
+ * follow=true, an SSE stream instead (follow above). */
 int h_proc_output(struct req *r)
 {
 	uint32_t id;
 	int64_t wait_s = 0;
+	bool live = false;
 	const char *w = req_query(r, "wait_seconds");
 	int rc = process_id(r, &id);
+	rc = rc ?: req_query_bool(r, "follow", &live);
+	if (rc == 0 && live && w)
+		rc = errf(EINVAL, "follow=true streams until the process ends: no wait_seconds with it");
 	if (rc == 0 && w) {
 		char *end;
 		wait_s = strtoll(w, &end, 10);
@@ -212,6 +285,8 @@ int h_proc_output(struct req *r)
 		req_guest_leave(r, &hg);
 		return reply_errno(r, rc);
 	}
+	if (live)
+		return follow(r, &hg, id, pid, dropped);
 	struct collected c = { .max = r->api->cfg->max_exec_output };
 	strbuf_init(&c.out);
 	strbuf_init(&c.err);

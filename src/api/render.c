@@ -172,3 +172,13 @@ json_t *render_exec_result(const void *out, size_t out_len, const void *err, siz
 			 "exit_code", exit_code, "signal", signal ? json_integer(signal) : json_null(),
 			 "timed_out", timed_out, "duration_ms", duration_ms, "truncated", truncated);
 }
+
+json_t *render_chunk(const void *p, size_t n)
+{
+	if (utf8_valid(p, n))
+		return json_pack("{s:o}", "data", json_stringn(p, n));
+	char *b64 = base64_of(p, n);
+	json_t *j = b64 ? json_pack("{s:s}", "data_b64", b64) : NULL;
+	free(b64);
+	return j;
+}

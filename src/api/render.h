@@ -28,5 +28,8 @@ json_t *render_text(const void *p, size_t n);
 int utf8_valid(const void *p, size_t n);
 /* Standard base64 of p (malloc'd). */
 char *base64_of(const void *p, size_t n);
+/* A piece of a stream's output as an SSE event's data: {"data": text}
+ * when it is UTF-8, else {"data_b64": base64}; NULL when out of memory. */
+json_t *render_chunk(const void *p, size_t n);
 
 #endif

@@ -109,6 +109,44 @@ api GET "/v1/sandboxes/$A/processes/0/output"
 expect process_bad_id 400 invalid_request
 api GET "/v1/sandboxes/$A/processes/999999/output"
 check process_unknown "status $STATUS: $(jget 'j["error"]["message"]')" [ "$STATUS" = 404 ]
+# Following a process's output (?follow=true, SSE): "attached", then what
+# it prints as it prints it, then "exit"; an ended one gives its kept
+# output and exit at once; a follower that hangs up leaves it running.
+sse_events() {
+	python3 - "$1" <<'PY'
+import json, sys
+ev, out = None, []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: "):
+        out.append((ev, json.loads(line[6:])))
+print(repr([(e, d.get("data", d.get("exit_code"))) for e, d in out if e != "attached"]), [e for e, _ in out][:1])
+PY
+}
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"echo one; sleep 2; echo two >&2; sleep 1; exit 7"}'
+proc=$(jget 'j["id"]')
+t0=$SECONDS
+curl -sN -m 60 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$A/processes/$proc/output?follow=true" > "$T/follow.sse"
+live=$(sse_events "$T/follow.sse") took=$((SECONDS - t0))
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"echo done; exit 3"}'
+proc=$(jget 'j["id"]')
+sleep 1
+curl -sN -m 60 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$A/processes/$proc/output?follow=true" > "$T/follow2.sse"
+ended=$(sse_events "$T/follow2.sse")
+check process_follow "live for ${took} s: $live; one that had ended: $ended" \
+	[ "$live" = "[('stdout', 'one\\n'), ('stderr', 'two\\n'), ('exit', 7)] ['attached']" -a \
+	  "$ended" = "[('stdout', 'done\\n'), ('exit', 3)] ['attached']" -a "$took" -ge 2 ]
+api GET "/v1/sandboxes/$A/processes/$proc/output?follow=true&wait_seconds=3"
+expect process_follow_with_wait 400 invalid_request
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"sleep 30"}'
+proc=$(jget 'j["id"]')
+curl -sN -m 2 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$A/processes/$proc/output?follow=true" > /dev/null
+api GET "/v1/sandboxes/$A/processes"
+check process_follow_hangup "after the follower went: $(jget '[p["status"] for p in j["processes"] if p["id"] == '"$proc"']')" \
+	[ "$(jget '[p["status"] for p in j["processes"] if p["id"] == '"$proc"']')" = "['running']" ]
+api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"KILL"}'
 
 # Stdin for a background process: one client long-polls its output
 # while another feeds it, the second send closing stdin; the reader sees
