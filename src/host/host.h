@@ -41,6 +41,11 @@ void host_close(struct host *h);
  * request (struct create_req) are plain data, in host_types.h, shared
  * with the host interface (src/hostif/hostif.h) that the API calls. */
 int host_create(struct host *h, const struct create_req *req, struct sandbox **out);
+/* What a workspace's plan says of it, before any create of it since this
+ * kilnd started: wakes are held to caps->running (ws_wake_reserve) as if
+ * a create had been admitted with caps. Nothing when a create already
+ * was (its caps are newer); -ENOMEM. */
+int host_ws_seed(struct host *h, const char *ws, const struct ws_caps *caps);
 /* The caller's sandbox id (a reference), -ENOENT if it does not exist or
  * belongs to another workspace. */
 int host_find(struct host *h, const char *workspace, const char *id, struct sandbox **out);

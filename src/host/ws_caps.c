@@ -148,6 +148,16 @@ int host_admit_ws(struct host *h, const char *ws, const struct ws_caps *caps,
 	return rc;
 }
 
+int host_ws_seed(struct host *h, const char *ws, const struct ws_caps *caps)
+{
+	pthread_mutex_lock(&h->lock);
+	struct ws_tally *t = tally_of(h, ws, caps->window_ms);
+	if (t && !t->running_cap)
+		t->running_cap = caps->running;
+	pthread_mutex_unlock(&h->lock);
+	return t ? 0 : errf(ENOMEM, "out of memory");
+}
+
 int ws_wake_reserve(struct host *h, const char *ws)
 {
 	pthread_mutex_lock(&h->lock);

@@ -628,6 +628,48 @@ static int print_template(void *ctx, const struct template_def *d, const struct 
 	return 0;
 }
 
+struct seen_ws {
+	char (*ws)[ID_MAX];
+	int n, cap;
+};
+
+static int note_ws(void *ctx, const struct sbx_row *r)
+{
+	struct seen_ws *s = ctx;
+	for (int i = 0; i < s->n; i++)
+		if (!strcmp(s->ws[i], r->workspace))
+			return 0;
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 64;
+		void *p = realloc(s->ws, (size_t)cap * sizeof *s->ws);
+		if (!p)
+			return -ENOMEM;
+		s->ws = p, s->cap = cap;
+	}
+	snprintf(s->ws[s->n++], ID_MAX, "%s", r->workspace);
+	return 0;
+}
+
+/* The host learns a workspace's caps from its creates; until one comes
+ * after a restart, its hibernated sandboxes' wakes would not be held to
+ * the plan's `running`: each workspace with a sandbox gets them now. */
+static void seed_caps(struct host *h, struct hostif *hi, struct store *st, const struct plans *plans)
+{
+	struct seen_ws s = { 0 };
+	if (hostif_each(hi, NULL, note_ws, &s) < 0)
+		log_warn("plans: listing the sandboxes' workspaces: %s", errmsg());
+	for (int i = 0; i < s.n; i++) {
+		struct ops_caller c = { .hostif = hi, .store = st, .plans = plans, .workspace = s.ws[i] };
+		struct ws_caps caps;
+		int rc = ops_workspace_caps(&c, &caps);
+		if (rc > 0)
+			rc = host_ws_seed(h, s.ws[i], &caps);
+		if (rc < 0)
+			log_warn("plans: workspace %s: %s", s.ws[i], errmsg());
+	}
+	free(s.ws);
+}
+
 static int cmd_template(struct cmdline *c, int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[0], "build")) {
@@ -724,6 +766,7 @@ static int serve(struct cmdline *c)
 		 * this process's host agent through the same interface a
 		 * remote agent has. */
 		hostif_local(&hostif, host);
+		seed_caps(host, &hostif, st, &c->plans);
 	}
 	api.hostif = &hostif;
 	api.host_only = agent;

@@ -123,6 +123,15 @@ static int plan_caps(const struct ops_caller *c, struct plan *p, struct ws_caps 
 	return 0;
 }
 
+int ops_workspace_caps(const struct ops_caller *c, struct ws_caps *caps)
+{
+	struct plan p;
+	const struct ws_caps *capsp;
+	struct ws_caps_report *rep;
+	int rc = plan_caps(c, &p, caps, &capsp, &rep);
+	return rc < 0 ? rc : capsp != NULL;
+}
+
 /* The idle rule of a sandbox persistent or not under plan p (docs/api.md
  * "Persistent sandboxes"): persistent is hibernated when idle and never
  * deleted by its TTL; not persistent follows the plan's rule, or (when

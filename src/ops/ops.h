@@ -60,6 +60,10 @@ struct ops_caller {
  * (its own plan, or the server's default). */
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out);
 
+/* The workspace's plan as the caps a host holds it to (host_types.h):
+ * 1 when they limit something, 0 when not, or -errno. */
+int ops_workspace_caps(const struct ops_caller *c, struct ws_caps *caps);
+
 /* Note plan p in c->quota (when the caller asked for it), zeroed first:
  * applied says whether a limit of it was checked. */
 void ops_quota_note(const struct ops_caller *c, const struct plan *p, bool applied);

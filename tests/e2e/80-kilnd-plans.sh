@@ -16,7 +16,8 @@ cat > "$T/plans.json" <<'EOF'
  "idle": {"idle_hibernate": 1, "hibernated_retention_seconds": 8},
  "abs": {"ttl_absolute": 1},
  "keep": {"hibernated": 1, "snapshots": 1},
- "store": {"storage_mib": 1}}
+ "store": {"storage_mib": 1},
+ "one": {"running": 1}}
 EOF
 # The "hour" of creates_per_hour is W s here: 120 in the full tier, 75 in
 # the quick one (the window's cases below take about 30 s; the wait for
@@ -37,6 +38,7 @@ grep -q "unknown limit 'runing'" "$T/bad.out" && pass plan_bad_limit "$(cat "$T/
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-abs abs > /dev/null 2>&1
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-keep keep > /dev/null 2>&1
 "$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-store store > /dev/null 2>&1
+"$KILND" --data "$DATA" --plans "$T/plans.json" workspace plan w-one one > /dev/null 2>&1
 start_kilnd "${kilnd_args[@]}" || exit 1
 TINY=$(new_key w-tiny) SMALL=$(new_key w-small) OPEN=$(new_key w-open) IDLE=$(new_key w-idle) ABS=$(new_key w-abs)
 KEEP=$(new_key w-keep) STORE=$(new_key w-store)
@@ -141,8 +143,24 @@ api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":121}'
 	fail ttl_over_plan "$STATUS $BODY"
 
 # ---- a restart keeps the window; waiting Retry-After admits again ----------------------------
+# (And the running cap holds for wakes at once, before the workspace
+# creates anything: w-one, running 1, has one running and one hibernated.)
+KEY=$(new_key w-one)
+ONE_KEY=$KEY
+create_sandbox; O1=$SBX
+api POST "/v1/sandboxes/$O1/hibernate" '{}'
+create_sandbox; O2=$SBX
 stop_kilnd
 start_kilnd "${kilnd_args[@]}" || exit 1
+api POST "/v1/sandboxes/$O1/wake" '{}'
+w1="$STATUS $(jget 'j["error"]["message"]')"
+api DELETE "/v1/sandboxes/$O2"
+api POST "/v1/sandboxes/$O1/wake" '{}'
+w2=$STATUS
+api DELETE "/v1/sandboxes/$O1"
+check wake_cap_after_restart "wake at the cap right after a restart: $w1; with room: $w2" \
+	eval '[[ $w1 == "429 waking it would make 2 "*"limit is 1"* ]] && [ "$w2" = 200 ]'
+KEY=$TINY
 create_h h8 '{"template":"minimal"}'
 retry2=$(header h8 Retry-After)
 [ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = creates_per_hour ] &&
