@@ -32,21 +32,25 @@
 #include <string.h>
 #include <time.h>
 
-#define EXEC_TIMEOUT_MAX (24 * 3600)
 #define ARGV_MAX 4096
 
 int exec_parse(struct req *r, struct exec_req *e)
 {
+	return exec_parse_json(r->json, r->api->cfg->max_json_bytes, e);
+}
+
+int exec_parse_json(const json_t *body, size_t stdin_max, struct exec_req *e)
+{
 	static const char *const keys[] = { "cmd", "argv", "env", "cwd", "user", "timeout_seconds", "stdin", NULL };
 	memset(e, 0, sizeof *e);
-	int rc = v_known_keys(r->json, keys);
-	rc = rc ?: v_str(r->json, "cmd", false, 256 * 1024, &e->cmd);
-	rc = rc ?: v_str_array(r->json, "argv", ARGV_MAX, 128 * 1024, &e->argv);
-	rc = rc ?: v_str_map(r->json, "env", 1024, 128, 64 * 1024, true, &e->env);
-	rc = rc ?: v_str(r->json, "cwd", false, 4095, &e->cwd);
-	rc = rc ?: v_str(r->json, "user", false, 64, &e->user);
-	rc = rc ?: v_int(r->json, "timeout_seconds", false, 0, EXEC_TIMEOUT_MAX, &e->timeout_s);
-	rc = rc ?: v_str(r->json, "stdin", false, r->api->cfg->max_json_bytes, &e->stdin_text);
+	int rc = v_known_keys(body, keys);
+	rc = rc ?: v_str(body, "cmd", false, EXEC_CMD_MAX, &e->cmd);
+	rc = rc ?: v_str_array(body, "argv", ARGV_MAX, 128 * 1024, &e->argv);
+	rc = rc ?: v_str_map(body, "env", 1024, 128, 64 * 1024, true, &e->env);
+	rc = rc ?: v_str(body, "cwd", false, 4095, &e->cwd);
+	rc = rc ?: v_str(body, "user", false, 64, &e->user);
+	rc = rc ?: v_int(body, "timeout_seconds", false, 0, EXEC_TIMEOUT_MAX, &e->timeout_s);
+	rc = rc ?: v_str(body, "stdin", false, stdin_max, &e->stdin_text);
 	if (rc == 0 && !!e->cmd == !!e->argv)
 		rc = errf(EINVAL, "give exactly one of 'cmd' (a shell command) and 'argv'");
 	if (rc == 0 && e->cmd && !e->cmd[0])
@@ -66,10 +70,10 @@ int exec_parse(struct req *r, struct exec_req *e)
  * bytes (whole UTF-8 characters), argv joined by spaces. */
 #define EVENT_CMD_MAX 200
 
-static void exec_started_event(struct req *r, struct exec_req *e)
+static void exec_started_event(struct api *api, const char *ws, const char *id, struct exec_req *e)
 {
 	e->event = 0;
-	if (!r->api->events)
+	if (!api->events)
 		return;
 	char cmd[EVENT_CMD_MAX + 1];
 	size_t n = 0;
@@ -96,10 +100,36 @@ static void exec_started_event(struct req *r, struct exec_req *e)
 	if (s && strlen(s) > 2 && strlen(s) < EVENT_DATA_MAX - 32) {
 		s[0] = ',';
 		s[strlen(s) - 1] = 0;
-		e->event = event_log_add_numbered(r->api->events, r->workspace, req_sandbox_id(r), "exec",
+		e->event = event_log_add_numbered(api->events, ws, id, "exec",
 						  "exec_started", "exec", s);
 	}
 	free(s);
+}
+
+int exec_launch(struct api *api, const char *ws, const char *id, struct guest *g, char **env,
+		struct exec_req *e)
+{
+	struct guest_cmd cmd = {
+		.argv = e->argv,
+		.shell = e->cmd,
+		.env = (const char *const *)env,
+		.cwd = e->cwd,
+		.user = e->user,
+		.timeout_ms = (uint32_t)(e->timeout_s * 1000),
+		.stdin_pipe = e->stdin_text != NULL || e->stdin_open,
+		.background = e->background,
+	};
+	int rc = guest_exec_start(g, &cmd);
+	e->id = cmd.id;
+	e->pid = cmd.pid;
+	if (rc == 0 && e->stdin_text) {
+		rc = guest_exec_stdin(g, e->stdin_text, strlen(e->stdin_text));
+		if (rc == 0)
+			rc = guest_exec_eof(g);
+	}
+	if (rc == 0)
+		exec_started_event(api, ws, id, e);
+	return rc;
 }
 
 int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *answered)
@@ -119,26 +149,8 @@ int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *
 		*answered = reply_errno(r, rc);
 		return -1;
 	}
-	struct guest *g = hg->g;
-	struct guest_cmd cmd = {
-		.argv = e->argv,
-		.shell = e->cmd,
-		.env = (const char *const *)env,
-		.cwd = e->cwd,
-		.user = e->user,
-		.timeout_ms = (uint32_t)(e->timeout_s * 1000),
-		.stdin_pipe = e->stdin_text != NULL || e->stdin_open,
-		.background = e->background,
-	};
-	rc = guest_exec_start(g, &cmd);
-	e->id = cmd.id;
-	e->pid = cmd.pid;
+	rc = exec_launch(r->api, r->workspace, req_sandbox_id(r), hg->g, env, e);
 	free(env);
-	if (rc == 0 && e->stdin_text) {
-		rc = guest_exec_stdin(g, e->stdin_text, strlen(e->stdin_text));
-		if (rc == 0)
-			rc = guest_exec_eof(g);
-	}
 	if (rc < 0) {
 		int status;
 		const char *code;
@@ -152,7 +164,6 @@ int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *
 		req_guest_leave(r, hg);
 		return -1;
 	}
-	exec_started_event(r, e);
 	return 0;
 }
 

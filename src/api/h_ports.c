@@ -26,8 +26,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define PORTS_MAX 32	/* per sandbox */
-
 /* Where a client reaches the port: through this server's address as the
  * client named it (Host), and, with a domain, by host name. */
 static json_t *port_json(struct req *r, const struct port_row *pr)
@@ -60,6 +58,23 @@ static bool caller_owns(struct req *r, int *answered)
 	return req_sandbox(r, NULL, answered) == 0;
 }
 
+int port_expose(struct req *r, const char *sandbox, int port, bool public, bool *existed, json_t **out)
+{
+	/* Counted and added in one transaction: two replicas cannot both
+	 * add the last port allowed. */
+	struct port_row pr = { .port = port, .public = public, .created_ms = wall_ms() };
+	snprintf(pr.sandbox, sizeof pr.sandbox, "%s", sandbox);
+	snprintf(pr.workspace, sizeof pr.workspace, "%s", r->workspace);
+	int rc = store_port_add(r->api->store, &pr, PORTS_MAX, existed);
+	if (rc == -ENOSPC)
+		return errf(ENOSPC, "sandbox %s already exposes %d ports, the most it may", sandbox, PORTS_MAX);
+	rc = rc ?: store_port_load(r->api->store, pr.sandbox, pr.port, &pr);
+	if (rc < 0)
+		return rc;
+	*out = port_json(r, &pr);
+	return *out ? 0 : errf(ENOMEM, "out of memory");
+}
+
 int h_port_expose(struct req *r)
 {
 	static const char *const keys[] = { "port", "public", NULL };
@@ -73,38 +88,32 @@ int h_port_expose(struct req *r)
 	int answered;
 	if (!caller_owns(r, &answered))
 		return answered;
-
-	/* Counted and added in one transaction: two replicas cannot both
-	 * add the last port allowed. */
-	struct port_row pr = { .port = (int)port, .public = public, .created_ms = wall_ms() };
-	snprintf(pr.sandbox, sizeof pr.sandbox, "%s", r->params[0]);
-	snprintf(pr.workspace, sizeof pr.workspace, "%s", r->workspace);
 	bool existed = false;
-	rc = store_port_add(r->api->store, &pr, PORTS_MAX, &existed);
+	json_t *j;
+	rc = port_expose(r, r->params[0], (int)port, public, &existed, &j);
 	if (rc == -ENOSPC)
-		return reply_error(r, 409, "conflict", "sandbox %s already exposes %d ports, the most it may",
-				   r->params[0], PORTS_MAX);
-	if (rc == 0)
-		rc = store_port_load(r->api->store, pr.sandbox, pr.port, &pr);
+		return reply_error(r, 409, "conflict", "%s", errmsg());
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, existed ? 200 : 201, j);
+}
+
+int port_list(struct req *r, const char *sandbox, json_t **out)
+{
+	struct list_ctx c = { .a = json_array(), .r = r };
+	int rc = c.a ? store_port_each(r->api->store, sandbox, list_port, &c) : errf(ENOMEM, "out of memory");
+	*out = rc < 0 ? NULL : json_pack("{s:o}", "ports", c.a);
 	if (rc < 0)
-		return reply_errno(r, rc);
-	return reply_json(r, existed ? 200 : 201, port_json(r, &pr));
+		json_decref(c.a);
+	return rc;
 }
 
 int h_port_list(struct req *r)
 {
 	int answered;
+	json_t *j;
 	if (!caller_owns(r, &answered))
 		return answered;
-	struct list_ctx c = { .a = json_array(), .r = r };
-	if (!c.a)
-		return reply_error(r, 500, "internal", "out of memory");
-	int rc = store_port_each(r->api->store, r->params[0], list_port, &c);
-	if (rc < 0) {
-		json_decref(c.a);
-		return reply_errno(r, rc);
-	}
-	return reply_json(r, 200, json_pack("{s:o}", "ports", c.a));
+	int rc = port_list(r, r->params[0], &j);
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 200, j);
 }
 
 int h_port_delete(struct req *r)

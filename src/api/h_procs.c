@@ -33,7 +33,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define OUTPUT_WAIT_MAX 3600
 #define QUIET_MS 200	/* wait=0: the kept output has come once the agent is this quiet */
 
 static int64_t now_ms(void)
@@ -91,20 +90,28 @@ static int add_proc(void *ctx, const struct guest_proc *p)
 	return json_array_append_new(ctx, proc_json(p)) < 0 ? -ENOMEM : 0;
 }
 
+int proc_list(struct guest *g, json_t **out)
+{
+	json_t *a = json_array();
+	int rc = a ? guest_procs(g, add_proc, a) : -ENOMEM;
+	if (rc == -ENOMEM)
+		rc = errf(ENOMEM, "out of memory");
+	*out = rc < 0 ? NULL : json_pack("{s:o}", "processes", a);
+	if (rc < 0)
+		json_decref(a);
+	return rc;
+}
+
 int h_proc_list(struct req *r)
 {
 	struct hostif_guest hg;
 	int answered;
+	json_t *j;
 	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
-	json_t *a = json_array();
-	int rc = a ? guest_procs(hg.g, add_proc, a) : -ENOMEM;
+	int rc = proc_list(hg.g, &j);
 	req_guest_leave(r, &hg);
-	if (rc < 0) {
-		json_decref(a);
-		return reply_errno(r, rc);
-	}
-	return reply_json(r, 200, json_pack("{s:o}", "processes", a));
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 200, j);
 }
 
 /* {process}: the agent's id, a positive decimal. */
@@ -125,14 +132,8 @@ static const struct { const char *name; int sig; } signals[] = {
 	{ "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "WINCH", SIGWINCH }, { NULL, 0 },
 };
 
-/* "TERM", "SIGTERM" or 15. */
-static int parse_signal(const json_t *body, int *sig)
+int proc_signal_of(const json_t *v, int *sig)
 {
-	static const char *const keys[] = { "signal", NULL };
-	int rc = v_known_keys(body, keys);
-	if (rc < 0)
-		return rc;
-	const json_t *v = json_object_get(body, "signal");
 	if (json_is_integer(v)) {
 		json_int_t n = json_integer_value(v);
 		if (n < 1 || n > 64)
@@ -159,7 +160,9 @@ int h_proc_signal(struct req *r)
 	uint32_t id;
 	int sig = 0;
 	int rc = process_id(r, &id);
-	rc = rc ?: parse_signal(r->json ? r->json : json_object(), &sig);
+	static const char *const keys[] = { "signal", NULL };
+	rc = rc ?: v_known_keys(r->json, keys);
+	rc = rc ?: proc_signal_of(r->json ? json_object_get(r->json, "signal") : NULL, &sig);
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct hostif_guest hg;
@@ -253,6 +256,47 @@ static int follow(struct req *r, struct hostif_guest *hg, uint32_t id, uint32_t 
 	return reply_stream(r, 200, "text/event-stream", follow_read, follow_done, f);
 }
 
+int proc_output(struct guest *g, uint32_t id, int64_t wait_s, uint64_t max, int sock, json_t **out)
+{
+	uint32_t pid = 0;
+	uint64_t dropped = 0;
+	*out = NULL;
+	int rc = guest_attach(g, id, &pid, &dropped);
+	if (rc < 0)
+		return rc;
+	struct collected c = { .max = max };
+	strbuf_init(&c.out);
+	strbuf_init(&c.err);
+	struct guest_ev ev = { 0 };
+	bool ended = false;
+	int64_t deadline = now_ms() + wait_s * 1000;
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		int step = (int)(left > QUIET_MS ? left : QUIET_MS);
+		rc = guest_exec_next(g, &ev, sock, step);
+		if (rc <= 0)
+			break;		/* quiet for the step (0), or an error */
+		if (ev.kind == GEV_EXIT) {
+			ended = true;
+			break;
+		}
+		collect(&c, &ev);
+	}
+	if (rc >= 0 && (strbuf_failed(&c.out) || strbuf_failed(&c.err)))
+		rc = errf(ENOMEM, "out of memory holding the output");
+	if (rc >= 0)
+		*out = json_pack("{s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:I,s:b}",
+			"id", (json_int_t)id, "pid", (json_int_t)pid, "status", ended ? "exited" : "running",
+			"stdout", render_text(c.out.data ? c.out.data : "", c.out.len),
+			"stderr", render_text(c.err.data ? c.err.data : "", c.err.len),
+			"exit_code", ended ? json_integer(ev.code) : json_null(),
+			"signal", ended && ev.signal ? json_integer(ev.signal) : json_null(),
+			"output_dropped", (json_int_t)dropped, "truncated", c.truncated);
+	strbuf_free(&c.out);
+	strbuf_free(&c.err);
+	return rc < 0 ? rc : 0;
+}
+
 /* What the process printed that the agent kept, then more until it ends
  * or wait_seconds pass; "running" says whether it had ended. With
  * follow=true, an SSE stream instead (follow above). */
@@ -269,8 +313,8 @@ int h_proc_output(struct req *r)
 	if (rc == 0 && w) {
 		char *end;
 		wait_s = strtoll(w, &end, 10);
-		if (!*w || *end || wait_s < 0 || wait_s > OUTPUT_WAIT_MAX)
-			rc = errf(EINVAL, "query parameter 'wait_seconds' must be from 0 to %d", OUTPUT_WAIT_MAX);
+		if (!*w || *end || wait_s < 0 || wait_s > PROC_WAIT_MAX)
+			rc = errf(EINVAL, "query parameter 'wait_seconds' must be from 0 to %d", PROC_WAIT_MAX);
 	}
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
@@ -278,50 +322,20 @@ int h_proc_output(struct req *r)
 	int answered;
 	if (req_guest_enter(r, &hg, &answered) < 0)
 		return answered;
-	uint32_t pid = 0;
-	uint64_t dropped = 0;
-	rc = guest_attach(hg.g, id, &pid, &dropped);
-	if (rc < 0) {
-		req_guest_leave(r, &hg);
-		return reply_errno(r, rc);
-	}
-	if (live)
-		return follow(r, &hg, id, pid, dropped);
-	struct collected c = { .max = r->api->cfg->max_exec_output };
-	strbuf_init(&c.out);
-	strbuf_init(&c.err);
-	struct guest_ev ev = { 0 };
-	bool ended = false;
-	int64_t deadline = now_ms() + wait_s * 1000;
-	for (;;) {
-		int64_t left = deadline - now_ms();
-		int step = (int)(left > QUIET_MS ? left : QUIET_MS);
-		rc = guest_exec_next(hg.g, &ev, req_socket(r), step);
-		if (rc <= 0)
-			break;		/* quiet for the step (0), or an error */
-		if (ev.kind == GEV_EXIT) {
-			ended = true;
-			break;
+	if (live) {
+		uint32_t pid = 0;
+		uint64_t dropped = 0;
+		rc = guest_attach(hg.g, id, &pid, &dropped);
+		if (rc < 0) {
+			req_guest_leave(r, &hg);
+			return reply_errno(r, rc);
 		}
-		collect(&c, &ev);
+		return follow(r, &hg, id, pid, dropped);
 	}
+	json_t *j;
+	rc = proc_output(hg.g, id, wait_s, r->api->cfg->max_exec_output, req_socket(r), &j);
 	req_guest_leave(r, &hg);	/* a process still running stays so (background) */
-	int result;
-	if (rc < 0)
-		result = reply_errno(r, rc);
-	else if (strbuf_failed(&c.out) || strbuf_failed(&c.err))
-		result = reply_error(r, 503, "no_capacity", "out of memory holding the output");
-	else
-		result = reply_json(r, 200, json_pack("{s:I,s:I,s:s,s:o,s:o,s:o,s:o,s:I,s:b}",
-			"id", (json_int_t)id, "pid", (json_int_t)pid, "status", ended ? "exited" : "running",
-			"stdout", render_text(c.out.data ? c.out.data : "", c.out.len),
-			"stderr", render_text(c.err.data ? c.err.data : "", c.err.len),
-			"exit_code", ended ? json_integer(ev.code) : json_null(),
-			"signal", ended && ev.signal ? json_integer(ev.signal) : json_null(),
-			"output_dropped", (json_int_t)dropped, "truncated", c.truncated));
-	strbuf_free(&c.out);
-	strbuf_free(&c.err);
-	return result;
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 200, j);
 }
 
 /* The body's bytes (any, up to the JSON limit) go to the process's stdin;

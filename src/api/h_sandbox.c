@@ -3,7 +3,6 @@
  * (hibernate, wake, fork, fork_tree, lifecycle, snapshot).
  */
 #include "hostif/hostif.h"
-#include "host/netpolicy.h"
 #include "api/api.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
@@ -154,19 +153,24 @@ static int fork_route(struct req *r, bool tree)
 		return reply_limit(r, &q);
 	if (rc < 0 && f.made == 0)
 		return reply_errno(r, rc);
+	struct quota_headers qh;
+	return reply_json_headers(r, 201, quota_headers(r, &q, false, &qh), forked_json(rc, &f));
+}
+
+json_t *forked_json(int rc, struct ops_forked *f)
+{
 	json_t *a = json_array();
-	for (int i = 0; a && i < f.made; i++)
-		if (f.kids[i].id[0])
-			json_array_append_new(a, render_sandbox(&f.kids[i]));
-	ops_forked_clear(&f);
+	for (int i = 0; a && i < f->made; i++)
+		if (f->kids[i].id[0])
+			json_array_append_new(a, render_sandbox(&f->kids[i]));
+	ops_forked_clear(f);
 	json_t *j = json_pack("{s:o}", "sandboxes", a);
 	if (j && rc < 0) {
 		/* Some children came up, some did not: say both. */
-		json_object_set_new(j, "failed", json_integer(f.count - f.made));
-		json_object_set_new(j, "error", json_string(f.why));
+		json_object_set_new(j, "failed", json_integer(f->count - f->made));
+		json_object_set_new(j, "error", json_string(f->why));
 	}
-	struct quota_headers qh;
-	return reply_json_headers(r, 201, quota_headers(r, &q, false, &qh), j);
+	return j;
 }
 
 int h_sandbox_fork(struct req *r)
@@ -263,37 +267,21 @@ int h_sandbox_snapshot(struct req *r)
 	int rc = ops_snapshot(&c, req_sandbox_id(r), id);
 	if (rc == -EDQUOT)
 		return reply_limit(r, &q);
-	if (rc < 0)
-		return reply_errno(r, rc);
-	struct snap_row s;
-	if ((rc = store_snapshot_load(r->api->store, id, r->workspace, &s)) < 0)
-		return reply_errno(r, rc);
-	json_t *j = render_snapshot(&s);
-	snap_row_clear(&s);
-	return reply_json(r, 201, j);
+	json_t *j;
+	rc = rc ?: snapshot_json(r, id, &j);
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 201, j);
 }
 
 /* PUT /v1/sandboxes/{id}/network: the whole egress policy, replaced
- * (fields left out take their defaults); in force when it answers. */
+ * (ops_set_network); in force when it answers. */
 int h_sandbox_network(struct req *r)
 {
-	static const char *const keys[] = { "allow_out", "deny_out", "allow_internet", NULL };
-	char *policy = NULL;
-	int rc = v_known_keys(r->json, keys);
-	/* An empty body is the open policy, said explicitly. */
-	json_t *open_policy = json_pack("{s:b}", "allow_internet", 1);
-	rc = rc ?: netpolicy_from_request(r->json && json_object_size(r->json) ? r->json : open_policy,
-					  &policy);
-	json_decref(open_policy);
-	if (rc < 0)
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	int answered;
-	if (req_sandbox(r, NULL, &answered) < 0) {
-		free(policy);
-		return answered;
-	}
+	struct ops_caller c;
 	struct sbx_row row;
-	rc = hostif_set_network(r->api->hostif, r->workspace, req_sandbox_id(r), policy, &row);
-	free(policy);
+	req_caller(r, &c);
+	int rc = ops_set_network(&c, req_sandbox_id(r), r->json, &row), answered;
+	/* Not there: req_sandbox's 404 (an ended one's says how it ended). */
+	if (rc == -ENOENT && req_sandbox(r, NULL, &answered) < 0)
+		return answered;
 	return reply_changed(r, rc, &row);
 }

@@ -4,9 +4,11 @@
 #include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
+#include "api/hcommon.h"
 #include "api/http.h"
 #include "api/render.h"
 #include "ops/validate.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <string.h>
@@ -26,29 +28,44 @@ static int add_snap(void *ctx, struct snap_row *s)
 	return rc;
 }
 
-int h_snapshot_list(struct req *r)
+int snapshot_list(struct req *r, json_t **out)
 {
 	struct list_ctx l = { json_array(), r->workspace };
-	int rc = l.a ? store_snapshot_each_live(r->api->store, add_snap, &l) : -1;
+	int rc = l.a ? store_snapshot_each_live(r->api->store, add_snap, &l) : -ENOMEM;
 	if (rc < 0) {
 		json_decref(l.a);
-		return reply_error(r, 500, "internal", "listing snapshots failed");
+		return errf(rc == -ENOMEM ? ENOMEM : EIO, "listing snapshots failed");
 	}
-	return reply_json(r, 200, json_pack("{s:o}", "snapshots", l.a));
+	*out = json_pack("{s:o}", "snapshots", l.a);
+	return 0;
+}
+
+int h_snapshot_list(struct req *r)
+{
+	json_t *j;
+	if (snapshot_list(r, &j) < 0)
+		return reply_error(r, 500, "internal", "%s", errmsg());
+	return reply_json(r, 200, j);
+}
+
+int snapshot_json(struct req *r, const char *id, json_t **out)
+{
+	struct snap_row s;
+	int rc = v_is_id(id, "snap_") ? store_snapshot_load(r->api->store, id, r->workspace, &s) : -ENOENT;
+	if (rc == -ENOENT)
+		return errf(ENOENT, "snapshot %.40s not found", id);
+	if (rc < 0)
+		return rc;
+	*out = render_snapshot(&s);
+	snap_row_clear(&s);
+	return *out ? 0 : errf(ENOMEM, "out of memory");
 }
 
 int h_snapshot_get(struct req *r)
 {
-	struct snap_row s;
-	const char *id = r->params[0];
-	int rc = v_is_id(id, "snap_") ? store_snapshot_load(r->api->store, id, r->workspace, &s) : -ENOENT;
-	if (rc < 0 && rc != -ENOENT)
-		return reply_errno(r, rc);
-	if (rc < 0)
-		return reply_error(r, 404, "not_found", "snapshot %.40s not found", id);
-	json_t *j = render_snapshot(&s);
-	snap_row_clear(&s);
-	return reply_json(r, 200, j);
+	json_t *j;
+	int rc = snapshot_json(r, r->params[0], &j);
+	return rc < 0 ? reply_errno(r, rc) : reply_json(r, 200, j);
 }
 
 int h_snapshot_delete(struct req *r)

@@ -4,12 +4,14 @@
 #include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/handlers.h"
+#include "api/hcommon.h"
 #include "api/http.h"
 #include "common/metrics.h"
 #include "api/render.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -57,12 +59,21 @@ static int add_template(void *ctx, const struct hostif_template *t)
 	return json_array_append_new(ctx, j);
 }
 
-int h_templates(struct req *r)
+int templates_list(struct hostif *hi, json_t **out)
 {
 	json_t *a = json_array();
-	if (!a || hostif_templates(r->api->hostif, add_template, a) < 0) {
+	if (!a || hostif_templates(hi, add_template, a) < 0) {
 		json_decref(a);
-		return reply_error(r, 500, "internal", "out of memory");
+		return errf(ENOMEM, "out of memory");
 	}
-	return reply_json(r, 200, json_pack("{s:o}", "templates", a));
+	*out = json_pack("{s:o}", "templates", a);
+	return 0;
+}
+
+int h_templates(struct req *r)
+{
+	json_t *j;
+	if (templates_list(r->api->hostif, &j) < 0)
+		return reply_error(r, 500, "internal", "%s", errmsg());
+	return reply_json(r, 200, j);
 }

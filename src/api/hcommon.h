@@ -83,13 +83,57 @@ struct exec_req {
 	uint32_t id, pid;		/* out of exec_start: the agent's id, the guest pid */
 	uint64_t event;			/* out of exec_start: its exec_started event (event_log.h), 0: none */
 };
+/* A command's bounds: its shell text (256 KiB) and timeout (a day), as
+ * plain numbers because MCP's schemas show them. */
+#define EXEC_CMD_MAX 262144
+#define EXEC_TIMEOUT_MAX 86400
 int exec_parse(struct req *r, struct exec_req *e);
+/* exec_parse of a JSON object (NULL: empty); stdin_max bounds its stdin. */
+int exec_parse_json(const json_t *body, size_t stdin_max, struct exec_req *e);
+/* Start e on g, the guest of sandbox id (entered), with env
+ * (ops_env_merge), and tell the event stream: what exec_start does once
+ * in, for a front end with no path (MCP's start_process). -errno: the
+ * agent refused it (no such program, a bad cwd) or the link broke. */
+struct guest;
+int exec_launch(struct api *api, const char *ws, const char *id, struct guest *g, char **env,
+		struct exec_req *e);
 /* Enter the sandbox and start the command (on hg->g, left with
  * req_guest_leave). On failure the answer is sent (return *answered). */
 int exec_start(struct req *r, struct exec_req *e, struct hostif_guest *hg, int *answered);
 /* Tell the event stream that the command exec_start started ended. */
 void exec_ended_event(struct api *api, const char *ws, const char *id, uint64_t event, int code, int sig,
 		      double ms);
+/* The answers a handler and the workspace MCP (src/mcp) share; each
+ * returns -errno with errmsg() set, *out the JSON of the REST answer. */
+
+/* A background process's {id, pid, status, stdout, stderr, exit_code,
+ * signal, output_dropped, truncated}: what the agent kept of its output,
+ * then more until it ends or wait_s (0 to PROC_WAIT_MAX) pass; each
+ * stream cut at max bytes. sock: the client's (gone ends the wait). */
+#define PROC_WAIT_MAX 3600
+int proc_output(struct guest *g, uint32_t id, int64_t wait_s, uint64_t max, int sock, json_t **out);
+/* The processes the guest agent keeps (GET .../processes). */
+int proc_list(struct guest *g, json_t **out);
+/* A signal as a request gives it ("TERM", "SIGTERM" or 15): -EINVAL
+ * naming the field 'signal' otherwise. */
+int proc_signal_of(const json_t *v, int *sig);
+/* Expose port of the caller's sandbox (its record; counted and added in
+ * one transaction: -ENOSPC past PORTS_MAX), or change whether it is
+ * public; *existed: it was exposed. The JSON names the URLs through
+ * which r's client reaches it. */
+#define PORTS_MAX 32	/* per sandbox */
+int port_expose(struct req *r, const char *sandbox, int port, bool public, bool *existed, json_t **out);
+int port_list(struct req *r, const char *sandbox, json_t **out);
+/* The workspace's snapshots (GET /v1/snapshots); one of them (-ENOENT). */
+int snapshot_list(struct req *r, json_t **out);
+int snapshot_json(struct req *r, const char *id, json_t **out);
+/* The templates (GET /v1/templates). */
+int templates_list(struct hostif *hi, json_t **out);
+/* A fork's answer {sandboxes, failed, error} from ops_fork's rc and f
+ * (cleared); NULL when out of memory. */
+struct ops_forked;
+json_t *forked_json(int rc, struct ops_forked *f);
+
 /* A guest file as the API shows it (FileEntry), its name under key. */
 json_t *stat_json(const struct guest_stat *st, const char *key, const char *name);
 

@@ -215,12 +215,41 @@ static int schema_check(const json_t *schema, const json_t *v, const char *where
 
 /* ---- the tool registry ------------------------------------------------------------------------------ */
 
+/* Every table, in the order tools/list shows them (mcp.h). */
+static const struct {
+	const struct mcp_tool *tools;
+	const int *n;
+} tables[] = { { mcp_tools, &mcp_ntools }, { mcp_ws_tools, &mcp_ws_ntools } };
+#define NTABLES (int)(sizeof tables / sizeof tables[0])
+
+/* The tools this endpoint serves, table after table: start it at
+ * {0, -1}; NULL after the last. */
+struct tool_it {
+	int t, k;
+};
+
+static const struct mcp_tool *next_tool(const struct mcp_call *c, struct tool_it *it)
+{
+	while (it->t < NTABLES) {
+		if (++it->k >= *tables[it->t].n) {
+			it->t++;
+			it->k = -1;
+			continue;
+		}
+		const struct mcp_tool *x = &tables[it->t].tools[it->k];
+		if (!c->sandbox_id || (x->flags & MCP_SANDBOX))
+			return x;
+	}
+	return NULL;
+}
+
 static const struct mcp_tool *find_tool(const struct mcp_call *c, const char *name)
 {
-	for (int i = 0; i < mcp_ntools; i++)
-		if (!strcmp(mcp_tools[i].name, name) &&
-		    (!c->sandbox_id || (mcp_tools[i].flags & MCP_SANDBOX)))
-			return &mcp_tools[i];
+	struct tool_it it = { 0, -1 };
+	const struct mcp_tool *t;
+	while ((t = next_tool(c, &it)))
+		if (!strcmp(t->name, name))
+			return t;
 	return NULL;
 }
 
@@ -294,8 +323,9 @@ static json_t *m_initialize(struct mcp_call *c, json_t *id, json_t *params)
 	const char *instructions = c->sandbox_id
 		? "Tools that act inside one kiln sandbox, a Linux microVM: run shell commands, "
 		  "read, write and list files. Paths are absolute guest paths."
-		: "Tools for kiln sandboxes (Linux microVMs): create, list, fork, hibernate and "
-		  "delete sandboxes, run shell commands and read, write and list files in them, "
+		: "Tools for kiln sandboxes (Linux microVMs): create, list, fork, hibernate, "
+		  "snapshot and delete sandboxes, run shell commands and background processes and "
+		  "read, write and list files in them, set what they may reach, expose their ports, "
 		  "and keep data in named volumes that outlive them. "
 		  "Create a sandbox first; the other tools take its sandbox_id.";
 	json_t *info = json_pack("{s:s,s:s}", "name", c->sandbox_id ? "kiln-sandbox" : "kiln",
@@ -311,9 +341,10 @@ static json_t *m_tools_list(struct mcp_call *c, json_t *id, json_t *params)
 {
 	(void)params;
 	json_t *a = json_array();
-	for (int i = 0; i < mcp_ntools; i++)
-		if (!c->sandbox_id || (mcp_tools[i].flags & MCP_SANDBOX))
-			json_array_append_new(a, tool_json(c, &mcp_tools[i]));
+	struct tool_it it = { 0, -1 };
+	const struct mcp_tool *t;
+	while ((t = next_tool(c, &it)))
+		json_array_append_new(a, tool_json(c, t));
 	return rpc_result(id, json_pack("{s:o}", "tools", a));
 }
 

@@ -8,11 +8,13 @@
  *                                same four with a sandbox_id argument, and
  *                                create, list, get, delete, fork, hibernate
  *                                and wake sandboxes; create, list and
- *                                delete volumes
+ *                                delete volumes; snapshots, the egress
+ *                                policy, ports, background processes and
+ *                                templates (mcp_tools_ws.c)
  *
  * mcp.c is the protocol (JSON-RPC, versions, Origin, the tool registry and
- * argument checking against each tool's inputSchema); mcp_tools.c the
- * tools, which call the operations and the host interface as the REST
+ * argument checking against each tool's inputSchema); mcp_tools.c and
+ * mcp_tools_ws.c the tools, which call the operations and the host interface as the REST
  * handlers do.
  */
 #ifndef KILN_MCP_MCP_H
@@ -20,6 +22,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct req;
 
@@ -59,8 +62,30 @@ struct mcp_tool {
 	mcp_tool_fn *fn;
 };
 
+/* The tables of tools, listed in this order: mcp_tools.c's (sandboxes,
+ * guest work, volumes), then mcp_tools_ws.c's (snapshots, network,
+ * ports, processes, templates). */
 extern const struct mcp_tool mcp_tools[];
 extern const int mcp_ntools;
+extern const struct mcp_tool mcp_ws_tools[];
+extern const int mcp_ws_ntools;
+
+/* Helpers for tools (mcp_tools.c). The tool's sandbox: the endpoint's, or
+ * its sandbox_id argument. */
+struct hostif_guest;
+struct sbx_row;
+const char *tool_sandbox_id(struct mcp_call *c, const json_t *args);
+/* It is the caller's; touch: the lookup is activity (TTL); *row (NULL:
+ * only the check) gets its record. */
+int tool_sandbox(struct mcp_call *c, const json_t *args, bool touch, struct sbx_row *row);
+/* It is the caller's, entered for guest work (woken if it hibernates):
+ * hg->g, until tool_leave. */
+int tool_guest(struct mcp_call *c, const json_t *args, struct hostif_guest *hg);
+void tool_leave(struct mcp_call *c, struct hostif_guest *hg);
+/* The record as a tool's answer (the row is cleared). */
+json_t *sandbox_json(struct sbx_row *row);
+const char *arg_str(const json_t *args, const char *key, const char *dflt);
+int64_t arg_int(const json_t *args, const char *key, int64_t dflt);
 
 /* Helpers for tools (mcp.c). */
 void mcp_text(struct mcp_out *out, const char *text, size_t len);

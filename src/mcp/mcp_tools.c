@@ -57,7 +57,7 @@
 
 /* ---- helpers --------------------------------------------------------------------------------------- */
 
-static const char *tool_sandbox_id(struct mcp_call *c, const json_t *args)
+const char *tool_sandbox_id(struct mcp_call *c, const json_t *args)
 {
 	return c->sandbox_id ? c->sandbox_id : json_string_value(json_object_get(args, "sandbox_id"));
 }
@@ -65,7 +65,7 @@ static const char *tool_sandbox_id(struct mcp_call *c, const json_t *args)
 /* The tool's sandbox is the caller's; *row (NULL: only the check) gets its
  * record. A tool call is not activity by itself (docs/api.md): reads are
  * not; what changes the sandbox says so (touch). */
-static int tool_sandbox(struct mcp_call *c, const json_t *args, bool touch, struct sbx_row *row)
+int tool_sandbox(struct mcp_call *c, const json_t *args, bool touch, struct sbx_row *row)
 {
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
@@ -74,32 +74,32 @@ static int tool_sandbox(struct mcp_call *c, const json_t *args, bool touch, stru
 }
 
 /* The sandbox, entered for guest work (waking it if it hibernates): hg->g. */
-static int tool_guest(struct mcp_call *c, const json_t *args, struct hostif_guest *hg)
+int tool_guest(struct mcp_call *c, const json_t *args, struct hostif_guest *hg)
 {
 	int rc = tool_sandbox(c, args, false, NULL);
 	return rc < 0 ? rc : hostif_enter(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), hg);
 }
 
-static void tool_leave(struct mcp_call *c, struct hostif_guest *hg)
+void tool_leave(struct mcp_call *c, struct hostif_guest *hg)
 {
 	hostif_leave(c->r->api->hostif, hg);
 }
 
 /* The sandbox's record as a tool's answer (the row is cleared). */
-static json_t *sandbox_json(struct sbx_row *row)
+json_t *sandbox_json(struct sbx_row *row)
 {
 	json_t *j = render_sandbox(row);
 	sbx_row_clear(row);
 	return j;
 }
 
-static const char *arg_str(const json_t *args, const char *key, const char *dflt)
+const char *arg_str(const json_t *args, const char *key, const char *dflt)
 {
 	const char *s = json_string_value(json_object_get(args, key));
 	return s ? s : dflt;
 }
 
-static int64_t arg_int(const json_t *args, const char *key, int64_t dflt)
+int64_t arg_int(const json_t *args, const char *key, int64_t dflt)
 {
 	json_t *v = json_object_get(args, key);
 	return json_is_integer(v) ? json_integer_value(v) : dflt;

@@ -274,6 +274,22 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 	return hostif_set_lifecycle(c->hostif, c->workspace, id, &lc, out);
 }
 
+int ops_set_network(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out)
+{
+	static const char *const keys[] = { "allow_out", "deny_out", "allow_internet", NULL };
+	char *policy = NULL;
+	int rc = v_known_keys(args, keys);
+	/* No fields is the open policy, said explicitly (for no fields
+	 * netpolicy_from_request gives no policy at all). */
+	json_t *open_policy = json_pack("{s:b}", "allow_internet", 1);
+	rc = rc ?: netpolicy_from_request(args && json_object_size(args) ? args : open_policy, &policy);
+	json_decref(open_policy);
+	rc = rc ?: ops_sandbox(c, id, NULL);
+	rc = rc ?: hostif_set_network(c->hostif, c->workspace, id, policy, out);
+	free(policy);
+	return rc;
+}
+
 int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *args, bool tree,
 	     struct ops_forked *f)
 {

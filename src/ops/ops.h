@@ -9,8 +9,8 @@
  * (src/hostif/hostif.h), which is all the operations know of the host;
  * each front end maps them (REST to a status, MCP to a tool error).
  *
- * Here so far: create, fork, hibernate and snapshot. Exec, files, pty,
- * ports, wake/ttl and network are still parsed by each front end.
+ * Here so far: create, fork, hibernate, snapshot and network. Exec, files, pty,
+ * ports and wake are still parsed by each front end.
  */
 #ifndef KILN_OPS_OPS_H
 #define KILN_OPS_OPS_H
@@ -105,6 +105,14 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
  * -EPERM on a plan whose TTL counts from creation), or both; one at
  * least. Counts as activity. */
 int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out);
+
+/* PUT .../network: the whole egress policy of the caller's sandbox id
+ * replaced by args' allow_out, deny_out, allow_internet
+ * (host/netpolicy.h; absent fields take their defaults, so an empty or
+ * NULL args is the open policy); in force when it returns. -EINVAL
+ * naming a bad field (checked before the sandbox is looked up), -ENOENT
+ * for no such sandbox. Counts as activity when c->touch. */
+int ops_set_network(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out);
 
 /* What a fork made: kids[0..made) are the children's records
  * (ops_forked_clear them); one with id "" exists but could not be copied

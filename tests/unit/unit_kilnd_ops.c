@@ -4,7 +4,7 @@
  * test, which is a failure too); what the operations ask of the host
  * interface when they pass (a fake hostif that records the calls); and
  * that MCP's create_sandbox schema offers exactly the fields REST's
- * create takes. */
+ * create takes (and set_network those of PUT .../network). */
 #include "ops/ops.h"
 #include "ops/plan.h"
 #include "mcp/mcp.h"
@@ -242,6 +242,70 @@ static void mcp_create_schema_matches_ops(void)
 	json_decref(schema);
 }
 
+/* set_network's fields are checked before the sandbox is looked up (the
+ * caller has no host interface to reach). */
+static int network(const char *text)
+{
+	json_t *args = json_loads(text, 0, NULL);
+	struct sbx_row row;
+	int rc = ops_set_network(&caller, "nope", args, &row);
+	snprintf(why, sizeof why, "%s", errmsg());
+	json_decref(args);
+	return rc;
+}
+
+static void set_network_refuses_bad_arguments(void)
+{
+	CHECK(network("{\"allow_outt\":[]}") == -EINVAL && strstr(why, "allow_outt"));
+	CHECK(network("{\"allow_out\":[\"300.1.2.3/8\"]}") == -EINVAL && strstr(why, "300.1.2.3"));
+	CHECK(network("{\"allow_internet\":\"no\"}") == -EINVAL && strstr(why, "allow_internet"));
+	/* A good policy gets as far as the sandbox: a malformed id is none. */
+	CHECK(network("{\"allow_internet\":false}") == -ENOENT);
+}
+
+/* The workspace MCP's tools, both tables: one name each; every schema is
+ * JSON; fork_tree's count and set_network's fields are REST's. */
+static void mcp_tool_tables(void)
+{
+	const struct { const struct mcp_tool *t; int n; } tabs[] = { { mcp_tools, mcp_ntools },
+								     { mcp_ws_tools, mcp_ws_ntools } };
+	const struct mcp_tool *all[256];
+	int n = 0;
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < tabs[k].n && n < 256; i++)
+			all[n++] = &tabs[k].t[i];
+	const struct mcp_tool *fork_tree = NULL, *network_tool = NULL;
+	for (int i = 0; i < n; i++) {
+		for (int j = 0; j < i; j++)
+			CHECK(strcmp(all[i]->name, all[j]->name) != 0);
+		json_t *in = json_loads(all[i]->input_schema, JSON_REJECT_DUPLICATES, NULL);
+		json_t *out = all[i]->output_schema ? json_loads(all[i]->output_schema, JSON_REJECT_DUPLICATES, NULL)
+						    : json_object();
+		if (!in || !out)
+			printf("  %s: a schema is not JSON\n", all[i]->name);
+		CHECK(in && out);
+		json_decref(in);
+		json_decref(out);
+		if (!strcmp(all[i]->name, "fork_tree"))
+			fork_tree = all[i];
+		if (!strcmp(all[i]->name, "set_network"))
+			network_tool = all[i];
+	}
+	CHECK(fork_tree && network_tool);
+	if (!fork_tree || !network_tool)
+		return;
+	json_t *s = json_loads(fork_tree->input_schema, 0, NULL);
+	json_t *count = json_object_get(json_object_get(s, "properties"), "count");
+	CHECK(json_integer_value(json_object_get(count, "maximum")) == HOST_FORK_MAX);
+	json_decref(s);
+	s = json_loads(network_tool->input_schema, 0, NULL);
+	json_t *props = json_object_get(s, "properties");
+	CHECK(json_object_size(props) == 4 && json_object_get(props, "sandbox_id") &&
+	      json_object_get(props, "allow_out") && json_object_get(props, "deny_out") &&
+	      json_object_get(props, "allow_internet"));
+	json_decref(s);
+}
+
 /* A refusal of what the workspace keeps (here a volume over volume_mib)
  * names its limit but counted no creates window: its answer must not
  * show one (api/hcommon.c quota_headers), even under a creates cap. */
@@ -273,6 +337,8 @@ int main(void)
 	RUN(sandbox_ids_are_checked);
 	RUN(ops_go_through_the_host_interface);
 	RUN(mcp_create_schema_matches_ops);
+	RUN(set_network_refuses_bad_arguments);
+	RUN(mcp_tool_tables);
 	RUN(kept_limit_counts_no_window);
 	return failures ? 1 : 0;
 }

@@ -100,10 +100,21 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "attach_volume", "create_sandbox", "create_volume", "delete_sandbox", "delete_volume", "detach_volume", "fork_sandbox", "get_sandbox",
-    "hibernate_sandbox", "list_dir", "list_sandboxes", "list_volumes", "pause_sandbox", "promote_sandbox", "read_file",
-    "resume_sandbox", "run_code", "shell", "wake_sandbox", "write_file",
+    "attach_volume", "create_sandbox", "create_volume", "delete_sandbox", "delete_snapshot", "delete_volume", "detach_volume",
+    "expose_port", "fork_sandbox", "fork_tree", "get_sandbox", "hibernate_sandbox", "list_dir", "list_ports", "list_processes",
+    "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "pause_sandbox", "process_output", "promote_sandbox",
+    "read_file", "resume_sandbox", "run_code", "set_network", "shell", "signal_process", "snapshot_sandbox", "start_process",
+    "unexpose_port", "wake_sandbox", "write_file",
   ]);
+  // The annotations say which tools only read and which destroy.
+  const hint = (n) => tools.find((t) => t.name === n).annotations;
+  for (const n of ["list_snapshots", "list_ports", "list_processes", "process_output", "list_templates"]) {
+    assert.equal(hint(n).readOnlyHint, true, n);
+  }
+  for (const n of ["delete_snapshot", "unexpose_port", "signal_process", "start_process"]) {
+    assert.equal(hint(n).destructiveHint, true, n);
+  }
+  assert.deepEqual(tools.find((t) => t.name === "expose_port").inputSchema.required, ["sandbox_id", "port"]);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
     assert.ok(t.description && t.title && t.outputSchema, t.name);
@@ -218,6 +229,133 @@ test("workspace: pause and resume", async () => {
   const s = await call(ws, "shell", { sandbox_id: sbx, command: "cat /work/notes.txt" });
   assert.equal(s.structuredContent.stdout, "héllo\n", "a tool call resumes it");
   assert.match(await toolError(ws, "pause_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+});
+
+test("workspace: list_templates", async () => {
+  const r = await call(ws, "list_templates");
+  const names = r.structuredContent.templates.map((t) => t.name);
+  assert.ok(names.includes("minimal") && names.includes("base"), `templates: ${names}`);
+  assert.equal(r.structuredContent.templates.find((t) => t.name === "minimal").status, "ready");
+  assert.match(await rpcError(ws.callTool({ name: "list_templates", arguments: { name: "x" } }), -32602), /unknown argument 'name'/);
+});
+
+test("workspace: fork_tree", async () => {
+  const f = await call(ws, "fork_tree", { sandbox_id: sbx, count: 2 });
+  const kids = f.structuredContent.sandboxes.map((s) => s.id);
+  kids.forEach((k) => made.add(k));
+  assert.equal(kids.length, 2);
+  assert.ok(f.structuredContent.sandboxes.every((s) => s.parent_id === sbx && s.status === "running"));
+  for (const k of kids) {
+    const r = await call(ws, "read_file", { sandbox_id: k, path: "/work/notes.txt" });
+    assert.equal(r.content[0].text, "héllo\n", "each child has the parent's files");
+    await call(ws, "delete_sandbox", { sandbox_id: k });
+    made.delete(k);
+  }
+  assert.match(await toolError(ws, "fork_tree", { sandbox_id: "sbx_doesnotexist", count: 2 }), /not found/);
+  assert.match(await rpcError(ws.callTool({ name: "fork_tree", arguments: { sandbox_id: sbx, count: 65 } }), -32602), /count/);
+});
+
+test("workspace: snapshot_sandbox, list_snapshots, delete_snapshot", async () => {
+  const s = (await call(ws, "snapshot_sandbox", { sandbox_id: sbx })).structuredContent;
+  assert.match(s.id, /^snap_/);
+  assert.deepEqual([s.sandbox_id, s.template], [sbx, "minimal"]);
+  const listed = async () => (await call(ws, "list_snapshots")).structuredContent.snapshots.map((x) => x.id);
+  assert.ok((await listed()).includes(s.id));
+  // create_sandbox takes it (from_snapshot): the files come with it.
+  const c = (await call(ws, "create_sandbox", { from_snapshot: s.id, ttl_seconds: 600 })).structuredContent;
+  made.add(c.id);
+  assert.equal(c.from_snapshot, s.id);
+  assert.equal((await call(ws, "read_file", { sandbox_id: c.id, path: "/work/notes.txt" })).content[0].text, "héllo\n");
+  await call(ws, "delete_sandbox", { sandbox_id: c.id });
+  made.delete(c.id);
+  assert.deepEqual((await call(ws, "delete_snapshot", { snapshot_id: s.id })).structuredContent, { snapshot_id: s.id, deleted: true });
+  assert.ok(!(await listed()).includes(s.id));
+  assert.match(await toolError(ws, "delete_snapshot", { snapshot_id: s.id }), /not found/);
+  assert.match(await toolError(ws, "delete_snapshot", { snapshot_id: "nope" }), /snapshot nope not found/);
+  assert.match(await toolError(ws, "snapshot_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+  assert.match(await rpcError(ws.callTool({ name: "list_snapshots", arguments: { all: true } }), -32602), /unknown argument/);
+});
+
+test("workspace: set_network", async () => {
+  let r = await call(ws, "set_network", { sandbox_id: sbx, allow_internet: false });
+  assert.deepEqual([r.structuredContent.id, r.structuredContent.status], [sbx, "running"]);
+  r = await call(ws, "set_network", { sandbox_id: sbx, allow_out: ["10.0.0.0/8"], deny_out: ["10.1.2.3"] });
+  assert.equal(r.structuredContent.id, sbx);
+  r = await call(ws, "set_network", { sandbox_id: sbx });   // the open policy again
+  assert.equal(r.structuredContent.id, sbx);
+  assert.match(await toolError(ws, "set_network", { sandbox_id: sbx, allow_out: ["not-an-address"] }), /allow_out/);
+  assert.match(await toolError(ws, "set_network", { sandbox_id: "sbx_doesnotexist", allow_internet: false }), /not found/);
+  assert.match(await rpcError(ws.callTool({ name: "set_network", arguments: { sandbox_id: sbx, allow_internet: "no" } }), -32602),
+    /allow_internet.*boolean/);
+});
+
+test("workspace: expose_port, list_ports, unexpose_port", async () => {
+  let r = await call(ws, "expose_port", { sandbox_id: sbx, port: 8080 });
+  assert.deepEqual([r.structuredContent.port, r.structuredContent.public], [8080, false]);
+  assert.ok(r.structuredContent.url.includes(`${sbx}/proxy/8080`) || r.structuredContent.url.includes("8080"), r.structuredContent.url);
+  r = await call(ws, "expose_port", { sandbox_id: sbx, port: 8080, public: true });
+  assert.equal(r.structuredContent.public, true, "exposing again changes public");
+  await call(ws, "expose_port", { sandbox_id: sbx, port: 9000 });
+  const l = await call(ws, "list_ports", { sandbox_id: sbx });
+  assert.deepEqual(l.structuredContent.ports.map((p) => [p.port, p.public]), [[8080, true], [9000, false]]);
+  assert.deepEqual((await call(ws, "unexpose_port", { sandbox_id: sbx, port: 8080 })).structuredContent,
+    { sandbox_id: sbx, port: 8080, unexposed: true });
+  await call(ws, "unexpose_port", { sandbox_id: sbx, port: 9000 });
+  assert.deepEqual((await call(ws, "list_ports", { sandbox_id: sbx })).structuredContent.ports, []);
+  assert.match(await toolError(ws, "unexpose_port", { sandbox_id: sbx, port: 8080 }), /not exposed/);
+  assert.match(await toolError(ws, "expose_port", { sandbox_id: "sbx_doesnotexist", port: 80 }), /not found/);
+  assert.match(await toolError(ws, "list_ports", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+  assert.match(await rpcError(ws.callTool({ name: "expose_port", arguments: { sandbox_id: sbx, port: 70000 } }), -32602), /port/);
+});
+
+test("workspace: start_process, list_processes, process_output, signal_process", async () => {
+  const p = (await call(ws, "start_process", { sandbox_id: sbx, cmd: "echo started; sleep 300" })).structuredContent;
+  assert.equal(p.status, "running");
+  assert.ok(p.id > 0 && p.pid > 0, JSON.stringify(p));
+  const l = (await call(ws, "list_processes", { sandbox_id: sbx })).structuredContent.processes;
+  assert.equal(l.find((x) => x.id === p.id)?.status, "running", JSON.stringify(l));
+  let o = (await call(ws, "process_output", { sandbox_id: sbx, process_id: p.id, wait_seconds: 1 })).structuredContent;
+  assert.deepEqual([o.status, o.stdout], ["running", "started\n"]);
+  const s = (await call(ws, "signal_process", { sandbox_id: sbx, process_id: p.id, signal: "TERM" })).structuredContent;
+  assert.deepEqual(s, { sandbox_id: sbx, process_id: p.id, signal: 15, sent: true });
+  o = (await call(ws, "process_output", { sandbox_id: sbx, process_id: p.id, wait_seconds: 30 })).structuredContent;
+  assert.equal(o.status, "exited");
+
+  // argv, env and cwd, as POST .../processes takes them.
+  const q = (await call(ws, "start_process", { sandbox_id: sbx, argv: ["sh", "-c", "echo $WHO in $(pwd)"],
+    env: { WHO: "mcp" }, cwd: "/work" })).structuredContent;
+  o = (await call(ws, "process_output", { sandbox_id: sbx, process_id: q.id, wait_seconds: 30 })).structuredContent;
+  assert.deepEqual([o.status, o.stdout, o.exit_code], ["exited", "mcp in /work\n", 0]);
+
+  assert.match(await toolError(ws, "start_process", { sandbox_id: sbx, cmd: "true", argv: ["true"] }), /exactly one of 'cmd'/);
+  assert.match(await toolError(ws, "start_process", { sandbox_id: "sbx_doesnotexist", cmd: "true" }), /not found/);
+  assert.match(await toolError(ws, "signal_process", { sandbox_id: sbx, process_id: p.id, signal: "NOPE" }), /unknown signal 'NOPE'/);
+  await toolError(ws, "signal_process", { sandbox_id: sbx, process_id: 999999, signal: "KILL" });
+  await toolError(ws, "process_output", { sandbox_id: sbx, process_id: 999999 });
+  assert.match(await toolError(ws, "list_processes", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+  assert.match(await rpcError(ws.callTool({ name: "process_output", arguments: { sandbox_id: sbx, process_id: 0 } }), -32602), /process_id/);
+});
+
+test("workspace: a server started with start_process, reached at expose_port's URL", async () => {
+  const b = (await call(ws, "create_sandbox", { template: "base", ttl_seconds: 600 })).structuredContent.id;
+  made.add(b);
+  await call(ws, "write_file", { sandbox_id: b, path: "/srv/mcp/hi.txt", content: "served\n" });
+  const p = (await call(ws, "start_process", { sandbox_id: b,
+    argv: ["python3", "-m", "http.server", "8090", "--bind", "127.0.0.1", "--directory", "/srv/mcp"] })).structuredContent;
+  const { url } = (await call(ws, "expose_port", { sandbox_id: b, port: 8090 })).structuredContent;
+  assert.ok(url.endsWith(`/v1/sandboxes/${b}/proxy/8090/`), url);
+  let status, body;
+  for (let i = 0; i < 120; i++) {   // 502 until the server listens
+    const r = await fetch(url + "hi.txt", { headers: { Authorization: `Bearer ${KEY}` } });
+    [status, body] = [r.status, await r.text()];
+    if (status !== 502) break;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+  assert.deepEqual([status, body], [200, "served\n"]);
+  assert.equal((await fetch(url + "hi.txt")).status, 401, "private: the key is needed");
+  await call(ws, "signal_process", { sandbox_id: b, process_id: p.id, signal: "KILL" });
+  await call(ws, "delete_sandbox", { sandbox_id: b });
+  made.delete(b);
 });
 
 test("workspace: create_volume, list_volumes, attach_volume, detach_volume, delete_volume", async () => {
