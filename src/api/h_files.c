@@ -306,3 +306,48 @@ int h_file_rename(struct req *r)
 		json_decref(body);
 	return result;
 }
+
+/* POST .../files/chmod {"path", "mode"}: mode is octal text ("755",
+ * "0644") or a number, the 07777 bits (set-id and sticky included). */
+int h_file_chmod(struct req *r)
+{
+	static const char *const keys[] = { "path", "mode", NULL };
+	const char *path = NULL;
+	json_t *body = r->json ? r->json : json_object();
+	int rc = body ? v_known_keys(body, keys) : errf(ENOMEM, "out of memory");
+	rc = rc ?: v_str(body, "path", true, 4095, &path);
+	rc = rc ?: v_guest_path(path, "path");
+	const json_t *m = json_object_get(body, "mode");
+	long mode = -1;
+	if (rc == 0 && json_is_integer(m))
+		mode = (long)json_integer_value(m);
+	else if (rc == 0 && json_is_string(m)) {
+		const char *t = json_string_value(m);
+		char *end;
+		mode = strspn(t, "01234567") == strlen(t) && strlen(t) >= 1 && strlen(t) <= 5 ? strtol(t, &end, 8) : -1;
+	}
+	if (rc == 0 && (mode < 0 || mode > 07777))
+		rc = errf(EINVAL, "field 'mode' is octal text such as \"755\" or a number, 0 to 07777");
+	if (rc < 0) {
+		if (!r->json)
+			json_decref(body);
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	}
+	struct hostif_guest hg;
+	int answered;
+	if (req_guest_enter(r, &hg, &answered) < 0) {
+		if (!r->json)
+			json_decref(body);
+		return answered;
+	}
+	rc = guest_chmod(hg.g, path, (uint32_t)mode);
+	req_guest_leave(r, &hg);
+	char octal[8];
+	snprintf(octal, sizeof octal, "%04lo", mode);
+	int result = rc < 0 ? reply_errno(r, rc)
+			    : reply_json(r, 200, json_pack("{s:o,s:s}", "path", render_text(path, strlen(path)),
+							   "mode", octal));
+	if (!r->json)
+		json_decref(body);
+	return result;
+}

@@ -24,7 +24,7 @@ handler_fn h_volume_create, h_volume_list, h_volume_get, h_volume_delete, h_sand
 	h_sandbox_volume_detach;
 handler_fn h_exec, h_exec_stream, h_pty;
 handler_fn h_sandbox_promote, h_port_preview;
-handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat, h_file_mkdir, h_file_rename, h_file_watch;
+handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat, h_file_mkdir, h_file_chmod, h_file_rename, h_file_watch;
 handler_fn h_cluster_join, h_cluster_heartbeat;
 handler_fn h_host_create, h_host_list, h_host_get, h_host_delete, h_host_action, h_host_relay,
 	h_host_snapshot_delete, h_host_templates, h_host_volume_create, h_host_volume_get, h_host_volume_delete;

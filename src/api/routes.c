@@ -52,6 +52,7 @@ const struct route routes[] = {
 	{ "GET", SBX "/files/watch", h_file_watch, BODY_NONE, ROUTE_READ },
 	{ "POST", SBX "/files/mkdir", h_file_mkdir, BODY_NONE, 0 },
 	{ "POST", SBX "/files/rename", h_file_rename, BODY_JSON, 0 },
+	{ "POST", SBX "/files/chmod", h_file_chmod, BODY_JSON, 0 },
 	{ "POST", SBX "/snapshot", h_sandbox_snapshot, BODY_JSON, 0 },
 	{ "POST", SBX "/hibernate", h_sandbox_hibernate, BODY_JSON, 0 },
 	{ "POST", SBX "/wake", h_sandbox_wake, BODY_JSON, 0 },

@@ -494,3 +494,9 @@ int guest_rename(struct guest *g, const char *from, const char *to, bool replace
 	int rc = kiln_rename(g->c, from, to, replace ? 0 : KILN_RENAME_NOREPLACE);
 	return rc < 0 ? gfail(g, rc, "rename") : 0;
 }
+
+int guest_chmod(struct guest *g, const char *path, uint32_t mode)
+{
+	int rc = kiln_chmod(g->c, path, mode);
+	return rc < 0 ? gfail(g, rc, "chmod") : 0;
+}

@@ -146,6 +146,8 @@ int guest_remove(struct guest *g, const char *path, bool recursive);
  * (replace false: an existing target is EEXIST). */
 int guest_mkdir(struct guest *g, const char *path, uint32_t mode, bool parents);
 int guest_rename(struct guest *g, const char *from, const char *to, bool replace);
+/* chmod(2) of a guest path (symlinks followed), the 07777 bits. */
+int guest_chmod(struct guest *g, const char *path, uint32_t mode);
 /* Watch a guest path (a directory, or a file; recursive: every directory
  * below it too). Then guest_watch_next: 1 with an event (KILN_EV_* bits,
  * the name relative to the path), 2 when the watch ended (the path went:

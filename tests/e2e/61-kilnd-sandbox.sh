@@ -335,6 +335,20 @@ api GET "/v1/sandboxes/$A/files/stat?path=/tmp/made/a.txt"
 check file_rename "replace: $mv_status; b.txt '$b_text'; a.txt then $STATUS" [ "$mv_status" = 200 -a "$b_text" = 'moved text' -a "$STATUS" = 404 ]
 api POST "/v1/sandboxes/$A/files/rename" '{"from":"relative","to":"/x"}'
 expect file_rename_relative 400 invalid_request
+api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/b.txt","mode":"4750"}'
+c1="$STATUS $(jget 'j["mode"]')"
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/made/b.txt"
+s1=$(jget 'j["mode"]')
+api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/b.txt","mode":384}'
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"stat -c %a /tmp/made/b.txt"}'
+check file_chmod "mode \"4750\": $c1, stat $s1; mode 384 (0600): stat in the guest $(jget 'j["stdout"].strip()')" \
+	[ "$c1" = "200 4750" -a "$s1" = 4750 -a "$(jget 'j["stdout"].strip()')" = 600 ]
+api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/none","mode":"644"}'
+expect file_chmod_missing 404 not_found
+api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/b.txt","mode":"rwx"}'
+expect file_chmod_bad_mode 400 invalid_request
+api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/b.txt","mode":8192}'
+expect file_chmod_mode_range 400 invalid_request
 # Files the guest's kernel makes are refused as not files, and left alone.
 api GET "/v1/sandboxes/$A/files?path=/proc/self/mem"
 expect file_get_proc_mem 400 invalid_request
