@@ -29,7 +29,6 @@
 #include <string.h>
 
 #define TAIL_DEFAULT 100
-#define TAIL_MAX 10000
 #define LINE_MAX_BYTES 8192
 #define KEEPALIVE_MS 15000
 #define POLL_MS 250
@@ -151,34 +150,6 @@ int h_app_deploy(struct req *r)
 
 /* ---- logs ------------------------------------------------------------------------------ */
 
-struct logq {
-	long tail;
-	bool follow;
-	char bad[200];
-};
-
-static enum MHD_Result take_param(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				  const char *value, size_t value_size)
-{
-	(void)kind;
-	struct logq *q = cls;
-	const char *v = value ? value : "";
-	char *end;
-	if (strlen(key) != key_size || strlen(v) != value_size) {
-		snprintf(q->bad, sizeof q->bad, "query parameter '%.64s' holds a NUL byte", key);
-	} else if (!strcmp(key, "tail")) {
-		q->tail = strtol(v, &end, 10);
-		if (end == v || *end || q->tail < 0 || q->tail > TAIL_MAX)
-			snprintf(q->bad, sizeof q->bad, "tail '%.32s' is not a number from 0 to %d", v, TAIL_MAX);
-	} else if (!strcmp(key, "follow") && (!strcmp(v, "true") || !strcmp(v, "false"))) {
-		q->follow = !strcmp(v, "true");
-	} else {
-		snprintf(q->bad, sizeof q->bad, "query parameter '%.64s=%.32s' is not tail=N or follow=true|false",
-			 key, v);
-	}
-	return q->bad[0] ? MHD_NO : MHD_YES;
-}
-
 static int add_event(void *ctx, int64_t ts_ms, const char *text)
 {
 	return json_array_append_new(ctx, json_pack("{s:o,s:s}", "at", render_time(ts_ms), "text", text));
@@ -296,10 +267,9 @@ static int follow(struct req *r, const struct app_row *a, long tail, json_t *eve
 
 int h_app_logs(struct req *r)
 {
-	struct logq q = { .tail = TAIL_DEFAULT };
-	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, take_param, &q);
-	if (q.bad[0])
-		return reply_error(r, 400, "invalid_request", "%s", q.bad);
+	struct logq q;
+	if (req_log_query(r, TAIL_DEFAULT, &q) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct ops_caller c;
 	req_caller(r, &c);
 	int answered;

@@ -27,46 +27,11 @@
 #include <unistd.h>
 
 #define TAIL_DEFAULT 200
-#define TAIL_MAX 10000
 #define WINDOW (4 << 20)	/* the tail is looked for in the last 4 MiB */
 #define LINE_MAX_BYTES 8192	/* a longer line is cut there */
 #define INIT_PREFIX "kiln-init: "
 #define POLL_MS 250
 #define KEEPALIVE_MS 15000
-
-struct logq {
-	long tail;
-	bool follow;
-	char bad[200];
-};
-
-static enum MHD_Result take_param(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
-				  const char *value, size_t value_size)
-{
-	(void)kind;
-	struct logq *q = cls;
-	const char *v = value ? value : "";
-	if (strlen(key) != key_size || strlen(v) != value_size) {
-		snprintf(q->bad, sizeof q->bad, "query parameter '%.64s' holds a NUL byte", key);
-	} else if (strcmp(key, "tail") == 0) {
-		char *end;
-		errno = 0;
-		long n = strtol(v, &end, 10);
-		if (errno || end == v || *end || n < 0 || n > TAIL_MAX)
-			snprintf(q->bad, sizeof q->bad, "tail '%.32s' is not a number from 0 to %d", v, TAIL_MAX);
-		q->tail = n;
-	} else if (strcmp(key, "follow") == 0) {
-		if (strcmp(v, "true") == 0)
-			q->follow = true;
-		else if (strcmp(v, "false") == 0)
-			q->follow = false;
-		else
-			snprintf(q->bad, sizeof q->bad, "follow '%.32s' is not true or false", v);
-	} else {
-		snprintf(q->bad, sizeof q->bad, "unknown query parameter '%.64s' (known: tail, follow)", key);
-	}
-	return q->bad[0] ? MHD_NO : MHD_YES;
-}
 
 /* One console line (no newline) as {"source","text","ts"}. The console
  * has no times of its own: ts is null. */
@@ -223,10 +188,9 @@ static void follow_done(void *ctx)
 
 int h_sandbox_logs(struct req *r)
 {
-	struct logq q = { .tail = TAIL_DEFAULT };
-	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, take_param, &q);
-	if (q.bad[0])
-		return reply_error(r, 400, "invalid_request", "%s", q.bad);
+	struct logq q;
+	if (req_log_query(r, TAIL_DEFAULT, &q) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	int answered, fd, more;
 	if (req_sandbox(r, NULL, &answered) < 0)
 		return answered;

@@ -56,6 +56,9 @@ static int add_template(void *ctx, const struct hostif_template *t)
 	json_object_set_new(j, "version", t->built ? json_integer(t->version) : json_null());
 	json_object_set_new(j, "built_at", t->built ? render_time(t->built_ms) : json_null());
 	json_object_set_new(j, "snapshot", json_boolean(t->built && t->snapshot));
+	/* What runs in its snapshot, so in every sandbox at create. */
+	json_object_set_new(j, "start", t->start[0] ? json_string(t->start) : json_null());
+	json_object_set_new(j, "ready_port", t->ready_port ? json_integer(t->ready_port) : json_null());
 	return json_array_append_new(ctx, j);
 }
 

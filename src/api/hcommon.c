@@ -13,6 +13,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -214,4 +215,47 @@ bool sandbox_ended(struct hostif *hi, const char *ws, const char *id)
 	bool gone = row.state == SBX_DELETED || row.state == SBX_FAILED;
 	sbx_row_clear(&row);
 	return gone;
+}
+
+/* ---- ?tail=N&follow=true ---------------------------------------------------------------- */
+
+struct log_parse {
+	struct logq *q;
+	char bad[200];
+};
+
+static enum MHD_Result take_log_param(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+				  const char *value, size_t value_size)
+{
+	(void)kind;
+	struct log_parse *q = cls;
+	const char *v = value ? value : "";
+	if (strlen(key) != key_size || strlen(v) != value_size) {
+		snprintf(q->bad, sizeof q->bad, "query parameter '%.64s' holds a NUL byte", key);
+	} else if (strcmp(key, "tail") == 0) {
+		char *end;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		if (errno || end == v || *end || n < 0 || n > LOG_TAIL_MAX)
+			snprintf(q->bad, sizeof q->bad, "tail '%.32s' is not a number from 0 to %d", v, LOG_TAIL_MAX);
+		q->q->tail = n;
+	} else if (strcmp(key, "follow") == 0) {
+		if (strcmp(v, "true") == 0)
+			q->q->follow = true;
+		else if (strcmp(v, "false") == 0)
+			q->q->follow = false;
+		else
+			snprintf(q->bad, sizeof q->bad, "follow '%.32s' is not true or false", v);
+	} else {
+		snprintf(q->bad, sizeof q->bad, "unknown query parameter '%.64s' (known: tail, follow)", key);
+	}
+	return q->bad[0] ? MHD_NO : MHD_YES;
+}
+
+int req_log_query(struct req *r, long tail_default, struct logq *q)
+{
+	q->tail = tail_default, q->follow = false;
+	struct log_parse p = { .q = q };
+	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, take_log_param, &p);
+	return p.bad[0] ? errf(EINVAL, "%s", p.bad) : 0;
 }

@@ -144,4 +144,13 @@ int query_time(const char *s, const char *name, int64_t *ms);
 /* A true/false query parameter (also 1/0); absent: *out unchanged. */
 int req_query_bool(struct req *r, const char *name, bool *out);
 
+/* A log route's query: tail=N (0 to LOG_TAIL_MAX; absent: tail_default)
+ * and follow=true|false; anything else is -EINVAL naming it. */
+#define LOG_TAIL_MAX 10000
+struct logq {
+	long tail;
+	bool follow;
+};
+int req_log_query(struct req *r, long tail_default, struct logq *q);
+
 #endif

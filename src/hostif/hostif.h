@@ -64,6 +64,8 @@ struct hostif_template {
 	int version;			/* built */
 	int64_t built_ms;		/* built: wall clock */
 	bool snapshot;			/* built with a snapshot (fast creates) */
+	char start[1024];		/* what its snapshot runs (build --start), or "" */
+	int ready_port;			/* the port that runs on, or 0 */
 };
 
 /* A fork: count (1 to HOST_FORK_MAX) children of the workspace's sandbox

@@ -270,6 +270,10 @@ static int tmpl_copy(void *ctx, const struct template_def *d, const struct tmpl 
 	};
 	snprintf(ht.name, sizeof ht.name, "%s", d->name);
 	snprintf(ht.description, sizeof ht.description, "%s", d->description);
+	if (t) {
+		snprintf(ht.start, sizeof ht.start, "%s", t->start);
+		ht.ready_port = t->ready_port;
+	}
 	return w->fn(w->fctx, &ht);
 }
 

@@ -397,9 +397,10 @@ int wire_att_parse(const json_t *j, struct vol_att *a)
 
 json_t *wire_template(const struct hostif_template *t)
 {
-	return json_pack("{s:s,s:s,s:i,s:i,s:b,s:i,s:I,s:b}", "name", t->name, "description",
+	return json_pack("{s:s,s:s,s:i,s:i,s:b,s:i,s:I,s:b,s:s,s:i}", "name", t->name, "description",
 			 t->description, "vcpus", t->vcpus, "memory_mib", t->memory_mib, "built", t->built,
-			 "version", t->version, "built_ms", (json_int_t)t->built_ms, "snapshot", t->snapshot);
+			 "version", t->version, "built_ms", (json_int_t)t->built_ms, "snapshot", t->snapshot,
+			 "start", t->start, "ready_port", t->ready_port);
 }
 
 int wire_template_parse(const json_t *j, struct hostif_template *t)
@@ -415,5 +416,7 @@ int wire_template_parse(const json_t *j, struct hostif_template *t)
 	t->version = (int)int_of(j, "version");
 	t->built_ms = int_of(j, "built_ms");
 	t->snapshot = bool_of(j, "snapshot");
+	str_to(t->start, sizeof t->start, j, "start");	/* absent from an older agent: "" */
+	t->ready_port = (int)int_of(j, "ready_port");
 	return 0;
 }

@@ -230,6 +230,15 @@ static int parse(const struct ops_caller *c, const json_t *args, bool deploy, st
 
 /* ---- sandboxes of an app --------------------------------------------------- */
 
+/* The app's port, reachable without a key (the app's URL is public). */
+static int expose_public(const struct ops_caller *c, const char *sandbox, int port)
+{
+	struct port_row pr = { .port = port, .public = true, .created_ms = wall_ms() };
+	snprintf(pr.sandbox, sizeof pr.sandbox, "%s", sandbox);
+	snprintf(pr.workspace, sizeof pr.workspace, "%s", c->workspace);
+	return store_port_save(c->store, &pr);
+}
+
 /* A sandbox for app a from its source, its command started and listening,
  * its port exposed public: its id in sandbox. On failure nothing is left. */
 static int spawn(const struct ops_caller *c, const struct app_row *a, int64_t ready_s, char sandbox[ID_MAX])
@@ -263,12 +272,8 @@ static int spawn(const struct ops_caller *c, const struct app_row *a, int64_t re
 		rc = start_command(c, sandbox, a);
 	if (rc == 0)
 		rc = wait_listening(c, sandbox, a->port, ready_s);
-	if (rc == 0) {
-		struct port_row pr = { .port = a->port, .public = true, .created_ms = wall_ms() };
-		snprintf(pr.sandbox, sizeof pr.sandbox, "%s", sandbox);
-		snprintf(pr.workspace, sizeof pr.workspace, "%s", c->workspace);
-		rc = store_port_save(c->store, &pr);
-	}
+	if (rc == 0)
+		rc = expose_public(c, sandbox, a->port);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", errmsg());
@@ -345,12 +350,8 @@ static int adopt(const struct ops_caller *c, struct app_row *a, const char *sand
 	struct lifecycle_change lc = { .set_ttl = true, .ttl_seconds = a->idle_seconds, .set_idle = true,
 				       .idle_hibernate = true, .retention_seconds = 0 };
 	rc = hostif_set_lifecycle(c->hostif, c->workspace, sandbox, &lc, NULL);
-	if (rc == 0) {
-		struct port_row pr = { .port = a->port, .public = true, .created_ms = wall_ms() };
-		snprintf(pr.sandbox, sizeof pr.sandbox, "%s", sandbox);
-		snprintf(pr.workspace, sizeof pr.workspace, "%s", c->workspace);
-		rc = store_port_save(c->store, &pr);
-	}
+	if (rc == 0)
+		rc = expose_public(c, sandbox, a->port);
 	if (rc < 0) {
 		char why[512];
 		snprintf(why, sizeof why, "%s", errmsg());

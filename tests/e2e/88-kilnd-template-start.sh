@@ -44,6 +44,9 @@ out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-
 start_kilnd --rate 0 --domain tstart.test || exit 1
 KEY=$(new_key tstart)
 at_exit 'for s in ${A:-} ${B:-}; do api DELETE /v1/sandboxes/$s; done'
+api GET /v1/templates
+check tstart_listed_template "$(jget '[(t["name"], t["ready_port"]) for t in j["templates"] if t["start"]]')" \
+	[ "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["templates"] if t["start"]]')" = "[('srv', '$SRV', 8000)]" ]
 create_sandbox '{"template":"srv"}'
 A=$SBX
 t_created=$(date +%s.%N)
