@@ -8,7 +8,9 @@
  *                                same four with a sandbox_id argument, and
  *                                create, list, get, delete, fork, hibernate
  *                                and wake sandboxes; create, list and
- *                                delete volumes
+ *                                delete volumes; create, list, get,
+ *                                deploy and delete apps, and read their
+ *                                logs
  *
  * mcp.c is the protocol (JSON-RPC, versions, Origin, the tool registry and
  * argument checking against each tool's inputSchema); mcp_tools.c the
