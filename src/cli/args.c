@@ -34,6 +34,8 @@ static const struct optdef optdefs[] = {
 	{ "csv", 0, NONE }, { "name", 0, VALUE }, { "scope", 0, VALUE }, { "expires", 0, VALUE },
 	{ "plan", 0, VALUE }, { "limits", 0, VALUE }, { "key", 0, VALUE }, { "all", 0, NONE },
 	{ "persistent", 0, NONE }, { "volume", 0, VALUE }, { "size", 0, VALUE },
+	{ "port", 0, VALUE }, { "command", 0, VALUE }, { "restart", 0, VALUE },
+	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -253,6 +255,12 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "all")) o->all = true;
 	else if (!strcmp(n, "volume")) add_volume(cmd, &o->volumes, v);
 	else if (!strcmp(n, "size")) o->size = args_number("--size", v, 1, 65536);
+	else if (!strcmp(n, "port")) o->port = args_number("--port", v, 1, 65535);
+	else if (!strcmp(n, "command")) o->command = v;
+	else if (!strcmp(n, "restart")) o->restart = v;	/* kilnd names the three it takes */
+	else if (!strcmp(n, "idle-seconds")) o->idle = args_number("--idle-seconds", v, 0, LLONG_MAX);
+	else if (!strcmp(n, "ready-timeout")) o->ready = args_number("--ready-timeout", v, 1, 600);
+	else if (!strcmp(n, "tail")) o->tail = args_number("--tail", v, 0, 10000);
 }
 
 void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o)
@@ -261,6 +269,8 @@ void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o
 	o->ttl = -1;
 	o->n = -1;
 	o->limit = -1;
+	o->idle = -1;
+	o->tail = -1;
 	o->dashdash = -1;
 	o->pos = calloc((size_t)argc + 1, sizeof *o->pos);
 	if (!o->pos)

@@ -38,7 +38,10 @@ struct opts {
 	bool all;			/* audit's --all: every page */
 	json_t *volumes;		/* create's --volume entries, or NULL */
 	long long size;			/* volume create's --size MIB, 0: not given */
-	const char *given[48];		/* the long names of the options given, in order */
+	long long port, ready;		/* app's --port, --ready-timeout; 0: not given */
+	long long idle, tail;		/* app's --idle-seconds, logs' --tail; -1: not given */
+	const char *command, *restart;	/* app's --command, --restart */
+	const char *given[64];		/* the long names of the options given, in order */
 	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */
 	json_t *allow_out, *deny_out;	/* arrays, or NULL */

@@ -161,6 +161,27 @@ static const struct command commands[] = {
 	  "  admin keys revoke WORKSPACE ID...  revoke keys of that workspace (key_...)\n"
 	  "  admin usage [--from T] [--to T]  metered usage per workspace, priced (default: this month)\n"
 	  "  KILN_ADMIN_KEY: an operator credential (kilnop_...; kilnd admin create on kilnd's host)\n", false },
+	{ "app", cmd_app, "port command template from-snapshot sandbox env restart idle-seconds ready-timeout tail follow",
+	  "app create|ls|get|deploy|logs|rm ... [--json]",
+	  "apps: a long-running service in a sandbox kiln keeps for it, at a stable URL",
+	  "  app create NAME --port P [--command CMD] [--template T | --from-snapshot S | --sandbox ID]\n"
+	  "      [-e K=V]... [--restart always|on-failure|never] [--idle-seconds N] [--ready-timeout N]\n"
+	  "                           deploy one (kilnd needs --domain): CMD must listen on port P in\n"
+	  "                           a sandbox from T (default base) or S, or the running sandbox ID\n"
+	  "                           made the app; prints its URL once CMD listens\n"
+	  "    --restart R            when CMD is started again after it exits (default on-failure)\n"
+	  "    --idle-seconds N       hibernated after N s without requests (0: never; default 900)\n"
+	  "    --ready-timeout N      how long CMD has to listen (1 to 600 s; default 60)\n"
+	  "  app ls                   the apps (as kiln apps)\n"
+	  "  app get NAME             one app, as JSON (NAME: its name or id)\n"
+	  "  app deploy NAME [--port P] [--command CMD] [--template T | --from-snapshot S] [-e K=V]...\n"
+	  "      [--restart R] [--idle-seconds N] [--ready-timeout N]\n"
+	  "                           a new version (what is not given is kept), switched to once it\n"
+	  "                           listens; prints the URL\n"
+	  "  app logs NAME [--tail N] [-f]  what kiln did with it, then the last N lines of its log\n"
+	  "                           (0 to 10000, default 100); -f: and new ones as they come\n"
+	  "  app rm NAME...           delete apps, their sandboxes and URLs\n", false },
+	{ "apps", cmd_apps, "", "apps [--json]", "the apps of this workspace: name, status, version, URL", NULL, false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },
 };
 

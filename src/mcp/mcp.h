@@ -8,8 +8,10 @@
  *                                same four with a sandbox_id argument, and
  *                                create, list, get, delete, fork, hibernate
  *                                and wake sandboxes; create, list and
- *                                delete volumes; snapshots, the egress
- *                                policy, ports, background processes and
+ *                                delete volumes; create, list, get,
+ *                                deploy and delete apps, and read their
+ *                                logs; snapshots, the egress policy,
+ *                                ports, background processes and
  *                                templates (mcp_tools_ws.c)
  *
  * mcp.c is the protocol (JSON-RPC, versions, Origin, the tool registry and

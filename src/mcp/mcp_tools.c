@@ -14,12 +14,14 @@
 #include "api/http.h"
 #include "mcp/mcp.h"
 #include "api/render.h"
+#include "ops/app.h"
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 #include "net/net.h"
+#include "proxy/proxy.h"
 
 #include <errno.h>
 #include <nettle/base64.h>
@@ -33,6 +35,8 @@
 #define OUTPUT_MAX (1u << 20)		/* shell: bytes kept per stream */
 #define FILE_MAX (4u << 20)		/* read_file */
 #define LIST_MAX 10000
+#define APP_TAIL_DEFAULT 100		/* app_logs, as GET /v1/apps/{app}/logs */
+#define APP_LINE_MAX 8192
 /* A bound of ops.h or hostif.h, as the number a schema shows. */
 #define STR_(x) #x
 #define NUM(x) STR_(x)
@@ -54,6 +58,37 @@
 	"\"created_at\":{\"type\":\"string\"},\"attached_to\":{\"type\":\"array\",\"items\":{\"type\":\"object\"," \
 	"\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}," \
 	"\"read_only\":{\"type\":\"boolean\"}}}}}}"
+
+#define APP_SCHEMA \
+	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"port\",\"status\",\"version\"],\"properties\":{" \
+	"\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"url\":{\"type\":[\"string\",\"null\"]}," \
+	"\"port\":{\"type\":\"integer\"},\"template\":{\"type\":[\"string\",\"null\"]}," \
+	"\"from_snapshot\":{\"type\":[\"string\",\"null\"]},\"command\":{\"type\":[\"string\",\"null\"]}," \
+	"\"env\":{\"type\":\"object\"},\"restart\":{\"type\":\"string\"},\"idle_seconds\":{\"type\":\"integer\"}," \
+	"\"sandbox_id\":{\"type\":[\"string\",\"null\"]},\"status\":{\"type\":\"string\"}," \
+	"\"version\":{\"type\":\"integer\"},\"vm_restarts\":{\"type\":\"integer\"}," \
+	"\"reason\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"}," \
+	"\"updated_at\":{\"type\":\"string\"}}}"
+/* The app a tool acts on: its name or id, as the REST routes take. */
+#define APP_KEY_PROP \
+	"\"app\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The app's name or id (app_...).\"}"
+/* What create_app and deploy_app share (ops_app_fields less name and sandbox_id). */
+#define APP_FIELDS \
+	"\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535," \
+	"\"description\":\"The port the command listens on in the sandbox.\"}," \
+	"\"command\":{\"type\":\"string\",\"maxLength\":" NUM(APP_COMMAND_MAX) "," \
+	"\"description\":\"The shell command that serves (run under a supervisor that restarts it).\"}," \
+	"\"template\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ",\"description\":\"base (default) or minimal.\"}," \
+	"\"from_snapshot\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) "," \
+	"\"description\":\"A snapshot (snap_...) to start from instead of a template (command optional: it may run already).\"}," \
+	"\"env\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_ENV_MAX) ",\"additionalProperties\":" \
+	"{\"type\":\"string\",\"maxLength\":" NUM(OPS_ENV_VALUE_MAX) "}}," \
+	"\"restart\":{\"type\":\"string\",\"enum\":[\"always\",\"on-failure\",\"never\"]," \
+	"\"description\":\"When the command is started again after it exits (default on-failure).\"}," \
+	"\"idle_seconds\":{\"type\":\"integer\",\"minimum\":0," \
+	"\"description\":\"Hibernate it after this long without requests (0: never; default 900); the next request wakes it.\"}," \
+	"\"ready_timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(APP_READY_MAX_S) "," \
+	"\"description\":\"How long the command has to listen on port (default 60).\"}"
 
 /* ---- helpers --------------------------------------------------------------------------------------- */
 
@@ -691,6 +726,194 @@ static int t_volume_detach(struct mcp_call *c, const json_t *args, struct mcp_ou
 	return 0;
 }
 
+/* ---- apps ---------------------------------------------------------------------------------------------- */
+
+/* An app's JSON as GET /v1/apps/{app} gives it: its URL as this request's
+ * client reaches the server (proxy_app_url), created_at and updated_at. */
+static json_t *app_out(struct mcp_call *c, const struct ops_caller *oc, const struct app_row *a)
+{
+	char url[400];
+	proxy_app_url(c->r, a->id, url, sizeof url);
+	json_t *j = ops_app_json(oc, a, url);
+	if (j) {
+		json_object_set_new(j, "created_at", render_time(a->created_ms));
+		json_object_set_new(j, "updated_at", render_time(a->updated_ms));
+		json_object_del(j, "created_ms");
+		json_object_del(j, "updated_ms");
+	}
+	return j;
+}
+
+static int app_result(struct mcp_call *c, const struct ops_caller *oc, int rc, const struct app_row *a,
+		      struct mcp_out *out)
+{
+	if (rc < 0)
+		return rc;
+	json_t *j = app_out(c, oc, a);
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	mcp_json(out, j);
+	return 0;
+}
+
+/* An app's row is 21 KiB: on the heap, not the connection thread's stack
+ * (as h_apps.c). */
+static struct app_row *app_row_new(void)
+{
+	struct app_row *a = malloc(sizeof *a);
+	if (!a)
+		errf(ENOMEM, "out of memory");
+	return a;
+}
+
+static int t_app_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	/* As POST /v1/apps: an app is served on its own origin only. */
+	if (!c->r->api->cfg->domain[0])
+		return errf(EINVAL, "apps are served on their own origin (APP.DOMAIN): this server has no --domain "
+				    "(kilnd --domain localhost will do on one machine: *.localhost is this machine)");
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct app_row *a = app_row_new();
+	if (!a)
+		return -ENOMEM;
+	/* not listening in time: -ETIMEDOUT with the end of its log; a plan's
+	 * limit: its message names it */
+	int rc = app_result(c, &oc, ops_app_create(&oc, args, a), a, out);
+	free(a);
+	return rc;
+}
+
+struct app_list {
+	struct mcp_call *c;
+	const struct ops_caller *oc;
+	json_t *a;
+};
+
+static int app_list_one(void *ctx, const struct app_row *a)
+{
+	struct app_list *l = ctx;
+	json_t *j = app_out(l->c, l->oc, a);
+	return j && json_array_append_new(l->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int t_app_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	(void)args;
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct app_list l = { c, &oc, json_array() };
+	int rc = l.a ? store_app_each(oc.store, oc.workspace, app_list_one, &l) : errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		json_decref(l.a);
+		return rc;
+	}
+	mcp_json(out, json_pack("{s:o}", "apps", l.a));
+	return 0;
+}
+
+static int t_app_get(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct app_row *a = app_row_new();
+	if (!a)
+		return -ENOMEM;
+	int rc = app_result(c, &oc, ops_app_get(&oc, arg_str(args, "app", ""), a), a, out);
+	free(a);
+	return rc;
+}
+
+/* deploy_app: POST /v1/apps/{app}/deploy, its body the arguments less app. */
+static int t_app_deploy(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	json_t *body = json_deep_copy(args);
+	struct app_row *a = body ? app_row_new() : NULL;
+	if (!a) {
+		json_decref(body);
+		return errf(ENOMEM, "out of memory");
+	}
+	json_object_del(body, "app");
+	/* never listened: -ETIMEDOUT, the old version serving on; another
+	 * deploy switched first: -ESTALE */
+	int rc = app_result(c, &oc, ops_app_deploy(&oc, arg_str(args, "app", ""), body, a), a, out);
+	json_decref(body);
+	free(a);
+	return rc;
+}
+
+static int t_app_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct app_row *a = app_row_new();
+	if (!a)
+		return -ENOMEM;
+	/* By its id once found, so that the answer names the app deleted
+	 * whichever way the caller named it. */
+	int rc = ops_app_get(&oc, arg_str(args, "app", ""), a);
+	rc = rc ?: ops_app_delete(&oc, a->id);
+	if (rc == 0)
+		mcp_json(out, json_pack("{s:s,s:s,s:b}", "id", a->id, "name", a->name, "deleted", 1));
+	free(a);
+	return rc;
+}
+
+static int add_app_event(void *ctx, int64_t ts_ms, const char *text)
+{
+	return json_array_append_new(ctx, json_pack("{s:o,s:s}", "at", render_time(ts_ms), "text", text));
+}
+
+/* app_logs: what GET /v1/apps/{app}/logs answers (no follow: a tool call
+ * ends), and the same as plain text for the model. */
+static int t_app_logs(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct app_row *a = app_row_new();
+	json_t *events = a ? json_array() : NULL, *lines = events ? json_array() : NULL;
+	int rc = lines ? ops_app_get(&oc, arg_str(args, "app", ""), a) : errf(ENOMEM, "out of memory");
+	rc = rc ?: store_app_events(oc.store, a->id, add_app_event, events);
+	char *text = NULL;
+	size_t n = 0;
+	rc = rc ?: ops_app_log_tail(&oc, a, (int)arg_int(args, "tail", APP_TAIL_DEFAULT), &text, &n);
+	free(a);
+	if (rc < 0) {
+		json_decref(events);
+		json_decref(lines);
+		return rc;
+	}
+	struct strbuf t;
+	strbuf_init(&t);
+	size_t i;
+	json_t *e;
+	json_array_foreach(events, i, e)
+		strbuf_printf(&t, "[%s] %s\n", arg_str(e, "at", ""), arg_str(e, "text", ""));
+	strbuf_printf(&t, "[log]\n");
+	for (const char *p = text, *end = text + n; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+		json_array_append_new(lines, render_text(p, len < APP_LINE_MAX ? len : APP_LINE_MAX));
+		p += len + (nl != NULL);
+	}
+	strbuf_append(&t, text ? text : "", n);
+	if (!n)
+		strbuf_printf(&t, "(empty)\n");
+	free(text);
+	rc = strbuf_failed(&t) ? errf(ENOMEM, "out of memory") : 0;
+	if (rc == 0) {
+		mcp_text(out, t.data, t.len);
+		out->structured = json_pack("{s:o,s:o}", "events", events, "lines", lines);
+	} else {
+		json_decref(events);
+		json_decref(lines);
+	}
+	strbuf_free(&t);
+	return rc;
+}
+
 /* ---- the table ------------------------------------------------------------------------------------------ */
 
 const struct mcp_tool mcp_tools[] = {
@@ -867,5 +1090,50 @@ const struct mcp_tool mcp_tools[] = {
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"volume\",\"detached\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"volume\":{\"type\":\"string\"},\"detached\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_volume_detach },
+	{ "create_app", "Deploy an app",
+	  "Run a long-lived service (a web server, an API) in a sandbox kiln keeps for it, at a stable URL "
+	  "(url in the result) that needs no key: command must listen on port. Returns once it does; "
+	  "kiln restarts the command when it exits (restart), remakes the sandbox when it ends, hibernates "
+	  "it when idle and wakes it on the next request. A running sandbox (sandbox_id) can be made an app.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"port\"],\"properties\":{"
+	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
+	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's apps.\"},"
+	  "\"sandbox_id\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
+	  "\"description\":\"A running sandbox (sbx_...) to make the app, instead of a template or snapshot.\"},"
+	  APP_FIELDS "}}",
+	  APP_SCHEMA, 0, t_app_create },
+	{ "list_apps", "List apps", "List the workspace's apps, oldest first, with their URLs and status.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  "{\"type\":\"object\",\"required\":[\"apps\"],\"properties\":{\"apps\":{\"type\":\"array\","
+	  "\"items\":" APP_SCHEMA "}}}",
+	  MCP_READ_ONLY, t_app_list },
+	{ "get_app", "Describe an app",
+	  "One app: its URL, command, port, status (its sandbox's: running, hibernated, ... or failed with "
+	  "a reason), version and how often its VM was remade.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{" APP_KEY_PROP "}}",
+	  APP_SCHEMA, MCP_READ_ONLY, t_app_get },
+	{ "deploy_app", "Deploy a new version of an app",
+	  "Make the app's next version (any field given replaces the app's, the rest are kept) in a new "
+	  "sandbox, wait until it listens, then switch the URL to it; the old version serves until then, "
+	  "and on as before if the new one never listens.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{"
+	  APP_KEY_PROP "," APP_FIELDS "}}",
+	  APP_SCHEMA, MCP_DESTRUCTIVE, t_app_deploy },
+	{ "delete_app", "Delete an app", "Delete an app: its sandboxes and its URL are gone.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{" APP_KEY_PROP "}}",
+	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
+	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
+	  MCP_DESTRUCTIVE, t_app_delete },
+	{ "app_logs", "Read an app's logs",
+	  "What kiln did with the app (deployed, restarted, remade: events) and the last lines its command "
+	  "and the supervisor wrote (its output, and lines such as \"kiln: the app exited with status 1\").",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{" APP_KEY_PROP ","
+	  "\"tail\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,"
+	  "\"description\":\"How many of the log's last lines (default 100).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"events\",\"lines\"],\"properties\":{"
+	  "\"events\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	  "\"at\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}}},"
+	  "\"lines\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}",
+	  MCP_READ_ONLY, t_app_logs },
 };
 const int mcp_ntools = sizeof mcp_tools / sizeof mcp_tools[0];

@@ -19,10 +19,12 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.parse
 
 import kiln
 from kiln import (AuthError, Client, CommandHandle, Conflict, ConnectionFailed, InvalidRequest, KilnError,
                   LimitExceeded, NotFound, RateLimited, Sandbox, ServerError, Timeout)
+from kiln import App
 
 assert "site-packages" in kiln.__file__, f"testing {kiln.__file__}, not the installed wheel"
 
@@ -57,6 +59,24 @@ def raises(cls, fn, *args, code=None, **kw):
 def eq(got, want, what=""):
     if got != want:
         raise AssertionError(f"{what}: got {got!r}, wanted {want!r}")
+
+
+def get_by_host(url, headers=None):
+    """GET url where its host name (PORT-ID.DOMAIN, app-ID.DOMAIN: kilnd's
+    --domain, which resolves nowhere on this machine) is sent as the Host
+    header to kilnd's own address, as a DNS name pointing at kilnd would:
+    (status, body)."""
+    import http.client
+    import urllib.parse
+    api, u = urllib.parse.urlsplit(os.environ["KILN_API_URL"]), urllib.parse.urlsplit(url)
+    cls = http.client.HTTPSConnection if api.scheme == "https" else http.client.HTTPConnection
+    conn = cls(api.hostname, api.port, timeout=60)
+    try:
+        conn.request("GET", u.path or "/", headers={"Host": u.netloc, **(headers or {})})
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
 
 
 def ghost():
@@ -841,10 +861,16 @@ def e2b_get_host():
     eq([p["public"] for p in port], [False], "exposed, private")
     u = urllib.parse.urlsplit(port[0].get("host_url") or port[0]["url"])
     eq(host, u.netloc + u.path.rstrip("/"), "the host kiln's url gives, without the scheme")
-    req = urllib.request.Request(f"{u.scheme}://{host}/hi.txt",
-                                 headers={"Authorization": "Bearer " + os.environ["KILN_API_KEY"]})
+    auth = {"Authorization": "Bearer " + os.environ["KILN_API_KEY"]}
+    req = urllib.request.Request(f"{u.scheme}://{host}/hi.txt", headers=auth)
     status, body = None, None
     for _ in range(120):  # until the server listens (502 before)
+        if port[0].get("host_url"):  # by host name (kilnd --domain): sent to kilnd as Host
+            status, body = get_by_host(f"{u.scheme}://{host}/hi.txt", auth)
+            if status != 502:
+                break
+            time.sleep(0.5)
+            continue
         try:
             with urllib.request.urlopen(req, timeout=60) as resp:
                 status, body = resp.status, resp.read()
@@ -1095,6 +1121,52 @@ def usage_billing_statements():
 
 
 @test
+def apps():
+    name = "py-app-%d" % os.getpid()
+    serve = ("mkdir -p /srv/w && echo {0} > /srv/w/index.html && echo serving {0} && "
+             "exec python3 -m http.server 8000 --directory /srv/w")
+    raises(InvalidRequest, App.create, name, port=8000, command="true", restart="sometimes")
+    raises(InvalidRequest, App.create, name, port=8000)  # a template needs a command
+    raises(ValueError, App.get, "../v1/sandboxes")
+    raises(TypeError, App.create, name, port="8000", command="true")
+    app = App.create(name, port=8000, command=serve.format("v1"), env={"WHO": "py"}, restart="always")
+    try:
+        assert app.id.startswith("app_"), app
+        eq((app.name, app.port, app.version, app.status, app.info["restart"], app.info["env"]),
+           (name, 8000, 1, "running", "always", {"WHO": "py"}), "created")
+        api_port = urllib.parse.urlsplit(os.environ["KILN_API_URL"]).port
+        eq(app.url, f"http://app-{app.id[4:]}.sdk.test:{api_port}/", "its own origin (kilnd --domain sdk.test)")
+        eq(get_by_host(app.url), (200, b"v1\n"), "served at its URL, no key")
+        eq(App.get(name).id, app.id, "by name")
+        eq(App.get(app.id).name, name, "by id")
+        assert app.id in [a.id for a in App.list()]
+        raises(Conflict, App.create, name, port=8000, command="true")
+        raises(NotFound, App.get, "no-such-app")
+        logs = app.logs(tail=10)
+        assert any("version 1 deployed" in e["text"] and e["at"] for e in logs["events"]), logs
+        assert "serving v1" in logs["lines"], logs
+        seen = []
+        for entry in app.follow_logs(tail=10):
+            seen.append(entry)
+            if entry["kind"] == "line" and entry["text"] == "serving v1":
+                break  # leaving the loop closes the stream
+        assert seen[0]["kind"] == "event" and "version 1" in seen[0]["text"], seen
+        old = app.sandbox_id
+        eq(app.deploy(command=serve.format("v2")).version, 2, "deployed")
+        eq((app.url, app.info["restart"], app.info["env"]), (App.get(name).url, "always", {"WHO": "py"}), "kept")
+        assert app.sandbox_id != old, app.info
+        eq(get_by_host(app.url), (200, b"v2\n"), "the new version at the same URL")
+        raises(InvalidRequest, app.deploy, restart="sometimes")
+        eq(app.refresh().version, 2)
+    finally:
+        app.delete()
+    raises(NotFound, App.get, app.id)
+    raises(NotFound, app.delete)
+    eq(get_by_host(app.url)[0], 404, "its URL, once deleted")
+    return f"{app.id} served v1 then v2 at {app.url}; logs, follow_logs; deleted"
+
+
+@test
 def zz_delete_shared():
     A.delete()
     B.delete()
@@ -1106,6 +1178,12 @@ def cleanup():
     left = []
     for key in (os.environ["KILN_API_KEY"], os.environ["KILN_TEST_KEY2"]):
         c = Client(api_key=key)
+        for a in App.list(client=c):  # first: the app watch would remake an app's sandbox
+            left.append(a.id)
+            try:
+                a.delete()
+            except KilnError:
+                pass
         for sb in c.list():
             left.append(sb.id)
             try:

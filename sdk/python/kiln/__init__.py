@@ -11,6 +11,7 @@ credential (KILN_ADMIN_KEY).
 """
 
 from .admin import Admin
+from .app import App
 from .client import Client, default_client
 from .code import Code, CodeContext, Execution, ExecutionError, Result
 from .commands import CommandHandle, Commands
@@ -33,5 +34,5 @@ __all__ = [
     "Code", "CodeContext", "Execution", "ExecutionError", "Result", "Event", "EventStream",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",
     "RateLimited", "LimitExceeded", "ServerError", "Timeout", "ConnectionFailed", "ForkError",
-    "Volume",
+    "Volume", "App",
 ]

@@ -11,9 +11,10 @@ import {
   API_KEY, ConnectionFailed, KilnError, RateLimited, Timeout, errorFor,
 } from "./errors.js";
 import { EventStream, type EventsOptions } from "./events.js";
+import { STREAM_SILENCE_MS, sseEvents } from "./stream.js";
 import type { Credential } from "./errors.js";
 import type {
-  ApiKeyJSON, AuditAllQuery, AuditEntryJSON, AuditPage, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON,
+  ApiKeyJSON, AppDeployOptions, AppJSON, AppLogEntry, AppLogsJSON, AppOptions, AuditAllQuery, AuditEntryJSON, AuditPage, AuditQuery, BillingJSON, KeyOptions, LimitsJSON, NewKeyJSON,
   Snapshot, SnapshotJSON, StatementJSON, VolumeJSON, TemplateJSON, UsageBucketsJSON, UsageJSON, UsageQuery, When,
 } from "./types.js";
 import { snapshotFrom } from "./types.js";
@@ -209,6 +210,80 @@ export class Client {
     await this.empty("DELETE", `/v1/volumes/${checkId(id)}`);
   }
 
+  // ---- apps (docs/api.md "Apps") ----------------------------------------------------------------
+
+  /**
+   * Deploy an app: `command` listening on `port` in a sandbox kiln keeps for
+   * it, at a stable URL (`url`; the server needs --domain). Resolves once
+   * the command listens: a Timeout (with the end of its log) if it did not
+   * within readyTimeoutSeconds, and nothing is left; a Conflict for a name
+   * the workspace has.
+   */
+  async createApp(options: AppOptions): Promise<AppJSON> {
+    const body = appBody(options);
+    body.name = options.name;
+    if (options.sandboxId !== undefined) body.sandbox_id = options.sandboxId;
+    return this.json<AppJSON>("POST", "/v1/apps", { json: body, timeoutMs: this.appWait(options) });
+  }
+
+  /** The workspace's apps, oldest first. */
+  async apps(): Promise<AppJSON[]> {
+    return (await this.json<{ apps: AppJSON[] }>("GET", "/v1/apps")).apps;
+  }
+
+  /** An app by name or id (app_...). */
+  async getApp(app: string): Promise<AppJSON> {
+    return this.json<AppJSON>("GET", `/v1/apps/${appKey(app)}`);
+  }
+
+  /**
+   * A new version: the fields given replace the app's, the rest are kept.
+   * The URL switches to it once it listens (version + 1); until then, and
+   * on if it never does (Timeout), the old version serves.
+   */
+  async deployApp(app: string, options: AppDeployOptions = {}): Promise<AppJSON> {
+    return this.json<AppJSON>("POST", `/v1/apps/${appKey(app)}/deploy`, { json: appBody(options), timeoutMs: this.appWait(options) });
+  }
+
+  /** Delete an app, its sandboxes and its URL. */
+  async deleteApp(app: string): Promise<void> {
+    await this.empty("DELETE", `/v1/apps/${appKey(app)}`);
+  }
+
+  /** What kiln did with the app (events) and the last `tail` lines (default 100) of its log; a hibernated app is woken. */
+  async appLogs(app: string, options: { tail?: number } = {}): Promise<AppLogsJSON> {
+    return this.json<AppLogsJSON>("GET", `/v1/apps/${appKey(app)}/logs`, { query: { tail: options.tail ?? 100 } });
+  }
+
+  /**
+   * The app's events, then the last `tail` lines of its log and each new
+   * one as it is written, until its sandbox stops sending (deleted,
+   * replaced by a deploy). Breaking out of the loop closes the connection.
+   */
+  async *followAppLogs(app: string, options: { tail?: number; signal?: AbortSignal } = {}): AsyncGenerator<AppLogEntry> {
+    const ctl = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+    const resp = await this.request("GET", `/v1/apps/${appKey(app)}/logs`, {
+      query: { tail: options.tail ?? 100, follow: "true" }, timeoutMs: null, ok: [200], signal,
+      headers: { Accept: "text/event-stream" },
+    });
+    if (!resp.body) throw new TypeError("the stream has no body");
+    try {
+      for await (const ev of sseEvents(resp.body, STREAM_SILENCE_MS, () => ctl.abort())) {
+        if (ev.event === "event" || ev.event === "line") yield { kind: ev.event, ...JSON.parse(ev.data) } as AppLogEntry;
+        else if (ev.event === "end") return;
+      }
+    } finally {
+      ctl.abort();
+    }
+  }
+
+  /** A create or deploy waits for the command to listen after the sandbox boots: the client's bound, or longer. */
+  private appWait(o: AppDeployOptions): number | null {
+    if (this.timeoutMs === null) return null;
+    return Math.max(this.timeoutMs, ((o.readyTimeoutSeconds ?? 60) + 120) * 1000);
+  }
+
   async templates(): Promise<TemplateJSON[]> {
     return (await this.json<{ templates: TemplateJSON[] }>("GET", "/v1/templates")).templates;
   }
@@ -323,6 +398,29 @@ export class Client {
       cursor = page.nextCursor;
     }
   }
+}
+
+/** An app's name or id for a URL path: [A-Za-z0-9_-], nothing that could change the path. */
+function appKey(app: string): string {
+  if (typeof app !== "string" || !/^[A-Za-z0-9_-]+$/.test(app)) {
+    throw new TypeError(`not an app's name or id: ${JSON.stringify(app)}`);
+  }
+  return app;
+}
+
+/** The body of a create or deploy, in the API's names. */
+function appBody(o: AppDeployOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  const set = (k: string, v: unknown) => { if (v !== undefined) body[k] = v; };
+  set("port", o.port);
+  set("command", o.command);
+  set("template", o.template);
+  set("from_snapshot", o.fromSnapshot);
+  set("env", o.env);
+  set("restart", o.restart);
+  set("idle_seconds", o.idleSeconds);
+  set("ready_timeout_seconds", o.readyTimeoutSeconds);
+  return body;
 }
 
 /** The body of POST /v1/keys (and of an operator's key for a workspace). */

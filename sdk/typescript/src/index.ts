@@ -38,7 +38,7 @@ export type { FsEvent, WatchHandle } from "./watch.js";
 export type { OutputChunk, StreamCallbacks } from "./stream.js";
 export type {
   ExecResult, FileInfo, FileType, NetworkPolicyJSON, PortJSON, SandboxJSON, SandboxStatus, Snapshot, TemplateJSON, UsageJSON, LimitsJSON,
-  VolumeJSON, VolumeMount,
+  VolumeJSON, VolumeMount, AppJSON, AppOptions, AppDeployOptions, AppLogsJSON, AppLogEntry, AppRestart,
   BillingJSON, PricesJSON, StatementJSON, UsageBucketsJSON, UsagePeriodJSON, UsageQuery, When,
   ApiKeyJSON, NewKeyJSON, KeyOptions, KeyScope, AuditEntryJSON, AuditQuery, AuditAllQuery, AuditPage, AdminWorkspaceJSON, WorkspaceOptions,
   WorkspaceUpdate, AdminUsageJSON, AdminUsageQuery, AdminUsageTotalsJSON,

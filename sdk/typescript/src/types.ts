@@ -140,6 +140,68 @@ export interface VolumeMount {
   readOnly?: boolean;
 }
 
+/** An app (docs/api.md "Apps"): a long-running service at a stable URL, as the API gives it. */
+export interface AppJSON {
+  id: string;
+  name: string;
+  /** `http://app-<id after app_>.<DOMAIN>[:port]/`: its own origin, no key needed. */
+  url: string | null;
+  port: number;
+  template: string | null;
+  from_snapshot: string | null;
+  command: string | null;
+  env: Record<string, string>;
+  restart: AppRestart;
+  idle_seconds: number;
+  /** The sandbox serving it now (null while none). */
+  sandbox_id: string | null;
+  /** Its sandbox's (running, hibernated, paused, ...), or failed with a reason. */
+  status: string;
+  version: number;
+  vm_restarts: number;
+  reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export type AppRestart = "always" | "on-failure" | "never";
+
+/** What a deploy sets (Client.deployApp); each absent field is kept as the app has it. */
+export interface AppDeployOptions {
+  /** The port the command listens on in the sandbox. */
+  port?: number;
+  /** The shell command that serves, run under a supervisor that applies `restart`. */
+  command?: string;
+  /** Where the sandbox comes from: a template (default "base") or a snapshot. */
+  template?: string;
+  fromSnapshot?: string;
+  env?: Record<string, string>;
+  /** Default "on-failure". */
+  restart?: AppRestart;
+  /** Hibernated after this long without requests (0: never; default 900). */
+  idleSeconds?: number;
+  /** How long the command has to listen (default 60, at most 600). */
+  readyTimeoutSeconds?: number;
+}
+
+/** A new app (Client.createApp): a name, a port, and where it comes from. */
+export interface AppOptions extends AppDeployOptions {
+  /** a-z, 0-9 and '-': unique among the workspace's apps. */
+  name: string;
+  port: number;
+  /** A running sandbox to make the app instead (its snapshot becomes the app's source). */
+  sandboxId?: string;
+}
+
+/** GET /v1/apps/{app}/logs: what kiln did with the app, and the last lines of its log. */
+export interface AppLogsJSON {
+  events: { at: string; text: string }[];
+  lines: string[];
+}
+
+/** One entry of Client.followAppLogs: an event of kiln's, or a line of the app's log. */
+export type AppLogEntry = { kind: "event"; at: string; text: string } | { kind: "line"; text: string };
+
 export interface TemplateJSON {
   name: string;
   description: string;

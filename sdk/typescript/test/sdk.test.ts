@@ -13,6 +13,8 @@
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -45,6 +47,29 @@ async function rejects<T extends KilnError | Error>(fn: () => Promise<unknown>, 
     return e as T;
   }
   assert.fail(`did not throw ${cls.name}`);
+}
+
+/**
+ * GET url where its host name (PORT-ID.DOMAIN, app-ID.DOMAIN: kilnd's
+ * --domain, which resolves nowhere on this machine) goes as the Host header
+ * to kilnd's own address, as a DNS name pointing at kilnd would send it.
+ */
+function getByHost(url: string, headers: Record<string, string> = {}): Promise<[number, string]> {
+  const api = new URL(env.KILN_API_URL!), u = new URL(url);
+  const tls = api.protocol === "https:";
+  return new Promise((resolve, reject) => {
+    const req = (tls ? httpsRequest : httpRequest)({
+      host: api.hostname, port: api.port, path: u.pathname + u.search, method: "GET", headers: { ...headers, Host: u.host },
+      ...(tls ? { servername: "localhost" } : {}),   // the test CA's certificate names localhost and 127.0.0.1
+    }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => { body += d; });
+      res.on("end", () => resolve([res.statusCode ?? 0, body]));
+    });
+    req.on("error", reject);
+    req.end();
+  });
 }
 
 const ghost = () => new Sandbox(A.client, { ...A.info, id: "sbx_doesnotexist" });
@@ -672,9 +697,14 @@ test("E2B names: sandboxId, Sandbox.connect, setTimeout, getHost, kill", async (
   assert.equal(host, u.host + u.pathname.replace(/\/+$/, ""), "the host kiln's url gives");
   let status = 0, body = "";
   for (let i = 0; i < 120; i++) {
-    const resp = await fetch(`${u.protocol}//${host}/hi.txt`, { headers: { Authorization: `Bearer ${env.KILN_API_KEY}` } });
-    status = resp.status;
-    body = await resp.text();
+    const auth = { Authorization: `Bearer ${env.KILN_API_KEY}` };
+    if (port[0].host_url) {
+      [status, body] = await getByHost(`${u.protocol}//${host}/hi.txt`, auth);   // kilnd --domain: by Host
+    } else {
+      const resp = await fetch(`${u.protocol}//${host}/hi.txt`, { headers: auth });
+      status = resp.status;
+      body = await resp.text();
+    }
     if (status !== 502) break;
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -877,6 +907,47 @@ test("usage by day, billing, statements", async () => {
   await rejects(() => c.statement("1999-01"), NotFound, "not_found");
 });
 
+test("apps: createApp, getApp, apps, appLogs, followAppLogs, deployApp, deleteApp", async () => {
+  const c = A.client;
+  const name = `ts-app-${process.pid}`;
+  const serve = (text: string) => `mkdir -p /srv/w && echo ${text} > /srv/w/index.html && echo serving ${text} && `
+    + "exec python3 -m http.server 8000 --directory /srv/w";
+  await rejects(() => c.createApp({ name, port: 8000, command: "true", restart: "sometimes" as "always" }), InvalidRequest);
+  await rejects(() => c.createApp({ name, port: 8000 }), InvalidRequest, "invalid_request");
+  await rejects(() => c.getApp("../v1/sandboxes"), TypeError);
+  const app = await c.createApp({ name, port: 8000, command: serve("v1"), env: { WHO: "ts" }, restart: "always" });
+  try {
+    assert.match(app.id, /^app_/);
+    assert.deepEqual([app.name, app.port, app.version, app.status, app.restart, app.env], [name, 8000, 1, "running", "always", { WHO: "ts" }]);
+    assert.equal(app.url, `http://app-${app.id.slice(4)}.sdk.test:${new URL(env.KILN_API_URL!).port}/`, "its own origin (kilnd --domain sdk.test)");
+    assert.deepEqual(await getByHost(app.url!), [200, "v1\n"], "served at its URL, no key");
+    assert.equal((await c.getApp(name)).id, app.id);
+    assert.equal((await c.getApp(app.id)).name, name);
+    assert.ok((await c.apps()).some((a) => a.id === app.id));
+    await rejects(() => c.createApp({ name, port: 8000, command: "true" }), Conflict);
+    await rejects(() => c.getApp("no-such-app"), NotFound);
+    const logs = await c.appLogs(name, { tail: 10 });
+    assert.ok(logs.events.some((e) => /version 1 deployed/.test(e.text) && e.at), JSON.stringify(logs));
+    assert.ok(logs.lines.includes("serving v1"), JSON.stringify(logs.lines));
+    const seen = [];
+    for await (const e of c.followAppLogs(app.id, { tail: 10 })) {
+      seen.push(e);
+      if (e.kind === "line" && e.text === "serving v1") break;   // leaving the loop closes the stream
+    }
+    assert.ok(seen[0].kind === "event" && /version 1/.test(seen[0].text), JSON.stringify(seen));
+    const d = await c.deployApp(name, { command: serve("v2") });
+    assert.deepEqual([d.id, d.version, d.url, d.restart, d.env], [app.id, 2, app.url, "always", { WHO: "ts" }], "the rest kept");
+    assert.notEqual(d.sandbox_id, app.sandbox_id);
+    assert.deepEqual(await getByHost(app.url!), [200, "v2\n"], "the new version at the same URL");
+    await rejects(() => c.deployApp(name, { idleSeconds: -1 }), InvalidRequest);
+  } finally {
+    await c.deleteApp(app.id);
+  }
+  await rejects(() => c.getApp(app.id), NotFound);
+  await rejects(() => c.deleteApp(name), NotFound);
+  assert.equal((await getByHost(app.url!))[0], 404, "its URL, once deleted");
+});
+
 test("templates and usage", async () => {
   const t = Object.fromEntries((await A.client.templates()).map((x) => [x.name, x.status]));
   assert.deepEqual([t.minimal, t.base], ["ready", "ready"]);
@@ -889,6 +960,10 @@ after(async () => {
   const left: string[] = [];
   for (const key of [env.KILN_API_KEY, env.KILN_TEST_KEY2]) {
     const c = new Client({ apiKey: key });
+    for (const a of await c.apps()) {   // first: the app watch would remake an app's sandbox
+      left.push(a.id);
+      await c.deleteApp(a.id).catch(() => undefined);
+    }
     for (const sb of await Sandbox.list({ client: c })) {
       left.push(sb.id);
       await sb.delete().catch(() => undefined);

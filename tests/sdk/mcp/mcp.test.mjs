@@ -6,6 +6,8 @@
 // The MCP client configuration of examples/mcp-config.json is the one used.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
@@ -17,6 +19,7 @@ const URL_ = process.env.KILN_API_URL;
 const KEY = process.env.KILN_API_KEY;
 const made = new Set();
 const vols = new Set();   // volumes a test made and has not deleted yet
+const apps = new Set();   // apps likewise
 
 /** The server entries of examples/mcp-config.json, ${VAR} filled from the environment. */
 function configServers(sandboxId = "sbx_none") {
@@ -100,11 +103,12 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "attach_volume", "create_sandbox", "create_volume", "delete_sandbox", "delete_snapshot", "delete_volume", "detach_volume",
-    "expose_port", "fork_sandbox", "fork_tree", "get_sandbox", "hibernate_sandbox", "list_dir", "list_ports", "list_processes",
-    "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "pause_sandbox", "process_output", "promote_sandbox",
-    "read_file", "resume_sandbox", "run_code", "set_network", "shell", "signal_process", "snapshot_sandbox", "start_process",
-    "unexpose_port", "wake_sandbox", "write_file",
+    "app_logs", "attach_volume", "create_app", "create_sandbox", "create_volume", "delete_app", "delete_sandbox",
+    "delete_snapshot", "delete_volume", "deploy_app", "detach_volume", "expose_port", "fork_sandbox", "fork_tree",
+    "get_app", "get_sandbox", "hibernate_sandbox", "list_apps", "list_dir", "list_ports", "list_processes",
+    "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "pause_sandbox", "process_output",
+    "promote_sandbox", "read_file", "resume_sandbox", "run_code", "set_network", "shell", "signal_process",
+    "snapshot_sandbox", "start_process", "unexpose_port", "wake_sandbox", "write_file",
   ]);
   // The annotations say which tools only read and which destroy.
   const hint = (n) => tools.find((t) => t.name === n).annotations;
@@ -506,6 +510,78 @@ test("raw: Origin is validated", async () => {
   assert.equal(r.status, 403, "a name that starts like localhost");
 });
 
+/**
+ * GET an app's URL. Its host name (app-ID.DOMAIN) resolves nowhere on this
+ * machine: the request goes to kilnd's address with the URL's Host, as a
+ * DNS name pointing at kilnd would send it. Resolves to [status, body].
+ */
+function getApp(url) {
+  const api = new URL(URL_), u = new URL(url);
+  const tls = api.protocol === "https:";
+  return new Promise((resolve, reject) => {
+    const req = (tls ? httpsRequest : httpRequest)({
+      host: api.hostname, port: api.port, path: u.pathname, method: "GET", headers: { Host: u.host },
+      ...(tls ? { servername: "localhost" } : {}),   // the test CA's certificate names localhost and 127.0.0.1
+    }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (d) => { body += d; });
+      res.on("end", () => resolve([res.statusCode, body]));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+test("workspace: create_app, get_app, list_apps, app_logs, deploy_app, delete_app", async () => {
+  const name = `mcp-app-${process.pid}`;
+  const serve = (text) => `mkdir -p /srv/w && echo ${text} > /srv/w/index.html && echo serving ${text} && ` +
+    "exec python3 -m http.server 8000 --directory /srv/w";
+  // The arguments are checked before anything is made: by the schema (-32602), then by src/ops/.
+  assert.match(await rpcError(ws.callTool({ name: "create_app", arguments: { name, port: 8000, restart: "sometimes" } }), -32602), /restart/);
+  assert.match(await rpcError(ws.callTool({ name: "create_app", arguments: { name, port: 70000, command: "x" } }), -32602), /port/);
+  assert.match(await toolError(ws, "create_app", { name, port: 8000 }), /needs a 'command'/);
+  assert.match(await toolError(ws, "create_app", { name: "Bad_Name", port: 8000, command: "true" }), /field 'name' of an app/);
+  assert.match(await toolError(ws, "create_app", { name, port: 8000, command: "true", template: "base", from_snapshot: "snap_x" }), /one of 'template'/);
+
+  const a = (await call(ws, "create_app", { name, port: 8000, command: serve("v1"), env: { WHO: "mcp" }, restart: "always" })).structuredContent;
+  apps.add(a.id);
+  assert.match(a.id, /^app_/);
+  assert.deepEqual([a.name, a.port, a.version, a.restart, a.template, a.env.WHO, a.status], [name, 8000, 1, "always", "base", "mcp", "running"]);
+  assert.match(a.url, new RegExp(`^http://app-${a.id.slice(4)}\\.sdk\\.test:${new URL(URL_).port}/$`), "its own origin, under --domain");
+  assert.match(a.sandbox_id, /^sbx_/);
+  assert.ok(a.created_at && a.updated_at && !("created_ms" in a), "times as the REST API gives them");
+  assert.deepEqual(await getApp(a.url), [200, "v1\n"], "served at its URL, no key");
+
+  const byName = (await call(ws, "get_app", { app: name })).structuredContent;
+  const byId = (await call(ws, "get_app", { app: a.id })).structuredContent;
+  assert.deepEqual([byName.id, byId.name, byId.url], [a.id, name, a.url]);
+  assert.ok((await call(ws, "list_apps")).structuredContent.apps.some((x) => x.id === a.id && x.url === a.url));
+  assert.match(await toolError(ws, "create_app", { name, port: 8000, command: "true" }), /exists/);
+
+  const logs = await call(ws, "app_logs", { app: name, tail: 10 });
+  assert.ok(logs.structuredContent.events.some((e) => /version 1 deployed/.test(e.text) && e.at), JSON.stringify(logs.structuredContent));
+  assert.ok(logs.structuredContent.lines.includes("serving v1"), JSON.stringify(logs.structuredContent.lines));
+  assert.match(logs.content[0].text, /version 1 deployed[\s\S]*\[log\][\s\S]*serving v1/);
+
+  // A new version: the URL is the same, what it serves is v2; the fields not given are kept.
+  const d = (await call(ws, "deploy_app", { app: a.id, command: serve("v2") })).structuredContent;
+  assert.deepEqual([d.id, d.version, d.url, d.restart, d.env.WHO], [a.id, 2, a.url, "always", "mcp"]);
+  assert.notEqual(d.sandbox_id, a.sandbox_id);
+  assert.deepEqual(await getApp(a.url), [200, "v2\n"]);
+  assert.match(await rpcError(ws.callTool({ name: "deploy_app", arguments: { app: name, name: "other" } }), -32602), /name/);
+  assert.match(await toolError(ws, "deploy_app", { app: "no-such-app", port: 8001 }), /not found/);
+  assert.match(await toolError(ws, "app_logs", { app: "no-such-app" }), /not found/);
+
+  const del = (await call(ws, "delete_app", { app: name })).structuredContent;
+  assert.deepEqual(del, { id: a.id, name, deleted: true });
+  apps.delete(a.id);
+  assert.match(await toolError(ws, "get_app", { app: a.id }), /not found/);
+  assert.match(await toolError(ws, "delete_app", { app: name }), /not found/);
+  assert.ok(!(await call(ws, "list_apps")).structuredContent.apps.some((x) => x.id === a.id));
+  assert.equal((await getApp(a.url))[0], 404, "its URL answers nothing once deleted");
+});
+
 test("workspace: delete_sandbox", async () => {
   await call(ws, "delete_sandbox", { sandbox_id: sbx });
   made.delete(sbx);
@@ -519,6 +595,9 @@ after(async () => {
   // Whatever a failed test left behind.
   for (const id of made) {
     await fetch(`${URL_}/v1/sandboxes/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
+  }
+  for (const id of apps) {
+    await fetch(`${URL_}/v1/apps/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
   }
   for (const id of vols) {
     await fetch(`${URL_}/v1/volumes/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
