@@ -162,7 +162,9 @@ static int wait_listening(const struct ops_caller *c, const char *sandbox, int p
 		hostif_leave(c->hostif, &hg);
 		if (rc == 0)
 			return 0;
-		if (rc != -ECONNREFUSED)
+		/* Nothing listens yet, or a guest just made (or woken) on a busy
+		 * host was slow to answer: tried again until the deadline. */
+		if (rc != -ECONNREFUSED && rc != -ETIMEDOUT && rc != -ECONNRESET && rc != -EAGAIN)
 			return rc;
 		if (mono_ms() >= until) {
 			char end[520];
@@ -180,6 +182,8 @@ static int wait_listening(const struct ops_caller *c, const char *sandbox, int p
 struct app_args {
 	const char *name, *template, *snapshot, *sandbox, *command, *restart;
 	int64_t port, idle, ready;
+	int64_t idle_max;		/* the server's and the plan's cap */
+	bool idle_never_ok;		/* 0 (never hibernated) allowed */
 	json_t *env;
 	bool has_port, has_idle;
 };
@@ -208,8 +212,22 @@ static int parse(const struct ops_caller *c, const json_t *args, bool deploy, st
 	rc = rc ?: v_str(args, "command", false, APP_COMMAND_MAX - 1, &o->command);
 	rc = rc ?: v_str(args, "restart", false, 15, &o->restart);
 	rc = rc ?: v_int(args, "port", !deploy, 1, 65535, &o->port);
+	/* The sandbox's TTL is idle_seconds: the plan's cap on TTLs holds it,
+	 * and a plan that caps them has no "never" (0). */
+	struct plan p;
 	int64_t max_idle = c->max_ttl;
+	rc = rc ?: ops_workspace_plan(c, &p);
+	if (rc == 0 && p.limits.ttl_absolute)
+		rc = errf(EPERM, "plan %s deletes a sandbox a fixed time after its creation: an app needs one "
+				 "that lives as long as it is used (a plan whose TTL counts idle time)", p.name);
+	if (rc == 0 && p.limits.max_ttl_seconds && p.limits.max_ttl_seconds < max_idle)
+		max_idle = p.limits.max_ttl_seconds;
+	o->idle_max = max_idle;
+	o->idle_never_ok = !p.limits.max_ttl_seconds;
 	rc = rc ?: v_int(args, "idle_seconds", false, 0, max_idle, &o->idle);
+	if (rc == 0 && o->idle == 0 && !o->idle_never_ok)
+		rc = errf(EINVAL, "field 'idle_seconds' 0 (never hibernated) is over plan %s's limit of %lld seconds",
+			  p.name, (long long)max_idle);
 	rc = rc ?: v_int(args, "ready_timeout_seconds", false, 1, APP_READY_MAX_S, &o->ready);
 	rc = rc ?: v_str_map(args, "env", OPS_ENV_MAX, OPS_ENV_KEY_MAX, OPS_ENV_VALUE_MAX, true, &o->env);
 	if (rc < 0)
@@ -379,7 +397,7 @@ int ops_app_create(const struct ops_caller *c, const json_t *args, struct app_ro
 	snprintf(a->template, sizeof a->template, "base");
 	snprintf(a->restart, sizeof a->restart, "on-failure");
 	snprintf(a->state, sizeof a->state, "running");
-	a->idle_seconds = APP_IDLE_DEFAULT_S < c->max_ttl ? APP_IDLE_DEFAULT_S : c->max_ttl;
+	a->idle_seconds = APP_IDLE_DEFAULT_S < o.idle_max ? APP_IDLE_DEFAULT_S : o.idle_max;
 	apply(a, &o);
 	a->gen = a->version = 1;
 	a->created_ms = a->updated_ms = wall_ms();

@@ -79,13 +79,16 @@ void proxy_free(struct proxy *p)
  * app with none gets its own id, which proxy_admit answers 503. */
 static bool app_match(struct req *r, const char *label)
 {
-	struct app_row *a = malloc(sizeof *a);
+	if (strncmp(label, APP_LABEL_PREFIX, strlen(APP_LABEL_PREFIX)) != 0)
+		return false;
+	struct app_row *a = calloc(1, sizeof *a);
 	if (!a)
 		return false;
-	if (ops_app_route(r->api->store, label, a) < 0) {
-		free(a);
-		return false;
-	}
+	/* An app's label that names none (deleted, mistyped) is answered
+	 * here too, port "0": not read as PORT-ID, which would name a
+	 * sandbox "not found" instead of the app. */
+	if (ops_app_route(r->api->store, label, a) < 0)
+		snprintf(a->id, sizeof a->id, "app_%.32s", label + strlen(APP_LABEL_PREFIX));
 	char port[8];
 	snprintf(port, sizeof port, "%d", a->port);
 	r->params[0] = strdup(a->sandbox[0] ? a->sandbox : a->id);
@@ -416,6 +419,8 @@ int proxy_admit(struct req *r)
 	bool by_host = r->route == &proxy_host_route, strip_auth = false;
 	int port = v_port(portstr);
 
+	if (by_host && !strncmp(id, "app_", 4) && !port)
+		return reply_error(r, 404, "not_found", "app %.40s not found", id);
 	if (by_host && v_is_id(id, "app_"))
 		return reply_error(r, 503, "unavailable", "app %s has no sandbox serving it now (GET /v1/apps/%s "
 				   "says why)", id, id);

@@ -91,7 +91,7 @@ check app_get_by_name "$(jget 'j["id"]')" [ "$(jget 'j["id"]')" = "$APP" ]
 api GET /v1/apps
 check app_list "$(jget '[a["name"] for a in j["apps"]]')" [ "$(jget '[a["name"] for a in j["apps"]]')" = "['web']" ]
 hit "app-zzzzzzzz.$DOMAIN" /
-check app_unknown_host "status $HS" [ "$HS" = 404 ]
+check app_unknown_host "status $HS: $HB" eval '[ "$HS" = 404 ] && [[ $HB == *"app app_zzzzzzzz not found"* ]]'
 api GET /v1/apps/app_zzzzzzzz
 expect app_unknown 404 not_found
 
@@ -240,5 +240,5 @@ check app_serves_after_restart "$HS '$HB'" [ "$HS" = 200 -a "$HB" = v2 ]
 api DELETE "/v1/apps/web"
 expect app_delete_by_name 204 -
 hit "$H" /
-check app_gone "status $HS" [ "$HS" = 404 ]
+check app_gone "status $HS: $HB" eval '[ "$HS" = 404 ] && [[ $HB == *"app $APP not found"* ]]'
 alive apps_alive

@@ -6,6 +6,7 @@
  * that MCP's create_sandbox schema offers exactly the fields REST's
  * create takes (and set_network those of PUT .../network). */
 #include "ops/ops.h"
+#include "ops/app.h"
 #include "ops/plan.h"
 #include "mcp/mcp.h"
 #include "common/err.h"
@@ -329,6 +330,48 @@ static void kept_limit_counts_no_window(void)
 	      !strcmp(q.plan, "capped") && q.limits.creates_per_hour == 5);
 }
 
+/* An app's arguments are refused before anything is made (the store and
+ * host are NULL here: reaching them would crash), naming the field or
+ * the plan: a plan whose TTL counts from creation has no apps; its
+ * idle_seconds is held to the plan's TTL cap, and 0 (never hibernated)
+ * only without one. */
+static void app_refuses_bad_arguments(void)
+{
+	struct plans p;
+	plans_init(&p);
+	struct plan *abs = &p.plan[p.n++], *capped = &p.plan[p.n++];
+	*abs = (struct plan){ .name = "abs" };
+	abs->limits.ttl_absolute = 1;
+	*capped = (struct plan){ .name = "capped" };
+	capped->limits.max_ttl_seconds = 120;
+	struct ops_caller c = { .workspace = "ws_test", .max_ttl = 3600, .plans = &p };
+	static const struct { const char *plan, *json; int rc; const char *says; } cases[] = {
+		{ "capped", "{\"name\":\"w\",\"port\":80,\"command\":\"x\",\"idle_seconds\":0}", -EINVAL,
+		  "'idle_seconds' 0 (never hibernated) is over plan capped's limit of 120" },
+		{ "capped", "{\"name\":\"w\",\"port\":80,\"command\":\"x\",\"idle_seconds\":121}", -EINVAL,
+		  "idle_seconds" },
+		{ "abs", "{\"name\":\"w\",\"port\":80,\"command\":\"x\"}", -EPERM, "plan abs deletes a sandbox" },
+		{ "capped", "{\"name\":\"W!\",\"port\":80}", -EINVAL, "field 'name'" },
+		{ "capped", "{\"name\":\"w\"}", -EINVAL, "port" },
+		{ "capped", "{\"name\":\"w\",\"port\":80,\"restart\":\"often\"}", -EINVAL, "'restart'" },
+		{ "capped", "{\"name\":\"w\",\"port\":80,\"template\":\"a\",\"from_snapshot\":\"b\"}", -EINVAL,
+		  "one of" },
+		{ "capped", "{\"name\":\"w\",\"port\":80,\"colour\":1}", -EINVAL, "colour" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(p.default_plan, sizeof p.default_plan, "%s", cases[i].plan);
+		json_t *args = json_loads(cases[i].json, 0, NULL);
+		struct app_row *a = malloc(sizeof *a);
+		int rc = ops_app_create(&c, args, a);
+		if (rc != cases[i].rc || !strstr(errmsg(), cases[i].says)) {
+			fprintf(stderr, "  %s on %s: %d '%s'\n", cases[i].json, cases[i].plan, rc, errmsg());
+			CHECK(false);
+		}
+		free(a);
+		json_decref(args);
+	}
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -340,5 +383,6 @@ int main(void)
 	RUN(set_network_refuses_bad_arguments);
 	RUN(mcp_tool_tables);
 	RUN(kept_limit_counts_no_window);
+	RUN(app_refuses_bad_arguments);
 	return failures ? 1 : 0;
 }
