@@ -114,8 +114,26 @@ static void log_end(const struct ops_caller *c, const char *sandbox, char *buf, 
 	strbuf_free(&b);
 }
 
+/* Errors of a guest that is slow to answer (a sandbox just made or woken
+ * on a busy host), as opposed to one that refused. */
+static bool transient(int rc)
+{
+	return rc == -ECONNREFUSED || rc == -ETIMEDOUT || rc == -ECONNRESET || rc == -EAGAIN;
+}
+
+/* hostif_enter, tried again while the guest is slow, until until_ms. */
+static int enter(const struct ops_caller *c, const char *sandbox, int64_t until_ms, struct hostif_guest *hg)
+{
+	for (;;) {
+		int rc = hostif_enter(c->hostif, c->workspace, sandbox, hg);
+		if (rc == 0 || !transient(rc) || mono_ms() >= until_ms)
+			return rc;
+		usleep(READY_POLL_MS * 1000);
+	}
+}
+
 /* Start the supervisor with the app's command and env. */
-static int start_command(const struct ops_caller *c, const char *sandbox, const struct app_row *a)
+static int start_command(const struct ops_caller *c, const char *sandbox, const struct app_row *a, int64_t until_ms)
 {
 	/* The sandbox's env (the template's, the app's) as exec has it. */
 	struct sbx_row row;
@@ -129,7 +147,7 @@ static int start_command(const struct ops_caller *c, const char *sandbox, const 
 	struct hostif_guest hg;
 	if (!env)
 		return errf(ENOMEM, "out of memory");
-	if ((rc = hostif_enter(c->hostif, c->workspace, sandbox, &hg)) < 0) {
+	if ((rc = enter(c, sandbox, until_ms, &hg)) < 0) {
 		free(env);
 		return rc;
 	}
@@ -149,7 +167,7 @@ static int wait_listening(const struct ops_caller *c, const char *sandbox, int p
 	int64_t until = mono_ms() + timeout_s * 1000;
 	for (;;) {
 		struct hostif_guest hg;
-		int rc = hostif_enter(c->hostif, c->workspace, sandbox, &hg);
+		int rc = enter(c, sandbox, until, &hg);
 		if (rc < 0)
 			return rc;
 		int fd = -1;
@@ -164,7 +182,7 @@ static int wait_listening(const struct ops_caller *c, const char *sandbox, int p
 			return 0;
 		/* Nothing listens yet, or a guest just made (or woken) on a busy
 		 * host was slow to answer: tried again until the deadline. */
-		if (rc != -ECONNREFUSED && rc != -ETIMEDOUT && rc != -ECONNRESET && rc != -EAGAIN)
+		if (!transient(rc))
 			return rc;
 		if (mono_ms() >= until) {
 			char end[520];
@@ -281,13 +299,19 @@ static int spawn(const struct ops_caller *c, const struct app_row *a, int64_t re
 	}
 	struct sbx_row row;
 	int rc = ops_create(c, args, &row);
+	/* A guest that died while it booted (issue 21: now and then under
+	 * nested emulation) left nothing: one more try, as a user would. */
+	if (rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPROTO || rc == -EPIPE) {
+		log_warn("app %s: a sandbox for it failed to start (%s): one more try", a->id, errmsg());
+		rc = ops_create(c, args, &row);
+	}
 	json_decref(args);
 	if (rc < 0)
 		return rc;
 	snprintf(sandbox, ID_MAX, "%s", row.id);
 	sbx_row_clear(&row);
 	if (a->command[0] && !a->source_runs)
-		rc = start_command(c, sandbox, a);
+		rc = start_command(c, sandbox, a, mono_ms() + ready_s * 1000);
 	if (rc == 0)
 		rc = wait_listening(c, sandbox, a->port, ready_s);
 	if (rc == 0)
@@ -359,7 +383,7 @@ static int adopt(const struct ops_caller *c, struct app_row *a, const char *sand
 		return rc < 0 ? rc : errf(EIO, "sandbox %s: looking for its app", sandbox);
 	rc = 0;
 	if (a->command[0])
-		rc = start_command(c, sandbox, a);
+		rc = start_command(c, sandbox, a, mono_ms() + ready_s * 1000);
 	rc = rc ?: wait_listening(c, sandbox, a->port, ready_s);
 	rc = rc ?: ops_snapshot(c, sandbox, a->snapshot);
 	if (rc < 0)

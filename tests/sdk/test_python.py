@@ -1126,7 +1126,7 @@ def apps():
     serve = ("mkdir -p /srv/w && echo {0} > /srv/w/index.html && echo serving {0} && "
              "exec python3 -m http.server 8000 --directory /srv/w")
     raises(InvalidRequest, App.create, name, port=8000, command="true", restart="sometimes")
-    raises(InvalidRequest, App.create, name, port=8000)  # a template needs a command
+    raises(InvalidRequest, App.create, name, port=8000, template="base", from_snapshot="snap_x")  # one source
     raises(ValueError, App.get, "../v1/sandboxes")
     raises(TypeError, App.create, name, port="8000", command="true")
     app = App.create(name, port=8000, command=serve.format("v1"), env={"WHO": "py"}, restart="always")

@@ -913,7 +913,7 @@ test("apps: createApp, getApp, apps, appLogs, followAppLogs, deployApp, deleteAp
   const serve = (text: string) => `mkdir -p /srv/w && echo ${text} > /srv/w/index.html && echo serving ${text} && `
     + "exec python3 -m http.server 8000 --directory /srv/w";
   await rejects(() => c.createApp({ name, port: 8000, command: "true", restart: "sometimes" as "always" }), InvalidRequest);
-  await rejects(() => c.createApp({ name, port: 8000 }), InvalidRequest, "invalid_request");
+  await rejects(() => c.createApp({ name, port: 8000, template: "base", fromSnapshot: "snap_x" }), InvalidRequest, "invalid_request");
   await rejects(() => c.getApp("../v1/sandboxes"), TypeError);
   const app = await c.createApp({ name, port: 8000, command: serve("v1"), env: { WHO: "ts" }, restart: "always" });
   try {
