@@ -68,9 +68,7 @@ static struct app_row *row_new(struct req *r, int *answered)
 int h_app_create(struct req *r)
 {
 	if (!r->api->cfg->domain[0])
-		return reply_error(r, 400, "invalid_request",
-				   "apps are served on their own origin (APP.DOMAIN): this server has no --domain "
-				   "(kilnd --domain localhost will do on one machine: *.localhost is this machine)");
+		return reply_error(r, 400, "invalid_request", "%s", APP_NO_DOMAIN);
 	struct ops_caller c;
 	struct ops_quota q;
 	req_caller_quota(r, &c, &q);

@@ -770,8 +770,7 @@ static int t_app_create(struct mcp_call *c, const json_t *args, struct mcp_out *
 {
 	/* As POST /v1/apps: an app is served on its own origin only. */
 	if (!c->r->api->cfg->domain[0])
-		return errf(EINVAL, "apps are served on their own origin (APP.DOMAIN): this server has no --domain "
-				    "(kilnd --domain localhost will do on one machine: *.localhost is this machine)");
+		return errf(EINVAL, "%s", APP_NO_DOMAIN);
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	struct app_row *a = app_row_new();

@@ -45,6 +45,10 @@
  * random part (ids have '_', DNS names cannot). */
 #define APP_LABEL_PREFIX "app-"
 
+/* Why a server without --domain makes no app (REST's 400, MCP's error). */
+#define APP_NO_DOMAIN "apps are served on their own origin (APP.DOMAIN): this server has no --domain " \
+		      "(kilnd --domain localhost will do on one machine: *.localhost is this machine)"
+
 /* The fields ops_app_create and ops_app_deploy accept (NULL-terminated). */
 extern const char *const ops_app_fields[];
 
