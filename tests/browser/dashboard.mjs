@@ -147,7 +147,10 @@ await step("csrf", async () => {
 });
 
 // ---- the browser -----------------------------------------------------------------------------
-const browser = await chromium.launch({ executablePath: BROWSER, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+// tests/sdk/serve runs kilnd with --domain sdk.test (apps need it): its
+// names lead to kilnd's own address, as a wildcard DNS record would.
+const browser = await chromium.launch({ executablePath: BROWSER, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+  `--host-resolver-rules=MAP *.sdk.test ${new URL(URL_).hostname}`] });
 const ctx = await browser.newContext({ viewport: { width: 1280, height: 860 }, acceptDownloads: true, colorScheme: "light" });
 const page = await ctx.newPage();
 const consoleErrors = [];
@@ -384,7 +387,10 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
       });
       const exp = await rest("POST", `/v1/sandboxes/${sbx}/ports`, { port: 8081, public: true });
       if (setup.json?.exit_code !== 0 || !exp.json?.url) throw new Error(`guest web server: ${setup.text} ${exp.text}`);
-      await ctx.addCookies([{ name: "app", value: "1", url: URL_ }]);
+      // With --domain, a browser opening a public port's page by path is
+      // sent to the port's own origin (docs/api.md): the app's cookie is
+      // there too; isolated by that origin rather than by the path's CSP.
+      await ctx.addCookies([{ name: "app", value: "1", url: URL_ }, { name: "app", value: "1", domain: ".sdk.test", path: "/" }]);
       const p2 = await ctx.newPage();
       const base = new URL(exp.json.url, URL_).href.replace(/\/?$/, "/");
       const seen = await (await p2.goto(base + "cgi-bin/c")).text();
@@ -393,9 +399,10 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
       await p2.locator("body[data-r]").waitFor({ timeout: 30000 });
       const r = await p2.evaluate(() => document.body.dataset.r);
       await p2.close();
-      check("proxied_app_isolated", /cookie=\[app=1\]/.test(seen) && !/kiln_session/.test(seen) && /^sandbox /.test(csp) &&
+      const ownOrigin = new URL(resp.url()).host !== new URL(URL_).host;
+      check("proxied_app_isolated", /cookie=\[app=1\]/.test(seen) && !/kiln_session/.test(seen) && (/^sandbox /.test(csp) || ownOrigin) &&
         !/csrf_token/.test(r) && !/kiln_session/.test(r),
-        `the guest got "${seen.trim()}"; its page (CSP "${csp}") saw ${r.slice(0, 140)}`, `guest saw ${seen}; csp ${csp}; page saw ${r}`);
+        `the guest got "${seen.trim()}"; its page (${ownOrigin ? "its own origin " + new URL(resp.url()).host : `CSP "${csp}"`}) saw ${r.slice(0, 140)}`, `guest saw ${seen}; csp ${csp}; page saw ${r}`);
     });
 
     await step("delete", async () => {
