@@ -248,8 +248,8 @@ static int join(void)
  * its API does not list as this host's, ready for longer than the grace
  * (the API records a create as soon as the host answers it), are
  * deleted: deleted through the API while this host was away, or made for
- * an API that died before it recorded them. */
-#define RECONCILE_GRACE_MS 30000
+ * an API that died before it recorded them. The grace is
+ * link_.cfg.orphan_grace_ms (--orphan-grace). */
 
 struct strays {
 	const json_t *keep;		/* {id: true} */
@@ -263,7 +263,7 @@ static int find_stray(void *ctx, const struct sbx_row *r)
 	struct strays *s = ctx;
 	if (json_object_get(s->keep, r->id))
 		return 0;
-	if (r->created_ms + (int64_t)r->ready_ms + RECONCILE_GRACE_MS > s->now || r->state == SBX_CREATING)
+	if (r->created_ms + (int64_t)r->ready_ms + link_.cfg.orphan_grace_ms > s->now || r->state == SBX_CREATING)
 		return 0;
 	if (s->n == s->cap) {
 		int cap = s->cap ? 2 * s->cap : 16;
@@ -388,6 +388,8 @@ static void beat(void *ctx)
 int agent_link_start(const struct agent_link_config *cfg)
 {
 	link_.cfg = *cfg;
+	if (link_.cfg.orphan_grace_ms <= 0)
+		link_.cfg.orphan_grace_ms = AGENT_ORPHAN_GRACE_MS;
 	if (!cfg->api_url || (strncmp(cfg->api_url, "http://", 7) && strncmp(cfg->api_url, "https://", 8)))
 		return errf(EINVAL, "--api wants the cluster API's http:// or https:// URL");
 	if (!cfg->advertise)

@@ -35,7 +35,11 @@ struct agent_link_config {
 	struct store *store;		/* for the live sandbox count */
 	struct hostif *hostif;		/* for the templates built here */
 	int64_t offer_vcpus, offer_memory_mib;	/* what placement may use; 0: the machine's */
+	int64_t orphan_grace_ms;	/* a sandbox no API claims is deleted once ready
+					 * this long (0: AGENT_ORPHAN_GRACE_MS) */
 };
+
+#define AGENT_ORPHAN_GRACE_MS 30000
 
 /* Join if this host has no credential yet (failing: -errno, errmsg()),
  * then heartbeat from a thread. */

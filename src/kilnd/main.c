@@ -96,6 +96,8 @@ static const char usage_text[] =
 	"                        http://LISTEN)\n"
 	"  --offer-vcpus N       agent: vCPUs placement may count on (default: the machine's)\n"
 	"  --offer-memory MIB    agent: guest memory placement may put here (default: RAM)\n"
+	"  --orphan-grace S      agent: a sandbox here that no API claims (its API died\n"
+	"                        creating it) is deleted once ready this long (default 30)\n"
 	"  --placement P         api: spread (the host with most memory free; default) or\n"
 	"                        pack (the fullest host that fits)\n"
 	"  --hosts-ca FILE       api: PEM CA of hosts that advertise https:// URLs\n"
@@ -170,7 +172,7 @@ enum {
 	O_NO_NET, O_NET_POOL, O_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
-	O_OFFER_VCPUS, O_OFFER_MEMORY, O_PLACEMENT, O_HOSTS_CA, O_PREVIEW_KEY,
+	O_OFFER_VCPUS, O_OFFER_MEMORY, O_ORPHAN_GRACE, O_PLACEMENT, O_HOSTS_CA, O_PREVIEW_KEY,
 	O_SCOPE, O_AUDIT_DAYS,
 };
 
@@ -184,6 +186,7 @@ static const struct option options[] = {
 	{ "advertise", required_argument, 0, O_ADVERTISE },
 	{ "offer-vcpus", required_argument, 0, O_OFFER_VCPUS },
 	{ "offer-memory", required_argument, 0, O_OFFER_MEMORY },
+	{ "orphan-grace", required_argument, 0, O_ORPHAN_GRACE },
 	{ "placement", required_argument, 0, O_PLACEMENT },
 	{ "hosts-ca", required_argument, 0, O_HOSTS_CA },
 	{ "preview-key", required_argument, 0, O_PREVIEW_KEY },
@@ -260,6 +263,7 @@ struct cmdline {
 	const char *plans_file, *default_plan;
 	const char *api_url, *join_token, *api_ca, *advertise;	/* --role agent */
 	int64_t offer_vcpus, offer_memory_mib;	/* --role agent: 0: the machine's */
+	int64_t orphan_grace_s;			/* --role agent: 0: the default */
 	const char *placement, *hosts_ca;	/* --role api */
 	const char *preview_key;		/* --preview-key */
 	int audit_days;			/* audit log retention; 0: for ever */
@@ -402,6 +406,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_ADVERTISE: c->advertise = optarg; break;
 		case O_OFFER_VCPUS: c->offer_vcpus = number(optarg, "--offer-vcpus", 1, 4096); break;
 		case O_OFFER_MEMORY: c->offer_memory_mib = number(optarg, "--offer-memory", 64, INT64_C(1) << 32); break;
+		case O_ORPHAN_GRACE: c->orphan_grace_s = number(optarg, "--orphan-grace", 1, 86400); break;
 		case O_PLACEMENT:
 			if (strcmp(optarg, "spread") && strcmp(optarg, "pack"))
 				die("--placement wants 'spread' or 'pack', not '%s'", optarg);
@@ -720,8 +725,8 @@ static int serve(struct cmdline *c)
 		die("--role %s: 'all' (both roles in one process, the default), 'api' (the API alone) and "
 		    "'agent' (a cluster's host) exist (docs/cluster.md)", cfg->role);
 	if (!agent && (c->api_url || c->join_token || c->api_ca || c->advertise || c->offer_vcpus ||
-		       c->offer_memory_mib))
-		die("--api, --join-token, --api-ca, --advertise and --offer-* are for --role agent");
+		       c->offer_memory_mib || c->orphan_grace_s))
+		die("--api, --join-token, --api-ca, --advertise, --offer-* and --orphan-grace are for --role agent");
 	if (!api_role && (c->placement || c->hosts_ca))
 		die("--placement and --hosts-ca are for --role api");
 	if (api_role && strncmp(cfg->store, "postgres", 8) != 0)
@@ -799,6 +804,7 @@ static int serve(struct cmdline *c)
 		.advertise = c->advertise ? c->advertise : advertise, .name = c->name,
 		.data_dir = cfg->data_dir, .store = st, .hostif = &hostif,
 		.offer_vcpus = c->offer_vcpus, .offer_memory_mib = c->offer_memory_mib,
+		.orphan_grace_ms = c->orphan_grace_s * 1000,
 	};
 	if (agent && agent_link_start(&link) < 0)
 		die("cluster: %s", errmsg());

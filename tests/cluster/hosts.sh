@@ -36,7 +36,7 @@ start_agent() {
 	[ "$n" = b ] && set -- --tls-cert "$CL_TLS/host.pem" --tls-key "$CL_TLS/host.key" "$@"
 	"$KILND" --role agent --data "$T/$n" --listen "0.0.0.0:$port" --api "$CL_API1" --advertise "$adv" \
 		--name "host-$n" --no-net --no-jail --net-pool 0 --cgroup "/sys/fs/cgroup/kiln-$n" \
-		--offer-memory 512 "$@" >> "$T/$n.log" 2>&1 &
+		--offer-memory 512 --orphan-grace 8 "$@" >> "$T/$n.log" 2>&1 &
 	agent_pid[$n]=$!
 }
 agent_key() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$T/$1/cluster.json"; }
@@ -295,7 +295,7 @@ until_ok 30 s2_gone && grep -q "sandbox $S2 is not the cluster's" "$T/$other.log
 	|| fail reconcile_deleted "host-$other runs: $(on_host "$other")"
 orphan_gone() { [[ " $(on_host "$full") " != *" $ORPHAN "* ]]; }
 if [ -n "$ORPHAN" ] && until_ok 60 orphan_gone; then
-	pass orphan_reaped "$ORPHAN, placed by no API, deleted by host-$full after $((SECONDS - t_orphan)) s (ready + 30 s grace)"
+	pass orphan_reaped "$ORPHAN, placed by no API, deleted by host-$full after $((SECONDS - t_orphan)) s (ready + its 8 s grace)"
 else
 	fail orphan_reaped "'$ORPHAN' $(cat "$T/orphan") host-$full runs: $(on_host "$full")"
 fi
