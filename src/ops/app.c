@@ -12,6 +12,8 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +53,60 @@ static const char supervisor[] =
 	"  echo \"kiln: the app exited with status $s; restart $n in ${d}s\"\n"
 	"  sleep $d\n"
 	"done\n";
+
+/* ---- the route cache ---------------------------------------------------------
+ * Every request to an app's host name asks which sandbox and port serve
+ * it: from a small cache rather than the store (a PostgreSQL round trip
+ * in a cluster, and a whole app row) on each request. An entry (found or
+ * not) is kept ROUTE_TTL_MS; every change of an app this process makes
+ * empties the cache at once, so on one box a switch is seen by the next
+ * request; another API replica's change is seen within ROUTE_TTL_MS (a
+ * redeploy drains the old sandbox for APP_DRAIN_MS, far longer). */
+#define ROUTE_SLOTS 256		/* direct-mapped by the label's hash */
+#define ROUTE_TTL_MS 1000
+
+struct route_slot {
+	char label[48];
+	char sandbox[ID_MAX];
+	int port;
+	bool found;
+	int64_t until_ms;
+	uint64_t gen;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	uint64_t gen;			/* bumped by every change made here */
+	struct route_slot slot[ROUTE_SLOTS];
+} routes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void routes_changed(void)
+{
+	pthread_mutex_lock(&routes.lock);
+	routes.gen++;
+	pthread_mutex_unlock(&routes.lock);
+}
+
+static int app_store_insert(struct store *st, const struct app_row *r)
+{
+	int rc = store_app_insert(st, r);
+	routes_changed();
+	return rc;
+}
+
+static int app_store_update(struct store *st, const struct app_row *r, int64_t gen)
+{
+	int rc = store_app_update(st, r, gen);
+	routes_changed();
+	return rc;
+}
+
+static int app_store_delete(struct store *st, const char *workspace, const char *id)
+{
+	int rc = store_app_delete(st, workspace, id);
+	routes_changed();
+	return rc;
+}
 
 static int64_t mono_ms(void)
 {
@@ -427,7 +483,7 @@ int ops_app_create(const struct ops_caller *c, const json_t *args, struct app_ro
 	a->created_ms = a->updated_ms = wall_ms();
 	/* The name is taken first (sandbox_id "" until it serves), so two
 	 * creates of one name do not both make a sandbox. */
-	if ((rc = store_app_insert(c->store, a)) < 0)
+	if ((rc = app_store_insert(c->store, a)) < 0)
 		return rc;
 	struct app_row first = *a;
 	if (o.sandbox) {
@@ -437,14 +493,14 @@ int ops_app_create(const struct ops_caller *c, const json_t *args, struct app_ro
 		rc = spawn(c, &first, o.ready, first.sandbox);
 	}
 	if (rc == 0) {
-		rc = store_app_update(c->store, &first, a->gen);
+		rc = app_store_update(c->store, &first, a->gen);
 		if (rc < 0 && !o.sandbox)
 			drop_sandbox(c, a->id, first.sandbox);
 	}
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", errmsg());
-		store_app_delete(c->store, c->workspace, a->id);
+		app_store_delete(c->store, c->workspace, a->id);
 		return errf(-rc, "%s", why);
 	}
 	*a = first;
@@ -493,7 +549,7 @@ int ops_app_deploy(const struct ops_caller *c, const char *key, const json_t *ar
 	a.version = old.version + 1;
 	snprintf(a.state, sizeof a.state, "running");
 	a.reason[0] = 0;
-	if ((rc = store_app_update(c->store, &a, old.gen)) < 0) {
+	if ((rc = app_store_update(c->store, &a, old.gen)) < 0) {
 		char why[512];
 		snprintf(why, sizeof why, "%s", errmsg());
 		drop_sandbox(c, a.id, fresh);
@@ -513,7 +569,7 @@ int ops_app_delete(const struct ops_caller *c, const char *key)
 {
 	struct app_row a;
 	int rc = ops_app_get(c, key, &a);
-	if (rc < 0 || (rc = store_app_delete(c->store, c->workspace, a.id)) < 0)
+	if (rc < 0 || (rc = app_store_delete(c->store, c->workspace, a.id)) < 0)
 		return rc;
 	drop_sandbox(c, a.id, a.sandbox);
 	drop_sandbox(c, a.id, a.retiring);
@@ -568,7 +624,15 @@ int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int li
 	return 0;
 }
 
-int ops_app_route(struct store *st, const char *label, struct app_row *out)
+static struct route_slot *route_slot(const char *label)
+{
+	uint32_t h = 2166136261u;		/* FNV-1a */
+	for (const char *p = label; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return &routes.slot[h % ROUTE_SLOTS];
+}
+
+int ops_app_route(struct store *st, const char *label, char sandbox[ID_MAX], int *port)
 {
 	size_t pl = strlen(APP_LABEL_PREFIX);
 	char id[ID_MAX];
@@ -577,7 +641,34 @@ int ops_app_route(struct store *st, const char *label, struct app_row *out)
 	snprintf(id, sizeof id, "app_%s", label + pl);
 	if (!v_is_id(id, "app_"))
 		return -ENOENT;
-	return store_app_load(st, NULL, id, false, out);
+	int64_t now = mono_ms();
+	pthread_mutex_lock(&routes.lock);
+	struct route_slot *e = route_slot(label), hit = *e;
+	uint64_t gen = routes.gen;
+	pthread_mutex_unlock(&routes.lock);
+	if (hit.gen == gen && hit.until_ms > now && !strcmp(hit.label, label)) {
+		snprintf(sandbox, ID_MAX, "%s", hit.sandbox);
+		*port = hit.port;
+		return hit.found ? 0 : -ENOENT;
+	}
+	struct app_row *a = calloc(1, sizeof *a);
+	if (!a)
+		return -ENOMEM;
+	int rc = store_app_load(st, NULL, id, false, a);
+	if (rc == 0 || rc == -ENOENT) {
+		struct route_slot fresh = { .port = a->port, .found = rc == 0, .until_ms = now + ROUTE_TTL_MS,
+					    .gen = gen };
+		snprintf(fresh.label, sizeof fresh.label, "%s", label);
+		snprintf(fresh.sandbox, sizeof fresh.sandbox, "%s", rc == 0 ? a->sandbox : "");
+		pthread_mutex_lock(&routes.lock);
+		if (routes.gen == gen)		/* not if an app changed meanwhile */
+			*e = fresh;
+		pthread_mutex_unlock(&routes.lock);
+	}
+	snprintf(sandbox, ID_MAX, "%s", rc == 0 ? a->sandbox : "");
+	*port = a->port;
+	free(a);
+	return rc;
 }
 
 /* ---- the watch ------------------------------------------------------------- */
@@ -634,7 +725,7 @@ static void look_at(struct app_row *a)
 		drop_sandbox(&c, a->id, a->retiring);
 		struct app_row n = *a;
 		n.retiring[0] = 0;
-		if (store_app_update(w.store, &n, a->gen) == 0)
+		if (app_store_update(w.store, &n, a->gen) == 0)
 			*a = n;
 	}
 	if (strcmp(a->state, "running") != 0 || !a->sandbox[0])
@@ -650,14 +741,14 @@ static void look_at(struct app_row *a)
 	if (!strcmp(a->restart, "never")) {
 		snprintf(n.state, sizeof n.state, "failed");
 		snprintf(n.reason, sizeof n.reason, "%s; restart policy never", why);
-		if (store_app_update(w.store, &n, a->gen) == 0)
+		if (app_store_update(w.store, &n, a->gen) == 0)
 			event(w.store, a->id, "%s; restart policy never: the app is failed", why);
 		return;
 	}
 	char fresh[ID_MAX];
 	if (spawn(&c, a, APP_READY_DEFAULT_S, fresh) < 0) {
 		snprintf(n.reason, sizeof n.reason, "%s; remaking it failed: %s", why, errmsg());
-		if (store_app_update(w.store, &n, a->gen) == 0)
+		if (app_store_update(w.store, &n, a->gen) == 0)
 			event(w.store, a->id, "%s", n.reason);
 		return;
 	}
@@ -671,7 +762,7 @@ static void look_at(struct app_row *a)
 	n.gen = a->gen + 1;
 	n.vm_restarts = a->vm_restarts + 1;
 	n.reason[0] = 0;
-	if (store_app_update(w.store, &n, a->gen) < 0) {
+	if (app_store_update(w.store, &n, a->gen) < 0) {
 		drop_sandbox(&c, a->id, fresh);	/* another replica got there first, or it was deleted */
 		return;
 	}

@@ -78,9 +78,11 @@ json_t *ops_app_json(const struct ops_caller *c, const struct app_row *a, const 
  * 64 KiB) into *out, malloc'd; its sandbox is woken if it sleeps. */
 int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n);
 
-/* The app a request's host name (its first label, lower case) names:
- * -ENOENT if none; its sandbox may be "" (none serving: failed). */
-int ops_app_route(struct store *st, const char *label, struct app_row *out);
+/* The sandbox and port serving the app a request's host name (its first
+ * label, lower case) names: -ENOENT if none; the sandbox may be "" (none
+ * serving: failed). From a cache (app.c "the route cache"): another API
+ * replica's change is seen within a second. */
+int ops_app_route(struct store *st, const char *label, char sandbox[ID_MAX], int *port);
 
 /* The app watch (see above): every period_ms, each app's sandbox looked
  * at (never woken: a hibernated app is left asleep) and remade if it

@@ -81,21 +81,18 @@ static bool app_match(struct req *r, const char *label)
 {
 	if (strncmp(label, APP_LABEL_PREFIX, strlen(APP_LABEL_PREFIX)) != 0)
 		return false;
-	struct app_row *a = calloc(1, sizeof *a);
-	if (!a)
-		return false;
+	char sandbox[ID_MAX], port[8];
+	int p = 0;
 	/* An app's label that names none (deleted, mistyped) is answered
 	 * here too, port "0": not read as PORT-ID, which would name a
 	 * sandbox "not found" instead of the app. */
-	if (ops_app_route(r->api->store, label, a) < 0)
-		snprintf(a->id, sizeof a->id, "app_%.32s", label + strlen(APP_LABEL_PREFIX));
-	char port[8];
-	snprintf(port, sizeof port, "%d", a->port);
-	r->params[0] = strdup(a->sandbox[0] ? a->sandbox : a->id);
+	if (ops_app_route(r->api->store, label, sandbox, &p) < 0 || !sandbox[0])
+		snprintf(sandbox, sizeof sandbox, "app_%.32s", label + strlen(APP_LABEL_PREFIX));
+	snprintf(port, sizeof port, "%d", p);
+	r->params[0] = strdup(sandbox);
 	r->params[1] = strdup(port);
 	r->params[2] = strdup(r->raw_uri ? r->raw_uri : "/");
 	r->nparams = 3;
-	free(a);
 	if (r->params[0] && r->params[1] && r->params[2])
 		return true;
 	while (r->nparams > 0)

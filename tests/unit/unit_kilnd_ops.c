@@ -10,11 +10,15 @@
 #include "ops/plan.h"
 #include "mcp/mcp.h"
 #include "common/err.h"
+#include "store/store.h"
+#include "store/store_apps.h"
 #include "test.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static const struct ops_caller caller = { .hostif = NULL, .workspace = "ws_test", .max_ttl = 3600 };
 
@@ -372,6 +376,48 @@ static void app_refuses_bad_arguments(void)
 	}
 }
 
+/* The route a request to app-ID.DOMAIN takes comes from a cache: a
+ * change another API replica made (here: written to the store directly)
+ * is seen once the entry's second is over, not before; an unknown label
+ * is -ENOENT, cached too. */
+static void app_route_cache(void)
+{
+	char dir[] = "/tmp/kiln-unit-route.XXXXXX", db[64], ws[ID_MAX];
+	struct store *st = NULL;
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(db, sizeof db, "%s/kilnd.db", dir);
+	CHECK(store_open(db, &st) == 0 && store_workspace_ensure(st, "w", ws) == 0);
+	if (!st)
+		return;
+	struct app_row *a = calloc(1, sizeof *a);
+	snprintf(a->id, sizeof a->id, "app_route1");
+	snprintf(a->workspace, sizeof a->workspace, "%s", ws);
+	snprintf(a->name, sizeof a->name, "web");
+	snprintf(a->template, sizeof a->template, "base");
+	snprintf(a->restart, sizeof a->restart, "always");
+	snprintf(a->state, sizeof a->state, "running");
+	snprintf(a->sandbox, sizeof a->sandbox, "sbx_first");
+	a->port = 8000, a->gen = a->version = 1;
+	CHECK(store_app_insert(st, a) == 0);
+	char sbx[ID_MAX];
+	int port = 0;
+	CHECK(ops_app_route(st, "app-route1", sbx, &port) == 0 && !strcmp(sbx, "sbx_first") && port == 8000);
+	snprintf(a->sandbox, sizeof a->sandbox, "sbx_second");
+	a->gen = 2;
+	CHECK(store_app_update(st, a, 1) == 0);
+	CHECK(ops_app_route(st, "app-route1", sbx, &port) == 0 && !strcmp(sbx, "sbx_first"));
+	CHECK(ops_app_route(st, "app-nothere", sbx, &port) == -ENOENT && !sbx[0]);
+	CHECK(ops_app_route(st, "app-UPPER", sbx, &port) == -ENOENT);
+	struct timespec wait = { 1, 100 * 1000 * 1000 };
+	nanosleep(&wait, NULL);
+	CHECK(ops_app_route(st, "app-route1", sbx, &port) == 0 && !strcmp(sbx, "sbx_second"));
+	free(a);
+	store_close(st);
+	char cmd[96];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	CHECK(system(cmd) == 0);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -384,5 +430,6 @@ int main(void)
 	RUN(mcp_tool_tables);
 	RUN(kept_limit_counts_no_window);
 	RUN(app_refuses_bad_arguments);
+	RUN(app_route_cache);
 	return failures ? 1 : 0;
 }
