@@ -24,7 +24,7 @@ at_exit 'stop_kilnd; for z in "$DATA"/templates/*/v*/zygote.pid; do [ -f "$z" ] 
 RESERVE=200
 free_mib() { echo $(( $(stat -f -c '%a * %S' "$DATA") / 1048576 )); }
 
-build_template minimal || exit 1
+build_template --own minimal || exit 1
 start_kilnd --rate 0 --net-pool 1 --reserve-disk $RESERVE || exit 1
 KEY=$(new_key disk)
 at_exit 'for s in $A $B; do api DELETE /v1/sandboxes/$s; done'

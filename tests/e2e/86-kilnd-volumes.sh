@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail volumes_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 
-build_template minimal || exit 1
+build_template --own minimal || exit 1
 cat > "$T/plans.json" <<'EOF'
 {"vtiny": {"volumes": 1, "volume_mib": 64}, "vstore": {"storage_mib": 100}}
 EOF
