@@ -135,7 +135,7 @@ static int build_from_oci(void)
 		{ .name = "newone", .oci = "/x", .memory_mib = 64 },
 	};
 	const char *why[] = { "bad template name 'Bad.Name'", "a new template is built from an image",
-			      "--oci and --image: give one", "--vcpus 9: want 1 to 8", "--memory 64: want 128" };
+			      "--oci, --image and --dockerfile: give one", "--vcpus 9: want 1 to 8", "--memory 64: want 128" };
 	for (int i = 0; i < 5; i++) {
 		int rc = template_build(&cfg, &bad[i]);
 		T_ASSERT(rc == -EINVAL && strstr(errmsg(), why[i]), "case %d: %d %s", i, rc, errmsg());
