@@ -251,13 +251,37 @@ static void state_free(struct state *s)
 	json_decref(s->labels);
 }
 
-/* dir joined onto the working directory, as WORKDIR and COPY do. */
-static void resolve(const char *wd, const char *p, char *out, size_t cap)
+/* p joined onto the working directory wd, as WORKDIR and COPY do, with
+ * "." and ".." taken out lexically (a guest path: the guest's own files,
+ * nothing of the host). A trailing '/' is kept: COPY reads it. */
+void dfbuild_path(const char *wd, const char *p, char *out, size_t cap)
 {
-	if (p[0] == '/')
-		snprintf(out, cap, "%s", p);
-	else
-		snprintf(out, cap, "%s%s%s", wd, wd[strlen(wd) - 1] == '/' ? "" : "/", p);
+	char joined[2 * PATH_MAX + 2];
+	snprintf(joined, sizeof joined, "%s/%s", p[0] == '/' ? "" : wd, p);
+	size_t n = 0;
+	out[0] = 0;
+	for (char *c = joined; *c;) {
+		while (*c == '/')
+			c++;
+		size_t len = strcspn(c, "/");
+		if (len == 2 && c[0] == '.' && c[1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+		} else if (len && !(len == 1 && c[0] == '.') && n + len + 2 < cap) {
+			out[n++] = '/';
+			memcpy(out + n, c, len);
+			n += len;
+		}
+		c += len;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	size_t pl = strlen(p);
+	if (pl && p[pl - 1] == '/' && out[n - 1] != '/' && n + 1 < cap)
+		out[n++] = '/';
+	out[n] = 0;
 }
 
 static json_t *argv_json(const struct df_step *st)
@@ -294,7 +318,7 @@ static void apply(struct state *s, const struct df_step *st)
 		break;
 	case DF_WORKDIR: {
 		char wd[4096];
-		resolve(s->workdir, st->args[0], wd, sizeof wd);
+		dfbuild_path(s->workdir, st->args[0], wd, sizeof wd);
 		snprintf(s->workdir, sizeof s->workdir, "%s", wd);
 		break;
 	}
@@ -571,7 +595,7 @@ static int step_copy(struct dfbuild *d, struct vm *v, const struct state *s, con
 	const char *kw = df_kind_name(st->kind);
 	int nsrc = st->nargs - 1;
 	char dest[PATH_MAX];
-	resolve(s->workdir, st->args[nsrc], dest, sizeof dest);
+	dfbuild_path(s->workdir, st->args[nsrc], dest, sizeof dest);
 	int chmod = -1;
 	if (st->chmod) {
 		char *end;

@@ -79,4 +79,8 @@ void dfbuild_close(struct dfbuild *d);
  * or -EINVAL naming what is accepted. */
 int dfbuild_from(const char *image, char *kind, const char **rest);
 
+/* A WORKDIR or COPY destination p in the guest, joined onto the working
+ * directory wd, "." and ".." taken out; a trailing '/' kept. */
+void dfbuild_path(const char *wd, const char *p, char *out, size_t cap);
+
 #endif

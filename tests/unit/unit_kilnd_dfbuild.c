@@ -148,6 +148,21 @@ static int from_forms(void)
 	return 0;
 }
 
+static int guest_paths(void)
+{
+	char out[256];
+	static const char *const cases[][3] = {
+		{ "/app", "./", "/app/" }, { "/app", "x/../y", "/app/y" }, { "/", "srv", "/srv" },
+		{ "/a/b", "/abs//p/.", "/abs/p" }, { "/a", "../../..", "/" }, { "/a", "d/", "/a/d/" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		dfbuild_path(cases[i][0], cases[i][1], out, sizeof out);
+		T_ASSERT(!strcmp(out, cases[i][2]), "%s + %s: '%s', not '%s'", cases[i][0], cases[i][1], out,
+			 cases[i][2]);
+	}
+	return 0;
+}
+
 static struct host_config cfg;
 
 /* dfbuild_open: the Dockerfile's refusals carry its line, FROM's name
@@ -268,6 +283,7 @@ int main(void)
 	t_run("dfbuild_context_size_limit", size_limit);
 	t_run("dfbuild_digests_and_keys", digests_and_keys);
 	t_run("dfbuild_from_forms", from_forms);
+	t_run("dfbuild_guest_paths", guest_paths);
 	t_run("dfbuild_open_errors", open_errors);
 	t_run("dfbuild_chain_to_raw", chain_to_raw);
 
