@@ -735,6 +735,13 @@ static int plan(struct dfbuild *d, char (*keys)[65])
 			for (int j = 0; j + 1 < st->nargs; j += 2)
 				strbuf_printf(&in, "%s=%s\n", st->args[j], st->args[j + 1] ? st->args[j + 1] : "(unset)");
 		} else if (st->kind == DF_COPY || st->kind == DF_ADD) {
+			for (int j = 0; j + 1 < st->nargs; j++)
+				if (strpbrk(st->args[j], "*?[")) {
+					strbuf_free(&in);
+					return errf(EINVAL, "Dockerfile line %d: %s %.100s: wildcards in sources are "
+							    "not supported (name the files or a directory)", st->line,
+						    df_kind_name(st->kind), st->args[j]);
+				}
 			char digest[65];
 			int rc = bctx_digest(&d->bc, (const char *const *)st->args, st->nargs - 1, digest);
 			if (rc < 0) {
