@@ -33,7 +33,7 @@
 struct host_config;
 
 #define DF_RUN_TIMEOUT_MS (30 * 60 * 1000)	/* one RUN step */
-#define DF_TAIL 800				/* bytes of a failed RUN's output in the error */
+#define DF_TAIL 240				/* bytes of a failed RUN's output in the error (the log has all) */
 
 struct dfbuild {
 	/* the caller's */

@@ -969,7 +969,7 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 			b.t.snapshot ? "snapshot served by a zygote" : "boot-only",
 			(double)(mono_ms() - b.t0) / 1000);
 	else {
-		char msg[300];
+		char msg[400];
 		snprintf(msg, sizeof msg, "%s", errmsg());
 		rc = errf(-rc, "template %s: step %s failed: %s (run the command again to resume; "
 			       "the version in service is unchanged)", o->name,
