@@ -13,7 +13,7 @@
 # whose sandboxes run nothing on the port is a 504.
 # A template from a Dockerfile (docs/templates.md "Building from a
 # Dockerfile"): FROM kiln/minimal, ENV, WORKDIR, COPY of a context file,
-# RUNs using the ENV, and CMD + EXPOSE as the server started before the
+# RUNs using the ENV (with no network device but lo), and CMD + EXPOSE as the server started before the
 # snapshot; a sandbox has the files, the env, the cwd and the server. A
 # rebuild whose last RUN is changed (to one that fails) takes the earlier
 # steps from the cache (the build log says so), fails naming the step,
@@ -51,7 +51,7 @@ mkdir -p "$CTX"
 echo from-context > "$CTX/greeting.txt"
 dockerfile() {
 	printf '%s\n' 'FROM kiln/minimal' 'ENV GREETING=hi' 'WORKDIR /app' 'COPY --chmod=600 greeting.txt ./' \
-		'RUN echo "$GREETING from run in $(pwd)" > ran.txt && mkdir -p /w && echo dock > /w/index.html' \
+		'RUN test "$(ls /sys/class/net)" = lo && echo "$GREETING from run in $(pwd)" > ran.txt && mkdir -p /w && echo dock > /w/index.html' \
 		'EXPOSE 8000' 'CMD ["httpd", "-f", "-p", "8000", "-h", "/w"]' "$1" > "$CTX/Dockerfile"
 }
 dockerfile 'RUN echo last-v1 > /app/last.txt'
