@@ -72,6 +72,7 @@ nc=$(grep -c "cached: " "$T/dock2.log")
 	grep -q "^step 8/8 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
 	pass df_failed_run_cached_steps "$nc steps cached; $(tail -1 "$T/dock2.log" | cut -c1-240)" ||
 	fail df_failed_run_cached_steps "status $st, $nc cached: $(tail -3 "$T/dock2.log" | tr '\n' ' ')"
+[ -n "${DFDEBUG:-}" ] && sed 's/^/DBG /' "$T"/dock*.log
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
 [[ $out == *"give it"* ]] && pass tstart_port_without_start "$out" || fail tstart_port_without_start "$out"
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)

@@ -203,6 +203,38 @@ static int open_errors(void)
 	return 0;
 }
 
+/* A Dockerfile with no disk step boots no VM: the root is FROM's image
+ * copied, the config is the Dockerfile's, and its ENTRYPOINT + CMD (and
+ * first TCP port) the start command. */
+static int config_only(void)
+{
+	put("Dockerfile", "FROM kiln/minimal\nENV A=1 B=\"x y\"\nUSER 1000\nEXPOSE 53/udp 8000\n"
+			  "LABEL k=v\nENTRYPOINT [\"/bin/serve\"]\nCMD [\"--name\", \"it's\"]\n");
+	struct dfbuild d = { .cfg = &cfg, .name = "t", .context = dir, .vdir = dir };
+	char out[512];
+	snprintf(out, sizeof out, "%s/root.out", dir);
+	int rc = dfbuild_open(&d);
+	T_ASSERT(rc == 0, "%s", errmsg());
+	rc = dfbuild_run(&d, out);
+	T_ASSERT(rc == 0, "%s", errmsg());
+	char *j = json_dumps(d.image, JSON_SORT_KEYS | JSON_COMPACT);
+	const char *want = "{\"cmd\":[\"--name\",\"it's\"],\"entrypoint\":[\"/bin/serve\"],\"env\":{\"A\":\"1\","
+			   "\"B\":\"x y\"},\"expose\":[\"53/udp\",\"8000/tcp\"],\"labels\":{\"k\":\"v\"},\"source\":"
+			   "\"Dockerfile in ";
+	int same = j && !strncmp(j, want, strlen(want)) && strstr(j, "/ctx\",\"user\":\"1000\",\"workdir\":\"/\"}");
+	T_ASSERT(same, "image %s", j ? j : "(null)");
+	free(j);
+	T_ASSERT(!strcmp(d.start, "exec '/bin/serve' '--name' 'it'\\''s'") && d.ready_port == 8000,
+		 "start '%s' port %d", d.start, d.ready_port);
+	T_ASSERT(d.steps == 0 && d.run == 0 && d.cached == 0, "%d steps", d.steps);
+	dfbuild_close(&d);
+	char got[8] = "";
+	FILE *f = fopen(out, "r");
+	T_ASSERT(f && fread(got, 1, 3, f) == 3 && !memcmp(got, "raw", 3), "root '%s'", got);
+	fclose(f);
+	return 0;
+}
+
 /* Two overlays over a raw image, written out raw: what the chain reads. */
 static int chain_to_raw(void)
 {
@@ -285,6 +317,7 @@ int main(void)
 	t_run("dfbuild_from_forms", from_forms);
 	t_run("dfbuild_guest_paths", guest_paths);
 	t_run("dfbuild_open_errors", open_errors);
+	t_run("dfbuild_config_only", config_only);
 	t_run("dfbuild_chain_to_raw", chain_to_raw);
 
 	char cmd[300];
