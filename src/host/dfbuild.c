@@ -454,11 +454,16 @@ static int vm_exec(struct dfbuild *d, struct vm *v, struct guest_cmd *c, struct 
 		return rc;
 	struct guest_ev ev = { .code = -1 };
 	rc = guest_exec_start(g, c);
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
+	/* Every event until the exit (rc stays 1 while they come). */
+	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT) {
 		if (o)
 			out_add(o, ev.data, ev.len);
-	if (rc == 1)
 		rc = 0;
+	}
+	if (rc == 1)
+		rc = 0;		/* the exit */
+	else if (rc == 0)
+		rc = errf(EIO, "the command's stream ended before its exit");
 	guest_close(g);
 	if (o && o->n)
 		out_line(o);

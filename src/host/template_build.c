@@ -461,9 +461,14 @@ static int run_capture(struct build *b, const char *vmdir, pid_t pid, const char
 	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
 	struct guest_ev ev = { .code = -1 };
 	rc = guest_exec_start(g, &c);
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
+	/* Every event until the exit: rc is 1 after each, so reset it (a
+	 * loop on rc == 0 alone stopped at the first output, and took its
+	 * code 0 for the command's). */
+	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT) {
 		if (out->len < 64 * 1024)
 			strbuf_append(out, ev.data, ev.len);
+		rc = 0;
+	}
 	if (rc == 1)
 		rc = 0;
 	guest_close(g);
