@@ -72,7 +72,6 @@ nc=$(grep -c "cached: " "$T/dock2.log")
 	grep -q "^step 8/8 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
 	pass df_failed_run_cached_steps "$nc steps cached; $(tail -1 "$T/dock2.log" | cut -c1-240)" ||
 	fail df_failed_run_cached_steps "status $st, $nc cached: $(tail -3 "$T/dock2.log" | tr '\n' ' ')"
-[ -n "${DFDEBUG:-}" ] && sed 's/^/DBG /' "$T"/dock*.log
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
 [[ $out == *"give it"* ]] && pass tstart_port_without_start "$out" || fail tstart_port_without_start "$out"
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)
@@ -90,8 +89,8 @@ check df_listed "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["t
 create_sandbox '{"template":"dock"}'
 D=$SBX
 api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
-got=$(jget 'j["stdout"]' | tr '\n' ' ')
-check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock " ]
+got=$(jget 'j["stdout"].strip()' | tr '\n' ' ')
+check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock" ]
 api DELETE "/v1/sandboxes/$D"
 create_sandbox '{"template":"srv"}'
 A=$SBX
