@@ -6,7 +6,9 @@
  *             --image FILE, or the builder images/build-rootfs-NAME, or
  *             --oci REF: the OCI image unpacked (oci.h) into vN/oci-root,
  *             made ready for the guest and written by mke2fs (rootfs.h);
- *             its config is kept in the manifest
+ *             its config is kept in the manifest; or --dockerfile DIR:
+ *             the Dockerfile's steps run in a build VM of their own
+ *             (dfbuild.h) and the result written out as a raw image
  *   boot      a VM boots on it (with its own writable layer) until the
  *             guest agent answers
  *   warm      the template's warm-up command runs (its page cache is then
