@@ -89,7 +89,7 @@ check df_listed "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["t
 create_sandbox '{"template":"dock"}'
 D=$SBX
 api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
-got=$(jget 'j["stdout"].strip()' | tr '\n' ' ')
+got=$(jget '" ".join(j["stdout"].split())')
 check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock" ]
 api DELETE "/v1/sandboxes/$D"
 create_sandbox '{"template":"srv"}'
