@@ -1,6 +1,7 @@
 #include "host/disk.h"
 #include "common/err.h"
 #include "vmm/overlay.h"
+#include "host/proc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +52,61 @@ int disk_flatten(const char *data_dir, const char *top, const char *out)
 {
 	struct roots r;
 	return overlay_flatten(top, out, kiln_roots(data_dir, &r));
+}
+
+int disk_to_raw(const char *data_dir, const char *top, const char *extra_root, const char *out)
+{
+	char tdir[PATH_MAX], troot[PATH_MAX], xroot[PATH_MAX];
+	const char *roots[3] = { NULL, NULL, NULL };
+	int nr = 0;
+	snprintf(tdir, sizeof tdir, "%s/templates", data_dir);
+	if (realpath(tdir, troot))
+		roots[nr++] = troot;
+	if (extra_root && realpath(extra_root, xroot))
+		roots[nr++] = xroot;
+	struct chain c;
+	int rc = chain_open_within(&c, top, false, roots);
+	if (rc < 0)
+		return rc;
+	struct layer *raw = &c.layers[c.n - 1];
+	char *argv[] = { "cp", "--sparse=always", "--reflink=auto", raw->path, (char *)out, NULL };
+	unlink(out);
+	rc = proc_run(argv, "/dev/null");
+	if (rc != 0) {
+		chain_close(&c);
+		return rc < 0 ? rc : errf(EIO, "copying %s to %s: exit status %d", raw->path, out, rc);
+	}
+	int fd = open(out, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	uint64_t cl_size = 1ULL << OVERLAY_CLUSTER_BITS, nclusters = (c.size + cl_size - 1) / cl_size;
+	uint8_t *buf = malloc(cl_size);
+	if (fd < 0 || !buf)
+		rc = fd < 0 ? errf_sys("open %s", out) : errf(ENOMEM, "out of memory");
+	else if (ftruncate(fd, (off_t)c.size) < 0)
+		rc = errf_sys("truncate %s", out);
+	for (uint64_t i = 0; rc == 0 && i < nclusters; i++) {
+		bool held = false;
+		for (int l = 0; !held && l < c.n - 1; l++)
+			held = i < c.layers[l].nmap && c.layers[l].map[i];
+		if (!held)
+			continue;
+		uint64_t off = i * cl_size, len = c.size - off < cl_size ? c.size - off : cl_size;
+		struct iovec iov = { buf, len };
+		int64_t n = chain_readv(&c, &iov, 1, off);
+		if (n != (int64_t)len)
+			rc = errf(EIO, "reading %s at %llu: %s", top, (unsigned long long)off,
+				  n < 0 ? strerror((int)-n) : "short read");
+		else if (pwrite(fd, buf, len, (off_t)off) != (ssize_t)len)
+			rc = errf_sys("write %s", out);
+	}
+	if (rc == 0 && fsync(fd) < 0)
+		rc = errf_sys("fsync %s", out);
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	chain_close(&c);
+	if (rc < 0)
+		unlink(out);
+	return rc;
 }
 
 int disk_size(const char *path, uint64_t *bytes)

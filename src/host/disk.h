@@ -24,6 +24,12 @@ int disk_seal(const char *path);
  * raw base (a copy of what the sandbox changed, and its template's); its
  * layers are confined as for disk_chain. */
 int disk_flatten(const char *data_dir, const char *top, const char *out);
+/* A raw image at out (created, sparse) with the content of top's chain:
+ * its raw base copied, then every cluster an overlay of the chain holds
+ * written over it. The layers below top must lie under DATA/templates
+ * (data_dir is DATA) or under extra_root (NULL: none), as for disk_chain.
+ * How a template's root image is made from a Dockerfile build's layers. */
+int disk_to_raw(const char *data_dir, const char *top, const char *extra_root, const char *out);
 /* The size of the disk an overlay (or raw image) describes. The header
  * of a sandbox's top layer is the VMM's to write: callers bound what
  * they do with the number. */

@@ -6,7 +6,9 @@
  *             --image FILE, or the builder images/build-rootfs-NAME, or
  *             --oci REF: the OCI image unpacked (oci.h) into vN/oci-root,
  *             made ready for the guest and written by mke2fs (rootfs.h);
- *             its config is kept in the manifest
+ *             its config is kept in the manifest; or --dockerfile DIR:
+ *             the Dockerfile's steps run in a build VM of their own
+ *             (dfbuild.h) and the result written out as a raw image
  *   boot      a VM boots on it (with its own writable layer) until the
  *             guest agent answers
  *   warm      the template's warm-up command runs (its page cache is then
@@ -23,6 +25,7 @@
  * redone (the image step can take minutes). --restart starts over.
  */
 #include "host/template_build.h"
+#include "host/dfbuild.h"
 #include "host/disk.h"
 #include "host/guest_conn.h"
 #include "host/host_int.h"
@@ -234,7 +237,9 @@ static json_t *image_json(const struct oci_config *c, const char *ref)
 	return j;
 }
 
-static int step_image_oci(struct build *b, const char *out)
+/* The OCI image ref unpacked and written as a raw root image at out;
+ * its config into *image. */
+static int oci_root(struct build *b, const char *ref, const char *out, json_t **image)
 {
 	char root[PATH_MAX + 16], scratch[PATH_MAX + 16], log[PATH_MAX + 16];
 	snprintf(root, sizeof root, "%s/oci-root", b->t.dir);
@@ -244,11 +249,11 @@ static int step_image_oci(struct build *b, const char *out)
 	rmtree(scratch);
 	if (mkdir(root, 0755) < 0 || mkdir(scratch, 0700) < 0)
 		return errf_sys("mkdir %s", root);
-	progress(b, "unpacking %s", b->o->oci);
+	progress(b, "unpacking %s", ref);
 	struct oci_config cfg;
 	struct oci_stats st;
 	uint64_t max = b->o->max_unpacked ? b->o->max_unpacked : BUILD_MAX_UNPACKED;
-	int rc = oci_unpack(b->o->oci, root, scratch, max, &cfg, &st);
+	int rc = oci_unpack(ref, root, scratch, max, &cfg, &st);
 	rmtree(scratch);
 	if (rc == 0) {
 		progress(b, "%d layers, %ld entries, %llu MiB%s", st.layers, st.entries,
@@ -259,14 +264,87 @@ static int step_image_oci(struct build *b, const char *out)
 		progress(b, "mke2fs (log: %s)", log);
 		rc = rootfs_make_ext4(root, out, st.bytes, st.entries, log);
 	}
-	if (rc == 0) {
-		json_decref(b->t.image);
-		if (!(b->t.image = image_json(&cfg, b->o->oci)))
-			rc = errf(ENOMEM, "out of memory");
-		snprintf(b->t.description, sizeof b->t.description, "OCI image %s", b->o->oci);
-	}
+	if (rc == 0 && !(*image = image_json(&cfg, ref)))
+		rc = errf(ENOMEM, "out of memory");
 	oci_config_free(&cfg);
 	rmtree(root);
+	return rc;
+}
+
+static int step_image_oci(struct build *b, const char *out)
+{
+	json_t *image = NULL;
+	int rc = oci_root(b, b->o->oci, out, &image);
+	if (rc == 0) {
+		json_decref(b->t.image);
+		b->t.image = image;
+		snprintf(b->t.description, sizeof b->t.description, "OCI image %s", b->o->oci);
+	}
+	return rc;
+}
+
+static void df_progress(void *ctx, const char *msg)
+{
+	progress(ctx, "%s", msg);
+}
+
+/* FROM oci: in a Dockerfile: unpacked once into the step cache,
+ * .cache/FROMKEY.ext4 with its config beside it (.json). */
+static int df_oci_base(struct build *b, struct dfbuild *d)
+{
+	char ext4[PATH_MAX], js[PATH_MAX], tmp[PATH_MAX + 8];
+	snprintf(ext4, sizeof ext4, "%.4000s/%s.ext4", d->cache, d->from_key);
+	snprintf(js, sizeof js, "%.4000s/%s.json", d->cache, d->from_key);
+	snprintf(tmp, sizeof tmp, "%s.tmp", ext4);
+	int rc = 0;
+	if (access(ext4, F_OK) < 0) {
+		json_t *image = NULL;
+		unlink(tmp);
+		rc = oci_root(b, d->from_oci, tmp, &image);
+		if (rc == 0 && json_dump_file(image, js, 0) < 0)
+			rc = errf(EIO, "writing %s", js);
+		if (rc == 0 && (chmod(tmp, 0444) < 0 || rename(tmp, ext4) < 0))
+			rc = errf_sys("rename %s", tmp);
+		json_decref(image);
+		if (rc < 0) {
+			unlink(tmp);
+			return rc;
+		}
+	} else {
+		progress(b, "FROM oci:%s: unpacked before (cached)", d->from_oci);
+	}
+	snprintf(d->base, sizeof d->base, "%s", ext4);
+	d->base_image = json_load_file(js, 0, NULL);
+	return 0;
+}
+
+static int step_image_dockerfile(struct build *b, const char *out)
+{
+	const struct build_opts *o = b->o;
+	struct dfbuild d = { .cfg = b->cfg, .name = b->def->name, .context = o->dockerfile,
+			     .file = o->dockerfile_file, .build_args = o->build_args,
+			     .max_context = o->max_context, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
+			     .vdir = b->t.dir, .tty = b->tty, .progress = df_progress, .pctx = b };
+	progress(b, "reading %s", o->dockerfile);
+	int rc = dfbuild_open(&d);
+	if (rc == 0 && d.from_oci[0])
+		rc = df_oci_base(b, &d);
+	if (rc == 0)
+		rc = dfbuild_run(&d, out);
+	if (rc == 0) {
+		json_decref(b->t.image);
+		b->t.image = json_incref(d.image);
+		snprintf(b->t.description, sizeof b->t.description, "Dockerfile in %.140s", o->dockerfile);
+		/* Its own CMD/ENTRYPOINT runs in the snapshot unless --start
+		 * says what does (docs/templates.md). */
+		if (!o->start && !o->no_snapshot && d.start[0]) {
+			snprintf(b->t.start, sizeof b->t.start, "%s", d.start);
+			if (!b->t.ready_port)
+				b->t.ready_port = d.ready_port;
+			progress(b, "start command from CMD/ENTRYPOINT: %s", d.start);
+		}
+	}
+	dfbuild_close(&d);
 	return rc;
 }
 
@@ -280,7 +358,9 @@ static int step_image(struct build *b)
 	else
 		snprintf(src, sizeof src, "%s/rootfs-%s.ext4", b->cfg->images, b->def->name);
 	int rc;
-	if (b->o->oci) {
+	if (b->o->dockerfile) {
+		rc = step_image_dockerfile(b, tmp);
+	} else if (b->o->oci) {
 		rc = step_image_oci(b, tmp);
 	} else if (access(src, R_OK) == 0) {
 		progress(b, "copying %s", src);
@@ -383,9 +463,14 @@ static int run_capture(struct build *b, const char *vmdir, pid_t pid, const char
 	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
 	struct guest_ev ev = { .code = -1 };
 	rc = guest_exec_start(g, &c);
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT)
+	/* Every event until the exit: rc is 1 after each, so reset it (a
+	 * loop on rc == 0 alone stopped at the first output, and took its
+	 * code 0 for the command's). */
+	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT) {
 		if (out->len < 64 * 1024)
 			strbuf_append(out, ev.data, ev.len);
+		rc = 0;
+	}
 	if (rc == 1)
 		rc = 0;
 	guest_close(g);
@@ -777,7 +862,9 @@ static int version_settings(struct build *b)
 	b->t.memory_mib = o->memory_mib ? o->memory_mib : b->def->memory_mib;
 	snprintf(b->t.start, sizeof b->t.start, "%s", o->start ? o->start : "");
 	b->t.ready_port = o->ready_port;
-	if (o->oci)
+	if (o->dockerfile)
+		snprintf(b->t.description, sizeof b->t.description, "Dockerfile in %.140s", o->dockerfile);
+	else if (o->oci)
 		snprintf(b->t.description, sizeof b->t.description, "OCI image %s", o->oci);
 	else if (o->image && !template_def_find(o->name))
 		snprintf(b->t.description, sizeof b->t.description, "root image %s", o->image);
@@ -791,11 +878,14 @@ static int check_opts(const struct build_opts *o)
 	if (!template_def_find(o->name) && !template_name_ok(o->name))
 		return errf(EINVAL, "bad template name '%.64s' (want 1 to 31 of a-z, 0-9, '-' and '_', "
 				    "starting with a letter or digit)", o->name);
-	if (!template_def_find(o->name) && !o->oci && !o->image)
+	if (!template_def_find(o->name) && !o->oci && !o->image && !o->dockerfile)
 		return errf(EINVAL, "unknown template '%s': a new template is built from an image, "
-				    "--oci PATH[:TAG] or --image FILE (compiled in: minimal, base)", o->name);
-	if (o->oci && o->image)
-		return errf(EINVAL, "--oci and --image: give one");
+				    "--oci PATH[:TAG], --image FILE or --dockerfile DIR (compiled in: minimal, base)",
+			    o->name);
+	if (!!o->oci + !!o->image + !!o->dockerfile > 1)
+		return errf(EINVAL, "--oci, --image and --dockerfile: give one");
+	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context) && !o->dockerfile)
+		return errf(EINVAL, "--file, --build-arg and --max-context are about --dockerfile: give it");
 	if (o->start && (!o->start[0] || strlen(o->start) >= TEMPLATE_START_MAX))
 		return errf(EINVAL, "--start: a command of 1 to %d bytes", TEMPLATE_START_MAX - 1);
 	if ((o->ready_port || o->ready_timeout_s) && !o->start)
@@ -886,7 +976,7 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 			b.t.snapshot ? "snapshot served by a zygote" : "boot-only",
 			(double)(mono_ms() - b.t0) / 1000);
 	else {
-		char msg[300];
+		char msg[400];
 		snprintf(msg, sizeof msg, "%s", errmsg());
 		rc = errf(-rc, "template %s: step %s failed: %s (run the command again to resume; "
 			       "the version in service is unchanged)", o->name,

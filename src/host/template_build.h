@@ -23,6 +23,12 @@ struct build_opts {
 	const char *start;
 	int ready_port, ready_timeout_s;
 	bool restart;		/* discard a build in progress */
+	/* Or a Dockerfile build (dfbuild.h): the context directory, the
+	 * Dockerfile if not DIR/Dockerfile, ARG values (NAME=VALUE, NULL-ended),
+	 * the context's size limit (0: BCTX_MAX_BYTES). */
+	const char *dockerfile, *dockerfile_file;
+	const char *const *build_args;
+	uint64_t max_context;
 };
 
 /* `kilnd template build` (see template_build.c). */

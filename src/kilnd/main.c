@@ -7,7 +7,7 @@
  *   kilnd keys list | keys revoke ID|PREFIX
  *   kilnd workspace plan NAME PLAN [LIMITS] | workspace show NAME
  *   kilnd admin create [--name N] | admin list | admin revoke ID|PREFIX
- *   kilnd template build NAME [--image F | --oci REF] [--vcpus N] [--memory MIB]
+ *   kilnd template build NAME [--image F | --oci REF | --dockerfile DIR] [--vcpus N] [--memory MIB]
  *                        [--no-snapshot] [--restart]
  *   kilnd template list
  *   kilnd cluster token|hosts ...             the cluster's records (kilnd/cluster.h)
@@ -71,6 +71,8 @@ static const char usage_text[] =
 	"       kilnd admin revoke ID|PREFIX\n"
 	"       kilnd template build NAME [--image FILE | --oci PATH[:TAG]] [--vcpus N] [--memory MIB]\n"
 	"                            [--start CMD [--ready-port N] [--ready-timeout S]] [--no-snapshot] [--restart]\n"
+	"       kilnd template build NAME --dockerfile DIR [--file F] [--build-arg NAME=VALUE ...]\n"
+	"                            [--max-context MIB] [same options]  (docs/templates.md)\n"
 	"       kilnd template list\n"
 	"       kilnd cluster token create [--expires SECONDS] [--uses N|any]\n"
 	"       kilnd cluster token list | revoke ID|PREFIX\n"
@@ -169,6 +171,7 @@ enum {
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_OCI, O_VCPUS, O_MEMORY, O_START, O_READY_PORT, O_READY_TIMEOUT,
+	O_DOCKERFILE, O_DF_FILE, O_BUILD_ARG, O_MAX_CONTEXT,
 	O_NO_NET, O_NET_POOL, O_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
@@ -221,6 +224,10 @@ static const struct option options[] = {
 	{ "name", required_argument, 0, O_NAME },
 	{ "image", required_argument, 0, O_IMAGE },
 	{ "oci", required_argument, 0, O_OCI },
+	{ "dockerfile", required_argument, 0, O_DOCKERFILE },
+	{ "file", required_argument, 0, O_DF_FILE },
+	{ "build-arg", required_argument, 0, O_BUILD_ARG },
+	{ "max-context", required_argument, 0, O_MAX_CONTEXT },
 	{ "start", required_argument, 0, O_START },
 	{ "ready-port", required_argument, 0, O_READY_PORT },
 	{ "ready-timeout", required_argument, 0, O_READY_TIMEOUT },
@@ -257,6 +264,10 @@ struct cmdline {
 	const char *scope, *expires;	/* keys create; --expires: cluster token create too */
 	int vcpus, memory_mib;		/* template build; 0: the template's */
 	const char *start;		/* template build --start */
+	const char *dockerfile, *df_file;	/* template build --dockerfile DIR [--file F] */
+	const char *build_args[65];	/* --build-arg NAME=VALUE, NULL-ended */
+	int nbuild_args;
+	long long max_context_mib;
 	int ready_port, ready_timeout;
 	bool no_snapshot, restart;
 	struct plans plans;		/* what workspaces may start */
@@ -366,6 +377,14 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_SCOPE: c->scope = optarg; break;
 		case O_IMAGE: c->image = optarg; break;
 		case O_OCI: c->oci = optarg; break;
+		case O_DOCKERFILE: c->dockerfile = optarg; break;
+		case O_DF_FILE: c->df_file = optarg; break;
+		case O_BUILD_ARG:
+			if (c->nbuild_args == 64 || !strchr(optarg, '='))
+				die("--build-arg NAME=VALUE, at most 64");
+			c->build_args[c->nbuild_args++] = optarg;
+			break;
+		case O_MAX_CONTEXT: c->max_context_mib = number(optarg, "--max-context", 1, 1 << 20); break;
 		case O_START: c->start = optarg; break;
 		case O_READY_PORT: c->ready_port = (int)number(optarg, "--ready-port", 1, 65535); break;
 		case O_READY_TIMEOUT: c->ready_timeout = (int)number(optarg, "--ready-timeout", 1, 3600); break;
@@ -681,7 +700,9 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
 					.restart = c->restart, .oci = c->oci, .vcpus = c->vcpus,
 					.memory_mib = c->memory_mib, .start = c->start, .ready_port = c->ready_port,
-					.ready_timeout_s = c->ready_timeout };
+					.ready_timeout_s = c->ready_timeout, .dockerfile = c->dockerfile,
+					.dockerfile_file = c->df_file, .build_args = c->build_args,
+					.max_context = (uint64_t)c->max_context_mib << 20 };
 		signal(SIGPIPE, SIG_IGN);
 		if (template_build(&c->host, &o) < 0) {
 			fprintf(stderr, "kilnd: %s\n", errmsg());

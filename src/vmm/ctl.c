@@ -189,6 +189,7 @@ const struct ctl_command ctl_vm_commands[] = {
 	{ "snapshot", cmd_snapshot },
 	{ "hibernate", cmd_hibernate },
 	{ "fork", cmd_fork },
+	{ "layer", cmd_layer },
 	{ "volume_attach", cmd_volume_attach },
 	{ "volume_detach", cmd_volume_detach },
 	{ "debug_exec", cmd_debug_exec },

@@ -212,3 +212,40 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	strbuf_free(&disks);
 	return 0;
 }
+
+/* layer: {"cmd":"layer","path":P}. The root disk's current top is sealed
+ * as it is now and the disk goes on writing a new overlay created at P
+ * over it (a fork with no children): the sealed layer is a checkpoint of
+ * the disk that later VMs can boot over. The template build uses it to
+ * keep the disk after each Dockerfile step (its step cache). The guest
+ * should have synced: what it still holds in its page cache is not in
+ * the sealed layer. Reply: "sealed", the layer that now holds the state. */
+int cmd_layer(struct vm *vm, const struct json *req, struct strbuf *r)
+{
+	const char *path = json_get_str(req, "path");
+	if (!path || path[0] != '/')
+		return errf(EINVAL, "\"path\" must be an absolute path for the new top layer");
+	struct disk *disk = NULL;
+	for (int d = 0; !disk && d < vm->nvirtio; d++) {
+		struct disk *x = virtio_blk_disk(vm->virtio[d]);
+		if (x && !x->read_only)
+			disk = x;
+	}
+	if (!disk)
+		return errf(EINVAL, "the VM has no writable disk");
+	bool was_paused = vm->paused;
+	int rc = vm_pause(vm);
+	if (rc < 0)
+		return rc;
+	char sealed[4200];
+	snprintf(sealed, sizeof sealed, "%s", disk->path);
+	if ((rc = vm_flush_disks(vm)) == 0)
+		rc = disk_fork(disk, path, NULL, 0);
+	if (!was_paused)
+		vm_resume(vm);
+	if (rc < 0)
+		return rc;
+	strbuf_printf(r, ",\"sealed\":");
+	strbuf_json_str(r, sealed);
+	return 0;
+}

@@ -11,5 +11,7 @@
 
 struct vm;
 int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *reply);
+/* {"cmd":"layer","path":P}: seal the root disk's top, go on over a new one at P. */
+int cmd_layer(struct vm *vm, const struct json *req, struct strbuf *reply);
 
 #endif

@@ -11,6 +11,13 @@
 # is put in service; options that make no sense are refused. An app of
 # the template needs no command (docs/api.md "Apps"); one of a template
 # whose sandboxes run nothing on the port is a 504.
+# A template from a Dockerfile (docs/templates.md "Building from a
+# Dockerfile"): FROM kiln/minimal, ENV, WORKDIR, COPY of a context file,
+# RUNs using the ENV (with no network device but lo), and CMD + EXPOSE as the server started before the
+# snapshot; a sandbox has the files, the env, the cwd and the server. A
+# rebuild whose last RUN is changed (to one that fails) takes the earlier
+# steps from the cache (the build log says so), fails naming the step,
+# its line and its output, and the version in service goes on serving.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail tstart_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 MIN=$REPO/build/guest/rootfs-minimal.ext4
@@ -36,6 +43,35 @@ st=$?
 [ "$st" != 0 ] && grep -q "did not listen on port 8001 within 3 s; its output .*waiting" "$T/slow.log" &&
 	[ ! -e "$DATA/templates/slow/current" ] && pass tstart_never_listens "$(tail -1 "$T/slow.log" | cut -c1-200)" ||
 	fail tstart_never_listens "status $st: $(tail -2 "$T/slow.log")"
+# From a Dockerfile: the steps run in a build VM, each step's disk kept
+# as a layer in the step cache, the root written out; then the usual
+# boot, start (CMD, ready on the EXPOSEd port), snapshot, verify.
+CTX=$T/ctx
+mkdir -p "$CTX"
+echo from-context > "$CTX/greeting.txt"
+dockerfile() {
+	printf '%s\n' 'FROM kiln/minimal' 'ENV GREETING=hi' 'WORKDIR /app' 'COPY --chmod=600 greeting.txt ./' \
+		'RUN test "$(ls /sys/class/net)" = lo && echo "$GREETING from run in $(pwd)" > ran.txt && mkdir -p /w && echo dock > /w/index.html' \
+		'EXPOSE 8000' 'CMD ["httpd", "-f", "-p", "8000", "-h", "/w"]' "$1" > "$CTX/Dockerfile"
+}
+dockerfile 'RUN echo last-v1 > /app/last.txt'
+"$KILND" --data "$DATA" template build dock --dockerfile "$CTX" > "$T/dock.log" 2>&1
+st=$?
+if [ "$st" = 0 ] && grep -q "4 steps: 0 cached, 4 run" "$T/dock.log" && grep -q "port 8000 answers in a new sandbox" "$T/dock.log"; then
+	pass df_build "$(grep -o '4 steps[^(]*' "$T/dock.log" | head -1); $(tail -1 "$T/dock.log")"
+else
+	fail df_build "status $st: $(grep -v '^step' "$T/dock.log" | tail -4 | tr '\n' ' ')"
+fi
+# The last RUN changed, to one that fails: the three steps before it come
+# from the cache, it fails with its output, version 1 stays in service.
+dockerfile 'RUN echo about to fail; ls /nonexistent-dir; exit 3'
+"$KILND" --data "$DATA" template build dock --dockerfile "$CTX" > "$T/dock2.log" 2>&1
+st=$?
+nc=$(grep -c "cached: " "$T/dock2.log")
+[ "$st" != 0 ] && [ "$nc" = 3 ] && grep -q "step 8/8 (line 8, RUN) exited with status 3; the end of its output: about to fail .*nonexistent-dir" "$T/dock2.log" &&
+	grep -q "^step 8/8 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
+	pass df_failed_run_cached_steps "$nc steps cached; $(tail -1 "$T/dock2.log" | cut -c1-240)" ||
+	fail df_failed_run_cached_steps "status $st, $nc cached: $(tail -3 "$T/dock2.log" | tr '\n' ' ')"
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
 [[ $out == *"give it"* ]] && pass tstart_port_without_start "$out" || fail tstart_port_without_start "$out"
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)
@@ -43,10 +79,19 @@ out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-
 
 start_kilnd --rate 0 --domain tstart.test || exit 1
 KEY=$(new_key tstart)
-at_exit 'for s in ${A:-} ${B:-}; do api DELETE /v1/sandboxes/$s; done'
+at_exit 'for s in ${A:-} ${B:-} ${D:-}; do api DELETE /v1/sandboxes/$s; done'
 api GET /v1/templates
 check tstart_listed_template "$(jget '[(t["name"], t["ready_port"]) for t in j["templates"] if t["start"]]')" \
-	[ "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["templates"] if t["start"]]')" = "[('srv', '$SRV', 8000)]" ]
+	[ "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["templates"] if t["start"] and t["name"] != "dock"]')" = "[('srv', '$SRV', 8000)]" ]
+check df_listed "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["templates"] if t["name"] == "dock"]')" \
+	[ "$(jget '[(t["start"], t["ready_port"]) for t in j["templates"] if t["name"] == "dock"]')" = "[(\"exec 'httpd' '-f' '-p' '8000' '-h' '/w'\", 8000)]" ]
+# A sandbox of the Dockerfile's template (version 1).
+create_sandbox '{"template":"dock"}'
+D=$SBX
+api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
+got=$(jget '" ".join(j["stdout"].split())')
+check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock" ]
+api DELETE "/v1/sandboxes/$D"
 create_sandbox '{"template":"srv"}'
 A=$SBX
 t_created=$(date +%s.%N)

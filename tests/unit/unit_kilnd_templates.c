@@ -11,6 +11,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,7 +136,7 @@ static int build_from_oci(void)
 		{ .name = "newone", .oci = "/x", .memory_mib = 64 },
 	};
 	const char *why[] = { "bad template name 'Bad.Name'", "a new template is built from an image",
-			      "--oci and --image: give one", "--vcpus 9: want 1 to 8", "--memory 64: want 128" };
+			      "--oci, --image and --dockerfile: give one", "--vcpus 9: want 1 to 8", "--memory 64: want 128" };
 	for (int i = 0; i < 5; i++) {
 		int rc = template_build(&cfg, &bad[i]);
 		T_ASSERT(rc == -EINVAL && strstr(errmsg(), why[i]), "case %d: %d %s", i, rc, errmsg());
@@ -188,6 +189,52 @@ static int build_from_oci(void)
 	return 0;
 }
 
+/* A Dockerfile FROM an OCI image in its context, with config steps only
+ * (the disk steps need a VM: tests/e2e/88): the image step unpacks it
+ * into the step cache once, the manifest has the OCI config with the
+ * Dockerfile's ENV over it, and a second build takes the cached image. */
+static int build_dockerfile_from_oci(void)
+{
+	char cmd[2000], man[600];
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/ctx && cp -r %s/img %s/ctx/img && printf 'FROM oci:img:v1\\n"
+		 "ENV EXTRA=1 KILN_OCI=over\\nLABEL a=b\\n' > %s/ctx/Dockerfile", cfg.data_dir, cfg.data_dir,
+		 cfg.data_dir, cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "%s", cmd);
+	char ctx[600];
+	snprintf(ctx, sizeof ctx, "%s/ctx", cfg.data_dir);
+	struct build_opts o = { .name = "fromdf", .dockerfile = ctx };
+	int rc = template_build(&cfg, &o);
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
+	snprintf(man, sizeof man, "%s/templates/fromdf/v1", cfg.data_dir);
+	struct tmpl t;
+	T_ASSERT(tmpl_load(man, &t) == 0, "%s", errmsg());
+	json_t *env = json_object_get(t.image, "env");
+	T_ASSERT(!strcmp(json_string_value(json_object_get(env, "KILN_OCI")), "over") &&
+		 !strcmp(json_string_value(json_object_get(env, "EXTRA")), "1"), "image env");
+	T_ASSERT(!strcmp(json_string_value(json_object_get(t.image, "workdir")), "/keep"), "image workdir");
+	T_ASSERT(!strcmp(json_string_value(json_object_get(json_object_get(t.image, "labels"), "a")), "b"), "label");
+	T_ASSERT(strstr(t.description, "Dockerfile in ") && !t.start[0], "%s / start '%s'", t.description, t.start);
+	tmpl_clear(&t);
+	snprintf(cmd, sizeof cmd, "debugfs -R 'cat /etc/new' %s/root.ext4 2>/dev/null | grep -qx new && "
+		 "test $(ls %s/templates/.cache/*.ext4 | wc -l) = 1", man, cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "root.ext4 or the cache: %s", cmd);
+	/* Again from the start: the unpacked image comes from the cache. */
+	o.restart = true;
+	char log[700];
+	snprintf(log, sizeof log, "%s/df2.log", cfg.data_dir);
+	fflush(stderr);
+	int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	rc = template_build(&cfg, &o);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
+	snprintf(cmd, sizeof cmd, "grep -q 'unpacked before (cached)' %s && ! grep -q unpacking %s", log, log);
+	T_ASSERT(system(cmd) == 0, "the OCI image was unpacked again");
+	return 0;
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/kiln-tmpl-XXXXXX";
@@ -203,6 +250,7 @@ int main(void)
 	T_RUN(names);
 	T_RUN(operator_templates);
 	T_RUN(build_from_oci);
+	T_RUN(build_dockerfile_from_oci);
 	templates_close(ts);
 	snprintf(p, sizeof p, "rm -rf %s", dir);
 	if (system(p) != 0)

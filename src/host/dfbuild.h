@@ -1,0 +1,86 @@
+/*
+ * dfbuild: the root image of a template built from a Dockerfile
+ * (docs/templates.md "Building from a Dockerfile"); the template build's
+ * image step when it is given --dockerfile.
+ *
+ * FROM names a raw root image: a kiln template's (`kiln/NAME`, the root
+ * image of its version in service, or a compiled-in one's prebuilt
+ * image) or an OCI image in the context (`oci:PATH[:TAG]`, unpacked by
+ * the caller into the cache). Each RUN, COPY, ADD and WORKDIR is a step
+ * on the disk, done inside one build microVM (no network device: a RUN
+ * reaches nothing outside the VM; the host keeps the files API and exec
+ * over vsock), never on the host. After each step the guest syncs and
+ * the VMM seals the disk's top layer and goes on over a new one (the
+ * "layer" control command), so every step leaves a sealed overlay in
+ * the step cache, DATA/templates/.cache/KEY.layer, KEY being the chain
+ * digest of the parent's key, the step's text and its inputs (COPY's
+ * file digests, ARG values). A rebuild boots over the last layer it has
+ * and redoes only the steps after it. The image is then the last layer's
+ * chain written out as a raw image (disk_to_raw), which the template
+ * build boots, warms and snapshots as any other.
+ */
+#ifndef KILN_HOST_DFBUILD_H
+#define KILN_HOST_DFBUILD_H
+
+#include "host/build_context.h"
+#include "host/dockerfile.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct host_config;
+
+#define DF_RUN_TIMEOUT_MS (30 * 60 * 1000)	/* one RUN step */
+#define DF_TAIL 240				/* bytes of a failed RUN's output in the error (the log has all) */
+
+struct dfbuild {
+	/* the caller's */
+	const struct host_config *cfg;
+	const char *name;		/* the template (the build VM's hostname) */
+	const char *context;		/* the build context directory */
+	const char *file;		/* the Dockerfile; NULL: CONTEXT/Dockerfile */
+	const char *const *build_args;	/* NAME=VALUE, NULL-ended, or NULL */
+	uint64_t max_context;		/* 0: BCTX_MAX_BYTES */
+	int vcpus, memory_mib;		/* the build VM's */
+	const char *vdir;		/* the version's directory (the build VM's goes there) */
+	bool tty;
+	void (*progress)(void *pctx, const char *msg);
+	void *pctx;
+
+	/* dfbuild_open's */
+	struct dockerfile df;
+	struct bctx bc;
+	char cache[PATH_MAX];		/* DATA/templates/.cache */
+	int lock;			/* on the cache */
+	char from_oci[PATH_MAX];	/* FROM oci:: the reference (context path[:TAG]), else "" */
+	char from_key[65];		/* FROM's identity, hashed */
+	/* The raw image and its config the steps start from: set by
+	 * dfbuild_open for FROM kiln/NAME, by the caller for FROM oci: */
+	char base[PATH_MAX];
+	json_t *base_image;
+
+	/* dfbuild_run's */
+	json_t *image;			/* the image config for the manifest */
+	char start[1024];		/* the Dockerfile's ENTRYPOINT + CMD as a shell command, or "" */
+	int ready_port;			/* its first EXPOSEd TCP port with them, or 0 */
+	int steps, run, cached;		/* disk steps: all, done now, taken from the cache */
+};
+
+/* Read and parse the Dockerfile, measure the context, resolve FROM, lock
+ * the cache. Errors name the line (the parser's) or the limit. */
+int dfbuild_open(struct dfbuild *d);
+/* Do the steps; write the raw root image at out. */
+int dfbuild_run(struct dfbuild *d, const char *out);
+void dfbuild_close(struct dfbuild *d);
+
+/* What a FROM says: kind 't' (kiln/NAME: name), 'o' (oci:REF: ref),
+ * or -EINVAL naming what is accepted. */
+int dfbuild_from(const char *image, char *kind, const char **rest);
+
+/* A WORKDIR or COPY destination p in the guest, joined onto the working
+ * directory wd, "." and ".." taken out; a trailing '/' kept. */
+void dfbuild_path(const char *wd, const char *p, char *out, size_t cap);
+
+#endif
