@@ -35,12 +35,14 @@ DOCS = ["quickstart-python.md", "quickstart-typescript.md", "mcp.md"]
 BLOCK = re.compile(r"^```(\S*)([^\n]*)\n(.*?)^```[ \t]*$", re.S | re.M)
 DONE = "__KILN_DOC_BLOCK_DONE__"
 failures = 0
+report_lock = threading.Lock()
 
 
 def report(ok, name, detail):
     global failures
-    failures += not ok
-    print(f"{'PASS' if ok else 'FAIL'} {name}: {' '.join(str(detail).split())[:700]}", flush=True)
+    with report_lock:
+        failures += not ok
+        print(f"{'PASS' if ok else 'FAIL'} {name}: {' '.join(str(detail).split())[:700]}", flush=True)
 
 
 class Shell:
@@ -176,8 +178,20 @@ def run_doc(doc):
 
 
 def main():
-    for doc in DOCS:
-        run_doc(doc)
+    # The documents at once, each in its own directory and shell: the
+    # TypeScript one is mostly this machine's compiler, the others mostly
+    # waiting on sandboxes, so together they take about as long as the
+    # longest one alone.
+    def guarded(doc):
+        try:
+            run_doc(doc)
+        except Exception as e:  # a crash of the runner fails the document
+            report(False, f"docs_{doc}", f"the test itself failed: {e!r}")
+    threads = [threading.Thread(target=guarded, args=(doc,)) for doc in DOCS]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     # The MCP page shows the configuration the MCP test connects with.
     page = open(os.path.join(REPO, "docs", "mcp.md")).read()
     m = re.search(r"^```json file=\.mcp\.json\n(.*?)^```", page, re.S | re.M)

@@ -1123,13 +1123,15 @@ def usage_billing_statements():
 @test
 def apps():
     name = "py-app-%d" % os.getpid()
+    # On minimal (busybox httpd): a smaller VM to create, and to create again on a deploy.
     serve = ("mkdir -p /srv/w && echo {0} > /srv/w/index.html && echo serving {0} && "
-             "exec python3 -m http.server 8000 --directory /srv/w")
+             "exec httpd -f -p 8000 -h /srv/w")
     raises(InvalidRequest, App.create, name, port=8000, command="true", restart="sometimes")
     raises(InvalidRequest, App.create, name, port=8000, template="base", from_snapshot="snap_x")  # one source
     raises(ValueError, App.get, "../v1/sandboxes")
     raises(TypeError, App.create, name, port="8000", command="true")
-    app = App.create(name, port=8000, command=serve.format("v1"), env={"WHO": "py"}, restart="always")
+    app = App.create(name, port=8000, template="minimal", command=serve.format("v1"), env={"WHO": "py"},
+                     restart="always")
     try:
         assert app.id.startswith("app_"), app
         eq((app.name, app.port, app.version, app.status, app.info["restart"], app.info["env"]),

@@ -536,17 +536,17 @@ function getApp(url) {
 test("workspace: create_app, get_app, list_apps, app_logs, deploy_app, delete_app", async () => {
   const name = `mcp-app-${process.pid}`;
   const serve = (text) => `mkdir -p /srv/w && echo ${text} > /srv/w/index.html && echo serving ${text} && ` +
-    "exec python3 -m http.server 8000 --directory /srv/w";
+    "exec httpd -f -p 8000 -h /srv/w";  // minimal's busybox: a smaller VM to create, and again on a deploy
   // The arguments are checked before anything is made: by the schema (-32602), then by src/ops/.
   assert.match(await rpcError(ws.callTool({ name: "create_app", arguments: { name, port: 8000, restart: "sometimes" } }), -32602), /restart/);
   assert.match(await rpcError(ws.callTool({ name: "create_app", arguments: { name, port: 70000, command: "x" } }), -32602), /port/);
   assert.match(await toolError(ws, "create_app", { name: "Bad_Name", port: 8000, command: "true" }), /field 'name' of an app/);
   assert.match(await toolError(ws, "create_app", { name, port: 8000, command: "true", template: "base", from_snapshot: "snap_x" }), /one of 'template'/);
 
-  const a = (await call(ws, "create_app", { name, port: 8000, command: serve("v1"), env: { WHO: "mcp" }, restart: "always" })).structuredContent;
+  const a = (await call(ws, "create_app", { name, port: 8000, template: "minimal", command: serve("v1"), env: { WHO: "mcp" }, restart: "always" })).structuredContent;
   apps.add(a.id);
   assert.match(a.id, /^app_/);
-  assert.deepEqual([a.name, a.port, a.version, a.restart, a.template, a.env.WHO, a.status], [name, 8000, 1, "always", "base", "mcp", "running"]);
+  assert.deepEqual([a.name, a.port, a.version, a.restart, a.template, a.env.WHO, a.status], [name, 8000, 1, "always", "minimal", "mcp", "running"]);
   assert.match(a.url, new RegExp(`^http://app-${a.id.slice(4)}\\.sdk\\.test:${new URL(URL_).port}/$`), "its own origin, under --domain");
   assert.match(a.sandbox_id, /^sbx_/);
   assert.ok(a.created_at && a.updated_at && !("created_ms" in a), "times as the REST API gives them");
