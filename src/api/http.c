@@ -4,6 +4,7 @@
 #include "api/audit.h"
 #include "api/auth.h"
 #include "api/inflight.h"
+#include "api/mhd_errors.h"
 #include "common/metrics.h"
 #include "api/ratelimit.h"
 #include "api/window.h"
@@ -187,7 +188,7 @@ static int queue(struct req *r, int status, struct MHD_Response *resp, const cha
 	r->answered = true;
 	r->status = status;
 	metrics_http(r->api->metrics, status, error_code);
-	enum MHD_Result rc = MHD_queue_response(r->conn, status, resp);
+	enum MHD_Result rc = mhd_queue(r->conn, status, resp);
 	MHD_destroy_response(resp);
 	return rc;
 }
@@ -798,7 +799,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
 {
-	(void)version;
 	struct req *r = *con_cls;
 	if (!r) {
 		r = req_new(cls, conn);
@@ -809,7 +809,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (!r->admitted) {
 		r->admitted = true;
 		snprintf(r->method, sizeof r->method, "%s", method);
-		int rc = admit(r, url);
+		/* RFC 9112 §3.2. Checked here, not by MHD_OPTION_STRICT_FOR_CLIENT:
+		 * libmicrohttpd 0.9.75 writes its own answer to that twice
+		 * (mhd_errors.h). */
+		int rc = strcmp(version, MHD_HTTP_VERSION_1_1) == 0 && !req_header(r, "Host")
+			 ? reply_error(r, 400, "invalid_request", "an HTTP/1.1 request needs a Host header")
+			 : admit(r, url);
 		return rc < 0 ? MHD_YES : rc;
 	}
 	if (*upload_size) {

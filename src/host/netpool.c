@@ -20,6 +20,7 @@
 #define POOL_MAX 256
 #define RECENT_MAX 256		/* takes remembered, for the target */
 #define RECENT_MS 60000		/* what "recent" is */
+#define HOST_NETS_MS 30000	/* refresh_host_nets while idle */
 
 struct netpool {
 	const struct host_config *cfg;
@@ -126,6 +127,16 @@ static int target(const struct netpool *p)
 	return n < floor ? floor : n > cap ? cap : n;
 }
 
+/* The sets of the host's networks (net.h), which every sandbox's default
+ * policy drops, follow its addresses: at start (net_init), at each take
+ * (a create), and every HOST_NETS_MS while the filler waits. An address
+ * added in between is reachable from sandboxes until then. */
+static void refresh_host_nets(struct netpool *p)
+{
+	if (net_host_nets_refresh(&p->nc) < 0)
+		log_warn("the host's networks for the egress policy: %s", errmsg());
+}
+
 static void *fill(void *arg)
 {
 	struct netpool *p = arg;
@@ -135,7 +146,15 @@ static void *fill(void *arg)
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
 		if (p->nready >= target(p)) {
-			pthread_cond_wait(&p->cond, &p->lock);
+			/* Idle: every 30 s, the host's addresses may have moved. */
+			struct timespec until;
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += HOST_NETS_MS / 1000;
+			if (pthread_cond_timedwait(&p->cond, &p->lock, &until) == ETIMEDOUT) {
+				pthread_mutex_unlock(&p->lock);
+				refresh_host_nets(p);
+				pthread_mutex_lock(&p->lock);
+			}
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
@@ -213,6 +232,7 @@ int netpool_take(struct netpool *p, uint32_t *slot)
 	p->recent[p->ntakes++ % RECENT_MAX] = mono_ms();
 	pthread_cond_broadcast(&p->cond);	/* the filler makes another */
 	pthread_mutex_unlock(&p->lock);
+	refresh_host_nets(p);
 	return have ? 0 : make_slot(p, slot);
 }
 

@@ -11,7 +11,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,12 @@ extern char **environ;
  * NAT, 100.64/10), and IPv6 unique local and link-local addresses. */
 #define PRIVATE_V4 "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10"
 #define PRIVATE_V6 "fc00::/7, fe80::/10"
+
+/* The sets of the host's networks (net_host_nets_refresh); a policy
+ * names them too, so that it loads on a table made before them. */
+#define HOST_NETS_SETS \
+	"add set inet kiln host_nets { type ipv4_addr; flags interval; auto-merge; }\n" \
+	"add set inet kiln host_nets6 { type ipv6_addr; flags interval; auto-merge; }\n"
 
 /* The Stratum mining-pool ports dropped for every sandbox (docs/network.md). */
 #define STRATUM_PORTS "3333, 3334, 3335, 4444, 5555, 5588, 6666, 7777, 8008, 8888, 9999, 14433, 14444, 45560, 45700"
@@ -189,6 +198,7 @@ int net_init(const struct net_config *c)
 		 "add chain inet kiln input { type filter hook input priority 0; policy accept; }\n"
 		 "add chain inet kiln postrouting { type nat hook postrouting priority 100; policy accept; }\n"
 		 "add map inet kiln egress { type ifname : verdict; }\n"
+		 HOST_NETS_SETS
 		 "flush chain inet kiln forward\n"
 		 "flush chain inet kiln input\n"
 		 "flush chain inet kiln postrouting\n"
@@ -201,7 +211,83 @@ int net_init(const struct net_config *c)
 		 "add rule inet kiln input iifname \"kv*\" drop comment \"the host itself\"\n"
 		 "add rule inet kiln postrouting ip saddr %s/%d oifname != \"kv*\" masquerade\n",
 		 pool, c->pool_bits);
-	return nft(NULL, script);
+	rc = nft(NULL, script);
+	return rc < 0 ? rc : net_host_nets_refresh(c);
+}
+
+/* One address of the host as the network it is on, "a.b.c.d/n" (or
+ * IPv6), appended to list; false if it is none of the host's networks a
+ * sandbox could reach otherwise: loopback, IPv6 link-local (dropped
+ * anyway), the sandboxes' own pool. */
+static bool host_net(const struct net_config *c, const struct ifaddrs *ifa, char *list, size_t n)
+{
+	if (!ifa->ifa_addr || !ifa->ifa_netmask || (ifa->ifa_flags & IFF_LOOPBACK) ||
+	    strncmp(ifa->ifa_name, "kv", 2) == 0)
+		return false;
+	char a[INET6_ADDRSTRLEN];
+	int bits = 0;
+	if (ifa->ifa_addr->sa_family == AF_INET) {
+		uint32_t addr = ntohl(((const struct sockaddr_in *)ifa->ifa_addr)->sin_addr.s_addr);
+		uint32_t mask = ntohl(((const struct sockaddr_in *)ifa->ifa_netmask)->sin_addr.s_addr);
+		uint32_t pool_mask = c->pool_bits ? ~0u << (32 - c->pool_bits) : 0;
+		if ((addr & pool_mask) == c->pool)
+			return false;
+		for (uint32_t m = mask; m & 0x80000000u; m <<= 1)
+			bits++;
+		ip4(addr & mask, a);
+	} else if (ifa->ifa_addr->sa_family == AF_INET6) {
+		struct in6_addr addr = ((const struct sockaddr_in6 *)ifa->ifa_addr)->sin6_addr;
+		const struct in6_addr *mask = &((const struct sockaddr_in6 *)ifa->ifa_netmask)->sin6_addr;
+		if (IN6_IS_ADDR_LINKLOCAL(&addr) || IN6_IS_ADDR_LOOPBACK(&addr))
+			return false;
+		for (int i = 0; i < 16; i++) {
+			addr.s6_addr[i] &= mask->s6_addr[i];
+			for (unsigned m = mask->s6_addr[i]; m & 0x80; m = (m << 1) & 0xff)
+				bits++;
+		}
+		inet_ntop(AF_INET6, &addr, a, sizeof a);
+	} else {
+		return false;
+	}
+	size_t len = strlen(list);
+	char one[INET6_ADDRSTRLEN + 8];
+	int k = snprintf(one, sizeof one, "%s%s/%d", len ? ", " : "", a, bits);
+	if (len + (size_t)k >= n)
+		return false;	/* thousands of addresses: the first ones */
+	memcpy(list + len, one, (size_t)k + 1);
+	return true;
+}
+
+/* The host's networks as last written to the sets, so that a refresh
+ * that finds them unchanged runs no nft. */
+static pthread_mutex_t host_nets_lock = PTHREAD_MUTEX_INITIALIZER;
+static char host_nets_last[8192 + 256];
+
+int net_host_nets_refresh(const struct net_config *c)
+{
+	struct ifaddrs *all;
+	if (getifaddrs(&all) < 0)
+		return errf_sys("getifaddrs");
+	static char v4[4096], v6[4096], script[sizeof host_nets_last];
+	pthread_mutex_lock(&host_nets_lock);
+	v4[0] = v6[0] = 0;
+	for (struct ifaddrs *ifa = all; ifa; ifa = ifa->ifa_next)
+		if (ifa->ifa_addr && ifa->ifa_addr->sa_family == AF_INET6)
+			host_net(c, ifa, v6, sizeof v6);
+		else
+			host_net(c, ifa, v4, sizeof v4);
+	freeifaddrs(all);
+	snprintf(script, sizeof script, "flush set inet kiln host_nets\n%s%s%s"
+		 "flush set inet kiln host_nets6\n%s%s%s",
+		 v4[0] ? "add element inet kiln host_nets { " : "", v4, v4[0] ? " }\n" : "",
+		 v6[0] ? "add element inet kiln host_nets6 { " : "", v6, v6[0] ? " }\n" : "");
+	int rc = 0;
+	if (strcmp(script, host_nets_last) != 0) {
+		rc = nft(NULL, script);
+		snprintf(host_nets_last, sizeof host_nets_last, "%s", rc == 0 ? script : "");
+	}
+	pthread_mutex_unlock(&host_nets_lock);
+	return rc;
 }
 
 void net_slot_info(const struct net_config *c, uint32_t slot, struct net_slot *out)
@@ -326,7 +412,7 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 	/* One nft run is one transaction: the old rules are replaced, never
 	 * absent, so a policy change cannot open a window. */
 	char script[8192];
-	snprintf(script, sizeof script,
+	snprintf(script, sizeof script, HOST_NETS_SETS
 		 "add chain inet kiln sbx%u\n"
 		 "flush chain inet kiln sbx%u\n", s->slot, s->slot);
 	int rc = 0;
@@ -347,12 +433,17 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 			 " accept\nadd rule inet kiln sbx%u drop\n", s->slot);
 	} else if (rc == 0) {
 		/* The internet, not the host's private networks: its LAN, its
-		 * gateway and resolvers, other services in the data centre.
-		 * An allow_out list that names them lets them through. */
+		 * gateway and resolvers, other services in the data centre;
+		 * nor the networks of the host's own addresses, whatever their
+		 * range (a public uplink's neighbours; the set is kept by
+		 * net_host_nets_refresh). An allow_out list that names them
+		 * lets them through. */
 		snprintf(script + strlen(script), sizeof script - strlen(script),
 			 "add rule inet kiln sbx%u ip daddr { " PRIVATE_V4 " } drop comment \"private\"\n"
-			 "add rule inet kiln sbx%u ip6 daddr { " PRIVATE_V6 " } drop comment \"private\"\n",
-			 s->slot, s->slot);
+			 "add rule inet kiln sbx%u ip6 daddr { " PRIVATE_V6 " } drop comment \"private\"\n"
+			 "add rule inet kiln sbx%u ip daddr @host_nets drop comment \"the host's networks\"\n"
+			 "add rule inet kiln sbx%u ip6 daddr @host_nets6 drop comment \"the host's networks\"\n",
+			 s->slot, s->slot, s->slot, s->slot);
 	}
 	if (rc < 0)
 		return rc;

@@ -67,8 +67,15 @@ struct net_policy {
 /* net_parse_cidr: "a.b.c.d[/n]". */
 int net_parse_cidr(const char *s, struct net_cidr *out);
 
-/* net_init: IP forwarding on, the kiln table in place (idempotent). */
+/* net_init: IP forwarding on, the kiln table in place (idempotent), and
+ * net_host_nets_refresh. */
 int net_init(const struct net_config *c);
+/* net_host_nets_refresh: the sets of the host's networks (every address
+ * of its interfaces, but loopback, the kv* veths and the pool, as the
+ * network it is on) made what the interfaces hold now. A sandbox with
+ * the default policy reaches none of them. Cheap when nothing changed
+ * (no nft run); thread-safe. */
+int net_host_nets_refresh(const struct net_config *c);
 /* net_create: a namespace for a free slot, with the default policy
  * (internet allowed, nothing denied). */
 int net_create(const struct net_config *c, struct net_slot *out);

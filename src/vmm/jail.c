@@ -186,8 +186,8 @@ static int install_sigsys(void)
 static const char *const common_calls[] = {
 	"read", "write", "readv", "writev", "close", "futex", "rt_sigreturn", "rt_sigprocmask",
 	"clock_gettime", "gettimeofday", "exit", "exit_group", "mmap", "munmap", "mprotect",
-	"madvise", "brk", "getpid", "gettid", "tgkill", "sched_yield", "restart_syscall",
-	"epoll_ctl", "nanosleep", "clock_nanosleep", "rseq", "set_robust_list",
+	"madvise", "brk", "getpid", "gettid", "sched_yield", "restart_syscall",
+	"epoll_ctl", "nanosleep", "clock_nanosleep", "rseq", "set_robust_list", "timer_settime",
 };
 
 static const char *const main_calls[] = {
@@ -199,7 +199,7 @@ static const char *const main_calls[] = {
 	"signalfd4", "bind", "listen", "accept4", "connect", "sendto", "sendmsg", "recvfrom",
 	"recvmsg", "shutdown", "setsockopt", "getsockopt", "getsockname",
 	"wait4", "getrandom", "dup", "dup2", "dup3", "pipe2", "rt_sigaction", "sigaltstack",
-	"prlimit64", "sched_getaffinity", "kill", "uname", "sysinfo", "membarrier",
+	"prlimit64", "sched_getaffinity", "uname", "sysinfo", "membarrier", "timer_create",
 	"copy_file_range", "fallocate", "sync_file_range", "fadvise64", "fstatfs",
 };
 
@@ -216,9 +216,36 @@ static int add_calls(scmp_filter_ctx ctx, const char *const *names, size_t n)
 	return 0;
 }
 
+/* Signals. A filter holds constants, and one loaded in a VMM that forks
+ * (a live fork, child.c) is inherited by every child: "tgkill only of my
+ * own pid" would be the parent's pid in each child, whose own kicks it
+ * would then refuse, and filters cannot be widened. So the VMM is built
+ * to need no pid-naming signal of its own: a vCPU is kicked by a timer of
+ * its thread (vcpu.c), which the kernel lets signal only its own process,
+ * so tgkill (and tkill, rt_tgsigqueueinfo) are refused outright; an
+ * abort() ends through sigsys() too (exit status 159). kill stays for
+ * one use, child_discard's SIGKILL of a child VM that failed to start
+ * (child.c): only SIGKILL, only to one process (no process group, no -1
+ * broadcast). Which processes that reaches the
+ * kernel decides by uid: the jail's uid is the sandbox's own, shared
+ * only with the VMs it forked, so a VMM taken over by its guest can kill
+ * no process but its own family (Firecracker's VMM, which never forks,
+ * allows no kill at all). */
+static int allow_signals(scmp_filter_ctx ctx)
+{
+	/* pid < 2^31: no sign bit (a process group, -1), no high bits the
+	 * kernel would drop. pid 0, its own process group, reaches no
+	 * process that a pid could not: the kernel's uid check is per
+	 * process. */
+	int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 2,
+				  SCMP_A0(SCMP_CMP_MASKED_EQ, ~(scmp_datum_t)0x7fffffff, 0),
+				  SCMP_A1(SCMP_CMP_EQ, SIGKILL));
+	return rc < 0 ? errf(-rc, "seccomp: the kill rule") : 0;
+}
+
 /* load_filter: everything not allowed traps into sigsys(). ioctl is
  * allowed for KVM requests and the few TUN/terminal ones above; clone
- * with the thread and fork flags above only. */
+ * with the thread and fork flags above only; signals as allow_signals. */
 static int load_filter(bool main_thread)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
@@ -227,6 +254,8 @@ static int load_filter(bool main_thread)
 	int rc = add_calls(ctx, common_calls, sizeof common_calls / sizeof common_calls[0]);
 	if (rc == 0 && main_thread)
 		rc = add_calls(ctx, main_calls, sizeof main_calls / sizeof main_calls[0]);
+	if (rc == 0 && main_thread)
+		rc = allow_signals(ctx);
 	if (rc == 0 && main_thread)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 				      SCMP_A0(SCMP_CMP_EQ, AF_UNIX));

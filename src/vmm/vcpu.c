@@ -6,6 +6,12 @@
  * Stopping a vCPU (to pause or to exit) uses KVM's immediate_exit: the
  * kick signal's handler sets it, so a kick that lands just before KVM_RUN
  * is not lost, and the loop clears it only before re-checking its flags.
+ *
+ * The kick is a POSIX timer of the vCPU's thread (SIGEV_THREAD_ID), not
+ * pthread_kill: the kernel lets a timer signal only a thread of its own
+ * process, so the VMM needs no tgkill, which names any process by pid.
+ * Its seccomp filter allows none (jail.c): a filter cannot hold "my own
+ * pid" for the children a VMM forks, which inherit it.
  */
 #include "vmm/vmm.h"
 #include "vmm/jail.h"
@@ -227,10 +233,27 @@ static bool park(struct vcpu *v)
 
 static void *vcpu_loop(struct vcpu *v);
 
+/* The kick's timer: a signal to this thread alone. Kicks before it is
+ * made need no signal: the thread has not reached KVM_RUN, and park()
+ * sees why it was kicked. It lives as long as the process (a forked
+ * child, which inherits no timer, makes its own). */
+static int make_kick_timer(struct vcpu *v)
+{
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID, .sigev_signo = KICK_SIGNAL };
+	sev._sigev_un._tid = gettid();	/* sigev_notify_thread_id, which glibc 2.36 does not name */
+	if (timer_create(CLOCK_MONOTONIC, &sev, &v->kick_timer) < 0)
+		return errf_sys("timer_create");
+	atomic_store(&v->kick_ready, true);
+	return 0;
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
-	if ((v->vm->cfg->jail.root || v->vm->cfg->jailed) && jail_vcpu_thread() < 0)
+	int rc = make_kick_timer(v);
+	if (rc == 0 && (v->vm->cfg->jail.root || v->vm->cfg->jailed))
+		rc = jail_vcpu_thread();
+	if (rc < 0)
 		vm_request_exit(v->vm, EXIT_ERROR, "vCPU %d: %s", v->index, errmsg());
 	else
 		vcpu_loop(v);
@@ -372,6 +395,10 @@ void vcpus_kick(struct vm *vm)
 		if (!v->started)
 			continue;
 		v->run->immediate_exit = 1;
-		pthread_kill(v->thread, KICK_SIGNAL);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load(&v->kick_ready)) {
+			struct itimerspec soon = { .it_value = { .tv_nsec = 1 } };
+			timer_settime(v->kick_timer, 0, &soon, NULL);
+		}
 	}
 }

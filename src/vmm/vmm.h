@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "vmm/bus.h"
 #include "vmm/config.h"
@@ -79,6 +80,8 @@ struct vcpu {
 	bool io_pending;             /* an I/O exit KVM completes on the next KVM_RUN */
 	struct exitlog exits;        /* the last exits, for a post-mortem */
 	int stats_fd;                /* KVM's statistics (kvmstats.c), or -1 */
+	timer_t kick_timer;          /* signals this vCPU's thread alone (vcpus_kick) */
+	atomic_bool kick_ready;      /* kick_timer is made */
 };
 
 struct serial;

@@ -3,7 +3,8 @@
 # own namespace from the warm pool and its guest has its address from the
 # template (kiln.ip), so it reaches "the internet" (a namespace this test
 # makes upstream of the host, standing in for it) at once; but not another
-# sandbox, cloud metadata, the host's own addresses or a Stratum port.
+# sandbox, cloud metadata, the host's own addresses, the networks they are
+# on (its LAN, public or private) or a Stratum port.
 # DNS: kilnd (--dns) writes each guest's /etc/resolv.conf at create, fork
 # and wake, and a name resolves through a resolver in "the internet".
 # Egress policies: allow_out with one CIDR, allow_internet false, changes
@@ -56,6 +57,16 @@ at_exit "kill $! 2>/dev/null"
 	{ echo "FAIL template_minimal: $(tail -3 "$T/build-minimal.log" | tr '\n' ' ')"; exit 1; }
 start_kilnd --rate 0 --net-pool 2 --dns 203.0.113.10 --verbose || exit 1
 KEY=$(new_key net)
+# The host's LAN on addresses that are not private (issue 15): a neighbour
+# on the network of one of the host's own addresses, 198.18.0.0/24, made
+# after kilnd started (its sets follow the host's addresses at each create).
+lan=kiln-t67-lan
+at_exit "ip netns del $lan 2>/dev/null; ip link del kl67 2>/dev/null"
+ip netns add $lan && ip link add kl67 type veth peer name lv netns $lan &&
+	ip addr add 198.18.0.1/24 dev kl67 && ip link set kl67 up &&
+	ip -n $lan addr add 198.18.0.2/24 dev lv && ip -n $lan link set lv up && ip -n $lan link set lo up
+serve $lan 80
+answers http://198.18.0.2/ || fail net_setup "http://198.18.0.2/ (the host's LAN) does not answer the host"
 at_exit 'for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done'
 
 # fetch SBX HOST PORT: what the guest gets from http://HOST:PORT/, or
@@ -132,6 +143,8 @@ reach net_blocks_stratum "$A" 192.0.2.2 3333 blocked
 # Private address space is not "the internet" (issue 15).
 reach net_blocks_private "$A" 10.99.0.10 80 blocked
 reach net_blocks_cgnat "$A" 100.64.99.10 80 blocked
+# Nor is the host's own network, whatever its range.
+reach net_blocks_host_lan "$A" 198.18.0.2 80 blocked
 
 # ---- policies -----------------------------------------------------------------------------
 create_sandbox '{"template":"minimal","allow_out":["203.0.113.0/24"]}'
@@ -147,6 +160,8 @@ D=$SBX
 check net_no_internet_shown "$(jget 'j["network"]')" [ "$(jget 'j["network"]["allow_internet"]')" = False ]
 reach net_no_internet "$D" 192.0.2.2 80 blocked
 
+api PUT "/v1/sandboxes/$A/network" '{"allow_out":["198.18.0.0/24"]}'
+reach net_allow_out_host_lan "$A" 198.18.0.2 80 kiln-upstream
 api PUT "/v1/sandboxes/$A/network" '{"allow_internet":false}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["network"]["allow_internet"]')" = False ] &&
 	reach net_put_no_internet "$A" 192.0.2.2 80 blocked || fail net_put_no_internet "$STATUS $BODY"
