@@ -114,8 +114,10 @@ static int file_put_query(struct req *r, const char **path, unsigned long *mode,
 	const char *mode_s = req_query(r, "mode");
 	*mkdirs = true;
 	*mode = 0644;
+	const char *user;
 	int rc = query_path(r, path);
 	rc = rc ?: req_query_bool(r, "mkdirs", mkdirs);
+	rc = rc ?: req_query_user(r, &user);
 	if (rc == 0 && mode_s) {
 		char *end;
 		*mode = strtoul(mode_s, &end, 8);
