@@ -691,6 +691,16 @@ st=$?
 echo "over the wire" > "$T/up.txt"
 "$KILN" cp "$T/up.txt" "$C:/tmp/up.txt" && "$KILN" cp "$C:/tmp/up.txt" "$T/down.txt" && cmp -s "$T/up.txt" "$T/down.txt" &&
 	pass cli_cp "up and down" || fail cli_cp "$(cat "$T/down.txt" 2>&1)"
+# kiln fs mkdir, cp, mv, tar, untar inside the guest, and exec -u (issue 17).
+"$KILN" fs mkdir "$C:/tmp/cli/d" && "$KILN" fs cp "$C:/tmp/up.txt" /tmp/cli/d/a.txt &&
+	"$KILN" fs mv "$C:/tmp/cli/d/a.txt" /tmp/cli/d/b.txt && "$KILN" fs tar "$C:/tmp/cli" > "$T/cli.tar" &&
+	"$KILN" fs untar "$C:/tmp/cli-back" < "$T/cli.tar" 2> "$T/err"
+st=$?
+got=$("$KILN" exec -u user "$C" -- sh -c 'id -un; cat /tmp/cli-back/d/b.txt' 2>&1)
+listed=$(tar -tf "$T/cli.tar" 2>&1 | sort | tr '\n' ' ')
+[ "$st" = 0 ] && [ "$got" = $'user\nover the wire' ] && [ "$listed" = "d/ d/b.txt " ] &&
+	pass cli_fs_cp_mv_tar "tar -t: $listed; exec -u user: $(tr '\n' ' ' <<<"$got")" ||
+	fail cli_fs_cp_mv_tar "status $st ($(cat "$T/err")); tar -t: $listed; exec -u: $got"
 printf 'echo from-shell\nexit 3\n' | "$KILN" shell "$C" > "$T/shell.out" 2>&1
 st=$?
 grep -q from-shell "$T/shell.out" && [ "$st" = 3 ] && pass cli_shell "exit status 3" || fail cli_shell "status $st: $(tail -c 300 "$T/shell.out")"
