@@ -40,7 +40,7 @@ static int path_and_guest(struct req *r, const char **path, struct hostif_guest 
 		*answered = reply_error(r, 400, "invalid_request", "%s", errmsg());
 		return -1;
 	}
-	return req_guest_enter(r, hg, answered);
+	return req_files_enter(r, hg, NULL, answered);
 }
 
 static const char *type_of(uint32_t mode)
@@ -114,8 +114,10 @@ static int file_put_query(struct req *r, const char **path, unsigned long *mode,
 	const char *mode_s = req_query(r, "mode");
 	*mkdirs = true;
 	*mode = 0644;
+	const char *user;
 	int rc = query_path(r, path);
 	rc = rc ?: req_query_bool(r, "mkdirs", mkdirs);
+	rc = rc ?: req_query_user(r, &user);
 	if (rc == 0 && mode_s) {
 		char *end;
 		*mode = strtoul(mode_s, &end, 8);
@@ -154,7 +156,7 @@ int h_file_put(struct req *r)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &hg, &answered) < 0)
+	if (req_files_enter(r, &hg, NULL, &answered) < 0)
 		return answered;
 	int rc;
 	uint64_t bytes = 0;
@@ -176,7 +178,7 @@ int h_file_delete(struct req *r)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &hg, &answered) < 0)
+	if (req_files_enter(r, &hg, NULL, &answered) < 0)
 		return answered;
 	rc = guest_remove(hg.g, path, recursive);
 	req_guest_leave(r, &hg);
@@ -213,7 +215,7 @@ int h_file_list(struct req *r)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &hg, &answered) < 0)
+	if (req_files_enter(r, &hg, NULL, &answered) < 0)
 		return answered;
 	struct list_ctx l = { json_array(), false };
 	rc = l.a ? guest_list(hg.g, path, (unsigned)depth, add_entry, &l) : -ENOMEM;
@@ -263,7 +265,7 @@ int h_file_mkdir(struct req *r)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &hg, &answered) < 0)
+	if (req_files_enter(r, &hg, NULL, &answered) < 0)
 		return answered;
 	rc = guest_mkdir(hg.g, path, (uint32_t)mode, parents);
 	req_guest_leave(r, &hg);
@@ -292,7 +294,7 @@ int h_file_rename(struct req *r)
 	}
 	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &hg, &answered) < 0) {
+	if (req_files_enter(r, &hg, NULL, &answered) < 0) {
 		if (!r->json)
 			json_decref(body);
 		return answered;
@@ -335,7 +337,7 @@ int h_file_chmod(struct req *r)
 	}
 	struct hostif_guest hg;
 	int answered;
-	if (req_guest_enter(r, &hg, &answered) < 0) {
+	if (req_files_enter(r, &hg, NULL, &answered) < 0) {
 		if (!r->json)
 			json_decref(body);
 		return answered;

@@ -144,7 +144,7 @@ int h_file_watch(struct req *r)
 	w->sock = req_socket(r);
 	sse_init(&w->out);
 	int answered;
-	if (req_guest_enter(r, &w->hg, &answered) < 0) {
+	if (req_files_enter(r, &w->hg, NULL, &answered) < 0) {
 		free(w);
 		return answered;
 	}

@@ -31,6 +31,9 @@ handler_fn h_host_create, h_host_list, h_host_get, h_host_delete, h_host_action,
 handler_fn h_code_run, h_code_stream, h_code_context_create, h_code_context_list, h_code_context_delete, h_code_context_restart;
 handler_fn h_proc_start, h_proc_list, h_proc_signal, h_proc_output, h_proc_stdin;
 extern const struct route_hooks file_put_hooks;   /* checks an upload before its body */
+/* h_file_tree.c: copy, multi-file write, tar archives */
+handler_fn h_file_copy, h_file_write_many, h_file_archive_get, h_file_archive_put;
+extern const struct route_hooks file_write_hooks, archive_put_hooks;
 handler_fn h_mcp_sandbox, h_mcp_workspace;	/* mcp/mcp.c */
 handler_fn h_port_expose, h_port_list, h_port_delete;	/* h_ports.c */
 handler_fn h_proxy;				/* proxy/proxy.c */

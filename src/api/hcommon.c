@@ -1,4 +1,5 @@
 #include "api/hcommon.h"
+#include "host/guest_conn.h"
 #include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/http.h"
@@ -142,6 +143,35 @@ int req_guest_enter(struct req *r, struct hostif_guest *hg, int *answered)
 void req_guest_leave(struct req *r, struct hostif_guest *hg)
 {
 	hostif_leave(r->api->hostif, hg);
+}
+
+int req_query_user(struct req *r, const char **user)
+{
+	*user = NULL;
+	int rc = req_query_exact(r, "user", user);
+	if (rc == 0 && *user && (!(*user)[0] || strlen(*user) > 64 || strpbrk(*user, " \t\n/")))
+		rc = errf(EINVAL, "query parameter 'user' must be a user name, a uid or uid:gid");
+	return rc;
+}
+
+int req_files_enter(struct req *r, struct hostif_guest *hg, const char **user, int *answered)
+{
+	const char *u;
+	if (req_query_user(r, &u) < 0) {
+		*answered = reply_error(r, 400, "invalid_request", "%s", errmsg());
+		return -1;
+	}
+	if (user)
+		*user = u;
+	if (req_guest_enter(r, hg, answered) < 0)
+		return -1;
+	int rc = u ? guest_set_user(hg->g, u) : 0;
+	if (rc < 0) {
+		req_guest_leave(r, hg);
+		*answered = reply_errno(r, rc);
+		return -1;
+	}
+	return 0;
 }
 
 int reply_template_missing(struct req *r, json_t *names)

@@ -60,6 +60,12 @@ int req_sandbox(struct req *r, struct sbx_row *out, int *answered);
  * *answered. */
 int req_guest_enter(struct req *r, struct hostif_guest *hg, int *answered);
 void req_guest_leave(struct req *r, struct hostif_guest *hg);
+/* The files routes' req_guest_enter: with a `user` query parameter (a
+ * name, uid or uid:gid) the guest's file requests act as that user
+ * (permissions, owner of new files); a malformed one is a 400, one the
+ * guest does not know a 400 from the guest. *user (may be NULL) gets it. */
+int req_files_enter(struct req *r, struct hostif_guest *hg, const char **user, int *answered);
+int req_query_user(struct req *r, const char **user);
 /* Whether the sandbox has ended (deleted, failed, or gone from the host):
  * what a followed log ends with. False while it cannot be told. */
 bool sandbox_ended(struct hostif *hi, const char *ws, const char *id);

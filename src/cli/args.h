@@ -41,6 +41,8 @@ struct opts {
 	long long port, ready;		/* app's --port, --ready-timeout; 0: not given */
 	long long idle, tail;		/* app's --idle-seconds, logs' --tail; -1: not given */
 	const char *command, *restart;	/* app's --command, --restart */
+	const char *user;		/* exec, proc start, cp, fs: -u/--user */
+	bool replace;			/* fs cp, fs mv: --replace */
 	const char *given[64];		/* the long names of the options given, in order */
 	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */

@@ -150,6 +150,8 @@ json_t *command_body(const struct command *cmd, struct opts *o, int i)
 	o->env = NULL;
 	if (o->cwd)
 		json_object_set_new(body, "cwd", json_string(o->cwd));
+	if (o->user)
+		json_object_set_new(body, "user", json_string(o->user));
 	if (o->timeout > 0)
 		json_object_set_new(body, "timeout_seconds", json_integer(o->timeout));
 	return body;

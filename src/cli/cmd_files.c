@@ -1,9 +1,9 @@
 /*
  * cmd_files: guest files. `kiln cp` copies one way or the other (one side
  * is ID:PATH; -r for a directory tree, both ways), and `kiln fs` lists,
- * stats, removes and makes guest paths (GET .../files/list, .../files/stat,
- * DELETE .../files; mkdir runs `mkdir -p` through exec, as the API has no
- * route of its own for it).
+ * stats, removes, makes, watches, copies and moves guest paths and moves
+ * trees as tar streams (the .../files routes). -u/--user makes every
+ * request act as that guest user (the `user` query parameter).
  */
 #include "cli/cli.h"
 #include "cli/out.h"
@@ -32,12 +32,17 @@ static const char *remote(const char *arg, char id[48])
 	return is_id(id, "sbx_") ? colon + 1 : NULL;
 }
 
+static const char *fs_user;	/* -u/--user: every files request acts as this user */
+
 static char *files_path(const char *route, const char *id, const char *path, const char *extra)
 {
 	char base[160];
 	snprintf(base, sizeof base, "/v1/sandboxes/%s/%s", id, route);
 	struct query q = { 0 };
-	query_add(&q, "path", path);
+	if (path)
+		query_add(&q, "path", path);
+	if (fs_user)
+		query_add(&q, "user", fs_user);
 	char *p = query_path(base, &q), *full;
 	if (asprintf(&full, "%s%s", p, extra ? extra : "") < 0)
 		die("out of memory");
@@ -149,12 +154,9 @@ static void get_file(const char *id, const char *path, int fd, const char *name)
 
 static void remote_mkdir(const char *id, const char *path)
 {
-	char p[128];
-	snprintf(p, sizeof p, "/v1/sandboxes/%s/exec", id);
-	json_t *r = call("POST", p, json_pack("{s:[s,s,s,s]}", "argv", "mkdir", "-p", "--", path));
-	if (json_integer_value(json_object_get(r, "exit_code")) != 0)
-		die("mkdir %s: %s", path, str(r, "stderr"));
-	json_decref(r);
+	char *p = files_path("files/mkdir", id, path, "&parents=true");
+	json_decref(call("POST", p, NULL));
+	free(p);
 }
 
 static char *join(const char *dir, const char *name)
@@ -243,6 +245,7 @@ static const char *base_name(const char *p, char *buf, size_t len)
 
 int cmd_cp(const struct command *cmd, struct opts *o)
 {
+	fs_user = o->user;
 	need_args(cmd, o, 2, 2);
 	const char *a = o->pos[0], *b = o->pos[1];
 	char sid[48], did[48], tmp[PATH_MAX];
@@ -382,13 +385,103 @@ static int fs_watch(const char *id, const char *path, struct opts *o)
 	return rc == 2 ? EXIT_KILN : 0;
 }
 
+/* fs cp|mv ID:FROM TO: TO is a guest path of the same sandbox, or ID:TO. */
+static int fs_copy_move(const struct command *cmd, struct opts *o, bool copy)
+{
+	char id[48], id2[48];
+	const char *from = o->npos == 3 ? remote(o->pos[1], id) : NULL;
+	if (!from || !*from)
+		usage_error(cmd, "fs %s wants ID:FROM TO", o->pos[0]);
+	const char *to = remote(o->pos[2], id2);
+	if (to && strcmp(id, id2))
+		usage_error(cmd, "fs %s works inside one sandbox (kiln cp copies between a sandbox and here)",
+			    o->pos[0]);
+	if (!to)
+		to = o->pos[2];
+	if (copy ? false : o->recursive)
+		usage_error(cmd, "fs mv takes no -r (it moves trees as they are)");
+	char *p = files_path(copy ? "files/copy" : "files/rename", id, NULL, NULL);
+	json_t *body = json_pack("{s:s,s:s,s:b}", "from", from, "to", to, "replace", o->replace);
+	if (copy)
+		json_object_set_new(body, "recursive", json_boolean(o->recursive));
+	json_t *r = call("POST", p, body);
+	free(p);
+	if (o->json)
+		print_json(r);
+	json_decref(r);
+	return 0;
+}
+
+/* fs tar ID:DIR: the tree as a tar stream on stdout. */
+static int fs_tar(const char *id, const char *path)
+{
+	if (isatty(1))
+		die("fs tar writes a tar stream: send stdout to a file or a pipe (> x.tar, | tar -x)");
+	char *p = files_path("files/archive", id, path, NULL);
+	struct httpc c;
+	if (httpc_start(&c, &target, "GET", p, NULL, NULL, 0, -1, 0) < 0)
+		die("%s", c.error);
+	free(p);
+	if (c.status != 200) {
+		char *resp = NULL;
+		httpc_read_all(&c, &resp, NULL, BODY_MAX);
+		die_response(c.status, resp);
+	}
+	char buf[65536];
+	long n;
+	while ((n = httpc_read(&c, buf, sizeof buf)) > 0)
+		if (write_all(1, buf, (size_t)n) < 0)
+			die("stdout: %s", strerror(errno));
+	if (n < 0)
+		die("the tar stream broke off: %s", c.error);
+	httpc_close(&c);
+	return 0;
+}
+
+/* fs untar ID:DIR: a tar stream from stdin into DIR. */
+static int fs_untar(const char *id, const char *path, struct opts *o)
+{
+	if (isatty(0))
+		die("fs untar reads a tar stream from stdin (< x.tar, tar -c ... |)");
+	char *p = files_path("files/archive", id, path, NULL);
+	struct stat st;
+	struct httpc c;
+	int rc;
+	if (fstat(0, &st) == 0 && S_ISREG(st.st_mode)) {
+		rc = httpc_start(&c, &target, "PUT", p, "Content-Type: application/x-tar\r\n", NULL, 0, 0,
+				 st.st_size);
+	} else {
+		size_t len;
+		char *in = slurp(0, "stdin", &len);
+		rc = httpc_start(&c, &target, "PUT", p, "Content-Type: application/x-tar\r\n", in, len, -1, 0);
+		free(in);
+	}
+	free(p);
+	char *resp = finish(&c, rc);
+	if (o->json)
+		printf("%s\n", resp);
+	free(resp);
+	return 0;
+}
+
 int cmd_fs(const struct command *cmd, struct opts *o)
 {
 	if (o->npos < 1)
-		usage_error(cmd, "fs wants ls, stat, rm, mkdir or watch");
+		usage_error(cmd, "fs wants ls, stat, rm, mkdir, watch, cp, mv, tar or untar");
 	const char *what = o->pos[0];
 	char id[48];
-	if (!strcmp(what, "ls")) {
+	fs_user = o->user;
+	if (o->replace && strcmp(what, "cp") && strcmp(what, "mv"))
+		usage_error(cmd, "--replace is for fs cp and fs mv");
+	if (!strcmp(what, "cp") || !strcmp(what, "mv")) {
+		return fs_copy_move(cmd, o, what[0] == 'c');
+	} else if (!strcmp(what, "tar")) {
+		const char *path = fs_target(cmd, o, id);
+		return fs_tar(id, path);
+	} else if (!strcmp(what, "untar")) {
+		const char *path = fs_target(cmd, o, id);
+		return fs_untar(id, path, o);
+	} else if (!strcmp(what, "ls")) {
 		const char *path = fs_target(cmd, o, id);
 		char *p = files_path("files/list", id, path, NULL);
 		json_t *r = call("GET", p, NULL);
@@ -443,7 +536,7 @@ int cmd_fs(const struct command *cmd, struct opts *o)
 		const char *path = fs_target(cmd, o, id);
 		return fs_watch(id, path, o);
 	} else {
-		usage_error(cmd, "fs: unknown subcommand '%s' (ls, stat, rm, mkdir, watch)", what);
+		usage_error(cmd, "fs: unknown subcommand '%s' (ls, stat, rm, mkdir, watch, cp, mv, tar, untar)", what);
 	}
 	return 0;
 }

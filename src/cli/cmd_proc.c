@@ -176,8 +176,8 @@ int cmd_proc(const struct command *cmd, struct opts *o)
 	bool starts = !strcmp(what, "start");
 	if (o->dashdash >= 0 && !starts)
 		usage_error(cmd, "proc %s takes no command (-- is for proc start)", what);
-	if (!starts && (o->in || o->env || o->cwd || o->timeout))
-		usage_error(cmd, "--stdin, -e, -w and -t are for proc start");
+	if (!starts && (o->in || o->env || o->cwd || o->user || o->timeout))
+		usage_error(cmd, "--stdin, -e, -w, -u and -t are for proc start");
 	if (strcmp(what, "output") && o->wait)
 		usage_error(cmd, "--wait is for proc output");
 	if (strcmp(what, "stdin") && o->close)

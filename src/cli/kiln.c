@@ -39,19 +39,20 @@ static const struct command commands[] = {
 	  "  --limit N                one page of at most N (1 to 1000; default: every page)\n"
 	  "  --cursor C               the page after the one that printed C\n", false },
 	{ "get", cmd_get, "", "get ID", "one sandbox, as JSON", NULL, false },
-	{ "exec", cmd_exec, "env cwd timeout stdin",
-	  "exec [-e K=V]... [-w DIR] [-t SECONDS] [-i] ID [--] CMD [ARG...]",
+	{ "exec", cmd_exec, "env cwd timeout stdin user",
+	  "exec [-e K=V]... [-w DIR] [-u USER] [-t SECONDS] [-i] ID [--] CMD [ARG...]",
 	  "run CMD in the sandbox; its output streams and kiln exits with its status",
 	  "  one CMD argument is a shell command line (sh -c); several are an argv.\n"
 	  "  Options may come anywhere before --; what follows -- is the command, untouched.\n"
 	  "  -e, --env K=V            added to the sandbox's environment\n"
 	  "  -w, --cwd DIR            working directory (default: the user's home)\n"
+	  "  -u, --user USER          run as this guest user (name, uid or uid:gid; default root)\n"
 	  "  -t, --timeout SECONDS    kill it after SECONDS (1 to 86400)\n"
 	  "  -i, --stdin              send kiln's stdin to it (text, at most 1 MiB)\n", true },
-	{ "proc", cmd_proc, "stdin env cwd timeout wait close signal",
+	{ "proc", cmd_proc, "stdin env cwd timeout wait close signal user",
 	  "proc start|ls|output|stdin|kill ...",
 	  "background processes: start one, list, read its output, feed its stdin, signal it",
-	  "  proc start [--stdin] [-e K=V]... [-w DIR] [-t SECONDS] ID [--] CMD [ARG...]\n"
+	  "  proc start [--stdin] [-e K=V]... [-w DIR] [-u USER] [-t SECONDS] ID [--] CMD [ARG...]\n"
 	  "                           start CMD in the background; prints its PROC number\n"
 	  "    --stdin                keep its stdin open for proc stdin\n"
 	  "  proc ls ID               the processes the sandbox keeps\n"
@@ -67,15 +68,24 @@ static const struct command commands[] = {
 	  "the guest console and kiln-init's log of a sandbox",
 	  "  -n, --lines N            the last N lines (1 to 10000, default 200)\n"
 	  "  -f, --follow             keep printing new lines until the sandbox ends\n", false },
-	{ "cp", cmd_cp, "recursive", "cp [-r] SRC DST",
+	{ "cp", cmd_cp, "recursive user", "cp [-r] [-u USER] SRC DST",
 	  "copy files in or out of a sandbox; one side is ID:PATH, '-' is stdin or stdout",
 	  "  -r, --recursive          copy a directory tree (either way)\n"
+	  "  -u, --user USER          read and write the guest's files as USER (name, uid or uid:gid)\n"
 	  "  A local SRC may be any file that can be read: a pipe, a FIFO, <(cmd).\n"
 	  "  A DST that is a directory (or ends in /) gets SRC's name inside it.\n", false },
-	{ "fs", cmd_fs, "recursive", "fs ls|stat|rm [-r]|mkdir|watch [-r] ID:PATH",
-	  "list a guest directory, stat, remove (-r: a tree), make one (with its parents) or watch it",
+	{ "fs", cmd_fs, "recursive user replace",
+	  "fs ls|stat|rm [-r]|mkdir|watch [-r]|cp [-r]|mv|tar|untar ID:PATH [TO] [-u USER]",
+	  "guest paths: list, stat, remove, make, watch, copy and move them; a tree as a tar stream",
 	  "  fs watch [-r] ID:PATH    print changes (TYPE NAME lines, or --json) until the path\n"
-	  "                           goes or ^C; -r: the directories below it too\n", false },
+	  "                           goes or ^C; -r: the directories below it too\n"
+	  "  fs cp [-r] [--replace] ID:FROM TO   copy inside the guest (-r: a directory tree;\n"
+	  "                           modes and symlinks kept); TO is a guest path or ID:TO\n"
+	  "  fs mv [--replace] ID:FROM TO        move (rename) inside the guest\n"
+	  "  fs tar ID:DIR > x.tar    the tree as a tar stream on stdout\n"
+	  "  fs untar ID:DIR < x.tar  extract a tar from stdin into DIR (made if missing)\n"
+	  "  -u, --user USER          act as this guest user: its permissions, its files\n"
+	  "  --replace                cp, mv: an existing TO is replaced (else an error)\n", false },
 	{ "fork", cmd_fork, "count tree", "fork ID [-n N] [--tree] [--json]",
 	  "N live copies of a running sandbox; prints their ids",
 	  "  -n, --count N            how many (1 to 64, default 1)\n"

@@ -46,6 +46,7 @@ void kiln_client_free(struct kiln_client *c)
 	if (!c)
 		return;
 	kiln_close(c);
+	free(c->fs_user);
 	free(c);
 }
 
@@ -57,6 +58,16 @@ const char *kiln_client_error(const struct kiln_client *c)
 void kiln_client_set_timeout(struct kiln_client *c, int ms)
 {
 	c->timeout_ms = ms < 0 ? -1 : ms;
+}
+
+int kiln_client_set_user(struct kiln_client *c, const char *user)
+{
+	char *u = user && *user ? strdup(user) : NULL;
+	if (user && *user && !u)
+		return cl_fail(c, ENOMEM, "out of memory");
+	free(c->fs_user);
+	c->fs_user = u;
+	return 0;
 }
 
 int kiln_client_fd(const struct kiln_client *c)
@@ -381,6 +392,8 @@ int kiln_client_flush(struct kiln_client *c)
 void cl_begin(struct kiln_client *c, struct kiln_fb *fb, uint8_t type)
 {
 	kiln_fb_begin(fb, &c->out, CL_OUT_LIMIT, type);
+	if (c->fs_user && type >= KILN_READ && type <= KILN_WATCH)
+		kiln_fb_str(fb, KT_USER, c->fs_user);
 }
 
 int cl_queue(struct kiln_client *c, struct kiln_fb *fb)

@@ -17,6 +17,7 @@ struct kiln_client {
 	struct buf in, out;
 	size_t consume;		/* the frame last returned; dropped on the next receive */
 	bool broken;		/* the stream cannot be trusted any more */
+	char *fs_user;		/* file requests act as this user; NULL: the agent's */
 	char err[1024];
 };
 

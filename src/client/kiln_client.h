@@ -42,6 +42,9 @@ void kiln_client_free(struct kiln_client *c);
 const char *kiln_client_error(const struct kiln_client *c);
 /* Bound every wait (connect, each frame) to ms milliseconds; -1: none. */
 void kiln_client_set_timeout(struct kiln_client *c, int ms);
+/* File requests from now on act as this user (NAME, UID or UID:GID:
+ * its permissions, and new files are its own); NULL: the agent's own. */
+int kiln_client_set_user(struct kiln_client *c, const char *user);
 
 /* A Unix socket on which the agent itself listens (kiln-init --listen). */
 int kiln_connect_unix(struct kiln_client *c, const char *path);

@@ -149,7 +149,8 @@ enum kiln_kind { KK_NONE, KK_U32, KK_U64, KK_I64, KK_STR, KK_BYTES };
 #define KILN_EXEC_BACKGROUND	0x04	/* survives its connection */
 #define KILN_EXEC_MERGE		0x08	/* stderr goes to stdout */
 #define KILN_EXEC_CLEARENV	0x10	/* only the given environment */
-#define KILN_EXEC_MASK		0x1f
+#define KILN_EXEC_BUILTIN	0x20	/* ARG[0] names a built-in of the agent */
+#define KILN_EXEC_MASK		0x3f
 #define KILN_PROC_ATTACHED	0x100	/* PROC only: a client is attached */
 
 /* EXIT flags */

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/epoll.h>
+#include <sys/fsuid.h>
 #include <sys/reboot.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -21,6 +23,7 @@
 #include <linux/vm_sockets.h>
 
 #include "guest/agent.h"
+#include "guest/spawn.h"
 
 #define READ_CHUNK (64u << 10)
 
@@ -376,11 +379,107 @@ static bool is_request(uint8_t type)
 	return type < KILN_DATA;
 }
 
+/* ---- files as a user ------------------------------------------------ */
+
+/*
+ * A file request with USER runs with that user's file-system identity:
+ * fsuid, fsgid and supplementary groups, so the kernel checks the user's
+ * permissions and new files are the user's. Leaving fsuid 0 drops the
+ * file capabilities (CAP_DAC_OVERRIDE, CAP_CHOWN, ...) from the effective
+ * set and returning to 0 restores them (setfsuid(2)). The agent is single
+ * threaded, so the identity is taken around each call into the request's
+ * handler and its op (a READ's open, a LIST's walk, a WRITE's rename at
+ * EOF) and given back before anything else runs.
+ */
+static bool is_file_request(uint8_t type)
+{
+	return type >= KILN_READ && type <= KILN_WATCH;
+}
+
+static gid_t agent_groups[USER_MAX_GROUPS];
+static int agent_ngroups = -1;
+
+static int creds_enter(const struct user_info *u)
+{
+	if (agent_ngroups < 0)
+		agent_ngroups = getgroups(USER_MAX_GROUPS, agent_groups);
+	if (agent_ngroups < 0)
+		agent_ngroups = 0;
+	if (setgroups((size_t)u->ngroups, u->groups) < 0)
+		return -errno;
+	setfsgid(u->gid);
+	setfsuid(u->uid);
+	if ((uid_t)setfsuid((uid_t)-1) != u->uid || (gid_t)setfsgid((gid_t)-1) != u->gid)
+		return -EPERM;
+	return 0;
+}
+
+static void creds_leave(void)
+{
+	setfsuid(geteuid());
+	setfsgid(getegid());
+	if (setgroups((size_t)agent_ngroups, agent_groups) < 0)
+		agent_log("restoring the agent's groups: %s", strerror(errno));
+}
+
+static void fs_user_drop(struct conn *c)
+{
+	free(c->fs_user);
+	c->fs_user = NULL;
+}
+
+/* Take USER of a file request: false after answering ERROR. */
+static bool fs_user_take(struct conn *c, const struct kiln_msg *m)
+{
+	char spec[256], err[300];
+	fs_user_drop(c);
+	if (!kiln_msg_has(m, KT_USER))
+		return true;
+	if (kiln_msg_str(m, KT_USER, spec, sizeof spec) < 0) {
+		conn_error(c, EINVAL, "%s: the USER field is too long", kiln_type_name(m->type));
+		return false;
+	}
+	struct user_info *u = malloc(sizeof *u);
+	if (!u) {
+		conn_error(c, ENOMEM, "%s: out of memory", kiln_type_name(m->type));
+		return false;
+	}
+	int rc = user_lookup(spec, u, err, sizeof err);
+	if (rc < 0) {
+		free(u);
+		/* EINVAL, not ENOENT: the request is wrong, not a path. */
+		conn_error(c, EINVAL, "%s: %s", kiln_type_name(m->type), err);
+		return false;
+	}
+	if (u->uid == geteuid() && u->gid == getegid()) {
+		free(u);	/* the agent's own identity: nothing to switch */
+		return true;
+	}
+	rc = creds_enter(u);
+	creds_leave();
+	if (rc < 0) {
+		free(u);
+		conn_error(c, -rc, "%s: act as user '%s': %s", kiln_type_name(m->type), spec, strerror(-rc));
+		return false;
+	}
+	c->fs_user = u;
+	return true;
+}
+
 static void dispatch_request(struct conn *c, uint8_t type, const uint8_t *p, uint32_t len)
 {
 	struct kiln_msg m;
 	if (!conn_parse(c, &m, type, p, len))
 		return;
+	if (is_file_request(type)) {
+		if (!fs_user_take(c, &m))
+			return;
+		if (c->fs_user && creds_enter(c->fs_user) < 0) {
+			creds_leave();
+			conn_error(c, EPERM, "%s: cannot act as the user", kiln_type_name(type));
+			return;
+		}
+	}
 	switch (type) {
 	case KILN_PING: sys_ping(c, &m); break;
 	case KILN_INFO: sys_info(c, &m); break;
@@ -404,6 +503,8 @@ static void dispatch_request(struct conn *c, uint8_t type, const uint8_t *p, uin
 	default:
 		conn_error(c, EOPNOTSUPP, "unknown request type 0x%02x", type);
 	}
+	if (is_file_request(type) && c->fs_user)
+		creds_leave();
 }
 
 static void dispatch(struct conn *c, uint8_t type, const uint8_t *p, uint32_t len)
@@ -414,9 +515,13 @@ static void dispatch(struct conn *c, uint8_t type, const uint8_t *p, uint32_t le
 				   kiln_type_name(type), c->op->name);
 			return;
 		}
-		if (c->op->frame(c, type, p, len) < 0 && !c->dead)
+		bool as_user = c->fs_user && creds_enter(c->fs_user) == 0;
+		int rc = c->op->frame(c, type, p, len);
+		if (as_user)
+			creds_leave();
+		if (rc < 0 && !c->dead)
 			conn_fatal(c, EPROTO, "%s: unexpected %s frame",
-				   c->op->name, kiln_type_name(type));
+				   c->op ? c->op->name : "op", kiln_type_name(type));
 		return;
 	}
 	if (is_request(type)) {
@@ -503,8 +608,12 @@ static void conn_io(struct loop *l, int fd, uint32_t events, void *ctx)
 		conn_read(c);
 	if (!c->dead && c->want_drain && conn_has_room(c)) {
 		c->want_drain = false;
-		if (c->op && c->op->drain)
+		if (c->op && c->op->drain) {
+			bool as_user = c->fs_user && creds_enter(c->fs_user) == 0;
 			c->op->drain(c);
+			if (as_user)
+				creds_leave();
+		}
 	}
 	conn_update(c);
 }
@@ -593,6 +702,7 @@ static void bury(struct agent *a)
 		a->graveyard = c->next;
 		buf_free(&c->in);
 		buf_free(&c->out);
+		free(c->fs_user);
 		free(c);
 	}
 }

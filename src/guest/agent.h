@@ -41,6 +41,7 @@
 struct conn;
 struct proc;
 struct pipe;
+struct user_info;
 
 /* What a running operation does with the frames and events it gets. */
 struct conn_op {
@@ -64,6 +65,7 @@ struct conn {
 	bool want_drain;		/* the op has more to send */
 	bool dead;			/* closed; freed after this loop turn */
 	bool processing;		/* inside conn_process */
+	struct user_info *fs_user;	/* file request as this user, or NULL */
 	struct conn *prev, *next;
 };
 

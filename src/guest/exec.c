@@ -821,6 +821,14 @@ void exec_request(struct conn *c, const struct kiln_msg *m)
 		return;
 	}
 
+	builtin_fn *builtin = NULL;
+	if ((flags & KILN_EXEC_BUILTIN) && !(builtin = builtin_find(argv[0]))) {
+		conn_error(c, EINVAL, "EXEC: the agent has no built-in named '%.64s'", argv[0]);
+		free_strv(argv);
+		free_strv(env);
+		return;
+	}
+
 	struct proc *p = calloc(1, sizeof *p);
 	if (!p) {
 		free_strv(argv);
@@ -841,6 +849,7 @@ void exec_request(struct conn *c, const struct kiln_msg *m)
 	}
 	struct spawn_req r = {
 		.argv = argv,
+		.builtin = builtin,
 		.envp = env,
 		.cwd = cwd,
 		.user = has_user ? &u : NULL,

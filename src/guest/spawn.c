@@ -116,6 +116,17 @@ static __attribute__((noreturn)) void child(const struct spawn_req *r, int wfd,
 	if (r->cwd && chdir(r->cwd) < 0)
 		child_fail(wfd, STEP_CHDIR);
 
+	if (r->builtin) {
+		/* No execve will close the agent's descriptors (its
+		 * connections, the error pipe: its end of file tells the
+		 * agent the start went well), so close them now. */
+		int argc = 0;
+		while (r->argv[argc])
+			argc++;
+		syscall(SYS_close_range, 3U, ~0U, 0U);
+		environ = (char **)r->envp;
+		_exit(r->builtin(argc, r->argv) & 0xff);
+	}
 	/* Everything the agent opens is close-on-exec already; this covers
 	 * anything that slipped through. */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);

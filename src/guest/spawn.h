@@ -27,8 +27,18 @@ struct user_info {
  * /etc/passwd and /etc/group. 0 or -errno with a message. */
 int user_lookup(const char *spec, struct user_info *u, char *err, size_t errlen);
 
+/* A built-in of the agent (builtin.c): run in the forked child instead of
+ * a program, with the same stdio, user, directory and cgroup. It returns
+ * 0, or an errno value that becomes its exit code (its message goes to
+ * stderr). */
+typedef int builtin_fn(int argc, char *const *argv);
+
+/* The built-in named `name`, or NULL. */
+builtin_fn *builtin_find(const char *name);
+
 struct spawn_req {
 	char *const *argv;		/* argv[0] is looked up in PATH */
+	builtin_fn *builtin;		/* or this runs, with argv */
 	char *const *envp;
 	const char *cwd;
 	const struct user_info *user;

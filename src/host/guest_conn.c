@@ -171,7 +171,8 @@ int guest_exec_start(struct guest *g, struct guest_cmd *cmd)
 		.user = cmd->user,
 		.timeout_ms = cmd->timeout_ms,
 		.flags = (cmd->stdin_pipe ? KILN_EXEC_STDIN : 0) | (cmd->pty ? KILN_EXEC_PTY : 0) |
-			 (cmd->background ? KILN_EXEC_BACKGROUND : 0),
+			 (cmd->background ? KILN_EXEC_BACKGROUND : 0) |
+			 (cmd->builtin ? KILN_EXEC_BUILTIN : 0),
 		.rows = cmd->rows,
 		.cols = cmd->cols,
 	};
@@ -499,4 +500,88 @@ int guest_chmod(struct guest *g, const char *path, uint32_t mode)
 {
 	int rc = kiln_chmod(g->c, path, mode);
 	return rc < 0 ? gfail(g, rc, "chmod") : 0;
+}
+
+/* ---- files as a user, built-ins ------------------------------------------------ */
+
+int guest_set_user(struct guest *g, const char *user)
+{
+	int rc = kiln_client_set_user(g->c, user);
+	return rc < 0 ? gfail(g, rc, "user") : 0;
+}
+
+int guest_builtin_start(struct guest *g, const char *const *argv, const char *user, bool stdin_pipe)
+{
+	struct guest_cmd cmd = {
+		.argv = argv,
+		.cwd = "/",
+		.user = user,
+		.stdin_pipe = stdin_pipe,
+		.builtin = true,
+	};
+	int rc = guest_exec_start(g, &cmd);
+	if (rc == -EINVAL && strstr(errmsg(), "no built-in"))
+		return errf(EOPNOTSUPP, "this sandbox's guest agent is older than the %s built-in "
+			    "(rebuild its template)", argv[0]);
+	return rc;
+}
+
+int guest_builtin_status(const struct guest_ev *exit, const char *err, size_t errlen)
+{
+	/* The agent's message, one line, bounded: the guest is not trusted
+	 * to keep it short. */
+	char msg[1024];
+	size_t n = errlen < sizeof msg - 1 ? errlen : sizeof msg - 1;
+	memcpy(msg, err, n);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+		n--;
+	msg[n] = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)msg[i] < 0x20)
+			msg[i] = ' ';
+	if (exit->signal)
+		return errf(EIO, "%s killed by signal %d%s%s", "the agent's built-in", exit->signal,
+			    n ? ": " : "", msg);
+	if (exit->code == 0)
+		return 0;
+	return errf(exit->code, "%s", n ? msg : strerror(exit->code));
+}
+
+int guest_builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd,
+		      int watch_fd)
+{
+	int rc = guest_builtin_start(g, argv, user, in_fd >= 0);
+	if (rc < 0)
+		return rc;
+	char err[1024], buf[65536];
+	size_t errlen = 0;
+	bool fed = in_fd < 0;
+	for (;;) {
+		/* Keep up to 1 MiB queued for its stdin: memory stays bounded
+		 * however large the input. */
+		while (!fed && guest_exec_pending(g) < (1u << 20)) {
+			ssize_t n = read(in_fd, buf, sizeof buf);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return errf_sys("read the upload");
+			rc = n ? guest_exec_stdin(g, buf, (size_t)n) : guest_exec_eof(g);
+			if (rc < 0)
+				return rc;
+			fed = n == 0;
+		}
+		struct guest_ev ev;
+		rc = guest_exec_next(g, &ev, watch_fd, fed ? -1 : 200);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			continue;
+		if (ev.kind == GEV_STDERR) {
+			size_t k = ev.len < sizeof err - errlen ? ev.len : sizeof err - errlen;
+			memcpy(err + errlen, ev.data, k);
+			errlen += k;
+		} else if (ev.kind == GEV_EXIT) {
+			return guest_builtin_status(&ev, err, errlen);
+		}
+	}
 }

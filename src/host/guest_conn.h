@@ -69,6 +69,7 @@ struct guest_cmd {
 	unsigned rows, cols;
 	const char *user;		/* NAME, UID or UID:GID; NULL: root */
 	bool background;		/* survives this connection (guest_exec_detach) */
+	bool builtin;			/* argv[0] names a built-in of the agent (below) */
 	uint32_t id, pid;		/* out: the agent's process id, the guest pid */
 };
 
@@ -122,6 +123,25 @@ int guest_poll_fd(struct guest *g, short *events);
 int guest_exec_io(struct guest *g, short revents);
 
 /* ---- files ------------------------------------------------------------------ */
+
+/* The file requests after this one act as user (NAME, UID or UID:GID;
+ * NULL: root): the guest checks that user's permissions and new files
+ * are its own. An unknown user is -EINVAL. */
+int guest_set_user(struct guest *g, const char *user);
+
+/*
+ * The agent's built-ins (docs/protocol.md, "Built-ins"): copy, tar-create,
+ * tar-extract, run by the agent as a process of their own, as user.
+ * guest_builtin_start starts one (an exec: then guest_exec_next, and
+ * guest_exec_stdin with stdin_pipe); guest_builtin_status turns its exit
+ * and the stderr it wrote into 0 or -errno with its message.
+ * guest_builtin_run does all of it for one that produces no output,
+ * feeding in_fd (if >= 0) to its stdin from its offset to the end.
+ */
+int guest_builtin_start(struct guest *g, const char *const *argv, const char *user, bool stdin_pipe);
+int guest_builtin_status(const struct guest_ev *exit, const char *err, size_t errlen);
+int guest_builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd,
+		      int watch_fd);
 
 struct guest_stat {
 	char name[4096];		/* list: relative to the listed directory */

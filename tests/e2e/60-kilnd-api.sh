@@ -116,6 +116,7 @@ while read -r method pattern; do
 	*/code|*/code/stream) body='{"code":"1"}' ;;
 	*/files/rename) body='{"from":"/a","to":"/b"}' ;;
 	*/files/chmod) body='{"path":"/a","mode":"644"}' ;;
+	*/files/copy) body='{"from":"/a","to":"/b"}' ;;
 	*/lifecycle) body='{"ttl_seconds":5}' ;;
 	*/fork|*/fork_tree) body='{"count":1}' ;;
 	*/ports) [ "$method" = POST ] && body='{"port":8080}' ;;

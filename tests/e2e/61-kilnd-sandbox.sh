@@ -349,6 +349,73 @@ api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/b.txt","mode":"rwx"}
 expect file_chmod_bad_mode 400 invalid_request
 api POST "/v1/sandboxes/$A/files/chmod" '{"path":"/tmp/made/b.txt","mode":8192}'
 expect file_chmod_mode_range 400 invalid_request
+# Copy: a tree with its modes; a missing source, a directory into itself,
+# an existing target (issue 17). What copy, write and untar made is looked
+# at in the guest by one exec further down (an exec costs a second here).
+api POST "/v1/sandboxes/$A/files/copy" '{"from":"/tmp/made","to":"/tmp/made-copy","recursive":true}'
+cp_status=$STATUS
+api POST "/v1/sandboxes/$A/files/copy" '{"from":"/tmp/no-such","to":"/tmp/x","recursive":true}'
+expect file_copy_missing 404 not_found
+api POST "/v1/sandboxes/$A/files/copy" '{"from":"/tmp/made","to":"/tmp/made/deep/again","recursive":true}'
+expect file_copy_into_itself 400 invalid_request
+api POST "/v1/sandboxes/$A/files/copy" '{"from":"/tmp/made","to":"/tmp/made-copy","recursive":true}'
+expect file_copy_exists 409 conflict
+# Several files in one request; a failure midway changes nothing; a limit.
+api POST "/v1/sandboxes/$A/files/write" '{"files":[{"path":"/tmp/mw/a.txt","content":"alpha"},{"path":"/tmp/mw/sub/b.bin","content_base64":"AAEC","mode":"600"}]}'
+mw="$STATUS $([[ $BODY == *'"count":2'* ]] && echo 2)"
+api POST "/v1/sandboxes/$A/files/write" '{"files":[{"path":"/tmp/mw/new.txt","content":"x"},{"path":"/tmp/mw/a.txt/under-a-file","content":"y"}]}'
+mw_bad="$STATUS $(jget 'j["error"]["message"]')"
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/mw/new.txt"
+check files_write_many_atomic "second file bad: $mw_bad; the first then: $STATUS" \
+	eval '[[ $mw_bad == "400 files[1] (/tmp/mw/a.txt/under-a-file):"*"no file was changed" ]] && [ "$STATUS" = 404 ]'
+{ printf '{"files":['; printf '{"path":"/tmp/mw/f%d","content":""},' {1..1000}; printf '{"path":"/tmp/mw/f0","content":""}]}'; } > "$T/many.json"
+api POST "/v1/sandboxes/$A/files/write" "" --data-binary @"$T/many.json"
+expect files_write_many_limit 413 payload_too_large
+# Tar archives: a tree down and up again, hostile input refused.
+api GET "/v1/sandboxes/$A/files/archive?path=/tmp/made-copy"
+tar_status=$STATUS
+listed=$(tar -tf "$T/body" 2>&1 | sort | tr '\n' ' ')
+check files_archive_get "status $tar_status; tar -t: $listed" [ "$tar_status" = 200 -a "$listed" = "b.txt deep/ deep/er/ " ]
+python3 - "$T" <<'PY'
+import io, sys, tarfile
+def add(t, name, data=b"", typ=tarfile.REGTYPE, link="", mode=0o644):
+    i = tarfile.TarInfo(name); i.type = typ; i.linkname = link; i.mode = mode; i.size = len(data)
+    t.addfile(i, io.BytesIO(data) if data else None)
+with tarfile.open(sys.argv[1] + "/up.tar", "w", format=tarfile.PAX_FORMAT) as t:
+    add(t, "top.txt", b"top", mode=0o640); add(t, "d/" + "n" * 150, b"long"); add(t, "ln", typ=tarfile.SYMTYPE, link="top.txt")
+with tarfile.open(sys.argv[1] + "/evil.tar", "w") as t:
+    add(t, "ok.txt", b"ok"); add(t, "../evil", b"pwned")
+PY
+api PUT "/v1/sandboxes/$A/files/archive?path=/tmp/untar/here" "" --data-binary @"$T/up.tar" -H 'Content-Type: application/x-tar'
+up=$STATUS
+api PUT "/v1/sandboxes/$A/files/archive?path=/tmp/untar/e2" "" --data-binary @"$T/evil.tar" -H 'Content-Type: application/x-tar'
+evil="$STATUS $(jget 'j["error"]["message"]')"
+dotdot="'..'"
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/untar/evil"
+check files_archive_dotdot "$evil; /tmp/untar/evil then $STATUS" \
+	eval '[[ $evil == "400 tar entry"*"../evil"*"$dotdot in its name"* ]] && [ "$STATUS" = 404 ]'
+api GET "/v1/sandboxes/$A/files/archive?path=/tmp/no-such-dir"
+expect files_archive_missing 404 not_found
+# In the guest: the copy (lines 1-2), the files written (3-5), the tar
+# extracted (6-8); and a file only root may read, for the user cases.
+api POST "/v1/sandboxes/$A/exec" '{"cmd":"cat /tmp/made-copy/b.txt; stat -c %a /tmp/made-copy/b.txt; test -d /tmp/made-copy/deep/er && echo dir; cat /tmp/mw/a.txt; echo; stat -c %a /tmp/mw/sub/b.bin; od -An -tx1 /tmp/mw/sub/b.bin; cd /tmp/untar/here && cat top.txt d/n*; echo; stat -c %a top.txt; readlink ln; echo secret > /tmp/root-only; chmod 600 /tmp/root-only"}'
+seen=$(jget 'j["stdout"]')
+check file_copy "copy $cp_status; in the guest: $(sed -n 1,2p <<<"$seen" | tr '\n' ' ')" \
+	[ "$cp_status" = 200 -a "$(sed -n 1,2p <<<"$seen")" = $'moved text600\ndir' ]
+check files_write_many "write $mw; in the guest: $(sed -n 3,5p <<<"$seen" | tr '\n' ' ')" \
+	[ "$mw" = "200 2" -a "$(sed -n 3,5p <<<"$seen")" = $'alpha\n600\n 00 01 02' ]
+check files_archive_put "put $up; in the guest: $(sed -n 6,8p <<<"$seen" | tr '\n' ' ')" \
+	[ "$up" = 200 -a "$(sed -n 6,8p <<<"$seen")" = $'toplong\n640\ntop.txt' ]
+# Files as a user: new files are the user's, the user's permissions apply.
+api PUT "/v1/sandboxes/$A/files?path=/tmp/as-user.txt&user=user" "" --data-binary 'mine'
+put_user=$STATUS
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp/as-user.txt"
+owner=$(jget 'j["uid"], j["gid"]')
+check files_as_user_owner "put as user: $put_user; owner $owner" [ "$put_user" = 200 -a "$owner" = "(1000, 1000)" ]
+api GET "/v1/sandboxes/$A/files?path=/tmp/root-only&user=user"
+expect files_as_user_forbidden 403 forbidden
+api GET "/v1/sandboxes/$A/files/stat?path=/tmp&user=nosuchuser"
+expect files_unknown_user 400 invalid_request
 # Files the guest's kernel makes are refused as not files, and left alone.
 api GET "/v1/sandboxes/$A/files?path=/proc/self/mem"
 expect file_get_proc_mem 400 invalid_request
@@ -624,6 +691,16 @@ st=$?
 echo "over the wire" > "$T/up.txt"
 "$KILN" cp "$T/up.txt" "$C:/tmp/up.txt" && "$KILN" cp "$C:/tmp/up.txt" "$T/down.txt" && cmp -s "$T/up.txt" "$T/down.txt" &&
 	pass cli_cp "up and down" || fail cli_cp "$(cat "$T/down.txt" 2>&1)"
+# kiln fs mkdir, cp, mv, tar, untar inside the guest, and exec -u (issue 17).
+"$KILN" fs mkdir "$C:/tmp/cli/d" && "$KILN" fs cp "$C:/tmp/up.txt" /tmp/cli/d/a.txt &&
+	"$KILN" fs mv "$C:/tmp/cli/d/a.txt" /tmp/cli/d/b.txt && "$KILN" fs tar "$C:/tmp/cli" > "$T/cli.tar" &&
+	"$KILN" fs untar "$C:/tmp/cli-back" < "$T/cli.tar" 2> "$T/err"
+st=$?
+got=$("$KILN" exec -u user "$C" -- sh -c 'id -un; cat /tmp/cli-back/d/b.txt' 2>&1)
+listed=$(tar -tf "$T/cli.tar" 2>&1 | sort | tr '\n' ' ')
+[ "$st" = 0 ] && [ "$got" = $'user\nover the wire' ] && [ "$listed" = "d/ d/b.txt " ] &&
+	pass cli_fs_cp_mv_tar "tar -t: $listed; exec -u user: $(tr '\n' ' ' <<<"$got")" ||
+	fail cli_fs_cp_mv_tar "status $st ($(cat "$T/err")); tar -t: $listed; exec -u: $got"
 printf 'echo from-shell\nexit 3\n' | "$KILN" shell "$C" > "$T/shell.out" 2>&1
 st=$?
 grep -q from-shell "$T/shell.out" && [ "$st" = 3 ] && pass cli_shell "exit status 3" || fail cli_shell "status $st: $(tail -c 300 "$T/shell.out")"

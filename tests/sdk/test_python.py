@@ -23,7 +23,7 @@ import urllib.parse
 
 import kiln
 from kiln import (AuthError, Client, CommandHandle, Conflict, ConnectionFailed, InvalidRequest, KilnError,
-                  LimitExceeded, NotFound, RateLimited, Sandbox, ServerError, Timeout)
+                  LimitExceeded, NotFound, PermissionDenied, RateLimited, Sandbox, ServerError, Timeout)
 from kiln import App
 
 assert "site-packages" in kiln.__file__, f"testing {kiln.__file__}, not the installed wheel"
@@ -908,6 +908,31 @@ def e2b_files_names():
     raises(NotFound, A.files.read, d + "/b.txt", format="text")
     raises(ValueError, A.files.read, "/etc/hostname", format="stream")
     return "write, read (text, bytes), get_info, list, make_dir, rename, exists, remove; errors"
+
+
+@test
+def files_copy_write_many_dirs_user():
+    d = "/tmp/py-tree"
+    res = A.files.write([{"path": d + "/a.txt", "data": "alpha"}, (d + "/sub/b.bin", b"\x00\x01")])
+    eq([(f["path"], f["size"]) for f in res], [(d + "/a.txt", 5), (d + "/sub/b.bin", 2)], "write with a list")
+    A.files.copy(d, d + "-copy", recursive=True)
+    eq(A.files.read(d + "-copy/sub/b.bin"), b"\x00\x01", "copied tree")
+    raises(Conflict, A.files.copy, d, d + "-copy", recursive=True)
+    raises(NotFound, A.files.copy, "/tmp/no-such", "/tmp/x")
+    raises(InvalidRequest, A.files.copy, d, d + "/sub/in", recursive=True)
+    with tempfile.TemporaryDirectory() as t:
+        A.files.download_dir(d, t + "/down")
+        with open(t + "/down/a.txt") as f:
+            eq(f.read(), "alpha", "download_dir")
+        os.symlink("a.txt", t + "/down/ln")
+        A.files.upload_dir(t + "/down", "/tmp/py-up")
+    eq((A.files.read_text("/tmp/py-up/a.txt"), A.files.stat("/tmp/py-up/ln").link), ("alpha", "a.txt"), "upload_dir")
+    A.files.write("/tmp/py-as-user.txt", "mine", user="4321")
+    eq(A.files.stat("/tmp/py-as-user.txt").uid, 4321, "written as uid 4321")
+    A.exec("echo s > /tmp/py-root-only; chmod 600 /tmp/py-root-only")
+    raises(PermissionDenied, A.files.read, "/tmp/py-root-only", user="4321")
+    raises(InvalidRequest, A.files.stat, "/tmp", user="no-such-user")
+    return "write([...]), copy and its errors, upload_dir/download_dir (tar), user="
 
 
 @test

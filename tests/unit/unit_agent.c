@@ -764,6 +764,204 @@ static int test_fs_ops(void)
 	return 0;
 }
 
+/* ---- built-ins (copy, tar), files as a user ------------------------------------ */
+
+/* Run a built-in with binary stdin; r gets its output and exit. */
+static int run_builtin(struct run *r, const char *const *argv, const void *in, size_t inlen)
+{
+	struct kiln_client *c = client();
+	struct kiln_exec_req req = { .argv = argv, .flags = KILN_EXEC_BUILTIN | (in ? KILN_EXEC_STDIN : 0) };
+	memset(r, 0, sizeof *r);
+	if (!c)
+		return -ENOTCONN;
+	int rc = kiln_exec_start(c, &req, NULL, NULL);
+	if (rc == 0 && in) {
+		rc = inlen ? kiln_exec_stdin(c, in, inlen) : 0;
+		if (rc == 0)
+			rc = kiln_exec_eof(c);
+	}
+	if (rc == 0)
+		rc = collect(c, r);
+	if (rc < 0)
+		snprintf(r->err, sizeof r->err, "%s", kiln_client_error(c));
+	kiln_client_free(c);
+	return rc;
+}
+
+/* A tar member header (ustar), with data padded to a block. */
+static size_t tar_member(uint8_t *out, const char *name, char type, const char *link, const char *data)
+{
+	size_t len = data ? strlen(data) : 0;
+	memset(out, 0, 512);
+	memcpy(out, name, strlen(name));
+	snprintf((char *)out + 100, 8, "%07o", 0644);
+	snprintf((char *)out + 108, 8, "%07o", 0);
+	snprintf((char *)out + 116, 8, "%07o", 0);
+	snprintf((char *)out + 124, 12, "%011zo", len);
+	snprintf((char *)out + 136, 12, "%011o", 0);
+	out[156] = (uint8_t)type;
+	if (link)
+		memcpy(out + 157, link, strlen(link));
+	memcpy(out + 257, "ustar", 6);
+	memcpy(out + 263, "00", 2);
+	memset(out + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += out[i];
+	snprintf((char *)out + 148, 8, "%06o", sum);
+	size_t n = 512;
+	if (len) {
+		memset(out + n, 0, (len + 511) / 512 * 512);
+		memcpy(out + n, data, len);
+		n += (len + 511) / 512 * 512;
+	}
+	return n;
+}
+
+static int test_builtin_copy(void)
+{
+	static struct run r;
+	char src[128], dst[128], into[160], cmd[600];
+	snprintf(src, sizeof src, "%s/cp-src", dir);
+	snprintf(dst, sizeof dst, "%s/cp-dst", dir);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/sub && printf hello > %s/a && chmod 640 %s/a && "
+		 "printf deep > %s/sub/b && ln -s a %s/link", src, src, src, src, src);
+	T_ASSERT(system(cmd) == 0, "fixture");
+	const char *cp[] = { "copy", src, dst, "1", "0", NULL };
+	T_ASSERT(run_builtin(&r, cp, NULL, 0) == 0 && r.exit.code == 0, "copy: %d %s", r.exit.code, r.err);
+	char p[200], buf[16] = "";
+	struct stat st;
+	snprintf(p, sizeof p, "%s/a", dst);
+	FILE *f = fopen(p, "r");
+	T_ASSERT(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "hello"), "content '%s'", buf);
+	fclose(f);
+	T_ASSERT(stat(p, &st) == 0 && (st.st_mode & 0777) == 0640, "mode %o", st.st_mode);
+	snprintf(p, sizeof p, "%s/link", dst);
+	T_ASSERT(lstat(p, &st) == 0 && S_ISLNK(st.st_mode), "symlink kept");
+	snprintf(p, sizeof p, "%s/sub/b", dst);
+	T_ASSERT(stat(p, &st) == 0 && st.st_size == 4, "sub/b");
+	/* errors: exists, into itself, missing source, a directory without recursive */
+	T_ASSERT(run_builtin(&r, cp, NULL, 0) == 0 && r.exit.code == EEXIST && strstr(r.err, "exists"),
+		 "exists: %d %s", r.exit.code, r.err);
+	snprintf(into, sizeof into, "%s/sub/again", src);
+	const char *self[] = { "copy", src, into, "1", "0", NULL };
+	T_ASSERT(run_builtin(&r, self, NULL, 0) == 0 && r.exit.code == EINVAL && strstr(r.err, "into itself"),
+		 "into itself: %d %s", r.exit.code, r.err);
+	const char *missing[] = { "copy", "/no/such/src", into, "1", "0", NULL };
+	T_ASSERT(run_builtin(&r, missing, NULL, 0) == 0 && r.exit.code == ENOENT, "missing: %d %s", r.exit.code, r.err);
+	const char *norec[] = { "copy", src, into, "0", "0", NULL };
+	T_ASSERT(run_builtin(&r, norec, NULL, 0) == 0 && r.exit.code == EISDIR, "not recursive: %d", r.exit.code);
+	/* replace swaps the whole tree in */
+	snprintf(cmd, sizeof cmd, "printf changed > %s/a", src);
+	T_ASSERT(system(cmd) == 0, "change");
+	const char *rep[] = { "copy", src, dst, "1", "1", NULL };
+	T_ASSERT(run_builtin(&r, rep, NULL, 0) == 0 && r.exit.code == 0, "replace: %s", r.err);
+	snprintf(p, sizeof p, "%s/a", dst);
+	T_ASSERT(stat(p, &st) == 0 && st.st_size == 7, "replaced size %ld", (long)st.st_size);
+	const char *unknown[] = { "no-such-builtin", NULL };
+	T_ASSERT(run_builtin(&r, unknown, NULL, 0) == -EINVAL, "unknown built-in");
+	return 0;
+}
+
+static int test_builtin_tar(void)
+{
+	static struct run r, r2;
+	static uint8_t t[16384];
+	char src[128], out[128], cmd[700];
+	snprintf(src, sizeof src, "%s/cp-src", dir);	/* from test_builtin_copy */
+	snprintf(out, sizeof out, "%s/untar/deep", dir);
+	const char *create[] = { "tar-create", src, NULL };
+	T_ASSERT(run_builtin(&r, create, NULL, 0) == 0 && r.exit.code == 0, "tar-create: %s", r.err);
+	T_ASSERT(r.nout >= 1024 && r.nout % 512 == 0, "tar of %zu bytes", r.nout);
+	/* tar itself can read it */
+	char tf[160];
+	snprintf(tf, sizeof tf, "%s/x.tar", dir);
+	FILE *f = fopen(tf, "w");
+	T_ASSERT(f && fwrite(r.out, 1, r.nout, f) == r.nout, "write tar");
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "tar -tf %s | sort | tr '\\n' ' '", tf);
+	f = popen(cmd, "r");
+	char list[256] = "";
+	T_ASSERT(f && fgets(list, sizeof list, f), "tar -t");
+	pclose(f);
+	T_ASSERT(!strcmp(list, "a link sub/ sub/b "), "tar -t: '%s'", list);
+	/* and back: extracted into a new directory (made with parents) */
+	const char *extract[] = { "tar-extract", out, NULL };
+	T_ASSERT(run_builtin(&r2, extract, r.out, r.nout) == 0 && r2.exit.code == 0, "extract: %s", r2.err);
+	snprintf(cmd, sizeof cmd, "diff -r %s %s && test -L %s/link && test \"$(stat -c %%a %s/a)\" = 640",
+		 src, out, out, out);
+	T_ASSERT(system(cmd) == 0, "the extracted tree differs");
+	/* hostile input: each refused with the entry named, nothing outside */
+	struct { const char *name; char type; const char *link; const char *name2; const char *want; } bad[] = {
+		{ "../escape", '0', NULL, NULL, "'..'" },
+		{ "/etc/escape", '0', NULL, NULL, "absolute" },
+		{ "lnk", '2', "/tmp", "lnk/escape", "symlink" },
+		{ "dev", '3', NULL, NULL, "device" },
+		{ "a/../../escape", '5', NULL, NULL, "'..'" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		size_t n = tar_member(t, bad[i].name, bad[i].type, bad[i].link, bad[i].type == '0' ? "x" : NULL);
+		if (bad[i].name2)
+			n += tar_member(t + n, bad[i].name2, '0', NULL, "pwned");
+		memset(t + n, 0, 1024);
+		n += 1024;
+		T_ASSERT(run_builtin(&r2, extract, t, n) == 0, "run %zu", i);
+		T_ASSERT(r2.exit.code == EINVAL && strstr(r2.err, bad[i].want), "case %zu (%s): %d '%s'", i,
+			 bad[i].name, r2.exit.code, r2.err);
+	}
+	T_ASSERT(access("/tmp/escape", F_OK) < 0 && access("/etc/escape", F_OK) < 0, "escaped");
+	snprintf(cmd, sizeof cmd, "%s/untar/escape", dir);
+	T_ASSERT(access(cmd, F_OK) < 0, "escaped to the parent");
+	/* not a tar at all; a truncated one */
+	T_ASSERT(run_builtin(&r2, extract, "hello world", 11) == 0 && r2.exit.code == EINVAL, "garbage: %d", r2.exit.code);
+	memset(t, 'x', 512);
+	T_ASSERT(run_builtin(&r2, extract, t, 512) == 0 && r2.exit.code == EINVAL && strstr(r2.err, "checksum"),
+		 "bad checksum: %d %s", r2.exit.code, r2.err);
+	size_t n = tar_member(t, "big", '0', NULL, "0123456789");
+	T_ASSERT(run_builtin(&r2, extract, t, n - 512) == 0 && r2.exit.code == EINVAL && strstr(r2.err, "ends"),
+		 "truncated: %d %s", r2.exit.code, r2.err);
+	return 0;
+}
+
+static int test_files_as_user(void)
+{
+	struct kiln_client *c = client();
+	char priv[128], pub[128], f[200];
+	struct kiln_stat st;
+	uint8_t buf[16];
+	snprintf(priv, sizeof priv, "%s/private", dir);
+	snprintf(pub, sizeof pub, "%s/public", dir);
+	T_ASSERT(mkdir(priv, 0700) == 0 && mkdir(pub, 0777) == 0 && chmod(pub, 0777) == 0, "fixture");
+	snprintf(f, sizeof f, "%s/secret", priv);
+	struct mem src = { (uint8_t *)"s3cret", 6, 0 };
+	T_ASSERT(kiln_write_file(c, f, 0600, 0, mem_source, &src, NULL) == 0, "%s", kiln_client_error(c));
+	T_ASSERT(kiln_client_set_user(c, "65534:65534") == 0, "set user");
+	struct mem sink = { buf, sizeof buf, 0 };
+	int rc = kiln_read_file(c, f, 0, UINT64_MAX, mem_sink, &sink, NULL, NULL, NULL);
+	T_ASSERT(rc == -EACCES, "read of a root-only file as nobody: %d %s", rc, kiln_client_error(c));
+	snprintf(f, sizeof f, "%s/mine", pub);
+	src.off = 0;
+	T_ASSERT(kiln_write_file(c, f, 0644, 0, mem_source, &src, NULL) == 0, "%s", kiln_client_error(c));
+	T_ASSERT(kiln_stat(c, f, 0, &st) == 0 && st.uid == 65534 && st.gid == 65534, "owner %u:%u", st.uid, st.gid);
+	snprintf(f, sizeof f, "%s/newdir", priv);
+	T_ASSERT(kiln_mkdir(c, f, 0755, 0) == -EACCES, "mkdir in a root-only directory");
+	T_ASSERT(kiln_client_set_user(c, "no-such-user") == 0, "set user");
+	rc = kiln_stat(c, pub, 0, &st);
+	T_ASSERT(rc == -EINVAL && strstr(kiln_client_error(c), "no-such-user"), "unknown user: %d %s", rc,
+		 kiln_client_error(c));
+	/* back to the agent's own identity: root reads it again */
+	T_ASSERT(kiln_client_set_user(c, NULL) == 0, "unset");
+	snprintf(f, sizeof f, "%s/secret", priv);
+	sink.off = 0;
+	T_ASSERT(kiln_read_file(c, f, 0, UINT64_MAX, mem_sink, &sink, NULL, NULL, NULL) == 0, "%s", kiln_client_error(c));
+	/* the agent's identity was restored for other connections too */
+	struct kiln_client *c2 = client();
+	T_ASSERT(kiln_stat(c2, f, 0, &st) == 0, "%s", kiln_client_error(c2));
+	kiln_client_free(c2);
+	kiln_client_free(c);
+	return 0;
+}
+
 /* ---- watch ----------------------------------------------------------------------- */
 
 static int test_watch(void)
@@ -1334,6 +1532,11 @@ int main(void)
 	T_RUN(test_files_roundtrip);
 	T_RUN(test_write_enospc_midway);
 	T_RUN(test_fs_ops);
+	if (geteuid() == 0) {
+		T_RUN(test_builtin_copy);
+		T_RUN(test_builtin_tar);
+		T_RUN(test_files_as_user);
+	}
 	T_RUN(test_watch);
 	T_RUN(test_info_resync);
 	T_RUN(test_malformed_frames);

@@ -23,7 +23,7 @@ export {
   LimitExceeded, PermissionDenied, RateLimited, ServerError, Timeout,
 } from "./errors.js";
 export { Files } from "./files.js";
-export type { WriteOptions } from "./files.js";
+export type { UserOption, WriteEntry, WriteOptions } from "./files.js";
 export { Processes } from "./processes.js";
 export type { Process, ProcessOutput } from "./processes.js";
 export { Pty } from "./pty.js";

@@ -22,7 +22,7 @@ import { after, test } from "node:test";
 
 import {
   AuthError, Client, CommandHandle, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded, NotFound,
-  RateLimited, Sandbox, ServerError, Timeout,
+  PermissionDenied, RateLimited, Sandbox, ServerError, Timeout,
 } from "@kiln/sdk";
 
 const env = process.env;
@@ -738,6 +738,32 @@ test("E2B names: files", async () => {
   assert.equal(await A.files.exists(d), false);
   await rejects(() => A.files.getInfo(d), NotFound);
   await rejects(() => A.files.read("/etc/hostname", { format: "stream" as "text" }), TypeError);
+});
+
+test("files: write([...]), copy, uploadDir/downloadDir, user", async () => {
+  const d = "/tmp/ts-tree";
+  const res = await A.files.write([{ path: `${d}/a.txt`, data: "alpha" }, { path: `${d}/sub/b.bin`, data: new Uint8Array([0, 1]) }]);
+  assert.deepEqual(res.map((f) => [f.path, f.size]), [[`${d}/a.txt`, 5], [`${d}/sub/b.bin`, 2]]);
+  await A.files.copy(d, `${d}-copy`, { recursive: true });
+  assert.deepEqual(await A.files.read(`${d}-copy/sub/b.bin`), new Uint8Array([0, 1]));
+  await rejects(() => A.files.copy(d, `${d}-copy`, { recursive: true }), Conflict);
+  await rejects(() => A.files.copy("/tmp/no-such", "/tmp/x"), NotFound);
+  await rejects(() => A.files.copy(d, `${d}/sub/in`, { recursive: true }), InvalidRequest);
+  const local = await mkdtemp(join(tmpdir(), "kiln-ts-"));
+  try {
+    assert.equal(await A.files.downloadDir(d, join(local, "down")), 3);
+    assert.equal(await readFile(join(local, "down", "a.txt"), "utf8"), "alpha");
+    await writeFile(join(local, "down", "c.txt"), "gamma");
+    await A.files.uploadDir(join(local, "down"), "/tmp/ts-up");
+    assert.equal(await A.files.readText("/tmp/ts-up/c.txt"), "gamma");
+  } finally {
+    await rm(local, { recursive: true, force: true });
+  }
+  await A.files.write("/tmp/ts-as-user.txt", "mine", { user: "4321" });
+  assert.equal((await A.files.stat("/tmp/ts-as-user.txt")).uid, 4321);
+  await A.exec("echo s > /tmp/ts-root-only; chmod 600 /tmp/ts-root-only");
+  await rejects(() => A.files.read("/tmp/ts-root-only", { user: "4321" }), PermissionDenied);
+  await rejects(() => A.files.stat("/tmp", { user: "no-such-user" }), InvalidRequest);
 });
 
 test("delete", async () => {
