@@ -18,7 +18,7 @@
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail volumes_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 
-build_template --own minimal || exit 1
+build_template minimal || exit 1
 cat > "$T/plans.json" <<'EOF'
 {"vtiny": {"volumes": 1, "volume_mib": 64}, "vstore": {"storage_mib": 100}}
 EOF
@@ -319,6 +319,8 @@ check volume_cli_rm "exit $?: $(cat "$T/cli.out")" [ ! -e "$DATA/volumes/$cv.img
 # ---- a template built without slots ------------------------------------------------------
 stop_kilnd
 man=$(readlink -f "$DATA/templates/minimal/current")/manifest.json
+# The template may be the run's (build_template): put its manifest back.
+cp "$man" "$T/manifest.kept" && at_exit 'cp "$T/manifest.kept" "'"$man"'"'
 python3 -c "import json,sys; m=json.load(open(sys.argv[1])); m.pop('volume_slots'); json.dump(m, open(sys.argv[1],'w'))" "$man"
 start_kilnd "${kilnd_args[@]}" || exit 1
 api POST /v1/sandboxes '{"template":"minimal","volumes":[{"name":"data","path":"/data"}]}'
