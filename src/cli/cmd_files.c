@@ -129,10 +129,12 @@ static void put_file(int fd, const char *name, const char *id, const char *path,
 	free(finish(&c, rc));
 }
 
-/* Download id:path into fd. */
-static void get_file(const char *id, const char *path, int fd, const char *name)
+/* GET ROUTE of id:path (a file, or a tree as tar) into fd; name is fd's
+ * in messages, what the stream's in the message when it breaks off. */
+static void download(const char *route, const char *id, const char *path, int fd, const char *name,
+		     const char *what)
 {
-	char *p = files_path("files", id, path, NULL);
+	char *p = files_path(route, id, path, NULL);
 	struct httpc c;
 	if (httpc_start(&c, &target, "GET", p, NULL, NULL, 0, -1, 0) < 0)
 		die("%s", c.error);
@@ -148,8 +150,14 @@ static void get_file(const char *id, const char *path, int fd, const char *name)
 		if (write_all(fd, buf, (size_t)n) < 0)
 			die("%s: %s", name, strerror(errno));
 	if (n < 0)
-		die("%s", c.error);
+		die("%s broke off: %s", what, c.error);
 	httpc_close(&c);
+}
+
+/* Download id:path into fd. */
+static void get_file(const char *id, const char *path, int fd, const char *name)
+{
+	download("files", id, path, fd, name, "the download");
 }
 
 static void remote_mkdir(const char *id, const char *path)
@@ -417,24 +425,7 @@ static int fs_tar(const char *id, const char *path)
 {
 	if (isatty(1))
 		die("fs tar writes a tar stream: send stdout to a file or a pipe (> x.tar, | tar -x)");
-	char *p = files_path("files/archive", id, path, NULL);
-	struct httpc c;
-	if (httpc_start(&c, &target, "GET", p, NULL, NULL, 0, -1, 0) < 0)
-		die("%s", c.error);
-	free(p);
-	if (c.status != 200) {
-		char *resp = NULL;
-		httpc_read_all(&c, &resp, NULL, BODY_MAX);
-		die_response(c.status, resp);
-	}
-	char buf[65536];
-	long n;
-	while ((n = httpc_read(&c, buf, sizeof buf)) > 0)
-		if (write_all(1, buf, (size_t)n) < 0)
-			die("stdout: %s", strerror(errno));
-	if (n < 0)
-		die("the tar stream broke off: %s", c.error);
-	httpc_close(&c);
+	download("files/archive", id, path, 1, "stdout", "the tar stream");
 	return 0;
 }
 

@@ -479,6 +479,10 @@ static void dispatch_request(struct conn *c, uint8_t type, const uint8_t *p, uin
 			conn_error(c, EPERM, "%s: cannot act as the user", kiln_type_name(type));
 			return;
 		}
+	} else {
+		/* A connection's next request is not a file request's user:
+		 * an EXEC's stdin frames run as the agent. */
+		fs_user_drop(c);
 	}
 	switch (type) {
 	case KILN_PING: sys_ping(c, &m); break;
