@@ -250,7 +250,9 @@ int h_host_action(struct req *r)
 	else if (!strcmp(act, "ttl")) {
 		json_t *ttl = json_object_get(r->json, "ttl_seconds");
 		json_t *idle = json_object_get(r->json, "idle_hibernate");
+		json_t *pause = json_object_get(r->json, "idle_pause_seconds");
 		struct lifecycle_change lc = {
+			.set_pause = json_is_integer(pause), .idle_pause_seconds = json_integer_value(pause),
 			.set_ttl = json_is_integer(ttl), .ttl_seconds = json_integer_value(ttl),
 			.set_idle = json_is_boolean(idle), .idle_hibernate = json_is_true(idle),
 			.retention_seconds = json_integer_value(json_object_get(r->json, "retention_seconds")),

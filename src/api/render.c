@@ -133,6 +133,7 @@ json_t *render_sandbox(const struct sbx_row *r)
 	 * request (docs/api.md "Persistent sandboxes"). */
 	json_object_set_new(j, "persistent", json_boolean(!r->ttl_absolute && r->idle_hibernate &&
 							   r->retention_seconds == 0));
+	json_object_set_new(j, "idle_pause_seconds", json_integer(r->idle_pause_seconds));
 	json_object_set_new(j, "parent_id", r->parent[0] ? json_string(r->parent) : json_null());
 	json_object_set_new(j, "from_snapshot", r->snapshot[0] ? json_string(r->snapshot) : json_null());
 	json_object_set_new(j, "metadata", json_or_empty(r->metadata));

@@ -33,7 +33,7 @@ static const struct optdef optdefs[] = {
 	{ "by", 0, VALUE }, { "from", 0, VALUE }, { "to", 0, VALUE }, { "sandbox", 0, VALUE },
 	{ "csv", 0, NONE }, { "name", 0, VALUE }, { "scope", 0, VALUE }, { "expires", 0, VALUE },
 	{ "plan", 0, VALUE }, { "limits", 0, VALUE }, { "key", 0, VALUE }, { "all", 0, NONE },
-	{ "persistent", 0, NONE }, { "volume", 0, VALUE }, { "size", 0, VALUE },
+	{ "persistent", 0, NONE }, { "idle-pause", 0, VALUE }, { "volume", 0, VALUE }, { "size", 0, VALUE },
 	{ "port", 0, VALUE }, { "command", 0, VALUE }, { "restart", 0, VALUE },
 	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
 	{ "user", 'u', VALUE }, { "replace", 0, NONE },
@@ -222,6 +222,7 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "json")) o->json = true;
 	else if (!strcmp(n, "tree")) o->tree = true;
 	else if (!strcmp(n, "persistent")) o->persistent = true;
+	else if (!strcmp(n, "idle-pause")) o->idle_pause = args_number("--idle-pause", v, 0, 604800);
 	else if (!strcmp(n, "delete-parent")) o->delete_parent = true;
 	else if (!strcmp(n, "public")) o->public = true;
 	else if (!strcmp(n, "count")) o->n = args_number("-n/--count", v, 1, 64);
@@ -270,6 +271,7 @@ void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o
 {
 	memset(o, 0, sizeof *o);
 	o->ttl = -1;
+	o->idle_pause = -1;
 	o->n = -1;
 	o->limit = -1;
 	o->idle = -1;

@@ -24,6 +24,7 @@ enum {
 struct opts {
 	const char *template, *snapshot, *cwd, *status, *cursor;
 	long long ttl;			/* -1: not given */
+	long long idle_pause;		/* -1: not given */
 	long long n;			/* -n: fork's count, logs' lines; -1: not given */
 	long long timeout, limit;	/* 0 / -1: not given */
 	bool json, tree, in, public, recursive, follow, no_internet, internet, help, delete_parent, close, persistent;

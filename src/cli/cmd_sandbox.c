@@ -45,6 +45,8 @@ int cmd_create(const struct command *cmd, struct opts *o)
 		json_object_set_new(body, "ttl_seconds", json_integer(o->ttl));
 	if (o->persistent)
 		json_object_set_new(body, "persistent", json_true());
+	if (o->idle_pause >= 0)
+		json_object_set_new(body, "idle_pause_seconds", json_integer(o->idle_pause));
 	if (o->env)
 		json_object_set_new(body, "env", o->env);
 	if (o->meta)
@@ -243,6 +245,24 @@ int cmd_ttl(const struct command *cmd, struct opts *o)
 		print_json(r);
 	else
 		printf("%s ttl %llds, expires %s\n", id, secs, str(r, "expires_at"));
+	json_decref(r);
+	return 0;
+}
+
+int cmd_idle_pause(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	const char *id = need_id(cmd, o, 0);
+	long long secs = args_number("idle-pause SECONDS", o->pos[1], 0, 604800);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
+	json_t *r = call("PATCH", path, json_pack("{s:I}", "idle_pause_seconds", (json_int_t)secs));
+	if (o->json)
+		print_json(r);
+	else if (secs)
+		printf("%s pauses after %llds idle\n", id, secs);
+	else
+		printf("%s does not pause when idle\n", id);
 	json_decref(r);
 	return 0;
 }

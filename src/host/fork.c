@@ -56,6 +56,7 @@ static int child_new(struct host *h, struct sandbox *parent, bool pending, struc
 	row.ttl_absolute = parent->row.ttl_absolute;
 	row.idle_hibernate = parent->row.idle_hibernate;
 	row.retention_seconds = parent->row.retention_seconds;
+	row.idle_pause_seconds = parent->row.idle_pause_seconds;
 	row.metadata = parent->row.metadata ? strdup(parent->row.metadata) : NULL;
 	row.env = parent->row.env ? strdup(parent->row.env) : NULL;
 	/* A fork keeps its parent's egress policy (in its own namespace). */

@@ -539,11 +539,28 @@ static void ttl_warn(struct sandbox *sb, int64_t now)
 		host_events_emit(&ev);	/* id and workspace never change */
 }
 
+/* Whether a running sandbox has been idle for its idle_pause_seconds
+ * (no request, no command running). Under sb->lock. */
+static bool idle_pause_due(const struct sandbox *sb, int64_t now)
+{
+	const struct sbx_row *r = &sb->row;
+	return r->idle_pause_seconds > 0 && r->state == SBX_RUNNING && !sb->vmm_dead && !sb->active &&
+	       !sb->pooled && now >= r->active_ms + r->idle_pause_seconds * 1000;
+}
+
 static void check_ttl(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&sb->lock);
 	enum ttl_action act = ttl_due(sb, wall_ms());
+	bool pause = act == TTL_KEEP && idle_pause_due(sb, wall_ms());
 	pthread_mutex_unlock(&sb->lock);
+	if (pause && pthread_mutex_trylock(&sb->op) == 0) {	/* not while an operation runs */
+		pthread_mutex_unlock(&sb->op);
+		log_info("sandbox %s: idle for %llds, pausing", sb->row.id,
+			 (long long)sb->row.idle_pause_seconds);
+		if (host_pause_idle(h, sb) < 0)
+			log_warn("sandbox %s: idle pause: %s", sb->row.id, errmsg());
+	}
 	if (act == TTL_KEEP) {
 		ttl_warn(sb, wall_ms());
 		return;

@@ -63,6 +63,8 @@ int host_wake(struct host *h, struct sandbox *sb);
  * resume starts them again. Pausing a paused one, or resuming a running
  * one, is a success that changes nothing. */
 int host_pause(struct host *h, struct sandbox *sb);
+/* host_pause for idleness (housekeeping): not counted as activity. */
+int host_pause_idle(struct host *h, struct sandbox *sb);
 int host_resume(struct host *h, struct sandbox *sb);
 /* Change its TTL rule (host_types.h struct lifecycle_change). */
 int host_set_lifecycle(struct host *h, struct sandbox *sb, const struct lifecycle_change *lc);

@@ -43,6 +43,8 @@ struct lifecycle_change {
 	bool set_idle;
 	bool idle_hibernate;		/* idle: hibernated, not deleted... */
 	int64_t retention_seconds;	/* ...and deleted after this much more (0: kept) */
+	bool set_pause;
+	int64_t idle_pause_seconds;	/* paused after this long idle (0: never) */
 };
 
 /* A named volume a create attaches (docs/api.md "Volumes"): the
@@ -66,6 +68,7 @@ struct create_req {
 	int64_t ttl_cap;		/* > 0: the default is at most this */
 	bool ttl_absolute, idle_hibernate;	/* the TTL rule (store.h sbx_row) */
 	int64_t retention_seconds;
+	int64_t idle_pause_seconds;		/* 0: never paused when idle */
 	const char *metadata, *env;	/* JSON object text, or NULL */
 	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */

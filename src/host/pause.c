@@ -25,7 +25,10 @@
  * waits this long for the sandbox's operations to end, then refuses. */
 #define PAUSE_DRAIN_MS 2000
 
-int host_pause(struct host *h, struct sandbox *sb)
+/* A pause asked for is activity (the TTL's idle clock restarts); one
+ * for idleness (host_pause_idle) is not, so the TTL rule still acts
+ * ttl_seconds after the last request. */
+static int pause_sandbox(struct host *h, struct sandbox *sb, bool activity)
 {
 	pthread_mutex_lock(&sb->op);	/* no operation starts meanwhile (sandbox_enter) */
 	int rc = 0;
@@ -50,12 +53,23 @@ int host_pause(struct host *h, struct sandbox *sb)
 		rc = errf(-rc, "sandbox %s: pausing its VMM: %s", sb->row.id, errmsg());
 		goto out;
 	}
-	sandbox_touch(sb);
+	if (activity)
+		sandbox_touch(sb);
 	rc = sandbox_set_state(h, sb, SBX_PAUSED);
-	log_debug("sandbox %s: paused", sb->row.id);
+	log_debug("sandbox %s: paused%s", sb->row.id, activity ? "" : " (idle)");
 out:
 	pthread_mutex_unlock(&sb->op);
 	return rc;
+}
+
+int host_pause(struct host *h, struct sandbox *sb)
+{
+	return pause_sandbox(h, sb, true);
+}
+
+int host_pause_idle(struct host *h, struct sandbox *sb)
+{
+	return pause_sandbox(h, sb, false);
 }
 
 int resume_locked(struct host *h, struct sandbox *sb)

@@ -502,6 +502,7 @@ void sandbox_claim(struct host *h, struct sandbox *sb, struct sbx_row *row, bool
 	sb->row.ttl_absolute = row->ttl_absolute;
 	sb->row.idle_hibernate = row->idle_hibernate;
 	sb->row.retention_seconds = row->retention_seconds;
+	sb->row.idle_pause_seconds = row->idle_pause_seconds;
 	sb->row.created_ms = row->created_ms;
 	sb->row.active_ms = row->active_ms;
 	char *swap = sb->row.metadata;
@@ -627,6 +628,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	row.ttl_absolute = req->ttl_absolute;
 	row.idle_hibernate = req->idle_hibernate;
 	row.retention_seconds = req->retention_seconds;
+	row.idle_pause_seconds = req->idle_pause_seconds;
 	row.created_ms = row.active_ms = wall_ms();
 	row.metadata = dup_or_null(req->metadata);
 	/* From a template, its image's Env under the create's (templates.md). */
@@ -994,6 +996,8 @@ int host_set_lifecycle(struct host *h, struct sandbox *sb, const struct lifecycl
 		sb->row.idle_hibernate = lc->idle_hibernate;
 		sb->row.retention_seconds = lc->retention_seconds;
 	}
+	if (!gone && lc->set_pause)
+		sb->row.idle_pause_seconds = lc->idle_pause_seconds;
 	if (!gone)
 		sb->row.active_ms = wall_ms();
 	pthread_mutex_unlock(&sb->lock);

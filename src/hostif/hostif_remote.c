@@ -657,6 +657,8 @@ static int r_set_lifecycle(void *ctx, const char *ws, const char *id, const stru
 		json_object_set_new(j, "idle_hibernate", json_boolean(lc->idle_hibernate));
 		json_object_set_new(j, "retention_seconds", json_integer(lc->retention_seconds));
 	}
+	if (j && lc->set_pause)
+		json_object_set_new(j, "idle_pause_seconds", json_integer(lc->idle_pause_seconds));
 	return on_sandbox(ctx, "POST", ws, id, "/ttl", j, CALL_TIMEOUT_S, out);
 }
 

@@ -72,6 +72,8 @@ json_t *wire_row(const struct sbx_row *r)
 			      (json_int_t)r->created_ms, "updated_ms", (json_int_t)r->updated_ms, "deleted_ms",
 			      (json_int_t)r->deleted_ms, "active_ms", (json_int_t)r->active_ms, "ready_ms",
 			      r->ready_ms);
+	if (o && r->idle_pause_seconds)
+		json_object_set_new(o, "idle_pause_seconds", json_integer(r->idle_pause_seconds));
 	if (!o)
 		return NULL;
 	json_t *acc = json_pack("{s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:s,s:i,s:s}", "vmm_pid",
@@ -117,6 +119,7 @@ int wire_row_parse(const json_t *j, struct sbx_row *r)
 	r->ttl_absolute = bool_of(j, "ttl_absolute");
 	r->idle_hibernate = bool_of(j, "idle_hibernate");
 	r->retention_seconds = int_of(j, "retention_seconds");
+	r->idle_pause_seconds = int_of(j, "idle_pause_seconds");
 	r->created_ms = int_of(j, "created_ms");
 	r->updated_ms = int_of(j, "updated_ms");
 	r->deleted_ms = int_of(j, "deleted_ms");
@@ -190,6 +193,8 @@ json_t *wire_create(const struct create_req *q)
 			      (json_int_t)q->retention_seconds);
 	if (!o)
 		return NULL;
+	if (q->idle_pause_seconds)
+		json_object_set_new(o, "idle_pause_seconds", json_integer(q->idle_pause_seconds));
 	set_text(o, "template", q->template);
 	set_text(o, "snapshot", q->snapshot);
 	set_text(o, "metadata", q->metadata);
@@ -262,6 +267,7 @@ int wire_create_parse(const json_t *j, struct create_req *q, struct ws_caps *cap
 	q->ttl_absolute = bool_of(j, "ttl_absolute");
 	q->idle_hibernate = bool_of(j, "idle_hibernate");
 	q->retention_seconds = int_of(j, "retention_seconds");
+	q->idle_pause_seconds = int_of(j, "idle_pause_seconds");
 	int vrc = volumes_parse(j, q, vols);
 	if (vrc < 0)
 		return vrc;

@@ -54,7 +54,11 @@ int ops_template_known(struct hostif *hi, const char *name, json_t **names)
 
 const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
 					  "metadata", "env", "allow_out", "deny_out", "allow_internet", "volumes",
-					  NULL };
+					  "idle_pause_seconds", NULL };
+
+/* idle_pause_seconds: paused after this long without a request (0:
+ * never), a week at most; the TTL rule still acts at ttl_seconds. */
+#define IDLE_PAUSE_MAX 604800
 
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 {
@@ -170,7 +174,7 @@ static int quota_error(const struct plan *p, int rc)
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
 {
 	const char *tmpl = NULL, *snap = NULL;
-	int64_t ttl = -1;
+	int64_t ttl = -1, idle_pause = 0;
 	bool persistent = false;
 	struct lifecycle_change rule = { 0 };
 	json_t *metadata = NULL, *env = NULL;
@@ -191,6 +195,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &snap);
 	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
 	rc = rc ?: v_bool(args, "persistent", &persistent);
+	rc = rc ?: v_int(args, "idle_pause_seconds", false, 0, IDLE_PAUSE_MAX, &idle_pause);
 	if (rc == 0 && persistent)
 		rc = idle_rule(&plan, true, &rule);
 	rc = rc ?: v_str_map(args, "metadata", OPS_METADATA_MAX, OPS_METADATA_KEY_MAX,
@@ -232,6 +237,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 		.ttl_absolute = plan.limits.ttl_absolute != 0,
 		.idle_hibernate = persistent || plan.limits.idle_hibernate != 0,
 		.retention_seconds = persistent ? 0 : plan.limits.hibernated_retention_seconds,
+		.idle_pause_seconds = idle_pause > 0 ? idle_pause : 0,
 		.metadata = meta_text,
 		.env = env_text,
 		.net_policy = policy,
@@ -249,19 +255,21 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 
 int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out)
 {
-	static const char *const keys[] = { "ttl_seconds", "persistent", NULL };
+	static const char *const keys[] = { "ttl_seconds", "persistent", "idle_pause_seconds", NULL };
 	struct plan plan = { 0 };
 	int rc = ops_workspace_plan(c, &plan);
 	int64_t max_ttl = c->max_ttl, ttl = -1;
 	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
 		max_ttl = plan.limits.max_ttl_seconds;
 	bool persistent = false;
+	int64_t idle_pause = -1;
 	struct lifecycle_change lc = { 0 };
 	rc = rc ?: v_known_keys(args, keys);
 	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
 	rc = rc ?: v_bool(args, "persistent", &persistent);
-	if (rc == 0 && ttl < 0 && !json_object_get(args, "persistent"))
-		rc = errf(EINVAL, "give 'ttl_seconds', 'persistent' or both");
+	rc = rc ?: v_int(args, "idle_pause_seconds", false, 0, IDLE_PAUSE_MAX, &idle_pause);
+	if (rc == 0 && ttl < 0 && idle_pause < 0 && !json_object_get(args, "persistent"))
+		rc = errf(EINVAL, "give 'ttl_seconds', 'persistent', 'idle_pause_seconds' or more of them");
 	if (rc == 0 && ttl == 0 && plan.limits.max_ttl_seconds)
 		rc = errf(EINVAL, "ttl_seconds 0 (no expiry) is over plan %s's limit of %lld seconds",
 			  plan.name, (long long)plan.limits.max_ttl_seconds);
@@ -271,6 +279,8 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 		return rc;
 	lc.set_ttl = ttl >= 0;
 	lc.ttl_seconds = ttl;
+	lc.set_pause = idle_pause >= 0;
+	lc.idle_pause_seconds = idle_pause;
 	return hostif_set_lifecycle(c->hostif, c->workspace, id, &lc, out);
 }
 

@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 8;
+const int schema_version = 9;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -90,7 +90,10 @@ const char schema_sql[] =
 	"  active_base DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
 	"  pss_mib_seconds DOUBLE PRECISION NOT NULL DEFAULT 0,\n"
 	"  pss_bytes BIGINT NOT NULL DEFAULT 0,\n"
-	"  stored_bytes BIGINT NOT NULL DEFAULT 0\n"
+	"  stored_bytes BIGINT NOT NULL DEFAULT 0,\n"
+	/* Paused after this many idle seconds (0: never), before its TTL
+	 * rule acts (docs/api.md "Persistent sandboxes"). */
+	"  idle_pause_seconds BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"
@@ -326,6 +329,8 @@ const struct migration schema_migrations[] = {
 	/* Version 7 counted what a workspace keeps, not its bytes. */
 	{ 8, "ALTER TABLE sandboxes ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;\n"
 	     "ALTER TABLE snapshots ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;\n" },
+	/* Version 8's idle sandboxes were hibernated or deleted, never paused. */
+	{ 9, "ALTER TABLE sandboxes ADD COLUMN idle_pause_seconds BIGINT NOT NULL DEFAULT 0;\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

@@ -192,6 +192,7 @@ struct sbx_row {
 	bool ttl_absolute;		/* ttl_seconds counts from creation, activity or not */
 	bool idle_hibernate;		/* idle: hibernated, not deleted... */
 	int64_t retention_seconds;	/* ...and deleted after this much more (0: kept) */
+	int64_t idle_pause_seconds;	/* paused after this long idle, before the rule (0: never) */
 	int64_t created_ms, updated_ms, deleted_ms, active_ms;	/* wall clock, ms */
 	double ready_ms;
 	int vmm_pid;			/* 0 when no VMM runs */

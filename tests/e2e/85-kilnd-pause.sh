@@ -8,8 +8,9 @@
 # (resumed first), and it stays paused across a kilnd restart. Persistent
 # sandboxes (docs/api.md "Persistent sandboxes"): idle for their TTL they
 # hibernate instead of being deleted and are kept so; a request wakes
-# one; persistent off gives the plan's rule back; a plan whose TTL counts
-# from creation refuses them; bad bodies are 400. The event stream
+# one; idle_pause_seconds pauses one first ("Pausing when idle"), and
+# the TTL still acts; persistent off gives the plan's rule back; a plan
+# whose TTL counts from creation refuses them; bad bodies are 400. The event stream
 # (docs/api.md "Events") tells all of it as typed events in order (exec
 # started and ended, forked, a TTL warning before the hibernation), with
 # ids: a stream opened with Last-Event-ID gets what it missed, one whose
@@ -265,6 +266,32 @@ api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":false,"ttl_seconds":600}'
 api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":true}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["persistent"]')" = True ] && pass persistent_on "$(jget 'j["ttl_rule"]')" ||
 	fail persistent_on "$STATUS $BODY"
+# Pausing when idle: paused after 2 s without a request, which is not
+# activity (last_active_at stays), so the 6 s TTL still hibernates it;
+# the next request wakes it with its files. (Its 3 s TTL may have
+# hibernated it again by now: an exec wakes it first, and its TTL is 600.)
+api POST "/v1/sandboxes/$P/exec" '{"cmd":"true"}'
+api PATCH "/v1/sandboxes/$P/lifecycle" '{"ttl_seconds":6,"idle_pause_seconds":2}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["idle_pause_seconds"]')" = 2 ] && pass idle_pause_set "idle_pause_seconds 2, ttl 6" ||
+	fail idle_pause_set "$STATUS $BODY"
+act0=$(jget 'j["last_active_at"]')
+seen=$(wait_status "$P" paused 15)
+api GET "/v1/sandboxes/$P"
+check idle_pause_pauses "idle 2 s: $seen, last_active_at $act0 -> $(jget 'j["last_active_at"]')" \
+	[ "$seen" = paused -a "$(jget 'j["last_active_at"]')" = "$act0" ]
+seen=$(wait_status "$P" hibernated 30)
+check idle_pause_then_ttl "then its 6 s TTL: $seen" [ "$seen" = hibernated ]
+api POST "/v1/sandboxes/$P/exec" '{"cmd":"cat /root/p"}'
+check idle_pause_wakes "exec: $(jget 'j.get("stdout")')" [ "$(jget 'j.get("stdout")')" = persisted ]
+api PATCH "/v1/sandboxes/$P/lifecycle" '{"ttl_seconds":600,"idle_pause_seconds":0}'
+[ "$STATUS" = 200 ] && [ "$(jget 'j["idle_pause_seconds"]')" = 0 ] && pass idle_pause_off "idle_pause_seconds 0" ||
+	fail idle_pause_off "$STATUS $BODY"
+api PATCH "/v1/sandboxes/$P/lifecycle" '{"idle_pause_seconds":-1}'
+expect idle_pause_negative 400 invalid_request
+api POST /v1/sandboxes '{"template":"minimal","idle_pause_seconds":"60"}'
+expect idle_pause_not_int 400 invalid_request
+api POST /v1/sandboxes '{"template":"minimal","idle_pause_seconds":604801}'
+expect idle_pause_over_week 400 invalid_request
 api PATCH "/v1/sandboxes/$P/lifecycle" '{"persistent":"yes"}'
 expect persistent_not_bool 400 invalid_request
 api PATCH "/v1/sandboxes/$P/lifecycle" '{}'

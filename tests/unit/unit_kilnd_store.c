@@ -485,6 +485,12 @@ static void schema_v1_is_migrated(void)
 	CHECK(store_snapshot_load(st, "snap_old", NULL, &sn) == 0 && sn.stored_bytes == 4096);
 	snap_row_clear(&sn);
 	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.stored_bytes == 0);
+	/* Version 9: an older sandbox is never paused when idle. */
+	CHECK(r.idle_pause_seconds == 0);
+	r.idle_pause_seconds = 90;
+	CHECK(store_sandbox_save(st, &r) == 0);
+	sbx_row_clear(&r);
+	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.idle_pause_seconds == 90);
 	sbx_row_clear(&r);
 	/* The tables version 1 lacked were made too. */
 	char ws[ID_MAX];
