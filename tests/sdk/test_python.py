@@ -666,17 +666,31 @@ def pause_resume_and_persistent():
         eq(Sandbox.get(sb.id).persistent, True, "on the server")
         eq(sb.set_persistent(False).persistent, False)
         raises(TypeError, sb.set_persistent, "yes")
+        eq(sb.idle_pause_seconds, 0, "no idle pause by default")
+        raises(ValueError, sb.set_idle_pause, -1)
+        eq(sb.set_idle_pause(1).idle_pause_seconds, 1)
+        seen = []
+        for _ in range(60):
+            seen.append(Sandbox.get(sb.id).status)
+            if seen[-1] == "paused":
+                break
+            time.sleep(0.25)
+        eq(seen[-1], "paused", "idle for 1 s: paused (%s)" % " ".join(seen[-3:]))
+        eq(sb.files.read_text("/root/keep.txt"), "kept", "a request resumes an idle-paused one")
+        eq(sb.set_idle_pause(0).idle_pause_seconds, 0)
     finally:
         sb.delete()
     raises(NotFound, sb.pause)
     raises(NotFound, sb.resume)
-    p = new("minimal", persistent=True)
+    p = new("minimal", persistent=True, idle_pause_seconds=600)
     try:
         eq(p.persistent, True, "persistent at create")
+        eq(p.idle_pause_seconds, 600, "idle pause at create")
         eq(p.info["ttl_rule"]["when_idle"], "hibernate")
     finally:
         p.delete()
-    return "paused twice, resumed twice, resumed by a request; persistent set, read, unset, at create"
+    return ("paused twice, resumed twice, resumed by a request; persistent set, read, unset, at create; "
+            "paused when idle and resumed by a request")
 
 
 @test

@@ -60,7 +60,8 @@ class Sandbox:
 
     @classmethod
     def create(cls, template: Optional[str] = None, *, ttl_seconds: Optional[int] = None,
-               persistent: Optional[bool] = None, metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
+               persistent: Optional[bool] = None, idle_pause_seconds: Optional[int] = None,
+               metadata: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
                allow_out: Optional[Sequence[str]] = None, deny_out: Optional[Sequence[str]] = None,
                allow_internet: Optional[bool] = None, from_snapshot: Optional[str] = None,
                volumes: Optional[Sequence[Mapping[str, Any]]] = None,
@@ -71,7 +72,9 @@ class Sandbox:
 
         ``ttl_seconds`` is an idle timeout (0: never); ``persistent=True``
         makes that timeout hibernate the sandbox instead of deleting it
-        (the next request wakes it; docs/api.md); ``env`` the
+        (the next request wakes it; docs/api.md); ``idle_pause_seconds``
+        pauses it after that long without a request, before the timeout
+        acts (a request resumes it; docs/api.md "Pausing when idle"); ``env`` the
         environment of every command; ``allow_out`` a list of CIDRs the
         sandbox may reach (only those), ``deny_out`` CIDRs it may never
         reach, ``allow_internet=False`` nothing at all (docs/network.md);
@@ -82,7 +85,8 @@ class Sandbox:
             raise ValueError("give either template or from_snapshot, not both")
         body = clean({
             "template": template, "from_snapshot": from_snapshot, "ttl_seconds": ttl_seconds,
-            "persistent": persistent, "metadata": str_map("metadata", metadata), "env": str_map("env", env),
+            "persistent": persistent, "idle_pause_seconds": idle_pause_seconds,
+            "metadata": str_map("metadata", metadata), "env": str_map("env", env),
             "allow_out": list(allow_out) if allow_out is not None else None,
             "deny_out": list(deny_out) if deny_out is not None else None,
             "allow_internet": allow_internet,
@@ -413,6 +417,20 @@ class Sandbox:
     def persistent(self) -> bool:
         """Hibernated when idle and never deleted by its TTL."""
         return bool(self._info.get("persistent", False))
+
+    def set_idle_pause(self, seconds: int) -> "Sandbox":
+        """Pause it after this many seconds without a request, before its
+        TTL acts (0: never); the next request resumes it."""
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or not 0 <= seconds <= 604800:
+            raise ValueError("seconds must be whole seconds from 0 to 604800")
+        self._info = self._client.transport.request(
+            "PATCH", self._path + "/lifecycle", json_body={"idle_pause_seconds": seconds}).json()
+        return self
+
+    @property
+    def idle_pause_seconds(self) -> int:
+        """Paused after this many idle seconds (0: never)."""
+        return int(self._info.get("idle_pause_seconds", 0))
 
     def set_network(self, *, allow_out: Optional[Sequence[str]] = None,
                     deny_out: Optional[Sequence[str]] = None,

@@ -22,6 +22,8 @@ export interface CreateOptions extends ConnectOptions {
   ttlSeconds?: number;
   /** true: the idle timeout hibernates it instead of deleting it (docs/api.md). */
   persistent?: boolean;
+  /** Pause it after this many seconds without a request (0: never); a request resumes it (docs/api.md "Pausing when idle"). */
+  idlePauseSeconds?: number;
   metadata?: Record<string, string>;
   /** Environment of every command run in the sandbox. */
   env?: Record<string, string>;
@@ -154,6 +156,7 @@ export class Sandbox {
     if (options.volumes !== undefined)
       body.volumes = options.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.readOnly ?? false }));
     if (options.persistent !== undefined) body.persistent = options.persistent;
+    if (options.idlePauseSeconds !== undefined) body.idle_pause_seconds = options.idlePauseSeconds;
     if (options.metadata !== undefined) body.metadata = options.metadata;
     if (options.env !== undefined) body.env = options.env;
     networkBody(options, body);
@@ -222,6 +225,10 @@ export class Sandbox {
   /** Hibernated when idle and never deleted by its TTL. */
   get persistent(): boolean {
     return this.data.persistent === true;
+  }
+  /** Paused after this many idle seconds (0: never). */
+  get idlePauseSeconds(): number {
+    return this.data.idle_pause_seconds ?? 0;
   }
   get parentId(): string | null {
     return this.data.parent_id;
@@ -439,6 +446,13 @@ export class Sandbox {
   async setPersistent(persistent = true): Promise<this> {
     if (typeof persistent !== "boolean") throw new TypeError("persistent must be a boolean");
     this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { persistent } });
+    return this;
+  }
+
+  /** Pause it after this many seconds without a request, before its TTL acts (0: never); a request resumes it. */
+  async setIdlePause(seconds: number): Promise<this> {
+    if (!Number.isInteger(seconds) || seconds < 0 || seconds > 604800) throw new RangeError("seconds must be whole seconds from 0 to 604800");
+    this.data = await this.client.json<SandboxJSON>("PATCH", `${this.path}/lifecycle`, { json: { idle_pause_seconds: seconds } });
     return this;
   }
 

@@ -16,6 +16,8 @@ export interface SandboxJSON {
   /** Its plan's TTL rule (docs/billing.md). */
   /** Hibernated when idle and never deleted by its TTL. */
   persistent?: boolean;
+  /** Paused after this many seconds without a request (0: never). */
+  idle_pause_seconds?: number;
   ttl_rule?: { counts_from: "creation" | "last_activity"; when_idle: "delete" | "hibernate"; hibernated_retention_seconds: number };
   parent_id: string | null;
   from_snapshot: string | null;

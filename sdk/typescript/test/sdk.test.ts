@@ -540,14 +540,19 @@ test("pause, resume and persistent", async () => {
     assert.equal((await sb.setPersistent()).persistent, true);
     assert.equal((await Sandbox.get(sb.id)).persistent, true, "on the server");
     assert.equal((await sb.setPersistent(false)).persistent, false);
+    assert.equal(sb.idlePauseSeconds, 0);
+    assert.equal((await sb.setIdlePause(90)).idlePauseSeconds, 90);
+    assert.equal((await Sandbox.get(sb.id)).idlePauseSeconds, 90, "on the server");
+    await rejects(() => sb.setIdlePause(-1), RangeError);
   } finally {
     await sb.delete();
   }
   await rejects(() => sb.pause(), NotFound);
   await rejects(() => sb.resume(), NotFound);
-  const p = await create({ persistent: true });
+  const p = await create({ persistent: true, idlePauseSeconds: 600 });
   try {
     assert.equal(p.persistent, true, "persistent at create");
+    assert.equal(p.idlePauseSeconds, 600, "idle pause at create");
   } finally {
     await p.delete();
   }
