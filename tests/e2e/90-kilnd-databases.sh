@@ -29,8 +29,8 @@ gx() {
 }
 # ok RC NAME DETAIL: pass if RC (a condition's $?) is 0, else fail.
 ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
-# q SANDBOX URL SQL: psql from that sandbox (5 s to connect).
-q() { gx "$1" "PGCONNECT_TIMEOUT=5 psql -X -tA -v ON_ERROR_STOP=1 '$2' -c \"$3\""; }
+# q SANDBOX URL SQL: psql from that sandbox (CT, default 5, seconds to connect).
+q() { gx "$1" "PGCONNECT_TIMEOUT=${CT:-5} psql -X -q -tA -v ON_ERROR_STOP=1 '$2' -c \"$3\""; }
 
 # ---- bad input --------------------------------------------------------------------
 api POST /v1/databases '{"name":"Bad!"}'
@@ -76,7 +76,7 @@ api GET /v1/databases
 check db_other_workspace_list "$BODY" [ "$(jget 'len(j["databases"])')" = 0 ]
 create_sandbox '{"template":"postgres"}'
 C2=$SBX
-q "$C2" "$DBURL" "SELECT 1"
+CT=2 q "$C2" "$DBURL" "SELECT 1"
 # Dropped by the firewall: no answer at all (a timeout), not the
 # server's refusal of a password.
 [ "$RC" != 0 ] && [[ "$ERR" == *timeout* ]] && [[ "$ERR" != *password* ]]
