@@ -61,6 +61,16 @@ api GET /v1/databases
 check db_list "$(jget '[d["name"] for d in j["databases"]]')" [ "$(jget '[d["id"] for d in j["databases"]]')" = "['$DB']" ]
 api POST /v1/databases '{"name":"main"}'
 expect db_name_taken 409 conflict
+# The CLI (docs/cli.md "Databases") on the same database.
+cli_ls=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db ls 2>&1)
+[[ "$cli_ls" == *main*"$DB"*running*"$DBHOST:5432"* ]]
+r=$?; ok $r db_cli_ls "$(tr '\n' '|' <<<"$cli_ls")"
+cli_get=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db get main 2>&1)
+[ "$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j["id"], "password" in j)' "$cli_get" 2>&1)" = "$DB False" ]
+r=$?; ok $r db_cli_get "$(head -c 200 <<<"$cli_get")"
+KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db get 'x/../y' > "$T/cli_bad" 2>&1
+r=$?; [ $r != 0 ] && grep -q "not a database's name or id" "$T/cli_bad"
+r=$?; ok $r db_cli_bad_name "$(head -c 200 "$T/cli_bad")"
 
 create_sandbox '{"template":"postgres"}'
 C1=$SBX
