@@ -209,10 +209,14 @@ build/guest/rootfs-minimal.ext4: images/build-rootfs-minimal
 
 # The `base` template's root image (Debian via mmdebstrap, through this
 # machine's apt sources): not part of `make guest`, as it downloads.
-templates: build/guest/rootfs-minimal.ext4 build/guest/rootfs-base.ext4
+templates: build/guest/rootfs-minimal.ext4 build/guest/rootfs-base.ext4 build/guest/rootfs-postgres.ext4
 build/guest/rootfs-base.ext4: images/build-rootfs-base
 	@mkdir -p $(dir $@)
 	images/build-rootfs-base $@
+# The `postgres` template's (managed databases): base and PostgreSQL.
+build/guest/rootfs-postgres.ext4: images/build-rootfs-postgres images/postgres-setup images/build-rootfs-base
+	@mkdir -p $(dir $@)
+	images/build-rootfs-postgres $@
 
 # ---- the emulated KVM host ----------------------------------------------
 host: build/host/rootfs.ext4 build/host/initrd.cpio build/host/heartbeat build/host/kvm-hold

@@ -98,6 +98,6 @@ COMMAND(hibernate); COMMAND(wake); COMMAND(pause); COMMAND(resume); COMMAND(pers
 COMMAND(templates); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
 COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
 COMMAND(network); COMMAND(promote); COMMAND(proc); COMMAND(billing); COMMAND(statements);
-COMMAND(keys); COMMAND(audit); COMMAND(admin); COMMAND(app); COMMAND(apps);
+COMMAND(keys); COMMAND(audit); COMMAND(admin); COMMAND(app); COMMAND(apps); COMMAND(db);
 #undef COMMAND
 #endif

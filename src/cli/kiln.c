@@ -195,6 +195,17 @@ static const struct command commands[] = {
 	  "                           (0 to 10000, default 100); -f: and new ones as they come\n"
 	  "  app rm NAME...           delete apps, their sandboxes and URLs\n", false },
 	{ "apps", cmd_apps, "", "apps [--json]", "the apps of this workspace: name, status, version, URL", NULL, false },
+	{ "db", cmd_db, "", "db create|ls|get|rm|reset-password|backup|backups|restore ... [--json]",
+	  "managed PostgreSQL databases, reachable from this workspace's sandboxes",
+	  "  db create [NAME]         a database in a microVM of its own; prints its URL with the\n"
+	  "                           password (shown this once) when it takes connections\n"
+	  "  db ls                    the databases: name, id, status, host:port\n"
+	  "  db get NAME              one database, as JSON (NAME: its name or id; no password)\n"
+	  "  db rm NAME...            delete databases and their VMs (their backups are kept)\n"
+	  "  db reset-password NAME   a new password (the old one fails from then); prints the URL\n"
+	  "  db backup NAME           a backup now (a snapshot); prints its id\n"
+	  "  db backups NAME          its backups' ids, oldest first\n"
+	  "  db restore BACKUP [NAME] a new database with the backup's data; prints its URL\n", false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },
 };
 

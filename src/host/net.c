@@ -35,12 +35,14 @@ void net_lease_of(uint32_t slot, struct net_lease *out)
 	snprintf(out->netns, sizeof out->netns, "%s", s.netns_path);
 }
 
-static int apply(uint32_t slot, const char *policy)
+/* The policy, with the sandbox's workspace membership (net/net.h). */
+static int apply(uint32_t slot, const char *policy, const char *workspace)
 {
 	struct net_policy p;
 	int rc = netpolicy_parse(policy, &p);
 	if (rc < 0)
 		return rc;
+	p.workspace = workspace[0] ? net_workspace_mark(workspace) : 0;
 	struct net_config nc;
 	struct net_slot s;
 	net_default_config(&nc);
@@ -59,6 +61,8 @@ int net_acquire(struct host *h, struct sandbox *sb, bool want, struct net_lease 
 	pthread_mutex_lock(&sb->lock);
 	uint32_t slot = (uint32_t)sb->row.net_slot;
 	char *policy = sb->row.net_policy ? strdup(sb->row.net_policy) : NULL;
+	char workspace[ID_MAX];
+	snprintf(workspace, sizeof workspace, "%s", sb->row.workspace);
 	pthread_mutex_unlock(&sb->lock);
 	int rc = 0;
 	if (slot && !netpool_exists(h->net, slot)) {
@@ -71,9 +75,17 @@ int net_acquire(struct host *h, struct sandbox *sb, bool want, struct net_lease 
 		rc = netpool_take(h->net, &slot);
 	/* The policy is in force before the VM runs: a guest never sees a
 	 * moment of the open default. A fresh slot has the open policy
-	 * already (net_create): nothing to run for a sandbox that keeps it. */
-	if (rc == 0 && !(fresh && !policy) && (rc = apply(slot, policy)) < 0 && fresh)
+	 * already (net_create): only its workspace to join. */
+	if (rc == 0 && fresh && !policy && workspace[0]) {
+		struct net_config nc;
+		struct net_slot s;
+		net_default_config(&nc);
+		net_slot_info(&nc, slot, &s);
+		if ((rc = net_join_workspace(&nc, &s, net_workspace_mark(workspace))) < 0)
+			netpool_drop(h->net, slot);
+	} else if (rc == 0 && !(fresh && !policy) && (rc = apply(slot, policy, workspace)) < 0 && fresh) {
 		netpool_drop(h->net, slot);
+	}
 	free(policy);
 	if (rc < 0)
 		return rc;
@@ -98,8 +110,10 @@ int net_change_policy(struct host *h, struct sandbox *sb, const char *policy)
 {
 	pthread_mutex_lock(&sb->lock);
 	uint32_t slot = (uint32_t)sb->row.net_slot;
+	char workspace[ID_MAX];
+	snprintf(workspace, sizeof workspace, "%s", sb->row.workspace);
 	pthread_mutex_unlock(&sb->lock);
-	int rc = slot && h->net ? apply(slot, policy) : 0;
+	int rc = slot && h->net ? apply(slot, policy, workspace) : 0;
 	if (rc < 0)
 		return rc;
 	char *copy = policy ? strdup(policy) : NULL;

@@ -43,6 +43,29 @@ static int cidr_list(const json_t *body, const char *key, json_t *out, struct ne
 	return 0;
 }
 
+/* workspace_ports: TCP ports the sandbox's workspace may connect to
+ * (net.h); set by kiln's own services (a database), not by a user. */
+static int port_list(const json_t *body, json_t *out, struct net_policy *p)
+{
+	json_t *v = json_object_get(body, "workspace_ports");
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_array(v) || json_array_size(v) > NET_WS_PORTS_MAX)
+		return errf(EINVAL, "'workspace_ports' must be an array of at most %d TCP ports", NET_WS_PORTS_MAX);
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e) {
+		json_int_t port = json_is_integer(e) ? json_integer_value(e) : 0;
+		if (port < 1 || port > 65535)
+			return errf(EINVAL, "'workspace_ports'[%zu] must be a TCP port (1 to 65535)", i);
+		if (json_array_append_new(out, json_integer(port)) < 0)
+			return errf(ENOMEM, "out of memory");
+		if (p)
+			p->ws_ports[p->nws_ports++] = (int)port;
+	}
+	return 0;
+}
+
 static int build(const json_t *body, json_t **out, struct net_policy *p)
 {
 	json_t *allow = json_array(), *deny = json_array();
@@ -56,9 +79,13 @@ static int build(const json_t *body, json_t **out, struct net_policy *p)
 		rc = cidr_list(body, "allow_out", allow, p ? p->allow : NULL, &nallow);
 	if (rc == 0)
 		rc = cidr_list(body, "deny_out", deny, p ? p->deny : NULL, &ndeny);
+	json_t *ports = json_array();
+	if (rc == 0)
+		rc = ports ? port_list(body, ports, p) : errf(ENOMEM, "out of memory");
 	if (rc < 0) {
 		json_decref(allow);
 		json_decref(deny);
+		json_decref(ports);
 		return rc;
 	}
 	if (p) {
@@ -67,6 +94,9 @@ static int build(const json_t *body, json_t **out, struct net_policy *p)
 		p->ndeny = ndeny;
 	}
 	*out = json_pack("{s:b,s:o,s:o}", "allow_internet", internet, "allow_out", allow, "deny_out", deny);
+	if (*out && json_array_size(ports))
+		json_object_set(*out, "workspace_ports", ports);
+	json_decref(ports);
 	return *out ? 0 : errf(ENOMEM, "out of memory");
 }
 
@@ -74,7 +104,7 @@ int netpolicy_from_request(const json_t *body, char **text)
 {
 	*text = NULL;
 	if (!json_object_get(body, "allow_out") && !json_object_get(body, "deny_out") &&
-	    !json_object_get(body, "allow_internet"))
+	    !json_object_get(body, "allow_internet") && !json_object_get(body, "workspace_ports"))
 		return 0;
 	json_t *j;
 	int rc = build(body, &j, NULL);

@@ -4,6 +4,10 @@
  * it. Pure functions: no network is touched here.
  *
  *   {"allow_internet": true, "allow_out": ["CIDR"...], "deny_out": ["CIDR"...]}
+ *
+ * and, for kiln's own services (a database; not a create's field),
+ * "workspace_ports": [PORT...], TCP ports of the sandbox its workspace's
+ * other sandboxes may connect to (net/net.h).
  */
 #ifndef KILN_HOST_NETPOLICY_H
 #define KILN_HOST_NETPOLICY_H

@@ -26,6 +26,10 @@ const struct template_def template_defs[] = {
 	  /* Warm the page cache the snapshot keeps: every sandbox starts with
 	   * python3 and the shell already read from disk. */
 	  "python3 -c 'import json, os, subprocess, ssl, urllib.request' && git --version >/dev/null" },
+	{ "postgres", "base with PostgreSQL 15 (server and psql), its cluster made: managed databases (docs/databases.md)",
+	  1, 512,
+	  /* The server's and psql's files in the page cache the snapshot keeps. */
+	  "psql --version >/dev/null && /usr/lib/postgresql/15/bin/postgres --version >/dev/null" },
 };
 const int ntemplate_defs = sizeof template_defs / sizeof template_defs[0];
 

@@ -15,6 +15,7 @@
 #include "mcp/mcp.h"
 #include "api/render.h"
 #include "ops/app.h"
+#include "ops/database.h"
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
@@ -69,6 +70,15 @@
 	"\"version\":{\"type\":\"integer\"},\"vm_restarts\":{\"type\":\"integer\"}," \
 	"\"reason\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"}," \
 	"\"updated_at\":{\"type\":\"string\"}}}"
+#define DB_SCHEMA \
+	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"status\",\"host\",\"port\",\"url\"],\"properties\":{" \
+	"\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"}," \
+	"\"sandbox_id\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"}," \
+	"\"user\":{\"type\":\"string\"},\"password\":{\"type\":\"string\"},\"database\":{\"type\":\"string\"}," \
+	"\"url\":{\"type\":\"string\"},\"from_backup\":{\"type\":[\"string\",\"null\"]}," \
+	"\"created_at\":{\"type\":\"string\"}}}"
+#define DB_KEY_PROP \
+	"\"database\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The database's name or id (db_...).\"}"
 /* The app a tool acts on: its name or id, as the REST routes take. */
 #define APP_KEY_PROP \
 	"\"app\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The app's name or id (app_...).\"}"
@@ -726,6 +736,86 @@ static int t_volume_detach(struct mcp_call *c, const json_t *args, struct mcp_ou
 	return 0;
 }
 
+/* ---- databases ----------------------------------------------------------------------------------------- */
+
+/* A database's JSON as the REST routes give it (password: create's only). */
+static int db_result(const struct ops_caller *oc, int rc, const struct db_row *d, const char *password,
+		     struct mcp_out *out)
+{
+	if (rc < 0)
+		return rc;
+	json_t *j = ops_db_json(oc, d, password);
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	json_object_set_new(j, "created_at", render_time(d->created_ms));
+	json_object_del(j, "created_ms");
+	mcp_json(out, j);
+	return 0;
+}
+
+static int t_db_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_row d;
+	char pw[DB_PASSWORD_LEN + 1] = "";
+	int rc = ops_db_create(&oc, args, &d, pw);
+	rc = db_result(&oc, rc, &d, pw, out);
+	explicit_bzero(pw, sizeof pw);
+	return rc;
+}
+
+struct db_list {
+	const struct ops_caller *oc;
+	json_t *a;
+};
+
+static int db_list_one(void *ctx, const struct db_row *d)
+{
+	struct db_list *l = ctx;
+	json_t *j = ops_db_json(l->oc, d, NULL);
+	if (j) {
+		json_object_set_new(j, "created_at", render_time(d->created_ms));
+		json_object_del(j, "created_ms");
+	}
+	return j && json_array_append_new(l->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
+static int t_db_list(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	(void)args;
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_list l = { &oc, json_array() };
+	int rc = l.a ? store_db_each(oc.store, oc.workspace, db_list_one, &l) : errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		json_decref(l.a);
+		return rc;
+	}
+	mcp_json(out, json_pack("{s:o}", "databases", l.a));
+	return 0;
+}
+
+static int t_db_get(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_row d;
+	return db_result(&oc, ops_db_get(&oc, arg_str(args, "database", ""), &d), &d, NULL, out);
+}
+
+static int t_db_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_row d;
+	int rc = ops_db_get(&oc, arg_str(args, "database", ""), &d);
+	rc = rc ?: ops_db_delete(&oc, d.id);
+	if (rc == 0)
+		mcp_json(out, json_pack("{s:s,s:s,s:b}", "id", d.id, "name", d.name, "deleted", 1));
+	return rc;
+}
+
 /* ---- apps ---------------------------------------------------------------------------------------------- */
 
 /* An app's JSON as GET /v1/apps/{app} gives it: its URL as this request's
@@ -1092,6 +1182,31 @@ const struct mcp_tool mcp_tools[] = {
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"volume\",\"detached\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"volume\":{\"type\":\"string\"},\"detached\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_volume_detach },
+	{ "create_database", "Create a PostgreSQL database",
+	  "Make a managed PostgreSQL 15 database in a microVM of its own, reachable from this workspace's "
+	  "sandboxes only (psql is in template postgres). Returns once it takes connections, with its url "
+	  "(postgresql://postgres:PASSWORD@HOST:5432/postgres): the password is shown here only. "
+	  "from_backup restores a backup (a snapshot id) into the new database.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
+	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
+	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's databases.\"},"
+	  "\"from_backup\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
+	  "\"description\":\"A backup (snap_...) of one of the workspace's databases to restore.\"}}}",
+	  DB_SCHEMA, 0, t_db_create },
+	{ "list_databases", "List databases", "List the workspace's databases, oldest first (no passwords).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  "{\"type\":\"object\",\"required\":[\"databases\"],\"properties\":{\"databases\":{\"type\":\"array\","
+	  "\"items\":" DB_SCHEMA "}}}",
+	  MCP_READ_ONLY, t_db_list },
+	{ "get_database", "Describe a database",
+	  "One database: its status, host, port and url (without the password).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  DB_SCHEMA, MCP_READ_ONLY, t_db_get },
+	{ "delete_database", "Delete a database", "Delete a database and its VM (its backups are kept).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
+	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
+	  MCP_DESTRUCTIVE, t_db_delete },
 	{ "create_app", "Deploy an app",
 	  "Run a long-lived service (a web server, an API) in a sandbox kiln keeps for it, at a stable URL "
 	  "(url in the result) that needs no key: command must listen on port. Returns once it does; "

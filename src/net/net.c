@@ -198,11 +198,17 @@ int net_init(const struct net_config *c)
 		 "add chain inet kiln input { type filter hook input priority 0; policy accept; }\n"
 		 "add chain inet kiln postrouting { type nat hook postrouting priority 100; policy accept; }\n"
 		 "add map inet kiln egress { type ifname : verdict; }\n"
+		 "add map inet kiln ws_member { type ifname : mark; }\n"
+		 "add map inet kiln ws_in { type ipv4_addr : verdict; }\n"
 		 HOST_NETS_SETS
 		 "flush chain inet kiln forward\n"
 		 "flush chain inet kiln input\n"
 		 "flush chain inet kiln postrouting\n"
 		 "add rule inet kiln forward ct state established,related accept\n"
+		 /* A member of a workspace to a port one of its sandboxes
+		  * opened to it (net.h); a lookup that misses ends the rule. */
+		 "add rule inet kiln forward iifname \"kv*\" oifname \"kv*\" meta mark set iifname map @ws_member "
+		 "ip daddr vmap @ws_in\n"
 		 "add rule inet kiln forward iifname \"kv*\" oifname \"kv*\" drop comment \"sandbox to sandbox\"\n"
 		 "add rule inet kiln forward iifname \"kv*\" ip daddr 169.254.0.0/16 drop comment \"cloud metadata\"\n"
 		 "add rule inet kiln forward iifname \"kv*\" tcp dport { " STRATUM_PORTS " } drop comment \"stratum mining\"\n"
@@ -449,6 +455,49 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 		return rc;
 	snprintf(script + strlen(script), sizeof script - strlen(script),
 		 "add element inet kiln egress { \"%s\" : jump sbx%u }\n", s->veth, s->slot);
+	/* Inbound from its workspace: the slot's chain in ws_in (empty, so
+	 * nothing is accepted, unless it opens ports), and its membership. */
+	snprintf(script + strlen(script), sizeof script - strlen(script),
+		 "add chain inet kiln in%u\n"
+		 "flush chain inet kiln in%u\n", s->slot, s->slot);
+	char ports[NET_WS_PORTS_MAX * 8 + 8] = "";
+	for (int i = 0; i < p->nws_ports && i < NET_WS_PORTS_MAX; i++)
+		snprintf(ports + strlen(ports), sizeof ports - strlen(ports), "%s%d", i ? ", " : "", p->ws_ports[i]);
+	if (p->workspace && ports[0])
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add rule inet kiln in%u meta mark 0x%08x tcp dport { %s } accept\n", s->slot, p->workspace,
+			 ports);
+	snprintf(script + strlen(script), sizeof script - strlen(script),
+		 "add element inet kiln ws_in { %s : jump in%u }\n", s->ns_ip, s->slot);
+	if (p->workspace)
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add element inet kiln ws_member { \"%s\" : 0x%08x }\n", s->veth, p->workspace);
+	if (strlen(script) >= sizeof script - 1)
+		return errf(E2BIG, "policy too large");
+	if ((rc = nft(NULL, script)) < 0 || !ports[0])
+		return rc;
+	/* In the namespace: the ports to the guest. */
+	snprintf(script, sizeof script,
+		 "add chain ip kiln pre { type nat hook prerouting priority -100; policy accept; }\n"
+		 "flush chain ip kiln pre\n"
+		 "add rule ip kiln pre iifname \"vn\" tcp dport { %s } dnat to %s\n",
+		 ports, c->guest_ip);
+	return nft(s->netns, script);
+}
+
+uint32_t net_workspace_mark(const char *workspace)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)workspace; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	return h ? h : 1;
+}
+
+int net_join_workspace(const struct net_config *c, const struct net_slot *s, uint32_t ws)
+{
+	(void)c;
+	char script[160];
+	snprintf(script, sizeof script, "add element inet kiln ws_member { \"%s\" : 0x%08x }\n", s->veth, ws);
 	return nft(NULL, script);
 }
 
@@ -461,6 +510,14 @@ int net_destroy(const struct net_config *c, uint32_t slot)
 	snprintf(script, sizeof script, "delete element inet kiln egress { \"%s\" }\n", s.veth);
 	nft(NULL, script);
 	snprintf(script, sizeof script, "delete chain inet kiln sbx%u\n", slot);
+	nft(NULL, script);
+	/* Its membership first: the slot's next sandbox may be another
+	 * workspace's. */
+	snprintf(script, sizeof script, "delete element inet kiln ws_member { \"%s\" }\n", s.veth);
+	nft(NULL, script);
+	snprintf(script, sizeof script, "delete element inet kiln ws_in { %s }\n", s.ns_ip);
+	nft(NULL, script);
+	snprintf(script, sizeof script, "delete chain inet kiln in%u\n", slot);
 	nft(NULL, script);
 	const char *del_link[] = { "ip", "link", "del", s.veth, NULL };
 	run(del_link, NULL);

@@ -14,6 +14,15 @@
  * mining ports; each sandbox's egress policy is a chain of its own, reached
  * through a verdict map keyed by its veth, replaced atomically.
  *
+ * One exception to sandbox-to-sandbox: a sandbox may open TCP ports to
+ * the other sandboxes of its workspace (a managed database's 5432,
+ * docs/databases.md). Every sandbox's veth is a member of its workspace
+ * (map ws_member: veth -> the workspace's mark, net_workspace_mark), and
+ * each slot has a chain in<slot>, reached through map ws_in by its
+ * namespace's address, that accepts its ports from that mark alone;
+ * inside such a slot's namespace the ports are forwarded to the guest.
+ * Whatever is not accepted there falls through to the drop.
+ *
  * Setting a namespace up takes a few runs of ip(8) and nft(8); callers keep
  * a warm pool of ready slots so that creates do not wait for them.
  */
@@ -24,6 +33,7 @@
 #include <stdint.h>
 
 #define NET_MAX_CIDRS 32
+#define NET_WS_PORTS_MAX 4
 
 struct net_config {
 	uint32_t pool;           /* first address of the host-side pool, host order */
@@ -62,7 +72,21 @@ struct net_policy {
 	int nallow;
 	struct net_cidr deny[NET_MAX_CIDRS];    /* never these */
 	int ndeny;
+	/* Inbound, and not a policy's user-given part: the sandbox's
+	 * workspace (net_workspace_mark; 0: none, no membership), and TCP
+	 * ports the workspace's other sandboxes may connect to. */
+	uint32_t workspace;
+	int ws_ports[NET_WS_PORTS_MAX];
+	int nws_ports;
 };
+
+/* A workspace id as the 32-bit mark of its sandboxes' traffic (a hash;
+ * never 0). */
+uint32_t net_workspace_mark(const char *workspace);
+/* Make slot s a member of workspace ws (its traffic carries ws's mark,
+ * so it reaches the ports the workspace's sandboxes open to it).
+ * net_set_policy with p->workspace does the same. */
+int net_join_workspace(const struct net_config *c, const struct net_slot *s, uint32_t ws);
 
 /* net_parse_cidr: "a.b.c.d[/n]". */
 int net_parse_cidr(const char *s, struct net_cidr *out);

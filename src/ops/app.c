@@ -188,15 +188,15 @@ static int enter(const struct ops_caller *c, const char *sandbox, int64_t until_
 	}
 }
 
-/* Start the supervisor with the app's command and env. */
-static int start_command(const struct ops_caller *c, const char *sandbox, const struct app_row *a, int64_t until_ms)
+int ops_app_supervise(const struct ops_caller *c, const char *sandbox, const char *command, const char *restart,
+		      int64_t until_ms)
 {
 	/* The sandbox's env (the template's, the app's) as exec has it. */
 	struct sbx_row row;
 	int rc = hostif_get(c->hostif, c->workspace, sandbox, false, &row);
 	if (rc < 0)
 		return rc;
-	json_t *own = json_pack("{s:s,s:s}", ENV_COMMAND, a->command, ENV_RESTART, a->restart);
+	json_t *own = json_pack("{s:s,s:s}", ENV_COMMAND, command, ENV_RESTART, restart);
 	char **env = own ? ops_env_merge(row.env, own) : NULL;
 	json_decref(own);
 	sbx_row_clear(&row);
@@ -217,8 +217,13 @@ static int start_command(const struct ops_caller *c, const char *sandbox, const 
 	return rc < 0 ? rc : 0;
 }
 
-/* Wait until something accepts connections on the port in the sandbox. */
-static int wait_listening(const struct ops_caller *c, const char *sandbox, int port, int64_t timeout_s)
+/* Start the supervisor with the app's command and env. */
+static int start_command(const struct ops_caller *c, const char *sandbox, const struct app_row *a, int64_t until_ms)
+{
+	return ops_app_supervise(c, sandbox, a->command, a->restart, until_ms);
+}
+
+int ops_app_wait_listening(const struct ops_caller *c, const char *sandbox, int port, int64_t timeout_s)
 {
 	int64_t until = mono_ms() + timeout_s * 1000;
 	for (;;) {
@@ -369,7 +374,7 @@ static int spawn(const struct ops_caller *c, const struct app_row *a, int64_t re
 	if (a->command[0] && !a->source_runs)
 		rc = start_command(c, sandbox, a, mono_ms() + ready_s * 1000);
 	if (rc == 0)
-		rc = wait_listening(c, sandbox, a->port, ready_s);
+		rc = ops_app_wait_listening(c, sandbox, a->port, ready_s);
 	if (rc == 0)
 		rc = expose_public(c, sandbox, a->port);
 	if (rc < 0) {
@@ -440,7 +445,7 @@ static int adopt(const struct ops_caller *c, struct app_row *a, const char *sand
 	rc = 0;
 	if (a->command[0])
 		rc = start_command(c, sandbox, a, mono_ms() + ready_s * 1000);
-	rc = rc ?: wait_listening(c, sandbox, a->port, ready_s);
+	rc = rc ?: ops_app_wait_listening(c, sandbox, a->port, ready_s);
 	rc = rc ?: ops_snapshot(c, sandbox, a->snapshot);
 	if (rc < 0)
 		return rc;

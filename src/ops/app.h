@@ -84,6 +84,16 @@ int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int li
  * replica's change is seen within a second. */
 int ops_app_route(struct store *st, const char *label, char sandbox[ID_MAX], int *port);
 
+/* The parts a managed database (ops/database.c) shares with apps:
+ * start command in sandbox under the supervisor (its env the sandbox's;
+ * restart as an app's; output to APP_LOG), the guest tried until
+ * until_ms (CLOCK_MONOTONIC ms) while slow; and wait until something
+ * accepts connections on port there (-ETIMEDOUT after timeout_s, with
+ * the end of APP_LOG in the message). */
+int ops_app_supervise(const struct ops_caller *c, const char *sandbox, const char *command, const char *restart,
+		      int64_t until_ms);
+int ops_app_wait_listening(const struct ops_caller *c, const char *sandbox, int port, int64_t timeout_s);
+
 /* The app watch (see above): every period_ms, each app's sandbox looked
  * at (never woken: a hibernated app is left asleep) and remade if it
  * ended; replaced sandboxes deleted once drained. max_ttl: the server's

@@ -55,6 +55,10 @@ int ops_template_known(struct hostif *hi, const char *name, json_t **names)
 const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
 					  "metadata", "env", "allow_out", "deny_out", "allow_internet", "volumes",
 					  "idle_pause_seconds", NULL };
+/* ops_create_service's: a create's and the ports it opens to its workspace. */
+static const char *const service_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
+					       "metadata", "env", "allow_out", "deny_out", "allow_internet",
+					       "volumes", "idle_pause_seconds", "workspace_ports", NULL };
 
 /* idle_pause_seconds: paused after this long without a request (0:
  * never), a week at most; the TTL rule still acts at ttl_seconds. */
@@ -171,7 +175,19 @@ static int quota_error(const struct plan *p, int rc)
 	return errf(EDQUOT, "%s (plan %s)", why, p->name);
 }
 
+static int create(const struct ops_caller *c, const json_t *args, const char *const *fields, struct sbx_row *out);
+
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
+{
+	return create(c, args, ops_create_fields, out);
+}
+
+int ops_create_service(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
+{
+	return create(c, args, service_fields, out);
+}
+
+static int create(const struct ops_caller *c, const json_t *args, const char *const *fields, struct sbx_row *out)
 {
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1, idle_pause = 0;
@@ -190,7 +206,7 @@ int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *o
 	int64_t max_ttl = c->max_ttl;
 	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
 		max_ttl = plan.limits.max_ttl_seconds;
-	rc = rc ?: v_known_keys(args, ops_create_fields);
+	rc = rc ?: v_known_keys(args, fields);
 	rc = rc ?: v_str(args, "template", false, OPS_NAME_MAX, &tmpl);
 	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &snap);
 	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);

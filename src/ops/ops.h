@@ -99,6 +99,10 @@ extern const char *const ops_create_fields[];
  * a limit of the workspace's plan refuses (c->quota says which). *out
  * gets the new sandbox's record (sbx_row_clear it). */
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out);
+/* The same for kiln's own services (ops/database.c), which may also
+ * give workspace_ports: TCP ports of the sandbox the workspace's other
+ * sandboxes may connect to (host/netpolicy.h; never a user's field). */
+int ops_create_service(const struct ops_caller *c, const json_t *args, struct sbx_row *out);
 
 /* PATCH .../lifecycle: ttl_seconds (as at create: 0 to the plan's max),
  * persistent (true: hibernated when idle, never deleted by its TTL;

@@ -297,7 +297,28 @@ const char schema_sql[] =
 	"  ts_ms BIGINT NOT NULL,\n"
 	"  text TEXT NOT NULL,\n"
 	"  PRIMARY KEY (app_id, seq)\n"
-	");\n";
+	");\n"
+	/* Managed databases (docs/databases.md, store/store_databases.h): a
+	 * name is unique among a workspace's live ones; their backups are
+	 * snapshots, kept past the database. */
+	"CREATE TABLE IF NOT EXISTS databases (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  workspace_id TEXT NOT NULL REFERENCES workspaces(id),\n"
+	"  name TEXT NOT NULL,\n"
+	"  sandbox_id TEXT NOT NULL,\n"
+	"  from_backup TEXT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  deleted_ms BIGINT\n"
+	");\n"
+	"CREATE UNIQUE INDEX IF NOT EXISTS databases_live_name ON databases (workspace_id, name) "
+	"WHERE deleted_ms IS NULL;\n"
+	"CREATE TABLE IF NOT EXISTS database_backups (\n"
+	"  id TEXT PRIMARY KEY,\n"
+	"  database_id TEXT NOT NULL,\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  created_ms BIGINT NOT NULL\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n";
 
 const struct migration schema_migrations[] = {
 	/* Version 1 had no network columns. */

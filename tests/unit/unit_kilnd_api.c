@@ -445,8 +445,28 @@ static void net_policies(void)
 	}
 	json_t *r = netpolicy_render("{\"allow_internet\":false}");
 	CHECK(json_is_false(json_object_get(r, "allow_internet")) &&
-	      json_array_size(json_object_get(r, "allow_out")) == 0);
+	      json_array_size(json_object_get(r, "allow_out")) == 0 && !json_object_get(r, "workspace_ports"));
 	json_decref(r);
+	/* A database's inbound ports (net/net.h): kept in the canonical
+	 * text, parsed, bounded; a policy without them has none. */
+	b = json_loads("{\"workspace_ports\":[5432]}", 0, NULL);
+	CHECK(netpolicy_from_request(b, &text) == 0 && text &&
+	      !strcmp(text, "{\"allow_internet\":true,\"allow_out\":[],\"deny_out\":[],\"workspace_ports\":[5432]}"));
+	CHECK(netpolicy_parse(text, &p) == 0 && p.nws_ports == 1 && p.ws_ports[0] == 5432 && p.workspace == 0);
+	free(text);
+	json_decref(b);
+	CHECK(netpolicy_parse("{\"allow_internet\":true}", &p) == 0 && p.nws_ports == 0);
+	static const char *const bad_ports[] = { "{\"workspace_ports\":[0]}", "{\"workspace_ports\":[70000]}",
+						 "{\"workspace_ports\":\"5432\"}", "{\"workspace_ports\":[1,2,3,4,5]}" };
+	for (size_t i = 0; i < sizeof bad_ports / sizeof bad_ports[0]; i++) {
+		b = json_loads(bad_ports[i], 0, NULL);
+		text = NULL;
+		CHECK(netpolicy_from_request(b, &text) == -EINVAL && !text && strstr(errmsg(), "workspace_ports"));
+		json_decref(b);
+	}
+	/* Workspaces' marks: never 0, and two workspaces' differ. */
+	CHECK(net_workspace_mark("ws_a") != 0 && net_workspace_mark("ws_a") != net_workspace_mark("ws_b") &&
+	      net_workspace_mark("ws_a") == net_workspace_mark("ws_a"));
 }
 
 /* Metering's readings of a real process (host/proc.h): CPU time it burnt,

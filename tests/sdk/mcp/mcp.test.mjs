@@ -103,9 +103,11 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "app_logs", "attach_volume", "create_app", "create_sandbox", "create_volume", "delete_app", "delete_sandbox",
+    "app_logs", "attach_volume", "create_app", "create_database", "create_sandbox", "create_volume", "delete_app",
+    "delete_database", "delete_sandbox",
     "delete_snapshot", "delete_volume", "deploy_app", "detach_volume", "expose_port", "fork_sandbox", "fork_tree",
-    "get_app", "get_sandbox", "hibernate_sandbox", "list_apps", "list_dir", "list_ports", "list_processes",
+    "get_app", "get_database", "get_sandbox", "hibernate_sandbox", "list_apps", "list_databases", "list_dir",
+    "list_ports", "list_processes",
     "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "pause_sandbox", "process_output",
     "promote_sandbox", "read_file", "resume_sandbox", "run_code", "set_network", "shell", "signal_process",
     "snapshot_sandbox", "start_process", "unexpose_port", "wake_sandbox", "write_file",
@@ -579,6 +581,15 @@ test("workspace: create_app, get_app, list_apps, app_logs, deploy_app, delete_ap
   assert.match(await toolError(ws, "delete_app", { app: name }), /not found/);
   assert.ok(!(await call(ws, "list_apps")).structuredContent.apps.some((x) => x.id === a.id));
   assert.equal((await getApp(a.url))[0], 404, "its URL answers nothing once deleted");
+});
+
+test("workspace: database tools' errors (docs/databases.md; the databases themselves: tests/e2e/90)", async () => {
+  assert.match(await toolError(ws, "create_database", { name: "Bad_Name" }), /field 'name' of a database/);
+  assert.match(await toolError(ws, "create_database", { from_backup: "snap_nothere" }), /backup snap_nothere not found/);
+  assert.match(await toolError(ws, "get_database", { database: "db_nothere" }), /database db_nothere not found/);
+  assert.match(await toolError(ws, "delete_database", { database: "nothere" }), /database nothere not found/);
+  await rpcError(ws.callTool({ name: "create_database", arguments: { colour: "red" } }), -32602);
+  assert.deepEqual((await call(ws, "list_databases")).structuredContent, { databases: [] });
 });
 
 test("workspace: delete_sandbox", async () => {

@@ -1,0 +1,300 @@
+/*
+ * database: managed PostgreSQL databases (ops/database.h).
+ */
+#include "ops/database.h"
+#include "ops/app.h"
+#include "ops/validate.h"
+#include "host/guest_conn.h"
+#include "net/net.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/randid.h"
+#include "store/sbx_state.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const ops_db_fields[] = { "name", "from_backup", NULL };
+
+bool ops_db_name_ok(const char *s)
+{
+	return ops_volume_name_ok(s);	/* the same rule: a DNS-safe label */
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the guest side ------------------------------------------------------- */
+
+/* The new password in the server, through its local socket as the
+ * postgres user (peer authentication). The password travels in the
+ * command's environment and reaches psql on its stdin (printf is the
+ * shell's own), never an argv a process list shows, nor a log. Tried
+ * again while the server still starts (it listens before it accepts). */
+static const char set_password[] =
+	"i=0\n"
+	"until printf \"ALTER ROLE " DB_USER " PASSWORD '%s';\\n\" \"$KILN_DB_PASSWORD\" |\n"
+	"    runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 >/dev/null 2>/tmp/kiln-db.err; do\n"
+	"  i=$((i + 1)); [ $i -ge 120 ] && { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }; sleep 0.5\n"
+	"done\n"
+	"rm -f /tmp/kiln-db.err\n";
+
+static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
+{
+	char pw[64];
+	snprintf(pw, sizeof pw, "KILN_DB_PASSWORD=%s", password);
+	const char *env[] = { pw, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	const char *argv[] = { "/bin/sh", "-c", set_password, "kiln-db-password", NULL };
+	struct hostif_guest hg;
+	int rc = hostif_enter(c->hostif, c->workspace, sandbox, &hg);
+	if (rc < 0)
+		return rc;
+	struct guest_cmd cmd = { .argv = argv, .env = env, .timeout_ms = 90000 };
+	rc = guest_exec_start(hg.g, &cmd);
+	struct guest_ev ev;
+	char err[420] = "";
+	size_t errn = 0;
+	int code = -1;
+	while (rc >= 0 && (rc = guest_exec_next(hg.g, &ev, -1, 95000)) == 1) {
+		if (ev.kind == GEV_EXIT) {
+			code = ev.code;
+			break;
+		}
+		if (ev.kind == GEV_STDERR && errn < sizeof err - 1) {
+			size_t n = ev.len < sizeof err - 1 - errn ? ev.len : sizeof err - 1 - errn;
+			memcpy(err + errn, ev.data, n);
+			err[errn += n] = 0;
+		}
+	}
+	hostif_leave(c->hostif, &hg);
+	explicit_bzero(pw, sizeof pw);
+	if (rc == 0)
+		return errf(ETIMEDOUT, "sandbox %s: no answer from its guest", sandbox);
+	if (rc < 0)
+		return rc;
+	for (char *p = err; *p; p++)
+		if ((unsigned char)*p < ' ')
+			*p = ' ';
+	return code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s", code, err);
+}
+
+static int new_password(char password[DB_PASSWORD_LEN + 1])
+{
+	return randid_make(password, DB_PASSWORD_LEN + 1, "", DB_PASSWORD_LEN);
+}
+
+/* ---- operations ------------------------------------------------------------ */
+
+/* A sandbox for the database, its server up and password set. */
+static int spawn(const struct ops_caller *c, const struct db_row *d, const char *password, char sandbox[ID_MAX])
+{
+	json_t *args = json_pack("{s:b,s:i,s:{s:s},s:[i]}", "persistent", 1, "ttl_seconds", 0, "metadata",
+				 "kiln_database", d->id, "workspace_ports", DB_PORT);
+	if (!args)
+		return errf(ENOMEM, "out of memory");
+	/* A backup is a whole VM: its server runs (under its supervisor)
+	 * when the sandbox does. */
+	if (d->from_backup[0])
+		json_object_set_new(args, "from_snapshot", json_string(d->from_backup));
+	else
+		json_object_set_new(args, "template", json_string(DB_TEMPLATE));
+	struct sbx_row row;
+	int rc = ops_create_service(c, args, &row);
+	if (rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EPROTO || rc == -EPIPE) {
+		log_warn("database %s: its sandbox failed to start (%s): one more try", d->id, errmsg());
+		rc = ops_create_service(c, args, &row);
+	}
+	json_decref(args);
+	if (rc < 0)
+		return rc;
+	snprintf(sandbox, ID_MAX, "%s", row.id);
+	sbx_row_clear(&row);
+	if (!d->from_backup[0])
+		rc = ops_app_supervise(c, sandbox, DB_COMMAND, "always", mono_ms() + DB_READY_S * 1000);
+	rc = rc ?: ops_app_wait_listening(c, sandbox, DB_PORT, DB_READY_S);
+	rc = rc ?: guest_password(c, sandbox, password);
+	if (rc < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", errmsg());
+		if (hostif_delete(c->hostif, c->workspace, sandbox) < 0)
+			log_warn("database %s: deleting sandbox %s that did not come up: %s", d->id, sandbox, errmsg());
+		sandbox[0] = 0;
+		return errf(-rc, "%s", why);
+	}
+	return 0;
+}
+
+int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row *out,
+		  char password[DB_PASSWORD_LEN + 1])
+{
+	const char *name = NULL, *backup = NULL;
+	int rc = v_known_keys(args, ops_db_fields);
+	rc = rc ?: v_str(args, "name", false, OPS_VOLUME_NAME_MAX, &name);
+	if (rc == 0 && name && !ops_db_name_ok(name))
+		rc = errf(EINVAL, "field 'name' of a database is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
+			  OPS_VOLUME_NAME_MAX, name);
+	rc = rc ?: v_str(args, "from_backup", false, OPS_NAME_MAX, &backup);
+	if (rc < 0)
+		return rc;
+	if (!c->store)
+		return errf(ENOTSUP, "databases need the store");
+	struct db_backup_row b;
+	if (backup && (rc = store_db_backup_load(c->store, c->workspace, backup, &b)) < 0)
+		return rc;
+	struct db_row *d = out;
+	memset(d, 0, sizeof *d);
+	if ((rc = make_id(d->id, "db_")) < 0 || (rc = new_password(password)) < 0)
+		return rc;
+	snprintf(d->workspace, sizeof d->workspace, "%s", c->workspace);
+	snprintf(d->name, sizeof d->name, "%s", name ? name : d->id + 3);
+	snprintf(d->from_backup, sizeof d->from_backup, "%s", backup ? backup : "");
+	d->created_ms = wall_ms();
+	/* The name is taken first, so two creates of one name do not both
+	 * make a sandbox. */
+	if ((rc = store_db_insert(c->store, d)) < 0)
+		return rc;
+	rc = spawn(c, d, password, d->sandbox);
+	if (rc == 0 && (rc = store_db_set_sandbox(c->store, d->id, d->sandbox)) < 0)
+		hostif_delete(c->hostif, c->workspace, d->sandbox);
+	if (rc < 0) {
+		char why[1024];
+		snprintf(why, sizeof why, "%s", errmsg());
+		store_db_delete(c->store, c->workspace, d->id);
+		explicit_bzero(password, DB_PASSWORD_LEN + 1);
+		return errf(-rc, "%s", why);
+	}
+	log_info("database %s (%s): sandbox %s%s%s", d->id, d->name, d->sandbox, backup ? ", restored from " : "",
+		 backup ? backup : "");
+	return 0;
+}
+
+int ops_db_get(const struct ops_caller *c, const char *key, struct db_row *out)
+{
+	bool by_id = v_is_id(key, "db_");
+	if (!c->store || (!by_id && !ops_db_name_ok(key)))
+		return errf(ENOENT, "database %.64s not found", key);
+	return store_db_load(c->store, c->workspace, key, !by_id, out);
+}
+
+int ops_db_delete(const struct ops_caller *c, const char *key)
+{
+	struct db_row d;
+	int rc = ops_db_get(c, key, &d);
+	if (rc < 0)
+		return rc;
+	if (d.sandbox[0] && (rc = hostif_delete(c->hostif, c->workspace, d.sandbox)) < 0 && rc != -ENOENT)
+		return rc;
+	rc = store_db_delete(c->store, c->workspace, d.id);
+	if (rc == 0)
+		log_info("database %s (%s): deleted with sandbox %s", d.id, d.name, d.sandbox);
+	return rc;
+}
+
+/* The database's sandbox, which must be there. */
+static int its_sandbox(const struct db_row *d)
+{
+	return d->sandbox[0] ? 0 : errf(EBUSY, "database %s has no server now (it is being made)", d->id);
+}
+
+int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db_row *out,
+			  char password[DB_PASSWORD_LEN + 1])
+{
+	int rc = ops_db_get(c, key, out);
+	rc = rc ?: its_sandbox(out);
+	rc = rc ?: new_password(password);
+	rc = rc ?: guest_password(c, out->sandbox, password);
+	if (rc < 0)
+		explicit_bzero(password, DB_PASSWORD_LEN + 1);
+	return rc;
+}
+
+int ops_db_backup(const struct ops_caller *c, const char *key, struct db_backup_row *out)
+{
+	struct db_row d;
+	int rc = ops_db_get(c, key, &d);
+	rc = rc ?: its_sandbox(&d);
+	if (rc < 0)
+		return rc;
+	memset(out, 0, sizeof *out);
+	if ((rc = ops_snapshot(c, d.sandbox, out->id)) < 0)
+		return rc;
+	snprintf(out->database, sizeof out->database, "%s", d.id);
+	snprintf(out->workspace, sizeof out->workspace, "%s", c->workspace);
+	out->created_ms = wall_ms();
+	if ((rc = store_db_backup_insert(c->store, out)) < 0) {
+		hostif_snapshot_delete(c->hostif, c->workspace, out->id);
+		return rc;
+	}
+	log_info("database %s: backup %s", d.id, out->id);
+	return 0;
+}
+
+static int backup_one(void *ctx, const struct db_backup_row *b)
+{
+	json_t *j = ops_db_backup_json(b);
+	return j && json_array_append_new(ctx, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out)
+{
+	struct db_row d;
+	int rc = ops_db_get(c, key, &d);
+	if (rc < 0)
+		return rc;
+	json_t *a = json_array();
+	if (!a)
+		return errf(ENOMEM, "out of memory");
+	if ((rc = store_db_backup_each(c->store, c->workspace, d.id, backup_one, a)) < 0) {
+		json_decref(a);
+		return rc;
+	}
+	*out = a;
+	return 0;
+}
+
+json_t *ops_db_backup_json(const struct db_backup_row *b)
+{
+	return json_pack("{s:s,s:s,s:I}", "id", b->id, "database_id", b->database, "created_ms",
+			 (json_int_t)b->created_ms);
+}
+
+json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const char *password)
+{
+	char host[16] = "";
+	const char *status = "creating";
+	struct sbx_row row;
+	if (d->sandbox[0] && hostif_get(c->hostif, c->workspace, d->sandbox, false, &row) == 0) {
+		status = sbx_state_name(row.state);
+		if (row.net_slot > 0) {
+			struct net_config nc;
+			struct net_slot s;
+			net_default_config(&nc);
+			net_slot_info(&nc, (uint32_t)row.net_slot, &s);
+			snprintf(host, sizeof host, "%s", s.ns_ip);
+		}
+		sbx_row_clear(&row);
+	} else if (d->sandbox[0]) {
+		status = "lost";
+	}
+	char url[200];
+	snprintf(url, sizeof url, "postgresql://%s%s%s@%s:%d/%s", DB_USER, password ? ":" : "", password ? password : "",
+		 host, DB_PORT, DB_DBNAME);
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "id", d->id, "name", d->name, "status",
+			      status, "sandbox_id", d->sandbox, "host", host, "port", DB_PORT, "user", DB_USER,
+			      "database", DB_DBNAME, "url", url, "created_ms", (json_int_t)d->created_ms);
+	if (j) {
+		json_object_set_new(j, "from_backup", d->from_backup[0] ? json_string(d->from_backup) : json_null());
+		if (password)
+			json_object_set_new(j, "password", json_string(password));
+	}
+	explicit_bzero(url, sizeof url);
+	return j;
+}

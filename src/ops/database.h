@@ -1,0 +1,65 @@
+/*
+ * database: managed PostgreSQL databases (docs/databases.md). A database
+ * is a sandbox of template `postgres` (Debian's server, its cluster made
+ * when the image was built, images/postgres-setup) that kiln keeps for
+ * it: persistent, no TTL (never hibernated, never deleted by time), its
+ * server started under the apps' supervisor (ops/app.h: restarted when
+ * it exits), and its port 5432 open to the other sandboxes of its
+ * workspace alone (netpolicy workspace_ports; every other sandbox, and
+ * the internet, is refused by the host's firewall). Its credentials are
+ * the server's superuser `postgres` with a random password set at
+ * create and at each reset, answered then and kept nowhere in kiln.
+ * A backup is a snapshot of the database's sandbox (memory and disk, so
+ * the server's state is whole); a new database restored from one has the
+ * data as it was, and a new password.
+ *
+ * Errors as ops.h: -EINVAL naming the field, -ENOENT "database X not
+ * found" (another workspace's too), -EEXIST for a name the workspace has,
+ * -ETIMEDOUT when the server did not come up; the rest as ops_create.
+ */
+#ifndef KILN_OPS_DATABASE_H
+#define KILN_OPS_DATABASE_H
+
+#include <jansson.h>
+
+#include "ops/ops.h"
+#include "store/store_databases.h"
+
+#define DB_TEMPLATE "postgres"
+#define DB_PORT 5432
+#define DB_USER "postgres"
+#define DB_DBNAME "postgres"
+#define DB_PASSWORD_LEN 24		/* [a-z0-9], 120 random bits */
+#define DB_READY_S 120			/* the server listening, in an emulated guest too */
+#define DB_COMMAND "/usr/local/bin/kiln-postgres"
+
+/* The fields ops_db_create accepts (NULL-terminated). */
+extern const char *const ops_db_fields[];
+
+/* Whether s is a database's name: [a-z0-9][a-z0-9-]*, at most 63. */
+bool ops_db_name_ok(const char *s);
+
+/* POST /v1/databases {name?, from_backup?}: the database made and its
+ * server answering; password gets its new password. name defaults to
+ * the id's random part. */
+int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row *out,
+		  char password[DB_PASSWORD_LEN + 1]);
+/* The caller's database by id or name. */
+int ops_db_get(const struct ops_caller *c, const char *key, struct db_row *out);
+/* The database and its sandbox deleted (its backups are kept). */
+int ops_db_delete(const struct ops_caller *c, const char *key);
+/* A new random password set in the server; the old one fails from then. */
+int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db_row *out,
+			  char password[DB_PASSWORD_LEN + 1]);
+/* A backup now: a snapshot of its sandbox. */
+int ops_db_backup(const struct ops_caller *c, const char *key, struct db_backup_row *out);
+/* {backups: [{id, database_id, created_ms}]} of the caller's database. */
+int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
+
+/* {id, name, status (its sandbox's: running, hibernated, failed, ...),
+ * sandbox_id, host, port, user, database, url, from_backup, created_ms};
+ * password (NULL: left out) goes in password and the url. */
+json_t *ops_db_json(const struct ops_caller *c, const struct db_row *r, const char *password);
+json_t *ops_db_backup_json(const struct db_backup_row *b);
+
+#endif

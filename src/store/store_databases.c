@@ -1,0 +1,167 @@
+/*
+ * store_databases: the rows of databases and of their backups
+ * (store/store_databases.h).
+ */
+#include "store/store_databases.h"
+#include "store/store_int.h"
+
+#include "common/err.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define DB_COLS "id, workspace_id, name, sandbox_id, from_backup, created_ms, deleted_ms"
+#define DB_NCOLS 7
+#define BK_COLS "id, database_id, workspace_id, created_ms"
+#define BK_NCOLS 4
+
+int store_db_insert(struct store *st, const struct db_row *r)
+{
+	int64_t changes = 0;
+	int rc = RUN(st,
+		     "INSERT INTO databases (" DB_COLS ") SELECT $1, $2, $3, $4, $5, $6, NULL "
+		     "WHERE NOT EXISTS (SELECT 1 FROM databases WHERE workspace_id = $2 AND name = $3 "
+		     "AND deleted_ms IS NULL)",
+		     NULL, NULL, &changes, DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->name), DBV_S(r->sandbox),
+		     DBV_S(r->from_backup), DBV_I(r->created_ms));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(EEXIST, "a database named '%s' exists", r->name);
+}
+
+static int fill_db(struct db_row *r, const struct dbv *c, int n)
+{
+	if (n < DB_NCOLS)
+		return errf(EIO, "store: short database row");
+	memset(r, 0, sizeof *r);
+	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
+	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[1]));
+	copy_str(r->name, sizeof r->name, dbv_text(&c[2]));
+	copy_str(r->sandbox, sizeof r->sandbox, dbv_text(&c[3]));
+	copy_str(r->from_backup, sizeof r->from_backup, dbv_text(&c[4]));
+	r->created_ms = dbv_int(&c[5]);
+	r->deleted_ms = dbv_int(&c[6]);
+	return 0;
+}
+
+struct db_one {
+	struct db_row *r;
+	bool found;
+};
+
+static int row_db_one(void *ctx, const struct dbv *c, int n)
+{
+	struct db_one *o = ctx;
+	int rc = fill_db(o->r, c, n);
+	if (rc == 0)
+		o->found = true;
+	return rc < 0 ? rc : 1;
+}
+
+int store_db_load(struct store *st, const char *workspace, const char *key, bool by_name, struct db_row *r)
+{
+	struct db_one o = { r, false };
+	int rc = by_name ? RUN(st, "SELECT " DB_COLS " FROM databases WHERE name = $1 AND workspace_id = $2 "
+				   "AND deleted_ms IS NULL", row_db_one, &o, NULL, DBV_S(key), DBV_S(workspace))
+			 : RUN(st, "SELECT " DB_COLS " FROM databases WHERE id = $1 AND workspace_id = $2 "
+				   "AND deleted_ms IS NULL", row_db_one, &o, NULL, DBV_S(key), DBV_S(workspace));
+	if (rc < 0)
+		return rc;
+	return o.found ? 0 : errf(ENOENT, "database %.64s not found", key);
+}
+
+int store_db_set_sandbox(struct store *st, const char *id, const char *sandbox)
+{
+	return RUN(st, "UPDATE databases SET sandbox_id = $1 WHERE id = $2", NULL, NULL, NULL, DBV_S(sandbox),
+		   DBV_S(id));
+}
+
+int store_db_delete(struct store *st, const char *workspace, const char *id)
+{
+	int64_t changes = 0;
+	int rc = RUN(st, "UPDATE databases SET deleted_ms = $1 WHERE id = $2 AND workspace_id = $3 "
+			 "AND deleted_ms IS NULL",
+		     NULL, NULL, &changes, DBV_I(wall_ms()), DBV_S(id), DBV_S(workspace));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(ENOENT, "database %.64s not found", id);
+}
+
+struct db_each {
+	store_db_fn *fn;
+	store_db_backup_fn *bfn;
+	void *ctx;
+};
+
+static int row_db_each(void *ctx, const struct dbv *c, int n)
+{
+	struct db_each *e = ctx;
+	struct db_row r;
+	int rc = fill_db(&r, c, n);
+	return rc < 0 ? rc : e->fn(e->ctx, &r);
+}
+
+int store_db_each(struct store *st, const char *workspace, store_db_fn *fn, void *ctx)
+{
+	struct db_each e = { .fn = fn, .ctx = ctx };
+	return RUN(st, "SELECT " DB_COLS " FROM databases WHERE workspace_id = $1 AND deleted_ms IS NULL "
+		       "ORDER BY created_ms, id", row_db_each, &e, NULL, DBV_S(workspace));
+}
+
+int store_db_backup_insert(struct store *st, const struct db_backup_row *r)
+{
+	return RUN(st, "INSERT INTO database_backups (" BK_COLS ") VALUES ($1, $2, $3, $4)", NULL, NULL, NULL,
+		   DBV_S(r->id), DBV_S(r->database), DBV_S(r->workspace), DBV_I(r->created_ms));
+}
+
+static int fill_backup(struct db_backup_row *r, const struct dbv *c, int n)
+{
+	if (n < BK_NCOLS)
+		return errf(EIO, "store: short backup row");
+	memset(r, 0, sizeof *r);
+	copy_str(r->id, sizeof r->id, dbv_text(&c[0]));
+	copy_str(r->database, sizeof r->database, dbv_text(&c[1]));
+	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[2]));
+	r->created_ms = dbv_int(&c[3]);
+	return 0;
+}
+
+struct bk_one {
+	struct db_backup_row *r;
+	bool found;
+};
+
+static int row_bk_one(void *ctx, const struct dbv *c, int n)
+{
+	struct bk_one *o = ctx;
+	int rc = fill_backup(o->r, c, n);
+	if (rc == 0)
+		o->found = true;
+	return rc < 0 ? rc : 1;
+}
+
+int store_db_backup_load(struct store *st, const char *workspace, const char *id, struct db_backup_row *r)
+{
+	struct bk_one o = { r, false };
+	int rc = RUN(st, "SELECT " BK_COLS " FROM database_backups WHERE id = $1 AND workspace_id = $2", row_bk_one,
+		     &o, NULL, DBV_S(id), DBV_S(workspace));
+	if (rc < 0)
+		return rc;
+	return o.found ? 0 : errf(ENOENT, "backup %.64s not found", id);
+}
+
+static int row_bk_each(void *ctx, const struct dbv *c, int n)
+{
+	struct db_each *e = ctx;
+	struct db_backup_row r;
+	int rc = fill_backup(&r, c, n);
+	return rc < 0 ? rc : e->bfn(e->ctx, &r);
+}
+
+int store_db_backup_each(struct store *st, const char *workspace, const char *database, store_db_backup_fn *fn,
+			 void *ctx)
+{
+	struct db_each e = { .bfn = fn, .ctx = ctx };
+	return RUN(st, "SELECT " BK_COLS " FROM database_backups WHERE workspace_id = $1 AND database_id = $2 "
+		       "ORDER BY created_ms, id", row_bk_each, &e, NULL, DBV_S(workspace), DBV_S(database));
+}

@@ -1,0 +1,52 @@
+/*
+ * store_databases: the records of managed databases (docs/databases.md)
+ * and of their backups. A database is a PostgreSQL server in a sandbox
+ * of template `postgres` (ops/database.h has the rules); its record says
+ * which sandbox, by name and id in its workspace. Its password is not
+ * kept here (nor anywhere in kiln): it is set in the server and shown
+ * once. A backup is a snapshot of the database's sandbox: its record
+ * (the snapshot's id) outlives the database, so a deleted database can
+ * still be restored into a new one.
+ */
+#ifndef KILN_STORE_STORE_DATABASES_H
+#define KILN_STORE_STORE_DATABASES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+struct db_row {
+	char id[ID_MAX], workspace[ID_MAX];
+	char name[NAME_MAX_LEN];
+	char sandbox[ID_MAX];		/* "" while it is being made */
+	char from_backup[ID_MAX];	/* restored from this backup, or "" */
+	int64_t created_ms, deleted_ms;
+};
+
+struct db_backup_row {
+	char id[ID_MAX];		/* the snapshot's */
+	char database[ID_MAX], workspace[ID_MAX];
+	int64_t created_ms;
+};
+
+/* -EEXIST "a database named N exists" for a live name of the workspace. */
+int store_db_insert(struct store *st, const struct db_row *r);
+/* The workspace's live database by id, or by name: -ENOENT otherwise. */
+int store_db_load(struct store *st, const char *workspace, const char *key, bool by_name, struct db_row *r);
+int store_db_set_sandbox(struct store *st, const char *id, const char *sandbox);
+/* Marked deleted: -ENOENT if it was not live. */
+int store_db_delete(struct store *st, const char *workspace, const char *id);
+typedef int store_db_fn(void *ctx, const struct db_row *r);
+/* The workspace's live databases, oldest first. */
+int store_db_each(struct store *st, const char *workspace, store_db_fn *fn, void *ctx);
+
+int store_db_backup_insert(struct store *st, const struct db_backup_row *r);
+/* The workspace's backup id: -ENOENT "backup ID not found" otherwise. */
+int store_db_backup_load(struct store *st, const char *workspace, const char *id, struct db_backup_row *r);
+typedef int store_db_backup_fn(void *ctx, const struct db_backup_row *r);
+/* A database's backups, oldest first. */
+int store_db_backup_each(struct store *st, const char *workspace, const char *database, store_db_backup_fn *fn,
+			 void *ctx);
+
+#endif

@@ -1,0 +1,139 @@
+#!/bin/bash
+# Managed databases (docs/databases.md): a PostgreSQL server in a sandbox
+# of template `postgres`, made by POST /v1/databases with a random
+# password shown once. From a sandbox of the same workspace psql connects
+# with the create's URL and runs CREATE TABLE / INSERT / SELECT; from
+# another workspace's sandbox the connection is refused by the host's
+# firewall (it times out: not a password error), and that workspace sees
+# no such database (404). reset-password: the old password fails, the new
+# one works. A backup (a snapshot) restores into a new database that has
+# the row. Delete takes its sandbox along. Bad input is a 4xx naming it.
+. "$(dirname "$0")/lib.sh"
+have_kvm || { fail db_kvm "no KVM here: run it in tests/host/run"; exit 1; }
+t0=$(date +%s)
+build_template postgres || exit 1
+start_kilnd --rate 0 || exit 1
+KEY=$(new_key dbs) OTHER=$(new_key dbs-other)
+MAIN=$KEY
+cleanup_ws() {
+	KEY=$1
+	for d in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/databases | python3 -c "import json,sys; [print(d[\"id\"]) for d in json.load(sys.stdin)[\"databases\"]]" 2>/dev/null); do api DELETE /v1/databases/$d; done
+	for s in $(curl -s -H "Authorization: Bearer $KEY" $URL/v1/sandboxes | python3 -c "import json,sys; [print(s[\"id\"]) for s in json.load(sys.stdin)[\"sandboxes\"]]" 2>/dev/null); do api DELETE /v1/sandboxes/$s; done
+}
+at_exit 'cleanup_ws "$MAIN"; cleanup_ws "$OTHER"'
+
+# gx ID CMD: run CMD in the sandbox; OUT its stdout, ERR its stderr, RC its exit code.
+gx() {
+	api POST "/v1/sandboxes/$1/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1], "timeout_seconds": 60}))' "$2")"
+	OUT=$(jget 'j["stdout"].strip()') ERR=$(jget 'j["stderr"].strip()') RC=$(jget 'j["exit_code"]')
+}
+# ok RC NAME DETAIL: pass if RC (a condition's $?) is 0, else fail.
+ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
+# q SANDBOX URL SQL: psql from that sandbox (CT, default 5, seconds to connect).
+q() { gx "$1" "PGCONNECT_TIMEOUT=${CT:-5} psql -X -q -tA -v ON_ERROR_STOP=1 '$2' -c \"$3\""; }
+
+# ---- bad input --------------------------------------------------------------------
+api POST /v1/databases '{"name":"Bad!"}'
+expect db_bad_name 400 invalid_request
+api POST /v1/databases '{"name":"x","colour":"red"}'
+expect db_unknown_field 400 invalid_request
+api POST /v1/databases '{"from_backup":"snap_nothere"}'
+expect db_unknown_backup 404 not_found
+api GET /v1/databases/db_nothere
+expect db_unknown_id 404 not_found
+api POST /v1/databases/db_nothere/reset-password
+expect db_unknown_reset 404 not_found
+
+# ---- create, and a client in the same workspace --------------------------------------
+ts=$(date +%s.%N)
+api POST /v1/databases '{"name":"main"}'
+tc=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
+if [ "$STATUS" = 201 ] && [ "$(jget 'j["status"], j["port"], j["user"], j["database"], len(j["password"])')" = "('running', 5432, 'postgres', 'postgres', 24)" ]; then
+	pass db_create "201 in $tc s: $(jget 'j["url"].replace(j["password"], "***")')"
+else
+	fail db_create "$STATUS $BODY"; exit 1
+fi
+DB=$(jget 'j["id"]') PW=$(jget 'j["password"]') DBURL=$(jget 'j["url"]') DBHOST=$(jget 'j["host"]') DBSBX=$(jget 'j["sandbox_id"]')
+check db_url "url names user, password, host, port" [ "$DBURL" = "postgresql://postgres:$PW@$DBHOST:5432/postgres" ]
+api GET "/v1/databases/$DB"
+check db_get_no_password "$(jget 'sorted(j)')" [ "$STATUS/$(jget '"password" in j, j["url"].count(":")')" = "200/(False, 2)" ]
+api GET /v1/databases
+check db_list "$(jget '[d["name"] for d in j["databases"]]')" [ "$(jget '[d["id"] for d in j["databases"]]')" = "['$DB']" ]
+api POST /v1/databases '{"name":"main"}'
+expect db_name_taken 409 conflict
+# The CLI (docs/cli.md "Databases") on the same database.
+cli_ls=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db ls 2>&1)
+[[ "$cli_ls" == *main*"$DB"*running*"$DBHOST:5432"* ]]
+r=$?; ok $r db_cli_ls "$(tr '\n' '|' <<<"$cli_ls")"
+cli_get=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db get main 2>&1)
+[ "$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j["id"], "password" in j)' "$cli_get" 2>&1)" = "$DB False" ]
+r=$?; ok $r db_cli_get "$(head -c 200 <<<"$cli_get")"
+KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db get 'x/../y' > "$T/cli_bad" 2>&1
+r=$?; [ $r != 0 ] && grep -q "not a database's name or id" "$T/cli_bad"
+r=$?; ok $r db_cli_bad_name "$(head -c 200 "$T/cli_bad")"
+
+create_sandbox '{"template":"postgres"}'
+C1=$SBX
+[ -n "$C1" ] || { fail db_client "$STATUS $BODY"; exit 1; }
+q "$C1" "$DBURL" "CREATE TABLE t (x int); INSERT INTO t VALUES (42); SELECT x FROM t"
+check db_query_same_workspace "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+
+# ---- another workspace ---------------------------------------------------------------
+KEY=$OTHER
+api GET "/v1/databases/$DB"
+expect db_other_workspace_404 404 not_found
+api GET /v1/databases
+check db_other_workspace_list "$BODY" [ "$(jget 'len(j["databases"])')" = 0 ]
+create_sandbox '{"template":"postgres"}'
+C2=$SBX
+CT=2 q "$C2" "$DBURL" "SELECT 1"
+# Dropped by the firewall: no answer at all (a timeout), not the
+# server's refusal of a password.
+[ "$RC" != 0 ] && [[ "$ERR" == *timeout* ]] && [[ "$ERR" != *password* ]]
+r=$?; ok $r db_other_workspace_refused "rc $RC err '$ERR'"
+KEY=$MAIN
+
+# ---- reset-password ------------------------------------------------------------------
+api POST "/v1/databases/$DB/reset-password"
+PW2=$(jget 'j["password"]') URL2=$(jget 'j["url"]')
+[ "$STATUS" = 200 ] && [ ${#PW2} = 24 ] && [ "$PW2" != "$PW" ]
+r=$?; ok $r db_reset_password "$STATUS"
+q "$C1" "$DBURL" "SELECT 1"
+[ "$RC" != 0 ] && [[ "$ERR" == *"password authentication failed"* ]]
+r=$?; ok $r db_old_password_fails "rc $RC err '$ERR'"
+q "$C1" "$URL2" "SELECT x FROM t"
+check db_new_password_works "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+
+# ---- backup, restore -----------------------------------------------------------------
+api POST "/v1/databases/$DB/backups"
+BK=$(jget 'j["id"]')
+[ "$STATUS" = 201 ] && [[ "$BK" == snap_* ]]
+r=$?; ok $r db_backup "$STATUS $BODY"
+api GET "/v1/databases/$DB/backups"
+check db_backups_listed "$BODY" [ "$(jget '[b["id"] for b in j["backups"]]')" = "['$BK']" ]
+KEY=$OTHER
+api POST /v1/databases "{\"from_backup\":\"$BK\"}"
+expect db_other_workspace_backup_404 404 not_found
+KEY=$MAIN
+ts=$(date +%s.%N)
+api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\"}"
+tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
+DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
+[ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
+r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
+q "$C1" "$URL3" "SELECT x FROM t"
+check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+
+# ---- delete --------------------------------------------------------------------------
+for d in "$DB:$DBSBX" "$DB3:$SBX3"; do
+	api DELETE "/v1/databases/${d%%:*}"
+	s1=$STATUS
+	api GET "/v1/databases/${d%%:*}"
+	s2=$STATUS
+	api GET "/v1/sandboxes/${d#*:}"
+	check "db_delete_${d%%:*}" "delete $s1, get $s2, its sandbox $STATUS" [ "$s1/$s2/$STATUS" = "204/404/404" ]
+done
+api DELETE "/v1/databases/$DB"
+expect db_delete_again 404 not_found
+alive db_kilnd_alive
+echo "db_seconds: $(( $(date +%s) - t0 )) s in all"
