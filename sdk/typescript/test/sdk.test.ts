@@ -140,8 +140,8 @@ test("an ended sandbox: sandbox_ended, why and when", async () => {
 
 test("create errors", async () => {
   const t = await rejects(() => Sandbox.create({ template: "no_such" }), NotFound, "template_not_found");
-  assert.deepEqual(t.details.templates, ["minimal", "base"]);
-  assert.ok(t.message.includes("minimal, base"), t.message);
+  assert.deepEqual(t.details.templates, ["minimal", "base", "postgres"]);
+  assert.ok(t.message.includes("minimal, base, postgres"), t.message);
   await rejects(() => Sandbox.create({ template: "minimal", ttlSeconds: -5 }), InvalidRequest);
   await rejects(() => Sandbox.create({ fromSnapshot: "snap_doesnotexist" }), NotFound, "not_found");
   await rejects(() => Sandbox.create({ template: "minimal", fromSnapshot: "snap_x" }), TypeError);
