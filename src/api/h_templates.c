@@ -232,7 +232,8 @@ static long tfollow_read(void *ctx, char *buf, size_t max)
 			struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
 			struct ops_template_info in;
 			json_t *e = ops_template_get(&c, f->name, &in) == 0
-				? json_pack("{s:s,s:s}", "status", in.b.status, "error", in.b.error)
+				? json_pack("{s:s,s:o}", "status", in.b.status, "error",
+					    in.b.error[0] ? json_string(in.b.error) : json_null())
 				: json_pack("{s:s}", "status", "unknown");
 			sse_event(&f->out, "end", e);
 			f->done = true;

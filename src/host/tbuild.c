@@ -177,7 +177,12 @@ int tbuild_start(struct host *h, const struct tbuild_req *r)
 	if (rc == 0)
 		rc = write_state(statep, "building", NULL, started, 0);
 	if (rc < 0) {
-		rmtree(ctx);
+		/* Refused: nothing of it stays (a name never built leaves no
+		 * directory; one built before keeps its log and state). */
+		if (access(statep, F_OK) == 0)
+			rmtree(ctx);
+		else
+			rmtree(dir);
 		if (logfd >= 0)
 			close(logfd);
 		close(lock);

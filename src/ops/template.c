@@ -45,6 +45,8 @@ bool ops_template_qualified(const char *n)
 	return true;
 }
 
+static void unqualify(char *msg, const char *host, const char *name);
+
 const char *ops_template_short(const char *n)
 {
 	return ops_template_qualified(n) ? n + PREFIX_HEX + 2 : n;
@@ -65,6 +67,7 @@ static int scoped_one(void *ctx, const struct hostif_template *t)
 		return 0;	/* another workspace's */
 	struct hostif_template own = *t;
 	snprintf(own.name, sizeof own.name, "%s", t->name + strlen(s->prefix));
+	unqualify(own.description, t->name, own.name);
 	return s->fn(s->fctx, &own);
 }
 
@@ -243,6 +246,7 @@ int ops_template_get(const struct ops_caller *c, const char *name, struct ops_te
 	rc = listed(c->hostif, host, &out->t, &out->listed);
 	if (rc < 0)
 		return rc;
+	unqualify(out->t.description, host, name);
 	snprintf(out->t.name, sizeof out->t.name, "%s", name);
 	return 0;
 }

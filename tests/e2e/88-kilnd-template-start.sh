@@ -199,7 +199,7 @@ s1=$STATUS
 api DELETE /v1/templates/broken
 s2=$STATUS
 api GET /v1/templates/web
-check tapi_deleted "delete $s1, $s2; then get $STATUS; left: $(ls "$DATA/templates" | tr '\n' ' ')" \
+check tapi_deleted "delete $s1, $s2; then get $STATUS; templates: $(ls "$DATA/templates" | tr '\n' ' '); builds: $(ls -A "$DATA/templates/.builds" | tr '\n' ' ')" \
 	[ "$s1" = 204 -a "$s2" = 204 -a "$STATUS" = 404 -a -z "$(ls "$DATA/templates/.builds")" ]
 echo "-- the API's template cases took $((SECONDS - t_api)) s"
 alive tstart_alive
