@@ -136,8 +136,11 @@ follow() { curl -sN -m 900 -H "Authorization: Bearer $KEY" "$URL/v1/templates/$1
 ended() { grep -A1 '^event: end' "$T/$1.sse" | sed -n 's/^data: //p'; }
 upload "$T/ctx.tar" "name=web&build_arg=UNUSED=1"
 check tapi_build_accepted "$STATUS $BODY" [ "$STATUS" = 202 -a "$(jget 'j["status"], j["name"]')" = "('building', 'web')" ]
-upload "$T/bad.tgz" "name=broken"
-check tapi_build_gzip_accepted "$STATUS $BODY" [ "$STATUS" = 202 ]
+# The CLI sends its directory as a gzipped tar.
+out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template build "$T/bad" --name broken 2>&1); st=$?
+check tapi_cli_build "exit $st: $out" [ "$st" = 0 ]
+out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template build "$T/bad" --name Broken 2>&1); st=$?
+check tapi_cli_bad_name "exit $st: $(head -1 <<<"$out")" [ "$st" = 2 ]
 upload "$T/ctx.tar" "name=web"
 expect tapi_build_while_building 409 conflict
 upload "$T/ctx.tar" ""
@@ -155,7 +158,10 @@ expect tapi_over_size 413 payload_too_large
 upload "$T/ctx.tar" "name=nodf&dockerfile=missing/Dockerfile"
 expect tapi_no_dockerfile 400 invalid_request
 follow web & fw=$!
-follow broken
+KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template logs broken -f > "$T/broken.sse" 2> "$T/broken.err"
+st=$?
+grep -q "ended: failed" "$T/broken.err" || st="$st (no end line)"
+check tapi_cli_logs_follow "exit $st; $(cat "$T/broken.err")" [ "$st" = 1 ]
 wait $fw
 e=$(ended web)
 check tapi_follow_to_end "end $e; $(grep -c '^event: line' "$T/web.sse") lines, $(grep -c 'cached: ' "$T/web.sse") steps cached" \
@@ -179,7 +185,7 @@ s2=$STATUS
 curl -s -o "$T/body" -H "Authorization: Bearer $KEY2" "$URL/v1/templates"
 check tapi_other_workspace "get $s1, create $s2, listed: $(jget '[t["name"] for t in j["templates"]]')" \
 	[ "$s1" = 404 -a "$s2" = 404 -a "$(jget '"web" in [t["name"] for t in j["templates"]]')" = False ]
-e=$(ended broken)
+e=$(tail -1 "$T/broken.err")
 api GET /v1/templates/broken
 err=$(jget 'j["error"]')
 curl -s -o "$T/broken.log" -H "Authorization: Bearer $KEY" "$URL/v1/templates/broken/logs"
