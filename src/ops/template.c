@@ -47,6 +47,14 @@ bool ops_template_qualified(const char *n)
 
 static void unqualify(char *msg, const char *host, const char *name);
 
+/* The build's description names the context's directory on the host: not
+ * the workspace's business. */
+static void own_description(char *d, size_t cap)
+{
+	if (!strncmp(d, "Dockerfile in ", 14))
+		snprintf(d, cap, "built from a Dockerfile through the API");
+}
+
 const char *ops_template_short(const char *n)
 {
 	return ops_template_qualified(n) ? n + PREFIX_HEX + 2 : n;
@@ -67,7 +75,7 @@ static int scoped_one(void *ctx, const struct hostif_template *t)
 		return 0;	/* another workspace's */
 	struct hostif_template own = *t;
 	snprintf(own.name, sizeof own.name, "%s", t->name + strlen(s->prefix));
-	unqualify(own.description, t->name, own.name);
+	own_description(own.description, sizeof own.description);
 	return s->fn(s->fctx, &own);
 }
 
@@ -246,7 +254,8 @@ int ops_template_get(const struct ops_caller *c, const char *name, struct ops_te
 	rc = listed(c->hostif, host, &out->t, &out->listed);
 	if (rc < 0)
 		return rc;
-	unqualify(out->t.description, host, name);
+	if (out->own)
+		own_description(out->t.description, sizeof out->t.description);
 	snprintf(out->t.name, sizeof out->t.name, "%s", name);
 	return 0;
 }

@@ -88,7 +88,7 @@ static void workspaces_see_their_own(void)
 	char list[256] = "";
 	CHECK(ops_templates_each(&hi, "ws_one", collect, list) == 0);
 	CHECK(!strcmp(list, "minimal(Dockerfile in .builds/minimal/context) srv(Dockerfile in .builds/srv/context) "
-			    "web(Dockerfile in .builds/web/context)"));
+			    "web(built from a Dockerfile through the API)"));
 	char host[OPS_TEMPLATE_HOST_NAME];
 	CHECK(ops_template_resolve(&hi, "ws_one", "web", host) == 0 && !strcmp(host, h_one));
 	CHECK(ops_template_resolve(&hi, "ws_two", "web", host) == 0 && !strcmp(host, h_two));
