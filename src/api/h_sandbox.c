@@ -54,7 +54,7 @@ int h_sandbox_create(struct req *r)
 	if (rc == -ENOENT && tmpl) {
 		char why[300];
 		snprintf(why, sizeof why, "%s", errmsg());
-		if (ops_template_known(c.hostif, tmpl, &names) < 0 && names)
+		if (ops_template_known(c.hostif, c.workspace, tmpl, &names) < 0 && names)
 			return reply_template_missing(r, names);
 		json_decref(names);
 		errf(ENOENT, "%s", why);

@@ -8,6 +8,7 @@
 #include "api/http.h"
 #include "common/metrics.h"
 #include "api/render.h"
+#include "ops/template.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 
@@ -62,10 +63,10 @@ static int add_template(void *ctx, const struct hostif_template *t)
 	return json_array_append_new(ctx, j);
 }
 
-int templates_list(struct hostif *hi, json_t **out)
+int templates_list(struct hostif *hi, const char *ws, json_t **out)
 {
 	json_t *a = json_array();
-	if (!a || hostif_templates(hi, add_template, a) < 0) {
+	if (!a || ops_templates_each(hi, ws, add_template, a) < 0) {
 		json_decref(a);
 		return errf(ENOMEM, "out of memory");
 	}
@@ -76,7 +77,7 @@ int templates_list(struct hostif *hi, json_t **out)
 int h_templates(struct req *r)
 {
 	json_t *j;
-	if (templates_list(r->api->hostif, &j) < 0)
+	if (templates_list(r->api->hostif, r->workspace, &j) < 0)
 		return reply_error(r, 500, "internal", "%s", errmsg());
 	return reply_json(r, 200, j);
 }

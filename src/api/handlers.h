@@ -35,6 +35,9 @@ extern const struct route_hooks file_put_hooks;   /* checks an upload before its
 /* h_file_tree.c: copy, multi-file write, tar archives */
 handler_fn h_file_copy, h_file_write_many, h_file_archive_get, h_file_archive_put;
 extern const struct route_hooks file_write_hooks, archive_put_hooks;
+/* h_templates.c: a workspace's own templates */
+handler_fn h_template_build, h_template_get, h_template_logs, h_template_delete;
+extern const struct route_hooks template_build_hooks;
 handler_fn h_mcp_sandbox, h_mcp_workspace;	/* mcp/mcp.c */
 handler_fn h_port_expose, h_port_list, h_port_delete;	/* h_ports.c */
 handler_fn h_proxy;				/* proxy/proxy.c */

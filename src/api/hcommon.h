@@ -134,7 +134,7 @@ int port_list(struct req *r, const char *sandbox, json_t **out);
 int snapshot_list(struct req *r, json_t **out);
 int snapshot_json(struct req *r, const char *id, json_t **out);
 /* The templates (GET /v1/templates). */
-int templates_list(struct hostif *hi, json_t **out);
+int templates_list(struct hostif *hi, const char *ws, json_t **out);
 /* A fork's answer {sandboxes, failed, error} from ops_fork's rc and f
  * (cleared); NULL when out of memory. */
 struct ops_forked;

@@ -1,3 +1,4 @@
+#include "ops/template.h"
 #include "api/render.h"
 #include "host/netpolicy.h"
 
@@ -108,7 +109,8 @@ json_t *render_sandbox(const struct sbx_row *r)
 		return NULL;
 	json_object_set_new(j, "id", json_string(r->id));
 	json_object_set_new(j, "status", json_string(sbx_state_name(r->state)));
-	json_object_set_new(j, "template", json_string(r->template));
+	/* A workspace's own template by the name it gave (ops/template.h). */
+	json_object_set_new(j, "template", json_string(ops_template_short(r->template)));
 	json_object_set_new(j, "vcpus", json_integer(r->vcpus));
 	json_object_set_new(j, "memory_mib", json_integer(r->memory_mib));
 	json_object_set_new(j, "created_at", render_time(r->created_ms));
@@ -158,7 +160,7 @@ json_t *render_sandbox(const struct sbx_row *r)
 json_t *render_snapshot(const struct snap_row *s)
 {
 	return json_pack("{s:s,s:s,s:s,s:i,s:i,s:o,s:I}", "id", s->id, "sandbox_id", s->sandbox,
-			 "template", s->template, "vcpus", s->vcpus, "memory_mib", s->memory_mib,
+			 "template", ops_template_short(s->template), "vcpus", s->vcpus, "memory_mib", s->memory_mib,
 			 "created_at", render_time(s->created_ms), "stored_bytes", (json_int_t)s->stored_bytes);
 }
 

@@ -36,7 +36,7 @@ static const struct optdef optdefs[] = {
 	{ "persistent", 0, NONE }, { "idle-pause", 0, VALUE }, { "volume", 0, VALUE }, { "size", 0, VALUE },
 	{ "port", 0, VALUE }, { "command", 0, VALUE }, { "restart", 0, VALUE },
 	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
-	{ "user", 'u', VALUE }, { "replace", 0, NONE },
+	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -230,6 +230,14 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "cwd")) o->cwd = v;
 	else if (!strcmp(n, "user")) o->user = v;
 	else if (!strcmp(n, "replace")) o->replace = true;
+	else if (!strcmp(n, "file")) o->file = v;
+	else if (!strcmp(n, "build-arg")) {
+		if (!strchr(v, '=') || v[0] == '=')
+			usage_error(cmd, "--build-arg wants NAME=VALUE, not '%s'", v);
+		if (!o->build_args)
+			o->build_args = json_array();
+		json_array_append_new(o->build_args, json_string(v));
+	}
 	else if (!strcmp(n, "timeout")) o->timeout = args_number("-t/--timeout", v, 1, 86400);
 	else if (!strcmp(n, "stdin")) o->in = true;
 	else if (!strcmp(n, "recursive")) o->recursive = true;

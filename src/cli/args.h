@@ -44,6 +44,8 @@ struct opts {
 	const char *command, *restart;	/* app's --command, --restart */
 	const char *user;		/* exec, proc start, cp, fs: -u/--user */
 	bool replace;			/* fs cp, fs mv: --replace */
+	const char *file;		/* template build's --file */
+	json_t *build_args;		/* template build's --build-arg K=V, an array, or NULL */
 	const char *given[64];		/* the long names of the options given, in order */
 	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */

@@ -95,7 +95,7 @@ json_t *command_body(const struct command *cmd, struct opts *o, int i);
 #define COMMAND(name) int cmd_##name(const struct command *cmd, struct opts *o)
 COMMAND(create); COMMAND(ls); COMMAND(get); COMMAND(fork); COMMAND(snapshot);
 COMMAND(hibernate); COMMAND(wake); COMMAND(pause); COMMAND(resume); COMMAND(persistent); COMMAND(ttl); COMMAND(idle_pause); COMMAND(rm); COMMAND(snapshots); COMMAND(volume);
-COMMAND(templates); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
+COMMAND(templates); COMMAND(template); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
 COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
 COMMAND(network); COMMAND(promote); COMMAND(proc); COMMAND(billing); COMMAND(statements);
 COMMAND(keys); COMMAND(audit); COMMAND(admin); COMMAND(app); COMMAND(apps); COMMAND(db);

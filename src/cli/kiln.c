@@ -194,6 +194,16 @@ static const struct command commands[] = {
 	  "  app logs NAME [--tail N] [-f]  what kiln did with it, then the last N lines of its log\n"
 	  "                           (0 to 10000, default 100); -f: and new ones as they come\n"
 	  "  app rm NAME...           delete apps, their sandboxes and URLs\n", false },
+	{ "template", cmd_template, "name file build-arg follow",
+	  "template build|get|logs|rm ... [--json]",
+	  "the workspace's own templates, built from a Dockerfile",
+	  "  template build DIR --name N [--file F] [--build-arg K=V]... [-f]\n"
+	  "                           send DIR as the build context (a tar) and build template N\n"
+	  "                           from its Dockerfile (--file: another path in DIR); -f: print\n"
+	  "                           the build's log until it ends (exit 1 if it failed)\n"
+	  "  template get N           the template, as JSON: status, error, versions, size\n"
+	  "  template logs N [-f]     its build's log; -f: and new lines until the build ends\n"
+	  "  template rm N...         delete templates (not while a sandbox of it exists)\n", false },
 	{ "apps", cmd_apps, "", "apps [--json]", "the apps of this workspace: name, status, version, URL", NULL, false },
 	{ "db", cmd_db, "", "db create|ls|get|rm|reset-password|backup|backups|restore ... [--json]",
 	  "managed PostgreSQL databases, reachable from this workspace's sandboxes",

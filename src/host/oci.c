@@ -829,6 +829,25 @@ static int extract_archive(const char *path, const char *scratch, uint64_t max, 
 	return rc;
 }
 
+int oci_extract_tar(int fd, const char *dir, const char *what, uint64_t max_bytes, long *entries)
+{
+	int root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return errf_sys("%s", dir);
+	uint64_t used = 0;
+	struct oci_stats st = { 0 };
+	struct unpack u = { .rootfd = root, .mode = ARCHIVE, .what = what, .max = max_bytes, .used = &used,
+			    .st = &st, .root = false };
+	int rc = tar_pass(&u, fd, false);
+	close(root);
+	if (rc == -EFBIG)
+		rc = errf(EFBIG, "%s unpacks to more than %llu MiB (the limit)", what,
+			  (unsigned long long)(max_bytes >> 20));
+	if (entries)
+		*entries = st.entries;
+	return rc;
+}
+
 int oci_unpack(const char *ref, const char *root, const char *scratch, uint64_t max_bytes,
 	       struct oci_config *cfg, struct oci_stats *st)
 {

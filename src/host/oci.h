@@ -52,4 +52,10 @@ int oci_unpack(const char *ref, const char *root, const char *scratch, uint64_t 
 	       struct oci_config *cfg, struct oci_stats *st);
 void oci_config_free(struct oci_config *c);
 
+/* A tar (plain, gzip or zstd) read from fd's start into the existing
+ * directory dir, with the checks above (names, links, no devices; the
+ * bytes bounded by max_bytes: -EFBIG); owners are not set. what names it
+ * in messages ("the build context"). *entries: how many it made. */
+int oci_extract_tar(int fd, const char *dir, const char *what, uint64_t max_bytes, long *entries);
+
 #endif

@@ -308,6 +308,22 @@ void tmpl_put(struct templates *ts, struct tmpl *t)
 		tmpl_free(t);
 }
 
+void templates_drop(struct templates *ts, const char *name)
+{
+	struct tmpl *t = NULL;
+	pthread_mutex_lock(&ts->lock);
+	for (int i = 0; i < TEMPLATES_MAX && !t; i++)
+		if (ts->cur[i] && !strcmp(ts->cur[i]->name, name)) {
+			t = ts->cur[i];
+			ts->cur[i] = NULL;
+		}
+	pthread_mutex_unlock(&ts->lock);
+	if (!t)
+		return;
+	tmpl_zygote_stop(t);
+	tmpl_put(ts, t);	/* the registry's reference */
+}
+
 /* ---- zygotes -------------------------------------------------------------------- */
 
 static bool zygote_answers(const char *sock)

@@ -112,6 +112,9 @@ void templates_close(struct templates *ts);
  * -EINVAL for an unknown name, -EAGAIN when it has not been built. */
 int templates_get(struct templates *ts, const char *name, struct tmpl **out);
 void tmpl_put(struct templates *ts, struct tmpl *t);
+/* Forget the template (its directory is about to go): its zygote is
+ * stopped, the registry's reference dropped. */
+void templates_drop(struct templates *ts, const char *name);
 
 /* Every template: the compiled-in ones (t NULL when not built), then
  * the operator-built ones in service, by name. def is the template's own

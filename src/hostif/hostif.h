@@ -41,6 +41,7 @@
 
 #include "host/host_types.h"	/* ws_caps, ws_caps_report, create_req, host_event, HOST_FORK_MAX */
 #include "store/store.h"	/* struct sbx_row, ID_MAX */
+#include "host/tbuild.h"	/* tbuild_req, tbuild_state */
 
 struct guest;
 struct strbuf;
@@ -117,6 +118,10 @@ struct hostif_ops {
 	int (*touch)(void *ctx, const char *ws, const char *id);
 	int (*log_open)(void *ctx, const char *ws, const char *id, bool follow, int *fd, int *more);
 	int (*templates)(void *ctx, hostif_template_fn *fn, void *fctx);
+	int (*template_build)(void *ctx, const struct tbuild_req *req);
+	int (*template_state)(void *ctx, const char *name, struct tbuild_state *out);
+	int (*template_log_open)(void *ctx, const char *name, int *fd, bool *running);
+	int (*template_delete)(void *ctx, const char *name);
 	void (*metrics)(void *ctx, struct strbuf *b);
 	int (*subscribe)(void *ctx, host_event_fn *fn, void *fctx);
 	void (*unsubscribe)(void *ctx, host_event_fn *fn, void *fctx);
@@ -341,6 +346,32 @@ static inline int hostif_log_open(struct hostif *hi, const char *ws, const char 
 static inline int hostif_templates(struct hostif *hi, hostif_template_fn *fn, void *fctx)
 {
 	return hi->ops->templates(hi->ctx, fn, fctx);
+}
+
+/* Template builds from an uploaded context (host/tbuild.h), by the
+ * template's name on the host (ops/template.h qualifies a workspace's).
+ * Build: unpack and start, answering at once; -EBUSY while one runs.
+ * State: building/ready/failed, versions, size. Log: the build's, open
+ * (*running while it builds). Delete: -EBUSY naming the sandboxes that
+ * use it. A cluster's API cannot yet: -ENOSYS. */
+static inline int hostif_template_build(struct hostif *hi, const struct tbuild_req *req)
+{
+	return hi->ops->template_build(hi->ctx, req);
+}
+
+static inline int hostif_template_state(struct hostif *hi, const char *name, struct tbuild_state *out)
+{
+	return hi->ops->template_state(hi->ctx, name, out);
+}
+
+static inline int hostif_template_log_open(struct hostif *hi, const char *name, int *fd, bool *running)
+{
+	return hi->ops->template_log_open(hi->ctx, name, fd, running);
+}
+
+static inline int hostif_template_delete(struct hostif *hi, const char *name)
+{
+	return hi->ops->template_delete(hi->ctx, name);
 }
 
 /* The host's gauges (sandboxes by state, guest memory), appended to b in

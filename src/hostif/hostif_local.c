@@ -283,6 +283,26 @@ static int l_templates(void *ctx, hostif_template_fn *fn, void *fctx)
 	return host_templates(ctx, tmpl_copy, &w);
 }
 
+static int l_template_build(void *ctx, const struct tbuild_req *req)
+{
+	return tbuild_start(ctx, req);
+}
+
+static int l_template_state(void *ctx, const char *name, struct tbuild_state *out)
+{
+	return tbuild_state(ctx, name, out);
+}
+
+static int l_template_log_open(void *ctx, const char *name, int *fd, bool *running)
+{
+	return tbuild_log_open(ctx, name, fd, running);
+}
+
+static int l_template_delete(void *ctx, const char *name)
+{
+	return tbuild_delete(ctx, name);
+}
+
 static void l_metrics(void *ctx, struct strbuf *b)
 {
 	host_metrics(ctx, b);
@@ -400,6 +420,10 @@ static const struct hostif_ops local_ops = {
 	.touch = l_touch,
 	.log_open = l_log_open,
 	.templates = l_templates,
+	.template_build = l_template_build,
+	.template_state = l_template_state,
+	.template_log_open = l_template_log_open,
+	.template_delete = l_template_delete,
 	.metrics = l_metrics,
 	.subscribe = l_subscribe,
 	.unsubscribe = l_unsubscribe,

@@ -968,6 +968,38 @@ static int r_log_open(void *ctx, const char *ws, const char *id, bool follow, in
 	return 0;
 }
 
+/* ---- template builds: not through a cluster yet ------------------------------------- */
+
+static int r_tbuild_none(void)
+{
+	return errf(ENOSYS, "template builds through a cluster are not built yet: build on a host "
+			    "(kilnd template build) or through a one-box kilnd");
+}
+
+static int r_template_build(void *ctx, const struct tbuild_req *req)
+{
+	(void)ctx, (void)req;
+	return r_tbuild_none();
+}
+
+static int r_template_state(void *ctx, const char *name, struct tbuild_state *out)
+{
+	(void)ctx, (void)name, (void)out;
+	return r_tbuild_none();
+}
+
+static int r_template_log_open(void *ctx, const char *name, int *fd, bool *running)
+{
+	(void)ctx, (void)name, (void)fd, (void)running;
+	return r_tbuild_none();
+}
+
+static int r_template_delete(void *ctx, const char *name)
+{
+	(void)ctx, (void)name;
+	return r_tbuild_none();
+}
+
 /* ---- what the hosts show --------------------------------------------------------------- */
 
 struct tmpl_pick {
@@ -1339,6 +1371,10 @@ static const struct hostif_ops remote_ops = {
 	.touch = r_touch,
 	.log_open = r_log_open,
 	.templates = r_templates,
+	.template_build = r_template_build,
+	.template_state = r_template_state,
+	.template_log_open = r_template_log_open,
+	.template_delete = r_template_delete,
 	.metrics = r_metrics,
 	.subscribe = r_subscribe,
 	.unsubscribe = r_unsubscribe,

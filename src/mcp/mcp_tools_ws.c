@@ -268,7 +268,7 @@ static int t_templates(struct mcp_call *c, const json_t *args, struct mcp_out *o
 {
 	(void)args;
 	json_t *j = NULL;
-	int rc = templates_list(c->r->api->hostif, &j);
+	int rc = templates_list(c->r->api->hostif, c->r->workspace, &j);
 	return answer_rc(out, rc, j);
 }
 

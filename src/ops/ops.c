@@ -1,5 +1,6 @@
 #include "ops/ops.h"
 #include "ops/credit.h"
+#include "ops/template.h"
 #include "ops/validate.h"
 #include "host/netpolicy.h"
 #include "common/err.h"
@@ -36,11 +37,11 @@ static int add_tmpl_name(void *ctx, const struct hostif_template *t)
 	return json_array_append_new(n->names, json_string(name));
 }
 
-int ops_template_known(struct hostif *hi, const char *name, json_t **names)
+int ops_template_known(struct hostif *hi, const char *ws, const char *name, json_t **names)
 {
 	struct tmpl_names n = { .want = name, .names = json_array() };
 	*names = NULL;
-	if (!n.names || hostif_templates(hi, add_tmpl_name, &n) < 0) {
+	if (!n.names || ops_templates_each(hi, ws, add_tmpl_name, &n) < 0) {
 		json_decref(n.names);
 		return errf(ENOMEM, "out of memory");
 	}
@@ -221,9 +222,13 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 	if (rc == 0 && tmpl && snap)
 		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
 	json_t *names = NULL;
+	char host_tmpl[OPS_TEMPLATE_HOST_NAME] = "";
 	if (rc == 0 && tmpl)
-		rc = ops_template_known(c->hostif, tmpl, &names);
+		rc = ops_template_known(c->hostif, c->workspace, tmpl, &names);
 	json_decref(names);
+	/* The host's name of it: the workspace's own, or a shared one. */
+	if (rc == 0 && tmpl)
+		rc = ops_template_resolve(c->hostif, c->workspace, tmpl, host_tmpl);
 	if (rc == 0 && snap && !v_is_id(snap, "snap_"))
 		rc = errf(ENOENT, "snapshot %.64s not found", snap);
 	struct ops_volumes vols = { .n = 0 };
@@ -246,7 +251,7 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 		.workspace = c->workspace,
 		.caps = capsp,
 		.report = rep,
-		.template = snap ? NULL : (tmpl ? tmpl : "base"),
+		.template = snap ? NULL : (tmpl ? host_tmpl : "base"),
 		.snapshot = snap,
 		.ttl_seconds = ttl,
 		.ttl_cap = plan.limits.max_ttl_seconds,

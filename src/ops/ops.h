@@ -75,10 +75,10 @@ void ops_quota_note(const struct ops_caller *c, const struct plan *p, bool appli
  * (out of memory, an agent that does not answer) as it came. */
 int ops_sandbox(const struct ops_caller *c, const char *id, struct sbx_row *out);
 
-/* 0 if a template of that name exists; else -ENOENT, errmsg() listing
+/* 0 if a template of that name exists for workspace ws (ops/template.h); else -ENOENT, errmsg() listing
  * the templates that do, and *names their JSON array (yours; NULL when
  * out of memory). */
-int ops_template_known(struct hostif *hi, const char *name, json_t **names);
+int ops_template_known(struct hostif *hi, const char *ws, const char *name, json_t **names);
 
 /* NAME=VALUE strings (NULL-terminated, one malloc) of sandbox env text
  * overridden by a request's env object (may be NULL); NULL when out of

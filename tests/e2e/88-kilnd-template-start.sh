@@ -77,9 +77,9 @@ out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)
 [[ $out == *"--no-snapshot"* ]] && pass tstart_no_snapshot "$out" || fail tstart_no_snapshot "$out"
 
-start_kilnd --rate 0 --domain tstart.test || exit 1
+start_kilnd --rate 0 --domain tstart.test --max-file 4194304 || exit 1
 KEY=$(new_key tstart)
-at_exit 'for s in ${A:-} ${B:-} ${D:-}; do api DELETE /v1/sandboxes/$s; done'
+at_exit 'for s in ${A:-} ${B:-} ${D:-} ${W:-}; do api DELETE /v1/sandboxes/$s; done'
 api GET /v1/templates
 check tstart_listed_template "$(jget '[(t["name"], t["ready_port"]) for t in j["templates"] if t["start"]]')" \
 	[ "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["templates"] if t["start"] and t["name"] != "dock"]')" = "[('srv', '$SRV', 8000)]" ]
@@ -117,4 +117,95 @@ check tstart_app_without_command "$STATUS, serves '$got'" [ "$STATUS" = 201 -a "
 api POST /v1/apps '{"name":"none","template":"srv","port":8001,"ready_timeout_seconds":2}'
 expect tstart_app_nothing_listens 504 timeout
 api DELETE "/v1/apps/$APP"
+# Templates through the API (docs/templates.md "Building through the
+# API"): the same context as a tar upload (its steps come from the step
+# cache), the log followed to its end, a sandbox of it; another
+# workspace does not see it; bad uploads refused; a failing Dockerfile
+# ends "failed" with its error and log; in use, it is not deleted.
+t_api=$SECONDS
+dockerfile 'RUN echo last-v1 > /app/last.txt'
+tar -C "$CTX" -cf "$T/ctx.tar" .
+mkdir -p "$T/bad" && printf '%s\n' 'FROM kiln/minimal' 'RUN echo boom-output; exit 7' > "$T/bad/Dockerfile"
+tar -C "$T/bad" -czf "$T/bad.tgz" .
+upload() {	# upload FILE QUERY [KEY]
+	STATUS=$(curl -s -m 120 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer ${3:-$KEY}" \
+		-H 'Content-Type: application/x-tar' --data-binary @"$1" "$URL/v1/templates?$2")
+	BODY=$(cat "$T/body")
+}
+follow() { curl -sN -m 900 -H "Authorization: Bearer $KEY" "$URL/v1/templates/$1/logs?follow=1" > "$T/$1.sse"; }
+ended() { grep -A1 '^event: end' "$T/$1.sse" | sed -n 's/^data: //p'; }
+upload "$T/ctx.tar" "name=web&build_arg=UNUSED=1"
+check tapi_build_accepted "$STATUS $BODY" [ "$STATUS" = 202 -a "$(jget 'j["status"], j["name"]')" = "('building', 'web')" ]
+# The CLI sends its directory as a gzipped tar.
+out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template build "$T/bad" --name broken 2>&1); st=$?
+check tapi_cli_build "exit $st: $out" [ "$st" = 0 ]
+out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template build "$T/bad" --name Broken 2>&1); st=$?
+check tapi_cli_bad_name "exit $st: $(head -1 <<<"$out")" [ "$st" = 2 ]
+upload "$T/ctx.tar" "name=web"
+expect tapi_build_while_building 409 conflict
+upload "$T/ctx.tar" ""
+expect tapi_no_name 400 invalid_request
+upload "$T/ctx.tar" "name=Web/x"
+expect tapi_bad_name 400 invalid_request
+upload "$T/ctx.tar" "name=srv"
+expect tapi_shared_name 409 conflict
+echo 'not a tar at all' > "$T/nottar"
+upload "$T/nottar" "name=nt"
+expect tapi_not_tar 400 invalid_request
+head -c 5000000 /dev/urandom > "$T/big"
+upload "$T/big" "name=big"
+expect tapi_over_size 413 payload_too_large
+upload "$T/ctx.tar" "name=nodf&dockerfile=missing/Dockerfile"
+expect tapi_no_dockerfile 400 invalid_request
+follow web & fw=$!
+KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template logs broken -f > "$T/broken.sse" 2> "$T/broken.err"
+st=$?
+grep -q "ended: failed" "$T/broken.err" || st="$st (no end line)"
+check tapi_cli_logs_follow "exit $st; $(cat "$T/broken.err")" [ "$st" = 1 ]
+wait $fw
+e=$(ended web)
+check tapi_follow_to_end "end $e; $(grep -c '^event: line' "$T/web.sse") lines, $(grep -c 'cached: ' "$T/web.sse") steps cached" \
+	[ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["status"])' "$e" 2>/dev/null)" = ready ]
+api GET /v1/templates/web
+check tapi_get "$BODY" [ "$(jget 'j["status"], j["version"], j["versions"], j["size_bytes"] > 0, j["error"]')" = "('ready', 1, [1], True, None)" ]
+api GET /v1/templates
+check tapi_listed "$(jget '[t["name"] for t in j["templates"]]')" [ "$(jget '[t["name"] for t in j["templates"] if t["name"] in ("web", "broken")]')" = "['web']" ]
+create_sandbox '{"template":"web"}'
+W=$SBX
+api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
+got=$(jget '" ".join(j["stdout"].split())')
+api GET "/v1/sandboxes/$W"
+check tapi_sandbox "'$got', template $(jget 'j["template"]')" [ "$got" = "last-v1 dock" -a "$(jget 'j["template"]')" = web ]
+KEY2=$(new_key tstart-other)
+STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$URL/v1/templates/web")
+s1=$STATUS
+STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY2" -H 'Content-Type: application/json' \
+	--data-binary '{"template":"web"}' "$URL/v1/sandboxes")
+s2=$STATUS
+curl -s -o "$T/body" -H "Authorization: Bearer $KEY2" "$URL/v1/templates"
+check tapi_other_workspace "get $s1, create $s2, listed: $(jget '[t["name"] for t in j["templates"]]')" \
+	[ "$s1" = 404 -a "$s2" = 404 -a "$(jget '"web" in [t["name"] for t in j["templates"]]')" = False ]
+e=$(tail -1 "$T/broken.err")
+api GET /v1/templates/broken
+err=$(jget 'j["error"]')
+curl -s -o "$T/broken.log" -H "Authorization: Bearer $KEY" "$URL/v1/templates/broken/logs"
+ok=0
+[ "$(jget 'j["status"]')" = failed ] && [[ $err == *"exited with status 7"*boom-output* ]] && grep -q boom-output "$T/broken.log" &&
+	grep -q boom-output "$T/broken.sse" && ! grep -q 'w[0-9a-f]\{10\}_' "$T/broken.log" && ok=1
+check tapi_failed "end $e; error: $err" [ $ok = 1 ]
+api DELETE /v1/templates/web
+expect tapi_delete_in_use 409 conflict
+check tapi_delete_in_use_names "$(jget 'j["error"]["message"]')" grep -q "$W" "$T/body"
+api DELETE /v1/templates/base
+expect tapi_delete_builtin 403 forbidden
+api DELETE "/v1/sandboxes/$W"
+W=
+api DELETE /v1/templates/web
+s1=$STATUS
+api DELETE /v1/templates/broken
+s2=$STATUS
+api GET /v1/templates/web
+check tapi_deleted "delete $s1, $s2; then get $STATUS; templates: $(ls "$DATA/templates" | tr '\n' ' '); builds: $(ls -A "$DATA/templates/.builds" | tr '\n' ' ')" \
+	[ "$s1" = 204 -a "$s2" = 204 -a "$STATUS" = 404 -a -z "$(ls "$DATA/templates/.builds")" ]
+echo "-- the API's template cases took $((SECONDS - t_api)) s"
 alive tstart_alive

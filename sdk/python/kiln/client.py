@@ -97,6 +97,28 @@ class Client(_Connection):
     def templates(self) -> List[Dict[str, Any]]:
         return list(self.transport.request("GET", "/v1/templates").json()["templates"])
 
+    def build_template(self, context_dir: Any, name: str, *, dockerfile: Optional[str] = None,
+                       build_args: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+        """Build the workspace's own template ``name`` from the Dockerfile
+        in context_dir (kiln.templates.build); returns once kilnd runs it."""
+        from . import templates
+        return templates.build(self.transport, context_dir, name, dockerfile=dockerfile, build_args=build_args)
+
+    def template(self, name: str) -> Dict[str, Any]:
+        """One template: status (building, ready, failed), error, versions, size."""
+        from . import templates
+        return templates.get(self.transport, name)
+
+    def template_logs(self, name: str, follow: bool = False) -> Any:
+        """The build's log as text; with follow, an iterator of {"kind":
+        "line", "text"} until {"kind": "end", "status", "error"}."""
+        from . import templates
+        return templates.follow_logs(self.transport, name) if follow else templates.logs(self.transport, name)
+
+    def delete_template(self, name: str) -> None:
+        from . import templates
+        templates.delete(self.transport, name)
+
     def usage(self, granularity: Optional[str] = None, from_: Optional[When] = None, to: Optional[When] = None,
               sandbox: Optional[str] = None) -> Dict[str, Any]:
         """The workspace's usage (GET /v1/usage, docs/billing.md). With no

@@ -52,6 +52,14 @@ export interface RequestOptions {
 }
 
 /** A variable of the environment, where the runtime has one (undefined when empty). */
+/** A workspace's template name (1 to 19 of a-z, 0-9, '-', '_'): it goes into a URL path. */
+function templateName(name: string): string {
+  if (!/^[a-z0-9][a-z0-9_-]{0,18}$/.test(name)) {
+    throw new TypeError(`${JSON.stringify(name)} is not a template name (1 to 19 of a-z, 0-9, '-', '_')`);
+  }
+  return name;
+}
+
 export function env(name: string): string | undefined {
   const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
   return p?.env?.[name] || undefined;
@@ -286,6 +294,57 @@ export class Client {
 
   async templates(): Promise<TemplateJSON[]> {
     return (await this.json<{ templates: TemplateJSON[] }>("GET", "/v1/templates")).templates;
+  }
+
+  /**
+   * Build the workspace's own template `name` from the Dockerfile in
+   * `contextDir` (Node; docs/templates.md "Building through the API"): the
+   * directory is sent as a tar; answers once kilnd runs the build
+   * ({name, build_id, status: "building", context_bytes}).
+   */
+  async buildTemplate(contextDir: string, name: string,
+                      options: { dockerfile?: string; buildArgs?: Record<string, string> } = {}): Promise<Record<string, unknown>> {
+    const { packDir } = await import("./tar.js");
+    const blob = await packDir(contextDir);
+    const q = new URLSearchParams({ name: templateName(name) });
+    if (options.dockerfile !== undefined) q.append("dockerfile", options.dockerfile);
+    for (const [k, v] of Object.entries(options.buildArgs ?? {})) q.append("build_arg", `${k}=${v}`);
+    return this.json("POST", `/v1/templates?${q.toString()}`, {
+      body: blob, headers: { "Content-Type": "application/x-tar" }, ok: [202],
+    });
+  }
+
+  /** One template: status (building, ready, failed), error, version, versions, size_bytes. */
+  async template(name: string): Promise<Record<string, unknown>> {
+    return this.json("GET", `/v1/templates/${templateName(name)}`);
+  }
+
+  /** The template's build log, as text. */
+  async templateLogs(name: string): Promise<string> {
+    return (await this.request("GET", `/v1/templates/${templateName(name)}/logs`)).text();
+  }
+
+  /** Each line of the build's log ({kind: "line", text}), then {kind: "end", status, error} when it ends. */
+  async *followTemplateLogs(name: string, options: { signal?: AbortSignal } = {}): AsyncGenerator<Record<string, unknown>> {
+    const ctl = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, ctl.signal]) : ctl.signal;
+    const resp = await this.request("GET", `/v1/templates/${templateName(name)}/logs`, {
+      query: { follow: "1" }, timeoutMs: null, ok: [200], signal, headers: { Accept: "text/event-stream" },
+    });
+    if (!resp.body) throw new TypeError("the stream has no body");
+    try {
+      for await (const ev of sseEvents(resp.body, STREAM_SILENCE_MS, () => ctl.abort())) {
+        if (ev.event === "line" || ev.event === "end") yield { kind: ev.event, ...JSON.parse(ev.data) };
+        if (ev.event === "end") return;
+      }
+    } finally {
+      ctl.abort();
+    }
+  }
+
+  /** Remove the workspace's own template (409 while it builds or a sandbox of it exists). */
+  async deleteTemplate(name: string): Promise<void> {
+    await this.request("DELETE", `/v1/templates/${templateName(name)}`, { ok: [204] });
   }
 
   /**

@@ -1,0 +1,77 @@
+"""A workspace's own templates, built from a Dockerfile (docs/templates.md
+"Building through the API"): the build context is sent as a tar, the
+build runs on kilnd, its log can be followed to its end."""
+
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+import tempfile
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional
+from urllib.parse import urlencode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._transport import Transport
+
+PathLike = Any
+
+
+def _name(name: str) -> str:
+    ok = set("abcdefghijklmnopqrstuvwxyz0123456789-_")
+    if not name or len(name) > 19 or not set(name) <= ok or name[0] in "-_":
+        raise ValueError(f"{name!r} is not a template name (1 to 19 of a-z, 0-9, '-', '_')")
+    return name
+
+
+def build(t: "Transport", context_dir: PathLike, name: str, *, dockerfile: Optional[str] = None,
+          build_args: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+    """POST /v1/templates: context_dir as a gzipped tar (spooled to a
+    temporary file, not held in memory); {name, build_id, status:
+    "building", context_bytes} once kilnd has unpacked it."""
+    src = os.fspath(context_dir)
+    if not os.path.isdir(src):
+        raise ValueError(f"{src!r} is not a directory (the build context)")
+    pairs = [("name", _name(name))]
+    if dockerfile is not None:
+        pairs.append(("dockerfile", dockerfile))
+    pairs += [("build_arg", f"{k}={v}") for k, v in (build_args or {}).items()]  # repeated
+    path = "/v1/templates?" + urlencode(pairs)
+    with tempfile.TemporaryFile(prefix="kiln-context-") as spool:
+        with tarfile.open(fileobj=spool, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
+            for entry in sorted(os.listdir(src)):
+                tf.add(os.path.join(src, entry), arcname=entry)
+        size = spool.tell()
+        spool.seek(0)
+        r = t.request("POST", path, body=spool, ok=(202,),
+                      headers={"Content-Type": "application/gzip", "Content-Length": str(size)})
+    return dict(r.json())
+
+
+def get(t: "Transport", name: str) -> Dict[str, Any]:
+    """GET /v1/templates/{name}: status (building, ready, failed), error,
+    version, versions, size_bytes, ..."""
+    return dict(t.request("GET", "/v1/templates/" + _name(name)).json())
+
+
+def logs(t: "Transport", name: str) -> str:
+    """The build's log as text."""
+    return t.request("GET", f"/v1/templates/{_name(name)}/logs").body.decode(errors="replace")
+
+
+def follow_logs(t: "Transport", name: str) -> Iterator[Dict[str, Any]]:
+    """Each line of the build's log as {"kind": "line", "text"}, then
+    {"kind": "end", "status", "error"} when the build ends."""
+    from .sandbox import sse_events
+    with t.open("GET", f"/v1/templates/{_name(name)}/logs", query={"follow": "1"}, timeout=None, ok=(200,),
+                headers={"Accept": "text/event-stream"}) as r:
+        for event, data in sse_events(r.chunks()):
+            if event in ("line", "end"):
+                yield {"kind": event, **json.loads(data)}
+            if event == "end":
+                return
+
+
+def delete(t: "Transport", name: str) -> None:
+    """DELETE /v1/templates/{name} (409 while it builds or a sandbox of it exists)."""
+    t.request("DELETE", "/v1/templates/" + _name(name), ok=(204,))

@@ -1,0 +1,305 @@
+/*
+ * h_templates: a workspace's own templates (docs/api.md "Templates",
+ * docs/templates.md "Building through the API"):
+ *   POST   /v1/templates?name=N[&dockerfile=F][&build_arg=K=V...]
+ *          the body a tar of the build context (gzip or not), spooled to
+ *          an unlinked file as it arrives (BODY_FILE, --max-file bounds
+ *          it: 413), never held in memory; 202 once it is unpacked and
+ *          the build runs
+ *   GET    /v1/templates/{name}          status, error, versions, size
+ *   GET    /v1/templates/{name}/logs     the build's log; ?follow=1 as
+ *          SSE, "line" events then "end" when the build ends
+ *   DELETE /v1/templates/{name}
+ * The scoping (a workspace's templates are its own) is ops/template.h's.
+ */
+#include "ops/template.h"
+#include "api/api.h"
+#include "api/handlers.h"
+#include "api/hcommon.h"
+#include "api/http.h"
+#include "api/render.h"
+#include "api/sse.h"
+#include "common/err.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LOG_MAX_READ (4 << 20)	/* a log's last 4 MiB without follow */
+#define LINE_MAX_BYTES 8192
+#define POLL_MS 250
+#define KEEPALIVE_MS 15000
+
+/* ---- POST: the query ------------------------------------------------------------------ */
+
+struct build_query {
+	const char *name, *dockerfile;
+	const char *args[TBUILD_ARGS_MAX + 2];
+	int nargs;
+	bool nul, unknown;
+	char bad[64];
+};
+
+static enum MHD_Result one_arg(void *cls, enum MHD_ValueKind kind, const char *key, size_t key_size,
+			       const char *value, size_t value_size)
+{
+	(void)kind, (void)key_size;
+	struct build_query *q = cls;
+	if (value && strlen(value) != value_size)
+		q->nul = true;
+	if (!strcmp(key, "build_arg")) {
+		if (q->nargs <= TBUILD_ARGS_MAX)
+			q->args[q->nargs++] = value ? value : "";
+	} else if (strcmp(key, "name") && strcmp(key, "dockerfile") && !q->unknown) {
+		q->unknown = true;
+		snprintf(q->bad, sizeof q->bad, "%s", key);
+	}
+	return MHD_YES;
+}
+
+static int build_query(struct req *r, struct build_query *q)
+{
+	memset(q, 0, sizeof *q);
+	MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, one_arg, q);
+	if (q->nul)
+		return errf(EINVAL, "a query parameter holds a NUL byte");
+	if (q->unknown)
+		return errf(EINVAL, "unknown query parameter '%s' (name, dockerfile, build_arg)", q->bad);
+	if (q->nargs > TBUILD_ARGS_MAX)
+		return errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX);
+	q->name = req_query(r, "name");
+	q->dockerfile = req_query(r, "dockerfile");
+	if (!q->name || !q->name[0])
+		return errf(EINVAL, "the query's name= is required: the template's name");
+	if (!ops_template_name_ok(q->name))
+		return errf(EINVAL, "bad template name '%.64s' (want 1 to %d of a-z, 0-9, '-' and '_', starting "
+				    "with a letter or digit)", q->name, OPS_TEMPLATE_NAME_MAX);
+	for (int i = 0; i < q->nargs; i++)
+		if (!ops_build_arg_ok(q->args[i]))
+			return errf(EINVAL, "build_arg '%.64s': want NAME=VALUE (NAME of letters, digits and '_')",
+				    q->args[i]);
+	return 0;
+}
+
+/* Before a byte of the context is taken: a request bound to fail is
+ * answered now. */
+static int build_before_body(struct req *r)
+{
+	struct build_query q;
+	if (build_query(r, &q) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	const char *ct = req_header(r, "Content-Type");
+	if (ct && strncmp(ct, "application/x-tar", 17) && strncmp(ct, "application/gzip", 16) &&
+	    strncmp(ct, "application/x-gzip", 18) && strncmp(ct, "application/octet-stream", 24))
+		return reply_error(r, 415, "unsupported_media_type",
+				   "Content-Type %.64s: the body is a tar of the build context "
+				   "(application/x-tar, or application/gzip for a gzipped one)", ct);
+	return -1;
+}
+
+const struct route_hooks template_build_hooks = { .before_body = build_before_body };
+
+int h_template_build(struct req *r)
+{
+	struct build_query q;
+	if (build_query(r, &q) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct stat st;
+	if (fstat(r->body_fd, &st) < 0 || st.st_size == 0)
+		return reply_error(r, 400, "invalid_request", "the body is empty: send a tar of the build context");
+	q.args[q.nargs] = NULL;
+	struct ops_caller c;
+	req_caller(r, &c);
+	int rc = ops_template_build(&c, q.name, r->body_fd, q.dockerfile, q.nargs ? q.args : NULL);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	char id[64];
+	snprintf(id, sizeof id, "%s@%lld", q.name, (long long)wall_ms());
+	return reply_json(r, 202, json_pack("{s:s,s:s,s:s,s:I}", "name", q.name, "build_id", id, "status",
+					    "building", "context_bytes", (json_int_t)st.st_size));
+}
+
+/* ---- GET, DELETE ----------------------------------------------------------------------- */
+
+int h_template_get(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	struct ops_template_info in;
+	int rc = ops_template_get(&c, r->params[0], &in);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	const struct hostif_template *t = &in.t;
+	const char *status = in.own ? in.b.status : (in.listed && t->built ? "ready" : "not_built");
+	json_t *j = json_pack("{s:s,s:s,s:b}", "name", t->name, "status", status, "own", in.own);
+	if (!j)
+		return reply_error(r, 500, "internal", "out of memory");
+	json_object_set_new(j, "description", in.listed ? json_string(t->description) : json_null());
+	json_object_set_new(j, "vcpus", in.listed ? json_integer(t->vcpus) : json_null());
+	json_object_set_new(j, "memory_mib", in.listed ? json_integer(t->memory_mib) : json_null());
+	json_object_set_new(j, "version", in.listed && t->built ? json_integer(t->version) : json_null());
+	json_object_set_new(j, "built_at", in.listed && t->built ? render_time(t->built_ms) : json_null());
+	json_object_set_new(j, "start", in.listed && t->start[0] ? json_string(t->start) : json_null());
+	json_object_set_new(j, "ready_port", in.listed && t->ready_port ? json_integer(t->ready_port) : json_null());
+	if (in.own) {
+		json_t *v = json_array();
+		for (int i = 0; v && i < in.b.nversions; i++)
+			json_array_append_new(v, json_integer(in.b.versions[i]));
+		json_object_set_new(j, "versions", v ? v : json_null());
+		json_object_set_new(j, "error", in.b.error[0] ? json_string(in.b.error) : json_null());
+		json_object_set_new(j, "size_bytes", json_integer(in.b.bytes));
+		json_object_set_new(j, "build_started_at", in.b.started_ms ? render_time(in.b.started_ms)
+									   : json_null());
+		json_object_set_new(j, "build_finished_at", in.b.finished_ms ? render_time(in.b.finished_ms)
+									     : json_null());
+	}
+	return reply_json(r, 200, j);
+}
+
+int h_template_delete(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	int rc = ops_template_delete(&c, r->params[0]);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	return reply_empty(r, 204);
+}
+
+/* ---- logs ------------------------------------------------------------------------------- */
+
+struct tfollow {
+	struct api *api;
+	char ws[ID_MAX], name[64];
+	int fd, sock;
+	off_t off;
+	struct sse_out out;
+	char part[LINE_MAX_BYTES + 1];
+	size_t npart;
+	bool done;
+	int quiet_ms;
+};
+
+static void flush_line(struct tfollow *f)
+{
+	f->part[f->npart] = 0;
+	ops_template_unqualify(f->part, f->ws, f->name);
+	f->npart = strlen(f->part);
+	sse_event(&f->out, "line", json_pack("{s:o}", "text", render_text(f->part, f->npart)));
+	f->npart = 0;
+}
+
+static bool still_running(struct tfollow *f)
+{
+	struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
+	int fd;
+	bool running = false;
+	if (ops_template_log_open(&c, f->name, &fd, &running) < 0)
+		return false;
+	close(fd);
+	return running;
+}
+
+static long tfollow_read(void *ctx, char *buf, size_t max)
+{
+	struct tfollow *f = ctx;
+	while (sse_drained(&f->out)) {
+		if (f->done)
+			return HTTP_STREAM_END;
+		char chunk[16384];
+		/* Was it running before this read? Then a read to the end after
+		 * it stopped has everything it wrote. */
+		bool running = still_running(f);
+		ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
+		if (n > 0) {
+			f->off += n;
+			f->quiet_ms = 0;
+			for (ssize_t i = 0; i < n; i++) {
+				if (chunk[i] == '\n' || chunk[i] == '\r')
+					flush_line(f);
+				else if (f->npart < LINE_MAX_BYTES)
+					f->part[f->npart++] = chunk[i];
+			}
+			continue;
+		}
+		if (!running) {
+			if (f->npart)
+				flush_line(f);
+			struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
+			struct ops_template_info in;
+			json_t *e = ops_template_get(&c, f->name, &in) == 0
+				? json_pack("{s:s,s:o}", "status", in.b.status, "error",
+					    in.b.error[0] ? json_string(in.b.error) : json_null())
+				: json_pack("{s:s}", "status", "unknown");
+			sse_event(&f->out, "end", e);
+			f->done = true;
+			continue;
+		}
+		struct pollfd p = { .fd = f->sock, .events = POLLRDHUP };
+		if (poll(&p, 1, POLL_MS) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return HTTP_STREAM_END;
+		f->quiet_ms += POLL_MS;
+		if (f->quiet_ms >= KEEPALIVE_MS) {
+			sse_comment(&f->out, "keepalive");
+			f->quiet_ms = 0;
+		}
+	}
+	return sse_take(&f->out, buf, max);
+}
+
+static void tfollow_done(void *ctx)
+{
+	struct tfollow *f = ctx;
+	close(f->fd);
+	sse_free(&f->out);
+	free(f);
+}
+
+int h_template_logs(struct req *r)
+{
+	bool follow = false;
+	if (req_query_bool(r, "follow", &follow) < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	struct ops_caller c;
+	req_caller(r, &c);
+	int fd;
+	bool running;
+	int rc = ops_template_log_open(&c, r->params[0], &fd, &running);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	if (follow) {
+		struct tfollow *f = calloc(1, sizeof *f);
+		if (!f) {
+			close(fd);
+			return reply_error(r, 500, "internal", "out of memory");
+		}
+		f->api = r->api;
+		snprintf(f->ws, sizeof f->ws, "%s", r->workspace);
+		snprintf(f->name, sizeof f->name, "%s", r->params[0]);
+		f->fd = fd;
+		f->sock = req_socket(r);
+		sse_init(&f->out);
+		return reply_stream(r, 200, "text/event-stream", tfollow_read, tfollow_done, f);
+	}
+	/* The whole log (its last 4 MiB) as text. */
+	struct stat st;
+	off_t from = fstat(fd, &st) == 0 && st.st_size > LOG_MAX_READ ? st.st_size - LOG_MAX_READ : 0;
+	size_t cap = fstat(fd, &st) == 0 ? (size_t)(st.st_size - from) : 0;
+	char *buf = malloc(cap + 1);
+	ssize_t n = buf ? pread(fd, buf, cap, from) : -1;
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		return reply_error(r, 500, "internal", "reading the build log failed");
+	}
+	buf[n] = 0;
+	for (ssize_t i = 0; i < n; i++)
+		if (!buf[i])
+			buf[i] = ' ';	/* a NUL from a step's output: the rest is still text */
+	ops_template_unqualify(buf, r->workspace, r->params[0]);
+	return reply_text(r, 200, "text/plain; charset=utf-8", buf, strlen(buf));
+}

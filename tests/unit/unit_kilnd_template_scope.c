@@ -1,0 +1,135 @@
+/* Unit tests for src/ops/template.c: the names a workspace gives its
+ * templates, how they are qualified on the host and shown back, which
+ * templates a workspace sees and resolves (a fake host interface listing
+ * shared ones and two workspaces' own), and what a build request refuses
+ * before it reaches the host (and what it hands the host when it passes). */
+#include "ops/template.h"
+#include "host/template.h"
+#include "common/err.h"
+#include "test.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void names_and_qualification(void)
+{
+	CHECK(ops_template_name_ok("web") && ops_template_name_ok("a") && ops_template_name_ok("9-x_y"));
+	CHECK(ops_template_name_ok("abcdefghijklmnopqrs"));		/* 19 */
+	CHECK(!ops_template_name_ok("abcdefghijklmnopqrst"));		/* 20 */
+	CHECK(!ops_template_name_ok("") && !ops_template_name_ok("-x") && !ops_template_name_ok("_x"));
+	CHECK(!ops_template_name_ok("Web") && !ops_template_name_ok("a/b") && !ops_template_name_ok("a.b"));
+	char a[OPS_TEMPLATE_HOST_NAME], b[OPS_TEMPLATE_HOST_NAME], c[OPS_TEMPLATE_HOST_NAME];
+	ops_template_host_name("ws_aaaaaaaaaaaaaaaaaaaa", "abcdefghijklmnopqrs", a);
+	ops_template_host_name("ws_bbbbbbbbbbbbbbbbbbbb", "abcdefghijklmnopqrs", b);
+	ops_template_host_name("ws_aaaaaaaaaaaaaaaaaaaa", "web", c);
+	/* A directory name the host takes, one per workspace, within 31. */
+	CHECK(strlen(a) == 31 && template_name_ok(a) && template_name_ok(c));
+	CHECK(strcmp(a, b) != 0 && !strncmp(a, c, 12));
+	CHECK(ops_template_qualified(a) && ops_template_qualified(c));
+	CHECK(!ops_template_qualified("web") && !ops_template_qualified("base") &&
+	      !ops_template_qualified("w123456789_") && !ops_template_qualified("wxyz4567890_a"));
+	CHECK(!strcmp(ops_template_short(c), "web") && !strcmp(ops_template_short("base"), "base"));
+	char msg[128];
+	snprintf(msg, sizeof msg, "template %s: step image failed (%s/context)", c, c);
+	ops_template_unqualify(msg, "ws_aaaaaaaaaaaaaaaaaaaa", "web");
+	CHECK(!strcmp(msg, "template web: step image failed (web/context)"));
+	CHECK(ops_build_arg_ok("A=1") && ops_build_arg_ok("_x=") && ops_build_arg_ok("VERSION=a=b"));
+	CHECK(!ops_build_arg_ok("A") && !ops_build_arg_ok("=1") && !ops_build_arg_ok("1A=x") &&
+	      !ops_build_arg_ok("A-B=x"));
+}
+
+/* ---- a fake host: shared minimal and srv, ws_one's web and ws_two's web ---- */
+
+static char h_one[OPS_TEMPLATE_HOST_NAME], h_two[OPS_TEMPLATE_HOST_NAME];
+static struct { char name[64], dockerfile[64]; int nargs, calls; } built;
+
+static int fake_templates(void *ctx, hostif_template_fn *fn, void *fctx)
+{
+	(void)ctx;
+	const char *names[] = { "minimal", "srv", h_one, h_two };
+	for (int i = 0; i < 4; i++) {
+		struct hostif_template t = { .built = true, .version = 1 };
+		snprintf(t.name, sizeof t.name, "%s", names[i]);
+		snprintf(t.description, sizeof t.description, "Dockerfile in .builds/%s/context", names[i]);
+		int rc = fn(fctx, &t);
+		if (rc)
+			return rc < 0 ? rc : 0;
+	}
+	return 0;
+}
+
+static int fake_build(void *ctx, const struct tbuild_req *r)
+{
+	(void)ctx;
+	built.calls++;
+	snprintf(built.name, sizeof built.name, "%s", r->name);
+	snprintf(built.dockerfile, sizeof built.dockerfile, "%s", r->dockerfile ? r->dockerfile : "");
+	for (built.nargs = 0; r->build_args && r->build_args[built.nargs]; built.nargs++)
+		;
+	return errf(EBUSY, "a build of template %s is running", r->name);
+}
+
+static const struct hostif_ops fake_ops = { .name = "fake", .templates = fake_templates,
+					    .template_build = fake_build };
+
+static int collect(void *ctx, const struct hostif_template *t)
+{
+	char *list = ctx;
+	size_t n = strlen(list);
+	snprintf(list + n, 256 - n, "%s%s(%s)", n ? " " : "", t->name, t->description);
+	return 0;
+}
+
+static void workspaces_see_their_own(void)
+{
+	ops_template_host_name("ws_one", "web", h_one);
+	ops_template_host_name("ws_two", "web", h_two);
+	struct hostif hi = { &fake_ops, NULL };
+	char list[256] = "";
+	CHECK(ops_templates_each(&hi, "ws_one", collect, list) == 0);
+	CHECK(!strcmp(list, "minimal(Dockerfile in .builds/minimal/context) srv(Dockerfile in .builds/srv/context) "
+			    "web(built from a Dockerfile through the API)"));
+	char host[OPS_TEMPLATE_HOST_NAME];
+	CHECK(ops_template_resolve(&hi, "ws_one", "web", host) == 0 && !strcmp(host, h_one));
+	CHECK(ops_template_resolve(&hi, "ws_two", "web", host) == 0 && !strcmp(host, h_two));
+	CHECK(ops_template_resolve(&hi, "ws_three", "web", host) == -ENOENT);
+	CHECK(ops_template_resolve(&hi, "ws_three", "srv", host) == 0 && !strcmp(host, "srv"));
+	/* Another workspace's host name, given as is, is nothing. */
+	CHECK(ops_template_resolve(&hi, "ws_three", h_one, host) == -ENOENT);
+	CHECK(ops_template_resolve(&hi, "ws_two", h_one, host) == -ENOENT);
+	json_t *names = NULL;
+	CHECK(ops_template_known(&hi, "ws_three", "web", &names) == -ENOENT && json_array_size(names) == 2);
+	json_decref(names);
+}
+
+static void build_refusals(void)
+{
+	struct hostif hi = { &fake_ops, NULL };
+	struct ops_caller c = { .hostif = &hi, .workspace = "ws_one" };
+	const char *bad_arg[] = { "A=1", "no", NULL }, *args[] = { "A=1", "B=2", NULL };
+	memset(&built, 0, sizeof built);
+	CHECK(ops_template_build(&c, NULL, 0, NULL, NULL) == -EINVAL && strstr(errmsg(), "name= is required"));
+	CHECK(ops_template_build(&c, "Bad", 0, NULL, NULL) == -EINVAL && strstr(errmsg(), "bad template name"));
+	CHECK(ops_template_build(&c, "srv", 0, NULL, NULL) == -EEXIST && strstr(errmsg(), "taken"));
+	CHECK(ops_template_build(&c, "minimal", 0, NULL, NULL) == -EEXIST);
+	CHECK(ops_template_build(&c, "x", 0, "../Dockerfile", NULL) == -EINVAL && strstr(errmsg(), ".."));
+	CHECK(ops_template_build(&c, "x", 0, "/etc/passwd", NULL) == -EINVAL);
+	CHECK(ops_template_build(&c, "x", 0, "a//b", NULL) == -EINVAL);
+	CHECK(ops_template_build(&c, "x", 0, NULL, bad_arg) == -EINVAL && strstr(errmsg(), "'no'"));
+	CHECK(built.calls == 0);
+	/* Through: the host gets the qualified name; its error comes back
+	 * with the workspace's name in it. */
+	CHECK(ops_template_build(&c, "web", 0, "sub/Dockerfile", args) == -EBUSY);
+	CHECK(built.calls == 1 && !strcmp(built.name, h_one) && !strcmp(built.dockerfile, "sub/Dockerfile") &&
+	      built.nargs == 2);
+	CHECK(!strcmp(errmsg(), "a build of template web is running"));
+}
+
+int main(void)
+{
+	int failures = 0;
+	RUN(names_and_qualification);
+	RUN(workspaces_see_their_own);
+	RUN(build_refusals);
+	return failures ? 1 : 0;
+}
