@@ -280,7 +280,7 @@ test("process stdin: sendStdin, close, errors", async () => {
 });
 
 test("processes.follow: a running process's output as it prints it", async () => {
-  const p = await A.processes.start("echo first; sleep 2; echo second; echo oops >&2; exit 5");
+  const p = await A.processes.start("echo first; sleep 3; echo second; echo oops >&2; exit 5");
   const s = A.processes.follow(p);
   const t0 = Date.now();
   const got: Array<[number, string, string]> = [];
@@ -407,7 +407,7 @@ test("runCode: python keeps state in the default context (E2B's), other language
   assert.deepEqual([z.error?.name, z.error?.traceback.includes("ZeroDivisionError")], ["ZeroDivisionError", true]);
   const seen: string[] = [];
   assert.equal((await B.runCode("print('s')", "python", { onStdout: (t) => { seen.push(t); } })).stdout, "s\n");
-  assert.deepEqual(seen, ["s\n"]);
+  assert.equal(seen.join(""), "s\n");
   await rejects(() => B.runCode("1", "python", { cwd: "/tmp" }), TypeError);
   const b = await B.runCode('echo "$((6*7))"; exit 3', "bash");
   assert.deepEqual([b.stdout, b.exitCode], ["42\n", 3]);
