@@ -209,7 +209,8 @@ build/guest/rootfs-minimal.ext4: images/build-rootfs-minimal
 
 # The `base` template's root image (Debian via mmdebstrap, through this
 # machine's apt sources): not part of `make guest`, as it downloads.
-templates: build/guest/rootfs-minimal.ext4 build/guest/rootfs-base.ext4 build/guest/rootfs-postgres.ext4
+templates: build/guest/rootfs-minimal.ext4 build/guest/rootfs-base.ext4 \
+	build/guest/rootfs-code-interpreter.ext4 build/guest/rootfs-postgres.ext4
 build/guest/rootfs-base.ext4: images/build-rootfs-base
 	@mkdir -p $(dir $@)
 	images/build-rootfs-base $@
@@ -217,6 +218,25 @@ build/guest/rootfs-base.ext4: images/build-rootfs-base
 build/guest/rootfs-postgres.ext4: images/build-rootfs-postgres images/postgres-setup images/build-rootfs-base
 	@mkdir -p $(dir $@)
 	images/build-rootfs-postgres $@
+
+# `code-interpreter`: base and Debian's numpy, pandas and matplotlib, and
+# the code interpreter (src/guest/interp) at /usr/lib/kiln/kiln_interp.py,
+# root's, which the template's warm-up starts so that it runs in the
+# snapshot (src/host/template.c). The packages are one image, kept
+# (rootfs-code-interpreter.pkgs), so that a change to the interpreter
+# only copies it and puts the new file in.
+build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base
+	@mkdir -p $(dir $@)
+	images/build-rootfs-base $@ 4G python3-numpy,python3-pandas,python3-matplotlib kiln-code
+build/guest/rootfs-code-interpreter.ext4: build/guest/rootfs-code-interpreter.pkgs \
+		src/guest/interp/kiln_interp.py
+	cp --sparse=always $< $@.tmp
+	printf '%s\n' 'mkdir /usr/lib/kiln' 'sif /usr/lib/kiln uid 0' 'sif /usr/lib/kiln gid 0' \
+		'write src/guest/interp/kiln_interp.py /usr/lib/kiln/kiln_interp.py' \
+		'sif /usr/lib/kiln/kiln_interp.py uid 0' 'sif /usr/lib/kiln/kiln_interp.py gid 0' \
+		'sif /usr/lib/kiln/kiln_interp.py mode 0100644' | debugfs -w -f - $@.tmp >/dev/null
+	e2fsck -fn $@.tmp >/dev/null
+	mv $@.tmp $@
 
 # ---- the emulated KVM host ----------------------------------------------
 host: build/host/rootfs.ext4 build/host/initrd.cpio build/host/heartbeat build/host/kvm-hold

@@ -1,6 +1,7 @@
 /*
  * mcp_tools: the tools of kiln's MCP servers (mcp.h). The sandbox tools
- * (shell, read_file, write_file, list_dir) act on the endpoint's sandbox,
+ * (shell, run_code, read_file, write_file, write_files, copy_file,
+ * move_file, list_dir) act on the endpoint's sandbox,
  * or, on the workspace endpoint, on the one their sandbox_id names; the
  * others manage the caller's sandboxes. They call the operations layer
  * and the host interface as the REST handlers do, with tighter output
@@ -10,6 +11,7 @@
 #include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/code.h"
+#include "api/file_batch.h"
 #include "api/hcommon.h"
 #include "api/http.h"
 #include "mcp/mcp.h"
@@ -411,6 +413,84 @@ static int t_write_file(struct mcp_call *c, const json_t *args, struct mcp_out *
 	mcp_text(out, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
 	out->structured = json_pack("{s:s,s:I}", "path", path, "size", (json_int_t)bytes);
 	return 0;
+}
+
+/* copy_file, move_file: as POST .../files/copy and .../files/rename. */
+static int t_copy(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const char *from = arg_str(args, "from", ""), *to = arg_str(args, "to", "");
+	bool recursive = json_is_true(json_object_get(args, "recursive"));
+	bool replace = json_is_true(json_object_get(args, "replace"));
+	int rc = v_guest_path(from, "from");
+	rc = rc ?: v_guest_path(to, "to");
+	struct hostif_guest hg;
+	if (rc < 0 || (rc = tool_guest(c, args, &hg)) < 0)
+		return rc;
+	const char *argv[] = { "copy", from, to, recursive ? "1" : "0", replace ? "1" : "0", NULL };
+	rc = guest_builtin_run(hg.g, argv, NULL, -1, -1);
+	tool_leave(c, &hg);
+	if (rc < 0)
+		return rc;
+	char text[8300];
+	int n = snprintf(text, sizeof text, "copied %s to %s", from, to);
+	mcp_text(out, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+	out->structured = json_pack("{s:s,s:s}", "from", from, "to", to);
+	return 0;
+}
+
+static int t_move(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	const char *from = arg_str(args, "from", ""), *to = arg_str(args, "to", "");
+	bool replace = json_is_true(json_object_get(args, "replace"));
+	int rc = v_guest_path(from, "from");
+	rc = rc ?: v_guest_path(to, "to");
+	struct hostif_guest hg;
+	if (rc < 0 || (rc = tool_guest(c, args, &hg)) < 0)
+		return rc;
+	rc = guest_rename(hg.g, from, to, replace);
+	tool_leave(c, &hg);
+	if (rc < 0)
+		return rc;
+	char text[8300];
+	int n = snprintf(text, sizeof text, "moved %s to %s", from, to);
+	mcp_text(out, text, (size_t)n < sizeof text ? (size_t)n : sizeof text - 1);
+	out->structured = json_pack("{s:s,s:s}", "from", from, "to", to);
+	return 0;
+}
+
+/* write_files: as POST .../files/write, all or none (file_batch.h). */
+static int t_write_files(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct file_batch *fb;
+	int rc = file_batch_parse(json_object_get(args, "files"), &fb);
+	if (rc < 0)
+		return rc == -EMSGSIZE ? errf(EINVAL, "%s", errmsg()) : rc;
+	struct hostif_guest hg;
+	json_t *written = NULL;
+	if ((rc = tool_guest(c, args, &hg)) == 0) {
+		rc = file_batch_write(hg.g, fb, &written);
+		tool_leave(c, &hg);
+	}
+	file_batch_free(fb);
+	if (rc < 0)
+		return rc;
+	struct strbuf t;
+	strbuf_init(&t);
+	size_t i;
+	json_t *f;
+	strbuf_printf(&t, "wrote %zu files:\n", json_array_size(json_object_get(written, "files")));
+	json_array_foreach(json_object_get(written, "files"), i, f)
+		strbuf_printf(&t, "%10lld  %s\n", (long long)json_integer_value(json_object_get(f, "size")),
+			      json_string_value(json_object_get(f, "path")));
+	rc = strbuf_failed(&t) ? errf(ENOMEM, "out of memory") : 0;
+	if (rc == 0) {
+		mcp_text(out, t.data, t.len);
+		out->structured = written;
+	} else {
+		json_decref(written);
+	}
+	strbuf_free(&t);
+	return rc;
 }
 
 struct listing {
@@ -1056,6 +1136,43 @@ const struct mcp_tool mcp_tools[] = {
 	  "{\"type\":\"object\",\"required\":[\"path\",\"size\"],\"properties\":{"
 	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_file },
+	{ "copy_file", "Copy a file or directory",
+	  "Copy a file (or, with recursive, a directory tree) of the sandbox to another path, keeping "
+	  "modes; missing parent directories of the target are made. An existing target is an error "
+	  "unless replace.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"from\",\"to\"],\"properties\":{"
+	  "\"from\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
+	  "\"to\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"The copy's absolute path.\"},"
+	  "\"recursive\":{\"type\":\"boolean\",\"description\":\"Copy a directory and everything in it (default false).\"},"
+	  "\"replace\":{\"type\":\"boolean\",\"description\":\"Overwrite an existing target (default false).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"from\",\"to\"],\"properties\":{"
+	  "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"}}}",
+	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_copy },
+	{ "move_file", "Move or rename a file or directory",
+	  "Move (rename) a file or directory of the sandbox to another path. An existing target is an "
+	  "error unless replace.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"from\",\"to\"],\"properties\":{"
+	  "\"from\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
+	  "\"to\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"Its new absolute path.\"},"
+	  "\"replace\":{\"type\":\"boolean\",\"description\":\"Replace an existing target (default false).\"}}}",
+	  "{\"type\":\"object\",\"required\":[\"from\",\"to\"],\"properties\":{"
+	  "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"}}}",
+	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_move },
+	{ "write_files", "Write several files",
+	  "Create or replace several files of the sandbox in one call, all or none: each is staged "
+	  "beside its target and they are put in place only when all are written (missing directories "
+	  "are made). At most " NUM(FILE_BATCH_MAX_FILES) " files, 64 MiB in all.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"files\"],\"properties\":{"
+	  "\"files\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":" NUM(FILE_BATCH_MAX_FILES) ",\"items\":{"
+	  "\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
+	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
+	  "\"content\":{\"type\":\"string\",\"description\":\"The file's content as text (or give content_base64).\"},"
+	  "\"content_base64\":{\"type\":\"string\",\"description\":\"The file's bytes, base64.\"},"
+	  "\"mode\":{\"type\":[\"string\",\"integer\"],\"description\":\"Octal text such as \\\"755\\\" (default 644).\"}}}}}}",
+	  "{\"type\":\"object\",\"required\":[\"files\",\"count\"],\"properties\":{"
+	  "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
+	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}},\"count\":{\"type\":\"integer\"}}}",
+	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_files },
 	{ "list_dir", "List a directory",
 	  "List the entries of a directory of the sandbox: type, size and name, one a line.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"

@@ -79,8 +79,8 @@ api GET "/v1/sandboxes?status=running&template=base&metadata.owner=x&limit=1000&
 [ "$STATUS" = 200 ] && [ "$(jget 'len(j["sandboxes"]), j["next_cursor"]')" = "(0, None)" ] &&
 	pass list_all_params "every known parameter accepted" || fail list_all_params "$STATUS $BODY"
 api GET /v1/templates
-[ "$STATUS" = 200 ] && [ "$(jget '",".join(t["name"] + ":" + t["status"] for t in j["templates"])')" = "minimal:not_built,base:not_built,postgres:not_built" ] &&
-	pass templates_listed "minimal, base and postgres, not built" || fail templates_listed "$STATUS $BODY"
+[ "$STATUS" = 200 ] && [ "$(jget '",".join(t["name"] + ":" + t["status"] for t in j["templates"])')" = "minimal:not_built,base:not_built,code-interpreter:not_built,postgres:not_built" ] &&
+	pass templates_listed "minimal, base, code-interpreter and postgres, not built" || fail templates_listed "$STATUS $BODY"
 api GET /v1/usage
 [ "$STATUS" = 200 ] && [ "$(jget 'j["sandboxes"]')" = 0 ] && [ "$(jget 'j["cpu_seconds"]')" = 0.0 ] &&
 	pass usage_empty "$BODY" || fail usage_empty "$STATUS $BODY"
@@ -89,7 +89,7 @@ expect create_unbuilt_template 503 no_capacity
 api POST /v1/sandboxes '{"template":"nope"}'
 expect create_unknown_template 404 template_not_found &&
 	check unknown_template_lists "$(jget 'j["error"]["message"]')" \
-		[ "$(jget '",".join(j["error"]["templates"]), "minimal, base, postgres" in j["error"]["message"]')" = "('minimal,base,postgres', True)" ]
+		[ "$(jget '",".join(j["error"]["templates"]), "minimal, base, code-interpreter, postgres" in j["error"]["message"]')" = "('minimal,base,code-interpreter,postgres', True)" ]
 api POST /v1/sandboxes '{"template":"../x"}'
 expect create_bad_template_name 404 template_not_found
 api POST /v1/sandboxes '{"from_snapshot":"snap_nothere"}'

@@ -3,7 +3,10 @@
 # rootfs-base.ext4 (make templates), and a sandbox has python3, pip, git,
 # curl, ca-certificates and a C compiler that works; the code interpreter
 # (POST .../code) keeps its variables, and forks and snapshots carry them;
-# a named volume is mounted where the create says.
+# a named volume is mounted where the create says. The code-interpreter
+# template (base and numpy, pandas, matplotlib) has its interpreter running
+# in its snapshot: the first cell's time beside base's, a plot's PNG, a
+# DataFrame's table.
 # tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests and scripts/demo run base sandboxes (python3, the code interpreter, forks))
 . "$(dirname "$0")/lib.sh"
 
@@ -13,6 +16,14 @@ if [ ! -f "$REPO/build/guest/rootfs-base.ext4" ]; then
 fi
 build_template base || exit 1
 pass base_build "$(tail -1 "$T/build-base.log")"
+# Before kilnd: a build under the run's template cache stops the zygotes there.
+CI=
+if [ ! -f "$REPO/build/guest/rootfs-code-interpreter.ext4" ]; then
+	fail ci_image "build/guest/rootfs-code-interpreter.ext4 is missing: run 'make templates'"
+elif t0=$EPOCHREALTIME && build_template code-interpreter; then
+	CI=1
+	pass ci_build "built or reused in $(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }') s"
+fi
 start_kilnd --rate 0 || exit 1
 KEY=$(new_key base)
 create_sandbox '{"template":"base"}'
@@ -82,5 +93,30 @@ api POST "/v1/sandboxes/$B/code" '{"code":"1","language":"cobol"}'
 expect code_bad_language 400 invalid_request
 api POST "/v1/sandboxes/$B/code" '{}'
 expect code_missing 400 invalid_request
+
+# ---- code-interpreter: the interpreter runs in the snapshot, numpy, pandas and matplotlib imported --
+# (A fork keeping a context's state is code_fork above, and the SDK tests.)
+if [ -n "$CI" ]; then
+	create_sandbox '{"template":"code-interpreter"}'
+	C=$SBX
+	t0=$EPOCHREALTIME
+	api POST "/v1/sandboxes/$C/code" '{"code":"x = 41\nprint(\"set\")"}'
+	cfirst=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+	set=$(jget 'j["stdout"] == "set\n" and j["error"] is None and j["execution_count"] == 1')
+	t0=$EPOCHREALTIME
+	api POST "/v1/sandboxes/$C/code" '{"code":"import numpy as np, pandas as pd, matplotlib.pyplot as plt\nx + 1"}'
+	imp=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+	plus=$(jget 'j["results"][0]["text"] if j["error"] is None else j["error"]')
+	check ci_first_run "the same first cell: code-interpreter ${cfirst} s, base ${first} s; then importing numpy, pandas, pyplot and x + 1: ${imp} s, $plus" \
+		eval '[ "$set" = True ] && [ "$plus" = 42 ]'
+	api POST "/v1/sandboxes/$C/code" '{"code":"plt.plot([1, 2, 3], [4, 1, 9])\nplt.title(\"kiln\")\nNone"}'
+	png=$(jget '(lambda b: "%s %d %dx%d" % (b[:8] == b"\x89PNG\r\n\x1a\n", len(b), *__import__("struct").unpack(">II", b[16:24])))(__import__("base64").b64decode([r for r in j["results"] if r.get("png")][0]["png"]))')
+	check ci_plot_png "a matplotlib plot: PNG header, bytes, size: $png" \
+		eval '[ "${png%% *}" = True ] && [ "${png##* }" = 640x480 ] && n=${png#* } && n=${n%% *} && [ "$n" -gt 5000 ] && [ "$n" -lt 2000000 ]'
+	api POST "/v1/sandboxes/$C/code" '{"code":"pd.DataFrame({\"a\": [1, 2], \"b\": [3.5, 4.5]})"}'
+	table=$(jget '"<table" in j["results"][0]["html"] and "<th>b</th>" in j["results"][0]["html"] and j["results"][0]["text"].split() == ["a", "b", "0", "1", "3.5", "1", "2", "4.5"]')
+	check ci_dataframe "a DataFrame's result: an HTML table and the text one: $table" [ "$table" = True ]
+	api DELETE "/v1/sandboxes/$C"
+fi
 api DELETE "/v1/sandboxes/$B"
 alive alive_at_end

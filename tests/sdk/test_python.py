@@ -169,8 +169,8 @@ def ended_sandbox():
 @test
 def create_errors():
     e = raises(NotFound, Sandbox.create, "no_such_template", code="template_not_found")
-    eq(e.details.get("templates"), ["minimal", "base", "postgres"], "the templates that exist, in the error")
-    assert "minimal, base, postgres" in e.message, e
+    eq(e.details.get("templates"), ["minimal", "base", "code-interpreter", "postgres"], "the templates that exist, in the error")
+    assert "minimal, base, code-interpreter, postgres" in e.message, e
     raises(InvalidRequest, Sandbox.create, "minimal", ttl_seconds=-5)
     raises(InvalidRequest, Sandbox.create, "minimal", env={"1BAD": "x"})
     raises(NotFound, Sandbox.create, from_snapshot="snap_doesnotexist")
@@ -326,6 +326,32 @@ def process_stdin():
 
 
 @test
+def process_follow():
+    p = A.processes.start("echo first; sleep 3; echo second; echo oops >&2; exit 5")
+    s = A.processes.follow(p)
+    t0 = time.monotonic()
+    got = [(time.monotonic() - t0, kind, text) for kind, text in s]
+    end = time.monotonic() - t0
+    eq(("".join(t for _, k, t in got if k == "stdout"), "".join(t for _, k, t in got if k == "stderr")),
+       ("first\nsecond\n", "oops\n"), "stdout and stderr")
+    first_at = next(at for at, k, t in got if "first" in t)
+    eq(end - first_at >= 1.5, True, f"'first' came at {first_at:.1f} s, before the end at {end:.1f} s")
+    eq((s.ended, s.exit_code, s.signal), (True, 5, None), "its exit after the loop")
+    raises(NotFound, lambda: list(A.processes.follow(p)))
+    q = A.processes.start("while :; do echo tick; sleep 0.3; done")
+    for chunk in A.processes.follow(q).stdout_iter():
+        eq(chunk.startswith("tick"), True, "stdout_iter's first chunk")
+        break
+    eq(A.processes.output(q).running, True, "it runs on after the follower left")
+    A.processes.kill(q)
+    h = A.commands.run("echo a; sleep 1; echo b >&2", background=True)
+    items = list(h)
+    eq(("".join(o for o, _, _ in items if o), "".join(e for _, e, _ in items if e), h.exit_code),
+       ("a\n", "b\n", 0), "E2B's handle iteration")
+    return f"live output ('first' {end - first_at:.1f} s before the end), exit 5; stdout_iter; handle iteration"
+
+
+@test
 def files_watch():
     A.files.make_dir("/tmp/pw")
     seen = []
@@ -448,16 +474,28 @@ def expose_port():
 
 @test
 def run_code():
-    r = B.run_code("import sys; print(6*7); print('e', file=sys.stderr)")
-    eq((r.stdout, r.stderr, r.exit_code), ("42\n", "e\n", 0), "python")
-    r = B.run_code("raise SystemExit(4)")
-    eq(r.exit_code, 4)
+    # E2B's run_code: python in the default context, which keeps its state.
+    r = B.run_code("import sys; rc_x = 41; print(6*7); print('e', file=sys.stderr)")
+    eq((type(r).__name__, r.stdout, r.stderr, r.error), ("Execution", "42\n", "e\n", None), "python")
+    eq(B.run_code("rc_x + 1").text, "42", "state kept between run_code calls")
+    eq(B.code.run("rc_x").text, "41", "in the default context, which code.run shares")
+    ctx = B.code.create_context()
+    try:
+        eq(B.run_code("rc_x", context=ctx).error.name, "NameError", "another context: its own variables")
+    finally:
+        B.code.delete_context(ctx)
     r = B.run_code("1/0")
-    assert r.exit_code == 1 and "ZeroDivisionError" in r.stderr, r
-    eq(B.run_code('echo "$((6*7))"', "bash").stdout, "42\n", "bash")
+    eq((r.error.name, "ZeroDivisionError" in r.error.traceback), ("ZeroDivisionError", True), "an exception")
+    seen = []
+    eq(B.run_code("print('s')", on_stdout=seen.append).stdout, "s\n", "streamed")
+    eq("".join(seen), "s\n", "on_stdout")
+    raises(ValueError, B.run_code, "1", cwd="/tmp")
+    b = B.run_code('echo "$((6*7))"; exit 3', "bash")
+    eq((type(b).__name__, b.stdout, b.exit_code), ("ExecResult", "42\n", 3), "bash: a program of its own")
     eq(A.run_code("echo sh", language="sh").stdout, "sh\n", "sh")
+    raises(ValueError, B.run_code, "echo", "bash", context="default")
     raises(ValueError, B.run_code, "x", "cobol")
-    return "python, bash, sh; exceptions are results; unknown language ValueError"
+    return "python keeps state (default context, or context=), streams; bash, sh programs; bad language ValueError"
 
 
 # An object with HTML and PNG representations, its PNG (3x2, red) made

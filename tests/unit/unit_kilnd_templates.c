@@ -95,7 +95,7 @@ static int operator_templates(void)
 	struct seen s;
 	memset(&s, 0, sizeof s);
 	T_ASSERT(templates_each(ts, collect, &s) == 0, "each");
-	T_ASSERT(!strcmp(s.list, "minimal:- base:- postgres:- myapp:built zeta:built"), "listed: %s", s.list);
+	T_ASSERT(!strcmp(s.list, "minimal:- base:- code-interpreter:- postgres:- myapp:built zeta:built"), "listed: %s", s.list);
 	T_ASSERT(s.myapp_vcpus == 4 && s.myapp_mem == 1024, "myapp %d vCPUs %d MiB", s.myapp_vcpus, s.myapp_mem);
 	T_ASSERT(!strcmp(s.myapp_desc, "OCI image /srv/myapp"), "description '%s'", s.myapp_desc);
 	struct tmpl *t;

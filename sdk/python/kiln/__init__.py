@@ -19,7 +19,7 @@ from .errors import (AuthError, Conflict, ConnectionFailed, ForkError, InvalidRe
                      LimitExceeded, NotFound, PermissionDenied, RateLimited, ServerError, Timeout)
 from .events import Event, EventStream
 from .files import Files
-from .processes import Process, Processes, ProcessOutput
+from .processes import Process, Processes, ProcessOutput, ProcessStream
 from .pty import Pty
 from .sandbox import LANGUAGES, Sandbox
 from .types import AuditPage, ExecResult, FileInfo, Snapshot
@@ -29,7 +29,7 @@ from .watch import FileWatch, FsEvent, WatchHandle
 __version__ = "0.1.0"
 
 __all__ = [
-    "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "Pty", "Commands",
+    "Admin", "Client", "default_client", "Sandbox", "Files", "Processes", "Process", "ProcessOutput", "ProcessStream", "Pty", "Commands",
     "CommandHandle", "AuditPage", "ExecResult", "FileInfo", "Snapshot", "LANGUAGES", "FileWatch", "FsEvent", "WatchHandle",
     "Code", "CodeContext", "Execution", "ExecutionError", "Result", "Event", "EventStream",
     "KilnError", "InvalidRequest", "AuthError", "PermissionDenied", "NotFound", "Conflict",

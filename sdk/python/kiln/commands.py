@@ -9,14 +9,15 @@ needs no lookup. kiln's own ``sandbox.processes`` methods take the id.
 
 Where E2B's behaviour differs, kiln's is kept and said (docs/migrating.md):
 a non-zero exit is a result, not an exception; a background command's
-output is read when it is waited for, not streamed; commands run with
+output reaches wait()'s callbacks when it ended (iterate the handle, or
+sandbox.processes.follow, to read it as it is printed); commands run with
 /bin/sh -c, as root unless ``user`` says otherwise.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Callable, List, Literal, Mapping, Optional, Union, overload
+from typing import TYPE_CHECKING, Callable, Iterator, List, Literal, Mapping, Optional, Tuple, Union, overload
 
 from .errors import NotFound
 from .processes import Process, ProcessOutput
@@ -48,6 +49,7 @@ class CommandHandle:
         self.pid = process.pid
         self._on_stdout = on_stdout
         self._on_stderr = on_stderr
+        self.exit_code: Optional[int] = None
 
     def wait(self, on_stdout: Optional[OutputCallback] = None,
              on_stderr: Optional[OutputCallback] = None) -> ProcessOutput:
@@ -63,6 +65,16 @@ class CommandHandle:
             if cb is not None and text:
                 cb(text)
         return out
+
+    def __iter__(self) -> Iterator[Tuple[Optional[str], Optional[str], None]]:
+        """Its output as it is printed, as E2B's handle iterates:
+        ``for stdout, stderr, _ in handle`` (one of the two set per item;
+        the third, E2B's pty output, always None), to the command's end.
+        After it, ``exit_code`` is set. (sandbox.processes.follow.)"""
+        stream = self._sb.processes.follow(self.id)
+        for kind, text in stream:
+            yield (text, None, None) if kind == "stdout" else (None, text, None)
+        self.exit_code = stream.exit_code
 
     def kill(self) -> bool:
         """SIGKILL it: True, or False if it had ended already."""

@@ -4,8 +4,13 @@ output, to be listed, signalled and read later."""
 
 from __future__ import annotations
 
+import base64
+import codecs
+import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Tuple, Union
+
+from .errors import ConnectionFailed, error_for
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sandbox import Command, Sandbox
@@ -55,8 +60,64 @@ class ProcessOutput:
         return self.status == "running"
 
 
+class ProcessStream:
+    """A process's output as it prints it (``GET .../output?follow=true``):
+    iterate it for ``(stream, text)`` pairs, stream ``"stdout"`` or
+    ``"stderr"``, first what the agent's ring kept (``output_dropped``
+    says how much it lost before), then each chunk as the process writes
+    it, until the process ends; then ``exit_code`` and ``signal`` are set
+    and ``ended`` is True. Text is decoded as UTF-8 across chunks (bytes
+    that are not become U+FFFD). Leaving the loop early closes the
+    connection; the process runs on. An ended process whose exit a reader
+    has had is forgotten by the agent: NotFound."""
+
+    def __init__(self, sandbox: "Sandbox", process_id: int) -> None:
+        self._sb = sandbox
+        self.id = process_id
+        self.output_dropped = 0
+        self.exit_code: Optional[int] = None
+        self.signal: Optional[int] = None
+        self.ended = False
+        self._started = False
+
+    def __iter__(self) -> Iterator[Tuple[str, str]]:
+        from .sandbox import STREAM_SILENCE_S, sse_events
+        if self._started:
+            raise RuntimeError("a ProcessStream can be read only once")
+        self._started = True
+        decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("stdout", "stderr")}
+        with self._sb._client.transport.open("GET", f"{self._sb._path}/processes/{self.id}/output",
+                                             query={"follow": "true"}, timeout=STREAM_SILENCE_S, ok=(200,),
+                                             headers={"Accept": "text/event-stream"}) as r:
+            for event, data in sse_events(r.chunks()):
+                j = json.loads(data)
+                if event == "attached":
+                    self.output_dropped = int(j.get("output_dropped", 0))
+                elif event in decoders:
+                    raw = base64.b64decode(j["data_b64"]) if "data_b64" in j else str(j["data"]).encode()
+                    text = decoders[event].decode(raw)
+                    if text:
+                        yield event, text
+                elif event == "exit":
+                    for kind, d in decoders.items():
+                        rest = d.decode(b"", final=True)
+                        if rest:
+                            yield kind, rest
+                    self.exit_code, self.signal, self.ended = j.get("exit_code"), j.get("signal"), True
+                    return
+                elif event == "error":
+                    raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
+        raise ConnectionFailed("the output stream ended before the process did", "stream_ended")
+
+    def stdout_iter(self) -> Iterator[str]:
+        """Only its stdout, chunk by chunk (stderr is read and dropped)."""
+        for kind, text in self:
+            if kind == "stdout":
+                yield text
+
+
 class Processes:
-    """``sandbox.processes``: start, list, kill, send_stdin, output."""
+    """``sandbox.processes``: start, list, kill, send_stdin, output, follow."""
 
     def __init__(self, sandbox: "Sandbox") -> None:
         self._sb = sandbox
@@ -114,6 +175,13 @@ class Processes:
                              stdout=str(j["stdout"]), stderr=str(j["stderr"]), exit_code=j.get("exit_code"),
                              signal=j.get("signal"), output_dropped=int(j.get("output_dropped", 0)),
                              truncated=bool(j.get("truncated", False)))
+
+
+    def follow(self, process: Union[Process, int]) -> ProcessStream:
+        """Its output live: ``for stream, text in sandbox.processes.follow(p)``
+        (ProcessStream: the kept output first, then as it is printed, to
+        the process's end; its exit_code after)."""
+        return ProcessStream(self._sb, _pid(process))
 
 
 def _pid(process: Union[Process, int]) -> int:

@@ -13,7 +13,7 @@ from .client import Client, _id, argv_or_cmd, clean, resolve, str_map
 from .commands import Commands
 from .errors import ConnectionFailed, ForkError, NotFound, error_for
 from .files import Files
-from .code import Code
+from .code import Code, ContextLike, Execution, ExecutionError, Result
 from .processes import Processes
 from .pty import Pty
 from .types import ExecResult, Snapshot
@@ -21,7 +21,8 @@ from .types import ExecResult, Snapshot
 Command = Union[str, Sequence[str]]
 OutputCallback = Callable[[str], None]
 
-# run_code: how each language runs a program given as text.
+# run_code: how each language but python (the code interpreter) runs a
+# program given as text.
 LANGUAGES: Dict[str, List[str]] = {
     "python": ["python3", "-c"],
     "python3": ["python3", "-c"],
@@ -262,15 +263,35 @@ class Sandbox:
                 elif event == "error":
                     raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
 
-    def run_code(self, code: str, language: str = "python", *, timeout: Optional[int] = None,
-                 env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ExecResult:
-        """Run a program given as text: python (python3), bash, sh or
-        javascript (node, where the template has it)."""
+    def run_code(self, code: str, language: str = "python", *, context: Optional[ContextLike] = None,
+                 timeout: Optional[int] = None, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+                 on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None,
+                 on_result: Optional[Callable[[Result], None]] = None,
+                 on_error: Optional[Callable[[ExecutionError], None]] = None) -> Union[Execution, ExecResult]:
+        """Run code, as E2B's ``run_code``. Python (the default) runs in the
+        sandbox's code interpreter, in ``context`` or the default context,
+        which keeps its variables between calls (``x = 41``, then ``x + 1``
+        is 42): an Execution, the same as ``sandbox.code.run``. bash, sh
+        and javascript (node, where the template has it) have no contexts:
+        each call is a program of its own (``bash -c``...), an ExecResult
+        with ``exit_code``. ``env`` and ``cwd`` are for those; a Python
+        context has its own cwd (``code.create_context(cwd=)``)."""
+        lang = language.lower() if isinstance(language, str) else language
+        if lang in ("python", "python3"):
+            if env is not None or cwd is not None:
+                raise ValueError("env and cwd are for bash, sh and javascript; a python context has its "
+                                 "own cwd: code.create_context(cwd=...)")
+            return self.code.run(code, context=context, timeout=timeout, on_stdout=on_stdout,
+                                 on_stderr=on_stderr, on_result=on_result, on_error=on_error)
         try:
-            argv = LANGUAGES[language.lower()] + [code]
-        except KeyError:
+            argv = LANGUAGES[lang] + [code]
+        except (KeyError, TypeError):
             raise ValueError(f"unknown language {language!r}; kiln runs: "
                              + ", ".join(sorted(LANGUAGES))) from None
+        if context is not None:
+            raise ValueError("contexts are the python interpreter's; %s runs each call on its own" % lang)
+        if on_stdout or on_stderr:
+            return self.exec_stream(argv, timeout=timeout, env=env, cwd=cwd, on_stdout=on_stdout, on_stderr=on_stderr)
         return self.exec(argv, timeout=timeout, env=env, cwd=cwd)
 
     # ---- terminal ------------------------------------------------------------------------------------------------

@@ -24,12 +24,12 @@ export {
 } from "./errors.js";
 export { Files } from "./files.js";
 export type { UserOption, WriteEntry, WriteOptions } from "./files.js";
-export { Processes } from "./processes.js";
+export { Processes, ProcessStream } from "./processes.js";
 export type { Process, ProcessOutput } from "./processes.js";
 export { Pty } from "./pty.js";
 export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";
-export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, SandboxPage } from "./sandbox.js";
+export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, ProgramOptions, SandboxPage } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
 export { EventStream } from "./events.js";
 export type { EventsOptions, KilnEvent } from "./events.js";

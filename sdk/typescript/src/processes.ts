@@ -4,6 +4,9 @@
  * output, to be listed, signalled and read later.
  */
 import type { Client } from "./client.js";
+import { ConnectionFailed, errorFor } from "./errors.js";
+import type { OutputChunk } from "./stream.js";
+import { STREAM_SILENCE_MS, base64Bytes, sseEvents } from "./stream.js";
 
 /** A process the agent keeps; `id` names it in the API (the guest pid may be reused). */
 export interface Process {
@@ -54,7 +57,63 @@ function idOf(p: Process | number): number {
   return id;
 }
 
-/** `sandbox.processes`: start, list, kill, sendStdin, output. */
+/**
+ * A process's output as it prints it (`GET .../output?follow=true`): `for await (const chunk of
+ * stream)` gets `{stream, data}` chunks, first what the agent's ring kept (`outputDropped` says
+ * how much it lost before), then each as the process writes it, until the process ends; then
+ * `exitCode` and `signal` are set and `ended` is true. Text is decoded as UTF-8 across chunks.
+ * Breaking out of the loop closes the connection; the process runs on. An ended process whose
+ * exit a reader has had is forgotten by the agent: NotFound.
+ */
+export class ProcessStream implements AsyncIterable<OutputChunk> {
+  outputDropped = 0;
+  exitCode: number | null = null;
+  signal: number | null = null;
+  ended = false;
+  private started = false;
+
+  constructor(private readonly client: Client, private readonly path: string, private readonly abort?: AbortSignal) {}
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<OutputChunk> {
+    if (this.started) throw new TypeError("a ProcessStream can be read only once");
+    this.started = true;
+    const ctl = new AbortController();
+    const signal = this.abort ? AbortSignal.any([this.abort, ctl.signal]) : ctl.signal;
+    const resp = await this.client.request("GET", this.path, {
+      query: { follow: "true" }, timeoutMs: null, ok: [200], signal, headers: { Accept: "text/event-stream" },
+    });
+    if (!resp.body) throw new TypeError("the stream has no body");
+    const decoders = { stdout: new TextDecoder(), stderr: new TextDecoder() };
+    try {
+      for await (const ev of sseEvents(resp.body, STREAM_SILENCE_MS, () => ctl.abort())) {
+        const j = JSON.parse(ev.data);
+        if (ev.event === "attached") {
+          this.outputDropped = Number(j.output_dropped ?? 0);
+        } else if (ev.event === "stdout" || ev.event === "stderr") {
+          const bytes = j.data_b64 !== undefined ? base64Bytes(j.data_b64) : new TextEncoder().encode(String(j.data));
+          const data = decoders[ev.event].decode(bytes, { stream: true });
+          if (data) yield { stream: ev.event, data };
+        } else if (ev.event === "exit") {
+          for (const s of ["stdout", "stderr"] as const) {
+            const rest = decoders[s].decode();
+            if (rest) yield { stream: s, data: rest };
+          }
+          this.exitCode = j.exit_code ?? null;
+          this.signal = j.signal ?? null;
+          this.ended = true;
+          return;
+        } else if (ev.event === "error") {
+          throw errorFor(undefined, String(j.code ?? "error"), String(j.message ?? ""));
+        }
+      }
+      throw new ConnectionFailed("the output stream ended before the process did", "stream_ended");
+    } finally {
+      ctl.abort();
+    }
+  }
+}
+
+/** `sandbox.processes`: start, list, kill, sendStdin, output, follow. */
 export class Processes {
   constructor(
     private readonly client: Client,
@@ -119,5 +178,10 @@ export class Processes {
       id: j.id, pid: j.pid, status: j.status, stdout: j.stdout, stderr: j.stderr, exitCode: j.exit_code,
       signal: j.signal, outputDropped: j.output_dropped, truncated: j.truncated,
     };
+  }
+
+  /** Its output live: `for await (const { stream, data } of sandbox.processes.follow(p))` (see ProcessStream). */
+  follow(process: Process | number, options: { signal?: AbortSignal } = {}): ProcessStream {
+    return new ProcessStream(this.client, `${this.base()}/processes/${idOf(process)}/output`, options.signal);
   }
 }

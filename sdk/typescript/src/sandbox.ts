@@ -2,6 +2,7 @@
 import type { ConnectOptions } from "./client.js";
 import { Client, checkId, resolveClient } from "./client.js";
 import { Code } from "./code.js";
+import type { Execution, RunOptions } from "./code.js";
 import { Commands } from "./commands.js";
 import { ForkError, NotFound } from "./errors.js";
 import { Files } from "./files.js";
@@ -65,7 +66,10 @@ export interface ExecOptions {
 
 export type Command = string | string[];
 
-/** run_code: how each language runs a program given as text. */
+/** runCode's options for a language that runs as a program of its own (bash, sh, javascript). */
+export type ProgramOptions = Omit<ExecOptions, "stdin"> & StreamCallbacks;
+
+/** runCode: how each language but python (the code interpreter) runs a program given as text. */
 export const LANGUAGES: Readonly<Record<string, readonly string[]>> = {
   python: ["python3", "-c"],
   python3: ["python3", "-c"],
@@ -282,13 +286,33 @@ export class Sandbox {
     }, { onStdout: options.onStdout, onStderr: options.onStderr });
   }
 
-  /** Run a program given as text: python (python3), bash, sh, or javascript (node, where the template has it). */
-  async runCode(code: string, language = "python", options: Omit<ExecOptions, "stdin"> = {}): Promise<ExecResult> {
-    const argv = LANGUAGES[language.toLowerCase()];
+  /**
+   * Run code, as E2B's runCode. Python (the default) runs in the sandbox's code interpreter, in
+   * `options.context` or the default context, which keeps its variables between calls (`x = 41`,
+   * then `x + 1` is 42): an Execution, as `sandbox.code.run`. bash, sh and javascript (node, where
+   * the template has it) have no contexts: each call is a program of its own (`bash -c`...), an
+   * ExecResult with its exit code; `env` and `cwd` are for those.
+   */
+  runCode(code: string, language?: "python" | "python3", options?: RunOptions): Promise<Execution>;
+  runCode(code: string, language: "bash" | "sh" | "javascript" | "node", options?: ProgramOptions): Promise<ExecResult>;
+  runCode(code: string, language: string, options?: RunOptions & ProgramOptions): Promise<Execution | ExecResult>;
+  async runCode(code: string, language = "python", options: RunOptions & ProgramOptions = {}): Promise<Execution | ExecResult> {
+    const lang = typeof language === "string" ? language.toLowerCase() : language;
+    if (lang === "python" || lang === "python3") {
+      if (options.env !== undefined || options.cwd !== undefined) {
+        throw new TypeError("env and cwd are for bash, sh and javascript; a python context has its own cwd: code.createContext({ cwd })");
+      }
+      const { context, timeout, onStdout, onStderr, onResult, onError } = options;
+      return this.code.run(code, { context, timeout, onStdout, onStderr, onResult, onError });
+    }
+    const argv = LANGUAGES[lang];
     if (!argv) {
       throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
     }
-    return this.exec([...argv, code], options);
+    if (options.context !== undefined) throw new TypeError(`contexts are the python interpreter's; ${lang} runs each call on its own`);
+    const { timeout, env, cwd, user, signal, onStdout, onStderr } = options;
+    if (onStdout || onStderr) return this.execStream([...argv, code], { timeout, env, cwd, user, signal, onStdout, onStderr }).wait();
+    return this.exec([...argv, code], { timeout, env, cwd, user, signal });
   }
 
   /** An interactive terminal (a WebSocket): the login shell, or options.cmd. */

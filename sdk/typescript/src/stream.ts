@@ -76,7 +76,7 @@ export async function* sseEvents(body: ReadableStream<Uint8Array>, silenceMs: nu
   }
 }
 
-function base64Bytes(s: string): Uint8Array {
+export function base64Bytes(s: string): Uint8Array {
   const bin = atob(s);
   const out = new Uint8Array(bin.length);
   for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);

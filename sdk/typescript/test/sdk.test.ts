@@ -140,8 +140,8 @@ test("an ended sandbox: sandbox_ended, why and when", async () => {
 
 test("create errors", async () => {
   const t = await rejects(() => Sandbox.create({ template: "no_such" }), NotFound, "template_not_found");
-  assert.deepEqual(t.details.templates, ["minimal", "base", "postgres"]);
-  assert.ok(t.message.includes("minimal, base, postgres"), t.message);
+  assert.deepEqual(t.details.templates, ["minimal", "base", "code-interpreter", "postgres"]);
+  assert.ok(t.message.includes("minimal, base, code-interpreter, postgres"), t.message);
   await rejects(() => Sandbox.create({ template: "minimal", ttlSeconds: -5 }), InvalidRequest);
   await rejects(() => Sandbox.create({ fromSnapshot: "snap_doesnotexist" }), NotFound, "not_found");
   await rejects(() => Sandbox.create({ template: "minimal", fromSnapshot: "snap_x" }), TypeError);
@@ -278,6 +278,28 @@ test("process stdin: sendStdin, close, errors", async () => {
   await rejects(() => A.processes.sendStdin(999999, "x"), NotFound);
 });
 
+test("processes.follow: a running process's output as it prints it", async () => {
+  const p = await A.processes.start("echo first; sleep 3; echo second; echo oops >&2; exit 5");
+  const s = A.processes.follow(p);
+  const t0 = Date.now();
+  const got: Array<[number, string, string]> = [];
+  for await (const c of s) got.push([Date.now() - t0, c.stream, c.data]);
+  const end = Date.now() - t0;
+  assert.deepEqual([got.filter((g) => g[1] === "stdout").map((g) => g[2]).join(""), got.filter((g) => g[1] === "stderr").map((g) => g[2]).join("")],
+    ["first\nsecond\n", "oops\n"]);
+  const firstAt = got.find((g) => g[2].includes("first"))![0];
+  assert.ok(end - firstAt >= 1500, `'first' at ${firstAt} ms, the end at ${end} ms`);
+  assert.deepEqual([s.ended, s.exitCode, s.signal], [true, 5, null]);
+  await rejects(async () => { for await (const _ of A.processes.follow(p)) { /* forgotten */ } }, NotFound);
+  const q = await A.processes.start("while :; do echo tick; sleep 0.3; done");
+  for await (const c of A.processes.follow(q)) {
+    assert.ok(c.data.startsWith("tick"), c.data);
+    break;
+  }
+  assert.equal((await A.processes.output(q)).status, "running");
+  await A.processes.kill(q);
+});
+
 test("files.watch and watchDir: changes as they happen", async () => {
   await A.files.makeDir("/tmp/tw");
   const w = await A.files.watch("/tmp/tw", { recursive: true });
@@ -369,13 +391,27 @@ test("exposePort: a server in the sandbox through kiln's proxy", async () => {
   await rejects(() => B.exposePort(0), RangeError);
 });
 
-test("runCode", async () => {
-  let r = await B.runCode("import sys; print(6*7); print('e', file=sys.stderr)");
-  assert.deepEqual([r.stdout, r.stderr, r.exitCode], ["42\n", "e\n", 0]);
-  r = await B.runCode("1/0");
-  assert.ok(r.exitCode === 1 && r.stderr.includes("ZeroDivisionError"), r.stderr);
-  assert.equal((await B.runCode('echo "$((6*7))"', "bash")).stdout, "42\n");
+test("runCode: python keeps state in the default context (E2B's), other languages are programs", async () => {
+  const r = await B.runCode("import sys; rc_x = 41; print(6*7); print('e', file=sys.stderr)");
+  assert.deepEqual([r.stdout, r.stderr, r.error], ["42\n", "e\n", null]);
+  assert.equal((await B.runCode("rc_x + 1")).text, "42");
+  assert.equal((await B.code.run("rc_x")).text, "41");
+  const ctx = await B.code.createContext();
+  try {
+    assert.equal((await B.runCode("rc_x", "python", { context: ctx })).error?.name, "NameError");
+  } finally {
+    await B.code.deleteContext(ctx);
+  }
+  const z = await B.runCode("1/0");
+  assert.deepEqual([z.error?.name, z.error?.traceback.includes("ZeroDivisionError")], ["ZeroDivisionError", true]);
+  const seen: string[] = [];
+  assert.equal((await B.runCode("print('s')", "python", { onStdout: (t) => { seen.push(t); } })).stdout, "s\n");
+  assert.equal(seen.join(""), "s\n");
+  await rejects(() => B.runCode("1", "python", { cwd: "/tmp" }), TypeError);
+  const b = await B.runCode('echo "$((6*7))"; exit 3', "bash");
+  assert.deepEqual([b.stdout, b.exitCode], ["42\n", 3]);
   assert.equal((await A.runCode("echo sh", "sh")).stdout, "sh\n");
+  await rejects(() => B.runCode("echo", "bash", { context: "default" } as never), TypeError);
   await rejects(() => B.runCode("x", "cobol"), TypeError);
 });
 

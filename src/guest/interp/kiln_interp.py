@@ -17,13 +17,22 @@ Protocol: one JSON request per connection, then JSON lines back.
   {"op":"create","language":"python","cwd":DIR} -> {"t":"context","id","language","cwd"}
   {"op":"list"} -> {"t":"contexts","contexts":[{"id","language","cwd"}]}
   {"op":"delete","id"} / {"op":"restart","id"} -> {"t":"ok"}
+  {"op":"ready"} -> {"t":"ok"} once the default context's worker has
+      started (its preloaded modules imported): what `start` waits for
   failures: {"t":"fail","code","message"}
 A client that goes away mid-cell interrupts it (SIGINT, then SIGKILL and a
 fresh worker if it does not stop within 2 s).
+
+`kiln_interp.py start --preload numpy,pandas` is how a template starts it
+before its snapshot (the code-interpreter template, src/host/template.c):
+the server as a daemon, every worker importing those modules before its
+first cell, and it returns once the default context is ready, so the
+first cell of every sandbox made from the snapshot starts nothing.
 """
 
 import ast
 import base64
+import importlib
 import io
 import json
 import os
@@ -102,7 +111,7 @@ def _figures(send):
     plt.close("all")
 
 
-def worker(cwd):
+def worker(cwd, preload):
     chan = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     # User code reading stdin gets end of file, not the next request.
@@ -132,6 +141,13 @@ def worker(cwd):
     os.environ.setdefault("MPLBACKEND", "Agg")
     if cwd:
         os.chdir(cwd)
+    # Imported, not bound: `import numpy as np` in a cell is then instant,
+    # and a context's variables are only the user's.
+    for mod in filter(None, preload.split(",")):
+        try:
+            importlib.import_module(mod)
+        except Exception as e:
+            print("kiln_interp: preload %s: %s" % (mod, e), file=sys.__stderr__)
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
     count = 0
     sys.stdout, sys.stderr = _Stream(send, "stdout"), _Stream(send, "stderr")
@@ -139,6 +155,9 @@ def worker(cwd):
         try:
             req = json.loads(line)
         except ValueError:
+            continue
+        if req.get("ping"):
+            send({"t": "end", "count": count})
             continue
         count += 1
         name = "<cell-%d>" % count
@@ -178,7 +197,7 @@ class Context:
         self.start()
 
     def start(self):
-        self.proc = subprocess.Popen([sys.executable, "-u", __file__, "worker", self.cwd or ""],
+        self.proc = subprocess.Popen([sys.executable, "-u", __file__, "worker", self.cwd or "", PRELOAD],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      encoding="utf-8", bufsize=1)
 
@@ -197,6 +216,7 @@ class Context:
 
 contexts = {}
 contexts_lock = threading.Lock()
+PRELOAD = ""    # modules every worker imports at start (--preload)
 
 
 def get_context(cid):
@@ -313,6 +333,22 @@ def handle(conn):
             with contexts_lock:
                 contexts[cid] = ctx
             send(dict(t="context", **ctx.describe()))
+        elif op == "ready":
+            ctx = get_context("default")
+            with ctx.lock:
+                if ctx.proc.poll() is not None:
+                    ctx.restart()
+                ctx.proc.stdin.write(json.dumps({"ping": True}) + "\n")
+                ctx.proc.stdin.flush()
+                for line in ctx.proc.stdout:
+                    try:
+                        if json.loads(line).get("t") == "end":
+                            break
+                    except ValueError:
+                        continue
+                else:
+                    return send({"t": "fail", "code": "internal", "message": "the default context's worker exited"})
+            send({"t": "ok"})
         elif op == "list":
             get_context("default")
             with contexts_lock:
@@ -355,8 +391,50 @@ def serve():
         threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
 
+def start(wait_s=300):
+    """Start the server as a daemon (its own session, out of the caller's
+    process group) and return once its default context is ready."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            fd = os.open("/var/log/kiln-interp.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            try:
+                serve()
+            finally:
+                os._exit(1)
+        os._exit(0)
+    os.wait()
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            s = socket.create_connection(("127.0.0.1", PORT), timeout=wait_s)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                sys.exit("kiln_interp: the server did not listen within %d s" % wait_s)
+            time.sleep(0.1)
+    with s, s.makefile("rw", encoding="utf-8") as f:
+        f.write(json.dumps({"op": "ready"}) + "\n")
+        f.flush()
+        reply = json.loads(f.readline() or "{}")
+    if reply.get("t") != "ok":
+        sys.exit("kiln_interp: not ready: %s" % reply)
+
+
+def _preload_arg(args):
+    return args[args.index("--preload") + 1] if "--preload" in args[:-1] else ""
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
-        worker(sys.argv[2] if len(sys.argv) > 2 else "")
+        worker(sys.argv[2] if len(sys.argv) > 2 else "", sys.argv[3] if len(sys.argv) > 3 else "")
+    elif len(sys.argv) > 1 and sys.argv[1] == "start":
+        PRELOAD = _preload_arg(sys.argv)
+        start()
     else:
+        PRELOAD = _preload_arg(sys.argv)
         serve()

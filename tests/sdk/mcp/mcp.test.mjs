@@ -103,14 +103,14 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "app_logs", "attach_volume", "create_app", "create_database", "create_sandbox", "create_volume", "delete_app",
-    "delete_database", "delete_sandbox",
+    "app_logs", "attach_volume", "copy_file", "create_app", "create_database", "create_sandbox", "create_volume",
+    "delete_app", "delete_database", "delete_sandbox",
     "delete_snapshot", "delete_volume", "deploy_app", "detach_volume", "expose_port", "fork_sandbox", "fork_tree",
     "get_app", "get_database", "get_sandbox", "hibernate_sandbox", "list_apps", "list_databases", "list_dir",
     "list_ports", "list_processes",
-    "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "pause_sandbox", "process_output",
+    "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "move_file", "pause_sandbox", "process_output",
     "promote_sandbox", "read_file", "resume_sandbox", "run_code", "set_network", "shell", "signal_process",
-    "snapshot_sandbox", "start_process", "unexpose_port", "wake_sandbox", "write_file",
+    "snapshot_sandbox", "start_process", "unexpose_port", "wake_sandbox", "write_file", "write_files",
   ]);
   // The annotations say which tools only read and which destroy.
   const hint = (n) => tools.find((t) => t.name === n).annotations;
@@ -195,6 +195,36 @@ test("workspace: write_file, read_file (text and binary), list_dir", async () =>
   assert.match(await toolError(ws, "list_dir", { sandbox_id: sbx, path: "/no/such/dir" }), /No such|not found/i);
   assert.match(await toolError(ws, "write_file", { sandbox_id: sbx, path: "/x", content: "%%%", encoding: "base64" }), /base64/);
   assert.match(await toolError(ws, "read_file", { sandbox_id: sbx, path: "relative" }), /absolute/);
+});
+
+test("workspace: write_files (all or none), copy_file, move_file", async () => {
+  const sb = { sandbox_id: sbx };
+  let r = await call(ws, "write_files", { ...sb, files: [
+    { path: "/tmp/mcpb/a.txt", content: "alpha\n" },
+    { path: "/tmp/mcpb/sub/run.sh", content: "#!/bin/sh\necho ran\n", mode: "755" },
+    { path: "/tmp/mcpb/b.bin", content_base64: Buffer.from([0, 255]).toString("base64") },
+  ] });
+  assert.deepEqual(r.structuredContent, { count: 3, files: [
+    { path: "/tmp/mcpb/a.txt", size: 6 }, { path: "/tmp/mcpb/sub/run.sh", size: 19 }, { path: "/tmp/mcpb/b.bin", size: 2 }] });
+  assert.match(r.content[0].text, /wrote 3 files/);
+  let sh = await call(ws, "shell", { ...sb, command: "/tmp/mcpb/sub/run.sh && cat /tmp/mcpb/a.txt && od -An -tx1 /tmp/mcpb/b.bin" });
+  assert.equal(sh.structuredContent.stdout, "ran\nalpha\n 00 ff\n");
+  assert.match(await toolError(ws, "write_files", { ...sb, files: [
+    { path: "/tmp/mcpb/new.txt", content: "x" }, { path: "/tmp/mcpb/sub", content: "x" }] }), /directory.*no file was changed/);
+  sh = await call(ws, "shell", { ...sb, command: "test -e /tmp/mcpb/new.txt && echo there || echo absent" });
+  assert.equal(sh.structuredContent.stdout, "absent\n", "all or none");
+  assert.match(await toolError(ws, "write_files", { ...sb, files: [{ path: "/tmp/x", content: "a", content_base64: "YQ==" }] }), /one of/);
+  assert.match(await toolError(ws, "write_files", { ...sb, files: [{ path: "/tmp/x", content: "a", mode: "999" }] }), /mode/);
+  r = await call(ws, "copy_file", { ...sb, from: "/tmp/mcpb/sub", to: "/tmp/mcpb/sub2", recursive: true });
+  assert.deepEqual(r.structuredContent, { from: "/tmp/mcpb/sub", to: "/tmp/mcpb/sub2" });
+  assert.match(await toolError(ws, "copy_file", { ...sb, from: "/tmp/mcpb/a.txt", to: "/tmp/mcpb/b.bin" }), /exist/i);
+  await call(ws, "copy_file", { ...sb, from: "/tmp/mcpb/a.txt", to: "/tmp/mcpb/b.bin", replace: true });
+  r = await call(ws, "move_file", { ...sb, from: "/tmp/mcpb/a.txt", to: "/tmp/mcpb/moved.txt" });
+  assert.deepEqual(r.structuredContent, { from: "/tmp/mcpb/a.txt", to: "/tmp/mcpb/moved.txt" });
+  sh = await call(ws, "shell", { ...sb, command: "cd /tmp/mcpb && ls -A | tr '\\n' ' ' && ls sub2 && cat b.bin moved.txt && test -x sub2/run.sh && echo x" });
+  assert.equal(sh.structuredContent.stdout, "b.bin moved.txt sub sub2 run.sh\nalpha\nalpha\nx\n");
+  assert.match(await toolError(ws, "move_file", { ...sb, from: "/tmp/mcpb/nope", to: "/tmp/mcpb/n2" }), /No such|not found/i);
+  assert.match(await toolError(ws, "copy_file", { ...sb, from: "relative", to: "/tmp/x" }), /absolute/);
 });
 
 test("workspace: fork_sandbox", async () => {
@@ -441,7 +471,7 @@ test("per sandbox: the sandbox tools on one sandbox", async () => {
   try {
     assert.equal(c.getServerVersion().name, "kiln-sandbox");
     const { tools } = await c.listTools();
-    assert.deepEqual(tools.map((t) => t.name).sort(), ["list_dir", "read_file", "run_code", "shell", "write_file"]);
+    assert.deepEqual(tools.map((t) => t.name).sort(), ["copy_file", "list_dir", "move_file", "read_file", "run_code", "shell", "write_file", "write_files"]);
     assert.deepEqual(tools.find((t) => t.name === "shell").inputSchema.required, ["command"]);
     const r = await call(c, "shell", { command: "echo $((6*7)) > /work/answer; cat /work/answer" });
     assert.equal(r.structuredContent.stdout, "42\n");

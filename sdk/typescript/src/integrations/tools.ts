@@ -13,7 +13,7 @@
  * list_dir) plus run_code.
  */
 import { NotFound } from "../errors.js";
-import { Sandbox, type CreateOptions } from "../sandbox.js";
+import { LANGUAGES, Sandbox, type CreateOptions } from "../sandbox.js";
 import type { ExecResult } from "../types.js";
 
 /** The JSON Schema of a tool's arguments (always an object). */
@@ -186,7 +186,12 @@ export function sandboxToolSpecs(source: SandboxSource, only?: readonly SandboxT
       }, ["code"]),
       async execute(a) {
         const sb = await sandboxOf(source);
-        return execText(await sb.runCode(str(a, "code")!, str(a, "language", true) ?? "python", { timeout: seconds(a) ?? 120 }));
+        // A program of its own in every language (an exit code to report), not the
+        // stateful interpreter runCode's python is: the tool says it runs a program.
+        const lang = (str(a, "language", true) ?? "python").toLowerCase();
+        const argv = LANGUAGES[lang];
+        if (!argv) throw new TypeError(`unknown language ${JSON.stringify(lang)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
+        return execText(await sb.exec([...argv, str(a, "code")!], { timeout: seconds(a) ?? 120 }));
       },
     },
     {
