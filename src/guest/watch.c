@@ -29,6 +29,10 @@
 		    IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | \
 		    IN_EXCL_UNLINK)
 #define WATCH_MAX_DEPTH 32
+/* The most entries of one new directory told as created (a tree moved in
+ * could be any size; past this the client gets one overflow event and
+ * lists the directory itself). */
+#define WATCH_ANNOUNCE_MAX 4096
 
 struct wdir {
 	int wd;
@@ -91,9 +95,14 @@ static int watch_add(struct watcher *w, const char *path, const char *rel)
 	return 0;
 }
 
+static int send_event(struct watcher *w, uint32_t bits, const char *name);
+
 /* Watch every directory below path. Stops at the first failure (usually
- * ENOSPC: fs.inotify.max_user_watches). */
-static int watch_tree(struct watcher *w, const char *path, const char *rel, int depth)
+ * ENOSPC: fs.inotify.max_user_watches). With announce (a directory that
+ * appeared while watched), every entry found gets a create event: what
+ * was made in it before its watch was added would else never be told;
+ * *announce counts down the events left (NULL: none are told). */
+static int watch_tree(struct watcher *w, const char *path, const char *rel, int depth, int *announce)
 {
 	if (depth > WATCH_MAX_DEPTH)
 		return 0;
@@ -106,8 +115,18 @@ static int watch_tree(struct watcher *w, const char *path, const char *rel, int 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
+		bool dir = S_ISDIR(st.st_mode);
+		if (!dir && !announce)
+			continue;
+		/* What this entry is told as: created, or (the budget just
+		 * spent) one overflow, then nothing. */
+		uint32_t told = 0;
+		if (announce && *announce > 0)
+			told = KILN_EV_CREATE | (dir ? KILN_EV_ISDIR : 0);
+		else if (announce && *announce == 0)
+			told = KILN_EV_OVERFLOW;	/* then *announce is -1 */
 		char *sub = NULL, *subrel = NULL;
 		if (asprintf(&sub, "%s/%s", path, de->d_name) < 0)
 			sub = NULL;
@@ -115,8 +134,14 @@ static int watch_tree(struct watcher *w, const char *path, const char *rel, int 
 			subrel = NULL;
 		if (!sub || !subrel)
 			rc = -ENOMEM;
-		else if (strlen(sub) < 4096 && (rc = watch_add(w, sub, subrel)) == 0)
-			rc = watch_tree(w, sub, subrel, depth + 1);
+		else if (strlen(sub) >= 4096)
+			;	/* beyond PATH_MAX: neither watched nor told */
+		else if (told && send_event(w, told, told == KILN_EV_OVERFLOW ? "" : subrel) < 0)
+			rc = -EPIPE;
+		else if (dir && (rc = watch_add(w, sub, subrel)) == 0)
+			rc = watch_tree(w, sub, subrel, depth + 1, announce);
+		if (announce && told)
+			(*announce)--;
 		free(sub);
 		free(subrel);
 	}
@@ -186,13 +211,20 @@ static bool handle_event(struct watcher *w, const struct inotify_event *ev)
 		return true;	/* the parent reports it; IN_IGNORED follows */
 	const char *name = ev->len ? ev->name : "";
 	snprintf(rel, sizeof rel, "%s%s%s", d->rel, *d->rel && *name ? "/" : "", name);
+	if (send_event(w, event_bits(ev->mask), rel) < 0)
+		return false;
+	/* A directory made (or moved in) under a recursive watch: watched
+	 * from now on, and what is in it already told as created (a file
+	 * made between its mkdir and its watch would else be missed; one
+	 * made while it is scanned may be told twice). */
 	if (w->recursive && (ev->mask & IN_ISDIR) && (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 		char full[8192];
 		snprintf(full, sizeof full, "%s/%s", w->path, rel);
-		if (watch_add(w, full, rel) == 0)
-			watch_tree(w, full, rel, 1);
+		int budget = WATCH_ANNOUNCE_MAX;
+		if (watch_add(w, full, rel) == 0 && watch_tree(w, full, rel, 1, &budget) == -EPIPE)
+			return false;
 	}
-	return send_event(w, event_bits(ev->mask), rel) == 0;
+	return true;
 }
 
 static void watch_pause(struct watcher *w, bool paused)
@@ -276,7 +308,7 @@ void watch_request(struct conn *c, const struct kiln_msg *m)
 	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	int rc = w->ifd < 0 ? -errno : watch_add(w, w->path, "");
 	if (rc == 0 && w->recursive)
-		rc = watch_tree(w, w->path, "", 1);
+		rc = watch_tree(w, w->path, "", 1, NULL);
 	if (rc == 0)
 		rc = loop_add(&c->a->loop, w->ifd, EPOLLIN, watch_io, w);
 	if (rc < 0) {

@@ -356,12 +356,16 @@ def files_watch():
     A.files.make_dir("/tmp/pw")
     seen = []
     with A.files.watch("/tmp/pw", recursive=True) as w:
-        A.exec("echo x > /tmp/pw/a; mkdir /tmp/pw/d; echo y > /tmp/pw/d/b; rm /tmp/pw/a")
+        # A directory moved in whole (made elsewhere, its file in it
+        # before): what is in it is told as created too.
+        A.exec("echo x > /tmp/pw/a; mkdir /tmp/pw/d; echo y > /tmp/pw/d/b; "
+               "mkdir -p /tmp/pwm/s; echo z > /tmp/pwm/s/f; mv /tmp/pwm /tmp/pw/m; rm /tmp/pw/a")
         for ev in w:
             seen.append((ev.type, ev.name))
             if ev == kiln.FsEvent(type="remove", name="a"):
                 break
-    for want in [("create", "a"), ("write", "a"), ("create", "d"), ("create", "d/b"), ("remove", "a")]:
+    for want in [("create", "a"), ("write", "a"), ("create", "d"), ("create", "d/b"), ("create", "m/s"),
+                 ("create", "m/s/f"), ("remove", "a")]:
         eq(want in seen, True, f"{want} in {seen}")
     got = []
     done = threading.Event()
