@@ -444,33 +444,27 @@ static void out_tail(const struct out *o, char *buf, size_t cap)
 	buf[j] = 0;
 }
 
+static int out_event(void *ctx, const struct guest_ev *ev)
+{
+	out_add(ctx, ev->data, ev->len);
+	return 0;
+}
+
 /* Run a command in the VM, its output to the log; the exit status into *code. */
-static int vm_exec(struct dfbuild *d, struct vm *v, struct guest_cmd *c, struct out *o, int *code,
-		   bool *timed_out)
+static int vm_exec(struct vm *v, struct guest_cmd *c, struct out *o, int *code, bool *timed_out)
 {
 	struct guest *g;
 	int rc = guest_open(v->vsock, 10000, v->pid, &g);
 	if (rc < 0)
 		return rc;
-	struct guest_ev ev = { .code = -1 };
-	rc = guest_exec_start(g, c);
-	/* Every event until the exit (rc stays 1 while they come). */
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT) {
-		if (o)
-			out_add(o, ev.data, ev.len);
-		rc = 0;
-	}
-	if (rc == 1)
-		rc = 0;		/* the exit */
-	else if (rc == 0)
-		rc = errf(EIO, "the command's stream ended before its exit");
+	struct guest_ev ev;
+	rc = guest_exec_run(g, c, o ? out_event : NULL, o, -1, -1, &ev);
 	guest_close(g);
 	if (o && o->n)
 		out_line(o);
 	*code = ev.code;
 	if (timed_out)
 		*timed_out = ev.timed_out;
-	(void)d;
 	return rc;
 }
 
@@ -497,8 +491,7 @@ static void strv_free(char **v)
 	free(v);
 }
 
-static int step_run(struct dfbuild *d, struct vm *v, const struct state *s, const struct df_step *st,
-		    struct out *o)
+static int step_run(struct vm *v, const struct state *s, const struct df_step *st, struct out *o)
 {
 	char **env = env_of(s);
 	if (!env)
@@ -520,7 +513,7 @@ static int step_run(struct dfbuild *d, struct vm *v, const struct state *s, cons
 		c.shell = st->args[0];
 	int code = -1;
 	bool timed_out = false;
-	int rc = vm_exec(d, v, &c, o, &code, &timed_out);
+	int rc = vm_exec(v, &c, o, &code, &timed_out);
 	strv_free(env);
 	free(argv);
 	if (rc < 0)
@@ -656,7 +649,7 @@ static int step_copy(struct dfbuild *d, struct vm *v, const struct state *s, con
 		struct guest_cmd gc = { .argv = argv, .timeout_ms = 60000 };
 		int code = -1;
 		o->total = 0;
-		if ((rc = vm_exec(d, v, &gc, o, &code, NULL)) == 0 && code != 0) {
+		if ((rc = vm_exec(v, &gc, o, &code, NULL)) == 0 && code != 0) {
 			char tail[DF_TAIL * 2];
 			out_tail(o, tail, sizeof tail);
 			rc = errf(EIO, "step %d/%d (line %d, %s --chown=%s): chown exited with %d: %s", o->step,
@@ -683,12 +676,12 @@ static int step_workdir(struct vm *v, const struct state *s, const struct df_ste
 
 /* The guest's writes onto the disk, then the disk's top sealed as the
  * step's layer and a new top at next. */
-static int checkpoint(struct dfbuild *d, struct vm *v, const char *next)
+static int checkpoint(struct vm *v, const char *next)
 {
 	int code = -1;
 	const char *argv[] = { "sync", NULL };
 	struct guest_cmd c = { .argv = argv, .timeout_ms = 300000 };
-	int rc = vm_exec(d, v, &c, NULL, &code, NULL);
+	int rc = vm_exec(v, &c, NULL, &code, NULL);
 	if (rc == 0 && code != 0)
 		rc = errf(EIO, "sync in the build VM exited with %d", code);
 	if (rc < 0)
@@ -875,7 +868,7 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 		o.total = 0;
 		o.n = 0;
 		switch (st->kind) {
-		case DF_RUN: rc = step_run(d, &v, &s, st, &o); break;
+		case DF_RUN: rc = step_run(&v, &s, st, &o); break;
 		case DF_COPY:
 		case DF_ADD: rc = step_copy(d, &v, &s, st, &o); break;
 		case DF_WORKDIR: rc = step_workdir(&v, &s, st, &o); break;
@@ -894,7 +887,7 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 		else
 			pathf(next, sizeof next, "%s/rest.layer", v.dir);
 		unlink(next);
-		if ((rc = checkpoint(d, &v, next)) < 0)
+		if ((rc = checkpoint(&v, next)) < 0)
 			break;
 		char ok[PATH_MAX];
 		cache_path(d, keys[i], "ok", ok, sizeof ok);
