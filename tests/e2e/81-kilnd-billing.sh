@@ -27,10 +27,10 @@ check billing_burned "4 s busy: $burned active vCPU-seconds (at least $min_activ
 api POST "/v1/sandboxes/$S/hibernate" '{}'
 if [ "$STATUS" = 200 ]; then
 	h0=$(sbx_usage "$S" active_vcpu_seconds)
-	sleep 10
+	sleep 4	# 8 samples (--sample-ms 500); a hibernated sandbox has no VMM to count
 	h1=$(sbx_usage "$S" active_vcpu_seconds)
 	st=$(jget 'j["status"]')
-	check meter_hibernated "10 s hibernated ($st): $h0 then $h1 active vCPU-seconds" [ "$h0" = "$h1" -a "$st" = hibernated ]
+	check meter_hibernated "5 s hibernated ($st): $h0 then $h1 active vCPU-seconds" [ "$h0" = "$h1" -a "$st" = hibernated ]
 else
 	fail meter_hibernated "hibernate: $STATUS $BODY"
 fi
