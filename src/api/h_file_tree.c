@@ -80,20 +80,21 @@ int h_file_copy(struct req *r)
 
 /* ---- multi-file write ------------------------------------------------------- */
 
-static int write_before_body(struct req *r)
+/* Before the body: the query, the declared size. */
+static int write_query(struct req *r)
 {
 	const char *user;
-	if (req_query_user(r, &user) < 0)
-		return reply_400(r);
+	int rc = req_query_user(r, &user);
 	const char *cl = req_header(r, "Content-Length");
-	if (cl && strtoull(cl, NULL, 10) > WRITE_MAX_BODY)
-		return reply_error(r, 413, "payload_too_large",
-				   "a multi-file write's body is at most %llu bytes; write fewer files per request",
-				   (unsigned long long)WRITE_MAX_BODY);
-	int answered;
-	if (req_sandbox(r, NULL, &answered) < 0)
-		return answered;
-	return -1;
+	if (rc == 0 && cl && strtoull(cl, NULL, 10) > WRITE_MAX_BODY)
+		rc = errf(EFBIG, "a multi-file write's body is at most %llu bytes; write fewer files per request",
+			  (unsigned long long)WRITE_MAX_BODY);
+	return rc;
+}
+
+static int write_before_body(struct req *r)
+{
+	return req_upload_admit(r, write_query);
 }
 
 const struct route_hooks file_write_hooks = { .before_body = write_before_body };
@@ -238,18 +239,17 @@ int h_file_archive_get(struct req *r)
 	return reply_response(r, 200, headers, HTTP_SIZE_UNKNOWN, tar_read, tar_done, t);
 }
 
-static int archive_put_before_body(struct req *r)
+static int archive_put_query(struct req *r)
 {
 	const char *path = NULL, *user;
 	int rc = req_query_exact(r, "path", &path);
 	rc = rc ?: v_guest_path(path, "path");
-	rc = rc ?: req_query_user(r, &user);
-	if (rc < 0)
-		return reply_400(r);
-	int answered;
-	if (req_sandbox(r, NULL, &answered) < 0)
-		return answered;
-	return -1;
+	return rc ?: req_query_user(r, &user);
+}
+
+static int archive_put_before_body(struct req *r)
+{
+	return req_upload_admit(r, archive_put_query);
 }
 
 const struct route_hooks archive_put_hooks = { .before_body = archive_put_before_body };

@@ -129,20 +129,17 @@ static int file_put_query(struct req *r, const char **path, unsigned long *mode,
 	return rc;
 }
 
-/* Before the upload's body: a bad query or a sandbox that is not there
- * (or not the caller's) is answered at once, so its bytes are never
- * spooled to DATA/tmp (a client sending Expect: 100-continue sends none). */
-static int file_put_before_body(struct req *r)
+static int file_put_check(struct req *r)
 {
 	const char *path;
 	unsigned long mode;
 	bool mkdirs;
-	if (file_put_query(r, &path, &mode, &mkdirs) < 0)
-		return reply_error(r, 400, "invalid_request", "%s", errmsg());
-	int answered;
-	if (req_sandbox(r, NULL, &answered) < 0)
-		return answered;
-	return -1;
+	return file_put_query(r, &path, &mode, &mkdirs);
+}
+
+static int file_put_before_body(struct req *r)
+{
+	return req_upload_admit(r, file_put_check);
 }
 
 const struct route_hooks file_put_hooks = { .before_body = file_put_before_body };

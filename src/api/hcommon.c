@@ -154,6 +154,19 @@ int req_query_user(struct req *r, const char **user)
 	return rc;
 }
 
+int req_upload_admit(struct req *r, int (*check)(struct req *r))
+{
+	int rc = check ? check(r) : 0;
+	if (rc == -EFBIG)
+		return reply_error(r, 413, "payload_too_large", "%s", errmsg());
+	if (rc < 0)
+		return reply_error(r, 400, "invalid_request", "%s", errmsg());
+	int answered;
+	if (req_sandbox(r, NULL, &answered) < 0)
+		return answered;
+	return -1;
+}
+
 int req_files_enter(struct req *r, struct hostif_guest *hg, const char **user, int *answered)
 {
 	const char *u;

@@ -66,6 +66,14 @@ void req_guest_leave(struct req *r, struct hostif_guest *hg);
  * guest does not know a 400 from the guest. *user (may be NULL) gets it. */
 int req_files_enter(struct req *r, struct hostif_guest *hg, const char **user, int *answered);
 int req_query_user(struct req *r, const char **user);
+/* The before_body hook (routes.h) of a route that takes an upload: the
+ * route's check of the query and headers (NULL: none; -EFBIG answers 413
+ * payload_too_large, any other error 400 invalid_request, with its
+ * message), then the sandbox must be the caller's (req_sandbox). So a
+ * request bound to fail is answered before its body is spooled to
+ * DATA/tmp (a client sending Expect: 100-continue sends none of it).
+ * -1 to go on, or the answer's MHD result. */
+int req_upload_admit(struct req *r, int (*check)(struct req *r));
 /* Whether the sandbox has ended (deleted, failed, or gone from the host):
  * what a followed log ends with. False while it cannot be told. */
 bool sandbox_ended(struct hostif *hi, const char *ws, const char *id);

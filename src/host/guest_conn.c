@@ -284,7 +284,9 @@ static int wait_agent(struct guest *g, int watch_fd, int64_t deadline, const cha
 	}
 }
 
-int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms)
+/* guest_exec_next, and what the agent's event was (*io_kind, KILN_IO_*):
+ * a detach (END) reads as an exit to guest_exec_next's callers. */
+static int exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms, int *io_kind)
 {
 	int64_t deadline = wait_ms >= 0 ? mono_ms() + wait_ms : 0;
 	for (;;) {
@@ -294,9 +296,42 @@ int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait
 			return gfail(g, rc, "exec");
 		if (rc > 0) {
 			convert(&io, ev);
+			*io_kind = (int)io.kind;
 			return 1;
 		}
 		if ((rc = wait_agent(g, watch_fd, deadline, "exec")) <= 0)
+			return rc;
+	}
+}
+
+int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms)
+{
+	int io_kind;
+	return exec_next(g, ev, watch_fd, wait_ms, &io_kind);
+}
+
+int guest_exec_run(struct guest *g, struct guest_cmd *cmd, guest_out_fn *out, void *ctx, int watch_fd,
+		   int wait_ms, struct guest_ev *exit)
+{
+	memset(exit, 0, sizeof *exit);
+	exit->code = -1;
+	int rc = guest_exec_start(g, cmd);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		struct guest_ev ev;
+		int io_kind = 0;
+		if ((rc = exec_next(g, &ev, watch_fd, wait_ms, &io_kind)) < 0)
+			return rc;
+		if (rc == 0)
+			return errf(ETIMEDOUT, "the command sent nothing for %d ms", wait_ms);
+		if (ev.kind == GEV_EXIT && io_kind != KILN_IO_EXIT)
+			return errf(EIO, "the command's stream ended before its exit");
+		if (ev.kind == GEV_EXIT) {
+			*exit = ev;
+			return 0;
+		}
+		if (out && (rc = out(ctx, &ev)) < 0)
 			return rc;
 	}
 }

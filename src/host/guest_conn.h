@@ -111,6 +111,18 @@ int guest_proc_input(struct guest *g, uint32_t id, const void *p, size_t n, bool
  * (-1: no limit) and returns 1 with an event, 0 when the time passed.
  * If watch_fd >= 0 hangs up (the HTTP client went away), -ECONNABORTED. */
 int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait_ms);
+/* A command run to its exit (guest_exec_start, then guest_exec_next until
+ * the EXIT event), for callers that only take its output: each output
+ * event (GEV_STDOUT or GEV_STDERR; its data valid during the call) goes to
+ * out if given (a negative return ends the run with that error), the exit
+ * event into *exit. wait_ms bounds each wait for the next event (-1: no
+ * limit): -ETIMEDOUT when it passes; watch_fd as for guest_exec_next. A
+ * stream that ends before the exit event (the connection closed, or a
+ * guest that ends the command without one) is an error, never an exit:
+ * a guest must not be able to pass for a command that ran. */
+typedef int guest_out_fn(void *ctx, const struct guest_ev *ev);
+int guest_exec_run(struct guest *g, struct guest_cmd *cmd, guest_out_fn *out, void *ctx, int watch_fd,
+		   int wait_ms, struct guest_ev *exit);
 /* Queue stdin bytes / the end of stdin / a terminal size. */
 int guest_exec_stdin(struct guest *g, const void *p, size_t n);
 int guest_exec_eof(struct guest *g);

@@ -449,6 +449,15 @@ static int step_boot(struct build *b)
 	return 0;
 }
 
+/* Up to 64 KiB of a command's output (both streams). */
+static int capture(void *ctx, const struct guest_ev *ev)
+{
+	struct strbuf *out = ctx;
+	if (out->len < 64 * 1024)
+		strbuf_append(out, ev->data, ev->len);
+	return 0;
+}
+
 /* Run cmd in a VM of the build: up to 64 KiB of its output (both
  * streams) into out, its exit status into *code (may be NULL). */
 static int run_capture(struct build *b, const char *vmdir, pid_t pid, const char *cmd, struct strbuf *out,
@@ -461,18 +470,8 @@ static int run_capture(struct build *b, const char *vmdir, pid_t pid, const char
 	if (rc < 0)
 		return rc;
 	struct guest_cmd c = { .shell = cmd, .timeout_ms = 600000 };
-	struct guest_ev ev = { .code = -1 };
-	rc = guest_exec_start(g, &c);
-	/* Every event until the exit: rc is 1 after each, so reset it (a
-	 * loop on rc == 0 alone stopped at the first output, and took its
-	 * code 0 for the command's). */
-	while (rc == 0 && (rc = guest_exec_next(g, &ev, -1, -1)) == 1 && ev.kind != GEV_EXIT) {
-		if (out->len < 64 * 1024)
-			strbuf_append(out, ev.data, ev.len);
-		rc = 0;
-	}
-	if (rc == 1)
-		rc = 0;
+	struct guest_ev ev;
+	rc = guest_exec_run(g, &c, capture, out, -1, -1, &ev);
 	guest_close(g);
 	if (code)
 		*code = ev.code;

@@ -185,6 +185,15 @@ int volumes_check(struct host *h, const struct create_req *req, const struct tmp
 	return 0;
 }
 
+/* The first KiB or so of a command's output, for a message. */
+static int keep_output(void *ctx, const struct guest_ev *ev)
+{
+	struct strbuf *out = ctx;
+	if (out->len < 1024)
+		strbuf_append(out, ev->data, ev->len < 1024 ? ev->len : 1024);
+	return 0;
+}
+
 /* Run script as root in sb's guest, connecting within connect_ms; its
  * output in the error. */
 static int guest_sh(struct sandbox *sb, const char *script, int connect_ms, int timeout_ms)
@@ -198,19 +207,12 @@ static int guest_sh(struct sandbox *sb, const char *script, int connect_ms, int 
 	struct guest_cmd c = { .shell = script, .timeout_ms = (uint32_t)timeout_ms };
 	struct strbuf out;
 	strbuf_init(&out);
-	struct guest_ev ev = { 0 };
-	/* Every event to the exit (the output first, when there is any: it
-	 * is not the end). */
-	if ((rc = guest_exec_start(g, &c)) == 0)
-		while ((rc = guest_exec_next(g, &ev, -1, timeout_ms + 1000)) == 1 && ev.kind != GEV_EXIT)
-			if (out.len < 1024)
-				strbuf_append(&out, ev.data, ev.len < 1024 ? ev.len : 1024);
+	struct guest_ev ev;
+	rc = guest_exec_run(g, &c, keep_output, &out, -1, timeout_ms + 1000, &ev);
 	guest_close(g);
 	strbuf_putc(&out, 0);
-	if (rc == 0)
-		rc = errf(ETIMEDOUT, "the guest did not answer within %d ms", timeout_ms + 1000);
-	else if (rc == 1)
-		rc = ev.code == 0 ? 0 : errf(EIO, "exited with %d: %.300s", ev.code, out.data ? out.data : "");
+	if (rc == 0 && ev.code != 0)
+		rc = errf(EIO, "exited with %d: %.300s", ev.code, out.data ? out.data : "");
 	strbuf_free(&out);
 	return rc;
 }

@@ -238,6 +238,24 @@ STATUS=${out% *} BODY=$(cat "$T/body")
 rm -f "$T/up20m"
 expect upload_no_sandbox 404 not_found &&
 	check upload_no_sandbox_not_sent "curl sent ${out#* } bytes of 20000000" [ "${out#* }" = 0 ]
+# The other uploads' checks before their bodies (req_upload_admit): the
+# query first, then the sandbox.
+api POST "/v1/sandboxes/sbx_doesnotexist/files/write?user=a%20b" '{"files":[]}'
+expect files_write_bad_user 400 invalid_request
+api POST "/v1/sandboxes/sbx_doesnotexist/files/write" '{"files":[]}'
+expect files_write_no_sandbox 404 not_found
+truncate -s 100M "$T/up100m"	# over the multi-file write's 96 MiB, sparse here
+out=$(curl -s -m 60 -o "$T/body" -w '%{http_code} %{size_upload}' -T "$T/up100m" -X POST -H "Authorization: Bearer $KEY" \
+	-H 'Expect: 100-continue' "$URL/v1/sandboxes/sbx_doesnotexist/files/write")
+STATUS=${out% *} BODY=$(cat "$T/body")
+rm -f "$T/up100m"
+expect files_write_too_large 413 payload_too_large &&
+	check files_write_too_large_not_sent "curl sent ${out#* } bytes: $(jget 'j["error"]["message"]')" \
+		eval '[ "${out#* }" = 0 ] && grep -q "multi-file write" "$T/body"'
+api PUT "/v1/sandboxes/sbx_doesnotexist/files/archive" "" --data-binary x
+expect archive_put_no_path 400 invalid_request
+api PUT "/v1/sandboxes/sbx_doesnotexist/files/archive?path=/x" "" --data-binary x
+expect archive_put_no_sandbox 404 not_found
 api POST /v1/sandboxes/sbx_doesnotexist/fork '{"count":0}'
 expect fork_count_zero 400 invalid_request
 api POST /v1/sandboxes/sbx_doesnotexist/fork '{"count":1000}'

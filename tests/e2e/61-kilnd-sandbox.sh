@@ -11,11 +11,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 build_template minimal || exit 1
 # One exec keeps OUT MiB of output per stream, a workspace's execs hold
-# BUF MiB at once: kilnd's 16 and 24 in the full tier, 4 and 6 in the quick
+# BUF MiB at once: kilnd's 16 and 24 in the full tier, 2 and 3 in the quick
 # one (the same cases, fewer bytes through the emulation).
-OUT=$(full && echo 16 || echo 4) BUF=$(full && echo 24 || echo 6)
+OUT=$(full && echo 16 || echo 2) BUF=$(full && echo 24 || echo 3)
 # The execs below print BIG bytes, more than OUT MiB, long enough for two
-# of them to overlap: 20 MB in the full tier, 8 MiB in the quick one.
+# of them to overlap: 20 MB in the full tier, 4 MiB in the quick one.
 BIG=$(full && echo 20000000 || echo $((OUT << 21)))
 BIGJSON='{"cmd":"head -c '"$BIG"' /dev/zero | tr \"\\0\" x"}'
 start_kilnd --rate 0 --max-uploads 1 --max-tunnels 1 --max-exec-output "$OUT" --max-exec-buffer "$BUF" || exit 1

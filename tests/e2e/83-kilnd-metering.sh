@@ -9,30 +9,19 @@
 # alone: its CPU-time figures are skewed by another load on the machine
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail metering_kvm "no KVM here: run it in tests/host/run"; exit 1; }
-"$KILND" --data "$DATA" template build meter --image "$BUILD/guest/rootfs-minimal.ext4" --vcpus 2 --memory 512 \
-	> "$T/build.log" 2>&1 || { fail template_meter "$(tail -3 "$T/build.log" | tr '\n' ' ')"; exit 1; }
-start_kilnd --rate 0 --sample-ms 500 --default-plan free || exit 1
-KEY=$(new_key meter)
-
-create_sandbox '{"template":"meter"}'
-S=$SBX
-[ -n "$S" ] || { fail metering_create "$STATUS $BODY"; exit 1; }
+meter_sandbox metering || exit 1
 sleep 3	# past the restore's own work
 
-# usage ID FIELD: the field of a sandbox's usage, a sample after now.
-usage() { sleep 1.2; api GET "/v1/sandboxes/$1"; jget "j['usage']['$2']"; }
 # busy: the guest's non-idle CPU time so far, seconds (its /proc/stat), for comparison.
 busy() {
 	api POST "/v1/sandboxes/$S/exec" '{"cmd":"head -1 /proc/stat"}'
 	jget 'sum(int(x) for i, x in enumerate(j["stdout"].split()[1:]) if i not in (3, 4, 7)) / 100'
 }
-# within V LO HI
-within() { python3 -c "import sys; v, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if lo <= v <= hi else 1)" "$@"; }
 sub() { python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 3))" "$1" "$2"; }
 
-a0=$(usage "$S" active_vcpu_seconds)
+a0=$(sbx_usage "$S" active_vcpu_seconds)
 sleep 10
-a1=$(usage "$S" active_vcpu_seconds)
+a1=$(sbx_usage "$S" active_vcpu_seconds)
 d=$(sub "$a1" "$a0")
 check meter_idle "10 s idle: $d active vCPU-seconds (at most 0.3)" within "$d" 0 0.3
 
@@ -43,7 +32,7 @@ burn() {
 	g0=$(busy)
 	api POST "/v1/sandboxes/$S/exec" '{"cmd":"for i in $(seq '"$2"'); do timeout 10 sh -c \"while :; do :; done\" & done; wait; true","timeout_seconds":60}'
 	g1=$(busy)
-	a=$(usage "$S" active_vcpu_seconds)
+	a=$(sbx_usage "$S" active_vcpu_seconds)
 	d=$(sub "$a" "$before")
 	check "$1" "$2 vCPU(s) busy for 10 s: $d active vCPU-seconds ($3 to $4); the guest counted $(sub "$g1" "$g0") s busy" \
 		within "$d" "$3" "$4"

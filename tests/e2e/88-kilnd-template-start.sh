@@ -33,12 +33,15 @@ fi
 m=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("start"), j.get("ready_port"))' "$DATA/templates/srv/v1/manifest.json")
 check tstart_manifest "$m" [ "$m" = "$SRV 8000" ]
 
+# The two failing builds run at once (each its own template and build VM).
+"$KILND" --data "$DATA" template build slow --image "$MIN" --start 'echo waiting; sleep 1000' --ready-port 8001 --ready-timeout 3 > "$T/slow.log" 2>&1 &
+slow=$!
 "$KILND" --data "$DATA" template build bad --image "$MIN" --start 'echo nope; exit 3' --ready-port 8000 > "$T/bad.log" 2>&1
 st=$?
 [ "$st" != 0 ] && grep -q "step warm failed: the start command exited with status 3; its output .*nope" "$T/bad.log" &&
 	[ ! -e "$DATA/templates/bad/current" ] && pass tstart_exits "$(tail -1 "$T/bad.log" | cut -c1-200)" ||
 	fail tstart_exits "status $st: $(tail -2 "$T/bad.log")"
-"$KILND" --data "$DATA" template build slow --image "$MIN" --start 'echo waiting; sleep 1000' --ready-port 8001 --ready-timeout 3 > "$T/slow.log" 2>&1
+wait $slow
 st=$?
 [ "$st" != 0 ] && grep -q "did not listen on port 8001 within 3 s; its output .*waiting" "$T/slow.log" &&
 	[ ! -e "$DATA/templates/slow/current" ] && pass tstart_never_listens "$(tail -1 "$T/slow.log" | cut -c1-200)" ||

@@ -235,3 +235,25 @@ create_sandbox() {
 	SBX=
 	[ "$STATUS" = 201 ] && SBX=$(jget 'j["id"]')
 }
+
+# ---- metering (81-kilnd-billing, 83-kilnd-metering) ----
+
+# meter_sandbox PREFIX: a template "meter" of 2 vCPUs and 512 MiB (the
+# minimal root: metering counts what a sandbox of that size does), kilnd
+# sampling every 500 ms on the free plan, a key, and a sandbox of it in
+# S. On failure it says which step (PREFIX_create for the sandbox) and
+# returns 1.
+meter_sandbox() {
+	S=
+	"$KILND" --data "$DATA" template build meter --image "$BUILD/guest/rootfs-minimal.ext4" --vcpus 2 --memory 512 \
+		> "$T/build.log" 2>&1 || { fail template_meter "$(tail -3 "$T/build.log" | tr '\n' ' ')"; return 1; }
+	start_kilnd --rate 0 --sample-ms 500 --default-plan free || return 1
+	KEY=$(new_key meter)
+	create_sandbox '{"template":"meter"}'
+	S=$SBX
+	[ -n "$S" ] || { fail "$1_create" "$STATUS $BODY"; return 1; }
+}
+# sbx_usage ID FIELD: the field of a sandbox's usage, a sample after now.
+sbx_usage() { sleep 1.2; api GET "/v1/sandboxes/$1"; jget "j['usage']['$2']"; }
+# within V LO HI: LO <= V <= HI (numbers with decimals).
+within() { python3 -c "import sys; v, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if lo <= v <= hi else 1)" "$@"; }

@@ -1,6 +1,6 @@
 /*
  * A Dockerfile build's parts that need no VM (src/host/build_context.c,
- * src/host/dfbuild.c, disk_to_raw in src/host/disk.c): source paths
+ * src/host/dfbuild*.c, disk_to_raw in src/host/disk.c): source paths
  * cleaned and `..` refused, a symlink followed inside the context and
  * refused out of it, the walk's order and names, the context's size
  * limit named, COPY digests and step keys changing exactly when what
