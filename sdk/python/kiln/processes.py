@@ -4,9 +4,6 @@ output, to be listed, signalled and read later."""
 
 from __future__ import annotations
 
-import base64
-import codecs
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, List, Mapping, Optional, Tuple, Union
 
@@ -81,28 +78,19 @@ class ProcessStream:
         self._started = False
 
     def __iter__(self) -> Iterator[Tuple[str, str]]:
-        from .sandbox import STREAM_SILENCE_S, sse_events
+        from .sandbox import STREAM_SILENCE_S, output_events
         if self._started:
             raise RuntimeError("a ProcessStream can be read only once")
         self._started = True
-        decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("stdout", "stderr")}
         with self._sb._client.transport.open("GET", f"{self._sb._path}/processes/{self.id}/output",
                                              query={"follow": "true"}, timeout=STREAM_SILENCE_S, ok=(200,),
                                              headers={"Accept": "text/event-stream"}) as r:
-            for event, data in sse_events(r.chunks()):
-                j = json.loads(data)
+            for event, data, j in output_events(r.chunks()):
                 if event == "attached":
                     self.output_dropped = int(j.get("output_dropped", 0))
-                elif event in decoders:
-                    raw = base64.b64decode(j["data_b64"]) if "data_b64" in j else str(j["data"]).encode()
-                    text = decoders[event].decode(raw)
-                    if text:
-                        yield event, text
+                elif event in ("stdout", "stderr"):
+                    yield event, data
                 elif event == "exit":
-                    for kind, d in decoders.items():
-                        rest = d.decode(b"", final=True)
-                        if rest:
-                            yield kind, rest
                     self.exit_code, self.signal, self.ended = j.get("exit_code"), j.get("signal"), True
                     return
                 elif event == "error":

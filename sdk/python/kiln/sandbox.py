@@ -243,23 +243,12 @@ class Sandbox:
         Bytes are decoded as UTF-8 across chunk boundaries (a character split
         between two chunks comes out whole); invalid bytes become U+FFFD."""
         body = _exec_body(cmd, timeout, env, cwd, stdin, user)
-        decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("stdout", "stderr")}
         with self._client.transport.open("POST", self._path + "/exec/stream", json_body=body,
                                          timeout=STREAM_SILENCE_S, ok=(200,),
                                          headers={"Accept": "text/event-stream"}) as r:
-            for event, data in sse_events(r.chunks()):
-                j = json.loads(data)
-                if event in decoders:
-                    raw = base64.b64decode(j["data_b64"]) if "data_b64" in j else j["data"].encode()
-                    text = decoders[event].decode(raw)
-                    if text:
-                        yield event, text
-                elif event == "exit":
-                    for kind, d in decoders.items():
-                        rest = d.decode(b"", final=True)
-                        if rest:
-                            yield kind, rest
-                    yield "exit", data
+            for event, data, j in output_events(r.chunks()):
+                if event in ("stdout", "stderr", "exit"):
+                    yield event, data
                 elif event == "error":
                     raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
 
@@ -540,3 +529,26 @@ def sse_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str]]:
     from .events import sse_records
     for _, event, data in sse_records(chunks):
         yield event, data
+
+
+def output_events(chunks: Iterable[bytes]) -> Iterator[Tuple[str, str, Dict[str, Any]]]:
+    """A command's output stream (exec/stream, a process's output):
+    ("stdout"|"stderr", text, {}) as chunks arrive, decoded as UTF-8 across
+    chunk boundaries (a character split between two chunks comes out
+    whole; invalid bytes become U+FFFD); every other event as (event, its
+    data, its JSON), an exit after what its decoders still held."""
+    decoders = {k: codecs.getincrementaldecoder("utf-8")("replace") for k in ("stdout", "stderr")}
+    for event, data in sse_events(chunks):
+        j = json.loads(data)
+        if event in decoders:
+            raw = base64.b64decode(j["data_b64"]) if "data_b64" in j else str(j["data"]).encode()
+            text = decoders[event].decode(raw)
+            if text:
+                yield event, text, {}
+            continue
+        if event == "exit":
+            for kind, d in decoders.items():
+                rest = d.decode(b"", final=True)
+                if rest:
+                    yield kind, rest, {}
+        yield event, data, j
