@@ -960,9 +960,13 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 	}
 	volumes_close(&vols);	/* the VMM has its own */
 	if (rc < 0) {
-		/* Stay hibernated: the snapshot is still there for another try. */
-		char why[300];
-		snprintf(why, sizeof why, "wake failed: %s", errmsg());
+		/* Stay hibernated: the snapshot is still there for another try.
+		 * A guest that died says how in its VMM's last line. */
+		char why[900], last[512] = "";
+		if (rc == -ECHILD)
+			vmm_last_line(sb->dir, last, sizeof last);
+		snprintf(why, sizeof why, "wake failed: %s%s%s%s", errmsg(), last[0] ? " (the VMM said: " : "",
+			 last, last[0] ? ")" : "");
 		wake_reap(sb);
 		sandbox_mem_release(h, sb);
 		sandbox_save(h, sb);

@@ -963,6 +963,11 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 		if (b.step != 1 && b.step != 2)
 			rc = mark_done(&b, name);
 	}
+	/* Why it failed, before the cleanup's own failures (a network piece
+	 * already gone, which it ignores) overwrite the message. */
+	char msg[400] = "";
+	if (rc < 0)
+		snprintf(msg, sizeof msg, "%s", errmsg());
 	kill_vm(&b);
 	if (b.vmdir[0])
 		rmtree(b.vmdir);
@@ -975,8 +980,6 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 			b.t.snapshot ? "snapshot served by a zygote" : "boot-only",
 			(double)(mono_ms() - b.t0) / 1000);
 	else {
-		char msg[400];
-		snprintf(msg, sizeof msg, "%s", errmsg());
 		rc = errf(-rc, "template %s: step %s failed: %s (run the command again to resume; "
 			       "the version in service is unchanged)", o->name,
 			  steps[b.step < NSTEPS ? b.step : NSTEPS - 1], msg);

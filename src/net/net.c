@@ -505,8 +505,11 @@ int net_destroy(const struct net_config *c, uint32_t slot)
 {
 	struct net_slot s;
 	net_slot_info(c, slot, &s);
-	char script[256];
-	/* Each piece may already be gone: try them one by one. */
+	char script[256], keep[512];
+	/* Each piece may already be gone: try them one by one, and leave the
+	 * message of the caller's failure (a destroy is often its cleanup)
+	 * as it was. */
+	snprintf(keep, sizeof keep, "%s", errmsg());
 	snprintf(script, sizeof script, "delete element inet kiln egress { \"%s\" }\n", s.veth);
 	nft(NULL, script);
 	snprintf(script, sizeof script, "delete chain inet kiln sbx%u\n", slot);
@@ -521,6 +524,7 @@ int net_destroy(const struct net_config *c, uint32_t slot)
 	nft(NULL, script);
 	const char *del_link[] = { "ip", "link", "del", s.veth, NULL };
 	run(del_link, NULL);
+	errf(EIO, "%s", keep);
 	if (access(s.netns_path, F_OK) == 0) {
 		/* Deleting the namespace takes the TAP and the veth with it. */
 		const char *argv[] = { "ip", "netns", "del", s.netns, NULL };

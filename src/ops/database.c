@@ -47,6 +47,23 @@ static const char set_password[] =
 	"done\n"
 	"rm -f /tmp/kiln-db.err\n";
 
+/* The first 400 bytes of the script's stderr, for the error. */
+struct errtext {
+	char s[420];
+	size_t n;
+};
+
+static int keep_stderr(void *ctx, const struct guest_ev *ev)
+{
+	struct errtext *e = ctx;
+	if (ev->kind == GEV_STDERR && e->n < sizeof e->s - 1) {
+		size_t n = ev->len < sizeof e->s - 1 - e->n ? ev->len : sizeof e->s - 1 - e->n;
+		memcpy(e->s + e->n, ev->data, n);
+		e->s[e->n += n] = 0;
+	}
+	return 0;
+}
+
 static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
 {
 	char pw[64];
@@ -58,32 +75,21 @@ static int guest_password(const struct ops_caller *c, const char *sandbox, const
 	if (rc < 0)
 		return rc;
 	struct guest_cmd cmd = { .argv = argv, .env = env, .timeout_ms = 90000 };
-	rc = guest_exec_start(hg.g, &cmd);
+	struct errtext err = { .n = 0 };
 	struct guest_ev ev;
-	char err[420] = "";
-	size_t errn = 0;
-	int code = -1;
-	while (rc >= 0 && (rc = guest_exec_next(hg.g, &ev, -1, 95000)) == 1) {
-		if (ev.kind == GEV_EXIT) {
-			code = ev.code;
-			break;
-		}
-		if (ev.kind == GEV_STDERR && errn < sizeof err - 1) {
-			size_t n = ev.len < sizeof err - 1 - errn ? ev.len : sizeof err - 1 - errn;
-			memcpy(err + errn, ev.data, n);
-			err[errn += n] = 0;
-		}
-	}
+	rc = guest_exec_run(hg.g, &cmd, keep_stderr, &err, -1, 95000, &ev);
 	hostif_leave(c->hostif, &hg);
 	explicit_bzero(pw, sizeof pw);
-	if (rc == 0)
-		return errf(ETIMEDOUT, "sandbox %s: no answer from its guest", sandbox);
-	if (rc < 0)
-		return rc;
-	for (char *p = err; *p; p++)
+	if (rc < 0) {
+		char why[300];	/* errf must not read the buffer it writes */
+		snprintf(why, sizeof why, "%s", errmsg());
+		return errf(-rc, "sandbox %s: setting the password: %s", sandbox, why);
+	}
+	for (char *p = err.s; *p; p++)
 		if ((unsigned char)*p < ' ')
 			*p = ' ';
-	return code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s", code, err);
+	return ev.code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s",
+				       ev.code, err.s);
 }
 
 static int new_password(char password[DB_PASSWORD_LEN + 1])
