@@ -22,18 +22,55 @@
 /* ---- measuring ------------------------------------------------------------------------ */
 
 /* nftw has no context argument: one measure at a time (builds hold a lock). */
-static __thread struct { uint64_t bytes, max; long entries; } measure;
+static __thread struct {
+	uint64_t bytes, max;
+	long entries;
+	size_t dirlen;
+	const struct dign *ign;
+} measure;
 
 static int measure_one(const char *path, const struct stat *st, int type, struct FTW *f)
 {
-	(void)path, (void)type, (void)f;
+	(void)f;
+	const char *rel = strlen(path) > measure.dirlen ? path + measure.dirlen + 1 : ".";
+	if (dign_ignored(measure.ign, rel)) {
+		/* Not the build's: uncounted, and not entered unless a `!`
+		 * pattern may keep something in it. */
+		return type == FTW_D && !measure.ign->exceptions ? FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	}
 	measure.entries++;
 	if (S_ISREG(st->st_mode))
 		measure.bytes += (uint64_t)st->st_size;
-	return measure.bytes > measure.max || measure.entries > BCTX_MAX_ENTRIES;
+	return measure.bytes > measure.max || measure.entries > BCTX_MAX_ENTRIES ? FTW_STOP : FTW_CONTINUE;
+}
+
+/* The context's .dockerignore, if it has one (a regular file in it). */
+static int read_ignore(struct bctx *c)
+{
+	int fd = bctx_openat(c, ".dockerignore", O_RDONLY | O_NONBLOCK);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return errf(EINVAL, ".dockerignore in the build context is not a regular file");
+	}
+	char *text = malloc(DIGN_MAX_BYTES + 1);
+	ssize_t n = text ? read(fd, text, DIGN_MAX_BYTES + 1) : -1;
+	close(fd);
+	int rc = n < 0 ? errf(EIO, "reading .dockerignore") : dign_parse(text, (size_t)n, &c->ign);
+	free(text);
+	return rc;
 }
 
 int bctx_open(const char *dir, uint64_t max_bytes, struct bctx *out)
+{
+	return bctx_open_flags(dir, max_bytes, 0, out);
+}
+
+int bctx_open_flags(const char *dir, uint64_t max_bytes, int flags, struct bctx *out)
 {
 	memset(out, 0, sizeof *out);
 	out->dirfd = -1;
@@ -43,10 +80,18 @@ int bctx_open(const char *dir, uint64_t max_bytes, struct bctx *out)
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errf_sys("the build context %s", dir);
+	out->dirfd = fd;
+	int rc = flags & BCTX_NO_IGNORE ? 0 : read_ignore(out);
+	if (rc < 0) {
+		bctx_close(out);
+		return rc;
+	}
 	measure.bytes = 0;
 	measure.entries = 0;
 	measure.max = max_bytes ? max_bytes : BCTX_MAX_BYTES;
-	int rc = nftw(dir, measure_one, 16, FTW_PHYS);
+	measure.dirlen = strlen(dir);
+	measure.ign = &out->ign;
+	rc = nftw(dir, measure_one, 16, FTW_PHYS | FTW_ACTIONRETVAL);
 	if (rc < 0) {
 		rc = errf_sys("reading the build context %s", dir);
 	} else if (rc > 0 && measure.entries > BCTX_MAX_ENTRIES) {
@@ -57,10 +102,9 @@ int bctx_open(const char *dir, uint64_t max_bytes, struct bctx *out)
 			  dir, (unsigned long long)(measure.max >> 20));
 	}
 	if (rc < 0) {
-		close(fd);
+		bctx_close(out);
 		return rc;
 	}
-	out->dirfd = fd;
 	out->bytes = measure.bytes;
 	out->entries = measure.entries;
 	return 0;
@@ -71,6 +115,12 @@ void bctx_close(struct bctx *c)
 	if (c->dirfd >= 0)
 		close(c->dirfd);
 	c->dirfd = -1;
+	dign_free(&c->ign);
+}
+
+bool bctx_ignored(const struct bctx *c, const char *rel)
+{
+	return dign_ignored(&c->ign, rel);
 }
 
 /* ---- paths ---------------------------------------------------------------------------- */
@@ -127,11 +177,19 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* src_len: the source's length in rel, 0 for "." (whose entries' paths
- * carry no prefix). */
-static int walk(const struct bctx *c, char *rel, size_t relcap, size_t src_len, int depth, bctx_fn *fn,
-		void *ctx)
+struct walk {
+	const struct bctx *c;
+	size_t src_len;			/* the source's length in rel, 0 for "." */
+	bctx_fn *fn;
+	void *ctx;
+	long given;			/* entries given to fn */
+};
+
+/* hidden: rel is ignored, a directory walked only for what a `!` keeps
+ * in it (not itself given to fn). */
+static int walk(struct walk *w, char *rel, size_t relcap, int depth, bool hidden)
 {
+	const struct bctx *c = w->c;
 	if (depth > BCTX_MAX_DEPTH)
 		return errf(ELOOP, "'%.200s': more than %d directory levels (a symlink loop?)", rel,
 			    BCTX_MAX_DEPTH);
@@ -144,15 +202,24 @@ static int walk(const struct bctx *c, char *rel, size_t relcap, size_t src_len, 
 		close(fd);
 		return rc;
 	}
+	if (hidden && !S_ISDIR(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
 		close(fd);
 		return errf(EINVAL, "'%.200s' is neither a file nor a directory", rel);
 	}
-	struct bctx_entry e = { .rel = rel, .sub = depth == 0 ? "" : src_len ? rel + src_len + 1 : rel, .mode = st.st_mode, .size = (uint64_t)st.st_size,
+	struct bctx_entry e = { .rel = rel, .sub = depth == 0 ? "" : w->src_len ? rel + w->src_len + 1 : rel,
+				.mode = st.st_mode, .size = (uint64_t)st.st_size,
 				.fd = S_ISREG(st.st_mode) ? fd : -1 };
 	if (S_ISREG(st.st_mode))
 		fcntl(fd, F_SETFL, 0);	/* blocking reads from here */
-	int rc = fn(ctx, &e);
+	int rc = 0;
+	if (!hidden) {
+		rc = w->fn(w->ctx, &e);
+		w->given++;
+	}
 	if (rc < 0 || !S_ISDIR(st.st_mode)) {
 		close(fd);
 		return rc;
@@ -188,8 +255,8 @@ static int walk(const struct bctx *c, char *rel, size_t relcap, size_t src_len, 
 	if (rc == 0)
 		qsort(names, n, sizeof *names, cmp_names);
 	size_t len = strlen(rel);
+	bool dot = !strcmp(rel, ".");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		bool dot = !strcmp(rel, ".");
 		size_t add = strlen(names[i]) + 1;
 		if ((dot ? 0 : len) + add + 1 > relcap) {
 			rc = errf(ENAMETOOLONG, "'%.200s/%.100s': path too long", rel, names[i]);
@@ -199,7 +266,9 @@ static int walk(const struct bctx *c, char *rel, size_t relcap, size_t src_len, 
 			snprintf(rel, relcap, "%s", names[i]);
 		else
 			snprintf(rel + len, relcap - len, "/%s", names[i]);
-		rc = walk(c, rel, relcap, src_len, depth + 1, fn, ctx);
+		bool ign = bctx_ignored(c, rel);
+		if (!ign || c->ign.exceptions)
+			rc = walk(w, rel, relcap, depth + 1, ign);
 		rel[len] = 0;
 		if (dot)
 			snprintf(rel, relcap, ".");
@@ -216,7 +285,190 @@ int bctx_walk(const struct bctx *c, const char *rel, bctx_fn *fn, void *ctx)
 	int rc = bctx_clean(rel, path, sizeof path);
 	if (rc < 0)
 		return rc;
-	return walk(c, path, sizeof path, strcmp(path, ".") ? strlen(path) : 0, 0, fn, ctx);
+	struct walk w = { .c = c, .src_len = strcmp(path, ".") ? strlen(path) : 0, .fn = fn, .ctx = ctx };
+	bool ign = bctx_ignored(c, path);
+	rc = walk(&w, path, sizeof path, 0, ign);
+	if (rc == 0 && ign && !w.given)
+		rc = errf(ENOENT, "'%.200s' is excluded by .dockerignore", path);
+	return rc;
+}
+
+/* ---- wildcards ---------------------------------------------------------------------------- */
+
+static bool has_wildcard(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+struct list {
+	char **v;
+	int n, cap;
+};
+
+static int list_add(struct list *l, const char *s, size_t len)
+{
+	if (l->n + 1 >= l->cap) {
+		int cap = l->cap ? l->cap * 2 : 16;
+		char **v = realloc(l->v, (size_t)cap * sizeof *v);
+		if (!v)
+			return errf(ENOMEM, "out of memory");
+		l->v = v;
+		l->cap = cap;
+	}
+	if (!(l->v[l->n] = strndup(s, len)))
+		return errf(ENOMEM, "out of memory");
+	l->v[++l->n] = NULL;
+	return 0;
+}
+
+static void list_free(struct list *l)
+{
+	for (int i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+/* The names in directory dir (a path in the context) that comp matches,
+ * each as dir/NAME onto next. */
+static int glob_dir(const struct bctx *c, const char *dir, const char *comp, struct list *next, const char *pattern)
+{
+	int fd = bctx_openat(c, dir, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return 0;	/* not a directory (or gone): matches nothing */
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return errf_sys("opendir '%.200s'", dir);
+	}
+	int rc = 0;
+	struct dirent *de;
+	char path[PATH_MAX];
+	while (rc == 0 && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		int m = dign_match(comp, de->d_name, false);
+		if (m < 0) {
+			rc = errf(EINVAL, "'%.200s': a bad wildcard (an unclosed '[' or a trailing '\\')", pattern);
+			break;
+		}
+		if (!m)
+			continue;
+		if (next->n >= BCTX_MAX_MATCHES) {
+			rc = errf(E2BIG, "'%.200s' matches more than %d paths (the limit)", pattern,
+				  BCTX_MAX_MATCHES);
+			break;
+		}
+		int len = strcmp(dir, ".") ? snprintf(path, sizeof path, "%s/%s", dir, de->d_name)
+					    : snprintf(path, sizeof path, "%s", de->d_name);
+		if (len < 0 || (size_t)len >= sizeof path) {
+			rc = errf(ENAMETOOLONG, "'%.200s': a match's path is too long", pattern);
+			break;
+		}
+		rc = list_add(next, path, (size_t)len);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* One source with wildcards onto out: component by component from the
+ * context's root, every open beneath it. */
+static int glob_one(const struct bctx *c, const char *pattern, struct list *out)
+{
+	struct list cur = { 0 };
+	int rc = list_add(&cur, ".", 1);
+	for (const char *p = pattern; rc == 0 && *p;) {
+		size_t len = strcspn(p, "/");
+		char comp[NAME_MAX + 1];
+		if (len > NAME_MAX) {
+			rc = errf(ENAMETOOLONG, "'%.200s': a name too long", pattern);
+			break;
+		}
+		memcpy(comp, p, len);
+		comp[len] = 0;
+		struct list next = { 0 };
+		for (int i = 0; rc == 0 && i < cur.n; i++) {
+			if (has_wildcard(comp)) {
+				rc = glob_dir(c, cur.v[i], comp, &next, pattern);
+				continue;
+			}
+			char path[PATH_MAX];
+			int n = strcmp(cur.v[i], ".") ? snprintf(path, sizeof path, "%s/%s", cur.v[i], comp)
+						      : snprintf(path, sizeof path, "%s", comp);
+			rc = n < 0 || (size_t)n >= sizeof path ? errf(ENAMETOOLONG, "'%.200s': path too long", pattern)
+							       : list_add(&next, path, (size_t)n);
+		}
+		list_free(&cur);
+		cur = next;
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	/* What is there and not ignored (a directory a `!` may keep
+	 * something in stays: its walk says if nothing is). */
+	int kept = 0, hidden = 0;
+	if (rc == 0)
+		qsort(cur.v, (size_t)cur.n, sizeof *cur.v, cmp_names);
+	for (int i = 0; rc == 0 && i < cur.n; i++) {
+		int fd = bctx_openat(c, cur.v[i], O_PATH);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			if (fd >= 0)
+				close(fd);
+			if (fd == -EXDEV) {
+				rc = fd;
+				break;
+			}
+			continue;	/* a literal part that is not there */
+		}
+		close(fd);
+		if (bctx_ignored(c, cur.v[i]) && !(S_ISDIR(st.st_mode) && c->ign.exceptions)) {
+			hidden++;
+			continue;
+		}
+		rc = list_add(out, cur.v[i], strlen(cur.v[i]));
+		kept++;
+	}
+	list_free(&cur);
+	if (rc == 0 && !kept)
+		rc = errf(ENOENT, "'%.200s' matches no file in the build context%s", pattern,
+			  hidden ? " (what it matches is excluded by .dockerignore)" : "");
+	return rc;
+}
+
+int bctx_sources(const struct bctx *c, const char *const *srcs, int nsrc, char ***out, int *n)
+{
+	struct list l = { 0 };
+	int rc = 0;
+	*out = NULL;
+	*n = 0;
+	for (int i = 0; rc == 0 && i < nsrc; i++) {
+		char path[PATH_MAX];
+		if ((rc = bctx_clean(srcs[i], path, sizeof path)) < 0)
+			break;
+		rc = has_wildcard(path) ? glob_one(c, path, &l) : list_add(&l, path, strlen(path));
+		if (rc == 0 && l.n > BCTX_MAX_MATCHES)
+			rc = errf(E2BIG, "the sources match more than %d paths (the limit)", BCTX_MAX_MATCHES);
+	}
+	if (rc < 0) {
+		list_free(&l);
+		return rc;
+	}
+	if (!l.v && (rc = list_add(&l, ".", 0)) == 0) {	/* no sources: an empty list */
+		free(l.v[0]);
+		l.v[0] = NULL;
+		l.n = 0;
+	}
+	*out = l.v;
+	*n = l.n;
+	return rc;
+}
+
+void bctx_sources_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
 }
 
 /* ---- digests ---------------------------------------------------------------------------- */

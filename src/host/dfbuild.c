@@ -115,6 +115,8 @@ static int from_oci(struct dfbuild *d, const char *ref, int line)
 	if (tag)
 		*tag++ = 0;
 	int rc = bctx_clean(path, clean, sizeof clean);
+	if (rc == 0 && bctx_ignored(&d->bc, clean))
+		rc = errf(ENOENT, "'%.200s' is excluded by .dockerignore", clean);
 	int fd = rc < 0 ? rc : bctx_openat(&d->bc, clean, O_RDONLY);
 	if (fd < 0)
 		return errf(-fd, "line %d: FROM oci:%.200s: %s", line, ref, errmsg());

@@ -50,15 +50,12 @@ int dfcache_plan(struct dfbuild *d, char (*keys)[65])
 			for (int j = 0; j + 1 < st->nargs; j += 2)
 				strbuf_printf(&in, "%s=%s\n", st->args[j], st->args[j + 1] ? st->args[j + 1] : "(unset)");
 		} else if (st->kind == DF_COPY || st->kind == DF_ADD) {
-			for (int j = 0; j + 1 < st->nargs; j++)
-				if (strpbrk(st->args[j], "*?[")) {
-					strbuf_free(&in);
-					return errf(EINVAL, "Dockerfile line %d: %s %.100s: wildcards in sources are "
-							    "not supported (name the files or a directory)", st->line,
-						    df_kind_name(st->kind), st->args[j]);
-				}
-			char digest[65];
-			int rc = bctx_digest(&d->bc, (const char *const *)st->args, st->nargs - 1, digest);
+			char **srcs = NULL, digest[65];
+			int nsrc = 0;
+			int rc = df_sources(d, st, &srcs, &nsrc);
+			if (rc == 0)
+				rc = bctx_digest(&d->bc, (const char *const *)srcs, nsrc, digest);
+			bctx_sources_free(srcs);
 			if (rc < 0) {
 				char msg[300];
 				snprintf(msg, sizeof msg, "%s", errmsg());
@@ -75,6 +72,23 @@ int dfcache_plan(struct dfbuild *d, char (*keys)[65])
 		bctx_step_key(prev, st->text ? st->text : "", in.data, keys[i]);
 		strbuf_free(&in);
 		memcpy(prev, keys[i], 65);
+	}
+	return 0;
+}
+
+int df_sources(const struct dfbuild *d, const struct df_step *st, char ***srcs, int *n)
+{
+	int rc = bctx_sources(&d->bc, (const char *const *)st->args, st->nargs - 1, srcs, n);
+	if (rc < 0)
+		return rc;
+	const char *dest = st->args[st->nargs - 1];
+	size_t dl = strlen(dest);
+	bool dir = dest[dl - 1] == '/' || !strcmp(dest, ".") || (dl >= 2 && !strcmp(dest + dl - 2, "/."));
+	if (*n > 1 && !dir) {
+		bctx_sources_free(*srcs);
+		*srcs = NULL;
+		return errf(EINVAL, "%d sources (wildcards matched) go to '%.200s': a destination for more "
+				    "than one source is a directory, written with a trailing '/'", *n, dest);
 	}
 	return 0;
 }

@@ -55,6 +55,9 @@ void dfcache_path(const struct dfbuild *d, const char *key, const char *ext, cha
 bool dfcache_has(const struct dfbuild *d, const char *key);
 /* The key of every step (keys[i], 65 bytes each). */
 int dfcache_plan(struct dfbuild *d, char (*keys)[65]);
+/* A COPY/ADD's sources, wildcards expanded (bctx_sources; free with
+ * bctx_sources_free); more than one: the destination must end in '/'. */
+int df_sources(const struct dfbuild *d, const struct df_step *st, char ***srcs, int *n);
 /* The mark that a layer is complete (written after its seal). */
 int dfcache_mark_ok(const char *path);
 

@@ -6,12 +6,14 @@
 #include "host/dfbuild_int.h"
 #include "host/fsutil.h"
 #include "host/guest_conn.h"
+#include "host/oci.h"
 #include "host/host_config.h"
 #include "host/proc.h"
 #include "host/vmm.h"
 #include "common/err.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,54 @@ static int copy_entry(void *ctx, const struct bctx_entry *e)
 	return 0;
 }
 
+/* ADD of a local tar archive (plain, gzip, bzip2, xz, zstd): unpacked on
+ * the host into a scratch directory by the OCI unpacker (no absolute
+ * names, no `..`, no entry through a symlink, only files, directories
+ * and symlinks, the bytes bounded by the context's limit), then written
+ * into the destination directory through the guest's files API as a
+ * COPY of that directory is (a symlink that leads out of it is refused).
+ * 1: it was an archive, unpacked; 0: not one (copied as a file). */
+static int add_archive(struct dfbuild *d, struct vm *v, struct copy *c, const char *src)
+{
+	int fd = bctx_ignored(&d->bc, src) ? -1 : bctx_openat(&d->bc, src, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return 0;	/* the walk says why */
+	struct stat st;
+	int is = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? oci_tar_probe(fd) : 0;
+	if (is <= 0) {
+		close(fd);
+		return is;
+	}
+	char scratch[PATH_MAX];
+	if (df_pathf(scratch, sizeof scratch, "%s/add.XXXXXX", v->dir) < 0 || !mkdtemp(scratch)) {
+		close(fd);
+		return errf_sys("a scratch directory for ADD %.200s", src);
+	}
+	char what[PATH_MAX + 16];
+	snprintf(what, sizeof what, "ADD archive %s", src);
+	long entries = 0;
+	uint64_t max = d->max_context ? d->max_context : BCTX_MAX_BYTES;
+	int rc = oci_extract_tar(fd, scratch, what, max, &entries);
+	close(fd);
+	struct bctx ac;
+	if (rc == 0 && (rc = bctx_open_flags(scratch, max, BCTX_NO_IGNORE, &ac)) == 0) {
+		struct copy sub = *c;
+		sub.src = ".";
+		sub.into = false;	/* its contents go into dest */
+		rc = bctx_walk(&ac, ".", copy_entry, &sub);
+		c->bytes = sub.bytes;
+		c->files = sub.files;
+		bctx_close(&ac);
+		if (rc < 0) {
+			char msg[400];
+			snprintf(msg, sizeof msg, "%s", errmsg());
+			rc = errf(-rc, "ADD archive %.200s: %s", src, msg);
+		}
+	}
+	rmtree(scratch);
+	return rc < 0 ? rc : 1;
+}
+
 static bool chown_ok(const char *s)
 {
 	for (; *s; s++)
@@ -250,13 +300,22 @@ int dfvm_copy(struct dfbuild *d, struct vm *v, const struct state *s, const stru
 	if (st->chown && (!st->chown[0] || !chown_ok(st->chown)))
 		return errf(EINVAL, "line %d: %s --chown=%.40s: want USER[:GROUP] (names or ids)", st->line, kw,
 			    st->chown);
+	char **srcs = NULL;
+	int nsrc_all = 0;
+	int rc = df_sources(d, st, &srcs, &nsrc_all);
+	if (rc < 0) {
+		char msg[400];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "step %d/%d (line %d, %s): %s", o->step, o->steps, st->line, kw, msg);
+	}
 	struct copy c = { .d = d, .dest = dest, .chmod = chmod, .made = json_array() };
 	size_t dl = strlen(dest);
-	bool dir_dest = dest[dl - 1] == '/' || nsrc > 1;
+	bool dir_dest = dest[dl - 1] == '/' || nsrc_all > 1;
 	while (dl > 1 && dest[dl - 1] == '/')
 		dest[--dl] = 0;
-	int rc = guest_open(v->vsock, 10000, v->pid, &c.g);
+	rc = guest_open(v->vsock, 10000, v->pid, &c.g);
 	if (rc < 0) {
+		bctx_sources_free(srcs);
 		json_decref(c.made);
 		return rc;
 	}
@@ -266,14 +325,16 @@ int dfvm_copy(struct dfbuild *d, struct vm *v, const struct state *s, const stru
 		if (guest_stat(c.g, dest, &gs) == 0 && S_ISDIR(gs.mode))
 			dir_dest = true;
 	}
-	for (int i = 0; rc == 0 && i < nsrc; i++) {
-		char src[PATH_MAX];
-		if ((rc = bctx_clean(st->args[i], src, sizeof src)) < 0)
-			break;
-		c.src = src;
+	for (int i = 0; rc == 0 && i < nsrc_all; i++) {
+		c.src = srcs[i];
 		c.into = dir_dest;
-		rc = bctx_walk(&d->bc, src, copy_entry, &c);
+		int unpack = st->kind == DF_ADD ? add_archive(d, v, &c, srcs[i]) : 0;
+		if (unpack == 0)
+			rc = bctx_walk(&d->bc, srcs[i], copy_entry, &c);
+		else if (unpack < 0)
+			rc = unpack;
 	}
+	bctx_sources_free(srcs);
 	guest_close(c.g);
 	if (rc < 0) {
 		char msg[400];

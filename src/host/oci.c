@@ -44,6 +44,7 @@ struct unpack {
 	uint64_t max, *used;
 	struct oci_stats *st;
 	bool root;			/* running as root: owners are set */
+	bool parents;			/* an entry's missing directories are made (any order) */
 };
 
 /* ---- safe paths ------------------------------------------------------------------------------------ */
@@ -231,6 +232,51 @@ static int clear_for(int pfd, const char *base, bool want_dir, bool *exists_dir)
 	return remove_at(pfd, base, 0);
 }
 
+/* The directories path's entry goes in, made where missing (a tar that
+ * lists a file before its directory): one component at a time from the
+ * root, never through a symlink, each charged as an entry. */
+static int make_parents(struct unpack *u, const char *path, const char *name)
+{
+	int fd = fcntl(u->rootfd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return errf_sys("dup");
+	const char *p = path;
+	int rc = 0;
+	for (;;) {
+		size_t len = strcspn(p, "/");
+		if (!p[len])
+			break;	/* the last component: the entry itself */
+		char comp[NAME_MAX + 1];
+		if (len > NAME_MAX) {
+			rc = errf(ENAMETOOLONG, "%s: entry '%.200s': a name too long", u->what, name);
+			break;
+		}
+		memcpy(comp, p, len);
+		comp[len] = 0;
+		int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT) {
+			if ((rc = charge(u, OCI_ENTRY_COST, name)) < 0)
+				break;
+			if (mkdirat(fd, comp, 0755) < 0 && errno != EEXIST) {
+				rc = errf_sys("%s: entry '%.200s': mkdir", u->what, name);
+				break;
+			}
+			next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next < 0) {
+			rc = errno == ELOOP || errno == ENOTDIR
+				? errf(EPERM, "%s: entry '%.200s' goes through a symlink or a file", u->what, name)
+				: errf_sys("%s: entry '%.200s'", u->what, name);
+			break;
+		}
+		close(fd);
+		fd = next;
+		p += len + 1;
+	}
+	close(fd);
+	return rc;
+}
+
 static int make_entry(struct unpack *u, struct archive *a, struct archive_entry *e, char *path,
 		      const char *name)
 {
@@ -247,6 +293,12 @@ static int make_entry(struct unpack *u, struct archive *a, struct archive_entry 
 	}
 	const char *base;
 	int pfd = open_parent(u, path, name, &base);
+	if (pfd == -ENOENT && u->parents) {
+		int rc = make_parents(u, path, name);
+		if (rc < 0)
+			return rc;
+		pfd = open_parent(u, path, name, &base);
+	}
 	if (pfd == -ENOENT)
 		return errf(ENOENT, "%s: entry '%.200s': its directory is not in the image", u->what, name);
 	if (pfd < 0)
@@ -347,6 +399,33 @@ static bool is_whiteout(const char *path)
 	return !strncmp(base, ".wh.", 4);
 }
 
+/* tar, plain or compressed with the decoders libarchive has built in
+ * (never an external program). */
+static void support_formats(struct archive *a)
+{
+	archive_read_support_format_tar(a);
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+	archive_read_support_filter_bzip2(a);
+	archive_read_support_filter_xz(a);
+}
+
+int oci_tar_probe(int fd)
+{
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return errf_sys("lseek");
+	struct archive *a = archive_read_new();
+	if (!a)
+		return errf(ENOMEM, "out of memory");
+	support_formats(a);
+	struct archive_entry *e;
+	int is = archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK && archive_read_next_header(a, &e) == ARCHIVE_OK;
+	archive_read_free(a);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return errf_sys("lseek");
+	return is;
+}
+
 /* One pass over a tar stream read from fd (rewound). whiteouts: apply
  * them only; else make every other entry. */
 static int tar_pass(struct unpack *u, int fd, bool whiteouts)
@@ -356,9 +435,7 @@ static int tar_pass(struct unpack *u, int fd, bool whiteouts)
 	struct archive *a = archive_read_new();
 	if (!a)
 		return errf(ENOMEM, "out of memory");
-	archive_read_support_format_tar(a);
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
+	support_formats(a);
 	int rc = 0;
 	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
 		rc = errf(EINVAL, "%s: not a readable tar stream (truncated or corrupt): %s", u->what,
@@ -837,7 +914,7 @@ int oci_extract_tar(int fd, const char *dir, const char *what, uint64_t max_byte
 	uint64_t used = 0;
 	struct oci_stats st = { 0 };
 	struct unpack u = { .rootfd = root, .mode = ARCHIVE, .what = what, .max = max_bytes, .used = &used,
-			    .st = &st, .root = false };
+			    .st = &st, .root = false, .parents = true };
 	int rc = tar_pass(&u, fd, false);
 	close(root);
 	if (rc == -EFBIG)

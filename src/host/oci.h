@@ -13,8 +13,8 @@
  *     devtmpfs), FIFOs are, with mknodat in the root;
  *   - the bytes unpacked (file data plus OCI_ENTRY_COST per entry, for
  *     inodes) are bounded by max_bytes, archives included;
- *   - JSON documents are at most 4 MiB; only tar (plain, gzip, zstd) is
- *     read.
+ *   - JSON documents are at most 4 MiB; only tar (plain, gzip, zstd,
+ *     bzip2, xz: libarchive's built-in decoders) is read.
  * Layers are applied in order; `.wh.NAME` removes NAME of the layers
  * below, `.wh..wh..opq` empties its directory of them.
  */
@@ -52,10 +52,18 @@ int oci_unpack(const char *ref, const char *root, const char *scratch, uint64_t 
 	       struct oci_config *cfg, struct oci_stats *st);
 void oci_config_free(struct oci_config *c);
 
-/* A tar (plain, gzip or zstd) read from fd's start into the existing
- * directory dir, with the checks above (names, links, no devices; the
- * bytes bounded by max_bytes: -EFBIG); owners are not set. what names it
- * in messages ("the build context"). *entries: how many it made. */
+/* A tar (plain or compressed) read from fd's start into the existing
+ * directory dir, with the checks above (names, links; only files,
+ * directories and symlinks; the bytes bounded by max_bytes: -EFBIG);
+ * owners are not set. Entries may come in any order: a directory not yet
+ * listed is made (0755) when an entry below it comes, never through a
+ * symlink. what names it in messages ("the build context"). *entries:
+ * how many it made. */
 int oci_extract_tar(int fd, const char *dir, const char *what, uint64_t max_bytes, long *entries);
+
+/* Does fd (a regular file) hold a tar stream, plain or compressed (its
+ * first header reads)? 1 or 0; fd is left at its start. ADD unpacks
+ * such a source, as Docker does. */
+int oci_tar_probe(int fd);
 
 #endif
