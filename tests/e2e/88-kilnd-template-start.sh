@@ -18,6 +18,11 @@
 # rebuild whose last RUN is changed (to one that fails) takes the earlier
 # steps from the cache (the build log says so), fails naming the step,
 # its line and its output, and the version in service goes on serving.
+# The context has a .dockerignore (secret.txt and **/*.bak are not the
+# build's: not copied, and changing secret.txt keeps COPY's cache), COPY
+# takes wildcards (*.txt docs/*.txt), ADD unpacks a .tar.gz whose files
+# come before their directories (or with none listed). The API's upload
+# of it is a tar listing files before their directory.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail tstart_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 MIN=$REPO/build/guest/rootfs-minimal.ext4
@@ -50,29 +55,42 @@ st=$?
 # as a layer in the step cache, the root written out; then the usual
 # boot, start (CMD, ready on the EXPOSEd port), snapshot, verify.
 CTX=$T/ctx
-mkdir -p "$CTX"
+mkdir -p "$CTX/docs"
 echo from-context > "$CTX/greeting.txt"
+echo notes > "$CTX/docs/notes.txt"
+echo secret-v1 > "$CTX/secret.txt"
+echo old > "$CTX/docs/old.bak"
+printf '%s\n' '# not the build'"'"'s' secret.txt '**/*.bak' > "$CTX/.dockerignore"
+python3 - "$CTX/site.tar.gz" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w:gz") as t:
+    for name, data in (("site/sub/deep.txt", b"deep\n"), ("top.txt", b"top\n")):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+    i = tarfile.TarInfo("site"); i.type = tarfile.DIRTYPE; i.mode = 0o755; t.addfile(i)
+PY
 dockerfile() {
-	printf '%s\n' 'FROM kiln/minimal' 'ENV GREETING=hi' 'WORKDIR /app' 'COPY --chmod=600 greeting.txt ./' \
+	printf '%s\n' 'FROM kiln/minimal' 'ENV GREETING=hi' 'WORKDIR /app' 'COPY --chmod=600 *.txt docs/* ./' 'ADD site.tar.gz /srv/' \
 		'RUN test "$(ls /sys/class/net)" = lo && echo "$GREETING from run in $(pwd)" > ran.txt && mkdir -p /w && echo dock > /w/index.html' \
 		'EXPOSE 8000' 'CMD ["httpd", "-f", "-p", "8000", "-h", "/w"]' "$1" > "$CTX/Dockerfile"
 }
 dockerfile 'RUN echo last-v1 > /app/last.txt'
 "$KILND" --data "$DATA" template build dock --dockerfile "$CTX" > "$T/dock.log" 2>&1
 st=$?
-if [ "$st" = 0 ] && grep -q "4 steps: 0 cached, 4 run" "$T/dock.log" && grep -q "port 8000 answers in a new sandbox" "$T/dock.log"; then
-	pass df_build "$(grep -o '4 steps[^(]*' "$T/dock.log" | head -1); $(tail -1 "$T/dock.log")"
+if [ "$st" = 0 ] && grep -q "5 steps: 0 cached, 5 run" "$T/dock.log" && grep -q "port 8000 answers in a new sandbox" "$T/dock.log"; then
+	pass df_build "$(grep -o '5 steps[^(]*' "$T/dock.log" | head -1); $(tail -1 "$T/dock.log")"
 else
 	fail df_build "status $st: $(grep -v '^step' "$T/dock.log" | tail -4 | tr '\n' ' ')"
 fi
-# The last RUN changed, to one that fails: the three steps before it come
-# from the cache, it fails with its output, version 1 stays in service.
+# The last RUN changed, to one that fails: the four steps before it come
+# from the cache (an ignored file changed too), it fails with its output,
+# version 1 stays in service.
 dockerfile 'RUN echo about to fail; ls /nonexistent-dir; exit 3'
+echo secret-v2 > "$CTX/secret.txt"
 "$KILND" --data "$DATA" template build dock --dockerfile "$CTX" > "$T/dock2.log" 2>&1
 st=$?
 nc=$(grep -c "cached: " "$T/dock2.log")
-[ "$st" != 0 ] && [ "$nc" = 3 ] && grep -q "step 8/8 (line 8, RUN) exited with status 3; the end of its output: about to fail .*nonexistent-dir" "$T/dock2.log" &&
-	grep -q "^step 8/8 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
+[ "$st" != 0 ] && [ "$nc" = 4 ] && grep -q "step 9/9 (line 9, RUN) exited with status 3; the end of its output: about to fail .*nonexistent-dir" "$T/dock2.log" &&
+	grep -q "^step 9/9 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
 	pass df_failed_run_cached_steps "$nc steps cached; $(tail -1 "$T/dock2.log" | cut -c1-240)" ||
 	fail df_failed_run_cached_steps "status $st, $nc cached: $(tail -3 "$T/dock2.log" | tr '\n' ' ')"
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
@@ -91,9 +109,9 @@ check df_listed "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["t
 # A sandbox of the Dockerfile's template (version 1).
 create_sandbox '{"template":"dock"}'
 D=$SBX
-api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
+api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html; ls; cat /srv/site/sub/deep.txt /srv/top.txt"}'
 got=$(jget '" ".join(j["stdout"].split())')
-check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock" ]
+check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock greeting.txt last.txt notes.txt ran.txt deep top" ]
 api DELETE "/v1/sandboxes/$D"
 create_sandbox '{"template":"srv"}'
 A=$SBX
@@ -127,7 +145,8 @@ api DELETE "/v1/apps/$APP"
 # ends "failed" with its error and log; in use, it is not deleted.
 t_api=$SECONDS
 dockerfile 'RUN echo last-v1 > /app/last.txt'
-tar -C "$CTX" -cf "$T/ctx.tar" .
+tar -C "$CTX" --no-recursion -cf "$T/ctx.tar" ./docs/notes.txt ./docs/old.bak ./Dockerfile ./.dockerignore \
+	./greeting.txt ./secret.txt ./site.tar.gz ./docs
 mkdir -p "$T/bad" && printf '%s\n' 'FROM kiln/minimal' 'RUN echo boom-output; exit 7' > "$T/bad/Dockerfile"
 tar -C "$T/bad" -czf "$T/bad.tgz" .
 upload() {	# upload FILE QUERY [KEY]
@@ -175,10 +194,10 @@ api GET /v1/templates
 check tapi_listed "$(jget '[t["name"] for t in j["templates"]]')" [ "$(jget '[t["name"] for t in j["templates"] if t["name"] in ("web", "broken")]')" = "['web']" ]
 create_sandbox '{"template":"web"}'
 W=$SBX
-api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
+api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt /app/notes.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
 got=$(jget '" ".join(j["stdout"].split())')
 api GET "/v1/sandboxes/$W"
-check tapi_sandbox "'$got', template $(jget 'j["template"]')" [ "$got" = "last-v1 dock" -a "$(jget 'j["template"]')" = web ]
+check tapi_sandbox "'$got', template $(jget 'j["template"]')" [ "$got" = "last-v1 notes dock" -a "$(jget 'j["template"]')" = web ]
 KEY2=$(new_key tstart-other)
 STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$URL/v1/templates/web")
 s1=$STATUS
