@@ -32,7 +32,11 @@ static __thread struct {
 static int measure_one(const char *path, const struct stat *st, int type, struct FTW *f)
 {
 	(void)f;
-	const char *rel = strlen(path) > measure.dirlen ? path + measure.dirlen + 1 : ".";
+	const char *rel = path + (strlen(path) > measure.dirlen ? measure.dirlen : strlen(path));
+	while (*rel == '/')
+		rel++;
+	if (!*rel)
+		rel = ".";
 	if (dign_ignored(measure.ign, rel)) {
 		/* Not the build's: uncounted, and not entered unless a `!`
 		 * pattern may keep something in it. */

@@ -172,6 +172,10 @@ static int context_ignored(void)
 	close(fd);
 	T_ASSERT(bctx_open(ctx, 1 << 20, &c) == 0, "an ignored 8 MiB file counted: %s", errmsg());
 	bctx_close(&c);
+	char slash[400];
+	snprintf(slash, sizeof slash, "%s//", ctx);	/* the context named with trailing slashes */
+	T_ASSERT(bctx_open(slash, 1 << 20, &c) == 0, "%s: an ignored 8 MiB file counted: %s", slash, errmsg());
+	bctx_close(&c);
 	put(".dockerignore", "*.py\n");
 	int rc = bctx_open(ctx, 1 << 20, &c);
 	T_ASSERT(rc == -EFBIG, "8 MiB not ignored, under a 1 MiB limit: %d", rc);
