@@ -247,6 +247,7 @@ static int add_archive(struct dfbuild *d, struct vm *v, struct copy *c, const ch
 		close(fd);
 		return errf_sys("a scratch directory for ADD %.200s", src);
 	}
+	chmod(scratch, 0755);	/* the destination a walk of it makes: Docker's mode, not mkdtemp's */
 	char what[PATH_MAX + 16];
 	snprintf(what, sizeof what, "ADD archive %s", src);
 	long entries = 0;

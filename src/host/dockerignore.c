@@ -166,8 +166,8 @@ int dign_match(const char *pat, const char *s, bool dstar)
 	int np = split(pat, p, MAX_COMPS), ns = split(s, c, MAX_COMPS);
 	if (np < 0 || ns < 0)
 		return np < 0 ? np : 0;
-	/* A trailing "/" "**" (Docker's `dir/.*`) wants something below: the
-	 * rest matched against a proper prefix of the path. */
+	/* A trailing `**` component after others (Docker's `dir/.*`) wants
+	 * something below: the rest matched against a proper prefix. */
 	if (np > 1 && is_dstar(&p[np - 1]) && !is_dstar(&p[np - 2])) {
 		for (int k = ns - 1; k >= 1; k--) {
 			int rc = comps_match(p, np - 1, c, k);

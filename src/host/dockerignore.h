@@ -4,8 +4,9 @@
  * skipped, each pattern trimmed and cleaned (`.` and repeated slashes
  * dropped, a leading and a trailing `/` removed); `*` is any run of
  * characters but `/`, `?` one of them, `[...]` a class (`^` negates),
- * `\` quotes the next character, `**` any number of directories (also
- * none). A path is ignored when the last pattern that matches it or one
+ * `\` quotes the next character, `**` (a whole path component) any
+ * number of directories, also none (elsewhere, as in `a**b`, it is a `*`:
+ * Docker's regular expression would let that one cross a `/`). A path is ignored when the last pattern that matches it or one
  * of its parent directories is not a `!` exception: patterns are read in
  * order, an exception re-including what an earlier pattern excluded.
  * Paths are relative to the context ("a/b.txt"), cleaned by the caller.

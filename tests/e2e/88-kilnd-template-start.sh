@@ -109,9 +109,9 @@ check df_listed "$(jget '[(t["name"], t["start"], t["ready_port"]) for t in j["t
 # A sandbox of the Dockerfile's template (version 1).
 create_sandbox '{"template":"dock"}'
 D=$SBX
-api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html; ls; cat /srv/site/sub/deep.txt /srv/top.txt"}'
+api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html; ls; cat /srv/site/sub/deep.txt /srv/top.txt; stat -c %a /srv"}'
 got=$(jget '" ".join(j["stdout"].split())')
-check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock greeting.txt last.txt notes.txt ran.txt deep top" ]
+check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock greeting.txt last.txt notes.txt ran.txt deep top 755" ]
 api DELETE "/v1/sandboxes/$D"
 create_sandbox '{"template":"srv"}'
 A=$SBX
