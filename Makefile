@@ -219,15 +219,16 @@ build/guest/rootfs-postgres.ext4: images/build-rootfs-postgres images/postgres-s
 	@mkdir -p $(dir $@)
 	images/build-rootfs-postgres $@
 
-# `code-interpreter`: base and Debian's numpy, pandas and matplotlib, and
+# `code-interpreter`: base and Debian's numpy, pandas, matplotlib and
+# nodejs (images/code-interpreter.packages: javascript contexts), and
 # the code interpreter (src/guest/interp) at /usr/lib/kiln/kiln_interp.py,
 # root's, which the template's warm-up starts so that it runs in the
 # snapshot (src/host/template.c). The packages are one image, kept
 # (rootfs-code-interpreter.pkgs), so that a change to the interpreter
 # only copies it and puts the new file in.
-build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base
+build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base images/code-interpreter.packages
 	@mkdir -p $(dir $@)
-	images/build-rootfs-base $@ 4G python3-numpy,python3-pandas,python3-matplotlib kiln-code
+	images/build-rootfs-base $@ 4G "$$(paste -sd, images/code-interpreter.packages)" kiln-code
 build/guest/rootfs-code-interpreter.ext4: build/guest/rootfs-code-interpreter.pkgs \
 		src/guest/interp/kiln_interp.py
 	cp --sparse=always $< $@.tmp
