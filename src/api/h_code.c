@@ -28,12 +28,12 @@
 
 /* The status of the interpreter's refusal ({"t":"fail","code",...}):
  * "unsupported" is a language the sandbox lacks (javascript without node),
- * the caller's to fix by its choice of template. */
+ * a 400 the caller fixes by its choice of template. */
 static int reply_fail(struct req *r, json_t *fail)
 {
 	const char *code = code_str(fail, "code");
-	int status = !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_request") ? 400
-		   : !strcmp(code, "unsupported") ? 422 : 502;
+	int status = !strcmp(code, "not_found") ? 404
+		   : !strcmp(code, "invalid_request") || !strcmp(code, "unsupported") ? 400 : 502;
 	return reply_error(r, status, code, "%s", code_str(fail, "message"));
 }
 
@@ -102,7 +102,7 @@ int h_code_run(struct req *r)
 
 /* POST .../code/stream: the same cell, its messages as Server-Sent Events
  * while it runs: stdout and stderr {"text"}, result (a Result), error
- * (the cell's exception), then end {"execution_count","duration_ms"}; a
+ * (the cell's exception), then end {"execution_count","duration_ms","truncated"}; a
  * failure of the platform is `fail` {"code","message"}. */
 struct cstream {
 	struct code_conn cc;
@@ -110,6 +110,7 @@ struct cstream {
 	bool done;
 	int64_t t0;
 	uint64_t text_left;		/* stdout and stderr bytes still sent */
+	bool truncated;			/* some were not */
 };
 
 static void cs_message(struct cstream *s, json_t *m)
@@ -118,8 +119,10 @@ static void cs_message(struct cstream *s, json_t *m)
 	if (!strcmp(t, "stdout") || !strcmp(t, "stderr")) {
 		const char *text = code_str(m, "text");
 		size_t n = strlen(text);
-		if (n > s->text_left)
+		if (n > s->text_left) {
 			n = (size_t)s->text_left;
+			s->truncated = true;
+		}
 		s->text_left -= n;
 		if (n)
 			sse_event(&s->out, t, json_pack("{s:o}", "text", render_text(text, n)));
@@ -130,9 +133,10 @@ static void cs_message(struct cstream *s, json_t *m)
 	} else if (!strcmp(t, "error")) {
 		sse_event(&s->out, "error", code_error(m));
 	} else if (!strcmp(t, "end")) {
-		sse_event(&s->out, "end", json_pack("{s:I,s:f}", "execution_count",
+		sse_event(&s->out, "end", json_pack("{s:I,s:f,s:b}", "execution_count",
 						    (json_int_t)json_integer_value(json_object_get(m, "count")),
-						    "duration_ms", (double)(code_mono_ms() - s->t0)));
+						    "duration_ms", (double)(code_mono_ms() - s->t0), "truncated",
+						    s->truncated || json_is_true(json_object_get(m, "truncated"))));
 		s->done = true;
 	} else if (!strcmp(t, "fail")) {
 		sse_event(&s->out, "fail", json_pack("{s:s,s:s}", "code", code_str(m, "code"), "message",
