@@ -51,6 +51,7 @@ import io
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import select
@@ -212,7 +213,7 @@ def shell_worker(shell, cwd):
     sourced into, so variables, functions, `cd` and `export` last. It is
     interactive because that is how a shell survives an interrupt: SIGINT
     ends the command line under way (the cell) and the shell reads the
-    next one, as at a prompt. Each cell is `. FILE`, then a line that
+    next one, as at a prompt. Each cell is `command . FILE`, then a line that
     writes `SEQ $?` to a pipe of its own (the mark): stdout and stderr
     written before it are in their pipes when it comes."""
     chan = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -224,7 +225,8 @@ def shell_worker(shell, cwd):
     def send(msg):
         chan.write(json.dumps(msg) + "\n")
 
-    cells = tempfile.mkdtemp(prefix="kiln-%s-" % shell)
+    cells = cells_dir(os.getpid())
+    os.mkdir(cells, 0o700)
     marks_r, marks_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -272,8 +274,9 @@ def shell_worker(shell, cwd):
             pass
 
     def mark(seq, status="$?"):
-        # printf is a builtin of both shells: no process per cell.
-        return "printf '%%s %%s\\n' %d %s >&%d" % (seq, status, marks_w)
+        # printf is a builtin of both shells: no process per cell;
+        # `command`, so that a cell's function named printf is not it.
+        return "command printf '%%s %%s\\n' %d %s >&%d" % (seq, status, marks_w)
 
     def pump(fd, forward=True):
         """What fd has now; False at its end."""
@@ -344,10 +347,11 @@ def shell_worker(shell, cwd):
         state.update(seq=count, err_tail="")
         state["running"] = True
         # Its standard input is /dev/null: a cell reading it must not
-        # eat the next command line. The mark is a line of its own: an
-        # error of a special builtin (`.` of a cell that does not parse,
-        # in sh) ends the line it is on, and $? lasts to the next.
-        line(". %s </dev/null" % path)
+        # eat the next command line. `command .`: an error of a special
+        # builtin (`.` of a cell that does not parse) would otherwise make
+        # an interactive sh drop the input it has read, the mark with it.
+        # The mark is a line of its own, $? lasting to it.
+        line("command . %s </dev/null" % path)
         line(mark(count))
         status = wait_mark(count)
         state["running"] = False
@@ -366,6 +370,12 @@ def shell_worker(shell, cwd):
             send({"t": "error", "name": "NonZeroExit", "value": "exit status %d" % status,
                   "traceback": state["err_tail"]})
         send({"t": "end", "count": count})
+
+
+def cells_dir(pid):
+    """Where a shell worker keeps its cells (the server removes it when
+    the worker is gone)."""
+    return os.path.join(tempfile.gettempdir(), "kiln-cells-%d" % pid)
 
 
 def codecs_decoder():
@@ -544,12 +554,16 @@ class Context:
                               "template has it)" % (self.language, argv[0])) from None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
+        if self.proc:
             kill_session(self.proc.pid)
             self.proc.kill()
             self.proc.wait()
-        elif self.proc:
-            kill_session(self.proc.pid)
+            self.gone()
+
+    def gone(self):
+        """What a worker that ended leaves: its cells (a shell's)."""
+        if self.language in ("bash", "sh"):
+            shutil.rmtree(cells_dir(self.proc.pid), ignore_errors=True)
 
     def restart(self):
         self.stop()
@@ -688,6 +702,7 @@ def run(conn, send, req):
         if not ended:
             status = p.wait()
             kill_session(p.pid)
+            ctx.gone()
             try:
                 ctx.start()
             except Unsupported:
