@@ -219,22 +219,28 @@ build/guest/rootfs-postgres.ext4: images/build-rootfs-postgres images/postgres-s
 	@mkdir -p $(dir $@)
 	images/build-rootfs-postgres $@
 
-# `code-interpreter`: base and Debian's numpy, pandas and matplotlib, and
+# `code-interpreter`: base and Debian's numpy, pandas, matplotlib and
+# nodejs (images/code-interpreter.packages: javascript contexts), and
 # the code interpreter (src/guest/interp) at /usr/lib/kiln/kiln_interp.py,
-# root's, which the template's warm-up starts so that it runs in the
-# snapshot (src/host/template.c). The packages are one image, kept
-# (rootfs-code-interpreter.pkgs), so that a change to the interpreter
-# only copies it and puts the new file in.
-build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base
+# root's, with the modules its python contexts import at start beside it
+# (images/code-interpreter.preload, as kiln_interp.preload), which the
+# template's warm-up starts so that it runs in the snapshot
+# (src/host/template.c); kilnd restarts that copy if it dies. The
+# packages are one image, kept (rootfs-code-interpreter.pkgs), so that a
+# change to the interpreter only copies it and puts the new file in.
+build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base images/code-interpreter.packages
 	@mkdir -p $(dir $@)
-	images/build-rootfs-base $@ 4G python3-numpy,python3-pandas,python3-matplotlib kiln-code
+	images/build-rootfs-base $@ 4G "$$(paste -sd, images/code-interpreter.packages)" kiln-code
 build/guest/rootfs-code-interpreter.ext4: build/guest/rootfs-code-interpreter.pkgs \
-		src/guest/interp/kiln_interp.py
+		src/guest/interp/kiln_interp.py images/code-interpreter.preload
 	cp --sparse=always $< $@.tmp
 	printf '%s\n' 'mkdir /usr/lib/kiln' 'sif /usr/lib/kiln uid 0' 'sif /usr/lib/kiln gid 0' \
 		'write src/guest/interp/kiln_interp.py /usr/lib/kiln/kiln_interp.py' \
 		'sif /usr/lib/kiln/kiln_interp.py uid 0' 'sif /usr/lib/kiln/kiln_interp.py gid 0' \
-		'sif /usr/lib/kiln/kiln_interp.py mode 0100644' | debugfs -w -f - $@.tmp >/dev/null
+		'sif /usr/lib/kiln/kiln_interp.py mode 0100644' \
+		'write images/code-interpreter.preload /usr/lib/kiln/kiln_interp.preload' \
+		'sif /usr/lib/kiln/kiln_interp.preload uid 0' 'sif /usr/lib/kiln/kiln_interp.preload gid 0' \
+		'sif /usr/lib/kiln/kiln_interp.preload mode 0100644' | debugfs -w -f - $@.tmp >/dev/null
 	e2fsck -fn $@.tmp >/dev/null
 	mv $@.tmp $@
 

@@ -31,6 +31,7 @@
 
 #define INTERP_PORT 49999
 #define INTERP_PATH "/run/kiln/interp.py"
+#define TEMPLATE_INTERP_PATH "/usr/lib/kiln/kiln_interp.py"	/* Makefile, rootfs-code-interpreter */
 #define START_WAIT_MS 20000		/* python3 starting in a fresh guest */
 #define LINE_MAX_BYTES (48u << 20)	/* one message: a large PNG, base64 */
 #define RESULTS_MAX_BYTES (64u << 20)	/* everything a cell answers, but stdout/stderr */
@@ -44,14 +45,28 @@ int64_t code_mono_ms(void)
 
 /* ---- reaching the interpreter ------------------------------------------------------ */
 
-/* Write the interpreter into the guest and start it in the background.
- * -ENOTSUP: the template has no python3. */
+/* Start the interpreter in the background: the template's own copy where
+ * it has one (the code-interpreter template: its kiln_interp.preload
+ * beside it, so a server that died comes back with the same modules
+ * imported), else kilnd's, written into the guest first. -ENOTSUP: the
+ * template has no python3. */
 static int interp_start(struct hostif *hi, const char *ws, const char *id)
 {
 	struct hostif_guest hg;
 	int rc = hostif_enter(hi, ws, id, &hg);
 	if (rc < 0)
 		return rc;
+	struct guest_stat st;
+	if (guest_stat(hg.g, TEMPLATE_INTERP_PATH, &st) == 0) {
+		static const char *const argv[] = { "python3", "-u", TEMPLATE_INTERP_PATH, "serve", NULL };
+		struct guest_cmd cmd = { .argv = argv, .background = true };
+		if ((rc = guest_exec_start(hg.g, &cmd)) == 0)
+			rc = guest_exec_detach(hg.g);
+		hostif_leave(hi, &hg);
+		if (rc == -ENOENT || rc == -EACCES)
+			return errf(ENOTSUP, "this sandbox cannot run the code interpreter: %s", errmsg());
+		return rc;
+	}
 	int fd = memfd_create("kiln-interp", MFD_CLOEXEC);
 	if (fd < 0)
 		rc = errf_sys("memfd_create");
@@ -286,6 +301,8 @@ static int on_cell(struct cell *c, json_t *m)
 		c->error = code_error(m);
 	} else if (!strcmp(t, "end")) {
 		c->count = json_integer_value(json_object_get(m, "count"));
+		if (json_is_true(json_object_get(m, "truncated")))
+			c->truncated = true;	/* the interpreter's own bound */
 		return 1;
 	}
 	return 0;
@@ -337,12 +354,29 @@ int code_cell(struct hostif *hi, const char *ws, const char *id, json_t *request
 	return rc;
 }
 
-int code_run_request(const char *code, const char *context, int64_t timeout_s, int64_t *wait_ms, json_t **out)
+int code_run_request(const char *code, const char *language, const char *context, int64_t timeout_s,
+		     uint64_t max_output, int64_t *wait_ms, json_t **out)
 {
 	*wait_ms = timeout_s ? timeout_s * 1000 + CODE_REPLY_GRACE_MS : (int64_t)CODE_TIMEOUT_MAX * 1000;
-	*out = json_pack("{s:s,s:s,s:s,s:I}", "op", "run", "context", context ? context : "default", "code", code,
+	*out = json_pack("{s:s,s:s?,s:s?,s:s,s:I}", "op", "run", "language", language, "context", context, "code", code,
 			 "timeout", (json_int_t)timeout_s);
+	if (*out && max_output)
+		json_object_set_new(*out, "max_output", json_integer((json_int_t)max_output));
 	return *out ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int code_language(const char *s, const char **canonical)
+{
+	static const struct { const char *name, *canonical; } langs[] = {
+		{ "python", "python" }, { "python3", "python" }, { "bash", "bash" }, { "sh", "sh" },
+		{ "javascript", "javascript" }, { "js", "javascript" }, { "node", "javascript" },
+	};
+	for (size_t i = 0; i < sizeof langs / sizeof langs[0]; i++)
+		if (!strcmp(s, langs[i].name)) {
+			*canonical = langs[i].canonical;
+			return 0;
+		}
+	return errf(EINVAL, "language '%.20s': the code interpreter runs python, bash, sh and javascript", s);
 }
 
 int code_context_name(const char *s)

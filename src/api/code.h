@@ -5,7 +5,8 @@
  * as interp_py (scripts/embed-text makes the C file at build time).
  *
  * Errors are -errno with errmsg() set: -ENOTSUP the sandbox has no
- * python3, -ETIMEDOUT no answer in time, -ECONNABORTED the client (its
+ * python3 (the interpreter's own refusal of a language the sandbox lacks,
+ * javascript without node, is a fail message "unsupported"), -ETIMEDOUT no answer in time, -ECONNABORTED the client (its
  * socket, client_fd) went away, -EPROTO the guest answered nonsense.
  */
 #ifndef KILN_API_CODE_H
@@ -41,8 +42,14 @@ int code_open(struct hostif *hi, const char *ws, const char *id, json_t *request
 int code_next(struct code_conn *c, json_t **msg);
 void code_close(struct code_conn *c);
 
-/* A cell's "run" request; *wait_ms how long its answer may take. */
-int code_run_request(const char *code, const char *context, int64_t timeout_s, int64_t *wait_ms, json_t **out);
+/* A cell's "run" request; *wait_ms how long its answer may take. language
+ * NULL: the context's (python for the default context); max_output bounds
+ * stdout and stderr inside the guest (0: the interpreter's 1 MiB). */
+int code_run_request(const char *code, const char *language, const char *context, int64_t timeout_s,
+		     uint64_t max_output, int64_t *wait_ms, json_t **out);
+/* The interpreter's name of a language: python (python3), bash, sh or
+ * javascript (js, node); -EINVAL naming the languages there are. */
+int code_language(const char *s, const char **canonical);
 /* Run a cell to its end: *execution the API's Execution object, or *fail
  * the interpreter's refusal ({"t":"fail","code","message"}); both yours. */
 int code_cell(struct hostif *hi, const char *ws, const char *id, json_t *request, int client_fd,

@@ -26,11 +26,14 @@
 
 #define CONTEXT_WAIT_MS 30000
 
-/* The status of the interpreter's refusal ({"t":"fail","code",...}). */
+/* The status of the interpreter's refusal ({"t":"fail","code",...}):
+ * "unsupported" is a language the sandbox lacks (javascript without node),
+ * a 400 the caller fixes by its choice of template. */
 static int reply_fail(struct req *r, json_t *fail)
 {
 	const char *code = code_str(fail, "code");
-	int status = !strcmp(code, "not_found") ? 404 : !strcmp(code, "invalid_request") ? 400 : 502;
+	int status = !strcmp(code, "not_found") ? 404
+		   : !strcmp(code, "invalid_request") || !strcmp(code, "unsupported") ? 400 : 502;
 	return reply_error(r, status, code, "%s", code_str(fail, "message"));
 }
 
@@ -39,12 +42,10 @@ static int reply_code_errno(struct req *r, int rc)
 	return rc == -ECONNABORTED ? reply_abort(r) : reply_errno(r, rc);
 }
 
-static int language_ok(const char *lang)
+/* A language field: its canonical name in *lang (NULL stays NULL). */
+static int language_ok(const char **lang)
 {
-	if (!lang || !strcmp(lang, "python") || !strcmp(lang, "python3"))
-		return 0;
-	return errf(EINVAL, "language '%.20s': contexts are python only; run other languages with exec "
-		    "(or the SDKs' run_code without a context)", lang);
+	return *lang ? code_language(*lang, lang) : 0;
 }
 
 /* A cell's request from the body, after checking the sandbox is the
@@ -60,7 +61,7 @@ static json_t *cell_request(struct req *r, int64_t *wait_ms, int *answered)
 	rc = rc ?: v_str(b, "language", false, 16, &lang);
 	rc = rc ?: v_str(b, "context", false, 64, &context);
 	rc = rc ?: v_int(b, "timeout_seconds", false, 0, CODE_TIMEOUT_MAX, &timeout);
-	rc = rc ?: language_ok(lang);
+	rc = rc ?: language_ok(&lang);
 	if (rc == 0 && context && code_context_name(context) < 0)
 		rc = errf(EINVAL, "field 'context': %s", errmsg());
 	if (rc < 0) {
@@ -70,7 +71,7 @@ static json_t *cell_request(struct req *r, int64_t *wait_ms, int *answered)
 	if (req_sandbox(r, NULL, answered) < 0)
 		return NULL;
 	json_t *request;
-	if (code_run_request(code, context, timeout, wait_ms, &request) < 0) {
+	if (code_run_request(code, lang, context, timeout, r->api->cfg->max_exec_output, wait_ms, &request) < 0) {
 		*answered = reply_errno(r, -ENOMEM);
 		return NULL;
 	}
@@ -101,7 +102,7 @@ int h_code_run(struct req *r)
 
 /* POST .../code/stream: the same cell, its messages as Server-Sent Events
  * while it runs: stdout and stderr {"text"}, result (a Result), error
- * (the cell's exception), then end {"execution_count","duration_ms"}; a
+ * (the cell's exception), then end {"execution_count","duration_ms","truncated"}; a
  * failure of the platform is `fail` {"code","message"}. */
 struct cstream {
 	struct code_conn cc;
@@ -109,6 +110,7 @@ struct cstream {
 	bool done;
 	int64_t t0;
 	uint64_t text_left;		/* stdout and stderr bytes still sent */
+	bool truncated;			/* some were not */
 };
 
 static void cs_message(struct cstream *s, json_t *m)
@@ -117,8 +119,10 @@ static void cs_message(struct cstream *s, json_t *m)
 	if (!strcmp(t, "stdout") || !strcmp(t, "stderr")) {
 		const char *text = code_str(m, "text");
 		size_t n = strlen(text);
-		if (n > s->text_left)
+		if (n > s->text_left) {
 			n = (size_t)s->text_left;
+			s->truncated = true;
+		}
 		s->text_left -= n;
 		if (n)
 			sse_event(&s->out, t, json_pack("{s:o}", "text", render_text(text, n)));
@@ -129,9 +133,10 @@ static void cs_message(struct cstream *s, json_t *m)
 	} else if (!strcmp(t, "error")) {
 		sse_event(&s->out, "error", code_error(m));
 	} else if (!strcmp(t, "end")) {
-		sse_event(&s->out, "end", json_pack("{s:I,s:f}", "execution_count",
+		sse_event(&s->out, "end", json_pack("{s:I,s:f,s:b}", "execution_count",
 						    (json_int_t)json_integer_value(json_object_get(m, "count")),
-						    "duration_ms", (double)(code_mono_ms() - s->t0)));
+						    "duration_ms", (double)(code_mono_ms() - s->t0), "truncated",
+						    s->truncated || json_is_true(json_object_get(m, "truncated"))));
 		s->done = true;
 	} else if (!strcmp(t, "fail")) {
 		sse_event(&s->out, "fail", json_pack("{s:s,s:s}", "code", code_str(m, "code"), "message",
@@ -228,11 +233,15 @@ static json_t *ask(struct req *r, json_t *request, int *answered)
 	return m;
 }
 
+/* A context as the API shows it; the guest's words taken only when known. */
 static json_t *context_json(json_t *c)
 {
 	json_t *cwd = json_object_get(c, "cwd");
-	return json_pack("{s:s,s:s,s:O}", "id", code_str(c, "id"), "language", "python", "cwd",
-			 json_is_string(cwd) ? cwd : json_null());
+	const char *lang = code_str(c, "language");
+	if (code_language(lang, &lang) < 0)
+		lang = "python";
+	return json_pack("{s:s%,s:s,s:O}", "id", code_str(c, "id"), strnlen(code_str(c, "id"), 64), "language", lang,
+			 "cwd", json_is_string(cwd) ? cwd : json_null());
 }
 
 int h_code_context_create(struct req *r)
@@ -243,13 +252,14 @@ int h_code_context_create(struct req *r)
 	int rc = v_known_keys(b, keys);
 	rc = rc ?: v_str(b, "language", false, 16, &lang);
 	rc = rc ?: v_str(b, "cwd", false, 4095, &cwd);
-	rc = rc ?: language_ok(lang);
+	rc = rc ?: language_ok(&lang);
 	if (rc == 0 && cwd)
 		rc = v_guest_path(cwd, "cwd");
 	if (rc < 0)
 		return reply_error(r, 400, "invalid_request", "%s", errmsg());
 	int answered;
-	json_t *a = ask(r, json_pack("{s:s,s:s,s:s?}", "op", "create", "language", "python", "cwd", cwd), &answered);
+	json_t *a = ask(r, json_pack("{s:s,s:s,s:s?}", "op", "create", "language", lang ? lang : "python", "cwd", cwd),
+			&answered);
 	if (!a)
 		return answered;
 	json_t *c = context_json(a);

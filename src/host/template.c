@@ -30,9 +30,10 @@ const struct template_def template_defs[] = {
 	  2, 1024,
 	  /* The code interpreter (src/guest/interp, put in the image by the
 	   * Makefile) runs in the snapshot with its default context's worker
-	   * up and these modules imported: a sandbox's first run_code starts
-	   * nothing (the server daemonizes; `start` returns once it is ready). */
-	  "python3 /usr/lib/kiln/kiln_interp.py start --preload numpy,pandas,matplotlib,matplotlib.pyplot" },
+	   * up and the modules of its kiln_interp.preload (numpy, pandas,
+	   * matplotlib) imported: a sandbox's first run_code starts nothing
+	   * (the server daemonizes; `start` returns once it is ready). */
+	  "python3 /usr/lib/kiln/kiln_interp.py start" },
 	{ "postgres", "base with PostgreSQL 15 (server and psql), its cluster made: managed databases (docs/databases.md)",
 	  1, 512,
 	  /* The server's and psql's files in the page cache the snapshot keeps. */

@@ -242,12 +242,14 @@ static int t_shell(struct mcp_call *c, const json_t *args, struct mcp_out *out)
  * image block; the Execution as the structured result. */
 static int t_run_code(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *context = arg_str(args, "context", NULL);
+	const char *context = arg_str(args, "context", NULL), *lang = arg_str(args, "language", NULL);
 	int rc = context ? code_context_name(context) : 0;
+	rc = rc ?: lang ? code_language(lang, &lang) : 0;
 	rc = rc ?: tool_sandbox(c, args, true, NULL);
 	int64_t timeout_ms = arg_int(args, "timeout_ms", 120000), wait;
 	json_t *request, *execution, *fail;
-	rc = rc ?: code_run_request(arg_str(args, "code", ""), context, (timeout_ms + 999) / 1000, &wait, &request);
+	rc = rc ?: code_run_request(arg_str(args, "code", ""), lang, context, (timeout_ms + 999) / 1000, OUTPUT_MAX,
+				    &wait, &request);
 	rc = rc ?: code_cell(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), request, req_socket(c->r),
 			     wait, OUTPUT_MAX, &execution, &fail);
 	if (rc < 0)
@@ -1100,15 +1102,19 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{\"type\":\"boolean\"},"
 	  "\"duration_ms\":{\"type\":\"number\"},\"truncated\":{\"type\":\"boolean\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_shell },
-	{ "run_code", "Run Python code",
-	  "Run Python in the sandbox's interpreter, which keeps variables, imports and functions from "
-	  "one call to the next (as a notebook does; a context id keeps separate sets). Returns what it "
-	  "printed, the value of its last expression, its error with the traceback, and any plot as an "
-	  "image. Needs python3 in the sandbox (the base template).",
+	{ "run_code", "Run code",
+	  "Run Python (or bash, sh, javascript) in the sandbox's interpreter, which keeps variables, "
+	  "imports and functions from one call to the next (as a notebook does; bash keeps its variables, "
+	  "exports and working directory; a context id keeps separate sets). Returns what it printed, the "
+	  "value of its last expression, its error with the traceback (bash: a failing last command), and "
+	  "any plot as an image. Needs python3 in the sandbox (the base template); javascript needs node "
+	  "(the code-interpreter template).",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
-	  "\"code\":{\"type\":\"string\",\"maxLength\":1048576,\"description\":\"Python source: a cell.\"},"
+	  "\"code\":{\"type\":\"string\",\"maxLength\":1048576,\"description\":\"The source: a cell.\"},"
+	  "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\",\"sh\",\"javascript\"],"
+	  "\"description\":\"Default: the context's (python for the default context); each language has its own default context.\"},"
 	  "\"context\":{\"type\":\"string\",\"maxLength\":64,"
-	  "\"description\":\"A context id (from POST .../code/contexts); default: the sandbox's default context.\"},"
+	  "\"description\":\"A context id (from POST .../code/contexts); default: the language's default context.\"},"
 	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
 	  "\"description\":\"Interrupt the cell after this long (default 120000); its variables stay.\"}}}",
 	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"results\",\"error\",\"execution_count\"],"

@@ -4,9 +4,10 @@
 # curl, ca-certificates and a C compiler that works; the code interpreter
 # (POST .../code) keeps its variables, and forks and snapshots carry them;
 # a named volume is mounted where the create says. The code-interpreter
-# template (base and numpy, pandas, matplotlib) has its interpreter running
-# in its snapshot: the first cell's time beside base's, a plot's PNG, a
-# DataFrame's table.
+# template (base and numpy, pandas, matplotlib, node) has its interpreter
+# running in its snapshot: the first cell's time beside base's, a plot's
+# PNG, a DataFrame's table, a javascript context's globals, a dead context
+# or interpreter back with its preloads.
 # tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests and scripts/demo run base sandboxes (python3, the code interpreter, forks))
 . "$(dirname "$0")/lib.sh"
 
@@ -116,6 +117,28 @@ if [ -n "$CI" ]; then
 	api POST "/v1/sandboxes/$C/code" '{"code":"pd.DataFrame({\"a\": [1, 2], \"b\": [3.5, 4.5]})"}'
 	table=$(jget '"<table" in j["results"][0]["html"] and "<th>b</th>" in j["results"][0]["html"] and j["results"][0]["text"].split() == ["a", "b", "0", "1", "3.5", "1", "2", "4.5"]')
 	check ci_dataframe "a DataFrame's result: an HTML table and the text one: $table" [ "$table" = True ]
+	# javascript (node, in this template) keeps its globals; an exception is structured.
+	api POST "/v1/sandboxes/$C/code" '{"code":"var jx = 20; const jy = 2; console.log(\"js\")","language":"javascript"}'
+	js1=$(jget 'j["stdout"] == "js\n" and j["error"] is None')
+	api POST "/v1/sandboxes/$C/code" '{"code":"jx * jy + 2","language":"js"}'
+	js2=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	api POST "/v1/sandboxes/$C/code" '{"code":"null.x","language":"javascript"}'
+	js3=$(jget '"%s %s" % (j["error"]["name"], "<cell-" in j["error"]["traceback"])')
+	check ci_javascript "node context: globals kept ($js2), an exception: $js3" \
+		eval '[ "$js1" = True ] && [ "$js2" = 42 ] && [ "$js3" = "TypeError True" ]'
+	# A context that dies is reported; the next cell has the preloads again.
+	api POST "/v1/sandboxes/$C/code" '{"code":"import os; os._exit(3)"}'
+	died=$(jget 'j["error"]["name"]')
+	api POST "/v1/sandboxes/$C/code" '{"code":"import sys; (\"numpy\" in sys.modules, __import__(\"numpy\").ones(2).sum())"}'
+	back=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	# The whole interpreter killed: kilnd starts the template's copy, with its preloads.
+	api POST "/v1/sandboxes/$C/exec" '{"argv":["pkill","-9","-f","kiln_interp"]}'
+	api POST "/v1/sandboxes/$C/code" '{"code":"import sys; \"pandas\" in sys.modules"}'
+	again=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	api POST "/v1/sandboxes/$C/exec" '{"argv":["pgrep","-c","-f","python3 -u /usr/lib/kiln/kiln_interp.py (serve|worker)"]}'
+	tmpl=$(jget 'j["stdout"].strip()')
+	check ci_restart "os._exit: $died, then $back; interpreter killed: pandas preloaded $again, the template's server and worker: $tmpl" \
+		eval '[ "$died" = InterpreterDied ] && [ "$back" = "(True, 2.0)" ] && [ "$again" = True ] && [ "$tmpl" = 2 ]'
 	api DELETE "/v1/sandboxes/$C"
 fi
 api DELETE "/v1/sandboxes/$B"

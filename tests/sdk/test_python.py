@@ -494,12 +494,38 @@ def run_code():
     eq(B.run_code("print('s')", on_stdout=seen.append).stdout, "s\n", "streamed")
     eq("".join(seen), "s\n", "on_stdout")
     raises(ValueError, B.run_code, "1", cwd="/tmp")
-    b = B.run_code('echo "$((6*7))"; exit 3', "bash")
-    eq((type(b).__name__, b.stdout, b.exit_code), ("ExecResult", "42\n", 3), "bash: a program of its own")
-    eq(A.run_code("echo sh", language="sh").stdout, "sh\n", "sh")
-    raises(ValueError, B.run_code, "echo", "bash", context="default")
     raises(ValueError, B.run_code, "x", "cobol")
-    return "python keeps state (default context, or context=), streams; bash, sh programs; bad language ValueError"
+    # bash keeps its state in its default context: exports, cd, functions.
+    b = B.run_code('export RC_FOO=41; cd /tmp; rc_f() { echo "f$1"; }', "bash")
+    eq((type(b).__name__, b.error), ("Execution", None), "bash: a context")
+    eq(B.run_code('echo "$((RC_FOO + 1)) $PWD"; rc_f x', "bash").stdout, "42 /tmp\nfx\n",
+       "bash: export, cd and a function last to the next call")
+    e = B.run_code("echo before; ls /rc-missing", "bash")
+    eq((e.stdout, e.error.name, e.error.value, "rc-missing" in e.error.traceback),
+       ("before\n", "NonZeroExit", "exit status 2", True), "bash: a failing last command, structured")
+    eq(B.run_code("echo $RC_FOO", "bash").stdout, "41\n", "the context lives on after its error")
+    t = B.run_code("sleep 30; echo no", "bash", timeout=1)
+    eq((t.error.name, t.stdout, B.run_code("echo $RC_FOO", "bash").stdout), ("TimeoutError", "", "41\n"),
+       "bash: a cell interrupted at its timeout, the shell kept")
+    ctx = B.create_code_context(cwd="/etc", language="bash")
+    try:
+        eq(ctx.language, "bash", "create_code_context(language=)")
+        eq(B.run_code('echo "[$RC_FOO] $PWD"', context=ctx).stdout, "[] /etc\n", "a bash context of its own, its cwd")
+        eq(B.run_code("exit 7", context=ctx).error.name, "InterpreterDied", "a shell that exits: reported")
+        eq(B.run_code("echo back; echo $PWD", context=ctx).stdout, "back\n/etc\n", "and the context works again")
+        raises(InvalidRequest, B.run_code, "1", "python", context=ctx)
+    finally:
+        B.remove_code_context(ctx)
+    eq([c.language for c in B.list_code_contexts() if c.id == "default-bash"], ["bash"], "list_code_contexts")
+    B.run_code("RC_S=sh", "sh")
+    eq(B.run_code('echo "$RC_S"', "sh").stdout, "sh\n", "sh keeps its variables too")
+    try:
+        B.run_code("1", "javascript")
+        raise AssertionError("javascript ran on base, which has no node")
+    except InvalidRequest as x:
+        eq((x.code, "node" in x.message), ("unsupported", True), "javascript without node: a clear 400")
+    return ("python keeps state (default context, or context=), streams; bash and sh keep exports, cd, functions; "
+            "errors structured, a dead shell comes back; javascript without node 400")
 
 
 # An object with HTML and PNG representations, its PNG (3x2, red) made

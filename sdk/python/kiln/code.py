@@ -1,7 +1,8 @@
 """A stateful code interpreter in a sandbox (docs/api.md, Code): cells run
-in a context that keeps its variables between calls, with the last
+in a context that keeps its state between calls, with the last
 expression's value and rich results (HTML, PNG, JSON...) returned, as
-Jupyter does. Python; the template needs python3 (``base`` has it)."""
+Jupyter does. Python, bash, sh and javascript; the template needs python3
+(``base`` has it), javascript node (``code-interpreter`` has it)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,8 @@ class Execution:
 
 @dataclass(frozen=True)
 class CodeContext:
-    """A context: its own variables, in its own interpreter process."""
+    """A context: its own state, in its own interpreter process (python,
+    bash, sh or javascript)."""
     id: str
     language: str = "python"
     cwd: Optional[str] = None
@@ -91,6 +93,7 @@ class Code:
         self._sb = sandbox
 
     def run(self, code: str, *, context: Optional[ContextLike] = None, timeout: Optional[int] = None,
+            language: Optional[str] = None,
             on_stdout: Optional[Callable[[str], None]] = None, on_stderr: Optional[Callable[[str], None]] = None,
             on_result: Optional[Callable[[Result], None]] = None,
             on_error: Optional[Callable[[ExecutionError], None]] = None) -> Execution:
@@ -98,10 +101,14 @@ class Code:
         context); ``timeout`` (seconds) interrupts it (TimeoutError in
         execution.error, variables kept). With callbacks, output and
         results reach them while the cell runs (a stream); the Execution
-        returned at the end holds all of it either way."""
+        returned at the end holds all of it either way. ``language``
+        (python, bash, sh, javascript): without a context, that language's
+        default context; with one, it must be the context's."""
         if not isinstance(code, str):
             raise TypeError("code must be a string")
         body: dict = {"code": code}
+        if language is not None:
+            body["language"] = language
         if context is not None:
             body["context"] = _cid(context)
         if timeout is not None:
@@ -137,17 +144,25 @@ class Code:
                         on_error(error)
                 elif event == "end":
                     return Execution(stdout="".join(out["stdout"]), stderr="".join(out["stderr"]), results=results,
-                                     error=error, execution_count=int(j.get("execution_count", 0)))
+                                     error=error, execution_count=int(j.get("execution_count", 0)),
+                                     truncated=bool(j.get("truncated")))
                 elif event == "fail":
                     raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
         raise ConnectionFailed("the cell's stream ended before the cell did", "stream_ended")
 
-    def create_context(self, *, cwd: Optional[str] = None) -> CodeContext:
-        j = self._sb._post("/code/contexts", {"cwd": cwd} if cwd else {}).json()
-        return CodeContext(id=str(j["id"]), cwd=j.get("cwd"))
+    def create_context(self, *, cwd: Optional[str] = None, language: Optional[str] = None) -> CodeContext:
+        """A new context of ``language`` (python, the default; bash, sh,
+        javascript) starting in ``cwd``."""
+        body: dict = {}
+        if cwd:
+            body["cwd"] = cwd
+        if language is not None:
+            body["language"] = language
+        j = self._sb._post("/code/contexts", body).json()
+        return CodeContext(id=str(j["id"]), language=str(j.get("language", "python")), cwd=j.get("cwd"))
 
     def list_contexts(self) -> List[CodeContext]:
-        return [CodeContext(id=str(c["id"]), cwd=c.get("cwd"))
+        return [CodeContext(id=str(c["id"]), language=str(c.get("language", "python")), cwd=c.get("cwd"))
                 for c in self._sb._get("/code/contexts").json()["contexts"]]
 
     def restart_context(self, context: ContextLike) -> None:

@@ -13,7 +13,7 @@ from .client import Client, _id, argv_or_cmd, clean, resolve, str_map
 from .commands import Commands
 from .errors import ConnectionFailed, ForkError, NotFound, error_for
 from .files import Files
-from .code import Code, ContextLike, Execution, ExecutionError, Result
+from .code import Code, CodeContext, ContextLike, Execution, ExecutionError, Result
 from .processes import Processes
 from .pty import Pty
 from .types import ExecResult, Snapshot
@@ -21,15 +21,12 @@ from .types import ExecResult, Snapshot
 Command = Union[str, Sequence[str]]
 OutputCallback = Callable[[str], None]
 
-# run_code: how each language but python (the code interpreter) runs a
-# program given as text.
-LANGUAGES: Dict[str, List[str]] = {
-    "python": ["python3", "-c"],
-    "python3": ["python3", "-c"],
-    "bash": ["bash", "-c"],
-    "sh": ["sh", "-c"],
-    "javascript": ["node", "-e"],
-    "node": ["node", "-e"],
+# run_code's languages: each runs in the code interpreter, in contexts
+# that keep their state (docs/api.md, Code); the aliases are E2B's.
+LANGUAGES: Dict[str, str] = {
+    "python": "python", "python3": "python",
+    "bash": "bash", "sh": "sh",
+    "javascript": "javascript", "js": "javascript", "node": "javascript",
 }
 
 # An SSE stream sends a keepalive every 15 s: a minute of silence is a dead
@@ -252,36 +249,48 @@ class Sandbox:
                 elif event == "error":
                     raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
 
-    def run_code(self, code: str, language: str = "python", *, context: Optional[ContextLike] = None,
+    def run_code(self, code: str, language: Optional[str] = None, *, context: Optional[ContextLike] = None,
                  timeout: Optional[int] = None, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
                  on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None,
                  on_result: Optional[Callable[[Result], None]] = None,
-                 on_error: Optional[Callable[[ExecutionError], None]] = None) -> Union[Execution, ExecResult]:
-        """Run code, as E2B's ``run_code``. Python (the default) runs in the
-        sandbox's code interpreter, in ``context`` or the default context,
-        which keeps its variables between calls (``x = 41``, then ``x + 1``
-        is 42): an Execution, the same as ``sandbox.code.run``. bash, sh
-        and javascript (node, where the template has it) have no contexts:
-        each call is a program of its own (``bash -c``...), an ExecResult
-        with ``exit_code``. ``env`` and ``cwd`` are for those; a Python
-        context has its own cwd (``code.create_context(cwd=)``)."""
-        lang = language.lower() if isinstance(language, str) else language
-        if lang in ("python", "python3"):
-            if env is not None or cwd is not None:
-                raise ValueError("env and cwd are for bash, sh and javascript; a python context has its "
-                                 "own cwd: code.create_context(cwd=...)")
-            return self.code.run(code, context=context, timeout=timeout, on_stdout=on_stdout,
-                                 on_stderr=on_stderr, on_result=on_result, on_error=on_error)
-        try:
-            argv = LANGUAGES[lang] + [code]
-        except (KeyError, TypeError):
-            raise ValueError(f"unknown language {language!r}; kiln runs: "
-                             + ", ".join(sorted(LANGUAGES))) from None
-        if context is not None:
-            raise ValueError("contexts are the python interpreter's; %s runs each call on its own" % lang)
-        if on_stdout or on_stderr:
-            return self.exec_stream(argv, timeout=timeout, env=env, cwd=cwd, on_stdout=on_stdout, on_stderr=on_stderr)
-        return self.exec(argv, timeout=timeout, env=env, cwd=cwd)
+                 on_error: Optional[Callable[[ExecutionError], None]] = None) -> Execution:
+        """Run code, as E2B's ``run_code``: in the sandbox's code interpreter,
+        in ``context`` or the language's default context, which keeps its
+        state between calls: python's variables (``x = 41``, then ``x + 1``
+        is 42), bash's and sh's variables, functions, exports and working
+        directory, javascript's globals (node: the code-interpreter
+        template has it). ``language`` is python (default), bash, sh or
+        javascript (js, node); with a ``context``, the context's. An
+        error is ``execution.error`` (name, value, traceback; bash: a
+        failing last command is NonZeroExit), the context lives on.
+        ``env`` and ``cwd`` are refused: a context has its own
+        (``create_code_context(cwd=...)``, ``export`` and ``cd`` in bash)."""
+        lang = None
+        if language is not None:
+            lang = LANGUAGES.get(language.lower()) if isinstance(language, str) else None
+            if lang is None:
+                raise ValueError(f"unknown language {language!r}; kiln runs: " + ", ".join(sorted(LANGUAGES)))
+        if env is not None or cwd is not None:
+            raise ValueError("env and cwd: a context keeps its own; create_code_context(cwd=...), or "
+                             "export and cd in a bash cell (they last)")
+        if lang is None and context is None:
+            lang = "python"
+        return self.code.run(code, language=lang, context=context, timeout=timeout, on_stdout=on_stdout,
+                             on_stderr=on_stderr, on_result=on_result, on_error=on_error)
+
+    # E2B's names for contexts (docs/migrating.md).
+    def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None) -> CodeContext:
+        """A new context of ``language`` (default python) with its own state."""
+        return self.code.create_context(cwd=cwd, language=language)
+
+    def list_code_contexts(self) -> List[CodeContext]:
+        return self.code.list_contexts()
+
+    def restart_code_context(self, context: ContextLike) -> None:
+        self.code.restart_context(context)
+
+    def remove_code_context(self, context: ContextLike) -> None:
+        self.code.delete_context(context)
 
     # ---- terminal ------------------------------------------------------------------------------------------------
 

@@ -1,7 +1,8 @@
 /**
  * A stateful code interpreter in a sandbox (docs/api.md, Code): cells run in a context that keeps
- * its variables between calls, with the last expression's value and rich results (HTML, PNG,
- * JSON...) returned, as Jupyter does. Python; the template needs python3 (`base` has it).
+ * its state between calls, with the last expression's value and rich results (HTML, PNG,
+ * JSON...) returned, as Jupyter does. Python, bash, sh and javascript; the template needs python3
+ * (`base` has it), javascript node (`code-interpreter` has it).
  */
 import type { Client } from "./client.js";
 import { ConnectionFailed, errorFor } from "./errors.js";
@@ -37,10 +38,10 @@ export interface Execution {
   text: string | undefined;
 }
 
-/** A context: its own variables, in its own interpreter process. */
+/** A context: its own state, in its own interpreter process. */
 export interface CodeContext {
   id: string;
-  language: "python";
+  language: "python" | "bash" | "sh" | "javascript";
   cwd: string | null;
 }
 
@@ -54,6 +55,8 @@ const cid = (c: CodeContext | string) => (typeof c === "string" ? c : c.id);
 /** code.run's options: callbacks make it a stream (output as the cell writes it). */
 export interface RunOptions {
   context?: CodeContext | string;
+  /** python, bash, sh, javascript: without a context, that language's default context. */
+  language?: string;
   timeout?: number;
   onStdout?: (text: string) => void | Promise<void>;
   onStderr?: (text: string) => void | Promise<void>;
@@ -74,6 +77,7 @@ export class Code {
     if (typeof code !== "string") throw new TypeError("code must be a string");
     const json: Record<string, unknown> = { code };
     if (options.context !== undefined) json.context = cid(options.context);
+    if (options.language !== undefined) json.language = options.language;
     if (options.timeout !== undefined) json.timeout_seconds = options.timeout;
     if (options.onStdout || options.onStderr || options.onResult || options.onError) return this.stream(json, options);
     const j = await this.client.json<ExecutionJSON>("POST", `${this.base()}/code`, {
@@ -112,7 +116,7 @@ export class Code {
         } else if (ev.event === "end") {
           return {
             stdout: out.stdout.join(""), stderr: out.stderr.join(""), results, error,
-            executionCount: j.execution_count, truncated: false, text: results.find((r) => r.isMainResult)?.text,
+            executionCount: j.execution_count, truncated: Boolean(j.truncated), text: results.find((r) => r.isMainResult)?.text,
           };
         } else if (ev.event === "fail") {
           throw errorFor(undefined, String(j.code ?? "error"), String(j.message ?? ""));
@@ -124,14 +128,18 @@ export class Code {
     throw new ConnectionFailed("the cell's stream ended before the cell did", "stream_ended");
   }
 
-  async createContext(options: { cwd?: string } = {}): Promise<CodeContext> {
-    const j = await this.client.json<CodeContext>("POST", `${this.base()}/code/contexts`, { json: options.cwd ? { cwd: options.cwd } : {} });
-    return { id: j.id, language: "python", cwd: j.cwd ?? null };
+  /** A new context of `language` (python, the default; bash, sh, javascript) starting in `cwd`. */
+  async createContext(options: { cwd?: string; language?: string } = {}): Promise<CodeContext> {
+    const json: Record<string, string> = {};
+    if (options.cwd) json.cwd = options.cwd;
+    if (options.language !== undefined) json.language = options.language;
+    const j = await this.client.json<CodeContext>("POST", `${this.base()}/code/contexts`, { json });
+    return { id: j.id, language: j.language ?? "python", cwd: j.cwd ?? null };
   }
 
   async listContexts(): Promise<CodeContext[]> {
     const j = await this.client.json<{ contexts: CodeContext[] }>("GET", `${this.base()}/code/contexts`);
-    return j.contexts.map((c) => ({ id: c.id, language: "python", cwd: c.cwd ?? null }));
+    return j.contexts.map((c) => ({ id: c.id, language: c.language ?? "python", cwd: c.cwd ?? null }));
   }
 
   /** Its variables are gone; the context stays. */

@@ -29,7 +29,7 @@ export type { Process, ProcessOutput } from "./processes.js";
 export { Pty } from "./pty.js";
 export type { PtyOptions } from "./pty.js";
 export { LANGUAGES, Sandbox } from "./sandbox.js";
-export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, ProgramOptions, SandboxPage } from "./sandbox.js";
+export type { Command, CreateOptions, ExecOptions, ListFilter, LogLine, NetworkOptions, RunCodeOptions, SandboxPage } from "./sandbox.js";
 export { ExecStream } from "./stream.js";
 export { EventStream } from "./events.js";
 export type { EventsOptions, KilnEvent } from "./events.js";

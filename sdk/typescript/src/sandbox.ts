@@ -2,7 +2,7 @@
 import type { ConnectOptions } from "./client.js";
 import { Client, checkId, resolveClient } from "./client.js";
 import { Code } from "./code.js";
-import type { Execution, RunOptions } from "./code.js";
+import type { CodeContext, Execution, RunOptions } from "./code.js";
 import { Commands } from "./commands.js";
 import { ForkError, NotFound } from "./errors.js";
 import { Files } from "./files.js";
@@ -66,18 +66,14 @@ export interface ExecOptions {
 
 export type Command = string | string[];
 
-/** runCode's options for a language that runs as a program of its own (bash, sh, javascript). */
-export type ProgramOptions = Omit<ExecOptions, "stdin"> & StreamCallbacks;
-
-/** runCode: how each language but python (the code interpreter) runs a program given as text. */
-export const LANGUAGES: Readonly<Record<string, readonly string[]>> = {
-  python: ["python3", "-c"],
-  python3: ["python3", "-c"],
-  bash: ["bash", "-c"],
-  sh: ["sh", "-c"],
-  javascript: ["node", "-e"],
-  node: ["node", "-e"],
+/** runCode's languages: each runs in the code interpreter, in contexts that keep their state
+ * (docs/api.md, Code); the aliases are E2B's. */
+export const LANGUAGES: Readonly<Record<string, "python" | "bash" | "sh" | "javascript">> = {
+  python: "python", python3: "python", bash: "bash", sh: "sh", javascript: "javascript", js: "javascript", node: "javascript",
 };
+
+/** runCode's options: code.run's, and env and cwd, which are refused (a context keeps its own). */
+export type RunCodeOptions = RunOptions & { env?: Record<string, string>; cwd?: string };
 
 function execBody(cmd: Command, o: Omit<ExecOptions, "signal">): Record<string, unknown> {
   const body: Record<string, unknown> = {};
@@ -287,32 +283,45 @@ export class Sandbox {
   }
 
   /**
-   * Run code, as E2B's runCode. Python (the default) runs in the sandbox's code interpreter, in
-   * `options.context` or the default context, which keeps its variables between calls (`x = 41`,
-   * then `x + 1` is 42): an Execution, as `sandbox.code.run`. bash, sh and javascript (node, where
-   * the template has it) have no contexts: each call is a program of its own (`bash -c`...), an
-   * ExecResult with its exit code; `env` and `cwd` are for those.
+   * Run code, as E2B's runCode: in the sandbox's code interpreter, in `options.context` or the
+   * language's default context, which keeps its state between calls: python's variables (`x = 41`,
+   * then `x + 1` is 42), bash's and sh's variables, functions, exports and working directory,
+   * javascript's globals (node: the code-interpreter template has it). `language` is python
+   * (default), bash, sh or javascript (js, node); with a context, the context's. An error is
+   * `execution.error` (name, value, traceback; bash: a failing last command is NonZeroExit) and the
+   * context lives on. `env` and `cwd` are refused: a context has its own
+   * (`createCodeContext({ cwd })`, `export` and `cd` in bash).
    */
-  runCode(code: string, language?: "python" | "python3", options?: RunOptions): Promise<Execution>;
-  runCode(code: string, language: "bash" | "sh" | "javascript" | "node", options?: ProgramOptions): Promise<ExecResult>;
-  runCode(code: string, language: string, options?: RunOptions & ProgramOptions): Promise<Execution | ExecResult>;
-  async runCode(code: string, language = "python", options: RunOptions & ProgramOptions = {}): Promise<Execution | ExecResult> {
-    const lang = typeof language === "string" ? language.toLowerCase() : language;
-    if (lang === "python" || lang === "python3") {
-      if (options.env !== undefined || options.cwd !== undefined) {
-        throw new TypeError("env and cwd are for bash, sh and javascript; a python context has its own cwd: code.createContext({ cwd })");
-      }
-      const { context, timeout, onStdout, onStderr, onResult, onError } = options;
-      return this.code.run(code, { context, timeout, onStdout, onStderr, onResult, onError });
+  async runCode(code: string, language?: string, options: RunCodeOptions = {}): Promise<Execution> {
+    let lang: string | undefined;
+    if (language !== undefined) {
+      lang = typeof language === "string" ? LANGUAGES[language.toLowerCase()] : undefined;
+      if (!lang) throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
     }
-    const argv = LANGUAGES[lang];
-    if (!argv) {
-      throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
+    if (options.env !== undefined || options.cwd !== undefined) {
+      throw new TypeError("env and cwd: a context keeps its own; createCodeContext({ cwd }), or export and cd in a bash cell (they last)");
     }
-    if (options.context !== undefined) throw new TypeError(`contexts are the python interpreter's; ${lang} runs each call on its own`);
-    const { timeout, env, cwd, user, signal, onStdout, onStderr } = options;
-    if (onStdout || onStderr) return this.execStream([...argv, code], { timeout, env, cwd, user, signal, onStdout, onStderr }).wait();
-    return this.exec([...argv, code], { timeout, env, cwd, user, signal });
+    const { context, timeout, onStdout, onStderr, onResult, onError } = options;
+    if (lang === undefined && context === undefined) lang = "python";
+    return this.code.run(code, { language: lang, context, timeout, onStdout, onStderr, onResult, onError });
+  }
+
+  // E2B's names for contexts (docs/migrating.md).
+  /** A new context of `language` (default python) with its own state. */
+  async createCodeContext(options: { cwd?: string; language?: string } = {}): Promise<CodeContext> {
+    return this.code.createContext(options);
+  }
+
+  async listCodeContexts(): Promise<CodeContext[]> {
+    return this.code.listContexts();
+  }
+
+  async restartCodeContext(context: CodeContext | string): Promise<void> {
+    return this.code.restartContext(context);
+  }
+
+  async removeCodeContext(context: CodeContext | string): Promise<void> {
+    return this.code.deleteContext(context);
   }
 
   /** An interactive terminal (a WebSocket): the login shell, or options.cmd. */

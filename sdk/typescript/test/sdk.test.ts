@@ -391,7 +391,7 @@ test("exposePort: a server in the sandbox through kiln's proxy", async () => {
   await rejects(() => B.exposePort(0), RangeError);
 });
 
-test("runCode: python keeps state in the default context (E2B's), other languages are programs", async () => {
+test("runCode: every language keeps state in its default context (E2B's); errors are structured", async () => {
   const r = await B.runCode("import sys; rc_x = 41; print(6*7); print('e', file=sys.stderr)");
   assert.deepEqual([r.stdout, r.stderr, r.error], ["42\n", "e\n", null]);
   assert.equal((await B.runCode("rc_x + 1")).text, "42");
@@ -408,11 +408,24 @@ test("runCode: python keeps state in the default context (E2B's), other language
   assert.equal((await B.runCode("print('s')", "python", { onStdout: (t) => { seen.push(t); } })).stdout, "s\n");
   assert.equal(seen.join(""), "s\n");
   await rejects(() => B.runCode("1", "python", { cwd: "/tmp" }), TypeError);
-  const b = await B.runCode('echo "$((6*7))"; exit 3', "bash");
-  assert.deepEqual([b.stdout, b.exitCode], ["42\n", 3]);
-  assert.equal((await A.runCode("echo sh", "sh")).stdout, "sh\n");
-  await rejects(() => B.runCode("echo", "bash", { context: "default" } as never), TypeError);
   await rejects(() => B.runCode("x", "cobol"), TypeError);
+  // bash: exports, cd and functions last from call to call.
+  assert.equal((await B.runCode('export TS_FOO=20; cd /tmp; ts_f() { echo "f$1"; }', "bash")).error, null);
+  assert.equal((await B.runCode('echo "$((TS_FOO * 2 + 2)) $PWD"; ts_f y', "bash")).stdout, "42 /tmp\nfy\n");
+  const e = await B.runCode("ls /ts-missing", "bash");
+  assert.deepEqual([e.error?.name, e.error?.value, e.error?.traceback.includes("ts-missing")], ["NonZeroExit", "exit status 2", true]);
+  assert.equal((await B.runCode("echo $TS_FOO", "bash")).stdout, "20\n", "the context lives on after its error");
+  const ctx2 = await B.createCodeContext({ language: "bash", cwd: "/etc" });
+  try {
+    assert.equal(ctx2.language, "bash");
+    assert.equal((await B.runCode('echo "[$TS_FOO] $PWD"', undefined, { context: ctx2 })).stdout, "[] /etc\n");
+    assert.equal((await B.runCode("exit 5", undefined, { context: ctx2 })).error?.name, "InterpreterDied");
+    assert.equal((await B.runCode("pwd", undefined, { context: ctx2 })).stdout, "/etc\n", "a dead shell comes back");
+    await rejects(() => B.runCode("1", "python", { context: ctx2 }), InvalidRequest);
+  } finally {
+    await B.removeCodeContext(ctx2);
+  }
+  await rejects(() => B.runCode("1", "javascript"), InvalidRequest, "unsupported");  // base has no node
 });
 
 test("code interpreter: state in contexts, errors, timeouts, forks", async () => {

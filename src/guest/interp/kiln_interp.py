@@ -10,11 +10,22 @@ no other. Because the server and its workers are ordinary processes in
 the guest's memory, a snapshot or a fork of the sandbox carries every
 context's state with it.
 
+Languages: python (a worker that is a Python interpreter), bash and sh
+(a worker that keeps one interactive shell: variables, functions, cwd and
+exported variables last from cell to cell; a cell whose last command
+fails is a NonZeroExit error) and javascript (a node process: globals
+last; needs node, which the code-interpreter template has). A cell
+without a context runs in its language's default context ("default" for
+python, "default-bash", "default-sh", "default-javascript").
+
 Protocol: one JSON request per connection, then JSON lines back.
-  {"op":"run","context":ID,"code":TEXT,"timeout":S}
+  {"op":"run","context":ID,"language":L,"code":TEXT,"timeout":S,"max_output":BYTES}
       -> {"t":"stdout"|"stderr","text"}* {"t":"result","data":{MIME: ...},"main":bool}*
-         {"t":"error","name","value","traceback"}? {"t":"end","count":N}
-  {"op":"create","language":"python","cwd":DIR} -> {"t":"context","id","language","cwd"}
+         {"t":"error","name","value","traceback"}? {"t":"end","count":N,"truncated":bool}
+      stdout and stderr together stop at max_output bytes (default 1 MiB;
+      then truncated): what leaves the guest is bounded, whatever a cell
+      prints.
+  {"op":"create","language":L,"cwd":DIR} -> {"t":"context","id","language","cwd"}
   {"op":"list"} -> {"t":"contexts","contexts":[{"id","language","cwd"}]}
   {"op":"delete","id"} / {"op":"restart","id"} -> {"t":"ok"}
   {"op":"ready"} -> {"t":"ok"} once the default context's worker has
@@ -23,11 +34,14 @@ Protocol: one JSON request per connection, then JSON lines back.
 A client that goes away mid-cell interrupts it (SIGINT, then SIGKILL and a
 fresh worker if it does not stop within 2 s).
 
-`kiln_interp.py start --preload numpy,pandas` is how a template starts it
-before its snapshot (the code-interpreter template, src/host/template.c):
-the server as a daemon, every worker importing those modules before its
-first cell, and it returns once the default context is ready, so the
-first cell of every sandbox made from the snapshot starts nothing.
+`kiln_interp.py start` is how a template starts it before its snapshot
+(the code-interpreter template, src/host/template.c): the server as a
+daemon, every python worker importing the modules named in
+kiln_interp.preload beside this file (one line, comma-separated; or
+--preload) before its first cell, and it returns once the default context
+is ready, so the first cell of every sandbox made from the snapshot
+starts nothing. kilnd, finding the server gone, starts this same file
+(`serve`) when the template has it, so the preloads come back too.
 """
 
 import ast
@@ -37,10 +51,13 @@ import io
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
+import select
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -48,6 +65,8 @@ import traceback
 PORT = 49999
 MAX_TEXT = 1 << 20          # per stdout/stderr message
 MAX_CELL = 4 << 20          # code of one cell
+MAX_OUTPUT = 1 << 20        # stdout and stderr of a cell, unless the request says
+LANGUAGES = ("python", "bash", "sh", "javascript")
 
 
 # ---- the worker: one context's interpreter ---------------------------------------------------------
@@ -187,59 +206,424 @@ def worker(cwd, preload):
         send({"t": "end", "count": count})
 
 
+# ---- the shell worker: one interactive bash or sh per context ---------------------------------------
+
+def shell_worker(shell, cwd):
+    """A context of bash or sh: one interactive shell that every cell is
+    sourced into, so variables, functions, `cd` and `export` last. It is
+    interactive because that is how a shell survives an interrupt: SIGINT
+    ends the command line under way (the cell) and the shell reads the
+    next one, as at a prompt. Each cell is `command . FILE`, then a line that
+    writes `SEQ $?` to a pipe of its own (the mark): stdout and stderr
+    written before it are in their pipes when it comes."""
+    chan = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+
+    def send(msg):
+        chan.write(json.dumps(msg) + "\n")
+
+    cells = cells_dir(os.getpid())
+    os.mkdir(cells, 0o700)
+    marks_r, marks_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    argv = ["bash", "--norc", "--noprofile", "--noediting", "-i"] if shell == "bash" else ["sh", "-i"]
+    env = dict(os.environ, PS1="", PS2="", PS4="+ ", TERM="dumb")
+    env.pop("PROMPT_COMMAND", None)
+    state = {"seq": 0, "running": False, "err_tail": ""}
+    shell_proc = []
+
+    def on_interrupt(sig, frame):
+        # The cell's command line ends; its mark never comes, so one
+        # is sent after it (a cell that ended meanwhile has its own,
+        # the first one read wins; the other is skipped).
+        if state["running"] and shell_proc:
+            try:
+                os.killpg(shell_proc[0].pid, signal.SIGINT)
+            except OSError:
+                pass
+            line(mark(state["seq"], "130"))
+    # Set before the shell starts: a worker started with SIGINT ignored
+    # (in the background) would hand that on to the shell and its
+    # commands, which no interrupt could then stop.
+    signal.signal(signal.SIGINT, on_interrupt)
+    # Its own process group, so that an interrupt reaches the shell and
+    # what it runs in the foreground, not this worker.
+    sh = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=out_w, stderr=err_w, pass_fds=(marks_w,),
+                          cwd=cwd or None, env=env, preexec_fn=os.setpgrp)
+    for fd in (out_w, err_w, marks_w):
+        os.close(fd)
+    for fd in (out_r, err_r, marks_r):
+        os.set_blocking(fd, False)
+    decoders = {out_r: codecs_decoder(), err_r: codecs_decoder()}
+    names = {out_r: "stdout", err_r: "stderr"}
+    marks = [b""]
+    shell_proc.append(sh)
+
+    def line(text):
+        # os.write, not the file object: the interrupt handler writes
+        # too, and a buffered file refuses a reentrant call.
+        data = text.encode() + b"\n"
+        try:
+            while data:
+                data = data[os.write(sh.stdin.fileno(), data):]
+        except OSError:
+            pass
+
+    def mark(seq, status="$?"):
+        # printf is a builtin of both shells: no process per cell;
+        # `command`, so that a cell's function named printf is not it.
+        return "command printf '%%s %%s\\n' %d %s >&%d" % (seq, status, marks_w)
+
+    def pump(fd, forward=True):
+        """What fd has now; False at its end."""
+        while True:
+            try:
+                b = os.read(fd, 65536)
+            except BlockingIOError:
+                return True
+            if not b:
+                return False
+            if fd == marks_r:
+                marks[0] += b
+                continue
+            text = decoders[fd].decode(b)
+            if forward and text:
+                if fd == err_r:
+                    state["err_tail"] = (state["err_tail"] + text)[-4096:]
+                for i in range(0, len(text), MAX_TEXT):
+                    send({"t": names[fd], "text": text[i:i + MAX_TEXT]})
+
+    def wait_mark(seq, forward=True):
+        """The status of cell seq, or None when the shell is gone. Marks
+        of other cells (an interrupt's, sent as the cell ended) are
+        skipped."""
+        while True:
+            while b"\n" in marks[0]:
+                ln, marks[0] = marks[0].split(b"\n", 1)
+                parts = ln.split()
+                if len(parts) == 2 and parts[0] == b"%d" % seq:
+                    for fd in (out_r, err_r):
+                        pump(fd, forward)
+                    try:
+                        return int(parts[1])
+                    except ValueError:
+                        return 1
+            ready, _, _ = select.select([out_r, err_r, marks_r], [], [])
+            ended = False
+            for fd in ready:
+                ended = not pump(fd, forward) or ended
+            if ended and sh.poll() is not None:
+                for fd in (out_r, err_r):
+                    pump(fd, forward)
+                return None
+
+    # Start-up: the shell's prompt settings, history off, and its
+    # complaints about having no terminal read and dropped.
+    line("PS1= PS2=")
+    if shell == "bash":
+        line("set +o history")
+    line(mark(0))
+    if wait_mark(0, forward=False) is None:
+        sys.exit("kiln_interp: %s did not start" % shell)
+    count = 0
+    for req_line in requests:
+        try:
+            req = json.loads(req_line)
+        except ValueError:
+            continue
+        if req.get("ping"):
+            send({"t": "end", "count": count})
+            continue
+        count += 1
+        path = os.path.join(cells, "cell-%d" % count)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(req["code"])
+            if not req["code"].endswith("\n"):
+                f.write("\n")
+        state.update(seq=count, err_tail="")
+        state["running"] = True
+        # Its standard input is /dev/null: a cell reading it must not
+        # eat the next command line. `command .`: an error of a special
+        # builtin (`.` of a cell that does not parse) would otherwise make
+        # an interactive sh drop the input it has read, the mark with it.
+        # The mark is a line of its own, $? lasting to it.
+        line("command . %s </dev/null" % path)
+        line(mark(count))
+        status = wait_mark(count)
+        state["running"] = False
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        if status is None:
+            # `exit` in a cell, or the shell killed: this worker ends
+            # with it and the server starts a fresh context.
+            sys.exit(sh.wait())
+        if status == 130:
+            send({"t": "error", "name": "KeyboardInterrupt", "value": "the cell was interrupted",
+                  "traceback": state["err_tail"]})
+        elif status != 0:
+            send({"t": "error", "name": "NonZeroExit", "value": "exit status %d" % status,
+                  "traceback": state["err_tail"]})
+        send({"t": "end", "count": count})
+
+
+def cells_dir(pid):
+    """Where a shell worker keeps its cells (the server removes it when
+    the worker is gone)."""
+    return os.path.join(tempfile.gettempdir(), "kiln-cells-%d" % pid)
+
+
+def codecs_decoder():
+    import codecs
+    return codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+
+# ---- the javascript worker: node, its globals kept --------------------------------------------------
+
+# Run as `node -e NODE_WORKER CWD`: requests on stdin, messages on fd 1 (which
+# nothing else writes: console, process.stdout and process.stderr of user
+# code become messages). A cell is a script run in node's own global
+# context, so its var, let, const, function and class declarations and
+# its globals last; its completion value (the last expression's) is the
+# result, awaited when it is a promise. `await` at the top level runs the
+# cell as an async function instead: its declarations are then its own
+# (globalThis.x = keeps one). An interrupt (SIGINT) ends a running script
+# (breakOnSigint) or the wait for its promise: KeyboardInterrupt.
+NODE_WORKER = r"""
+// In a function: its names must not be globals a cell's `const fs` meets.
+(function () {
+'use strict';
+const vm = require('vm'), fs = require('fs'), util = require('util'), { Console } = require('console');
+const Module = require('module');
+const MAX_TEXT = 1 << 20;
+function send(m) {
+  const b = Buffer.from(JSON.stringify(m) + '\n');
+  for (let off = 0; off < b.length;) {
+    try { off += fs.writeSync(1, b, off); } catch (e) { if (e.code !== 'EAGAIN') throw e; }
+  }
+}
+function sink(name) {
+  return {
+    write(chunk, enc, cb) {
+      const s = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      for (let i = 0; i < s.length; i += MAX_TEXT) send({ t: name, text: s.slice(i, i + MAX_TEXT) });
+      if (typeof enc === 'function') enc(); else if (typeof cb === 'function') cb();
+      return true;
+    },
+    isTTY: false, columns: 80, end() {},
+    on() { return this; }, once() { return this; }, off() { return this; },
+    removeListener() { return this; }, emit() { return false; }, listenerCount() { return 0; },
+  };
+}
+const out = sink('stdout'), err = sink('stderr');
+Object.defineProperty(process, 'stdout', { configurable: true, enumerable: true, get: () => out });
+Object.defineProperty(process, 'stderr', { configurable: true, enumerable: true, get: () => err });
+globalThis.console = new Console({ stdout: out, stderr: err, colorMode: false });
+if (process.argv[1]) process.chdir(process.argv[1]);
+globalThis.require = Module.createRequire(process.cwd() + '/');
+globalThis.module = { exports: {} };
+globalThis.exports = globalThis.module.exports;
+let interrupt = null;
+process.on('SIGINT', () => { if (interrupt) interrupt(); });
+process.on('uncaughtException', (e) => send({ t: 'stderr', text: 'Uncaught ' + (e && e.stack || String(e)) + '\n' }));
+process.on('unhandledRejection', (e) => send({ t: 'stderr', text: 'Unhandled rejection ' + (e && e.stack || String(e)) + '\n' }));
+class KeyboardInterrupt extends Error {}
+KeyboardInterrupt.prototype.name = 'KeyboardInterrupt';
+// The cell's frames, not this program's or node's.
+const OWN_FRAME = /\(?(node:vm|node:internal|\[eval\])|sigintHandlersWrap|processTicksAndRejections/;
+function errorMessage(e) {
+  if (e instanceof KeyboardInterrupt || (e && e.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED')) {
+    return { t: 'error', name: 'KeyboardInterrupt', value: 'the cell was interrupted', traceback: '' };
+  }
+  if (e instanceof Error || (e && typeof e === 'object' && 'stack' in e && 'message' in e)) {
+    const tb = String(e.stack || '').split('\n').filter((l) => !(/^\s+at /.test(l) && OWN_FRAME.test(l))).join('\n');
+    return { t: 'error', name: String(e.name || 'Error'), value: String(e.message), traceback: tb };
+  }
+  return { t: 'error', name: 'Thrown', value: util.inspect(e), traceback: '' };
+}
+function formats(v) {
+  const data = { 'text/plain': util.inspect(v, { depth: 4, colors: false }) };
+  if (v !== null && typeof v === 'object' && (Array.isArray(v) || Object.getPrototypeOf(v) === Object.prototype)) {
+    try { data['application/json'] = JSON.parse(JSON.stringify(v)); } catch (e) { /* not JSON */ }
+  }
+  return data;
+}
+function settle(p) {
+  return new Promise((resolve, reject) => {
+    interrupt = () => reject(new KeyboardInterrupt('the cell was interrupted'));
+    Promise.resolve(p).then(resolve, reject);
+  }).finally(() => { interrupt = null; });
+}
+// A cell with await at its top level, as an async function whose value
+// is its last line's when that line is an expression.
+function asyncCell(code, filename) {
+  const lines = code.replace(/\s+$/, '').split('\n');
+  const last = lines.pop().replace(/;\s*$/, '');
+  try {
+    return new vm.Script('(async () => {\n' + lines.join('\n') + '\nreturn (' + last + '\n);\n})()',
+                         { filename, lineOffset: -1 });
+  } catch (e) {
+    return new vm.Script('(async () => {\n' + code + '\n})()', { filename, lineOffset: -1 });
+  }
+}
+let count = 0;
+async function cell(code) {
+  count++;
+  const filename = '<cell-' + count + '>';
+  try {
+    let script;
+    try {
+      script = new vm.Script(code, { filename });
+    } catch (e) {
+      if (!(e instanceof SyntaxError) || !/await/.test(e.message)) throw e;
+      script = asyncCell(code, filename);
+    }
+    let v = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
+    if (v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function') v = await settle(v);
+    if (v !== undefined) send({ t: 'result', main: true, data: formats(v) });
+  } catch (e) {
+    send(errorMessage(e));
+  }
+  send({ t: 'end', count });
+}
+let chain = Promise.resolve(), pending = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (d) => {
+  pending += d;
+  let i;
+  while ((i = pending.indexOf('\n')) >= 0) {
+    const ln = pending.slice(0, i);
+    pending = pending.slice(i + 1);
+    let req;
+    try { req = JSON.parse(ln); } catch (e) { continue; }
+    chain = chain.then(() => (req.ping ? send({ t: 'end', count }) : cell(String(req.code))));
+  }
+});
+process.stdin.on('end', () => process.exit(0));
+})();
+"""
+
 # ---- the server: contexts and connections ---------------------------------------------------------
 
+class Unsupported(Exception):
+    """A language this sandbox cannot run (javascript without node)."""
+
+
+def kill_session(sid):
+    """Every process of a context: its worker leads a session of its own,
+    so what a cell started (a shell's children, a background job) ends
+    with it."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid, "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
+            if int(fields[3]) == sid:
+                os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+
+
 class Context:
-    def __init__(self, cid, cwd):
-        self.id, self.cwd = cid, cwd
+    def __init__(self, cid, cwd, language="python"):
+        self.id, self.cwd, self.language = cid, cwd, language
         self.lock = threading.Lock()    # one cell at a time
         self.proc = None
         self.start()
 
     def start(self):
-        self.proc = subprocess.Popen([sys.executable, "-u", __file__, "worker", self.cwd or "", PRELOAD],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     encoding="utf-8", bufsize=1)
+        if self.language == "python":
+            argv = [sys.executable, "-u", __file__, "worker", self.cwd or "", PRELOAD]
+        elif self.language in ("bash", "sh"):
+            argv = [sys.executable, "-u", __file__, "shell", self.language, self.cwd or ""]
+        else:
+            argv = ["node", "-e", NODE_WORKER, self.cwd or ""]
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                         encoding="utf-8", bufsize=1, start_new_session=True)
+        except FileNotFoundError:
+            self.proc = None
+            raise Unsupported("%s contexts need %s, which this sandbox does not have (the code-interpreter "
+                              "template has it)" % (self.language, argv[0])) from None
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
+        if self.proc:
+            kill_session(self.proc.pid)
             self.proc.kill()
             self.proc.wait()
+            self.gone()
+
+    def gone(self):
+        """What a worker that ended leaves: its cells (a shell's)."""
+        if self.language in ("bash", "sh"):
+            shutil.rmtree(cells_dir(self.proc.pid), ignore_errors=True)
 
     def restart(self):
         self.stop()
         self.start()
 
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
     def describe(self):
-        return {"id": self.id, "language": "python", "cwd": self.cwd}
+        return {"id": self.id, "language": self.language, "cwd": self.cwd}
 
 
 contexts = {}
 contexts_lock = threading.Lock()
-PRELOAD = ""    # modules every worker imports at start (--preload)
+PRELOAD = ""    # modules every python worker imports at start (--preload, kiln_interp.preload)
 
 
-def get_context(cid):
+def default_id(language):
+    return "default" if language == "python" else "default-" + language
+
+
+def get_context(cid, language=None):
+    """The context cid (a language's default one is made when first
+    asked for), or None."""
     with contexts_lock:
-        if cid == "default" and cid not in contexts:
-            contexts[cid] = Context(cid, None)
-        return contexts.get(cid)
+        ctx = contexts.get(cid)
+        if ctx is None:
+            for lang in LANGUAGES:
+                if cid == default_id(lang) and (language or "python") == lang:
+                    ctx = contexts[cid] = Context(cid, None, lang)
+        return ctx
 
 
 def run(conn, send, req):
-    ctx = get_context(req.get("context") or "default")
+    language = req.get("language")
+    if language is not None and language not in LANGUAGES:
+        return send({"t": "fail", "code": "invalid_request", "message": "unknown language %r" % language})
+    cid = req.get("context") or default_id(language or "python")
+    ctx = get_context(cid, language)
     if ctx is None:
         return send({"t": "fail", "code": "not_found", "message": "no context %r" % req.get("context")})
+    if language is not None and ctx.language != language:
+        return send({"t": "fail", "code": "invalid_request",
+                     "message": "context %r is a %s context, not %s" % (cid, ctx.language, language)})
     code = req.get("code")
     if not isinstance(code, str) or len(code) > MAX_CELL:
         return send({"t": "fail", "code": "invalid_request", "message": "code must be text of at most 4 MiB"})
     timeout = req.get("timeout") or 0
+    max_output = req.get("max_output")
+    if not isinstance(max_output, int) or max_output <= 0:
+        max_output = MAX_OUTPUT
     with ctx.lock:
-        if ctx.proc.poll() is not None:
+        if not ctx.alive():
             ctx.restart()
         p = ctx.proc
-        p.stdin.write(json.dumps({"code": code}) + "\n")
-        p.stdin.flush()
+        try:
+            p.stdin.write(json.dumps({"code": code}) + "\n")
+            p.stdin.flush()
+        except OSError:
+            pass    # it died just now: told below, as any death mid-cell
         state = {"done": False, "why": None}
         # done and the interrupt under one lock: an interrupt goes only to
         # a cell still running, never to the next one or an idle worker.
@@ -270,23 +654,39 @@ def run(conn, send, req):
                         time.sleep(0.05)
                     with state_lock:
                         if not state["done"]:
+                            kill_session(p.pid)
                             p.kill()
                     return
 
         g = threading.Thread(target=guard, daemon=True)
         g.start()
         ended = False
+        left = max_output   # stdout and stderr bytes still passed on
+        truncated = False
         for line in p.stdout:
             try:
                 msg = json.loads(line)
             except ValueError:
                 continue
-            if msg.get("t") == "end":
+            if not isinstance(msg, dict):
+                continue
+            t = msg.get("t")
+            if t in ("stdout", "stderr"):
+                data = str(msg.get("text", "")).encode("utf-8", "replace")
+                if len(data) > left:
+                    truncated = True
+                    data = data[:left]
+                    if not data:
+                        continue
+                    msg = {"t": t, "text": data.decode("utf-8", "ignore")}
+                left -= len(data)
+            if t == "end":
+                msg["truncated"] = truncated
                 # Before the client hears it: once it has, it closes the
                 # connection, which the guard must not take for leaving.
                 with state_lock:
                     state["done"] = True
-            if msg.get("t") == "error" and state["why"] == "timeout" and msg.get("name") == "KeyboardInterrupt":
+            if t == "error" and state["why"] == "timeout" and msg.get("name") == "KeyboardInterrupt":
                 msg = {"t": "error", "name": "TimeoutError",
                        "value": "the cell ran past its %s s limit and was interrupted" % timeout,
                        "traceback": msg.get("traceback", "")}
@@ -294,20 +694,25 @@ def run(conn, send, req):
                 send(msg)
             except OSError:
                 pass
-            if msg.get("t") == "end":
+            if t == "end":
                 ended = True
                 break
         with state_lock:
             state["done"] = True
         if not ended:
             status = p.wait()
-            ctx.start()
+            kill_session(p.pid)
+            ctx.gone()
+            try:
+                ctx.start()
+            except Unsupported:
+                pass
             why = ("the cell ran past its %s s limit" % timeout if state["why"] == "timeout"
-                   else "the interpreter exited (status %s)" % status)
+                   else "the context's %s process exited (status %s)" % (ctx.language, status))
             try:
                 send({"t": "error", "name": "InterpreterDied" if state["why"] != "timeout" else "TimeoutError",
                       "value": why + "; the context was restarted empty", "traceback": ""})
-                send({"t": "end", "count": 0})
+                send({"t": "end", "count": 0, "truncated": truncated})
             except OSError:
                 pass
 
@@ -326,17 +731,19 @@ def handle(conn):
         if op == "run":
             run(conn, send, req)
         elif op == "create":
-            if (req.get("language") or "python") != "python":
-                return send({"t": "fail", "code": "invalid_request", "message": "only python contexts exist"})
+            language = req.get("language") or "python"
+            if language not in LANGUAGES:
+                return send({"t": "fail", "code": "invalid_request",
+                             "message": "language %r: contexts are %s" % (language, ", ".join(LANGUAGES))})
             cid = "ctx-" + secrets.token_hex(6)
-            ctx = Context(cid, req.get("cwd") or None)
+            ctx = Context(cid, req.get("cwd") or None, language)
             with contexts_lock:
                 contexts[cid] = ctx
             send(dict(t="context", **ctx.describe()))
         elif op == "ready":
             ctx = get_context("default")
             with ctx.lock:
-                if ctx.proc.poll() is not None:
+                if not ctx.alive():
                     ctx.restart()
                 ctx.proc.stdin.write(json.dumps({"ping": True}) + "\n")
                 ctx.proc.stdin.flush()
@@ -344,7 +751,7 @@ def handle(conn):
                     try:
                         if json.loads(line).get("t") == "end":
                             break
-                    except ValueError:
+                    except (ValueError, AttributeError):
                         continue
                 else:
                     return send({"t": "fail", "code": "internal", "message": "the default context's worker exited"})
@@ -367,6 +774,11 @@ def handle(conn):
             send({"t": "ok"})
         else:
             send({"t": "fail", "code": "invalid_request", "message": "unknown op %r" % op})
+    except Unsupported as e:
+        try:
+            send({"t": "fail", "code": "unsupported", "message": str(e)})
+        except OSError:
+            pass
     except (OSError, ValueError, KeyError) as e:
         try:
             send({"t": "fail", "code": "invalid_request", "message": str(e)})
@@ -425,16 +837,26 @@ def start(wait_s=300):
         sys.exit("kiln_interp: not ready: %s" % reply)
 
 
-def _preload_arg(args):
-    return args[args.index("--preload") + 1] if "--preload" in args[:-1] else ""
+def _preload(args):
+    """--preload's list, or the one in kiln_interp.preload beside this file
+    (a template's: kilnd restarting the server gets the same preloads)."""
+    if "--preload" in args[:-1]:
+        return args[args.index("--preload") + 1]
+    try:
+        with open(os.path.splitext(os.path.abspath(__file__))[0] + ".preload", encoding="utf-8") as f:
+            return f.read(4096).strip()
+    except OSError:
+        return ""
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         worker(sys.argv[2] if len(sys.argv) > 2 else "", sys.argv[3] if len(sys.argv) > 3 else "")
+    elif len(sys.argv) > 2 and sys.argv[1] == "shell":
+        shell_worker(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
     elif len(sys.argv) > 1 and sys.argv[1] == "start":
-        PRELOAD = _preload_arg(sys.argv)
+        PRELOAD = _preload(sys.argv)
         start()
     else:
-        PRELOAD = _preload_arg(sys.argv)
+        PRELOAD = _preload(sys.argv)
         serve()

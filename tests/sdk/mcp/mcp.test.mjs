@@ -169,6 +169,11 @@ test("workspace: run_code keeps its variables between calls", async () => {
   assert.match(r.content[0].text, /\[error\] ZeroDivisionError/);
   assert.match(await toolError(ws, "run_code", { sandbox_id: sbx, code: "1" }), /python3/);
   assert.match(await toolError(ws, "run_code", { sandbox_id: b, code: "1", context: "ctx-nope" }), /no context/);
+  // bash keeps its exports and cwd too; a failing command is its error.
+  await call(ws, "run_code", { sandbox_id: b, code: "export M=41; cd /tmp", language: "bash" });
+  r = await call(ws, "run_code", { sandbox_id: b, code: "echo $((M + 1)) $PWD; false", language: "bash" });
+  assert.deepEqual([r.structuredContent.stdout, r.structuredContent.error?.name], ["42 /tmp\n", "NonZeroExit"]);
+  await assert.rejects(call(ws, "run_code", { sandbox_id: b, code: "1", language: "cobol" }), /language/);
   await call(ws, "delete_sandbox", { sandbox_id: b });
   made.delete(b);
 });

@@ -15,6 +15,7 @@
 import { NotFound } from "../errors.js";
 import { LANGUAGES, Sandbox, type CreateOptions } from "../sandbox.js";
 import type { ExecResult } from "../types.js";
+import type { Execution } from "../code.js";
 
 /** The JSON Schema of a tool's arguments (always an object). */
 export interface ToolParameters {
@@ -149,6 +150,17 @@ export function execText(r: ExecResult): string {
   return s === "" ? "(no output)" : s;
 }
 
+/** A cell's Execution as a model reads it: stdout, then [stderr], [value], [error] when there is something to say. */
+export function executionText(e: Execution): string {
+  let s = e.stdout;
+  const add = (t: string) => { s += `${s && !s.endsWith("\n") ? "\n" : ""}${t}`; };
+  if (e.stderr) add(`[stderr]\n${e.stderr}`);
+  if (e.text !== undefined) add(`[value]\n${e.text}`);
+  if (e.error) add(`[error] ${e.error.name}: ${e.error.value}${e.error.traceback ? `\n${e.error.traceback}` : ""}`);
+  if (e.truncated) add("[output truncated]");
+  return s === "" ? "(no output)" : s;
+}
+
 function str(args: Record<string, unknown>, key: string, optional = false): string | undefined {
   const v = args?.[key];
   if (v === undefined || v === null) {
@@ -177,21 +189,21 @@ export function sandboxToolSpecs(source: SandboxSource, only?: readonly SandboxT
   const all: SandboxTool[] = [
     {
       name: "run_code",
-      description: "Run a program in the sandbox (a Linux microVM) and get its output. " +
-        "language: python (default), bash, sh or javascript.",
+      description: "Run code in the sandbox's interpreter (a Linux microVM), which keeps its state from one " +
+        "call to the next, as a notebook: python variables and imports, bash variables, exports and " +
+        "working directory, javascript globals. language: python (default), bash, sh or javascript. " +
+        "Returns what it printed, the value of its last expression and its error with the traceback.",
       parameters: obj({
-        code: { type: "string", description: "the program's source text" },
+        code: { type: "string", description: "the source text: a cell" },
         language: { type: "string", description: "python, bash, sh or javascript", enum: ["python", "bash", "sh", "javascript"] },
-        timeout_seconds: { type: "number", description: "kill it after this many seconds (default 120)" },
+        timeout_seconds: { type: "number", description: "interrupt it after this many seconds (default 120); its state stays" },
       }, ["code"]),
       async execute(a) {
         const sb = await sandboxOf(source);
-        // A program of its own in every language (an exit code to report), not the
-        // stateful interpreter runCode's python is: the tool says it runs a program.
+        // The stateful interpreter (as runCode), each language in its default context.
         const lang = (str(a, "language", true) ?? "python").toLowerCase();
-        const argv = LANGUAGES[lang];
-        if (!argv) throw new TypeError(`unknown language ${JSON.stringify(lang)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
-        return execText(await sb.exec([...argv, str(a, "code")!], { timeout: seconds(a) ?? 120 }));
+        if (!LANGUAGES[lang]) throw new TypeError(`unknown language ${JSON.stringify(lang)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
+        return executionText(await sb.runCode(str(a, "code")!, lang, { timeout: Math.ceil(seconds(a) ?? 120) }));
       },
     },
     {
