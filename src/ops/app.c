@@ -130,6 +130,19 @@ static void event(struct store *st, const char *app, const char *fmt, ...)
 
 /* ---- the guest side ------------------------------------------------------- */
 
+struct stdout_kept {
+	struct strbuf *b;
+	size_t max;
+};
+
+static int keep_stdout(void *ctx, const struct guest_ev *ev)
+{
+	struct stdout_kept *k = ctx;
+	if (ev->kind == GEV_STDOUT && k->b->len < k->max)
+		strbuf_append(k->b, ev->data, ev->len < k->max - k->b->len ? ev->len : k->max - k->b->len);
+	return 0;
+}
+
 /* Run argv in the sandbox and keep up to max bytes of its stdout in *out. */
 static int guest_run(const struct ops_caller *c, const char *sandbox, const char *const *argv, size_t max,
 		     struct strbuf *out)
@@ -139,12 +152,10 @@ static int guest_run(const struct ops_caller *c, const char *sandbox, const char
 	if (rc < 0)
 		return rc;
 	struct guest_cmd cmd = { .argv = argv, .timeout_ms = 10000 };
-	rc = guest_exec_start(hg.g, &cmd);
+	struct stdout_kept k = { .b = out, .max = max };
 	struct guest_ev ev;
-	while (rc >= 0 && (rc = guest_exec_next(hg.g, &ev, -1, 15000)) == 1 && ev.kind != GEV_EXIT)
-		if (ev.kind == GEV_STDOUT && out->len < max)
-			strbuf_append(out, ev.data, ev.len < max - out->len ? ev.len : max - out->len);
-	if (rc == 0)
+	rc = guest_exec_run(hg.g, &cmd, keep_stdout, &k, -1, 15000, &ev);
+	if (rc == -ETIMEDOUT)
 		rc = errf(ETIMEDOUT, "sandbox %s: no answer from its guest", sandbox);
 	hostif_leave(c->hostif, &hg);
 	return rc < 0 ? rc : 0;
