@@ -224,12 +224,7 @@ static json_t *lifecycle_set(struct opts *o, const char *id, const char *field, 
 	json_t *body = json_object();
 	if (!body || json_object_set_new(body, field, value) < 0)
 		die("out of memory");
-	json_t *r = call("PATCH", path, body);
-	if (!o->json)
-		return r;
-	print_json(r);
-	json_decref(r);
-	return NULL;
+	return print_or_keep(o, call("PATCH", path, body));
 }
 
 /* kiln ttl|idle-pause ID SECONDS: what sets field (usage names it). */
