@@ -245,8 +245,12 @@ static void exec_build(int exe, char *const argv[], int logfd, int lockfd)
 	 * 2, the lock on 3 (without close-on-exec: the build process holds
 	 * it), the binary on 4 (with it); nothing else stays. */
 	int log2 = fcntl(logfd, F_DUPFD_CLOEXEC, 10), lock2 = fcntl(lockfd, F_DUPFD_CLOEXEC, 10),
-	    exe2 = fcntl(exe, F_DUPFD_CLOEXEC, 10);
-	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	    exe2 = fcntl(exe, F_DUPFD_CLOEXEC, 10), null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null >= 0 && null < 10) {
+		int n10 = fcntl(null, F_DUPFD_CLOEXEC, 10);
+		close(null);
+		null = n10;
+	}
 	if (log2 < 0 || lock2 < 0 || exe2 < 0 || null < 0 || dup2(null, 0) < 0 || dup2(log2, 1) < 0 ||
 	    dup2(log2, 2) < 0 || dup2(lock2, 3) < 0 || dup2(exe2, 4) < 0 || fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
 		_exit(126);
