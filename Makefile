@@ -85,7 +85,8 @@ $(OBJ)/%.o: %.c
 $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC) $(CLIENT_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/kiln-net: $(call obj,src/tools/kiln-net.c $(wildcard src/net/*.c) $(COMMON_SRC))
+# (netpolicy.c is the policy's JSON form, for kilnd: kiln-net takes it parsed.)
+$(BUILD)/kiln-net: $(call obj,src/tools/kiln-net.c $(filter-out src/net/netpolicy.c,$(wildcard src/net/*.c)) $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/kiln-disk: $(call obj,src/tools/kiln-disk.c src/vmm/overlay.c $(COMMON_SRC))

@@ -193,21 +193,31 @@ struct out {
 	bool truncated;
 };
 
+struct outputs {
+	struct req *r;
+	struct out out, err;
+	uint64_t max;
+	long long held;
+};
+
 /* Output is kept up to max per stream and, across the workspace's execs
  * under way, up to --max-exec-buffer in all (the rest is dropped and the
- * result says truncated): *held is this request's part of that. */
-static void take(struct req *r, struct out *o, const struct guest_ev *ev, uint64_t max, long long *held)
+ * result says truncated): held is this request's part of that. */
+static int take(void *ctx, const struct guest_ev *ev)
 {
-	size_t room = o->b.len < max ? max - o->b.len : 0;
+	struct outputs *t = ctx;
+	struct out *o = ev->kind == GEV_STDOUT ? &t->out : &t->err;
+	size_t room = o->b.len < t->max ? t->max - o->b.len : 0;
 	size_t n = ev->len < room ? ev->len : room;
 	bool counted;
-	long long got = inflight_take(r->api->exec_buffer, r->workspace, (long long)n, &counted);
+	long long got = inflight_take(t->r->api->exec_buffer, t->r->workspace, (long long)n, &counted);
 	if (counted)
-		*held += got;
+		t->held += got;
 	n = (size_t)got;
 	strbuf_append(&o->b, ev->data, n);
 	if (n < ev->len)
 		o->truncated = true;
+	return 0;
 }
 
 int h_exec(struct req *r)
@@ -223,32 +233,28 @@ int h_exec(struct req *r)
 		return answered;
 	}
 	free(e.argv);
-	struct guest *g = hg.g;
-	uint64_t max = r->api->cfg->max_exec_output;
-	struct out out = { 0 }, err = { 0 };
-	strbuf_init(&out.b);
-	strbuf_init(&err.b);
+	struct outputs t = { .r = r, .max = r->api->cfg->max_exec_output };
+	struct out *out = &t.out, *err = &t.err;
+	strbuf_init(&out->b);
+	strbuf_init(&err->b);
 	struct guest_ev ev;
-	int rc;
-	long long held = 0;
-	while ((rc = guest_exec_next(g, &ev, req_socket(r), -1)) == 1 && ev.kind != GEV_EXIT)
-		take(r, ev.kind == GEV_STDOUT ? &out : &err, &ev, max, &held);
+	int rc = guest_exec_wait(hg.g, take, &t, req_socket(r), -1, &ev);
 	double ms = now_ms() - t0;
 	if (rc >= 0)
 		exec_ended_event(r->api, r->workspace, req_sandbox_id(r), e.event, ev.code, ev.signal, ms);
 	int result;
 	if (rc < 0) {
 		result = reply_errno(r, rc);
-	} else if (strbuf_failed(&out.b) || strbuf_failed(&err.b)) {
+	} else if (strbuf_failed(&out->b) || strbuf_failed(&err->b)) {
 		result = reply_error(r, 503, "no_capacity", "out of memory holding the output");
 	} else {
-		result = reply_json(r, 200, render_exec_result(out.b.data, out.b.len, err.b.data, err.b.len,
+		result = reply_json(r, 200, render_exec_result(out->b.data, out->b.len, err->b.data, err->b.len,
 							       ev.code, ev.signal, ev.timed_out, ms,
-							       out.truncated || err.truncated));
+							       out->truncated || err->truncated));
 	}
-	strbuf_free(&out.b);
-	strbuf_free(&err.b);
-	inflight_give(r->api->exec_buffer, r->workspace, held);
+	strbuf_free(&out->b);
+	strbuf_free(&err->b);
+	inflight_give(r->api->exec_buffer, r->workspace, t.held);
 	req_guest_leave(r, &hg);
 	return result;
 }

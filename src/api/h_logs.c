@@ -19,7 +19,6 @@
 
 #include <errno.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -30,8 +29,6 @@
 #define WINDOW (4 << 20)	/* the tail is looked for in the last 4 MiB */
 #define LINE_MAX_BYTES 8192	/* a longer line is cut there */
 #define INIT_PREFIX "kiln-init: "
-#define POLL_MS 250
-#define KEEPALIVE_MS 15000
 
 /* One console line (no newline) as {"source","text","ts"}. The console
  * has no times of its own: ts is null. */
@@ -102,19 +99,17 @@ static int read_tail(int fd, long tail, json_t **out, off_t *end)
 struct follow {
 	struct api *api;
 	char workspace[ID_MAX], id[ID_MAX];	/* the sandbox followed */
-	int fd, sock;
+	int fd;
 	int more;		/* -1, or where later bytes come (hostif_log_open) */
 	off_t off;		/* next byte of the log to read (fd) */
-	struct sse_out out;
+	struct sse_follow sf;
 	char part[LINE_MAX_BYTES];	/* a line not ended yet */
 	size_t npart;
-	bool done;
-	int64_t quiet_ms;
 };
 
 static void flush_line(struct follow *f)
 {
-	sse_event(&f->out, "line", line_json(f->part, f->npart));
+	sse_event(&f->sf.out, "line", line_json(f->part, f->npart));
 	f->npart = 0;
 }
 
@@ -123,57 +118,48 @@ static bool ended(struct follow *f)
 	return sandbox_ended(f->api->hostif, f->workspace, f->id);
 }
 
+/* The log's next bytes as lines, or its end (sse_more_fn). */
+static bool follow_more(void *ctx, struct sse_follow *sf)
+{
+	struct follow *f = ctx;
+	char chunk[16384];
+	ssize_t n = f->more >= 0 ? recv(f->more, chunk, sizeof chunk, MSG_DONTWAIT)
+				 : pread(f->fd, chunk, sizeof chunk, f->off);
+	if (n <= 0 && f->more >= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+		/* The host ended it: the sandbox ended, or the host went. */
+		close(f->more);
+		f->more = sf->wait_fd = -1;
+		if (f->npart)
+			flush_line(f);
+		sse_event(&sf->out, "end", json_pack("{s:s}", "reason", ended(f) ? "the sandbox ended"
+									 : "its host stopped sending it"));
+		sf->done = true;
+		return true;
+	}
+	if (n > 0) {
+		f->off += n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (chunk[i] == '\n')
+				flush_line(f);
+			else if (f->npart < sizeof f->part)
+				f->part[f->npart++] = chunk[i];
+		}
+		return true;
+	}
+	if (f->more < 0 && ended(f)) {
+		if (f->npart)
+			flush_line(f);
+		sse_event(&sf->out, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
+		sf->done = true;
+		return true;
+	}
+	return false;
+}
+
 static long follow_read(void *ctx, char *buf, size_t max)
 {
 	struct follow *f = ctx;
-	while (sse_drained(&f->out)) {
-		if (f->done)
-			return HTTP_STREAM_END;
-		char chunk[16384];
-		ssize_t n = f->more >= 0 ? recv(f->more, chunk, sizeof chunk, MSG_DONTWAIT)
-					 : pread(f->fd, chunk, sizeof chunk, f->off);
-		if (n <= 0 && f->more >= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
-			/* The host ended it: the sandbox ended, or the host went. */
-			close(f->more);
-			f->more = -1;
-			if (f->npart)
-				flush_line(f);
-			sse_event(&f->out, "end", json_pack("{s:s}", "reason", ended(f) ? "the sandbox ended"
-									  : "its host stopped sending it"));
-			f->done = true;
-			continue;
-		}
-		if (n > 0) {
-			f->off += n;
-			f->quiet_ms = 0;
-			for (ssize_t i = 0; i < n; i++) {
-				if (chunk[i] == '\n')
-					flush_line(f);
-				else if (f->npart < sizeof f->part)
-					f->part[f->npart++] = chunk[i];
-			}
-			continue;
-		}
-		if (f->more < 0 && ended(f)) {
-			if (f->npart)
-				flush_line(f);
-			sse_event(&f->out, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
-			f->done = true;
-			continue;
-		}
-		/* Nothing new: wait a little, watching for the client to go
-		 * (and, followed through a host, for its next bytes). */
-		struct pollfd p[2] = { { .fd = f->sock, .events = POLLRDHUP }, { .fd = f->more, .events = POLLIN } };
-		int r = poll(p, 2, POLL_MS);
-		if (r > 0 && (p[0].revents & (POLLRDHUP | POLLHUP | POLLERR)))
-			return HTTP_STREAM_END;
-		f->quiet_ms += POLL_MS;
-		if (f->quiet_ms >= KEEPALIVE_MS) {
-			sse_comment(&f->out, "keepalive");
-			f->quiet_ms = 0;
-		}
-	}
-	return sse_take(&f->out, buf, max);
+	return sse_follow_read(&f->sf, follow_more, f, buf, max);
 }
 
 static void follow_done(void *ctx)
@@ -182,7 +168,7 @@ static void follow_done(void *ctx)
 	close(f->fd);
 	if (f->more >= 0)
 		close(f->more);
-	sse_free(&f->out);
+	sse_free(&f->sf.out);
 	free(f);
 }
 
@@ -218,13 +204,13 @@ int h_sandbox_logs(struct req *r)
 	snprintf(f->id, sizeof f->id, "%s", req_sandbox_id(r));
 	f->fd = fd;
 	f->more = more;
-	f->sock = req_socket(r);
 	f->off = end;
-	sse_init(&f->out);
+	sse_follow_init(&f->sf, req_socket(r));
+	f->sf.wait_fd = more;
 	size_t i;
 	json_t *l;
 	json_array_foreach(lines, i, l)
-		sse_event(&f->out, "line", json_incref(l));
+		sse_event(&f->sf.out, "line", json_incref(l));
 	json_decref(lines);
 	return reply_stream(r, 200, "text/event-stream", follow_read, follow_done, f);
 }

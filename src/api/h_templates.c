@@ -23,7 +23,6 @@
 
 #include <errno.h>
 #include <microhttpd.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -31,8 +30,6 @@
 
 #define LOG_MAX_READ (4 << 20)	/* a log's last 4 MiB without follow */
 #define LINE_MAX_BYTES 8192
-#define POLL_MS 250
-#define KEEPALIVE_MS 15000
 
 /* ---- POST: the query ------------------------------------------------------------------ */
 
@@ -175,13 +172,11 @@ int h_template_delete(struct req *r)
 struct tfollow {
 	struct api *api;
 	char ws[ID_MAX], name[64];
-	int fd, sock;
+	int fd;
 	off_t off;
-	struct sse_out out;
+	struct sse_follow sf;
 	char part[LINE_MAX_BYTES + 1];
 	size_t npart;
-	bool done;
-	int quiet_ms;
 };
 
 static void flush_line(struct tfollow *f)
@@ -189,7 +184,7 @@ static void flush_line(struct tfollow *f)
 	f->part[f->npart] = 0;
 	ops_template_unqualify(f->part, f->ws, f->name);
 	f->npart = strlen(f->part);
-	sse_event(&f->out, "line", json_pack("{s:o}", "text", render_text(f->part, f->npart)));
+	sse_event(&f->sf.out, "line", json_pack("{s:o}", "text", render_text(f->part, f->npart)));
 	f->npart = 0;
 }
 
@@ -204,58 +199,51 @@ static bool still_running(struct tfollow *f)
 	return running;
 }
 
+/* The build log's next bytes as lines, or its end (sse_more_fn). */
+static bool tfollow_more(void *ctx, struct sse_follow *sf)
+{
+	struct tfollow *f = ctx;
+	char chunk[16384];
+	/* Was it running before this read? Then a read to the end after
+	 * it stopped has everything it wrote. */
+	bool running = still_running(f);
+	ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
+	if (n > 0) {
+		f->off += n;
+		for (ssize_t i = 0; i < n; i++) {
+			if (chunk[i] == '\n' || chunk[i] == '\r')
+				flush_line(f);
+			else if (f->npart < LINE_MAX_BYTES)
+				f->part[f->npart++] = chunk[i];
+		}
+		return true;
+	}
+	if (running)
+		return false;
+	if (f->npart)
+		flush_line(f);
+	struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
+	struct ops_template_info in;
+	json_t *e = ops_template_get(&c, f->name, &in) == 0
+		? json_pack("{s:s,s:o}", "status", in.b.status, "error",
+			    in.b.error[0] ? json_string(in.b.error) : json_null())
+		: json_pack("{s:s}", "status", "unknown");
+	sse_event(&sf->out, "end", e);
+	sf->done = true;
+	return true;
+}
+
 static long tfollow_read(void *ctx, char *buf, size_t max)
 {
 	struct tfollow *f = ctx;
-	while (sse_drained(&f->out)) {
-		if (f->done)
-			return HTTP_STREAM_END;
-		char chunk[16384];
-		/* Was it running before this read? Then a read to the end after
-		 * it stopped has everything it wrote. */
-		bool running = still_running(f);
-		ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
-		if (n > 0) {
-			f->off += n;
-			f->quiet_ms = 0;
-			for (ssize_t i = 0; i < n; i++) {
-				if (chunk[i] == '\n' || chunk[i] == '\r')
-					flush_line(f);
-				else if (f->npart < LINE_MAX_BYTES)
-					f->part[f->npart++] = chunk[i];
-			}
-			continue;
-		}
-		if (!running) {
-			if (f->npart)
-				flush_line(f);
-			struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
-			struct ops_template_info in;
-			json_t *e = ops_template_get(&c, f->name, &in) == 0
-				? json_pack("{s:s,s:o}", "status", in.b.status, "error",
-					    in.b.error[0] ? json_string(in.b.error) : json_null())
-				: json_pack("{s:s}", "status", "unknown");
-			sse_event(&f->out, "end", e);
-			f->done = true;
-			continue;
-		}
-		struct pollfd p = { .fd = f->sock, .events = POLLRDHUP };
-		if (poll(&p, 1, POLL_MS) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-			return HTTP_STREAM_END;
-		f->quiet_ms += POLL_MS;
-		if (f->quiet_ms >= KEEPALIVE_MS) {
-			sse_comment(&f->out, "keepalive");
-			f->quiet_ms = 0;
-		}
-	}
-	return sse_take(&f->out, buf, max);
+	return sse_follow_read(&f->sf, tfollow_more, f, buf, max);
 }
 
 static void tfollow_done(void *ctx)
 {
 	struct tfollow *f = ctx;
 	close(f->fd);
-	sse_free(&f->out);
+	sse_free(&f->sf.out);
 	free(f);
 }
 
@@ -281,8 +269,7 @@ int h_template_logs(struct req *r)
 		snprintf(f->ws, sizeof f->ws, "%s", r->workspace);
 		snprintf(f->name, sizeof f->name, "%s", r->params[0]);
 		f->fd = fd;
-		f->sock = req_socket(r);
-		sse_init(&f->out);
+		sse_follow_init(&f->sf, req_socket(r));
 		return reply_stream(r, 200, "text/event-stream", tfollow_read, tfollow_done, f);
 	}
 	/* The whole log (its last 4 MiB) as text. */

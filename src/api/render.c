@@ -1,6 +1,6 @@
 #include "ops/template.h"
 #include "api/render.h"
-#include "host/netpolicy.h"
+#include "net/netpolicy.h"
 
 #include <nettle/base64.h>
 #include <stdbool.h>

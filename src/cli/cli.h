@@ -36,8 +36,10 @@ json_t *call(const char *method, const char *path, json_t *body);
  * whole answer (yours to free), or exit on a failure or an error status. */
 char *finish(struct httpc *c, int rc);
 void print_json(json_t *j);
-/* GET path. With --json, print the answer and return NULL: the command is
- * done. Else the answer (yours to free), to print for people. */
+/* An answer r: with --json, print it, free it and return NULL (the
+ * command is done); else r (yours to free), to print for people. */
+json_t *print_or_keep(const struct opts *o, json_t *r);
+/* print_or_keep of GET path. */
 json_t *get_or_print(const struct opts *o, const char *path);
 /* One event of a stream as one line of compact JSON (--json). */
 void print_json_line(json_t *j);

@@ -23,14 +23,25 @@ static const char *key_arg(const struct command *cmd, struct opts *o, int i, con
 	return k;
 }
 
-/* create, restore and reset-password answer the URL with the password
- * (shown this once), or the JSON. */
-static void print_db(struct opts *o, json_t *r)
+
+/* What is printed of an answer without --json: create, restore and
+ * reset-password answer the URL with the password (shown this once). */
+static void print_url(json_t *r)
 {
-	if (o->json)
-		print_json(r);
-	else
-		printf("%s\n", str(r, "url"));
+	printf("%s\n", str(r, "url"));
+}
+
+static void print_id(json_t *r)
+{
+	printf("%s\n", str(r, "id"));
+}
+
+static void print_backup_ids(json_t *r)
+{
+	size_t i;
+	json_t *b;
+	json_array_foreach(json_object_get(r, "backups"), i, b)
+		printf("%s\n", str(b, "id"));
 }
 
 static int db_make(const struct command *cmd, struct opts *o, const char *backup, const char *name)
@@ -46,7 +57,10 @@ static int db_make(const struct command *cmd, struct opts *o, const char *backup
 	progress_start(o, backup ? "restoring the backup into a new database" : "making the database (until it takes connections)");
 	json_t *r = call("POST", "/v1/databases", body);
 	progress_end();
-	print_db(o, r);
+	if (o->json)
+		print_json(r);
+	else
+		print_url(r);
 	json_decref(r);
 	return 0;
 }
@@ -66,56 +80,37 @@ static int db_restore(const struct command *cmd, struct opts *o)
 	return db_make(cmd, o, backup, o->npos > 2 ? key_arg(cmd, o, 2, "database") : NULL);
 }
 
-static int db_get(const struct command *cmd, struct opts *o)
-{
-	char path[128];
-	snprintf(path, sizeof path, "/v1/databases/%s", key_arg(cmd, o, 1, "database"));
-	need_args(cmd, o, 2, 2);
-	json_t *r = call("GET", path, NULL);
-	print_json(r);
-	json_decref(r);
-	return 0;
-}
+/* The subcommands that are one call about one database (kiln db get,
+ * reset-password, backup, backups NAME): the call (path: after
+ * /v1/databases/NAME), what is shown while it runs, and what is printed
+ * of its answer (NULL: the JSON, always). */
+static const struct db_call {
+	const char *sub, *method, *path, *progress;
+	void (*print)(json_t *r);
+} db_calls[] = {
+	{ "get", "GET", "", NULL, NULL },
+	{ "reset-password", "POST", "/reset-password", NULL, print_url },
+	{ "backup", "POST", "/backups", "taking a backup", print_id },
+	{ "backups", "GET", "/backups", NULL, print_backup_ids },
+};
 
-static int db_reset_password(const struct command *cmd, struct opts *o)
+static int db_call(const struct command *cmd, struct opts *o)
 {
+	const struct db_call *d = db_calls;
+	while (d < db_calls + sizeof db_calls / sizeof db_calls[0] - 1 && strcmp(d->sub, o->pos[0]))
+		d++;
 	char path[160];
-	snprintf(path, sizeof path, "/v1/databases/%s/reset-password", key_arg(cmd, o, 1, "database"));
+	snprintf(path, sizeof path, "/v1/databases/%s%s", key_arg(cmd, o, 1, "database"), d->path);
 	need_args(cmd, o, 2, 2);
-	json_t *r = call("POST", path, NULL);
-	print_db(o, r);
-	json_decref(r);
-	return 0;
-}
-
-static int db_backup(const struct command *cmd, struct opts *o)
-{
-	char path[160];
-	snprintf(path, sizeof path, "/v1/databases/%s/backups", key_arg(cmd, o, 1, "database"));
-	need_args(cmd, o, 2, 2);
-	progress_start(o, "taking a backup");
-	json_t *r = call("POST", path, NULL);
-	progress_end();
-	if (o->json)
+	if (d->progress)
+		progress_start(o, d->progress);
+	json_t *r = call(d->method, path, NULL);
+	if (d->progress)
+		progress_end();
+	if (o->json || !d->print)
 		print_json(r);
 	else
-		printf("%s\n", str(r, "id"));
-	json_decref(r);
-	return 0;
-}
-
-static int db_backups(const struct command *cmd, struct opts *o)
-{
-	char path[160];
-	snprintf(path, sizeof path, "/v1/databases/%s/backups", key_arg(cmd, o, 1, "database"));
-	need_args(cmd, o, 2, 2);
-	json_t *r = get_or_print(o, path);
-	if (!r)
-		return 0;
-	size_t i;
-	json_t *b;
-	json_array_foreach(json_object_get(r, "backups"), i, b)
-		printf("%s\n", str(b, "id"));
+		d->print(r);
 	json_decref(r);
 	return 0;
 }
@@ -161,11 +156,11 @@ int cmd_db(const struct command *cmd, struct opts *o)
 	static const struct subcommand subs[] = {
 		{ "create", "", db_create },
 		{ "ls", "", db_ls },
-		{ "get", "", db_get },
+		{ "get", "", db_call },
 		{ "rm", "", db_rm },
-		{ "reset-password", "", db_reset_password },
-		{ "backup", "", db_backup },
-		{ "backups", "", db_backups },
+		{ "reset-password", "", db_call },
+		{ "backup", "", db_call },
+		{ "backups", "", db_call },
 		{ "restore", "", db_restore },
 	};
 	return subcommand_run(cmd, o, "db", 0, subs, sizeof subs / sizeof subs[0]);

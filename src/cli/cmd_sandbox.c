@@ -215,18 +215,36 @@ int cmd_wake(const struct command *cmd, struct opts *o) { return simple(cmd, o, 
 int cmd_pause(const struct command *cmd, struct opts *o) { return simple(cmd, o, "pause", "status"); }
 int cmd_resume(const struct command *cmd, struct opts *o) { return simple(cmd, o, "resume", "status"); }
 
+/* PATCH /v1/sandboxes/ID/lifecycle with one field (kiln persistent, ttl,
+ * idle-pause): the answer to print, or NULL when --json printed it. */
+static json_t *lifecycle_set(struct opts *o, const char *id, const char *field, json_t *value)
+{
+	char path[128];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
+	json_t *body = json_object();
+	if (!body || json_object_set_new(body, field, value) < 0)
+		die("out of memory");
+	return print_or_keep(o, call("PATCH", path, body));
+}
+
+/* kiln ttl|idle-pause ID SECONDS: what sets field (usage names it). */
+static json_t *lifecycle_seconds(const struct command *cmd, struct opts *o, const char *usage, const char *field,
+				 const char **id, long long *secs)
+{
+	need_args(cmd, o, 2, 2);
+	*id = need_id(cmd, o, 0);
+	*secs = args_number(usage, o->pos[1], 0, 604800);
+	return lifecycle_set(o, *id, field, json_integer((json_int_t)*secs));
+}
+
 int cmd_persistent(const struct command *cmd, struct opts *o)
 {
 	need_args(cmd, o, 2, 2);
 	const char *id = need_id(cmd, o, 0), *v = o->pos[1];
 	if (strcmp(v, "on") && strcmp(v, "off"))
 		usage_error(cmd, "persistent takes on or off, not '%s'", v);
-	char path[128];
-	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
-	json_t *r = call("PATCH", path, json_pack("{s:b}", "persistent", !strcmp(v, "on")));
-	if (o->json)
-		print_json(r);
-	else
+	json_t *r = lifecycle_set(o, id, "persistent", json_boolean(!strcmp(v, "on")));
+	if (r)
 		printf("%s persistent %s, when idle %s\n", id, json_is_true(json_object_get(r, "persistent")) ? "on" : "off",
 		       str(json_object_get(r, "ttl_rule"), "when_idle"));
 	json_decref(r);
@@ -235,15 +253,10 @@ int cmd_persistent(const struct command *cmd, struct opts *o)
 
 int cmd_ttl(const struct command *cmd, struct opts *o)
 {
-	need_args(cmd, o, 2, 2);
-	const char *id = need_id(cmd, o, 0);
-	long long secs = args_number("ttl SECONDS", o->pos[1], 0, 604800);
-	char path[128];
-	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
-	json_t *r = call("PATCH", path, json_pack("{s:I}", "ttl_seconds", (json_int_t)secs));
-	if (o->json)
-		print_json(r);
-	else
+	const char *id;
+	long long secs;
+	json_t *r = lifecycle_seconds(cmd, o, "ttl SECONDS", "ttl_seconds", &id, &secs);
+	if (r)
 		printf("%s ttl %llds, expires %s\n", id, secs, str(r, "expires_at"));
 	json_decref(r);
 	return 0;
@@ -251,17 +264,12 @@ int cmd_ttl(const struct command *cmd, struct opts *o)
 
 int cmd_idle_pause(const struct command *cmd, struct opts *o)
 {
-	need_args(cmd, o, 2, 2);
-	const char *id = need_id(cmd, o, 0);
-	long long secs = args_number("idle-pause SECONDS", o->pos[1], 0, 604800);
-	char path[128];
-	snprintf(path, sizeof path, "/v1/sandboxes/%s/lifecycle", id);
-	json_t *r = call("PATCH", path, json_pack("{s:I}", "idle_pause_seconds", (json_int_t)secs));
-	if (o->json)
-		print_json(r);
-	else if (secs)
+	const char *id;
+	long long secs;
+	json_t *r = lifecycle_seconds(cmd, o, "idle-pause SECONDS", "idle_pause_seconds", &id, &secs);
+	if (r && secs)
 		printf("%s pauses after %llds idle\n", id, secs);
-	else
+	else if (r)
 		printf("%s does not pause when idle\n", id);
 	json_decref(r);
 	return 0;

@@ -79,14 +79,18 @@ void print_json(json_t *j)
 	free(s);
 }
 
-json_t *get_or_print(const struct opts *o, const char *path)
+json_t *print_or_keep(const struct opts *o, json_t *r)
 {
-	json_t *r = call("GET", path, NULL);
 	if (!o->json)
 		return r;
 	print_json(r);
 	json_decref(r);
 	return NULL;
+}
+
+json_t *get_or_print(const struct opts *o, const char *path)
+{
+	return print_or_keep(o, call("GET", path, NULL));
 }
 
 void print_json_line(json_t *j)

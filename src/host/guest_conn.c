@@ -316,9 +316,16 @@ int guest_exec_run(struct guest *g, struct guest_cmd *cmd, guest_out_fn *out, vo
 	memset(exit, 0, sizeof *exit);
 	exit->code = -1;
 	int rc = guest_exec_start(g, cmd);
-	if (rc < 0)
-		return rc;
+	return rc < 0 ? rc : guest_exec_wait(g, out, ctx, watch_fd, wait_ms, exit);
+}
+
+int guest_exec_wait(struct guest *g, guest_out_fn *out, void *ctx, int watch_fd, int wait_ms,
+		    struct guest_ev *exit)
+{
+	memset(exit, 0, sizeof *exit);
+	exit->code = -1;
 	for (;;) {
+		int rc;
 		struct guest_ev ev;
 		int io_kind = 0;
 		if ((rc = exec_next(g, &ev, watch_fd, wait_ms, &io_kind)) < 0)

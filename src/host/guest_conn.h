@@ -123,6 +123,11 @@ int guest_exec_next(struct guest *g, struct guest_ev *ev, int watch_fd, int wait
 typedef int guest_out_fn(void *ctx, const struct guest_ev *ev);
 int guest_exec_run(struct guest *g, struct guest_cmd *cmd, guest_out_fn *out, void *ctx, int watch_fd,
 		   int wait_ms, struct guest_ev *exit);
+/* The same for a command the caller started itself (guest_exec_start,
+ * then its stdin queued): output and exit as guest_exec_run has them,
+ * queued stdin fed meanwhile. */
+int guest_exec_wait(struct guest *g, guest_out_fn *out, void *ctx, int watch_fd, int wait_ms,
+		    struct guest_ev *exit);
 /* Queue stdin bytes / the end of stdin / a terminal size. */
 int guest_exec_stdin(struct guest *g, const void *p, size_t n);
 int guest_exec_eof(struct guest *g);

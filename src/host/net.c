@@ -4,7 +4,7 @@
  */
 #include "host/host_int.h"
 #include "host/net.h"
-#include "host/netpolicy.h"
+#include "net/netpolicy.h"
 #include "host/netpool.h"
 #include "common/err.h"
 #include "host/host_config.h"

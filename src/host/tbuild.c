@@ -1,14 +1,19 @@
 /*
  * tbuild: template builds asked for through the API (tbuild.h).
  *
- * The build runs in a forked child of kilnd that calls template_build
- * and writes the outcome into state.json: a fork rather than an exec of
- * `kilnd template build`, because the host's settings (host_config) are
- * kilnd's in memory, not a command line. The child closes every
- * descriptor kilnd had (listening sockets, the store) but its log and the
- * build's lock, puts the signals back to their defaults and never returns
- * into kilnd's code. A thread of kilnd waits for it (kilnd is a child
- * subreaper, so nothing else would).
+ * The build runs in a process of its own: a child of kilnd that execs
+ * kilnd itself (the binary this process runs, opened before the fork) as
+ * `kilnd template build NAME --job FILE`, never kilnd's code after a fork:
+ * kilnd has threads, and a lock one of them held at the fork would stay
+ * held in the child for ever. The host's settings (host_config) are
+ * kilnd's in memory, not a command line, so they go with the build's own
+ * in FILE (job.json), written into the build's directory (0700, under
+ * DATA: only root writes there). Between fork and exec the child only
+ * moves descriptors: the build log onto 1 and 2, the build's lock onto 3
+ * (the lock goes with it), nothing else of kilnd's; it puts the signals
+ * back to their defaults. A thread of kilnd waits for it (kilnd is a
+ * child subreaper, so nothing else would). The build process writes the
+ * outcome into state.json (tbuild_job).
  */
 #include "host/tbuild.h"
 #include "host/build_context.h"
@@ -21,6 +26,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "host/host_config.h"
+#include "net/net.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -29,6 +35,7 @@
 #include <linux/openat2.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,34 +88,179 @@ static void *reap(void *arg)
 	return NULL;
 }
 
-/* The child: build, say how it went, exit. Never returns. */
-static void run_build(struct host *h, const struct tbuild_req *r, const char *ctx, const char *file,
-		      int logfd, int lockfd, const char *statep, int64_t started)
+/* ---- the job file: the host's settings and the build's ------------------- */
+
+/* host_config's fields, by name in the job file: s a string (char[]),
+ * i an int, l an int64_t, b a bool. */
+#define HC_FIELD(f, t) { #f, t, offsetof(struct host_config, f), sizeof ((struct host_config *)0)->f }
+static const struct hc_field {
+	const char *key;
+	char type;
+	size_t off, size;
+} hc_fields[] = {
+	HC_FIELD(data_dir, 's'), HC_FIELD(vmm, 's'), HC_FIELD(kernel, 's'), HC_FIELD(initrd, 's'),
+	HC_FIELD(images, 's'), HC_FIELD(image_builders, 's'), HC_FIELD(max_sandboxes, 'i'),
+	HC_FIELD(max_memory_mib, 'l'), HC_FIELD(max_creates, 'i'), HC_FIELD(create_wait_ms, 'i'),
+	HC_FIELD(default_ttl, 'l'), HC_FIELD(sample_ms, 'i'), HC_FIELD(boot_timeout_ms, 'i'),
+	HC_FIELD(reap_ms, 'i'), HC_FIELD(net, 'b'), HC_FIELD(net_pool, 'i'), HC_FIELD(pool, 'i'),
+	HC_FIELD(jail, 'b'), HC_FIELD(jail_uid, 'i'), HC_FIELD(cgroup, 's'), HC_FIELD(vmm_overhead_mib, 'i'),
+	HC_FIELD(vmm_pids, 'i'), HC_FIELD(reserve_disk_mib, 'i'), HC_FIELD(dns, 's'),
+};
+#define NFIELDS (sizeof hc_fields / sizeof hc_fields[0])
+
+static json_t *host_config_json(const struct host_config *cfg)
 {
-	setsid();
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < NFIELDS; i++) {
+		const struct hc_field *f = &hc_fields[i];
+		const char *p = (const char *)cfg + f->off;
+		json_t *v = f->type == 's' ? json_string(p)
+			  : f->type == 'i' ? json_integer(*(const int *)p)
+			  : f->type == 'l' ? json_integer(*(const int64_t *)p)
+					   : json_boolean(*(const bool *)p);
+		if (json_object_set_new(o, f->key, v) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+static int host_config_from(const json_t *o, struct host_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	for (size_t i = 0; i < NFIELDS; i++) {
+		const struct hc_field *f = &hc_fields[i];
+		const json_t *v = json_object_get(o, f->key);
+		char *p = (char *)cfg + f->off;
+		if (f->type == 's' && json_is_string(v) && strlen(json_string_value(v)) < f->size)
+			memcpy(p, json_string_value(v), strlen(json_string_value(v)) + 1);
+		else if (f->type == 'i' && json_is_integer(v))
+			*(int *)p = (int)json_integer_value(v);
+		else if (f->type == 'l' && json_is_integer(v))
+			*(int64_t *)p = json_integer_value(v);
+		else if (f->type == 'b' && json_is_boolean(v))
+			*(bool *)p = json_is_true(v);
+		else
+			return errf(EINVAL, "the build's job file: no valid host setting '%s'", f->key);
+	}
+	return 0;
+}
+
+/* The job file of a build (tbuild_job reads it); started: state.json's. */
+static int job_write(const struct host *h, const struct tbuild_req *r, const char *path, const char *ctx,
+		     const char *file, int64_t started)
+{
+	struct net_config nc;
+	net_default_config(&nc);
+	char range[32];
+	snprintf(range, sizeof range, "%u.%u.%u.%u/%d", nc.pool >> 24, (nc.pool >> 16) & 255, (nc.pool >> 8) & 255,
+		 nc.pool & 255, nc.pool_bits);
+	json_t *args = json_array();
+	for (size_t i = 0; args && r->build_args && r->build_args[i]; i++)
+		json_array_append_new(args, json_string(r->build_args[i]));
+	json_t *j = json_pack("{s:s,s:s,s:s,s:o*,s:I,s:I,s:b,s:s,s:o*}", "name", r->name, "context", ctx,
+			      "dockerfile_file", file, "build_args", args, "max_context", (json_int_t)r->max_context,
+			      "started_ms", (json_int_t)started, "verbose", log_verbose, "net_range", range, "host",
+			      host_config_json(h->cfg));
+	int rc = 0;
+	if (!j || !json_is_object(json_object_get(j, "host")) || !json_is_array(json_object_get(j, "build_args")))
+		rc = errf(ENOMEM, "out of memory");
+	int fd = rc < 0 ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (rc == 0 && fd < 0)
+		rc = errf_sys("open %s", path);
+	if (rc == 0 && json_dumpfd(j, fd, 0) < 0)
+		rc = errf_sys("write %s", path);
+	if (fd >= 0)
+		close(fd);
+	json_decref(j);
+	return rc;
+}
+
+int tbuild_job(const char *path, const char *name)
+{
 	signal(SIGPIPE, SIG_IGN);
-	sigset_t none;
-	sigemptyset(&none);
-	pthread_sigmask(SIG_SETMASK, &none, NULL);
-	int null = open("/dev/null", O_RDONLY);
-	dup2(null, 0);
-	dup2(logfd, 1);
-	dup2(logfd, 2);
-	/* Keep the lock (its fd as 3) and nothing else of kilnd's. */
-	if (dup2(lockfd, 3) < 0)
-		_exit(1);
-	syscall(SYS_close_range, 4U, ~0U, 0U);
-	struct build_opts o = { .name = r->name, .dockerfile = ctx, .dockerfile_file = file,
-				.build_args = r->build_args, .max_context = r->max_context };
-	int rc = template_build(h->cfg, &o);
+	/* state.json is beside the job file; whatever goes wrong is told there. */
+	char statep[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	snprintf(statep, sizeof statep, "%.*sstate.json", slash ? (int)(slash - path + 1) : 0, path);
+	json_error_t e;
+	json_t *j = json_load_file(path, 0, &e);
+	unlink(path);	/* read once: a later build writes its own */
+	int64_t started = json_integer_value(json_object_get(j, "started_ms"));
+	if (!j) {
+		errf(EINVAL, "the build's job file %s: %s", path, e.text);
+		fprintf(stderr, "kilnd: %s\n", errmsg());
+		write_state(statep, "failed", errmsg(), wall_ms(), wall_ms());
+		return 1;
+	}
+	struct host_config cfg;
+	const char *ctx = json_string_value(json_object_get(j, "context"));
+	const char *file = json_string_value(json_object_get(j, "dockerfile_file"));
+	const char *range = json_string_value(json_object_get(j, "net_range"));
+	const json_t *args = json_object_get(j, "build_args");
+	const char *argv[TBUILD_ARGS_MAX + 1] = { NULL };
+	int rc = host_config_from(json_object_get(j, "host"), &cfg);
+	if (rc == 0 && (!ctx || !file || !range || !json_is_array(args) || json_array_size(args) > TBUILD_ARGS_MAX ||
+			strcmp(json_string_value(json_object_get(j, "name")) ?: "", name)))
+		rc = errf(EINVAL, "the build's job file %s is not one for template %s", path, name);
+	for (size_t i = 0; rc == 0 && i < json_array_size(args); i++)
+		if (!(argv[i] = json_string_value(json_array_get(args, i))))
+			rc = errf(EINVAL, "the build's job file %s: a build argument that is not a string", path);
+	rc = rc ?: net_set_pool(range);
+	if (rc < 0) {
+		fprintf(stderr, "kilnd: %s\n", errmsg());
+		write_state(statep, "failed", errmsg(), started, wall_ms());
+		json_decref(j);
+		return 1;
+	}
+	log_verbose = json_is_true(json_object_get(j, "verbose"));
+	struct build_opts o = { .name = name, .dockerfile = ctx, .dockerfile_file = file,
+				.build_args = json_array_size(args) ? argv : NULL,
+				.max_context = (uint64_t)json_integer_value(json_object_get(j, "max_context")) };
+	rc = template_build(&cfg, &o);
 	if (rc < 0)
 		fprintf(stderr, "kilnd: %s\n", errmsg());
 	fflush(stderr);
 	write_state(statep, rc < 0 ? "failed" : "ready", rc < 0 ? errmsg() : NULL, started, wall_ms());
-	_exit(rc < 0 ? 1 : 0);
+	json_decref(j);
+	return rc < 0 ? 1 : 0;
+}
+
+/* ---- starting one ------------------------------------------------------------ */
+
+/* The child, between fork and exec: only async-signal-safe calls (kilnd's
+ * other threads' locks may be held). Never returns. */
+static void exec_build(int exe, char *const argv[], int logfd, int lockfd)
+{
+	setsid();
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &dfl, NULL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Out of the way of 0 to 4 first, then into place: the log on 1 and
+	 * 2, the lock on 3 (without close-on-exec: the build process holds
+	 * it), the binary on 4 (with it); nothing else stays. */
+	int log2 = fcntl(logfd, F_DUPFD_CLOEXEC, 10), lock2 = fcntl(lockfd, F_DUPFD_CLOEXEC, 10),
+	    exe2 = fcntl(exe, F_DUPFD_CLOEXEC, 10), null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null >= 0 && null < 10) {
+		int n10 = fcntl(null, F_DUPFD_CLOEXEC, 10);
+		close(null);
+		null = n10;
+	}
+	if (log2 < 0 || lock2 < 0 || exe2 < 0 || null < 0 || dup2(null, 0) < 0 || dup2(log2, 1) < 0 ||
+	    dup2(log2, 2) < 0 || dup2(lock2, 3) < 0 || dup2(exe2, 4) < 0 || fcntl(4, F_SETFD, FD_CLOEXEC) < 0)
+		_exit(126);
+	syscall(SYS_close_range, 5U, ~0U, 0U);
+	extern char **environ;
+	syscall(SYS_execveat, 4, "", argv, environ, AT_EMPTY_PATH);
+	static const char msg[] = "kilnd: the build process could not start kilnd (execveat)\n";
+	ssize_t w = write(2, msg, sizeof msg - 1);
+	(void)w;
+	_exit(127);
 }
 
 int tbuild_start(struct host *h, const struct tbuild_req *r)
@@ -189,13 +341,22 @@ int tbuild_start(struct host *h, const struct tbuild_req *r)
 		return rc;
 	}
 	dprintf(logfd, "template build %s: %ld entries in the context, Dockerfile %s\n", r->name, entries, df);
-	pid_t pid = fork();
+	/* Everything the child needs, made before the fork. */
+	char jobp[PATH_MAX];
+	job_path(h, r->name, "job.json", jobp, sizeof jobp);
+	char *const argv[] = { "kilnd", "template", "build", (char *)r->name, "--job", jobp, NULL };
+	int exe = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	rc = exe < 0 ? errf_sys("open /proc/self/exe") : job_write(h, r, jobp, ctx, file, started);
+	pid_t pid = rc < 0 ? -1 : fork();
 	if (pid == 0)
-		run_build(h, r, ctx, file, logfd, lock, statep, started);
+		exec_build(exe, argv, logfd, lock);
+	if (exe >= 0)
+		close(exe);
 	close(logfd);
 	close(lock);	/* the child holds it now */
 	if (pid < 0) {
-		rc = errf_sys("fork");
+		rc = rc < 0 ? rc : errf_sys("fork");
+		unlink(jobp);
 		write_state(statep, "failed", errmsg(), started, wall_ms());
 		return rc;
 	}

@@ -3,10 +3,10 @@
  * docs/templates.md "Building through the API"). The context arrives as
  * a tar (plain or gzip) in a file; it is unpacked here, bounded and
  * without following a link out (oci_extract_tar), into
- * DATA/templates/.builds/NAME/context, and the build runs in a child
- * process of its own (template_build with the Dockerfile's options, as
- * `kilnd template build NAME --dockerfile DIR` would), so the request
- * answers at once. What a build leaves, in DATA/templates/.builds/NAME:
+ * DATA/templates/.builds/NAME/context, and the build runs in a process
+ * of its own (`kilnd template build NAME --job FILE`: template_build with
+ * the Dockerfile's options, as `kilnd template build NAME --dockerfile
+ * DIR` would), so the request answers at once. What a build leaves, in DATA/templates/.builds/NAME:
  *   lock          flock()ed by the build process while it runs: one
  *                 build per name at a time, and "building" survives a
  *                 restart of kilnd (the process goes on)
@@ -14,6 +14,7 @@
  *                 "finished_ms"}; "building" with the lock free: the
  *                 build process died (reported as failed)
  *   build.log     the build's progress lines and every step's output
+ *   job.json      the build process's settings (the host's and the build's)
  * NAME is the template's name on the host (an API's template carries its
  * workspace in it: ops/template.h); this layer takes it as it is.
  */
@@ -52,6 +53,13 @@ struct tbuild_state {
 	int64_t built_ms;		/* its manifest's */
 	int64_t bytes;			/* the disk its directory takes (all versions) */
 };
+
+/* The build process (tbuild_start execs `kilnd template build NAME --job
+ * FILE`): the host's settings and the build's from FILE, which
+ * tbuild_start wrote into the build's directory (only root writes there);
+ * the build run with its lock on descriptor 3 and its output on 1 and 2
+ * (the build log); its outcome written to state.json. The exit status. */
+int tbuild_job(const char *file, const char *name);
 
 /* What is known of the template name's builds and versions; -ENOENT when
  * it was neither built through the API nor has a version directory. */

@@ -42,9 +42,9 @@
 #include "host/host_types.h"	/* ws_caps, ws_caps_report, create_req, host_event, HOST_FORK_MAX */
 #include "store/store.h"	/* struct sbx_row, ID_MAX */
 #include "host/tbuild.h"	/* tbuild_req, tbuild_state */
+#include "common/strbuf.h"	/* struct hostif_run's output */
 
 struct guest;
-struct strbuf;
 
 /* A guest entered (hostif_enter) or held (hostif_hold): what
  * hostif_leave needs to end it. A value, not a reference: copy it freely,
@@ -325,6 +325,41 @@ static inline int hostif_touch(struct hostif *hi, const char *ws, const char *id
 {
 	return hi->ops->touch(hi->ctx, ws, id);
 }
+
+/* ---- commands by id --------------------------------------------------------------- */
+
+/* A command run in a sandbox's guest for an operation of kiln's own (a
+ * database's password, an app's supervisor or log), over hostif_enter:
+ * the caller names the sandbox and gets plain data back, no connection. */
+struct hostif_run {
+	const char *const *argv;
+	const char *const *env;		/* NAME=VALUE, NULL-terminated, or NULL */
+	uint32_t timeout_ms;		/* the guest kills it after this (0: never) */
+	bool background;		/* start it and leave it running: no output, no exit */
+	size_t out_max, err_max;	/* bytes of stdout / stderr kept (the rest is dropped) */
+	int64_t enter_until_ms;		/* CLOCK_MONOTONIC ms: a slow guest is tried again until then; 0: once */
+	/* out (not background): how it ended, and its output (hostif_run_free) */
+	int code, signal;		/* the exit code (128 + signal), the signal or 0 */
+	bool timed_out;
+	struct strbuf out, err;
+};
+
+/* Run r->argv in the workspace's sandbox id to its exit (0 whatever its
+ * exit code), or start it in the background. A slow guest (one just made
+ * or woken on a busy host: -ECONNREFUSED, -ETIMEDOUT, -ECONNRESET,
+ * -EAGAIN) is entered again every 100 ms until r->enter_until_ms. Each
+ * wait for the command's next output is bounded by its timeout_ms plus
+ * 5 s (-ETIMEDOUT), none without one. Call hostif_run_free after it,
+ * whatever it returned. */
+int hostif_run(struct hostif *hi, const char *ws, const char *id, struct hostif_run *r);
+void hostif_run_free(struct hostif_run *r);
+
+/* Whether something in the sandbox's guest accepts TCP connections on its
+ * loopback port: 1 it does, 0 not (yet): refused, or the guest did not
+ * answer the connect in time; < 0 the guest could not be entered (after
+ * tries until enter_until_ms, as hostif_run) or another error. */
+int hostif_port_listening(struct hostif *hi, const char *ws, const char *id, unsigned port,
+			  int64_t enter_until_ms);
 
 /* ---- what the host shows ---------------------------------------------------------- */
 

@@ -19,6 +19,7 @@
 #include "host/dns.h"
 #include "host/host.h"
 #include "host/template.h"
+#include "host/tbuild.h"
 #include "host/template_build.h"
 #include "hostif/hostif_local.h"
 #include "hostif/hostif_remote.h"
@@ -171,7 +172,7 @@ enum {
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_OCI, O_VCPUS, O_MEMORY, O_START, O_READY_PORT, O_READY_TIMEOUT,
-	O_DOCKERFILE, O_DF_FILE, O_BUILD_ARG, O_MAX_CONTEXT,
+	O_DOCKERFILE, O_DF_FILE, O_BUILD_ARG, O_MAX_CONTEXT, O_JOB,
 	O_NO_NET, O_NET_POOL, O_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
@@ -228,6 +229,7 @@ static const struct option options[] = {
 	{ "file", required_argument, 0, O_DF_FILE },
 	{ "build-arg", required_argument, 0, O_BUILD_ARG },
 	{ "max-context", required_argument, 0, O_MAX_CONTEXT },
+	{ "job", required_argument, 0, O_JOB },
 	{ "start", required_argument, 0, O_START },
 	{ "ready-port", required_argument, 0, O_READY_PORT },
 	{ "ready-timeout", required_argument, 0, O_READY_TIMEOUT },
@@ -268,6 +270,7 @@ struct cmdline {
 	const char *build_args[65];	/* --build-arg NAME=VALUE, NULL-ended */
 	int nbuild_args;
 	long long max_context_mib;
+	const char *job;		/* template build --job FILE: a build through the API (tbuild.h) */
 	int ready_port, ready_timeout;
 	bool no_snapshot, restart;
 	struct plans plans;		/* what workspaces may start */
@@ -385,6 +388,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			c->build_args[c->nbuild_args++] = optarg;
 			break;
 		case O_MAX_CONTEXT: c->max_context_mib = number(optarg, "--max-context", 1, 1 << 20); break;
+		case O_JOB: c->job = optarg; break;
 		case O_START: c->start = optarg; break;
 		case O_READY_PORT: c->ready_port = (int)number(optarg, "--ready-port", 1, 65535); break;
 		case O_READY_TIMEOUT: c->ready_timeout = (int)number(optarg, "--ready-timeout", 1, 3600); break;
@@ -696,6 +700,10 @@ static void seed_caps(struct host *h, struct hostif *hi, struct store *st, const
 
 static int cmd_template(struct cmdline *c, int argc, char **argv)
 {
+	/* A build the API started (host/tbuild.c execs it): everything from
+	 * the job file it wrote. */
+	if (argc >= 2 && !strcmp(argv[0], "build") && c->job)
+		return tbuild_job(c->job, argv[1]);
 	if (argc >= 2 && !strcmp(argv[0], "build")) {
 		struct build_opts o = { .name = argv[1], .image = c->image, .no_snapshot = c->no_snapshot,
 					.restart = c->restart, .oci = c->oci, .vcpus = c->vcpus,

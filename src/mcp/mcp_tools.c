@@ -159,11 +159,14 @@ struct capped {
 	bool truncated;
 };
 
-static void keep(struct capped *o, const struct guest_ev *ev)
+/* ctx: struct capped[2], stdout's and stderr's. */
+static int keep(void *ctx, const struct guest_ev *ev)
 {
+	struct capped *o = (struct capped *)ctx + (ev->kind == GEV_STDOUT ? 0 : 1);
 	size_t room = o->b.len < OUTPUT_MAX ? OUTPUT_MAX - o->b.len : 0;
 	strbuf_append(&o->b, ev->data, ev->len < room ? ev->len : room);
 	o->truncated = o->truncated || ev->len > room;
+	return 0;
 }
 
 static double now_ms(void)
@@ -179,39 +182,36 @@ static int run_shell(struct mcp_call *c, struct guest *g, const char *command, c
 	struct guest_cmd cmd = { .shell = command, .env = (const char *const *)env,
 				 .timeout_ms = (uint32_t)timeout_ms };
 	double t0 = now_ms();
-	int rc = guest_exec_start(g, &cmd);
-	if (rc < 0)
-		return rc;
-	struct capped so = { .truncated = false }, se = { .truncated = false };
-	strbuf_init(&so.b);
-	strbuf_init(&se.b);
+	struct capped o[2] = { { .truncated = false }, { .truncated = false } };
+	struct capped *so = &o[0], *se = &o[1];
+	strbuf_init(&so->b);
+	strbuf_init(&se->b);
 	struct guest_ev ev;
-	while ((rc = guest_exec_next(g, &ev, req_socket(c->r), -1)) == 1 && ev.kind != GEV_EXIT)
-		keep(ev.kind == GEV_STDOUT ? &so : &se, &ev);
-	if (rc >= 0 && (strbuf_failed(&so.b) || strbuf_failed(&se.b)))
+	int rc = guest_exec_run(g, &cmd, keep, o, req_socket(c->r), -1, &ev);
+	if (rc >= 0 && (strbuf_failed(&so->b) || strbuf_failed(&se->b)))
 		rc = errf(ENOMEM, "out of memory holding the output");
 	if (rc >= 0) {
 		/* For the model: stdout, then stderr and how it ended when there
 		 * is something to say. */
 		struct strbuf t;
 		strbuf_init(&t);
-		strbuf_append(&t, so.b.data, so.b.len);
-		if (se.b.len)
-			strbuf_printf(&t, "%s[stderr]\n%.*s", t.len ? "\n" : "", (int)se.b.len, se.b.data);
+		strbuf_append(&t, so->b.data, so->b.len);
+		if (se->b.len)
+			strbuf_printf(&t, "%s[stderr]\n%.*s", t.len ? "\n" : "", (int)se->b.len, se->b.data);
 		if (ev.timed_out)
 			strbuf_printf(&t, "%s[timed out after %lld ms]", t.len ? "\n" : "", (long long)timeout_ms);
 		if (ev.code != 0 || t.len == 0)
 			strbuf_printf(&t, "%s[exit code %d]", t.len ? "\n" : "", ev.code);
-		if (so.truncated || se.truncated)
+		if (so->truncated || se->truncated)
 			strbuf_printf(&t, "\n[output truncated to %u bytes per stream]", OUTPUT_MAX);
 		json_t *text = render_text(t.data, t.len);
 		json_array_append_new(out->content, json_pack("{s:s,s:o}", "type", "text", "text", text));
 		strbuf_free(&t);
-		out->structured = render_exec_result(so.b.data, so.b.len, se.b.data, se.b.len, ev.code, ev.signal,
-						     ev.timed_out, now_ms() - t0, so.truncated || se.truncated);
+		out->structured = render_exec_result(so->b.data, so->b.len, se->b.data, se->b.len, ev.code, ev.signal,
+						     ev.timed_out, now_ms() - t0, so->truncated || se->truncated);
 	}
-	strbuf_free(&so.b);
-	strbuf_free(&se.b);
+	strbuf_free(&so->b);
+	strbuf_free(&se->b);
 	return rc < 0 ? rc : 0;
 }
 

@@ -4,7 +4,6 @@
  */
 #include "ops/app.h"
 #include "ops/validate.h"
-#include "host/guest_conn.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/periodic.h"
@@ -134,20 +133,14 @@ static void event(struct store *st, const char *app, const char *fmt, ...)
 static int guest_run(const struct ops_caller *c, const char *sandbox, const char *const *argv, size_t max,
 		     struct strbuf *out)
 {
-	struct hostif_guest hg;
-	int rc = hostif_enter(c->hostif, c->workspace, sandbox, &hg);
-	if (rc < 0)
-		return rc;
-	struct guest_cmd cmd = { .argv = argv, .timeout_ms = 10000 };
-	rc = guest_exec_start(hg.g, &cmd);
-	struct guest_ev ev;
-	while (rc >= 0 && (rc = guest_exec_next(hg.g, &ev, -1, 15000)) == 1 && ev.kind != GEV_EXIT)
-		if (ev.kind == GEV_STDOUT && out->len < max)
-			strbuf_append(out, ev.data, ev.len < max - out->len ? ev.len : max - out->len);
-	if (rc == 0)
+	struct hostif_run run = { .argv = argv, .timeout_ms = 10000, .out_max = max };
+	int rc = hostif_run(c->hostif, c->workspace, sandbox, &run);
+	if (rc == -ETIMEDOUT)
 		rc = errf(ETIMEDOUT, "sandbox %s: no answer from its guest", sandbox);
-	hostif_leave(c->hostif, &hg);
-	return rc < 0 ? rc : 0;
+	if (rc == 0)
+		strbuf_append(out, run.out.data, run.out.len);
+	hostif_run_free(&run);
+	return rc;
 }
 
 /* The last lines of the app's log, for a message: into buf, one line. */
@@ -170,24 +163,6 @@ static void log_end(const struct ops_caller *c, const char *sandbox, char *buf, 
 	strbuf_free(&b);
 }
 
-/* Errors of a guest that is slow to answer (a sandbox just made or woken
- * on a busy host), as opposed to one that refused. */
-static bool transient(int rc)
-{
-	return rc == -ECONNREFUSED || rc == -ETIMEDOUT || rc == -ECONNRESET || rc == -EAGAIN;
-}
-
-/* hostif_enter, tried again while the guest is slow, until until_ms. */
-static int enter(const struct ops_caller *c, const char *sandbox, int64_t until_ms, struct hostif_guest *hg)
-{
-	for (;;) {
-		int rc = hostif_enter(c->hostif, c->workspace, sandbox, hg);
-		if (rc == 0 || !transient(rc) || mono_ms() >= until_ms)
-			return rc;
-		usleep(READY_POLL_MS * 1000);
-	}
-}
-
 int ops_app_supervise(const struct ops_caller *c, const char *sandbox, const char *command, const char *restart,
 		      int64_t until_ms)
 {
@@ -200,21 +175,15 @@ int ops_app_supervise(const struct ops_caller *c, const char *sandbox, const cha
 	char **env = own ? ops_env_merge(row.env, own) : NULL;
 	json_decref(own);
 	sbx_row_clear(&row);
-	struct hostif_guest hg;
 	if (!env)
 		return errf(ENOMEM, "out of memory");
-	if ((rc = enter(c, sandbox, until_ms, &hg)) < 0) {
-		free(env);
-		return rc;
-	}
 	const char *argv[] = { "/bin/sh", "-c", supervisor, "kiln-app", NULL };
-	struct guest_cmd cmd = { .argv = argv, .env = (const char *const *)env, .background = true };
-	rc = guest_exec_start(hg.g, &cmd);
-	if (rc >= 0)
-		rc = guest_exec_detach(hg.g);
+	struct hostif_run run = { .argv = argv, .env = (const char *const *)env, .background = true,
+				  .enter_until_ms = until_ms };
+	rc = hostif_run(c->hostif, c->workspace, sandbox, &run);
+	hostif_run_free(&run);
 	free(env);
-	hostif_leave(c->hostif, &hg);
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 /* Start the supervisor with the app's command and env. */
@@ -227,24 +196,11 @@ int ops_app_wait_listening(const struct ops_caller *c, const char *sandbox, int 
 {
 	int64_t until = mono_ms() + timeout_s * 1000;
 	for (;;) {
-		struct hostif_guest hg;
-		int rc = enter(c, sandbox, until, &hg);
-		if (rc < 0)
-			return rc;
-		int fd = -1;
-		void *early = NULL;
-		size_t n = 0;
-		rc = guest_tcp_connect(hg.g, (unsigned)port, &fd, &early, &n);
-		free(early);
-		if (fd >= 0)
-			close(fd);
-		hostif_leave(c->hostif, &hg);
-		if (rc == 0)
-			return 0;
 		/* Nothing listens yet, or a guest just made (or woken) on a busy
 		 * host was slow to answer: tried again until the deadline. */
-		if (!transient(rc))
-			return rc;
+		int rc = hostif_port_listening(c->hostif, c->workspace, sandbox, (unsigned)port, until);
+		if (rc != 0)
+			return rc < 0 ? rc : 0;
 		if (mono_ms() >= until) {
 			char end[520];
 			log_end(c, sandbox, end, sizeof end);

@@ -4,7 +4,6 @@
 #include "ops/database.h"
 #include "ops/app.h"
 #include "ops/validate.h"
-#include "host/guest_conn.h"
 #include "net/net.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -47,49 +46,29 @@ static const char set_password[] =
 	"done\n"
 	"rm -f /tmp/kiln-db.err\n";
 
-/* The first 400 bytes of the script's stderr, for the error. */
-struct errtext {
-	char s[420];
-	size_t n;
-};
-
-static int keep_stderr(void *ctx, const struct guest_ev *ev)
-{
-	struct errtext *e = ctx;
-	if (ev->kind == GEV_STDERR && e->n < sizeof e->s - 1) {
-		size_t n = ev->len < sizeof e->s - 1 - e->n ? ev->len : sizeof e->s - 1 - e->n;
-		memcpy(e->s + e->n, ev->data, n);
-		e->s[e->n += n] = 0;
-	}
-	return 0;
-}
-
 static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
 {
 	char pw[64];
 	snprintf(pw, sizeof pw, "KILN_DB_PASSWORD=%s", password);
 	const char *env[] = { pw, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
 	const char *argv[] = { "/bin/sh", "-c", set_password, "kiln-db-password", NULL };
-	struct hostif_guest hg;
-	int rc = hostif_enter(c->hostif, c->workspace, sandbox, &hg);
-	if (rc < 0)
-		return rc;
-	struct guest_cmd cmd = { .argv = argv, .env = env, .timeout_ms = 90000 };
-	struct errtext err = { .n = 0 };
-	struct guest_ev ev;
-	rc = guest_exec_run(hg.g, &cmd, keep_stderr, &err, -1, 95000, &ev);
-	hostif_leave(c->hostif, &hg);
+	/* The first 400 bytes of the script's stderr, for the error. */
+	struct hostif_run run = { .argv = argv, .env = env, .timeout_ms = 90000, .err_max = 400 };
+	int rc = hostif_run(c->hostif, c->workspace, sandbox, &run);
 	explicit_bzero(pw, sizeof pw);
+	char err[420];
+	snprintf(err, sizeof err, "%.*s", (int)run.err.len, run.err.len ? run.err.data : "");
+	hostif_run_free(&run);
 	if (rc < 0) {
 		char why[300];	/* errf must not read the buffer it writes */
 		snprintf(why, sizeof why, "%s", errmsg());
 		return errf(-rc, "sandbox %s: setting the password: %s", sandbox, why);
 	}
-	for (char *p = err.s; *p; p++)
+	for (char *p = err; *p; p++)
 		if ((unsigned char)*p < ' ')
 			*p = ' ';
-	return ev.code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s",
-				       ev.code, err.s);
+	return run.code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s",
+					run.code, err);
 }
 
 static int new_password(char password[DB_PASSWORD_LEN + 1])

@@ -2,7 +2,7 @@
 #include "ops/credit.h"
 #include "ops/template.h"
 #include "ops/validate.h"
-#include "host/netpolicy.h"
+#include "net/netpolicy.h"
 #include "common/err.h"
 #include "store/store.h"
 

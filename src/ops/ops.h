@@ -94,14 +94,14 @@ extern const char *const ops_create_fields[];
  * absent: the host's default, so capped), persistent (ops_set_lifecycle),
  * metadata, env,
  * and the egress policy allow_out, deny_out, allow_internet
- * (host/netpolicy.h). Unknown fields are refused; an unknown template is
+ * (net/netpolicy.h). Unknown fields are refused; an unknown template is
  * -ENOENT naming the templates that exist; -EDQUOT when
  * a limit of the workspace's plan refuses (c->quota says which). *out
  * gets the new sandbox's record (sbx_row_clear it). */
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out);
 /* The same for kiln's own services (ops/database.c), which may also
  * give workspace_ports: TCP ports of the sandbox the workspace's other
- * sandboxes may connect to (host/netpolicy.h; never a user's field). */
+ * sandboxes may connect to (net/netpolicy.h; never a user's field). */
 int ops_create_service(const struct ops_caller *c, const json_t *args, struct sbx_row *out);
 
 /* PATCH .../lifecycle: ttl_seconds (as at create: 0 to the plan's max),
@@ -112,7 +112,7 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 
 /* PUT .../network: the whole egress policy of the caller's sandbox id
  * replaced by args' allow_out, deny_out, allow_internet
- * (host/netpolicy.h; absent fields take their defaults, so an empty or
+ * (net/netpolicy.h; absent fields take their defaults, so an empty or
  * NULL args is the open policy); in force when it returns. -EINVAL
  * naming a bad field (checked before the sandbox is looked up), -ENOENT
  * for no such sandbox. Counts as activity when c->touch. */

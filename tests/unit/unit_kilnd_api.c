@@ -4,7 +4,7 @@
 #include "host/disk.h"
 #include "host/dns.h"
 #include "host/fsutil.h"
-#include "host/netpolicy.h"
+#include "net/netpolicy.h"
 #include "host/proc.h"
 #include "net/net.h"
 #include "api/http.h"

@@ -9,8 +9,8 @@
  * "workspace_ports": [PORT...], TCP ports of the sandbox its workspace's
  * other sandboxes may connect to (net/net.h).
  */
-#ifndef KILN_HOST_NETPOLICY_H
-#define KILN_HOST_NETPOLICY_H
+#ifndef KILN_NET_NETPOLICY_H
+#define KILN_NET_NETPOLICY_H
 
 #include <jansson.h>
 

@@ -1,4 +1,4 @@
-#include "host/netpolicy.h"
+#include "net/netpolicy.h"
 #include "common/err.h"
 #include "net/net.h"
 
