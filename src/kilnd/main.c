@@ -37,6 +37,7 @@
 #include "api/routes.h"
 #include "store/store.h"
 #include "ops/app.h"
+#include "ops/database.h"
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/plan.h"
@@ -818,6 +819,9 @@ static int serve(struct cmdline *c)
 	 * API is, since that is where apps are known. */
 	if (!agent && app_watch_start(st, &hostif, &c->plans, api.cfg->max_ttl, 2000) < 0)
 		die("%s", errmsg());
+	/* So are databases' VMs that died (ops/database.h). */
+	if (!agent && db_watch_start(st, &hostif, 2000) < 0)
+		die("%s", errmsg());
 	char advertise[160];
 	snprintf(advertise, sizeof advertise, "http://%s", cfg->listen);
 	struct agent_link_config link = {
@@ -840,6 +844,7 @@ static int serve(struct cmdline *c)
 	agent_link_stop();
 	credit_watch_stop();
 	app_watch_stop();
+	db_watch_stop();
 	audit_retention_stop();
 	cluster_monitor_stop();
 	http_stop(&api);

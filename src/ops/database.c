@@ -8,6 +8,7 @@
 #include "net/net.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/periodic.h"
 #include "common/randid.h"
 #include "store/sbx_state.h"
 #include "store/store.h"
@@ -272,6 +273,21 @@ json_t *ops_db_backup_json(const struct db_backup_row *b)
 			 (json_int_t)b->created_ms);
 }
 
+/* {events: [{ts_ms, kind, text}]} and vm_restarts, the restarts among them. */
+struct db_events {
+	json_t *a;
+	json_int_t restarts;
+};
+
+static int event_one(void *ctx, int64_t ts_ms, const char *kind, const char *text)
+{
+	struct db_events *e = ctx;
+	if (!strcmp(kind, "restart"))
+		e->restarts++;
+	json_t *j = json_pack("{s:I,s:s,s:s}", "ts_ms", (json_int_t)ts_ms, "kind", kind, "text", text);
+	return j && json_array_append_new(e->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
+}
+
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const char *password)
 {
 	char host[16] = "";
@@ -300,7 +316,143 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 		json_object_set_new(j, "from_backup", d->from_backup[0] ? json_string(d->from_backup) : json_null());
 		if (password)
 			json_object_set_new(j, "password", json_string(password));
+		struct db_events e = { json_array(), 0 };
+		if (e.a && c->store && store_db_events(c->store, d->id, event_one, &e) < 0)
+			log_warn("database %s: its events: %s", d->id, errmsg());
+		json_object_set_new(j, "vm_restarts", json_integer(e.restarts));
+		json_object_set_new(j, "events", e.a ? e.a : json_array());
 	}
 	explicit_bzero(url, sizeof url);
 	return j;
+}
+
+/* ---- the watch ---------------------------------------------------------------
+ * A database's VM that died (its VMM killed, its guest crashed) is started
+ * again: its sandbox is persistent, so the host kept its disk and its
+ * address (host.h: a failed persistent sandbox's wake is a cold boot of
+ * its disk). PostgreSQL finds its cluster as after a power cut and
+ * replays its WAL: every transaction committed before is there (a commit
+ * returns once its WAL is fsynced, and the VMM's writes are in the host's
+ * page cache by then). The server is started again under its supervisor,
+ * and the password is the one set last (it is in the cluster's catalog). */
+
+#define DB_WATCH_MAX 256		/* databases looked at per pass */
+#define DB_RETRY_MS 10000		/* after a restart that failed */
+
+static struct {
+	struct store *store;
+	struct hostif *hostif;
+	struct periodic thread;
+	struct { char id[ID_MAX]; int64_t after_ms; } retry[32];	/* failed restarts, by database */
+} dw;
+
+struct db_list {
+	struct db_row *r;
+	int n;
+};
+
+static int note_db(void *ctx, const struct db_row *r)
+{
+	struct db_list *l = ctx;
+	if (l->n >= DB_WATCH_MAX)
+		return 1;
+	l->r[l->n++] = *r;
+	return 0;
+}
+
+/* A restart that failed is tried again DB_RETRY_MS later, not each pass. */
+static int retry_slot(const char *id)
+{
+	for (int i = 0; i < (int)(sizeof dw.retry / sizeof dw.retry[0]); i++)
+		if (!strcmp(dw.retry[i].id, id))
+			return i;
+	return -1;
+}
+
+static bool backing_off(const char *id)
+{
+	int i = retry_slot(id);
+	return i >= 0 && mono_ms() < dw.retry[i].after_ms;
+}
+
+static void note_restart(const char *id, bool failed)
+{
+	int i = retry_slot(id);
+	if (!failed) {
+		if (i >= 0)
+			dw.retry[i].id[0] = 0;
+		return;
+	}
+	for (int j = 0; i < 0 && j < (int)(sizeof dw.retry / sizeof dw.retry[0]); j++)
+		if (!dw.retry[j].id[0] || dw.retry[j].after_ms < mono_ms())
+			i = j;
+	if (i >= 0) {
+		snprintf(dw.retry[i].id, ID_MAX, "%s", id);
+		dw.retry[i].after_ms = mono_ms() + DB_RETRY_MS;
+	}
+}
+
+static void db_event(const char *id, const char *kind, const char *text)
+{
+	log_info("database %s: %s", id, text);
+	if (store_db_event(dw.store, id, kind, text) < 0)
+		log_warn("database %s: its event was not kept: %s", id, errmsg());
+}
+
+static void db_look_at(const struct db_row *d)
+{
+	if (!d->sandbox[0] || backing_off(d->id))
+		return;
+	struct ops_caller c = { .hostif = dw.hostif, .store = dw.store, .workspace = d->workspace };
+	struct sbx_row row;
+	if (hostif_get(c.hostif, d->workspace, d->sandbox, false, &row) < 0)
+		return;		/* gone, or its host does not answer: its status says so */
+	bool failed = row.state == SBX_FAILED;
+	char why[300];
+	snprintf(why, sizeof why, "%s", row.error[0] ? row.error : "its VM ended");
+	sbx_row_clear(&row);
+	if (!failed)
+		return;
+	int64_t t0 = mono_ms();
+	memset(&row, 0, sizeof row);
+	int rc = hostif_wake(c.hostif, d->workspace, d->sandbox, &row);
+	sbx_row_clear(&row);
+	rc = rc ?: ops_app_supervise(&c, d->sandbox, DB_COMMAND, "always", mono_ms() + DB_READY_S * 1000);
+	rc = rc ?: ops_app_wait_listening(&c, d->sandbox, DB_PORT, DB_READY_S);
+	char text[1200];
+	if (rc < 0) {
+		snprintf(text, sizeof text, "%s; starting it again failed: %s", why, errmsg());
+		db_event(d->id, "restart_failed", text);
+		note_restart(d->id, true);
+		return;
+	}
+	note_restart(d->id, false);
+	snprintf(text, sizeof text, "%s: its VM was started again from its disk, the server answers (%.1f s)", why,
+		 (double)(mono_ms() - t0) / 1000);
+	db_event(d->id, "restart", text);
+}
+
+static void db_watch(void *ctx)
+{
+	(void)ctx;
+	static struct db_row rows[DB_WATCH_MAX];	/* one watch thread */
+	struct db_list l = { rows, 0 };
+	if (store_db_each(dw.store, NULL, note_db, &l) < 0) {
+		log_warn("database watch: %s", errmsg());
+		return;
+	}
+	for (int i = 0; i < l.n; i++)
+		db_look_at(&rows[i]);
+}
+
+int db_watch_start(struct store *st, struct hostif *hi, int period_ms)
+{
+	dw.store = st, dw.hostif = hi;
+	return periodic_start(&dw.thread, "database watch", period_ms > 0 ? period_ms : 2000, db_watch, NULL);
+}
+
+void db_watch_stop(void)
+{
+	if (dw.store)
+		periodic_stop(&dw.thread);
 }

@@ -62,4 +62,12 @@ int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *r, const char *password);
 json_t *ops_db_backup_json(const struct db_backup_row *b);
 
+/* The database watch: every period_ms, a database whose VM died is
+ * started again from its disk (a cold boot; PostgreSQL's recovery replays
+ * its WAL), its server under its supervisor; each restart, and each that
+ * failed (tried again DB_RETRY_MS later), is an event of the database's
+ * (its JSON's events and vm_restarts). */
+int db_watch_start(struct store *st, struct hostif *hi, int period_ms);
+void db_watch_stop(void);
+
 #endif

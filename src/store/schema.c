@@ -318,7 +318,17 @@ const char schema_sql[] =
 	"  workspace_id TEXT NOT NULL,\n"
 	"  created_ms BIGINT NOT NULL\n"
 	");\n"
-	"CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n";
+	"CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n"
+	/* What happened to a database's VM (its restarts), numbered per
+	 * database: a table of its own, so no older table changes. */
+	"CREATE TABLE IF NOT EXISTS database_events (\n"
+	"  database_id TEXT NOT NULL,\n"
+	"  seq BIGINT NOT NULL,\n"
+	"  ts_ms BIGINT NOT NULL,\n"
+	"  kind TEXT NOT NULL,\n"
+	"  text TEXT NOT NULL,\n"
+	"  PRIMARY KEY (database_id, seq)\n"
+	");\n";
 
 const struct migration schema_migrations[] = {
 	/* Version 1 had no network columns. */

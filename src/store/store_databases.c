@@ -104,6 +104,9 @@ static int row_db_each(void *ctx, const struct dbv *c, int n)
 int store_db_each(struct store *st, const char *workspace, store_db_fn *fn, void *ctx)
 {
 	struct db_each e = { .fn = fn, .ctx = ctx };
+	if (!workspace)
+		return RUN(st, "SELECT " DB_COLS " FROM databases WHERE deleted_ms IS NULL ORDER BY created_ms, id",
+			   row_db_each, &e, NULL);
 	return RUN(st, "SELECT " DB_COLS " FROM databases WHERE workspace_id = $1 AND deleted_ms IS NULL "
 		       "ORDER BY created_ms, id", row_db_each, &e, NULL, DBV_S(workspace));
 }
@@ -164,4 +167,39 @@ int store_db_backup_each(struct store *st, const char *workspace, const char *da
 	struct db_each e = { .bfn = fn, .ctx = ctx };
 	return RUN(st, "SELECT " BK_COLS " FROM database_backups WHERE workspace_id = $1 AND database_id = $2 "
 		       "ORDER BY created_ms, id", row_bk_each, &e, NULL, DBV_S(workspace), DBV_S(database));
+}
+
+int store_db_event(struct store *st, const char *database, const char *kind, const char *text)
+{
+	/* As store_app_event: the number and the insert in one statement. */
+	int rc = RUN(st,
+		     "INSERT INTO database_events (database_id, seq, ts_ms, kind, text) SELECT $1, "
+		     "COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM database_events WHERE database_id = $1",
+		     NULL, NULL, NULL, DBV_S(database), DBV_I(wall_ms()), DBV_S(kind), DBV_S(text));
+	if (rc < 0)
+		return rc;
+	return RUN(st,
+		   "DELETE FROM database_events WHERE database_id = $1 AND seq <= "
+		   "(SELECT MAX(seq) FROM database_events WHERE database_id = $1) - $2",
+		   NULL, NULL, NULL, DBV_S(database), DBV_I(DB_EVENTS_KEPT));
+}
+
+struct dbev_each {
+	store_db_event_fn *fn;
+	void *ctx;
+};
+
+static int row_db_event(void *ctx, const struct dbv *c, int n)
+{
+	struct dbev_each *e = ctx;
+	if (n < 3)
+		return errf(EIO, "store: short database event row");
+	return e->fn(e->ctx, dbv_int(&c[0]), dbv_text(&c[1]), dbv_text(&c[2]));
+}
+
+int store_db_events(struct store *st, const char *database, store_db_event_fn *fn, void *ctx)
+{
+	struct dbev_each e = { fn, ctx };
+	return RUN(st, "SELECT ts_ms, kind, text FROM database_events WHERE database_id = $1 ORDER BY seq",
+		   row_db_event, &e, NULL, DBV_S(database));
 }

@@ -38,7 +38,8 @@ int store_db_set_sandbox(struct store *st, const char *id, const char *sandbox);
 /* Marked deleted: -ENOENT if it was not live. */
 int store_db_delete(struct store *st, const char *workspace, const char *id);
 typedef int store_db_fn(void *ctx, const struct db_row *r);
-/* The workspace's live databases, oldest first. */
+/* The workspace's live databases, oldest first; workspace NULL: every
+ * workspace's. */
 int store_db_each(struct store *st, const char *workspace, store_db_fn *fn, void *ctx);
 
 int store_db_backup_insert(struct store *st, const struct db_backup_row *r);
@@ -48,5 +49,14 @@ typedef int store_db_backup_fn(void *ctx, const struct db_backup_row *r);
 /* A database's backups, oldest first. */
 int store_db_backup_each(struct store *st, const char *workspace, const char *database, store_db_backup_fn *fn,
 			 void *ctx);
+
+/* An event of a database's (kind "restart": its VM was started again;
+ * text says why), numbered per database; the newest DB_EVENTS_KEPT are
+ * kept. */
+#define DB_EVENTS_KEPT 100
+int store_db_event(struct store *st, const char *database, const char *kind, const char *text);
+typedef int store_db_event_fn(void *ctx, int64_t ts_ms, const char *kind, const char *text);
+/* The database's events, oldest first. */
+int store_db_events(struct store *st, const char *database, store_db_event_fn *fn, void *ctx);
 
 #endif

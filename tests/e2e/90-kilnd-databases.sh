@@ -6,7 +6,9 @@
 # another workspace's sandbox the connection is refused by the host's
 # firewall (it times out: not a password error), and that workspace sees
 # no such database (404). reset-password: the old password fails, the new
-# one works. A backup (a snapshot) restores into a new database that has
+# one works. Its VM killed (kill -9 of its VMM): started again from its
+# disk by the database watch, committed rows and password kept, and its
+# events say so. A backup (a snapshot) restores into a new database that has
 # the row. Delete takes its sandbox along. Bad input is a 4xx naming it.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail db_kvm "no KVM here: run it in tests/host/run"; exit 1; }
@@ -104,6 +106,26 @@ r=$?; ok $r db_old_password_fails "rc $RC err '$ERR'"
 q "$C1" "$URL2" "SELECT x FROM t"
 check db_new_password_works "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
 
+# ---- its VM dies: started again from its disk ------------------------------------------
+# A committed row, then the VMM killed: the watch boots the same disk
+# again (PostgreSQL replays its WAL), same address, same password.
+q "$C1" "$URL2" "INSERT INTO t VALUES (43)"
+vpid=$(cut -d' ' -f1 "$DATA/sandboxes/$DBSBX/vmm.pid" 2>/dev/null)
+[ -n "$vpid" ] && kill -9 "$vpid"
+tk=$(date +%s.%N)
+for i in $(seq 240); do
+	api GET "/v1/databases/$DB"
+	[ "$(jget 'j["status"], j["vm_restarts"]')" = "('running', 1)" ] && break
+	sleep 0.5
+done
+tb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tk" "$(date +%s.%N)")
+EV=$(jget '[e["kind"] + ": " + e["text"] for e in j["events"]]')
+[ -n "$vpid" ] && [ "$(jget 'j["status"], j["vm_restarts"], j["host"], j["sandbox_id"]')" = "('running', 1, '$DBHOST', '$DBSBX')" ] &&
+	[[ "$EV" == *"restart: "*"signal 9"* ]]
+r=$?; ok $r db_vm_restarted "VMM $vpid killed, back in $tb s: $EV"
+q "$C1" "$URL2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_restart_kept_rows "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+
 # ---- backup, restore -----------------------------------------------------------------
 api POST "/v1/databases/$DB/backups"
 BK=$(jget 'j["id"]')
@@ -121,8 +143,8 @@ tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.arg
 DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
 [ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
 r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
-q "$C1" "$URL3" "SELECT x FROM t"
-check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
 
 # ---- delete --------------------------------------------------------------------------
 for d in "$DB:$DBSBX" "$DB3:$SBX3"; do
