@@ -8,13 +8,14 @@
 # no such database (404). reset-password: the old password fails, the new
 # one works. Its VM killed (kill -9 of its VMM): started again from its
 # disk by the database watch, committed rows and password kept, and its
-# events say so. A backup (a snapshot) restores into a new database that has
+# events say so. Scheduled backups: made every interval, the oldest past
+# backups_kept deleted, manual ones kept. A backup (a snapshot) restores into a new database that has
 # the row. Delete takes its sandbox along. Bad input is a 4xx naming it.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail db_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 t0=$(date +%s)
 build_template postgres || exit 1
-start_kilnd --rate 0 || exit 1
+start_kilnd --rate 0 --db-backup-min 2 || exit 1
 KEY=$(new_key dbs) OTHER=$(new_key dbs-other)
 MAIN=$KEY
 cleanup_ws() {
@@ -145,6 +146,33 @@ DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
 r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
 q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
 check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+
+# ---- scheduled backups ---------------------------------------------------------------
+# Every 2 s (kilnd --db-backup-min 2 here), 1 kept: the first scheduled
+# one is deleted when the second is made; the manual one stays.
+api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":1}'
+expect db_schedule_too_short 400 invalid_request
+api PATCH "/v1/databases/$DB" '{"backups_kept":0}'
+expect db_schedule_bad_kept 400 invalid_request
+api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":2,"backups_kept":1}'
+check db_schedule_set "$STATUS $(head -c 200 <<<"$BODY")" [ "$STATUS/$(jget 'j["backup_interval_seconds"], j["backups_kept"]')" = "200/(2, 1)" ]
+first= sched=
+ts=$(date +%s.%N)
+for i in $(seq 120); do
+	api GET "/v1/databases/$DB/backups"
+	sched=$(jget '" ".join(b["id"] for b in j["backups"] if b["kind"] == "scheduled")')
+	[ -z "$first" ] && first=${sched%% *}
+	[ -n "$first" ] && [ -n "$sched" ] && [ "$sched" = "${sched%% *}" ] && [ "$sched" != "$first" ] && break
+	sleep 0.5
+done
+tsb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
+kinds=$(jget '[(b["id"], b["kind"]) for b in j["backups"]]')
+api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":0}'
+s1=$STATUS
+api GET "/v1/snapshots/$first"
+[ -n "$first" ] && [ "$(wc -w <<<"$sched")" = 1 ] && [ "$sched" != "$first" ] && [ "$STATUS" = 404 ] && [ "$s1" = 200 ] &&
+	[[ "$kinds" == *"('$BK', 'manual')"* ]]
+r=$?; ok $r db_scheduled_backups "in $tsb s: first $first (now $STATUS), kept $sched; $kinds"
 
 # ---- delete --------------------------------------------------------------------------
 for d in "$DB:$DBSBX" "$DB3:$SBX3"; do
