@@ -68,12 +68,13 @@ static int keep_stderr(void *ctx, const struct guest_ev *ev)
 	return 0;
 }
 
-static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
+/* script run by /bin/sh in the sandbox, with env_extra (or NULL) in its
+ * environment; what: what it does, for the error. */
+static int guest_sh(const struct ops_caller *c, const char *sandbox, const char *script, const char *env_extra,
+		    const char *what)
 {
-	char pw[64];
-	snprintf(pw, sizeof pw, "KILN_DB_PASSWORD=%s", password);
-	const char *env[] = { pw, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	const char *argv[] = { "/bin/sh", "-c", set_password, "kiln-db-password", NULL };
+	const char *env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", env_extra, NULL };
+	const char *argv[] = { "/bin/sh", "-c", script, "kiln-db", NULL };
 	struct hostif_guest hg;
 	int rc = hostif_enter(c->hostif, c->workspace, sandbox, &hg);
 	if (rc < 0)
@@ -83,18 +84,34 @@ static int guest_password(const struct ops_caller *c, const char *sandbox, const
 	struct guest_ev ev;
 	rc = guest_exec_run(hg.g, &cmd, keep_stderr, &err, -1, 95000, &ev);
 	hostif_leave(c->hostif, &hg);
-	explicit_bzero(pw, sizeof pw);
 	if (rc < 0) {
 		char why[300];	/* errf must not read the buffer it writes */
 		snprintf(why, sizeof why, "%s", errmsg());
-		return errf(-rc, "sandbox %s: setting the password: %s", sandbox, why);
+		return errf(-rc, "sandbox %s: %s: %s", sandbox, what, why);
 	}
 	for (char *p = err.s; *p; p++)
 		if ((unsigned char)*p < ' ')
 			*p = ' ';
-	return ev.code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s",
-				       ev.code, err.s);
+	return ev.code == 0 ? 0 : errf(EIO, "the database's server: %s failed (exit %d): %s", what, ev.code, err.s);
 }
+
+static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
+{
+	char pw[64];
+	snprintf(pw, sizeof pw, "KILN_DB_PASSWORD=%s", password);
+	int rc = guest_sh(c, sandbox, set_password, pw, "setting the password");
+	explicit_bzero(pw, sizeof pw);
+	return rc;
+}
+
+/* The server takes queries: after a crash it listens while it replays its
+ * WAL, and refuses connections until that is done. */
+static const char await_queries[] =
+	"i=0\n"
+	"until runuser -u postgres -- psql -X -q -c 'SELECT 1' >/dev/null 2>/tmp/kiln-db.err; do\n"
+	"  i=$((i + 1)); [ $i -ge 170 ] && { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }; sleep 0.5\n"
+	"done\n"
+	"rm -f /tmp/kiln-db.err\n";
 
 static int new_password(char password[DB_PASSWORD_LEN + 1])
 {
@@ -573,8 +590,10 @@ static void db_look_at(const struct db_row *d)
 	memset(&row, 0, sizeof row);
 	int rc = hostif_wake(c.hostif, d->workspace, d->sandbox, &row);
 	sbx_row_clear(&row);
+	int64_t t1 = mono_ms();
 	rc = rc ?: ops_app_supervise(&c, d->sandbox, DB_COMMAND, "always", mono_ms() + DB_READY_S * 1000);
 	rc = rc ?: ops_app_wait_listening(&c, d->sandbox, DB_PORT, DB_READY_S);
+	rc = rc ?: guest_sh(&c, d->sandbox, await_queries, NULL, "its recovery");
 	char text[1200];
 	if (rc < 0) {
 		snprintf(text, sizeof text, "%s; starting it again failed: %s", why, errmsg());
@@ -583,7 +602,8 @@ static void db_look_at(const struct db_row *d)
 		return;
 	}
 	note_restart(d->id, false);
-	snprintf(text, sizeof text, "%s: its VM was started again from its disk, the server answers (%.1f s)", why,
+	snprintf(text, sizeof text, "%s: its VM was started again from its disk (booted in %.1f s), the server "
+		 "recovered and takes queries (%.1f s in all)", why, (double)(t1 - t0) / 1000,
 		 (double)(mono_ms() - t0) / 1000);
 	db_event(d->id, "restart", text);
 }

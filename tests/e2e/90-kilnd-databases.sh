@@ -138,15 +138,6 @@ KEY=$OTHER
 api POST /v1/databases "{\"from_backup\":\"$BK\"}"
 expect db_other_workspace_backup_404 404 not_found
 KEY=$MAIN
-ts=$(date +%s.%N)
-api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\"}"
-tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
-DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
-[ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
-r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
-q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
-check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
-
 # ---- scheduled backups ---------------------------------------------------------------
 # Every 2 s (kilnd --db-backup-min 2 here), 1 kept: the first scheduled
 # one is deleted when the second is made; the manual one stays.
@@ -156,8 +147,18 @@ api PATCH "/v1/databases/$DB" '{"backups_kept":0}'
 expect db_schedule_bad_kept 400 invalid_request
 api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":2,"backups_kept":1}'
 check db_schedule_set "$STATUS $(head -c 200 <<<"$BODY")" [ "$STATUS/$(jget 'j["backup_interval_seconds"], j["backups_kept"]')" = "200/(2, 1)" ]
-first= sched=
+tsb0=$(date +%s.%N)
 ts=$(date +%s.%N)
+api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\"}"
+tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
+DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
+[ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
+r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
+q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+
+# ---- scheduled backups (set before the restore, which they overlap) --------------
+first= sched=
 for i in $(seq 120); do
 	api GET "/v1/databases/$DB/backups"
 	sched=$(jget '" ".join(b["id"] for b in j["backups"] if b["kind"] == "scheduled")')
@@ -165,7 +166,7 @@ for i in $(seq 120); do
 	[ -n "$first" ] && [ -n "$sched" ] && [ "$sched" = "${sched%% *}" ] && [ "$sched" != "$first" ] && break
 	sleep 0.5
 done
-tsb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
+tsb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tsb0" "$(date +%s.%N)")
 kinds=$(jget '[(b["id"], b["kind"]) for b in j["backups"]]')
 api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":0}'
 s1=$STATUS
