@@ -5,6 +5,7 @@
  *   POST   /v1/databases                         make one (or restore a backup)
  *   GET    /v1/databases                         the workspace's
  *   GET    /v1/databases/{database}              by id or name
+ *   PATCH  /v1/databases/{database}              its backup schedule
  *   DELETE /v1/databases/{database}
  *   POST   /v1/databases/{database}/reset-password
  *   POST   /v1/databases/{database}/backups      a backup now
@@ -77,7 +78,7 @@ int h_db_list(struct req *r)
 	struct list_ctx l = { &c, json_array() };
 	if (!l.a)
 		return reply_error(r, 500, "internal", "out of memory");
-	int rc = store_db_each(r->api->store, r->workspace, list_one, &l);
+	int rc = ops_db_each(&c, list_one, &l);
 	if (rc < 0) {
 		json_decref(l.a);
 		return reply_errno(r, rc);
@@ -91,6 +92,17 @@ int h_db_get(struct req *r)
 	req_caller(r, &c);
 	struct db_row d;
 	return reply_db(r, &c, ops_db_get(&c, r->params[0], &d), &d, NULL, 200);
+}
+
+int h_db_update(struct req *r)
+{
+	struct ops_caller c;
+	req_caller(r, &c);
+	struct db_row d;
+	json_t *empty = r->json ? NULL : json_object();
+	int rc = ops_db_update(&c, r->params[0], r->json ? r->json : empty, &d);
+	json_decref(empty);
+	return reply_db(r, &c, rc, &d, NULL, 200);
 }
 
 int h_db_delete(struct req *r)

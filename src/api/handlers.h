@@ -20,7 +20,7 @@ handler_fn h_sandbox_hibernate, h_sandbox_wake, h_sandbox_fork, h_sandbox_fork_t
 handler_fn h_sandbox_lifecycle, h_sandbox_snapshot, h_sandbox_network, h_sandbox_pause, h_sandbox_resume;
 handler_fn h_snapshot_list, h_snapshot_get, h_snapshot_delete;
 handler_fn h_app_create, h_app_list, h_app_get, h_app_delete, h_app_deploy, h_app_logs;
-handler_fn h_db_create, h_db_list, h_db_get, h_db_delete, h_db_reset_password, h_db_backup, h_db_backups;
+handler_fn h_db_create, h_db_list, h_db_get, h_db_update, h_db_delete, h_db_reset_password, h_db_backup, h_db_backups;
 handler_fn h_volume_create, h_volume_list, h_volume_get, h_volume_delete, h_sandbox_volume_attach,
 	h_sandbox_volume_detach;
 handler_fn h_exec, h_exec_stream, h_pty;

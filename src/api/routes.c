@@ -99,6 +99,7 @@ const struct route routes[] = {
 	{ "POST", "/v1/databases", h_db_create, BODY_JSON, 0 },
 	{ "GET", "/v1/databases", h_db_list, BODY_NONE, ROUTE_READ },
 	{ "GET", "/v1/databases/{database}", h_db_get, BODY_NONE, ROUTE_READ },
+	{ "PATCH", "/v1/databases/{database}", h_db_update, BODY_JSON, 0 },
 	{ "DELETE", "/v1/databases/{database}", h_db_delete, BODY_NONE, 0 },
 	{ "POST", "/v1/databases/{database}/reset-password", h_db_reset_password, BODY_NONE, 0 },
 	{ "POST", "/v1/databases/{database}/backups", h_db_backup, BODY_NONE, 0 },

@@ -37,6 +37,7 @@ static const struct optdef optdefs[] = {
 	{ "port", 0, VALUE }, { "command", 0, VALUE }, { "restart", 0, VALUE },
 	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
 	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
+	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -271,6 +272,8 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "command")) o->command = v;
 	else if (!strcmp(n, "restart")) o->restart = v;	/* kilnd names the three it takes */
 	else if (!strcmp(n, "idle-seconds")) o->idle = args_number("--idle-seconds", v, 0, LLONG_MAX);
+	else if (!strcmp(n, "backup-interval")) o->backup_interval = args_number("--backup-interval", v, 0, LLONG_MAX);
+	else if (!strcmp(n, "backups-kept")) o->backups_kept = args_number("--backups-kept", v, 1, 100);
 	else if (!strcmp(n, "ready-timeout")) o->ready = args_number("--ready-timeout", v, 1, 600);
 	else if (!strcmp(n, "tail")) o->tail = args_number("--tail", v, 0, 10000);
 }
@@ -284,6 +287,8 @@ void args_parse(const struct command *cmd, int argc, char **argv, struct opts *o
 	o->limit = -1;
 	o->idle = -1;
 	o->tail = -1;
+	o->backup_interval = -1;
+	o->backups_kept = -1;
 	o->dashdash = -1;
 	o->pos = calloc((size_t)argc + 1, sizeof *o->pos);
 	if (!o->pos)

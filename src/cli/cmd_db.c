@@ -53,6 +53,10 @@ static int db_make(const struct command *cmd, struct opts *o, const char *backup
 		json_object_set_new(body, "name", json_string(name));
 	if (backup)
 		json_object_set_new(body, "from_backup", json_string(backup));
+	if (o->backup_interval >= 0)
+		json_object_set_new(body, "backup_interval_seconds", json_integer(o->backup_interval));
+	if (o->backups_kept > 0)
+		json_object_set_new(body, "backups_kept", json_integer(o->backups_kept));
 	(void)cmd;
 	progress_start(o, backup ? "restoring the backup into a new database" : "making the database (until it takes connections)");
 	json_t *r = call("POST", "/v1/databases", body);
@@ -154,14 +158,14 @@ static int db_ls(const struct command *cmd, struct opts *o)
 int cmd_db(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
-		{ "create", "", db_create },
+		{ "create", "backup-interval backups-kept", db_create },
 		{ "ls", "", db_ls },
 		{ "get", "", db_call },
 		{ "rm", "", db_rm },
 		{ "reset-password", "", db_call },
 		{ "backup", "", db_call },
 		{ "backups", "", db_call },
-		{ "restore", "", db_restore },
+		{ "restore", "backup-interval backups-kept", db_restore },
 	};
 	return subcommand_run(cmd, o, "db", 0, subs, sizeof subs / sizeof subs[0]);
 }

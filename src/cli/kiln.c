@@ -205,10 +205,12 @@ static const struct command commands[] = {
 	  "  template logs N [-f]     its build's log; -f: and new lines until the build ends\n"
 	  "  template rm N...         delete templates (not while a sandbox of it exists)\n", false },
 	{ "apps", cmd_apps, "", "apps [--json]", "the apps of this workspace: name, status, version, URL", NULL, false },
-	{ "db", cmd_db, "", "db create|ls|get|rm|reset-password|backup|backups|restore ... [--json]",
+	{ "db", cmd_db, "backup-interval backups-kept", "db create|ls|get|rm|reset-password|backup|backups|restore ... [--json]",
 	  "managed PostgreSQL databases, reachable from this workspace's sandboxes",
-	  "  db create [NAME]         a database in a microVM of its own; prints its URL with the\n"
-	  "                           password (shown this once) when it takes connections\n"
+	  "  db create [NAME] [--backup-interval S] [--backups-kept N]\n"
+	  "                           a database in a microVM of its own; prints its URL with the\n"
+	  "                           password (shown this once) when it takes connections;\n"
+	  "                           a backup every S seconds (at least 300), the newest N kept\n"
 	  "  db ls                    the databases: name, id, status, host:port\n"
 	  "  db get NAME              one database, as JSON (NAME: its name or id; no password)\n"
 	  "  db rm NAME...            delete databases and their VMs (their backups are kept)\n"

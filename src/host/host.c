@@ -464,7 +464,7 @@ static void check_vmm(struct host *h, struct sandbox *sb)
 		log_warn("sandbox %s: %s", sb->row.id, why);
 		sandbox_fail(h, sb, why);
 		pthread_mutex_unlock(&sb->op);
-		layers_gc(h);	/* a failed sandbox keeps its record, not its disk */
+		layers_gc(h);	/* a failed sandbox keeps its record, not its disk (but a persistent one) */
 		return;
 	}
 	pthread_mutex_unlock(&sb->op);

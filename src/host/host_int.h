@@ -119,6 +119,12 @@ int sandbox_attach_vmm(struct host *h, struct sandbox *sb, pid_t pid, int64_t st
 /* Kill the VMM (if any), release network, remove the directory. The
  * record is not changed. */
 void sandbox_teardown(struct host *h, struct sandbox *sb);
+/* A persistent sandbox (idle_hibernate) that fails is kept to be started
+ * again (host_wake: a cold boot of its disk): its disk layers and its
+ * network slot (its address, its policy) stay until it is deleted. */
+bool sandbox_restartable(struct sandbox *sb);
+/* sandbox_teardown, but a restartable sandbox keeps its network slot. */
+void sandbox_stop(struct host *h, struct sandbox *sb);
 /* Wait for the guest agent, resync it, and write its resolv.conf unless
  * t, the template it was spawned from (or NULL), gave it the host's. */
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync, const struct tmpl *t);

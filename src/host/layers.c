@@ -140,8 +140,9 @@ void layers_gc(struct host *h)
 	pthread_mutex_lock(&h->lock);
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
 		pthread_mutex_lock(&sb->lock);
-		/* A failed sandbox keeps its record, not its disk. */
-		if (sb->row.state != SBX_FAILED) {
+		/* A failed sandbox keeps its record, not its disk, unless
+		 * it is persistent: a wake boots that disk again. */
+		if (sb->row.state != SBX_FAILED || sb->row.idle_hibernate) {
 			add_chain(h->cfg->data_dir, &g.layers, sb->row.disks);
 			refs_add(&live_sbx, sb->row.id);
 		}

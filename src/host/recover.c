@@ -127,8 +127,9 @@ static void recover_one(struct host *h, struct sandbox *sb)
 		sandbox_fail(h, sb, "its hibernation snapshot was gone after a kilnd restart");
 		return;
 	}
-	/* failed: make sure nothing of it is left running. */
-	sandbox_teardown(h, sb);
+	/* failed: make sure nothing of it is left running (a persistent one
+	 * keeps its disk and slot, to be started again). */
+	sandbox_stop(h, sb);
 	sandbox_save(h, sb);
 }
 

@@ -180,7 +180,27 @@ static pid_t ctl_pid(const char *ctl)
 	return pid;
 }
 
+static void teardown(struct host *h, struct sandbox *sb, bool keep_net);
+
 void sandbox_teardown(struct host *h, struct sandbox *sb)
+{
+	teardown(h, sb, false);
+}
+
+bool sandbox_restartable(struct sandbox *sb)
+{
+	pthread_mutex_lock(&sb->lock);
+	bool yes = sb->row.idle_hibernate;
+	pthread_mutex_unlock(&sb->lock);
+	return yes;
+}
+
+void sandbox_stop(struct host *h, struct sandbox *sb)
+{
+	teardown(h, sb, sandbox_restartable(sb));
+}
+
+static void teardown(struct host *h, struct sandbox *sb, bool keep_net)
 {
 	pthread_mutex_lock(&sb->lock);
 	pid_t pid = sb->row.vmm_pid;
@@ -213,7 +233,8 @@ void sandbox_teardown(struct host *h, struct sandbox *sb)
 		if ((other = ctl_pid(path)) > 0)
 			proc_kill_owned(other, proc_start_time(other), owner, 5000);
 	}
-	net_release(h, sb);
+	if (!keep_net)
+		net_release(h, sb);
 	vmm_jail_release(h, sb);
 	/* Its disk layers may be the base of others' (forks): the collector
 	 * removes them, and the directory, once nothing uses them. */
@@ -328,7 +349,7 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 {
 	sandbox_sample(h, sb);
 	sandbox_log_keep(h, sb);	/* why it failed is often in there */
-	sandbox_teardown(h, sb);
+	sandbox_stop(h, sb);	/* a persistent one keeps its disk and address */
 	sandbox_mem_release(h, sb);
 	pthread_mutex_lock(&sb->lock);
 	sb->row.cpu_base = sb->row.cpu_seconds;
@@ -827,19 +848,22 @@ out:
 }
 
 static int wake_admitted(struct host *h, struct sandbox *sb);
+static int reboot_admitted(struct host *h, struct sandbox *sb);
 
 /* Wake, with sb->op held. A wake starts a sandbox as a create does: it
- * counts against the workspace's running cap (ws_caps.c). */
+ * counts against the workspace's running cap (ws_caps.c). A failed
+ * persistent sandbox is started again by a cold boot of its disk. */
 int wake_locked(struct host *h, struct sandbox *sb)
 {
 	if (sandbox_in(sb, SBX_RUNNING))
 		return 0;
-	if (!sandbox_in(sb, SBX_HIBERNATED))
+	bool reboot = sandbox_in(sb, SBX_FAILED) && sandbox_restartable(sb);
+	if (!reboot && !sandbox_in(sb, SBX_HIBERNATED))
 		return sandbox_state_error(sb, "hibernated");
 	int reserved = ws_wake_reserve(h, sb->row.workspace);
 	if (reserved < 0)
 		return reserved;
-	int rc = wake_admitted(h, sb);
+	int rc = reboot ? reboot_admitted(h, sb) : wake_admitted(h, sb);
 	if (reserved)
 		ws_wake_release(h, sb->row.workspace);
 	return rc;
@@ -979,6 +1003,68 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 	sandbox_set_state(h, sb, SBX_RUNNING);
 	rmtree(restore);	/* the VMM maps its memory file; the mapping keeps it */
 	log_debug("sandbox %s: woken", sb->row.id);
+	return 0;
+}
+
+/* reboot_admitted: a failed persistent sandbox started again from what
+ * its disk holds, as a machine whose power was cut: a cold boot of its
+ * kernel and its own disk (the guest's file system replays its journal,
+ * a database its log), on the network slot it kept (sandbox_stop), so
+ * its address and policy are the same. Its memory is lost; whatever was
+ * written to its disk before the VMM died is there (the VMM's writes
+ * are in the host's page cache once made). Volumes were let go when it
+ * failed: it comes back without them. On failure it stays failed. */
+static int reboot_admitted(struct host *h, struct sandbox *sb)
+{
+	char top[PATH_MAX], kdir[PATH_MAX], idir[PATH_MAX];
+	int rc = sandbox_top(sb, top);
+	if (rc == 0 && access(top, R_OK | W_OK) < 0)
+		rc = errf(ENOENT, "sandbox %s: its disk is gone: it cannot be started again", sb->row.id);
+	rc = rc ?: host_admit(h, 0, sb->row.memory_mib, false);
+	if (rc < 0)
+		return rc;
+	sb->counts_memory = true;
+	if (mkdir(sb->dir, 0700) < 0 && errno != EEXIST)
+		rc = errf_sys("mkdir %s", sb->dir);
+	struct net_lease net;
+	if (rc == 0)
+		rc = net_acquire(h, sb, sb->row.net_slot != 0, &net);
+	snprintf(kdir, sizeof kdir, "%s", h->cfg->kernel);
+	snprintf(idir, sizeof idir, "%s", h->cfg->initrd);
+	if (strrchr(kdir, '/'))
+		*strrchr(kdir, '/') = 0;
+	if (strrchr(idir, '/'))
+		*strrchr(idir, '/') = 0;
+	struct vm_spec s = { .dir = sb->dir, .vcpus = sb->row.vcpus, .memory_mib = sb->row.memory_mib,
+			     .disk = top, .tap = rc == 0 && net.slot ? net.tap : NULL,
+			     .netns = rc == 0 && net.slot ? net.netns : NULL, .hostname = sb->row.id };
+	struct vmm_jail *jail = rc == 0 ? malloc(sizeof *jail) : NULL;
+	if (rc == 0 && !jail)
+		rc = errf(ENOMEM, "out of memory");
+	rc = rc ?: vmm_jail_prepare(h, sb, top, kdir, idir, s.netns, jail);
+	s.jail = jail;
+	pid_t pid = 0;
+	rc = rc ?: vmm_launch(h->cfg, &s, &pid);
+	free(jail);
+	rc = rc ?: sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
+	rc = rc ?: sandbox_wait_ready(h, sb, true, NULL);
+	if (rc < 0) {
+		char why[900], last[512] = "";
+		if (rc == -ECHILD)
+			vmm_last_line(sb->dir, last, sizeof last);
+		snprintf(why, sizeof why, "restart failed: %s%s%s%s", errmsg(), last[0] ? " (the VMM said: " : "",
+			 last, last[0] ? ")" : "");
+		wake_reap(sb);
+		sandbox_mem_release(h, sb);
+		sandbox_save(h, sb);
+		return errf(-build_errno(rc), "%s", why);
+	}
+	pthread_mutex_lock(&sb->lock);
+	sb->row.active_ms = wall_ms();
+	sb->row.error[0] = 0;
+	pthread_mutex_unlock(&sb->lock);
+	sandbox_set_state(h, sb, SBX_RUNNING);
+	log_info("sandbox %s: started again (a cold boot of its disk)", sb->row.id);
 	return 0;
 }
 

@@ -38,6 +38,7 @@
 #include "api/routes.h"
 #include "store/store.h"
 #include "ops/app.h"
+#include "ops/database.h"
 #include "ops/credit.h"
 #include "ops/ops.h"
 #include "ops/plan.h"
@@ -164,6 +165,7 @@ static const char usage_text[] =
 	"  --price-vcpu-hour USD what an active vCPU-hour costs (default 0.054)\n"
 	"  --price-gib-hour USD  what a working-set GiB-hour costs (default 0.0162)\n"
 	"  --audit-days N        keep the audit log N days (default 90; 0: for ever)\n"
+	"  --db-backup-min S     the shortest scheduled-backup interval of a database (default 300 s)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
@@ -177,7 +179,7 @@ enum {
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
 	O_OFFER_VCPUS, O_OFFER_MEMORY, O_ORPHAN_GRACE, O_PLACEMENT, O_HOSTS_CA, O_PREVIEW_KEY,
-	O_SCOPE, O_AUDIT_DAYS,
+	O_SCOPE, O_AUDIT_DAYS, O_DB_BACKUP_MIN,
 };
 
 static const struct option options[] = {
@@ -255,6 +257,7 @@ static const struct option options[] = {
 	{ "price-vcpu-hour", required_argument, 0, O_PRICE_VCPU },
 	{ "price-gib-hour", required_argument, 0, O_PRICE_GIB },
 	{ "audit-days", required_argument, 0, O_AUDIT_DAYS },
+	{ "db-backup-min", required_argument, 0, O_DB_BACKUP_MIN },
 	{ 0 },
 };
 
@@ -423,6 +426,7 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_RESERVE_DISK: g->reserve_disk_mib = (int)number(optarg, "--reserve-disk", 0, 1 << 30); break;
 		case O_PLANS: c->plans_file = optarg; break;
 		case O_AUDIT_DAYS: c->audit_days = (int)number(optarg, "--audit-days", 0, 100000); break;
+		case O_DB_BACKUP_MIN: ops_db_backup_min_s = number(optarg, "--db-backup-min", 1, DB_BACKUP_INTERVAL_MAX); break;
 		case O_API: c->api_url = optarg; break;
 		case O_JOIN_TOKEN: c->join_token = optarg; break;
 		case O_API_CA: c->api_ca = optarg; break;
@@ -826,6 +830,9 @@ static int serve(struct cmdline *c)
 	 * API is, since that is where apps are known. */
 	if (!agent && app_watch_start(st, &hostif, &c->plans, api.cfg->max_ttl, 2000) < 0)
 		die("%s", errmsg());
+	/* So are databases' VMs that died (ops/database.h). */
+	if (!agent && db_watch_start(st, &hostif, &c->plans, 2000) < 0)
+		die("%s", errmsg());
 	char advertise[160];
 	snprintf(advertise, sizeof advertise, "http://%s", cfg->listen);
 	struct agent_link_config link = {
@@ -848,6 +855,7 @@ static int serve(struct cmdline *c)
 	agent_link_stop();
 	credit_watch_stop();
 	app_watch_stop();
+	db_watch_stop();
 	audit_retention_stop();
 	cluster_monitor_stop();
 	http_stop(&api);

@@ -78,6 +78,8 @@
 	"\"sandbox_id\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"}," \
 	"\"user\":{\"type\":\"string\"},\"password\":{\"type\":\"string\"},\"database\":{\"type\":\"string\"}," \
 	"\"url\":{\"type\":\"string\"},\"from_backup\":{\"type\":[\"string\",\"null\"]}," \
+	"\"backup_interval_seconds\":{\"type\":\"integer\"},\"backups_kept\":{\"type\":\"integer\"}," \
+	"\"vm_restarts\":{\"type\":\"integer\"},\"events\":{\"type\":\"array\"}," \
 	"\"created_at\":{\"type\":\"string\"}}}"
 #define DB_KEY_PROP \
 	"\"database\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The database's name or id (db_...).\"}"
@@ -869,7 +871,7 @@ static int t_db_list(struct mcp_call *c, const json_t *args, struct mcp_out *out
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	struct db_list l = { &oc, json_array() };
-	int rc = l.a ? store_db_each(oc.store, oc.workspace, db_list_one, &l) : errf(ENOMEM, "out of memory");
+	int rc = l.a ? ops_db_each(&oc, db_list_one, &l) : errf(ENOMEM, "out of memory");
 	if (rc < 0) {
 		json_decref(l.a);
 		return rc;
@@ -1314,7 +1316,11 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
 	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's databases.\"},"
 	  "\"from_backup\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
-	  "\"description\":\"A backup (snap_...) of one of the workspace's databases to restore.\"}}}",
+	  "\"description\":\"A backup (snap_...) of one of the workspace's databases to restore.\"},"
+	  "\"backup_interval_seconds\":{\"type\":\"integer\",\"minimum\":0,"
+	  "\"description\":\"A backup every this many seconds (0: none, the default; else at least 300).\"},"
+	  "\"backups_kept\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
+	  "\"description\":\"The scheduled backups kept, the newest (default 7).\"}}}",
 	  DB_SCHEMA, 0, t_db_create },
 	{ "list_databases", "List databases", "List the workspace's databases, oldest first (no passwords).",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",

@@ -7,6 +7,7 @@
 #include "net/net.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/periodic.h"
 #include "common/randid.h"
 #include "store/sbx_state.h"
 #include "store/store.h"
@@ -17,7 +18,10 @@
 #include <string.h>
 #include <time.h>
 
-const char *const ops_db_fields[] = { "name", "from_backup", NULL };
+const char *const ops_db_fields[] = { "name", "from_backup", "backup_interval_seconds", "backups_kept", NULL };
+static const char *const schedule_fields[] = { "backup_interval_seconds", "backups_kept", NULL };
+
+int64_t ops_db_backup_min_s = DB_BACKUP_MIN_S;
 
 bool ops_db_name_ok(const char *s)
 {
@@ -46,30 +50,47 @@ static const char set_password[] =
 	"done\n"
 	"rm -f /tmp/kiln-db.err\n";
 
-static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
+/* script run by /bin/sh in the sandbox, with env_extra (or NULL) in its
+ * environment; what: what it does, for the error. */
+static int guest_sh(const struct ops_caller *c, const char *sandbox, const char *script, const char *env_extra,
+		    const char *what)
 {
-	char pw[64];
-	snprintf(pw, sizeof pw, "KILN_DB_PASSWORD=%s", password);
-	const char *env[] = { pw, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", NULL };
-	const char *argv[] = { "/bin/sh", "-c", set_password, "kiln-db-password", NULL };
+	const char *env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", env_extra, NULL };
+	const char *argv[] = { "/bin/sh", "-c", script, "kiln-db", NULL };
 	/* The first 400 bytes of the script's stderr, for the error. */
 	struct hostif_run run = { .argv = argv, .env = env, .timeout_ms = 90000, .err_max = 400 };
 	int rc = hostif_run(c->hostif, c->workspace, sandbox, &run);
-	explicit_bzero(pw, sizeof pw);
 	char err[420];
 	snprintf(err, sizeof err, "%.*s", (int)run.err.len, run.err.len ? run.err.data : "");
 	hostif_run_free(&run);
 	if (rc < 0) {
 		char why[300];	/* errf must not read the buffer it writes */
 		snprintf(why, sizeof why, "%s", errmsg());
-		return errf(-rc, "sandbox %s: setting the password: %s", sandbox, why);
+		return errf(-rc, "sandbox %s: %s: %s", sandbox, what, why);
 	}
 	for (char *p = err; *p; p++)
 		if ((unsigned char)*p < ' ')
 			*p = ' ';
-	return run.code == 0 ? 0 : errf(EIO, "the database's server did not take its password (exit %d): %s",
-					run.code, err);
+	return run.code == 0 ? 0 : errf(EIO, "the database's server: %s failed (exit %d): %s", what, run.code, err);
 }
+
+static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
+{
+	char pw[64];
+	snprintf(pw, sizeof pw, "KILN_DB_PASSWORD=%s", password);
+	int rc = guest_sh(c, sandbox, set_password, pw, "setting the password");
+	explicit_bzero(pw, sizeof pw);
+	return rc;
+}
+
+/* The server takes queries: after a crash it listens while it replays its
+ * WAL, and refuses connections until that is done. */
+static const char await_queries[] =
+	"i=0\n"
+	"until runuser -u postgres -- psql -X -q -c 'SELECT 1' >/dev/null 2>/tmp/kiln-db.err; do\n"
+	"  i=$((i + 1)); [ $i -ge 170 ] && { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }; sleep 0.5\n"
+	"done\n"
+	"rm -f /tmp/kiln-db.err\n";
 
 static int new_password(char password[DB_PASSWORD_LEN + 1])
 {
@@ -117,6 +138,28 @@ static int spawn(const struct ops_caller *c, const struct db_row *d, const char 
 	return 0;
 }
 
+/* The schedule fields of args over d's (a new interval starts now). */
+static int parse_schedule(const json_t *args, struct db_row *d)
+{
+	int64_t iv = -1, kept = -1;
+	int rc = v_int(args, "backup_interval_seconds", false, 0, DB_BACKUP_INTERVAL_MAX, &iv);
+	rc = rc ?: v_int(args, "backups_kept", false, 1, DB_BACKUPS_KEPT_MAX, &kept);
+	if (rc < 0)
+		return rc;
+	if (iv > 0 && iv < ops_db_backup_min_s)
+		return errf(EINVAL, "field 'backup_interval_seconds' is 0 (no scheduled backups) or at least %lld, not %lld",
+			    (long long)ops_db_backup_min_s, (long long)iv);
+	if (iv >= 0) {
+		d->backup_interval_s = iv;
+		d->next_backup_ms = iv ? wall_ms() + iv * 1000 : 0;
+	}
+	if (kept > 0)
+		d->backups_kept = kept;
+	if (!d->backups_kept)
+		d->backups_kept = DB_BACKUPS_KEPT_DEFAULT;
+	return 0;
+}
+
 int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row *out,
 		  char password[DB_PASSWORD_LEN + 1])
 {
@@ -127,6 +170,9 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 		rc = errf(EINVAL, "field 'name' of a database is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
 			  OPS_VOLUME_NAME_MAX, name);
 	rc = rc ?: v_str(args, "from_backup", false, OPS_NAME_MAX, &backup);
+	struct db_row *d = out;
+	memset(d, 0, sizeof *d);
+	rc = rc ?: parse_schedule(args, d);
 	if (rc < 0)
 		return rc;
 	if (!c->store)
@@ -134,8 +180,6 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	struct db_backup_row b;
 	if (backup && (rc = store_db_backup_load(c->store, c->workspace, backup, &b)) < 0)
 		return rc;
-	struct db_row *d = out;
-	memset(d, 0, sizeof *d);
 	if ((rc = make_id(d->id, "db_")) < 0 || (rc = new_password(password)) < 0)
 		return rc;
 	snprintf(d->workspace, sizeof d->workspace, "%s", c->workspace);
@@ -147,7 +191,11 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	if ((rc = store_db_insert(c->store, d)) < 0)
 		return rc;
 	rc = spawn(c, d, password, d->sandbox);
-	if (rc == 0 && (rc = store_db_set_sandbox(c->store, d->id, d->sandbox)) < 0)
+	if (rc == 0 && d->backup_interval_s)
+		rc = store_db_set_schedule(c->store, d);
+	if (rc == 0 && d->sandbox[0] && (rc = store_db_set_sandbox(c->store, d->id, d->sandbox)) < 0)
+		hostif_delete(c->hostif, c->workspace, d->sandbox);
+	else if (rc < 0 && d->sandbox[0])
 		hostif_delete(c->hostif, c->workspace, d->sandbox);
 	if (rc < 0) {
 		char why[1024];
@@ -169,6 +217,37 @@ int ops_db_get(const struct ops_caller *c, const char *key, struct db_row *out)
 	return store_db_load(c->store, c->workspace, key, !by_id, out);
 }
 
+struct rows {
+	struct db_row *r;
+	int n, cap;
+};
+
+static int keep_row(void *ctx, const struct db_row *r)
+{
+	struct rows *l = ctx;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 16;
+		struct db_row *m = realloc(l->r, (size_t)cap * sizeof *m);
+		if (!m)
+			return errf(ENOMEM, "out of memory");
+		l->r = m, l->cap = cap;
+	}
+	l->r[l->n++] = *r;
+	return 0;
+}
+
+int ops_db_each(const struct ops_caller *c, store_db_fn *fn, void *ctx)
+{
+	/* Read whole first: fn may use the store (a database's JSON reads its
+	 * events), which a callback of the store's must not. */
+	struct rows l = { NULL, 0, 0 };
+	int rc = c->store ? store_db_each(c->store, c->workspace, keep_row, &l) : 0;
+	for (int i = 0; rc >= 0 && i < l.n; i++)
+		rc = fn(ctx, &l.r[i]);
+	free(l.r);
+	return rc < 0 ? rc : 0;
+}
+
 int ops_db_delete(const struct ops_caller *c, const char *key)
 {
 	struct db_row d;
@@ -178,6 +257,9 @@ int ops_db_delete(const struct ops_caller *c, const char *key)
 	if (d.sandbox[0] && (rc = hostif_delete(c->hostif, c->workspace, d.sandbox)) < 0 && rc != -ENOENT)
 		return rc;
 	rc = store_db_delete(c->store, c->workspace, d.id);
+	d.backup_interval_s = 0;
+	if (rc == 0 && store_db_set_schedule(c->store, &d) < 0)
+		log_warn("database %s: removing its backup schedule: %s", d.id, errmsg());
 	if (rc == 0)
 		log_info("database %s (%s): deleted with sandbox %s", d.id, d.name, d.sandbox);
 	return rc;
@@ -201,25 +283,44 @@ int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db
 	return rc;
 }
 
-int ops_db_backup(const struct ops_caller *c, const char *key, struct db_backup_row *out)
+int ops_db_update(const struct ops_caller *c, const char *key, const json_t *args, struct db_row *out)
 {
-	struct db_row d;
-	int rc = ops_db_get(c, key, &d);
-	rc = rc ?: its_sandbox(&d);
+	int rc = v_known_keys(args, schedule_fields);
+	rc = rc ?: ops_db_get(c, key, out);
+	rc = rc ?: parse_schedule(args, out);
+	rc = rc ?: store_db_set_schedule(c->store, out);
+	if (rc == 0)
+		log_info("database %s: backups every %lld s, %lld kept", out->id, (long long)out->backup_interval_s,
+			 (long long)out->backups_kept);
+	return rc;
+}
+
+static int backup_kind(const struct ops_caller *c, const struct db_row *in, const char *kind,
+		       struct db_backup_row *out)
+{
+	int rc = its_sandbox(in);
 	if (rc < 0)
 		return rc;
 	memset(out, 0, sizeof *out);
-	if ((rc = ops_snapshot(c, d.sandbox, out->id)) < 0)
+	snprintf(out->kind, sizeof out->kind, "%s", kind);
+	if ((rc = ops_snapshot(c, in->sandbox, out->id)) < 0)
 		return rc;
-	snprintf(out->database, sizeof out->database, "%s", d.id);
+	snprintf(out->database, sizeof out->database, "%s", in->id);
 	snprintf(out->workspace, sizeof out->workspace, "%s", c->workspace);
 	out->created_ms = wall_ms();
 	if ((rc = store_db_backup_insert(c->store, out)) < 0) {
 		hostif_snapshot_delete(c->hostif, c->workspace, out->id);
 		return rc;
 	}
-	log_info("database %s: backup %s", d.id, out->id);
+	log_info("database %s: backup %s (%s)", in->id, out->id, kind);
 	return 0;
+}
+
+int ops_db_backup(const struct ops_caller *c, const char *key, struct db_backup_row *out)
+{
+	struct db_row d;
+	int rc = ops_db_get(c, key, &d);
+	return rc < 0 ? rc : backup_kind(c, &d, "manual", out);
 }
 
 static int backup_one(void *ctx, const struct db_backup_row *b)
@@ -247,8 +348,23 @@ int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out)
 
 json_t *ops_db_backup_json(const struct db_backup_row *b)
 {
-	return json_pack("{s:s,s:s,s:I}", "id", b->id, "database_id", b->database, "created_ms",
-			 (json_int_t)b->created_ms);
+	return json_pack("{s:s,s:s,s:s,s:I}", "id", b->id, "database_id", b->database, "kind",
+			 b->kind[0] ? b->kind : "manual", "created_ms", (json_int_t)b->created_ms);
+}
+
+/* {events: [{ts_ms, kind, text}]} and vm_restarts, the restarts among them. */
+struct db_events {
+	json_t *a;
+	json_int_t restarts;
+};
+
+static int event_one(void *ctx, int64_t ts_ms, const char *kind, const char *text)
+{
+	struct db_events *e = ctx;
+	if (!strcmp(kind, "restart"))
+		e->restarts++;
+	json_t *j = json_pack("{s:I,s:s,s:s}", "ts_ms", (json_int_t)ts_ms, "kind", kind, "text", text);
+	return j && json_array_append_new(e->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
 }
 
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const char *password)
@@ -279,7 +395,219 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 		json_object_set_new(j, "from_backup", d->from_backup[0] ? json_string(d->from_backup) : json_null());
 		if (password)
 			json_object_set_new(j, "password", json_string(password));
+		struct db_events e = { json_array(), 0 };
+		if (e.a && c->store && store_db_events(c->store, d->id, event_one, &e) < 0)
+			log_warn("database %s: its events: %s", d->id, errmsg());
+		json_object_set_new(j, "vm_restarts", json_integer(e.restarts));
+		json_object_set_new(j, "backup_interval_seconds", json_integer(d->backup_interval_s));
+		json_object_set_new(j, "backups_kept", json_integer(d->backups_kept ? d->backups_kept
+										 : DB_BACKUPS_KEPT_DEFAULT));
+		json_object_set_new(j, "next_backup_ms", d->backup_interval_s ? json_integer(d->next_backup_ms)
+									: json_null());
+		json_object_set_new(j, "events", e.a ? e.a : json_array());
 	}
 	explicit_bzero(url, sizeof url);
 	return j;
+}
+
+/* ---- the watch ---------------------------------------------------------------
+ * A database's VM that died (its VMM killed, its guest crashed) is started
+ * again: its sandbox is persistent, so the host kept its disk and its
+ * address (host.h: a failed persistent sandbox's wake is a cold boot of
+ * its disk). PostgreSQL finds its cluster as after a power cut and
+ * replays its WAL: every transaction committed before is there (a commit
+ * returns once its WAL is fsynced, and the VMM's writes are in the host's
+ * page cache by then). The server is started again under its supervisor,
+ * and the password is the one set last (it is in the cluster's catalog). */
+
+#define DB_WATCH_MAX 256		/* databases looked at per pass */
+#define DB_RETRY_MS 10000		/* after a restart that failed */
+
+static struct {
+	struct store *store;
+	struct hostif *hostif;
+	const struct plans *plans;
+	struct periodic thread;
+	struct { char id[ID_MAX]; int64_t after_ms; } retry[32];	/* failed restarts, by database */
+} dw;
+
+struct db_list {
+	struct db_row *r;
+	int n;
+};
+
+static int note_db(void *ctx, const struct db_row *r)
+{
+	struct db_list *l = ctx;
+	if (l->n >= DB_WATCH_MAX)
+		return 1;
+	l->r[l->n++] = *r;
+	return 0;
+}
+
+/* A restart that failed is tried again DB_RETRY_MS later, not each pass. */
+static int retry_slot(const char *id)
+{
+	for (int i = 0; i < (int)(sizeof dw.retry / sizeof dw.retry[0]); i++)
+		if (!strcmp(dw.retry[i].id, id))
+			return i;
+	return -1;
+}
+
+static bool backing_off(const char *id)
+{
+	int i = retry_slot(id);
+	return i >= 0 && mono_ms() < dw.retry[i].after_ms;
+}
+
+static void note_restart(const char *id, bool failed)
+{
+	int i = retry_slot(id);
+	if (!failed) {
+		if (i >= 0)
+			dw.retry[i].id[0] = 0;
+		return;
+	}
+	for (int j = 0; i < 0 && j < (int)(sizeof dw.retry / sizeof dw.retry[0]); j++)
+		if (!dw.retry[j].id[0] || dw.retry[j].after_ms < mono_ms())
+			i = j;
+	if (i >= 0) {
+		snprintf(dw.retry[i].id, ID_MAX, "%s", id);
+		dw.retry[i].after_ms = mono_ms() + DB_RETRY_MS;
+	}
+}
+
+
+static void db_event(const char *id, const char *kind, const char *text)
+{
+	log_info("database %s: %s", id, text);
+	if (store_db_event(dw.store, id, kind, text) < 0)
+		log_warn("database %s: its event was not kept: %s", id, errmsg());
+}
+
+/* The scheduled backups of d past its backups_kept, oldest first, gone. */
+struct scheduled {
+	struct db_backup_row b[64];
+	int n, total;
+};
+
+static int note_scheduled(void *ctx, const struct db_backup_row *b)
+{
+	struct scheduled *s = ctx;
+	if (strcmp(b->kind, "scheduled") != 0)
+		return 0;
+	if (s->n < (int)(sizeof s->b / sizeof s->b[0]))
+		s->b[s->n++] = *b;
+	s->total++;
+	return 0;
+}
+
+static void prune(const struct ops_caller *c, const struct db_row *d)
+{
+	static struct scheduled s;	/* one watch thread */
+	s.n = s.total = 0;
+	if (store_db_backup_each(dw.store, d->workspace, d->id, note_scheduled, &s) < 0) {
+		log_warn("database %s: its backups: %s", d->id, errmsg());
+		return;
+	}
+	for (int i = 0; i < s.n && s.total - i > d->backups_kept; i++) {
+		int rc = hostif_snapshot_delete(c->hostif, d->workspace, s.b[i].id);
+		if (rc < 0 && rc != -ENOENT) {
+			log_warn("database %s: deleting backup %s: %s", d->id, s.b[i].id, errmsg());
+			continue;
+		}
+		if (store_db_backup_delete(dw.store, s.b[i].id) < 0)
+			log_warn("database %s: forgetting backup %s: %s", d->id, s.b[i].id, errmsg());
+		else
+			log_info("database %s: scheduled backup %s deleted (%lld kept)", d->id, s.b[i].id,
+				 (long long)d->backups_kept);
+	}
+}
+
+/* A scheduled backup when one is due, then the oldest past backups_kept
+ * deleted. The next is due an interval later whether this one worked or
+ * not (a failed one is an event). */
+static void backup_due(const struct ops_caller *c, const struct db_row *d)
+{
+	int64_t now = wall_ms();
+	if (!d->backup_interval_s || now < d->next_backup_ms)
+		return;
+	struct db_row n = *d;
+	n.next_backup_ms = now + d->backup_interval_s * 1000;
+	if (store_db_set_schedule(dw.store, &n) < 0) {
+		log_warn("database %s: its backup schedule: %s", d->id, errmsg());
+		return;
+	}
+	struct db_backup_row b;
+	if (backup_kind(c, d, "scheduled", &b) < 0) {
+		char text[600];
+		snprintf(text, sizeof text, "a scheduled backup failed: %s", errmsg());
+		db_event(d->id, "backup_failed", text);
+		return;
+	}
+	prune(c, d);
+}
+
+static void db_look_at(const struct db_row *d)
+{
+	if (!d->sandbox[0] || backing_off(d->id))
+		return;
+	struct ops_caller c = { .hostif = dw.hostif, .store = dw.store, .plans = dw.plans,
+				.workspace = d->workspace };
+	struct sbx_row row;
+	if (hostif_get(c.hostif, d->workspace, d->sandbox, false, &row) < 0)
+		return;		/* gone, or its host does not answer: its status says so */
+	bool failed = row.state == SBX_FAILED, running = row.state == SBX_RUNNING;
+	char why[300];
+	snprintf(why, sizeof why, "%s", row.error[0] ? row.error : "its VM ended");
+	sbx_row_clear(&row);
+	if (running)
+		backup_due(&c, d);
+	if (!failed)
+		return;
+	int64_t t0 = mono_ms();
+	memset(&row, 0, sizeof row);
+	int rc = hostif_wake(c.hostif, d->workspace, d->sandbox, &row);
+	sbx_row_clear(&row);
+	int64_t t1 = mono_ms();
+	rc = rc ?: ops_app_supervise(&c, d->sandbox, DB_COMMAND, "always", mono_ms() + DB_READY_S * 1000);
+	rc = rc ?: ops_app_wait_listening(&c, d->sandbox, DB_PORT, DB_READY_S);
+	rc = rc ?: guest_sh(&c, d->sandbox, await_queries, NULL, "its recovery");
+	char text[1200];
+	if (rc < 0) {
+		snprintf(text, sizeof text, "%s; starting it again failed: %s", why, errmsg());
+		db_event(d->id, "restart_failed", text);
+		note_restart(d->id, true);
+		return;
+	}
+	note_restart(d->id, false);
+	snprintf(text, sizeof text, "%s: its VM was started again from its disk (booted in %.1f s), the server "
+		 "recovered and takes queries (%.1f s in all)", why, (double)(t1 - t0) / 1000,
+		 (double)(mono_ms() - t0) / 1000);
+	db_event(d->id, "restart", text);
+}
+
+static void db_watch(void *ctx)
+{
+	(void)ctx;
+	static struct db_row rows[DB_WATCH_MAX];	/* one watch thread */
+	struct db_list l = { rows, 0 };
+	if (store_db_each(dw.store, NULL, note_db, &l) < 0) {
+		log_warn("database watch: %s", errmsg());
+		return;
+	}
+	for (int i = 0; i < l.n; i++)
+		db_look_at(&rows[i]);
+}
+
+int db_watch_start(struct store *st, struct hostif *hi, const struct plans *plans, int period_ms)
+{
+	dw.store = st, dw.hostif = hi, dw.plans = plans;
+	return periodic_start(&dw.thread, "database watch", period_ms > 0 ? period_ms : 2000, db_watch, NULL);
+}
+
+void db_watch_stop(void)
+{
+	if (dw.store)
+		periodic_stop(&dw.thread);
 }

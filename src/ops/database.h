@@ -12,6 +12,8 @@
  * A backup is a snapshot of the database's sandbox (memory and disk, so
  * the server's state is whole); a new database restored from one has the
  * data as it was, and a new password.
+ * Its VM that dies is booted again from its own disk by the database
+ * watch (below), committed data kept; backups may be made on a schedule.
  *
  * Errors as ops.h: -EINVAL naming the field, -ENOENT "database X not
  * found" (another workspace's too), -EEXIST for a name the workspace has,
@@ -32,6 +34,14 @@
 #define DB_PASSWORD_LEN 24		/* [a-z0-9], 120 random bits */
 #define DB_READY_S 120			/* the server listening, in an emulated guest too */
 #define DB_COMMAND "/usr/local/bin/kiln-postgres"
+#define DB_BACKUP_MIN_S 300		/* the shortest backup interval (kilnd --db-backup-min) */
+#define DB_BACKUP_INTERVAL_MAX (366 * 86400)
+#define DB_BACKUPS_KEPT_DEFAULT 7
+#define DB_BACKUPS_KEPT_MAX 100
+
+/* The shortest backup_interval_seconds taken (DB_BACKUP_MIN_S unless
+ * kilnd was told otherwise). */
+extern int64_t ops_db_backup_min_s;
 
 /* The fields ops_db_create accepts (NULL-terminated). */
 extern const char *const ops_db_fields[];
@@ -39,11 +49,14 @@ extern const char *const ops_db_fields[];
 /* Whether s is a database's name: [a-z0-9][a-z0-9-]*, at most 63. */
 bool ops_db_name_ok(const char *s);
 
-/* POST /v1/databases {name?, from_backup?}: the database made and its
- * server answering; password gets its new password. name defaults to
- * the id's random part. */
+/* POST /v1/databases {name?, from_backup?, backup_interval_seconds?,
+ * backups_kept?}: the database made and its server answering; password
+ * gets its new password. name defaults to the id's random part. */
 int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row *out,
 		  char password[DB_PASSWORD_LEN + 1]);
+/* fn on each of the caller's databases, oldest first (fn may use the
+ * store: they are read first). */
+int ops_db_each(const struct ops_caller *c, store_db_fn *fn, void *ctx);
 /* The caller's database by id or name. */
 int ops_db_get(const struct ops_caller *c, const char *key, struct db_row *out);
 /* The database and its sandbox deleted (its backups are kept). */
@@ -51,9 +64,15 @@ int ops_db_delete(const struct ops_caller *c, const char *key);
 /* A new random password set in the server; the old one fails from then. */
 int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db_row *out,
 			  char password[DB_PASSWORD_LEN + 1]);
-/* A backup now: a snapshot of its sandbox. */
+/* PATCH /v1/databases/{id} {backup_interval_seconds?, backups_kept?}:
+ * its backup schedule (interval 0: none, else at least
+ * ops_db_backup_min_s; the first backup one interval from now). The
+ * watch makes them (kind "scheduled") and deletes the oldest scheduled
+ * ones past backups_kept (1..100, default 7); manual ones are kept. */
+int ops_db_update(const struct ops_caller *c, const char *key, const json_t *args, struct db_row *out);
+/* A backup now (kind "manual"): a snapshot of its sandbox. */
 int ops_db_backup(const struct ops_caller *c, const char *key, struct db_backup_row *out);
-/* {backups: [{id, database_id, created_ms}]} of the caller's database. */
+/* {backups: [{id, database_id, kind, created_ms}]} of the caller's database. */
 int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
 
 /* {id, name, status (its sandbox's: running, hibernated, failed, ...),
@@ -61,5 +80,14 @@ int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
  * password (NULL: left out) goes in password and the url. */
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *r, const char *password);
 json_t *ops_db_backup_json(const struct db_backup_row *b);
+
+/* The database watch: every period_ms, a database whose VM died is
+ * started again from its disk (a cold boot; PostgreSQL's recovery replays
+ * its WAL), its server under its supervisor; each restart, and each that
+ * failed (tried again DB_RETRY_MS later), is an event of the database's
+ * (its JSON's events and vm_restarts). Scheduled backups are made there
+ * too. */
+int db_watch_start(struct store *st, struct hostif *hi, const struct plans *plans, int period_ms);
+void db_watch_stop(void);
 
 #endif

@@ -6,7 +6,7 @@
  *   paused -> running | hibernated | failed | deleting  (vCPUs stopped,
  *         memory and the VMM kept: POST .../pause and .../resume)
  *   hibernated -> running | failed | deleting
- *   failed -> deleting
+ *   failed -> running (a persistent one, booted again from its disk) | deleting
  *   deleting -> deleted
  *   deleted: final (the record stays, for usage)
  *   lost: what a cluster's API answers for a sandbox whose host stopped

@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 9;
+const int schema_version = 10;
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -316,9 +316,28 @@ const char schema_sql[] =
 	"  id TEXT PRIMARY KEY,\n"
 	"  database_id TEXT NOT NULL,\n"
 	"  workspace_id TEXT NOT NULL,\n"
-	"  created_ms BIGINT NOT NULL\n"
+	"  created_ms BIGINT NOT NULL,\n"
+	"  kind TEXT NOT NULL DEFAULT 'manual'\n"
 	");\n"
-	"CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n";
+	"CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n"
+	/* A database's backup schedule (none: no row): a table of its own,
+	 * so no older table changes. */
+	"CREATE TABLE IF NOT EXISTS database_schedules (\n"
+	"  database_id TEXT PRIMARY KEY,\n"
+	"  interval_s BIGINT NOT NULL,\n"
+	"  kept BIGINT NOT NULL,\n"
+	"  next_ms BIGINT NOT NULL\n"
+	");\n"
+	/* What happened to a database's VM (its restarts), numbered per
+	 * database: a table of its own, so no older table changes. */
+	"CREATE TABLE IF NOT EXISTS database_events (\n"
+	"  database_id TEXT NOT NULL,\n"
+	"  seq BIGINT NOT NULL,\n"
+	"  ts_ms BIGINT NOT NULL,\n"
+	"  kind TEXT NOT NULL,\n"
+	"  text TEXT NOT NULL,\n"
+	"  PRIMARY KEY (database_id, seq)\n"
+	");\n";
 
 const struct migration schema_migrations[] = {
 	/* Version 1 had no network columns. */
@@ -352,6 +371,22 @@ const struct migration schema_migrations[] = {
 	     "ALTER TABLE snapshots ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0;\n" },
 	/* Version 8's idle sandboxes were hibernated or deleted, never paused. */
 	{ 9, "ALTER TABLE sandboxes ADD COLUMN idle_pause_seconds BIGINT NOT NULL DEFAULT 0;\n" },
+	/* Version 9's database backups were all made on demand (kind is
+	 * new). The table is made anew rather than altered: a database older
+	 * than version 9 had none, and schema_sql, which ran first, made it
+	 * with the column already. */
+	{ 10, "CREATE TABLE database_backups_v10 (\n"
+	      "  id TEXT PRIMARY KEY,\n"
+	      "  database_id TEXT NOT NULL,\n"
+	      "  workspace_id TEXT NOT NULL,\n"
+	      "  created_ms BIGINT NOT NULL,\n"
+	      "  kind TEXT NOT NULL DEFAULT 'manual'\n"
+	      ");\n"
+	      "INSERT INTO database_backups_v10 (id, database_id, workspace_id, created_ms) "
+	      "SELECT id, database_id, workspace_id, created_ms FROM database_backups;\n"
+	      "DROP TABLE database_backups;\n"
+	      "ALTER TABLE database_backups_v10 RENAME TO database_backups;\n"
+	      "CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

@@ -11,9 +11,13 @@
 #include <string.h>
 
 #define DB_COLS "id, workspace_id, name, sandbox_id, from_backup, created_ms, deleted_ms"
-#define DB_NCOLS 7
-#define BK_COLS "id, database_id, workspace_id, created_ms"
-#define BK_NCOLS 4
+/* A database with its schedule. */
+#define DB_SELECT "SELECT d.id, d.workspace_id, d.name, d.sandbox_id, d.from_backup, d.created_ms, d.deleted_ms, " \
+	"COALESCE(s.interval_s, 0), COALESCE(s.kept, 0), COALESCE(s.next_ms, 0) FROM databases d " \
+	"LEFT JOIN database_schedules s ON s.database_id = d.id "
+#define DB_NCOLS 10
+#define BK_COLS "id, database_id, workspace_id, created_ms, kind"
+#define BK_NCOLS 5
 
 int store_db_insert(struct store *st, const struct db_row *r)
 {
@@ -41,6 +45,9 @@ static int fill_db(struct db_row *r, const struct dbv *c, int n)
 	copy_str(r->from_backup, sizeof r->from_backup, dbv_text(&c[4]));
 	r->created_ms = dbv_int(&c[5]);
 	r->deleted_ms = dbv_int(&c[6]);
+	r->backup_interval_s = dbv_int(&c[7]);
+	r->backups_kept = dbv_int(&c[8]);
+	r->next_backup_ms = dbv_int(&c[9]);
 	return 0;
 }
 
@@ -61,10 +68,10 @@ static int row_db_one(void *ctx, const struct dbv *c, int n)
 int store_db_load(struct store *st, const char *workspace, const char *key, bool by_name, struct db_row *r)
 {
 	struct db_one o = { r, false };
-	int rc = by_name ? RUN(st, "SELECT " DB_COLS " FROM databases WHERE name = $1 AND workspace_id = $2 "
-				   "AND deleted_ms IS NULL", row_db_one, &o, NULL, DBV_S(key), DBV_S(workspace))
-			 : RUN(st, "SELECT " DB_COLS " FROM databases WHERE id = $1 AND workspace_id = $2 "
-				   "AND deleted_ms IS NULL", row_db_one, &o, NULL, DBV_S(key), DBV_S(workspace));
+	int rc = by_name ? RUN(st, DB_SELECT "WHERE d.name = $1 AND d.workspace_id = $2 AND d.deleted_ms IS NULL",
+			       row_db_one, &o, NULL, DBV_S(key), DBV_S(workspace))
+			 : RUN(st, DB_SELECT "WHERE d.id = $1 AND d.workspace_id = $2 AND d.deleted_ms IS NULL",
+			       row_db_one, &o, NULL, DBV_S(key), DBV_S(workspace));
 	if (rc < 0)
 		return rc;
 	return o.found ? 0 : errf(ENOENT, "database %.64s not found", key);
@@ -74,6 +81,17 @@ int store_db_set_sandbox(struct store *st, const char *id, const char *sandbox)
 {
 	return RUN(st, "UPDATE databases SET sandbox_id = $1 WHERE id = $2", NULL, NULL, NULL, DBV_S(sandbox),
 		   DBV_S(id));
+}
+
+int store_db_set_schedule(struct store *st, const struct db_row *r)
+{
+	if (!r->backup_interval_s)
+		return RUN(st, "DELETE FROM database_schedules WHERE database_id = $1", NULL, NULL, NULL, DBV_S(r->id));
+	return RUN(st, "INSERT INTO database_schedules (database_id, interval_s, kept, next_ms) VALUES ($1, $2, $3, $4) "
+		       "ON CONFLICT (database_id) DO UPDATE SET interval_s = excluded.interval_s, kept = excluded.kept, "
+		       "next_ms = excluded.next_ms",
+		   NULL, NULL, NULL, DBV_S(r->id), DBV_I(r->backup_interval_s), DBV_I(r->backups_kept),
+		   DBV_I(r->next_backup_ms));
 }
 
 int store_db_delete(struct store *st, const char *workspace, const char *id)
@@ -104,14 +122,23 @@ static int row_db_each(void *ctx, const struct dbv *c, int n)
 int store_db_each(struct store *st, const char *workspace, store_db_fn *fn, void *ctx)
 {
 	struct db_each e = { .fn = fn, .ctx = ctx };
-	return RUN(st, "SELECT " DB_COLS " FROM databases WHERE workspace_id = $1 AND deleted_ms IS NULL "
-		       "ORDER BY created_ms, id", row_db_each, &e, NULL, DBV_S(workspace));
+	if (!workspace)
+		return RUN(st, DB_SELECT "WHERE d.deleted_ms IS NULL ORDER BY d.created_ms, d.id", row_db_each, &e,
+			   NULL);
+	return RUN(st, DB_SELECT "WHERE d.workspace_id = $1 AND d.deleted_ms IS NULL ORDER BY d.created_ms, d.id",
+		   row_db_each, &e, NULL, DBV_S(workspace));
 }
 
 int store_db_backup_insert(struct store *st, const struct db_backup_row *r)
 {
-	return RUN(st, "INSERT INTO database_backups (" BK_COLS ") VALUES ($1, $2, $3, $4)", NULL, NULL, NULL,
-		   DBV_S(r->id), DBV_S(r->database), DBV_S(r->workspace), DBV_I(r->created_ms));
+	return RUN(st, "INSERT INTO database_backups (" BK_COLS ") VALUES ($1, $2, $3, $4, $5)", NULL, NULL, NULL,
+		   DBV_S(r->id), DBV_S(r->database), DBV_S(r->workspace), DBV_I(r->created_ms),
+		   DBV_S(r->kind[0] ? r->kind : "manual"));
+}
+
+int store_db_backup_delete(struct store *st, const char *id)
+{
+	return RUN(st, "DELETE FROM database_backups WHERE id = $1", NULL, NULL, NULL, DBV_S(id));
 }
 
 static int fill_backup(struct db_backup_row *r, const struct dbv *c, int n)
@@ -123,6 +150,7 @@ static int fill_backup(struct db_backup_row *r, const struct dbv *c, int n)
 	copy_str(r->database, sizeof r->database, dbv_text(&c[1]));
 	copy_str(r->workspace, sizeof r->workspace, dbv_text(&c[2]));
 	r->created_ms = dbv_int(&c[3]);
+	copy_str(r->kind, sizeof r->kind, dbv_text(&c[4]));
 	return 0;
 }
 
@@ -164,4 +192,39 @@ int store_db_backup_each(struct store *st, const char *workspace, const char *da
 	struct db_each e = { .bfn = fn, .ctx = ctx };
 	return RUN(st, "SELECT " BK_COLS " FROM database_backups WHERE workspace_id = $1 AND database_id = $2 "
 		       "ORDER BY created_ms, id", row_bk_each, &e, NULL, DBV_S(workspace), DBV_S(database));
+}
+
+int store_db_event(struct store *st, const char *database, const char *kind, const char *text)
+{
+	/* As store_app_event: the number and the insert in one statement. */
+	int rc = RUN(st,
+		     "INSERT INTO database_events (database_id, seq, ts_ms, kind, text) SELECT $1, "
+		     "COALESCE(MAX(seq), 0) + 1, $2, $3, $4 FROM database_events WHERE database_id = $1",
+		     NULL, NULL, NULL, DBV_S(database), DBV_I(wall_ms()), DBV_S(kind), DBV_S(text));
+	if (rc < 0)
+		return rc;
+	return RUN(st,
+		   "DELETE FROM database_events WHERE database_id = $1 AND seq <= "
+		   "(SELECT MAX(seq) FROM database_events WHERE database_id = $1) - $2",
+		   NULL, NULL, NULL, DBV_S(database), DBV_I(DB_EVENTS_KEPT));
+}
+
+struct dbev_each {
+	store_db_event_fn *fn;
+	void *ctx;
+};
+
+static int row_db_event(void *ctx, const struct dbv *c, int n)
+{
+	struct dbev_each *e = ctx;
+	if (n < 3)
+		return errf(EIO, "store: short database event row");
+	return e->fn(e->ctx, dbv_int(&c[0]), dbv_text(&c[1]), dbv_text(&c[2]));
+}
+
+int store_db_events(struct store *st, const char *database, store_db_event_fn *fn, void *ctx)
+{
+	struct dbev_each e = { fn, ctx };
+	return RUN(st, "SELECT ts_ms, kind, text FROM database_events WHERE database_id = $1 ORDER BY seq",
+		   row_db_event, &e, NULL, DBV_S(database));
 }

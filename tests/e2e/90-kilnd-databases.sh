@@ -6,13 +6,16 @@
 # another workspace's sandbox the connection is refused by the host's
 # firewall (it times out: not a password error), and that workspace sees
 # no such database (404). reset-password: the old password fails, the new
-# one works. A backup (a snapshot) restores into a new database that has
+# one works. Its VM killed (kill -9 of its VMM): started again from its
+# disk by the database watch, committed rows and password kept, and its
+# events say so. Scheduled backups: made every interval, the oldest past
+# backups_kept deleted, manual ones kept. A backup (a snapshot) restores into a new database that has
 # the row. Delete takes its sandbox along. Bad input is a 4xx naming it.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail db_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 t0=$(date +%s)
 build_template postgres || exit 1
-start_kilnd --rate 0 || exit 1
+start_kilnd --rate 0 --db-backup-min 2 || exit 1
 KEY=$(new_key dbs) OTHER=$(new_key dbs-other)
 MAIN=$KEY
 cleanup_ws() {
@@ -104,6 +107,26 @@ r=$?; ok $r db_old_password_fails "rc $RC err '$ERR'"
 q "$C1" "$URL2" "SELECT x FROM t"
 check db_new_password_works "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
 
+# ---- its VM dies: started again from its disk ------------------------------------------
+# A committed row, then the VMM killed: the watch boots the same disk
+# again (PostgreSQL replays its WAL), same address, same password.
+q "$C1" "$URL2" "INSERT INTO t VALUES (43)"
+vpid=$(cut -d' ' -f1 "$DATA/sandboxes/$DBSBX/vmm.pid" 2>/dev/null)
+[ -n "$vpid" ] && kill -9 "$vpid"
+tk=$(date +%s.%N)
+for i in $(seq 240); do
+	api GET "/v1/databases/$DB"
+	[ "$(jget 'j["status"], j["vm_restarts"]')" = "('running', 1)" ] && break
+	sleep 0.5
+done
+tb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tk" "$(date +%s.%N)")
+EV=$(jget '[e["kind"] + ": " + e["text"] for e in j["events"]]')
+[ -n "$vpid" ] && [ "$(jget 'j["status"], j["vm_restarts"], j["host"], j["sandbox_id"]')" = "('running', 1, '$DBHOST', '$DBSBX')" ] &&
+	[[ "$EV" == *"restart: "*"signal 9"* ]]
+r=$?; ok $r db_vm_restarted "VMM $vpid killed, back in $tb s: $EV"
+q "$C1" "$URL2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_restart_kept_rows "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+
 # ---- backup, restore -----------------------------------------------------------------
 api POST "/v1/databases/$DB/backups"
 BK=$(jget 'j["id"]')
@@ -115,14 +138,42 @@ KEY=$OTHER
 api POST /v1/databases "{\"from_backup\":\"$BK\"}"
 expect db_other_workspace_backup_404 404 not_found
 KEY=$MAIN
+# ---- scheduled backups ---------------------------------------------------------------
+# Every 2 s (kilnd --db-backup-min 2 here), 1 kept: the first scheduled
+# one is deleted when the second is made; the manual one stays.
+api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":1}'
+expect db_schedule_too_short 400 invalid_request
+api PATCH "/v1/databases/$DB" '{"backups_kept":0}'
+expect db_schedule_bad_kept 400 invalid_request
+api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":2,"backups_kept":1}'
+check db_schedule_set "$STATUS $(head -c 200 <<<"$BODY")" [ "$STATUS/$(jget 'j["backup_interval_seconds"], j["backups_kept"]')" = "200/(2, 1)" ]
+tsb0=$(date +%s.%N)
 ts=$(date +%s.%N)
 api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\"}"
 tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
 DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
 [ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
 r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
-q "$C1" "$URL3" "SELECT x FROM t"
-check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+
+# ---- scheduled backups (set before the restore, which they overlap) --------------
+first= sched=
+for i in $(seq 120); do
+	api GET "/v1/databases/$DB/backups"
+	sched=$(jget '" ".join(b["id"] for b in j["backups"] if b["kind"] == "scheduled")')
+	[ -z "$first" ] && first=${sched%% *}
+	[ -n "$first" ] && [ -n "$sched" ] && [ "$sched" = "${sched%% *}" ] && [ "$sched" != "$first" ] && break
+	sleep 0.5
+done
+tsb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tsb0" "$(date +%s.%N)")
+kinds=$(jget '[(b["id"], b["kind"]) for b in j["backups"]]')
+api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":0}'
+s1=$STATUS
+api GET "/v1/snapshots/$first"
+[ -n "$first" ] && [ "$(wc -w <<<"$sched")" = 1 ] && [ "$sched" != "$first" ] && [ "$STATUS" = 404 ] && [ "$s1" = 200 ] &&
+	[[ "$kinds" == *"('$BK', 'manual')"* ]]
+r=$?; ok $r db_scheduled_backups "in $tsb s: first $first (now $STATUS), kept $sched; $kinds"
 
 # ---- delete --------------------------------------------------------------------------
 for d in "$DB:$DBSBX" "$DB3:$SBX3"; do

@@ -30,6 +30,7 @@ static const struct { enum sbx_state from, to; } moves[] = {
 	{ SBX_HIBERNATED, SBX_RUNNING },
 	{ SBX_HIBERNATED, SBX_FAILED },
 	{ SBX_HIBERNATED, SBX_DELETING },
+	{ SBX_FAILED, SBX_RUNNING },
 	{ SBX_FAILED, SBX_DELETING },
 	{ SBX_DELETING, SBX_DELETED },
 };
@@ -82,7 +83,7 @@ static void moves_apply_or_refuse(void)
 	s = SBX_CREATING;
 	CHECK(sbx_state_move(&s, SBX_HIBERNATED) == -EBUSY && s == SBX_CREATING);
 	s = SBX_FAILED;
-	CHECK(sbx_state_move(&s, SBX_RUNNING) == -EBUSY && s == SBX_FAILED);
+	CHECK(sbx_state_move(&s, SBX_HIBERNATED) == -EBUSY && s == SBX_FAILED);
 	s = SBX_RUNNING;
 	CHECK(sbx_state_move(&s, SBX_DELETED) == -EBUSY && s == SBX_RUNNING);	/* via deleting */
 	CHECK(sbx_state_move(&s, SBX_CREATING) == -EBUSY && s == SBX_RUNNING);
