@@ -153,7 +153,7 @@ static void build_dsdt(struct vm *vm, struct strbuf *t)
 		aml_name_int(&dev, "_UID", (uint64_t)i);
 		aml_name_int(&dev, "_CCA", 1);
 		aml_res_memory32_fixed(&res, (uint32_t)d->base, VIRTIO_MMIO_SIZE);
-		aml_res_interrupt(&res, (uint32_t)d->gsi, 1);
+		aml_res_interrupt(&res, (uint32_t)d->gsi, !virtio_irq_level(d));
 		aml_resources(&tmp, &res);
 		aml_name(&dev, "_CRS", &tmp);
 		aml_device(&sb, name, &dev);

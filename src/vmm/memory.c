@@ -19,7 +19,8 @@ int guest_mem_alloc(struct guest_mem *m, uint64_t size)
 		return errf_sys("cannot map %llu MiB of guest memory",
 				(unsigned long long)(size >> 20));
 	/* Huge pages make the guest's TLB reach and a later fork() cheaper. */
-	madvise(p, size, MADV_HUGEPAGE);
+	if (!getenv("KILN_VMM_NO_THP"))	/* issue 21's comparison */
+		madvise(p, size, MADV_HUGEPAGE);
 	guest_mem_adopt(m, p, size);
 	return 0;
 }

@@ -57,6 +57,62 @@ static void queue_reset(struct virtq *q)
 	q->dev = keep.dev;
 }
 
+/* How a device's interrupt reaches KVM. IRQFD (the default): an edge
+ * through the eventfd KVM watches. LINE: the same edge, raised and
+ * lowered by this process with KVM_IRQ_LINE. LEVEL: the line stays high
+ * while the interrupt status has a bit set and drops when the driver
+ * acknowledges the last one (what QEMU's microvm does). KILN_VMM_IRQ
+ * (irqfd, line, level) picks one; issue 21 compares them. */
+enum { IRQ_MODE_IRQFD, IRQ_MODE_LINE, IRQ_MODE_LEVEL };
+
+static int irq_mode_from_env(void)
+{
+	const char *m = getenv("KILN_VMM_IRQ");
+	if (m && strcmp(m, "line") == 0)
+		return IRQ_MODE_LINE;
+	if (m && strcmp(m, "level") == 0)
+		return IRQ_MODE_LEVEL;
+	return IRQ_MODE_IRQFD;
+}
+
+bool virtio_irq_level(const struct virtio_dev *d)
+{
+	return d->irq_mode == IRQ_MODE_LEVEL;
+}
+
+static void raise_irq(struct virtio_dev *d)
+{
+	switch (d->irq_mode) {
+	case IRQ_MODE_LINE:
+		kvm_irq_line(d->vm, d->gsi, 1);
+		kvm_irq_line(d->vm, d->gsi, 0);
+		return;
+	case IRQ_MODE_LEVEL:
+		kvm_irq_line(d->vm, d->gsi, 1);
+		return;
+	default: {
+		uint64_t one = 1;
+		if (write(d->irq_fd, &one, sizeof one) < 0) {
+			/* the eventfd counter cannot overflow in practice */
+		}
+	}
+	}
+}
+
+/* The driver's acknowledgment (REG_INTERRUPT_ACK); a level line drops
+ * with the last bit. A device thread may set a bit at the same time, so
+ * both sides change isr atomically and the line is raised again when a
+ * bit came back after the drop. */
+static void ack_irq(struct virtio_dev *d, uint32_t v)
+{
+	uint32_t left = __atomic_and_fetch(&d->isr, ~v, __ATOMIC_SEQ_CST);
+	if (d->irq_mode != IRQ_MODE_LEVEL || left)
+		return;
+	kvm_irq_line(d->vm, d->gsi, 0);
+	if (__atomic_load_n(&d->isr, __ATOMIC_SEQ_CST))
+		kvm_irq_line(d->vm, d->gsi, 1);
+}
+
 static void device_reset(struct virtio_dev *d)
 {
 	d->status = 0;
@@ -76,11 +132,8 @@ static void needs_reset(struct virtio_dev *d, struct virtq *q, const char *why)
 	if (!(d->status & VIRTIO_STATUS_NEEDS_RESET))
 		fprintf(stderr, "kiln-vmm: %s: %s; device needs reset\n", d->ops->name, why);
 	d->status |= VIRTIO_STATUS_NEEDS_RESET;
-	d->isr |= INT_CONFIG;
-	uint64_t one = 1;
-	if (write(d->irq_fd, &one, sizeof one) < 0) {
-		/* the eventfd counter cannot overflow in practice */
-	}
+	__atomic_fetch_or(&d->isr, INT_CONFIG, __ATOMIC_SEQ_CST);
+	raise_irq(d);
 }
 
 /* queue_enable: validate the ring addresses the driver gave us and keep
@@ -120,7 +173,7 @@ static uint32_t read_reg(struct virtio_dev *d, uint64_t off)
 		return 0;
 	case REG_QUEUE_NUM_MAX: return valid_q ? d->ops->queue_max : 0;
 	case REG_QUEUE_READY: return valid_q ? q->ready : 0;
-	case REG_INTERRUPT_STATUS: return d->isr;
+	case REG_INTERRUPT_STATUS: return __atomic_load_n(&d->isr, __ATOMIC_SEQ_CST);
 	case REG_STATUS: return d->status;
 	case REG_CONFIG_GENERATION: return d->config_generation;
 	default: return 0;
@@ -180,7 +233,7 @@ static void write_reg(struct virtio_dev *d, uint64_t off, uint32_t v)
 		if (v < (uint32_t)d->ops->num_queues && d->q[v].ready && d->ops->queue_notify)
 			d->ops->queue_notify(d, (int)v);
 		break;
-	case REG_INTERRUPT_ACK: d->isr &= ~v; break;
+	case REG_INTERRUPT_ACK: ack_irq(d, v); break;
 	case REG_STATUS: write_status(d, v); break;
 	case REG_QUEUE_DESC_LOW: if (q && !q->ready && setup) q->desc_gpa = (q->desc_gpa & ~0xffffffffULL) | v; break;
 	case REG_QUEUE_DESC_HIGH: if (q && !q->ready && setup) q->desc_gpa = (q->desc_gpa & 0xffffffffULL) | ((uint64_t)v << 32); break;
@@ -264,8 +317,9 @@ int virtio_mmio_add(struct vm *vm, const struct virtio_dev_ops *ops, void *priv,
 	d->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->irq_fd < 0)
 		return errf_sys("eventfd");
+	d->irq_mode = irq_mode_from_env();
 	struct kvm_irqfd irqfd = { .fd = (uint32_t)d->irq_fd, .gsi = (uint32_t)d->gsi };
-	if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0)
+	if (d->irq_mode == IRQ_MODE_IRQFD && ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0)
 		return errf_sys("KVM_IRQFD for %s", ops->name);
 
 	for (int i = 0; i < ops->num_queues; i++) {
@@ -399,12 +453,8 @@ void virtio_mmio_restored(struct virtio_dev *d)
 	for (int i = 0; i < d->ops->num_queues; i++)
 		if (d->q[i].ready && !d->q[i].broken && d->ops->queue_notify)
 			d->ops->queue_notify(d, i);
-	if (d->isr) {
-		uint64_t one = 1;
-		if (write(d->irq_fd, &one, sizeof one) < 0) {
-			/* cannot fail short of a closed fd */
-		}
-	}
+	if (d->isr)
+		raise_irq(d);
 }
 
 /* ---- split virtqueues ---------------------------------------------------- */
@@ -530,21 +580,15 @@ void virtio_notify_queue(struct virtio_dev *d, struct virtq *q)
 	} else if (q->avail[0] & 1) {                     /* VIRTQ_AVAIL_F_NO_INTERRUPT */
 		return;
 	}
-	d->isr |= INT_USED_BUFFER;
-	uint64_t one = 1;
-	if (write(d->irq_fd, &one, sizeof one) < 0) {
-		/* cannot fail short of a closed fd */
-	}
+	__atomic_fetch_or(&d->isr, INT_USED_BUFFER, __ATOMIC_SEQ_CST);
+	raise_irq(d);
 }
 
 void virtio_notify_config(struct virtio_dev *d)
 {
 	d->config_generation++;
-	d->isr |= INT_CONFIG;
-	uint64_t one = 1;
-	if (write(d->irq_fd, &one, sizeof one) < 0) {
-		/* as above */
-	}
+	__atomic_fetch_or(&d->isr, INT_CONFIG, __ATOMIC_SEQ_CST);
+	raise_irq(d);
 }
 
 /* iov_copy: copy between a flat buffer and an iovec array, starting skip

@@ -102,6 +102,7 @@ struct virtio_dev {
 	uint64_t base;
 	int gsi;
 	int irq_fd;
+	int irq_mode;	/* see virtio_mmio.c */
 	uint32_t status;
 	uint32_t dev_features_sel, drv_features_sel, queue_sel;
 	uint64_t driver_features;
@@ -116,6 +117,8 @@ struct virtio_dev {
 int virtio_mmio_add(struct vm *vm, const struct virtio_dev_ops *ops, void *priv,
 		    struct virtio_dev **out);
 void virtio_mmio_destroy_all(struct vm *vm);
+/* Whether the device's interrupt is level-triggered (the ACPI tables say so). */
+bool virtio_irq_level(const struct virtio_dev *d);
 
 /* Snapshot support: the transport and queue state (device specifics are
  * rebuilt from the new configuration). */
