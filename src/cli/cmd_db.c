@@ -36,12 +36,16 @@ static void print_id(json_t *r)
 	printf("%s\n", str(r, "id"));
 }
 
-static void print_backup_ids(json_t *r)
+/* One backup a line: its id, then its kind (manual or scheduled; "-"
+ * from a server older than the field). */
+static void print_backups(json_t *r)
 {
 	size_t i;
 	json_t *b;
-	json_array_foreach(json_object_get(r, "backups"), i, b)
-		printf("%s\n", str(b, "id"));
+	json_array_foreach(json_object_get(r, "backups"), i, b) {
+		const char *kind = json_string_value(json_object_get(b, "kind"));
+		printf("%s\t%s\n", str(b, "id"), kind ? kind : "-");
+	}
 }
 
 static int db_make(const struct command *cmd, struct opts *o, const char *backup, const char *name)
@@ -95,7 +99,7 @@ static const struct db_call {
 	{ "get", "GET", "", NULL, NULL },
 	{ "reset-password", "POST", "/reset-password", NULL, print_url },
 	{ "backup", "POST", "/backups", "taking a backup", print_id },
-	{ "backups", "GET", "/backups", NULL, print_backup_ids },
+	{ "backups", "GET", "/backups", NULL, print_backups },
 };
 
 static int db_call(const struct command *cmd, struct opts *o)

@@ -216,7 +216,7 @@ static const struct command commands[] = {
 	  "  db rm NAME...            delete databases and their VMs (their backups are kept)\n"
 	  "  db reset-password NAME   a new password (the old one fails from then); prints the URL\n"
 	  "  db backup NAME           a backup now (a snapshot); prints its id\n"
-	  "  db backups NAME          its backups' ids, oldest first\n"
+	  "  db backups NAME          its backups, oldest first: id and kind (manual or scheduled)\n"
 	  "  db restore BACKUP [NAME] a new database with the backup's data; prints its URL\n", false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },
 };

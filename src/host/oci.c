@@ -399,25 +399,31 @@ static bool is_whiteout(const char *path)
 	return !strncmp(base, ".wh.", 4);
 }
 
-/* tar, plain or compressed with the decoders libarchive has built in
+/* tar_reader: fd rewound and a reader for it (*out, not yet opened) of
+ * tar, plain or compressed with the decoders libarchive has built in
  * (never an external program). */
-static void support_formats(struct archive *a)
-{
-	archive_read_support_format_tar(a);
-	archive_read_support_filter_gzip(a);
-	archive_read_support_filter_zstd(a);
-	archive_read_support_filter_bzip2(a);
-	archive_read_support_filter_xz(a);
-}
-
-int oci_tar_probe(int fd)
+static int tar_reader(int fd, struct archive **out)
 {
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return errf_sys("lseek");
 	struct archive *a = archive_read_new();
 	if (!a)
 		return errf(ENOMEM, "out of memory");
-	support_formats(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_filter_gzip(a);
+	archive_read_support_filter_zstd(a);
+	archive_read_support_filter_bzip2(a);
+	archive_read_support_filter_xz(a);
+	*out = a;
+	return 0;
+}
+
+int oci_tar_probe(int fd)
+{
+	struct archive *a;
+	int rc = tar_reader(fd, &a);
+	if (rc < 0)
+		return rc;
 	struct archive_entry *e;
 	int is = archive_read_open_fd(a, fd, 65536) == ARCHIVE_OK && archive_read_next_header(a, &e) == ARCHIVE_OK;
 	archive_read_free(a);
@@ -430,13 +436,10 @@ int oci_tar_probe(int fd)
  * them only; else make every other entry. */
 static int tar_pass(struct unpack *u, int fd, bool whiteouts)
 {
-	if (lseek(fd, 0, SEEK_SET) < 0)
-		return errf_sys("lseek");
-	struct archive *a = archive_read_new();
-	if (!a)
-		return errf(ENOMEM, "out of memory");
-	support_formats(a);
-	int rc = 0;
+	struct archive *a;
+	int rc = tar_reader(fd, &a);
+	if (rc < 0)
+		return rc;
 	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK) {
 		rc = errf(EINVAL, "%s: not a readable tar stream (truncated or corrupt): %s", u->what,
 			  archive_error_string(a));

@@ -940,6 +940,23 @@ static void wake_reap(struct sandbox *sb)
 		proc_kill_wait(p, st, 5000);
 }
 
+/* start_failed: a wake or restart (verb) that failed with rc: its VMM
+ * reaped, its memory given back, its row saved as it stays (hibernated
+ * or failed). A guest that died says how in its VMM's last line, which
+ * goes into the error. Returns rc's error with that message. */
+static int start_failed(struct host *h, struct sandbox *sb, int rc, const char *verb)
+{
+	char why[900], last[512] = "";	/* whole: a triple fault's line is 170 bytes */
+	if (rc == -ECHILD)
+		vmm_last_line(sb->dir, last, sizeof last);
+	snprintf(why, sizeof why, "%s failed: %s%s%s%s", verb, errmsg(), last[0] ? " (the VMM said: " : "",
+		 last, last[0] ? ")" : "");
+	wake_reap(sb);
+	sandbox_mem_release(h, sb);
+	sandbox_save(h, sb);
+	return errf(-build_errno(rc), "%s", why);
+}
+
 static int wake_admitted(struct host *h, struct sandbox *sb)
 {
 	int rc = host_admit(h, 0, sb->row.memory_mib, false);
@@ -984,17 +1001,8 @@ static int wake_admitted(struct host *h, struct sandbox *sb)
 	}
 	volumes_close(&vols);	/* the VMM has its own */
 	if (rc < 0) {
-		/* Stay hibernated: the snapshot is still there for another try.
-		 * A guest that died says how in its VMM's last line. */
-		char why[900], last[512] = "";
-		if (rc == -ECHILD)
-			vmm_last_line(sb->dir, last, sizeof last);
-		snprintf(why, sizeof why, "wake failed: %s%s%s%s", errmsg(), last[0] ? " (the VMM said: " : "",
-			 last, last[0] ? ")" : "");
-		wake_reap(sb);
-		sandbox_mem_release(h, sb);
-		sandbox_save(h, sb);
-		return errf(-build_errno(rc), "%s", why);
+		/* Stay hibernated: the snapshot is still there for another try. */
+		return start_failed(h, sb, rc, "wake");
 	}
 	pthread_mutex_lock(&sb->lock);
 	sb->row.active_ms = wall_ms();
@@ -1049,15 +1057,7 @@ static int reboot_admitted(struct host *h, struct sandbox *sb)
 	rc = rc ?: sandbox_attach_vmm(h, sb, pid, proc_start_time(pid));
 	rc = rc ?: sandbox_wait_ready(h, sb, true, NULL);
 	if (rc < 0) {
-		char why[900], last[512] = "";
-		if (rc == -ECHILD)
-			vmm_last_line(sb->dir, last, sizeof last);
-		snprintf(why, sizeof why, "restart failed: %s%s%s%s", errmsg(), last[0] ? " (the VMM said: " : "",
-			 last, last[0] ? ")" : "");
-		wake_reap(sb);
-		sandbox_mem_release(h, sb);
-		sandbox_save(h, sb);
-		return errf(-build_errno(rc), "%s", why);
+		return start_failed(h, sb, rc, "restart");
 	}
 	pthread_mutex_lock(&sb->lock);
 	sb->row.active_ms = wall_ms();
