@@ -80,15 +80,25 @@ bool virtio_irq_level(const struct virtio_dev *d)
 	return d->irq_mode == IRQ_MODE_LEVEL;
 }
 
+/* A line the VMM could not set is an interrupt the guest never sees (a
+ * queue that stalls for no visible reason): say so, once per device. */
+static void set_line(struct virtio_dev *d, int level)
+{
+	if (kvm_irq_line(d->vm, d->gsi, level) < 0 && !d->irq_line_failed) {
+		d->irq_line_failed = true;
+		fprintf(stderr, "kiln-vmm: %s: %s (its interrupts may be lost)\n", d->ops->name, errmsg());
+	}
+}
+
 static void raise_irq(struct virtio_dev *d)
 {
 	switch (d->irq_mode) {
 	case IRQ_MODE_LINE:
-		kvm_irq_line(d->vm, d->gsi, 1);
-		kvm_irq_line(d->vm, d->gsi, 0);
+		set_line(d, 1);
+		set_line(d, 0);
 		return;
 	case IRQ_MODE_LEVEL:
-		kvm_irq_line(d->vm, d->gsi, 1);
+		set_line(d, 1);
 		return;
 	default: {
 		uint64_t one = 1;
@@ -108,9 +118,9 @@ static void ack_irq(struct virtio_dev *d, uint32_t v)
 	uint32_t left = __atomic_and_fetch(&d->isr, ~v, __ATOMIC_SEQ_CST);
 	if (d->irq_mode != IRQ_MODE_LEVEL || left)
 		return;
-	kvm_irq_line(d->vm, d->gsi, 0);
+	set_line(d, 0);
 	if (__atomic_load_n(&d->isr, __ATOMIC_SEQ_CST))
-		kvm_irq_line(d->vm, d->gsi, 1);
+		set_line(d, 1);
 }
 
 static void device_reset(struct virtio_dev *d)
@@ -314,13 +324,15 @@ int virtio_mmio_add(struct vm *vm, const struct virtio_dev_ops *ops, void *priv,
 	}
 	vm->virtio[vm->nvirtio++] = d;
 
-	d->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (d->irq_fd < 0)
-		return errf_sys("eventfd");
 	d->irq_mode = irq_mode_from_env();
-	struct kvm_irqfd irqfd = { .fd = (uint32_t)d->irq_fd, .gsi = (uint32_t)d->gsi };
-	if (d->irq_mode == IRQ_MODE_IRQFD && ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0)
-		return errf_sys("KVM_IRQFD for %s", ops->name);
+	if (d->irq_mode == IRQ_MODE_IRQFD) {	/* the line modes need no eventfd */
+		d->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (d->irq_fd < 0)
+			return errf_sys("eventfd");
+		struct kvm_irqfd irqfd = { .fd = (uint32_t)d->irq_fd, .gsi = (uint32_t)d->gsi };
+		if (ioctl(vm->vm_fd, KVM_IRQFD, &irqfd) < 0)
+			return errf_sys("KVM_IRQFD for %s", ops->name);
+	}
 
 	for (int i = 0; i < ops->num_queues; i++) {
 		struct virtq *q = &d->q[i];

@@ -103,6 +103,7 @@ struct virtio_dev {
 	int gsi;
 	int irq_fd;
 	int irq_mode;	/* see virtio_mmio.c */
+	bool irq_line_failed;	/* KVM_IRQ_LINE failed once (logged) */
 	uint32_t status;
 	uint32_t dev_features_sel, drv_features_sel, queue_sel;
 	uint64_t driver_features;
