@@ -29,7 +29,7 @@ PROTO_SRC  := src/common/buf.c src/common/proto.c
 CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 # The unit loop's shell tests that start servers (below, "Shell tests").
-UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner
+UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))

@@ -1,11 +1,12 @@
 /*
  * cmd_template: a workspace's own templates (docs/templates.md "Building
- * through the API"): kiln template build DIR --name N sends DIR as a
- * gzipped tar (made by tar(1) into an unlinked temporary file, streamed
- * from there) and, with --follow, prints the build's log until it ends;
- * get, logs and rm act on one by its name.
+ * through the API"): kiln template build DIR --name N sends what DIR's
+ * .dockerignore keeps as a gzipped tar (cli/context.h) and, with --follow,
+ * prints the build's log until it ends; context DIR lists what a build
+ * would send; get, logs and rm act on one by its name.
  */
 #include "cli/cli.h"
+#include "cli/context.h"
 #include "cli/out.h"
 
 #include <fcntl.h>
@@ -23,33 +24,6 @@ static const char *tmpl_name(const struct command *cmd, const char *n)
 	    n[0] == '_')
 		usage_error(cmd, "'%s' is not a template name (1 to 19 of a-z, 0-9, '-', '_')", n ? n : "");
 	return n;
-}
-
-/* DIR as a gzipped tar in an unlinked file: its fd, read from the start. */
-static int context_tar(const char *dir, off_t *size)
-{
-	struct stat st;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
-		die("%s: not a directory (the build context)", dir);
-	const char *tmp = getenv("TMPDIR");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/kiln-context-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	int fd = mkstemp(path);
-	if (fd < 0)
-		die("%s: cannot make a temporary file", path);
-	unlink(path);
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fd, 1);
-		execlp("tar", "tar", "-C", dir, "-czf", "-", ".", (char *)NULL);
-		_exit(127);
-	}
-	int status = 0;
-	if (pid < 0 || waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status))
-		die("tar of %s failed (exit status %d)", dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-	*size = lseek(fd, 0, SEEK_END);
-	lseek(fd, 0, SEEK_SET);
-	return fd;
 }
 
 static int log_event(const char *event, const char *data, void *arg)
@@ -107,8 +81,12 @@ static int template_build(const struct command *cmd, struct opts *o)
 	json_t *a;
 	json_array_foreach(o->build_args, i, a)
 		query_add(&q, "build_arg", json_string_value(a));
+	struct context_list files;
+	context_list(o->pos[1], o->file, &files);
 	off_t size;
-	int fd = context_tar(o->pos[1], &size);
+	int fd = context_tar(o->pos[1], &files, &size);
+	size_t nfiles = files.n, left_out = files.left_out;
+	context_list_free(&files);
 	char *path = query_path("/v1/templates", &q);
 	struct httpc c;
 	int rc = httpc_start(&c, &target, "POST", path, "Content-Type: application/gzip\r\n", NULL, 0, fd, size);
@@ -120,9 +98,24 @@ static int template_build(const struct command *cmd, struct opts *o)
 	if (o->json && !o->follow)
 		print_json(j);
 	else if (!o->json)
-		fprintf(stderr, "kiln: template %s: building (%lld bytes of context sent)\n", name, (long long)size);
+		fprintf(stderr, "kiln: template %s: building (%lld bytes of context sent: %zu paths, %zu left out by "
+				".dockerignore)\n", name, (long long)size, nfiles, left_out);
 	json_decref(j);
 	return o->follow ? print_log(name, true) : 0;
+}
+
+/* What a build of DIR would send, one path a line (as tar names them,
+ * "./" before each), and on stderr how many .dockerignore left out. */
+static int template_context(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	struct context_list files;
+	context_list(o->pos[1], o->file, &files);
+	for (size_t i = 0; i < files.n; i++)
+		printf("./%s\n", files.paths[i]);
+	fprintf(stderr, "kiln: %zu paths to send, %zu left out by .dockerignore\n", files.n, files.left_out);
+	context_list_free(&files);
+	return 0;
 }
 
 static int template_get(const struct command *cmd, struct opts *o)
@@ -160,6 +153,7 @@ int cmd_template(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
 		{ "build", "name file build-arg follow", template_build },
+		{ "context", "file", template_context },
 		{ "get", "", template_get },
 		{ "logs", "follow", template_logs },
 		{ "rm", "", template_rm },

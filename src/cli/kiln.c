@@ -195,12 +195,16 @@ static const struct command commands[] = {
 	  "                           (0 to 10000, default 100); -f: and new ones as they come\n"
 	  "  app rm NAME...           delete apps, their sandboxes and URLs\n", false },
 	{ "template", cmd_template, "name file build-arg follow",
-	  "template build|get|logs|rm ... [--json]",
+	  "template build|context|get|logs|rm ... [--json]",
 	  "the workspace's own templates, built from a Dockerfile",
 	  "  template build DIR --name N [--file F] [--build-arg K=V]... [-f]\n"
-	  "                           send DIR as the build context (a tar) and build template N\n"
-	  "                           from its Dockerfile (--file: another path in DIR); -f: print\n"
+	  "                           send DIR as the build context (a tar of what its .dockerignore\n"
+	  "                           keeps) and build template N from its Dockerfile (--file:\n"
+	  "                           another path in DIR); -f: print\n"
 	  "                           the build's log until it ends (exit 1 if it failed)\n"
+	  "  template context DIR [--file F]\n"
+	  "                           the paths a build of DIR sends: what its .dockerignore keeps\n"
+	  "                           (and F, default Dockerfile, and .dockerignore, always)\n"
 	  "  template get N           the template, as JSON: status, error, versions, size\n"
 	  "  template logs N [-f]     its build's log; -f: and new lines until the build ends\n"
 	  "  template rm N...         delete templates (not while a sandbox of it exists)\n", false },

@@ -11,7 +11,7 @@
 #ifndef KILN_HOST_BUILD_CONTEXT_H
 #define KILN_HOST_BUILD_CONTEXT_H
 
-#include "host/dockerignore.h"
+#include "common/dockerignore.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -10,7 +10,7 @@
  */
 #include "host/build_context.h"
 #include "host/dfbuild_int.h"
-#include "host/dockerignore.h"
+#include "common/dockerignore.h"
 #include "host/oci.h"
 #include "common/err.h"
 

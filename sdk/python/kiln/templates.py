@@ -11,6 +11,8 @@ import tempfile
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, Optional
 from urllib.parse import urlencode
 
+from ._dockerignore import context_files
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._transport import Transport
 
@@ -26,7 +28,8 @@ def _name(name: str) -> str:
 
 def build(t: "Transport", context_dir: PathLike, name: str, *, dockerfile: Optional[str] = None,
           build_args: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
-    """POST /v1/templates: context_dir as a gzipped tar (spooled to a
+    """POST /v1/templates: what context_dir's .dockerignore keeps (and the
+    Dockerfile and .dockerignore), as a gzipped tar (spooled to a
     temporary file, not held in memory); {name, build_id, status:
     "building", context_bytes} once kilnd has unpacked it."""
     src = os.fspath(context_dir)
@@ -37,10 +40,12 @@ def build(t: "Transport", context_dir: PathLike, name: str, *, dockerfile: Optio
         pairs.append(("dockerfile", dockerfile))
     pairs += [("build_arg", f"{k}={v}") for k, v in (build_args or {}).items()]  # repeated
     path = "/v1/templates?" + urlencode(pairs)
+    # What .dockerignore hides is never sent (a node_modules, a .git, an .env).
+    files, _ = context_files(src, dockerfile)
     with tempfile.TemporaryFile(prefix="kiln-context-") as spool:
         with tarfile.open(fileobj=spool, mode="w:gz", format=tarfile.PAX_FORMAT) as tf:
-            for entry in sorted(os.listdir(src)):
-                tf.add(os.path.join(src, entry), arcname=entry)
+            for rel in files:
+                tf.add(os.path.join(src, rel), arcname=rel, recursive=False)
         size = spool.tell()
         spool.seek(0)
         r = t.request("POST", path, body=spool, ok=(202,),

@@ -298,14 +298,17 @@ export class Client {
 
   /**
    * Build the workspace's own template `name` from the Dockerfile in
-   * `contextDir` (Node; docs/templates.md "Building through the API"): the
-   * directory is sent as a tar; answers once kilnd runs the build
+   * `contextDir` (Node; docs/templates.md "Building through the API"): what
+   * its .dockerignore keeps (and the Dockerfile and .dockerignore) is sent
+   * as a tar; answers once kilnd runs the build
    * ({name, build_id, status: "building", context_bytes}).
    */
   async buildTemplate(contextDir: string, name: string,
                       options: { dockerfile?: string; buildArgs?: Record<string, string> } = {}): Promise<Record<string, unknown>> {
     const { packDir } = await import("./tar.js");
-    const blob = await packDir(contextDir);
+    const { contextFilter } = await import("./dockerignore.js");
+    // What .dockerignore hides is never sent (a node_modules, a .git, an .env).
+    const blob = await packDir(contextDir, await contextFilter(contextDir, options.dockerfile));
     const q = new URLSearchParams({ name: templateName(name) });
     if (options.dockerfile !== undefined) q.append("dockerfile", options.dockerfile);
     for (const [k, v] of Object.entries(options.buildArgs ?? {})) q.append("build_arg", `${k}=${v}`);

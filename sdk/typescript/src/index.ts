@@ -22,6 +22,8 @@ export {
   AuthError, Conflict, ConnectionFailed, ForkError, InvalidRequest, KilnError, NotFound,
   LimitExceeded, PermissionDenied, RateLimited, ServerError, Timeout,
 } from "./errors.js";
+export { DockerIgnore, contextFilter } from "./dockerignore.js";
+export type { PackFilter } from "./dockerignore.js";
 export { Files } from "./files.js";
 export type { UserOption, WriteEntry, WriteOptions } from "./files.js";
 export { Processes, ProcessStream } from "./processes.js";

@@ -6,6 +6,8 @@
  * are refused, so nothing is written outside the target directory.
  */
 
+import type { PackFilter } from "./dockerignore.js";
+
 const BLOCK = 512;
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -63,7 +65,12 @@ function member(name: string, type: string, size: number, mode: number, mtime: n
 }
 
 /** The tree below dir as a tar archive (files, directories, symlinks). */
-export async function packDir(dir: string): Promise<Blob> {
+/**
+ * dir as a tar; `keep` (default: everything) says which paths are listed
+ * and which directories walked (a build context's .dockerignore,
+ * dockerignore.ts).
+ */
+export async function packDir(dir: string, keep?: PackFilter): Promise<Blob> {
   const fs = await import("node:fs/promises");
   const path = await import("node:path");
   const parts: Uint8Array[] = [];
@@ -74,9 +81,12 @@ export async function packDir(dir: string): Promise<Blob> {
       const full = path.join(dir, r);
       const st = await fs.lstat(full);
       const mtime = st.mtimeMs / 1000;
+      const k = keep ? keep(r, st.isDirectory()) : { list: true, walk: true };
       if (st.isDirectory()) {
-        parts.push(...member(`${r}/`, "5", 0, st.mode, mtime));
-        await walk(r);
+        if (k.list) parts.push(...member(`${r}/`, "5", 0, st.mode, mtime));
+        if (k.walk) await walk(r);
+      } else if (!k.list) {
+        continue;
       } else if (st.isSymbolicLink()) {
         parts.push(...member(r, "2", 0, st.mode, mtime, await fs.readlink(full)));
       } else if (st.isFile()) {

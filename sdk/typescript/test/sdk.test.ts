@@ -21,8 +21,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 
 import {
-  AuthError, Client, CommandHandle, Conflict, ConnectionFailed, InvalidRequest, KilnError, LimitExceeded, NotFound,
-  PermissionDenied, RateLimited, Sandbox, ServerError, Timeout,
+  AuthError, Client, CommandHandle, Conflict, ConnectionFailed, DockerIgnore, InvalidRequest, KilnError, LimitExceeded,
+  NotFound, PermissionDenied, RateLimited, Sandbox, ServerError, Timeout, contextFilter,
 } from "@kiln/sdk";
 
 const env = process.env;
@@ -82,6 +82,42 @@ test("config from the environment and options", () => {
   assert.deepEqual([c2.apiUrl, c2.apiKey], ["http://example.invalid:1", "kiln_x"]);
   assert.throws(() => new Client({ apiUrl: "ftp://x" }), TypeError);
   assert.throws(() => new Client({ maxRetries: -1 }), TypeError);
+});
+
+test("buildTemplate's context: what .dockerignore hides is not sent (tests/unit/context.sh's rules)", async () => {
+  const { mkdir } = await import("node:fs/promises");
+  const dir = await mkdtemp(join(tmpdir(), "kiln-ctx-"));
+  try {
+    for (const d of ["node_modules/lib", "docs/old", "src/a/b", "keep", "build"]) await mkdir(join(dir, d), { recursive: true });
+    for (const f of ["Dockerfile", "build/Dockerfile.dev", "node_modules/lib/index.js", ".env", "docs/notes.txt",
+      "docs/old/a.txt", "src/a/b/c.bak", "src/a/b/c.c", "src/log1.txt", "src/logx.txt", "keep/k.txt", "keep/j.txt", "big.bin"])
+      await writeFile(join(dir, f), "x\n");
+    await writeFile(join(dir, ".dockerignore"), ["# a comment", "node_modules", "/.env", "docs/old/", "**/*.bak",
+      "src/log[0-9].txt", "keep", "!keep/k.txt", "*.bin", "Dockerfile", ".dockerignore", "build"].join("\n"));
+    const keep = await contextFilter(dir);
+    const sent: string[] = [];
+    const walk = async (rel: string): Promise<void> => {
+      for (const n of (await readdir(join(dir, rel), { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+        const r = rel ? `${rel}/${n.name}` : n.name;
+        const k = keep(r, n.isDirectory());
+        if (k.list) sent.push(r);
+        if (n.isDirectory() && k.walk) await walk(r);
+      }
+    };
+    await walk("");
+    assert.deepEqual(sent, [".dockerignore", "Dockerfile", "docs", "docs/notes.txt", "keep/k.txt", "src", "src/a",
+      "src/a/b", "src/a/b/c.c", "src/logx.txt"]);
+    const dev = await contextFilter(dir, "build/Dockerfile.dev");
+    assert.deepEqual([dev("build", true), dev("build/Dockerfile.dev", false)],
+      [{ list: false, walk: true }, { list: true, walk: false }]);
+    // Without an exception an ignored directory is not walked, unless it holds the Dockerfile.
+    await writeFile(join(dir, ".dockerignore"), "build\nnode_modules\n");
+    const plain = await contextFilter(dir, "build/Dockerfile.dev");
+    assert.deepEqual([plain("build", true), plain("node_modules", true)], [{ list: false, walk: true }, { list: false, walk: false }]);
+    assert.throws(() => new DockerIgnore("ok\nsrc/[a-\n"), /line 2/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 test("create, get, list", async () => {

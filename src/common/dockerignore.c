@@ -6,7 +6,7 @@
  * at both levels: the cost is bounded by pattern length times path
  * length, whatever a hostile .dockerignore holds.
  */
-#include "host/dockerignore.h"
+#include "common/dockerignore.h"
 #include "common/err.h"
 
 #include <errno.h>

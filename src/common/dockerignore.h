@@ -11,8 +11,8 @@
  * order, an exception re-including what an earlier pattern excluded.
  * Paths are relative to the context ("a/b.txt"), cleaned by the caller.
  */
-#ifndef KILN_HOST_DOCKERIGNORE_H
-#define KILN_HOST_DOCKERIGNORE_H
+#ifndef KILN_COMMON_DOCKERIGNORE_H
+#define KILN_COMMON_DOCKERIGNORE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,0 +1,101 @@
+#!/bin/bash
+# tests/unit/context.sh [REPO [BUILD]]: what a template build sends
+# (issue 14: the CLI and the SDKs must not upload what .dockerignore
+# hides). One context with a .dockerignore of every kind of rule (a
+# directory, `**`, a class, an exception under an ignored directory, the
+# Dockerfile and .dockerignore named, which are sent anyway, a --file
+# Dockerfile elsewhere) is listed by `kiln template context` and by the
+# Python SDK's context_files, each against the list Docker's rules give
+# by hand; then `kiln template build` and the Python SDK's build_template
+# upload it to a real kilnd (no VM: the upload is unpacked and answered
+# before a build could start), whose 202 counts the bytes it got: a
+# 3 MiB file the .dockerignore hides must not be among them. A bad
+# pattern is refused by the CLI naming its line, before anything is sent.
+# Run by the unit loop as build/tests/unit_context.
+name=context
+. "$(dirname "$0")/apilib.sh"
+kiln=$build/kiln
+C=$dir/ctx
+mkdir -p "$C/node_modules/lib" "$C/docs/old" "$C/src/a/b" "$C/keep" "$C/build"
+echo FROM kiln/minimal > "$C/Dockerfile"
+echo FROM kiln/minimal > "$C/build/Dockerfile.dev"
+echo x > "$C/node_modules/lib/index.js"
+echo s > "$C/.env"
+echo n > "$C/docs/notes.txt"
+echo o > "$C/docs/old/a.txt"
+echo b > "$C/src/a/b/c.bak"
+echo c > "$C/src/a/b/c.c"
+echo 1 > "$C/src/log1.txt"
+echo 9 > "$C/src/logx.txt"
+echo k > "$C/keep/k.txt"
+echo j > "$C/keep/j.txt"
+head -c 3145728 /dev/urandom > "$C/big.bin"
+cat > "$C/.dockerignore" <<'IGN'
+# a comment, then rules of each kind
+node_modules
+/.env
+docs/old/
+**/*.bak
+src/log[0-9].txt
+keep
+!keep/k.txt
+*.bin
+Dockerfile
+.dockerignore
+build
+IGN
+want='./.dockerignore
+./Dockerfile
+./docs
+./docs/notes.txt
+./keep/k.txt
+./src
+./src/a
+./src/a/b
+./src/a/b/c.c
+./src/logx.txt'
+got=$("$kiln" template context "$C" 2> "$dir/err")
+check cli_lists_kept "$(tr '\n' ' ' <<<"$got") / $(cat "$dir/err")" [ "$got" = "$want" ]
+check cli_counts_left_out "$(cat "$dir/err")" grep -q '10 paths to send, 8 left out' "$dir/err"
+# --file: a Dockerfile in an ignored directory is sent (alone of it).
+got=$("$kiln" template context "$C" --file build/Dockerfile.dev 2>/dev/null | grep build/)
+check cli_file_sent "$got" [ "$got" = ./build/Dockerfile.dev ]
+# Without an exception, an ignored directory is walked only for the Dockerfile it holds.
+cp "$C/.dockerignore" "$dir/ign"
+printf 'build\nnode_modules\n' > "$C/.dockerignore"
+got=$("$kiln" template context "$C" --file build/Dockerfile.dev 2>/dev/null | grep -E 'build|node_modules' | tr '\n' ' ')
+pyg=$(PYTHONPATH="$repo/sdk/python" python3 -c '
+import sys
+from kiln.templates import context_files
+print(" ".join("./" + f for f in context_files(sys.argv[1], "build/Dockerfile.dev")[0] if f.startswith(("build", "node_modules"))) + " ")' "$C")
+check dockerfile_in_ignored_dir "cli '$got', python '$pyg'" [ "$got" = "./build/Dockerfile.dev " -a "$pyg" = "$got" ]
+cp "$dir/ign" "$C/.dockerignore"
+py=$(PYTHONPATH="$repo/sdk/python" python3 -c '
+import sys
+from kiln.templates import context_files
+files, left = context_files(sys.argv[1])
+print("\n".join("./" + f for f in files)); print(left, file=sys.stderr)' "$C" 2> "$dir/pyerr")
+check python_lists_kept "$(tr '\n' ' ' <<<"$py") / $(cat "$dir/pyerr")" [ "$py" = "$want" -a "$(cat "$dir/pyerr")" = 8 ]
+# The uploads, to a real kilnd.
+start_kilnd
+key=$(kd keys create --workspace ctx 2>/dev/null)
+out=$(KILN_API_URL=$API KILN_API_KEY=$key "$kiln" template build "$C" --name ctx --json 2>&1)
+bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["context_bytes"])' "$out" 2>/dev/null)
+check cli_upload_small "context_bytes $bytes: $out" [ -n "$bytes" ] && [ "$bytes" -lt 100000 ]
+out=$(PYTHONPATH="$repo/sdk/python" python3 -c '
+import sys
+from kiln import Client
+print(Client(api_url=sys.argv[1], api_key=sys.argv[2]).build_template(sys.argv[3], "ctxpy")["context_bytes"])' \
+	"$API" "$key" "$C" 2>&1)
+check python_upload_small "context_bytes $out" [ "${out:-x}" -lt 100000 ] 2>/dev/null
+# Without the rule, the same upload carries the 3 MiB: the check above
+# could fail.
+sed -i '/^\*\.bin$/d' "$C/.dockerignore"
+out=$(KILN_API_URL=$API KILN_API_KEY=$key "$kiln" template build "$C" --name ctxbig --json 2>&1)
+bytes=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["context_bytes"])' "$out" 2>/dev/null)
+check cli_upload_unignored "context_bytes $bytes" [ -n "$bytes" ] && [ "$bytes" -gt 3000000 ]
+printf 'ok\nsrc/[a-\n' > "$C/.dockerignore"
+out=$(KILN_API_URL=$API KILN_API_KEY=$key "$kiln" template build "$C" --name ctxbad 2>&1); st=$?
+check cli_bad_pattern "exit $st: $out" [ "$st" != 0 ] && grep -q 'line 2' <<<"$out"
+stop_kilnd
+exit $rc
