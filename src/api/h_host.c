@@ -270,7 +270,8 @@ int h_host_action(struct req *r)
 		const char *vol = json_string_value(json_object_get(b, "volume"));
 		if (act[7] == 'a' ? !v.id || !v.name || !v.path : !vol)
 			return reply_wire_error(r, errf(EINVAL, "%s without its volume", act), NULL);
-		rc = act[7] == 'a' ? hostif_volume_attach(hi, ws, id, &v) : hostif_volume_detach(hi, ws, id, vol);
+		rc = act[7] == 'a' ? hostif_volume_attach(hi, ws, id, &v)
+				   : hostif_volume_detach(hi, ws, id, vol, json_is_true(json_object_get(b, "force")));
 		rc = rc ?: hostif_get(hi, ws, id, false, &row);
 	}
 	else

@@ -85,11 +85,15 @@ int h_sandbox_volume_attach(struct req *r)
 	return reply_volume(r, &c, ops_volume_attach(&c, r->params[0], r->json, &v), &v, 200);
 }
 
-/* DELETE /v1/sandboxes/{id}/volumes/{volume} (a name or an id): 204. */
+/* DELETE /v1/sandboxes/{id}/volumes/{volume} (a name or an id)
+ * [?force=true: kill what uses the mount first]: 204. */
 int h_sandbox_volume_detach(struct req *r)
 {
 	struct ops_caller c;
 	req_caller(r, &c);
-	int rc = ops_volume_detach(&c, r->params[0], r->params[1]);
+	bool force = false;
+	if (req_query_bool(r, "force", &force) < 0)
+		return reply_errno(r, -EINVAL);
+	int rc = ops_volume_detach(&c, r->params[0], r->params[1], force);
 	return rc < 0 ? reply_errno(r, rc) : reply_empty(r, 204);
 }

@@ -37,7 +37,7 @@ static const struct optdef optdefs[] = {
 	{ "port", 0, VALUE }, { "command", 0, VALUE }, { "restart", 0, VALUE },
 	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
 	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
-	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE },
+	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE }, { "force", 0, NONE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -243,6 +243,7 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "stdin")) o->in = true;
 	else if (!strcmp(n, "recursive")) o->recursive = true;
 	else if (!strcmp(n, "follow")) o->follow = true;
+	else if (!strcmp(n, "force")) o->force = true;
 	else if (!strcmp(n, "allow-out")) add_cidrs(&o->allow_out, v);
 	else if (!strcmp(n, "deny-out")) add_cidrs(&o->deny_out, v);
 	else if (!strcmp(n, "no-internet")) o->no_internet = true;

@@ -27,7 +27,8 @@ struct opts {
 	long long idle_pause;		/* -1: not given */
 	long long n;			/* -n: fork's count, logs' lines; -1: not given */
 	long long timeout, limit;	/* 0 / -1: not given */
-	bool json, tree, in, public, recursive, follow, no_internet, internet, help, delete_parent, close, persistent;
+	bool json, tree, in, public, recursive, follow, no_internet, internet, help, delete_parent, close, persistent,
+	     force;
 	const char *signal;		/* proc kill's -s */
 	const char *by, *from, *to, *sandbox;	/* usage's --by, --from, --to, --sandbox */
 	bool csv;			/* usage's --csv */

@@ -390,7 +390,8 @@ static int volume_detach(const struct command *cmd, struct opts *o)
 	if (!is_id(o->pos[1], "sbx_"))
 		usage_error(cmd, "'%s' is not a sandbox id (sbx_...)", o->pos[1]);
 	char path[200];
-	snprintf(path, sizeof path, "/v1/sandboxes/%s/volumes/%.80s", o->pos[1], o->pos[2]);
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/volumes/%.80s%s", o->pos[1], o->pos[2],
+		 o->force ? "?force=true" : "");
 	json_decref(call("DELETE", path, NULL));
 	return 0;
 }
@@ -402,7 +403,7 @@ int cmd_volume(const struct command *cmd, struct opts *o)
 		{ "ls", "", volume_ls },
 		{ "rm", "", volume_rm },
 		{ "attach", "", volume_attach },
-		{ "detach", "", volume_detach },
+		{ "detach", "force", volume_detach },
 	};
 	return subcommand_run(cmd, o, "volume", 0, subs, sizeof subs / sizeof subs[0]);
 }

@@ -97,13 +97,15 @@ static const struct command commands[] = {
 	{ "snapshot", cmd_snapshot, "", "snapshot ID [--json]", "snapshot a sandbox (memory and disk); prints its id",
 	  NULL, false },
 	{ "snapshots", cmd_snapshots, "", "snapshots [--json]", "snapshots of this workspace", NULL, false },
-	{ "volume", cmd_volume, "size", "volume create|ls|rm|attach|detach ... [--json]",
+	{ "volume", cmd_volume, "size force", "volume create|ls|rm|attach|detach ... [--json]",
 	  "named volumes: storage that outlives sandboxes (one writer at a time)",
 	  "  volume create NAME --size MIB  make one (ext4, 1 to 65536 MiB); prints its id\n"
 	  "  volume ls                the volumes and the sandboxes they are attached to\n"
 	  "  volume rm ID...          delete volumes (vol_...) and their data; refused while attached\n"
 	  "  volume attach SANDBOX NAME:/PATH[:ro]  mount it in a running sandbox\n"
-	  "  volume detach SANDBOX NAME  unmount it and let it go (refused while the guest uses it)\n", false },
+	  "  volume detach SANDBOX NAME [--force]\n"
+	  "                           unmount it and let it go (refused while the guest uses it;\n"
+	  "                           --force: kill what uses it first)\n", false },
 	{ "hibernate", cmd_hibernate, "", "hibernate ID [--json]", "stop a sandbox, keeping its state", NULL, false },
 	{ "wake", cmd_wake, "", "wake ID [--json]", "bring a hibernated sandbox back", NULL, false },
 	{ "pause", cmd_pause, "", "pause ID [--json]",

@@ -109,10 +109,11 @@ int host_volume_delete(struct host *h, const char *ws, const char *id);
  * one resumed) in its lowest free slot, mounted at v->path: -EBUSY for
  * the one-writer rule, a volume or path it has already, or no free slot.
  * Detach: synced and unmounted in the guest (-EBUSY, naming what holds
- * it, while the guest uses it), let go by the VMM, its record gone; a
- * hibernated sandbox's only loses the record. -ENOENT if sb has none. */
+ * it, while the guest uses it; with force, what uses it is killed
+ * first), let go by the VMM, its record gone; a hibernated sandbox's
+ * only loses the record. -ENOENT if sb has none. */
 int host_volume_attach(struct host *h, struct sandbox *sb, const struct create_volume *v);
-int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume);
+int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume, bool force);
 /* The workspace's volume id (out may be NULL) and its attachments, each
  * to fn (may be NULL): -ENOENT unless it is the workspace's. */
 int host_volume_get(struct host *h, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,

@@ -620,7 +620,7 @@ int host_volume_attach(struct host *h, struct sandbox *sb, const struct create_v
 	return rc;
 }
 
-int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume)
+int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume, bool force)
 {
 	pthread_mutex_lock(&sb->op);
 	struct att_list l;
@@ -637,15 +637,31 @@ int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume)
 		rc = sandbox_state_error(sb, "running");
 	if (live && rc == 0) {
 		/* Its dirty pages first; a mount still in use is the guest's
-		 * to let go of (never pulled from under its processes). */
-		char script[VOL_PATH_MAX + 128];
-		snprintf(script, sizeof script, "sync; umount '%s' 2>&1 || { fuser -m '%s' 2>/dev/null; exit 1; }",
-			 l.a[at].path, l.a[at].path);
+		 * to let go of (never pulled from under its processes): the
+		 * error names who holds it. Forced, they are killed first
+		 * (SIGKILL), and what they wrote is synced before the unmount.
+		 * The guest's busybox has no fuser: held() looks through /proc
+		 * (cwd, root, exe, open files, mapped files) as fuser -m does. */
+		char script[VOL_PATH_MAX + 1024];
+		snprintf(script, sizeof script,
+			 "m='%s'; sync; umount \"$m\" 2>/dev/null && exit 0\n"
+			 "held() { for p in /proc/[0-9]*; do i=${p#/proc/}; [ \"$i\" = 1 ] || [ \"$i\" = $$ ] && continue\n"
+			 "  for l in $p/cwd $p/root $p/exe $p/fd/*; do\n"
+			 "    case $(readlink $l 2>/dev/null) in \"$m\"|\"$m\"/*) echo $i; continue 2;; esac; done\n"
+			 "  grep -q \" $m/\" $p/maps 2>/dev/null && echo $i; done; }\n"
+			 "%s",
+			 l.a[at].path,
+			 force ? "for t in 1 2 3 4 5 6 7 8 9 10; do h=$(held); [ -n \"$h\" ] && kill -9 $h 2>/dev/null\n"
+				 "  sleep 0.1; sync; umount \"$m\" 2>/dev/null && exit 0; done\n"
+				 "umount \"$m\" 2>&1; exit 1"
+			       : "umount \"$m\" 2>&1 && exit 0\n"
+				 "echo \"in use by:\" $(for i in $(held); do echo \"$i ($(cat /proc/$i/comm 2>/dev/null))\"; done); exit 1");
 		if (!path_ok(l.a[at].path))
 			rc = errf(EINVAL, "bad mount path '%.64s'", l.a[at].path);
 		else if ((rc = guest_sh(sb, script, h->cfg->boot_timeout_ms, GUEST_MOUNT_MS)) < 0)
-			rc = errf(EBUSY, "unmounting %s in sandbox %s: %s (stop what uses it, then detach)",
-				  l.a[at].path, sb->row.id, errmsg());
+			rc = errf(EBUSY, "unmounting %s in sandbox %s: %s (%s)", l.a[at].path, sb->row.id, errmsg(),
+				  force ? "still in use after killing what used it" : "stop what uses it, then detach, "
+				  "or detach with force to kill it");
 		if (rc == 0 && (rc = vmm_volume(h, sb, l.a[at].slot, NULL)) < 0)
 			rc = errf(-rc, "sandbox %s: detaching volume %s: %s", sb->row.id, volume, errmsg());
 	}
@@ -654,7 +670,8 @@ int host_volume_detach(struct host *h, struct sandbox *sb, const char *volume)
 		rc = store_volume_detach_slot(h->store, sb->row.id, l.a[at].slot);
 		pthread_mutex_unlock(&h->volumes);
 		sandbox_touch(sb);
-		log_info("sandbox %s: volume %s detached from slot %d", sb->row.id, volume, l.a[at].slot);
+		log_info("sandbox %s: volume %s detached from slot %d%s", sb->row.id, volume, l.a[at].slot,
+			 force ? " (forced)" : "");
 	}
 	pthread_mutex_unlock(&sb->op);
 	return rc;

@@ -110,7 +110,7 @@ struct hostif_ops {
 	int (*volume_attachments)(void *ctx, const char *ws, const struct vol_row *v, size_t n, hostif_att_fn *fn,
 				  void *fctx);
 	int (*volume_attach)(void *ctx, const char *ws, const char *id, const struct create_volume *v);
-	int (*volume_detach)(void *ctx, const char *ws, const char *id, const char *volume);
+	int (*volume_detach)(void *ctx, const char *ws, const char *id, const char *volume, bool force);
 	int (*fork)(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made);
 	int (*enter)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
 	int (*hold)(void *ctx, const char *ws, const char *id, struct hostif_guest *out);
@@ -274,9 +274,10 @@ static inline int hostif_volume_attach(struct hostif *hi, const char *ws, const 
 	return hi->ops->volume_attach(hi->ctx, ws, id, v);
 }
 
-static inline int hostif_volume_detach(struct hostif *hi, const char *ws, const char *id, const char *volume)
+static inline int hostif_volume_detach(struct hostif *hi, const char *ws, const char *id, const char *volume,
+					bool force)
 {
-	return hi->ops->volume_detach(hi->ctx, ws, id, volume);
+	return hi->ops->volume_detach(hi->ctx, ws, id, volume, force);
 }
 
 /* Fork (struct hostif_fork). children[0..*made) get the records of the

@@ -379,9 +379,15 @@ static int op_volume_attach(struct host *h, struct sandbox *sb, void *arg)
 	return host_volume_attach(h, sb, arg);
 }
 
+struct detach_arg {
+	const char *volume;
+	bool force;
+};
+
 static int op_volume_detach(struct host *h, struct sandbox *sb, void *arg)
 {
-	return host_volume_detach(h, sb, arg);
+	const struct detach_arg *a = arg;
+	return host_volume_detach(h, sb, a->volume, a->force);
 }
 
 static int l_volume_attach(void *ctx, const char *ws, const char *id, const struct create_volume *v)
@@ -389,9 +395,10 @@ static int l_volume_attach(void *ctx, const char *ws, const char *id, const stru
 	return with_sandbox(ctx, ws, id, op_volume_attach, (void *)v, NULL);
 }
 
-static int l_volume_detach(void *ctx, const char *ws, const char *id, const char *volume)
+static int l_volume_detach(void *ctx, const char *ws, const char *id, const char *volume, bool force)
 {
-	return with_sandbox(ctx, ws, id, op_volume_detach, (void *)volume, NULL);
+	struct detach_arg a = { volume, force };
+	return with_sandbox(ctx, ws, id, op_volume_detach, &a, NULL);
 }
 
 static const struct hostif_ops local_ops = {

@@ -1339,9 +1339,9 @@ static int r_volume_attach(void *ctx, const char *ws, const char *id, const stru
 				    v->read_only), SLOW_TIMEOUT_S, NULL);
 }
 
-static int r_volume_detach(void *ctx, const char *ws, const char *id, const char *volume)
+static int r_volume_detach(void *ctx, const char *ws, const char *id, const char *volume, bool force)
 {
-	return on_sandbox(ctx, "POST", ws, id, "/volume_detach", json_pack("{s:s}", "volume", volume),
+	return on_sandbox(ctx, "POST", ws, id, "/volume_detach", json_pack("{s:s,s:b}", "volume", volume, "force", force),
 			  SLOW_TIMEOUT_S, NULL);
 }
 

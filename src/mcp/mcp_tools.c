@@ -813,7 +813,8 @@ static int t_volume_detach(struct mcp_call *c, const json_t *args, struct mcp_ou
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	const char *sbx = arg_str(args, "sandbox_id", ""), *vol = arg_str(args, "volume", "");
-	int rc = ops_volume_detach(&oc, sbx, vol);	/* in use in the guest: -EBUSY naming the mount */
+	/* in use in the guest (and not forced): -EBUSY naming the mount */
+	int rc = ops_volume_detach(&oc, sbx, vol, json_is_true(json_object_get(args, "force")));
 	if (rc < 0)
 		return rc;
 	mcp_json(out, json_pack("{s:s,s:s,s:b}", "sandbox_id", sbx, "volume", vol, "detached", 1));
@@ -1300,10 +1301,11 @@ const struct mcp_tool mcp_tools[] = {
 	  VOLUME_SCHEMA, 0, t_volume_attach },
 	{ "detach_volume", "Detach a volume from a sandbox",
 	  "Sync, unmount and let go a volume (its name or id) of a sandbox, so another may take it; refused, "
-	  "naming the mount, while a process in the sandbox uses it.",
+	  "naming the mount, while a process in the sandbox uses it, unless force kills those processes first.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"volume\"],"
 	  "\"properties\":{\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
-	  "\"volume\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The volume's name or id (vol_...).\"}}}",
+	  "\"volume\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The volume's name or id (vol_...).\"},"
+	  "\"force\":{\"type\":\"boolean\",\"description\":\"Kill the processes using the mount first (default false).\"}}}",
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"volume\",\"detached\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"volume\":{\"type\":\"string\"},\"detached\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_volume_detach },

@@ -190,7 +190,7 @@ int ops_volume_delete(const struct ops_caller *c, const char *id);
  * host_volume_attach); *out the volume. Detach names the volume by name
  * or id: -ENOENT if the sandbox does not have it. */
 int ops_volume_attach(const struct ops_caller *c, const char *sandbox, const json_t *args, struct vol_row *out);
-int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const char *volume);
+int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const char *volume, bool force);
 
 /* Keep the caller's sandbox id, a fork's child, and delete its siblings
  * (every other live sandbox forked from the same parent), and with

@@ -281,7 +281,7 @@ int ops_volume_attach(const struct ops_caller *c, const char *sandbox, const jso
 	return rc ?: store_volume_load(c->store, c->workspace, vs.id[0], false, out);
 }
 
-int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const char *volume)
+int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const char *volume, bool force)
 {
 	struct vol_row r;
 	if (!v_is_id(sandbox, "sbx_"))
@@ -291,5 +291,5 @@ int ops_volume_detach(const struct ops_caller *c, const char *sandbox, const cha
 		return errf(ENOENT, "volume %.64s not found", volume);
 	int rc = c->store ? store_volume_load(c->store, c->workspace, volume, !by_id, &r)
 			  : errf(ENOSYS, "volumes need the store");
-	return rc ?: hostif_volume_detach(c->hostif, c->workspace, sandbox, r.id);
+	return rc ?: hostif_volume_detach(c->hostif, c->workspace, sandbox, r.id, force);
 }

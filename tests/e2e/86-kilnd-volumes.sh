@@ -11,7 +11,8 @@
 # restarted kilnd wakes a hibernated sandbox with its volume and lets
 # the volume go when the sandbox is deleted); one is attached to and
 # detached from a running sandbox (REST and the CLI), never unmounted
-# from under a guest process; a template
+# from under a guest process unless the detach is forced (?force=true,
+# --force: what holds the mount is killed, what it synced is kept); a template
 # built without slots is 409 saying to rebuild it; bad requests are
 # 400/404/409 with messages; the plan's volumes, volume_mib and
 # storage_mib are 429; nothing is left at the end.
@@ -168,22 +169,30 @@ api POST "/v1/sandboxes/$L1/volumes" '{"name":"data","path":"/again"}'
 expect volume_attach_twice 409 conflict && echo "  ($(msg))"
 api POST "/v1/sandboxes/$L2/volumes" '{"name":"data","path":"/d","read_only":true}'
 expect volume_attach_second_writer 409 conflict && { [[ "$(msg)" == *"$L1"* ]] && pass volume_attach_names_writer "$(msg)" || fail volume_attach_names_writer "$(msg)"; }
-api POST "/v1/sandboxes/$L1/processes" '{"cmd":"cd /late && exec sleep 120"}'
+# A writer that synced its file and holds the mount (its cwd) and a
+# second process with a file open on it.
+api POST "/v1/sandboxes/$L1/processes" '{"cmd":"cd /late && echo forced > ff && sync ff && exec sleep 120"}'
+api POST "/v1/sandboxes/$L1/processes" '{"cmd":"exec sleep 121 < /late/l"}'
 sleep 1
 api DELETE "/v1/sandboxes/$L1/volumes/data"
-expect volume_detach_in_use 409 conflict && { [[ "$(msg)" == *"/late"* ]] && pass volume_detach_in_use_says "$(msg)" || fail volume_detach_in_use_says "$(msg)"; }
-gx "$L1" 'kill $(pidof sleep); sleep 0.2; cat /late/l'
-check volume_detach_kept_mount "the guest still has it: $OUT" [ "$OUT" = late ]
-api DELETE "/v1/sandboxes/$L1/volumes/data"
+expect volume_detach_in_use 409 conflict && { [[ "$(msg)" == *"/late"*"in use by:"*"(sleep)"*"with force"* ]] && pass volume_detach_in_use_says "$(msg)" || fail volume_detach_in_use_says "$(msg)"; }
+gx "$L1" 'cat /late/l; pidof sleep | wc -w'
+check volume_detach_kept_mount "the guest still has it, and both holders run: $OUT" [ "$OUT" = "late
+2" ]
+api DELETE "/v1/sandboxes/$L1/volumes/data?force=maybe"
+expect volume_detach_force_bad 400 invalid_request
+# Forced: what holds the mount is killed, then it is synced and let go.
+api DELETE "/v1/sandboxes/$L1/volumes/data?force=true"
 st1=$STATUS
-gx "$L1" 'grep -c " /late " /proc/mounts'
+gx "$L1" 'grep -c " /late " /proc/mounts; pidof sleep | wc -w'
 api GET "/v1/volumes/$V"
-check volume_detach "$st1; mounts of /late in the guest: $OUT; attached_to $(jget 'j["attached_to"]')" \
-	[ "$st1" = 204 -a "$OUT" = 0 -a "$(jget 'j["attached_to"]')" = "[]" ]
+check volume_detach_forced "$st1; mounts of /late in the guest, sleeps left: $(echo $OUT); attached_to $(jget 'j["attached_to"]')" \
+	[ "$st1" = 204 -a "$(echo $OUT)" = "0 0" -a "$(jget 'j["attached_to"]')" = "[]" ]
 api POST "/v1/sandboxes/$L2/volumes" '{"name":"data","path":"/d","read_only":true}'
 st1=$STATUS
-gx "$L2" 'cat /d/l'
-check volume_moved "$st1: the next sandbox reads $OUT" [ "$st1" = 200 -a "$OUT" = late ]
+gx "$L2" 'cat /d/l /d/ff'
+check volume_moved "$st1: the next sandbox reads $(echo $OUT) (the killed writer's synced file too)" \
+	[ "$st1" = 200 -a "$(echo $OUT)" = "late forced" ]
 api POST "/v1/sandboxes/$L2/hibernate" '{}'
 api DELETE "/v1/sandboxes/$L2/volumes/$V"
 st1=$STATUS
@@ -215,7 +224,7 @@ api POST "/v1/sandboxes/$L1/volumes" '{"name":"slot3","path":"/c"}'
 expect volume_attach_no_slot 409 conflict && { [ "$st1 $st2" = "200 200" ] && [[ "$(msg)" == *"no free volume slot"* ]] && pass volume_attach_slots_says "$(msg)" || fail volume_attach_slots_says "$st1 $st2 $(msg)"; }
 # The CLI: kiln volume detach / attach.
 export KILN_API_URL=$URL KILN_API_KEY=$MAIN
-o1=$("$KILN" volume detach "$L1" slot2 2>&1); s1=$?
+o1=$("$KILN" volume detach "$L1" slot2 --force 2>&1); s1=$?
 o2=$("$KILN" volume attach "$L1" slot3:/c:ro 2>&1); s2=$?
 mounts=$("$KILN" exec "$L1" 'grep -E " /(b|c) " /proc/mounts' 2>&1)
 check volume_cli_attach_detach "detach $s1 '$o1', attach $s2 '$o2': $mounts" \

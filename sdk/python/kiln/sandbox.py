@@ -359,11 +359,12 @@ class Sandbox:
         or no free slot. Returns the volume as the API gives it."""
         return self._post("/volumes", {"name": name, "path": path, "read_only": bool(read_only)}).json()
 
-    def detach_volume(self, volume: str) -> None:
+    def detach_volume(self, volume: str, force: bool = False) -> None:
         """Sync, unmount and let go the volume (its name or id): Conflict,
-        naming what holds it, while a process in the guest uses the mount."""
-        self._client.transport.request("DELETE", f"{self._path}/volumes/{urllib.parse.quote(volume, safe='')}",
-                                       ok=(204,))
+        naming what holds it, while a process in the guest uses the mount;
+        with ``force``, those processes are killed first."""
+        self._client.transport.request("DELETE", f"{self._path}/volumes/{urllib.parse.quote(volume, safe='')}"
+                                       + ("?force=true" if force else ""), ok=(204,))
 
     def fork(self, count: int = 1) -> List["Sandbox"]:
         """count copies of this running sandbox, memory and disk, each

@@ -398,9 +398,12 @@ export class Sandbox {
     });
   }
 
-  /** Sync, unmount and let go a volume (its name or id): a Conflict, naming what holds it, while the guest uses the mount. */
-  async detachVolume(volume: string): Promise<void> {
-    await this.client.empty("DELETE", `${this.path}/volumes/${encodeURIComponent(volume)}`);
+  /**
+   * Sync, unmount and let go a volume (its name or id): a Conflict, naming what holds it, while the guest uses the
+   * mount; with `force`, those processes are killed first.
+   */
+  async detachVolume(volume: string, options: { force?: boolean } = {}): Promise<void> {
+    await this.client.empty("DELETE", `${this.path}/volumes/${encodeURIComponent(volume)}${options.force ? "?force=true" : ""}`);
   }
 
 
