@@ -7,10 +7,13 @@
  * collector reads every live sandbox's and snapshot's chain (overlay
  * headers name their bases) and then removes, under DATA/sandboxes and
  * DATA/snapshots, whatever no chain names: the directories of deleted
- * sandboxes and snapshots, and old tops a fork left in live ones.
+ * sandboxes and snapshots, and old tops a fork left in live ones; and
+ * template versions out of service that no chain sits on
+ * (template.h templates_collect).
  */
 #include "host/disk.h"
 #include "host/host_int.h"
+#include "host/template.h"
 #include "common/err.h"
 #include "host/host_config.h"
 #include "common/log.h"
@@ -55,31 +58,35 @@ static void refs_free(struct refs *r)
 	free(r->s);
 }
 
+struct gc_ctx {
+	const char *data_dir;
+	struct refs layers, live_snaps;
+	bool partial;	/* a chain could not be read whole */
+};
+
 /* Every layer of the chain under the disk recorded in disks (JSON). */
-static void add_chain(const char *data_dir, struct refs *layers, const char *disks)
+static void add_chain(struct gc_ctx *g, const char *disks)
 {
 	char top[PATH_MAX];
 	if (disks_json_top(disks, top) < 0)
 		return;
 	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
 	int n = 0;
-	if (chain && disk_chain(data_dir, top, chain, CHAIN_MAX, &n) == 0)
+	if (chain && disk_chain(g->data_dir, top, chain, CHAIN_MAX, &n) == 0) {
 		for (int i = 0; i < n; i++)
-			refs_add(layers, chain[i]);
-	else if (chain)
-		refs_add(layers, top);	/* unreadable now: keep at least the top */
+			refs_add(&g->layers, chain[i]);
+	} else {
+		g->partial = true;
+		if (chain)
+			refs_add(&g->layers, top);	/* unreadable now: keep at least the top */
+	}
 	free(chain);
 }
-
-struct gc_ctx {
-	const char *data_dir;
-	struct refs layers, live_snaps;
-};
 
 static int add_snapshot(void *ctx, struct snap_row *s)
 {
 	struct gc_ctx *g = ctx;
-	add_chain(g->data_dir, &g->layers, s->disks);
+	add_chain(g, s->disks);
 	refs_add(&g->live_snaps, s->id);
 	snap_row_clear(s);
 	return 0;
@@ -132,6 +139,17 @@ static void sweep(const char *root, const struct refs *live, const struct refs *
 	closedir(d);
 }
 
+/* Does a layer of some chain lie in dir? */
+static bool chain_under(void *ctx, const char *dir)
+{
+	const struct refs *layers = ctx;
+	size_t n = strlen(dir);
+	for (size_t i = 0; i < layers->n; i++)
+		if (!strncmp(layers->s[i], dir, n) && layers->s[i][n] == '/')
+			return true;
+	return false;
+}
+
 void layers_gc(struct host *h)
 {
 	struct gc_ctx g = { .data_dir = h->cfg->data_dir };
@@ -143,7 +161,7 @@ void layers_gc(struct host *h)
 		/* A failed sandbox keeps its record, not its disk, unless
 		 * it is persistent: a wake boots that disk again. */
 		if (sb->row.state != SBX_FAILED || sb->row.idle_hibernate) {
-			add_chain(h->cfg->data_dir, &g.layers, sb->row.disks);
+			add_chain(&g, sb->row.disks);
 			refs_add(&live_sbx, sb->row.id);
 		}
 		pthread_mutex_unlock(&sb->lock);
@@ -156,6 +174,10 @@ void layers_gc(struct host *h)
 		sweep(root, &live_sbx, &g.layers);
 		snprintf(root, sizeof root, "%s/snapshots", h->cfg->data_dir);
 		sweep(root, &g.live_snaps, &g.layers);
+		/* Old template versions only when every chain was read: a
+		 * chain known only by its top may sit on one. */
+		if (!g.partial && h->tpl)
+			templates_collect(h->tpl, chain_under, &g.layers);
 	}
 	pthread_mutex_unlock(&h->layers);
 	refs_free(&g.layers);

@@ -1,5 +1,6 @@
 #include "host/template.h"
 #include "host/failpoint.h"
+#include "host/fsutil.h"
 #include "host/jail.h"
 #include "host/net.h"
 #include "host/proc.h"
@@ -67,6 +68,7 @@ struct templates {
 	const struct host_config *cfg;
 	pthread_mutex_t lock;
 	struct tmpl *cur[TEMPLATES_MAX];	/* by name; NULL: a free slot */
+	struct tmpl *retired;	/* replaced versions someone still holds */
 };
 
 int templates_open(const struct host_config *cfg, struct templates **out)
@@ -237,8 +239,12 @@ int templates_get(struct templates *ts, const char *name, struct tmpl **out)
 			/* The old version's zygote is no longer needed; sandboxes
 			 * forked from it are processes of their own. */
 			tmpl_zygote_stop(t);
-			if (--t->refs == 0)
+			if (--t->refs == 0) {
 				tmpl_free(t);
+			} else {	/* a create or pool member holds it: its files stay */
+				t->retired_next = ts->retired;
+				ts->retired = t;
+			}
 		}
 		ts->cur[idx] = t = fresh;
 	}
@@ -311,6 +317,11 @@ void tmpl_put(struct templates *ts, struct tmpl *t)
 		return;
 	pthread_mutex_lock(&ts->lock);
 	bool last = --t->refs == 0;
+	for (struct tmpl **p = &ts->retired; last && *p; p = &(*p)->retired_next)
+		if (*p == t) {
+			*p = t->retired_next;
+			break;
+		}
 	pthread_mutex_unlock(&ts->lock);
 	if (last)
 		tmpl_free(t);
@@ -330,6 +341,85 @@ void templates_drop(struct templates *ts, const char *name)
 		return;
 	tmpl_zygote_stop(t);
 	tmpl_put(ts, t);	/* the registry's reference */
+}
+
+/* ---- old versions ---------------------------------------------------------------- */
+
+/* Is a version directory held in memory (in service or retired)? */
+static bool dir_held(struct templates *ts, const char *dir)
+{
+	bool held = false;
+	pthread_mutex_lock(&ts->lock);
+	for (int i = 0; i < TEMPLATES_MAX && !held; i++)
+		held = ts->cur[i] && !strcmp(ts->cur[i]->dir, dir);
+	for (struct tmpl *t = ts->retired; t && !held; t = t->retired_next)
+		held = !strcmp(t->dir, dir);
+	pthread_mutex_unlock(&ts->lock);
+	return held;
+}
+
+/* The version a link in tdir (current, build) names: vN -> N; 0: none. */
+static int link_version(const char *tdir, const char *link)
+{
+	char path[PATH_MAX + 16], target[64];
+	snprintf(path, sizeof path, "%s/%s", tdir, link);
+	ssize_t n = readlink(path, target, sizeof target - 1);
+	if (n <= 1 || target[0] != 'v')
+		return 0;
+	target[n] = 0;
+	return atoi(target + 1);
+}
+
+static bool zygote_answers(const char *sock);
+
+static int collect_one(struct templates *ts, const char *name, tmpl_dir_used_fn *used, void *ctx)
+{
+	char tdir[PATH_MAX];
+	if (snprintf(tdir, sizeof tdir, "%s/templates/%s", ts->cfg->data_dir, name) >= (int)sizeof tdir)
+		return 0;
+	int current = link_version(tdir, "current"), building = link_version(tdir, "build"), removed = 0;
+	if (current <= 1)
+		return 0;
+	DIR *d = opendir(tdir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *end;
+		long v = e->d_name[0] == 'v' ? strtol(e->d_name + 1, &end, 10) : 0;
+		if (v <= 0 || *end || v >= current || v == building)
+			continue;
+		char dir[PATH_MAX + 32], sock[PATH_MAX + 48];
+		if (snprintf(dir, sizeof dir, "%s/v%ld", tdir, v) >= (int)sizeof dir)
+			continue;
+		vm_path(sock, sizeof sock, dir, "zygote.sock");
+		if (dir_held(ts, dir) || used(ctx, dir) || zygote_answers(sock))
+			continue;
+		if (rmtree(dir) < 0) {
+			log_warn("template %s: removing version %ld: %s", name, v, errmsg());
+			continue;
+		}
+		log_info("template %s: version %ld removed (version %d in service; no sandbox, snapshot or "
+			 "create uses it)", name, v, current);
+		removed++;
+	}
+	if (d)
+		closedir(d);
+	return removed;
+}
+
+int templates_collect(struct templates *ts, tmpl_dir_used_fn *used, void *ctx)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/templates", ts->cfg->data_dir);
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int removed = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && (template_def_find(e->d_name) || template_name_ok(e->d_name)))
+			removed += collect_one(ts, e->d_name, used, ctx);
+	closedir(d);
+	return removed;
 }
 
 /* ---- zygotes -------------------------------------------------------------------- */

@@ -101,6 +101,7 @@ struct tmpl {
 	char start[TEMPLATE_START_MAX];
 	int ready_port;
 	int refs;			/* under the registry lock */
+	struct tmpl *retired_next;	/* out of service, still referenced */
 	pthread_mutex_t zlock;		/* starting the zygote */
 };
 
@@ -115,6 +116,14 @@ void tmpl_put(struct templates *ts, struct tmpl *t);
 /* Forget the template (its directory is about to go): its zygote is
  * stopped, the registry's reference dropped. */
 void templates_drop(struct templates *ts, const char *name);
+
+/* Old versions go when nothing uses them (docs/templates.md "Versions"):
+ * a version older than the one in service (and not one being built) is
+ * removed unless used(ctx, dir) says a sandbox's or snapshot's disk
+ * chain sits on it, a reference to it is held (a create or a pool member
+ * of it), or a zygote answers in it. How many it removed. */
+typedef bool tmpl_dir_used_fn(void *ctx, const char *dir);
+int templates_collect(struct templates *ts, tmpl_dir_used_fn *used, void *ctx);
 
 /* Every template: the compiled-in ones (t NULL when not built), then
  * the operator-built ones in service, by name. def is the template's own

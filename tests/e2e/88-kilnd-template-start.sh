@@ -220,8 +220,19 @@ expect tapi_delete_in_use 409 conflict
 check tapi_delete_in_use_names "$(jget 'j["error"]["message"]')" grep -q "$W" "$T/body"
 api DELETE /v1/templates/base
 expect tapi_delete_builtin 403 forbidden
+# Versions (docs/templates.md "Versions"): a new version while a sandbox
+# sits on v1 keeps v1's files; they go with the last sandbox on them.
+upload "$T/ctx.tar" "name=web"
+follow web
+TW=$(ls -d "$DATA"/templates/w*_web)
+api GET /v1/templates/web
+check tapi_v2_keeps_v1 "$(ended web); current $(readlink "$TW/current"), dirs $(cd "$TW" && echo v*), versions $(jget 'j["versions"]')" \
+	[ "$(readlink "$TW/current")" = v2 -a -d "$TW/v1" -a "$(jget 'j["versions"]')" = "[1, 2]" ]
 api DELETE "/v1/sandboxes/$W"
 W=
+api GET /v1/templates/web
+check tapi_v1_collected "dirs $(cd "$TW" && echo v*), versions $(jget 'j["versions"]')" \
+	[ ! -e "$TW/v1" -a -d "$TW/v2" -a "$(jget 'j["versions"]')" = "[2]" ]
 api DELETE /v1/templates/web
 s1=$STATUS
 api DELETE /v1/templates/broken
