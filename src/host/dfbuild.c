@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 void df_note(struct dfbuild *d, const char *fmt, ...)
@@ -248,9 +249,12 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 			continue;
 		}
 		if (i <= resume) {
+			char ok[PATH_MAX];
 			d->cached++;
 			df_note(d, "step %d/%d (line %d) cached: %.120s", i + 1, n, st->line, st->text);
 			dfcache_path(d, keys[i], "layer", top, sizeof top);
+			dfcache_path(d, keys[i], "ok", ok, sizeof ok);
+			dfcache_touch(ok);
 			continue;
 		}
 		dfcache_path(d, keys[i], "layer", step_layer, sizeof step_layer);
@@ -326,5 +330,12 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 	}
 	dfstate_free(&s);
 	free(keys);
+	/* The cache is collected after each build, under its lock. */
+	uint64_t freed;
+	int gone = dfcache_trim(d->cache, dfcache_cap(d->cache), time(NULL), DFCACHE_MAX_AGE_S, &freed);
+	if (gone > 0)
+		df_note(d, "step cache: %d entries removed (%llu MiB): unused for %d days, never completed, or "
+			   "the least recently used over %llu MiB", gone, (unsigned long long)(freed >> 20),
+			DFCACHE_MAX_AGE_S / 86400, (unsigned long long)(dfcache_cap(d->cache) >> 20));
 	return rc;
 }

@@ -1,17 +1,23 @@
 /*
  * dfbuild_cache: the step cache, DATA/templates/.cache (dfbuild.h): each
  * step's key (the chain digest of its parent's, its text and its inputs)
- * and whether a step's sealed layer is there, complete, to resume over.
+ * and whether a step's sealed layer is there, complete, to resume over;
+ * and its collection: least recently used entries first, beyond a size.
  */
 #include "host/dfbuild_int.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 #include "vmm/overlay.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 void dfcache_path(const struct dfbuild *d, const char *key, const char *ext, char *out, size_t cap)
@@ -101,4 +107,120 @@ int dfcache_mark_ok(const char *path)
 	fsync(fd);
 	close(fd);
 	return 0;
+}
+
+/* ---- collection ------------------------------------------------------------------------- */
+
+struct entry {
+	char key[65];
+	time_t used;		/* its .ok's mtime: the last build that took it */
+	uint64_t bytes;		/* the blocks its files take */
+	bool ok;
+};
+
+static int by_use(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+	return x->used < y->used ? -1 : x->used > y->used;
+}
+
+static struct entry *find(struct entry *e, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(e[i].key, key))
+			return &e[i];
+	return NULL;
+}
+
+/* Remove every KEY.* file in dir. */
+static void drop(const char *dir, const char *key)
+{
+	static const char *const ext[] = { "layer", "ok" };
+	for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof path, "%s/%s.%s", dir, key, ext[i]);
+		unlink(path);
+	}
+}
+
+void dfcache_touch(const char *ok_path)
+{
+	utimensat(AT_FDCWD, ok_path, NULL, 0);	/* a hit: the entry is young again */
+}
+
+uint64_t dfcache_cap(const char *dir)
+{
+	struct statvfs fs;
+	if (statvfs(dir, &fs) < 0)
+		return DFCACHE_MIN_CAP;
+	uint64_t cap = (uint64_t)fs.f_blocks * fs.f_frsize / 10;
+	return cap < DFCACHE_MIN_CAP ? DFCACHE_MIN_CAP : cap;
+}
+
+int dfcache_trim(const char *dir, uint64_t cap, time_t now, int64_t max_age_s, uint64_t *freed)
+{
+	*freed = 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return errno == ENOENT ? 0 : errf_sys("opendir %s", dir);
+	struct entry *e = NULL;
+	size_t n = 0, alloc = 0;
+	struct dirent *de;
+	int rc = 0;
+	while ((de = readdir(d))) {
+		const char *dot = strchr(de->d_name, '.');
+		if (!dot || dot - de->d_name != 64 || (strcmp(dot, ".layer") && strcmp(dot, ".ok")))
+			continue;	/* .lock and anything else are not entries */
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		char key[65];
+		memcpy(key, de->d_name, 64);
+		key[64] = 0;
+		struct entry *x = find(e, n, key);
+		if (!x) {
+			if (n == alloc) {
+				struct entry *ne = realloc(e, (alloc = alloc ? alloc * 2 : 64) * sizeof *ne);
+				if (!ne) {
+					rc = errf(ENOMEM, "out of memory");
+					break;
+				}
+				e = ne;
+			}
+			x = &e[n++];
+			memset(x, 0, sizeof *x);
+			memcpy(x->key, key, sizeof key);
+			x->used = st.st_mtime;
+		}
+		x->bytes += (uint64_t)st.st_blocks * 512;
+		if (!strcmp(dot, ".ok")) {
+			x->ok = true;
+			x->used = st.st_mtime;
+		}
+	}
+	closedir(d);
+	if (rc < 0) {
+		free(e);
+		return rc;
+	}
+	qsort(e, n, sizeof *e, by_use);
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++)
+		total += e[i].bytes;
+	for (size_t i = 0; i < n; i++) {
+		/* Oldest first: a layer never completed (its build failed or
+		 * was killed; no build runs now, the caller holds the lock),
+		 * one unused for max_age_s, then any while over the cap. A
+		 * parent is taken with each child that is, so it is never
+		 * older than they are. */
+		bool old = now - e[i].used > max_age_s;
+		if (e[i].ok && !old && total <= cap)
+			continue;
+		drop(dir, e[i].key);
+		total -= e[i].bytes;
+		*freed += e[i].bytes;
+		rc++;
+	}
+	free(e);
+	return rc;
 }

@@ -60,6 +60,18 @@ int dfcache_plan(struct dfbuild *d, char (*keys)[65]);
 int df_sources(const struct dfbuild *d, const struct df_step *st, char ***srcs, int *n);
 /* The mark that a layer is complete (written after its seal). */
 int dfcache_mark_ok(const char *path);
+/* A hit: the entry's .ok gets the time now (its recency). */
+void dfcache_touch(const char *ok_path);
+/* Collection (docs/templates.md "Step cache"), with the cache's lock
+ * held: entries (KEY.layer and KEY.ok) removed oldest first, those never
+ * completed and those unused for max_age_s whatever the size, then
+ * while the cache holds more than cap bytes. How many it removed (and
+ * *freed, their bytes), or <0. */
+#define DFCACHE_MAX_AGE_S (14 * 86400)
+#define DFCACHE_MIN_CAP (1ull << 30)
+int dfcache_trim(const char *dir, uint64_t cap, time_t now, int64_t max_age_s, uint64_t *freed);
+/* The cap: a tenth of the filesystem holding dir, at least DFCACHE_MIN_CAP. */
+uint64_t dfcache_cap(const char *dir);
 
 /* ---- dfbuild_vm.c: the build VM and its steps ---- */
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 const struct template_def template_defs[] = {
@@ -408,17 +409,27 @@ static int collect_one(struct templates *ts, const char *name, tmpl_dir_used_fn 
 
 int templates_collect(struct templates *ts, tmpl_dir_used_fn *used, void *ctx)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], lockp[PATH_MAX + 16];
 	snprintf(dir, sizeof dir, "%s/templates", ts->cfg->data_dir);
-	DIR *d = opendir(dir);
-	if (!d)
+	/* A Dockerfile build (it holds the step cache's lock) reads its
+	 * FROM template's root image by path, without a reference: wait
+	 * for the next round. */
+	snprintf(lockp, sizeof lockp, "%s/.cache/.lock", dir);
+	int lock = open(lockp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (lock >= 0 && flock(lock, LOCK_EX | LOCK_NB) < 0) {
+		close(lock);
 		return 0;
+	}
+	DIR *d = opendir(dir);
 	int removed = 0;
 	struct dirent *e;
-	while ((e = readdir(d)))
+	while (d && (e = readdir(d)))
 		if (e->d_name[0] != '.' && (template_def_find(e->d_name) || template_name_ok(e->d_name)))
 			removed += collect_one(ts, e->d_name, used, ctx);
-	closedir(d);
+	if (d)
+		closedir(d);
+	if (lock >= 0)
+		close(lock);
 	return removed;
 }
 
