@@ -6,6 +6,10 @@
 # compared after the guest dropped its caches and through GET), and is
 # still running: its VMM was not killed for the host memory its disk
 # writes took (docs/kilnd.md "Memory of a VMM").
+# WRITES_MEMORY=MIB: the sandbox is of a template built here from base's
+# image with that much memory (its disk stays 4 GiB), so that a multiple
+# of its memory is cheap to write; WRITES_TIMES: how many tenths of its
+# memory are written in all (default 15; a third through the files API).
 #
 # Run by itself (data on tmpfs, 3.5 minutes) only in the full tier:
 # `make test` runs it through 75-kilnd-writes-disk (data on ext4, where
@@ -22,9 +26,16 @@ have_kvm || { echo "SKIP kilnd_writes: no KVM"; exit 0; }
 CG=/sys/fs/cgroup/kiln
 
 build_template base || exit 1
+tmpl=base
+if [ -n "${WRITES_MEMORY:-}" ]; then
+	tmpl=wsmall
+	"$KILND" --data "$DATA" template build wsmall --image "$REPO/build/guest/rootfs-base.ext4" \
+		--memory "$WRITES_MEMORY" > "$T/wsmall.log" 2>&1 ||
+		{ fail writes_template "a template of $WRITES_MEMORY MiB: $(tail -3 "$T/wsmall.log" | tr '\n' ' ')"; exit 1; }
+fi
 start_kilnd --rate 0 || exit 1
 KEY=$(new_key writes)
-create_sandbox '{"template":"base"}'
+create_sandbox "{\"template\":\"$tmpl\"}"
 B=$SBX
 [ -n "$B" ] || { fail writes_create "$STATUS $BODY"; exit 1; }
 at_exit 'api DELETE /v1/sandboxes/$B'
@@ -40,10 +51,13 @@ mem_cg() {   # memory.max, memory.peak, and the file and shmem pages charged now
 	echo "max $(( $(cat $c/memory.max) >> 20 )), peak $(( $(cat $c/memory.peak 2>/dev/null || echo 0) >> 20 )), file $(( $(awk '$1=="file"{print $2}' $c/memory.stat) >> 20 )), shmem $(( $(awk '$1=="shmem"{print $2}' $c/memory.stat) >> 20 )) MiB; data on $(stat -f -c %T "$DATA")"
 }
 
-# ---- inside the guest: its memory's worth, in two files ------------------------------------
+# ---- inside the guest: two thirds of it, in two files -------------------------------------
 # The data are random (a 4 MiB block from /dev/urandom, then each 4 MiB
 # with a sha256 chained in front: cheap, and no two blocks alike).
-big=$mem
+total=$(( mem * ${WRITES_TIMES:-15} / 10 ))
+chunk=$(( total / 3 < 128 ? total / 3 : 128 ))	# files are at most 256 MiB
+n=$(( (total / 3 + chunk - 1) / chunk ))
+big=$(( (total - n * chunk) / 8 * 8 ))	# two files of whole 4 MiB blocks
 cat > "$T/w.py" <<'PY'
 import hashlib, os, sys
 path, mib = sys.argv[1], int(sys.argv[2])
@@ -67,13 +81,11 @@ for f in a b; do
 	[ "$st" = running ] || { echo "  $(jget 'j.get("error")')"; exit 1; }
 done
 
-# ---- the files API: half the guest's memory more -----------------------------------------
-# in uploads of 128 MiB (files are at most 256 MiB).
+# ---- the files API: the last third, in n uploads of chunk MiB -----------------------------
 up=$T/up
-n=$(( (mem / 2 + 127) / 128 ))
 ok=1
 for i in $(seq 1 $n); do
-	head -c 128M /dev/urandom > "$up"
+	head -c ${chunk}M /dev/urandom > "$up"
 	want=$(sha256sum "$up" | cut -d' ' -f1)
 	api PUT "/v1/sandboxes/$B/files?path=/root/up$i" "" --data-binary "@$up" -H 'Content-Type: application/octet-stream'
 	[ "$STATUS" = 200 ] || { ok=0; fail "writes_upload_$i" "PUT: $STATUS $BODY; sandbox $(state): $(jget 'j.get("error")')"; break; }
@@ -84,7 +96,7 @@ for i in $(seq 1 $n); do
 done
 rm -f "$up"
 st=$(state)
-[ $ok = 1 ] && check writes_upload "$n uploads of 128 MiB, each read back intact in the guest and through GET; status $st" \
+[ $ok = 1 ] && check writes_upload "$n uploads of $chunk MiB, each read back intact in the guest and through GET; status $st" \
 	[ "$st" = running ]
 
 # ---- everything read back, from the disk ---------------------------------------------------
@@ -94,6 +106,6 @@ check writes_read_back "/root/a ${got_a:0:12} (written ${sum_a:0:12}), /root/b $
 	eval '[ "$got_a" = "$sum_a" ] && [ "$got_b" = "$sum_b" ] && [ -n "$sum_a" ]'
 st=$(state)
 echo "  VMM cgroup: $(mem_cg 2>/dev/null)"
-check writes_still_running "after $((big + n * 128)) MiB written ($(( (big + n * 128) * 10 / mem ))/10 of the guest's $mem MiB): status $st $(jget 'j.get("error") or ""'), VMM OOM kills '$(ooms)'" \
-	eval '[ "$st" = running ] && [ "$(ooms)" = 0 ]'
+check writes_still_running "after $((big + n * chunk)) MiB written ($(( (big + n * chunk) * 10 / mem ))/10 of the guest's $mem MiB): status $st $(jget 'j.get("error") or ""'), VMM OOM kills '$(ooms)'" \
+	eval '[ "$st" = running ] && [ "$(ooms)" = 0 ] && [ $(( (big + n * chunk) * 10 / mem )) -ge ${WRITES_TIMES:-15} ]'
 alive writes_kilnd
