@@ -45,6 +45,8 @@
  * for as long as they like (event streams): the client's hang-up ends
  * them. */
 #define PROXY_WAIT_MS (300 * 1000)
+/* The pass a browser let in by key gets for a private port's own origin. */
+#define PROXY_PASS_TTL_S 3600
 
 struct proxy {
 	struct api *api;
@@ -337,6 +339,7 @@ static void build_head(struct req *r, struct proxy *p, const char *target, bool 
 /* A preview link's token (preview.h), from the query or its cookie. */
 struct preview_pass {
 	const char *from_query;		/* the token, when the query carried it (set the cookie) */
+	const char *token;		/* the token that let the request in (query or cookie) */
 	int64_t expiry;
 };
 
@@ -382,6 +385,7 @@ static int authorize(struct req *r, const char *id, int port, bool *strip_auth, 
 			    preview_valid(api->preview_key, id, port, tok, wall_ms() / 1000, &pv->expiry);
 		if (pass) {
 			pv->from_query = q;
+			pv->token = tok;
 			snprintf(r->workspace, sizeof r->workspace, "%s", pr.workspace);
 		}
 		rc = req_anon_rate_limit(r);
@@ -428,22 +432,45 @@ int proxy_admit(struct req *r)
 				   portstr);
 	const char *target = by_host ? (r->raw_uri ? r->raw_uri : "/") : path_rest(r->raw_uri ? r->raw_uri : "");
 	bool public_port = false;
-	struct preview_pass pv = { NULL, 0 };
+	struct preview_pass pv = { 0 };
 	int rc = authorize(r, id, port, &strip_auth, &public_port, &pv);
 	if (rc >= 0)
 		return rc;
-	/* With --domain, a browser opening a public port's page by path is
-	 * sent to the port's own origin: by path, the page would share
-	 * kilnd's origin (cookies included) with the dashboard and every
-	 * other sandbox. (A private port stays by path, where the CSP
-	 * sandbox holds it: its own origin would not have the session.) */
-	if (!by_host && public_port && r->api->cfg->domain[0] && browser_navigation(r) &&
+	/* With --domain, a browser opening a port's page by path is sent to
+	 * the port's own origin: by path, the page would share kilnd's
+	 * origin (cookies included) with the dashboard and every other
+	 * sandbox. A private port's visitor carries its pass along: the
+	 * preview token it came with, or (let in by a key, which a browser
+	 * will not send to the other origin) a new one, so that the port's
+	 * origin sets its own cookie (docs/api.md "Exposed ports"). */
+	if (!by_host && r->api->cfg->domain[0] && browser_navigation(r) &&
 	    (!strcmp(r->method, "GET") || !strcmp(r->method, "HEAD"))) {
-		char loc[1024];
-		proxy_host_url(r, id, port, target ? target : "/", loc, sizeof loc);
-		if (!has_crlf(loc)) {
-			const char *const headers[][2] = { { "Location", loc }, { NULL, NULL } };
-			return reply_headers(r, 308, headers);
+		char loc[1024], token[PREVIEW_TOKEN_MAX];
+		const char *pass = NULL;
+		if (!public_port && pv.token) {
+			pass = pv.token;
+		} else if (!public_port && strip_auth) {
+			preview_token(api->preview_key, id, port, wall_ms() / 1000 + PROXY_PASS_TTL_S, token);
+			pass = token;
+		}
+		const char *from = target ? target : "/";
+		char *to = malloc(strlen(from) + 1);
+		if (!to)
+			return reply_error(r, 500, "internal", "out of memory");
+		without_preview_param(from, to, strlen(from) + 1);
+		char *with = NULL;
+		if ((public_port || pass) &&
+		    asprintf(&with, "%s%s%s%s", to, !pass ? "" : strchr(to, '?') ? "&" : "?",
+			     pass ? PREVIEW_PARAM "=" : "", pass ? pass : "") >= 0) {
+			proxy_host_url(r, id, port, with, loc, sizeof loc);
+			free(with);
+			free(to);
+			if (!has_crlf(loc)) {
+				const char *const headers[][2] = { { "Location", loc }, { NULL, NULL } };
+				return reply_headers(r, 308, headers);
+			}
+		} else {
+			free(to);
 		}
 	}
 	if (!target)

@@ -213,6 +213,25 @@ api GET "$P/8080/headers?kiln_preview=$ptok&y=3"
 seen_q=$(jget 'j["path"]')
 check preview_link "create $pst; the link $code, cookie set $jar; by cookie the guest saw $seen; by query $seen_q" \
 	eval '[ "$pst" = 201 ] && [ "$code" = 200 ] && [ "$jar" = 1 ] && [ "$seen" = "('"'/headers?y=2'"', False, False)" ] && [ "$seen_q" = /headers?y=3 ]'
+# A browser that opens a private port's page by path goes to the port's
+# own origin (--domain is set here) with its pass: the preview token it
+# came with, or, let in by a key (which a browser would not send to the
+# other origin), a new one; the port's origin takes it and sets its own
+# cookie. A script (no Sec-Fetch-*) stays by path.
+H8080="8080-${S/_/-}.$DOMAIN:$PORT"
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H 'Sec-Fetch-Mode: navigate' "$URL$P/8080/sub/hello.txt?kiln_preview=$ptok&q=1")
+check private_page_own_origin_preview "$out" [ "$out" = "308 http://$H8080/sub/hello.txt?q=1&kiln_preview=$ptok" ]
+out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H "Authorization: Bearer $KEY_A" -H 'Sec-Fetch-Mode: navigate' \
+	"$URL$P/8080/sub/hello.txt")
+loc=${out#* } tok=${out##*kiln_preview=}
+code=$(curl -s -c "$T/jar2" -o /dev/null -w '%{http_code}' -H "Host: $H8080" "$URL/sub/hello.txt?kiln_preview=$tok")
+code2=$(curl -s -b "$T/jar2" -o /dev/null -w '%{http_code}' -H "Host: $H8080" "$URL/sub/hello.txt")
+code3=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: 9999-${S/_/-}.$DOMAIN:$PORT" "$URL/?kiln_preview=$tok")
+code4=$(curl -s -o /dev/null -w '%{http_code}' -H "Host: $H8080" "$URL/sub/hello.txt")
+check private_page_own_origin_key "$out; there: the pass $code, its cookie $code2, on port 9999 $code3, with none $code4" \
+	eval '[ "${out%% *}" = 308 ] && [[ $loc == "http://$H8080/sub/hello.txt?kiln_preview="* ]] && [ "$code $code2 $code3 $code4" = "200 200 401 401" ]'
+api GET "$P/8080/sub/hello.txt" "" -H "Authorization: Bearer $KEY_A"
+check private_script_stays_by_path "$STATUS" [ "$STATUS" = 200 ]
 api GET "$P/8080/sub/hello.txt?kiln_preview=9$ptok"
 expect preview_tampered 401 unauthorized
 api GET "$P/9999/?kiln_preview=$ptok"
@@ -249,8 +268,8 @@ out=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' -H 'Sec-Fetch-Mode:
 	"$URL$P/8080/sub/hello.txt?q=1")
 check public_page_own_origin "by path from a browser: $out" [ "$out" = "308 http://8080-${S/_/-}.$DOMAIN:$PORT/sub/hello.txt?q=1" ]
 KEY=$KEY_A
-api GET "$P/9999/" "" -H 'Sec-Fetch-Mode: navigate'
-check private_page_stays_by_path "a private port from a browser: $STATUS" [ "$STATUS" != 308 ]
+api GET "$P/9999/"
+check private_page_stays_by_path "a private port from a script: $STATUS" [ "$STATUS" != 308 ]
 KEY=
 # What a guest answers that would reach past its sandbox: a cookie for a
 # whole Domain (kilnd's API host and every sandbox under it), one named
