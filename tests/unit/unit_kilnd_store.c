@@ -1066,6 +1066,21 @@ static void params_of_each_type(void)
 	d->close(db);
 }
 
+struct plan_walk {
+	int n;
+	char names[64];
+};
+
+static int plandef_name(void *ctx, const char *name, const char *limits, int64_t updated_ms)
+{
+	struct plan_walk *w = ctx;
+	(void)limits, (void)updated_ms;
+	w->n++;
+	size_t len = strlen(w->names);
+	snprintf(w->names + len, sizeof w->names - len, "%s ", name);
+	return 0;
+}
+
 static void plans_and_creates_round_trip(void)
 {
 	struct store *st = open_fresh();
@@ -1078,6 +1093,16 @@ static void plans_and_creates_round_trip(void)
 	CHECK(store_plan_get(st, ws, plan, &limits) == 0 && !strcmp(plan, "team") && limits &&
 	      !strcmp(limits, "{\"max_running\":3}"));
 	free(limits);
+	/* The operator's plans, by name, replaced whole by a second set. */
+	struct plan_walk pw = { 0, "" };
+	CHECK(store_plandef_set(st, "gold", "{\"running\":1}") == 0);
+	CHECK(store_plandef_set(st, "free", "{}") == 0);
+	CHECK(store_plandef_set(st, "gold", "{\"running\":2}") == 0);
+	CHECK(store_plandef_each(st, plandef_name, &pw) == 0 && pw.n == 2 && !strcmp(pw.names, "free gold "));
+	int64_t ms = 0;
+	CHECK(store_plandef_get(st, "gold", &limits, &ms) == 0 && !strcmp(limits, "{\"running\":2}") && ms > 0);
+	free(limits);
+	CHECK(store_plandef_get(st, "silver", &limits, &ms) == -ENOENT && !limits);
 	/* Creation times since a moment, oldest first, at most cap. */
 	int64_t base = wall_ms() - 100000;
 	for (int i = 0; i < 5; i++) {
