@@ -12,6 +12,7 @@
 #include "api/http.h"
 #include "api/keys.h"
 #include "common/err.h"
+#include "common/retry.h"
 #include "test.h"
 
 #include <errno.h>
@@ -1643,6 +1644,17 @@ static void placement_counts_workspace_caps(void)
 	CHECK(count.creates_used == 3 && count.reset_ms > wall_ms() && !count.limit[0]);
 	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT);
 	CHECK(!strcmp(count.limit, "running") && count.value == 3 && strstr(errmsg(), "its limit is 3"));
+	/* Retry-After: soon while some of the three are starting (no record
+	 * yet, or creating), a poll interval once all run. */
+	CHECK(count.retry_after_ms == RETRY_RUNNING_STARTING_MS);
+	record_state(st, ws, ids[0], SBX_RUNNING);
+	record_state(st, ws, ids[1], SBX_RUNNING);
+	record_state(st, ws, ids[2], SBX_CREATING);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT &&
+	      count.retry_after_ms == RETRY_RUNNING_STARTING_MS);
+	record_state(st, ws, ids[2], SBX_RUNNING);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT &&
+	      count.retry_after_ms == RETRY_RUNNING_FULL_MS && count.running == 3);
 	/* Another workspace is not held to this one's count. */
 	CHECK(place_in(st, "other", &caps, &count, host, ids[7]) == 0 && count.creates_used == 1);
 	/* Hibernated on its host: no longer running; running is. */
