@@ -180,6 +180,16 @@ api "$op" GET "/v1/admin/audit?limit=100"
 check plans_audited "$STATUS $(body)" status_is 200 "[(e['method'], e['target'], e['status']) for e in j['entries']][::-1] == [('PUT', 'team', 200), ('PUT', 'gold', 201), ('PUT', 'gold', 200), ('PUT', 'team', 200)] and all(e['key_prefix'].startswith('kilnop_') for e in j['entries'])"
 kd workspace plan delta gold > "$dir/ws.out" 2>&1
 check kilnd_workspace_operators_plan "$(cat "$dir/ws.out")" grep -q '^delta gold {"running":1,' "$dir/ws.out"
+# kiln admin plans: set, show, list (docs/cli.md)
+kadm() { KILN_API_URL=$API KILN_ADMIN_KEY=$op "$build/kiln" admin plans "$@" 2>&1; }
+out=$(kadm set silver --limits running=2,vcpus=1)
+check cli_plans_set "$(tr '\n' '|' <<<"$out")" grep -q "^limits  *running=2,vcpus=1$" <<<"$out"
+out=$(kadm show free)
+check cli_plans_show "$(tr '\n' '|' <<<"$out")" grep -q "^from  *the server's$" <<<"$out"
+out=$(kadm list)
+check cli_plans_list "$(tr '\n' '|' <<<"$out")" eval 'grep -q "^gold  *operator  *-  *running=1$" <<<"$out" && grep -q "^enterprise  *server  *yes  *none$" <<<"$out"'
+out=$(kadm set silver); st=$?
+check cli_plans_set_needs_limits "exit $st: $(tr '\n' '|' <<<"$out")" eval '[ $st = 2 ] && grep -q "wants --limits" <<<"$out"'
 api "$op" DELETE /v1/admin/workspaces/delta
 api "$op" PATCH /v1/admin/workspaces/gamma '{"plan":"team"}'
 
