@@ -36,6 +36,23 @@ void audit_request(struct req *r)
 			 a.status, errmsg());
 }
 
+void audit_operator(struct req *r, const char *wsid, int status, const char *target)
+{
+	struct audit_row a = { .status = status };
+	snprintf(a.workspace, sizeof a.workspace, "%s", wsid);
+	snprintf(a.key_id, sizeof a.key_id, "%s", r->op.id);
+	snprintf(a.key_prefix, sizeof a.key_prefix, "%s", r->op.prefix);
+	snprintf(a.method, sizeof a.method, "%s", r->method);
+	snprintf(a.route, sizeof a.route, "%s", r->route->pattern);
+	if (target)
+		snprintf(a.target, sizeof a.target, "%s", target);
+	else
+		target_of(r, a.target, sizeof a.target);
+	if (store_audit_add(r->api->store, &a) < 0)
+		log_warn("audit: %s %s by operator %s not recorded: %s", a.method, a.route, a.key_id,
+			 errmsg());
+}
+
 /* ---- retention ---------------------------------------------------------------- */
 
 #define RETENTION_PERIOD_MS (3600 * 1000)

@@ -15,6 +15,14 @@ struct req;
  * failed write is logged, not retried. */
 void audit_request(struct req *r);
 
+/* The change an operator's request r (/v1/admin/...) made, in workspace
+ * wsid's audit log, or the operator's own (AUDIT_OPERATOR_LOG: changes
+ * of no one workspace, as a plan's; GET /v1/admin/audit); the actor its
+ * operator credential. target: what it made (NULL: what the path names).
+ * A failed write costs the answer nothing: it is logged. */
+#define AUDIT_OPERATOR_LOG ""
+void audit_operator(struct req *r, const char *wsid, int status, const char *target);
+
 struct store;
 /* Retention: entries older than days are removed now and every hour
  * after, by every kilnd with the API (the deletes of replicas sharing a

@@ -15,11 +15,13 @@
  *   POST   /v1/admin/workspaces/{name}/keys  as POST /v1/keys, for that workspace
  *   DELETE /v1/admin/workspaces/{name}/keys/{id}  as DELETE /v1/keys/{id}
  *   GET    /v1/admin/usage?from=&to=         metered usage per workspace, priced
+ *   (plans: h_admin_plans.c; the operator's audit log: h_audit.c)
  *
  * Each change is written to the target workspace's audit log, the actor
  * the operator credential (its id and prefix).
  */
 #include "api/api.h"
+#include "api/audit.h"
 #include "api/handlers.h"
 #include "api/hcommon.h"
 #include "api/http.h"
@@ -36,27 +38,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The change made to workspace wsid, in its audit log (a failed write
- * costs the answer nothing: it is logged). target: what it made (NULL:
- * what the path names). */
-static void audit(struct req *r, const char *wsid, int status, const char *target)
-{
-	struct audit_row a = { .status = status };
-	snprintf(a.workspace, sizeof a.workspace, "%s", wsid);
-	snprintf(a.key_id, sizeof a.key_id, "%s", r->op.id);
-	snprintf(a.key_prefix, sizeof a.key_prefix, "%s", r->op.prefix);
-	snprintf(a.method, sizeof a.method, "%s", r->method);
-	snprintf(a.route, sizeof a.route, "%s", r->route->pattern);
-	if (target)
-		snprintf(a.target, sizeof a.target, "%s", target);
-	else
-		snprintf(a.target, sizeof a.target, "%s%s%s", r->nparams > 0 ? r->params[0] : "",
-			 r->nparams > 1 ? "/" : "", r->nparams > 1 ? r->params[1] : "");
-	if (store_audit_add(r->api->store, &a) < 0)
-		log_warn("audit: %s %s by operator %s not recorded: %s", a.method, a.route, a.key_id,
-			 errmsg());
-}
 
 /* The workspace as the operator sees it. */
 static int workspace_json(struct req *r, const struct workspace_row *w, json_t **out)
@@ -189,8 +170,10 @@ static int plan_change_parse(struct req *r, struct plan_change *pc)
 	int rc = v_str(r->json, "plan", false, PLAN_NAME_MAX - 1, &pc->plan);
 	if (rc < 0)
 		return rc;
-	if (pc->plan && (!r->api->plans || !plans_find(r->api->plans, pc->plan)))
-		return errf(EINVAL, "field 'plan': no plan '%s' on this server", pc->plan);
+	struct plan known;
+	if (pc->plan && (!r->api->plans || plans_resolve(r->api->plans, r->api->store, pc->plan, &known, NULL) < 0))
+		return errf(EINVAL, "field 'plan': no plan '%s' on this server (GET /v1/admin/plans lists them)",
+			    pc->plan);
 	/* null is absent, as everywhere in the API; {} drops its own limits. */
 	json_t *l = r->json ? json_object_get(r->json, "limits") : NULL;
 	if (!l || json_is_null(l))
@@ -246,7 +229,7 @@ int h_admin_ws_create(struct req *r)
 	struct workspace_row w;
 	if ((rc = store_workspace_find(r->api->store, name, &w)) < 0)
 		return reply_errno(r, rc);
-	audit(r, w.id, 201, w.id);
+	audit_operator(r, w.id, 201, w.id);
 	return reply_workspace(r, 201, &w);
 }
 
@@ -274,7 +257,7 @@ int h_admin_ws_patch(struct req *r)
 	if (suspended && !w.suspended)
 		credit_watch_kick();
 	w.suspended = suspended;
-	audit(r, w.id, 200, NULL);
+	audit_operator(r, w.id, 200, NULL);
 	return reply_workspace(r, 200, &w);
 }
 
@@ -289,7 +272,7 @@ int h_admin_ws_delete(struct req *r)
 	int rc = store_workspace_delete(r->api->store, w.id);
 	if (rc < 0)
 		return reply_errno(r, rc);
-	audit(r, w.id, 204, NULL);
+	audit_operator(r, w.id, 204, NULL);
 	return reply_empty(r, 204);
 }
 
@@ -303,7 +286,7 @@ int h_admin_ws_key(struct req *r)
 		return answered;
 	int ret = key_create_reply(r, w.id);
 	if (r->status == 201)
-		audit(r, w.id, 201, r->created_id);
+		audit_operator(r, w.id, 201, r->created_id);
 	return ret;
 }
 
@@ -324,7 +307,7 @@ int h_admin_ws_key_delete(struct req *r)
 		return answered;
 	int ret = key_delete_reply(r, w.id, r->params[1]);
 	if (r->status == 204)
-		audit(r, w.id, 204, NULL);
+		audit_operator(r, w.id, 204, NULL);
 	return ret;
 }
 

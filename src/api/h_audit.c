@@ -7,6 +7,7 @@
  *       shown prefix)
  */
 #include "api/api.h"
+#include "api/audit.h"
 #include "api/handlers.h"
 #include "api/http.h"
 #include "api/render.h"
@@ -52,7 +53,7 @@ static int parse_cursor(const char *c, struct audit_query *q, char id[ID_MAX])
 	return 0;
 }
 
-int h_audit_list(struct req *r)
+static int list(struct req *r, const char *workspace)
 {
 	struct audit_query q = { .limit = AUDIT_LIMIT_DEFAULT };
 	const char *v = req_query(r, "limit");
@@ -74,7 +75,7 @@ int h_audit_list(struct req *r)
 		q.key = v;
 	}
 	struct page pg = { json_array(), "" };
-	int rc = pg.arr ? store_audit_each(r->api->store, r->workspace, &q, one_entry, &pg)
+	int rc = pg.arr ? store_audit_each(r->api->store, workspace, &q, one_entry, &pg)
 			: errf(ENOMEM, "out of memory");
 	if (rc < 0) {
 		json_decref(pg.arr);
@@ -83,4 +84,14 @@ int h_audit_list(struct req *r)
 	bool full = (int)json_array_size(pg.arr) == q.limit;
 	return reply_json(r, 200, json_pack("{s:o,s:o}", "entries", pg.arr, "next_cursor",
 					    full ? json_string(pg.last) : json_null()));
+}
+
+int h_audit_list(struct req *r)
+{
+	return list(r, r->workspace);
+}
+
+int h_admin_audit(struct req *r)
+{
+	return list(r, AUDIT_OPERATOR_LOG);
 }

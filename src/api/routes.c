@@ -145,6 +145,10 @@ const struct route routes[] = {
 	{ "POST", "/v1/admin/workspaces/{name}/keys", h_admin_ws_key, BODY_JSON, ROUTE_ADMIN },
 	{ "DELETE", "/v1/admin/workspaces/{name}/keys/{id}", h_admin_ws_key_delete, BODY_NONE, ROUTE_ADMIN },
 	{ "GET", "/v1/admin/usage", h_admin_usage, BODY_NONE, ROUTE_ADMIN },
+	{ "GET", "/v1/admin/plans", h_admin_plans, BODY_NONE, ROUTE_ADMIN },
+	{ "GET", "/v1/admin/plans/{name}", h_admin_plan_get, BODY_NONE, ROUTE_ADMIN },
+	{ "PUT", "/v1/admin/plans/{name}", h_admin_plan_put, BODY_JSON, ROUTE_ADMIN },
+	{ "GET", "/v1/admin/audit", h_admin_audit, BODY_NONE, ROUTE_ADMIN },
 };
 #pragma GCC diagnostic pop
 const size_t nroutes = sizeof routes / sizeof routes[0];

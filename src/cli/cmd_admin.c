@@ -10,6 +10,7 @@
  *   kiln admin keys create WORKSPACE [--name N] [--scope full|read] [--expires SECONDS]
  *   kiln admin keys list WORKSPACE | revoke WORKSPACE ID...
  *   kiln admin usage [--from T] [--to T]
+ *   kiln admin plans list | show NAME | set NAME --limits K=N[,K=N]|none
  *
  * The credential comes from the environment alone, never an option: a
  * command line shows in ps and in the shell's history. The arguments are
@@ -263,6 +264,113 @@ static int admin_keys(const struct command *cmd, struct opts *o)
 	return subcommand_run(cmd, o, "admin keys", 1, subs, sizeof subs / sizeof subs[0]);
 }
 
+/* ---- kiln admin plans list|show|set ---------------------------------------------- */
+
+/* pos[i] as a plan's name (what kilnd takes: 1 to 31 of a-z, 0-9, - and
+ * _), which also makes it safe in a path. */
+static const char *plan_arg(const struct command *cmd, struct opts *o, int i)
+{
+	if (i >= o->npos)
+		usage_error(cmd, "a plan name is missing");
+	const char *s = o->pos[i];
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-_");
+	if (!*s || s[n] || n > 31)
+		usage_error(cmd, "'%s' is not a plan name: 1 to 31 of a-z, 0-9, - and _", s);
+	return s;
+}
+
+/* A plan's limits in force as "running=3,vcpus=2" (0s left out: none). */
+static const char *set_limits_text(json_t *l, char *buf, size_t len)
+{
+	size_t n = 0;
+	const char *k;
+	json_t *v;
+	buf[0] = 0;
+	json_object_foreach(l, k, v) {
+		if (n >= len || !json_integer_value(v))
+			continue;
+		n += (size_t)snprintf(buf + n, len - n, "%s%s=%lld", n ? "," : "", k,
+				      (long long)json_integer_value(v));
+	}
+	return n ? buf : "none";
+}
+
+static int plan_reply(struct opts *o, json_t *p)
+{
+	if (o->json) {
+		print_json(p);
+	} else {
+		char limits[1024], own[512];
+		json_t *op = json_object_get(p, "operator_limits");
+		printf("name             %s%s\n", str(p, "name"),
+		       json_is_true(json_object_get(p, "default")) ? " (the server's default)" : "");
+		printf("from             %s\n", json_is_true(json_object_get(p, "server_plan"))
+			? (json_is_object(op) ? "the server's, changed by the operator" : "the server's")
+			: "the operator's");
+		printf("limits           %s\n", set_limits_text(json_object_get(p, "limits"), limits, sizeof limits));
+		printf("operator's       %s\n", json_is_object(op) ? (json_object_size(op) ? limits_text(op, own, sizeof own) : "none")
+								: "none");
+	}
+	json_decref(p);
+	return 0;
+}
+
+static int plans_list(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	use_operator();
+	json_t *r = get_or_print(o, "/v1/admin/plans");
+	if (!r)
+		return 0;
+	struct table t;
+	table_init(&t, "NAME FROM DEFAULT LIMITS");
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(r, "plans"), i, p) {
+		char limits[1024];
+		bool server = json_is_true(json_object_get(p, "server_plan"));
+		bool changed = json_is_object(json_object_get(p, "operator_limits"));
+		table_row(&t, str(p, "name"), server ? (changed ? "server+operator" : "server") : "operator",
+			  json_is_true(json_object_get(p, "default")) ? "yes" : "-",
+			  set_limits_text(json_object_get(p, "limits"), limits, sizeof limits), NULL);
+	}
+	table_print(&t, stdout);
+	json_decref(r);
+	return 0;
+}
+
+static int plans_show(const struct command *cmd, struct opts *o)
+{
+	const char *name = plan_arg(cmd, o, 2);
+	need_args(cmd, o, 3, 3);
+	char path[64];
+	snprintf(path, sizeof path, "/v1/admin/plans/%s", name);
+	return plan_reply(o, admin_call("GET", path, NULL));
+}
+
+static int plans_set(const struct command *cmd, struct opts *o)
+{
+	const char *name = plan_arg(cmd, o, 2);
+	need_args(cmd, o, 3, 3);
+	if (!o->limits)
+		usage_error(cmd, "admin plans set wants --limits LIMIT=N[,LIMIT=N] (none: the server's plan as shipped)");
+	char path[64];
+	snprintf(path, sizeof path, "/v1/admin/plans/%s", name);
+	json_t *body = json_object();
+	put_limits(body, o);
+	return plan_reply(o, admin_call("PUT", path, body));
+}
+
+static int admin_plans(const struct command *cmd, struct opts *o)
+{
+	static const struct subcommand subs[] = {
+		{ "list", "", plans_list },
+		{ "show", "", plans_show },
+		{ "set", "limits", plans_set },
+	};
+	return subcommand_run(cmd, o, "admin plans", 1, subs, sizeof subs / sizeof subs[0]);
+}
+
 /* ---- kiln admin usage ------------------------------------------------------------ */
 
 static void usage_row(struct table *t, const char *name, json_t *u)
@@ -305,6 +413,7 @@ int cmd_admin(const struct command *cmd, struct opts *o)
 		{ "workspaces", NULL, admin_workspaces },
 		{ "keys", NULL, admin_keys },
 		{ "usage", "from to", admin_usage },
+		{ "plans", NULL, admin_plans },
 	};
 	return subcommand_run(cmd, o, "admin", 0, subs, sizeof subs / sizeof subs[0]);
 }

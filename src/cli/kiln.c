@@ -160,7 +160,7 @@ static const struct command commands[] = {
 	  "  --cursor C               read on after a full page whose next_cursor is C (kiln\n"
 	  "                           prints the command that does, on stderr)\n"
 	  "  --all                    follow the pages to the end, 100 at most (--json: one object)\n", false },
-	{ "admin", cmd_admin, "name scope expires plan limits from to", "admin workspaces|keys|usage ... [--json]",
+	{ "admin", cmd_admin, "name scope expires plan limits from to", "admin workspaces|keys|usage|plans ... [--json]",
 	  "the operator's commands (/v1/admin), with the operator credential in KILN_ADMIN_KEY",
 	  "  admin workspaces list    every live workspace: plan, limits, suspended, sandboxes, month's cost\n"
 	  "  admin workspaces show NAME\n"
@@ -175,6 +175,11 @@ static const struct command commands[] = {
 	  "  admin keys list WORKSPACE  its keys (as kiln keys list)\n"
 	  "  admin keys revoke WORKSPACE ID...  revoke keys of that workspace (key_...)\n"
 	  "  admin usage [--from T] [--to T]  metered usage per workspace, priced (default: this month)\n"
+	  "  admin plans list         every plan: the server's and the operator's, the limits in force\n"
+	  "  admin plans show NAME\n"
+	  "  admin plans set NAME --limits LIMIT=N[,LIMIT=N]|none\n"
+	  "                           the operator's limits over the server's plan (none: as shipped),\n"
+	  "                           or a plan of the operator's; held at once on every replica\n"
 	  "  KILN_ADMIN_KEY: an operator credential (kilnop_...; kilnd admin create on kilnd's host)\n", false },
 	{ "app", cmd_app, "port command template from-snapshot sandbox env restart idle-seconds ready-timeout tail follow",
 	  "app create|ls|get|deploy|logs|rm ... [--json]",

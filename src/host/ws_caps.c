@@ -10,6 +10,7 @@
  */
 #include "host/host_int.h"
 #include "common/err.h"
+#include "common/retry.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -65,18 +66,21 @@ static void tally_push(struct ws_tally *t, int64_t now)
 	t->times[(t->first + t->n++) % TALLY_TIMES] = now;
 }
 
-/* The workspace's sandboxes creating or running in the list. */
-static int running_of(struct host *h, const char *ws)
+/* The workspace's sandboxes creating or running in the list; *starting
+ * (may be NULL) those of them still creating. */
+static int running_of(struct host *h, const char *ws, int *starting)
 {
-	int n = 0;
+	int n = 0, s = 0;
 	for (struct sandbox *sb = h->list; sb; sb = sb->next) {
 		pthread_mutex_lock(&sb->lock);
 		if (!strcmp(sb->row.workspace, ws) &&
 		    (sb->row.state == SBX_CREATING || sb->row.state == SBX_RUNNING ||
 		     sb->row.state == SBX_PAUSED))
-			n++;
+			n++, s += sb->row.state == SBX_CREATING;
 		pthread_mutex_unlock(&sb->lock);
 	}
+	if (starting)
+		*starting = s;
 	return n;
 }
 
@@ -109,9 +113,11 @@ static int admit_locked(struct host *h, const char *ws, const struct ws_caps *ca
 	rep->reset_ms = t->n ? t->times[t->first] + caps->window_ms : 0;
 	t->running_cap = caps->running;
 	if (caps->running) {
-		int have = running_of(h, ws) + t->pending;
+		int starting;
+		int have = running_of(h, ws, &starting) + t->pending;
+		/* pending: admitted, not yet in the list: starting too. */
 		if (have + n > caps->running)
-			return refuse(rep, "running", caps->running, 0,
+			return refuse(rep, "running", caps->running, retry_running_ms(starting + t->pending),
 				      "%lld sandboxes of this workspace are running or starting; its limit is %lld",
 				      have);
 	}
@@ -166,7 +172,7 @@ int ws_wake_reserve(struct host *h, const char *ws)
 		t = t->next;
 	int rc = 0;
 	if (t && t->running_cap) {
-		int have = running_of(h, ws) + t->pending;
+		int have = running_of(h, ws, NULL) + t->pending;
 		if (have + 1 > t->running_cap)
 			rc = errf(EDQUOT, "waking it would make %d sandboxes of this workspace running or "
 				  "starting; its limit is %d (delete or hibernate one first)", have + 1,

@@ -614,8 +614,9 @@ static int cmd_workspace(struct cmdline *c, int argc, char **argv)
 	char wsid[ID_MAX];
 	int rc = store_workspace_ensure(st, ws, wsid);
 	if (rc == 0 && set) {
-		if (!plans_find(&c->plans, argv[2]))
-			die("plan %s: no such plan (%s; --plans FILE adds others)", argv[2], plan_names(&c->plans));
+		struct plan known;
+		if (plans_resolve(&c->plans, st, argv[2], &known, NULL) < 0)
+			die("plan %s: no such plan (%s; --plans FILE or PUT /v1/admin/plans/NAME adds others)", argv[2], plan_names(&c->plans));
 		struct plan_limits l = { 0 };
 		json_t *o = NULL;
 		if (argc == 4) {

@@ -77,13 +77,11 @@ int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 		snprintf(name, sizeof name, "%s", c->plans->default_plan);
 	else if (rc < 0)
 		return rc;
-	const struct plan *p = plans_find(c->plans, name);
-	if (!p) {
+	rc = plans_resolve(c->plans, c->store, name, out, NULL);
+	if (rc < 0) {
 		free(own);
-		return errf(EIO, "workspace plan '%.32s' is not a plan of this server", name);
+		return rc == -ENOENT ? errf(EIO, "workspace plan '%.32s' is not a plan of this server", name) : rc;
 	}
-	*out = *p;
-	rc = 0;
 	if (own) {
 		json_error_t e;
 		json_t *o = json_loads(own, 0, &e);

@@ -1,10 +1,12 @@
 #include "ops/plan.h"
+#include "store/store.h"
 #include "common/err.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *const plan_limit_names[] = {
@@ -93,7 +95,7 @@ json_t *plan_limits_json(const struct plan_limits *l)
 	return o;
 }
 
-static bool name_ok(const char *s)
+bool plan_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 	if (n == 0 || n >= PLAN_NAME_MAX)
@@ -116,7 +118,7 @@ int plans_load(struct plans *p, const char *path)
 	json_object_foreach(root, name, v) {
 		if (rc < 0)
 			break;
-		if (!name_ok(name)) {
+		if (!plan_name_ok(name)) {
 			rc = errf(EINVAL, "plans file %s: plan name '%.64s': 1 to %d of a-z, 0-9, - and _",
 				  path, name, PLAN_NAME_MAX - 1);
 			break;
@@ -136,5 +138,35 @@ int plans_load(struct plans *p, const char *path)
 		rc = plan_limits_apply(&pl->limits, v, what);
 	}
 	json_decref(root);
+	return rc;
+}
+
+int plans_resolve(const struct plans *p, struct store *st, const char *name, struct plan *out, bool *operators)
+{
+	if (operators)
+		*operators = false;
+	const struct plan *base = plans_find(p, name);
+	char *text = NULL;
+	int rc = st && plan_name_ok(name) ? store_plandef_get(st, name, &text, NULL) : -ENOENT;
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	if (!base && rc == -ENOENT)
+		return errf(ENOENT, "no plan '%.32s' on this server", name);
+	memset(out, 0, sizeof *out);
+	if (base)
+		*out = *base;
+	else
+		snprintf(out->name, sizeof out->name, "%s", name);
+	if (!text)
+		return 0;
+	if (operators)
+		*operators = true;
+	json_error_t e;
+	json_t *o = json_loads(text, 0, &e);
+	free(text);
+	char what[64];
+	snprintf(what, sizeof what, "the operator's plan %s", out->name);
+	rc = o ? plan_limits_apply(&out->limits, o, what) : errf(EIO, "%s: %s", what, e.text);
+	json_decref(o);
 	return rc;
 }

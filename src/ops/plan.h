@@ -3,14 +3,16 @@
  * a plan: its own (`kilnd workspace plan`, in the store) or the server's
  * default. A plan is a set of limits; the shipped plans are free, pro,
  * team and enterprise, the operator's plans file (kilnd --plans) changes
- * them or adds others, and a workspace may carry limits of its own over
- * its plan's. The limits become the host's ws_caps (counted exactly
+ * them or adds others, the operator's API (PUT /v1/admin/plans/NAME)
+ * writes limits into the store over either or makes new plans, and a
+ * workspace may carry limits of its own over its plan's. The limits become the host's ws_caps (counted exactly
  * there) and the cap on ttl_seconds.
  */
 #ifndef KILN_OPS_PLAN_H
 #define KILN_OPS_PLAN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ops/billing.h"
@@ -65,8 +67,20 @@ void plans_init(struct plans *p);
  * named there that exists is changed, limit by limit; another is added
  * (its unnamed limits 0). -EINVAL naming the file, plan and field. */
 int plans_load(struct plans *p, const char *path);
-/* The plan called name, or NULL. */
+/* The plan called name, or NULL: the server's (shipped or plans file). */
 const struct plan *plans_find(const struct plans *p, const char *name);
+/* A plan's name: 1 to PLAN_NAME_MAX - 1 of a-z, 0-9, - and _. */
+bool plan_name_ok(const char *name);
+
+struct store;
+/* The plan called name as in force now: the server's with the operator's
+ * limits from the store (st; NULL: none) applied over it, or the
+ * operator's alone (its unnamed limits 0). Read from the store at each
+ * call, so a change made through any API replica holds at once.
+ * *operators (may be NULL): whether the store had limits for it. -ENOENT
+ * when neither has the plan. */
+int plans_resolve(const struct plans *p, struct store *st, const char *name, struct plan *out,
+		  bool *operators);
 /* Apply a JSON object of limits over l; -EINVAL naming the bad field (what
  * names where it comes from, for the message). */
 int plan_limits_apply(struct plan_limits *l, const json_t *o, const char *what);

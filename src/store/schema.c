@@ -14,7 +14,16 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 10;
+const int schema_version = 11;
+
+/* The operator's plans (version 11): made by schema_sql and, idempotently,
+ * by the migration step that marks the version. */
+#define PLANS_TABLE                                 \
+	"CREATE TABLE IF NOT EXISTS plans (\n"     \
+	"  name TEXT PRIMARY KEY,\n"               \
+	"  limits TEXT NOT NULL,\n"                \
+	"  updated_ms BIGINT NOT NULL\n"           \
+	");\n"
 
 const char schema_sql[] =
 	"CREATE TABLE IF NOT EXISTS meta (\n"
@@ -188,6 +197,11 @@ const char schema_sql[] =
 	"  updated_ms BIGINT NOT NULL\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_created ON sandboxes (workspace_id, created_ms);\n"
+	/* The operator's plans (PUT /v1/admin/plans/NAME, ops/plan.h): a
+	 * JSON object of limits over the shipped or plans-file plan of that
+	 * name, or a plan of its own (its unnamed limits 0). Read at each
+	 * use, so that every replica enforces a change at once. */
+	PLANS_TABLE
 	/* The cluster (docs/cluster.md): tokens an operator makes for hosts
 	 * to join with, and the hosts that joined. A secret is kept only as
 	 * the hex SHA-256 of itself. uses_left -1: any number of joins. */
@@ -387,6 +401,11 @@ const struct migration schema_migrations[] = {
 	      "DROP TABLE database_backups;\n"
 	      "ALTER TABLE database_backups_v10 RENAME TO database_backups;\n"
 	      "CREATE INDEX IF NOT EXISTS database_backups_by_db ON database_backups (workspace_id, database_id);\n" },
+	/* Version 10 had no operator's plans. The table is new (schema_sql
+	 * made it already); the version moves so that an older kilnd, which
+	 * would enforce the shipped limits and not the operator's, refuses
+	 * this database rather than run beside a newer replica. */
+	{ 11, PLANS_TABLE },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

@@ -278,6 +278,68 @@ int store_plan_get(struct store *st, const char *workspace, char plan[NAME_MAX_L
 	return 0;
 }
 
+int store_plandef_set(struct store *st, const char *name, const char *limits)
+{
+	return RUN(st, "INSERT INTO plans (name, limits, updated_ms) VALUES ($1, $2, $3) "
+		       "ON CONFLICT (name) DO UPDATE SET limits = excluded.limits, updated_ms = excluded.updated_ms",
+		   NULL, NULL, NULL, DBV_S(name), DBV_S(limits), DBV_I(wall_ms()));
+}
+
+struct plandef_walk {
+	store_plandef_fn *fn;
+	void *ctx;
+};
+
+static int row_plandef(void *ctx, const struct dbv *c, int n)
+{
+	struct plandef_walk *w = ctx;
+	if (n < 3)
+		return errf(EIO, "store: plans: short row");
+	return w->fn(w->ctx, dbv_text(&c[0]), dbv_text(&c[1]), dbv_int(&c[2]));
+}
+
+int store_plandef_each(struct store *st, store_plandef_fn *fn, void *ctx)
+{
+	struct plandef_walk w = { fn, ctx };
+	return store_run(st, "SELECT name, limits, updated_ms FROM plans ORDER BY name", NULL, 0, row_plandef,
+			 &w, NULL);
+}
+
+struct plandef_one {
+	char *limits;
+	int64_t updated_ms;
+	bool found, oom;
+};
+
+static int row_plandef_one(void *ctx, const struct dbv *c, int n)
+{
+	struct plandef_one *o = ctx;
+	if (n < 2)
+		return 1;
+	o->found = true;
+	o->oom = !(o->limits = strdup(dbv_text(&c[0])));
+	o->updated_ms = dbv_int(&c[1]);
+	return 1;
+}
+
+int store_plandef_get(struct store *st, const char *name, char **limits, int64_t *updated_ms)
+{
+	struct plandef_one o = { 0 };
+	*limits = NULL;
+	int rc = RUN(st, "SELECT limits, updated_ms FROM plans WHERE name = $1", row_plandef_one, &o, NULL,
+		     DBV_S(name));
+	if (rc < 0)
+		return rc;
+	if (o.oom)
+		return errf(ENOMEM, "out of memory");
+	if (!o.found)
+		return errf(ENOENT, "no operator's plan %.32s", name);
+	*limits = o.limits;
+	if (updated_ms)
+		*updated_ms = o.updated_ms;
+	return 0;
+}
+
 struct creates {
 	int64_t *times;
 	int cap, n;

@@ -87,6 +87,14 @@ int store_key_add(struct store *st, const char *workspace, const char *name,
  * workspace has no plan of its own; *limits is malloc'd (or NULL). */
 int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits);
 int store_plan_get(struct store *st, const char *workspace, char plan[NAME_MAX_LEN], char **limits);
+/* The operator's plans (ops/plan.h): a plan's limits, a JSON object
+ * over the server's plan of that name (or a plan of its own). get:
+ * -ENOENT when the operator set none; *limits malloc'd. each: every one,
+ * by name. */
+int store_plandef_set(struct store *st, const char *name, const char *limits);
+int store_plandef_get(struct store *st, const char *name, char **limits, int64_t *updated_ms);
+typedef int store_plandef_fn(void *ctx, const char *name, const char *limits, int64_t updated_ms);
+int store_plandef_each(struct store *st, store_plandef_fn *fn, void *ctx);
 /* The creation times (ms) of the workspace's sandboxes made at since_ms
  * or later, oldest first, at most cap of them in times; *n how many. */
 int store_creates_since(struct store *st, const char *workspace, int64_t since_ms,

@@ -8,6 +8,7 @@
 #include "store/cluster.h"
 #include "store/store_int.h"
 #include "common/err.h"
+#include "common/retry.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -81,6 +82,16 @@ static int row_time(void *ctx, const struct dbv *c, int n)
 	return w->n == PLACE_WINDOW_MAX;	/* a cap that large is no cap */
 }
 
+/* Two integers (a COUNT and a SUM). */
+static int row_int2(void *ctx, const struct dbv *c, int n)
+{
+	int64_t *v = ctx;
+	if (n < 2)
+		return -EPROTO;
+	v[0] = dbv_int(&c[0]), v[1] = dbv_int(&c[1]);
+	return 0;
+}
+
 /* -EDQUOT with the message, the count naming the cap. */
 static int refuse(struct place_count *pc, const char *limit, int64_t value, int64_t retry_ms,
 		  const char *fmt, int64_t have)
@@ -101,21 +112,25 @@ static int admit(struct store *tx, const struct placement *p, int n, int64_t now
 	const struct place_caps *c = p->caps;
 	struct place_count *pc = p->count;
 	memset(pc, 0, sizeof *pc);
-	int64_t running = 0;
+	int64_t running[2] = { 0, 0 };	/* creating or running; of them starting */
 	int rc = 0;
 	/* A wake in flight counts as running, but not the one of the sandbox
 	 * this wake starts (two wakes of one sandbox start one sandbox). */
 	char own_wake[ID_MAX + 8];
 	snprintf(own_wake, sizeof own_wake, "wake_%s", p->wake_of ? p->wake_of : "");
 	if (c->running)
-		rc = RUN(tx, "SELECT COUNT(*) FROM placements p LEFT JOIN sandboxes s ON s.id = p.id "
-			     "WHERE p.workspace_id = $1 AND p.ended_ms IS NULL AND ((p.kind = 'sandbox' "
-			     "AND (s.state IS NULL OR s.state IN ($2, $3, $4))) OR (p.kind = 'wake' AND p.id <> $5))",
-			 store_row_int1, &running, NULL, DBV_S(p->workspace),
+		/* The parameters in the order of their first use (SQLite numbers
+		 * $N by it). */
+		rc = RUN(tx, "WITH held AS (SELECT p.kind, s.state FROM placements p LEFT JOIN sandboxes s "
+			     "ON s.id = p.id WHERE p.workspace_id = $1 AND p.ended_ms IS NULL AND ((p.kind = 'sandbox' "
+			     "AND (s.state IS NULL OR s.state IN ($2, $3, $4))) OR (p.kind = 'wake' AND p.id <> $5))) "
+			     "SELECT COUNT(*), COALESCE(SUM(CASE WHEN kind = 'wake' OR state IS NULL OR state = $2 "
+			     "THEN 1 ELSE 0 END), 0) FROM held",
+			 row_int2, running, NULL, DBV_S(p->workspace),
 			 DBV_S(sbx_state_name(SBX_CREATING)), DBV_S(sbx_state_name(SBX_RUNNING)),
 			 DBV_S(sbx_state_name(SBX_PAUSED)),	/* paused holds its memory */
 			 DBV_S(own_wake));
-	pc->running = running;
+	pc->running = running[0];
 	struct window w = { NULL, 0 };
 	bool wake = !strcmp(p->kind, "wake");
 	if (rc >= 0 && c->window_ms > 0 && !wake) {
@@ -132,10 +147,11 @@ static int admit(struct store *tx, const struct placement *p, int n, int64_t now
 	rc = 0;	/* a reader that stopped early is no error */
 	pc->creates_used = w.n;
 	pc->reset_ms = w.n ? w.t[0] + c->window_ms : 0;
-	if (c->running && running + n > c->running) {
-		rc = refuse(pc, "running", c->running, 0,
+	if (c->running && running[0] + n > c->running) {
+		/* A reservation (no record yet), a wake, a record creating: starting. */
+		rc = refuse(pc, "running", c->running, retry_running_ms(running[1]),
 			    "%lld sandboxes of this workspace are running or starting; its limit is %lld",
-			    running);
+			    running[0]);
 	} else if (c->creates && c->window_ms > 0 && !wake && w.n + n > c->creates) {
 		/* Room for n once the oldest n - (cap - count) have left. */
 		int k = (int)(w.n + n - c->creates - 1);

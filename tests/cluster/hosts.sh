@@ -7,7 +7,7 @@
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
 . "$(dirname "$0")/../e2e/lib.sh"
-: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_OP:?} ${CL_KEY_PLAN:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
 # replicas check it with); host-a plain HTTP.
 KEY=$CL_KEY
@@ -369,6 +369,52 @@ for s in $c3 $c4; do
 done
 a=$(on_host a) b=$(on_host b)
 [ -z "$a$b" ] || fail hosts_empty_after_caps "a: '$a' b: '$b'"
+
+# ---- metering on a host agent, read through the API (issue 13) --------------------
+# A sandbox burning one vCPU for 10 s meters 10 +- 1 active vCPU-seconds
+# in GET /v1/usage: its host samples it (every 5 s), the heartbeats
+# (every 3 s) bring the hours to the cluster's database, a replica reads
+# them there. It is made before the plan's case below, which gives its
+# restore's own work time to pass and be counted before the burn. (Like
+# e2e 83-kilnd-metering, a figure another load on the machine can skew.)
+KEY=$CL_KEY URL=$CL_API2
+create_sandbox; M=$SBX
+musage() { KEY=$CL_KEY URL=$CL_API2 api GET "/v1/usage?granularity=hour&from=$(( $(date +%s) - 7200 ))&sandbox=$M"; jget 'j["total"]["active_vcpu_seconds"]'; }
+
+# ---- a plan changed through one replica holds on the other (issue 13) ------------
+# Plan cl-gold (the operator's, made through the API: tests/cluster/run):
+# running 1 set through replica 1, then a second create through replica 2
+# is refused naming it; raised to 2 through replica 1, replica 2 admits
+# the next at once.
+KEY=$CL_OP URL=$CL_API1
+api PUT /v1/admin/plans/cl-gold '{"limits":{"running":1}}'; g1=$STATUS
+KEY=$CL_KEY_PLAN URL=$CL_API2
+create_sandbox; G1=$SBX
+api POST /v1/sandboxes '{"template":"minimal"}' -D "$T/g2.h"
+g2="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"], j["error"]["plan"]') $(sed -n 's/^Retry-After: *//Ip' "$T/g2.h" | tr -d '\r')"
+KEY=$CL_OP URL=$CL_API1
+api PUT /v1/admin/plans/cl-gold '{"limits":{"running":2}}'; g3=$STATUS
+KEY=$CL_KEY_PLAN URL=$CL_API2
+create_sandbox; G2=$SBX
+for s in $G1 $G2; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || fail plan_delete "$s: $STATUS $BODY"; done
+[ "$g1 $g3" = "200 200" ] && [ -n "$G1" ] && [ -n "$G2" ] && [ "$g2" = "429 ('running', 1, 'cl-gold') 10" ] \
+	&& pass plan_change_cluster "running 1 set on replica 1: replica 2 made $G1, refused the next ($g2); 2 set on replica 1: replica 2 made $G2" \
+	|| fail plan_change_cluster "PUT $g1, made '$G1', then $g2; PUT $g3, made '$G2'"
+
+if [ -n "$M" ]; then
+	m0=$(musage)
+	KEY=$CL_KEY URL=$CL_API2
+	api POST "/v1/sandboxes/$M/exec" '{"cmd":"timeout 10 sh -c \"while :; do :; done\"; true","timeout_seconds":60}'
+	sleep 10	# a sample (5 s) and a heartbeat (3 s) after the burn
+	m1=$(musage)
+	d=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 3))" "$m1" "$m0")
+	check metering_cluster "one vCPU busy 10 s on host-$(for x in a b; do [[ " $(on_host $x) " == *" $M "* ]] && echo $x; done): $d active vCPU-seconds in GET /v1/usage ($m0 then $m1; 9 to 11)" within "$d" 9 11
+	api DELETE "/v1/sandboxes/$M"
+	[ "$STATUS" = 204 ] || fail metering_delete "$STATUS $BODY"
+else
+	fail metering_cluster "create: $STATUS $BODY"
+fi
+KEY=$CL_KEY URL=$CL_API1
 
 # ---- a spent credit stops compute on the cluster too (issue 13) ------------------
 # Workspace cl-broke: a credit of 50 micro-dollars (about 3 vCPU-seconds).

@@ -6,6 +6,9 @@
 # admits again once it passed, X-RateLimit-* count down, the plan's TTL cap
 # holds, a sandbox larger than the plan allows is refused, a kilnd restart
 # keeps the window, and a workspace of the default plan is not limited.
+# A running-limit refusal says Retry-After (1 s while slots are starting,
+# 10 s when all run), and a plan changed through the operator's API
+# (PUT /v1/admin/plans/NAME) holds at the next create.
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail plans_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 
@@ -51,16 +54,17 @@ header() { sed -n "s/^$2: *//Ip" "$T/$1.h" | tr -d '\r'; }
 KEY=$TINY
 pids=()
 for i in $(seq 1 8); do
-	curl -s -m 300 -o "$T/c$i.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
+	curl -s -m 300 -o "$T/c$i.json" -D "$T/c$i.h" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY" \
 		--data-binary '{"template":"minimal"}' "$URL/v1/sandboxes" > "$T/c$i.code" &
 	pids+=($!)
 done
 wait "${pids[@]}"
-made=() refused=0 other=
+made=() refused=0 other= retries=
 for i in $(seq 1 8); do
 	case $(cat "$T/c$i.code") in
 	201) made+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/c$i.json")") ;;
-	429) python3 - "$T/c$i.json" <<'PY' && refused=$((refused + 1)) || other+="$i:$(head -c 200 "$T/c$i.json") "
+	429) retries+=" $(header c$i Retry-After)"
+		python3 - "$T/c$i.json" <<'PY' && refused=$((refused + 1)) || other+="$i:$(head -c 200 "$T/c$i.json") "
 import json, sys
 e = json.load(open(sys.argv[1]))["error"]
 ok = (e["code"], e["limit"], e["value"], e["plan"]) == ("limit_exceeded", "running", 3, "tiny")
@@ -83,9 +87,15 @@ KILN_API_URL=$URL KILN_API_KEY=$TINY "$BUILD/kiln" limits > "$T/limits.txt" 2>&1
 grep -q '^plan  *tiny$' "$T/limits.txt" && grep -q '^running  *3 (3 in use)$' "$T/limits.txt" &&
 	grep -q '^creates_per_hour  *6 (3 in the last '"$W"' s)$' "$T/limits.txt" && grep -q '^vcpus  *none$' "$T/limits.txt" &&
 	pass cli_limits "kiln limits: $(tr '\n' '|' < "$T/limits.txt")" || fail cli_limits "$(cat "$T/limits.txt")"
-api POST "/v1/sandboxes/${made[0]}/fork" '{}'
+api POST "/v1/sandboxes/${made[0]}/fork" '{}' -D "$T/fork.h"
 [ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = running ] &&
 	pass fork_counts "a fork at the limit: 429 running" || fail fork_counts "$STATUS $BODY"
+# Retry-After of the running limit (docs/billing.md): 1 s while the
+# slots' sandboxes are still starting (the burst's refusals came while
+# the 3 admitted were), 10 s once all of them run (the fork's).
+fretry=$(header fork Retry-After)
+check running_retry_after "burst refusals: Retry-After$retries; at the limit with all running: $fretry" \
+	eval '[ "$(echo $retries)" = "1 1 1 1 1" ] && [ "$fretry" = 10 ]'
 
 # ---- hibernated ones make room ---------------------------------------------------------------
 api POST "/v1/sandboxes/${made[0]}/hibernate" '{}'
@@ -284,6 +294,41 @@ api POST "/v1/sandboxes/$K1/exec" '{"cmd":"cat /root/kept"}'
 check suspended_restored "restored: $K1 was $st; exec (it wakes): $STATUS $(jget 'j["stdout"].strip()')" \
 	eval '[ "$st" = hibernated ] && [ "$STATUS" = 200 ] && [ "$(jget '\''j["stdout"].strip()'\'')" = before-suspension ]'
 api DELETE "/v1/sandboxes/$K1"
+
+# ---- the operator's plans (PUT /v1/admin/plans/NAME): held at once ----------------------------
+# Plan one (running 1, from the plans file) raised to 2 through the API:
+# w-one runs 2, the 3rd is refused naming 2; {} gives the file's 1 back,
+# held at the next create; a plan made through the API, set on the
+# workspace, holds too; kilnd workspace plan knows it.
+KEY=$OP
+api PUT /v1/admin/plans/one '{"limits":{"running":2}}'
+p1="$STATUS $(jget 'j["limits"]["running"], j["server_plan"]')"
+KEY=$ONE_KEY
+create_sandbox; Q1=$SBX
+create_sandbox; Q2=$SBX
+api POST /v1/sandboxes '{"template":"minimal"}' -D "$T/q3.h"
+q3="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"], j["error"]["plan"]') $(header q3 Retry-After)"
+KEY=$OP
+api PUT /v1/admin/plans/one '{"limits":{}}'
+p2="$STATUS $(jget 'j["limits"]["running"]')"
+KEY=$ONE_KEY
+api DELETE "/v1/sandboxes/$Q2"
+api POST /v1/sandboxes '{"template":"minimal"}'
+q4="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"]')"
+KEY=$OP
+api PUT /v1/admin/plans/gold '{"limits":{"memory_mib":128}}'
+p3=$STATUS
+api PATCH /v1/admin/workspaces/w-one '{"plan":"gold"}'
+KEY=$ONE_KEY
+api POST /v1/sandboxes '{"template":"minimal"}'
+q5="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"], j["error"]["plan"]')"
+ws_gold=$("$KILND" --data "$DATA" --plans "$T/plans.json" workspace show w-one 2>&1)
+KEY=$OP
+api PATCH /v1/admin/workspaces/w-one '{"plan":"one"}'
+KEY=$ONE_KEY
+api DELETE "/v1/sandboxes/$Q1"
+check operators_plan_held "PUT one running 2: $p1; 3rd create: $q3; PUT {}: $p2; 2nd create: $q4; PUT gold: $p3, on it: $q5; kilnd: $ws_gold" \
+	eval '[ "$p1" = "200 (2, True)" ] && [ -n "$Q1" ] && [ -n "$Q2" ] && [ "$q3" = "429 ('\''running'\'', 2, '\''one'\'') 10" ] && [ "$p2" = "200 1" ] && [ "$q4" = "429 ('\''running'\'', 1)" ] && [ "$p3" = 201 ] && [ "$q5" = "429 ('\''memory_mib'\'', 128, '\''gold'\'')" ] && [[ $ws_gold == "w-one gold {"* ]]'
 
 # ---- tiny's window, waited out: admits again -----------------------------------------------------
 while [ $SECONDS -lt $slide_at ]; do sleep 1; done

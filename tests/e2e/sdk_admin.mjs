@@ -336,6 +336,26 @@ try {
     return `${u.workspaces.length} workspaces from ${u.from} to ${u.to}, total ${JSON.stringify(u.total)}; ${e}`;
   });
 
+  await check("admin_plans", async () => {
+    const name = `${PREFIX.replace(/_/g, "-").slice(0, 20)}-ts-plan`;
+    const names = (await admin.plans()).map((p) => p.name);
+    assert(same(names.slice(0, 4), ["free", "pro", "team", "enterprise"]), names);
+    const p = await admin.setPlan(name, { running: 2, vcpus: 1 });
+    assert(p.name === name && p.limits.running === 2 && p.limits.vcpus === 1 && p.limits.creates_per_hour === 0, p);
+    assert(!p.server_plan && same(p.operator_limits, { running: 2, vcpus: 1 }), p);
+    await admin.updateWorkspace(WS, { plan: name });
+    const before = (await keyClient(made.wsKey.key).limits()).limits.running;
+    await admin.setPlan(name, { running: 1 });
+    const after = (await keyClient(made.wsKey.key).limits()).limits.running;
+    assert(before === 2 && after === 1, [before, after]);
+    assert(same((await admin.getPlan(name)).operator_limits, { running: 1 }));
+    const e = await rejects(InvalidRequest, () => admin.setPlan(name, { runing: 1 }));
+    assert(e.message.includes("runing"), e);
+    const e2 = await rejects(NotFound, () => admin.getPlan("no-such-plan"));
+    const e3 = await rejects(TypeError, () => admin.getPlan("../workspaces"));
+    return `${name}: running 2 then 1, seen by the workspace at once (${before}, ${after}); ${e}; ${e2}; ${e3}`;
+  });
+
   await check("admin_ws_delete", async () => {
     await admin.deleteWorkspace(WS);
     const e = await rejects(NotFound, () => admin.getWorkspace(WS));

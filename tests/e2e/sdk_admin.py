@@ -343,6 +343,28 @@ def usage():
     return f"{len(u['workspaces'])} workspaces from {u['from']} to {u['to']}, total {u['total']}; {e}"
 
 
+def plans():
+    name = PREFIX.replace("_", "-")[:20] + "-py-plan"
+    names = [p["name"] for p in admin.plans()]
+    assert names[:4] == ["free", "pro", "team", "enterprise"], names
+    p = admin.set_plan(name, {"running": 2, "vcpus": 1})
+    assert p["name"] == name and p["limits"]["running"] == 2 and p["limits"]["vcpus"] == 1, p
+    assert p["limits"]["creates_per_hour"] == 0 and not p["server_plan"] and p["operator_limits"] == {"running": 2, "vcpus": 1}, p
+    admin.update_workspace(WS, plan=name)
+    ws_client = Client(URL, made["ws_key"]["key"], max_retries=0)
+    before = ws_client.limits()["limits"]["running"]
+    admin.set_plan(name, {"running": 1})
+    after = ws_client.limits()["limits"]["running"]
+    ws_client.close()
+    assert (before, after) == (2, 1), (before, after)
+    assert admin.get_plan(name)["operator_limits"] == {"running": 1}
+    e = raises(InvalidRequest, admin.set_plan, name, {"runing": 1})
+    assert "runing" in e.message, e
+    e2 = raises(NotFound, admin.get_plan, "no-such-plan")
+    e3 = raises(ValueError, admin.get_plan, "../workspaces")
+    return f"{name}: running 2 then 1, seen by the workspace at once ({before}, {after}); {e}; {e2}; {e3}"
+
+
 def ws_delete():
     admin.delete_workspace(WS)
     e = raises(NotFound, admin.get_workspace, WS)
@@ -369,7 +391,7 @@ try:
     for name, fn in [("admin_ws_create", ws_create), ("admin_ws_list_get", ws_list), ("admin_ws_key", ws_key),
                      ("admin_ws_keys", ws_keys), ("admin_ws_revoke_key", ws_revoke),
                      ("admin_ws_plan_limits", ws_plan), ("admin_ws_suspend", ws_suspend),
-                     ("admin_ws_audit", ws_audit), ("admin_ws_audit_targets", ws_audit_targets), ("admin_usage", usage), ("admin_ws_delete", ws_delete),
+                     ("admin_ws_audit", ws_audit), ("admin_ws_audit_targets", ws_audit_targets), ("admin_usage", usage), ("admin_plans", plans), ("admin_ws_delete", ws_delete),
                      ("admin_bad_credential", bad_credentials)]:
         check(name, fn)
 finally:

@@ -141,6 +141,58 @@ api "$op" PATCH /v1/admin/workspaces/gamma '{"limits":{}}'
 api "$gamma" GET "/v1/audit?cursor=12.nope"
 check audit_bad_cursor "$STATUS $(body)" status_is 400 '"cursor" in j["error"]["message"]'
 
+# ---- plans (docs/billing.md "Plans"): the operator's limits over the
+# server's plans, and plans of their own, held at the next request
+api "$op" GET /v1/admin/plans
+check plans_list "$STATUS $(body)" status_is 200 '[p["name"] for p in j["plans"]] == ["free", "pro", "team", "enterprise"] and j["default_plan"] == "enterprise" and all(p["server_plan"] and p["operator_limits"] is None for p in j["plans"]) and j["plans"][0]["limits"]["running"] == 5'
+api "$alpha" GET /v1/admin/plans
+check plans_workspace_key_403 "$STATUS" status_is 403
+api "$op" PUT /v1/admin/plans/team '{"limits":{"running":4}}'
+check plan_put_over_server "$STATUS $(body)" status_is 200 'j["name"] == "team" and j["limits"]["running"] == 4 and j["limits"]["creates_per_hour"] == 6000 and j["operator_limits"] == {"running": 4} and j["server_plan"] and j["updated_at"]'
+api "$op" PUT /v1/admin/plans/gold '{"limits":{"running":9,"vcpus":2}}'
+check plan_put_new_201 "$STATUS $(body)" status_is 201 'j["name"] == "gold" and j["limits"]["running"] == 9 and j["limits"]["vcpus"] == 2 and j["limits"]["creates_per_hour"] == 0 and not j["server_plan"]'
+api "$op" PATCH /v1/admin/workspaces/gamma '{"plan":"gold"}'
+check workspace_on_operators_plan "$STATUS $(body)" status_is 200 'j["plan"] == "gold"'
+api "$gamma" GET /v1/limits
+check limits_of_operators_plan "$STATUS $(body)" status_is 200 'j["plan"] == "gold" and j["limits"]["running"] == 9 and j["limits"]["vcpus"] == 2'
+api "$op" PUT /v1/admin/plans/gold '{"limits":{"running":1}}'
+check plan_put_again_200 "$STATUS $(body)" status_is 200 'j["limits"]["running"] == 1 and j["limits"]["vcpus"] == 0'
+api "$gamma" GET /v1/limits
+check plan_change_held_at_once "$STATUS $(body)" status_is 200 'j["plan"] == "gold" and j["limits"]["running"] == 1 and j["limits"]["vcpus"] == 0'
+for bad in 'limits|{"running":-1}|running' 'limits|{"runing":1}|runing' 'limits|{"ttl_absolute":2}|ttl_absolute' \
+	'limits|"many"|limits' 'color|1|color' 'none||limits'; do
+	IFS='|' read -r field value names <<<"$bad"
+	[ "$field" = none ] && body='{}' || body="{\"$field\":$value}"
+	api "$op" PUT /v1/admin/plans/gold "$body"
+	check "plan_put_400_$names" "$body: $STATUS $(body)" status_is 400 "'$names' in j['error']['message']"
+done
+api "$op" PUT /v1/admin/plans/Gold_Plan '{"limits":{}}'
+check plan_put_bad_name "$STATUS $(body)" status_is 400 '"Gold_Plan" in j["error"]["message"] and "a-z" in j["error"]["message"]'
+api "$op" GET /v1/admin/plans/gold
+check bad_puts_changed_nothing "$STATUS $(body)" status_is 200 'j["operator_limits"] == {"running": 1}'
+api "$op" GET /v1/admin/plans/platinum
+check plan_missing_404 "$STATUS $(body)" status_is 404 '"platinum" in j["error"]["message"]'
+api "$op" PUT /v1/admin/plans/team '{"limits":{}}'
+check plan_put_empty_restores "$STATUS $(body)" status_is 200 'j["limits"]["running"] == 500 and j["operator_limits"] == {}'
+api "$op" GET /v1/admin/plans
+check plans_list_operators "$STATUS $(body)" status_is 200 '[p["name"] for p in j["plans"]] == ["free", "pro", "team", "enterprise", "gold"] and j["plans"][4]["operator_limits"] == {"running": 1}'
+api "$op" GET "/v1/admin/audit?limit=100"
+check plans_audited "$STATUS $(body)" status_is 200 "[(e['method'], e['target'], e['status']) for e in j['entries']][::-1] == [('PUT', 'team', 200), ('PUT', 'gold', 201), ('PUT', 'gold', 200), ('PUT', 'team', 200)] and all(e['key_prefix'].startswith('kilnop_') for e in j['entries'])"
+kd workspace plan delta gold > "$dir/ws.out" 2>&1
+check kilnd_workspace_operators_plan "$(cat "$dir/ws.out")" grep -q '^delta gold {"running":1,' "$dir/ws.out"
+# kiln admin plans: set, show, list (docs/cli.md)
+kadm() { KILN_API_URL=$API KILN_ADMIN_KEY=$op "$build/kiln" admin plans "$@" 2>&1; }
+out=$(kadm set silver --limits running=2,vcpus=1)
+check cli_plans_set "$(tr '\n' '|' <<<"$out")" grep -q "^limits  *running=2,vcpus=1$" <<<"$out"
+out=$(kadm show free)
+check cli_plans_show "$(tr '\n' '|' <<<"$out")" grep -q "^from  *the server's$" <<<"$out"
+out=$(kadm list)
+check cli_plans_list "$(tr '\n' '|' <<<"$out")" eval 'grep -q "^gold  *operator  *-  *running=1$" <<<"$out" && grep -q "^enterprise  *server  *yes  *none$" <<<"$out"'
+out=$(kadm set silver); st=$?
+check cli_plans_set_needs_limits "exit $st: $(tr '\n' '|' <<<"$out")" eval '[ $st = 2 ] && grep -q "wants --limits" <<<"$out"'
+api "$op" DELETE /v1/admin/workspaces/delta
+api "$op" PATCH /v1/admin/workspaces/gamma '{"plan":"team"}'
+
 # ---- suspension (a dashboard session signed in before it ends too)
 curl -s -o /dev/null -c "$dir/jar" -X POST -H 'Content-Type: application/json' \
 	--data "{\"api_key\":\"$alpha\"}" "$API/v1/session"

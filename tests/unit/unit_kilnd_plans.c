@@ -134,6 +134,49 @@ static void workspace_plan_in_the_store(void)
 	store_close(st);
 }
 
+/* The operator's plans (PUT /v1/admin/plans/NAME) in the store: limits
+ * over a server plan, a plan of the operator's own, and a workspace on it
+ * seeing a change at its next call, as another replica would. */
+static void operators_plans(void)
+{
+	struct store *st = open_store();
+	if (!st)
+		return;
+	struct plans p;
+	plans_init(&p);
+	struct plan got;
+	bool set = true;
+	CHECK(plans_resolve(&p, st, "free", &got, &set) == 0 && !set && got.limits.running == 5);
+	CHECK(plans_resolve(&p, st, "gold", &got, &set) == -ENOENT && strstr(errmsg(), "gold"));
+	/* Over a server plan: what is named changes, the rest stays. */
+	CHECK(store_plandef_set(st, "free", "{\"running\":2}") == 0);
+	CHECK(plans_resolve(&p, st, "free", &got, &set) == 0 && set && got.limits.running == 2 &&
+	      got.limits.creates_per_hour == 60 && got.limits.ttl_absolute == 1);
+	CHECK(plans_find(&p, "free")->limits.running == 5);	/* the server's own is untouched */
+	/* A plan of its own: unnamed limits none. */
+	CHECK(store_plandef_set(st, "gold", "{\"running\":9,\"vcpus\":4}") == 0);
+	CHECK(plans_resolve(&p, st, "gold", &got, &set) == 0 && set && !strcmp(got.name, "gold") &&
+	      got.limits.running == 9 && got.limits.vcpus == 4 && !got.limits.creates_per_hour);
+	/* A workspace on it, then the plan changed: seen at the next call. */
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "gilded", ws) == 0 && store_plan_set(st, ws, "gold", NULL) == 0);
+	struct ops_caller c = { .store = st, .plans = &p, .workspace = ws };
+	CHECK(ops_workspace_plan(&c, &got) == 0 && got.limits.running == 9);
+	CHECK(store_plandef_set(st, "gold", "{\"running\":1}") == 0);
+	CHECK(ops_workspace_plan(&c, &got) == 0 && got.limits.running == 1 && !got.limits.vcpus);
+	/* Each once, by name; get of one never set is -ENOENT. */
+	char *limits = NULL;
+	int64_t ms = 0;
+	CHECK(store_plandef_get(st, "gold", &limits, &ms) == 0 && limits && !strcmp(limits, "{\"running\":1}") &&
+	      ms > 0);
+	free(limits);
+	CHECK(store_plandef_get(st, "silver", &limits, NULL) == -ENOENT && !limits);
+	/* Bad stored text is an error naming the plan, not no limits. */
+	CHECK(store_plandef_set(st, "gold", "{\"runing\":1}") == 0);
+	CHECK(plans_resolve(&p, st, "gold", &got, NULL) == -EINVAL && strstr(errmsg(), "gold"));
+	store_close(st);
+}
+
 static void creates_since(void)
 {
 	struct store *st = open_store();
@@ -212,6 +255,7 @@ int main(void)
 	RUN(shipped_plans);
 	RUN(plans_file);
 	RUN(workspace_plan_in_the_store);
+	RUN(operators_plans);
 	RUN(creates_since);
 	RUN(billing_arithmetic);
 	char cmd[128];

@@ -12,6 +12,7 @@
 #include "api/http.h"
 #include "api/keys.h"
 #include "common/err.h"
+#include "common/retry.h"
 #include "test.h"
 
 #include <errno.h>
@@ -1066,6 +1067,21 @@ static void params_of_each_type(void)
 	d->close(db);
 }
 
+struct plan_walk {
+	int n;
+	char names[64];
+};
+
+static int plandef_name(void *ctx, const char *name, const char *limits, int64_t updated_ms)
+{
+	struct plan_walk *w = ctx;
+	(void)limits, (void)updated_ms;
+	w->n++;
+	size_t len = strlen(w->names);
+	snprintf(w->names + len, sizeof w->names - len, "%s ", name);
+	return 0;
+}
+
 static void plans_and_creates_round_trip(void)
 {
 	struct store *st = open_fresh();
@@ -1078,6 +1094,16 @@ static void plans_and_creates_round_trip(void)
 	CHECK(store_plan_get(st, ws, plan, &limits) == 0 && !strcmp(plan, "team") && limits &&
 	      !strcmp(limits, "{\"max_running\":3}"));
 	free(limits);
+	/* The operator's plans, by name, replaced whole by a second set. */
+	struct plan_walk pw = { 0, "" };
+	CHECK(store_plandef_set(st, "gold", "{\"running\":1}") == 0);
+	CHECK(store_plandef_set(st, "free", "{}") == 0);
+	CHECK(store_plandef_set(st, "gold", "{\"running\":2}") == 0);
+	CHECK(store_plandef_each(st, plandef_name, &pw) == 0 && pw.n == 2 && !strcmp(pw.names, "free gold "));
+	int64_t ms = 0;
+	CHECK(store_plandef_get(st, "gold", &limits, &ms) == 0 && !strcmp(limits, "{\"running\":2}") && ms > 0);
+	free(limits);
+	CHECK(store_plandef_get(st, "silver", &limits, &ms) == -ENOENT && !limits);
 	/* Creation times since a moment, oldest first, at most cap. */
 	int64_t base = wall_ms() - 100000;
 	for (int i = 0; i < 5; i++) {
@@ -1618,6 +1644,17 @@ static void placement_counts_workspace_caps(void)
 	CHECK(count.creates_used == 3 && count.reset_ms > wall_ms() && !count.limit[0]);
 	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT);
 	CHECK(!strcmp(count.limit, "running") && count.value == 3 && strstr(errmsg(), "its limit is 3"));
+	/* Retry-After: soon while some of the three are starting (no record
+	 * yet, or creating), a poll interval once all run. */
+	CHECK(count.retry_after_ms == RETRY_RUNNING_STARTING_MS);
+	record_state(st, ws, ids[0], SBX_RUNNING);
+	record_state(st, ws, ids[1], SBX_RUNNING);
+	record_state(st, ws, ids[2], SBX_CREATING);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT &&
+	      count.retry_after_ms == RETRY_RUNNING_STARTING_MS);
+	record_state(st, ws, ids[2], SBX_RUNNING);
+	CHECK(place_in(st, ws, &caps, &count, host, ids[3]) == -EDQUOT &&
+	      count.retry_after_ms == RETRY_RUNNING_FULL_MS && count.running == 3);
 	/* Another workspace is not held to this one's count. */
 	CHECK(place_in(st, "other", &caps, &count, host, ids[7]) == 0 && count.creates_used == 1);
 	/* Hibernated on its host: no longer running; running is. */

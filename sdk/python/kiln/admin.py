@@ -110,6 +110,33 @@ class Admin(_Connection):
         that workspace's, or no such live workspace."""
         self.transport.request("DELETE", _path(workspace) + "/keys/" + _id(key_id), ok=(204,))
 
+    # ---- plans ------------------------------------------------------------------------------
+
+    def plans(self) -> List[Dict[str, Any]]:
+        """Every plan (GET /v1/admin/plans): the server's (shipped, plans
+        file) first, then the operator's own. Each a dict: ``name``,
+        ``limits`` (in force), ``operator_limits`` (what the operator set
+        over it, or None), ``server_plan``, ``default`` and ``updated_at``
+        (None when the operator set nothing)."""
+        return list(self.transport.request("GET", "/v1/admin/plans").json()["plans"])
+
+    def get_plan(self, name: str) -> Dict[str, Any]:
+        """One plan (GET /v1/admin/plans/{name}); NotFound if there is none
+        of that name."""
+        return dict(self.transport.request("GET", _plan_path(name)).json())
+
+    def set_plan(self, name: str, limits: Mapping[str, int]) -> Dict[str, Any]:
+        """Set the operator's limits of plan ``name`` (PUT
+        /v1/admin/plans/{name}) and return the plan as it is now. Over a
+        server plan each named limit replaces the plan's and the rest stay
+        ({}: the plan as shipped); another name makes a plan, its unnamed
+        limits 0 (none). The limits replace what the operator set before,
+        as a whole. Every workspace on the plan is held to them from its
+        next request, on every API replica; the change is in the
+        operator's audit log. InvalidRequest naming a bad limit."""
+        body = {"limits": _limits(limits)}
+        return dict(self.transport.request("PUT", _plan_path(name), json_body=body).json())
+
     # ---- usage ------------------------------------------------------------------------------
 
     def usage(self, from_: Optional[When] = None, to: Optional[When] = None) -> Dict[str, Any]:
@@ -131,6 +158,15 @@ def _path(name: str) -> str:
                                                     for c in name):
         raise ValueError(f"not a workspace name: {name!r} (1 to 16 of a-z, 0-9 and -)")
     return "/v1/admin/workspaces/" + name
+
+
+def _plan_path(name: str) -> str:
+    """A plan's path: a name is a-z, 0-9, - and _; anything else cannot
+    name one, and must not change the path."""
+    if not isinstance(name, str) or not name or len(name) > 31 or \
+            any(not (c.isascii() and (c.islower() or c.isdigit() or c in "-_")) for c in name):
+        raise ValueError(f"not a plan name: {name!r} (1 to 31 of a-z, 0-9, - and _)")
+    return "/v1/admin/plans/" + name
 
 
 def _limits(limits: Optional[Mapping[str, int]]) -> Optional[Dict[str, int]]:

@@ -17,7 +17,7 @@ import { Client, checkId, env, keyBody, whenOf } from "./client.js";
 import type { ClientOptions } from "./client.js";
 import { OPERATOR_KEY } from "./errors.js";
 import type {
-  AdminUsageJSON, AdminUsageQuery, AdminWorkspaceJSON, ApiKeyJSON, KeyOptions, NewKeyJSON, WorkspaceOptions, WorkspaceUpdate,
+  AdminPlanJSON, AdminUsageJSON, AdminUsageQuery, AdminWorkspaceJSON, ApiKeyJSON, KeyOptions, NewKeyJSON, WorkspaceOptions, WorkspaceUpdate,
 } from "./types.js";
 
 export interface AdminOptions extends Omit<ClientOptions, "apiKey" | "credential"> {
@@ -31,6 +31,14 @@ function workspacePath(name: string): string {
     throw new TypeError(`not a workspace name: ${JSON.stringify(name)} (1 to 16 of a-z, 0-9 and -)`);
   }
   return `/v1/admin/workspaces/${name}`;
+}
+
+/** A plan's path: a name is a-z, 0-9, - and _, and nothing else may change the path. */
+function planPath(name: string): string {
+  if (typeof name !== "string" || !/^[a-z0-9_-]{1,31}$/.test(name)) {
+    throw new TypeError(`not a plan name: ${JSON.stringify(name)} (1 to 31 of a-z, 0-9, - and _)`);
+  }
+  return `/v1/admin/plans/${name}`;
 }
 
 /**
@@ -125,6 +133,35 @@ export class Admin {
    */
   async revokeKey(workspace: string, id: string): Promise<void> {
     await this.client.empty("DELETE", `${workspacePath(workspace)}/keys/${checkId(id)}`);
+  }
+
+  // ---- plans ----------------------------------------------------------------------------------
+
+  /**
+   * Every plan (GET /v1/admin/plans): the server's (shipped, plans file)
+   * first, then the operator's own, each with the limits in force and what
+   * the operator set over it (`operator_limits`, null when nothing).
+   */
+  async plans(): Promise<AdminPlanJSON[]> {
+    return (await this.client.json<{ plans: AdminPlanJSON[] }>("GET", "/v1/admin/plans")).plans;
+  }
+
+  /** One plan (GET /v1/admin/plans/{name}); NotFound if there is none of that name. */
+  async getPlan(name: string): Promise<AdminPlanJSON> {
+    return this.client.json<AdminPlanJSON>("GET", planPath(name));
+  }
+
+  /**
+   * Set the operator's limits of plan `name` (PUT /v1/admin/plans/{name})
+   * and return the plan as it is now. Over a server plan each named limit
+   * replaces the plan's and the rest stay ({}: the plan as shipped); another
+   * name makes a plan, its unnamed limits 0 (none). The limits replace what
+   * the operator set before, as a whole. Every workspace on the plan is held
+   * to them from its next request, on every API replica; the change is in
+   * the operator's audit log. InvalidRequest naming a bad limit.
+   */
+  async setPlan(name: string, limits: Record<string, number>): Promise<AdminPlanJSON> {
+    return this.client.json<AdminPlanJSON>("PUT", planPath(name), { json: { limits } });
   }
 
   // ---- usage ----------------------------------------------------------------------------------

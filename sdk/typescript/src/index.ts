@@ -43,5 +43,5 @@ export type {
   VolumeJSON, VolumeMount, AppJSON, AppOptions, AppDeployOptions, AppLogsJSON, AppLogEntry, AppRestart,
   BillingJSON, PricesJSON, StatementJSON, UsageBucketsJSON, UsagePeriodJSON, UsageQuery, When,
   ApiKeyJSON, NewKeyJSON, KeyOptions, KeyScope, AuditEntryJSON, AuditQuery, AuditAllQuery, AuditPage, AdminWorkspaceJSON, WorkspaceOptions,
-  WorkspaceUpdate, AdminUsageJSON, AdminUsageQuery, AdminUsageTotalsJSON,
+  WorkspaceUpdate, AdminPlanJSON, AdminUsageJSON, AdminUsageQuery, AdminUsageTotalsJSON,
 } from "./types.js";

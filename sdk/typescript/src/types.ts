@@ -429,6 +429,21 @@ export interface WorkspaceUpdate extends WorkspaceOptions {
   suspended?: boolean;
 }
 
+/** A plan as its operator sees it (/v1/admin/plans). */
+export interface AdminPlanJSON {
+  name: string;
+  /** The limits in force (0: none), by name (docs/billing.md). */
+  limits: Record<string, number>;
+  /** What the operator set over the server's plan, or the plan itself; null when nothing. */
+  operator_limits: Record<string, number> | null;
+  /** A plan the server has (shipped or its plans file). */
+  server_plan: boolean;
+  /** The server's default plan (a workspace with none of its own is on it). */
+  default: boolean;
+  /** When the operator last set it; null when never. */
+  updated_at: string | null;
+}
+
 /** Usage totals over a range, priced. */
 export interface AdminUsageTotalsJSON {
   active_vcpu_seconds: number;
