@@ -6,8 +6,10 @@
 # a named volume is mounted where the create says. The code-interpreter
 # template (base and numpy, pandas, matplotlib, node) has its interpreter
 # running in its snapshot: the first cell's time beside base's, a plot's
-# PNG, a DataFrame's table, a javascript context's globals, a dead context
+# PNG, a DataFrame's table, a javascript context's globals (top-level await too),
+# per-cell envs in every language, a dead context
 # or interpreter back with its preloads.
+# time limit: 900 (alone, it builds base and code-interpreter first: 213 s of 427 in an emulated host)
 # tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests and scripts/demo run base sandboxes (python3, the code interpreter, forks))
 . "$(dirname "$0")/lib.sh"
 
