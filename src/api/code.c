@@ -17,6 +17,7 @@
 #include "host/guest_conn.h"
 #include "hostif/hostif.h"
 #include "api/code.h"
+#include "ops/validate.h"
 #include "api/render.h"
 #include "common/err.h"
 #include "common/strbuf.h"
@@ -355,14 +356,32 @@ int code_cell(struct hostif *hi, const char *ws, const char *id, json_t *request
 }
 
 int code_run_request(const char *code, const char *language, const char *context, int64_t timeout_s,
-		     uint64_t max_output, int64_t *wait_ms, json_t **out)
+		     uint64_t max_output, json_t *envs, int64_t *wait_ms, json_t **out)
 {
 	*wait_ms = timeout_s ? timeout_s * 1000 + CODE_REPLY_GRACE_MS : (int64_t)CODE_TIMEOUT_MAX * 1000;
 	*out = json_pack("{s:s,s:s?,s:s?,s:s,s:I}", "op", "run", "language", language, "context", context, "code", code,
 			 "timeout", (json_int_t)timeout_s);
 	if (*out && max_output)
 		json_object_set_new(*out, "max_output", json_integer((json_int_t)max_output));
+	if (*out && envs && json_object_size(envs))
+		json_object_set(*out, "envs", envs);
 	return *out ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int code_envs(const json_t *obj, const char *key, json_t **out)
+{
+	json_t *envs = NULL;
+	int rc = v_str_map(obj, key, CODE_ENVS_MAX, CODE_ENV_NAME_MAX, CODE_ENV_VALUE_MAX, true, &envs);
+	if (rc < 0 || !envs)
+		return rc;
+	const char *k;
+	json_t *v;
+	json_object_foreach(envs, k, v)
+		if (strlen(json_string_value(v)) != json_string_length(v))
+			return errf(EINVAL, "field '%s': '%.64s' has a NUL byte, which no environment variable can hold",
+				    key, k);
+	*out = envs;
+	return 0;
 }
 
 int code_language(const char *s, const char **canonical)

@@ -44,9 +44,22 @@ void code_close(struct code_conn *c);
 
 /* A cell's "run" request; *wait_ms how long its answer may take. language
  * NULL: the context's (python for the default context); max_output bounds
- * stdout and stderr inside the guest (0: the interpreter's 1 MiB). */
+ * stdout and stderr inside the guest (0: the interpreter's 1 MiB); envs
+ * (NULL: none; checked by code_envs) are that cell's environment
+ * variables, undone after it. */
 int code_run_request(const char *code, const char *language, const char *context, int64_t timeout_s,
-		     uint64_t max_output, int64_t *wait_ms, json_t **out);
+		     uint64_t max_output, json_t *envs, int64_t *wait_ms, json_t **out);
+
+/* A cell's envs: at most CODE_ENVS_MAX variables, names of shell variables
+ * ([A-Za-z_][A-Za-z0-9_]*, at most CODE_ENV_NAME_MAX bytes), values
+ * strings without NUL of at most CODE_ENV_VALUE_MAX bytes (the
+ * interpreter, kiln_interp.py, has the same bounds). The member key of
+ * obj into *out (borrowed; left alone when absent); -EINVAL naming the
+ * bad variable. */
+#define CODE_ENVS_MAX 128
+#define CODE_ENV_NAME_MAX 256
+#define CODE_ENV_VALUE_MAX 65536
+int code_envs(const json_t *obj, const char *key, json_t **out);
 /* The interpreter's name of a language: python (python3), bash, sh or
  * javascript (js, node); -EINVAL naming the languages there are. */
 int code_language(const char *s, const char **canonical);

@@ -52,15 +52,17 @@ static int language_ok(const char **lang)
  * caller's: NULL with the answer sent. */
 static json_t *cell_request(struct req *r, int64_t *wait_ms, int *answered)
 {
-	static const char *const keys[] = { "code", "language", "context", "timeout_seconds", NULL };
+	static const char *const keys[] = { "code", "language", "context", "timeout_seconds", "envs", NULL };
 	const json_t *b = r->json ? r->json : json_object();
 	const char *code = NULL, *lang = NULL, *context = NULL;
+	json_t *envs = NULL;
 	int64_t timeout = 0;
 	int rc = v_known_keys(b, keys);
 	rc = rc ?: v_str(b, "code", true, r->api->cfg->max_json_bytes, &code);
 	rc = rc ?: v_str(b, "language", false, 16, &lang);
 	rc = rc ?: v_str(b, "context", false, 64, &context);
 	rc = rc ?: v_int(b, "timeout_seconds", false, 0, CODE_TIMEOUT_MAX, &timeout);
+	rc = rc ?: code_envs(b, "envs", &envs);
 	rc = rc ?: language_ok(&lang);
 	if (rc == 0 && context && code_context_name(context) < 0)
 		rc = errf(EINVAL, "field 'context': %s", errmsg());
@@ -71,7 +73,8 @@ static json_t *cell_request(struct req *r, int64_t *wait_ms, int *answered)
 	if (req_sandbox(r, NULL, answered) < 0)
 		return NULL;
 	json_t *request;
-	if (code_run_request(code, lang, context, timeout, r->api->cfg->max_exec_output, wait_ms, &request) < 0) {
+	if (code_run_request(code, lang, context, timeout, r->api->cfg->max_exec_output, envs, wait_ms,
+			     &request) < 0) {
 		*answered = reply_errno(r, -ENOMEM);
 		return NULL;
 	}

@@ -249,9 +249,10 @@ static int t_run_code(struct mcp_call *c, const json_t *args, struct mcp_out *ou
 	rc = rc ?: lang ? code_language(lang, &lang) : 0;
 	rc = rc ?: tool_sandbox(c, args, true, NULL);
 	int64_t timeout_ms = arg_int(args, "timeout_ms", 120000), wait;
-	json_t *request, *execution, *fail;
+	json_t *request, *execution, *fail, *envs = NULL;
+	rc = rc ?: code_envs(args, "envs", &envs);
 	rc = rc ?: code_run_request(arg_str(args, "code", ""), lang, context, (timeout_ms + 999) / 1000, OUTPUT_MAX,
-				    &wait, &request);
+				    envs, &wait, &request);
 	rc = rc ?: code_cell(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), request, req_socket(c->r),
 			     wait, OUTPUT_MAX, &execution, &fail);
 	if (rc < 0)
@@ -1119,7 +1120,11 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"context\":{\"type\":\"string\",\"maxLength\":64,"
 	  "\"description\":\"A context id (from POST .../code/contexts); default: the language's default context.\"},"
 	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
-	  "\"description\":\"Interrupt the cell after this long (default 120000); its variables stay.\"}}}",
+	  "\"description\":\"Interrupt the cell after this long (default 120000); its variables stay.\"},"
+	  "\"envs\":{\"type\":\"object\",\"maxProperties\":" NUM(CODE_ENVS_MAX) ",\"additionalProperties\":"
+	  "{\"type\":\"string\",\"maxLength\":" NUM(CODE_ENV_VALUE_MAX) "},"
+	  "\"description\":\"Environment variables of this cell only (os.environ, process.env, exported "
+	  "shell variables), undone after it.\"}}}",
 	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"results\",\"error\",\"execution_count\"],"
 	  "\"properties\":{\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 	  "\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"

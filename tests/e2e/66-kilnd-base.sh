@@ -6,8 +6,10 @@
 # a named volume is mounted where the create says. The code-interpreter
 # template (base and numpy, pandas, matplotlib, node) has its interpreter
 # running in its snapshot: the first cell's time beside base's, a plot's
-# PNG, a DataFrame's table, a javascript context's globals, a dead context
+# PNG, a DataFrame's table, a javascript context's globals (top-level await too),
+# per-cell envs in every language, a dead context
 # or interpreter back with its preloads.
+# time limit: 900 (alone, it builds base and code-interpreter first: 213 s of 427 in an emulated host)
 # tier: full: a slow file whose ground the quick tier covers otherwise (the SDK tests and scripts/demo run base sandboxes (python3, the code interpreter, forks))
 . "$(dirname "$0")/lib.sh"
 
@@ -94,6 +96,30 @@ api POST "/v1/sandboxes/$B/code" '{"code":"1","language":"cobol"}'
 expect code_bad_language 400 invalid_request
 api POST "/v1/sandboxes/$B/code" '{}'
 expect code_missing 400 invalid_request
+# envs: the cell's environment variables (what it starts has them too), gone in the next cell;
+# a value is data, never shell code (a quote, a $).
+Q="it's \$HOME"
+api POST "/v1/sandboxes/$B/code" '{"code":"import os, subprocess; (os.environ.get(\"KE\"), subprocess.run([\"sh\", \"-c\", \"echo $KE\"], capture_output=True, text=True).stdout)","envs":{"KE":"v 1"}}'
+py1=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+api POST "/v1/sandboxes/$B/code" '{"code":"import os; os.environ.get(\"KE\", \"unset\")"}'
+py2=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+api POST "/v1/sandboxes/$B/code" '{"code":"export KB=kept; echo \"[$KE] [$KB]\"; sh -c '"'"'echo \"<$KE>\"'"'"'","language":"bash","envs":{"KE":"it'"'"'s $HOME","KB":"cell"}}'
+sh1=$(jget 'j["stdout"].replace("\n", " ")')
+api POST "/v1/sandboxes/$B/code" '{"code":"echo \"[$KE] [$KB]\"; sh -c '"'"'echo \"<$KE>\"'"'"'","language":"bash"}'
+sh2=$(jget 'j["stdout"].replace("\n", " ")')
+api POST "/v1/sandboxes/$B/code" '{"code":"echo \"[$KE]\"","language":"sh","envs":{"KE":"sh"}}'
+sh3=$(jget 'j["stdout"].replace("\n", " ")')
+api POST "/v1/sandboxes/$B/code" '{"code":"echo \"[$KE]\"","language":"sh"}'
+sh4=$(jget 'j["stdout"].replace("\n", " ")')
+check code_envs "python: $py1 then $py2; bash: $sh1 then $sh2 (a variable the cell exported over its envs goes back); sh: $sh3 then $sh4" \
+	eval '[ "$py1" = "('"'"'v 1'"'"', '"'"'v 1\\n'"'"')" ] && [ "$py2" = "'"'"'unset'"'"'" ] &&
+	      [ "$sh1" = "[$Q] [kept] <$Q> " ] && [ "$sh2" = "[] [] <> " ] && [ "$sh3" = "[sh] " ] && [ "$sh4" = "[] " ]'
+api POST "/v1/sandboxes/$B/code" '{"code":"1","envs":{"1BAD":"x"}}'
+expect code_envs_bad_name 400 invalid_request
+msg=$(jget 'j["error"]["message"]')
+check code_envs_bad_name_said "$msg" eval '[[ "$msg" == *"'"'"'1BAD'"'"' is not a variable name"* ]]'
+api POST "/v1/sandboxes/$B/code" '{"code":"1","envs":{"A":1}}'
+expect code_envs_bad_value 400 invalid_request
 
 # ---- code-interpreter: the interpreter runs in the snapshot, numpy, pandas and matplotlib imported --
 # (A fork keeping a context's state is code_fork above, and the SDK tests.)
@@ -126,6 +152,18 @@ if [ -n "$CI" ]; then
 	js3=$(jget '"%s %s" % (j["error"]["name"], "<cell-" in j["error"]["traceback"])')
 	check ci_javascript "node context: globals kept ($js2), an exception: $js3" \
 		eval '[ "$js1" = True ] && [ "$js2" = 42 ] && [ "$js3" = "TypeError True" ]'
+	# Top-level await: the last expression's value, and declarations that last to the next cell.
+	api POST "/v1/sandboxes/$C/code" '{"code":"let ja = await new Promise(r => setTimeout(() => r(40), 10)); const jb = 2; await new Promise(r => setTimeout(() => r(ja + jb), 10))","language":"javascript"}'
+	aw1=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	api POST "/v1/sandboxes/$C/code" '{"code":"ja + jb","language":"javascript"}'
+	aw2=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	# envs in javascript: process.env and a child process, then gone.
+	api POST "/v1/sandboxes/$C/code" '{"code":"[process.env.KJ, require(\"child_process\").execSync(\"echo $KJ\").toString()]","language":"javascript","envs":{"KJ":"js"}}'
+	je1=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	api POST "/v1/sandboxes/$C/code" '{"code":"String(process.env.KJ)","language":"javascript"}'
+	je2=$(jget 'j["results"][0]["text"] if j["results"] else j["error"]')
+	check ci_javascript_await_envs "await: $aw1, then ja + jb: $aw2; envs: $je1, then $je2" \
+		eval '[ "$aw1" = 42 ] && [ "$aw2" = 42 ] && [ "$je1" = "[ '"'"'js'"'"', '"'"'js\\n'"'"' ]" ] && [ "$je2" = "'"'"'undefined'"'"'" ]'
 	# A context that dies is reported; the next cell has the preloads again.
 	api POST "/v1/sandboxes/$C/code" '{"code":"import os; os._exit(3)"}'
 	died=$(jget 'j["error"]["name"]')

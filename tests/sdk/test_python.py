@@ -524,8 +524,17 @@ def run_code():
         raise AssertionError("javascript ran on base, which has no node")
     except InvalidRequest as x:
         eq((x.code, "node" in x.message), ("unsupported", True), "javascript without node: a clear 400")
+    # envs (E2B's): that cell's environment variables, gone in the next; what the cell starts has them.
+    eq(B.run_code("import os, subprocess; (os.environ['RC_E'], subprocess.check_output('echo $RC_E', shell=True))",
+                  envs={"RC_E": "py"}).text, "('py', b'py\\n')", "envs in a python cell and its child")
+    eq(B.run_code("import os; os.environ.get('RC_E', 'unset')").text, "'unset'", "python: gone in the next cell")
+    eq(B.run_code('echo "[$RC_E]"', "bash", envs={"RC_E": "it's $HOME"}).stdout, "[it's $HOME]\n", "envs in bash")
+    eq(B.run_code('echo "[$RC_E] $RC_FOO"', "bash").stdout, "[] 41\n", "bash: gone, the context's own exports kept")
+    eq(B.code.run('echo "[$RC_E]"', language="sh", envs={"RC_E": "sh"}).stdout, "[sh]\n", "envs in sh (code.run)")
+    x = raises(InvalidRequest, B.run_code, "1", envs={"1BAD": "x"})
+    eq("'1BAD' is not a variable name" in x.message, True, "a bad name: a 400 naming it")
     return ("python keeps state (default context, or context=), streams; bash and sh keep exports, cd, functions; "
-            "errors structured, a dead shell comes back; javascript without node 400")
+            "errors structured, a dead shell comes back; javascript without node 400; envs per cell, a bad name 400")
 
 
 # An object with HTML and PNG representations, its PNG (3x2, red) made

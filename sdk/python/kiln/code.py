@@ -93,7 +93,7 @@ class Code:
         self._sb = sandbox
 
     def run(self, code: str, *, context: Optional[ContextLike] = None, timeout: Optional[int] = None,
-            language: Optional[str] = None,
+            language: Optional[str] = None, envs: Optional[Mapping[str, str]] = None,
             on_stdout: Optional[Callable[[str], None]] = None, on_stderr: Optional[Callable[[str], None]] = None,
             on_result: Optional[Callable[[Result], None]] = None,
             on_error: Optional[Callable[[ExecutionError], None]] = None) -> Execution:
@@ -103,7 +103,10 @@ class Code:
         results reach them while the cell runs (a stream); the Execution
         returned at the end holds all of it either way. ``language``
         (python, bash, sh, javascript): without a context, that language's
-        default context; with one, it must be the context's."""
+        default context; with one, it must be the context's. ``envs`` are
+        environment variables of this cell only (os.environ, process.env,
+        exported shell variables; what it starts inherits them), undone
+        after it."""
         if not isinstance(code, str):
             raise TypeError("code must be a string")
         body: dict = {"code": code}
@@ -113,6 +116,8 @@ class Code:
             body["context"] = _cid(context)
         if timeout is not None:
             body["timeout_seconds"] = timeout
+        if envs is not None:
+            body["envs"] = dict(envs)
         if on_stdout or on_stderr or on_result or on_error:
             return self._stream(body, on_stdout, on_stderr, on_result, on_error)
         wait = None if not timeout else timeout + 90.0

@@ -250,7 +250,8 @@ class Sandbox:
                     raise error_for(None, str(j.get("code", "error")), str(j.get("message", "")))
 
     def run_code(self, code: str, language: Optional[str] = None, *, context: Optional[ContextLike] = None,
-                 timeout: Optional[int] = None, env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+                 timeout: Optional[int] = None, envs: Optional[Mapping[str, str]] = None,
+                 env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
                  on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None,
                  on_result: Optional[Callable[[Result], None]] = None,
                  on_error: Optional[Callable[[ExecutionError], None]] = None) -> Execution:
@@ -263,19 +264,21 @@ class Sandbox:
         javascript (js, node); with a ``context``, the context's. An
         error is ``execution.error`` (name, value, traceback; bash: a
         failing last command is NonZeroExit), the context lives on.
-        ``env`` and ``cwd`` are refused: a context has its own
-        (``create_code_context(cwd=...)``, ``export`` and ``cd`` in bash)."""
+        ``envs`` are environment variables of this cell only, as E2B's.
+        ``env`` and ``cwd`` are refused: envs is the cell's, and a context
+        has its own working directory (``create_code_context(cwd=...)``,
+        ``cd`` in bash)."""
         lang = None
         if language is not None:
             lang = LANGUAGES.get(language.lower()) if isinstance(language, str) else None
             if lang is None:
                 raise ValueError(f"unknown language {language!r}; kiln runs: " + ", ".join(sorted(LANGUAGES)))
         if env is not None or cwd is not None:
-            raise ValueError("env and cwd: a context keeps its own; create_code_context(cwd=...), or "
-                             "export and cd in a bash cell (they last)")
+            raise ValueError("env and cwd: a cell's variables are envs=; a context keeps its own working "
+                             "directory: create_code_context(cwd=...), or cd in a bash cell (it lasts)")
         if lang is None and context is None:
             lang = "python"
-        return self.code.run(code, language=lang, context=context, timeout=timeout, on_stdout=on_stdout,
+        return self.code.run(code, language=lang, context=context, timeout=timeout, envs=envs, on_stdout=on_stdout,
                              on_stderr=on_stderr, on_result=on_result, on_error=on_error)
 
     # E2B's names for contexts (docs/migrating.md).

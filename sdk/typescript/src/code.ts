@@ -58,6 +58,9 @@ export interface RunOptions {
   /** python, bash, sh, javascript: without a context, that language's default context. */
   language?: string;
   timeout?: number;
+  /** Environment variables of this cell only (os.environ, process.env, exported shell
+   * variables; what it starts inherits them), undone after it. As E2B's runCode. */
+  envs?: Record<string, string>;
   onStdout?: (text: string) => void | Promise<void>;
   onStderr?: (text: string) => void | Promise<void>;
   onResult?: (r: Result) => void | Promise<void>;
@@ -79,6 +82,7 @@ export class Code {
     if (options.context !== undefined) json.context = cid(options.context);
     if (options.language !== undefined) json.language = options.language;
     if (options.timeout !== undefined) json.timeout_seconds = options.timeout;
+    if (options.envs !== undefined) json.envs = options.envs;
     if (options.onStdout || options.onStderr || options.onResult || options.onError) return this.stream(json, options);
     const j = await this.client.json<ExecutionJSON>("POST", `${this.base()}/code`, {
       json, timeoutMs: options.timeout ? (options.timeout + 90) * 1000 : null,

@@ -72,7 +72,8 @@ export const LANGUAGES: Readonly<Record<string, "python" | "bash" | "sh" | "java
   python: "python", python3: "python", bash: "bash", sh: "sh", javascript: "javascript", js: "javascript", node: "javascript",
 };
 
-/** runCode's options: code.run's, and env and cwd, which are refused (a context keeps its own). */
+/** runCode's options: code.run's (envs: the cell's environment variables), and env and cwd, which
+ * are refused (envs is the cell's; a context keeps its own working directory). */
 export type RunCodeOptions = RunOptions & { env?: Record<string, string>; cwd?: string };
 
 function execBody(cmd: Command, o: Omit<ExecOptions, "signal">): Record<string, unknown> {
@@ -289,8 +290,9 @@ export class Sandbox {
    * javascript's globals (node: the code-interpreter template has it). `language` is python
    * (default), bash, sh or javascript (js, node); with a context, the context's. An error is
    * `execution.error` (name, value, traceback; bash: a failing last command is NonZeroExit) and the
-   * context lives on. `env` and `cwd` are refused: a context has its own
-   * (`createCodeContext({ cwd })`, `export` and `cd` in bash).
+   * context lives on. `options.envs` are environment variables of this cell only, as E2B's. `env`
+   * and `cwd` are refused: envs is the cell's, and a context has its own working directory
+   * (`createCodeContext({ cwd })`, `cd` in bash).
    */
   async runCode(code: string, language?: string, options: RunCodeOptions = {}): Promise<Execution> {
     let lang: string | undefined;
@@ -299,11 +301,11 @@ export class Sandbox {
       if (!lang) throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
     }
     if (options.env !== undefined || options.cwd !== undefined) {
-      throw new TypeError("env and cwd: a context keeps its own; createCodeContext({ cwd }), or export and cd in a bash cell (they last)");
+      throw new TypeError("env and cwd: a cell's variables are envs; a context keeps its own working directory: createCodeContext({ cwd }), or cd in a bash cell (it lasts)");
     }
-    const { context, timeout, onStdout, onStderr, onResult, onError } = options;
+    const { context, timeout, envs, onStdout, onStderr, onResult, onError } = options;
     if (lang === undefined && context === undefined) lang = "python";
-    return this.code.run(code, { language: lang, context, timeout, onStdout, onStderr, onResult, onError });
+    return this.code.run(code, { language: lang, context, timeout, envs, onStdout, onStderr, onResult, onError });
   }
 
   // E2B's names for contexts (docs/migrating.md).

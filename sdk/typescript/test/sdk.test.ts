@@ -462,6 +462,15 @@ test("runCode: every language keeps state in its default context (E2B's); errors
     await B.removeCodeContext(ctx2);
   }
   await rejects(() => B.runCode("1", "javascript"), InvalidRequest, "unsupported");  // base has no node
+  // envs (E2B's): that cell's environment variables, gone in the next; what the cell starts has them.
+  assert.equal((await B.runCode("import os, subprocess; (os.environ['TS_E'], subprocess.check_output('echo $TS_E', shell=True))",
+    "python", { envs: { TS_E: "ts" } })).text, "('ts', b'ts\\n')");
+  assert.equal((await B.runCode("import os; os.environ.get('TS_E', 'unset')")).text, "'unset'");
+  assert.equal((await B.runCode('echo "[$TS_E]"', "bash", { envs: { TS_E: "it's $HOME" } })).stdout, "[it's $HOME]\n");
+  assert.equal((await B.runCode('echo "[$TS_E] $TS_FOO"', "bash")).stdout, "[] 20\n", "gone; the context's exports kept");
+  assert.equal((await B.code.run('echo "[$TS_E]"', { language: "sh", envs: { TS_E: "sh" } })).stdout, "[sh]\n");
+  const bad = await rejects(() => B.runCode("1", "python", { envs: { "1BAD": "x" } }), InvalidRequest);
+  assert.ok(bad.message.includes("'1BAD' is not a variable name"), bad.message);
 });
 
 test("code interpreter: state in contexts, errors, timeouts, forks", async () => {

@@ -19,12 +19,14 @@ without a context runs in its language's default context ("default" for
 python, "default-bash", "default-sh", "default-javascript").
 
 Protocol: one JSON request per connection, then JSON lines back.
-  {"op":"run","context":ID,"language":L,"code":TEXT,"timeout":S,"max_output":BYTES}
+  {"op":"run","context":ID,"language":L,"code":TEXT,"timeout":S,"max_output":BYTES,"envs":{NAME:VALUE}}
       -> {"t":"stdout"|"stderr","text"}* {"t":"result","data":{MIME: ...},"main":bool}*
          {"t":"error","name","value","traceback"}? {"t":"end","count":N,"truncated":bool}
       stdout and stderr together stop at max_output bytes (default 1 MiB;
       then truncated): what leaves the guest is bounded, whatever a cell
-      prints.
+      prints. envs are environment variables of that cell only: set
+      before it (os.environ, process.env, exported shell variables: what
+      it starts inherits them), undone after it.
   {"op":"create","language":L,"cwd":DIR} -> {"t":"context","id","language","cwd"}
   {"op":"list"} -> {"t":"contexts","contexts":[{"id","language","cwd"}]}
   {"op":"delete","id"} / {"op":"restart","id"} -> {"t":"ok"}
@@ -50,6 +52,7 @@ import importlib
 import io
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -67,6 +70,9 @@ MAX_TEXT = 1 << 20          # per stdout/stderr message
 MAX_CELL = 4 << 20          # code of one cell
 MAX_OUTPUT = 1 << 20        # stdout and stderr of a cell, unless the request says
 LANGUAGES = ("python", "bash", "sh", "javascript")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,255}")
+MAX_ENVS = 128              # a cell's envs, as kilnd's exec allows
+MAX_ENV_VALUE = 64 << 10
 
 
 # ---- the worker: one context's interpreter ---------------------------------------------------------
@@ -168,19 +174,12 @@ def worker(cwd, preload):
         except Exception as e:
             print("kiln_interp: preload %s: %s" % (mod, e), file=sys.__stderr__)
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
-    count = 0
     sys.stdout, sys.stderr = _Stream(send, "stdout"), _Stream(send, "stderr")
-    for line in requests:
-        try:
-            req = json.loads(line)
-        except ValueError:
-            continue
-        if req.get("ping"):
-            send({"t": "end", "count": count})
-            continue
-        count += 1
+
+    def cell(req, count):
         name = "<cell-%d>" % count
         running[0] = True
+        saved = set_envs(req.get("envs") or {})
         try:
             tree = ast.parse(req["code"], name, "exec")
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -202,8 +201,44 @@ def worker(cwd, preload):
             send({"t": "error", "name": type(e).__name__, "value": str(e), "traceback": "".join(tb)})
         finally:
             running[0] = False
+            restore_envs(saved)
         sys.stdout.flush()
+
+    serve_cells(requests, send, cell)
+
+
+def serve_cells(requests, send, cell):
+    """Every worker's loop: one JSON request a line from the server. A
+    ping (the server's `ready`) is answered with the count of cells so
+    far; anything else is a cell, run by cell(req, count), then its end."""
+    count = 0
+    for line in requests:
+        try:
+            req = json.loads(line)
+        except ValueError:
+            continue
+        if req.get("ping"):
+            send({"t": "end", "count": count})
+            continue
+        count += 1
+        cell(req, count)
         send({"t": "end", "count": count})
+
+
+def set_envs(envs):
+    """A cell's environment variables set in os.environ (so what it starts
+    has them too); what restore_envs needs to undo it after the cell."""
+    saved = {k: os.environ.get(k) for k in envs}
+    os.environ.update(envs)
+    return saved
+
+
+def restore_envs(saved):
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 # ---- the shell worker: one interactive bash or sh per context ---------------------------------------
@@ -233,7 +268,7 @@ def shell_worker(shell, cwd):
     argv = ["bash", "--norc", "--noprofile", "--noediting", "-i"] if shell == "bash" else ["sh", "-i"]
     env = dict(os.environ, PS1="", PS2="", PS4="+ ", TERM="dumb")
     env.pop("PROMPT_COMMAND", None)
-    state = {"seq": 0, "running": False, "err_tail": ""}
+    state = {"seq": 0, "running": False, "err_tail": "", "restore": ""}
     shell_proc = []
 
     def on_interrupt(sig, frame):
@@ -245,7 +280,7 @@ def shell_worker(shell, cwd):
                 os.killpg(shell_proc[0].pid, signal.SIGINT)
             except OSError:
                 pass
-            line(mark(state["seq"], "130"))
+            line(mark(state["seq"], "130", state["restore"]))
     # Set before the shell starts: a worker started with SIGINT ignored
     # (in the background) would hand that on to the shell and its
     # commands, which no interrupt could then stop.
@@ -273,10 +308,12 @@ def shell_worker(shell, cwd):
         except OSError:
             pass
 
-    def mark(seq, status="$?"):
+    def mark(seq, status="$?", restore=""):
         # printf is a builtin of both shells: no process per cell;
         # `command`, so that a cell's function named printf is not it.
-        return "command printf '%%s %%s\\n' %d %s >&%d" % (seq, status, marks_w)
+        # restore (a cell's envs undone) runs first, the status kept.
+        pre = "__kiln_st=%s; %s; " % (status, restore) if restore else ""
+        return pre + "command printf '%%s %%s\\n' %d %s >&%d" % (seq, "$__kiln_st" if restore else status, marks_w)
 
     def pump(fd, forward=True):
         """What fd has now; False at its end."""
@@ -329,36 +366,35 @@ def shell_worker(shell, cwd):
     line(mark(0))
     if wait_mark(0, forward=False) is None:
         sys.exit("kiln_interp: %s did not start" % shell)
-    count = 0
-    for req_line in requests:
-        try:
-            req = json.loads(req_line)
-        except ValueError:
-            continue
-        if req.get("ping"):
-            send({"t": "end", "count": count})
-            continue
-        count += 1
+    def cell(req, count):
         path = os.path.join(cells, "cell-%d" % count)
         with open(path, "w", encoding="utf-8") as f:
             f.write(req["code"])
             if not req["code"].endswith("\n"):
                 f.write("\n")
-        state.update(seq=count, err_tail="")
+        envs = req.get("envs") or {}
+        env_path = path + ".env"
+        if envs:
+            with open(env_path, "w", encoding="utf-8") as f:
+                f.write(shell_set_envs(envs))
+        state.update(seq=count, err_tail="", restore=shell_restore_envs(envs))
         state["running"] = True
         # Its standard input is /dev/null: a cell reading it must not
         # eat the next command line. `command .`: an error of a special
         # builtin (`.` of a cell that does not parse) would otherwise make
         # an interactive sh drop the input it has read, the mark with it.
-        # The mark is a line of its own, $? lasting to it.
-        line("command . %s </dev/null" % path)
-        line(mark(count))
+        # The mark is a line of its own, $? lasting to it; it undoes the
+        # cell's envs (so does an interrupt's mark: the shell drops this
+        # one then).
+        line(("command . %s; " % env_path if envs else "") + "command . %s </dev/null" % path)
+        line(mark(count, restore=state["restore"]))
         status = wait_mark(count)
         state["running"] = False
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        for p in (path, env_path):
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
         if status is None:
             # `exit` in a cell, or the shell killed: this worker ends
             # with it and the server starts a fresh context.
@@ -369,7 +405,29 @@ def shell_worker(shell, cwd):
         elif status != 0:
             send({"t": "error", "name": "NonZeroExit", "value": "exit status %d" % status,
                   "traceback": state["err_tail"]})
-        send({"t": "end", "count": count})
+
+    serve_cells(requests, send, cell)
+
+
+def shell_set_envs(envs):
+    """A cell's environment variables as sh: each name's earlier value (or
+    its absence) kept in __kiln_old_NAME / __kiln_had_NAME for
+    shell_restore_envs, then the new one exported. Names are checked
+    (ENV_NAME), values single-quoted, so nothing here is code of the
+    caller's."""
+    out = []
+    for k, v in envs.items():
+        out.append("if [ \"${%s+x}\" = x ]; then __kiln_old_%s=$%s; __kiln_had_%s=1; else __kiln_had_%s=; fi"
+                   % (k, k, k, k, k))
+        out.append("%s='%s'; export %s" % (k, v.replace("'", "'\\''"), k))
+    return "\n".join(out) + "\n"
+
+
+def shell_restore_envs(envs):
+    """The line that undoes shell_set_envs ("" for none): the earlier value
+    back, or the name unset. Running it twice is harmless."""
+    return "; ".join("if [ -n \"${__kiln_had_%s-}\" ]; then %s=$__kiln_old_%s; else unset %s; fi" % (k, k, k, k)
+                     for k in envs)
 
 
 def cells_dir(pid):
@@ -391,8 +449,7 @@ def codecs_decoder():
 # context, so its var, let, const, function and class declarations and
 # its globals last; its completion value (the last expression's) is the
 # result, awaited when it is a promise. `await` at the top level runs the
-# cell as an async function instead: its declarations are then its own
-# (globalThis.x = keeps one). An interrupt (SIGINT) ends a running script
+# cell as node's REPL does (asyncCell): its declarations last all the same. An interrupt (SIGINT) ends a running script
 # (breakOnSigint) or the wait for its promise: KeyboardInterrupt.
 NODE_WORKER = r"""
 // In a function: its names must not be globals a cell's `const fs` meets.
@@ -459,35 +516,67 @@ function settle(p) {
     Promise.resolve(p).then(resolve, reject);
   }).finally(() => { interrupt = null; });
 }
-// A cell with await at its top level, as an async function whose value
-// is its last line's when that line is an expression.
+// A cell with await at its top level, rewritten as node's own REPL does
+// (internal/repl/await, reached with --expose-internals): its top-level
+// var, let, const, function and class declarations are hoisted out of
+// the async function that runs the rest, so they last to the next cell as
+// a plain cell's do; the value is {value: last expression}. Without that
+// module (another node), the cell is an async function of its own whose
+// declarations are its own.
+let processTopLevelAwait = null;
+try { processTopLevelAwait = require('internal/repl/await').processTopLevelAwait; } catch (e) { /* older or newer node */ }
 function asyncCell(code, filename) {
+  if (processTopLevelAwait) {
+    let wrapped = null;
+    try { wrapped = processTopLevelAwait(code); } catch (e) { /* what it cannot parse: the fallback below */ }
+    if (wrapped) {
+      try { return { script: new vm.Script(wrapped, { filename }), boxed: true }; } catch (e) { /* fallback */ }
+    }
+  }
   const lines = code.replace(/\s+$/, '').split('\n');
   const last = lines.pop().replace(/;\s*$/, '');
   try {
-    return new vm.Script('(async () => {\n' + lines.join('\n') + '\nreturn (' + last + '\n);\n})()',
-                         { filename, lineOffset: -1 });
+    return { script: new vm.Script('(async () => {\n' + lines.join('\n') + '\nreturn (' + last + '\n);\n})()',
+                                   { filename, lineOffset: -1 }), boxed: false };
   } catch (e) {
-    return new vm.Script('(async () => {\n' + code + '\n})()', { filename, lineOffset: -1 });
+    return { script: new vm.Script('(async () => {\n' + code + '\n})()', { filename, lineOffset: -1 }), boxed: false };
   }
 }
+// A cell's envs in process.env (and so in what it spawns) until it ends:
+// the function that undoes them.
+function setEnvs(envs) {
+  const saved = [];
+  for (const k of Object.keys(envs || {})) {
+    saved.push([k, Object.prototype.hasOwnProperty.call(process.env, k), process.env[k]]);
+    process.env[k] = String(envs[k]);
+  }
+  return () => {
+    for (const [k, had, v] of saved.reverse()) {
+      if (had) process.env[k] = v; else delete process.env[k];
+    }
+  };
+}
 let count = 0;
-async function cell(code) {
+async function cell(req) {
   count++;
-  const filename = '<cell-' + count + '>';
+  const code = String(req.code), filename = '<cell-' + count + '>';
+  const restore = setEnvs(req.envs);
   try {
-    let script;
+    let script, boxed = false;
     try {
       script = new vm.Script(code, { filename });
     } catch (e) {
       if (!(e instanceof SyntaxError) || !/await/.test(e.message)) throw e;
-      script = asyncCell(code, filename);
+      ({ script, boxed } = asyncCell(code, filename));
     }
     let v = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
     if (v !== null && (typeof v === 'object' || typeof v === 'function') && typeof v.then === 'function') v = await settle(v);
+    if (boxed) v = v === undefined || v === null ? undefined : v.value;
     if (v !== undefined) send({ t: 'result', main: true, data: formats(v) });
   } catch (e) {
     send(errorMessage(e));
+  } finally {
+    restore();
   }
   send({ t: 'end', count });
 }
@@ -501,7 +590,7 @@ process.stdin.on('data', (d) => {
     pending = pending.slice(i + 1);
     let req;
     try { req = JSON.parse(ln); } catch (e) { continue; }
-    chain = chain.then(() => (req.ping ? send({ t: 'end', count }) : cell(String(req.code))));
+    chain = chain.then(() => (req.ping ? send({ t: 'end', count }) : cell(req)));
   }
 });
 process.stdin.on('end', () => process.exit(0));
@@ -544,7 +633,7 @@ class Context:
         elif self.language in ("bash", "sh"):
             argv = [sys.executable, "-u", __file__, "shell", self.language, self.cwd or ""]
         else:
-            argv = ["node", "-e", NODE_WORKER, self.cwd or ""]
+            argv = ["node", "--expose-internals", "-e", NODE_WORKER, self.cwd or ""]
         try:
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                          encoding="utf-8", bufsize=1, start_new_session=True)
@@ -597,6 +686,22 @@ def get_context(cid, language=None):
         return ctx
 
 
+def envs_problem(envs):
+    """Why a cell's envs cannot be set (None: they can). kilnd checks the
+    same (src/api/h_code.c); this is for whoever else talks to the port,
+    and what the shell worker relies on to put a name in a command line."""
+    if not isinstance(envs, dict):
+        return "envs must be an object of strings"
+    if len(envs) > MAX_ENVS:
+        return "envs has more than %d variables" % MAX_ENVS
+    for k, v in envs.items():
+        if not ENV_NAME.fullmatch(k):
+            return "envs: %r is not a variable name ([A-Za-z_][A-Za-z0-9_]*)" % k[:64]
+        if not isinstance(v, str) or "\0" in v or len(v.encode()) > MAX_ENV_VALUE:
+            return "envs: %r must be a string of at most %d bytes without NUL" % (k, MAX_ENV_VALUE)
+    return None
+
+
 def run(conn, send, req):
     language = req.get("language")
     if language is not None and language not in LANGUAGES:
@@ -611,6 +716,10 @@ def run(conn, send, req):
     code = req.get("code")
     if not isinstance(code, str) or len(code) > MAX_CELL:
         return send({"t": "fail", "code": "invalid_request", "message": "code must be text of at most 4 MiB"})
+    envs = req.get("envs") or {}
+    bad = envs_problem(envs)
+    if bad:
+        return send({"t": "fail", "code": "invalid_request", "message": bad})
     timeout = req.get("timeout") or 0
     max_output = req.get("max_output")
     if not isinstance(max_output, int) or max_output <= 0:
@@ -620,7 +729,7 @@ def run(conn, send, req):
             ctx.restart()
         p = ctx.proc
         try:
-            p.stdin.write(json.dumps({"code": code}) + "\n")
+            p.stdin.write(json.dumps({"code": code, "envs": envs}) + "\n")
             p.stdin.flush()
         except OSError:
             pass    # it died just now: told below, as any death mid-cell

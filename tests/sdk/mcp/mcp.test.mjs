@@ -174,6 +174,13 @@ test("workspace: run_code keeps its variables between calls", async () => {
   r = await call(ws, "run_code", { sandbox_id: b, code: "echo $((M + 1)) $PWD; false", language: "bash" });
   assert.deepEqual([r.structuredContent.stdout, r.structuredContent.error?.name], ["42 /tmp\n", "NonZeroExit"]);
   await assert.rejects(call(ws, "run_code", { sandbox_id: b, code: "1", language: "cobol" }), /language/);
+  // envs: that cell's environment variables only.
+  r = await call(ws, "run_code", { sandbox_id: b, code: "echo \"[$ME]\"", language: "bash", envs: { ME: "m" } });
+  assert.equal(r.structuredContent.stdout, "[m]\n");
+  r = await call(ws, "run_code", { sandbox_id: b, code: "echo \"[$ME]\"", language: "bash" });
+  assert.equal(r.structuredContent.stdout, "[]\n");
+  assert.match(await toolError(ws, "run_code", { sandbox_id: b, code: "1", envs: { "1BAD": "x" } }),
+    /'1BAD' is not a variable name/);
   await call(ws, "delete_sandbox", { sandbox_id: b });
   made.delete(b);
 });
