@@ -188,14 +188,19 @@ static void flush_line(struct tfollow *f)
 	f->npart = 0;
 }
 
-static bool still_running(struct tfollow *f)
+/* Open the log again: is its build still running? Through a cluster the
+ * open fetches the builder's log as it is now (hostif_remote.h), so the
+ * new descriptor is the one that has what came since; on one host it is
+ * the same file. */
+static bool reopen(struct tfollow *f)
 {
 	struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
 	int fd;
 	bool running = false;
 	if (ops_template_log_open(&c, f->name, &fd, &running) < 0)
 		return false;
-	close(fd);
+	close(f->fd);
+	f->fd = fd;
 	return running;
 }
 
@@ -204,10 +209,15 @@ static bool tfollow_more(void *ctx, struct sse_follow *sf)
 {
 	struct tfollow *f = ctx;
 	char chunk[16384];
-	/* Was it running before this read? Then a read to the end after
+	/* What the open descriptor has, first; at its end, open again.
+	 * Was it running before that read? Then a read to the end after
 	 * it stopped has everything it wrote. */
-	bool running = still_running(f);
 	ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
+	bool running = true;
+	if (n <= 0) {
+		running = reopen(f);
+		n = pread(f->fd, chunk, sizeof chunk, f->off);
+	}
 	if (n > 0) {
 		f->off += n;
 		for (ssize_t i = 0; i < n; i++) {
