@@ -18,9 +18,11 @@
  *            finished build reaches the other hosts within a heartbeat
  *            and a copy, and a host that was down or joins later gets
  *            it at its first heartbeat.
- *   delete   DELETE on every up host; the name is kept for TDELETED_MS as
- *            deleted here, so that this replica copies it nowhere and
- *            removes it from a host that comes back with it.
+ *   delete   DELETE on every up host, in turn; a host that refuses (a
+ *            sandbox of it there: 409) stops it, and the hosts that had
+ *            removed it are copied it again. Done, the name is kept for
+ *            TDELETED_MS as deleted here, so that this replica copies it
+ *            nowhere and removes it from a host that comes back with it.
  *
  * Only a workspace's templates (ops/template.h's w<hex>_ names) are
  * copied: the compiled-in ones and an operator's are each host's own.
@@ -342,17 +344,18 @@ int remote_template_delete(void *ctx, const char *name)
 	}
 	note_deleted(rm, name);
 	int removed = 0, first_err = 0;
-	for (int i = 0; i < l.n; i++) {
+	for (int i = 0; i < l.n && !first_err; i++) {
 		rc = remote_call(rm, &l.h[i], "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 		if (rc == 0)
 			removed++;
-		else if (rc != -ENOENT && !first_err)
-			first_err = rc;
+		else if (rc != -ENOENT)
+			first_err = rc;	/* a sandbox of it there (409): stop */
 	}
 	hostlist_free(&l);
 	if (first_err) {
-		if (!removed)
-			forget_deleted(rm, name);	/* still everywhere: copies go on */
+		/* Refused: it stays. A host that removed it before the refusal
+		 * is copied it again by the next round (tsync). */
+		forget_deleted(rm, name);
 		return first_err;
 	}
 	return removed ? 0 : errf(ENOENT, "template %s not found", name);
@@ -451,6 +454,15 @@ static bool pushed_lately(struct remote *rm, const char *name, const char *host,
 	}
 	pthread_mutex_unlock(&rm->tlock);
 	return yes;
+}
+
+static void forget_pushed(struct remote *rm, const char *name, const char *host)
+{
+	pthread_mutex_lock(&rm->tlock);
+	for (int i = 0; i < (int)(sizeof rm->pushed / sizeof rm->pushed[0]); i++)
+		if (!strcmp(rm->pushed[i].name, name) && !strcmp(rm->pushed[i].host, host) && !rm->pushed[i].failed)
+			rm->pushed[i].name[0] = 0;
+	pthread_mutex_unlock(&rm->tlock);
 }
 
 static void note_pushed(struct remote *rm, const char *name, const char *host, int v, bool failed)
@@ -573,8 +585,15 @@ static void tsync(void *ctx)
 		struct remote_hdrs ex;
 		memset(&ex, 0, sizeof ex);
 		for (int i = 0; i < l.n; i++) {
-			if (i == w[j].src || beat_version(beats[i], w[j].name) >= w[j].version ||
-			    pushed_lately(rm, w[j].name, l.h[i].id, w[j].version))
+			if (i == w[j].src)
+				continue;
+			if (beat_version(beats[i], w[j].name) >= w[j].version) {
+				/* Its heartbeat says it has it: should it lose it,
+				 * it is sent again. */
+				forget_pushed(rm, w[j].name, l.h[i].id);
+				continue;
+			}
+			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version))
 				continue;
 			int rc = copy_one(rm, w[j].name, w[j].version, &l.h[w[j].src], &l.h[i], &tfd, &ex);
 			if (rc < 0)
