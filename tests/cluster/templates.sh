@@ -34,7 +34,7 @@ host_tmpl() {
 }
 both_have() { [[ $(host_tmpl a) == *" v1" && $(host_tmpl b) == *" v1" ]]; }
 t1=$SECONDS
-until_ok 120 both_have && pass tmpl_cluster_copied "host-a: $(host_tmpl a); host-b: $(host_tmpl b) ($((SECONDS - t1)) s after ready)" \
+until_ok 300 both_have && pass tmpl_cluster_copied "host-a: $(host_tmpl a); host-b: $(host_tmpl b) ($((SECONDS - t1)) s after ready)" \
 	|| fail tmpl_cluster_copied "host-a: '$(host_tmpl a)' host-b: '$(host_tmpl b)'"
 TN=$(host_tmpl a | cut -d' ' -f1)
 [ -z "$TN" ] && TN=$(host_tmpl b | cut -d' ' -f1)
