@@ -21,6 +21,15 @@
  *   GET    /v1/host/volumes/{ws}/{id}                a volume and its attachments
  *   DELETE /v1/host/volumes/{ws}/{id}                delete a volume
  *   GET    /v1/host/templates                        templates
+ *   POST   /v1/host/templates/{name}[?dockerfile=F&build_arg=K=V...]
+ *                                                   build from the context tar in the body
+ *   GET    /v1/host/templates/{name}                 its build's state (wire_tbuild_state)
+ *   GET    /v1/host/templates/{name}/logs            its build log (X-Kiln-Running: 1 while it builds)
+ *   DELETE /v1/host/templates/{name}                 remove it
+ *   GET    /v1/host/templates/{name}/export          its version in service as a tar
+ *                                                   (X-Kiln-Sha256, X-Kiln-Version)
+ *   PUT    /v1/host/templates/{name}/import?sha256=H take such a tar: 422 when its sha256
+ *                                                   is not H (nothing kept)
  *
  * A relay is an HTTP upgrade ("Upgrade: kiln-guest"); after the 101 the
  * host enters the sandbox and writes one line, "OK CWD\n" or "ERR ERRNO
@@ -43,6 +52,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <microhttpd.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +291,131 @@ int h_host_action(struct req *r)
 	rc = reply_row(r, 200, &row);
 	sbx_row_clear(&row);
 	return rc;
+}
+
+/* ---- template builds and their copies (docs/cluster.md "Templates") ---------------- */
+
+struct host_args {
+	const char *args[TBUILD_ARGS_MAX + 2];
+	int n;
+};
+
+static enum MHD_Result one_build_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	(void)kind;
+	struct host_args *a = cls;
+	if (!strcmp(key, "build_arg") && a->n <= TBUILD_ARGS_MAX)
+		a->args[a->n++] = value ? value : "";
+	return MHD_YES;
+}
+
+int h_host_template_build(struct req *r)
+{
+	struct host_args a = { 0 };
+	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, one_build_arg, &a);
+	if (a.n > TBUILD_ARGS_MAX)
+		return reply_wire_error(r, errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX), NULL);
+	a.args[a.n] = NULL;
+	struct tbuild_req q = { .name = r->params[0], .tar_fd = r->body_fd, .dockerfile = req_query(r, "dockerfile"),
+				.build_args = a.n ? a.args : NULL };
+	int rc = hostif_template_build(r->api->hostif, &q);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	return reply_json(r, 202, json_pack("{s:s}", "status", "building"));
+}
+
+int h_host_template_get(struct req *r)
+{
+	struct tbuild_state st;
+	int rc = hostif_template_state(r->api->hostif, r->params[0], &st);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	json_t *j = wire_tbuild_state(&st);
+	return j ? reply_json(r, 200, j) : reply_error(r, 500, "internal", "out of memory");
+}
+
+int h_host_template_delete(struct req *r)
+{
+	int rc = hostif_template_delete(r->api->hostif, r->params[0]);
+	return rc < 0 ? reply_wire_error(r, rc, NULL) : reply_empty(r, 204);
+}
+
+/* A file's bytes as the body, with headers. */
+struct fd_body {
+	int fd;
+	off_t off;
+};
+
+static long fd_body_read(void *ctx, char *buf, size_t max)
+{
+	struct fd_body *b = ctx;
+	ssize_t n = pread(b->fd, buf, max, b->off);
+	if (n < 0)
+		return HTTP_STREAM_ERROR;
+	if (n == 0)
+		return HTTP_STREAM_END;
+	b->off += n;
+	return n;
+}
+
+static void fd_body_done(void *ctx)
+{
+	struct fd_body *b = ctx;
+	close(b->fd);
+	free(b);
+}
+
+static int reply_fd_with(struct req *r, int fd, uint64_t size, const char *const hd[][2])
+{
+	struct fd_body *b = calloc(1, sizeof *b);
+	if (!b) {
+		close(fd);
+		return reply_error(r, 500, "internal", "out of memory");
+	}
+	b->fd = fd;
+	return reply_response(r, 200, hd, size, fd_body_read, fd_body_done, b);
+}
+
+int h_host_template_logs(struct req *r)
+{
+	int fd;
+	bool running = false;
+	int rc = hostif_template_log_open(r->api->hostif, r->params[0], &fd, &running);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return reply_wire_error(r, errf_sys("fstat"), NULL);
+	}
+	const char *const hd[][2] = { { "Content-Type", "text/plain; charset=utf-8" },
+				      { "X-Kiln-Running", running ? "1" : "0" }, { NULL, NULL } };
+	return reply_fd_with(r, fd, (uint64_t)st.st_size, hd);
+}
+
+int h_host_template_export(struct req *r)
+{
+	struct hostif_tarchive ta;
+	int rc = hostif_template_export(r->api->hostif, r->params[0], &ta);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	char ver[16];
+	snprintf(ver, sizeof ver, "%d", ta.version);
+	const char *const hd[][2] = { { "Content-Type", "application/x-tar" }, { "X-Kiln-Sha256", ta.sha256 },
+				      { "X-Kiln-Version", ver }, { NULL, NULL } };
+	return reply_fd_with(r, ta.fd, ta.size, hd);
+}
+
+int h_host_template_import(struct req *r)
+{
+	int version = 0, had = 0;
+	int rc = hostif_template_import(r->api->hostif, r->params[0], r->body_fd, req_query(r, "sha256"), &version,
+					&had);
+	if (rc == -EBADMSG)	/* the bytes are not the builder's: 422, nothing kept */
+		return reply_json(r, 422, wire_error(rc, NULL));
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
+	return reply_json(r, had ? 200 : 201, json_pack("{s:i,s:b}", "version", version, "had", had));
 }
 
 static int add_template(void *ctx, const struct hostif_template *t)

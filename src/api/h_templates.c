@@ -177,6 +177,7 @@ struct tfollow {
 	struct sse_follow sf;
 	char part[LINE_MAX_BYTES + 1];
 	size_t npart;
+	int64_t unsure_ms;		/* since when the log could not be opened again; 0: it could */
 };
 
 static void flush_line(struct tfollow *f)
@@ -188,14 +189,30 @@ static void flush_line(struct tfollow *f)
 	f->npart = 0;
 }
 
-static bool still_running(struct tfollow *f)
+/* Open the log again: is its build still running (1), or not (0)?
+ * Through a cluster the open fetches the builder's log as it is now
+ * (hostif_remote.h), so the new descriptor is the one that has what came
+ * since; on one host it is the same file. -1: it could not be asked (a
+ * cluster's host that missed a heartbeat): asked again at the next look,
+ * for up to FOLLOW_UNSURE_MS. */
+#define FOLLOW_UNSURE_MS 60000
+
+static int reopen(struct tfollow *f)
 {
 	struct ops_caller c = { .hostif = f->api->hostif, .workspace = f->ws };
 	int fd;
 	bool running = false;
-	if (ops_template_log_open(&c, f->name, &fd, &running) < 0)
-		return false;
-	close(fd);
+	int rc = ops_template_log_open(&c, f->name, &fd, &running);
+	if (rc < 0) {
+		if (rc == -ENOENT)
+			return 0;
+		if (!f->unsure_ms)
+			f->unsure_ms = wall_ms();
+		return wall_ms() - f->unsure_ms < FOLLOW_UNSURE_MS ? -1 : 0;
+	}
+	f->unsure_ms = 0;
+	close(f->fd);
+	f->fd = fd;
 	return running;
 }
 
@@ -204,10 +221,16 @@ static bool tfollow_more(void *ctx, struct sse_follow *sf)
 {
 	struct tfollow *f = ctx;
 	char chunk[16384];
-	/* Was it running before this read? Then a read to the end after
+	/* What the open descriptor has, first; at its end, open again.
+	 * Was it running before that read? Then a read to the end after
 	 * it stopped has everything it wrote. */
-	bool running = still_running(f);
 	ssize_t n = pread(f->fd, chunk, sizeof chunk, f->off);
+	int running = 1;
+	if (n <= 0) {
+		if ((running = reopen(f)) < 0)
+			return false;	/* not known now: look again */
+		n = pread(f->fd, chunk, sizeof chunk, f->off);
+	}
 	if (n > 0) {
 		f->off += n;
 		for (ssize_t i = 0; i < n; i++) {

@@ -28,7 +28,9 @@ handler_fn h_sandbox_promote, h_port_preview;
 handler_fn h_file_get, h_file_put, h_file_delete, h_file_list, h_file_stat, h_file_mkdir, h_file_chmod, h_file_rename, h_file_watch;
 handler_fn h_cluster_join, h_cluster_heartbeat;
 handler_fn h_host_create, h_host_list, h_host_get, h_host_delete, h_host_action, h_host_relay,
-	h_host_snapshot_delete, h_host_templates, h_host_volume_create, h_host_volume_get, h_host_volume_delete;
+	h_host_snapshot_delete, h_host_templates, h_host_template_build, h_host_template_get,
+	h_host_template_logs, h_host_template_delete, h_host_template_export, h_host_template_import,
+	h_host_volume_create, h_host_volume_get, h_host_volume_delete;
 handler_fn h_code_run, h_code_stream, h_code_context_create, h_code_context_list, h_code_context_delete, h_code_context_restart;
 handler_fn h_proc_start, h_proc_list, h_proc_signal, h_proc_output, h_proc_stdin;
 extern const struct route_hooks file_put_hooks;   /* checks an upload before its body */

@@ -128,6 +128,12 @@ const struct route routes[] = {
 	{ "GET", "/v1/host/volumes/{ws}/{id}", h_host_volume_get, BODY_NONE, ROUTE_HOST },
 	{ "DELETE", "/v1/host/volumes/{ws}/{id}", h_host_volume_delete, BODY_NONE, ROUTE_HOST },
 	{ "GET", "/v1/host/templates", h_host_templates, BODY_NONE, ROUTE_HOST },
+	{ "POST", "/v1/host/templates/{name}", h_host_template_build, BODY_FILE, ROUTE_HOST },
+	{ "GET", "/v1/host/templates/{name}", h_host_template_get, BODY_NONE, ROUTE_HOST },
+	{ "GET", "/v1/host/templates/{name}/logs", h_host_template_logs, BODY_NONE, ROUTE_HOST },
+	{ "DELETE", "/v1/host/templates/{name}", h_host_template_delete, BODY_NONE, ROUTE_HOST },
+	{ "GET", "/v1/host/templates/{name}/export", h_host_template_export, BODY_NONE, ROUTE_HOST },
+	{ "PUT", "/v1/host/templates/{name}/import", h_host_template_import, BODY_FILE, ROUTE_HOST },
 	{ "GET", "/v1/session", h_session_get, BODY_NONE, ROUTE_READ },
 	{ "DELETE", "/v1/session", h_session_delete, BODY_NONE, ROUTE_READ },	/* signing out */
 	{ "GET", "/v1/events", h_events, BODY_NONE, ROUTE_READ },

@@ -80,6 +80,14 @@ struct hostif_fork {
 };
 
 typedef int hostif_row_fn(void *ctx, const struct sbx_row *r);
+/* A template version as an archive (host/tship.h). */
+struct hostif_tarchive {
+	int fd;				/* an unlinked file, read from its start */
+	uint64_t size;
+	int version;
+	char sha256[65];
+};
+
 typedef int hostif_template_fn(void *ctx, const struct hostif_template *t);
 /* An attachment of a listing's volume v[i] (hostif_volume_attachments);
  * a NULL: v[i]'s host cannot say (errmsg() says why). */
@@ -122,6 +130,8 @@ struct hostif_ops {
 	int (*template_state)(void *ctx, const char *name, struct tbuild_state *out);
 	int (*template_log_open)(void *ctx, const char *name, int *fd, bool *running);
 	int (*template_delete)(void *ctx, const char *name);
+	int (*template_export)(void *ctx, const char *name, struct hostif_tarchive *out);
+	int (*template_import)(void *ctx, const char *name, int fd, const char *sha256, int *version, int *had);
 	void (*metrics)(void *ctx, struct strbuf *b);
 	int (*subscribe)(void *ctx, host_event_fn *fn, void *fctx);
 	void (*unsubscribe)(void *ctx, host_event_fn *fn, void *fctx);
@@ -389,7 +399,9 @@ static inline int hostif_templates(struct hostif *hi, hostif_template_fn *fn, vo
  * Build: unpack and start, answering at once; -EBUSY while one runs.
  * State: building/ready/failed, versions, size. Log: the build's, open
  * (*running while it builds). Delete: -EBUSY naming the sandboxes that
- * use it. A cluster's API cannot yet: -ENOSYS. */
+ * use it. Through a cluster's API (hostif_remote.h) the build runs on
+ * the host placement picks and is copied to every other host when it is
+ * ready (docs/cluster.md "Templates"). */
 static inline int hostif_template_build(struct hostif *hi, const struct tbuild_req *req)
 {
 	return hi->ops->template_build(hi->ctx, req);
@@ -408,6 +420,22 @@ static inline int hostif_template_log_open(struct hostif *hi, const char *name, 
 static inline int hostif_template_delete(struct hostif *hi, const char *name)
 {
 	return hi->ops->template_delete(hi->ctx, name);
+}
+
+/* A template's version in service as an archive for another host
+ * (host/tship.h): export fills out (fd taken over by the caller); import
+ * takes one, checking its sha256 (-EBADMSG), and puts it in service
+ * once its zygote runs. A host's calls: a cluster's API answers
+ * -ENOTSUP (it relays them between hosts itself). */
+static inline int hostif_template_export(struct hostif *hi, const char *name, struct hostif_tarchive *out)
+{
+	return hi->ops->template_export(hi->ctx, name, out);
+}
+
+static inline int hostif_template_import(struct hostif *hi, const char *name, int fd, const char *sha256,
+					 int *version, int *had)
+{
+	return hi->ops->template_import(hi->ctx, name, fd, sha256, version, had);
 }
 
 /* The host's gauges (sandboxes by state, guest memory), appended to b in

@@ -12,6 +12,7 @@
 #include "host/host.h"
 #include "host/host_events.h"
 #include "host/template.h"
+#include "host/tship.h"
 #include "common/err.h"
 #include "common/strbuf.h"
 
@@ -303,6 +304,17 @@ static int l_template_delete(void *ctx, const char *name)
 	return tbuild_delete(ctx, name);
 }
 
+static int l_template_export(void *ctx, const char *name, struct hostif_tarchive *out)
+{
+	memset(out, 0, sizeof *out);
+	return tship_export(ctx, name, &out->fd, &out->size, &out->version, out->sha256);
+}
+
+static int l_template_import(void *ctx, const char *name, int fd, const char *sha256, int *version, int *had)
+{
+	return tship_import(ctx, name, fd, sha256, version, had);
+}
+
 static void l_metrics(void *ctx, struct strbuf *b)
 {
 	host_metrics(ctx, b);
@@ -431,6 +443,8 @@ static const struct hostif_ops local_ops = {
 	.template_state = l_template_state,
 	.template_log_open = l_template_log_open,
 	.template_delete = l_template_delete,
+	.template_export = l_template_export,
+	.template_import = l_template_import,
 	.metrics = l_metrics,
 	.subscribe = l_subscribe,
 	.unsubscribe = l_unsubscribe,

@@ -7,6 +7,7 @@
  * the local implementation except by what a down host cannot do.
  */
 #include "hostif/hostif_remote.h"
+#include "hostif/remote_int.h"
 #include "hostif/hostif_wire.h"
 #include "hostif/placement.h"
 #include "hostif/relay_link.h"
@@ -26,35 +27,17 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
 #define ANSWER_MAX (16 << 20)		/* a list of many sandboxes */
-#define CALL_TIMEOUT_S 30
-#define SLOW_TIMEOUT_S 300		/* create, fork, wake, snapshot: boots and restores */
 #define CONNECT_TIMEOUT_S 5
 #define RELAY_WAIT_MS 120000		/* a relay's enter may wake a hibernated sandbox */
 #define RELAY_HEAD_MAX 8192
 #define LOG_MAX (64 << 20)
 
-struct remote {
-	struct remote_config cfg;
-	/* Placements made, and the time they took (the store's transaction
-	 * and the choice): /metrics, bench/cluster. */
-	int64_t placed, place_ns;
-	/* Events: while anyone listens, the records the hosts' heartbeats
-	 * brought are looked at every second (events_poll). */
-	pthread_mutex_t ev_lock;
-	int listeners;
-	bool polling;
-	struct periodic poller;
-	json_t *seen;			/* {id: updated_ms} of the last look */
-	/* The running cap each workspace's last create or fork was admitted
-	 * with, which its wakes are held to (a wake request carries no plan:
-	 * as a host does, ws_caps.c). A small table; the oldest goes. */
-	pthread_mutex_t caps_lock;
-	struct { char ws[ID_MAX]; int64_t running, seen_ms; } caps[64];
-};
 
 static int64_t mono_ns(void)
 {
@@ -65,12 +48,12 @@ static int64_t mono_ns(void)
 
 /* ---- calls ------------------------------------------------------------------------- */
 
-static bool host_down(const struct host_row *h)
+bool remote_host_down(const struct host_row *h)
 {
 	return strcmp(h->health, "up") != 0 || !strcmp(h->admin, "revoked");
 }
 
-static int down_error(const struct host_row *h)
+int remote_down_error(const struct host_row *h)
 {
 	return errf(EHOSTDOWN, "its host %s is %s%s%s", h->name, !strcmp(h->admin, "revoked") ? "revoked" : "down",
 		    h->reason[0] ? ": " : "", h->reason);
@@ -97,18 +80,14 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 	return add;
 }
 
-/* METHOD h's path with body (stolen; NULL: none). 2xx: 0 and *out the
- * answer (NULL if it had none; may be NULL: not wanted). Else the host's
- * error as -errno (report filled if given), or -EHOSTDOWN when the host
- * did not answer. */
-static int call(struct remote *rm, const struct host_row *h, const char *method, const char *path,
+int remote_call(struct remote *rm, const struct host_row *h, const char *method, const char *path,
 		json_t *body, long timeout_s, json_t **out, struct ws_caps_report *report)
 {
 	if (out)
 		*out = NULL;
-	if (host_down(h)) {
+	if (remote_host_down(h)) {
 		json_decref(body);
-		return down_error(h);
+		return remote_down_error(h);
 	}
 	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
 	json_decref(body);
@@ -167,6 +146,137 @@ static int call(struct remote *rm, const struct host_row *h, const char *method,
 	return rc;
 }
 
+/* remote_call_file's transfer: the body read from in_fd, a 2xx answer's
+ * written to out_fd, any other's kept (the host's JSON error). */
+struct xfer {
+	CURL *c;
+	int in_fd, out_fd;
+	off_t in_off;
+	bool write_err;
+	struct answer a;
+	struct remote_hdrs *hd;
+};
+
+static size_t xfer_read(char *p, size_t size, size_t n, void *ctx)
+{
+	struct xfer *x = ctx;
+	ssize_t got = pread(x->in_fd, p, size * n, x->in_off);
+	if (got < 0)
+		return CURL_READFUNC_ABORT;
+	x->in_off += got;
+	return (size_t)got;
+}
+
+static size_t xfer_write(char *p, size_t size, size_t n, void *ctx)
+{
+	struct xfer *x = ctx;
+	long status = 0;
+	curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+	if (x->out_fd < 0 || status < 200 || status > 299)
+		return on_data(p, size, n, &x->a);
+	size_t len = size * n, done = 0;
+	while (done < len) {
+		ssize_t w = write(x->out_fd, p + done, len - done);
+		if (w <= 0) {
+			x->write_err = true;
+			return 0;
+		}
+		done += (size_t)w;
+	}
+	if (x->hd)
+		x->hd->bytes += len;
+	return len;
+}
+
+static size_t xfer_header(char *p, size_t size, size_t n, void *ctx)
+{
+	struct xfer *x = ctx;
+	size_t len = size * n;
+	char line[256];
+	if (!x->hd || len >= sizeof line)
+		return len;
+	memcpy(line, p, len);
+	line[len] = 0;
+	line[strcspn(line, "\r\n")] = 0;
+	if (!strncasecmp(line, "X-Kiln-Sha256: ", 15))
+		snprintf(x->hd->sha256, sizeof x->hd->sha256, "%.64s", line + 15);
+	else if (!strncasecmp(line, "X-Kiln-Version: ", 16))
+		x->hd->version = atoi(line + 16);
+	else if (!strncasecmp(line, "X-Kiln-Running: ", 16))
+		x->hd->running = line[16] == '1';
+	return len;
+}
+
+int remote_call_file(struct remote *rm, const struct host_row *h, const char *method, const char *path,
+		     int in_fd, int out_fd, long timeout_s, json_t **out, struct remote_hdrs *hd)
+{
+	if (out)
+		*out = NULL;
+	if (hd)
+		memset(hd, 0, sizeof *hd);
+	if (remote_host_down(h))
+		return remote_down_error(h);
+	struct stat st;
+	if (in_fd >= 0 && fstat(in_fd, &st) < 0)
+		return errf_sys("fstat");
+	struct xfer x = { .c = curl_easy_init(), .in_fd = in_fd, .out_fd = out_fd, .hd = hd };
+	if (!x.c)
+		return errf(ENOMEM, "out of memory");
+	char url[1024], auth[128];
+	snprintf(url, sizeof url, "%s%s", h->url, path);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->api_key);
+	struct curl_slist *hdl = curl_slist_append(NULL, auth);
+	hdl = curl_slist_append(hdl, "Expect:");
+	if (in_fd >= 0)
+		hdl = curl_slist_append(hdl, "Content-Type: application/x-tar");
+	char cerr[CURL_ERROR_SIZE] = "";
+	curl_easy_setopt(x.c, CURLOPT_URL, url);
+	if (in_fd >= 0) {
+		curl_easy_setopt(x.c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(x.c, CURLOPT_READFUNCTION, xfer_read);
+		curl_easy_setopt(x.c, CURLOPT_READDATA, &x);
+		curl_easy_setopt(x.c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
+	}
+	curl_easy_setopt(x.c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(x.c, CURLOPT_HTTPHEADER, hdl);
+	curl_easy_setopt(x.c, CURLOPT_WRITEFUNCTION, xfer_write);
+	curl_easy_setopt(x.c, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(x.c, CURLOPT_HEADERFUNCTION, xfer_header);
+	curl_easy_setopt(x.c, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(x.c, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(x.c, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+	curl_easy_setopt(x.c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x.c, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(x.c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (rm->cfg.ca_file)
+		curl_easy_setopt(x.c, CURLOPT_CAINFO, rm->cfg.ca_file);
+	CURLcode cc = curl_easy_perform(x.c);
+	long status = 0;
+	int rc = 0;
+	if (x.write_err)
+		rc = errf(EIO, "writing what host %s sent to %s %s failed", h->name, method, path);
+	else if (cc != CURLE_OK)
+		rc = errf(EHOSTDOWN, "host %s (%s) did not answer: %s", h->name, h->url,
+			  cerr[0] ? cerr : curl_easy_strerror(cc));
+	else
+		curl_easy_getinfo(x.c, CURLINFO_RESPONSE_CODE, &status);
+	json_t *j = rc == 0 && x.a.data && x.a.len ? json_loads(x.a.data, 0, NULL) : NULL;
+	if (rc == 0 && (status < 200 || status > 299)) {
+		rc = j ? wire_error_parse(j, NULL)
+		       : errf(EPROTO, "host %s answered HTTP %ld to %s %s", h->name, status, method, path);
+		json_decref(j);
+		j = NULL;
+	}
+	if (out)
+		*out = j;
+	else
+		json_decref(j);
+	free(x.a.data);
+	curl_slist_free_all(hdl);
+	curl_easy_cleanup(x.c);
+	return rc;
+}
+
 static int answer_row(int rc, json_t *a, struct sbx_row *out)
 {
 	if (rc == 0 && out)
@@ -209,7 +319,7 @@ static void lost_row(const char *ws, const char *id, const struct host_row *h, s
 	snprintf(r->id, sizeof r->id, "%s", id);
 	snprintf(r->workspace, sizeof r->workspace, "%s", ws);
 	r->state = SBX_LOST;
-	down_error(h);
+	remote_down_error(h);
 	snprintf(r->error, sizeof r->error, "%s", errmsg());
 }
 
@@ -373,8 +483,8 @@ static int volumes_host(struct remote *rm, const struct create_req *req, struct 
 		host_row_clear(h);
 		*h = vh;
 	}
-	if (host_down(h)) {
-		down_error(h);
+	if (remote_host_down(h)) {
+		remote_down_error(h);
 		int rc = errf(EHOSTDOWN, "volume '%s' is on host %s, which cannot take a sandbox now: %s",
 			      req->volumes[0].name, h->name, errmsg());
 		host_row_clear(h);
@@ -419,7 +529,7 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	 * count, taken above, is the one the caller sees. */
 	struct ws_caps_report cluster = req->report ? *req->report : (struct ws_caps_report){ 0 };
 	json_t *a = NULL;
-	rc = call(rm, &h, "POST", "/v1/host/sandboxes", wire_create(req), SLOW_TIMEOUT_S, &a, req->report);
+	rc = remote_call(rm, &h, "POST", "/v1/host/sandboxes", wire_create(req), SLOW_TIMEOUT_S, &a, req->report);
 	rc = answer_row(rc, a, out);
 	if (rc == 0) {
 		if (req->report)
@@ -433,7 +543,7 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 			snprintf(why, sizeof why, "%s", errmsg());
 			char path[256];
 			snprintf(path, sizeof path, "/v1/host/sandboxes/%s/%s", req->workspace, out->id);
-			call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+			remote_call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 			sbx_row_clear(out);
 			memset(out, 0, sizeof *out);
 			rc = errf(EAGAIN, "the sandbox's placement could not be recorded: %s", why);
@@ -457,7 +567,7 @@ static int r_get(void *ctx, const char *ws, const char *id, bool touch, struct s
 	int rc = where(rm, ws, id, &h);
 	if (rc < 0)
 		return rc;
-	if (host_down(&h)) {
+	if (remote_host_down(&h)) {
 		if (out)
 			lost_row(ws, id, &h, out);
 		host_row_clear(&h);
@@ -467,7 +577,7 @@ static int r_get(void *ctx, const char *ws, const char *id, bool touch, struct s
 	sbx_path(path, sizeof path, ws, id, touch ? "?touch=1" : "");
 	json_t *a = NULL;
 	struct sbx_row tmp;
-	rc = call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+	rc = remote_call(rm, &h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
 	rc = answer_row(rc, a, &tmp);
 	if (rc == 0 && tmp.state == SBX_DELETED)
 		store_placement_end(rm->cfg.store, id);
@@ -531,12 +641,12 @@ static int r_each(void *ctx, const char *ws, hostif_row_fn *fn, void *fctx)
 	if (rc == 0 && w.nhosts && !(w.lists = calloc((size_t)w.nhosts, sizeof *w.lists)))
 		rc = errf(ENOMEM, "out of memory");
 	for (int k = 0; rc == 0 && k < w.nhosts; k++) {
-		if (host_down(&w.hosts[k]))
+		if (remote_host_down(&w.hosts[k]))
 			continue;
 		char path[256];
 		snprintf(path, sizeof path, "/v1/host/sandboxes%s%s", ws ? "?workspace=" : "", ws ? ws : "");
 		json_t *a = NULL;
-		rc = call(rm, &w.hosts[k], "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+		rc = remote_call(rm, &w.hosts[k], "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
 		if (rc == -EHOSTDOWN) {	/* stopped answering since its last heartbeat: lost */
 			snprintf(w.hosts[k].health, sizeof w.hosts[k].health, "down");
 			snprintf(w.hosts[k].reason, sizeof w.hosts[k].reason, "did not answer");
@@ -592,7 +702,7 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
 	char path[256];
 	sbx_path(path, sizeof path, ws, id, tail);
 	json_t *a = NULL;
-	rc = call(rm, &h, method, path, body, timeout_s, &a, NULL);
+	rc = remote_call(rm, &h, method, path, body, timeout_s, &a, NULL);
 	rc = answer_row(rc, a, out);
 	/* The change is the database's at once, not a heartbeat later: the
 	 * other replicas' reads and events see it. */
@@ -609,7 +719,7 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 	int rc = where(rm, ws, id, &h);
 	if (rc < 0)
 		return rc;
-	bool down = host_down(&h);
+	bool down = remote_host_down(&h);
 	host_row_clear(&h);
 	if (down)	/* deleted now; its host ends it when back (reconciliation) */
 		return store_placement_end(rm->cfg.store, id);
@@ -632,7 +742,7 @@ static int r_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out
 	struct remote *rm = ctx;
 	struct host_row h;
 	int rc = where(rm, ws, id, &h);
-	int held = rc < 0 || host_down(&h) ? 0 : wake_hold(rm, ws, id, &h);
+	int held = rc < 0 || remote_host_down(&h) ? 0 : wake_hold(rm, ws, id, &h);
 	host_row_clear(&h);
 	if (held < 0)
 		return held;
@@ -678,7 +788,7 @@ static int r_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MA
 	char path[256];
 	sbx_path(path, sizeof path, ws, id, "/snapshot");
 	json_t *a = NULL;
-	rc = call(rm, &h, "POST", path, NULL, SLOW_TIMEOUT_S, &a, NULL);
+	rc = remote_call(rm, &h, "POST", path, NULL, SLOW_TIMEOUT_S, &a, NULL);
 	const char *s = json_string_value(json_object_get(a, "snapshot"));
 	if (rc == 0 && (!s || strlen(s) >= ID_MAX))
 		rc = errf(EPROTO, "host %s made a snapshot and did not say its id", h.name);
@@ -709,7 +819,7 @@ static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
 		return errf(ENOENT, "snapshot %s not found", snap);
 	char path[256];
 	snprintf(path, sizeof path, "/v1/host/snapshots/%s/%s", ws, snap);
-	rc = call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+	rc = remote_call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 	if (rc == 0 || rc == -ENOENT)
 		store_placement_end(rm->cfg.store, snap);
 	host_row_clear(&h);
@@ -756,7 +866,7 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 	char path[256];
 	sbx_path(path, sizeof path, req->workspace, req->id, "/fork");
 	json_t *a = NULL;
-	rc = call(rm, &h, "POST", path, b, SLOW_TIMEOUT_S, &a, NULL);
+	rc = remote_call(rm, &h, "POST", path, b, SLOW_TIMEOUT_S, &a, NULL);
 	size_t i;
 	json_t *e;
 	json_array_foreach(json_object_get(a, "children"), i, e) {
@@ -800,8 +910,8 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	int rc = where(rm, ws, id, &h);
 	if (rc < 0)
 		return rc;
-	if (host_down(&h)) {
-		rc = down_error(&h);
+	if (remote_host_down(&h)) {
+		rc = remote_down_error(&h);
 		host_row_clear(&h);
 		return rc;
 	}
@@ -899,7 +1009,7 @@ static int r_touch(void *ctx, const char *ws, const char *id)
 	if (rc == 0) {
 		char path[256];
 		sbx_path(path, sizeof path, ws, id, "/touch");
-		rc = call(ctx, &h, "POST", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+		rc = remote_call(ctx, &h, "POST", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 		host_row_clear(&h);
 	}
 	errf(EIO, "%s", keep);
@@ -968,80 +1078,7 @@ static int r_log_open(void *ctx, const char *ws, const char *id, bool follow, in
 	return 0;
 }
 
-/* ---- template builds: not through a cluster yet ------------------------------------- */
-
-static int r_tbuild_none(void)
-{
-	return errf(ENOSYS, "template builds through a cluster are not built yet: build on a host "
-			    "(kilnd template build) or through a one-box kilnd");
-}
-
-static int r_template_build(void *ctx, const struct tbuild_req *req)
-{
-	(void)ctx, (void)req;
-	return r_tbuild_none();
-}
-
-static int r_template_state(void *ctx, const char *name, struct tbuild_state *out)
-{
-	(void)ctx, (void)name, (void)out;
-	return r_tbuild_none();
-}
-
-static int r_template_log_open(void *ctx, const char *name, int *fd, bool *running)
-{
-	(void)ctx, (void)name, (void)fd, (void)running;
-	return r_tbuild_none();
-}
-
-static int r_template_delete(void *ctx, const char *name)
-{
-	(void)ctx, (void)name;
-	return r_tbuild_none();
-}
-
 /* ---- what the hosts show --------------------------------------------------------------- */
-
-struct tmpl_pick {
-	struct remote *rm;
-	struct host_row h;
-	bool found;
-};
-
-static int first_up(void *ctx, const struct host_row *r)
-{
-	struct tmpl_pick *p = ctx;
-	if (host_down(r) || strcmp(r->admin, "active"))
-		return 0;
-	p->h = *r;
-	p->h.templates = NULL;
-	p->found = true;
-	return 1;
-}
-
-static int r_templates(void *ctx, hostif_template_fn *fn, void *fctx)
-{
-	struct remote *rm = ctx;
-	struct tmpl_pick p;
-	memset(&p, 0, sizeof p);
-	p.rm = rm;
-	int rc = store_host_each(rm->cfg.store, first_up, &p);
-	if (rc < 0)
-		return rc;
-	if (!p.found)
-		return 0;	/* no host up: no template can be used now */
-	json_t *a = NULL;
-	rc = call(rm, &p.h, "GET", "/v1/host/templates", NULL, CALL_TIMEOUT_S, &a, NULL);
-	size_t i;
-	json_t *e;
-	json_array_foreach(json_object_get(a, "templates"), i, e) {
-		struct hostif_template t;
-		if (rc == 0 && wire_template_parse(e, &t) == 0)
-			rc = fn(fctx, &t);
-	}
-	json_decref(a);
-	return rc;
-}
 
 struct host_gauges {
 	int up, down, cordoned;
@@ -1053,7 +1090,7 @@ static int count_host(void *ctx, const struct host_row *r)
 	struct host_gauges *g = ctx;
 	if (!strcmp(r->admin, "revoked"))
 		return 0;
-	if (host_down(r))
+	if (remote_host_down(r))
 		g->down++;
 	else if (strcmp(r->admin, "active"))
 		g->cordoned++;
@@ -1082,6 +1119,7 @@ static void r_metrics(void *ctx, struct strbuf *b)
 			 "# TYPE kiln_cluster_placement_seconds_total counter\nkiln_cluster_placement_seconds_total %.6f\n",
 		       (long long)__atomic_load_n(&rm->placed, __ATOMIC_RELAXED),
 		       __atomic_load_n(&rm->place_ns, __ATOMIC_RELAXED) / 1e9);
+	remote_tmpl_metrics(rm, b);
 }
 
 /* Events in a cluster (docs/cluster.md "Events"): the hosts' records
@@ -1171,7 +1209,7 @@ struct disk_pick {
 static int most_disk(void *ctx, const struct host_row *r)
 {
 	struct disk_pick *p = ctx;
-	if (host_down(r) || strcmp(r->admin, "active") || r->disk_mib < p->size_mib)
+	if (remote_host_down(r) || strcmp(r->admin, "active") || r->disk_mib < p->size_mib)
 		return 0;
 	if (!p->found || r->disk_mib > p->h.disk_mib) {
 		p->h = *r;
@@ -1199,7 +1237,7 @@ static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t 
 		return errf(EAGAIN, "no host that is up has %lld MiB of disk free for the volume (kilnd cluster hosts)",
 			    (long long)size_mib);
 	json_t *a = NULL;
-	rc = call(rm, &p.h, "POST", "/v1/host/volumes",
+	rc = remote_call(rm, &p.h, "POST", "/v1/host/volumes",
 		  json_pack("{s:s,s:s,s:I}", "workspace", ws, "name", name, "size_mib", (json_int_t)size_mib),
 		  SLOW_TIMEOUT_S, &a, NULL);
 	if (rc == 0)
@@ -1218,7 +1256,7 @@ static int r_volume_create(void *ctx, const char *ws, const char *name, int64_t 
 		char why[512], path[256];
 		snprintf(why, sizeof why, "%s", errmsg());
 		volume_path(path, sizeof path, ws, r.id);
-		call(rm, &p.h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+		remote_call(rm, &p.h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
 		store_placement_end(rm->cfg.store, r.id);
 		return errf(-rc, "%s", why);
 	}
@@ -1239,7 +1277,7 @@ static int on_volume(struct remote *rm, const char *method, const char *ws, cons
 	char path[256];
 	volume_path(path, sizeof path, ws, id);
 	snprintf(host, NAME_MAX_LEN, "%s", h.name);
-	rc = call(rm, &h, method, path, NULL, CALL_TIMEOUT_S, out, NULL);
+	rc = remote_call(rm, &h, method, path, NULL, CALL_TIMEOUT_S, out, NULL);
 	host_row_clear(&h);
 	return rc;
 }
@@ -1370,11 +1408,13 @@ static const struct hostif_ops remote_ops = {
 	.leave = r_leave,
 	.touch = r_touch,
 	.log_open = r_log_open,
-	.templates = r_templates,
-	.template_build = r_template_build,
-	.template_state = r_template_state,
-	.template_log_open = r_template_log_open,
-	.template_delete = r_template_delete,
+	.templates = remote_templates,
+	.template_build = remote_template_build,
+	.template_state = remote_template_state,
+	.template_log_open = remote_template_log_open,
+	.template_delete = remote_template_delete,
+	.template_export = remote_template_export,
+	.template_import = remote_template_import,
 	.metrics = r_metrics,
 	.subscribe = r_subscribe,
 	.unsubscribe = r_unsubscribe,
@@ -1388,10 +1428,11 @@ int hostif_remote(struct hostif *out, const struct remote_config *cfg)
 	rm->cfg = *cfg;
 	pthread_mutex_init(&rm->ev_lock, NULL);
 	pthread_mutex_init(&rm->caps_lock, NULL);
+	pthread_mutex_init(&rm->tlock, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	out->ops = &remote_ops;
 	out->ctx = rm;
-	return 0;
+	return remote_tsync_start(rm);
 }
 
 void hostif_remote_free(struct hostif *hi)
@@ -1399,6 +1440,8 @@ void hostif_remote_free(struct hostif *hi)
 	struct remote *rm = hi->ctx;
 	if (rm && rm->polling)
 		periodic_stop(&rm->poller);
+	if (rm)
+		remote_tsync_stop(rm);
 	if (rm)
 		json_decref(rm->seen);
 	free(hi->ctx);

@@ -426,3 +426,35 @@ int wire_template_parse(const json_t *j, struct hostif_template *t)
 	t->ready_port = (int)int_of(j, "ready_port");
 	return 0;
 }
+
+json_t *wire_tbuild_state(const struct tbuild_state *s)
+{
+	json_t *v = json_array();
+	for (int i = 0; v && i < s->nversions; i++)
+		json_array_append_new(v, json_integer(s->versions[i]));
+	return json_pack("{s:b,s:s,s:s,s:I,s:I,s:o*,s:i,s:I,s:I}", "known", s->known, "status", s->status,
+			 "error", s->error, "started_ms", (json_int_t)s->started_ms, "finished_ms",
+			 (json_int_t)s->finished_ms, "versions", v, "current", s->current, "built_ms",
+			 (json_int_t)s->built_ms, "bytes", (json_int_t)s->bytes);
+}
+
+int wire_tbuild_state_parse(const json_t *j, struct tbuild_state *s)
+{
+	memset(s, 0, sizeof *s);
+	if (!json_is_object(j))
+		return errf(EPROTO, "a template build's state that is not an object");
+	s->known = bool_of(j, "known");
+	str_to(s->status, sizeof s->status, j, "status");
+	str_to(s->error, sizeof s->error, j, "error");
+	s->started_ms = int_of(j, "started_ms");
+	s->finished_ms = int_of(j, "finished_ms");
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(j, "versions"), i, e)
+		if (s->nversions < (int)(sizeof s->versions / sizeof s->versions[0]))
+			s->versions[s->nversions++] = (int)json_integer_value(e);
+	s->current = (int)int_of(j, "current");
+	s->built_ms = int_of(j, "built_ms");
+	s->bytes = int_of(j, "bytes");
+	return 0;
+}

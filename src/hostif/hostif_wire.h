@@ -56,5 +56,8 @@ int wire_att_parse(const json_t *j, struct vol_att *a);
 
 json_t *wire_template(const struct hostif_template *t);
 int wire_template_parse(const json_t *j, struct hostif_template *t);
+/* A template build's state (GET /v1/host/templates/{name}). */
+json_t *wire_tbuild_state(const struct tbuild_state *s);
+int wire_tbuild_state_parse(const json_t *j, struct tbuild_state *s);
 
 #endif

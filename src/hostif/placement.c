@@ -54,3 +54,13 @@ int placement_choose(const struct placement_rule *rule, const struct host_load *
 			   rule->template)
 		    : errf(ENOENT, "template '%s' is built on no host that is up", rule->template);
 }
+
+int placement_builder(const struct host_row *hosts, int n)
+{
+	int best = -1;
+	for (int i = 0; i < n; i++)
+		if (best < 0 || hosts[i].sandboxes < hosts[best].sandboxes ||
+		    (hosts[i].sandboxes == hosts[best].sandboxes && hosts[i].memory_mib > hosts[best].memory_mib))
+			best = i;
+	return best >= 0 ? best : errf(EAGAIN, "no host is up and active to build a template on (kilnd cluster hosts)");
+}

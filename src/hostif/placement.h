@@ -43,4 +43,10 @@ int placement_choose(const struct placement_rule *rule, const struct host_load *
 int placement_template_size(const struct host_row *h, const char *name, int64_t *vcpus,
 			    int64_t *memory_mib);
 
+/* The host to build a template on (docs/cluster.md "Templates"): of n
+ * hosts that are up and active, the one with the fewest sandboxes, then
+ * the most memory offered (a build boots a VM of its own); ties go to
+ * the first. -EAGAIN when there is none. */
+int placement_builder(const struct host_row *hosts, int n);
+
 #endif

@@ -201,6 +201,38 @@ int overlay_set_sealed(const char *path, bool sealed)
 	return rc;
 }
 
+int overlay_set_base(const char *path, const char *base)
+{
+	size_t len = strlen(base);
+	if (len == 0 || len >= BASE_MAX)
+		return errf(ENAMETOOLONG, "overlay %s: base path too long", path);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("overlay %s", path);
+	struct header h;
+	char resolved[PATH_MAX];
+	uint64_t size;
+	uint32_t depth;
+	int rc = read_header(fd, path, &h);
+	if (rc == 0) {
+		resolve(path, base, resolved, sizeof resolved);
+		rc = base_info(resolved, &size, &depth);
+	}
+	if (rc == 0 && (size > h.size || depth + 1 != h.depth))
+		rc = errf(EINVAL, "overlay %s: base %s is not one it can sit on (size %llu, depth %u; "
+			  "want at most %llu, depth %u)", path, base, (unsigned long long)size, depth,
+			  (unsigned long long)h.size, h.depth - 1);
+	if (rc == 0) {
+		memset(h.base, 0, sizeof h.base);
+		memcpy(h.base, base, len + 1);
+		h.base_len = (uint32_t)len;
+		if (full_pwrite(fd, &h, sizeof h, 0) < 0 || fsync(fd) < 0)
+			rc = errf_sys("overlay %s", path);
+	}
+	close(fd);
+	return rc;
+}
+
 /* ---- chains ------------------------------------------------------------- */
 
 static bool below(const char *path, const char *dir)

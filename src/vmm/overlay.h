@@ -60,6 +60,11 @@ int overlay_create(const char *path, const char *base);
 /* overlay_set_sealed: mark an overlay read-only (a base for others), or
  * undo that. */
 int overlay_set_sealed(const char *path, bool sealed);
+/* overlay_set_base: store base as the overlay's base path, in place (a
+ * template version copied to another host's directory: the same base
+ * file at its new path). The base must have the depth of the one stored
+ * and no more than the overlay's size: -EINVAL otherwise. */
+int overlay_set_base(const char *path, const char *base);
 /* overlay_flatten: a new overlay at out holding every cluster that top's
  * chain has above its raw base, over that base: depth 1. roots: as for
  * chain_open_within (NULL: any path). */

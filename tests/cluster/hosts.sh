@@ -69,6 +69,8 @@ joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
 if until_ok 60 joined; then pass agents_joined "host-a and host-b, one token of any number of uses"
 else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1; fi
 
+. "$(dirname "$0")/templates.sh"
+
 # Events: a dashboard's stream on one replica hears what happens through
 # the other (the hosts' records, looked at every second).
 curl -s -N -m 300 -H "Authorization: Bearer $KEY" "$CL_API1/v1/events" > "$T/events" 2>/dev/null &

@@ -1438,6 +1438,22 @@ static void placement_rule_spread_pack_room(void)
 	CHECK(placement_choose(&spread, h, 0, &v, &m) == -ENOENT);
 }
 
+/* The builder of a template: the fewest sandboxes, then the most memory
+ * offered, then the first; none: -EAGAIN naming it. */
+static void placement_builder_choice(void)
+{
+	struct host_row h[3];
+	memset(h, 0, sizeof h);
+	h[0].sandboxes = 2, h[0].memory_mib = 4096;
+	h[1].sandboxes = 1, h[1].memory_mib = 512;
+	h[2].sandboxes = 1, h[2].memory_mib = 1024;
+	CHECK(placement_builder(h, 3) == 2);
+	h[2].memory_mib = 512;
+	CHECK(placement_builder(h, 3) == 1);
+	CHECK(placement_builder(h, 1) == 0);
+	CHECK(placement_builder(h, 0) == -EAGAIN && strstr(errmsg(), "no host is up and active to build"));
+}
+
 static int choose_spread(void *ctx, const struct host_load *h, int n)
 {
 	struct placement *p = ctx;
@@ -1794,6 +1810,7 @@ int main(void)
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);
 	RUN(placement_rule_spread_pack_room);
+	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
 	RUN(placement_races_never_overplace);
 	RUN(placement_counts_workspace_caps);

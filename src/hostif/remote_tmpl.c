@@ -1,0 +1,642 @@
+/*
+ * remote_tmpl: templates through a cluster's API (docs/cluster.md
+ * "Templates"). A workspace's template is built once, on the host
+ * placement_builder picks, and copied to every other host:
+ *
+ *   build    POST /v1/host/templates/{name} on the builder, the context
+ *            tar streamed as it came
+ *   state    every up host is asked; the build's own (building, or the
+ *            latest started) answers, else the newest version in service
+ *   log      the builder's, fetched whole on each open (a follower opens
+ *            again for what came since)
+ *   copy     every TSYNC_MS each replica reads the hosts' heartbeats: a
+ *            workspace's template whose newest version some up host
+ *            lacks is exported from one that has it (GET .../export, a
+ *            tar and its sha256) into a file here and sent to the one
+ *            without (PUT .../import?sha256=), which checks the digest,
+ *            boots the version's zygote and only then serves it. So a
+ *            finished build reaches the other hosts within a heartbeat
+ *            and a copy, and a host that was down or joins later gets
+ *            it at its first heartbeat.
+ *   delete   DELETE on every up host, in turn; a host that refuses (a
+ *            sandbox of it there: 409) stops it, and the hosts that had
+ *            removed it are copied it again. Done, the name is kept for
+ *            TDELETED_MS as deleted here, so that this replica copies it
+ *            nowhere and removes it from a host that comes back with it.
+ *
+ * Only a workspace's templates (ops/template.h's w<hex>_ names) are
+ * copied: the compiled-in ones and an operator's are each host's own.
+ */
+#include "hostif/remote_int.h"
+#include "hostif/hostif_wire.h"
+#include "hostif/placement.h"
+#include "host/template.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TSYNC_MS 2000
+#define TSYNC_RETRY_MS 30000		/* a copy that failed is tried again after this */
+#define TPUSHED_MS 60000		/* a copy made: not made again before the heartbeat says so */
+#define TDELETED_MS 600000
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * INT64_C(1000000000) + ts.tv_nsec;
+}
+
+/* ops/template.h's name of a workspace's template: w, 10 hex digits, _. */
+static bool user_template(const char *name)
+{
+	if (strlen(name) < 13 || name[0] != 'w' || name[11] != '_')
+		return false;
+	for (int i = 1; i <= 10; i++)
+		if (!isxdigit((unsigned char)name[i]))
+			return false;
+	return true;
+}
+
+static int name_check(const char *name)
+{
+	if (!template_name_ok(name) || template_def_find(name))
+		return errf(EINVAL, "template '%.64s' cannot be built or copied through the cluster", name);
+	return 0;
+}
+
+/* ---- the hosts ---------------------------------------------------------------------- */
+
+struct hostlist {
+	struct host_row *h;
+	int n, cap;
+	bool active_only;
+};
+
+static int add_host(void *ctx, const struct host_row *r)
+{
+	struct hostlist *l = ctx;
+	if (remote_host_down(r) || (l->active_only && strcmp(r->admin, "active")))
+		return 0;
+	if (l->n == l->cap) {
+		int cap = l->cap ? 2 * l->cap : 8;
+		struct host_row *h = realloc(l->h, (size_t)cap * sizeof *h);
+		if (!h)
+			return errf(ENOMEM, "out of memory");
+		l->h = h, l->cap = cap;
+	}
+	l->h[l->n] = *r;
+	l->h[l->n].templates = r->templates ? strdup(r->templates) : NULL;
+	l->n++;
+	return 0;
+}
+
+static void hostlist_free(struct hostlist *l)
+{
+	for (int i = 0; i < l->n; i++)
+		host_row_clear(&l->h[i]);
+	free(l->h);
+	memset(l, 0, sizeof *l);
+}
+
+/* Up hosts (not revoked); active_only: those placement may use. */
+static int hosts_up(struct remote *rm, bool active_only, struct hostlist *l)
+{
+	memset(l, 0, sizeof *l);
+	l->active_only = active_only;
+	int rc = store_host_each(rm->cfg.store, add_host, l);
+	if (rc < 0)
+		hostlist_free(l);
+	return rc;
+}
+
+/* The version of template name host h's last heartbeat listed; 0: none. */
+static int beat_version(json_t *list, const char *name)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(list, i, e)
+		if (!strcmp(json_string_value(json_object_get(e, "name")) ?: "", name))
+			return (int)json_integer_value(json_object_get(e, "version"));
+	return 0;
+}
+
+/* ---- builds ------------------------------------------------------------------------- */
+
+/* Of every up host's state of name's builds, the one that speaks for
+ * the template: a build running, else the latest build started, else the
+ * newest version in service (a host that only took copies). *host that
+ * host (its templates NULL). -ENOENT when no up host knows the name. */
+static int the_build(struct remote *rm, const char *name, struct tbuild_state *out, struct host_row *host)
+{
+	struct hostlist l;
+	int rc = hosts_up(rm, false, &l);
+	if (rc < 0)
+		return rc;
+	bool found = false;
+	int err = 0;
+	for (int i = 0; i < l.n; i++) {
+		char path[160];
+		snprintf(path, sizeof path, "/v1/host/templates/%s", name);
+		json_t *a = NULL;
+		struct tbuild_state st;
+		rc = remote_call(rm, &l.h[i], "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+		if (rc == 0)
+			rc = wire_tbuild_state_parse(a, &st);
+		json_decref(a);
+		if (rc < 0) {
+			if (rc != -ENOENT && !err)
+				err = rc;	/* a host that did not answer: said if nobody does */
+			continue;
+		}
+		bool better = !found;
+		if (found) {
+			bool b_run = st.known && !strcmp(st.status, "building");
+			bool o_run = out->known && !strcmp(out->status, "building");
+			if (b_run != o_run)
+				better = b_run;
+			else if (st.known != out->known)
+				better = st.known;
+			else if (st.known)
+				better = st.started_ms > out->started_ms;
+			else
+				better = st.current > out->current;
+		}
+		if (better) {
+			*out = st;
+			*host = l.h[i];
+			host->templates = NULL;
+			found = true;
+		}
+	}
+	hostlist_free(&l);
+	if (!found)
+		return err ? err : errf(ENOENT, "template %s not found", name);
+	return 0;
+}
+
+int remote_template_build(void *ctx, const struct tbuild_req *req)
+{
+	struct remote *rm = ctx;
+	int rc = name_check(req->name);
+	if (rc < 0)
+		return rc;
+	struct tbuild_state st;
+	struct host_row bh;
+	if ((rc = the_build(rm, req->name, &st, &bh)) == 0 && st.known && !strcmp(st.status, "building"))
+		return errf(EBUSY, "template %s is building (on host %s); wait for that build to end", req->name,
+			    bh.name);
+	if (rc < 0 && rc != -ENOENT)
+		return rc;
+	struct hostlist l;
+	if ((rc = hosts_up(rm, true, &l)) < 0)
+		return rc;
+	int i = placement_builder(l.h, l.n);
+	if (i < 0) {
+		hostlist_free(&l);
+		return i;
+	}
+	/* The query as the one-box route takes it. */
+	CURL *c = curl_easy_init();
+	struct strbuf path;
+	strbuf_init(&path);
+	strbuf_printf(&path, "/v1/host/templates/%s", req->name);
+	char sep = '?';
+	if (c && req->dockerfile) {
+		char *e = curl_easy_escape(c, req->dockerfile, 0);
+		strbuf_printf(&path, "%cdockerfile=%s", sep, e ? e : "");
+		curl_free(e);
+		sep = '&';
+	}
+	for (int k = 0; c && req->build_args && req->build_args[k]; k++) {
+		char *e = curl_easy_escape(c, req->build_args[k], 0);
+		strbuf_printf(&path, "%cbuild_arg=%s", sep, e ? e : "");
+		curl_free(e);
+		sep = '&';
+	}
+	curl_easy_cleanup(c);
+	rc = c && path.data ? remote_call_file(rm, &l.h[i], "POST", path.data, req->tar_fd, -1, SLOW_TIMEOUT_S,
+						 NULL, NULL)
+			    : errf(ENOMEM, "out of memory");
+	if (rc == 0)
+		log_info("template %s: building on host %s (placement)", req->name, l.h[i].name);
+	strbuf_free(&path);
+	hostlist_free(&l);
+	return rc;
+}
+
+int remote_template_state(void *ctx, const char *name, struct tbuild_state *out)
+{
+	struct host_row h;
+	int rc = name_check(name);
+	return rc ?: the_build(ctx, name, out, &h);
+}
+
+int remote_template_log_open(void *ctx, const char *name, int *fd, bool *running)
+{
+	struct remote *rm = ctx;
+	struct tbuild_state st;
+	struct host_row h;
+	int rc = name_check(name);
+	if (rc < 0 || (rc = the_build(rm, name, &st, &h)) < 0)
+		return rc;
+	if (!st.known)
+		return errf(ENOENT, "template %s has no build log (it was not built through the API)", name);
+	int mfd = memfd_create("kiln-tlog", MFD_CLOEXEC);
+	if (mfd < 0)
+		return errf_sys("memfd_create");
+	char path[160];
+	snprintf(path, sizeof path, "/v1/host/templates/%s/logs", name);
+	struct remote_hdrs hd;
+	rc = remote_call_file(rm, &h, "GET", path, -1, mfd, CALL_TIMEOUT_S, NULL, &hd);
+	if (rc < 0) {
+		close(mfd);
+		return rc;
+	}
+	*fd = mfd;
+	*running = hd.running;
+	return 0;
+}
+
+/* ---- delete ------------------------------------------------------------------------- */
+
+static void note_deleted(struct remote *rm, const char *name)
+{
+	pthread_mutex_lock(&rm->tlock);
+	int slot = 0;
+	for (int i = 0; i < (int)(sizeof rm->deleted / sizeof rm->deleted[0]); i++)
+		if (rm->deleted[i].at_ms < rm->deleted[slot].at_ms)
+			slot = i;
+	snprintf(rm->deleted[slot].name, sizeof rm->deleted[slot].name, "%s", name);
+	rm->deleted[slot].at_ms = now_ms();
+	/* A copy made before is no reason not to copy a new build later. */
+	for (int i = 0; i < (int)(sizeof rm->pushed / sizeof rm->pushed[0]); i++)
+		if (!strcmp(rm->pushed[i].name, name))
+			rm->pushed[i].name[0] = 0;
+	pthread_mutex_unlock(&rm->tlock);
+}
+
+static void forget_deleted(struct remote *rm, const char *name)
+{
+	pthread_mutex_lock(&rm->tlock);
+	for (int i = 0; i < (int)(sizeof rm->deleted / sizeof rm->deleted[0]); i++)
+		if (!strcmp(rm->deleted[i].name, name))
+			rm->deleted[i].name[0] = 0;
+	pthread_mutex_unlock(&rm->tlock);
+}
+
+static bool deleted_lately(struct remote *rm, const char *name)
+{
+	bool yes = false;
+	int64_t now = now_ms();
+	pthread_mutex_lock(&rm->tlock);
+	for (int i = 0; i < (int)(sizeof rm->deleted / sizeof rm->deleted[0]); i++)
+		if (rm->deleted[i].name[0] && !strcmp(rm->deleted[i].name, name) &&
+		    now - rm->deleted[i].at_ms < TDELETED_MS)
+			yes = true;
+	pthread_mutex_unlock(&rm->tlock);
+	return yes;
+}
+
+int remote_template_delete(void *ctx, const char *name)
+{
+	struct remote *rm = ctx;
+	int rc = name_check(name);
+	if (rc < 0)
+		return rc;
+	struct hostlist l;
+	if ((rc = hosts_up(rm, false, &l)) < 0)
+		return rc;
+	/* First every host is asked whether it may go (a build running, a
+	 * sandbox of it): a refusal leaves it everywhere. */
+	char path[160];
+	snprintf(path, sizeof path, "/v1/host/templates/%s", name);
+	for (int i = 0; i < l.n; i++) {
+		json_t *a = NULL;
+		struct tbuild_state st;
+		if (remote_call(rm, &l.h[i], "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL) == 0 &&
+		    wire_tbuild_state_parse(a, &st) == 0 && st.known && !strcmp(st.status, "building")) {
+			json_decref(a);
+			rc = errf(EBUSY, "template %s is building (on host %s); wait for the build to end", name,
+				  l.h[i].name);
+			hostlist_free(&l);
+			return rc;
+		}
+		json_decref(a);
+	}
+	note_deleted(rm, name);
+	int removed = 0, first_err = 0;
+	for (int i = 0; i < l.n && !first_err; i++) {
+		rc = remote_call(rm, &l.h[i], "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
+		if (rc == 0)
+			removed++;
+		else if (rc != -ENOENT)
+			first_err = rc;	/* a sandbox of it there (409): stop */
+	}
+	hostlist_free(&l);
+	if (first_err) {
+		/* Refused: it stays. A host that removed it before the refusal
+		 * is copied it again by the next round (tsync). */
+		forget_deleted(rm, name);
+		return first_err;
+	}
+	return removed ? 0 : errf(ENOENT, "template %s not found", name);
+}
+
+/* ---- a host's own calls --------------------------------------------------------------- */
+
+int remote_template_export(void *ctx, const char *name, struct hostif_tarchive *out)
+{
+	(void)ctx, (void)name, (void)out;
+	return errf(ENOTSUP, "a cluster's API copies templates between its hosts itself (docs/cluster.md "
+			     "\"Templates\")");
+}
+
+int remote_template_import(void *ctx, const char *name, int fd, const char *sha256, int *version, int *had)
+{
+	(void)fd, (void)sha256, (void)version, (void)had;
+	return remote_template_export(ctx, name, NULL);
+}
+
+/* ---- the list ------------------------------------------------------------------------- */
+
+struct seen {
+	hostif_template_fn *fn;
+	void *fctx;
+	json_t *names;			/* {name: true} told */
+};
+
+static int list_host(struct remote *rm, const struct host_row *h, struct seen *s)
+{
+	json_t *a = NULL;
+	int rc = remote_call(rm, h, "GET", "/v1/host/templates", NULL, CALL_TIMEOUT_S, &a, NULL);
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(a, "templates"), i, e) {
+		struct hostif_template t;
+		if (rc == 0 && wire_template_parse(e, &t) == 0 && !json_object_get(s->names, t.name) &&
+		    (t.built || !user_template(t.name))) {
+			json_object_set_new(s->names, t.name, json_true());
+			rc = s->fn(s->fctx, &t);
+		}
+	}
+	json_decref(a);
+	return rc;
+}
+
+/* The first up, active host's templates; then those of a workspace that
+ * another host's heartbeat lists and the first has not (yet: a copy on
+ * its way), from that host. In a settled cluster, one call. */
+int remote_templates(void *ctx, hostif_template_fn *fn, void *fctx)
+{
+	struct remote *rm = ctx;
+	struct hostlist l;
+	int rc = hosts_up(rm, true, &l);
+	if (rc < 0)
+		return rc;
+	struct seen s = { fn, fctx, json_object() };
+	if (!s.names) {
+		hostlist_free(&l);
+		return errf(ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < l.n && rc == 0; i++) {
+		bool more = i == 0;
+		json_t *beat = l.h[i].templates ? json_loads(l.h[i].templates, 0, NULL) : NULL;
+		size_t k;
+		json_t *e;
+		json_array_foreach(beat, k, e) {
+			const char *n = json_string_value(json_object_get(e, "name"));
+			if (n && user_template(n) && !json_object_get(s.names, n))
+				more = true;
+		}
+		json_decref(beat);
+		if (more)
+			rc = list_host(rm, &l.h[i], &s);
+		if (rc > 0)
+			break;		/* fn stopped it */
+	}
+	json_decref(s.names);
+	hostlist_free(&l);
+	return rc;
+}
+
+/* ---- copies ----------------------------------------------------------------------------- */
+
+/* Was version v of name sent to host lately (or did that fail lately)? */
+static bool pushed_lately(struct remote *rm, const char *name, const char *host, int v)
+{
+	bool yes = false;
+	int64_t now = now_ms();
+	pthread_mutex_lock(&rm->tlock);
+	for (int i = 0; i < (int)(sizeof rm->pushed / sizeof rm->pushed[0]); i++) {
+		typeof(rm->pushed[0]) *p = &rm->pushed[i];
+		if (p->name[0] && !strcmp(p->name, name) && !strcmp(p->host, host) && p->version == v &&
+		    now - p->at_ms < (p->failed ? TSYNC_RETRY_MS : TPUSHED_MS))
+			yes = true;
+	}
+	pthread_mutex_unlock(&rm->tlock);
+	return yes;
+}
+
+static void forget_pushed(struct remote *rm, const char *name, const char *host)
+{
+	pthread_mutex_lock(&rm->tlock);
+	for (int i = 0; i < (int)(sizeof rm->pushed / sizeof rm->pushed[0]); i++)
+		if (!strcmp(rm->pushed[i].name, name) && !strcmp(rm->pushed[i].host, host) && !rm->pushed[i].failed)
+			rm->pushed[i].name[0] = 0;
+	pthread_mutex_unlock(&rm->tlock);
+}
+
+static void note_pushed(struct remote *rm, const char *name, const char *host, int v, bool failed)
+{
+	pthread_mutex_lock(&rm->tlock);
+	int slot = 0;
+	for (int i = 0; i < (int)(sizeof rm->pushed / sizeof rm->pushed[0]); i++)
+		if (rm->pushed[i].at_ms < rm->pushed[slot].at_ms)
+			slot = i;
+	typeof(rm->pushed[0]) *p = &rm->pushed[slot];
+	snprintf(p->name, sizeof p->name, "%.31s", name);
+	snprintf(p->host, sizeof p->host, "%s", host);
+	p->version = v;
+	p->at_ms = now_ms();
+	p->failed = failed;
+	pthread_mutex_unlock(&rm->tlock);
+}
+
+/* An unlinked file for an export in transit. */
+static int transit_file(void)
+{
+	int fd = open("/var/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fd = memfd_create("kiln-tship", MFD_CLOEXEC);
+	return fd < 0 ? errf_sys("a file for a template's copy") : fd;
+}
+
+/* Copy name's version v from host src to host dst; *tfd the export, made
+ * at the first copy of a round (kept for the next host). */
+static int copy_one(struct remote *rm, const char *name, int v, const struct host_row *src,
+		    const struct host_row *dst, int *tfd, struct remote_hdrs *ex)
+{
+	char path[256];
+	int64_t t0 = mono_ns();
+	if (*tfd < 0) {
+		int fd = transit_file();
+		if (fd < 0)
+			return fd;
+		snprintf(path, sizeof path, "/v1/host/templates/%.31s/export", name);
+		int rc = remote_call_file(rm, src, "GET", path, -1, fd, SLOW_TIMEOUT_S, NULL, ex);
+		if (rc == 0 && (ex->version != v || strlen(ex->sha256) != 64))
+			rc = errf(EPROTO, "host %s exported template %s v%d (sha256 '%s'), not v%d", src->name, name,
+				  ex->version, ex->sha256, v);
+		if (rc < 0) {
+			close(fd);
+			return rc;
+		}
+		*tfd = fd;
+	}
+	snprintf(path, sizeof path, "/v1/host/templates/%.31s/import?sha256=%.64s", name, ex->sha256);
+	json_t *a = NULL;
+	int rc = remote_call_file(rm, dst, "PUT", path, *tfd, -1, SLOW_TIMEOUT_S, &a, NULL);
+	json_decref(a);
+	if (rc < 0)
+		return rc;
+	int64_t ns = mono_ns() - t0;
+	pthread_mutex_lock(&rm->tlock);
+	rm->tships++;
+	rm->tship_bytes += (int64_t)ex->bytes;
+	rm->tship_ns += ns;
+	pthread_mutex_unlock(&rm->tlock);
+	log_info("template %s v%d copied from host %s to host %s: %llu bytes, %.1f s", name, v, src->name, dst->name,
+		 (unsigned long long)ex->bytes, ns / 1e9);
+	return 0;
+}
+
+struct want {
+	char name[32];
+	int version, src;
+};
+
+static void tsync(void *ctx)
+{
+	struct remote *rm = ctx;
+	struct hostlist l;
+	if (hosts_up(rm, false, &l) < 0)
+		return;
+	json_t **beats = calloc((size_t)l.n + 1, sizeof *beats);
+	struct want w[64];
+	int nw = 0;
+	for (int i = 0; beats && i < l.n; i++) {
+		beats[i] = l.h[i].templates ? json_loads(l.h[i].templates, 0, NULL) : NULL;
+		size_t k;
+		json_t *e;
+		json_array_foreach(beats[i], k, e) {
+			const char *n = json_string_value(json_object_get(e, "name"));
+			int v = (int)json_integer_value(json_object_get(e, "version"));
+			if (!n || !user_template(n) || !template_name_ok(n) || v <= 0)
+				continue;
+			int j = 0;
+			while (j < nw && strcmp(w[j].name, n))
+				j++;
+			if (j == nw) {
+				if (nw == (int)(sizeof w / sizeof w[0]))
+					continue;
+				snprintf(w[nw].name, sizeof w[nw].name, "%s", n);
+				w[nw].version = 0;
+				nw++;
+			}
+			if (v > w[j].version)
+				w[j].version = v, w[j].src = i;
+		}
+	}
+	for (int j = 0; beats && j < nw; j++) {
+		if (deleted_lately(rm, w[j].name)) {
+			/* Deleted through this replica while a host was away:
+			 * it goes there too. */
+			char path[160];
+			snprintf(path, sizeof path, "/v1/host/templates/%.31s", w[j].name);
+			for (int i = 0; i < l.n; i++)
+				if (beat_version(beats[i], w[j].name) &&
+				    remote_call(rm, &l.h[i], "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL) == 0)
+					log_info("template %s: removed from host %s, which had it after its delete",
+						 w[j].name, l.h[i].name);
+			continue;
+		}
+		int tfd = -1;
+		struct remote_hdrs ex;
+		memset(&ex, 0, sizeof ex);
+		for (int i = 0; i < l.n; i++) {
+			if (i == w[j].src)
+				continue;
+			if (beat_version(beats[i], w[j].name) >= w[j].version) {
+				/* Its heartbeat says it has it: should it lose it,
+				 * it is sent again. */
+				forget_pushed(rm, w[j].name, l.h[i].id);
+				continue;
+			}
+			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version))
+				continue;
+			int rc = copy_one(rm, w[j].name, w[j].version, &l.h[w[j].src], &l.h[i], &tfd, &ex);
+			if (rc < 0)
+				log_warn("template %s v%d: copying it from host %s to host %s failed: %s", w[j].name,
+					 w[j].version, l.h[w[j].src].name, l.h[i].name, errmsg());
+			note_pushed(rm, w[j].name, l.h[i].id, w[j].version, rc < 0);
+		}
+		if (tfd >= 0)
+			close(tfd);
+	}
+	for (int i = 0; beats && i < l.n; i++)
+		json_decref(beats[i]);
+	free(beats);
+	hostlist_free(&l);
+}
+
+int remote_tsync_start(struct remote *rm)
+{
+	int rc = periodic_start(&rm->tsync, "template copies", TSYNC_MS, tsync, rm);
+	if (rc == 0)
+		rm->tsyncing = true;
+	return rc;
+}
+
+void remote_tsync_stop(struct remote *rm)
+{
+	if (rm->tsyncing)
+		periodic_stop(&rm->tsync);
+	rm->tsyncing = false;
+}
+
+void remote_tmpl_metrics(struct remote *rm, struct strbuf *b)
+{
+	pthread_mutex_lock(&rm->tlock);
+	int64_t n = rm->tships, bytes = rm->tship_bytes, ns = rm->tship_ns;
+	pthread_mutex_unlock(&rm->tlock);
+	strbuf_printf(b, "# HELP kiln_cluster_template_copies_total Template versions this API copied to a host.\n"
+			 "# TYPE kiln_cluster_template_copies_total counter\nkiln_cluster_template_copies_total %lld\n"
+			 "# HELP kiln_cluster_template_copy_bytes_total Their archives' bytes.\n"
+			 "# TYPE kiln_cluster_template_copy_bytes_total counter\n"
+			 "kiln_cluster_template_copy_bytes_total %lld\n"
+			 "# HELP kiln_cluster_template_copy_seconds_total Time they took (export, transfer, import).\n"
+			 "# TYPE kiln_cluster_template_copy_seconds_total counter\n"
+			 "kiln_cluster_template_copy_seconds_total %.3f\n",
+		       (long long)n, (long long)bytes, ns / 1e9);
+}
