@@ -202,8 +202,9 @@ static int plan_change_apply(struct req *r, const char *wsid, const struct plan_
 	}
 	if (rc < 0)
 		return rc;
-	rc = store_plan_set(r->api->store, wsid, pc->plan ? pc->plan : plan,
-			    pc->set_limits ? pc->limits_text : limits);
+	const char *to = pc->plan ? pc->plan : plan;
+	rc = store_plan_set(r->api->store, wsid, to, pc->set_limits ? pc->limits_text : limits,
+			    !r->api->plans || !plans_find(r->api->plans, to));
 	free(limits);
 	return rc;
 }

@@ -8,6 +8,10 @@
  *   GET /v1/admin/plans/{name}
  *   PUT /v1/admin/plans/{name}   {"limits": {...}} -> 200, or 201 for a plan
  *                                that did not exist
+ *   DELETE /v1/admin/plans/{name} the operator's own plan -> 204; 409 while
+ *                                a workspace is on it (naming how many) and
+ *                                for the server's plans (shipped, plans
+ *                                file, the default), 404 for no such plan
  *
  * A PUT's limits are stored (ops/plan.h plans_resolve) over the server's
  * plan of that name, each named limit replacing the plan's; what it does
@@ -181,4 +185,42 @@ int h_admin_plan_put(struct req *r)
 		return reply_errno(r, rc);
 	audit_operator(r, AUDIT_OPERATOR_LOG, made ? 201 : 200, NULL);
 	return reply_plan(r, made ? 201 : 200, name);
+}
+
+/* ---- DELETE /v1/admin/plans/{name} ------------------------------------------------ */
+
+/* Only a plan the operator made through the API goes: the server's plans
+ * (shipped or from its plans file) are its configuration, and a workspace
+ * with no plan of its own is on the default. A plan in use stays until
+ * its workspaces are moved (PATCH /v1/admin/workspaces/NAME {"plan"}) or
+ * deleted; the store checks that and deletes under one lock, so no
+ * workspace is put on the plan as it goes (store_plandef_delete). */
+int h_admin_plan_delete(struct req *r)
+{
+	const struct plans *ps = server_plans(r);
+	const char *name = r->params[0];
+	if (!plan_name_ok(name))
+		return reply_error(r, 404, "not_found", "no plan '%.32s' on this server (GET /v1/admin/plans "
+				   "lists them)", name);
+	if (!strcmp(ps->default_plan, name))
+		return reply_error(r, 409, "conflict", "plan '%s' is the server's default plan (workspaces "
+				   "with no plan of their own are on it): it cannot be deleted", name);
+	if (plans_find(ps, name))
+		return reply_error(r, 409, "conflict", "plan '%s' is one of the server's plans (shipped or "
+				   "kilnd --plans): it cannot be deleted; PUT {\"limits\": {}} gives it its "
+				   "own limits back", name);
+	int64_t in_use = 0;
+	int rc = store_plandef_delete(r->api->store, name, &in_use);
+	if (rc == -EBUSY)
+		return reply_error(r, 409, "conflict", "plan '%s' is in use by %lld workspace%s: move %s to "
+				   "another plan (PATCH /v1/admin/workspaces/NAME {\"plan\": ...}) or delete "
+				   "%s first", name, (long long)in_use, in_use == 1 ? "" : "s",
+				   in_use == 1 ? "it" : "them", in_use == 1 ? "it" : "them");
+	if (rc == -ENOENT)
+		return reply_error(r, 404, "not_found", "no plan '%.32s' on this server (GET /v1/admin/plans "
+				   "lists them)", name);
+	if (rc < 0)
+		return reply_errno(r, rc);
+	audit_operator(r, AUDIT_OPERATOR_LOG, 204, NULL);
+	return reply_empty(r, 204);
 }

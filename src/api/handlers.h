@@ -56,7 +56,7 @@ int key_list_reply(struct req *r, const char *workspace);
 int key_delete_reply(struct req *r, const char *workspace, const char *id);
 handler_fn h_admin_ws_list, h_admin_ws_create, h_admin_ws_get, h_admin_ws_patch;	/* h_admin.c */
 handler_fn h_admin_ws_delete, h_admin_ws_key, h_admin_ws_keys, h_admin_ws_key_delete, h_admin_usage;
-handler_fn h_admin_plans, h_admin_plan_get, h_admin_plan_put;	/* h_admin_plans.c */
+handler_fn h_admin_plans, h_admin_plan_get, h_admin_plan_put, h_admin_plan_delete;	/* h_admin_plans.c */
 handler_fn h_admin_audit;						/* h_audit.c */
 handler_fn h_audit_list;	/* h_audit.c */
 

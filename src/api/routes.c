@@ -154,6 +154,7 @@ const struct route routes[] = {
 	{ "GET", "/v1/admin/plans", h_admin_plans, BODY_NONE, ROUTE_ADMIN },
 	{ "GET", "/v1/admin/plans/{name}", h_admin_plan_get, BODY_NONE, ROUTE_ADMIN },
 	{ "PUT", "/v1/admin/plans/{name}", h_admin_plan_put, BODY_JSON, ROUTE_ADMIN },
+	{ "DELETE", "/v1/admin/plans/{name}", h_admin_plan_delete, BODY_NONE, ROUTE_ADMIN },
 	{ "GET", "/v1/admin/audit", h_admin_audit, BODY_NONE, ROUTE_ADMIN },
 };
 #pragma GCC diagnostic pop

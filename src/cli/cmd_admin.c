@@ -10,7 +10,7 @@
  *   kiln admin keys create WORKSPACE [--name N] [--scope full|read] [--expires SECONDS]
  *   kiln admin keys list WORKSPACE | revoke WORKSPACE ID...
  *   kiln admin usage [--from T] [--to T]
- *   kiln admin plans list | show NAME | set NAME --limits K=N[,K=N]|none
+ *   kiln admin plans list | show NAME | set NAME --limits K=N[,K=N]|none | delete NAME
  *
  * The credential comes from the environment alone, never an option: a
  * command line shows in ps and in the shell's history. The arguments are
@@ -361,12 +361,23 @@ static int plans_set(const struct command *cmd, struct opts *o)
 	return plan_reply(o, admin_call("PUT", path, body));
 }
 
+static int plans_delete(const struct command *cmd, struct opts *o)
+{
+	const char *name = plan_arg(cmd, o, 2);
+	need_args(cmd, o, 3, 3);
+	char path[64];
+	snprintf(path, sizeof path, "/v1/admin/plans/%s", name);
+	json_decref(admin_call("DELETE", path, NULL));
+	return 0;
+}
+
 static int admin_plans(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
 		{ "list", "", plans_list },
 		{ "show", "", plans_show },
 		{ "set", "limits", plans_set },
+		{ "delete", "", plans_delete },
 	};
 	return subcommand_run(cmd, o, "admin plans", 1, subs, sizeof subs / sizeof subs[0]);
 }

@@ -180,6 +180,7 @@ static const struct command commands[] = {
 	  "  admin plans set NAME --limits LIMIT=N[,LIMIT=N]|none\n"
 	  "                           the operator's limits over the server's plan (none: as shipped),\n"
 	  "                           or a plan of the operator's; held at once on every replica\n"
+	  "  admin plans delete NAME  a plan of the operator's that no workspace is on\n"
 	  "  KILN_ADMIN_KEY: an operator credential (kilnop_...; kilnd admin create on kilnd's host)\n", false },
 	{ "app", cmd_app, "port command template from-snapshot sandbox env restart idle-seconds ready-timeout tail follow",
 	  "app create|ls|get|deploy|logs|rm ... [--json]",

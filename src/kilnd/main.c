@@ -628,7 +628,7 @@ static int cmd_workspace(struct cmdline *c, int argc, char **argv)
 		}
 		char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 		json_decref(o);
-		rc = store_plan_set(st, wsid, argv[2], text);
+		rc = store_plan_set(st, wsid, argv[2], text, !plans_find(&c->plans, argv[2]));
 		free(text);
 	}
 	struct ops_caller oc = { .store = st, .plans = &c->plans, .workspace = wsid };

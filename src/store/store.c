@@ -236,12 +236,44 @@ int store_workspace_ensure(struct store *st, const char *name, char id[ID_MAX])
 	return 0;
 }
 
-int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits)
+/* The lock a plan's users and its deletion share (store_plandef_delete):
+ * a workspace is put on a plan and the plan is deleted one after the
+ * other, never both at once, on every replica. */
+static int plan_lock(struct store *tx, const char *plan)
 {
-	return RUN(st, "INSERT INTO workspace_plans (workspace_id, plan, limits, updated_ms) "
-		       "VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id) DO UPDATE SET "
-		       "plan = excluded.plan, limits = excluded.limits, updated_ms = excluded.updated_ms",
-		   NULL, NULL, NULL, DBV_S(workspace), DBV_S(plan), DBV_S(limits), DBV_I(wall_ms()));
+	char lock[NAME_MAX_LEN + 8];
+	snprintf(lock, sizeof lock, "plan:%s", plan);
+	return store_tx_lock(tx, lock);
+}
+
+struct plan_set {
+	const char *workspace, *plan, *limits;
+	bool operators;
+};
+
+static int plan_set(struct store *tx, void *ctx)
+{
+	const struct plan_set *a = ctx;
+	int64_t n = 0;
+	int rc = plan_lock(tx, a->plan);
+	if (rc >= 0 && a->operators) {
+		rc = RUN(tx, "SELECT COUNT(*) FROM plans WHERE name = $1", store_row_int1, &n, NULL,
+			 DBV_S(a->plan));
+		if (rc >= 0 && !n)
+			return errf(ENOENT, "plan '%.32s' was deleted", a->plan);
+	}
+	return rc < 0 ? rc : RUN(tx, "INSERT INTO workspace_plans (workspace_id, plan, limits, updated_ms) "
+			     "VALUES ($1, $2, $3, $4) ON CONFLICT (workspace_id) DO UPDATE SET "
+			     "plan = excluded.plan, limits = excluded.limits, updated_ms = excluded.updated_ms",
+			 NULL, NULL, NULL, DBV_S(a->workspace), DBV_S(a->plan), DBV_S(a->limits),
+			 DBV_I(wall_ms()));
+}
+
+int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits,
+		   bool operators)
+{
+	struct plan_set a = { workspace, plan, limits, operators };
+	return store_tx(st, plan_set, &a);
 }
 
 struct plan_one {
@@ -283,6 +315,43 @@ int store_plandef_set(struct store *st, const char *name, const char *limits)
 	return RUN(st, "INSERT INTO plans (name, limits, updated_ms) VALUES ($1, $2, $3) "
 		       "ON CONFLICT (name) DO UPDATE SET limits = excluded.limits, updated_ms = excluded.updated_ms",
 		   NULL, NULL, NULL, DBV_S(name), DBV_S(limits), DBV_I(wall_ms()));
+}
+
+struct plandef_del {
+	const char *name;
+	int64_t *in_use;
+};
+
+static int plandef_delete(struct store *tx, void *ctx)
+{
+	const struct plandef_del *a = ctx;
+	int64_t changes = 0;
+	int rc = plan_lock(tx, a->name);
+	if (rc < 0)
+		return rc;
+	rc = RUN(tx, "SELECT COUNT(*) FROM workspace_plans p JOIN workspaces w ON w.id = p.workspace_id "
+		     "WHERE p.plan = $1 AND w.deleted_ms IS NULL",
+		 store_row_int1, a->in_use, NULL, DBV_S(a->name));
+	if (rc < 0)
+		return rc;
+	if (*a->in_use)
+		return errf(EBUSY, "%lld workspace%s on plan '%.32s'", (long long)*a->in_use,
+			    *a->in_use == 1 ? " is" : "s are", a->name);
+	/* Deleted workspaces' rows go too: one made again under its old
+	 * name starts on the default plan, not on one that is gone. */
+	rc = RUN(tx, "DELETE FROM workspace_plans WHERE plan = $1", NULL, NULL, NULL, DBV_S(a->name));
+	if (rc >= 0)
+		rc = RUN(tx, "DELETE FROM plans WHERE name = $1", NULL, NULL, &changes, DBV_S(a->name));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(ENOENT, "no operator's plan %.32s", a->name);
+}
+
+int store_plandef_delete(struct store *st, const char *name, int64_t *in_use)
+{
+	struct plandef_del a = { name, in_use };
+	*in_use = 0;
+	return store_tx(st, plandef_delete, &a);
 }
 
 struct plandef_walk {

@@ -83,9 +83,13 @@ int store_key_add(struct store *st, const char *workspace, const char *name,
 		  const char *hash, const char *prefix, enum key_scope scope, int64_t expires_ms,
 		  char id[ID_MAX]);
 /* A workspace's plan and its limits (JSON object text, or NULL) over the
- * plan's; set makes the workspace if it is new. get: -ENOENT when the
- * workspace has no plan of its own; *limits is malloc'd (or NULL). */
-int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits);
+ * plan's; set makes the workspace if it is new. operators: the plan is
+ * the operator's alone (no server plan of that name), so set checks,
+ * under the lock store_plandef_delete takes, that it is still there
+ * (-ENOENT when it was deleted). get: -ENOENT when the workspace has no
+ * plan of its own; *limits is malloc'd (or NULL). */
+int store_plan_set(struct store *st, const char *workspace, const char *plan, const char *limits,
+		   bool operators);
 int store_plan_get(struct store *st, const char *workspace, char plan[NAME_MAX_LEN], char **limits);
 /* The operator's plans (ops/plan.h): a plan's limits, a JSON object
  * over the server's plan of that name (or a plan of its own). get:
@@ -95,6 +99,10 @@ int store_plandef_set(struct store *st, const char *name, const char *limits);
 int store_plandef_get(struct store *st, const char *name, char **limits, int64_t *updated_ms);
 typedef int store_plandef_fn(void *ctx, const char *name, const char *limits, int64_t updated_ms);
 int store_plandef_each(struct store *st, store_plandef_fn *fn, void *ctx);
+/* Delete the operator's plan name: -EBUSY while live workspaces are on
+ * it (*in_use how many), -ENOENT when the store has no such plan. Rows
+ * of deleted workspaces on it go with it. */
+int store_plandef_delete(struct store *st, const char *name, int64_t *in_use);
 /* The creation times (ms) of the workspace's sandboxes made at since_ms
  * or later, oldest first, at most cap of them in times; *n how many. */
 int store_creates_since(struct store *st, const char *workspace, int64_t since_ms,

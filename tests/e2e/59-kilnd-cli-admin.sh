@@ -326,12 +326,37 @@ check admin_usage_range "$(js 'j["from"], j["to"]')" \
 	[ "$(js 'j["from"][:10], j["to"][:10], sorted(w["name"] for w in j["workspaces"])')" = "('2026-01-01', '2026-02-01', ['acme', 'alpha'])" ]
 refused admin_usage_bad_from 125 "from" admin usage --from yesterday
 
+# A plan of the operator's is not deleted while acme is on it.
+run_k admin plans set cli-gold --limits running=2
+run_k admin workspaces plan acme cli-gold
+refused admin_plan_delete_in_use 125 "plan 'cli-gold' is in use by 1 workspace: move it" admin plans delete cli-gold
+KEY=$OP api GET /v1/admin/plans/cli-gold
+expect admin_plan_kept 200 -
+
 run_k admin workspaces delete acme
 check admin_delete "exit $ST, stdout '$OUT' $ERR" [ "$ST" = 0 -a -z "$OUT" ]
 KEY=$OP api GET /v1/admin/workspaces/acme
 expect admin_deleted 404 not_found
 refused admin_show_deleted 125 "HTTP 404" admin workspaces show acme
 KILN_API_KEY=$AK refused admin_deleted_keys_revoked 125 "kilnd refused the API key" keys list
+
+# Its workspace deleted, the plan goes: 404 after, in the operator's audit
+# log; a workspace made again as acme is on the default plan, not on it.
+run_k admin plans delete cli-gold
+check admin_plan_delete "exit $ST, stdout '$OUT' $ERR" [ "$ST" = 0 -a -z "$OUT" ]
+KEY=$OP api GET /v1/admin/plans/cli-gold
+expect admin_plan_deleted 404 not_found
+refused admin_plan_delete_again 125 "no plan 'cli-gold'" admin plans delete cli-gold
+refused admin_plan_delete_server 125 "one of the server's plans" admin plans delete free
+refused admin_plan_delete_default 125 "the server's default plan" admin plans delete enterprise
+refused admin_plan_gone_set 125 "cli-gold" admin workspaces create acme --plan cli-gold
+KEY=$OP api GET "/v1/admin/audit?limit=20"
+check admin_plan_delete_audited "$(jget '[(e["method"], e["target"], e["status"]) for e in j["entries"] if e["method"] == "DELETE" and "plans" in e["route"]]')" \
+	[ "$(jget '[(e["method"], e["target"], e["status"]) for e in j["entries"] if e["method"] == "DELETE" and "plans" in e["route"]]')" = "[('DELETE', 'cli-gold', 204)]" ]
+run_k admin workspaces create acme
+KEY=$OP api GET /v1/admin/workspaces/acme
+check admin_remade_default_plan "$(jget 'j["plan"]')" [ "$(jget 'j["plan"]')" = enterprise ]
+run_k admin workspaces delete acme
 
 # ---- admin: bad arguments ---------------------------------------------------------------------------
 refused admin_no_sub 2 "admin wants one of: workspaces, keys, usage" admin

@@ -353,7 +353,9 @@ try {
     assert(e.message.includes("runing"), e);
     const e2 = await rejects(NotFound, () => admin.getPlan("no-such-plan"));
     const e3 = await rejects(TypeError, () => admin.getPlan("../workspaces"));
-    return `${name}: running 2 then 1, seen by the workspace at once (${before}, ${after}); ${e}; ${e2}; ${e3}`;
+    const e4 = await rejects(Conflict, () => admin.deletePlan(name));
+    assert(e4.status === 409 && e4.message.includes("in use by 1 workspace:"), e4.toString());
+    return `${name}: running 2 then 1, seen by the workspace at once (${before}, ${after}); ${e}; ${e2}; ${e3}; on it: ${e4}`;
   });
 
   await check("admin_ws_delete", async () => {
@@ -362,7 +364,15 @@ try {
     assert(!(await admin.workspaces()).some((w) => w.name === WS), "still listed");
     const e2 = await rejects(AuthError, () => keyClient(made.wsKey.key).keys());
     const e3 = await rejects(NotFound, () => admin.deleteWorkspace(WS));
-    return `gone: ${e}; its key: ${e2}; deleting again: ${e3}`;
+    // Its plan, no workspace on it now, goes; the server's plans do not.
+    const plan = `${PREFIX.replace(/_/g, "-").slice(0, 20)}-ts-plan`;
+    await admin.deletePlan(plan);
+    const e4 = await rejects(NotFound, () => admin.getPlan(plan));
+    const e5 = await rejects(NotFound, () => admin.deletePlan(plan));
+    const e6 = await rejects(Conflict, () => admin.deletePlan("free"));
+    const e7 = await rejects(Conflict, () => admin.deletePlan("enterprise"));
+    assert(e6.message.includes("server's plans") && e7.message.includes("default plan"), [e6.toString(), e7.toString()]);
+    return `gone: ${e}; its key: ${e2}; deleting again: ${e3}; its plan deleted: ${e4}; again: ${e5}; free: ${e6}; enterprise: ${e7}`;
   });
 
   await check("admin_bad_credential", async () => {

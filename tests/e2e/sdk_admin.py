@@ -362,7 +362,9 @@ def plans():
     assert "runing" in e.message, e
     e2 = raises(NotFound, admin.get_plan, "no-such-plan")
     e3 = raises(ValueError, admin.get_plan, "../workspaces")
-    return f"{name}: running 2 then 1, seen by the workspace at once ({before}, {after}); {e}; {e2}; {e3}"
+    e4 = raises(Conflict, admin.delete_plan, name)
+    assert e4.status == 409 and "in use by 1 workspace:" in e4.message, e4
+    return f"{name}: running 2 then 1, seen by the workspace at once ({before}, {after}); {e}; {e2}; {e3}; on it: {e4}"
 
 
 def ws_delete():
@@ -371,7 +373,15 @@ def ws_delete():
     assert WS not in [w["name"] for w in admin.workspaces()]
     e2 = raises(AuthError, Client(URL, made["ws_key"]["key"], max_retries=0).keys)
     e3 = raises(NotFound, admin.delete_workspace, WS)
-    return f"gone: {e}; its key: {e2}; deleting again: {e3}"
+    # Its plan, no workspace on it now, goes; the server's plans do not.
+    plan = PREFIX.replace("_", "-")[:20] + "-py-plan"
+    admin.delete_plan(plan)
+    e4 = raises(NotFound, admin.get_plan, plan)
+    e5 = raises(NotFound, admin.delete_plan, plan)
+    e6 = raises(Conflict, admin.delete_plan, "free")
+    e7 = raises(Conflict, admin.delete_plan, "enterprise")
+    assert "server's plans" in e6.message and "default plan" in e7.message, (e6, e7)
+    return f"gone: {e}; its key: {e2}; deleting again: {e3}; its plan deleted: {e4}; again: {e5}; free: {e6}; enterprise: {e7}"
 
 
 def bad_credentials():

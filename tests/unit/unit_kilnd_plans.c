@@ -116,17 +116,17 @@ static void workspace_plan_in_the_store(void)
 	snprintf(p.default_plan, sizeof p.default_plan, "free");
 	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "free") && got.limits.running == 5);
 	/* Its own plan, and its own limits over the plan's. */
-	CHECK(store_plan_set(st, a, "pro", "{\"running\":7}") == 0);
+	CHECK(store_plan_set(st, a, "pro", "{\"running\":7}", false) == 0);
 	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "pro") && got.limits.running == 7 &&
 	      got.limits.creates_per_hour == plans_find(&p, "pro")->limits.creates_per_hour);
-	CHECK(store_plan_set(st, a, "team", NULL) == 0);	/* replaced, limits gone */
+	CHECK(store_plan_set(st, a, "team", NULL, false) == 0);	/* replaced, limits gone */
 	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "team") &&
 	      got.limits.running == plans_find(&p, "team")->limits.running);
 	/* The other workspace is untouched. */
 	c.workspace = b;
 	CHECK(ops_workspace_plan(&c, &got) == 0 && !strcmp(got.name, "free"));
 	/* A plan the server no longer has is an error, not no limits. */
-	CHECK(store_plan_set(st, b, "gone", NULL) == 0);
+	CHECK(store_plan_set(st, b, "gone", NULL, false) == 0);
 	CHECK(ops_workspace_plan(&c, &got) == -EIO && strstr(errmsg(), "gone"));
 	/* No plans at all (a caller without them): no limits. */
 	c.plans = NULL;
@@ -159,7 +159,7 @@ static void operators_plans(void)
 	      got.limits.running == 9 && got.limits.vcpus == 4 && !got.limits.creates_per_hour);
 	/* A workspace on it, then the plan changed: seen at the next call. */
 	char ws[ID_MAX];
-	CHECK(store_workspace_ensure(st, "gilded", ws) == 0 && store_plan_set(st, ws, "gold", NULL) == 0);
+	CHECK(store_workspace_ensure(st, "gilded", ws) == 0 && store_plan_set(st, ws, "gold", NULL, false) == 0);
 	struct ops_caller c = { .store = st, .plans = &p, .workspace = ws };
 	CHECK(ops_workspace_plan(&c, &got) == 0 && got.limits.running == 9);
 	CHECK(store_plandef_set(st, "gold", "{\"running\":1}") == 0);

@@ -1088,9 +1088,9 @@ static void plans_and_creates_round_trip(void)
 	char ws[ID_MAX], plan[NAME_MAX_LEN], *limits = NULL;
 	CHECK(store_workspace_ensure(st, "plans", ws) == 0);
 	CHECK(store_plan_get(st, ws, plan, &limits) == -ENOENT && !limits);
-	CHECK(store_plan_set(st, ws, "pro", NULL) == 0);
+	CHECK(store_plan_set(st, ws, "pro", NULL, false) == 0);
 	CHECK(store_plan_get(st, ws, plan, &limits) == 0 && !strcmp(plan, "pro") && !limits);
-	CHECK(store_plan_set(st, ws, "team", "{\"max_running\":3}") == 0);
+	CHECK(store_plan_set(st, ws, "team", "{\"max_running\":3}", false) == 0);
 	CHECK(store_plan_get(st, ws, plan, &limits) == 0 && !strcmp(plan, "team") && limits &&
 	      !strcmp(limits, "{\"max_running\":3}"));
 	free(limits);
@@ -1104,6 +1104,24 @@ static void plans_and_creates_round_trip(void)
 	CHECK(store_plandef_get(st, "gold", &limits, &ms) == 0 && !strcmp(limits, "{\"running\":2}") && ms > 0);
 	free(limits);
 	CHECK(store_plandef_get(st, "silver", &limits, &ms) == -ENOENT && !limits);
+	/* A plan of the operator's: a workspace is put on it only while it
+	 * is there; it is deleted only while no live workspace is on it, and
+	 * a deleted workspace's row on it goes with it. */
+	char ws2[ID_MAX];
+	int64_t in_use = -1;
+	CHECK(store_workspace_ensure(st, "plans-two", ws2) == 0);
+	CHECK(store_plan_set(st, ws2, "silver", NULL, true) == -ENOENT);
+	CHECK(store_plan_get(st, ws2, plan, &limits) == -ENOENT);
+	CHECK(store_plan_set(st, ws2, "gold", NULL, true) == 0);
+	CHECK(store_plandef_delete(st, "gold", &in_use) == -EBUSY && in_use == 1);
+	CHECK(store_plandef_get(st, "gold", &limits, &ms) == 0);
+	free(limits);
+	CHECK(store_workspace_delete(st, ws2) == 0);
+	CHECK(store_plandef_delete(st, "gold", &in_use) == 0 && in_use == 0);
+	CHECK(store_plandef_get(st, "gold", &limits, &ms) == -ENOENT && !limits);
+	CHECK(store_plan_get(st, ws2, plan, &limits) == -ENOENT);
+	CHECK(store_plandef_delete(st, "gold", &in_use) == -ENOENT);
+	CHECK(store_plan_set(st, ws2, "gold", NULL, true) == -ENOENT);
 	/* Creation times since a moment, oldest first, at most cap. */
 	int64_t base = wall_ms() - 100000;
 	for (int i = 0; i < 5; i++) {

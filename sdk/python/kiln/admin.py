@@ -137,6 +137,14 @@ class Admin(_Connection):
         body = {"limits": _limits(limits)}
         return dict(self.transport.request("PUT", _plan_path(name), json_body=body).json())
 
+    def delete_plan(self, name: str) -> None:
+        """Delete a plan the operator made (DELETE /v1/admin/plans/{name}).
+        Conflict while live workspaces are on it (the message says how
+        many) and for the server's plans (shipped, plans file, the
+        default); NotFound if there is no plan of that name. The delete is
+        in the operator's audit log."""
+        self.transport.request("DELETE", _plan_path(name), ok=(204,))
+
     # ---- usage ------------------------------------------------------------------------------
 
     def usage(self, from_: Optional[When] = None, to: Optional[When] = None) -> Dict[str, Any]:

@@ -164,6 +164,17 @@ export class Admin {
     return this.client.json<AdminPlanJSON>("PUT", planPath(name), { json: { limits } });
   }
 
+  /**
+   * Delete a plan the operator made (DELETE /v1/admin/plans/{name}).
+   * Conflict while live workspaces are on it (the message says how many)
+   * and for the server's plans (shipped, plans file, the default); NotFound
+   * if there is no plan of that name. The delete is in the operator's audit
+   * log.
+   */
+  async deletePlan(name: string): Promise<void> {
+    await this.client.empty("DELETE", planPath(name));
+  }
+
   // ---- usage ----------------------------------------------------------------------------------
 
   /**
