@@ -11,6 +11,8 @@
 #include "hostif/placement.h"
 #include "api/http.h"
 #include "api/keys.h"
+#include "ops/plan.h"
+#include "ops/statement.h"
 #include "common/err.h"
 #include "common/retry.h"
 #include "test.h"
@@ -676,6 +678,139 @@ static int collect_month(void *ctx, const struct statement_row *s)
 			return 0;
 		}
 	return 0;
+}
+
+/* ---- a month's bill, made again from the usage records ------------------------------ */
+
+struct month_usage {
+	int64_t cpu_us, mem_mib_s, run_ms;
+};
+
+static void add_usage(struct store *st, const char *ws, const char *sbx, int64_t hour_ms, int64_t cpu_us,
+		      int64_t mem_mib_s, int64_t run_ms, struct month_usage *into)
+{
+	struct usage_hour u = { .hour_ms = hour_ms, .cpu_us = cpu_us, .mem_mib_s = mem_mib_s, .run_ms = run_ms };
+	snprintf(u.workspace, sizeof u.workspace, "%s", ws);
+	snprintf(u.sandbox, sizeof u.sandbox, "%s", sbx);
+	CHECK(store_usage_add(st, &u) == 0);
+	if (into)
+		into->cpu_us += cpu_us, into->mem_mib_s += mem_mib_s, into->run_ms += run_ms;
+}
+
+/* n * price / per to the nearest whole, the arithmetic docs/billing.md
+ * gives ("round(vCPU-us x price / 3.6e9)"), written out again here rather
+ * than calling the code under test. */
+static int64_t by_hand(int64_t n, int64_t price, int64_t per)
+{
+	return (int64_t)(((__int128)n * price * 2 + per) / (2 * (__int128)per));
+}
+
+static bool bill_is(const struct statement_row *s, const char *month, const struct month_usage *u,
+		    const struct prices *p, int64_t credit)
+{
+	int64_t cpu = by_hand(u->cpu_us, p->vcpu_hour, 3600000000LL);
+	int64_t mem = by_hand(u->mem_mib_s, p->gib_hour, 3600LL * 1024);
+	int64_t applied = credit < cpu + mem ? credit : cpu + mem;
+	bool ok = !strcmp(s->month, month) && s->cpu_us == u->cpu_us && s->mem_mib_s == u->mem_mib_s &&
+		  s->run_ms == u->run_ms && s->vcpu_hour == p->vcpu_hour && s->gib_hour == p->gib_hour &&
+		  s->cpu == cpu && s->mem == mem && s->cost == cpu + mem && s->credit == credit &&
+		  s->credit_applied == applied && s->amount_due == cpu + mem - applied && !strcmp(s->plan, "free");
+	if (!ok)
+		fprintf(stderr, "  %s: cpu_us %lld (want %lld) mem_mib_s %lld (%lld) run_ms %lld (%lld) "
+			"cpu %lld (%lld) mem %lld (%lld) cost %lld due %lld plan %s\n", s->month,
+			(long long)s->cpu_us, (long long)u->cpu_us, (long long)s->mem_mib_s,
+			(long long)u->mem_mib_s, (long long)s->run_ms, (long long)u->run_ms, (long long)s->cpu,
+			(long long)cpu, (long long)s->mem, (long long)mem, (long long)s->cost,
+			(long long)s->amount_due, s->plan);
+	return ok;
+}
+
+static int list_month(void *ctx, const struct statement_row *s, bool open)
+{
+	char *out = ctx;
+	size_t n = strlen(out);
+	snprintf(out + n, 64 - n, "%s%s ", s->month, open ? "(open)" : "");
+	return 0;
+}
+
+/* A workspace on the free plan with sandboxes running across midnight of
+ * 1 December (UTC), the usage written as the host agent writes it (added
+ * to its hour's row, several saves an hour): the hours before midnight
+ * are November's bill and those from midnight on December's, and each
+ * month's bill is the sum of its records priced by hand (cost, credit
+ * applied, amount due). The clock is the now_ms the statements are asked
+ * at: November is open through the five minutes' grace, then closed and
+ * stored; a record added to it later, and other prices, change nothing
+ * of it, while December is still computed from its records. */
+static void month_boundary_bill(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "month-edge", ws) == 0);
+	CHECK(store_plan_set(st, ws, "free", NULL, false) == 0);
+	struct plans ps;
+	plans_init(&ps);
+	const struct plan *free_plan = plans_find(&ps, "free");
+	CHECK(free_plan && free_plan->limits.credit_microdollars == 5400000);
+	int64_t credit = free_plan ? free_plan->limits.credit_microdollars : 0;
+	struct prices p = ps.prices;
+	int64_t nov, dec, dec_end, nov_end;
+	CHECK(month_parse("2026-11", &nov, &nov_end) == 0 && month_parse("2026-12", &dec, &dec_end) == 0);
+	CHECK(nov_end == dec && dec == 1796083200000LL);	/* 2026-12-01T00:00:00Z */
+	const int64_t H = 3600000;
+	struct month_usage in_nov = { 0 }, in_dec = { 0 };
+	/* sbx_edge runs from 22:30 on the 30th to 01:20 on the 1st, one vCPU
+	 * busy and 300 MiB resident (two saves in an hour: both add). */
+	add_usage(st, ws, "sbx_edge", dec - 2 * H, 1800000000LL, 300 * 1800, 1800000, &in_nov);
+	add_usage(st, ws, "sbx_edge", dec - H, 1799999999LL, 300 * 1800, 1800000, &in_nov);
+	add_usage(st, ws, "sbx_edge", dec - H, 1800000001LL, 300 * 1800, 1800000, &in_nov);
+	add_usage(st, ws, "sbx_edge", dec, 3600000000LL, 300 * 3600, 3600000, &in_dec);
+	add_usage(st, ws, "sbx_edge", dec + H, 1200000000LL, 300 * 1200, 1200000, &in_dec);
+	/* A big November, past the free credit: 120 vCPU-hours = $6.48. */
+	add_usage(st, ws, "sbx_nov", nov + 48 * H, 432000000000LL, 1024 * 3600, 3600000, &in_nov);
+	add_usage(st, ws, "sbx_dec", dec + 5 * H, 7777777LL, 12345, 99999, &in_dec);
+	/* October's, and another workspace's December: in neither bill. */
+	add_usage(st, ws, "sbx_oct", nov - 10 * H, 555555555LL, 4444, 3333, NULL);
+	char other[ID_MAX];
+	CHECK(store_workspace_ensure(st, "month-other", other) == 0);
+	add_usage(st, other, "sbx_x", dec, 999999999LL, 9999, 9999, NULL);
+
+	struct ops_caller c = { .store = st, .plans = &ps, .workspace = ws };
+	struct statement_row s;
+	bool open = false;
+	/* A minute after midnight: November is still open (its last hour's
+	 * saves may still come), computed. */
+	CHECK(ops_statement(&c, &p, "2026-11", dec + 60000, &s, &open) == 0 && open && s.closed_ms == 0 &&
+	      bill_is(&s, "2026-11", &in_nov, &p, credit));
+	CHECK(s.amount_due > 0 && s.credit_applied == credit);	/* the credit did not cover it */
+	/* Ten minutes after: closed at that moment, and stored. */
+	int64_t closed_at = dec + 10 * 60000;
+	CHECK(ops_statement(&c, &p, "2026-11", closed_at, &s, &open) == 0 && !open && s.closed_ms == closed_at &&
+	      bill_is(&s, "2026-11", &in_nov, &p, credit));
+	struct statement_row stored;
+	CHECK(store_statement_load(st, ws, "2026-11", &stored) == 0 && stored.cost == s.cost &&
+	      stored.closed_ms == closed_at);
+	CHECK(ops_statement(&c, &p, "2026-12", closed_at, &s, &open) == 0 && open &&
+	      bill_is(&s, "2026-12", &in_dec, &p, credit));
+	/* The two months hold every record of theirs, the midnight hour in
+	 * December's: together they are the sandbox's whole run. */
+	CHECK(in_nov.run_ms + in_dec.run_ms == 99999 + 3600000 + 3 * 1800000 + 3600000 + 1200000);
+
+	/* A late save into November's last hour, and new prices: the closed
+	 * bill stays as it was; December's is priced anew. */
+	add_usage(st, ws, "sbx_edge", dec - H, 1000000000LL, 100, 100, NULL);
+	struct prices dearer = { p.vcpu_hour * 2, p.gib_hour * 3 };
+	CHECK(ops_statement(&c, &dearer, "2026-11", dec + 20 * 60000, &s, &open) == 0 && !open &&
+	      s.closed_ms == closed_at && bill_is(&s, "2026-11", &in_nov, &p, credit));
+	CHECK(ops_statement(&c, &dearer, "2026-12", dec + 20 * 60000, &s, &open) == 0 && open &&
+	      bill_is(&s, "2026-12", &in_dec, &dearer, credit));
+	/* The list: newest first, October closed now as well. */
+	char months[64] = "";
+	CHECK(ops_statement_each(&c, &dearer, dec + 20 * 60000, list_month, months) == 0 &&
+	      !strcmp(months, "2026-12(open) 2026-11 2026-10 "));
+	if (strcmp(months, "2026-12(open) 2026-11 2026-10 "))
+		fprintf(stderr, "  months: %s\n", months);
+	store_close(st);
 }
 
 #define CLOSERS 6
@@ -1822,6 +1957,7 @@ int main(void)
 	RUN(usage_hours_add_up);
 	RUN(workspaces_and_operators);
 	RUN(statements_are_written_once);
+	RUN(month_boundary_bill);
 	RUN(snapshots_are_per_workspace);
 	RUN(volumes_round_trip);
 	RUN(ports_round_trip);
