@@ -36,13 +36,13 @@ struct remote {
 	struct { char ws[ID_MAX]; int64_t running, seen_ms; } caps[64];
 	/* Templates (remote_tmpl.c): the copying to hosts that lack the
 	 * newest version, every TSYNC_MS; what it pushed (so a host is not
-	 * sent a version twice before its heartbeat says it has it), and the
-	 * names deleted through this replica lately (not copied back). */
+	 * sent a version twice before its heartbeat says it has it). What
+	 * was deleted is in the store (template_deletions), for every
+	 * replica. */
 	struct periodic tsync;
 	bool tsyncing;
 	pthread_mutex_t tlock;
 	struct { char name[32], host[ID_MAX]; int version; int64_t at_ms; bool failed; } pushed[64];
-	struct { char name[32]; int64_t at_ms; } deleted[32];
 	int64_t tship_bytes, tship_ns, tships;	/* imports done: /metrics */
 };
 

@@ -18,11 +18,14 @@
  *            finished build reaches the other hosts within a heartbeat
  *            and a copy, and a host that was down or joins later gets
  *            it at its first heartbeat.
- *   delete   DELETE on every up host, in turn; a host that refuses (a
- *            sandbox of it there: 409) stops it, and the hosts that had
- *            removed it are copied it again. Done, the name is kept for
- *            TDELETED_MS as deleted here, so that this replica copies it
- *            nowhere and removes it from a host that comes back with it.
+ *   delete   recorded in the store first (template_deletions: the name
+ *            and the newest version any host had, up or down), then
+ *            DELETE on every up host, in turn; a host that refuses (a
+ *            sandbox of it there: 409) stops it, the record goes, and
+ *            the hosts that had removed it are copied it again. While
+ *            the record stands, every replica copies the name nowhere
+ *            and removes it from a host that comes back with that
+ *            version or an older one; a new build of the name drops it.
  *
  * Only a workspace's templates (ops/template.h's w<hex>_ names) are
  * copied: the compiled-in ones and an operator's are each host's own.
@@ -49,7 +52,6 @@
 #define TSYNC_MS 2000
 #define TSYNC_RETRY_MS 30000		/* a copy that failed is tried again after this */
 #define TPUSHED_MS 60000		/* a copy made: not made again before the heartbeat says so */
-#define TDELETED_MS 600000
 
 static int64_t now_ms(void)
 {
@@ -206,6 +208,10 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 			    bh.name);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	/* A new build: a deletion of the name no longer holds (else the
+	 * copying would remove what it makes). */
+	if ((rc = store_template_deleted_clear(rm->cfg.store, req->name)) < 0)
+		return rc;
 	struct hostlist l;
 	if ((rc = hosts_up(rm, true, &l)) < 0)
 		return rc;
@@ -278,42 +284,40 @@ int remote_template_log_open(void *ctx, const char *name, int *fd, bool *running
 
 /* ---- delete ------------------------------------------------------------------------- */
 
-static void note_deleted(struct remote *rm, const char *name)
+struct newest {
+	const char *name;
+	int64_t version;
+};
+
+static int newest_of_host(void *ctx, const struct host_row *r)
+{
+	struct newest *n = ctx;
+	json_t *beat = r->templates ? json_loads(r->templates, 0, NULL) : NULL;
+	int v = beat_version(beat, n->name);
+	json_decref(beat);
+	if (v > n->version)
+		n->version = v;
+	return 0;
+}
+
+/* The newest version of name that any host's last heartbeat listed, the
+ * hosts that are down included (their copy is what must not come back). */
+static int newest_anywhere(struct remote *rm, const char *name, int64_t *version)
+{
+	struct newest n = { name, 0 };
+	int rc = store_host_each(rm->cfg.store, newest_of_host, &n);
+	*version = n.version;
+	return rc < 0 ? rc : 0;
+}
+
+/* A copy made before is no reason not to copy a new build later. */
+static void forget_pushed_all(struct remote *rm, const char *name)
 {
 	pthread_mutex_lock(&rm->tlock);
-	int slot = 0;
-	for (int i = 0; i < (int)(sizeof rm->deleted / sizeof rm->deleted[0]); i++)
-		if (rm->deleted[i].at_ms < rm->deleted[slot].at_ms)
-			slot = i;
-	snprintf(rm->deleted[slot].name, sizeof rm->deleted[slot].name, "%s", name);
-	rm->deleted[slot].at_ms = now_ms();
-	/* A copy made before is no reason not to copy a new build later. */
 	for (int i = 0; i < (int)(sizeof rm->pushed / sizeof rm->pushed[0]); i++)
 		if (!strcmp(rm->pushed[i].name, name))
 			rm->pushed[i].name[0] = 0;
 	pthread_mutex_unlock(&rm->tlock);
-}
-
-static void forget_deleted(struct remote *rm, const char *name)
-{
-	pthread_mutex_lock(&rm->tlock);
-	for (int i = 0; i < (int)(sizeof rm->deleted / sizeof rm->deleted[0]); i++)
-		if (!strcmp(rm->deleted[i].name, name))
-			rm->deleted[i].name[0] = 0;
-	pthread_mutex_unlock(&rm->tlock);
-}
-
-static bool deleted_lately(struct remote *rm, const char *name)
-{
-	bool yes = false;
-	int64_t now = now_ms();
-	pthread_mutex_lock(&rm->tlock);
-	for (int i = 0; i < (int)(sizeof rm->deleted / sizeof rm->deleted[0]); i++)
-		if (rm->deleted[i].name[0] && !strcmp(rm->deleted[i].name, name) &&
-		    now - rm->deleted[i].at_ms < TDELETED_MS)
-			yes = true;
-	pthread_mutex_unlock(&rm->tlock);
-	return yes;
 }
 
 int remote_template_delete(void *ctx, const char *name)
@@ -342,7 +346,17 @@ int remote_template_delete(void *ctx, const char *name)
 		}
 		json_decref(a);
 	}
-	note_deleted(rm, name);
+	/* Recorded before any host deletes, so that no replica's copying
+	 * round sends it back to a host that already did. */
+	int64_t version = 0;
+	rc = newest_anywhere(rm, name, &version);
+	if (rc == 0 && version > 0)
+		rc = store_template_deleted_set(rm->cfg.store, name, version);
+	if (rc < 0) {
+		hostlist_free(&l);
+		return rc;
+	}
+	forget_pushed_all(rm, name);
 	int removed = 0, first_err = 0;
 	for (int i = 0; i < l.n && !first_err; i++) {
 		rc = remote_call(rm, &l.h[i], "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
@@ -355,10 +369,18 @@ int remote_template_delete(void *ctx, const char *name)
 	if (first_err) {
 		/* Refused: it stays. A host that removed it before the refusal
 		 * is copied it again by the next round (tsync). */
-		forget_deleted(rm, name);
+		if (version > 0 && store_template_deleted_clear(rm->cfg.store, name) < 0)
+			log_warn("template %s: its delete was refused, but its record of deletion stays: %s",
+				 name, errmsg());
 		return first_err;
 	}
-	return removed ? 0 : errf(ENOENT, "template %s not found", name);
+	/* Only a host that is down has it: it goes when that host is back. */
+	if (removed || version > 0) {
+		log_info("template %s: deleted (version %lld and older: removed from any host that comes back "
+			 "with it)", name, (long long)version);
+		return 0;
+	}
+	return errf(ENOENT, "template %s not found", name);
 }
 
 /* ---- a host's own calls --------------------------------------------------------------- */
@@ -569,16 +591,22 @@ static void tsync(void *ctx)
 		}
 	}
 	for (int j = 0; beats && j < nw; j++) {
-		if (deleted_lately(rm, w[j].name)) {
-			/* Deleted through this replica while a host was away:
-			 * it goes there too. */
+		int64_t dv = 0;
+		int rc = store_template_deleted_get(rm->cfg.store, w[j].name, &dv);
+		if (rc < 0 && rc != -ENOENT)
+			continue;	/* not known whether it was deleted: no copy */
+		if (rc == 0 && w[j].version <= dv) {
+			/* Deleted (through any replica) while a host was
+			 * away: it goes there too. */
 			char path[160];
 			snprintf(path, sizeof path, "/v1/host/templates/%.31s", w[j].name);
-			for (int i = 0; i < l.n; i++)
-				if (beat_version(beats[i], w[j].name) &&
+			for (int i = 0; i < l.n; i++) {
+				int hv = beat_version(beats[i], w[j].name);
+				if (hv > 0 && hv <= dv &&
 				    remote_call(rm, &l.h[i], "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL) == 0)
-					log_info("template %s: removed from host %s, which had it after its delete",
-						 w[j].name, l.h[i].name);
+					log_info("template %s v%d: removed from host %s, which had it after its "
+						 "delete", w[j].name, hv, l.h[i].name);
+			}
 			continue;
 		}
 		int tfd = -1;

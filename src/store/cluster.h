@@ -73,6 +73,18 @@ int store_host_each(struct store *st, store_host_fn *fn, void *ctx);
  * -EINVAL for a revoked host. */
 int store_host_set_admin(struct store *st, const char *id_or_name, const char *admin);
 
+/* ---- templates deleted (docs/cluster.md "Templates") -------------------------------- */
+
+/* Template name (as the hosts know it) was deleted at its version
+ * (the newest any host had): kept at the higher of this and what was
+ * recorded before. */
+int store_template_deleted_set(struct store *st, const char *name, int64_t version);
+/* The version name was deleted at: -ENOENT when it was not (or was
+ * built again since). */
+int store_template_deleted_get(struct store *st, const char *name, int64_t *version);
+/* A new build of name: its deletion no longer holds. Idempotent. */
+int store_template_deleted_clear(struct store *st, const char *name);
+
 /* ---- placement (docs/cluster.md "Placement") ---------------------------------------- */
 
 /* A host that may take a sandbox now (joined, not revoked, up, active),

@@ -205,6 +205,18 @@ const char schema_sql[] =
 	/* The cluster (docs/cluster.md): tokens an operator makes for hosts
 	 * to join with, and the hosts that joined. A secret is kept only as
 	 * the hex SHA-256 of itself. uses_left -1: any number of joins. */
+	/* Workspaces' templates deleted through a cluster's API (src/hostif/
+	 * remote_tmpl.c): the name as the hosts know it and the newest version
+	 * any host had then, so that a host that was away and comes back with
+	 * that version or an older one has it removed, not copied to the
+	 * others; a new build of the name drops the row. A new table, made by
+	 * schema_sql on any older database, so no migration step: a replica
+	 * of before it copies such a template back as it always did. */
+	"CREATE TABLE IF NOT EXISTS template_deletions (\n"
+	"  name TEXT PRIMARY KEY,\n"
+	"  version BIGINT NOT NULL,\n"
+	"  deleted_ms BIGINT NOT NULL\n"
+	");\n"
 	"CREATE TABLE IF NOT EXISTS join_tokens (\n"
 	"  id TEXT PRIMARY KEY,\n"
 	"  hash TEXT NOT NULL UNIQUE,\n"

@@ -263,3 +263,33 @@ int store_host_set_admin(struct store *st, const char *id_or_name, const char *a
 		return rc;
 	return changes ? 0 : errf(ENOENT, "no host %s (or it is revoked: that is final)", id_or_name);
 }
+
+/* ---- templates deleted ------------------------------------------------------------------ */
+
+int store_template_deleted_set(struct store *st, const char *name, int64_t version)
+{
+	return RUN(st, "INSERT INTO template_deletions (name, version, deleted_ms) VALUES ($1, $2, $3) "
+		       "ON CONFLICT (name) DO UPDATE SET deleted_ms = excluded.deleted_ms, version = "
+		       "CASE WHEN excluded.version > template_deletions.version THEN excluded.version "
+		       "ELSE template_deletions.version END",
+		   NULL, NULL, NULL, DBV_S(name), DBV_I(version), DBV_I(wall_ms()));
+}
+
+int store_template_deleted_get(struct store *st, const char *name, int64_t *version)
+{
+	int64_t v = -1;
+	int rc = RUN(st, "SELECT version FROM template_deletions WHERE name = $1", store_row_int1, &v, NULL,
+		     DBV_S(name));
+	if (rc < 0)
+		return rc;
+	if (v < 0)
+		return errf(ENOENT, "template %s was not deleted", name);
+	*version = v;
+	return 0;
+}
+
+int store_template_deleted_clear(struct store *st, const char *name)
+{
+	int rc = RUN(st, "DELETE FROM template_deletions WHERE name = $1", NULL, NULL, NULL, DBV_S(name));
+	return rc < 0 ? rc : 0;
+}

@@ -7,7 +7,8 @@
 # digest checked, its zygote booted, then in service); a sandbox of it on
 # each host (the spreading replica puts two on two empty hosts); a copy
 # whose digest is wrong is refused with nothing left; a host that lost it
-# gets it back at its next heartbeat; a delete removes it everywhere.
+# gets it back at its next heartbeat; a delete removes it everywhere,
+# also from a host that was down through it and comes back.
 KEY=$CL_KEY URL=$CL_API1
 mkdir -p "$T/tctx"
 printf '%s\n' 'FROM kiln/minimal' 'RUN echo cluster-built > /etc/cl-mark' > "$T/tctx/Dockerfile"
@@ -84,17 +85,33 @@ t1=$SECONDS
 back_b() { [[ $(host_tmpl b) == *" v1" ]]; }
 [ -z "$gone_b" ] && until_ok 60 back_b && pass tmpl_cluster_heal "host-b lost it; copied back $((SECONDS - t1)) s later: $(host_tmpl b)" \
 	|| fail tmpl_cluster_heal "after the host's delete '$gone_b', now '$(host_tmpl b)'"
-# Delete: refused while a sandbox uses it; then gone from both hosts,
-# and not copied back.
+# Delete: refused while a sandbox uses it; then, with host-b down (it
+# has its copy), 204 through replica 2; host-a's goes at once. host-b
+# comes back with its copy: the deletion recorded in the database
+# (template_deletions) has it removed there, by whichever replica looks
+# first (replica 1 did not do the delete), and it is copied nowhere.
 URL=$CL_API2
 api DELETE /v1/templates/cltpl; st1=$STATUS
 URL=$CL_API1
 api DELETE "/v1/sandboxes/$ta"
+kill -9 "${agent_pid[b]}"; wait "${agent_pid[b]}" 2>/dev/null; unset "agent_pid[b]"
+had_b=$([ -e "$T/b/templates/$TN" ] && echo yes)
+sleep 18	# marked down within 15 s (docs/cluster.md "Failure")
 URL=$CL_API2
 api DELETE /v1/templates/cltpl; st2=$STATUS
 sleep 8
 URL=$CL_API1
 api GET /v1/templates/cltpl; st3=$STATUS
-[ "$st1" = 409 ] && [ "$st2" = 204 ] && [ "$st3" = 404 ] && [ -z "$(host_tmpl a)$(host_tmpl b)" ] && [ ! -e "$T/a/templates/$TN" ] && [ ! -e "$T/b/templates/$TN" ] \
-	&& pass tmpl_cluster_delete "in use: 409; then 204, gone from both hosts 8 s later (not copied back), 404 on the other replica" \
-	|| fail tmpl_cluster_delete "$st1 $st2 $st3 a: '$(host_tmpl a)' b: '$(host_tmpl b)' $(ls "$T/a/templates" "$T/b/templates" | tr '\n' ' ')"
+gone_a=$([ -z "$(host_tmpl a)" ] && [ ! -e "$T/a/templates/$TN" ] && echo yes)
+start_agent b "$CL_PORT_B" "$CL_ADV_B"
+t1=$SECONDS
+# host-b answers, lists no cltpl, and its directory is gone.
+b_clean() {
+	[ "$(curl -s -m 10 -o /dev/null -w '%{http_code}' --cacert "$CL_TLS/ca.pem" -H "Authorization: Bearer $(agent_key b)" \
+		"$(host_url b)/v1/host/templates")" = 200 ] && [ -z "$(host_tmpl b)" ] && [ ! -e "$T/b/templates/$TN" ]
+}
+until_ok 90 b_clean; took=$((SECONDS - t1))
+sleep 8
+[ "$st1" = 409 ] && [ "$st2" = 204 ] && [ "$st3" = 404 ] && [ "$had_b" = yes ] && [ "$gone_a" = yes ] && b_clean && [ -z "$(host_tmpl a)" ] && [ ! -e "$T/a/templates/$TN" ] \
+	&& pass tmpl_cluster_delete "in use: 409; host-b down with its copy, then 204 through replica 2, gone from host-a, 404 on replica 1; host-b back: its copy removed ${took} s after its restart, 8 s later neither host has it (not copied back)" \
+	|| fail tmpl_cluster_delete "$st1 $st2 $st3 had_b '$had_b' gone_a '$gone_a' a: '$(host_tmpl a)' b: '$(host_tmpl b)' ($took s) $(ls "$T/a/templates" "$T/b/templates" | tr '\n' ' '); b: $(tail -3 "$T/b.log" | tr '\n' ' ')"

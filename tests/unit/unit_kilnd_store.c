@@ -680,6 +680,26 @@ static int collect_month(void *ctx, const struct statement_row *s)
 	return 0;
 }
 
+/* A template deleted in a cluster: recorded with its version, never
+ * lowered by a later record, gone when it is built again. */
+static void template_deletions_round_trip(void)
+{
+	struct store *st = open_fresh();
+	int64_t v = -1;
+	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == -ENOENT && v == -1);
+	CHECK(store_template_deleted_set(st, "w1_tpl", 3) == 0);
+	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == 0 && v == 3);
+	CHECK(store_template_deleted_set(st, "w1_tpl", 2) == 0);
+	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == 0 && v == 3);
+	CHECK(store_template_deleted_set(st, "w1_tpl", 5) == 0);
+	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == 0 && v == 5);
+	CHECK(store_template_deleted_get(st, "w1_other", &v) == -ENOENT);
+	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
+	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == -ENOENT);
+	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
+	store_close(st);
+}
+
 /* ---- a month's bill, made again from the usage records ------------------------------ */
 
 struct month_usage {
@@ -1958,6 +1978,7 @@ int main(void)
 	RUN(workspaces_and_operators);
 	RUN(statements_are_written_once);
 	RUN(month_boundary_bill);
+	RUN(template_deletions_round_trip);
 	RUN(snapshots_are_per_workspace);
 	RUN(volumes_round_trip);
 	RUN(ports_round_trip);
