@@ -89,7 +89,10 @@ back_b() { [[ $(host_tmpl b) == *" v1" ]]; }
 # has its copy), 204 through replica 2; host-a's goes at once. host-b
 # comes back with its copy: the deletion recorded in the database
 # (template_deletions) has it removed there, by whichever replica looks
-# first (replica 1 did not do the delete), and it is copied nowhere.
+# first, and it is copied nowhere. (Replica 2, which did the delete,
+# would also have removed it by its old 10 minutes' memory; what only
+# the database holds is checked by tests/cluster/run
+# template_deletion_recorded and unit_kilnd_store.)
 URL=$CL_API2
 api DELETE /v1/templates/cltpl; st1=$STATUS
 URL=$CL_API1
