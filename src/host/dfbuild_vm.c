@@ -12,11 +12,15 @@
 #include "host/vmm.h"
 #include "common/err.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -187,6 +191,48 @@ struct copy {
 	long files;
 };
 
+/* A symlink made in the guest as target -> link: the files API has no
+ * symlink call, so a one-entry tar (written by libarchive) goes to the
+ * agent's tar-extract built-in in target's directory, which makes it
+ * through O_NOFOLLOW opens and replaces what was there. The link's text
+ * is only copied: the host never follows it. */
+static int guest_symlink(struct guest *g, const char *target, const char *link)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", target);
+	snprintf(base, sizeof base, "%s", target);
+	const char *parent = dirname(dir), *name = basename(base);
+	int fd = memfd_create("kiln-symlink", MFD_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("memfd");
+	struct archive *a = archive_write_new();
+	struct archive_entry *ae = archive_entry_new();
+	int rc = 0;
+	if (!a || !ae || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+		rc = errf(ENOMEM, "a tar for symlink %.200s: %s", target, a ? archive_error_string(a) : "no memory");
+	} else {
+		archive_entry_set_pathname(ae, name);
+		archive_entry_set_filetype(ae, AE_IFLNK);
+		archive_entry_set_perm(ae, 0777);
+		archive_entry_set_symlink(ae, link);
+		if (archive_write_header(a, ae) != ARCHIVE_OK || archive_write_close(a) != ARCHIVE_OK)
+			rc = errf(EIO, "a tar for symlink %.200s: %s", target, archive_error_string(a));
+	}
+	if (ae)
+		archive_entry_free(ae);
+	if (a)
+		archive_write_free(a);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = errf_sys("seek");
+	if (rc == 0) {
+		const char *argv[] = { "tar-extract", parent, NULL };
+		rc = guest_builtin_run(g, argv, NULL, fd, -1);
+	}
+	close(fd);
+	return rc;
+}
+
 static int copy_entry(void *ctx, const struct bctx_entry *e)
 {
 	struct copy *c = ctx;
@@ -206,7 +252,10 @@ static int copy_entry(void *ctx, const struct bctx_entry *e)
 	}
 	uint32_t mode = c->chmod >= 0 ? (uint32_t)c->chmod : (uint32_t)(e->mode & 07777);
 	int rc;
-	if (S_ISDIR(e->mode)) {
+	if (S_ISLNK(e->mode)) {
+		rc = guest_symlink(c->g, target, e->link);	/* no --chmod: a link has no mode */
+		c->files++;
+	} else if (S_ISDIR(e->mode)) {
 		rc = guest_mkdir(c->g, target, mode, true);
 		if (rc == -EEXIST)
 			rc = 0;
@@ -229,7 +278,7 @@ static int copy_entry(void *ctx, const struct bctx_entry *e)
  * names, no `..`, no entry through a symlink, only files, directories
  * and symlinks, the bytes bounded by the context's limit), then written
  * into the destination directory through the guest's files API as a
- * COPY of that directory is (a symlink that leads out of it is refused).
+ * COPY of that directory is (its symlinks made as symlinks).
  * 1: it was an archive, unpacked; 0: not one (copied as a file). */
 static int add_archive(struct dfbuild *d, struct vm *v, struct copy *c, const char *src)
 {
