@@ -234,7 +234,23 @@ api DELETE /v1/templates/base
 expect tapi_delete_builtin 403 forbidden
 # Versions (docs/templates.md "Versions"): a new version while a sandbox
 # sits on v1 keeps v1's files; they go with the last sandbox on them.
+# The plan's template limits (docs/templates.md "Limits") checked around
+# that build with no build of their own: with template_builds 1 the
+# rebuild of web starts and a second build while it runs is 429; with
+# templates 2 (web and broken exist) a third name is 429, and a rebuild
+# of web would not be refused (it is no new template).
+wsplan() { "$KILND" --data "$DATA" workspace plan tstart enterprise "$1" > "$T/wsplan.out" 2>&1 || cat "$T/wsplan.out"; }
+wsplan '{"template_builds": 1}'
 upload "$T/ctx.tar" "name=web"
+s1=$STATUS
+upload "$T/bad.tgz" "name=third"
+check tlimit_builds "$s1 then $STATUS $BODY" [ "$s1" = 202 -a "$STATUS" = 429 -a \
+	"$(jget 'j["error"]["code"], j["error"]["limit"], j["error"]["value"], j["error"]["plan"]')" = "('limit_exceeded', 'template_builds', 1, 'enterprise')" ]
+wsplan '{"templates": 2}'
+upload "$T/bad.tgz" "name=third"
+check tlimit_templates "$STATUS $BODY" [ "$STATUS" = 429 -a "$(jget 'j["error"]["limit"], j["error"]["value"]')" = "('templates', 2)" ]
+check tlimit_message "$(jget 'j["error"]["message"]')" grep -q "has 2 templates, the most plan enterprise allows (templates 2)" "$T/body"
+wsplan '{}'
 follow web
 TW=$(ls -d "$DATA"/templates/w*_web)
 api GET /v1/templates/web
