@@ -146,7 +146,16 @@ int dfvm_run(struct vm *v, const struct state *s, const struct df_step *st, stru
 	char **env = env_of(s);
 	if (!env)
 		return errf(ENOMEM, "out of memory");
-	struct guest_cmd c = { .env = (const char *const *)env, .cwd = s->workdir, .timeout_ms = DF_RUN_TIMEOUT_MS,
+	/* A plan's build_seconds: the RUN gets what is left of it. */
+	int64_t timeout = DF_RUN_TIMEOUT_MS, left = o->deadline_ms ? o->deadline_ms - mono_ms() : timeout;
+	if (left < timeout)
+		timeout = left;
+	if (timeout <= 0) {
+		strv_free(env);
+		return errf(ETIME, "step %d/%d (line %d, RUN): the build has run as long as its plan allows "
+			    "(build_seconds)", o->step, o->steps, st->line);
+	}
+	struct guest_cmd c = { .env = (const char *const *)env, .cwd = s->workdir, .timeout_ms = (int)timeout,
 			       .user = s->user[0] ? s->user : NULL };
 	/* The exec form's array, NULL-ended for the agent. */
 	const char **argv = st->exec_form ? calloc((size_t)st->nargs + 1, sizeof *argv) : NULL;
@@ -171,9 +180,11 @@ int dfvm_run(struct vm *v, const struct state *s, const struct df_step *st, stru
 	if (code != 0) {
 		char tail[DF_TAIL * 2];
 		out_tail(o, tail, sizeof tail);
-		return errf(EIO, "step %d/%d (line %d, RUN) %s %d; the end of its output: %s", o->step, o->steps,
+		return errf(EIO, "step %d/%d (line %d, RUN) %s %d%s; the end of its output: %s", o->step, o->steps,
 			    st->line, timed_out ? "timed out after" : "exited with status",
-			    timed_out ? DF_RUN_TIMEOUT_MS / 1000 : code, tail[0] ? tail : "(none)");
+			    timed_out ? (int)(timeout / 1000) : code,
+			    timed_out && timeout < DF_RUN_TIMEOUT_MS ? " s (what was left of its plan's build_seconds)"
+			    : timed_out ? " s" : "", tail[0] ? tail : "(none)");
 	}
 	return 0;
 }

@@ -41,6 +41,8 @@ struct tbuild_req {
 	const char *group;
 	int64_t max_templates;		/* templates of the group, this one included */
 	int64_t max_builds;		/* builds of the group running at once, this one included */
+	int64_t max_seconds;		/* the build's longest run (build_opts) */
+	int64_t max_root_mib;		/* its root image's allocated size (build_opts) */
 };
 
 /* Unpack the context and start the build. -EBUSY while a build of the

@@ -239,6 +239,11 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 		curl_free(e);
 		sep = '&';
 	}
+	if (c && (req->max_seconds || req->max_root_mib)) {
+		strbuf_printf(&path, "%cmax_seconds=%lld&max_root_mib=%lld", sep, (long long)req->max_seconds,
+			      (long long)req->max_root_mib);
+		sep = '&';
+	}
 	curl_easy_cleanup(c);
 	rc = c && path.data ? remote_call_file(rm, &l.h[i], "POST", path.data, req->tar_fd, -1, SLOW_TIMEOUT_S,
 						 NULL, NULL)

@@ -45,6 +45,8 @@ struct plan_limits {
 	/* Templates built through the API (docs/templates.md "Limits"): */
 	int64_t templates;		/* the workspace's own templates, failed and building ones too */
 	int64_t template_builds;	/* its builds running at once */
+	int64_t build_seconds;		/* one build's longest run */
+	int64_t template_mib;		/* a template's root image, allocated MiB */
 };
 
 struct plan {

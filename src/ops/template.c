@@ -231,7 +231,8 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 	char host[OPS_TEMPLATE_HOST_NAME];
 	ops_template_host_name(c->workspace, name, host);
 	/* The plan's templates and template_builds: the host counts the
-	 * workspace's by their prefix, as it starts the build. */
+	 * workspace's by their prefix, as it starts the build; build_seconds
+	 * and template_mib: the build holds itself to them. */
 	struct plan p;
 	if ((rc = ops_workspace_plan(c, &p)) < 0)
 		return rc;
@@ -239,7 +240,8 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 	snprintf(group, sizeof group, "%.*s", PREFIX_HEX + 2, host);
 	struct tbuild_req r = { .name = host, .tar_fd = tar_fd, .dockerfile = dockerfile, .build_args = build_args,
 				.group = group, .max_templates = p.limits.templates,
-				.max_builds = p.limits.template_builds };
+				.max_builds = p.limits.template_builds, .max_seconds = p.limits.build_seconds,
+				.max_root_mib = p.limits.template_mib };
 	rc = hostif_template_build(c->hostif, &r);
 	if (rc == -EDQUOT) {
 		bool builds = strstr(errmsg(), "(template_builds ") != NULL;

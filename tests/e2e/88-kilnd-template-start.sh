@@ -250,6 +250,13 @@ wsplan '{"templates": 2}'
 upload "$T/bad.tgz" "name=third"
 check tlimit_templates "$STATUS $BODY" [ "$STATUS" = 429 -a "$(jget 'j["error"]["limit"], j["error"]["value"]')" = "('templates', 2)" ]
 check tlimit_message "$(jget 'j["error"]["message"]')" grep -q "has 2 templates, the most plan enterprise allows (templates 2)" "$T/body"
+# build_seconds 1 (full tier: it boots a build VM): the build is past it
+# by the time its VM is up, so its RUN is not run.
+if full; then
+	wsplan '{"build_seconds": 1}'
+	upload "$T/bad.tgz" "name=slow1"
+	s_slow=$STATUS
+fi
 wsplan '{}'
 follow web
 TW=$(ls -d "$DATA"/templates/w*_web)
@@ -261,6 +268,15 @@ W=
 api GET /v1/templates/web
 check tapi_v1_collected "dirs $(cd "$TW" && echo v*), versions $(jget 'j["versions"]')" \
 	[ ! -e "$TW/v1" -a -d "$TW/v2" -a "$(jget 'j["versions"]')" = "[2]" ]
+if full; then
+	follow slow1
+	e=$(ended slow1)
+	ok=0
+	[ "$s_slow" = 202 ] && [[ $e == *'"failed"'*"as long as its plan allows (build_seconds"* ]] &&
+		! grep -q "| boom-output" "$T/slow1.sse" && ok=1
+	check tlimit_build_seconds "$s_slow; end $e" [ $ok = 1 ]
+	api DELETE /v1/templates/slow1
+fi
 api DELETE /v1/templates/web
 s1=$STATUS
 api DELETE /v1/templates/broken
