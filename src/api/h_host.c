@@ -21,7 +21,7 @@
  *   GET    /v1/host/volumes/{ws}/{id}                a volume and its attachments
  *   DELETE /v1/host/volumes/{ws}/{id}                delete a volume
  *   GET    /v1/host/templates                        templates
- *   POST   /v1/host/templates/{name}[?dockerfile=F&build_arg=K=V...]
+ *   POST   /v1/host/templates/{name}[?dockerfile=F&build_arg=K=V...&group=G&max_templates=N&max_builds=N&max_seconds=N&max_root_mib=N]
  *                                                   build from the context tar in the body
  *   GET    /v1/host/templates/{name}                 its build's state (wire_tbuild_state)
  *   GET    /v1/host/templates/{name}/logs            its build log (X-Kiln-Running: 1 while it builds)
@@ -316,8 +316,16 @@ int h_host_template_build(struct req *r)
 	if (a.n > TBUILD_ARGS_MAX)
 		return reply_wire_error(r, errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX), NULL);
 	a.args[a.n] = NULL;
+	/* The plan's limits, as the API replica that took the request read
+	 * them (remote_template_build): counted here, where the build runs. */
+	const char *mt = req_query(r, "max_templates"), *mb = req_query(r, "max_builds");
+	const char *ms = req_query(r, "max_seconds"), *mr = req_query(r, "max_root_mib");
 	struct tbuild_req q = { .name = r->params[0], .tar_fd = r->body_fd, .dockerfile = req_query(r, "dockerfile"),
-				.build_args = a.n ? a.args : NULL };
+				.build_args = a.n ? a.args : NULL, .group = req_query(r, "group"),
+				.max_templates = mt ? strtoll(mt, NULL, 10) : 0,
+				.max_builds = mb ? strtoll(mb, NULL, 10) : 0,
+				.max_seconds = ms ? strtoll(ms, NULL, 10) : 0,
+				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0 };
 	int rc = hostif_template_build(r->api->hostif, &q);
 	if (rc < 0)
 		return reply_wire_error(r, rc, NULL);

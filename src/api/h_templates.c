@@ -110,8 +110,11 @@ int h_template_build(struct req *r)
 		return reply_error(r, 400, "invalid_request", "the body is empty: send a tar of the build context");
 	q.args[q.nargs] = NULL;
 	struct ops_caller c;
-	req_caller(r, &c);
+	struct ops_quota quota;
+	req_caller_quota(r, &c, &quota);
 	int rc = ops_template_build(&c, q.name, r->body_fd, q.dockerfile, q.nargs ? q.args : NULL);
+	if (rc == -EDQUOT)
+		return reply_limit(r, &quota);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	char id[64];

@@ -197,7 +197,41 @@ static int walk(struct walk *w, char *rel, size_t relcap, int depth, bool hidden
 	if (depth > BCTX_MAX_DEPTH)
 		return errf(ELOOP, "'%.200s': more than %d directory levels (a symlink loop?)", rel,
 			    BCTX_MAX_DEPTH);
-	int fd = bctx_openat(c, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	if (depth > 0) {
+		/* Below the source a symlink is an entry of its own: its
+		 * target is read, never followed, so one pointing out of the
+		 * context makes the builder read nothing there. */
+		int lfd = bctx_openat(c, rel, O_PATH | O_NOFOLLOW);
+		if (lfd < 0)
+			return lfd;
+		struct stat lst;
+		if (fstat(lfd, &lst) < 0) {
+			int rc = errf_sys("stat '%.200s'", rel);
+			close(lfd);
+			return rc;
+		}
+		if (S_ISLNK(lst.st_mode)) {
+			char target[PATH_MAX];
+			ssize_t n = readlinkat(lfd, "", target, sizeof target);
+			int rc = 0;
+			close(lfd);
+			if (n < 0)
+				return errf_sys("readlink '%.200s'", rel);
+			if ((size_t)n >= sizeof target)
+				return errf(ENAMETOOLONG, "'%.200s': a symlink target too long", rel);
+			target[n] = 0;
+			if (!hidden) {
+				struct bctx_entry e = { .rel = rel, .sub = w->src_len ? rel + w->src_len + 1 : rel,
+							.mode = lst.st_mode, .size = (uint64_t)n, .fd = -1,
+							.link = target };
+				rc = w->fn(w->ctx, &e);
+				w->given++;
+			}
+			return rc;
+		}
+		close(lfd);
+	}
+	int fd = bctx_openat(c, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK | (depth > 0 ? O_NOFOLLOW : 0));
 	if (fd < 0)
 		return fd;
 	struct stat st;
@@ -497,10 +531,12 @@ static int digest_entry(void *ctx, const struct bctx_entry *e)
 {
 	struct sha256_ctx *h = ctx;
 	char meta[64];
-	snprintf(meta, sizeof meta, "%c %o %llu", S_ISDIR(e->mode) ? 'd' : 'f', (unsigned)(e->mode & 07777),
-		 (unsigned long long)e->size);
+	snprintf(meta, sizeof meta, "%c %o %llu", S_ISDIR(e->mode) ? 'd' : S_ISLNK(e->mode) ? 'l' : 'f',
+		 (unsigned)(e->mode & 07777), (unsigned long long)e->size);
 	put_str(h, e->sub);
 	put_str(h, meta);
+	if (e->link)
+		put_str(h, e->link);
 	if (e->fd < 0)
 		return 0;
 	static __thread uint8_t buf[65536];

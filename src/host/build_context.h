@@ -56,18 +56,21 @@ int bctx_openat(const struct bctx *c, const char *rel, int flags);
 struct bctx_entry {
 	const char *rel;		/* its path in the context */
 	const char *sub;		/* its path below the source ("" for the source) */
-	mode_t mode;			/* S_IFREG or S_IFDIR with the permission bits */
+	mode_t mode;			/* S_IFREG, S_IFDIR or S_IFLNK with the permission bits */
 	uint64_t size;
 	int fd;				/* a regular file, open for reading; else -1 */
+	const char *link;		/* S_IFLNK: its target, as read (never followed) */
 };
 typedef int bctx_fn(void *ctx, const struct bctx_entry *e);
 
 /* Every entry a COPY of source rel takes: the source, then (a directory)
  * what it holds, depth first, names sorted, a directory before its
  * contents; what the .dockerignore names is skipped (an ignored directory
- * is not given, the files a `!` keeps in it are). Symlinks are followed
- * inside the context; anything but files and directories (a FIFO, a
- * device) is refused. A source the .dockerignore hides entirely: -ENOENT,
+ * is not given, the files a `!` keeps in it are). The source itself, a
+ * symlink, is followed while it stays inside the context (Docker's rule);
+ * a symlink below it is given as a symlink (S_IFLNK, its target in link),
+ * never followed nor opened, wherever it points; anything but files,
+ * directories and symlinks (a FIFO, a device) is refused. A source the .dockerignore hides entirely: -ENOENT,
  * "'rel' is excluded by .dockerignore". fn returning < 0 stops the walk
  * with that. */
 int bctx_walk(const struct bctx *c, const char *rel, bctx_fn *fn, void *ctx);

@@ -237,7 +237,7 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 	struct state s;
 	dfstate_init(&s, d->base_image);
 	struct vm v = { .pid = 0 };
-	struct out o = { .steps = n, .tty = d->tty };
+	struct out o = { .steps = n, .tty = d->tty, .deadline_ms = d->deadline_ms };
 	char top[PATH_MAX] = "", step_layer[PATH_MAX] = "";
 	d->cached = d->run = 0;
 	rc = 0;

@@ -43,6 +43,7 @@ struct dfbuild {
 	const char *file;		/* the Dockerfile; NULL: CONTEXT/Dockerfile */
 	const char *const *build_args;	/* NAME=VALUE, NULL-ended, or NULL */
 	uint64_t max_context;		/* 0: BCTX_MAX_BYTES */
+	int64_t deadline_ms;		/* mono_ms the build must end by (a plan's build_seconds); 0: none */
 	int vcpus, memory_mib;		/* the build VM's */
 	const char *vdir;		/* the version's directory (the build VM's goes there) */
 	bool tty;

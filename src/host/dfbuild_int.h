@@ -85,6 +85,7 @@ struct vm {
 /* A step's output, line by line to the build log, its tail kept. */
 struct out {
 	int step, steps;
+	int64_t deadline_ms;		/* dfbuild's: a RUN's timeout is cut to it */
 	bool tty;
 	char line[512];
 	size_t n;

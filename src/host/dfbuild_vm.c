@@ -12,11 +12,15 @@
 #include "host/vmm.h"
 #include "common/err.h"
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -142,7 +146,16 @@ int dfvm_run(struct vm *v, const struct state *s, const struct df_step *st, stru
 	char **env = env_of(s);
 	if (!env)
 		return errf(ENOMEM, "out of memory");
-	struct guest_cmd c = { .env = (const char *const *)env, .cwd = s->workdir, .timeout_ms = DF_RUN_TIMEOUT_MS,
+	/* A plan's build_seconds: the RUN gets what is left of it. */
+	int64_t timeout = DF_RUN_TIMEOUT_MS, left = o->deadline_ms ? o->deadline_ms - mono_ms() : timeout;
+	if (left < timeout)
+		timeout = left;
+	if (timeout <= 0) {
+		strv_free(env);
+		return errf(ETIME, "step %d/%d (line %d, RUN): the build has run as long as its plan allows "
+			    "(build_seconds)", o->step, o->steps, st->line);
+	}
+	struct guest_cmd c = { .env = (const char *const *)env, .cwd = s->workdir, .timeout_ms = (int)timeout,
 			       .user = s->user[0] ? s->user : NULL };
 	/* The exec form's array, NULL-ended for the agent. */
 	const char **argv = st->exec_form ? calloc((size_t)st->nargs + 1, sizeof *argv) : NULL;
@@ -167,9 +180,11 @@ int dfvm_run(struct vm *v, const struct state *s, const struct df_step *st, stru
 	if (code != 0) {
 		char tail[DF_TAIL * 2];
 		out_tail(o, tail, sizeof tail);
-		return errf(EIO, "step %d/%d (line %d, RUN) %s %d; the end of its output: %s", o->step, o->steps,
+		return errf(EIO, "step %d/%d (line %d, RUN) %s %d%s; the end of its output: %s", o->step, o->steps,
 			    st->line, timed_out ? "timed out after" : "exited with status",
-			    timed_out ? DF_RUN_TIMEOUT_MS / 1000 : code, tail[0] ? tail : "(none)");
+			    timed_out ? (int)(timeout / 1000) : code,
+			    timed_out && timeout < DF_RUN_TIMEOUT_MS ? " s (what was left of its plan's build_seconds)"
+			    : timed_out ? " s" : "", tail[0] ? tail : "(none)");
 	}
 	return 0;
 }
@@ -186,6 +201,48 @@ struct copy {
 	uint64_t bytes;
 	long files;
 };
+
+/* A symlink made in the guest as target -> link: the files API has no
+ * symlink call, so a one-entry tar (written by libarchive) goes to the
+ * agent's tar-extract built-in in target's directory, which makes it
+ * through O_NOFOLLOW opens and replaces what was there. The link's text
+ * is only copied: the host never follows it. */
+static int guest_symlink(struct guest *g, const char *target, const char *link)
+{
+	char dir[PATH_MAX], base[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", target);
+	snprintf(base, sizeof base, "%s", target);
+	const char *parent = dirname(dir), *name = basename(base);
+	int fd = memfd_create("kiln-symlink", MFD_CLOEXEC);
+	if (fd < 0)
+		return errf_sys("memfd");
+	struct archive *a = archive_write_new();
+	struct archive_entry *ae = archive_entry_new();
+	int rc = 0;
+	if (!a || !ae || archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_open_fd(a, fd) != ARCHIVE_OK) {
+		rc = errf(ENOMEM, "a tar for symlink %.200s: %s", target, a ? archive_error_string(a) : "no memory");
+	} else {
+		archive_entry_set_pathname(ae, name);
+		archive_entry_set_filetype(ae, AE_IFLNK);
+		archive_entry_set_perm(ae, 0777);
+		archive_entry_set_symlink(ae, link);
+		if (archive_write_header(a, ae) != ARCHIVE_OK || archive_write_close(a) != ARCHIVE_OK)
+			rc = errf(EIO, "a tar for symlink %.200s: %s", target, archive_error_string(a));
+	}
+	if (ae)
+		archive_entry_free(ae);
+	if (a)
+		archive_write_free(a);
+	if (rc == 0 && lseek(fd, 0, SEEK_SET) < 0)
+		rc = errf_sys("seek");
+	if (rc == 0) {
+		const char *argv[] = { "tar-extract", parent, NULL };
+		rc = guest_builtin_run(g, argv, NULL, fd, -1);
+	}
+	close(fd);
+	return rc;
+}
 
 static int copy_entry(void *ctx, const struct bctx_entry *e)
 {
@@ -206,7 +263,10 @@ static int copy_entry(void *ctx, const struct bctx_entry *e)
 	}
 	uint32_t mode = c->chmod >= 0 ? (uint32_t)c->chmod : (uint32_t)(e->mode & 07777);
 	int rc;
-	if (S_ISDIR(e->mode)) {
+	if (S_ISLNK(e->mode)) {
+		rc = guest_symlink(c->g, target, e->link);	/* no --chmod: a link has no mode */
+		c->files++;
+	} else if (S_ISDIR(e->mode)) {
 		rc = guest_mkdir(c->g, target, mode, true);
 		if (rc == -EEXIST)
 			rc = 0;
@@ -229,7 +289,7 @@ static int copy_entry(void *ctx, const struct bctx_entry *e)
  * names, no `..`, no entry through a symlink, only files, directories
  * and symlinks, the bytes bounded by the context's limit), then written
  * into the destination directory through the guest's files API as a
- * COPY of that directory is (a symlink that leads out of it is refused).
+ * COPY of that directory is (its symlinks made as symlinks).
  * 1: it was an archive, unpacked; 0: not one (copied as a file). */
 static int add_archive(struct dfbuild *d, struct vm *v, struct copy *c, const char *src)
 {

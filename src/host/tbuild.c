@@ -159,8 +159,9 @@ static int job_write(const struct host *h, const struct tbuild_req *r, const cha
 	json_t *args = json_array();
 	for (size_t i = 0; args && r->build_args && r->build_args[i]; i++)
 		json_array_append_new(args, json_string(r->build_args[i]));
-	json_t *j = json_pack("{s:s,s:s,s:s,s:o*,s:I,s:I,s:b,s:s,s:o*}", "name", r->name, "context", ctx,
+	json_t *j = json_pack("{s:s,s:s,s:s,s:o*,s:I,s:I,s:I,s:I,s:b,s:s,s:o*}", "name", r->name, "context", ctx,
 			      "dockerfile_file", file, "build_args", args, "max_context", (json_int_t)r->max_context,
+			      "max_seconds", (json_int_t)r->max_seconds, "max_root_mib", (json_int_t)r->max_root_mib,
 			      "started_ms", (json_int_t)started, "verbose", log_verbose, "net_range", range, "host",
 			      host_config_json(h->cfg));
 	int rc = 0;
@@ -217,7 +218,9 @@ int tbuild_job(const char *path, const char *name)
 	log_verbose = json_is_true(json_object_get(j, "verbose"));
 	struct build_opts o = { .name = name, .dockerfile = ctx, .dockerfile_file = file,
 				.build_args = json_array_size(args) ? argv : NULL,
-				.max_context = (uint64_t)json_integer_value(json_object_get(j, "max_context")) };
+				.max_context = (uint64_t)json_integer_value(json_object_get(j, "max_context")),
+				.max_seconds = json_integer_value(json_object_get(j, "max_seconds")),
+				.max_root_mib = json_integer_value(json_object_get(j, "max_root_mib")) };
 	rc = template_build(&cfg, &o);
 	if (rc < 0)
 		fprintf(stderr, "kilnd: %s\n", errmsg());
@@ -263,6 +266,56 @@ static void exec_build(int exe, char *const argv[], int logfd, int lockfd)
 	_exit(127);
 }
 
+static bool name_seen(char **v, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(v[i], name))
+			return true;
+	return false;
+}
+
+/* A plan's limits on r->group (r->name not counted): its templates, a
+ * name counted once whether it has versions (DATA/templates/NAME, also
+ * one copied from another host), build files (.builds/NAME: building or
+ * failed) or both, and which of those build now. */
+static int group_limits(struct host *h, const struct tbuild_req *r)
+{
+	if (!r->group || !r->group[0] || (!r->max_templates && !r->max_builds))
+		return 0;
+	size_t gl = strlen(r->group);
+	char *names[512];
+	int n = 0;
+	int64_t building = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		char dir[PATH_MAX];
+		if (pass == 0)
+			snprintf(dir, sizeof dir, "%s/templates", h->cfg->data_dir);
+		else
+			job_path(h, "", "", dir, sizeof dir);
+		DIR *d = opendir(dir);
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			if (!strncmp(de->d_name, r->group, gl) && de->d_name[gl] && strcmp(de->d_name, r->name) &&
+			    !name_seen(names, n, de->d_name) && n < (int)(sizeof names / sizeof names[0]) &&
+			    (names[n] = strdup(de->d_name)))
+				n++;
+		if (d)
+			closedir(d);
+	}
+	for (int i = 0; i < n; i++) {
+		building += tbuild_running(h, names[i]);
+		free(names[i]);
+	}
+	if (r->max_templates && n + 1 > r->max_templates)
+		return errf(EDQUOT, "this workspace has %d templates, the most its plan allows (templates %lld): "
+			    "delete one first", n, (long long)r->max_templates);
+	if (r->max_builds && building + 1 > r->max_builds)
+		return errf(EDQUOT, "this workspace has %lld template builds running, the most its plan allows at "
+			    "once (template_builds %lld): wait for one to end", (long long)building,
+			    (long long)r->max_builds);
+	return 0;
+}
+
 int tbuild_start(struct host *h, const struct tbuild_req *r)
 {
 	if (!template_name_ok(r->name) || template_def_find(r->name))
@@ -272,20 +325,35 @@ int tbuild_start(struct host *h, const struct tbuild_req *r)
 	mkdir(dir, 0700);
 	job_path(h, "", "", dir, sizeof dir);
 	mkdir(dir, 0700);
+	/* The count and this build's lock at once: two requests do not
+	 * both take the last place. */
+	static pthread_mutex_t counting = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&counting);
+	int qrc = group_limits(h, r);
+	if (qrc < 0) {
+		pthread_mutex_unlock(&counting);
+		return qrc;
+	}
 	job_path(h, r->name, "", dir, sizeof dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		pthread_mutex_unlock(&counting);
 		return errf_sys("mkdir %s", dir);
+	}
 	job_path(h, r->name, "lock", lockp, sizeof lockp);
 	job_path(h, r->name, "context", ctx, sizeof ctx);
 	job_path(h, r->name, "build.log", logp, sizeof logp);
 	job_path(h, r->name, "state.json", statep, sizeof statep);
 	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0)
+	if (lock < 0) {
+		pthread_mutex_unlock(&counting);
 		return errf_sys("open %s", lockp);
+	}
 	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
+		pthread_mutex_unlock(&counting);
 		close(lock);
 		return errf(EBUSY, "a build of template %s is running; wait for it to end", r->name);
 	}
+	pthread_mutex_unlock(&counting);
 	/* One from the command line holds the template's own lock. */
 	char tlock[PATH_MAX + 16];
 	snprintf(tlock, sizeof tlock, "%s/templates/%s/.lock", h->cfg->data_dir, r->name);

@@ -35,10 +35,19 @@ struct tbuild_req {
 	const char *dockerfile;		/* its path in the context; NULL: "Dockerfile" */
 	const char *const *build_args;	/* NAME=VALUE, NULL-ended, or NULL */
 	uint64_t max_context;		/* unpacked bytes; 0: BCTX_MAX_BYTES */
+	/* A plan's limits (ops/template.c): the templates whose names start
+	 * with group (a workspace's "wHEX_") are counted together, as their
+	 * build directories say. 0: no limit. */
+	const char *group;
+	int64_t max_templates;		/* templates of the group, this one included */
+	int64_t max_builds;		/* builds of the group running at once, this one included */
+	int64_t max_seconds;		/* the build's longest run (build_opts) */
+	int64_t max_root_mib;		/* its root image's allocated size (build_opts) */
 };
 
 /* Unpack the context and start the build. -EBUSY while a build of the
- * name runs; -EINVAL (a tar that is not one, an entry climbing out, the
+ * name runs; -EDQUOT over max_templates or max_builds, naming the limit
+ * ("(templates N)", "(template_builds N)"); -EINVAL (a tar that is not one, an entry climbing out, the
  * Dockerfile missing) and -EFBIG (over max_context) name the problem. */
 int tbuild_start(struct host *h, const struct tbuild_req *r);
 

@@ -322,6 +322,7 @@ static int step_image_dockerfile(struct build *b, const char *out)
 {
 	const struct build_opts *o = b->o;
 	struct dfbuild d = { .cfg = b->cfg, .name = b->def->name, .context = o->dockerfile,
+			     .deadline_ms = o->max_seconds ? b->t0 + o->max_seconds * 1000 : 0,
 			     .file = o->dockerfile_file, .build_args = o->build_args,
 			     .max_context = o->max_context, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
 			     .vdir = b->t.dir, .tty = b->tty, .progress = df_progress, .pctx = b };
@@ -391,6 +392,11 @@ static int step_image(struct build *b)
 		}
 		rc = wait_builder(b, pid, log);
 	}
+	struct stat st;
+	if (rc == 0 && b->o->max_root_mib && stat(tmp, &st) == 0 &&
+	    (int64_t)st.st_blocks * 512 > b->o->max_root_mib << 20)
+		rc = errf(EFBIG, "the root image takes %lld MiB, more than its plan allows (template_mib %lld)",
+			  (long long)((int64_t)st.st_blocks * 512 >> 20), (long long)b->o->max_root_mib);
 	if (rc == 0 && chmod(tmp, 0444) < 0)
 		rc = errf_sys("chmod %s", tmp);
 	if (rc == 0 && rename(tmp, b->t.root) < 0)
@@ -943,6 +949,11 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 		if (step_done(&b, b.step >= 1 && b.step <= 3 ? "snapshot" : name)) {
 			progress(&b, "done before");
 			continue;
+		}
+		if (o->max_seconds && mono_ms() - b.t0 >= o->max_seconds * 1000) {
+			rc = errf(ETIME, "the build ran %lld s, as long as its plan allows (build_seconds %lld)",
+				  (long long)((mono_ms() - b.t0) / 1000), (long long)o->max_seconds);
+			break;
 		}
 		progress(&b, "starting");
 		switch (b.step) {

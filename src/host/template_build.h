@@ -29,6 +29,11 @@ struct build_opts {
 	const char *dockerfile, *dockerfile_file;
 	const char *const *build_args;
 	uint64_t max_context;
+	/* A plan's (tbuild.h; 0: none): the build fails once it has run
+	 * max_seconds (checked before each step, and each RUN's timeout cut
+	 * to what is left), or when its root image takes more than
+	 * max_root_mib allocated (checked after the image step). */
+	int64_t max_seconds, max_root_mib;
 };
 
 /* `kilnd template build` (see template_build.c). */

@@ -238,6 +238,18 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 		curl_free(e);
 		sep = '&';
 	}
+	if (c && req->group && (req->max_templates || req->max_builds)) {
+		char *e = curl_easy_escape(c, req->group, 0);
+		strbuf_printf(&path, "%cgroup=%s&max_templates=%lld&max_builds=%lld", sep, e ? e : "",
+			      (long long)req->max_templates, (long long)req->max_builds);
+		curl_free(e);
+		sep = '&';
+	}
+	if (c && (req->max_seconds || req->max_root_mib)) {
+		strbuf_printf(&path, "%cmax_seconds=%lld&max_root_mib=%lld", sep, (long long)req->max_seconds,
+			      (long long)req->max_root_mib);
+		sep = '&';
+	}
 	curl_easy_cleanup(c);
 	rc = c && path.data ? remote_call_file(rm, &l.h[i], "POST", path.data, req->tar_fd, -1, SLOW_TIMEOUT_S,
 						 NULL, NULL)

@@ -42,6 +42,11 @@ struct plan_limits {
 	int64_t storage_mib;		/* the disk space those take (and volumes' sizes), MiB */
 	int64_t volumes;		/* named volumes kept (docs/api.md "Volumes") */
 	int64_t volume_mib;		/* the size of one volume, MiB */
+	/* Templates built through the API (docs/templates.md "Limits"): */
+	int64_t templates;		/* the workspace's own templates, failed and building ones too */
+	int64_t template_builds;	/* its builds running at once */
+	int64_t build_seconds;		/* one build's longest run */
+	int64_t template_mib;		/* a template's root image, allocated MiB */
 };
 
 struct plan {

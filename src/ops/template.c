@@ -1,4 +1,5 @@
 #include "ops/template.h"
+#include "ops/plan.h"
 #include "common/err.h"
 
 #include <ctype.h>
@@ -229,8 +230,38 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 				    "the operator's): choose another", name);
 	char host[OPS_TEMPLATE_HOST_NAME];
 	ops_template_host_name(c->workspace, name, host);
-	struct tbuild_req r = { .name = host, .tar_fd = tar_fd, .dockerfile = dockerfile, .build_args = build_args };
-	return unqualified(hostif_template_build(c->hostif, &r), host, name);
+	/* The plan's templates and template_builds: the host counts the
+	 * workspace's by their prefix, as it starts the build; build_seconds
+	 * and template_mib: the build holds itself to them. */
+	struct plan p;
+	if ((rc = ops_workspace_plan(c, &p)) < 0)
+		return rc;
+	char group[PREFIX_HEX + 3];
+	snprintf(group, sizeof group, "%.*s", PREFIX_HEX + 2, host);
+	struct tbuild_req r = { .name = host, .tar_fd = tar_fd, .dockerfile = dockerfile, .build_args = build_args,
+				.group = group, .max_templates = p.limits.templates,
+				.max_builds = p.limits.template_builds, .max_seconds = p.limits.build_seconds,
+				.max_root_mib = p.limits.template_mib };
+	rc = hostif_template_build(c->hostif, &r);
+	if (rc == -EDQUOT) {
+		bool builds = strstr(errmsg(), "(template_builds ") != NULL;
+		ops_quota_note(c, &p, true);
+		if (c->quota) {
+			snprintf(c->quota->report.limit, sizeof c->quota->report.limit, "%s",
+				 builds ? "template_builds" : "templates");
+			c->quota->report.value = builds ? p.limits.template_builds : p.limits.templates;
+		}
+		char msg[512];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		char *its = strstr(msg, "its plan");
+		if (its) {	/* the host does not know the plan's name */
+			char rest[512];
+			snprintf(rest, sizeof rest, "%s", its + 8);
+			snprintf(its, sizeof msg - (size_t)(its - msg), "plan %s%s", p.name, rest);
+		}
+		return errf(EDQUOT, "%s", msg);
+	}
+	return unqualified(rc, host, name);
 }
 
 int ops_template_get(const struct ops_caller *c, const char *name, struct ops_template_info *out)

@@ -51,7 +51,8 @@ int ops_template_resolve(struct hostif *hi, const char *ws, const char *name, ch
 /* Build workspace c's template name from the context tar in tar_fd (the
  * request's query: dockerfile, NULL or a relative path; build_args,
  * K=V NULL-ended). -EINVAL naming what is wrong, -EEXIST for a shared
- * template's name, -EBUSY while one builds. */
+ * template's name, -EBUSY while one builds, -EDQUOT over the plan's
+ * templates or template_builds (c->quota says which). */
 int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
 		       const char *const *build_args);
 

@@ -60,6 +60,13 @@ echo from-context > "$CTX/greeting.txt"
 echo notes > "$CTX/docs/notes.txt"
 echo secret-v1 > "$CTX/secret.txt"
 echo old > "$CTX/docs/old.bak"
+# Symlinks are kept as symlinks below a COPY's source and in an ADDed
+# tar; one pointing at a host file out of the context arrives as that
+# link, the file never read (the guest has no such file).
+mkdir -p "$CTX/docs/sub"
+echo host-secret > "$T/host-secret"
+ln -s ../../greeting.txt "$CTX/docs/sub/in"
+ln -s "$T/host-secret" "$CTX/docs/sub/out"
 printf '%s\n' '# not the build'"'"'s' secret.txt '**/*.bak' > "$CTX/.dockerignore"
 python3 - "$CTX/site.tar.gz" <<'PY'
 import io, sys, tarfile
@@ -67,6 +74,8 @@ with tarfile.open(sys.argv[1], "w:gz") as t:
     for name, data in (("site/sub/deep.txt", b"deep\n"), ("top.txt", b"top\n")):
         i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
     i = tarfile.TarInfo("site"); i.type = tarfile.DIRTYPE; i.mode = 0o755; t.addfile(i)
+    for name, to in (("site/ln", "../top.txt"), ("site/abs", "/etc/hostname")):
+        i = tarfile.TarInfo(name); i.type = tarfile.SYMTYPE; i.linkname = to; t.addfile(i)
 PY
 dockerfile() {
 	printf '%s\n' 'FROM kiln/minimal' 'ENV GREETING=hi' 'WORKDIR /app' 'COPY --chmod=600 *.txt docs/* ./' 'ADD site.tar.gz /srv/' \
@@ -111,7 +120,10 @@ create_sandbox '{"template":"dock"}'
 D=$SBX
 api POST "/v1/sandboxes/$D/exec" '{"cmd":"pwd; echo $GREETING; cat greeting.txt ran.txt last.txt; stat -c %a greeting.txt; wget -qO- http://127.0.0.1:8000/index.html; ls; cat /srv/site/sub/deep.txt /srv/top.txt; stat -c %a /srv"}'
 got=$(jget '" ".join(j["stdout"].split())')
-check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock greeting.txt last.txt notes.txt ran.txt deep top 755" ]
+check df_sandbox "$got" [ "$got" = "/app hi from-context hi from run in /app last-v1 600 dock greeting.txt in last.txt notes.txt out ran.txt deep top 755" ]
+api POST "/v1/sandboxes/$D/exec" '{"cmd":"for l in in out /srv/site/ln /srv/site/abs; do test -L $l && readlink $l; done; cat /srv/site/ln; cat out || echo out-unread"}'
+got=$(jget '" ".join(j["stdout"].split())')
+check df_symlinks "$got" [ "$got" = "../../greeting.txt $T/host-secret ../top.txt /etc/hostname top out-unread" ]
 api DELETE "/v1/sandboxes/$D"
 create_sandbox '{"template":"srv"}'
 A=$SBX
@@ -146,7 +158,7 @@ api DELETE "/v1/apps/$APP"
 t_api=$SECONDS
 dockerfile 'RUN echo last-v1 > /app/last.txt'
 tar -C "$CTX" --no-recursion -cf "$T/ctx.tar" ./docs/notes.txt ./docs/old.bak ./Dockerfile ./.dockerignore \
-	./greeting.txt ./secret.txt ./site.tar.gz ./docs
+	./greeting.txt ./secret.txt ./site.tar.gz ./docs/sub/in ./docs/sub/out ./docs/sub ./docs
 mkdir -p "$T/bad" && printf '%s\n' 'FROM kiln/minimal' 'RUN echo boom-output; exit 7' > "$T/bad/Dockerfile"
 tar -C "$T/bad" -czf "$T/bad.tgz" .
 upload() {	# upload FILE QUERY [KEY]
@@ -194,10 +206,10 @@ api GET /v1/templates
 check tapi_listed "$(jget '[t["name"] for t in j["templates"]]')" [ "$(jget '[t["name"] for t in j["templates"] if t["name"] in ("web", "broken")]')" = "['web']" ]
 create_sandbox '{"template":"web"}'
 W=$SBX
-api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt /app/notes.txt; wget -qO- http://127.0.0.1:8000/index.html"}'
+api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt /app/notes.txt; wget -qO- http://127.0.0.1:8000/index.html; readlink /app/out"}'
 got=$(jget '" ".join(j["stdout"].split())')
 api GET "/v1/sandboxes/$W"
-check tapi_sandbox "'$got', template $(jget 'j["template"]')" [ "$got" = "last-v1 notes dock" -a "$(jget 'j["template"]')" = web ]
+check tapi_sandbox "'$got', template $(jget 'j["template"]')" [ "$got" = "last-v1 notes dock $T/host-secret" -a "$(jget 'j["template"]')" = web ]
 KEY2=$(new_key tstart-other)
 STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$URL/v1/templates/web")
 s1=$STATUS
@@ -222,7 +234,30 @@ api DELETE /v1/templates/base
 expect tapi_delete_builtin 403 forbidden
 # Versions (docs/templates.md "Versions"): a new version while a sandbox
 # sits on v1 keeps v1's files; they go with the last sandbox on them.
+# The plan's template limits (docs/templates.md "Limits") checked around
+# that build with no build of their own: with template_builds 1 the
+# rebuild of web starts and a second build while it runs is 429; with
+# templates 2 (web and broken exist) a third name is 429, and a rebuild
+# of web would not be refused (it is no new template).
+wsplan() { "$KILND" --data "$DATA" workspace plan tstart enterprise "$1" > "$T/wsplan.out" 2>&1 || cat "$T/wsplan.out"; }
+wsplan '{"template_builds": 1}'
 upload "$T/ctx.tar" "name=web"
+s1=$STATUS
+upload "$T/bad.tgz" "name=third"
+check tlimit_builds "$s1 then $STATUS $BODY" [ "$s1" = 202 -a "$STATUS" = 429 -a \
+	"$(jget 'j["error"]["code"], j["error"]["limit"], j["error"]["value"], j["error"]["plan"]')" = "('limit_exceeded', 'template_builds', 1, 'enterprise')" ]
+wsplan '{"templates": 2}'
+upload "$T/bad.tgz" "name=third"
+check tlimit_templates "$STATUS $BODY" [ "$STATUS" = 429 -a "$(jget 'j["error"]["limit"], j["error"]["value"]')" = "('templates', 2)" ]
+check tlimit_message "$(jget 'j["error"]["message"]')" grep -q "has 2 templates, the most plan enterprise allows (templates 2)" "$T/body"
+# build_seconds 1 (full tier: it boots a build VM): the build is past it
+# by the time its VM is up, so its RUN is not run.
+if full; then
+	wsplan '{"build_seconds": 1}'
+	upload "$T/bad.tgz" "name=slow1"
+	s_slow=$STATUS
+fi
+wsplan '{}'
 follow web
 TW=$(ls -d "$DATA"/templates/w*_web)
 api GET /v1/templates/web
@@ -233,6 +268,15 @@ W=
 api GET /v1/templates/web
 check tapi_v1_collected "dirs $(cd "$TW" && echo v*), versions $(jget 'j["versions"]')" \
 	[ ! -e "$TW/v1" -a -d "$TW/v2" -a "$(jget 'j["versions"]')" = "[2]" ]
+if full; then
+	follow slow1
+	e=$(ended slow1)
+	ok=0
+	[ "$s_slow" = 202 ] && [[ $e == *'"failed"'*"as long as its plan allows (build_seconds"* ]] &&
+		! grep -q "| boom-output" "$T/slow1.sse" && ok=1
+	check tlimit_build_seconds "$s_slow; end $e" [ $ok = 1 ]
+	api DELETE /v1/templates/slow1
+fi
 api DELETE /v1/templates/web
 s1=$STATUS
 api DELETE /v1/templates/broken

@@ -1,7 +1,7 @@
 /*
  * A Dockerfile build's parts that need no VM (src/host/build_context.c,
  * src/host/dfbuild*.c, disk_to_raw in src/host/disk.c): source paths
- * cleaned and `..` refused, a symlink followed inside the context and
+ * cleaned and `..` refused, a source symlink followed inside the context and
  * refused out of it, the walk's order and names, the context's size
  * limit named, COPY digests and step keys changing exactly when what
  * they cover changes, FROM forms, and a chain of overlays written out as
@@ -58,7 +58,8 @@ static int note(void *ctx, const struct bctx_entry *e)
 {
 	struct seen *s = ctx;
 	size_t n = strlen(s->names);
-	snprintf(s->names + n, sizeof s->names - n, "%s[%s]%c ", e->rel, e->sub, S_ISDIR(e->mode) ? 'd' : 'f');
+	snprintf(s->names + n, sizeof s->names - n, "%s[%s]%c%s%s ", e->rel, e->sub,
+		 S_ISDIR(e->mode) ? 'd' : S_ISLNK(e->mode) ? 'l' : 'f', e->link ? ">" : "", e->link ? e->link : "");
 	s->files += e->fd >= 0;
 	return 0;
 }
@@ -69,10 +70,12 @@ static int walk_and_symlinks(void)
 	T_ASSERT(bctx_open(dir, 0, &c) == 0, "%s", errmsg());
 	struct seen s = { .files = 0 };
 	T_ASSERT(bctx_walk(&c, "src", note, &s) == 0, "%s", errmsg());
-	T_ASSERT(!strcmp(s.names, "src[]d src/a.txt[a.txt]f src/in[in]f src/sub[sub]d src/sub/z[sub/z]f "),
+	/* Below the source a symlink is given as one, its target as read. */
+	T_ASSERT(!strcmp(s.names, "src[]d src/a.txt[a.txt]f src/in[in]l>../top src/sub[sub]d src/sub/z[sub/z]f "),
 		 "walk: %s", s.names);
-	T_ASSERT(s.files == 3, "%ld files open", s.files);
-	/* A symlink inside the context is followed; one out of it is refused. */
+	T_ASSERT(s.files == 2, "%ld files open", s.files);
+	/* A source that is a symlink is followed inside the context; one out
+	 * of it is refused. */
 	int fd = bctx_openat(&c, "src/in", O_RDONLY);
 	T_ASSERT(fd >= 0, "%s", errmsg());
 	char buf[16] = "";
@@ -81,8 +84,24 @@ static int walk_and_symlinks(void)
 	T_ASSERT(bctx_openat(&c, "out", O_RDONLY) == -EXDEV && strstr(errmsg(), "leads out of the build context"),
 		 "%s", errmsg());
 	memset(&s, 0, sizeof s);
-	int rc = bctx_walk(&c, "bad", note, &s);
-	T_ASSERT(rc == -EXDEV && strstr(errmsg(), "bad/passwd"), "a dir holding a link out: %d %s", rc, errmsg());
+	int rc = bctx_walk(&c, "out", note, &s);
+	T_ASSERT(rc == -EXDEV && strstr(errmsg(), "'out' leads out"), "a source linking out: %d %s", rc, errmsg());
+	/* A directory holding a link out: the link is kept as a link, and
+	 * nothing outside is read (its target's size is not the entry's). */
+	memset(&s, 0, sizeof s);
+	rc = bctx_walk(&c, "bad", note, &s);
+	T_ASSERT(rc == 0 && !strcmp(s.names, "bad[]d bad/passwd[passwd]l>/etc/passwd ") && s.files == 0,
+		 "a dir holding a link out: %d %s", rc, s.names);
+	/* The digest covers a link's target: repointing it changes the key. */
+	char d1[65], d2[65], lp[512];
+	const char *bad[] = { "bad" };
+	T_ASSERT(bctx_digest(&c, bad, 1, d1) == 0, "%s", errmsg());
+	snprintf(lp, sizeof lp, "%s/bad/passwd", dir);
+	unlink(lp);
+	T_ASSERT(symlink("/etc/shadow", lp) == 0, "symlink");
+	T_ASSERT(bctx_digest(&c, bad, 1, d2) == 0 && strcmp(d1, d2), "the digest ignores the link's target");
+	unlink(lp);
+	T_ASSERT(symlink("/etc/passwd", lp) == 0, "symlink");
 	T_ASSERT(bctx_walk(&c, "missing", note, &s) == -ENOENT && strstr(errmsg(), "not in the build context"),
 		 "%s", errmsg());
 	memset(&s, 0, sizeof s);

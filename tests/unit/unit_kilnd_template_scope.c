@@ -4,6 +4,7 @@
  * shared ones and two workspaces' own), and what a build request refuses
  * before it reaches the host (and what it hands the host when it passes). */
 #include "ops/template.h"
+#include "ops/plan.h"
 #include "host/template.h"
 #include "common/err.h"
 #include "test.h"
@@ -41,7 +42,8 @@ static void names_and_qualification(void)
 /* ---- a fake host: shared minimal and srv, ws_one's web and ws_two's web ---- */
 
 static char h_one[OPS_TEMPLATE_HOST_NAME], h_two[OPS_TEMPLATE_HOST_NAME];
-static struct { char name[64], dockerfile[64]; int nargs, calls; } built;
+static struct { char name[64], dockerfile[64], group[32]; int nargs, calls; int64_t max_templates, max_builds, max_seconds, max_root_mib;
+		bool quota; } built;
 
 static int fake_templates(void *ctx, hostif_template_fn *fn, void *fctx)
 {
@@ -66,6 +68,14 @@ static int fake_build(void *ctx, const struct tbuild_req *r)
 	snprintf(built.dockerfile, sizeof built.dockerfile, "%s", r->dockerfile ? r->dockerfile : "");
 	for (built.nargs = 0; r->build_args && r->build_args[built.nargs]; built.nargs++)
 		;
+	snprintf(built.group, sizeof built.group, "%s", r->group ? r->group : "");
+	built.max_templates = r->max_templates;
+	built.max_builds = r->max_builds;
+	built.max_seconds = r->max_seconds;
+	built.max_root_mib = r->max_root_mib;
+	if (built.quota)	/* tbuild_start's words at a limit */
+		return errf(EDQUOT, "this workspace has 3 templates, the most its plan allows (templates 3): "
+			    "delete one first");
 	return errf(EBUSY, "a build of template %s is running", r->name);
 }
 
@@ -123,6 +133,27 @@ static void build_refusals(void)
 	CHECK(built.calls == 1 && !strcmp(built.name, h_one) && !strcmp(built.dockerfile, "sub/Dockerfile") &&
 	      built.nargs == 2);
 	CHECK(!strcmp(errmsg(), "a build of template web is running"));
+	/* No plans: no limits handed down. */
+	CHECK(built.max_templates == 0 && built.max_builds == 0);
+	/* The plan's templates and template_builds go to the host with the
+	 * workspace's prefix, and its build_seconds and template_mib (the free
+	 * plan: 3, 1, 900 and 4096); the host's refusal
+	 * comes back naming the plan, with the quota report for the 429. */
+	struct plans plans;
+	plans_init(&plans);
+	snprintf(plans.default_plan, sizeof plans.default_plan, "free");
+	struct ops_quota q;
+	c.plans = &plans;
+	c.quota = &q;
+	CHECK(ops_template_build(&c, "web", 0, NULL, NULL) == -EBUSY);
+	CHECK(strlen(built.group) == 12 && !strncmp(built.group, h_one, 12) && built.max_templates == 3 &&
+	      built.max_builds == 1 && built.max_seconds == 900 && built.max_root_mib == 4096);
+	built.quota = true;
+	CHECK(ops_template_build(&c, "web", 0, NULL, NULL) == -EDQUOT);
+	CHECK(!strcmp(errmsg(), "this workspace has 3 templates, the most plan free allows (templates 3): "
+				"delete one first"));
+	CHECK(q.applied && !strcmp(q.plan, "free") && !strcmp(q.report.limit, "templates") && q.report.value == 3);
+	built.quota = false;
 }
 
 int main(void)

@@ -186,6 +186,15 @@ static int build_from_oci(void)
 	T_ASSERT(system(cmd) == 0, "the image step ran again");
 	struct tmpl *tp;
 	T_ASSERT(templates_get(ts, "fromoci", &tp) == -EINVAL, "an unfinished build is in service");
+	/* A plan's template_mib: a root image taking more fails the image
+	 * step, naming the limit (this one takes a few MiB of metadata). */
+	struct build_opts small = { .name = "toobig", .oci = ref, .max_root_mib = 1 };
+	rc = template_build(&cfg, &small);
+	T_ASSERT(rc == -EFBIG && strstr(errmsg(), "step image failed: the root image takes ") &&
+		 strstr(errmsg(), "more than its plan allows (template_mib 1)"), "%d %s", rc, errmsg());
+	snprintf(cmd, sizeof cmd, "test ! -e %s/templates/toobig/v1/root.ext4 && test ! -e %s/templates/toobig/v1/root.ext4.tmp",
+		 cfg.data_dir, cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "the image is left: %s", cmd);
 	return 0;
 }
 
