@@ -570,12 +570,16 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
     await shot("database-password");
     await page.locator("#db-password-done").click();
     await pw.waitFor({ state: "detached", timeout: 5000 });
-    const left = await page.evaluate((p) => document.documentElement.outerHTML.includes(p) ||
-      [...document.querySelectorAll("input")].some((i) => i.value.includes(p)) ||
-      JSON.stringify(localStorage).includes(p) || JSON.stringify(sessionStorage).includes(p) || location.href.includes(p), shownPw);
+    // Where the password is still (none: ""). The reset's answer has it
+    // in its url too, which the page must not draw.
+    const left = await page.evaluate((p) => [
+      document.documentElement.outerHTML.includes(p) && "the DOM",
+      [...document.querySelectorAll("input")].some((i) => i.value.includes(p)) && "a field",
+      (JSON.stringify(localStorage) + JSON.stringify(sessionStorage)).includes(p) && "storage",
+      location.href.includes(p) && "the URL"].filter(Boolean).join(", "), shownPw);
     check("db_reset_password_once", /^\S{24}$/.test(shownPw) && shownPw !== d.password && !left,
       "reset from the page: a new 24-character password shown once, gone from the page (DOM, fields, storage, URL) after Done",
-      `shown "${shownPw.length} chars" same-as-old ${shownPw === d.password}, left on the page ${left}`);
+      `shown ${shownPw.length} chars, same as the old ${shownPw === d.password}, still in: ${left || "nothing"}`);
 
     await page.getByRole("button", { name: "Delete" }).click();
     await page.locator("#databases").waitFor({ timeout: T });

@@ -91,7 +91,7 @@ export function appView(id: string): View {
       for (const e of r.events) addEvent(e.at, e.text);
       for (const l of r.lines) addLine(l);
       if (!r.events.length) events.append(h("li", {}, "No events."));
-      notice(logMsg, `${r.lines.length} lines`);
+      notice(logMsg, `${r.lines.length} line${r.lines.length === 1 ? "" : "s"}`);
     } catch (e) {
       notice(logMsg, (e as Error).message, "error");
     }

@@ -90,6 +90,7 @@ export function databaseView(id: string): View {
     h("dt", {}, "Sandbox"), h("dd", {}, d.sandbox_id ? h("a", { href: `#/sandboxes/${d.sandbox_id}` }, d.sandbox_id) : "—"),
     d.events?.length ? h("dt", {}, "Events") : null,
     d.events?.length ? h("dd", {}, h("ul", { class: "plain", id: "db-events" }, ...d.events.map((e) => h("li", {}, `${fmtTime(new Date(e.ts_ms).toISOString())} ${e.kind}: ${e.text}`)))) : null));
+  const load = () => api<Database>("GET", path).then(draw);
   const loadBackups = async () => {
     const r = await api<{ backups: DatabaseBackup[] }>("GET", `${path}/backups`);
     clear(backups, ...(r.backups.length ? r.backups.map((b) => h("tr", { "data-id": b.id },
@@ -105,8 +106,8 @@ export function databaseView(id: string): View {
     actionButton(actions, msg, "Reset password", async () => {
       const d = await api<Database>("POST", `${path}/reset-password`, {});
       showPassword(shown, d, "The password was reset: the old one no longer works.");
-      delete d.password;
-      draw(d);
+      // Not draw(d): the answer's url carries the password too. GET's has none.
+      await load();
       return "password reset";
     }, `Reset the password of ${id}? Programs using the old one stop connecting.`),
     actionButton(actions, msg, "Delete", async () => {
@@ -114,7 +115,7 @@ export function databaseView(id: string): View {
       location.hash = "#/databases";
       return "deleted";
     }, `Delete database ${id} and its data? Its backups are kept.`, "danger"));
-  api<Database>("GET", path).then(draw).catch((e) => notice(msg, (e as Error).message, "error"));
+  load().catch((e) => notice(msg, (e as Error).message, "error"));
   loadBackups().catch((e) => notice(msg, (e as Error).message, "error"));
   const v: View = h("div", {},
     h("p", {}, h("a", { href: "#/databases" }, "← All databases")),
