@@ -4,7 +4,7 @@
 // workspace key), and KILN_TEST_TEMPLATE (default minimal). Screenshots go
 // to KILN_SCREENSHOTS (default build/dashboard-screenshots). Lines:
 // "PASS name: detail" / "FAIL name: why". Everything it creates (sandboxes,
-// keys, snapshots, volumes) is removed at the end, also after a failure.
+// keys, snapshots, volumes, apps, databases and their backups) is removed at the end, also after a failure.
 import { chromium } from "playwright-core";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -44,6 +44,8 @@ const made = new Set();	// sandboxes to delete at the end
 const keysMade = new Set();
 const snapsMade = new Set();
 const volsMade = new Set();
+const appsMade = new Set();
+const dbsMade = new Set();
 
 // A step: runs fn, FAIL with the error if it throws (the rest goes on).
 async function step(name, fn) {
@@ -466,6 +468,126 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
     if (gone.status === 404) volsMade.delete(id);
     check("volume_delete", gone.status === 404, `${name} deleted from the page once its sandbox was gone`, `GET after delete ${gone.status}`);
   });
+
+  await step("apps", async () => {
+    // An app made by REST (minimal's busybox httpd: a small VM), whose log
+    // and command carry markup: the page shows them as text, and no script
+    // of theirs runs. Listed with its URL (its own origin, which serves it),
+    // its log and events on its page, redeployed and deleted from there.
+    const t0 = Date.now();
+    const xss = `<script>window.__kilnXss=1</script><img src=x onerror="window.__kilnXss=2">`;
+    const name = `dash-app-${process.pid}`;
+    const cmd = `echo '${xss}'; mkdir -p /srv/w && echo dash-app-page > /srv/w/index.html && exec httpd -f -p 8000 -h /srv/w`;
+    const made_ = await rest("POST", "/v1/apps", { name, port: 8000, template: "minimal", command: cmd, restart: "always" });
+    if (made_.status !== 201) throw new Error(`POST /v1/apps: ${made_.status} ${made_.text}`);
+    const a = made_.json;
+    appsMade.add(a.id);
+    await page.goto(URL_ + "/dashboard/#/apps");
+    const row = page.locator(`#apps tr[data-id="${a.id}"]`);
+    await row.waitFor({ timeout: 30000 });
+    const text = (await row.textContent()).replace(/\s+/g, " ");
+    const href = await row.locator("a[target=_blank]").getAttribute("href");
+    const rel = await row.locator("a[target=_blank]").getAttribute("rel");
+    await shot("apps");
+    // The link opens the app itself (*.sdk.test leads to kilnd here).
+    const [tab] = await Promise.all([ctx.waitForEvent("page"), row.locator("a[target=_blank]").click()]);
+    await tab.waitForLoadState("domcontentloaded", { timeout: 30000 });
+    const served = await tab.content();
+    await tab.close();
+    check("apps_list", href === a.url && /^http:\/\/app-[a-z0-9]+\.sdk\.test:\d+\/$/.test(href) && /noopener/.test(rel ?? "") &&
+      text.includes(name) && text.includes("running") && served.includes("dash-app-page"),
+      `${name} (${a.id}) listed: "${text.slice(0, 140)}"; its link ${href} opens the app's page`, `row "${text}" href ${href} rel ${rel}; page "${served.slice(0, 200)}"`);
+
+    await row.getByRole("link", { name }).click();
+    const log = page.locator("#app-log");
+    await log.filter({ hasText: "window.__kilnXss" }).waitFor({ timeout: 60000 });
+    const ev = await page.locator("#app-events li").count();
+    const cmdShown = await page.locator("#app-facts").textContent();
+    const markup = await page.evaluate(() => document.querySelectorAll("#app-log *, #app-facts script, #app-facts img, #app-events *:not(li):not(time)").length);
+    const ran = await page.evaluate(() => (window).__kilnXss ?? null);
+    await shot("app");
+    check("app_log_xss_as_text", (await log.textContent()).includes(xss) && cmdShown.includes(xss) && markup === 0 && ran === null && ev >= 1,
+      `the log line and the command ${xss.slice(0, 30)}… shown as text (no element made, no script ran); ${ev} events`,
+      `log "${(await log.textContent()).slice(0, 200)}", elements ${markup}, __kilnXss ${ran}, events ${ev}`);
+
+    // Follow: the tail again over SSE (cookie session, no key in the page).
+    await page.locator("#app-follow").check();
+    await page.locator("#app-log-msg", { hasText: "following" }).waitFor({ timeout: 30000 });
+    await log.filter({ hasText: "window.__kilnXss" }).waitFor({ timeout: 30000 });
+    pass("app_log_follow", "Follow streamed the log (GET .../logs?follow=true) into the page");
+
+    await page.getByRole("button", { name: "Redeploy" }).click();
+    await page.locator("#app-msg", { hasText: /serves|failed/ }).waitFor({ timeout: T });
+    const v2 = await rest("GET", `/v1/apps/${a.id}`);
+    const vShown = await page.locator("#app-version").textContent();
+    check("app_redeploy", v2.json?.version === 2 && vShown === "2" && v2.json?.sandbox_id !== a.sandbox_id,
+      `redeployed after the confirmation: version 2, sandbox ${v2.json?.sandbox_id} (was ${a.sandbox_id})`, `page "${await page.locator("#app-msg").textContent()}" version shown ${vShown}; ${v2.status} ${v2.text}`);
+
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.locator("#apps").waitFor({ timeout: T });
+    await page.locator(`#apps tr[data-id="${a.id}"]`).waitFor({ state: "detached", timeout: 30000 });
+    const gone = await rest("GET", `/v1/apps/${a.id}`);
+    if (gone.status === 404) appsMade.delete(a.id);
+    check("app_delete", gone.status === 404, `${a.id} deleted after the confirmation, gone from the list (apps steps: ${((Date.now() - t0) / 1000).toFixed(0)} s)`, `GET after delete ${gone.status}`);
+  });
+
+  await step("databases", async () => {
+    // A real PostgreSQL database (template postgres, built by tests/sdk/serve
+    // for this group): listed, backed up and its password reset from its
+    // page (the new password shown once, then off the page), deleted.
+    const built = process.env.KILN_DASH_POSTGRES ?? "";
+    if (built !== "built") throw new Error(`no postgres template on the test's kilnd (KILN_DASH_POSTGRES="${built}"): the database views were not tested`);
+    const t0 = Date.now();
+    const name = `dash-db-${process.pid}`;
+    const made_ = await rest("POST", "/v1/databases", { name });
+    if (made_.status !== 201) throw new Error(`POST /v1/databases: ${made_.status} ${made_.text}`);
+    const d = made_.json;
+    dbsMade.add(d.id);
+    await page.goto(URL_ + "/dashboard/#/databases");
+    const row = page.locator(`#databases tr[data-id="${d.id}"]`);
+    await row.waitFor({ timeout: 30000 });
+    const text = (await row.textContent()).replace(/\s+/g, " ");
+    await shot("databases");
+    check("databases_list", text.includes(name) && text.includes(`${d.host}:5432`) && text.includes("postgres") && text.includes(d.status),
+      `${name} (${d.id}) listed: "${text}"`, `row "${text}", database ${made_.text}`);
+
+    await row.getByRole("link", { name }).click();
+    await page.locator("#db-facts").waitFor({ timeout: 30000 });
+    const urlShown = await page.locator("#db-url").textContent();
+    await page.getByRole("button", { name: "Back up now" }).click();
+    await page.locator("#dbv-msg", { hasText: /made|failed/ }).waitFor({ timeout: T });
+    const bk = await rest("GET", `/v1/databases/${d.id}/backups`);
+    for (const b of bk.json?.backups ?? []) snapsMade.add(b.id);
+    const bid = bk.json?.backups?.[0]?.id;
+    const bshown = bid ? await page.locator(`#backups tr[data-id="${bid}"]`).count() : 0;
+    check("db_backup", bk.json?.backups?.length === 1 && bshown === 1 && !urlShown.includes(d.password),
+      `"Back up now" made ${bid}, listed on the page; the URL shown has no password`, `backups ${bk.text}, shown ${bshown}, url "${urlShown}"`);
+
+    await page.getByRole("button", { name: "Reset password" }).click();
+    const pw = page.locator("#db-password");
+    await pw.waitFor({ timeout: T });
+    const shownPw = (await pw.textContent()).trim();
+    await shot("database-password");
+    await page.locator("#db-password-done").click();
+    await pw.waitFor({ state: "detached", timeout: 5000 });
+    // Where the password is still (none: ""). The reset's answer has it
+    // in its url too, which the page must not draw.
+    const left = await page.evaluate((p) => [
+      document.documentElement.outerHTML.includes(p) && "the DOM",
+      [...document.querySelectorAll("input")].some((i) => i.value.includes(p)) && "a field",
+      (JSON.stringify(localStorage) + JSON.stringify(sessionStorage)).includes(p) && "storage",
+      location.href.includes(p) && "the URL"].filter(Boolean).join(", "), shownPw);
+    check("db_reset_password_once", /^\S{24}$/.test(shownPw) && shownPw !== d.password && !left,
+      "reset from the page: a new 24-character password shown once, gone from the page (DOM, fields, storage, URL) after Done",
+      `shown ${shownPw.length} chars, same as the old ${shownPw === d.password}, still in: ${left || "nothing"}`);
+
+    await page.getByRole("button", { name: "Delete" }).click();
+    await page.locator("#databases").waitFor({ timeout: T });
+    await page.locator(`#databases tr[data-id="${d.id}"]`).waitFor({ state: "detached", timeout: 30000 });
+    const gone = await rest("GET", `/v1/databases/${d.id}`);
+    if (gone.status === 404) dbsMade.delete(d.id);
+    check("db_delete", gone.status === 404, `${d.id} deleted after the confirmation, gone from the list (database steps: ${((Date.now() - t0) / 1000).toFixed(0)} s)`, `GET after delete ${gone.status}`);
+  });
 }
 
 await step("usage_page", async () => {
@@ -535,6 +657,8 @@ check("no_console_errors", consoleErrors.filter((e) => !/401|403|Failed to load 
 
 // ---- cleanup ---------------------------------------------------------------------------------
 await browser.close();
+for (const id of appsMade) await rest("DELETE", `/v1/apps/${id}`);
+for (const id of dbsMade) await rest("DELETE", `/v1/databases/${id}`);
 for (const id of made) await rest("DELETE", `/v1/sandboxes/${id}`);
 for (const id of keysMade) await rest("DELETE", `/v1/keys/${id}`);
 for (const id of snapsMade) await rest("DELETE", `/v1/snapshots/${id}`);

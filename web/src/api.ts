@@ -88,3 +88,57 @@ export interface Volume {
   created_at: string;
   attached_to: { sandbox_id: string; path: string; read_only: boolean; slot?: number }[];
 }
+
+// docs/api.md "Apps".
+export interface App {
+  id: string;
+  name: string;
+  url: string | null;
+  port: number;
+  template?: string | null;
+  from_snapshot?: string | null;
+  command?: string | null;
+  restart: string;
+  idle_seconds: number;
+  sandbox_id?: string | null;
+  status: string;
+  version: number;
+  vm_restarts: number;
+  reason?: string | null;
+  created_at: string;
+  updated_at?: string;
+}
+
+export interface AppLogs {
+  events: { at: string; text: string }[];
+  lines: string[];
+}
+
+// docs/api.md "Databases": password only in the answers of create and
+// reset-password.
+export interface Database {
+  id: string;
+  name: string;
+  status: string;
+  sandbox_id?: string;
+  host: string;
+  port: number;
+  user: string;
+  password?: string;
+  database: string;
+  url: string;
+  from_backup?: string | null;
+  created_at: string;
+  backup_interval_seconds?: number;
+  backups_kept?: number;
+  next_backup_ms?: number | null;
+  vm_restarts?: number;
+  events?: { ts_ms: number; kind: string; text: string }[];
+}
+
+export interface DatabaseBackup {
+  id: string;
+  database_id: string;
+  created_ms: number;
+  kind?: string;
+}

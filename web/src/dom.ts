@@ -52,3 +52,33 @@ export function keepFocus(fn: () => void): void {
   const again = (id && document.getElementById(id)) || (href && document.querySelector(`[href="${CSS.escape(href)}"]`));
   (again as HTMLElement | null)?.focus();
 }
+
+export function badge(status: string): HTMLElement {
+  return h("span", { class: `badge s-${status}` }, status);
+}
+
+/* A link to a URL kilnd gave (an app's own origin): only http(s), so a
+ * javascript: URL could never be one; it opens apart from the dashboard
+ * (noopener: the app's page gets no handle on this one). */
+export function outLink(url: string | null | undefined): Node | string {
+  if (!url || !/^https?:\/\//i.test(url)) return url || "—";
+  return h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, url);
+}
+
+/* A button that asks first (when confirmText is given), runs fn with every
+ * button of its group disabled, and says how it went in msg. */
+export function actionButton(group: HTMLElement, msg: HTMLElement, label: string, fn: () => Promise<string>, confirmText?: string, cls?: string): HTMLButtonElement {
+  const b = h("button", { type: "button", class: cls, "data-action": label.toLowerCase().replace(/ /g, "-") }, label);
+  b.addEventListener("click", async () => {
+    if (confirmText && !confirm(confirmText)) return;
+    for (const x of group.querySelectorAll("button")) (x as HTMLButtonElement).disabled = true;
+    notice(msg, `${label}…`);
+    try {
+      notice(msg, await fn());
+    } catch (e) {
+      notice(msg, `${label} failed: ${(e as Error).message}`, "error");
+    }
+    for (const x of group.querySelectorAll("button")) (x as HTMLButtonElement).disabled = false;
+  });
+  return b;
+}

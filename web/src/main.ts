@@ -3,9 +3,11 @@
 // the sandbox list live from GET /v1/events.
 import "./style.css";
 import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry, type Volume } from "./api";
-import { h, clear, fmtBytes, fmtTime, notice, keepFocus } from "./dom";
+import { h, clear, fmtBytes, fmtTime, notice, keepFocus, badge } from "./dom";
 import { openTerminal, type TermHandle } from "./terminal";
 import { lineChart } from "./chart";
+import { appsView, appView, type View } from "./apps";
+import { databasesView, databaseView } from "./databases";
 
 const app = document.getElementById("app")!;
 const sandboxes = new Map<string, Sandbox>();
@@ -189,7 +191,7 @@ function shell(title: string, body: HTMLElement): HTMLElement {
     h("a", { href: "#main", class: "skip" }, "Skip to content"),
     h("header", { class: "top" },
       h("span", { class: "brand" }, "kiln"),
-      h("nav", { "aria-label": "Sections" }, link("sandboxes", "Sandboxes"), link("templates", "Templates"), link("volumes", "Volumes"), link("keys", "API keys"), link("usage", "Usage")),
+      h("nav", { "aria-label": "Sections" }, link("sandboxes", "Sandboxes"), link("templates", "Templates"), link("volumes", "Volumes"), link("apps", "Apps"), link("databases", "Databases"), link("keys", "API keys"), link("usage", "Usage")),
       h("span", { class: "spacer" }),
       h("span", { id: "live", class: "live", role: "status" }),
       h("span", { class: "ws", title: "workspace" }, workspace),
@@ -211,6 +213,15 @@ function route(): void {
   else if (parts[0] === "usage") view = shell("Usage", usageView());
   else if (parts[0] === "templates") view = shell("Templates and snapshots", templatesView());
   else if (parts[0] === "volumes") view = shell("Volumes", volumesView());
+  else if (parts[0] === "apps" || parts[0] === "databases") {
+    // Views of their own module: what they hold open (a log's stream, a
+    // timer, a password on the page) ends with them.
+    const id = parts[1] ? decodeURIComponent(parts[1]) : "";
+    const apps = parts[0] === "apps";
+    const body: View = apps ? (id ? appView(id) : appsView()) : id ? databaseView(id) : databasesView();
+    teardown = body.close ?? null;
+    view = shell(id ? `${apps ? "App" : "Database"} ${id}` : apps ? "Apps" : "Databases", body);
+  }
   else if (parts[0] === "sandboxes" && parts[1]) view = shell(`Sandbox ${parts[1]}`, sandboxView(decodeURIComponent(parts[1])));
   else view = shell("Sandboxes", listView());
   clear(app, view);
@@ -219,10 +230,6 @@ function route(): void {
 window.addEventListener("hashchange", route);
 
 // ---- sandboxes -------------------------------------------------------------------------------
-
-function badge(status: string): HTMLElement {
-  return h("span", { class: `badge s-${status}` }, status);
-}
 
 function parseEnv(text: string): Record<string, string> {
   const env: Record<string, string> = {};
