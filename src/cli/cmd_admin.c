@@ -51,6 +51,16 @@ static json_t *admin_call(const char *method, const char *path, json_t *body)
 	return call(method, path, body);
 }
 
+/* DELETE /v1/admin/COLLECTION/NAME (NAME checked by the caller's *_arg,
+ * so safe in a path); a failure exits in call(). */
+static int admin_delete(const char *collection, const char *name)
+{
+	char path[96];
+	snprintf(path, sizeof path, "/v1/admin/%s/%s", collection, name);
+	json_decref(admin_call("DELETE", path, NULL));
+	return 0;
+}
+
 /* pos[i] as a workspace name (what kilnd takes: 1 to 16 of a-z, 0-9, -),
  * which also makes it safe in a path. */
 static const char *ws_arg(const struct command *cmd, struct opts *o, int i)
@@ -198,10 +208,7 @@ static int ws_delete(const struct command *cmd, struct opts *o)
 {
 	const char *name = ws_arg(cmd, o, 2);
 	need_args(cmd, o, 3, 3);
-	char path[64];
-	snprintf(path, sizeof path, "/v1/admin/workspaces/%s", name);
-	json_decref(admin_call("DELETE", path, NULL));
-	return 0;
+	return admin_delete("workspaces", name);
 }
 
 static int admin_workspaces(const struct command *cmd, struct opts *o)
@@ -365,10 +372,7 @@ static int plans_delete(const struct command *cmd, struct opts *o)
 {
 	const char *name = plan_arg(cmd, o, 2);
 	need_args(cmd, o, 3, 3);
-	char path[64];
-	snprintf(path, sizeof path, "/v1/admin/plans/%s", name);
-	json_decref(admin_call("DELETE", path, NULL));
-	return 0;
+	return admin_delete("plans", name);
 }
 
 static int admin_plans(const struct command *cmd, struct opts *o)
