@@ -3,7 +3,7 @@
 // the sandbox list live from GET /v1/events.
 import "./style.css";
 import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry, type Volume } from "./api";
-import { h, clear, fmtBytes, fmtTime, notice, keepFocus, badge } from "./dom";
+import { h, clear, fmtBytes, fmtTime, notice, keepFocus, badge, actionButton } from "./dom";
 import { openTerminal, type TermHandle } from "./terminal";
 import { lineChart } from "./chart";
 import { appsView, appView, type View } from "./apps";
@@ -328,21 +328,7 @@ function sandboxView(id: string): HTMLElement {
   const msg = h("p", { id: "action-msg", "aria-live": "polite" });
   const detail = h("div");
   const actions = h("div", { class: "actions", role: "group", "aria-label": "Actions" });
-  const act = (label: string, fn: () => Promise<string>, confirmText?: string) => {
-    const b = h("button", { type: "button", "data-action": label.toLowerCase() }, label);
-    b.addEventListener("click", async () => {
-      if (confirmText && !confirm(confirmText)) return;
-      for (const x of actions.querySelectorAll("button")) (x as HTMLButtonElement).disabled = true;
-      notice(msg, `${label}…`);
-      try {
-        notice(msg, await fn());
-      } catch (e) {
-        notice(msg, `${label} failed: ${(e as Error).message}`, "error");
-      }
-      for (const x of actions.querySelectorAll("button")) (x as HTMLButtonElement).disabled = false;
-    });
-    return b;
-  };
+  const act = (label: string, fn: () => Promise<string>, confirmText?: string) => actionButton(actions, msg, label, fn, confirmText);
   actions.append(
     act("Snapshot", async () => `snapshot ${(await api("POST", `/v1/sandboxes/${id}/snapshot`, {})).id} taken`),
     act("Hibernate", async () => (await api("POST", `/v1/sandboxes/${id}/hibernate`, {}), "hibernated"), `Hibernate ${id}? Its memory is saved to disk and its processes pause until it wakes.`),
