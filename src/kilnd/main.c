@@ -53,6 +53,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -737,10 +738,22 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 /* ---- the service ------------------------------------------------------------------------------ */
 
 static volatile sig_atomic_t stop_signal;
+/* The main thread waits on this pipe, not in pause(): the kernel hands a
+ * process-directed SIGTERM to any thread that does not block it, and
+ * kilnd has many (the HTTP server's, the watchers'). With pause() a
+ * signal taken by another thread set the flag and woke no one: kilnd
+ * went on serving, and the shell's `wait` after its `kill` hung. */
+static int stop_pipe[2] = { -1, -1 };
 
 static void on_stop(int sig)
 {
+	int saved = errno;
+
 	stop_signal = sig;
+	if (write(stop_pipe[1], "", 1) < 0) {
+		/* full: a wake-up is already there */
+	}
+	errno = saved;
 }
 
 static void on_alarm(int sig)
@@ -813,6 +826,8 @@ static int serve(struct cmdline *c)
 		die("event log: %s", errmsg());
 	if (http_start(&api, cfg->listen) < 0)
 		die("%s", errmsg());
+	if (pipe2(stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		die("pipe: %s", strerror(errno));
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
@@ -848,8 +863,10 @@ static int serve(struct cmdline *c)
 	if (agent)
 		api.host_key = agent_link_api_key();	/* the API may call now */
 	log_info("serving on %s, data in %s", cfg->listen, cfg->data_dir);
-	while (!stop_signal)
-		pause();
+	while (!stop_signal) {
+		struct pollfd p = { .fd = stop_pipe[0], .events = POLLIN };
+		poll(&p, 1, -1);
+	}
 	log_info("signal %d: stopping (sandboxes keep running)", (int)stop_signal);
 	signal(SIGALRM, on_alarm);
 	alarm(10);

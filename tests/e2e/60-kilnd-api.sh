@@ -445,3 +445,17 @@ else
 	fail rate_limit "codes in ${secs} s: $codes; Retry-After '$retry'; other workspace $b"
 fi
 alive alive_at_end
+
+# SIGTERM taken by a thread that is not the main one (the kernel may hand
+# a process-directed signal to any thread not blocking it) still stops
+# kilnd: it used to set the flag and wake no one, the main thread asleep
+# in pause() (1 stop in 15 hung here). tgkill aims it at such a thread.
+tid=$(ls /proc/$KILND_PID/task | grep -vx "$KILND_PID" | tail -1)
+python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).syscall(234, int(sys.argv[1]), int(sys.argv[2]), 15) != 0)' "$KILND_PID" "$tid"
+for i in $(seq 1 100); do kill -0 "$KILND_PID" 2>/dev/null || break; sleep 0.1; done
+if ! kill -0 "$KILND_PID" 2>/dev/null; then
+	pass stop_signal_any_thread "SIGTERM to thread $tid ($(cat /proc/$KILND_PID/task/$tid/comm 2>/dev/null || echo gone)): kilnd stopped in $((i / 10)).$((i % 10)) s"
+	wait "$KILND_PID" 2>/dev/null; KILND_PID=
+else
+	fail stop_signal_any_thread "SIGTERM to thread $tid: kilnd still running after 10 s; log: $(tail -2 "$T/kilnd.log" | tr '\n' ' ')"
+fi
