@@ -124,25 +124,101 @@ stop_kilnd() {
 new_key() { "$KILND" --data "$DATA" keys create --workspace "${1:-default}" 2>/dev/null; }
 
 # api METHOD PATH [BODY] [curl args...]: sets STATUS and BODY (the body
-# is also in $T/body). $KEY is the caller's key ("" for none).
+# is also in $T/body). $KEY is the caller's key ("" for none). The
+# request goes through the test's client (tests/e2e/client.py, and why)
+# where it can: from the test's own shell or a command substitution, over
+# http, with no curl argument but --data-binary and -H; else through curl.
 KEY=
 api() {
 	local method=$1 path=$2 body=${3-}; shift; shift; [ $# -gt 0 ] && shift
-	local auth=()
-	[ -n "$KEY" ] && auth=(-H "Authorization: Bearer $KEY")
-	if [ -n "$body" ]; then
-		STATUS=$(curl -s -m 300 -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" \
-			-H 'Content-Type: application/json' --data-binary "$body" "$@" "$URL$path")
-	else
-		STATUS=$(curl -s -m 300 -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" "$@" "$URL$path")
+	if ! _kc_api "$method" "$path" "$body" "$@"; then
+		local auth=()
+		[ -n "$KEY" ] && auth=(-H "Authorization: Bearer $KEY")
+		if [ -n "$body" ]; then
+			STATUS=$(curl -s -m 300 -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" \
+				-H 'Content-Type: application/json' --data-binary "$body" "$@" "$URL$path")
+		else
+			STATUS=$(curl -s -m 300 -o "$T/body" -w '%{http_code}' -X "$method" "${auth[@]}" "$@" "$URL$path")
+		fi
 	fi
-	BODY=$(cat "$T/body")
+	# As $(cat) would, less its fork: no trailing newlines.
+	BODY=
+	IFS= read -r -d '' BODY < "$T/body"
+	while [[ $BODY == *$'\n' ]]; do BODY=${BODY%$'\n'}; done
 }
 
 # jget EXPR: evaluate a Python expression on the last answer's JSON (as j).
 # (It reads the body from $T/body, where api put it: a large body does not
 # fit in an argument.)
-jget() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(($1))" "$T/body" 2>/dev/null; }
+jget() {
+	local rc out=
+	if _kc jget "$1" "$T/body"; then
+		rc=$_KC_ANSWER
+		IFS= read -r -d '' out < "$T/kc.out.$BASHPID"
+		printf '%s' "$out"
+		return "$rc"
+	fi
+	python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(($1))" "$T/body" 2>/dev/null
+}
+
+# ---- the test's client (tests/e2e/client.py) ----
+# Started by the test's own shell at its first use (a coprocess started
+# in a command substitution would end with it). KILN_TEST_CURL=1: never.
+_KC_N=0
+# _kc OP ARG...: one request to the client (api: METHOD URL KEY BODYFILE
+# CTYPE [HEADER...]; jget: EXPR JSONFILE); sets _KC_ANSWER. False where
+# the client cannot be used here or did not answer.
+_kc() {
+	local op=$1 id line rid ans i
+	shift
+	if [ -z "${_KC_PID:-}" ]; then
+		{ [ "${KILN_TEST_CURL:-}" = 1 ] || [ "$BASHPID" != $$ ]; } && return 1
+		coproc _KC { exec python3 "$REPO/tests/e2e/client.py"; }
+	fi
+	{ : >&"${_KC[1]:-}"; } 2>/dev/null || return 1
+	_KC_N=$((_KC_N + 1))
+	id=$BASHPID.$_KC_N
+	if [ "$op" = jget ]; then
+		printf '%s' "$1" > "$T/kc.expr.$BASHPID"
+		line="jget	$id	$T/kc.expr.$BASHPID	$2	$T/kc.out.$BASHPID"
+	else
+		local IFS=$'\t'
+		line="api	$id	$1	$2	$3	$4	$5	$T/body${6:+	}${*:6}"
+	fi
+	printf '%s\n' "$line" >&"${_KC[1]:-}" 2>/dev/null || return 1
+	# An answer to a request whose asker was stopped before it read it
+	# comes first: skip it.
+	for i in 1 2 3 4; do
+		IFS=$'\t' read -r rid ans <&"${_KC[0]:-}" 2>/dev/null || return 1
+		[ "$rid" = "$id" ] && break
+	done
+	[ "$rid" = "$id" ] && [ "$ans" != err ] || return 1
+	_KC_ANSWER=$ans
+}
+# _kc_api METHOD PATH BODY [curl args]: api through the client, where the
+# curl arguments are only --data-binary (a literal or @FILE) and -H.
+_kc_api() {
+	local method=$1 path=$2 body=$3 ctype=application/json hdrs=() bfile=
+	shift 3
+	[[ $URL == http://* ]] || return 1
+	while [ $# -gt 0 ]; do
+		case $1 in
+			--data-binary) [ $# -ge 2 ] || return 1
+				if [[ $2 == @* ]]; then bfile=${2#@}; else printf '%s' "$2" > "$T/kc.body.$BASHPID"; bfile=$T/kc.body.$BASHPID; fi
+				ctype=application/x-www-form-urlencoded; shift 2 ;;
+			-H) [ $# -ge 2 ] || return 1
+				[[ $2 == *$'\t'* || $2 == *$'\n'* ]] && return 1
+				if [[ ${2,,} == content-type:* ]]; then ctype=${2#*:}; ctype=${ctype# }; else hdrs+=("$2"); fi
+				shift 2 ;;
+			*) return 1 ;;
+		esac
+	done
+	if [ -n "$body" ]; then
+		printf '%s' "$body" > "$T/kc.body.$BASHPID"; bfile=$T/kc.body.$BASHPID; ctype=application/json
+	fi
+	_kc api "$method" "$URL$path" "$KEY" "$bfile" "$ctype" "${hdrs[@]}" || return 1
+	STATUS=$_KC_ANSWER
+}
 
 # expect NAME STATUS CODE: the last api call answered STATUS and, if CODE
 # is not "-", an error with that code in the documented shape.
