@@ -1475,6 +1475,91 @@ static void transactions_commit_or_leave_nothing(void)
 	store_close(st);
 }
 
+/* A workspace moved onto an operator's plan while the plan is deleted, by
+ * two stores at once (two replicas: connections of their own), round
+ * after round with the start of one shifted by a few microseconds each
+ * time: one of them wins, the other is refused (the move: ENOENT, the
+ * plan is gone; the delete: EBUSY, the plan is in use), and never does a
+ * workspace end on a deleted plan (store_plan_set and
+ * store_plandef_delete take the plan's lock in their transaction). */
+#define PLAN_RACE_ROUNDS 200
+static pthread_barrier_t plan_race_go, plan_race_done;
+static char plan_race_ws[ID_MAX];
+static int plan_race_rc[2][PLAN_RACE_ROUNDS];
+
+static void *plan_racer(void *arg)
+{
+	int who = (int)(intptr_t)arg;	/* 0 moves, 1 deletes */
+	struct store *st = NULL;
+	int rc = store_open(dbpath, &st);
+	for (int i = 0; i < PLAN_RACE_ROUNDS; i++) {
+		pthread_barrier_wait(&plan_race_go);
+		if (rc < 0) {
+			plan_race_rc[who][i] = rc;
+		} else {
+			int shift = (i * 37) % 400 - 200;	/* who starts first, by how much */
+			if ((who == 0) == (shift > 0))
+				usleep((useconds_t)(shift > 0 ? shift : -shift));
+			int64_t in_use = 0;
+			plan_race_rc[who][i] = who == 0 ? store_plan_set(st, plan_race_ws, "racy", NULL, true)
+							: store_plandef_delete(st, "racy", &in_use);
+		}
+		pthread_barrier_wait(&plan_race_done);
+	}
+	store_close(st);
+	return NULL;
+}
+
+static void plan_move_races_plan_delete(void)
+{
+	struct store *st = open_fresh();
+	CHECK(store_workspace_ensure(st, "plan-race", plan_race_ws) == 0);
+	pthread_barrier_init(&plan_race_go, NULL, 3);
+	pthread_barrier_init(&plan_race_done, NULL, 3);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, plan_racer, (void *)(intptr_t)i);
+	int moved = 0, deleted = 0, bad = 0;
+	for (int i = 0; i < PLAN_RACE_ROUNDS; i++) {
+		/* The plan there again, the workspace on a server plan. */
+		int rc = store_plandef_set(st, "racy", "{\"running\":2}");
+		rc = rc ?: store_plan_set(st, plan_race_ws, "pro", NULL, false);
+		if (rc < 0)
+			printf("  round %d: setting up: %s\n", i, errmsg());
+		pthread_barrier_wait(&plan_race_go);
+		pthread_barrier_wait(&plan_race_done);
+		int mv = plan_race_rc[0][i], del = plan_race_rc[1][i];
+		char plan[NAME_MAX_LEN], *limits = NULL, *def = NULL;
+		int64_t ms;
+		bool on_racy = store_plan_get(st, plan_race_ws, plan, &limits) == 0 && !strcmp(plan, "racy");
+		bool plan_there = store_plandef_get(st, "racy", &def, &ms) == 0;
+		free(limits);
+		free(def);
+		bool ok = (mv == 0 && del == -EBUSY && on_racy && plan_there) ||
+			  (del == 0 && mv == -ENOENT && !on_racy && !plan_there);
+		moved += mv == 0, deleted += del == 0;
+		if (!ok && bad++ < 5)
+			printf("  round %d: move %d, delete %d, the workspace %s racy, the plan %s\n", i, mv, del,
+			       on_racy ? "on" : "not on", plan_there ? "there" : "gone");
+		/* The invariant, by the tables: no workspace on a plan that is
+		 * in neither the operator's plans nor the server's. */
+		char orphans[256];
+		CHECK(raw_text(dbpath, "SELECT CAST(COUNT(*) AS TEXT) FROM workspace_plans p "
+				       "WHERE p.plan NOT IN ('free', 'pro', 'team', 'enterprise') "
+				       "AND NOT EXISTS (SELECT 1 FROM plans d WHERE d.name = p.plan)", orphans) == 0 &&
+		      !strcmp(orphans, "0"));
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&plan_race_go);
+	pthread_barrier_destroy(&plan_race_done);
+	CHECK(bad == 0 && moved + deleted == PLAN_RACE_ROUNDS);
+	/* Both orders happened (or the rounds raced nothing). */
+	CHECK(moved > 0 && deleted > 0);
+	printf("  %d rounds: the move won %d, the delete %d\n", PLAN_RACE_ROUNDS, moved, deleted);
+	store_close(st);
+}
+
 /* Threads adding ports to one sandbox at once, at most 5 allowed: exactly
  * 5 land (the count and the insert are one transaction under a lock). */
 #define ADDERS 8
@@ -2119,6 +2204,7 @@ int main(void)
 	RUN(ports_round_trip);
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);
+	RUN(plan_move_races_plan_delete);
 	RUN(placement_rule_spread_pack_room);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
