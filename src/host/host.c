@@ -212,27 +212,13 @@ void sandbox_mem_release(struct host *h, struct sandbox *sb)
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* Add what was metered since the last save to its hour (whole units:
+/* Add what was metered since the last save to its hours (whole units:
  * the fractions stay for the next save, so nothing is lost to rounding).
  * Under sb->lock. */
 static void save_usage(struct host *h, struct sandbox *sb)
 {
-	struct usage_hour u = { .hour_ms = sb->unsaved.hour_ms,
-				.cpu_us = (int64_t)(sb->unsaved.cpu_s * 1e6),
-				.mem_mib_s = (int64_t)sb->unsaved.mem_mib_s,
-				.run_ms = (int64_t)(sb->unsaved.run_s * 1e3) };
-	if (!u.hour_ms || (!u.cpu_us && !u.mem_mib_s && !u.run_ms))
-		return;
-	snprintf(u.workspace, sizeof u.workspace, "%s", sb->row.workspace);
-	snprintf(u.sandbox, sizeof u.sandbox, "%s", sb->row.id);
-	if (store_usage_add(h->store, &u) < 0) {
-		log_warn("sandbox %s: saving its usage: %s", sb->row.id, errmsg());
-		return;	/* kept for the next save */
-	}
-	sb->unsaved.cpu_s -= (double)u.cpu_us / 1e6;
-	sb->unsaved.mem_mib_s -= (double)u.mem_mib_s;
-	sb->unsaved.run_s -= (double)u.run_ms / 1e3;
-	sb->unsaved.hour_ms = 0;	/* the next sample names its own hour */
+	if (meter_save(&sb->unsaved, h->store, sb->row.workspace, sb->row.id) < 0)
+		log_warn("sandbox %s: saving its usage: %s", sb->row.id, errmsg());	/* kept for the next save */
 }
 
 int sandbox_save(struct host *h, struct sandbox *sb)

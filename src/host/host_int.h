@@ -17,6 +17,7 @@
 #include "host/disk.h"
 #include "host/host.h"
 #include "host/host_config.h"
+#include "host/meter.h"
 
 struct templates;
 
@@ -40,12 +41,9 @@ struct sandbox {
 	char workdir[256];		/* its template's WorkingDir (exec's default), or "" */
 	uid_t jail_uid;			/* its VMM's uid (and gid); 0: none yet */
 	int64_t sample_ms;		/* monotonic time of the last sample */
-	/* Metered since the last save, for its hour (usage_hours): what
+	/* Metered since the last save, by the hour (usage_hours): what
 	 * sandbox_save has not yet added to the store. */
-	struct {
-		int64_t hour_ms;
-		double cpu_s, mem_mib_s, run_s;
-	} unsaved;
+	struct meter unsaved;
 	/* Where its create's time went (sandbox.c step): "name ms, ..." since
 	 * at_ns, for the create's log line; at_ns 0 when no create measures.
 	 * Its creating thread's (sb->op). */

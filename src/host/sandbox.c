@@ -116,8 +116,8 @@ void sandbox_sample(struct host *h, struct sandbox *sb)
 	    proc_usage(sb->row.vmm_pid, &u) == 0) {
 		if (proc_pss(sb->row.vmm_pid, &pss) < 0)
 			pss = sb->row.pss_bytes;	/* gone between the two reads */
-		int64_t now = mono_ms();
-		double dt = sb->sample_ms ? (double)(now - sb->sample_ms) / 1000 : 0;
+		int64_t now = mono_ms(), dt_ms = sb->sample_ms ? now - sb->sample_ms : 0;
+		double dt = (double)dt_ms / 1000;
 		double active = sb->row.active_base + u.guest_seconds;
 		double dcpu = active - sb->row.active_cpu_seconds;
 		sb->row.cpu_seconds = sb->row.cpu_base + u.cpu_seconds;
@@ -128,12 +128,9 @@ void sandbox_sample(struct host *h, struct sandbox *sb)
 		sb->row.pss_mib_seconds += (double)pss / (1024 * 1024) * dt;
 		sb->row.running_seconds += dt;
 		sb->sample_ms = now;
-		int64_t hour = wall_ms() / 3600000 * 3600000;
-		if (!sb->unsaved.hour_ms)
-			sb->unsaved.hour_ms = hour;
-		sb->unsaved.cpu_s += dcpu > 0 ? dcpu : 0;
-		sb->unsaved.mem_mib_s += (double)pss / (1024 * 1024) * dt;
-		sb->unsaved.run_s += dt;
+		/* By the hour it was used in: a sample across midnight is
+		 * billed in both days (meter.h). */
+		meter_add(&sb->unsaved, wall_ms(), dt_ms, dcpu > 0 ? dcpu : 0, (double)pss / (1024 * 1024));
 	}
 	pthread_mutex_unlock(&sb->lock);
 }

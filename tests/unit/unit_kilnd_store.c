@@ -9,6 +9,7 @@
 #include "store/schema.h"
 #include "store/cluster.h"
 #include "hostif/placement.h"
+#include "host/meter.h"
 #include "api/http.h"
 #include "api/keys.h"
 #include "ops/plan.h"
@@ -833,6 +834,138 @@ static void month_boundary_bill(void)
 	store_close(st);
 }
 
+/* ---- a sample across midnight, cut between the two days ------------------------------ */
+
+static int add_to(void *ctx, const struct usage_hour *u)
+{
+	struct month_usage *t = ctx;
+	t->cpu_us += u->cpu_us, t->mem_mib_s += u->mem_mib_s, t->run_ms += u->run_ms;
+	return 0;
+}
+
+/* The workspace's use from from_ms to to_ms (a day: what GET /v1/usage
+ * ?granularity=day sums, its hours). */
+static struct month_usage used(struct store *st, const char *ws, int64_t from_ms, int64_t to_ms)
+{
+	struct month_usage t = { 0 };
+	CHECK(store_usage_hours(st, ws, NULL, from_ms, to_ms, false, add_to, &t) == 0);
+	return t;
+}
+
+static bool usage_is(const char *what, struct month_usage got, int64_t cpu_us, int64_t mem_mib_s, int64_t run_ms)
+{
+	bool ok = got.cpu_us == cpu_us && got.mem_mib_s == mem_mib_s && got.run_ms == run_ms;
+	if (!ok)
+		fprintf(stderr, "  %s: cpu_us %lld (want %lld) mem_mib_s %lld (%lld) run_ms %lld (%lld)\n", what,
+			(long long)got.cpu_us, (long long)cpu_us, (long long)got.mem_mib_s, (long long)mem_mib_s,
+			(long long)got.run_ms, (long long)run_ms);
+	return ok;
+}
+
+/* Samples taken as the host agent takes them (host/meter.h: a sample is
+ * added, then saved), one of them the 10 s from 23:59:55 on 30 November
+ * to 00:00:05 on 1 December: 5 s of it, half its vCPU time and 5 s of
+ * its working set, count in each day and so in each month's bill (not
+ * all in the hour it ended in). Another crosses midnight of 1 to 2
+ * December unevenly (2.75 s and 4.75 s); two samples not saved between
+ * cross an hour (the pause path samples without a save). Each day's use
+ * is the test's own arithmetic, to the unit. */
+static void midnight_sample_split(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "day-edge", ws) == 0);
+	CHECK(store_plan_set(st, ws, "free", NULL, false) == 0);
+	const int64_t S = 1000, H = 3600000, D = 24 * H;
+	const int64_t dec = 1796083200000LL;	/* 2026-12-01T00:00:00Z */
+	struct meter m = { 0 };
+	/* 23:59:45 to 23:59:55: all November's. */
+	meter_add(&m, dec - 5 * S, 10 * S, 2.0, 512);
+	CHECK(meter_save(&m, st, ws, "sbx_midnight") == 0 && m.n == 0);
+	/* 23:59:55 to 00:00:05: 7 vCPU-s, 256 MiB. */
+	meter_add(&m, dec + 5 * S, 10 * S, 7.0, 256);
+	CHECK(m.n == 2 && m.h[0].hour_ms == dec - H && m.h[1].hour_ms == dec);
+	CHECK(meter_save(&m, st, ws, "sbx_midnight") == 0 && m.n == 0);
+	/* 00:00:05 to 00:00:12.5. */
+	meter_add(&m, dec + 12500, 7500, 3.0, 1024);
+	CHECK(meter_save(&m, st, ws, "sbx_midnight") == 0);
+	/* 00:59:50 to 01:00:10 in two samples saved together. */
+	meter_add(&m, dec + H, 10 * S, 1.0, 100);
+	meter_add(&m, dec + H + 10 * S, 10 * S, 4.0, 100);
+	CHECK(m.n == 2 && meter_save(&m, st, ws, "sbx_midnight") == 0 && m.n == 0);
+	/* 23:59:57.25 on the 1st to 00:00:04.75 on the 2nd: 3 vCPU-s, 100 MiB. */
+	meter_add(&m, dec + D + 4750, 7500, 3.0, 100);
+	CHECK(meter_save(&m, st, ws, "sbx_midnight") == 0);
+
+	CHECK(usage_is("30 Nov", used(st, ws, dec - D, dec), 2000000 + 3500000, 5120 + 1280, 10000 + 5000));
+	CHECK(usage_is("1 Dec", used(st, ws, dec, dec + D),
+		       3500000 + 3000000 + 1000000 + 4000000 + 1100000, 1280 + 7680 + 2000 + 275, 5000 + 7500 + 20000 + 2750));
+	CHECK(usage_is("2 Dec", used(st, ws, dec + D, dec + 2 * D), 1900000, 475, 4750));
+	/* The hours: midnight's sample in the last of the 30th and the first
+	 * of the 1st; the one across 01:00 in its two hours. */
+	CHECK(usage_is("23:00", used(st, ws, dec - H, dec), 2000000 + 3500000, 5120 + 1280, 15000));
+	CHECK(usage_is("00:00", used(st, ws, dec, dec + H), 3500000 + 3000000 + 1000000, 1280 + 7680 + 1000, 22500));
+	CHECK(usage_is("01:00", used(st, ws, dec + H, dec + 2 * H), 4000000, 1000, 10000));
+
+	/* Each month's bill: its days, priced. */
+	struct plans ps;
+	plans_init(&ps);
+	struct prices p = ps.prices;
+	int64_t credit = plans_find(&ps, "free") ? plans_find(&ps, "free")->limits.credit_microdollars : 0;
+	struct ops_caller c = { .store = st, .plans = &ps, .workspace = ws };
+	struct statement_row s;
+	bool open = true;
+	struct month_usage nov = { 5500000, 6400, 15000 }, dec_u = { 14500000, 11710, 40000 };
+	CHECK(ops_statement(&c, &p, "2026-11", dec + 2 * D, &s, &open) == 0 && !open && bill_is(&s, "2026-11", &nov, &p, credit));
+	CHECK(ops_statement(&c, &p, "2026-12", dec + 2 * D, &s, &open) == 0 && open &&
+	      bill_is(&s, "2026-12", &dec_u, &p, credit));
+	store_close(st);
+}
+
+/* Rounding leaves no unit behind and writes none below zero: many small
+ * samples across an hour, saved after each, add up to their sum, to the
+ * unit. A save the store refuses keeps the hours for the next one, which
+ * adds them once. */
+static void meter_rounding_carries(void)
+{
+	char url[1024];
+	fresh_url("kiln_meter", url, sizeof url);
+	struct store *st = NULL;
+	CHECK(store_open(url, &st) == 0);
+	if (!st)
+		return;
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "meter-round", ws) == 0);
+	const int64_t H = 3600000, base = 1796083200000LL + 10 * H;
+	struct meter m = { 0 };
+	/* 3000 samples of 1.234 s from 10:59:00, a third of a vCPU busy and
+	 * 0.7 MiB resident: 11:00 cuts one of them. */
+	int64_t end = base + H - 60000;
+	double cpu = 0;
+	for (int i = 0; i < 3000; i++) {
+		end += 1234;
+		meter_add(&m, end, 1234, 0.4113333, 0.7);
+		cpu += 0.4113333;
+		CHECK(meter_save(&m, st, ws, "sbx_round") == 0);
+	}
+	const int64_t run_ms = 3000 * 1234;
+	struct month_usage all = used(st, ws, base, base + 3 * H);
+	CHECK(usage_is("3000 samples", all, llround(cpu * 1e6), llround(0.7 * run_ms / 1000), run_ms));
+	struct month_usage h10 = used(st, ws, base, base + H);
+	CHECK(usage_is("10:00", h10, llround(0.4113333 * 60000 / 1234 * 1e6), 42, 60000));
+	/* The store refuses (its table gone a moment): nothing is lost. */
+	struct meter m2 = { 0 };
+	meter_add(&m2, base + 2 * H + 5000, 10000, 1.0, 10);
+	CHECK(raw_script(url, "ALTER TABLE usage_hours RENAME TO usage_hours_away") == 0);
+	CHECK(meter_save(&m2, st, ws, "sbx_again") < 0 && m2.n == 2);
+	CHECK(raw_script(url, "ALTER TABLE usage_hours_away RENAME TO usage_hours") == 0);
+	CHECK(meter_save(&m2, st, ws, "sbx_again") == 0 && m2.n == 0);
+	CHECK(meter_save(&m2, st, ws, "sbx_again") == 0);	/* nothing left: nothing added twice */
+	CHECK(usage_is("and after the refusal", used(st, ws, base, base + 3 * H), all.cpu_us + 1000000,
+		       all.mem_mib_s + 100, all.run_ms + 10000));
+	store_close(st);
+}
+
 #define CLOSERS 6
 static struct store *closers_store;
 static char closers_ws[ID_MAX];
@@ -1339,6 +1472,91 @@ static void transactions_commit_or_leave_nothing(void)
 	CHECK(store_tx(st, tx_body, &ok) == 0 && ok.saw);
 	CHECK(store_port_load(st, ok.sandbox, 80, &back) == 0 && store_port_load(st, ok.sandbox, 81, &back) == 0);
 	CHECK(store_tx_lock(st, "outside") == -EINVAL);	/* only in a transaction */
+	store_close(st);
+}
+
+/* A workspace moved onto an operator's plan while the plan is deleted, by
+ * two stores at once (two replicas: connections of their own), round
+ * after round with the start of one shifted by a few microseconds each
+ * time: one of them wins, the other is refused (the move: ENOENT, the
+ * plan is gone; the delete: EBUSY, the plan is in use), and never does a
+ * workspace end on a deleted plan (store_plan_set and
+ * store_plandef_delete take the plan's lock in their transaction). */
+#define PLAN_RACE_ROUNDS 200
+static pthread_barrier_t plan_race_go, plan_race_done;
+static char plan_race_ws[ID_MAX];
+static int plan_race_rc[2][PLAN_RACE_ROUNDS];
+
+static void *plan_racer(void *arg)
+{
+	int who = (int)(intptr_t)arg;	/* 0 moves, 1 deletes */
+	struct store *st = NULL;
+	int rc = store_open(dbpath, &st);
+	for (int i = 0; i < PLAN_RACE_ROUNDS; i++) {
+		pthread_barrier_wait(&plan_race_go);
+		if (rc < 0) {
+			plan_race_rc[who][i] = rc;
+		} else {
+			int shift = (i * 37) % 400 - 200;	/* who starts first, by how much */
+			if ((who == 0) == (shift > 0))
+				usleep((useconds_t)(shift > 0 ? shift : -shift));
+			int64_t in_use = 0;
+			plan_race_rc[who][i] = who == 0 ? store_plan_set(st, plan_race_ws, "racy", NULL, true)
+							: store_plandef_delete(st, "racy", &in_use);
+		}
+		pthread_barrier_wait(&plan_race_done);
+	}
+	store_close(st);
+	return NULL;
+}
+
+static void plan_move_races_plan_delete(void)
+{
+	struct store *st = open_fresh();
+	CHECK(store_workspace_ensure(st, "plan-race", plan_race_ws) == 0);
+	pthread_barrier_init(&plan_race_go, NULL, 3);
+	pthread_barrier_init(&plan_race_done, NULL, 3);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, plan_racer, (void *)(intptr_t)i);
+	int moved = 0, deleted = 0, bad = 0;
+	for (int i = 0; i < PLAN_RACE_ROUNDS; i++) {
+		/* The plan there again, the workspace on a server plan. */
+		int rc = store_plandef_set(st, "racy", "{\"running\":2}");
+		rc = rc ?: store_plan_set(st, plan_race_ws, "pro", NULL, false);
+		if (rc < 0)
+			printf("  round %d: setting up: %s\n", i, errmsg());
+		pthread_barrier_wait(&plan_race_go);
+		pthread_barrier_wait(&plan_race_done);
+		int mv = plan_race_rc[0][i], del = plan_race_rc[1][i];
+		char plan[NAME_MAX_LEN], *limits = NULL, *def = NULL;
+		int64_t ms;
+		bool on_racy = store_plan_get(st, plan_race_ws, plan, &limits) == 0 && !strcmp(plan, "racy");
+		bool plan_there = store_plandef_get(st, "racy", &def, &ms) == 0;
+		free(limits);
+		free(def);
+		bool ok = (mv == 0 && del == -EBUSY && on_racy && plan_there) ||
+			  (del == 0 && mv == -ENOENT && !on_racy && !plan_there);
+		moved += mv == 0, deleted += del == 0;
+		if (!ok && bad++ < 5)
+			printf("  round %d: move %d, delete %d, the workspace %s racy, the plan %s\n", i, mv, del,
+			       on_racy ? "on" : "not on", plan_there ? "there" : "gone");
+		/* The invariant, by the tables: no workspace on a plan that is
+		 * in neither the operator's plans nor the server's. */
+		char orphans[256];
+		CHECK(raw_text(dbpath, "SELECT CAST(COUNT(*) AS TEXT) FROM workspace_plans p "
+				       "WHERE p.plan NOT IN ('free', 'pro', 'team', 'enterprise') "
+				       "AND NOT EXISTS (SELECT 1 FROM plans d WHERE d.name = p.plan)", orphans) == 0 &&
+		      !strcmp(orphans, "0"));
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&plan_race_go);
+	pthread_barrier_destroy(&plan_race_done);
+	CHECK(bad == 0 && moved + deleted == PLAN_RACE_ROUNDS);
+	/* Both orders happened (or the rounds raced nothing). */
+	CHECK(moved > 0 && deleted > 0);
+	printf("  %d rounds: the move won %d, the delete %d\n", PLAN_RACE_ROUNDS, moved, deleted);
 	store_close(st);
 }
 
@@ -1978,12 +2196,15 @@ int main(void)
 	RUN(workspaces_and_operators);
 	RUN(statements_are_written_once);
 	RUN(month_boundary_bill);
+	RUN(midnight_sample_split);
+	RUN(meter_rounding_carries);
 	RUN(template_deletions_round_trip);
 	RUN(snapshots_are_per_workspace);
 	RUN(volumes_round_trip);
 	RUN(ports_round_trip);
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);
+	RUN(plan_move_races_plan_delete);
 	RUN(placement_rule_spread_pack_room);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);

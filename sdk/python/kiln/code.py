@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import json as _json
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Union
 
 from .errors import ConnectionFailed, error_for
 
@@ -86,6 +86,28 @@ def _cid(context: ContextLike) -> str:
     return context.id if isinstance(context, CodeContext) else str(context)
 
 
+# The languages of cells and contexts; the aliases are E2B's. javascript
+# runs in node (the code-interpreter template has it): top-level ``await``
+# works, the cell's value is what the last expression awaited, and its
+# declarations (``let``, ``const``, ``class``) last to the next cell.
+LANGUAGES: Dict[str, str] = {
+    "python": "python", "python3": "python",
+    "bash": "bash", "sh": "sh",
+    "javascript": "javascript", "js": "javascript", "node": "javascript",
+}
+
+
+def language_of(language: Optional[str]) -> Optional[str]:
+    """``language``'s canonical name (``js`` is javascript), None for None;
+    ValueError naming the languages for one kiln does not run."""
+    if language is None:
+        return None
+    lang = LANGUAGES.get(language.lower()) if isinstance(language, str) else None
+    if lang is None:
+        raise ValueError(f"unknown language {language!r}; kiln runs: " + ", ".join(sorted(LANGUAGES)))
+    return lang
+
+
 class Code:
     """``sandbox.code``: run cells in contexts that keep their state."""
 
@@ -102,16 +124,19 @@ class Code:
         execution.error, variables kept). With callbacks, output and
         results reach them while the cell runs (a stream); the Execution
         returned at the end holds all of it either way. ``language``
-        (python, bash, sh, javascript): without a context, that language's
-        default context; with one, it must be the context's. ``envs`` are
+        (python, bash, sh, javascript; the aliases of ``LANGUAGES``):
+        without a context, that language's default context; with one, it
+        must be the context's. javascript cells may ``await`` at top level
+        (the value is the awaited one). ``envs`` are
         environment variables of this cell only (os.environ, process.env,
         exported shell variables; what it starts inherits them), undone
         after it."""
         if not isinstance(code, str):
             raise TypeError("code must be a string")
         body: dict = {"code": code}
-        if language is not None:
-            body["language"] = language
+        lang = language_of(language)
+        if lang is not None:
+            body["language"] = lang
         if context is not None:
             body["context"] = _cid(context)
         if timeout is not None:
@@ -157,12 +182,14 @@ class Code:
 
     def create_context(self, *, cwd: Optional[str] = None, language: Optional[str] = None) -> CodeContext:
         """A new context of ``language`` (python, the default; bash, sh,
-        javascript) starting in ``cwd``."""
+        javascript, or an alias: js, node) starting in ``cwd``; its own
+        interpreter process, so its state is its own."""
         body: dict = {}
         if cwd:
             body["cwd"] = cwd
-        if language is not None:
-            body["language"] = language
+        lang = language_of(language)
+        if lang is not None:
+            body["language"] = lang
         j = self._sb._post("/code/contexts", body).json()
         return CodeContext(id=str(j["id"]), language=str(j.get("language", "python")), cwd=j.get("cwd"))
 

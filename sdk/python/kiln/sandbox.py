@@ -13,21 +13,13 @@ from .client import Client, _id, argv_or_cmd, clean, resolve, str_map
 from .commands import Commands
 from .errors import ConnectionFailed, ForkError, NotFound, error_for
 from .files import Files
-from .code import Code, CodeContext, ContextLike, Execution, ExecutionError, Result
+from .code import LANGUAGES, Code, CodeContext, ContextLike, Execution, ExecutionError, Result, language_of
 from .processes import Processes
 from .pty import Pty
 from .types import ExecResult, Snapshot
 
 Command = Union[str, Sequence[str]]
 OutputCallback = Callable[[str], None]
-
-# run_code's languages: each runs in the code interpreter, in contexts
-# that keep their state (docs/api.md, Code); the aliases are E2B's.
-LANGUAGES: Dict[str, str] = {
-    "python": "python", "python3": "python",
-    "bash": "bash", "sh": "sh",
-    "javascript": "javascript", "js": "javascript", "node": "javascript",
-}
 
 # An SSE stream sends a keepalive every 15 s: a minute of silence is a dead
 # connection, whatever the command does.
@@ -260,7 +252,9 @@ class Sandbox:
         state between calls: python's variables (``x = 41``, then ``x + 1``
         is 42), bash's and sh's variables, functions, exports and working
         directory, javascript's globals (node: the code-interpreter
-        template has it). ``language`` is python (default), bash, sh or
+        template has it; a cell may ``await`` at top level, its value the
+        awaited one, its ``let``/``const`` kept for the next cell).
+        ``language`` is python (default), bash, sh or
         javascript (js, node); with a ``context``, the context's. An
         error is ``execution.error`` (name, value, traceback; bash: a
         failing last command is NonZeroExit), the context lives on.
@@ -268,11 +262,7 @@ class Sandbox:
         ``env`` and ``cwd`` are refused: envs is the cell's, and a context
         has its own working directory (``create_code_context(cwd=...)``,
         ``cd`` in bash)."""
-        lang = None
-        if language is not None:
-            lang = LANGUAGES.get(language.lower()) if isinstance(language, str) else None
-            if lang is None:
-                raise ValueError(f"unknown language {language!r}; kiln runs: " + ", ".join(sorted(LANGUAGES)))
+        lang = language_of(language)
         if env is not None or cwd is not None:
             raise ValueError("env and cwd: a cell's variables are envs=; a context keeps its own working "
                              "directory: create_code_context(cwd=...), or cd in a bash cell (it lasts)")

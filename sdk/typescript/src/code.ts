@@ -52,10 +52,27 @@ interface ExecutionJSON {
 
 const cid = (c: CodeContext | string) => (typeof c === "string" ? c : c.id);
 
+/** The languages of cells and contexts; the aliases are E2B's. javascript runs in node (the
+ * code-interpreter template has it): top-level `await` works, the cell's value is what the last
+ * expression awaited, and its declarations (`let`, `const`, `class`) last to the next cell. */
+export const LANGUAGES: Readonly<Record<string, CodeContext["language"]>> = {
+  python: "python", python3: "python", bash: "bash", sh: "sh", javascript: "javascript", js: "javascript", node: "javascript",
+};
+
+/** `language`'s canonical name (`js` is javascript), undefined for undefined; a TypeError naming
+ * the languages for one kiln does not run. */
+export function languageOf(language: string | undefined): CodeContext["language"] | undefined {
+  if (language === undefined) return undefined;
+  const lang = typeof language === "string" ? LANGUAGES[language.toLowerCase()] : undefined;
+  if (!lang) throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
+  return lang;
+}
+
 /** code.run's options: callbacks make it a stream (output as the cell writes it). */
 export interface RunOptions {
   context?: CodeContext | string;
-  /** python, bash, sh, javascript: without a context, that language's default context. */
+  /** python, bash, sh, javascript (or an alias of LANGUAGES): without a context, that language's
+   * default context; with one, the context's. javascript cells may `await` at top level. */
   language?: string;
   timeout?: number;
   /** Environment variables of this cell only (os.environ, process.env, exported shell
@@ -80,7 +97,8 @@ export class Code {
     if (typeof code !== "string") throw new TypeError("code must be a string");
     const json: Record<string, unknown> = { code };
     if (options.context !== undefined) json.context = cid(options.context);
-    if (options.language !== undefined) json.language = options.language;
+    const lang = languageOf(options.language);
+    if (lang !== undefined) json.language = lang;
     if (options.timeout !== undefined) json.timeout_seconds = options.timeout;
     if (options.envs !== undefined) json.envs = options.envs;
     if (options.onStdout || options.onStderr || options.onResult || options.onError) return this.stream(json, options);
@@ -132,11 +150,13 @@ export class Code {
     throw new ConnectionFailed("the cell's stream ended before the cell did", "stream_ended");
   }
 
-  /** A new context of `language` (python, the default; bash, sh, javascript) starting in `cwd`. */
+  /** A new context of `language` (python, the default; bash, sh, javascript, or an alias: js, node)
+   * starting in `cwd`; its own interpreter process, so its state is its own. */
   async createContext(options: { cwd?: string; language?: string } = {}): Promise<CodeContext> {
     const json: Record<string, string> = {};
     if (options.cwd) json.cwd = options.cwd;
-    if (options.language !== undefined) json.language = options.language;
+    const lang = languageOf(options.language);
+    if (lang !== undefined) json.language = lang;
     const j = await this.client.json<CodeContext>("POST", `${this.base()}/code/contexts`, { json });
     return { id: j.id, language: j.language ?? "python", cwd: j.cwd ?? null };
   }

@@ -1,7 +1,8 @@
 /** Sandboxes: create, find, run commands and code, files, terminal, lifecycle. */
 import type { ConnectOptions } from "./client.js";
 import { Client, checkId, resolveClient } from "./client.js";
-import { Code } from "./code.js";
+import { Code, languageOf } from "./code.js";
+export { LANGUAGES } from "./code.js";
 import type { CodeContext, Execution, RunOptions } from "./code.js";
 import { Commands } from "./commands.js";
 import { ForkError, NotFound } from "./errors.js";
@@ -65,12 +66,6 @@ export interface ExecOptions {
 }
 
 export type Command = string | string[];
-
-/** runCode's languages: each runs in the code interpreter, in contexts that keep their state
- * (docs/api.md, Code); the aliases are E2B's. */
-export const LANGUAGES: Readonly<Record<string, "python" | "bash" | "sh" | "javascript">> = {
-  python: "python", python3: "python", bash: "bash", sh: "sh", javascript: "javascript", js: "javascript", node: "javascript",
-};
 
 /** runCode's options: code.run's (envs: the cell's environment variables), and env and cwd, which
  * are refused (envs is the cell's; a context keeps its own working directory). */
@@ -287,7 +282,8 @@ export class Sandbox {
    * Run code, as E2B's runCode: in the sandbox's code interpreter, in `options.context` or the
    * language's default context, which keeps its state between calls: python's variables (`x = 41`,
    * then `x + 1` is 42), bash's and sh's variables, functions, exports and working directory,
-   * javascript's globals (node: the code-interpreter template has it). `language` is python
+   * javascript's globals (node: the code-interpreter template has it; a cell may `await` at top
+   * level, its value the awaited one, its `let`/`const` kept for the next cell). `language` is python
    * (default), bash, sh or javascript (js, node); with a context, the context's. An error is
    * `execution.error` (name, value, traceback; bash: a failing last command is NonZeroExit) and the
    * context lives on. `options.envs` are environment variables of this cell only, as E2B's. `env`
@@ -295,11 +291,7 @@ export class Sandbox {
    * (`createCodeContext({ cwd })`, `cd` in bash).
    */
   async runCode(code: string, language?: string, options: RunCodeOptions = {}): Promise<Execution> {
-    let lang: string | undefined;
-    if (language !== undefined) {
-      lang = typeof language === "string" ? LANGUAGES[language.toLowerCase()] : undefined;
-      if (!lang) throw new TypeError(`unknown language ${JSON.stringify(language)}; kiln runs: ${Object.keys(LANGUAGES).sort().join(", ")}`);
-    }
+    let lang: string | undefined = languageOf(language);
     if (options.env !== undefined || options.cwd !== undefined) {
       throw new TypeError("env and cwd: a cell's variables are envs; a context keeps its own working directory: createCodeContext({ cwd }), or cd in a bash cell (it lasts)");
     }

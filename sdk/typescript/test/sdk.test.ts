@@ -473,6 +473,33 @@ test("runCode: every language keeps state in its default context (E2B's); errors
   assert.ok(bad.message.includes("'1BAD' is not a variable name"), bad.message);
 });
 
+// Real node in a guest, through the SDK: the code-interpreter template (tests/sdk/serve builds it
+// beside base; not built is a failure saying why). One context (js, an alias), a few cells.
+test("javascript: a context keeps its globals; top-level await gives the awaited value", async () => {
+  const built = env.KILN_TEST_CODE_INTERPRETER ?? "";
+  assert.ok(built.startsWith("built"), `no code-interpreter template to run javascript in: ${built || "tests/sdk/serve said nothing"}`);
+  const sb = await create({ template: "code-interpreter" });
+  try {
+    const ctx = await sb.createCodeContext({ language: "js" });
+    assert.equal(ctx.language, "javascript");
+    const r = await sb.runCode("var tj = 40; const tk = 2; console.log(`node ${process.versions.node}`)", undefined, { context: ctx });
+    assert.deepEqual([r.stdout.startsWith("node "), r.error], [true, null], r.stdout);
+    const a = await sb.runCode("let ta = await new Promise((ok) => setTimeout(() => ok(tj), 10)); await (async () => ta + tk)()",
+      "javascript", { context: ctx });
+    assert.deepEqual([a.text, a.error], ["42", null], "the cell's value is the awaited one");
+    assert.equal((await sb.code.run("[ta, tk, typeof tj]", { context: ctx })).text, "[ 40, 2, 'number' ]",
+      "the awaited cell's let, the first cell's const and var last");
+    const e = await sb.code.run("await Promise.reject(new RangeError('no way'))", { context: ctx, language: "node" });
+    assert.deepEqual([e.error?.name, e.error?.value, e.text], ["RangeError", "no way", undefined]);
+    await rejects(() => sb.runCode("1", "python", { context: ctx }), InvalidRequest);
+    await rejects(() => sb.code.createContext({ language: "cobol" }), TypeError);
+    assert.ok((await sb.listCodeContexts()).some((c) => c.id === ctx.id && c.language === "javascript"));
+    await sb.removeCodeContext(ctx);
+  } finally {
+    await sb.delete();
+  }
+});
+
 test("code interpreter: state in contexts, errors, timeouts, forks", async () => {
   let r = await B.code.run("tx = 20\nprint('set')");
   assert.deepEqual([r.stdout, r.error, r.text], ["set\n", null, undefined]);
