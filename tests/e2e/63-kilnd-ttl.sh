@@ -55,10 +55,15 @@ api GET "/v1/sandboxes/$POKED"
 wait $BUSY_PID
 grep -q '"stdout":"done\\n"' "$T/busy.json" && pass ttl_busy_command_finished "the command ran to its end" ||
 	fail ttl_busy_command_finished "$(cat "$T/busy.json")"
-sleep 12
+# Both go 10 s after they were left, within 30 s: waited for (reads are
+# not activity, shown above), since a delete under way answers
+# "deleting" for a while on a busy machine.
+sleep 10
 KEY_SAVED=$KEY
+wait_status "$BUSY" ended:ttl 30 > /dev/null
 api GET "/v1/sandboxes/$BUSY"
 expect ttl_busy_deleted_after 404 sandbox_ended
+wait_status "$POKED" ended:ttl 30 > /dev/null
 api GET "/v1/sandboxes/$POKED"
 expect ttl_poked_deleted_when_left 404 sandbox_ended
 check ttl_nothing_left "sandbox VMMs $(sandbox_vmms | wc -l), directories $(ls "$DATA/sandboxes" | wc -l)" \
@@ -69,7 +74,8 @@ H=$SBX
 api POST "/v1/sandboxes/$H/hibernate"
 create_sandbox '{"template":"minimal","ttl_seconds":0}'
 KEEP=$SBX
-sleep 4
+sleep 2
+wait_status "$H" ended:ttl 20 > /dev/null
 api GET "/v1/sandboxes/$H"
 expect ttl_hibernated_deleted 404 sandbox_ended
 api GET "/v1/sandboxes/$KEEP"
