@@ -324,6 +324,12 @@ const char schema_sql[] =
 	"  text TEXT NOT NULL,\n"
 	"  PRIMARY KEY (app_id, seq)\n"
 	");\n"
+	/* The log lines of an app's earlier sandboxes (store_apps.h
+	 * store_app_log_kept): one text per app, bounded by the caller. */
+	"CREATE TABLE IF NOT EXISTS app_logs (\n"
+	"  app_id TEXT PRIMARY KEY,\n"
+	"  text TEXT NOT NULL\n"
+	");\n"
 	/* Managed databases (docs/databases.md, store/store_databases.h): a
 	 * name is unique among a workspace's live ones; their backups are
 	 * snapshots, kept past the database. */
