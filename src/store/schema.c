@@ -360,6 +360,12 @@ const char schema_sql[] =
 	"  kept BIGINT NOT NULL,\n"
 	"  next_ms BIGINT NOT NULL\n"
 	");\n"
+	/* A database's idle period (store_databases.h store_db_idle): a
+	 * table of its own, so no older table changes; none: the default. */
+	"CREATE TABLE IF NOT EXISTS database_idle (\n"
+	"  database_id TEXT PRIMARY KEY,\n"
+	"  idle_seconds BIGINT NOT NULL\n"
+	");\n"
 	/* What happened to a database's VM (its restarts), numbered per
 	 * database: a table of its own, so no older table changes. */
 	"CREATE TABLE IF NOT EXISTS database_events (\n"
