@@ -90,7 +90,9 @@ static void *relay_run(void *arg)
 	char *buf = malloc(RELAY_BUF);
 	bool open_a = true, open_b = true;
 	while (buf && (open_a || open_b)) {
-		struct pollfd pf[2] = { { r->a, open_a ? POLLIN : 0, 0 }, { r->b, open_b ? POLLIN : 0, 0 } };
+		/* A side that ended is not polled (its hang-up would wake the
+		 * loop until the other side ends too). */
+		struct pollfd pf[2] = { { open_a ? r->a : -1, POLLIN, 0 }, { open_b ? r->b : -1, POLLIN, 0 } };
 		if (poll(pf, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -181,8 +183,11 @@ static void *waker_run(void *arg)
 		for (int i = 0; i < n; i++)
 			pf[i] = (struct pollfd){ w->lfd[i], POLLIN, 0 };
 		pf[n] = (struct pollfd){ w->stop[0], POLLIN, 0 };
-		if (poll(pf, (nfds_t)n + 1, -1) < 0 && errno != EINTR)
-			break;
+		if (poll(pf, (nfds_t)n + 1, -1) < 0) {
+			if (errno != EINTR)
+				sleep(1);	/* w stays armed until disarmed: only stop ends this */
+			continue;
+		}
 		if (pf[n].revents)
 			break;		/* disarmed: the sandbox runs, or is gone */
 		/* Every connection waiting now is held through the wake. */
