@@ -228,8 +228,9 @@ static void follow_done(void *ctx)
 	free(f);
 }
 
-/* Follow: the kept events, then `tail -F` of the app's log in its sandbox
- * as "line" events, until the client goes. A follower is activity: the
+/* Follow: the kept events, the lines kept of its earlier sandboxes (the
+ * last `tail`), then `tail -F` of the app's log in its sandbox as "line"
+ * events, until the client goes. A follower is activity: the
  * app is not hibernated while someone watches it. */
 static int follow(struct req *r, const struct app_row *a, long tail, json_t *events)
 {
@@ -260,6 +261,19 @@ static int follow(struct req *r, const struct app_row *a, long tail, json_t *eve
 	json_array_foreach(events, i, e)
 		sse_event(&f->out, "event", json_incref(e));
 	json_decref(events);
+	struct ops_caller c;
+	req_caller(r, &c);
+	char *earlier = NULL;
+	size_t ne = 0;
+	if (ops_app_log_earlier(&c, a, (int)tail, &earlier, &ne) == 0) {
+		json_t *lines = json_array();
+		if (lines)
+			lines_of(lines, earlier, ne);
+		json_array_foreach(lines, i, e)
+			sse_event(&f->out, "line", json_pack("{s:O}", "text", e));
+		json_decref(lines);
+	}
+	free(earlier);
 	return reply_stream(r, 200, "text/event-stream", follow_read, follow_done, f);
 }
 

@@ -180,6 +180,12 @@ int sandbox_state_error(struct sandbox *sb, const char *want);
  * meanwhile, and reads the outcome itself under sb->lock. */
 void sandbox_drain(struct sandbox *sb, unsigned states, int max_ms);
 
+/* portwake.c: a hibernated sandbox with workspace ports (a database) is
+ * woken by a connection to one; arm when it has hibernated, disarm when
+ * it runs again or goes (both idempotent, best effort: logged). */
+void portwake_arm(struct host *h, struct sandbox *sb);
+void portwake_disarm(struct host *h, struct sandbox *sb);
+
 /* volume.c (docs/api.md "Volumes"). Before a create from t is admitted:
  * the template has the slots, and no volume is held against the rules
  * (-EBUSY naming the sandbox that holds it). */

@@ -122,8 +122,10 @@ static void recover_one(struct host *h, struct sandbox *sb)
 		char dir[PATH_MAX];
 		struct stat st;
 		snprintf(dir, sizeof dir, "%s/hibernate", sb->dir);
-		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+			portwake_arm(h, sb);
 			return;
+		}
 		sandbox_fail(h, sb, "its hibernation snapshot was gone after a kilnd restart");
 		return;
 	}

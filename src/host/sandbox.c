@@ -199,6 +199,7 @@ void sandbox_stop(struct host *h, struct sandbox *sb)
 
 static void teardown(struct host *h, struct sandbox *sb, bool keep_net)
 {
+	portwake_disarm(h, sb);	/* its listeners, if it slept */
 	pthread_mutex_lock(&sb->lock);
 	pid_t pid = sb->row.vmm_pid;
 	int64_t start = sb->row.vmm_start;
@@ -839,6 +840,7 @@ int host_hibernate(struct host *h, struct sandbox *sb, bool now)
 	pthread_mutex_unlock(&sb->lock);
 	sandbox_set_state(h, sb, SBX_HIBERNATED);
 	sandbox_mem_release(h, sb);
+	portwake_arm(h, sb);
 out:
 	pthread_mutex_unlock(&sb->op);
 	return rc;
@@ -863,6 +865,8 @@ int wake_locked(struct host *h, struct sandbox *sb)
 	int rc = reboot ? reboot_admitted(h, sb) : wake_admitted(h, sb);
 	if (reserved)
 		ws_wake_release(h, sb->row.workspace);
+	if (rc == 0)
+		portwake_disarm(h, sb);
 	return rc;
 }
 

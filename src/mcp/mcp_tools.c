@@ -79,6 +79,7 @@
 	"\"user\":{\"type\":\"string\"},\"password\":{\"type\":\"string\"},\"database\":{\"type\":\"string\"}," \
 	"\"url\":{\"type\":\"string\"},\"from_backup\":{\"type\":[\"string\",\"null\"]}," \
 	"\"backup_interval_seconds\":{\"type\":\"integer\"},\"backups_kept\":{\"type\":\"integer\"}," \
+	"\"idle_seconds\":{\"type\":\"integer\"}," \
 	"\"vm_restarts\":{\"type\":\"integer\"},\"events\":{\"type\":\"array\"}," \
 	"\"created_at\":{\"type\":\"string\"}}}"
 #define DB_KEY_PROP \
@@ -1327,7 +1328,10 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"backup_interval_seconds\":{\"type\":\"integer\",\"minimum\":0,"
 	  "\"description\":\"A backup every this many seconds (0: none, the default; else at least 300).\"},"
 	  "\"backups_kept\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
-	  "\"description\":\"The scheduled backups kept, the newest (default 7).\"}}}",
+	  "\"description\":\"The scheduled backups kept, the newest (default 7).\"},"
+	  "\"idle_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" NUM(DB_IDLE_MAX_S) ","
+	  "\"description\":\"Hibernated after this long without connections (0: never; default "
+	  NUM(DB_IDLE_DEFAULT_S) "); the next connection wakes it.\"}}}",
 	  DB_SCHEMA, 0, t_db_create },
 	{ "list_databases", "List databases", "List the workspace's databases, oldest first (no passwords).",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",

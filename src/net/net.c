@@ -476,12 +476,24 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 		return errf(E2BIG, "policy too large");
 	if ((rc = nft(NULL, script)) < 0 || !ports[0])
 		return rc;
-	/* In the namespace: the ports to the guest. */
+	return net_ws_forward(c, s, p, true);
+}
+
+int net_ws_forward(const struct net_config *c, const struct net_slot *s, const struct net_policy *p, bool to_guest)
+{
+	char ports[NET_WS_PORTS_MAX * 8 + 8] = "", script[512];
+	for (int i = 0; i < p->nws_ports && i < NET_WS_PORTS_MAX; i++)
+		snprintf(ports + strlen(ports), sizeof ports - strlen(ports), "%s%d", i ? ", " : "", p->ws_ports[i]);
+	if (!ports[0])
+		return 0;
+	/* In the namespace: the ports to the guest, or (not to_guest) to
+	 * whatever listens in the namespace itself. */
 	snprintf(script, sizeof script,
 		 "add chain ip kiln pre { type nat hook prerouting priority -100; policy accept; }\n"
-		 "flush chain ip kiln pre\n"
-		 "add rule ip kiln pre iifname \"vn\" tcp dport { %s } dnat to %s\n",
-		 ports, c->guest_ip);
+		 "flush chain ip kiln pre\n");
+	if (to_guest)
+		snprintf(script + strlen(script), sizeof script - strlen(script),
+			 "add rule ip kiln pre iifname \"vn\" tcp dport { %s } dnat to %s\n", ports, c->guest_ip);
 	return nft(s->netns, script);
 }
 

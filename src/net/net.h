@@ -106,6 +106,11 @@ int net_create(const struct net_config *c, struct net_slot *out);
 /* net_slot_info: the names and addresses of slot n. */
 void net_slot_info(const struct net_config *c, uint32_t slot, struct net_slot *out);
 int net_set_policy(const struct net_config *c, const struct net_slot *s, const struct net_policy *p);
+/* The workspace ports of p (ws_ports) in slot s's namespace: forwarded
+ * to the guest (to_guest, as net_set_policy leaves them), or left to
+ * what listens in the namespace itself (host/portwake.c, while the
+ * sandbox hibernates). */
+int net_ws_forward(const struct net_config *c, const struct net_slot *s, const struct net_policy *p, bool to_guest);
 /* net_destroy: the namespace (the veth goes with it) and its rules;
  * idempotent. */
 int net_destroy(const struct net_config *c, uint32_t slot);

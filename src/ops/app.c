@@ -17,12 +17,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #define READY_POLL_MS 100
 #define LOG_TAIL_MAX (64 << 10)
 #define REMAKE_BACKOFF_MS 10000	/* after a remake that failed */
+#define CONSOLE_WINDOW (512 << 10)	/* of a replaced sandbox's console, read for its app's lines */
 
 const char *const ops_app_fields[] = { "name", "template", "from_snapshot", "sandbox_id", "command", "port", "env",
 				       "restart", "idle_seconds", "ready_timeout_seconds", NULL };
@@ -31,14 +33,28 @@ const char *const ops_app_fields[] = { "name", "template", "from_snapshot", "san
  * in its environment, not its arguments: `pkill -f SERVER` in the
  * sandbox must find the server, not the loop that restarts it. (They are
  * taken out of the environment the command sees.) Its output and the
- * command's go to APP_LOG. The delay between restarts doubles from 1 s
+ * command's go to APP_LOG, and each line to the console too, marked
+ * APP_CONSOLE_PREFIX: the console is written on the host as the guest
+ * writes it, so a VM that dies leaves its app's lines where kiln can
+ * keep them (keep_log). (A guest without mkfifo or /run: APP_LOG only.)
+ * The delay between restarts doubles from 1 s
  * up to 30 s, and starts over after a run of a minute or more, so a
  * command that fails at once does not spin. */
 #define ENV_COMMAND "KILN_APP_COMMAND"
 #define ENV_RESTART "KILN_APP_RESTART"
 static const char supervisor[] =
 	"c=$" ENV_COMMAND "; p=$" ENV_RESTART "; unset " ENV_COMMAND " " ENV_RESTART "\n"
-	"mkdir -p /var/log; exec >>" APP_LOG " 2>&1 </dev/null\n"
+	"mkdir -p /var/log; f=/run/kiln-app.$$\n"
+	"if rm -f $f && mkfifo $f 2>/dev/null; then\n"
+	"  (trap '' HUP INT TERM\n"
+	"   while IFS= read -r l || [ -n \"$l\" ]; do\n"
+	"     printf '%s\\n' \"$l\" >>" APP_LOG "\n"
+	"     printf '" APP_CONSOLE_PREFIX "%s\\n' \"$l\" 2>/dev/null >>/dev/console\n"
+	"   done) <$f &\n"
+	"  exec >$f 2>&1 </dev/null; rm -f $f\n"
+	"else\n"
+	"  exec >>" APP_LOG " 2>&1 </dev/null\n"
+	"fi\n"
 	"n=0; d=0\n"
 	"while :; do\n"
 	"  t0=$(date +%s)\n"
@@ -160,6 +176,69 @@ static void log_end(const struct ops_caller *c, const char *sandbox, char *buf, 
 			else if (*p == '\n' || (unsigned char)*p < ' ')
 				*p = ' ';
 	}
+	strbuf_free(&b);
+}
+
+/* The app's lines in a replaced sandbox's console (the end of it), then
+ * kiln's line about the replacement, appended to what the app keeps of
+ * its earlier sandboxes (store_app_log_kept), of which the last
+ * APP_LOG_KEPT_BYTES stay. Best effort: a sandbox whose host is gone
+ * leaves only kiln's line. */
+static void keep_log(const struct ops_caller *c, const char *app, const char *sandbox, const char *what)
+{
+	char *kept = NULL;
+	if (store_app_log_kept(c->store, app, &kept) < 0) {
+		log_warn("app %s: keeping the log of sandbox %s: %s", app, sandbox, errmsg());
+		return;
+	}
+	struct strbuf b;
+	strbuf_init(&b);
+	strbuf_append(&b, kept, strlen(kept));
+	free(kept);
+	int fd = -1, more = -1;
+	struct stat st;
+	if (hostif_log_open(c->hostif, c->workspace, sandbox, false, &fd, &more) < 0) {
+		log_warn("app %s: reading the console of sandbox %s: %s", app, sandbox, errmsg());
+	} else if (fstat(fd, &st) == 0) {
+		off_t from = st.st_size > CONSOLE_WINDOW ? st.st_size - CONSOLE_WINDOW : 0;
+		size_t cap = (size_t)(st.st_size - from);
+		char *buf = malloc(cap + 1);
+		ssize_t n = buf && cap ? pread(fd, buf, cap, from) : 0;
+		size_t plen = strlen(APP_CONSOLE_PREFIX);
+		for (size_t i = 0; buf && n > 0 && i < (size_t)n;) {
+			char *nl = memchr(buf + i, '\n', (size_t)n - i);
+			size_t end = nl ? (size_t)(nl - buf) : (size_t)n, len = end - i;
+			/* The first line of a window that does not start the file is cut. */
+			bool whole = i > 0 || from == 0;
+			if (len && buf[end - 1] == '\r')
+				len--;
+			if (whole && len >= plen && !memcmp(buf + i, APP_CONSOLE_PREFIX, plen)) {
+				strbuf_append(&b, buf + i + plen, len - plen);
+				strbuf_putc(&b, '\n');
+			}
+			i = end + 1;
+		}
+		free(buf);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (more >= 0)
+		close(more);
+	strbuf_printf(&b, "kiln: %s\n", what);
+	if (strbuf_failed(&b)) {
+		log_warn("app %s: keeping the log of sandbox %s: out of memory", app, sandbox);
+		strbuf_free(&b);
+		return;
+	}
+	strbuf_putc(&b, 0);
+	const char *text = b.data;
+	if (b.len - 1 > APP_LOG_KEPT_BYTES) {	/* whole lines: from the first after the cut */
+		text = b.data + (b.len - 1 - APP_LOG_KEPT_BYTES);
+		const char *nl = strchr(text, '\n');
+		text = nl ? nl + 1 : text;
+	}
+	if (store_app_log_keep(c->store, app, text) < 0)
+		log_warn("app %s: keeping the log of sandbox %s: %s", app, sandbox, errmsg());
 	strbuf_free(&b);
 }
 
@@ -518,6 +597,12 @@ int ops_app_deploy(const struct ops_caller *c, const char *key, const json_t *ar
 	}
 	event(c->store, a.id, "version %lld deployed: sandbox %s serves it; %s is deleted in %d s",
 	      (long long)a.version, a.sandbox, a.retiring[0] ? a.retiring : "none", APP_DRAIN_MS / 1000);
+	if (old.sandbox[0]) {
+		char what[256];
+		snprintf(what, sizeof what, "version %lld deployed: sandbox %s serves it, not %s", (long long)a.version,
+			 a.sandbox, old.sandbox);
+		keep_log(c, a.id, old.sandbox, what);
+	}
 	/* The snapshot taken when it was made an app is its no more. */
 	if (old.source_runs && !a.source_runs && hostif_snapshot_delete(c->hostif, c->workspace, old.snapshot) < 0)
 		log_warn("app %s: deleting its snapshot %s: %s", a.id, old.snapshot, errmsg());
@@ -534,6 +619,8 @@ int ops_app_delete(const struct ops_caller *c, const char *key)
 		return rc;
 	drop_sandbox(c, a.id, a.sandbox);
 	drop_sandbox(c, a.id, a.retiring);
+	if (store_app_log_drop(c->store, a.id) < 0)
+		log_warn("app %s: forgetting its kept log: %s", a.id, errmsg());
 	if (a.source_runs && a.snapshot[0] && hostif_snapshot_delete(c->hostif, c->workspace, a.snapshot) < 0)
 		log_warn("app %s: deleting its snapshot %s: %s", a.id, a.snapshot, errmsg());
 	return 0;
@@ -564,24 +651,67 @@ json_t *ops_app_json(const struct ops_caller *c, const struct app_row *a, const 
 	return j;
 }
 
+/* The last `lines` lines of text[0..n) (all of them if fewer). */
+static size_t last_lines(const char *text, size_t n, int lines)
+{
+	size_t i = n;
+	if (lines <= 0)
+		return n;
+	if (i && text[i - 1] == '\n')
+		i--;
+	for (int k = 0; i > 0; i--)
+		if (text[i - 1] == '\n' && ++k == lines)
+			break;
+	return i;
+}
+
+int ops_app_log_earlier(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n)
+{
+	char *kept = NULL;
+	*out = NULL, *n = 0;
+	int rc = store_app_log_kept(c->store, a->id, &kept);
+	if (rc < 0)
+		return rc;
+	size_t kn = strlen(kept), from = last_lines(kept, kn, lines);
+	memmove(kept, kept + from, kn - from + 1);
+	*out = kept, *n = kn - from;
+	return 0;
+}
+
 int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n)
 {
 	*out = NULL, *n = 0;
-	if (!a->sandbox[0])
+	char *kept = NULL;
+	size_t kn;
+	int rc = ops_app_log_earlier(c, a, lines, &kept, &kn);
+	if (rc < 0)
+		return rc;
+	if (!a->sandbox[0] && !kept[0]) {
+		free(kept);
 		return errf(EHOSTDOWN, "app %s has no sandbox now (%s)", a->id, a->reason[0] ? a->reason : a->state);
-	char count[16];
-	snprintf(count, sizeof count, "%d", lines);
-	const char *const argv[] = { "tail", "-n", count, APP_LOG, NULL };
+	}
+	/* The earlier sandboxes' lines, then the current one's: the last
+	 * `lines` of them together. */
 	struct strbuf b;
 	strbuf_init(&b);
-	int rc = guest_run(c, a->sandbox, argv, LOG_TAIL_MAX, &b);
+	strbuf_append(&b, kept, kn);
+	free(kept);
+	if (a->sandbox[0] && lines > 0) {
+		char count[16];
+		snprintf(count, sizeof count, "%d", lines);
+		const char *const argv[] = { "tail", "-n", count, APP_LOG, NULL };
+		rc = guest_run(c, a->sandbox, argv, LOG_TAIL_MAX, &b);
+	}
 	if (rc == 0 && strbuf_failed(&b))
 		rc = errf(ENOMEM, "out of memory");
 	if (rc < 0) {
 		strbuf_free(&b);
 		return rc;
 	}
-	*out = b.data, *n = b.len;	/* the buffer is the caller's now */
+	size_t from = last_lines(b.data ? b.data : "", b.len, lines);
+	if (from)
+		memmove(b.data, b.data + from, b.len - from);
+	*out = b.data, *n = b.len - from;	/* the buffer is the caller's now */
 	return 0;
 }
 
@@ -723,6 +853,12 @@ static void look_at(struct app_row *a)
 	n.gen = a->gen + 1;
 	n.vm_restarts = a->vm_restarts + 1;
 	n.reason[0] = 0;
+	/* Its lines are kept before the switch, so whoever sees the new
+	 * sandbox sees them too. (Two replicas remaking it at once may both
+	 * keep them: the lines twice, in a race that leaves one sandbox.) */
+	char what[768];
+	snprintf(what, sizeof what, "%s: remade as sandbox %s (VM restart %lld)", why, fresh, (long long)n.vm_restarts);
+	keep_log(&c, a->id, a->sandbox, what);
 	if (app_store_update(w.store, &n, a->gen) < 0) {
 		drop_sandbox(&c, a->id, fresh);	/* another replica got there first, or it was deleted */
 		return;

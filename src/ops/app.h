@@ -37,6 +37,11 @@
 #include "store/store_apps.h"
 
 #define APP_LOG "/var/log/kiln-app.log"
+/* Each line of APP_LOG goes to the sandbox's console too, so marked. */
+#define APP_CONSOLE_PREFIX "kiln-app: "
+/* What an app keeps of the lines of its earlier sandboxes (replaced when
+ * their VM ended or by a deploy): the last 64 KiB, in the store. */
+#define APP_LOG_KEPT_BYTES (64 << 10)
 #define APP_DRAIN_MS 5000		/* a replaced sandbox is deleted this much later */
 #define APP_READY_DEFAULT_S 60
 #define APP_READY_MAX_S 600
@@ -74,9 +79,16 @@ int ops_app_delete(const struct ops_caller *c, const char *key);
  * reason, created_ms, updated_ms}; url: the front end's (proxy_app_url). */
 json_t *ops_app_json(const struct ops_caller *c, const struct app_row *a, const char *url);
 
-/* The app's log (APP_LOG in its sandbox): the last `lines` lines (at most
- * 64 KiB) into *out, malloc'd; its sandbox is woken if it sleeps. */
+/* The app's log: the lines its earlier sandboxes wrote (what the app
+ * keeps of them, APP_LOG_KEPT_BYTES, with kiln's line about each
+ * replacement: "kiln: ... remade as sandbox ..."), then APP_LOG in its
+ * sandbox; the last `lines` lines of both into *out, malloc'd; its
+ * sandbox is woken if it sleeps. Lines an old version writes while it
+ * drains after a deploy (APP_DRAIN_MS) are not kept. */
 int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n);
+/* Of those, the earlier sandboxes' lines only (the last `lines`): what a
+ * follower is sent before the current sandbox's. */
+int ops_app_log_earlier(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n);
 
 /* The sandbox and port serving the app a request's host name (its first
  * label, lower case) names: -ENOENT if none; the sandbox may be "" (none

@@ -18,8 +18,9 @@
 #include <string.h>
 #include <time.h>
 
-const char *const ops_db_fields[] = { "name", "from_backup", "backup_interval_seconds", "backups_kept", NULL };
-static const char *const schedule_fields[] = { "backup_interval_seconds", "backups_kept", NULL };
+const char *const ops_db_fields[] = { "name", "from_backup", "backup_interval_seconds", "backups_kept",
+				      "idle_seconds", NULL };
+static const char *const schedule_fields[] = { "backup_interval_seconds", "backups_kept", "idle_seconds", NULL };
 
 int64_t ops_db_backup_min_s = DB_BACKUP_MIN_S;
 
@@ -164,7 +165,9 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 		  char password[DB_PASSWORD_LEN + 1])
 {
 	const char *name = NULL, *backup = NULL;
+	int64_t idle = -1;
 	int rc = v_known_keys(args, ops_db_fields);
+	rc = rc ?: v_int(args, "idle_seconds", false, 0, DB_IDLE_MAX_S, &idle);
 	rc = rc ?: v_str(args, "name", false, OPS_VOLUME_NAME_MAX, &name);
 	if (rc == 0 && name && !ops_db_name_ok(name))
 		rc = errf(EINVAL, "field 'name' of a database is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
@@ -193,6 +196,8 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	rc = spawn(c, d, password, d->sandbox);
 	if (rc == 0 && d->backup_interval_s)
 		rc = store_db_set_schedule(c->store, d);
+	if (rc == 0 && idle >= 0)
+		rc = store_db_set_idle(c->store, d->id, idle);
 	if (rc == 0 && d->sandbox[0] && (rc = store_db_set_sandbox(c->store, d->id, d->sandbox)) < 0)
 		hostif_delete(c->hostif, c->workspace, d->sandbox);
 	else if (rc < 0 && d->sandbox[0])
@@ -285,13 +290,17 @@ int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db
 
 int ops_db_update(const struct ops_caller *c, const char *key, const json_t *args, struct db_row *out)
 {
+	int64_t idle = -1;
 	int rc = v_known_keys(args, schedule_fields);
+	rc = rc ?: v_int(args, "idle_seconds", false, 0, DB_IDLE_MAX_S, &idle);
 	rc = rc ?: ops_db_get(c, key, out);
 	rc = rc ?: parse_schedule(args, out);
 	rc = rc ?: store_db_set_schedule(c->store, out);
+	if (rc == 0 && idle >= 0)
+		rc = store_db_set_idle(c->store, out->id, idle);
 	if (rc == 0)
-		log_info("database %s: backups every %lld s, %lld kept", out->id, (long long)out->backup_interval_s,
-			 (long long)out->backups_kept);
+		log_info("database %s: backups every %lld s, %lld kept%s", out->id, (long long)out->backup_interval_s,
+			 (long long)out->backups_kept, idle > 0 ? "; hibernated when idle" : idle == 0 ? "; never hibernated" : "");
 	return rc;
 }
 
@@ -405,6 +414,10 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 		json_object_set_new(j, "next_backup_ms", d->backup_interval_s ? json_integer(d->next_backup_ms)
 									: json_null());
 		json_object_set_new(j, "events", e.a ? e.a : json_array());
+		int64_t idle = DB_IDLE_DEFAULT_S;
+		if (c->store && store_db_idle(c->store, d->id, DB_IDLE_DEFAULT_S, &idle) < 0)
+			log_warn("database %s: its idle period: %s", d->id, errmsg());
+		json_object_set_new(j, "idle_seconds", json_integer(idle));
 	}
 	explicit_bzero(url, sizeof url);
 	return j;
@@ -429,6 +442,9 @@ static struct {
 	const struct plans *plans;
 	struct periodic thread;
 	struct { char id[ID_MAX]; int64_t after_ms; } retry[32];	/* failed restarts, by database */
+	/* When each running database last had a connection (or was seen
+	 * to start running): the idle clock. */
+	struct { char id[ID_MAX]; int64_t busy_ms, checked_ms; bool running, seen; } idle[DB_WATCH_MAX];
 } dw;
 
 struct db_list {
@@ -548,6 +564,93 @@ static void backup_due(const struct ops_caller *c, const struct db_row *d)
 	prune(c, d);
 }
 
+/* Its established TCP connections on DB_PORT (any state but listening
+ * and time-wait), as the guest's kernel has them: -1 if not known. */
+static const char count_connections[] =
+	"cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | "
+	"awk '$2 ~ /:1538$/ && $4 != \"0A\" && $4 != \"06\" { n++ } END { print n + 0 }'\n";
+
+static int connections(const struct ops_caller *c, const char *sandbox)
+{
+	const char *argv[] = { "/bin/sh", "-c", count_connections, "kiln-db", NULL };
+	struct hostif_run run = { .argv = argv, .timeout_ms = 10000, .out_max = 32 };
+	int rc = hostif_run(c->hostif, c->workspace, sandbox, &run);
+	int n = -1;
+	if (rc == 0 && run.code == 0 && run.out.len) {
+		char buf[40];
+		snprintf(buf, sizeof buf, "%.*s", (int)run.out.len, run.out.data);
+		n = atoi(buf);
+	}
+	hostif_run_free(&run);
+	return n;
+}
+
+/* The idle clock's slot of database id (a free one if it has none). */
+static int idle_slot(const char *id)
+{
+	int free_at = -1;
+	for (int i = 0; i < DB_WATCH_MAX; i++) {
+		if (!strcmp(dw.idle[i].id, id)) {
+			dw.idle[i].seen = true;
+			return i;
+		}
+		if (free_at < 0 && !dw.idle[i].id[0])
+			free_at = i;
+	}
+	if (free_at >= 0) {
+		snprintf(dw.idle[free_at].id, ID_MAX, "%s", id);
+		dw.idle[free_at].running = false;
+		dw.idle[free_at].seen = true;
+	}
+	return free_at;
+}
+
+/* A running database without connections for its idle period is
+ * hibernated (memory and all, as a sandbox is); the host wakes it on
+ * the next connection to its port (host/portwake.c), and any API use
+ * that needs its guest wakes it too. The clock starts over whenever it
+ * was not running at the last look. */
+static void idle_check(const struct ops_caller *c, const struct db_row *d, bool running)
+{
+	int i = idle_slot(d->id);
+	if (i < 0)
+		return;
+	int64_t now = mono_ms();
+	bool was = dw.idle[i].running;
+	dw.idle[i].running = running;
+	if (!running)
+		return;
+	if (!was)
+		dw.idle[i].busy_ms = now;
+	int64_t idle;
+	if (store_db_idle(dw.store, d->id, DB_IDLE_DEFAULT_S, &idle) < 0 || idle <= 0)
+		return;
+	/* Its connections are counted a few times an idle period (at most
+	 * every 30 s), and when the period is up. */
+	int64_t every = idle * 250 < 30000 ? idle * 250 : 30000;
+	if (now - dw.idle[i].checked_ms < every && now - dw.idle[i].busy_ms < idle * 1000)
+		return;
+	dw.idle[i].checked_ms = now;
+	int n = connections(c, d->sandbox);
+	if (n != 0) {		/* in use, or not known: not idle */
+		dw.idle[i].busy_ms = now;
+		return;
+	}
+	if (now - dw.idle[i].busy_ms < idle * 1000)
+		return;
+	int rc = hostif_hibernate(c->hostif, d->workspace, d->sandbox, false, NULL);
+	if (rc < 0) {
+		log_warn("database %s: hibernating it: %s", d->id, errmsg());
+		dw.idle[i].busy_ms = now;	/* tried again an idle period later */
+		return;
+	}
+	dw.idle[i].running = false;
+	char text[200];
+	snprintf(text, sizeof text, "no connections for %lld s: hibernated (the next connection wakes it)",
+		 (long long)idle);
+	db_event(d->id, "hibernated", text);
+}
+
 static void db_look_at(const struct db_row *d)
 {
 	if (!d->sandbox[0] || backing_off(d->id))
@@ -563,6 +666,7 @@ static void db_look_at(const struct db_row *d)
 	sbx_row_clear(&row);
 	if (running)
 		backup_due(&c, d);
+	idle_check(&c, d, running);
 	if (!failed)
 		return;
 	int64_t t0 = mono_ms();
@@ -596,8 +700,13 @@ static void db_watch(void *ctx)
 		log_warn("database watch: %s", errmsg());
 		return;
 	}
+	for (int i = 0; i < DB_WATCH_MAX; i++)
+		dw.idle[i].seen = false;
 	for (int i = 0; i < l.n; i++)
 		db_look_at(&rows[i]);
+	for (int i = 0; i < DB_WATCH_MAX; i++)	/* gone, or not looked at: its clock starts over */
+		if (!dw.idle[i].seen)
+			dw.idle[i].id[0] = 0;
 }
 
 int db_watch_start(struct store *st, struct hostif *hi, const struct plans *plans, int period_ms)

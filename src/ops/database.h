@@ -2,7 +2,11 @@
  * database: managed PostgreSQL databases (docs/databases.md). A database
  * is a sandbox of template `postgres` (Debian's server, its cluster made
  * when the image was built, images/postgres-setup) that kiln keeps for
- * it: persistent, no TTL (never hibernated, never deleted by time), its
+ * it: persistent, no TTL (never deleted by time), hibernated when it
+ * has had no connections for its idle_seconds (default DB_IDLE_DEFAULT_S,
+ * 0: never) and woken by the next connection to its port, which waits
+ * for the wake and is then served (host/portwake.c), or by any API use
+ * that needs its server; its
  * server started under the apps' supervisor (ops/app.h: restarted when
  * it exits), and its port 5432 open to the other sandboxes of its
  * workspace alone (netpolicy workspace_ports; every other sandbox, and
@@ -34,6 +38,8 @@
 #define DB_PASSWORD_LEN 24		/* [a-z0-9], 120 random bits */
 #define DB_READY_S 120			/* the server listening, in an emulated guest too */
 #define DB_COMMAND "/usr/local/bin/kiln-postgres"
+#define DB_IDLE_DEFAULT_S 3600		/* without connections, then hibernated */
+#define DB_IDLE_MAX_S 2592000		/* 30 days */
 #define DB_BACKUP_MIN_S 300		/* the shortest backup interval (kilnd --db-backup-min) */
 #define DB_BACKUP_INTERVAL_MAX (366 * 86400)
 #define DB_BACKUPS_KEPT_DEFAULT 7
@@ -50,7 +56,7 @@ extern const char *const ops_db_fields[];
 bool ops_db_name_ok(const char *s);
 
 /* POST /v1/databases {name?, from_backup?, backup_interval_seconds?,
- * backups_kept?}: the database made and its server answering; password
+ * backups_kept?, idle_seconds?}: the database made and its server answering; password
  * gets its new password. name defaults to the id's random part. */
 int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row *out,
 		  char password[DB_PASSWORD_LEN + 1]);
@@ -64,8 +70,9 @@ int ops_db_delete(const struct ops_caller *c, const char *key);
 /* A new random password set in the server; the old one fails from then. */
 int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db_row *out,
 			  char password[DB_PASSWORD_LEN + 1]);
-/* PATCH /v1/databases/{id} {backup_interval_seconds?, backups_kept?}:
- * its backup schedule (interval 0: none, else at least
+/* PATCH /v1/databases/{id} {backup_interval_seconds?, backups_kept?,
+ * idle_seconds? (0..DB_IDLE_MAX_S, 0: never hibernated)}: its idle
+ * period, and its backup schedule (interval 0: none, else at least
  * ops_db_backup_min_s; the first backup one interval from now). The
  * watch makes them (kind "scheduled") and deletes the oldest scheduled
  * ones past backups_kept (1..100, default 7); manual ones are kept. */
@@ -76,7 +83,8 @@ int ops_db_backup(const struct ops_caller *c, const char *key, struct db_backup_
 int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
 
 /* {id, name, status (its sandbox's: running, hibernated, failed, ...),
- * sandbox_id, host, port, user, database, url, from_backup, created_ms};
+ * sandbox_id, host, port, user, database, url, from_backup, created_ms,
+ * idle_seconds, ...};
  * password (NULL: left out) goes in password and the url. */
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *r, const char *password);
 json_t *ops_db_backup_json(const struct db_backup_row *b);
@@ -86,7 +94,7 @@ json_t *ops_db_backup_json(const struct db_backup_row *b);
  * its WAL), its server under its supervisor; each restart, and each that
  * failed (tried again DB_RETRY_MS later), is an event of the database's
  * (its JSON's events and vm_restarts). Scheduled backups are made there
- * too. */
+ * too, and idle ones hibernated (its connections counted in its guest). */
 int db_watch_start(struct store *st, struct hostif *hi, const struct plans *plans, int period_ms);
 void db_watch_stop(void);
 

@@ -324,6 +324,12 @@ const char schema_sql[] =
 	"  text TEXT NOT NULL,\n"
 	"  PRIMARY KEY (app_id, seq)\n"
 	");\n"
+	/* The log lines of an app's earlier sandboxes (store_apps.h
+	 * store_app_log_kept): one text per app, bounded by the caller. */
+	"CREATE TABLE IF NOT EXISTS app_logs (\n"
+	"  app_id TEXT PRIMARY KEY,\n"
+	"  text TEXT NOT NULL\n"
+	");\n"
 	/* Managed databases (docs/databases.md, store/store_databases.h): a
 	 * name is unique among a workspace's live ones; their backups are
 	 * snapshots, kept past the database. */
@@ -353,6 +359,12 @@ const char schema_sql[] =
 	"  interval_s BIGINT NOT NULL,\n"
 	"  kept BIGINT NOT NULL,\n"
 	"  next_ms BIGINT NOT NULL\n"
+	");\n"
+	/* A database's idle period (store_databases.h store_db_idle): a
+	 * table of its own, so no older table changes; none: the default. */
+	"CREATE TABLE IF NOT EXISTS database_idle (\n"
+	"  database_id TEXT PRIMARY KEY,\n"
+	"  idle_seconds BIGINT NOT NULL\n"
 	");\n"
 	/* What happened to a database's VM (its restarts), numbered per
 	 * database: a table of its own, so no older table changes. */

@@ -8,6 +8,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define APP_COLS                                                                            \
@@ -197,4 +198,39 @@ int store_app_events(struct store *st, const char *app, store_app_event_fn *fn, 
 	struct ev_each e = { fn, ctx };
 	return RUN(st, "SELECT ts_ms, text FROM app_events WHERE app_id = $1 ORDER BY seq", row_event, &e, NULL,
 		   DBV_S(app));
+}
+
+static int row_kept(void *ctx, const struct dbv *c, int n)
+{
+	char **text = ctx;
+	if (n < 1)
+		return errf(EIO, "store: short app log row");
+	free(*text);
+	*text = strdup(dbv_text(&c[0]));
+	return *text ? 0 : errf(ENOMEM, "out of memory");
+}
+
+int store_app_log_kept(struct store *st, const char *app, char **text)
+{
+	*text = NULL;
+	int rc = RUN(st, "SELECT text FROM app_logs WHERE app_id = $1", row_kept, text, NULL, DBV_S(app));
+	if (rc == 0 && !*text && !(*text = strdup("")))
+		rc = errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		free(*text);
+		*text = NULL;
+	}
+	return rc;
+}
+
+int store_app_log_keep(struct store *st, const char *app, const char *text)
+{
+	return RUN(st, "INSERT INTO app_logs (app_id, text) VALUES ($1, $2) "
+		       "ON CONFLICT (app_id) DO UPDATE SET text = excluded.text",
+		   NULL, NULL, NULL, DBV_S(app), DBV_S(text));
+}
+
+int store_app_log_drop(struct store *st, const char *app)
+{
+	return RUN(st, "DELETE FROM app_logs WHERE app_id = $1", NULL, NULL, NULL, DBV_S(app));
 }

@@ -72,4 +72,13 @@ int store_app_event(struct store *st, const char *app, const char *text);
 typedef int store_app_event_fn(void *ctx, int64_t ts_ms, const char *text);
 int store_app_events(struct store *st, const char *app, store_app_event_fn *fn, void *ctx);
 
+/* The log lines of an app's earlier sandboxes (those its VM ended in or
+ * a deploy replaced), with kiln's line about each replacement, oldest
+ * first: what ops/app.c keeps when it replaces one (it bounds the text).
+ * kept: "" when none (malloc'd, the caller frees it). keep replaces the
+ * text; drop forgets it (the app was deleted). */
+int store_app_log_kept(struct store *st, const char *app, char **text);
+int store_app_log_keep(struct store *st, const char *app, const char *text);
+int store_app_log_drop(struct store *st, const char *app);
+
 #endif

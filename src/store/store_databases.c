@@ -94,6 +94,28 @@ int store_db_set_schedule(struct store *st, const struct db_row *r)
 		   DBV_I(r->next_backup_ms));
 }
 
+static int row_idle(void *ctx, const struct dbv *c, int n)
+{
+	if (n < 1)
+		return errf(EIO, "store: short database idle row");
+	*(int64_t *)ctx = dbv_int(&c[0]);
+	return 0;
+}
+
+int store_db_idle(struct store *st, const char *id, int64_t dflt, int64_t *secs)
+{
+	*secs = dflt;
+	return RUN(st, "SELECT idle_seconds FROM database_idle WHERE database_id = $1", row_idle, secs, NULL,
+		   DBV_S(id));
+}
+
+int store_db_set_idle(struct store *st, const char *id, int64_t secs)
+{
+	return RUN(st, "INSERT INTO database_idle (database_id, idle_seconds) VALUES ($1, $2) "
+		       "ON CONFLICT (database_id) DO UPDATE SET idle_seconds = excluded.idle_seconds",
+		   NULL, NULL, NULL, DBV_S(id), DBV_I(secs));
+}
+
 int store_db_delete(struct store *st, const char *workspace, const char *id)
 {
 	int64_t changes = 0;

@@ -42,6 +42,10 @@ int store_db_load(struct store *st, const char *workspace, const char *key, bool
 int store_db_set_sandbox(struct store *st, const char *id, const char *sandbox);
 /* Its schedule set from r's backup_* fields (interval 0: none). */
 int store_db_set_schedule(struct store *st, const struct db_row *r);
+/* Its idle period (seconds without connections before it hibernates;
+ * 0: never): *secs as set, or dflt if never set. */
+int store_db_idle(struct store *st, const char *id, int64_t dflt, int64_t *secs);
+int store_db_set_idle(struct store *st, const char *id, int64_t secs);
 /* Marked deleted: -ENOENT if it was not live. */
 int store_db_delete(struct store *st, const char *workspace, const char *id);
 typedef int store_db_fn(void *ctx, const struct db_row *r);

@@ -516,6 +516,21 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
     await log.filter({ hasText: "window.__kilnXss" }).waitFor({ timeout: 30000 });
     pass("app_log_follow", "Follow streamed the log (GET .../logs?follow=true) into the page");
 
+    // Reload log: with Follow off (its stream closed) a line appended in the
+    // guest is not on the page until "Reload log" fetches the tail again.
+    await page.locator("#app-follow").uncheck();
+    await page.locator("#app-log-msg", { hasText: "not following" }).waitFor({ timeout: 10000 });
+    const marker = `dash-reload-${process.pid}`;
+    const ex = await rest("POST", `/v1/sandboxes/${a.sandbox_id}/exec`, { cmd: `echo ${marker} >> /var/log/kiln-app.log` });
+    await page.waitForTimeout(1500);
+    const early = (await log.textContent()).includes(marker);
+    await page.getByRole("button", { name: "Reload log" }).click();
+    await log.filter({ hasText: marker }).waitFor({ timeout: 30000 });
+    const counted = await page.locator("#app-log-msg").textContent();
+    check("app_reload_log", ex.status === 200 && !early && /^\d+ lines?$/.test(counted.trim()) && !(await page.locator("#app-follow").isChecked()),
+      `"Reload log" fetched the tail again: the line appended meanwhile shown (${counted.trim()}), not before`,
+      `exec ${ex.status} ${ex.text.slice(0, 120)}; shown before the reload ${early}; message "${counted}"`);
+
     await page.getByRole("button", { name: "Redeploy" }).click();
     await page.locator("#app-msg", { hasText: /serves|failed/ }).waitFor({ timeout: T });
     const v2 = await rest("GET", `/v1/apps/${a.id}`);
@@ -539,11 +554,24 @@ fetch("/v1/session", { credentials: "include" }).then((r) => r.text()).then(
     if (built !== "built") throw new Error(`no postgres template on the test's kilnd (KILN_DASH_POSTGRES="${built}"): the database views were not tested`);
     const t0 = Date.now();
     const name = `dash-db-${process.pid}`;
-    const made_ = await rest("POST", "/v1/databases", { name });
-    if (made_.status !== 201) throw new Error(`POST /v1/databases: ${made_.status} ${made_.text}`);
-    const d = made_.json;
-    dbsMade.add(d.id);
+    // Made with the page's form: its password shown once, then taken off.
     await page.goto(URL_ + "/dashboard/#/databases");
+    await page.locator("#db-name").fill(name);
+    await page.getByRole("button", { name: "Create database" }).click();
+    await page.locator("#db-msg", { hasText: /created|refused/ }).waitFor({ timeout: T });
+    const made_ = await rest("GET", `/v1/databases/${name}`);
+    if (made_.status === 200) dbsMade.add(made_.json.id);
+    const createdMsg = (await page.locator("#db-msg").textContent()).trim();
+    if (made_.status !== 200) throw new Error(`the create form: "${createdMsg}"; GET /v1/databases/${name}: ${made_.status} ${made_.text}`);
+    const pw0 = page.locator("#db-new #db-password");
+    const d = { ...made_.json, password: (await pw0.textContent()).trim() };
+    const cleared = await page.locator("#db-name").inputValue();
+    await page.locator("#db-new #db-password-done").click();
+    await pw0.waitFor({ state: "detached", timeout: 5000 });
+    check("db_create_form", createdMsg === `created ${name} (${d.id})` && /^[a-z0-9]{24}$/.test(d.password) && cleared === "" &&
+      !(await page.content()).includes(d.password),
+      `the form made ${name} (${d.id}): "${createdMsg}", its password shown once (24 characters), off the page after Done`,
+      `message "${createdMsg}", password ${d.password.length} chars, name field "${cleared}"`);
     const row = page.locator(`#databases tr[data-id="${d.id}"]`);
     await row.waitFor({ timeout: 30000 });
     const text = (await row.textContent()).replace(/\s+/g, " ");

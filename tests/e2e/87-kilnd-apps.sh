@@ -174,6 +174,21 @@ fi
 api GET "/v1/apps/$APP/logs?tail=5"
 jget '"\n".join(e["text"] for e in j["events"])' | grep -q "remade as sandbox" &&
 	pass app_vm_remade_logged "$(jget 'j["events"][-1]["text"]' | head -c 160)" || fail app_vm_remade_logged "$BODY"
+# The log runs on across both replacements: S1's lines (requests
+# answered), kiln's line about the deploy, S2's, kiln's line about the
+# remake, then S3's (the request just made).
+api GET "/v1/apps/$APP/logs?tail=10000"
+order=$(printf '%s' "$BODY" | python3 -c '
+import json, sys
+l = json.load(sys.stdin)["lines"]
+dep = [i for i, t in enumerate(l) if t.startswith("kiln: version 2 deployed") and "not '"$S1"'" in t]
+rem = [i for i, t in enumerate(l) if t.startswith("kiln: sandbox '"$S2"'") and "remade as sandbox '"$S3"'" in t]
+ok = lambda a, b: any("response:200" in t for t in l[a:b])
+if dep and rem and ok(0, dep[0]) and ok(dep[0], rem[0]) and ok(rem[0], len(l)):
+    print("ok", len(l), "lines:", dep[0], "of S1,", rem[0] - dep[0] - 1, "of S2,", len(l) - rem[0] - 1, "of S3")
+else:
+    print("bad", len(l), "lines; deploy line at", dep, "remake line at", rem, l[-8:])')
+check app_logs_across_remake "$order" [ "${order%% *}" = ok ]
 
 # ---- idle: hibernated, woken by a request ---------------------------------------------------
 api POST /v1/apps "{\"name\":\"sleepy\",\"template\":\"minimal\",\"command\":\"$CMD\",\"port\":8000,\"env\":{\"GREETING\":\"zz\"},\"idle_seconds\":2}"
