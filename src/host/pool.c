@@ -28,6 +28,11 @@
 #define POOL_TEMPLATES 32	/* templates whose creates are counted */
 #define RATE_TIMES 64		/* creates remembered per template */
 #define RATE_WINDOW_MS 60000
+/* A template whose members cannot be made (a broken snapshot, a zygote
+ * that exits) is tried again after a gap that doubles from the first to
+ * the cap: it neither spins nor holds up the templates after it. */
+#define BACKOFF_FIRST_MS 2000
+#define BACKOFF_MAX_MS 60000
 /* Host memory a fill leaves free beyond the member's own guest memory,
  * and the level below which members are given back. */
 #define FILL_MARGIN_MIB 1024
@@ -39,10 +44,17 @@ struct member {
 	struct guest *g;	/* its agent, connected since it answered */
 };
 
+/* Per template (by name): its recent creates, and how its fills fail. */
 struct rate {
 	char name[32];
 	int64_t times[RATE_TIMES];	/* ring of monotonic ms */
 	int first, n;
+	/* After a failed fill of version fail_version: no fill before
+	 * retry_ms (monotonic); gap_ms the gap that set it. A success or
+	 * another version in service starts over. */
+	int fail_version;
+	int64_t retry_ms, gap_ms;
+	uint64_t failures;	/* kiln_pool_member_failures_total */
 };
 
 struct pool {
@@ -123,6 +135,41 @@ static int target_of(struct pool *p, const char *name)
 			recent++;
 	int want = 1 + recent, max = p->h->cfg->pool;
 	return want < max ? want : max;
+}
+
+/* Whether t's fills wait out a failure (under p->lock). */
+static bool backing_off(struct pool *p, const struct tmpl *t)
+{
+	struct rate *r = rate_of(p, t->name, false);
+	return r && r->gap_ms && r->fail_version == t->version && now_ms() < r->retry_ms;
+}
+
+/* A fill of t failed: the next waits twice as long as the last (the
+ * first gap for a version that had none), and the log says so once per
+ * gap, not every round. Under p->lock. */
+static void fill_failed(struct pool *p, const struct tmpl *t, const char *why)
+{
+	struct rate *r = rate_of(p, t->name, true);
+	if (!r) {
+		log_warn("pool: a sandbox of %s v%d: %s", t->name, t->version, why);
+		return;
+	}
+	if (!r->gap_ms || r->fail_version != t->version)
+		r->gap_ms = BACKOFF_FIRST_MS;
+	else if ((r->gap_ms *= 2) > BACKOFF_MAX_MS)
+		r->gap_ms = BACKOFF_MAX_MS;
+	r->fail_version = t->version;
+	r->retry_ms = now_ms() + r->gap_ms;
+	r->failures++;
+	log_warn("pool: a sandbox of %s v%d: %s (failure %llu; tried again in %lld s)", t->name, t->version, why,
+		 (unsigned long long)r->failures, (long long)(r->gap_ms / 1000));
+}
+
+static void fill_worked(struct pool *p, const struct tmpl *t)
+{
+	struct rate *r = rate_of(p, t->name, false);
+	if (r)
+		r->gap_ms = r->retry_ms = 0;
 }
 
 static int members_of(struct pool *p, const struct tmpl *t)
@@ -215,11 +262,11 @@ static int fill_one(struct pool *p, struct tmpl *t, struct member *out)
 	if (rc < 0) {
 		char why[300];
 		snprintf(why, sizeof why, "pool: %s", errmsg());
-		log_warn("pool: a sandbox of %s: %s", t->name, why + 6);
 		guest_close(g);
 		sandbox_abort(h, sb, why);
 		sandbox_put(h, sb);
-		return rc;
+		/* The message again: the cleanup may have written its own. */
+		return errf(rc == -1 ? EIO : -rc, "%s", why + 6);
 	}
 	*out = (struct member){ .sb = sb, .t = t, .g = g };
 	return 0;
@@ -285,7 +332,7 @@ static bool round_once(struct pool *p, struct in_service *s)
 	}
 	for (int i = 0; i < s->n && p->n < POOL_MEMBERS; i++) {
 		struct tmpl *t = s->t[i];
-		if (members_of(p, t) >= target_of(p, t->name) || !room_for(p, t))
+		if (members_of(p, t) >= target_of(p, t->name) || backing_off(p, t) || !room_for(p, t))
 			continue;
 		struct tmpl *ref;	/* the member's own reference */
 		if (templates_get(p->h->tpl, t->name, &ref) < 0)
@@ -300,10 +347,14 @@ static bool round_once(struct pool *p, struct in_service *s)
 		int rc = fill_one(p, ref, &m);
 		pthread_mutex_lock(&p->lock);
 		if (rc < 0) {
+			fill_failed(p, t, errmsg());
 			tmpl_put(p->h->tpl, ref);
 			p->mem_mib -= t->memory_mib;
-			return false;	/* again after the pause, not in a loop */
+			if (p->stop)
+				return false;
+			continue;	/* the next template's turn, in this round */
 		}
+		fill_worked(p, t);
 		if (p->stop) {
 			p->mem_mib -= t->memory_mib;
 			pthread_mutex_unlock(&p->lock);
@@ -457,5 +508,11 @@ void pool_metrics(struct pool *p, struct strbuf *b)
 		      "kiln_pool_takes_total{result=\"hit\"} %llu\n"
 		      "kiln_pool_takes_total{result=\"miss\"} %llu\n",
 		      (unsigned long long)p->hits, (unsigned long long)p->misses);
+	strbuf_printf(b, "# HELP kiln_pool_member_failures_total Pooled sandboxes that could not be made, by "
+		      "template.\n# TYPE kiln_pool_member_failures_total counter\n");
+	for (int i = 0; i < p->nrates; i++)
+		if (p->rates[i].failures)
+			strbuf_printf(b, "kiln_pool_member_failures_total{template=\"%s\"} %llu\n", p->rates[i].name,
+				      (unsigned long long)p->rates[i].failures);
 	pthread_mutex_unlock(&p->lock);
 }

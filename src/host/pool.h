@@ -16,7 +16,10 @@
  * admission would allow and gives members back when memory runs short.
  *
  * How many: per template, 1 + its creates in the last 60 seconds, at
- * most N. Members of a version no longer in service are removed.
+ * most N. Members of a version no longer in service are removed. A
+ * template whose member cannot be made is tried again after 2 s, then
+ * 4, 8, ... at most 60 s (a new version or a member made starts over);
+ * the templates after it are filled meanwhile.
  */
 #ifndef KILN_HOST_POOL_H
 #define KILN_HOST_POOL_H
@@ -42,7 +45,8 @@ void pool_close(struct pool *p);
  * Every call counts as a create of t for the sizing. */
 struct sandbox *pool_take(struct pool *p, struct tmpl *t, const char *policy);
 
-/* kiln_pool_ready{template}, kiln_pool_{hits,misses}_total. */
+/* kiln_pool_ready{template}, kiln_pool_takes_total{result},
+ * kiln_pool_member_failures_total{template}. */
 void pool_metrics(struct pool *p, struct strbuf *b);
 
 #endif

@@ -316,44 +316,56 @@ static int group_limits(struct host *h, const struct tbuild_req *r)
 	return 0;
 }
 
+/* The workspace's count and this build's lock at once: two requests do
+ * not both take the last place. dir gets the build's job directory (made
+ * here), *lock its lock, held (-1 on failure). */
+static int take_place(struct host *h, const struct tbuild_req *r, char *dir, size_t cap, int *lock)
+{
+	static pthread_mutex_t counting = PTHREAD_MUTEX_INITIALIZER;
+	char lockp[PATH_MAX];
+	int fd = -1;
+	*lock = -1;
+	pthread_mutex_lock(&counting);
+	int rc = group_limits(h, r);
+	if (rc < 0)
+		goto out;
+	job_path(h, r->name, "", dir, cap);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		rc = errf_sys("mkdir %s", dir);
+		goto out;
+	}
+	job_path(h, r->name, "lock", lockp, sizeof lockp);
+	if ((fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0) {
+		rc = errf_sys("open %s", lockp);
+		goto out;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		close(fd);
+		rc = errf(EBUSY, "a build of template %s is running; wait for it to end", r->name);
+		goto out;
+	}
+	*lock = fd;
+out:
+	pthread_mutex_unlock(&counting);
+	return rc;
+}
+
 int tbuild_start(struct host *h, const struct tbuild_req *r)
 {
 	if (!template_name_ok(r->name) || template_def_find(r->name))
 		return errf(EINVAL, "template name '%.64s': not one a build can take", r->name);
-	char dir[PATH_MAX], lockp[PATH_MAX], ctx[PATH_MAX], logp[PATH_MAX], statep[PATH_MAX];
+	char dir[PATH_MAX], ctx[PATH_MAX], logp[PATH_MAX], statep[PATH_MAX];
 	snprintf(dir, sizeof dir, "%s/templates", h->cfg->data_dir);
 	mkdir(dir, 0700);
 	job_path(h, "", "", dir, sizeof dir);
 	mkdir(dir, 0700);
-	/* The count and this build's lock at once: two requests do not
-	 * both take the last place. */
-	static pthread_mutex_t counting = PTHREAD_MUTEX_INITIALIZER;
-	pthread_mutex_lock(&counting);
-	int qrc = group_limits(h, r);
-	if (qrc < 0) {
-		pthread_mutex_unlock(&counting);
+	int lock;
+	int qrc = take_place(h, r, dir, sizeof dir, &lock);
+	if (qrc < 0)
 		return qrc;
-	}
-	job_path(h, r->name, "", dir, sizeof dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		pthread_mutex_unlock(&counting);
-		return errf_sys("mkdir %s", dir);
-	}
-	job_path(h, r->name, "lock", lockp, sizeof lockp);
 	job_path(h, r->name, "context", ctx, sizeof ctx);
 	job_path(h, r->name, "build.log", logp, sizeof logp);
 	job_path(h, r->name, "state.json", statep, sizeof statep);
-	int lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0) {
-		pthread_mutex_unlock(&counting);
-		return errf_sys("open %s", lockp);
-	}
-	if (flock(lock, LOCK_EX | LOCK_NB) < 0) {
-		pthread_mutex_unlock(&counting);
-		close(lock);
-		return errf(EBUSY, "a build of template %s is running; wait for it to end", r->name);
-	}
-	pthread_mutex_unlock(&counting);
 	/* One from the command line holds the template's own lock. */
 	char tlock[PATH_MAX + 16];
 	snprintf(tlock, sizeof tlock, "%s/templates/%s/.lock", h->cfg->data_dir, r->name);

@@ -80,6 +80,42 @@ static size_t on_data(char *p, size_t size, size_t n, void *ctx)
 	return add;
 }
 
+/* What every call to host h sets on c: its URL (h->url + path), the
+ * API's key and the headers given (NULL-ended), the method, the time
+ * limits, the protocols and the CA. The header list, which the caller
+ * frees after the transfer (curl_slist_free_all), or NULL: no memory. */
+static struct curl_slist *call_setup(struct remote *rm, CURL *c, const struct host_row *h, const char *method,
+				     const char *path, const char *const *headers, long timeout_s,
+				     char cerr[CURL_ERROR_SIZE])
+{
+	char url[1024], auth[128];
+	snprintf(url, sizeof url, "%s%s", h->url, path);
+	snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->api_key);
+	struct curl_slist *hd = curl_slist_append(NULL, auth);
+	for (int i = 0; hd && headers[i]; i++) {
+		struct curl_slist *more = curl_slist_append(hd, headers[i]);
+		if (!more) {
+			curl_slist_free_all(hd);
+			return NULL;
+		}
+		hd = more;
+	}
+	if (!hd)
+		return NULL;
+	cerr[0] = 0;
+	curl_easy_setopt(c, CURLOPT_URL, url);	/* curl keeps copies of strings */
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (rm->cfg.ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, rm->cfg.ca_file);
+	return hd;
+}
+
 int remote_call(struct remote *rm, const struct host_row *h, const char *method, const char *path,
 		json_t *body, long timeout_s, json_t **out, struct ws_caps_report *report)
 {
@@ -97,27 +133,19 @@ int remote_call(struct remote *rm, const struct host_row *h, const char *method,
 		curl_easy_cleanup(c);
 		return errf(ENOMEM, "out of memory");
 	}
-	char url[1024], auth[128];
-	snprintf(url, sizeof url, "%s%s", h->url, path);
-	snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->api_key);
-	struct curl_slist *hd = curl_slist_append(NULL, auth);
-	hd = curl_slist_append(hd, "Content-Type: application/json");
+	static const char *const json_type[] = { "Content-Type: application/json", NULL };
+	char cerr[CURL_ERROR_SIZE];
+	struct curl_slist *hd = call_setup(rm, c, h, method, path, json_type, timeout_s, cerr);
+	if (!hd) {
+		free(text);
+		curl_easy_cleanup(c);
+		return errf(ENOMEM, "out of memory");
+	}
 	struct answer a = { 0 };
-	char cerr[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hd);
 	if (text)
 		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (rm->cfg.ca_file)
-		curl_easy_setopt(c, CURLOPT_CAINFO, rm->cfg.ca_file);
 	CURLcode cc = curl_easy_perform(c);
 	long status = 0;
 	int rc = 0;
@@ -222,34 +250,25 @@ int remote_call_file(struct remote *rm, const struct host_row *h, const char *me
 	struct xfer x = { .c = curl_easy_init(), .in_fd = in_fd, .out_fd = out_fd, .hd = hd };
 	if (!x.c)
 		return errf(ENOMEM, "out of memory");
-	char url[1024], auth[128];
-	snprintf(url, sizeof url, "%s%s", h->url, path);
-	snprintf(auth, sizeof auth, "Authorization: Bearer %s", h->api_key);
-	struct curl_slist *hdl = curl_slist_append(NULL, auth);
-	hdl = curl_slist_append(hdl, "Expect:");
-	if (in_fd >= 0)
-		hdl = curl_slist_append(hdl, "Content-Type: application/x-tar");
-	char cerr[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(x.c, CURLOPT_URL, url);
+	/* No "Expect: 100-continue" wait before an upload. */
+	static const char *const upload[] = { "Expect:", "Content-Type: application/x-tar", NULL };
+	static const char *const download[] = { "Expect:", NULL };
+	char cerr[CURL_ERROR_SIZE];
+	struct curl_slist *hdl = call_setup(rm, x.c, h, method, path, in_fd >= 0 ? upload : download, timeout_s, cerr);
+	if (!hdl) {
+		curl_easy_cleanup(x.c);
+		return errf(ENOMEM, "out of memory");
+	}
 	if (in_fd >= 0) {
 		curl_easy_setopt(x.c, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(x.c, CURLOPT_READFUNCTION, xfer_read);
 		curl_easy_setopt(x.c, CURLOPT_READDATA, &x);
 		curl_easy_setopt(x.c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)st.st_size);
 	}
-	curl_easy_setopt(x.c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(x.c, CURLOPT_HTTPHEADER, hdl);
 	curl_easy_setopt(x.c, CURLOPT_WRITEFUNCTION, xfer_write);
 	curl_easy_setopt(x.c, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(x.c, CURLOPT_HEADERFUNCTION, xfer_header);
 	curl_easy_setopt(x.c, CURLOPT_HEADERDATA, &x);
-	curl_easy_setopt(x.c, CURLOPT_TIMEOUT, timeout_s);
-	curl_easy_setopt(x.c, CURLOPT_CONNECTTIMEOUT, (long)CONNECT_TIMEOUT_S);
-	curl_easy_setopt(x.c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(x.c, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(x.c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (rm->cfg.ca_file)
-		curl_easy_setopt(x.c, CURLOPT_CAINFO, rm->cfg.ca_file);
 	CURLcode cc = curl_easy_perform(x.c);
 	long status = 0;
 	int rc = 0;

@@ -568,7 +568,23 @@ static int copy_one(struct remote *rm, const char *name, int v, const struct hos
 struct want {
 	char name[32];
 	int version, src;
+	int64_t deleted;	/* the version it was deleted at; -1: not deleted */
 };
+
+struct wants {
+	struct want *w;
+	int n;
+};
+
+/* store_template_deleted_each: a deletion of a template a host has. */
+static int note_deleted(void *ctx, const char *name, int64_t version)
+{
+	struct wants *ws = ctx;
+	for (int j = 0; j < ws->n; j++)
+		if (!strcmp(ws->w[j].name, name))
+			ws->w[j].deleted = version;
+	return 0;
+}
 
 static void tsync(void *ctx)
 {
@@ -596,18 +612,21 @@ static void tsync(void *ctx)
 					continue;
 				snprintf(w[nw].name, sizeof w[nw].name, "%s", n);
 				w[nw].version = 0;
+				w[nw].deleted = -1;
 				nw++;
 			}
 			if (v > w[j].version)
 				w[j].version = v, w[j].src = i;
 		}
 	}
+	/* The deletions, read once a round: not known whether one was
+	 * deleted, nothing is copied. */
+	struct wants ws = { w, nw };
+	if (nw && store_template_deleted_each(rm->cfg.store, note_deleted, &ws) < 0)
+		nw = 0;
 	for (int j = 0; beats && j < nw; j++) {
-		int64_t dv = 0;
-		int rc = store_template_deleted_get(rm->cfg.store, w[j].name, &dv);
-		if (rc < 0 && rc != -ENOENT)
-			continue;	/* not known whether it was deleted: no copy */
-		if (rc == 0 && w[j].version <= dv) {
+		int64_t dv = w[j].deleted;
+		if (dv >= 0 && w[j].version <= dv) {
 			/* Deleted (through any replica) while a host was
 			 * away: it goes there too. */
 			char path[160];

@@ -82,6 +82,10 @@ int store_template_deleted_set(struct store *st, const char *name, int64_t versi
 /* The version name was deleted at: -ENOENT when it was not (or was
  * built again since). */
 int store_template_deleted_get(struct store *st, const char *name, int64_t *version);
+/* Every deletion in force, each once: fn(ctx, name, version) (a non-zero
+ * return stops the walk and is returned). */
+typedef int store_template_deleted_fn(void *ctx, const char *name, int64_t version);
+int store_template_deleted_each(struct store *st, store_template_deleted_fn *fn, void *ctx);
 /* A new build of name: its deletion no longer holds. Idempotent. */
 int store_template_deleted_clear(struct store *st, const char *name);
 

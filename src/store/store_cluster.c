@@ -288,6 +288,26 @@ int store_template_deleted_get(struct store *st, const char *name, int64_t *vers
 	return 0;
 }
 
+struct deleted_each {
+	store_template_deleted_fn *fn;
+	void *ctx;
+};
+
+static int row_deleted(void *ctx, const struct dbv *c, int n)
+{
+	struct deleted_each *e = ctx;
+	if (n < 2 || !dbv_text(&c[0]))
+		return -EPROTO;
+	return e->fn(e->ctx, dbv_text(&c[0]), dbv_int(&c[1]));
+}
+
+int store_template_deleted_each(struct store *st, store_template_deleted_fn *fn, void *ctx)
+{
+	struct deleted_each e = { fn, ctx };
+	return store_run(st, "SELECT name, version FROM template_deletions ORDER BY name", NULL, 0, row_deleted, &e,
+			 NULL);
+}
+
 int store_template_deleted_clear(struct store *st, const char *name)
 {
 	int rc = RUN(st, "DELETE FROM template_deletions WHERE name = $1", NULL, NULL, NULL, DBV_S(name));

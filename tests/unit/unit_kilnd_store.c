@@ -681,6 +681,14 @@ static int collect_month(void *ctx, const struct statement_row *s)
 	return 0;
 }
 
+static int collect_deleted(void *ctx, const char *name, int64_t version)
+{
+	char *seen = ctx;
+	size_t n = strlen(seen);
+	snprintf(seen + n, 64 - n, "%s@%lld ", name, (long long)version);
+	return 0;
+}
+
 /* A template deleted in a cluster: recorded with its version, never
  * lowered by a later record, gone when it is built again. */
 static void template_deletions_round_trip(void)
@@ -698,6 +706,18 @@ static void template_deletions_round_trip(void)
 	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
 	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == -ENOENT);
 	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
+	/* All of them in one read (the cluster's template copier, once a
+	 * round): each name once, at its version. */
+	CHECK(store_template_deleted_set(st, "w1_b", 4) == 0);
+	CHECK(store_template_deleted_set(st, "w1_a", 2) == 0);
+	CHECK(store_template_deleted_set(st, "w1_b", 7) == 0);
+	char seen[64] = "";
+	CHECK(store_template_deleted_each(st, collect_deleted, seen) == 0);
+	CHECK(!strcmp(seen, "w1_a@2 w1_b@7 "));
+	CHECK(store_template_deleted_clear(st, "w1_a") == 0);
+	seen[0] = 0;
+	CHECK(store_template_deleted_each(st, collect_deleted, seen) == 0);
+	CHECK(!strcmp(seen, "w1_b@7 "));
 	store_close(st);
 }
 
