@@ -38,7 +38,6 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 
-#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -70,12 +69,7 @@ static int64_t mono_ns(void)
 /* ops/template.h's name of a workspace's template: w, 10 hex digits, _. */
 static bool user_template(const char *name)
 {
-	if (strlen(name) < 13 || name[0] != 'w' || name[11] != '_')
-		return false;
-	for (int i = 1; i <= 10; i++)
-		if (!isxdigit((unsigned char)name[i]))
-			return false;
-	return true;
+	return placement_workspace_template(name);
 }
 
 static int name_check(const char *name)
@@ -143,6 +137,8 @@ static int beat_version(json_t *list, const char *name)
 
 /* ---- builds ------------------------------------------------------------------------- */
 
+static int newest_anywhere(struct remote *rm, const char *name, int64_t *version);
+
 /* Of every up host's state of name's builds, the one that speaks for
  * the template: a build running, else the latest build started, else the
  * newest version in service (a host that only took copies). *host that
@@ -208,6 +204,13 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 			    bh.name);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	/* Its version is above any the name had in the cluster, deleted or
+	 * listed by a host (down ones too): an old copy a host comes back
+	 * with is never taken for the new build's version. */
+	int64_t floor = 0, listed = 0;
+	if ((rc = store_template_version_floor(rm->cfg.store, req->name, &floor)) < 0 ||
+	    (rc = newest_anywhere(rm, req->name, &listed)) < 0)
+		return rc;
 	/* A new build: a deletion of the name no longer holds (else the
 	 * copying would remove what it makes). */
 	if ((rc = store_template_deleted_clear(rm->cfg.store, req->name)) < 0)
@@ -224,8 +227,9 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 	CURL *c = curl_easy_init();
 	struct strbuf path;
 	strbuf_init(&path);
-	strbuf_printf(&path, "/v1/host/templates/%s", req->name);
-	char sep = '?';
+	strbuf_printf(&path, "/v1/host/templates/%s?first_version=%lld", req->name,
+		      (long long)(floor > listed ? floor : listed) + 1);
+	char sep = '&';
 	if (c && req->dockerfile) {
 		char *e = curl_easy_escape(c, req->dockerfile, 0);
 		strbuf_printf(&path, "%cdockerfile=%s", sep, e ? e : "");

@@ -84,6 +84,11 @@ int store_template_deleted_set(struct store *st, const char *name, int64_t versi
 int store_template_deleted_get(struct store *st, const char *name, int64_t *version);
 /* A new build of name: its deletion no longer holds. Idempotent. */
 int store_template_deleted_clear(struct store *st, const char *name);
+/* The highest version name was ever deleted at (0: never), which
+ * store_template_deleted_clear leaves: a new build of the name starts
+ * above it (remote_template_build), and placement takes no copy at or
+ * below it. */
+int store_template_version_floor(struct store *st, const char *name, int64_t *version);
 
 /* ---- placement (docs/cluster.md "Placement") ---------------------------------------- */
 

@@ -217,6 +217,15 @@ const char schema_sql[] =
 	"  version BIGINT NOT NULL,\n"
 	"  deleted_ms BIGINT NOT NULL\n"
 	");\n"
+	/* And the highest version of each such name ever deleted, which a
+	 * deletion's row above forgets when the name is built again: a new
+	 * build's versions start above it, so that an old copy a host comes
+	 * back with is never taken for a new version of the same number.
+	 * Never dropped (one small row per name). A new table, as above. */
+	"CREATE TABLE IF NOT EXISTS template_versions (\n"
+	"  name TEXT PRIMARY KEY,\n"
+	"  version BIGINT NOT NULL\n"
+	");\n"
 	"CREATE TABLE IF NOT EXISTS join_tokens (\n"
 	"  id TEXT PRIMARY KEY,\n"
 	"  hash TEXT NOT NULL UNIQUE,\n"

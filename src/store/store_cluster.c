@@ -268,11 +268,29 @@ int store_host_set_admin(struct store *st, const char *id_or_name, const char *a
 
 int store_template_deleted_set(struct store *st, const char *name, int64_t version)
 {
+	/* The floor first: should the second statement fail, a later build
+	 * still starts above this version. */
+	int rc = RUN(st, "INSERT INTO template_versions (name, version) VALUES ($1, $2) "
+			 "ON CONFLICT (name) DO UPDATE SET version = "
+			 "CASE WHEN excluded.version > template_versions.version THEN excluded.version "
+			 "ELSE template_versions.version END",
+		     NULL, NULL, NULL, DBV_S(name), DBV_I(version));
+	if (rc < 0)
+		return rc;
 	return RUN(st, "INSERT INTO template_deletions (name, version, deleted_ms) VALUES ($1, $2, $3) "
 		       "ON CONFLICT (name) DO UPDATE SET deleted_ms = excluded.deleted_ms, version = "
 		       "CASE WHEN excluded.version > template_deletions.version THEN excluded.version "
 		       "ELSE template_deletions.version END",
 		   NULL, NULL, NULL, DBV_S(name), DBV_I(version), DBV_I(wall_ms()));
+}
+
+int store_template_version_floor(struct store *st, const char *name, int64_t *version)
+{
+	int64_t v = 0;
+	int rc = RUN(st, "SELECT version FROM template_versions WHERE name = $1", store_row_int1, &v, NULL,
+		     DBV_S(name));
+	*version = rc < 0 ? 0 : v;
+	return rc < 0 ? rc : 0;
 }
 
 int store_template_deleted_get(struct store *st, const char *name, int64_t *version)
