@@ -15,6 +15,7 @@
 #include "store/cluster.h"
 #include "store/sbx_state.h"
 #include "common/err.h"
+#include "common/randid.h"
 #include "common/periodic.h"
 #include "common/strbuf.h"
 #include "host/host_events.h"
@@ -1434,6 +1435,11 @@ int hostif_remote(struct hostif *out, const struct remote_config *cfg)
 	if (!rm)
 		return errf(ENOMEM, "out of memory");
 	rm->cfg = *cfg;
+	int rc = randid_make(rm->replica, sizeof rm->replica, "api_", 16);
+	if (rc < 0) {
+		free(rm);
+		return rc;
+	}
 	pthread_mutex_init(&rm->ev_lock, NULL);
 	pthread_mutex_init(&rm->caps_lock, NULL);
 	pthread_mutex_init(&rm->tlock, NULL);

@@ -14,7 +14,10 @@
  *            lacks is exported from one that has it (GET .../export, a
  *            tar and its sha256) into a file here and sent to the one
  *            without (PUT .../import?sha256=), which checks the digest,
- *            boots the version's zygote and only then serves it. So a
+ *            boots the version's zygote and only then serves it. One
+ *            replica copies a version to a host: the one whose claim
+ *            the store took (template_copies); a failed copy drops it.
+ *            So a
  *            finished build reaches the other hosts within a heartbeat
  *            and a copy, and a host that was down or joins later gets
  *            it at its first heartbeat.
@@ -51,6 +54,10 @@
 #define TSYNC_MS 2000
 #define TSYNC_RETRY_MS 30000		/* a copy that failed is tried again after this */
 #define TPUSHED_MS 60000		/* a copy made: not made again before the heartbeat says so */
+/* A replica's claim to copy a version to a host (template_copies): held
+ * this long, the most its export and import calls may take, so that
+ * another replica takes over from one that died mid-copy. */
+#define TCLAIM_MS (2 * SLOW_TIMEOUT_S * 1000)
 
 static int64_t now_ms(void)
 {
@@ -637,12 +644,17 @@ static void tsync(void *ctx)
 				forget_pushed(rm, w[j].name, l.h[i].id);
 				continue;
 			}
-			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version))
-				continue;
+			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version) ||
+			    store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
+						      TCLAIM_MS) <= 0)
+				continue;	/* another replica copies it (or the store did not say) */
 			int rc = copy_one(rm, w[j].name, w[j].version, &l.h[w[j].src], &l.h[i], &tfd, &ex);
-			if (rc < 0)
+			if (rc < 0) {
 				log_warn("template %s v%d: copying it from host %s to host %s failed: %s", w[j].name,
 					 w[j].version, l.h[w[j].src].name, l.h[i].name, errmsg());
+				store_template_copy_release(rm->cfg.store, w[j].name, w[j].version, l.h[i].id,
+							    rm->replica);
+			}
 			note_pushed(rm, w[j].name, l.h[i].id, w[j].version, rc < 0);
 		}
 		if (tfd >= 0)

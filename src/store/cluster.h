@@ -90,6 +90,17 @@ int store_template_deleted_clear(struct store *st, const char *name);
  * below it. */
 int store_template_version_floor(struct store *st, const char *name, int64_t *version);
 
+/* ---- template copies (docs/cluster.md "Templates") --------------------------------- */
+
+/* Replica owner (a random id of its own) means to copy name's version to
+ * host_id: 1 when the copy is its to make (no claim, its own, or one
+ * older than lease_ms), 0 when another replica's claim holds. */
+int store_template_copy_claim(struct store *st, const char *name, int64_t version, const char *host_id,
+			      const char *owner, int64_t lease_ms);
+/* owner's copy failed: its claim goes, so that any replica may try. */
+int store_template_copy_release(struct store *st, const char *name, int64_t version, const char *host_id,
+				const char *owner);
+
 /* ---- placement (docs/cluster.md "Placement") ---------------------------------------- */
 
 /* A host that may take a sandbox now (joined, not revoked, up, active),

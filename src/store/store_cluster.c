@@ -311,3 +311,28 @@ int store_template_deleted_clear(struct store *st, const char *name)
 	int rc = RUN(st, "DELETE FROM template_deletions WHERE name = $1", NULL, NULL, NULL, DBV_S(name));
 	return rc < 0 ? rc : 0;
 }
+
+/* ---- template copies ---------------------------------------------------------------------- */
+
+int store_template_copy_claim(struct store *st, const char *name, int64_t version, const char *host_id,
+			      const char *owner, int64_t lease_ms)
+{
+	int64_t now = wall_ms(), changes = 0;
+	/* One statement: of two replicas claiming at once, one inserts (or
+	 * takes over a stale claim) and the other changes nothing. */
+	int rc = RUN(st, "INSERT INTO template_copies (name, version, host_id, owner, claimed_ms) "
+			 "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name, version, host_id) DO UPDATE SET "
+			 "owner = excluded.owner, claimed_ms = excluded.claimed_ms "
+			 "WHERE template_copies.owner = excluded.owner OR template_copies.claimed_ms < $6",
+		     NULL, NULL, &changes, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner), DBV_I(now),
+		     DBV_I(now - lease_ms));
+	return rc < 0 ? rc : changes > 0;
+}
+
+int store_template_copy_release(struct store *st, const char *name, int64_t version, const char *host_id,
+				const char *owner)
+{
+	int rc = RUN(st, "DELETE FROM template_copies WHERE name = $1 AND version = $2 AND host_id = $3 AND owner = $4",
+		     NULL, NULL, NULL, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner));
+	return rc < 0 ? rc : 0;
+}

@@ -1621,6 +1621,28 @@ static void placement_rule_spread_pack_room(void)
 	CHECK(placement_choose(&spread, h, 0, &v, &m) == -ENOENT);
 }
 
+/* A template's copy to a host is claimed by one replica: the other is
+ * refused while the claim holds; its own claimer may claim again; a
+ * stale claim or a released one is anyone's; each version and host is
+ * claimed apart. */
+static void template_copy_claims(void)
+{
+	struct store *st = open_fresh();
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_two", 60000) == 0);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_c", "api_two", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 3, "h_b", "api_two", 60000) == 1);
+	/* A lease of -1 ms: every claim made before now is stale. */
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_two", -1) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 0);
+	CHECK(store_template_copy_release(st, "w1_tpl", 2, "h_b", "api_one") == 0);	/* not its claim: kept */
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 0);
+	CHECK(store_template_copy_release(st, "w1_tpl", 2, "h_b", "api_two") == 0);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
+	store_close(st);
+}
+
 /* A workspace's template (copied between hosts): only a host with the
  * newest version listed, and none below min_version (the highest the name
  * had before it was deleted, plus one); another template goes anywhere it
@@ -2025,6 +2047,7 @@ int main(void)
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);
 	RUN(placement_rule_spread_pack_room);
+	RUN(template_copy_claims);
 	RUN(placement_rule_versions);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
