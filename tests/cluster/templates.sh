@@ -51,7 +51,7 @@ xsha=$(sed -n 's/^X-Kiln-Sha256: *//Ip' "$T/export.h" | tr -d '\r')
 read -r xst xbytes xtime < "$T/export.w"
 copies= ncopies=0 nbytes=0
 for u in "$CL_API1" "$CL_API2"; do
-	curl -s -m 10 -H "Authorization: Bearer $KEY" "$u/metrics" | grep '^kiln_cluster_template_copy' > "$T/copies.prom"
+	curl -s -m 10 -H "Authorization: Bearer $KEY" "$u/metrics" | grep '^kiln_cluster_template_cop' > "$T/copies.prom"
 	copies+="$(tr '\n' ' ' < "$T/copies.prom")| "
 	ncopies=$((ncopies + $(awk '$1 == "kiln_cluster_template_copies_total" { print $2 }' "$T/copies.prom")))
 	nbytes=$((nbytes + $(awk '$1 == "kiln_cluster_template_copy_bytes_total" { print $2 }' "$T/copies.prom")))
