@@ -28,7 +28,9 @@
  *            the hosts that had removed it are copied it again. While
  *            the record stands, every replica copies the name nowhere
  *            and removes it from a host that comes back with that
- *            version or an older one; a new build of the name drops it.
+ *            version or an older one; a new build of the name drops it,
+ *            and its versions start above every one deleted
+ *            (template_versions), which are copied nowhere after.
  *
  * Only a workspace's templates (ops/template.h's w<hex>_ names) are
  * copied: the compiled-in ones and an operator's are each host's own.
@@ -632,6 +634,12 @@ static void tsync(void *ctx)
 			}
 			continue;
 		}
+		/* A version from before the name was deleted, on a host that
+		 * was away, while the name is built again: copied nowhere (the
+		 * new build's is, when it is in; placement takes neither). */
+		int64_t floor = 0;
+		if (store_template_version_floor(rm->cfg.store, w[j].name, &floor) < 0 || w[j].version <= floor)
+			continue;
 		int tfd = -1;
 		struct remote_hdrs ex;
 		memset(&ex, 0, sizeof ex);
@@ -654,7 +662,9 @@ static void tsync(void *ctx)
 					 w[j].version, l.h[w[j].src].name, l.h[i].name, errmsg());
 				store_template_copy_release(rm->cfg.store, w[j].name, w[j].version, l.h[i].id,
 							    rm->replica);
-			}
+			} else	/* held until the host's heartbeat lists it, not longer */
+				store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
+							  TPUSHED_MS);
 			note_pushed(rm, w[j].name, l.h[i].id, w[j].version, rc < 0);
 		}
 		if (tfd >= 0)

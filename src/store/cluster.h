@@ -93,8 +93,10 @@ int store_template_version_floor(struct store *st, const char *name, int64_t *ve
 /* ---- template copies (docs/cluster.md "Templates") --------------------------------- */
 
 /* Replica owner (a random id of its own) means to copy name's version to
- * host_id: 1 when the copy is its to make (no claim, its own, or one
- * older than lease_ms), 0 when another replica's claim holds. */
+ * host_id: 1 when the copy is its to make (no claim, its own, or one past
+ * its lease), held for lease_ms from now; 0 when another replica's claim
+ * holds. Its own claim again sets a new lease (a copy made: a short one,
+ * so that the host's heartbeat says it has it before another copies). */
 int store_template_copy_claim(struct store *st, const char *name, int64_t version, const char *host_id,
 			      const char *owner, int64_t lease_ms);
 /* owner's copy failed: its claim goes, so that any replica may try. */

@@ -229,15 +229,15 @@ const char schema_sql[] =
 	/* Which replica copies a template's version to a host (remote_tmpl.c
 	 * tsync): one claims it here, the others leave it, so that a version
 	 * is sent to a host once, not once per replica. owner is the
-	 * replica's random id (a restarted one is another); a claim older
-	 * than the lease its claimer gave may be taken over. A new table,
-	 * as above. */
+	 * replica's random id (a restarted one is another); a claim past
+	 * until_ms (the lease its claimer gave) may be taken over. A new
+	 * table, as above. */
 	"CREATE TABLE IF NOT EXISTS template_copies (\n"
 	"  name TEXT NOT NULL,\n"
 	"  version BIGINT NOT NULL,\n"
 	"  host_id TEXT NOT NULL,\n"
 	"  owner TEXT NOT NULL,\n"
-	"  claimed_ms BIGINT NOT NULL,\n"
+	"  until_ms BIGINT NOT NULL,\n"
 	"  PRIMARY KEY (name, version, host_id)\n"
 	");\n"
 	"CREATE TABLE IF NOT EXISTS join_tokens (\n"

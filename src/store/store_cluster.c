@@ -320,12 +320,12 @@ int store_template_copy_claim(struct store *st, const char *name, int64_t versio
 	int64_t now = wall_ms(), changes = 0;
 	/* One statement: of two replicas claiming at once, one inserts (or
 	 * takes over a stale claim) and the other changes nothing. */
-	int rc = RUN(st, "INSERT INTO template_copies (name, version, host_id, owner, claimed_ms) "
+	int rc = RUN(st, "INSERT INTO template_copies (name, version, host_id, owner, until_ms) "
 			 "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name, version, host_id) DO UPDATE SET "
-			 "owner = excluded.owner, claimed_ms = excluded.claimed_ms "
-			 "WHERE template_copies.owner = excluded.owner OR template_copies.claimed_ms < $6",
-		     NULL, NULL, &changes, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner), DBV_I(now),
-		     DBV_I(now - lease_ms));
+			 "owner = excluded.owner, until_ms = excluded.until_ms "
+			 "WHERE template_copies.owner = excluded.owner OR template_copies.until_ms < $6",
+		     NULL, NULL, &changes, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner),
+		     DBV_I(now + lease_ms), DBV_I(now));
 	return rc < 0 ? rc : changes > 0;
 }
 

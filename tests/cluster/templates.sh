@@ -158,13 +158,15 @@ URL=$CL_API1
 t0=$SECONDS
 STATUS=$(curl -s -m 120 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-tar' \
 	--data-binary @"$T/tctx2.tar" "$CL_API1/v1/templates?name=cltpl"); b1=$STATUS
-curl -sN -m 900 -H "Authorization: Bearer $KEY" "$CL_API2/v1/templates/cltpl/logs?follow=1" > "$T/cltpl2.sse"
+# Its state asked through replica 2 until the build ends (not its log
+# followed, as above: a build VM in this emulation can starve its host's
+# heartbeats, and a host marked down a moment tells nothing).
 URL=$CL_API2
-api GET /v1/templates/cltpl
-nv=$(jget 'j["status"], j["version"]')
+built() { api GET /v1/templates/cltpl; nv=$(jget 'j["status"], j["version"]'); [[ $nv == "('ready'"* || $nv == "('failed'"* ]]; }
+until_ok 900 built
 [ "$b1" = 202 ] && [ "$nv" = "('ready', 2)" ] \
 	&& pass tmpl_cluster_rebuilt_version "built again through replica 1 after its delete: ready as version 2, $((SECONDS - t0)) s (the deleted one was v1)" \
-	|| fail tmpl_cluster_rebuilt_version "$b1 '$nv' $BODY $(tail -c 300 "$T/cltpl2.sse" | tr '\n' ' ')"
+	|| fail tmpl_cluster_rebuilt_version "$b1 '$nv' $BODY"
 # host-c joins now, after the build (a host added to the cluster): it
 # is copied the template at its first heartbeats as host-b is.
 start_agent b "$CL_PORT_B" "$CL_ADV_B"

@@ -1622,9 +1622,9 @@ static void placement_rule_spread_pack_room(void)
 }
 
 /* A template's copy to a host is claimed by one replica: the other is
- * refused while the claim holds; its own claimer may claim again; a
- * stale claim or a released one is anyone's; each version and host is
- * claimed apart. */
+ * refused while the claim holds; its own claimer may claim again (a new
+ * lease); a claim past its lease or a released one is anyone's; each
+ * version and host is claimed apart. */
 static void template_copy_claims(void)
 {
 	struct store *st = open_fresh();
@@ -1633,8 +1633,9 @@ static void template_copy_claims(void)
 	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
 	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_c", "api_two", 60000) == 1);
 	CHECK(store_template_copy_claim(st, "w1_tpl", 3, "h_b", "api_two", 60000) == 1);
-	/* A lease of -1 ms: every claim made before now is stale. */
-	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_two", -1) == 1);
+	/* Its claimer's new lease, here one already past (-1 ms): anyone's. */
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", -1) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_two", 60000) == 1);
 	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 0);
 	CHECK(store_template_copy_release(st, "w1_tpl", 2, "h_b", "api_one") == 0);	/* not its claim: kept */
 	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 0);
