@@ -164,6 +164,15 @@ STATUS=$(curl -s -m 120 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer
 URL=$CL_API2
 built() { api GET /v1/templates/cltpl; nv=$(jget 'j["status"], j["version"]'); [[ $nv == "('ready'"* || $nv == "('failed'"* ]]; }
 until_ok 900 built
+# A build whose guest died in this emulation (issue 21, as hosts.sh's
+# own builds): asked once more, it resumes its version.
+if [[ $nv == "('failed'"* ]] && grep -q "guest died" <<<"$BODY"; then
+	echo "note: the new build's guest died (issue 21): $(jget 'j["error"]' | head -c 200); building again"
+	STATUS=$(curl -s -m 120 -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY" -H 'Content-Type: application/x-tar' \
+		--data-binary @"$T/tctx2.tar" "$CL_API1/v1/templates?name=cltpl"); b1=$STATUS
+	sleep 2
+	until_ok 900 built
+fi
 [ "$b1" = 202 ] && [ "$nv" = "('ready', 2)" ] \
 	&& pass tmpl_cluster_rebuilt_version "built again through replica 1 after its delete: ready as version 2, $((SECONDS - t0)) s (the deleted one was v1)" \
 	|| fail tmpl_cluster_rebuilt_version "$b1 '$nv' $BODY"
