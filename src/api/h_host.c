@@ -21,7 +21,7 @@
  *   GET    /v1/host/volumes/{ws}/{id}                a volume and its attachments
  *   DELETE /v1/host/volumes/{ws}/{id}                delete a volume
  *   GET    /v1/host/templates                        templates
- *   POST   /v1/host/templates/{name}[?dockerfile=F&build_arg=K=V...&group=G&max_templates=N&max_builds=N&max_seconds=N&max_root_mib=N]
+ *   POST   /v1/host/templates/{name}[?dockerfile=F&build_arg=K=V...&group=G&max_templates=N&max_builds=N&max_seconds=N&max_root_mib=N&first_version=N]
  *                                                   build from the context tar in the body
  *   GET    /v1/host/templates/{name}                 its build's state (wire_tbuild_state)
  *   GET    /v1/host/templates/{name}/logs            its build log (X-Kiln-Running: 1 while it builds)
@@ -54,6 +54,7 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,12 +321,18 @@ int h_host_template_build(struct req *r)
 	 * them (remote_template_build): counted here, where the build runs. */
 	const char *mt = req_query(r, "max_templates"), *mb = req_query(r, "max_builds");
 	const char *ms = req_query(r, "max_seconds"), *mr = req_query(r, "max_root_mib");
+	const char *fv = req_query(r, "first_version");
 	struct tbuild_req q = { .name = r->params[0], .tar_fd = r->body_fd, .dockerfile = req_query(r, "dockerfile"),
 				.build_args = a.n ? a.args : NULL, .group = req_query(r, "group"),
 				.max_templates = mt ? strtoll(mt, NULL, 10) : 0,
 				.max_builds = mb ? strtoll(mb, NULL, 10) : 0,
 				.max_seconds = ms ? strtoll(ms, NULL, 10) : 0,
-				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0 };
+				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0,
+				.first_version = 0 };
+	char *end = NULL;
+	if (fv && ((q.first_version = strtoll(fv, &end, 10)) < 0 || q.first_version > INT32_MAX || *end || end == fv))
+		return reply_wire_error(r, errf(EINVAL, "first_version must be a number from 0 to %d, not '%.20s'",
+						INT32_MAX, fv), NULL);
 	int rc = hostif_template_build(r->api->hostif, &q);
 	if (rc < 0)
 		return reply_wire_error(r, rc, NULL);

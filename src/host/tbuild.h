@@ -43,6 +43,10 @@ struct tbuild_req {
 	int64_t max_builds;		/* builds of the group running at once, this one included */
 	int64_t max_seconds;		/* the build's longest run (build_opts) */
 	int64_t max_root_mib;		/* its root image's allocated size (build_opts) */
+	/* The lowest version the build may take (build_opts; 0: any): a
+	 * cluster's API passes one above every version of the name ever
+	 * deleted or listed by a host (remote_template_build). */
+	int64_t first_version;
 };
 
 /* Unpack the context and start the build. -EBUSY while a build of the

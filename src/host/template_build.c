@@ -153,7 +153,7 @@ static int open_version(struct build *b)
 	if (n > 0) {
 		target[n] = 0;
 		snprintf(b->t.dir, sizeof b->t.dir, "%s/%s", b->tdir, target);
-		if (b->o->restart) {
+		if (b->o->restart || atoi(target + 1) < b->o->first_version) {
 			rmtree(b->t.dir);
 			unlink(link);
 		} else if (access(b->t.dir, F_OK) == 0) {
@@ -164,6 +164,8 @@ static int open_version(struct build *b)
 		}
 	}
 	b->t.version = next_version(b->tdir);
+	if (b->t.version < b->o->first_version)
+		b->t.version = (int)b->o->first_version;
 	snprintf(b->t.dir, sizeof b->t.dir, "%s/v%d", b->tdir, b->t.version);
 	if (mkdir(b->t.dir, 0700) < 0)
 		return errf_sys("mkdir %s", b->t.dir);

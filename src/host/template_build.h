@@ -34,6 +34,11 @@ struct build_opts {
 	 * to what is left), or when its root image takes more than
 	 * max_root_mib allocated (checked after the image step). */
 	int64_t max_seconds, max_root_mib;
+	/* The new version's number is at least this (0: one above the
+	 * highest here); a build in progress below it is discarded. A
+	 * cluster's API sets it, so that a name deleted and built again
+	 * never reuses a version an old copy may still carry. */
+	int64_t first_version;
 };
 
 /* `kilnd template build` (see template_build.c). */

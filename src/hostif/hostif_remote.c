@@ -15,6 +15,7 @@
 #include "store/cluster.h"
 #include "store/sbx_state.h"
 #include "common/err.h"
+#include "common/randid.h"
 #include "common/periodic.h"
 #include "common/strbuf.h"
 #include "host/host_events.h"
@@ -520,9 +521,17 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	int rc;
 	memset(out, 0, sizeof *out);
 	struct choose c = {
-		{ rm->cfg.policy, rm->cfg.vcpu_overcommit, req->template },
+		{ .policy = rm->cfg.policy, .vcpu_overcommit = rm->cfg.vcpu_overcommit, .template = req->template },
 		{ .workspace = req->workspace, .kind = "sandbox" },
 	};
+	/* A workspace's template: its newest version, never one from
+	 * before the name was deleted (placement.h). */
+	if (req->template && placement_workspace_template(req->template)) {
+		c.rule.newest = true;
+		if ((rc = store_template_version_floor(rm->cfg.store, req->template, &c.rule.min_version)) < 0)
+			return rc;
+		c.rule.min_version++;
+	}
 	if (req->snapshot) {
 		/* From a snapshot: where the snapshot is (docs/cluster.md). */
 		if ((rc = where(rm, req->workspace, req->snapshot, &snap_host)) < 0)
@@ -1445,6 +1454,11 @@ int hostif_remote(struct hostif *out, const struct remote_config *cfg)
 	if (!rm)
 		return errf(ENOMEM, "out of memory");
 	rm->cfg = *cfg;
+	int rc = randid_make(rm->replica, sizeof rm->replica, "api_", 16);
+	if (rc < 0) {
+		free(rm);
+		return rc;
+	}
 	pthread_mutex_init(&rm->ev_lock, NULL);
 	pthread_mutex_init(&rm->caps_lock, NULL);
 	pthread_mutex_init(&rm->tlock, NULL);

@@ -4,12 +4,24 @@
 #include "hostif/placement.h"
 #include "common/err.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <string.h>
 
-int placement_template_size(const struct host_row *h, const char *name, int64_t *vcpus,
-			    int64_t *memory_mib)
+bool placement_workspace_template(const char *name)
+{
+	if (strlen(name) < 13 || name[0] != 'w' || name[11] != '_')
+		return false;
+	for (int i = 1; i <= 10; i++)
+		if (!isxdigit((unsigned char)name[i]))
+			return false;
+	return true;
+}
+
+/* What h's heartbeat lists of template name: its version and size. */
+static int listed(const struct host_row *h, const char *name, int64_t *version, int64_t *vcpus,
+		  int64_t *memory_mib)
 {
 	json_t *t = h->templates ? json_loads(h->templates, 0, NULL) : NULL;
 	size_t i;
@@ -18,6 +30,7 @@ int placement_template_size(const struct host_row *h, const char *name, int64_t 
 	json_array_foreach(t, i, e) {
 		const char *n = json_string_value(json_object_get(e, "name"));
 		if (n && !strcmp(n, name)) {
+			*version = json_integer_value(json_object_get(e, "version"));
 			*vcpus = json_integer_value(json_object_get(e, "vcpus"));
 			*memory_mib = json_integer_value(json_object_get(e, "memory_mib"));
 			rc = 0;
@@ -28,15 +41,25 @@ int placement_template_size(const struct host_row *h, const char *name, int64_t 
 	return rc;
 }
 
+int placement_template_size(const struct host_row *h, const char *name, int64_t *vcpus,
+			    int64_t *memory_mib)
+{
+	int64_t version;
+	return listed(h, name, &version, vcpus, memory_mib);
+}
+
 int placement_choose(const struct placement_rule *rule, const struct host_load *hosts, int n,
 		     int64_t *vcpus, int64_t *memory_mib)
 {
 	int best = -1, over = rule->vcpu_overcommit > 0 ? rule->vcpu_overcommit : 1;
 	int64_t best_free = 0;
 	bool seen = false;
+	int64_t least = rule->min_version, ver, v, m;
+	for (int i = 0; rule->newest && i < n; i++)
+		if (listed(&hosts[i].host, rule->template, &ver, &v, &m) == 0 && ver > least)
+			least = ver;
 	for (int i = 0; i < n; i++) {
-		int64_t v, m;
-		if (placement_template_size(&hosts[i].host, rule->template, &v, &m) < 0)
+		if (listed(&hosts[i].host, rule->template, &ver, &v, &m) < 0 || ver < least)
 			continue;
 		seen = true;
 		int64_t free_m = hosts[i].host.memory_mib - hosts[i].memory_mib;

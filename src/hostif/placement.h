@@ -9,7 +9,11 @@
  *             is placed there; its vCPUs in what it offers times the
  *             overcommit
  *   template  built on the host (its heartbeat lists it); a host without
- *             it is never chosen
+ *             it is never chosen. A workspace's template (copied between
+ *             hosts): only a host with the newest version any of them
+ *             lists (one whose copy is on its way waits for it), and
+ *             never a version the name had before it was deleted (an
+ *             old copy a host came back with: min_version)
  *   spread    of those with room, the one with the most memory free;
  *   pack      the one with the least (fill a host before the next)
  *   ties      the host that joined first (the store's order)
@@ -17,6 +21,7 @@
 #ifndef KILN_HOSTIF_PLACEMENT_H
 #define KILN_HOSTIF_PLACEMENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store/cluster.h"
@@ -30,7 +35,14 @@ struct placement_rule {
 	enum placement_policy policy;
 	int vcpu_overcommit;		/* vCPUs placed per vCPU a host offers (< 1: 1) */
 	const char *template;
+	bool newest;			/* only hosts with the newest version listed */
+	int64_t min_version;		/* no host whose version is below this */
 };
+
+/* ops/template.h's name of a workspace's template (w, 10 hex digits,
+ * _): built once and copied between hosts (docs/cluster.md
+ * "Templates"); any other template each host builds its own. */
+bool placement_workspace_template(const char *name);
 
 /* The index of the host chosen among n, with the template's size there
  * in *vcpus and *memory_mib; -ENOENT when no host has the template built,

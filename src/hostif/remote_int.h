@@ -43,6 +43,9 @@ struct remote {
 	bool tsyncing;
 	pthread_mutex_t tlock;
 	struct { char name[32], host[ID_MAX]; int version; int64_t at_ms; bool failed; } pushed[64];
+	/* This replica's random id: the owner of the copies it claims in the
+	 * store (template_copies), one replica per version and host. */
+	char replica[24];
 	int64_t tship_bytes, tship_ns, tships;	/* imports done: /metrics */
 };
 

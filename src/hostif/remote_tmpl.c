@@ -14,7 +14,10 @@
  *            lacks is exported from one that has it (GET .../export, a
  *            tar and its sha256) into a file here and sent to the one
  *            without (PUT .../import?sha256=), which checks the digest,
- *            boots the version's zygote and only then serves it. So a
+ *            boots the version's zygote and only then serves it. One
+ *            replica copies a version to a host: the one whose claim
+ *            the store took (template_copies); a failed copy drops it.
+ *            So a
  *            finished build reaches the other hosts within a heartbeat
  *            and a copy, and a host that was down or joins later gets
  *            it at its first heartbeat.
@@ -25,7 +28,9 @@
  *            the hosts that had removed it are copied it again. While
  *            the record stands, every replica copies the name nowhere
  *            and removes it from a host that comes back with that
- *            version or an older one; a new build of the name drops it.
+ *            version or an older one; a new build of the name drops it,
+ *            and its versions start above every one deleted
+ *            (template_versions), which are copied nowhere after.
  *
  * Only a workspace's templates (ops/template.h's w<hex>_ names) are
  * copied: the compiled-in ones and an operator's are each host's own.
@@ -38,7 +43,6 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 
-#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +56,10 @@
 #define TSYNC_MS 2000
 #define TSYNC_RETRY_MS 30000		/* a copy that failed is tried again after this */
 #define TPUSHED_MS 60000		/* a copy made: not made again before the heartbeat says so */
+/* A replica's claim to copy a version to a host (template_copies): held
+ * this long, the most its export and import calls may take, so that
+ * another replica takes over from one that died mid-copy. */
+#define TCLAIM_MS (2 * SLOW_TIMEOUT_S * 1000)
 
 static int64_t now_ms(void)
 {
@@ -70,12 +78,7 @@ static int64_t mono_ns(void)
 /* ops/template.h's name of a workspace's template: w, 10 hex digits, _. */
 static bool user_template(const char *name)
 {
-	if (strlen(name) < 13 || name[0] != 'w' || name[11] != '_')
-		return false;
-	for (int i = 1; i <= 10; i++)
-		if (!isxdigit((unsigned char)name[i]))
-			return false;
-	return true;
+	return placement_workspace_template(name);
 }
 
 static int name_check(const char *name)
@@ -143,6 +146,8 @@ static int beat_version(json_t *list, const char *name)
 
 /* ---- builds ------------------------------------------------------------------------- */
 
+static int newest_anywhere(struct remote *rm, const char *name, int64_t *version);
+
 /* Of every up host's state of name's builds, the one that speaks for
  * the template: a build running, else the latest build started, else the
  * newest version in service (a host that only took copies). *host that
@@ -208,6 +213,13 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 			    bh.name);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
+	/* Its version is above any the name had in the cluster, deleted or
+	 * listed by a host (down ones too): an old copy a host comes back
+	 * with is never taken for the new build's version. */
+	int64_t floor = 0, listed = 0;
+	if ((rc = store_template_version_floor(rm->cfg.store, req->name, &floor)) < 0 ||
+	    (rc = newest_anywhere(rm, req->name, &listed)) < 0)
+		return rc;
 	/* A new build: a deletion of the name no longer holds (else the
 	 * copying would remove what it makes). */
 	if ((rc = store_template_deleted_clear(rm->cfg.store, req->name)) < 0)
@@ -224,8 +236,9 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 	CURL *c = curl_easy_init();
 	struct strbuf path;
 	strbuf_init(&path);
-	strbuf_printf(&path, "/v1/host/templates/%s", req->name);
-	char sep = '?';
+	strbuf_printf(&path, "/v1/host/templates/%s?first_version=%lld", req->name,
+		      (long long)(floor > listed ? floor : listed) + 1);
+	char sep = '&';
 	if (c && req->dockerfile) {
 		char *e = curl_easy_escape(c, req->dockerfile, 0);
 		strbuf_printf(&path, "%cdockerfile=%s", sep, e ? e : "");
@@ -640,6 +653,12 @@ static void tsync(void *ctx)
 			}
 			continue;
 		}
+		/* A version from before the name was deleted, on a host that
+		 * was away, while the name is built again: copied nowhere (the
+		 * new build's is, when it is in; placement takes neither). */
+		int64_t floor = 0;
+		if (store_template_version_floor(rm->cfg.store, w[j].name, &floor) < 0 || w[j].version <= floor)
+			continue;
 		int tfd = -1;
 		struct remote_hdrs ex;
 		memset(&ex, 0, sizeof ex);
@@ -652,12 +671,19 @@ static void tsync(void *ctx)
 				forget_pushed(rm, w[j].name, l.h[i].id);
 				continue;
 			}
-			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version))
-				continue;
+			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version) ||
+			    store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
+						      TCLAIM_MS) <= 0)
+				continue;	/* another replica copies it (or the store did not say) */
 			int rc = copy_one(rm, w[j].name, w[j].version, &l.h[w[j].src], &l.h[i], &tfd, &ex);
-			if (rc < 0)
+			if (rc < 0) {
 				log_warn("template %s v%d: copying it from host %s to host %s failed: %s", w[j].name,
 					 w[j].version, l.h[w[j].src].name, l.h[i].name, errmsg());
+				store_template_copy_release(rm->cfg.store, w[j].name, w[j].version, l.h[i].id,
+							    rm->replica);
+			} else	/* held until the host's heartbeat lists it, not longer */
+				store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
+							  TPUSHED_MS);
 			note_pushed(rm, w[j].name, l.h[i].id, w[j].version, rc < 0);
 		}
 		if (tfd >= 0)

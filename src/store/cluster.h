@@ -88,6 +88,24 @@ typedef int store_template_deleted_fn(void *ctx, const char *name, int64_t versi
 int store_template_deleted_each(struct store *st, store_template_deleted_fn *fn, void *ctx);
 /* A new build of name: its deletion no longer holds. Idempotent. */
 int store_template_deleted_clear(struct store *st, const char *name);
+/* The highest version name was ever deleted at (0: never), which
+ * store_template_deleted_clear leaves: a new build of the name starts
+ * above it (remote_template_build), and placement takes no copy at or
+ * below it. */
+int store_template_version_floor(struct store *st, const char *name, int64_t *version);
+
+/* ---- template copies (docs/cluster.md "Templates") --------------------------------- */
+
+/* Replica owner (a random id of its own) means to copy name's version to
+ * host_id: 1 when the copy is its to make (no claim, its own, or one past
+ * its lease), held for lease_ms from now; 0 when another replica's claim
+ * holds. Its own claim again sets a new lease (a copy made: a short one,
+ * so that the host's heartbeat says it has it before another copies). */
+int store_template_copy_claim(struct store *st, const char *name, int64_t version, const char *host_id,
+			      const char *owner, int64_t lease_ms);
+/* owner's copy failed: its claim goes, so that any replica may try. */
+int store_template_copy_release(struct store *st, const char *name, int64_t version, const char *host_id,
+				const char *owner);
 
 /* ---- placement (docs/cluster.md "Placement") ---------------------------------------- */
 

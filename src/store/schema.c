@@ -217,6 +217,29 @@ const char schema_sql[] =
 	"  version BIGINT NOT NULL,\n"
 	"  deleted_ms BIGINT NOT NULL\n"
 	");\n"
+	/* And the highest version of each such name ever deleted, which a
+	 * deletion's row above forgets when the name is built again: a new
+	 * build's versions start above it, so that an old copy a host comes
+	 * back with is never taken for a new version of the same number.
+	 * Never dropped (one small row per name). A new table, as above. */
+	"CREATE TABLE IF NOT EXISTS template_versions (\n"
+	"  name TEXT PRIMARY KEY,\n"
+	"  version BIGINT NOT NULL\n"
+	");\n"
+	/* Which replica copies a template's version to a host (remote_tmpl.c
+	 * tsync): one claims it here, the others leave it, so that a version
+	 * is sent to a host once, not once per replica. owner is the
+	 * replica's random id (a restarted one is another); a claim past
+	 * until_ms (the lease its claimer gave) may be taken over. A new
+	 * table, as above. */
+	"CREATE TABLE IF NOT EXISTS template_copies (\n"
+	"  name TEXT NOT NULL,\n"
+	"  version BIGINT NOT NULL,\n"
+	"  host_id TEXT NOT NULL,\n"
+	"  owner TEXT NOT NULL,\n"
+	"  until_ms BIGINT NOT NULL,\n"
+	"  PRIMARY KEY (name, version, host_id)\n"
+	");\n"
 	"CREATE TABLE IF NOT EXISTS join_tokens (\n"
 	"  id TEXT PRIMARY KEY,\n"
 	"  hash TEXT NOT NULL UNIQUE,\n"

@@ -268,11 +268,29 @@ int store_host_set_admin(struct store *st, const char *id_or_name, const char *a
 
 int store_template_deleted_set(struct store *st, const char *name, int64_t version)
 {
+	/* The floor first: should the second statement fail, a later build
+	 * still starts above this version. */
+	int rc = RUN(st, "INSERT INTO template_versions (name, version) VALUES ($1, $2) "
+			 "ON CONFLICT (name) DO UPDATE SET version = "
+			 "CASE WHEN excluded.version > template_versions.version THEN excluded.version "
+			 "ELSE template_versions.version END",
+		     NULL, NULL, NULL, DBV_S(name), DBV_I(version));
+	if (rc < 0)
+		return rc;
 	return RUN(st, "INSERT INTO template_deletions (name, version, deleted_ms) VALUES ($1, $2, $3) "
 		       "ON CONFLICT (name) DO UPDATE SET deleted_ms = excluded.deleted_ms, version = "
 		       "CASE WHEN excluded.version > template_deletions.version THEN excluded.version "
 		       "ELSE template_deletions.version END",
 		   NULL, NULL, NULL, DBV_S(name), DBV_I(version), DBV_I(wall_ms()));
+}
+
+int store_template_version_floor(struct store *st, const char *name, int64_t *version)
+{
+	int64_t v = 0;
+	int rc = RUN(st, "SELECT version FROM template_versions WHERE name = $1", store_row_int1, &v, NULL,
+		     DBV_S(name));
+	*version = rc < 0 ? 0 : v;
+	return rc < 0 ? rc : 0;
 }
 
 int store_template_deleted_get(struct store *st, const char *name, int64_t *version)
@@ -311,5 +329,30 @@ int store_template_deleted_each(struct store *st, store_template_deleted_fn *fn,
 int store_template_deleted_clear(struct store *st, const char *name)
 {
 	int rc = RUN(st, "DELETE FROM template_deletions WHERE name = $1", NULL, NULL, NULL, DBV_S(name));
+	return rc < 0 ? rc : 0;
+}
+
+/* ---- template copies ---------------------------------------------------------------------- */
+
+int store_template_copy_claim(struct store *st, const char *name, int64_t version, const char *host_id,
+			      const char *owner, int64_t lease_ms)
+{
+	int64_t now = wall_ms(), changes = 0;
+	/* One statement: of two replicas claiming at once, one inserts (or
+	 * takes over a stale claim) and the other changes nothing. */
+	int rc = RUN(st, "INSERT INTO template_copies (name, version, host_id, owner, until_ms) "
+			 "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name, version, host_id) DO UPDATE SET "
+			 "owner = excluded.owner, until_ms = excluded.until_ms "
+			 "WHERE template_copies.owner = excluded.owner OR template_copies.until_ms < $6",
+		     NULL, NULL, &changes, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner),
+		     DBV_I(now + lease_ms), DBV_I(now));
+	return rc < 0 ? rc : changes > 0;
+}
+
+int store_template_copy_release(struct store *st, const char *name, int64_t version, const char *host_id,
+				const char *owner)
+{
+	int rc = RUN(st, "DELETE FROM template_copies WHERE name = $1 AND version = $2 AND host_id = $3 AND owner = $4",
+		     NULL, NULL, NULL, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner));
 	return rc < 0 ? rc : 0;
 }

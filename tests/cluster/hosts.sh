@@ -7,7 +7,7 @@
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
 . "$(dirname "$0")/../e2e/lib.sh"
-: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_OP:?} ${CL_KEY_PLAN:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_TLS:?}"
+: "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_OP:?} ${CL_KEY_PLAN:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_PORT_C:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_ADV_C:?} ${CL_TLS:?} ${CL_CTL:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
 # replicas check it with); host-a plain HTTP.
 KEY=$CL_KEY
@@ -17,7 +17,7 @@ declare -A agent_pid
 agents_stop() {
 	local n
 	for n in "${!agent_pid[@]}"; do kill -9 "${agent_pid[$n]}" 2>/dev/null; wait "${agent_pid[$n]}" 2>/dev/null; done
-	for n in a b; do
+	for n in a b c; do
 		for z in "$T/$n"/templates/*/v*/zygote.pid; do
 			[ -f "$z" ] && kill -9 "$(cut -d' ' -f1 "$z")" 2>/dev/null
 		done
@@ -41,11 +41,14 @@ start_agent() {
 }
 agent_key() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api_key"])' "$T/$1/cluster.json"; }
 # on_host NAME: the ids of the sandboxes agent NAME runs, as it says itself.
-host_url() { if [ "$1" = a ]; then echo "http://127.0.0.1:$CL_PORT_A"; else echo "https://127.0.0.1:$CL_PORT_B"; fi; }
+host_url() { case $1 in a) echo "http://127.0.0.1:$CL_PORT_A" ;; b) echo "https://127.0.0.1:$CL_PORT_B" ;; c) echo "http://127.0.0.1:$CL_PORT_C" ;; esac; }
 on_host() {
 	curl -s -m 30 --cacert "$CL_TLS/ca.pem" -H "Authorization: Bearer $(agent_key "$1")" "$(host_url "$1")/v1/host/sandboxes" |
 		python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["sandboxes"]))'
 }
+# ctl WHAT: ask tests/cluster/run, outside, to do WHAT (restart-api2,
+# revoke-host-c); its answer, "ok ..." when done.
+ctl() { curl -s -m 60 -X POST "$CL_CTL/$1"; }
 until_ok() {
 	local end=$((SECONDS + $1)); shift
 	while ! "$@"; do [ $SECONDS -ge $end ] && return 1; sleep 0.5; done
@@ -72,8 +75,13 @@ else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1
 # A workspace's template through the cluster: a build and two copies of
 # about 70 MiB, 5 to 6 minutes in the emulated host, more than make
 # test's budget has room for beside the rest: the full tier's.
-if [ "${KILN_TEST_FULL:-}" = 1 ]; then
+# KILN_CLUSTER_ONLY=templates: these cases and nothing after them.
+if [ "${KILN_TEST_FULL:-}" = 1 ] || [ "${KILN_CLUSTER_ONLY:-}" = templates ]; then
 	. "$(dirname "$0")/templates.sh"
+	if [ "${KILN_CLUSTER_ONLY:-}" = templates ]; then
+		[ -s "$T/failed" ] && { for n in a b c; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
+		exit 0
+	fi
 else
 	echo "SKIP tmpl_cluster: templates through the cluster (a build and a copy to each host, 5 to 6 minutes here) run in the full tier (make test-full; tests/cluster/templates.sh)"
 fi

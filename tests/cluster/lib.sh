@@ -62,7 +62,7 @@ cl_start_api() {
 		as=(setpriv --reuid="$cl_user" --regid="$cl_user" --clear-groups --inh-caps=-all --bounding-set=-all)
 	fi
 	"${as[@]}" "$kilnd" --role api --store "$store" --data "$dir/$name" --listen "127.0.0.1:$port" "$@" \
-		> "$dir/$name.log" 2>&1 &
+		>> "$dir/$name.log" 2>&1 &
 	api_pid=$!
 	cl_pids+=($api_pid)
 	local i

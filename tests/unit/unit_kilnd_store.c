@@ -690,7 +690,8 @@ static int collect_deleted(void *ctx, const char *name, int64_t version)
 }
 
 /* A template deleted in a cluster: recorded with its version, never
- * lowered by a later record, gone when it is built again. */
+ * lowered by a later record, gone when it is built again; the highest
+ * version deleted stays (template_versions). */
 static void template_deletions_round_trip(void)
 {
 	struct store *st = open_fresh();
@@ -703,6 +704,7 @@ static void template_deletions_round_trip(void)
 	CHECK(store_template_deleted_set(st, "w1_tpl", 5) == 0);
 	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == 0 && v == 5);
 	CHECK(store_template_deleted_get(st, "w1_other", &v) == -ENOENT);
+	CHECK(store_template_version_floor(st, "w1_tpl", &v) == 0 && v == 5);
 	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
 	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == -ENOENT);
 	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
@@ -718,6 +720,14 @@ static void template_deletions_round_trip(void)
 	seen[0] = 0;
 	CHECK(store_template_deleted_each(st, collect_deleted, seen) == 0);
 	CHECK(!strcmp(seen, "w1_b@7 "));
+	/* The highest version ever deleted outlives the row a new build
+	 * drops: the next build starts above it. Never lowered. */
+	CHECK(store_template_version_floor(st, "w1_tpl", &v) == 0 && v == 5);
+	CHECK(store_template_deleted_set(st, "w1_tpl", 1) == 0);
+	CHECK(store_template_version_floor(st, "w1_tpl", &v) == 0 && v == 5);
+	CHECK(store_template_deleted_set(st, "w1_tpl", 6) == 0 && store_template_deleted_clear(st, "w1_tpl") == 0);
+	CHECK(store_template_version_floor(st, "w1_tpl", &v) == 0 && v == 6);
+	CHECK(store_template_version_floor(st, "w1_other", &v) == 0 && v == 0);
 	store_close(st);
 }
 
@@ -1831,7 +1841,7 @@ static void placement_rule_spread_pack_room(void)
 	load_of(&h[0], "a", 2, 1024, 0, 512, TMPL_MINIMAL);	/* 512 free */
 	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_MINIMAL);	/* 1024 free */
 	load_of(&h[2], "c", 2, 4096, 0, 0, "[]");		/* no template */
-	struct placement_rule spread = { PLACE_SPREAD, 8, "minimal" }, pack = { PLACE_PACK, 8, "minimal" };
+	struct placement_rule spread = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "minimal" }, pack = { .policy = PLACE_PACK, .vcpu_overcommit = 8, .template = "minimal" };
 	CHECK(placement_choose(&spread, h, 3, &v, &m) == 1 && v == 1 && m == 256);
 	CHECK(placement_choose(&pack, h, 3, &v, &m) == 0);
 	/* Full by memory: a has 128 free. */
@@ -1840,13 +1850,66 @@ static void placement_rule_spread_pack_room(void)
 	/* Full by vCPUs: b has 2 x 8 placed already. */
 	h[1].vcpus = 16;
 	CHECK(placement_choose(&spread, h, 3, &v, &m) == -EAGAIN && strstr(errmsg(), "no host has room"));
-	struct placement_rule none = { PLACE_SPREAD, 8, "base" };
+	struct placement_rule none = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "base" };
 	CHECK(placement_choose(&none, h, 3, &v, &m) == -ENOENT && strstr(errmsg(), "'base'"));
 	/* Ties: the first (the host that joined first). */
 	load_of(&h[0], "a", 2, 1024, 0, 0, TMPL_MINIMAL);
 	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_MINIMAL);
 	CHECK(placement_choose(&spread, h, 2, &v, &m) == 0 && placement_choose(&pack, h, 2, &v, &m) == 0);
 	CHECK(placement_choose(&spread, h, 0, &v, &m) == -ENOENT);
+}
+
+/* A template's copy to a host is claimed by one replica: the other is
+ * refused while the claim holds; its own claimer may claim again (a new
+ * lease); a claim past its lease or a released one is anyone's; each
+ * version and host is claimed apart. */
+static void template_copy_claims(void)
+{
+	struct store *st = open_fresh();
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_two", 60000) == 0);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_c", "api_two", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 3, "h_b", "api_two", 60000) == 1);
+	/* Its claimer's new lease, here one already past (-1 ms): anyone's. */
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", -1) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_two", 60000) == 1);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 0);
+	CHECK(store_template_copy_release(st, "w1_tpl", 2, "h_b", "api_one") == 0);	/* not its claim: kept */
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 0);
+	CHECK(store_template_copy_release(st, "w1_tpl", 2, "h_b", "api_two") == 0);
+	CHECK(store_template_copy_claim(st, "w1_tpl", 2, "h_b", "api_one", 60000) == 1);
+	store_close(st);
+}
+
+/* A workspace's template (copied between hosts): only a host with the
+ * newest version listed, and none below min_version (the highest the name
+ * had before it was deleted, plus one); another template goes anywhere it
+ * is built, whatever its version. */
+#define TMPL_W(v) "[{\"name\":\"w0123456789_t\",\"version\":" #v ",\"vcpus\":1,\"memory_mib\":256}]"
+static void placement_rule_versions(void)
+{
+	struct host_load h[3];
+	int64_t v = 0, m = 0;
+	CHECK(placement_workspace_template("w0123456789_t") && !placement_workspace_template("minimal") &&
+	      !placement_workspace_template("w012345678x_t") && !placement_workspace_template("w0123456789_"));
+	load_of(&h[0], "a", 2, 1024, 0, 512, TMPL_W(3));	/* the newest, less free */
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_W(2));		/* a copy on its way */
+	load_of(&h[2], "c", 2, 4096, 0, 0, "[]");
+	struct placement_rule any = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "w0123456789_t" };
+	struct placement_rule newest = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "w0123456789_t", .newest = true };
+	CHECK(placement_choose(&any, h, 3, &v, &m) == 1);
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == 0 && m == 256);
+	/* Deleted at v3 and built again: what the hosts have is old. */
+	newest.min_version = 4;
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == -ENOENT && strstr(errmsg(), "w0123456789_t"));
+	/* The new build's v4 on b: b only. */
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_W(4));
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == 1);
+	/* The floor alone, without newest. */
+	any.min_version = 3;
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_W(2));
+	CHECK(placement_choose(&any, h, 3, &v, &m) == 0);
 }
 
 /* The builder of a template: the fewest sandboxes, then the most memory
@@ -1868,7 +1931,7 @@ static void placement_builder_choice(void)
 static int choose_spread(void *ctx, const struct host_load *h, int n)
 {
 	struct placement *p = ctx;
-	struct placement_rule r = { PLACE_SPREAD, 8, "minimal" };
+	struct placement_rule r = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "minimal" };
 	return placement_choose(&r, h, n, &p->vcpus, &p->memory_mib);
 }
 
@@ -2226,6 +2289,8 @@ int main(void)
 	RUN(port_limit_holds_under_races);
 	RUN(plan_move_races_plan_delete);
 	RUN(placement_rule_spread_pack_room);
+	RUN(template_copy_claims);
+	RUN(placement_rule_versions);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
 	RUN(placement_races_never_overplace);
