@@ -410,6 +410,15 @@ static int append_set(char *buf, size_t n, const struct net_cidr *list, int coun
 	return len < n ? 0 : errf(E2BIG, "policy too large");
 }
 
+/* p's workspace ports as an nft set's elements ("5432, 8080"); "" for none. */
+#define WS_PORTS_LIST (NET_WS_PORTS_MAX * 8 + 8)
+static void ws_ports_list(const struct net_policy *p, char out[WS_PORTS_LIST])
+{
+	out[0] = 0;
+	for (int i = 0; i < p->nws_ports && i < NET_WS_PORTS_MAX; i++)
+		snprintf(out + strlen(out), WS_PORTS_LIST - strlen(out), "%s%d", i ? ", " : "", p->ws_ports[i]);
+}
+
 int net_set_policy(const struct net_config *c, const struct net_slot *s, const struct net_policy *p)
 {
 	(void)c;
@@ -460,9 +469,8 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 	snprintf(script + strlen(script), sizeof script - strlen(script),
 		 "add chain inet kiln in%u\n"
 		 "flush chain inet kiln in%u\n", s->slot, s->slot);
-	char ports[NET_WS_PORTS_MAX * 8 + 8] = "";
-	for (int i = 0; i < p->nws_ports && i < NET_WS_PORTS_MAX; i++)
-		snprintf(ports + strlen(ports), sizeof ports - strlen(ports), "%s%d", i ? ", " : "", p->ws_ports[i]);
+	char ports[WS_PORTS_LIST];
+	ws_ports_list(p, ports);
 	if (p->workspace && ports[0])
 		snprintf(script + strlen(script), sizeof script - strlen(script),
 			 "add rule inet kiln in%u meta mark 0x%08x tcp dport { %s } accept\n", s->slot, p->workspace,
@@ -481,9 +489,8 @@ int net_set_policy(const struct net_config *c, const struct net_slot *s, const s
 
 int net_ws_forward(const struct net_config *c, const struct net_slot *s, const struct net_policy *p, bool to_guest)
 {
-	char ports[NET_WS_PORTS_MAX * 8 + 8] = "", script[512];
-	for (int i = 0; i < p->nws_ports && i < NET_WS_PORTS_MAX; i++)
-		snprintf(ports + strlen(ports), sizeof ports - strlen(ports), "%s%d", i ? ", " : "", p->ws_ports[i]);
+	char ports[WS_PORTS_LIST], script[512];
+	ws_ports_list(p, ports);
 	if (!ports[0])
 		return 0;
 	/* In the namespace: the ports to the guest, or (not to_guest) to
