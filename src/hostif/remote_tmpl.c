@@ -582,6 +582,7 @@ struct want {
 	char name[32];
 	int version, src;
 	int64_t deleted;	/* the version it was deleted at; -1: not deleted */
+	int64_t floor;		/* store_template_version_floor */
 };
 
 struct wants {
@@ -589,13 +590,14 @@ struct wants {
 	int n;
 };
 
-/* store_template_deleted_each: a deletion of a template a host has. */
-static int note_deleted(void *ctx, const char *name, int64_t version)
+/* store_template_marks_each: the deletion and floor of a template a
+ * host has. */
+static int note_marks(void *ctx, const char *name, int64_t deleted, int64_t floor)
 {
 	struct wants *ws = ctx;
 	for (int j = 0; j < ws->n; j++)
 		if (!strcmp(ws->w[j].name, name))
-			ws->w[j].deleted = version;
+			ws->w[j].deleted = deleted, ws->w[j].floor = floor;
 	return 0;
 }
 
@@ -626,16 +628,17 @@ static void tsync(void *ctx)
 				snprintf(w[nw].name, sizeof w[nw].name, "%s", n);
 				w[nw].version = 0;
 				w[nw].deleted = -1;
+				w[nw].floor = 0;
 				nw++;
 			}
 			if (v > w[j].version)
 				w[j].version = v, w[j].src = i;
 		}
 	}
-	/* The deletions, read once a round: not known whether one was
-	 * deleted, nothing is copied. */
+	/* The deletions and version floors, read once a round: not known
+	 * whether one was deleted, nothing is copied. */
 	struct wants ws = { w, nw };
-	if (nw && store_template_deleted_each(rm->cfg.store, note_deleted, &ws) < 0)
+	if (nw && store_template_marks_each(rm->cfg.store, note_marks, &ws) < 0)
 		nw = 0;
 	for (int j = 0; beats && j < nw; j++) {
 		int64_t dv = w[j].deleted;
@@ -656,8 +659,7 @@ static void tsync(void *ctx)
 		/* A version from before the name was deleted, on a host that
 		 * was away, while the name is built again: copied nowhere (the
 		 * new build's is, when it is in; placement takes neither). */
-		int64_t floor = 0;
-		if (store_template_version_floor(rm->cfg.store, w[j].name, &floor) < 0 || w[j].version <= floor)
+		if (w[j].version <= w[j].floor)
 			continue;
 		int tfd = -1;
 		struct remote_hdrs ex;

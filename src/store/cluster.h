@@ -82,10 +82,13 @@ int store_template_deleted_set(struct store *st, const char *name, int64_t versi
 /* The version name was deleted at: -ENOENT when it was not (or was
  * built again since). */
 int store_template_deleted_get(struct store *st, const char *name, int64_t *version);
-/* Every deletion in force, each once: fn(ctx, name, version) (a non-zero
- * return stops the walk and is returned). */
-typedef int store_template_deleted_fn(void *ctx, const char *name, int64_t version);
-int store_template_deleted_each(struct store *st, store_template_deleted_fn *fn, void *ctx);
+/* Every name with a deletion in force or a version floor (below), each
+ * once, in one read: fn(ctx, name, deleted, floor), deleted the version
+ * of its deletion in force (-1: none), floor that of
+ * store_template_version_floor. A non-zero return stops the walk and is
+ * returned. */
+typedef int store_template_marks_fn(void *ctx, const char *name, int64_t deleted, int64_t floor);
+int store_template_marks_each(struct store *st, store_template_marks_fn *fn, void *ctx);
 /* A new build of name: its deletion no longer holds. Idempotent. */
 int store_template_deleted_clear(struct store *st, const char *name);
 /* The highest version name was ever deleted at (0: never), which

@@ -306,24 +306,28 @@ int store_template_deleted_get(struct store *st, const char *name, int64_t *vers
 	return 0;
 }
 
-struct deleted_each {
-	store_template_deleted_fn *fn;
+struct marks_each {
+	store_template_marks_fn *fn;
 	void *ctx;
 };
 
-static int row_deleted(void *ctx, const struct dbv *c, int n)
+static int row_marks(void *ctx, const struct dbv *c, int n)
 {
-	struct deleted_each *e = ctx;
-	if (n < 2 || !dbv_text(&c[0]))
+	struct marks_each *e = ctx;
+	if (n < 3 || !dbv_text(&c[0]))
 		return -EPROTO;
-	return e->fn(e->ctx, dbv_text(&c[0]), dbv_int(&c[1]));
+	return e->fn(e->ctx, dbv_text(&c[0]), dbv_int(&c[1]), dbv_int(&c[2]));
 }
 
-int store_template_deleted_each(struct store *st, store_template_deleted_fn *fn, void *ctx)
+int store_template_marks_each(struct store *st, store_template_marks_fn *fn, void *ctx)
 {
-	struct deleted_each e = { fn, ctx };
-	return store_run(st, "SELECT name, version FROM template_deletions ORDER BY name", NULL, 0, row_deleted, &e,
-			 NULL);
+	/* A deletion's version counts toward the floor too: a deletion row
+	 * of a database from before template_versions has none there. */
+	struct marks_each e = { fn, ctx };
+	return store_run(st, "SELECT name, MAX(deleted), MAX(floor) FROM ("
+			 "SELECT name, version AS deleted, version AS floor FROM template_deletions "
+			 "UNION ALL SELECT name, -1, version FROM template_versions) AS m "
+			 "GROUP BY name ORDER BY name", NULL, 0, row_marks, &e, NULL);
 }
 
 int store_template_deleted_clear(struct store *st, const char *name)

@@ -681,11 +681,11 @@ static int collect_month(void *ctx, const struct statement_row *s)
 	return 0;
 }
 
-static int collect_deleted(void *ctx, const char *name, int64_t version)
+static int collect_marks(void *ctx, const char *name, int64_t deleted, int64_t floor)
 {
 	char *seen = ctx;
 	size_t n = strlen(seen);
-	snprintf(seen + n, 64 - n, "%s@%lld ", name, (long long)version);
+	snprintf(seen + n, 96 - n, "%s@%lld/%lld ", name, (long long)deleted, (long long)floor);
 	return 0;
 }
 
@@ -709,17 +709,18 @@ static void template_deletions_round_trip(void)
 	CHECK(store_template_deleted_get(st, "w1_tpl", &v) == -ENOENT);
 	CHECK(store_template_deleted_clear(st, "w1_tpl") == 0);
 	/* All of them in one read (the cluster's template copier, once a
-	 * round): each name once, at its version. */
+	 * round): each name once, with its deletion in force (-1: none, as
+	 * w1_tpl's, cleared above) and its floor. */
 	CHECK(store_template_deleted_set(st, "w1_b", 4) == 0);
 	CHECK(store_template_deleted_set(st, "w1_a", 2) == 0);
 	CHECK(store_template_deleted_set(st, "w1_b", 7) == 0);
-	char seen[64] = "";
-	CHECK(store_template_deleted_each(st, collect_deleted, seen) == 0);
-	CHECK(!strcmp(seen, "w1_a@2 w1_b@7 "));
+	char seen[96] = "";
+	CHECK(store_template_marks_each(st, collect_marks, seen) == 0);
+	CHECK(!strcmp(seen, "w1_a@2/2 w1_b@7/7 w1_tpl@-1/5 "));
 	CHECK(store_template_deleted_clear(st, "w1_a") == 0);
 	seen[0] = 0;
-	CHECK(store_template_deleted_each(st, collect_deleted, seen) == 0);
-	CHECK(!strcmp(seen, "w1_b@7 "));
+	CHECK(store_template_marks_each(st, collect_marks, seen) == 0);
+	CHECK(!strcmp(seen, "w1_a@-1/2 w1_b@7/7 w1_tpl@-1/5 "));
 	/* The highest version ever deleted outlives the row a new build
 	 * drops: the next build starts above it. Never lowered. */
 	CHECK(store_template_version_floor(st, "w1_tpl", &v) == 0 && v == 5);
