@@ -200,24 +200,27 @@ for s in "$A" "$B" "$C" "$D" "$F"; do [ -n "$s" ] && api DELETE "/v1/sandboxes/$
 # A burst raises the pool (netpool.c): 4 creates at once with --net-pool 2,
 # deleted (their networks with them), then as many ready as were taken in
 # the last minute, at least 4 (the claims in DATA/net are the pool's now).
-pids=
-for i in 1 2 3 4; do
-	curl -s -m 120 -o "$T/burst$i" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
-		--data '{"template":"minimal"}' "$URL/v1/sandboxes" &
-	pids="$pids $!"
-done
-wait $pids
-for i in 1 2 3 4; do
-	s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/burst$i" 2>/dev/null)
-	[ -n "$s" ] && api DELETE "/v1/sandboxes/$s"
-done
-n=0
-for i in $(seq 90); do
-	n=$(ls "$DATA/net" | wc -l)
-	[ "$n" -ge 4 ] && break
-	sleep 0.5
-done
-check net_pool_follows_burst "$n networks ready after a burst of 4 (--net-pool 2)" [ "$n" -ge 4 ]
+# (The full tier: 20 s in the emulated host.)
+if full_only net_pool_follows_burst; then
+	pids=
+	for i in 1 2 3 4; do
+		curl -s -m 120 -o "$T/burst$i" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+			--data '{"template":"minimal"}' "$URL/v1/sandboxes" &
+		pids="$pids $!"
+	done
+	wait $pids
+	for i in 1 2 3 4; do
+		s=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/burst$i" 2>/dev/null)
+		[ -n "$s" ] && api DELETE "/v1/sandboxes/$s"
+	done
+	n=0
+	for i in $(seq 90); do
+		n=$(ls "$DATA/net" | wc -l)
+		[ "$n" -ge 4 ] && break
+		sleep 0.5
+	done
+	check net_pool_follows_burst "$n networks ready after a burst of 4 (--net-pool 2)" [ "$n" -ge 4 ]
+fi
 # --no-jail (debugging): the VMM runs as root (a zygote's child in the
 # zygote's namespace, with its TAP opened in its own by kilnd and passed),
 # and its guest is online with its policy.

@@ -3,7 +3,7 @@
 # writes one and a half times its memory (more than its VMM's cgroup has
 # room for besides the guest's memory), from a program inside the guest
 # and through the files API, reads it all back intact (checksums taken while writing,
-# compared after the guest dropped its caches and through GET), and is
+# compared after the guest dropped its caches, and through GET in the full tier), and is
 # still running: its VMM was not killed for the host memory its disk
 # writes took (docs/kilnd.md "Memory of a VMM").
 # WRITES_MEMORY=MIB: the sandbox is of a template built here from base's
@@ -97,13 +97,17 @@ for i in $(seq 1 $n); do
 	api PUT "/v1/sandboxes/$B/files?path=/root/up$i" "" --data-binary "@$up" -H 'Content-Type: application/octet-stream'
 	[ "$STATUS" = 200 ] || { ok=0; fail "writes_upload_$i" "PUT: $STATUS $BODY; sandbox $(state): $(jget 'j.get("error")')"; break; }
 	got=$(run_in "sync; echo 3 > /proc/sys/vm/drop_caches; sha256sum /root/up$i | cut -d' ' -f1" 300)
-	back=$(curl -s -m 300 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$B/files?path=/root/up$i" | sha256sum | cut -d' ' -f1)
+	# Through GET as well in the full tier (30 s a 128 MiB chunk in the
+	# emulated host; the guest's own read above already reads it from
+	# the disk through the VMM).
+	back=$want
+	full && back=$(curl -s -m 300 -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$B/files?path=/root/up$i" | sha256sum | cut -d' ' -f1)
 	[ "$got" = "$want" ] && [ "$back" = "$want" ] ||
 		{ ok=0; fail "writes_upload_$i" "sha256 sent ${want:0:12}, in the guest ${got:0:12}, GET ${back:0:12}; sandbox $(state): $(jget 'j.get("error")')"; break; }
 done
 rm -f "$up"
 st=$(state)
-[ $ok = 1 ] && check writes_upload "$n uploads of $chunk MiB, each read back intact in the guest and through GET; status $st" \
+[ $ok = 1 ] && check writes_upload "$n uploads of $chunk MiB, each read back intact in the guest$(full && echo " and through GET"); status $st" \
 	[ "$st" = running ]
 
 # ---- everything read back, from the disk ---------------------------------------------------
