@@ -158,9 +158,10 @@ int h_cluster_join(struct req *r)
 static int keep_records(struct store *st, const struct host_row *h, const json_t *rec)
 {
 	const json_t *sb = json_object_get(rec, "sandboxes"), *sn = json_object_get(rec, "snapshots"),
-		     *us = json_object_get(rec, "usage");
-	if (!json_is_object(rec) || json_array_size(sb) + json_array_size(sn) + json_array_size(us) > RECORDS_MAX)
-		return errf(EINVAL, "field 'records': {sandboxes, snapshots, usage}, at most %d in all",
+		     *us = json_object_get(rec, "usage"), *no = json_object_get(rec, "notices");
+	if (!json_is_object(rec) ||
+	    json_array_size(sb) + json_array_size(sn) + json_array_size(us) + json_array_size(no) > RECORDS_MAX)
+		return errf(EINVAL, "field 'records': {sandboxes, snapshots, usage, notices}, at most %d in all",
 			    RECORDS_MAX);
 	int refused = 0, rc = 0;
 	size_t i;
@@ -207,6 +208,17 @@ static int keep_records(struct store *st, const struct host_row *h, const json_t
 			continue;
 		}
 		if ((rc = store_usage_set(st, &u)) < 0)
+			return rc;
+	}
+	/* TTL warnings, for the replicas' event streams (docs/cluster.md
+	 * "Events"). */
+	json_array_foreach(no, i, e) {
+		struct notice_row n;
+		if (wire_notice_parse(e, &n) < 0 || store_placement_is(st, n.sandbox, n.workspace, h->id) < 0) {
+			refused++;
+			continue;
+		}
+		if ((rc = store_notice_add(st, &n)) < 0)
 			return rc;
 	}
 	if (refused)

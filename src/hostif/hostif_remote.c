@@ -1177,6 +1177,22 @@ static int look_row(void *ctx, struct sbx_row *r)
 	return 0;
 }
 
+/* A TTL warning a host sent (store_notice_add, h_cluster.c): told once,
+ * keyed by sandbox and due time among the seen. */
+static int look_notice(void *ctx, const struct notice_row *n)
+{
+	struct look *l = ctx;
+	char key[ID_MAX + 32];
+	snprintf(key, sizeof key, "ttl:%s:%lld", n->sandbox, (long long)n->due_ms);
+	if (l->tell && !json_object_get(l->seen, key)) {
+		struct host_event e = { n->workspace, n->sandbox, n->state, 0, 0, "", "", "", n->kind, n->due_ms,
+					n->action };
+		host_events_emit(&e);
+	}
+	json_object_set_new(l->now, key, json_integer(n->saved_ms));
+	return 0;
+}
+
 static void events_poll(void *ctx)
 {
 	struct remote *rm = ctx;
@@ -1184,7 +1200,9 @@ static void events_poll(void *ctx)
 	if (!l.now)
 		return;
 	/* The first look only learns what is there: no replay of history. */
-	if (store_sandbox_each_since(rm->cfg.store, wall_ms() - EVENTS_WINDOW_MS, look_row, &l) < 0) {
+	int64_t since = wall_ms() - EVENTS_WINDOW_MS;
+	if (store_sandbox_each_since(rm->cfg.store, since, look_row, &l) < 0 ||
+	    store_notice_each_since(rm->cfg.store, since, look_notice, &l) < 0) {
 		json_decref(l.now);
 		return;
 	}

@@ -362,6 +362,33 @@ int wire_usage_parse(const json_t *j, struct usage_hour *u)
 	return 0;
 }
 
+json_t *wire_notice(const struct notice_row *n)
+{
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I}", "sandbox", n->sandbox, "workspace", n->workspace, "kind",
+			 n->kind, "state", n->state, "action", n->action, "due_ms", (json_int_t)n->due_ms);
+}
+
+int wire_notice_parse(const json_t *j, struct notice_row *n)
+{
+	memset(n, 0, sizeof *n);
+	str_to(n->sandbox, sizeof n->sandbox, j, "sandbox");
+	str_to(n->workspace, sizeof n->workspace, j, "workspace");
+	str_to(n->kind, sizeof n->kind, j, "kind");
+	str_to(n->state, sizeof n->state, j, "state");
+	str_to(n->action, sizeof n->action, j, "action");
+	n->due_ms = int_of(j, "due_ms");
+	enum sbx_state st;
+	if (!n->sandbox[0] || !n->workspace[0])
+		return errf(EPROTO, "a notice without sandbox or workspace");
+	if (strcmp(n->kind, "ttl_warning"))
+		return errf(EPROTO, "a notice of kind '%s' (only ttl_warning)", n->kind);
+	if (sbx_state_parse(n->state, &st) < 0 || (strcmp(n->action, "hibernate") && strcmp(n->action, "delete")))
+		return errf(EPROTO, "a ttl_warning with state '%s' and action '%s'", n->state, n->action);
+	if (n->due_ms <= 0)
+		return errf(EPROTO, "a ttl_warning without its due time");
+	return 0;
+}
+
 json_t *wire_vol(const struct vol_row *r)
 {
 	return json_pack("{s:s,s:s,s:s,s:I,s:I}", "id", r->id, "workspace", r->workspace, "name", r->name,

@@ -46,6 +46,10 @@ json_t *wire_snap(const struct snap_row *r);
 int wire_snap_parse(const json_t *j, struct snap_row *r);
 json_t *wire_usage(const struct usage_hour *u);
 int wire_usage_parse(const json_t *j, struct usage_hour *u);
+/* A notice (store.h struct notice_row; saved_ms stays the sender's): a
+ * TTL warning only, of a known state and action, or -EPROTO. */
+json_t *wire_notice(const struct notice_row *n);
+int wire_notice_parse(const json_t *j, struct notice_row *n);
 
 /* A volume's record, and an attachment of it (docs/api.md "Volumes"):
  * -EPROTO for one without its ids. */

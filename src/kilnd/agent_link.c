@@ -15,6 +15,7 @@
 #include "api/cluster.h"
 #include "hostif/hostif.h"
 #include "hostif/hostif_wire.h"
+#include "host/host_events.h"
 #include "store/store.h"
 #include "common/err.h"
 #include "common/periodic.h"
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -309,7 +311,7 @@ static void reconcile(const json_t *list)
 #define HOUR_MS 3600000
 
 struct records {
-	json_t *sandboxes, *snapshots, *usage;
+	json_t *sandboxes, *snapshots, *usage, *notices;
 	int n;
 };
 
@@ -339,24 +341,80 @@ static int rec_usage(void *ctx, const struct usage_hour *u)
 	return 0;
 }
 
+static int rec_notice(void *ctx, const struct notice_row *n)
+{
+	struct records *rc = ctx;
+	if (rc->n++ < RECORDS_PER_BEAT)
+		json_array_append_new(rc->notices, wire_notice(n));
+	return 0;
+}
+
+/* TTL warnings (docs/cluster.md "Events"): heard from the host's events,
+ * where a callback may only copy and return, so queued here; the next
+ * beat keeps them in this host's store, from which they go with the
+ * records (and again, should that beat's records not reach the API). */
+#define NOTICES_QUEUED 64
+
+static struct {
+	pthread_mutex_t lock;
+	struct notice_row q[NOTICES_QUEUED];
+	int n, dropped;
+} notices_ = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void on_host_event(void *ctx, const struct host_event *e)
+{
+	(void)ctx;
+	if (!e->kind || strcmp(e->kind, "ttl_warning") || !e->workspace || !e->workspace[0] || !e->id)
+		return;
+	pthread_mutex_lock(&notices_.lock);
+	if (notices_.n < NOTICES_QUEUED) {
+		struct notice_row *n = &notices_.q[notices_.n++];
+		memset(n, 0, sizeof *n);
+		snprintf(n->sandbox, sizeof n->sandbox, "%s", e->id);
+		snprintf(n->workspace, sizeof n->workspace, "%s", e->workspace);
+		snprintf(n->kind, sizeof n->kind, "%s", e->kind);
+		snprintf(n->state, sizeof n->state, "%s", e->state ? e->state : "");
+		snprintf(n->action, sizeof n->action, "%s", e->ttl_action ? e->ttl_action : "delete");
+		n->due_ms = e->due_ms;
+	} else
+		notices_.dropped++;
+	pthread_mutex_unlock(&notices_.lock);
+}
+
+static void keep_notices(struct store *st)
+{
+	struct notice_row q[NOTICES_QUEUED];
+	pthread_mutex_lock(&notices_.lock);
+	int n = notices_.n, dropped = notices_.dropped;
+	memcpy(q, notices_.q, (size_t)n * sizeof q[0]);
+	notices_.n = notices_.dropped = 0;
+	pthread_mutex_unlock(&notices_.lock);
+	for (int i = 0; i < n; i++)
+		if (store_notice_add(st, &q[i]) < 0)
+			log_warn("cluster: keeping a TTL warning of sandbox %s: %s", q[i].sandbox, errmsg());
+	if (dropped)
+		log_warn("cluster: %d TTL warnings came faster than the heartbeats: not told", dropped);
+}
+
 /* The records to send, or NULL; *whole: all of them fit. */
 static json_t *records(int64_t since, bool *whole)
 {
 	struct store *st = link_.cfg.store;
-	struct records r = { json_array(), json_array(), json_array(), 0 };
+	struct records r = { json_array(), json_array(), json_array(), json_array(), 0 };
 	int64_t from = since > RECORDS_SLACK_MS ? since - RECORDS_SLACK_MS : 0;
+	keep_notices(st);
 	int rc = store_sandbox_each_since(st, from, rec_sandbox, &r);
 	rc = rc ?: store_snapshot_each_since(st, from, rec_snapshot, &r);
 	rc = rc ?: store_usage_each_since(st, from - from % HOUR_MS - HOUR_MS, rec_usage, &r);
+	rc = rc ?: store_notice_each_since(st, from, rec_notice, &r);
 	*whole = rc == 0 && r.n <= RECORDS_PER_BEAT;
-	json_t *o = rc == 0 ? json_pack("{s:o,s:o,s:o}", "sandboxes", r.sandboxes, "snapshots", r.snapshots,
-					"usage", r.usage)
+	json_t *o = rc == 0 ? json_pack("{s:O,s:O,s:O,s:O}", "sandboxes", r.sandboxes, "snapshots", r.snapshots,
+					"usage", r.usage, "notices", r.notices)
 			    : NULL;
-	if (!o) {
-		json_decref(r.sandboxes);
-		json_decref(r.snapshots);
-		json_decref(r.usage);
-	}
+	json_decref(r.sandboxes);
+	json_decref(r.snapshots);
+	json_decref(r.usage);
+	json_decref(r.notices);
 	return o;
 }
 
@@ -401,7 +459,12 @@ int agent_link_start(const struct agent_link_config *cfg)
 		rc = join();
 	if (rc < 0)
 		return rc;
-	return periodic_start(&link_.beater, "heartbeat", HOST_BEAT_MS, beat, NULL);
+	if ((rc = host_events_subscribe(on_host_event, NULL)) < 0)
+		return rc;
+	rc = periodic_start(&link_.beater, "heartbeat", HOST_BEAT_MS, beat, NULL);
+	if (rc < 0)
+		host_events_unsubscribe(on_host_event, NULL);
+	return rc;
 }
 
 const char *agent_link_api_key(void)
@@ -412,4 +475,5 @@ const char *agent_link_api_key(void)
 void agent_link_stop(void)
 {
 	periodic_stop(&link_.beater);
+	host_events_unsubscribe(on_host_event, NULL);
 }

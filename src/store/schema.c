@@ -118,6 +118,20 @@ const char schema_sql[] =
 	"  PRIMARY KEY (sandbox_id, hour_ms)\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS usage_hours_by_workspace ON usage_hours (workspace_id, hour_ms);\n"
+	/* Notices (store.h struct notice_row): TTL warnings on their way from
+	 * a cluster's hosts to its replicas' event streams, kept a day. A new
+	 * table, made by schema_sql on any older database: no migration step. */
+	"CREATE TABLE IF NOT EXISTS notices (\n"
+	"  sandbox_id TEXT NOT NULL,\n"
+	"  workspace_id TEXT NOT NULL,\n"
+	"  kind TEXT NOT NULL,\n"
+	"  state TEXT NOT NULL,\n"
+	"  action TEXT NOT NULL,\n"
+	"  due_ms BIGINT NOT NULL,\n"
+	"  saved_ms BIGINT NOT NULL,\n"
+	"  PRIMARY KEY (sandbox_id, kind, due_ms)\n"
+	");\n"
+	"CREATE INDEX IF NOT EXISTS notices_by_saved ON notices (saved_ms);\n"
 	/* Closed months' statements (store.h struct statement_row): written
 	 * once when a month is first asked for after it ended, never changed. */
 	"CREATE TABLE IF NOT EXISTS statements (\n"

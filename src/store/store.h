@@ -424,6 +424,26 @@ int store_statement_each(struct store *st, const char *workspace, store_statemen
 /* The first hour of the workspace's metered usage; -ENOENT when none. */
 int store_usage_first_hour(struct store *st, const char *workspace, int64_t *hour_ms);
 
+/* ---- notices (docs/cluster.md "Events") ----------------------------------- */
+
+/* What a sandbox's event stream tells that is not a state: a TTL warning
+ * (kind "ttl_warning": the TTL rule acts at due_ms, action "hibernate"
+ * or "delete", the sandbox being in state then). A cluster's host agent
+ * keeps those of its sandboxes (kilnd/agent_link.c) and sends them with
+ * its records; the API keeps them, and each replica's event stream tells
+ * of those saved lately. saved_ms: when this store saved it. */
+struct notice_row {
+	char sandbox[ID_MAX], workspace[ID_MAX];
+	char kind[16], state[16], action[16];
+	int64_t due_ms, saved_ms;
+};
+/* Keep a notice (saved now; one of a sandbox, kind and due time is kept
+ * once), and forget those saved more than a day ago. */
+int store_notice_add(struct store *st, const struct notice_row *n);
+/* Each notice saved at since_ms or later, oldest first. */
+typedef int store_notice_fn(void *ctx, const struct notice_row *n);
+int store_notice_each_since(struct store *st, int64_t since_ms, store_notice_fn *fn, void *ctx);
+
 /* ---- ids ------------------------------------------------------------------ */
 
 /* prefix + 20 random base32 characters (100 bits), e.g. "sbx_". */

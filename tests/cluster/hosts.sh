@@ -474,6 +474,10 @@ KEY=$CL_KEY
 # the API's answers follow their records.
 KEY=$CL_KEY_IDLE
 URL=$CL_API2
+# The other replica's event stream tells of the TTL warnings its host
+# sent (docs/cluster.md "Events"): hibernate due, then delete due.
+curl -s -N -m 120 -H "Authorization: Bearer $KEY" "$CL_API1/v1/events" > "$T/events.ttl" 2>/dev/null &
+ttl_events_pid=$!
 api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":4}'
 I=$(jget 'j.get("id", "")')
 rule=$(jget 'j["ttl_rule"]["when_idle"], j["ttl_rule"]["hibernated_retention_seconds"]')
@@ -488,6 +492,11 @@ URL=$CL_API1
 got=$(wait_status "$I" ended:ttl 60)
 [ "$got" = ended:ttl ] && pass retention_deleted_cluster "then deleted after the 8 s retention: 404 sandbox_ended ttl on the other replica" \
 	|| fail retention_deleted_cluster "status $got"
+warned() { grep -q "\"type\":\"ttl_warning\".*\"id\":\"$I\".*\"action\":\"$1\"\|\"id\":\"$I\".*\"type\":\"ttl_warning\".*\"action\":\"$1\"" "$T/events.ttl"; }
+until_ok 10 warned delete && warned hibernate \
+	&& pass ttl_warnings_cluster "the other replica's stream told of $I's TTL warnings: $(grep -c ttl_warning "$T/events.ttl") (hibernate, then delete)" \
+	|| fail ttl_warnings_cluster "$(grep -m3 "$I" "$T/events.ttl" | tr '\n' ' ' | head -c 600)"
+kill $ttl_events_pid 2>/dev/null
 until_ok 20 eval '! kill -0 $fpid 2>/dev/null' || kill $fpid 2>/dev/null
 wait $fpid 2>/dev/null
 grep -A1 '^event: end' "$T/follow.i" | grep -q 'the sandbox ended' \

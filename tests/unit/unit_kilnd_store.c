@@ -732,6 +732,38 @@ static void template_deletions_round_trip(void)
 	store_close(st);
 }
 
+static int collect_notice(void *ctx, const struct notice_row *n)
+{
+	char *seen = ctx;
+	size_t len = strlen(seen);
+	snprintf(seen + len, 160 - len, "%s:%s:%s:%lld ", n->sandbox, n->state, n->action, (long long)n->due_ms);
+	return 0;
+}
+
+/* TTL warnings on their way to a cluster's event streams: each kept once
+ * (a host sends its records again), read back from a time on, oldest
+ * first; those of another due time are others. */
+static void notices_round_trip(void)
+{
+	struct store *st = open_fresh();
+	struct notice_row n = { .sandbox = "sbx_n1", .workspace = "ws_n", .kind = "ttl_warning",
+				.state = "running", .action = "hibernate", .due_ms = 5000 };
+	int64_t t0 = wall_ms();
+	CHECK(store_notice_add(st, &n) == 0);
+	CHECK(store_notice_add(st, &n) == 0);	/* again: kept once */
+	n.due_ms = 9000;
+	snprintf(n.state, sizeof n.state, "hibernated");
+	snprintf(n.action, sizeof n.action, "delete");
+	CHECK(store_notice_add(st, &n) == 0);
+	char seen[160] = "";
+	CHECK(store_notice_each_since(st, t0 - 1000, collect_notice, seen) == 0);
+	CHECK(!strcmp(seen, "sbx_n1:running:hibernate:5000 sbx_n1:hibernated:delete:9000 ") ||
+	      !strcmp(seen, "sbx_n1:hibernated:delete:9000 sbx_n1:running:hibernate:5000 "));
+	seen[0] = 0;
+	CHECK(store_notice_each_since(st, wall_ms() + 60000, collect_notice, seen) == 0 && !seen[0]);
+	store_close(st);
+}
+
 /* ---- a month's bill, made again from the usage records ------------------------------ */
 
 struct month_usage {
@@ -2283,6 +2315,7 @@ int main(void)
 	RUN(midnight_sample_split);
 	RUN(meter_rounding_carries);
 	RUN(template_deletions_round_trip);
+	RUN(notices_round_trip);
 	RUN(snapshots_are_per_workspace);
 	RUN(volumes_round_trip);
 	RUN(ports_round_trip);
