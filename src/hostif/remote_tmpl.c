@@ -459,6 +459,12 @@ int remote_templates(void *ctx, hostif_template_fn *fn, void *fctx)
 	int rc = hosts_up(rm, true, &l);
 	if (rc < 0)
 		return rc;
+	/* No host to ask is not "no templates": a create would answer 404
+	 * unknown template (seen when both hosts' heartbeats were late). */
+	if (l.n == 0) {
+		hostlist_free(&l);
+		return errf(EHOSTDOWN, "no host is up and active to list the templates of");
+	}
 	struct seen s = { fn, fctx, json_object() };
 	if (!s.names) {
 		hostlist_free(&l);

@@ -41,9 +41,14 @@ int ops_template_known(struct hostif *hi, const char *ws, const char *name, json
 {
 	struct tmpl_names n = { .want = name, .names = json_array() };
 	*names = NULL;
-	if (!n.names || ops_templates_each(hi, ws, add_tmpl_name, &n) < 0) {
-		json_decref(n.names);
+	if (!n.names)
 		return errf(ENOMEM, "out of memory");
+	/* Not known because no host could say (a cluster's hosts down) is
+	 * that error, not "unknown template". */
+	int rc = ops_templates_each(hi, ws, add_tmpl_name, &n);
+	if (rc < 0) {
+		json_decref(n.names);
+		return rc;
 	}
 	if (n.found) {
 		json_decref(n.names);
