@@ -140,14 +140,14 @@ int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_
 	return errf(ENOSPC, "no free network slot (pool of %u)", max);
 }
 
-void netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t slot)
+bool netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t slot)
 {
 	if (!slot)
-		return;
+		return false;
 	char claim[PATH_MAX], rec[64];
 	if (claim_of(data_dir, slot, claim) < 0) {
 		log_warn("network slot %u: %s", slot, errmsg());
-		return;
+		return false;
 	}
 	owner_path(slot, rec);
 	int owner = owner_of(claim, slot);
@@ -159,6 +159,7 @@ void netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t s
 	unlink(claim);
 	if (owner > 0)
 		unlink(rec);
+	return owner >= 0;
 }
 
 /* A slot made and claimed. */
@@ -322,10 +323,9 @@ void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
 	}
 	int removed = 0;
 	for (int i = 0; i < n; i++)
-		if (!slot_listed(keep, nkeep, slots[i])) {
-			netpool_drop(p, slots[i]);
+		if (!slot_listed(keep, nkeep, slots[i]) &&
+		    netclaim_drop(p->cfg->data_dir, &p->nc, slots[i]))
 			removed++;
-		}
 	if (removed)
 		log_info("removed %d sandbox networks no sandbox holds", removed);
 	int size = p->cfg->net_pool < POOL_MAX ? p->cfg->net_pool : POOL_MAX;

@@ -28,8 +28,9 @@ struct netpool;
  * build's network uses it too). */
 int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out);
 /* Destroy slot's namespace and drop its claim, if the slot is data_dir's
- * (idempotent). */
-void netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t slot);
+ * (idempotent); false when it was another kilnd's (only a stale claim of
+ * data_dir's went). */
+bool netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t slot);
 
 /* The kiln nftables table in place, DATA/net made; no thread yet. */
 int netpool_open(const struct host_config *cfg, struct netpool **out);
