@@ -36,41 +36,145 @@ struct netpool {
 	pthread_t filler;
 };
 
-static void claim_path(struct netpool *p, uint32_t slot, char out[PATH_MAX])
+/* The claim file of slot in data_dir/net, by its real path: what the
+ * slot's owner record (NET_OWNER_DIR/SLOT) points to. */
+static int claim_of(const char *data_dir, uint32_t slot, char out[PATH_MAX])
 {
-	snprintf(out, PATH_MAX, "%s/%u", p->dir, slot);
+	char dir[PATH_MAX], real[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/net", data_dir);
+	if (!realpath(dir, real))
+		return errf_sys("%s", dir);
+	if (snprintf(out, PATH_MAX, "%s/%u", real, slot) >= PATH_MAX)
+		return errf(ENAMETOOLONG, "%s: path too long", real);
+	return 0;
 }
 
-/* A slot made and claimed (the claim file written right after, so a kill
- * in between leaves at most one namespace unaccounted). */
+static void owner_path(uint32_t slot, char out[64])
+{
+	snprintf(out, 64, NET_OWNER_DIR "/%u", slot);
+}
+
+/* Whose slot is: 1 this data directory's (its owner record names our
+ * claim), -1 another's, 0 no record (none yet, or a kilnd that kept no
+ * records made it). */
+static int owner_of(const char *claim, uint32_t slot)
+{
+	char rec[64], target[PATH_MAX];
+	owner_path(slot, rec);
+	ssize_t n = readlink(rec, target, sizeof target - 1);
+	if (n < 0)
+		return 0;
+	target[n] = 0;
+	return strcmp(target, claim) == 0 ? 1 : -1;
+}
+
+/* An owner record whose data directory's net directory is gone (that
+ * kilnd's data was removed; nothing will ever drop it): free to take
+ * once its namespace is gone too. */
+static bool owner_gone(uint32_t slot, const struct net_slot *s)
+{
+	char rec[64], target[PATH_MAX];
+	owner_path(slot, rec);
+	ssize_t n = readlink(rec, target, sizeof target - 1);
+	if (n <= 0 || access(s->netns_path, F_OK) == 0)
+		return false;
+	target[n] = 0;
+	char *slash = strrchr(target, '/');
+	if (!slash || slash == target)
+		return false;
+	*slash = 0;
+	struct stat st;
+	return stat(target, &st) < 0 && errno == ENOENT;
+}
+
+/*
+ * A slot is claimed in three steps, each undone in the reverse order:
+ *   1. the owner record NET_OWNER_DIR/SLOT -> DATA/net/SLOT, a symbolic
+ *      link: made atomically, and seen by every kilnd on the host, which
+ *      then leaves the slot alone;
+ *   2. the claim file DATA/net/SLOT (the slots kilnd lists at start);
+ *   3. the namespace kiln-nSLOT and its rules.
+ * So a namespace never exists without a record naming its owner, and a
+ * kill at any point leaves what the next kilnd of the same data directory
+ * finds and removes, and nothing another kilnd may remove. A namespace
+ * made first and claimed after could not be told from another kilnd's
+ * (which is why startup once removed every kiln-n namespace on the host,
+ * and two kilnds on one host took each other's networks).
+ */
+int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out)
+{
+	char claim[PATH_MAX];
+	int rc = claim_of(data_dir, 0, claim);
+	if (rc < 0)
+		return rc;
+	if (mkdir(NET_OWNER_DIR, 0755) < 0 && errno != EEXIST)
+		return errf_sys("mkdir " NET_OWNER_DIR);
+	uint32_t max = net_slot_max(nc);
+	for (uint32_t slot = 1; slot < max; slot++) {
+		char rec[64];
+		net_slot_info(nc, slot, out);
+		if (access(out->netns_path, F_OK) == 0)
+			continue;
+		owner_path(slot, rec);
+		claim_of(data_dir, slot, claim);
+		if (symlink(claim, rec) < 0) {
+			if (errno != EEXIST || !owner_gone(slot, out) || unlink(rec) < 0 ||
+			    symlink(claim, rec) < 0)
+				continue;	/* another kilnd's */
+		}
+		int fd = open(claim, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			rc = errf_sys("claim %s", claim);
+			unlink(rec);
+			return rc;
+		}
+		close(fd);
+		rc = net_create_slot(nc, slot, out);
+		if (rc == 0)
+			return 0;
+		unlink(claim);
+		unlink(rec);
+		if (rc != -EEXIST)	/* else made by a kilnd that keeps no records */
+			return rc;
+	}
+	return errf(ENOSPC, "no free network slot (pool of %u)", max);
+}
+
+bool netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t slot)
+{
+	if (!slot)
+		return false;
+	char claim[PATH_MAX], rec[64];
+	if (claim_of(data_dir, slot, claim) < 0) {
+		log_warn("network slot %u: %s", slot, errmsg());
+		return false;
+	}
+	owner_path(slot, rec);
+	int owner = owner_of(claim, slot);
+	/* Another kilnd's record: our claim is stale (made by hand, or by
+	 * a copy of this data directory), the namespace is theirs. No
+	 * record: a slot claimed before records were kept, ours. */
+	if (owner >= 0 && net_destroy(nc, slot) < 0)
+		log_warn("network slot %u: %s", slot, errmsg());
+	unlink(claim);
+	if (owner > 0)
+		unlink(rec);
+	return owner >= 0;
+}
+
+/* A slot made and claimed. */
 static int make_slot(struct netpool *p, uint32_t *slot)
 {
 	struct net_slot s;
-	int rc = net_create(&p->nc, &s);
-	if (rc < 0)
-		return rc;
-	char path[PATH_MAX];
-	claim_path(p, s.slot, path);
-	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = errf_sys("claim %s", path);
-		net_destroy(&p->nc, s.slot);
-		return rc;
-	}
-	close(fd);
-	*slot = s.slot;
-	return 0;
+	int rc = netclaim_make(p->cfg->data_dir, &p->nc, &s);
+	if (rc == 0)
+		*slot = s.slot;
+	return rc;
 }
 
 void netpool_drop(struct netpool *p, uint32_t slot)
 {
-	if (!slot)
-		return;
-	if (net_destroy(&p->nc, slot) < 0)
-		log_warn("network slot %u: %s", slot, errmsg());
-	char path[PATH_MAX];
-	claim_path(p, slot, path);
-	unlink(path);
+	netclaim_drop(p->cfg->data_dir, &p->nc, slot);
 }
 
 bool netpool_exists(struct netpool *p, uint32_t slot)
@@ -191,31 +295,37 @@ static bool slot_listed(const uint32_t *slots, int n, uint32_t slot)
 
 void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
 {
-	/* Every slot that has a kiln-n namespace or a claim file in DATA/net:
-	 * a kill while a namespace was being made leaves one without a claim
-	 * file (before its claim is written, or half set up), or a claim
-	 * whose namespace is gone. kilnd owns the host's kiln-n namespaces
-	 * (one kilnd per host), so whatever no sandbox holds goes. */
+	/* This data directory's slots (netclaim_make): its claim files and
+	 * the owner records naming them (a kill between the two leaves a
+	 * record alone). Those no sandbox holds go; every other kiln-n
+	 * namespace on the host is another kilnd's, and stays. */
 	enum { MAX_SLOTS = 8192 };
 	static uint32_t slots[MAX_SLOTS];
-	int n = net_list(slots, MAX_SLOTS / 2);
-	DIR *d = opendir(p->dir);
-	struct dirent *e;
-	while (d && (e = readdir(d)) && n < MAX_SLOTS) {
-		char *end;
-		unsigned long slot = strtoul(e->d_name, &end, 10);
-		if (!*end && end != e->d_name && slot && slot <= UINT32_MAX &&
-		    !slot_listed(slots, n, (uint32_t)slot))
+	int n = 0;
+	const char *dirs[] = { p->dir, NET_OWNER_DIR };
+	char claim[PATH_MAX];
+	for (int k = 0; k < 2; k++) {
+		DIR *d = opendir(dirs[k]);
+		struct dirent *e;
+		while (d && (e = readdir(d)) && n < MAX_SLOTS) {
+			char *end;
+			unsigned long slot = strtoul(e->d_name, &end, 10);
+			if (*end || end == e->d_name || !slot || slot > UINT32_MAX ||
+			    slot_listed(slots, n, (uint32_t)slot))
+				continue;
+			if (k == 1 && (claim_of(p->cfg->data_dir, (uint32_t)slot, claim) < 0 ||
+				       owner_of(claim, (uint32_t)slot) <= 0))
+				continue;
 			slots[n++] = (uint32_t)slot;
+		}
+		if (d)
+			closedir(d);
 	}
-	if (d)
-		closedir(d);
 	int removed = 0;
 	for (int i = 0; i < n; i++)
-		if (!slot_listed(keep, nkeep, slots[i])) {
-			netpool_drop(p, slots[i]);
+		if (!slot_listed(keep, nkeep, slots[i]) &&
+		    netclaim_drop(p->cfg->data_dir, &p->nc, slots[i]))
 			removed++;
-		}
 	if (removed)
 		log_info("removed %d sandbox networks no sandbox holds", removed);
 	int size = p->cfg->net_pool < POOL_MAX ? p->cfg->net_pool : POOL_MAX;

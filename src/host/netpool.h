@@ -6,10 +6,12 @@
  * taken in the last minute, up to --max-creates; a create takes one from
  * the pool and only makes its own when the pool is empty.
  *
- * Every slot this kilnd claims has a file DATA/net/SLOT, made as soon as
- * the namespace exists and removed after it is gone. A kilnd that starts
- * after a SIGKILL finds there which namespaces were its own (other kilnds
- * on the host keep theirs) and removes those no sandbox holds.
+ * Every slot this kilnd claims has an owner record NET_OWNER_DIR/SLOT
+ * (net.h) naming its claim file DATA/net/SLOT, both made before the
+ * namespace and removed after it is gone (netclaim_make). A kilnd that
+ * starts after a SIGKILL finds there which namespaces were its own and
+ * removes those no sandbox holds; other kilnds on the host (tests side by
+ * side, a host agent beside a one-box kilnd) keep theirs.
  */
 #ifndef KILN_HOST_NETPOOL_H
 #define KILN_HOST_NETPOOL_H
@@ -18,11 +20,21 @@
 #include <stdint.h>
 
 struct host_config;
+struct net_config;
+struct net_slot;
 struct netpool;
+
+/* A free slot claimed for the kilnd of data_dir and made (the template
+ * build's network uses it too). */
+int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out);
+/* Destroy slot's namespace and drop its claim, if the slot is data_dir's
+ * (idempotent); false when it was another kilnd's (only a stale claim of
+ * data_dir's went). */
+bool netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t slot);
 
 /* The kiln nftables table in place, DATA/net made; no thread yet. */
 int netpool_open(const struct host_config *cfg, struct netpool **out);
-/* Remove the slots claimed in DATA/net that are not in keep[] (the
+/* Remove this data directory's slots that are not in keep[] (the
  * sandboxes that live on), then start filling the pool. */
 void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep);
 /* Stop the filler and remove the pool's ready slots; the slots that

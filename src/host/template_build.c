@@ -25,6 +25,7 @@
  * redone (the image step can take minutes). --restart starts over.
  */
 #include "host/template_build.h"
+#include "host/netpool.h"
 #include "host/dfbuild.h"
 #include "host/disk.h"
 #include "host/guest_conn.h"
@@ -776,21 +777,19 @@ static int step_activate(struct build *b)
 
 /* The build VM gets a network of its own, as a sandbox does, so its
  * snapshot has a network device and the guest's address (kiln.ip) is up
- * in every clone. It is claimed in DATA/net like kilnd's (netpool.h), so
- * a kilnd that starts after a killed build removes it. */
-static void claim_file(struct build *b, char out[PATH_MAX])
-{
-	snprintf(out, PATH_MAX, "%s/net/%u", b->cfg->data_dir, b->net.slot);
-}
-
+ * in every clone. It is claimed for DATA like kilnd's (netpool.h), so a
+ * kilnd that starts after a killed build removes it. */
 static int build_net(struct build *b)
 {
 	struct net_config nc;
 	struct net_slot ns;
 	net_default_config(&nc);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s/net", b->cfg->data_dir);
+	mkdir(dir, 0700);
 	int rc = net_init(&nc);
 	if (rc == 0)
-		rc = net_create(&nc, &ns);
+		rc = netclaim_make(b->cfg->data_dir, &nc, &ns);
 	if (rc < 0) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "%s", errmsg());
@@ -798,24 +797,14 @@ static int build_net(struct build *b)
 				 "nftables)", msg);
 	}
 	net_lease_of(ns.slot, &b->net);
-	char dir[PATH_MAX], claim[PATH_MAX];
-	snprintf(dir, sizeof dir, "%s/net", b->cfg->data_dir);
-	mkdir(dir, 0700);
-	claim_file(b, claim);
-	int fd = open(claim, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		close(fd);
 	return 0;
 }
 
 static void build_net_drop(struct build *b)
 {
 	struct net_config nc;
-	char claim[PATH_MAX];
 	net_default_config(&nc);
-	net_destroy(&nc, b->net.slot);
-	claim_file(b, claim);
-	unlink(claim);
+	netclaim_drop(b->cfg->data_dir, &nc, b->net.slot);
 	b->net.slot = 0;
 }
 

@@ -369,29 +369,44 @@ static int setup_slot(const struct net_config *c, const struct net_slot *s)
 	return net_set_policy(c, s, &open_policy);
 }
 
+uint32_t net_slot_max(const struct net_config *c)
+{
+	return (1u << (32 - c->pool_bits)) / 4;
+}
+
+int net_create_slot(const struct net_config *c, uint32_t slot, struct net_slot *out)
+{
+	if (!slot || slot >= net_slot_max(c))
+		return errf(EINVAL, "network slot %u is outside the pool (1-%u)", slot, net_slot_max(c) - 1);
+	mkdir(NETNS_DIR, 0755);
+	net_slot_info(c, slot, out);
+	/* ip netns add fails if another creator got here first: that is
+	 * how a slot is claimed on the host. */
+	const char *argv[] = { "ip", "netns", "add", out->netns, NULL };
+	if (access(out->netns_path, F_OK) == 0 || run(argv, NULL) < 0)
+		return errf(EEXIST, "network slot %u is taken", slot);
+	int rc = setup_slot(c, out);
+	if (rc < 0) {
+		char why[512];
+		snprintf(why, sizeof why, "%s", errmsg());
+		net_destroy(c, slot);
+		return errf(-rc, "network for slot %u: %s", slot, why);
+	}
+	return 0;
+}
+
 int net_create(const struct net_config *c, struct net_slot *out)
 {
-	uint32_t max = (1u << (32 - c->pool_bits)) / 4;
-	mkdir(NETNS_DIR, 0755);
+	uint32_t max = net_slot_max(c);
 	for (uint32_t slot = 1; slot < max; slot++) {
-		char path[64];
-		snprintf(path, sizeof path, NETNS_DIR "/" NS_PREFIX "%u", slot);
-		if (access(path, F_OK) == 0)
-			continue;
-		net_slot_info(c, slot, out);
-		/* ip netns add fails if another creator got here first: that is
-		 * how a slot is claimed. */
-		const char *argv[] = { "ip", "netns", "add", out->netns, NULL };
-		if (run(argv, NULL) < 0)
-			continue;
-		int rc = setup_slot(c, out);
-		if (rc < 0) {
-			char why[512];
-			snprintf(why, sizeof why, "%s", errmsg());
-			net_destroy(c, slot);
-			return errf(-rc, "network for slot %u: %s", slot, why);
-		}
-		return 0;
+		char owner[64];
+		snprintf(owner, sizeof owner, NET_OWNER_DIR "/%u", slot);
+		struct stat st;
+		if (lstat(owner, &st) == 0)
+			continue;	/* a kilnd's, maybe not made yet */
+		int rc = net_create_slot(c, slot, out);
+		if (rc != -EEXIST)
+			return rc;
 	}
 	return errf(ENOSPC, "no free network slot (pool of %u)", max);
 }

@@ -100,9 +100,18 @@ int net_init(const struct net_config *c);
  * the default policy reaches none of them. Cheap when nothing changed
  * (no nft run); thread-safe. */
 int net_host_nets_refresh(const struct net_config *c);
+/* Where a kilnd records which slots are its own: NET_OWNER_DIR/SLOT, a
+ * symbolic link to the claim file in its data directory, made before the
+ * namespace (host/netpool.h). net_create leaves such slots alone. */
+#define NET_OWNER_DIR "/run/kiln-net"
 /* net_create: a namespace for a free slot, with the default policy
  * (internet allowed, nothing denied). */
 int net_create(const struct net_config *c, struct net_slot *out);
+/* net_create_slot: the same for slot itself; -EEXIST when its namespace
+ * exists (another creator has it). */
+int net_create_slot(const struct net_config *c, uint32_t slot, struct net_slot *out);
+/* One more than the highest slot of c's pool. */
+uint32_t net_slot_max(const struct net_config *c);
 /* net_slot_info: the names and addresses of slot n. */
 void net_slot_info(const struct net_config *c, uint32_t slot, struct net_slot *out);
 int net_set_policy(const struct net_config *c, const struct net_slot *s, const struct net_policy *p);

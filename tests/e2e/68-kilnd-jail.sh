@@ -111,6 +111,32 @@ out=$(run_in "$B" 'echo neighbour-ok')
 check jail_memory_limit_neighbour "B answers '$out'" [ "$out" = neighbour-ok ]
 check jail_memory_limit_cleanup "M's VMM gone, cgroup removed" eval '! kill -0 "$pm" 2>/dev/null && [ ! -e "$CG/$M" ]' 
 
+# ---- a second kilnd on the host: each keeps its own networks -----------------------------------
+# Another kilnd (its own data directory; tests side by side, a host agent
+# beside a one-box kilnd) starts, makes a pool network of its own and
+# stops: B's namespace, veth and TAP are all still there (netpool.h: a
+# kilnd removes only the slots its data directory claims).
+nsB=$(ip netns identify "$(vmm_of "$B")" 2>/dev/null)
+slotB=${nsB#kiln-n}
+mkdir -p "$T/d2"
+"$KILND" --data "$T/d2" --listen "127.0.0.1:$((PORT + 1))" --rate 0 --net-pool 1 >> "$T/kilnd2.log" 2>&1 &
+K2=$!
+at_exit "kill $K2 2>/dev/null; wait $K2 2>/dev/null"
+for i in $(seq 600); do
+	[ -n "$(ls "$T/d2/net" 2>/dev/null)" ] && break
+	kill -0 $K2 2>/dev/null || break
+	sleep 0.1
+done
+slot2=$(ls "$T/d2/net" 2>/dev/null | tr '\n' ' ')
+kill $K2; wait $K2 2>/dev/null
+ns_ok=$(ip netns list | grep -c "^$nsB\b")
+veth_ok=$(ip -o link show "kv$slotB" 2>/dev/null | wc -l)
+tap_ok=$(ip -n "$nsB" -o link show 2>/dev/null | grep -c ' tap')
+back=$(run_in "$B" 'echo still-here')
+check jail_two_kilnds "B's $nsB after a second kilnd (slot '$slot2') came and went: namespace $ns_ok, veth $veth_ok, TAP $tap_ok; B '$back'" \
+	eval '[ -n "$slotB" ] && [ -n "$slot2" ] && [ "${slot2% }" != "$slotB" ] && [ "$ns_ok" = 1 ] && [ "$veth_ok" = 1 ] && [ "$tap_ok" -ge 1 ] && [ "$back" = still-here ]'
+alive jail_two_kilnds_first
+
 # ---- SIGKILL, restart, delete: nothing left -----------------------------------------------
 pool_before=$(ls "$DATA/net" | tr '\n' ' ')
 kill -9 "$KILND_PID"

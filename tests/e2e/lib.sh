@@ -77,6 +77,13 @@ _on_exit() {
 	for slot in $(ls "$DATA/net" 2>/dev/null); do
 		"$BUILD/kiln-net" destroy "$slot" >/dev/null 2>&1
 	done
+	# And the owner records (net.h NET_OWNER_DIR) of this test's data
+	# directories, which would keep those slots from every other kilnd.
+	local rec real
+	real=$(readlink -f "$T")
+	for rec in /run/kiln-net/*; do
+		case $(readlink "$rec" 2>/dev/null) in "$real"/*) rm -f "$rec" ;; esac
+	done
 	for c in $(ls "$DATA/sandboxes" 2>/dev/null); do
 		[ -d "/sys/fs/cgroup/kiln/$c" ] && { echo 1 > "/sys/fs/cgroup/kiln/$c/cgroup.kill"; sleep 0.2; rmdir "/sys/fs/cgroup/kiln/$c"; } 2>/dev/null
 	done
