@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define POOL_MAX 256
@@ -101,8 +102,10 @@ static bool owner_gone(uint32_t slot, const struct net_slot *s)
  * (which is why startup once removed every kiln-n namespace on the host,
  * and two kilnds on one host took each other's networks).
  */
-int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out)
+int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out, int *hold)
 {
+	if (hold)
+		*hold = -1;
 	char claim[PATH_MAX];
 	int rc = claim_of(data_dir, 0, claim);
 	if (rc < 0)
@@ -128,10 +131,17 @@ int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_
 			unlink(rec);
 			return rc;
 		}
-		close(fd);
+		if (hold && flock(fd, LOCK_EX | LOCK_NB) == 0)
+			*hold = fd;
+		else
+			close(fd);
 		rc = net_create_slot(nc, slot, out);
 		if (rc == 0)
 			return 0;
+		if (hold && *hold >= 0) {
+			close(*hold);
+			*hold = -1;
+		}
 		unlink(claim);
 		unlink(rec);
 		if (rc != -EEXIST)	/* else made by a kilnd that keeps no records */
@@ -166,7 +176,7 @@ bool netclaim_drop(const char *data_dir, const struct net_config *nc, uint32_t s
 static int make_slot(struct netpool *p, uint32_t *slot)
 {
 	struct net_slot s;
-	int rc = netclaim_make(p->cfg->data_dir, &p->nc, &s);
+	int rc = netclaim_make(p->cfg->data_dir, &p->nc, &s, NULL);
 	if (rc == 0)
 		*slot = s.slot;
 	return rc;
@@ -293,6 +303,21 @@ static bool slot_listed(const uint32_t *slots, int n, uint32_t slot)
 	return false;
 }
 
+/* Whether a live process holds slot's claim file locked (netclaim_make's
+ * hold: a template build beside this kilnd, in its data directory). */
+static bool claim_held(const char *data_dir, uint32_t slot)
+{
+	char claim[PATH_MAX];
+	if (claim_of(data_dir, slot, claim) < 0)
+		return false;
+	int fd = open(claim, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	bool held = flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+	close(fd);	/* and with it the lock, if this took it */
+	return held;
+}
+
 void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
 {
 	/* This data directory's slots (netclaim_make): its claim files and
@@ -322,10 +347,17 @@ void netpool_start(struct netpool *p, const uint32_t *keep, int nkeep)
 			closedir(d);
 	}
 	int removed = 0;
-	for (int i = 0; i < n; i++)
-		if (!slot_listed(keep, nkeep, slots[i]) &&
-		    netclaim_drop(p->cfg->data_dir, &p->nc, slots[i]))
+	for (int i = 0; i < n; i++) {
+		if (slot_listed(keep, nkeep, slots[i]))
+			continue;
+		if (claim_held(p->cfg->data_dir, slots[i])) {
+			log_info("network slot %u: held by a template build in this data directory: kept",
+				 slots[i]);
+			continue;
+		}
+		if (netclaim_drop(p->cfg->data_dir, &p->nc, slots[i]))
 			removed++;
+	}
 	if (removed)
 		log_info("removed %d sandbox networks no sandbox holds", removed);
 	int size = p->cfg->net_pool < POOL_MAX ? p->cfg->net_pool : POOL_MAX;

@@ -25,8 +25,11 @@ struct net_slot;
 struct netpool;
 
 /* A free slot claimed for the kilnd of data_dir and made (the template
- * build's network uses it too). */
-int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out);
+ * build's network uses it too). hold (may be NULL): the claim file, open
+ * and locked (flock), for a process that is not the kilnd of data_dir
+ * (`kilnd template build`): a kilnd that starts meanwhile leaves a held
+ * claim alone. Close it after netclaim_drop. */
+int netclaim_make(const char *data_dir, const struct net_config *nc, struct net_slot *out, int *hold);
 /* Destroy slot's namespace and drop its claim, if the slot is data_dir's
  * (idempotent); false when it was another kilnd's (only a stale claim of
  * data_dir's went). */

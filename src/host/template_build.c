@@ -71,6 +71,7 @@ struct build {
 	bool tty;
 	int64_t t0;
 	struct net_lease net;		/* the build VM's network (slot 0: none) */
+	int net_hold;			/* its claim, held (netclaim_make); -1: none */
 };
 
 /* ---- progress ----------------------------------------------------------------------- */
@@ -778,7 +779,9 @@ static int step_activate(struct build *b)
 /* The build VM gets a network of its own, as a sandbox does, so its
  * snapshot has a network device and the guest's address (kiln.ip) is up
  * in every clone. It is claimed for DATA like kilnd's (netpool.h), so a
- * kilnd that starts after a killed build removes it. */
+ * kilnd that starts after a killed build removes it, and held while the
+ * build runs, so that a kilnd starting meanwhile (on the same data
+ * directory: `kilnd template build` beside a starting daemon) does not. */
 static int build_net(struct build *b)
 {
 	struct net_config nc;
@@ -789,7 +792,7 @@ static int build_net(struct build *b)
 	mkdir(dir, 0700);
 	int rc = net_init(&nc);
 	if (rc == 0)
-		rc = netclaim_make(b->cfg->data_dir, &nc, &ns);
+		rc = netclaim_make(b->cfg->data_dir, &nc, &ns, &b->net_hold);
 	if (rc < 0) {
 		char msg[300];
 		snprintf(msg, sizeof msg, "%s", errmsg());
@@ -806,6 +809,9 @@ static void build_net_drop(struct build *b)
 	net_default_config(&nc);
 	netclaim_drop(b->cfg->data_dir, &nc, b->net.slot);
 	b->net.slot = 0;
+	if (b->net_hold >= 0)
+		close(b->net_hold);
+	b->net_hold = -1;
 }
 
 /* The settings of the version: a new one's from the template and the
@@ -900,7 +906,7 @@ static int check_opts(const struct build_opts *o)
 
 int template_build(const struct host_config *cfg, const struct build_opts *o)
 {
-	struct build b = { .cfg = cfg, .o = o, .tty = isatty(2), .t0 = mono_ms() };
+	struct build b = { .cfg = cfg, .o = o, .tty = isatty(2), .t0 = mono_ms(), .net_hold = -1 };
 	int rc = check_opts(o);
 	if (rc < 0)
 		return rc;

@@ -33,14 +33,28 @@ if [ -n "${WRITES_MEMORY:-}" ]; then
 	# (84-kilnd-pool) kept making members of it that failed (a flaky
 	# failure of CI runs 26 and 27).
 	tmpl=wsmall
+	# kilnd starts while the build runs in its data directory: the
+	# build's network (its claim in DATA/net, held) must outlive kilnd's
+	# start, which removes the claims no sandbox of its holds.
 	"$KILND" --data "$DATA" template build wsmall --image "$REPO/build/guest/rootfs-base.ext4" \
-		--memory "$WRITES_MEMORY" > "$T/wsmall.log" 2>&1 ||
+		--memory "$WRITES_MEMORY" > "$T/wsmall.log" 2>&1 &
+	bpid=$!
+	for i in $(seq 600); do
+		[ -n "$(ls "$DATA/net" 2>/dev/null)" ] && break
+		kill -0 $bpid 2>/dev/null || break
+		sleep 0.1
+	done
+	claimed=$(ls "$DATA/net" 2>/dev/null | tr '\n' ' ')
+	start_kilnd --rate 0 || exit 1
+	wait $bpid ||
 		{ fail writes_template "a template of $WRITES_MEMORY MiB: $(tail -3 "$T/wsmall.log" | tr '\n' ' ')"; exit 1; }
 	[ -L "$DATA/templates" ] && { fail writes_template "$DATA/templates is a link to shared templates"; exit 1; }
+	check writes_build_beside_start "the build's network (slot ${claimed:-none}) kept by the kilnd that started during the build: $(grep -m1 'held by a template build' "$T/kilnd.log")" \
+		grep -q 'held by a template build' "$T/kilnd.log"
 else
 	build_template base || exit 1
+	start_kilnd --rate 0 || exit 1
 fi
-start_kilnd --rate 0 || exit 1
 KEY=$(new_key writes)
 create_sandbox "{\"template\":\"$tmpl\"}"
 B=$SBX
