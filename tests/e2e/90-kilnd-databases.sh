@@ -100,6 +100,7 @@ q "$C1" "$DBURL" "CREATE TABLE t (x int); INSERT INTO t VALUES (42); SELECT x FR
 check db_query_same_workspace "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
 
 # ---- external access -------------------------------------------------------------------
+api GET "/v1/databases/$DB"
 check db_external_default_off "$(jget 'j["external_access"], j["external_url"]')" \
 	[ "$(jget 'j["external_access"], j["external_url"]')" = "(False, None)" ]
 xq "$PW" "SELECT x FROM t"
