@@ -40,6 +40,7 @@ struct lsn {
 	int fd;				/* -1: not open (tried again at the next sync) */
 	bool gone;			/* taken away: shut down, closed once unused */
 	bool warned;			/* its open failed, and the log said so */
+	time_t refused_logged;		/* when a refusal past the limits was last logged */
 	int conns;			/* relayed now; their sockets below */
 	int cfd[CONNS_PER_DB_MAX][2];	/* client (-1: a free slot), guest (-1 until connected) */
 	struct lsn *next;
@@ -257,8 +258,12 @@ static void admit(struct lsn *l, int fd)
 			slot = i;
 	struct conn *c = NULL;
 	if (l->conns >= conns_max() || total >= DBPORT_CONNS_MAX || slot < 0 || !(c = calloc(1, sizeof *c))) {
-		log_warn("database %s: an external connection refused: %d of its %d, %d of kilnd's %d open", l->id,
-			 l->conns, conns_max(), total, DBPORT_CONNS_MAX);
+		time_t now = time(NULL);
+		if (now - l->refused_logged >= 10) {	/* a flood of them is one line each 10 s */
+			l->refused_logged = now;
+			log_warn("database %s: an external connection refused: %d of its %d, %d of kilnd's %d open",
+				 l->id, l->conns, conns_max(), total, DBPORT_CONNS_MAX);
+		}
 		close(fd);
 		return;
 	}
