@@ -274,8 +274,9 @@ print(third, first, st, cut, refused)
 PY
 )
 check db_external_limit_and_off "third closed, first open, PATCH, cut, refused: $cut" [ "$cut" = "True False 200 True True" ]
-api PATCH "/v1/databases/$DB3" '{"external_access":true}'
-check db_external_port_reused "$STATUS $(jget 'j.get("external_port")')" [ "$STATUS/$(jget 'j.get("external_port")')" = "200/$EXTP" ]
+# The CLI (docs/cli.md "Databases") turns it on for the restored one.
+ext=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db external copy on 2>&1)
+check db_external_port_reused "kiln db external copy on: $ext" [ "$ext" = "postgresql://postgres@127.0.0.1:$EXTP/postgres" ]
 xq "$PW3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
 check db_external_next_database "the restored one through the port: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
 
