@@ -48,8 +48,10 @@ ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
 # q SANDBOX URL SQL: psql from that sandbox (CT, default 5, seconds to connect).
 q() { gx "$1" "PGCONNECT_TIMEOUT=${CT:-5} psql -X -q -tA -v ON_ERROR_STOP=1 '$2' -c \"$3\""; }
 # xq PASSWORD SQL: from the host, through the external port (OUT, ERR, RC).
+# CT (default 30: a database just woken in a loaded emulated host took
+# more than 5 s to authenticate) bounds the connect; a refusal is at once.
 xq() {
-	OUT=$(PGCONNECT_TIMEOUT=${CT:-5} python3 "$REPO/tests/e2e/pg.py" "postgresql://postgres:$1@127.0.0.1:$EXTP/postgres" "$2" 2> "$T/xq.err")
+	OUT=$(PGCONNECT_TIMEOUT=${CT:-30} python3 "$REPO/tests/e2e/pg.py" "postgresql://postgres:$1@127.0.0.1:$EXTP/postgres" "$2" 2> "$T/xq.err")
 	RC=$? ERR=$(tr '\n' ' ' < "$T/xq.err")
 }
 
