@@ -56,7 +56,7 @@ static int set_external(const struct ops_caller *c, struct db_row *d, bool on)
 		if (rc < 0)
 			return rc;
 		d->external_port = p;
-		log_info("database %s: external access on %s:%d", d->id, ops_db_external.bind, p);
+		log_info("database %s: external access: port %d given", d->id, p);
 		return 0;
 	}
 	return errf(EAGAIN, "no free port for external access: kilnd's ports %d-%d are all taken "
