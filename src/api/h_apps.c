@@ -228,9 +228,11 @@ static void follow_done(void *ctx)
 	free(f);
 }
 
-/* Follow: the kept events, the lines kept of its earlier sandboxes (the
- * last `tail`), then `tail -F` of the app's log in its sandbox as "line"
- * events, until the client goes. A follower is activity: the
+/* Follow: the kept events, then the last `tail` lines of its log as GET
+ * answers them (those of its earlier sandboxes the current one's leave
+ * room for, then the current one's: `tail -F` of the app's log in its
+ * sandbox), then its new lines as they come, as "line" events, until the
+ * client goes. A follower is activity: the
  * app is not hibernated while someone watches it. */
 static int follow(struct req *r, const struct app_row *a, long tail, json_t *events)
 {
@@ -242,8 +244,15 @@ static int follow(struct req *r, const struct app_row *a, long tail, json_t *eve
 	f->api = r->api;
 	f->sock = req_socket(r);
 	sse_init(&f->out);
-	int rc = a->sandbox[0] ? hostif_enter(r->api->hostif, a->workspace, a->sandbox, &f->hg)
+	struct ops_caller c;
+	req_caller(r, &c);
+	/* The current sandbox's lines counted before its tail starts: the
+	 * earlier sandboxes' fill the rest of `tail` (a line written in
+	 * between makes the start one longer, never repeated). */
+	int current = 0;
+	int rc = a->sandbox[0] ? ops_app_log_current(&c, a, (int)tail, &current)
 			       : errf(EHOSTDOWN, "app %s has no sandbox now", a->id);
+	rc = rc ?: hostif_enter(r->api->hostif, a->workspace, a->sandbox, &f->hg);
 	char n[16];
 	snprintf(n, sizeof n, "%ld", tail);
 	const char *const argv[] = { "tail", "-n", n, "-F", APP_LOG, NULL };
@@ -261,11 +270,9 @@ static int follow(struct req *r, const struct app_row *a, long tail, json_t *eve
 	json_array_foreach(events, i, e)
 		sse_event(&f->out, "event", json_incref(e));
 	json_decref(events);
-	struct ops_caller c;
-	req_caller(r, &c);
 	char *earlier = NULL;
 	size_t ne = 0;
-	if (ops_app_log_earlier(&c, a, (int)tail, &earlier, &ne) == 0) {
+	if (tail > current && ops_app_log_earlier(&c, a, (int)tail - current, &earlier, &ne) == 0) {
 		json_t *lines = json_array();
 		if (lines)
 			lines_of(lines, earlier, ne);

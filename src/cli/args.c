@@ -38,6 +38,7 @@ static const struct optdef optdefs[] = {
 	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
 	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
 	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE }, { "force", 0, NONE },
+	{ "external", 0, NONE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -267,6 +268,7 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "limits")) add_limits(cmd, &o->limits, v);
 	else if (!strcmp(n, "key")) o->key = key_filter_arg(cmd, v);
 	else if (!strcmp(n, "all")) o->all = true;
+	else if (!strcmp(n, "external")) o->external = true;
 	else if (!strcmp(n, "volume")) add_volume(cmd, &o->volumes, v);
 	else if (!strcmp(n, "size")) o->size = args_number("--size", v, 1, 65536);
 	else if (!strcmp(n, "port")) o->port = args_number("--port", v, 1, 65535);

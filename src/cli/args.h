@@ -43,6 +43,7 @@ struct opts {
 	long long port, ready;		/* app's --port, --ready-timeout; 0: not given */
 	long long idle, tail;		/* app's --idle-seconds, logs' --tail; -1: not given */
 	long long backup_interval, backups_kept;	/* db create's; -1: not given */
+	bool external;			/* db create's --external */
 	const char *command, *restart;	/* app's --command, --restart */
 	const char *user;		/* exec, proc start, cp, fs: -u/--user */
 	bool replace;			/* fs cp, fs mv: --replace */

@@ -61,14 +61,40 @@ static int db_make(const struct command *cmd, struct opts *o, const char *backup
 		json_object_set_new(body, "backup_interval_seconds", json_integer(o->backup_interval));
 	if (o->backups_kept > 0)
 		json_object_set_new(body, "backups_kept", json_integer(o->backups_kept));
+	if (o->external)
+		json_object_set_new(body, "external_access", json_true());
 	(void)cmd;
 	progress_start(o, backup ? "restoring the backup into a new database" : "making the database (until it takes connections)");
 	json_t *r = call("POST", "/v1/databases", body);
 	progress_end();
+	if (o->json) {
+		print_json(r);
+	} else {
+		print_url(r);
+		if (json_string_value(json_object_get(r, "external_url")))
+			printf("%s\n", str(r, "external_url"));
+	}
+	json_decref(r);
+	return 0;
+}
+
+/* kiln db external NAME on|off: PATCH external_access; prints the
+ * external URL (without the password: it is shown at create and reset
+ * only) when on. */
+static int db_external(const struct command *cmd, struct opts *o)
+{
+	const char *key = key_arg(cmd, o, 1, "database");
+	need_args(cmd, o, 3, 3);
+	bool on = !strcmp(o->pos[2], "on");
+	if (!on && strcmp(o->pos[2], "off"))
+		usage_error(cmd, "db external %s wants 'on' or 'off', not '%s'", key, o->pos[2]);
+	char path[128];
+	snprintf(path, sizeof path, "/v1/databases/%s", key);
+	json_t *r = call("PATCH", path, json_pack("{s:b}", "external_access", on));
 	if (o->json)
 		print_json(r);
-	else
-		print_url(r);
+	else if (on)
+		printf("%s\n", str(r, "external_url"));
 	json_decref(r);
 	return 0;
 }
@@ -162,7 +188,7 @@ static int db_ls(const struct command *cmd, struct opts *o)
 int cmd_db(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
-		{ "create", "backup-interval backups-kept", db_create },
+		{ "create", "backup-interval backups-kept external", db_create },
 		{ "ls", "", db_ls },
 		{ "get", "", db_call },
 		{ "rm", "", db_rm },
@@ -170,6 +196,7 @@ int cmd_db(const struct command *cmd, struct opts *o)
 		{ "backup", "", db_call },
 		{ "backups", "", db_call },
 		{ "restore", "backup-interval backups-kept", db_restore },
+		{ "external", "", db_external },
 	};
 	return subcommand_run(cmd, o, "db", 0, subs, sizeof subs / sizeof subs[0]);
 }

@@ -32,6 +32,7 @@
 #include "api/keys.h"
 #include "common/metrics.h"
 #include "api/inflight.h"
+#include "proxy/dbport.h"
 #include "proxy/preview.h"
 #include "api/ratelimit.h"
 #include "api/window.h"
@@ -49,6 +50,7 @@
 #include "common/log.h"
 #include "net/net.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -167,6 +169,12 @@ static const char usage_text[] =
 	"  --price-gib-hour USD  what a working-set GiB-hour costs (default 0.0162)\n"
 	"  --audit-days N        keep the audit log N days (default 90; 0: for ever)\n"
 	"  --db-backup-min S     the shortest scheduled-backup interval of a database (default 300 s)\n"
+	"  --db-external-bind IP the address databases' external ports listen on (default\n"
+	"                        127.0.0.1: this machine only; 0.0.0.0 for every network)\n"
+	"  --db-external-host H  the host name their external URLs give (default the bind\n"
+	"                        address)\n"
+	"  --db-external-ports LO-HI  the ports handed out (default 54320-54419)\n"
+	"  --db-external-conns N a database's external connections at a time (default 32)\n"
 	"  --verbose             debug log lines\n";
 
 enum {
@@ -180,7 +188,7 @@ enum {
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
 	O_OFFER_VCPUS, O_OFFER_MEMORY, O_ORPHAN_GRACE, O_PLACEMENT, O_HOSTS_CA, O_PREVIEW_KEY,
-	O_SCOPE, O_AUDIT_DAYS, O_DB_BACKUP_MIN,
+	O_SCOPE, O_AUDIT_DAYS, O_DB_BACKUP_MIN, O_DB_EXT_BIND, O_DB_EXT_HOST, O_DB_EXT_PORTS, O_DB_EXT_CONNS,
 };
 
 static const struct option options[] = {
@@ -259,6 +267,10 @@ static const struct option options[] = {
 	{ "price-gib-hour", required_argument, 0, O_PRICE_GIB },
 	{ "audit-days", required_argument, 0, O_AUDIT_DAYS },
 	{ "db-backup-min", required_argument, 0, O_DB_BACKUP_MIN },
+	{ "db-external-bind", required_argument, 0, O_DB_EXT_BIND },
+	{ "db-external-host", required_argument, 0, O_DB_EXT_HOST },
+	{ "db-external-ports", required_argument, 0, O_DB_EXT_PORTS },
+	{ "db-external-conns", required_argument, 0, O_DB_EXT_CONNS },
 	{ 0 },
 };
 
@@ -428,6 +440,28 @@ static void parse(int argc, char **argv, struct cmdline *c)
 		case O_PLANS: c->plans_file = optarg; break;
 		case O_AUDIT_DAYS: c->audit_days = (int)number(optarg, "--audit-days", 0, 100000); break;
 		case O_DB_BACKUP_MIN: ops_db_backup_min_s = number(optarg, "--db-backup-min", 1, DB_BACKUP_INTERVAL_MAX); break;
+		case O_DB_EXT_BIND: {
+			unsigned char a[16];
+			if (inet_pton(AF_INET, optarg, a) != 1 && inet_pton(AF_INET6, optarg, a) != 1)
+				die("--db-external-bind wants an IP address, not '%s'", optarg);
+			set_str(ops_db_external.bind, sizeof ops_db_external.bind, optarg, "--db-external-bind");
+			break;
+		}
+		case O_DB_EXT_HOST: {
+			unsigned char a[16];
+			if (!v_is_domain(optarg) && inet_pton(AF_INET, optarg, a) != 1 && inet_pton(AF_INET6, optarg, a) != 1)
+				die("--db-external-host wants a host name or an IP address, not '%s'", optarg);
+			set_str(ops_db_external.host, sizeof ops_db_external.host, optarg, "--db-external-host");
+			break;
+		}
+		case O_DB_EXT_PORTS: {
+			int lo = 0, hi = 0, end = 0;
+			if (sscanf(optarg, "%d-%d%n", &lo, &hi, &end) != 2 || optarg[end] || lo < 1 || hi > 65535 || lo > hi)
+				die("--db-external-ports wants LO-HI (1..65535, LO <= HI), not '%s'", optarg);
+			ops_db_external.port_lo = lo, ops_db_external.port_hi = hi;
+			break;
+		}
+		case O_DB_EXT_CONNS: ops_db_external.conns_max = (int)number(optarg, "--db-external-conns", 1, 256); break;
 		case O_API: c->api_url = optarg; break;
 		case O_JOIN_TOKEN: c->join_token = optarg; break;
 		case O_API_CA: c->api_ca = optarg; break;
@@ -849,6 +883,12 @@ static int serve(struct cmdline *c)
 	/* So are databases' VMs that died (ops/database.h). */
 	if (!agent && db_watch_start(st, &hostif, &c->plans, 2000) < 0)
 		die("%s", errmsg());
+	/* Their external ports, where the API is (proxy/dbport.h). */
+	if (!agent) {
+		if (dbport_start(st, &hostif) < 0)
+			die("%s", errmsg());
+		ops_db_external_sync = dbport_sync;
+	}
 	char advertise[160];
 	snprintf(advertise, sizeof advertise, "http://%s", cfg->listen);
 	struct agent_link_config link = {
@@ -874,6 +914,8 @@ static int serve(struct cmdline *c)
 	credit_watch_stop();
 	app_watch_stop();
 	db_watch_stop();
+	ops_db_external_sync = NULL;
+	dbport_stop();
 	audit_retention_stop();
 	cluster_monitor_stop();
 	http_stop(&api);

@@ -79,7 +79,9 @@
 	"\"user\":{\"type\":\"string\"},\"password\":{\"type\":\"string\"},\"database\":{\"type\":\"string\"}," \
 	"\"url\":{\"type\":\"string\"},\"from_backup\":{\"type\":[\"string\",\"null\"]}," \
 	"\"backup_interval_seconds\":{\"type\":\"integer\"},\"backups_kept\":{\"type\":\"integer\"}," \
-	"\"idle_seconds\":{\"type\":\"integer\"}," \
+	"\"idle_seconds\":{\"type\":\"integer\"},\"external_access\":{\"type\":\"boolean\"}," \
+	"\"external_host\":{\"type\":[\"string\",\"null\"]},\"external_port\":{\"type\":[\"integer\",\"null\"]}," \
+	"\"external_url\":{\"type\":[\"string\",\"null\"]}," \
 	"\"vm_restarts\":{\"type\":\"integer\"},\"events\":{\"type\":\"array\"}," \
 	"\"created_at\":{\"type\":\"string\"}}}"
 #define DB_KEY_PROP \
@@ -1331,7 +1333,9 @@ const struct mcp_tool mcp_tools[] = {
 	  "\"description\":\"The scheduled backups kept, the newest (default 7).\"},"
 	  "\"idle_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" NUM(DB_IDLE_MAX_S) ","
 	  "\"description\":\"Hibernated after this long without connections (0: never; default "
-	  NUM(DB_IDLE_DEFAULT_S) "); the next connection wakes it.\"}}}",
+	  NUM(DB_IDLE_DEFAULT_S) "); the next connection wakes it.\"},"
+	  "\"external_access\":{\"type\":\"boolean\","
+	  "\"description\":\"Reachable from outside kiln through a TCP port of kilnd's (external_url); default false.\"}}}",
 	  DB_SCHEMA, 0, t_db_create },
 	{ "list_databases", "List databases", "List the workspace's databases, oldest first (no passwords).",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",

@@ -678,6 +678,23 @@ int ops_app_log_earlier(const struct ops_caller *c, const struct app_row *a, int
 	return 0;
 }
 
+int ops_app_log_current(const struct ops_caller *c, const struct app_row *a, int lines, int *count)
+{
+	*count = 0;
+	if (!a->sandbox[0] || lines <= 0)
+		return 0;
+	char want[16];
+	snprintf(want, sizeof want, "%d", lines);
+	const char *const argv[] = { "tail", "-n", want, APP_LOG, NULL };
+	struct strbuf b;
+	strbuf_init(&b);
+	int rc = guest_run(c, a->sandbox, argv, LOG_TAIL_MAX, &b);
+	for (size_t i = 0; rc == 0 && i < b.len; i++)
+		*count += b.data[i] == '\n' || i + 1 == b.len;	/* a last line without its newline counts */
+	strbuf_free(&b);
+	return rc;
+}
+
 int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n)
 {
 	*out = NULL, *n = 0;

@@ -89,6 +89,12 @@ int ops_app_log_tail(const struct ops_caller *c, const struct app_row *a, int li
 /* Of those, the earlier sandboxes' lines only (the last `lines`): what a
  * follower is sent before the current sandbox's. */
 int ops_app_log_earlier(const struct ops_caller *c, const struct app_row *a, int lines, char **out, size_t *n);
+/* How many lines `tail -n lines` of APP_LOG in its sandbox gives now
+ * (0 without a sandbox): a follower of the last N lines is sent the
+ * last N - *count of the earlier sandboxes' lines, then the current
+ * sandbox's (tail -F), so that it starts with the lines ops_app_log_tail
+ * answers, not up to twice as many. */
+int ops_app_log_current(const struct ops_caller *c, const struct app_row *a, int lines, int *count);
 
 /* The sandbox and port serving the app a request's host name (its first
  * label, lower case) names: -ENOENT if none; the sandbox may be "" (none

@@ -17,12 +17,51 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 const char *const ops_db_fields[] = { "name", "from_backup", "backup_interval_seconds", "backups_kept",
-				      "idle_seconds", NULL };
-static const char *const schedule_fields[] = { "backup_interval_seconds", "backups_kept", "idle_seconds", NULL };
+				      "idle_seconds", "external_access", NULL };
+static const char *const schedule_fields[] = { "backup_interval_seconds", "backups_kept", "idle_seconds",
+					       "external_access", NULL };
 
 int64_t ops_db_backup_min_s = DB_BACKUP_MIN_S;
+struct db_external ops_db_external = { DB_EXTERNAL_BIND, "", DB_EXTERNAL_PORT_LO, DB_EXTERNAL_PORT_HI,
+				       DB_EXTERNAL_CONNS };
+void (*ops_db_external_sync)(void);
+
+static void external_sync(void)
+{
+	if (ops_db_external_sync)
+		ops_db_external_sync();
+}
+
+/* d's external access on (a free port of the range, unless it has one)
+ * or off (its port released). The listener follows (external_sync). */
+static int set_external(const struct ops_caller *c, struct db_row *d, bool on)
+{
+	if (!on) {
+		int rc = d->external_port ? store_db_set_external(c->store, d->id, 0) : 0;
+		if (rc == 0 && d->external_port)
+			log_info("database %s: external access off (port %lld released)", d->id,
+				 (long long)d->external_port);
+		d->external_port = rc == 0 ? 0 : d->external_port;
+		return rc;
+	}
+	if (d->external_port)
+		return 0;
+	for (int p = ops_db_external.port_lo; p > 0 && p <= ops_db_external.port_hi; p++) {
+		int rc = store_db_set_external(c->store, d->id, p);
+		if (rc == -EEXIST)
+			continue;	/* another database's */
+		if (rc < 0)
+			return rc;
+		d->external_port = p;
+		log_info("database %s: external access: port %d given", d->id, p);
+		return 0;
+	}
+	return errf(EAGAIN, "no free port for external access: kilnd's ports %d-%d are all taken "
+		    "(kilnd --db-external-ports)", ops_db_external.port_lo, ops_db_external.port_hi);
+}
 
 bool ops_db_name_ok(const char *s)
 {
@@ -166,8 +205,10 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 {
 	const char *name = NULL, *backup = NULL;
 	int64_t idle = -1;
+	bool external = false;
 	int rc = v_known_keys(args, ops_db_fields);
 	rc = rc ?: v_int(args, "idle_seconds", false, 0, DB_IDLE_MAX_S, &idle);
+	rc = rc ?: v_bool(args, "external_access", &external);
 	rc = rc ?: v_str(args, "name", false, OPS_VOLUME_NAME_MAX, &name);
 	if (rc == 0 && name && !ops_db_name_ok(name))
 		rc = errf(EINVAL, "field 'name' of a database is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
@@ -202,6 +243,8 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 		hostif_delete(c->hostif, c->workspace, d->sandbox);
 	else if (rc < 0 && d->sandbox[0])
 		hostif_delete(c->hostif, c->workspace, d->sandbox);
+	if (rc == 0 && external && (rc = set_external(c, d, true)) < 0)
+		hostif_delete(c->hostif, c->workspace, d->sandbox);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", errmsg());
@@ -211,6 +254,8 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	}
 	log_info("database %s (%s): sandbox %s%s%s", d->id, d->name, d->sandbox, backup ? ", restored from " : "",
 		 backup ? backup : "");
+	if (d->external_port)
+		external_sync();
 	return 0;
 }
 
@@ -259,6 +304,12 @@ int ops_db_delete(const struct ops_caller *c, const char *key)
 	int rc = ops_db_get(c, key, &d);
 	if (rc < 0)
 		return rc;
+	/* Its port closed, and the connections through it cut, first. */
+	if (d.external_port) {
+		if ((rc = set_external(c, &d, false)) < 0)
+			return rc;
+		external_sync();
+	}
 	if (d.sandbox[0] && (rc = hostif_delete(c->hostif, c->workspace, d.sandbox)) < 0 && rc != -ENOENT)
 		return rc;
 	rc = store_db_delete(c->store, c->workspace, d.id);
@@ -291,13 +342,19 @@ int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db
 int ops_db_update(const struct ops_caller *c, const char *key, const json_t *args, struct db_row *out)
 {
 	int64_t idle = -1;
+	bool external = false;
 	int rc = v_known_keys(args, schedule_fields);
 	rc = rc ?: v_int(args, "idle_seconds", false, 0, DB_IDLE_MAX_S, &idle);
+	rc = rc ?: v_bool(args, "external_access", &external);
 	rc = rc ?: ops_db_get(c, key, out);
 	rc = rc ?: parse_schedule(args, out);
 	rc = rc ?: store_db_set_schedule(c->store, out);
 	if (rc == 0 && idle >= 0)
 		rc = store_db_set_idle(c->store, out->id, idle);
+	if (rc == 0 && json_object_get(args, "external_access")) {
+		rc = set_external(c, out, external);
+		external_sync();
+	}
 	if (rc == 0)
 		log_info("database %s: backups every %lld s, %lld kept%s", out->id, (long long)out->backup_interval_s,
 			 (long long)out->backups_kept, idle > 0 ? "; hibernated when idle" : idle == 0 ? "; never hibernated" : "");
@@ -376,6 +433,21 @@ static int event_one(void *ctx, int64_t ts_ms, const char *kind, const char *tex
 	return j && json_array_append_new(e->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
 }
 
+/* The host external URLs name: --db-external-host, else the bind
+ * address, else (bound to every address) this machine's name. */
+static const char *external_host(void)
+{
+	static char name[256];
+	const char *b = ops_db_external.bind;
+	if (ops_db_external.host[0])
+		return ops_db_external.host;
+	if (strcmp(b, "0.0.0.0") && strcmp(b, "::"))
+		return b;
+	if (!name[0] && gethostname(name, sizeof name - 1) < 0)
+		snprintf(name, sizeof name, "%s", b);
+	return name;
+}
+
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const char *password)
 {
 	char host[16] = "";
@@ -394,7 +466,7 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 	} else if (d->sandbox[0]) {
 		status = "lost";
 	}
-	char url[200];
+	char url[400];
 	snprintf(url, sizeof url, "postgresql://%s%s%s@%s:%d/%s", DB_USER, password ? ":" : "", password ? password : "",
 		 host, DB_PORT, DB_DBNAME);
 	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "id", d->id, "name", d->name, "status",
@@ -418,6 +490,17 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 		if (c->store && store_db_idle(c->store, d->id, DB_IDLE_DEFAULT_S, &idle) < 0)
 			log_warn("database %s: its idle period: %s", d->id, errmsg());
 		json_object_set_new(j, "idle_seconds", json_integer(idle));
+		/* From outside: through kilnd's port (ops_db_external). */
+		bool ext = d->external_port > 0;
+		const char *eh = external_host();
+		bool v6 = strchr(eh, ':') != NULL;	/* an IPv6 address, in brackets in a URL */
+		snprintf(url, sizeof url, "postgresql://%s%s%s@%s%s%s:%lld/%s", DB_USER, password ? ":" : "",
+			 password ? password : "", v6 ? "[" : "", eh, v6 ? "]" : "", (long long)d->external_port,
+			 DB_DBNAME);
+		json_object_set_new(j, "external_access", json_boolean(ext));
+		json_object_set_new(j, "external_host", ext ? json_string(eh) : json_null());
+		json_object_set_new(j, "external_port", ext ? json_integer(d->external_port) : json_null());
+		json_object_set_new(j, "external_url", ext ? json_string(url) : json_null());
 	}
 	explicit_bzero(url, sizeof url);
 	return j;
@@ -704,6 +787,7 @@ static void db_watch(void *ctx)
 		dw.idle[i].seen = false;
 	for (int i = 0; i < l.n; i++)
 		db_look_at(&rows[i]);
+	external_sync();	/* a port another kilnd of the store changed, or one that failed to open */
 	for (int i = 0; i < DB_WATCH_MAX; i++)	/* gone, or not looked at: its clock starts over */
 		if (!dw.idle[i].seen)
 			dw.idle[i].id[0] = 0;

@@ -45,6 +45,30 @@
 #define DB_BACKUPS_KEPT_DEFAULT 7
 #define DB_BACKUPS_KEPT_MAX 100
 
+/* External access (docs/databases.md "From outside"): off unless asked
+ * for (external_access at create or PATCH). A database with it has a TCP
+ * port of the host's, from port_lo..port_hi, kept in the store (so it is
+ * the same after a restart of kilnd) and released when access is turned
+ * off or the database is deleted. The kilnd that serves the API listens
+ * on it (proxy/dbport.h: at bind, default loopback) and relays each
+ * connection to the database's port 5432, waking it if it hibernates.
+ * host: what its external_url names (default the bind address). */
+struct db_external {
+	char bind[64];
+	char host[256];
+	int port_lo, port_hi;
+	int conns_max;			/* relayed connections of one database at a time */
+};
+#define DB_EXTERNAL_BIND "127.0.0.1"
+#define DB_EXTERNAL_PORT_LO 54320
+#define DB_EXTERNAL_PORT_HI 54419
+#define DB_EXTERNAL_CONNS 32		/* of the server's 50 (images/postgres-setup) */
+extern struct db_external ops_db_external;
+/* Called when a database's external port may have changed (a create, a
+ * PATCH, a delete) and at each pass of the database watch: the front end
+ * that listens makes its listeners what the store says. NULL: none. */
+extern void (*ops_db_external_sync)(void);
+
 /* The shortest backup_interval_seconds taken (DB_BACKUP_MIN_S unless
  * kilnd was told otherwise). */
 extern int64_t ops_db_backup_min_s;
@@ -56,7 +80,7 @@ extern const char *const ops_db_fields[];
 bool ops_db_name_ok(const char *s);
 
 /* POST /v1/databases {name?, from_backup?, backup_interval_seconds?,
- * backups_kept?, idle_seconds?}: the database made and its server answering; password
+ * backups_kept?, idle_seconds?, external_access?}: the database made and its server answering; password
  * gets its new password. name defaults to the id's random part. */
 int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row *out,
 		  char password[DB_PASSWORD_LEN + 1]);
@@ -71,7 +95,9 @@ int ops_db_delete(const struct ops_caller *c, const char *key);
 int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db_row *out,
 			  char password[DB_PASSWORD_LEN + 1]);
 /* PATCH /v1/databases/{id} {backup_interval_seconds?, backups_kept?,
- * idle_seconds? (0..DB_IDLE_MAX_S, 0: never hibernated)}: its idle
+ * idle_seconds? (0..DB_IDLE_MAX_S, 0: never hibernated), external_access?
+ * (a port of the range given, -EAGAIN when none is free; false: taken
+ * away, its connections cut)}: its idle
  * period, and its backup schedule (interval 0: none, else at least
  * ops_db_backup_min_s; the first backup one interval from now). The
  * watch makes them (kind "scheduled") and deletes the oldest scheduled
@@ -84,7 +110,8 @@ int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
 
 /* {id, name, status (its sandbox's: running, hibernated, failed, ...),
  * sandbox_id, host, port, user, database, url, from_backup, created_ms,
- * idle_seconds, ...};
+ * idle_seconds, external_access, external_host, external_port,
+ * external_url, ...};
  * password (NULL: left out) goes in password and the url. */
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *r, const char *password);
 json_t *ops_db_backup_json(const struct db_backup_row *b);

@@ -403,6 +403,14 @@ const char schema_sql[] =
 	"  database_id TEXT PRIMARY KEY,\n"
 	"  idle_seconds BIGINT NOT NULL\n"
 	");\n"
+	/* A database's external access (store_databases.h
+	 * store_db_set_external): the host's TCP port kilnd listens on for
+	 * it, one database a port; none: no access from outside. A table of
+	 * its own, so no older table changes. */
+	"CREATE TABLE IF NOT EXISTS database_external (\n"
+	"  database_id TEXT PRIMARY KEY,\n"
+	"  port BIGINT NOT NULL UNIQUE\n"
+	");\n"
 	/* What happened to a database's VM (its restarts), numbered per
 	 * database: a table of its own, so no older table changes. */
 	"CREATE TABLE IF NOT EXISTS database_events (\n"

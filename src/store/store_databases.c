@@ -11,11 +11,12 @@
 #include <string.h>
 
 #define DB_COLS "id, workspace_id, name, sandbox_id, from_backup, created_ms, deleted_ms"
-/* A database with its schedule. */
+/* A database with its schedule and its external port. */
 #define DB_SELECT "SELECT d.id, d.workspace_id, d.name, d.sandbox_id, d.from_backup, d.created_ms, d.deleted_ms, " \
-	"COALESCE(s.interval_s, 0), COALESCE(s.kept, 0), COALESCE(s.next_ms, 0) FROM databases d " \
-	"LEFT JOIN database_schedules s ON s.database_id = d.id "
-#define DB_NCOLS 10
+	"COALESCE(s.interval_s, 0), COALESCE(s.kept, 0), COALESCE(s.next_ms, 0), COALESCE(x.port, 0) " \
+	"FROM databases d LEFT JOIN database_schedules s ON s.database_id = d.id " \
+	"LEFT JOIN database_external x ON x.database_id = d.id "
+#define DB_NCOLS 11
 #define BK_COLS "id, database_id, workspace_id, created_ms, kind"
 #define BK_NCOLS 5
 
@@ -48,6 +49,7 @@ static int fill_db(struct db_row *r, const struct dbv *c, int n)
 	r->backup_interval_s = dbv_int(&c[7]);
 	r->backups_kept = dbv_int(&c[8]);
 	r->next_backup_ms = dbv_int(&c[9]);
+	r->external_port = dbv_int(&c[10]);
 	return 0;
 }
 
@@ -114,6 +116,20 @@ int store_db_set_idle(struct store *st, const char *id, int64_t secs)
 	return RUN(st, "INSERT INTO database_idle (database_id, idle_seconds) VALUES ($1, $2) "
 		       "ON CONFLICT (database_id) DO UPDATE SET idle_seconds = excluded.idle_seconds",
 		   NULL, NULL, NULL, DBV_S(id), DBV_I(secs));
+}
+
+int store_db_set_external(struct store *st, const char *id, int64_t port)
+{
+	if (!port)
+		return RUN(st, "DELETE FROM database_external WHERE database_id = $1", NULL, NULL, NULL, DBV_S(id));
+	int64_t changes = 0;
+	int rc = RUN(st, "INSERT INTO database_external (database_id, port) SELECT $1, $2 "
+			 "WHERE NOT EXISTS (SELECT 1 FROM database_external WHERE port = $2 OR database_id = $1)",
+		     NULL, NULL, &changes, DBV_S(id), DBV_I(port));
+	if (rc < 0)
+		return rc;
+	return changes ? 0 : errf(EEXIST, "port %lld is another database's, or database %s has one",
+				  (long long)port, id);
 }
 
 int store_db_delete(struct store *st, const char *workspace, const char *id)

@@ -26,6 +26,9 @@ struct db_row {
 	 * every interval_s, the next at next_ms, the newest kept of the
 	 * scheduled ones kept (manual ones are the caller's to delete). */
 	int64_t backup_interval_s, backups_kept, next_backup_ms;
+	/* The host's TCP port kilnd proxies to its server from outside
+	 * (database_external; 0: no external access). */
+	int64_t external_port;
 };
 
 struct db_backup_row {
@@ -46,6 +49,9 @@ int store_db_set_schedule(struct store *st, const struct db_row *r);
  * 0: never): *secs as set, or dflt if never set. */
 int store_db_idle(struct store *st, const char *id, int64_t dflt, int64_t *secs);
 int store_db_set_idle(struct store *st, const char *id, int64_t secs);
+/* Its external port: port 0 takes it away; another port is taken only
+ * if no database has it and this one has none (-EEXIST otherwise). */
+int store_db_set_external(struct store *st, const char *id, int64_t port);
 /* Marked deleted: -ENOENT if it was not live. */
 int store_db_delete(struct store *st, const char *workspace, const char *id);
 typedef int store_db_fn(void *ctx, const struct db_row *r);

@@ -189,6 +189,50 @@ if dep and rem and ok(0, dep[0]) and ok(dep[0], rem[0]) and ok(rem[0], len(l)):
 else:
     print("bad", len(l), "lines; deploy line at", dep, "remake line at", rem, l[-8:])')
 check app_logs_across_remake "$order" [ "${order%% *}" = ok ]
+# Follow, with lines kept of the earlier sandboxes: it starts with the
+# lines GET answers for the same tail (the kept ones the current
+# sandbox's leave room for, then those), then the new ones, in order,
+# none twice.
+api GET "/v1/apps/$APP/logs?tail=6"
+fol=$(printf '%s' "$BODY" | python3 -c '
+import http.client, json, queue, sys, threading, time, urllib.request
+get = json.load(sys.stdin)["lines"]
+port, key, app, host = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
+c.request("GET", "/v1/apps/%s/logs?tail=6&follow=true" % app, headers={"Authorization": "Bearer " + key})
+r = c.getresponse()
+q = queue.Queue()
+def read():
+    ev = None
+    for raw in r:
+        l = raw.decode().rstrip("\n")
+        if l.startswith("event: "):
+            ev = l[7:]
+        elif l.startswith("data: ") and ev == "line":
+            q.put(json.loads(l[6:])["text"])
+threading.Thread(target=read, daemon=True).start()
+got = []
+def take(quiet, until):
+    while time.time() < until:
+        try:
+            got.append(q.get(timeout=quiet))
+        except queue.Empty:
+            return
+take(1.5, time.time() + 30)	# the start: all there, then quiet
+start = len(got)
+try:
+    urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/after-follow" % port, headers={"Host": "%s:%s" % (host, port)}), timeout=30)
+except Exception:
+    pass	# a 404: its log line is what counts
+end = time.time() + 30
+while time.time() < end and not any("after-follow" in t for t in got[start:]):
+    take(0.5, end)
+new = got[start:]
+ok = got[:start] == get and any("after-follow" in t for t in new) and not set(new) & set(get)
+print("ok" if ok else "bad", "GET", len(get), "lines, follow", start, "then", len(new), "new;",
+      "kept ones first" if any(t.startswith("kiln:") for t in got[:start]) else "no kept line in the start", "" if ok else (get, got))
+' "$PORT" "$KEY" "$APP" "$H" 2>&1)
+check app_logs_follow_kept "$fol" [ "${fol%% *}" = ok ]
 
 # ---- idle: hibernated, woken by a request ---------------------------------------------------
 api POST /v1/apps "{\"name\":\"sleepy\",\"template\":\"minimal\",\"command\":\"$CMD\",\"port\":8000,\"env\":{\"GREETING\":\"zz\"},\"idle_seconds\":2}"

@@ -11,12 +11,24 @@
 # events say so. Scheduled backups: made every interval, the oldest past
 # backups_kept deleted, manual ones kept. A backup (a snapshot) restores into a new database that has
 # the row. Delete takes its sandbox along. Bad input is a 4xx naming it.
+# External access (kilnd's TCP port, one here, --db-external-ports): off
+# by default (refused), on by PATCH (a host client, tests/e2e/pg.py over
+# libpq, queries with the password; a wrong one fails), kept across a
+# kilnd restart, none left for a second database (503), a database's
+# connections limited (--db-external-conns 2: the third closed at once),
+# cut and refused when access is turned off, the port handed to the next
+# one then, and refused again once that one is deleted. A hibernated
+# database is woken after a restart of kilnd by a sandbox's connection
+# (its listeners armed again); the full tier also wakes one through the
+# external port.
 # time limit: 600 (a loaded emulated host: the VM restart alone took 129 s of a 426 s run that hit the default 420)
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail db_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 t0=$(date +%s)
 build_template postgres || exit 1
-start_kilnd --rate 0 --db-backup-min 2 || exit 1
+EXTP=$((PORT + 20000))	# the one external port (PORT: 17000..18999)
+KARGS=(--rate 0 --db-backup-min 2 --db-external-ports "$EXTP-$EXTP" --db-external-conns 2)
+start_kilnd "${KARGS[@]}" || exit 1
 KEY=$(new_key dbs) OTHER=$(new_key dbs-other)
 MAIN=$KEY
 cleanup_ws() {
@@ -35,6 +47,13 @@ gx() {
 ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
 # q SANDBOX URL SQL: psql from that sandbox (CT, default 5, seconds to connect).
 q() { gx "$1" "PGCONNECT_TIMEOUT=${CT:-5} psql -X -q -tA -v ON_ERROR_STOP=1 '$2' -c \"$3\""; }
+# xq PASSWORD SQL: from the host, through the external port (OUT, ERR, RC).
+# CT (default 30: a database just woken in a loaded emulated host took
+# more than 5 s to authenticate) bounds the connect; a refusal is at once.
+xq() {
+	OUT=$(PGCONNECT_TIMEOUT=${CT:-30} python3 "$REPO/tests/e2e/pg.py" "postgresql://postgres:$1@127.0.0.1:$EXTP/postgres" "$2" 2> "$T/xq.err")
+	RC=$? ERR=$(tr '\n' ' ' < "$T/xq.err")
+}
 
 # ---- bad input --------------------------------------------------------------------
 api POST /v1/databases '{"name":"Bad!"}'
@@ -81,6 +100,25 @@ C1=$SBX
 [ -n "$C1" ] || { fail db_client "$STATUS $BODY"; exit 1; }
 q "$C1" "$DBURL" "CREATE TABLE t (x int); INSERT INTO t VALUES (42); SELECT x FROM t"
 check db_query_same_workspace "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+
+# ---- external access -------------------------------------------------------------------
+api GET "/v1/databases/$DB"
+check db_external_default_off "$(jget 'j["external_access"], j["external_url"]')" \
+	[ "$(jget 'j["external_access"], j["external_url"]')" = "(False, None)" ]
+xq "$PW" "SELECT x FROM t"
+[ "$RC" != 0 ] && [[ "$ERR" == *refused* ]]
+r=$?; ok $r db_external_off_refused "rc $RC err '$ERR'"
+api PATCH "/v1/databases/$DB" '{"external_access":"yes"}'
+expect db_external_bad 400 invalid_request
+api PATCH "/v1/databases/$DB" '{"external_access":true}'
+check db_external_on "$STATUS $(jget 'j.get("external_url")')" \
+	[ "$STATUS/$(jget 'j["external_access"], j["external_port"], j["external_url"]')" = "200/(True, $EXTP, 'postgresql://postgres@127.0.0.1:$EXTP/postgres')" ]
+tx=$(date +%s.%N)
+xq "$PW" "SELECT x FROM t"
+check db_external_query "$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tx" "$(date +%s.%N)") s: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+xq "not-$PW" "SELECT 1"
+[ "$RC" != 0 ] && [[ "$ERR" == *"password authentication failed"* ]]
+r=$?; ok $r db_external_password_checked "rc $RC err '$ERR'"
 
 # ---- another workspace ---------------------------------------------------------------
 KEY=$OTHER
@@ -143,14 +181,38 @@ for i in $(seq 120); do
 	sleep 0.5
 done
 check db_idle_hibernated "status $st after $(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ti" "$(date +%s.%N)") s" [ "$st" = hibernated ]
+# kilnd restarted while it sleeps: its listeners are armed again.
+tr0=$(date +%s.%N)
+stop_kilnd
+start_kilnd "${KARGS[@]}" || exit 1
+api GET "/v1/databases/$DB"
+check db_restart_still_hibernated "kilnd restarted in $(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tr0" "$(date +%s.%N)") s; status $(jget 'j["status"]')" \
+	[ "$(jget 'j["status"], j["external_port"]')" = "('hibernated', $EXTP)" ]
 tw=$(date +%s.%N)
 CT=60 q "$C1" "$URL2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
 tq=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tw" "$(date +%s.%N)")
 api GET "/v1/databases/$DB"
 st=$(jget 'j["status"]')
 api PATCH "/v1/databases/$DB" '{"idle_seconds":0}'
-check db_woken_by_connect "psql (connect + query, exec included) $tq s: rc $RC out '$OUT' err '$ERR'; status $st" \
+check db_woken_by_connect "after a kilnd restart, psql (connect + query, exec included) $tq s: rc $RC out '$OUT' err '$ERR'; status $st" \
 	[ "$RC/$OUT/$st" = "0/42,43/running" ]
+xq "$PW2" "SELECT count(*) FROM t"
+check db_external_after_restart "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/2" ]
+if full_only db_external_wakes "a second hibernation, woken through the external port"; then
+	api PATCH "/v1/databases/$DB" '{"idle_seconds":3}'
+	for i in $(seq 120); do
+		api GET "/v1/databases/$DB"
+		st=$(jget 'j["status"]')
+		[ "$st" = hibernated ] && break
+		sleep 0.5
+	done
+	tw=$(date +%s.%N)
+	CT=60 xq "$PW2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+	tq=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tw" "$(date +%s.%N)")
+	api PATCH "/v1/databases/$DB" '{"idle_seconds":0}'
+	check db_external_wakes "was $st; connect + query through the external port $tq s: rc $RC out '$OUT' err '$ERR'" \
+		[ "$st/$RC/$OUT" = "hibernated/0/42,43" ]
+fi
 
 # ---- backup, restore -----------------------------------------------------------------
 api POST "/v1/databases/$DB/backups"
@@ -176,11 +238,49 @@ tsb0=$(date +%s.%N)
 ts=$(date +%s.%N)
 api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\"}"
 tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
-DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]')
+DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]') PW3=$(jget 'j.get("password")')
 [ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
 r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
 q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
 check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+
+# ---- external access: one port, connection limits, off, delete ------------------------
+api PATCH "/v1/databases/$DB3" '{"external_access":true}'
+[ "$STATUS" = 503 ] && [[ "$(jget 'j["error"]["message"]')" == *"$EXTP-$EXTP"* ]]
+r=$?; ok $r db_external_no_free_port "$STATUS $(head -c 200 <<<"$BODY")"
+# Three raw connections: the third is closed at once (2 a database);
+# turning access off cuts the others and the port refuses.
+cut=$(python3 - "$EXTP" "$URL" "$KEY" "$DB" <<'PY' 2>&1
+import socket, sys, urllib.request
+port, url, key, db = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+def closed(c, t):
+    c.settimeout(t)
+    try:
+        return c.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+s = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+third, first = closed(s[2], 2), closed(s[0], 0.5)
+req = urllib.request.Request(url + "/v1/databases/" + db, data=b'{"external_access":false}', method="PATCH",
+                             headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+st = urllib.request.urlopen(req).status
+cut = closed(s[0], 5) and closed(s[1], 5)
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    refused = False
+except ConnectionRefusedError:
+    refused = True
+print(third, first, st, cut, refused)
+PY
+)
+check db_external_limit_and_off "third closed, first open, PATCH, cut, refused: $cut" [ "$cut" = "True False 200 True True" ]
+# The CLI (docs/cli.md "Databases") turns it on for the restored one.
+ext=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db external copy on 2>&1)
+check db_external_port_reused "kiln db external copy on: $ext" [ "$ext" = "postgresql://postgres@127.0.0.1:$EXTP/postgres" ]
+xq "$PW3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_external_next_database "the restored one through the port: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
 
 # ---- scheduled backups (set before the restore, which they overlap) --------------
 first= sched=
@@ -209,6 +309,9 @@ for d in "$DB:$DBSBX" "$DB3:$SBX3"; do
 	api GET "/v1/sandboxes/${d#*:}"
 	check "db_delete_${d%%:*}" "delete $s1, get $s2, its sandbox $STATUS" [ "$s1/$s2/$STATUS" = "204/404/404" ]
 done
+xq x "SELECT 1"
+[ "$RC" != 0 ] && [[ "$ERR" == *refused* ]]
+r=$?; ok $r db_external_refused_after_delete "rc $RC err '$ERR'"
 api DELETE "/v1/databases/$DB"
 expect db_delete_again 404 not_found
 alive db_kilnd_alive

@@ -8,6 +8,7 @@
 #include "store/db_url.h"
 #include "store/schema.h"
 #include "store/cluster.h"
+#include "store/store_databases.h"
 #include "hostif/placement.h"
 #include "host/meter.h"
 #include "api/http.h"
@@ -1181,6 +1182,38 @@ static int collect_att(void *ctx, const struct vol_att *a)
 	return 0;
 }
 
+/* A database's external port (ops/database.h "External access"): one
+ * database a port, one port a database, read back with the database,
+ * released and taken by another. */
+static void database_external_ports(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX];
+	CHECK(store_workspace_ensure(st, "dbx", ws) == 0);
+	struct db_row d = { 0 }, e = { 0 }, back;
+	make_id(d.id, "db_");
+	snprintf(d.workspace, sizeof d.workspace, "%s", ws);
+	snprintf(d.name, sizeof d.name, "one");
+	d.created_ms = wall_ms();
+	CHECK(store_db_insert(st, &d) == 0);
+	e = d;
+	make_id(e.id, "db_");
+	snprintf(e.name, sizeof e.name, "two");
+	CHECK(store_db_insert(st, &e) == 0);
+	CHECK(store_db_load(st, ws, d.id, false, &back) == 0 && back.external_port == 0);
+	CHECK(store_db_set_external(st, d.id, 54320) == 0);
+	CHECK(store_db_load(st, ws, "one", true, &back) == 0 && back.external_port == 54320);
+	CHECK(store_db_set_external(st, e.id, 54320) == -EEXIST && strstr(errmsg(), "54320"));	/* d's */
+	CHECK(store_db_set_external(st, d.id, 54321) == -EEXIST);	/* d has one */
+	CHECK(store_db_set_external(st, e.id, 54321) == 0);
+	CHECK(store_db_set_external(st, d.id, 0) == 0);
+	CHECK(store_db_load(st, ws, d.id, false, &back) == 0 && back.external_port == 0);
+	CHECK(store_db_set_external(st, e.id, 0) == 0 && store_db_set_external(st, e.id, 54320) == 0);
+	CHECK(store_db_load(st, ws, e.id, false, &back) == 0 && back.external_port == 54320);
+	store_db_set_external(st, e.id, 0);
+	store_close(st);
+}
+
 static void volumes_round_trip(void)
 {
 	struct store *st = open_fresh();
@@ -2318,6 +2351,7 @@ int main(void)
 	RUN(notices_round_trip);
 	RUN(snapshots_are_per_workspace);
 	RUN(volumes_round_trip);
+	RUN(database_external_ports);
 	RUN(ports_round_trip);
 	RUN(transactions_commit_or_leave_nothing);
 	RUN(port_limit_holds_under_races);
