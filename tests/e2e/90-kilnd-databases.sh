@@ -6,7 +6,7 @@
 # another workspace's sandbox the connection is refused by the host's
 # firewall (it times out: not a password error), and that workspace sees
 # no such database (404). reset-password: the old password fails, the new
-# one works. Its VM killed (kill -9 of its VMM): started again from its
+# one works. Its VM killed (kill -9 of its VMM; the full tier): started again from its
 # disk by the database watch, committed rows and password kept, and its
 # events say so. Scheduled backups: made every interval, the oldest past
 # backups_kept deleted, manual ones kept. A backup (a snapshot) restores into a new database that has
@@ -148,23 +148,26 @@ check db_new_password_works "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42"
 
 # ---- its VM dies: started again from its disk ------------------------------------------
 # A committed row, then the VMM killed: the watch boots the same disk
-# again (PostgreSQL replays its WAL), same address, same password.
+# again (PostgreSQL replays its WAL), same address, same password. (The
+# full tier: 36 s of the emulated host; apps' VMM restarts are 87's.)
 q "$C1" "$URL2" "INSERT INTO t VALUES (43)"
-vpid=$(cut -d' ' -f1 "$DATA/sandboxes/$DBSBX/vmm.pid" 2>/dev/null)
-[ -n "$vpid" ] && kill -9 "$vpid"
-tk=$(date +%s.%N)
-for i in $(seq 240); do
-	api GET "/v1/databases/$DB"
-	[ "$(jget 'j["status"], j["vm_restarts"]')" = "('running', 1)" ] && break
-	sleep 0.5
-done
-tb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tk" "$(date +%s.%N)")
-EV=$(jget '[e["kind"] + ": " + e["text"] for e in j["events"]]')
-[ -n "$vpid" ] && [ "$(jget 'j["status"], j["vm_restarts"], j["host"], j["sandbox_id"]')" = "('running', 1, '$DBHOST', '$DBSBX')" ] &&
-	[[ "$EV" == *"restart: "*"signal 9"* ]]
-r=$?; ok $r db_vm_restarted "VMM $vpid killed, back in $tb s: $EV"
-q "$C1" "$URL2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
-check db_restart_kept_rows "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+if full_only db_vm_restarted "a database's VMM killed and started again"; then
+	vpid=$(cut -d' ' -f1 "$DATA/sandboxes/$DBSBX/vmm.pid" 2>/dev/null)
+	[ -n "$vpid" ] && kill -9 "$vpid"
+	tk=$(date +%s.%N)
+	for i in $(seq 240); do
+		api GET "/v1/databases/$DB"
+		[ "$(jget 'j["status"], j["vm_restarts"]')" = "('running', 1)" ] && break
+		sleep 0.5
+	done
+	tb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tk" "$(date +%s.%N)")
+	EV=$(jget '[e["kind"] + ": " + e["text"] for e in j["events"]]')
+	[ -n "$vpid" ] && [ "$(jget 'j["status"], j["vm_restarts"], j["host"], j["sandbox_id"]')" = "('running', 1, '$DBHOST', '$DBSBX')" ] &&
+		[[ "$EV" == *"restart: "*"signal 9"* ]]
+	r=$?; ok $r db_vm_restarted "VMM $vpid killed, back in $tb s: $EV"
+	q "$C1" "$URL2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+	check db_restart_kept_rows "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+fi
 
 # ---- idle: hibernated, woken by a connection ---------------------------------------------
 # 3 s without connections: hibernated (its memory kept). psql then
