@@ -440,6 +440,25 @@ int dfvm_workdir(struct vm *v, const struct state *s, const struct df_step *st, 
 			     s->workdir, errmsg()) : 0;
 }
 
+int dfvm_grow(struct dfbuild *d, struct vm *v)
+{
+	struct guest *g;
+	int rc = guest_open(v->vsock, 10000, v->pid, &g);
+	if (rc < 0)
+		return rc;
+	const char *argv[] = { "grow-fs", "/", NULL };
+	rc = guest_builtin_run(g, argv, NULL, -1, -1);
+	guest_close(g);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "growing the root to %lld MiB (--disk) in the build VM: %s", (long long)d->disk_mib,
+			    msg);
+	}
+	df_note(d, "the root filesystem takes the whole disk: %lld MiB", (long long)d->disk_mib);
+	return 0;
+}
+
 /* The guest's writes onto the disk, then the disk's top sealed as the
  * step's layer and a new top at next. */
 int dfvm_checkpoint(struct vm *v, const char *next)

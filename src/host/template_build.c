@@ -210,6 +210,26 @@ static int wait_builder(struct build *b, pid_t pid, const char *log)
 	}
 }
 
+/* Run an image builder (argv[0]), its output to log, and wait for it. */
+static int run_builder(struct build *b, char *const argv[], const char *log)
+{
+	progress(b, "running %s (log: %s)", argv[0], log);
+	/* Not detached: a build interrupted with ^C takes its builder along. */
+	pid_t pid = fork();
+	if (pid < 0)
+		return errf_sys("fork");
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return wait_builder(b, pid, log);
+}
+
 /* Copy a root image, keeping holes (a 4 GiB image holds 0.5 GiB). */
 static int copy_image(const char *src, const char *dst)
 {
@@ -320,6 +340,41 @@ static int df_oci_base(struct build *b, struct dfbuild *d)
 	return 0;
 }
 
+/* FROM debian:SUITE in a Dockerfile: built once by build-rootfs-debian
+ * (mmdebstrap through the machine's apt sources, as `base` is) into the
+ * step cache, .cache/FROMKEY.ext4, which every later build of the suite
+ * takes as it is. The builder's log stays beside it (.log). */
+static int df_debian_base(struct build *b, struct dfbuild *d)
+{
+	char ext4[PATH_MAX], log[PATH_MAX], tmp[PATH_MAX + 8], builder[PATH_MAX + 32];
+	snprintf(ext4, sizeof ext4, "%.4000s/%s.ext4", d->cache, d->from_key);
+	snprintf(log, sizeof log, "%.4000s/%s.log", d->cache, d->from_key);
+	snprintf(tmp, sizeof tmp, "%s.tmp", ext4);
+	if (access(ext4, F_OK) == 0) {
+		progress(b, "FROM debian:%s: built before (cached)", d->from_debian);
+	} else {
+		snprintf(builder, sizeof builder, "%s/build-rootfs-debian", b->cfg->image_builders);
+		if (access(builder, X_OK) < 0)
+			return errf(ENOENT, "FROM debian:%s: no image builder %s (it comes with kiln's images/)",
+				    d->from_debian, builder);
+		unlink(tmp);
+		char *argv[] = { builder, tmp, d->from_debian, NULL };
+		int rc = run_builder(b, argv, log);
+		if (rc < 0) {
+			unlink(tmp);
+			return errf(-rc, "FROM debian:%s: the image builder failed (suite unknown to this machine's "
+					 "apt mirrors, or no network?); see %s", d->from_debian, log);
+		}
+		if (chmod(tmp, 0444) < 0 || rename(tmp, ext4) < 0) {
+			rc = errf_sys("rename %s", tmp);
+			unlink(tmp);
+			return rc;
+		}
+	}
+	snprintf(d->base, sizeof d->base, "%s", ext4);
+	return 0;
+}
+
 static int step_image_dockerfile(struct build *b, const char *out)
 {
 	const struct build_opts *o = b->o;
@@ -327,11 +382,14 @@ static int step_image_dockerfile(struct build *b, const char *out)
 			     .deadline_ms = o->max_seconds ? b->t0 + o->max_seconds * 1000 : 0,
 			     .file = o->dockerfile_file, .build_args = o->build_args,
 			     .max_context = o->max_context, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
+			     .disk_mib = o->disk_mib,
 			     .vdir = b->t.dir, .tty = b->tty, .progress = df_progress, .pctx = b };
 	progress(b, "reading %s", o->dockerfile);
 	int rc = dfbuild_open(&d);
 	if (rc == 0 && d.from_oci[0])
 		rc = df_oci_base(b, &d);
+	else if (rc == 0 && d.from_debian[0])
+		rc = df_debian_base(b, &d);
 	if (rc == 0)
 		rc = dfbuild_run(&d, out);
 	if (rc == 0) {
@@ -376,23 +434,8 @@ static int step_image(struct build *b)
 		snprintf(log, sizeof log, "%s/image.log", b->t.dir);
 		if (access(builder, X_OK) < 0)
 			return errf(ENOENT, "no prebuilt image %s and no builder %s", src, builder);
-		progress(b, "running %s (log: %s)", builder, log);
 		char *argv[] = { builder, tmp, NULL };
-		pid_t pid;
-		/* Not detached: a build interrupted with ^C takes its builder along. */
-		pid = fork();
-		if (pid < 0)
-			return errf_sys("fork");
-		if (pid == 0) {
-			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (fd >= 0) {
-				dup2(fd, 1);
-				dup2(fd, 2);
-			}
-			execv(builder, argv);
-			_exit(127);
-		}
-		rc = wait_builder(b, pid, log);
+		rc = run_builder(b, argv, log);
 	}
 	struct stat st;
 	if (rc == 0 && b->o->max_root_mib && stat(tmp, &st) == 0 &&
@@ -891,8 +934,12 @@ static int check_opts(const struct build_opts *o)
 			    o->name);
 	if (!!o->oci + !!o->image + !!o->dockerfile > 1)
 		return errf(EINVAL, "--oci, --image and --dockerfile: give one");
-	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context) && !o->dockerfile)
-		return errf(EINVAL, "--file, --build-arg and --max-context are about --dockerfile: give it");
+	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context || o->disk_mib) &&
+	    !o->dockerfile)
+		return errf(EINVAL, "--file, --build-arg, --max-context and --disk are about --dockerfile: give it");
+	if (o->disk_mib && (o->disk_mib < TEMPLATE_DISK_MIN_MIB || o->disk_mib > TEMPLATE_DISK_MAX_MIB))
+		return errf(EINVAL, "--disk %lld: want %d to %d MiB", (long long)o->disk_mib, TEMPLATE_DISK_MIN_MIB,
+			    TEMPLATE_DISK_MAX_MIB);
 	if (o->start && (!o->start[0] || strlen(o->start) >= TEMPLATE_START_MAX))
 		return errf(EINVAL, "--start: a command of 1 to %d bytes", TEMPLATE_START_MAX - 1);
 	if ((o->ready_port || o->ready_timeout_s) && !o->start)

@@ -258,6 +258,10 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 		curl_free(e);
 		sep = '&';
 	}
+	if (c && req->disk_mib) {
+		strbuf_printf(&path, "%cdisk_mib=%lld", sep, (long long)req->disk_mib);
+		sep = '&';
+	}
 	if (c && (req->max_seconds || req->max_root_mib)) {
 		strbuf_printf(&path, "%cmax_seconds=%lld&max_root_mib=%lld", sep, (long long)req->max_seconds,
 			      (long long)req->max_root_mib);

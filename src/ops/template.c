@@ -202,7 +202,7 @@ static int own_name(const struct ops_caller *c, const char *name, char out[OPS_T
 }
 
 int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
-		       const char *const *build_args)
+		       const char *const *build_args, int64_t disk_mib)
 {
 	if (!name || !name[0])
 		return errf(EINVAL, "the query's name= is required: the template's name");
@@ -221,6 +221,9 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 				    build_args[n]);
 	if (n > TBUILD_ARGS_MAX)
 		return errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX);
+	if (disk_mib && (disk_mib < OPS_TEMPLATE_DISK_MIN_MIB || disk_mib > OPS_TEMPLATE_DISK_MAX_MIB))
+		return errf(EINVAL, "disk_mib %lld: want %d to %d", (long long)disk_mib, OPS_TEMPLATE_DISK_MIN_MIB,
+			    OPS_TEMPLATE_DISK_MAX_MIB);
 	bool found;
 	int rc = listed(c->hostif, name, NULL, &found);
 	if (rc < 0)
@@ -239,6 +242,7 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 	char group[PREFIX_HEX + 3];
 	snprintf(group, sizeof group, "%.*s", PREFIX_HEX + 2, host);
 	struct tbuild_req r = { .name = host, .tar_fd = tar_fd, .dockerfile = dockerfile, .build_args = build_args,
+				.disk_mib = disk_mib,
 				.group = group, .max_templates = p.limits.templates,
 				.max_builds = p.limits.template_builds, .max_seconds = p.limits.build_seconds,
 				.max_root_mib = p.limits.template_mib };
