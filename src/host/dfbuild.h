@@ -9,9 +9,9 @@
  * the caller into the cache) or a Debian suite (`debian:SUITE`, built by
  * the caller with mmdebstrap through the machine's apt sources, once,
  * into the cache). Each RUN, COPY, ADD and WORKDIR is a step
- * on the disk, done inside one build microVM (no network device: a RUN
- * reaches nothing outside the VM; the host keeps the files API and exec
- * over vsock), never on the host. After each step the guest syncs and
+ * on the disk, done inside one build microVM (no network device unless
+ * the build asks for one, under an egress policy: tap; the host keeps
+ * the files API and exec over vsock), never on the host. After each step the guest syncs and
  * the VMM seals the disk's top layer and goes on over a new one (the
  * "layer" control command), so every step leaves a sealed overlay in
  * the step cache, DATA/templates/.cache/KEY.layer, KEY being the chain
@@ -49,6 +49,9 @@ struct dfbuild {
 	int64_t deadline_ms;		/* mono_ms the build must end by (a plan's build_seconds); 0: none */
 	int vcpus, memory_mib;		/* the build VM's */
 	int64_t disk_mib;		/* the root's size (build_opts'); 0: the FROM image's */
+	/* The build VM's network (build_opts' build_net, its policy set by
+	 * the caller): NULL tap, no network device. */
+	const char *tap, *netns, *dns;
 	const char *vdir;		/* the version's directory (the build VM's goes there) */
 	bool tty;
 	void (*progress)(void *pctx, const char *msg);

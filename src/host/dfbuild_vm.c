@@ -30,9 +30,11 @@ int dfvm_boot(struct dfbuild *d, struct vm *v, const char *disk)
 	rmtree(v->dir);
 	if (mkdir(v->dir, 0700) < 0)
 		return errf_sys("mkdir %s", v->dir);
-	/* No network device: a RUN reaches nothing outside its VM. */
+	/* No network device unless the build gave one (under its egress
+	 * policy): without, a RUN reaches nothing outside its VM. */
 	struct vm_spec s = { .dir = v->dir, .vcpus = d->vcpus, .memory_mib = d->memory_mib, .disk = disk,
-			     .hostname = d->name };
+			     .hostname = d->name, .tap = d->tap, .netns = d->tap ? d->netns : NULL,
+			     .dns = d->tap ? d->dns : NULL };
 	df_note(d, "booting the build VM");
 	int rc = vmm_launch(d->cfg, &s, &v->pid);
 	if (rc < 0)

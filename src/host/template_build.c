@@ -375,6 +375,56 @@ static int df_debian_base(struct build *b, struct dfbuild *d)
 	return 0;
 }
 
+/* --build-net SPEC as a policy (template_build.h). */
+static int build_net_policy(const char *spec, struct net_policy *p)
+{
+	memset(p, 0, sizeof *p);
+	p->allow_internet = true;
+	if (!strcmp(spec, "internet"))
+		return 0;
+	char buf[1024];
+	if (strlen(spec) >= sizeof buf)
+		return errf(EINVAL, "--build-net: too long");
+	snprintf(buf, sizeof buf, "%s", spec);
+	char *save = NULL;
+	for (char *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+		if (p->nallow == NET_MAX_CIDRS)
+			return errf(EINVAL, "--build-net: more than %d CIDRs", NET_MAX_CIDRS);
+		if (net_parse_cidr(c, &p->allow[p->nallow++]) < 0)
+			return errf(EINVAL, "--build-net '%.64s': want none, internet or CIDR[,CIDR...] (a.b.c.d[/n])", c);
+	}
+	return p->nallow ? 0 : errf(EINVAL, "--build-net: want none, internet or CIDR[,CIDR...]");
+}
+
+/* The RUN steps' network: the build's own slot (build_net) under the
+ * policy asked for, for the image step only; then the template VM's
+ * default policy again. */
+static int df_net(struct build *b, struct dfbuild *d, bool on)
+{
+	const char *spec = b->o->build_net;
+	if (!spec || !strcmp(spec, "none"))
+		return 0;
+	if (!b->net.slot)
+		return on ? errf(EINVAL, "--build-net %.64s: this host has no sandbox network (kilnd --no-net)", spec)
+			  : 0;
+	struct net_config nc;
+	struct net_slot ns;
+	struct net_policy p = { .allow_internet = true };
+	net_default_config(&nc);
+	net_slot_info(&nc, b->net.slot, &ns);
+	int rc = on ? build_net_policy(spec, &p) : 0;
+	if (rc == 0)
+		rc = net_set_policy(&nc, &ns, &p);
+	if (rc < 0 || !on)
+		return rc;
+	d->tap = b->net.tap;
+	d->netns = b->net.netns;
+	dns_servers(b->cfg, b->t.dns);
+	d->dns = b->t.dns;
+	progress(b, "RUN steps on the network: %s", spec);
+	return 0;
+}
+
 static int step_image_dockerfile(struct build *b, const char *out)
 {
 	const struct build_opts *o = b->o;
@@ -391,7 +441,11 @@ static int step_image_dockerfile(struct build *b, const char *out)
 	else if (rc == 0 && d.from_debian[0])
 		rc = df_debian_base(b, &d);
 	if (rc == 0)
+		rc = df_net(b, &d, true);
+	if (rc == 0)
 		rc = dfbuild_run(&d, out);
+	int rc2 = df_net(b, &d, false);
+	rc = rc ?: rc2;
 	if (rc == 0) {
 		json_decref(b->t.image);
 		b->t.image = json_incref(d.image);
@@ -934,9 +988,13 @@ static int check_opts(const struct build_opts *o)
 			    o->name);
 	if (!!o->oci + !!o->image + !!o->dockerfile > 1)
 		return errf(EINVAL, "--oci, --image and --dockerfile: give one");
-	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context || o->disk_mib) &&
-	    !o->dockerfile)
-		return errf(EINVAL, "--file, --build-arg, --max-context and --disk are about --dockerfile: give it");
+	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context || o->disk_mib ||
+	     o->build_net) && !o->dockerfile)
+		return errf(EINVAL, "--file, --build-arg, --max-context, --disk and --build-net are about --dockerfile: "
+				    "give it");
+	struct net_policy np;
+	if (o->build_net && strcmp(o->build_net, "none") && build_net_policy(o->build_net, &np) < 0)
+		return -EINVAL;
 	if (o->disk_mib && (o->disk_mib < TEMPLATE_DISK_MIN_MIB || o->disk_mib > TEMPLATE_DISK_MAX_MIB))
 		return errf(EINVAL, "--disk %lld: want %d to %d MiB", (long long)o->disk_mib, TEMPLATE_DISK_MIN_MIB,
 			    TEMPLATE_DISK_MAX_MIB);

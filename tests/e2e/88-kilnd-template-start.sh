@@ -108,7 +108,7 @@ nc=$(grep -c "cached: " "$T/dock2.log")
 # passes with --disk 512, whose root filesystem is then 512 MiB (in the
 # build VM's df, and the image's superblock).
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --disk 512 2>&1)
-[[ $out == *"--disk are about --dockerfile"* ]] && pass tdisk_needs_dockerfile "$out" || fail tdisk_needs_dockerfile "$out"
+[[ $out == *"--disk and --build-net are about --dockerfile"* ]] && pass tdisk_needs_dockerfile "$out" || fail tdisk_needs_dockerfile "$out"
 out=$("$KILND" --data "$DATA" template build x --dockerfile "$CTX" --disk 8 2>&1)
 [[ $out == *"--disk"*"8"* ]] && pass tdisk_floor "$out" || fail tdisk_floor "$out"
 if full_only tdisk_grow "two build VMs, about 30 s"; then
@@ -129,6 +129,31 @@ if full_only tdisk_grow "two build VMs, about 30 s"; then
 		[ "$(stat -c %s "$DATA/templates/grown/v1/root.ext4")" = $((512 << 20)) ] &&
 		pass tdisk_grow "df in the build VM: $kb KiB; root.ext4's filesystem $mib MiB" ||
 		fail tdisk_grow "status $st, df $kb KiB, fs $mib MiB: $(grep -v '^step 2/2 | ' "$T/grown.log" | tail -4 | tr '\n' ' ')"
+fi
+# --build-net (docs/templates.md "Network"): a bad CIDR refused; in the
+# full tier (a build VM) the RUN steps of a build allowed 203.0.113.10
+# reach its server in "the internet" (a namespace made here,
+# tests/integration/upstream.sh) and not 192.0.2.2's, which the default
+# policy would reach: the allow list is what holds.
+out=$("$KILND" --data "$DATA" template build x --dockerfile "$CTX" --build-net 10.0.0.0/33 2>&1)
+[[ $out == *"--build-net '10.0.0.0/33': want none, internet or CIDR"* ]] && pass tnet_bad_cidr "$out" || fail tnet_bad_cidr "$out"
+if full_only tnet_build "a build VM, about 20 s"; then
+	. "$REPO/tests/integration/upstream.sh"
+	upstream kiln-t88-up kup88
+	mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
+	ip netns exec kiln-t88-up python3 -m http.server 80 --directory "$T/www" >/dev/null 2>&1 &
+	at_exit "kill $! 2>/dev/null"
+	for i in $(seq 60); do [ "$(curl -s -m 5 http://203.0.113.10/)" = kiln-upstream ] && break; sleep 0.5; done
+	mkdir -p "$T/netctx"
+	printf '%s\n' 'FROM kiln/minimal' \
+		'RUN a=$(echo GET / | nc -w 4 203.0.113.10 80 | head -1); b=$(echo GET / | nc -w 4 192.0.2.2 80 | head -1); echo "in:[$a] out:[$b] net:[$(ls /sys/class/net | tr "\n" " ")]"' \
+		> "$T/netctx/Dockerfile"
+	"$KILND" --data "$DATA" template build netb --dockerfile "$T/netctx" --build-net 203.0.113.10/32 --no-snapshot > "$T/netb.log" 2>&1
+	st=$?
+	line=$(grep -m1 '| in:\[' "$T/netb.log")
+	[ "$st" = 0 ] && [[ $line == *"in:[kiln-upstream] out:[] net:[eth0 lo ]"* ]] &&
+		grep -q "RUN steps on the network: 203.0.113.10/32" "$T/netb.log" && pass tnet_build "$line" ||
+		fail tnet_build "status $st: ${line:-$(tail -3 "$T/netb.log" | tr '\n' ' ')}"
 fi
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
 [[ $out == *"give it"* ]] && pass tstart_port_without_start "$out" || fail tstart_port_without_start "$out"
