@@ -350,7 +350,7 @@ static int build_dockerfile_from_debian(void)
 	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
 	snprintf(man, sizeof man, "%s/templates/fromtrixie/v1", cfg.data_dir);
 	bctx_step_key("", "debian", "trixie", key);
-	snprintf(cmd, sizeof cmd, "debugfs -R 'cat /etc/os-release' %s/root.ext4 2>/dev/null | grep -qx "
+	snprintf(cmd, sizeof cmd, "debugfs -R 'cat /usr/lib/os-release' %s/root.ext4 2>/dev/null | grep -qx "
 		 "VERSION_CODENAME=trixie && debugfs -R 'stat /usr/bin/python3' %s/root.ext4 2>/dev/null | grep -q Inode && "
 		 "test -s %s/templates/.cache/%s.ext4 && grep -q 'running .*build-rootfs-debian' %s/trixie1.log",
 		 man, man, cfg.data_dir, key, cfg.data_dir);
