@@ -329,6 +329,7 @@ int h_host_template_build(struct req *r)
 				.max_seconds = ms ? strtoll(ms, NULL, 10) : 0,
 				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0,
 				.disk_mib = dm ? strtoll(dm, NULL, 10) : 0,
+				.build_net = req_query(r, "build_net"),
 				.first_version = 0 };
 	char *end = NULL;
 	if (fv && ((q.first_version = strtoll(fv, &end, 10)) < 0 || q.first_version > INT32_MAX || *end || end == fv))

@@ -55,11 +55,13 @@ int ops_template_resolve(struct hostif *hi, const char *ws, const char *name, ch
 
 /* Build workspace c's template name from the context tar in tar_fd (the
  * request's query: dockerfile, NULL or a relative path; build_args,
- * K=V NULL-ended; disk_mib, the root's size, 0: the FROM image's). -EINVAL naming what is wrong, -EEXIST for a shared
+ * K=V NULL-ended; disk_mib, the root's size, 0: the FROM image's;
+ * build_net, the RUN steps' network: NULL or none, internet,
+ * CIDR[,CIDR...]). -EINVAL naming what is wrong, -EEXIST for a shared
  * template's name, -EBUSY while one builds, -EDQUOT over the plan's
  * templates or template_builds (c->quota says which). */
 int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
-		       const char *const *build_args, int64_t disk_mib);
+		       const char *const *build_args, int64_t disk_mib, const char *build_net);
 
 /* What GET /v1/templates/{name} shows: the listing's record (listed:
  * a version is in service) and, for the workspace's own, its builds. */

@@ -247,6 +247,8 @@ expect tapi_no_dockerfile 400 invalid_request
 upload "$T/ctx.tar" "name=dk&disk_mib=10"
 expect tapi_disk_floor 400 invalid_request
 check tapi_disk_floor_names "$BODY" grep -q "disk_mib '10': want a number of MiB from 64" "$T/body"
+upload "$T/ctx.tar" "name=bn&build_net=10.0.0.0/33"
+expect tapi_build_net_bad 400 invalid_request
 follow web & fw=$!
 KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template logs broken -f > "$T/broken.sse" 2> "$T/broken.err"
 st=$?
