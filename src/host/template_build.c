@@ -180,6 +180,24 @@ static int open_version(struct build *b)
 
 /* ---- steps ------------------------------------------------------------------------------ */
 
+/* The last non-empty line of a log, its newline dropped (out unchanged
+ * if there is none). */
+static void last_line(const char *log, char *out, size_t cap)
+{
+	FILE *f = fopen(log, "re");
+	if (!f)
+		return;
+	char tmp[400];
+	while (fgets(tmp, sizeof tmp, f))
+		if (tmp[0] != '\n' && cap) {
+			size_t n = strlen(tmp) < cap ? strlen(tmp) : cap - 1;
+			memcpy(out, tmp, n);
+			out[n] = 0;
+		}
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+}
+
 static int wait_builder(struct build *b, pid_t pid, const char *log)
 {
 	int64_t last = 0;
@@ -194,15 +212,7 @@ static int wait_builder(struct build *b, pid_t pid, const char *log)
 		if (mono_ms() - last >= (b->tty ? 1000 : 15000)) {
 			/* The builder's last line says where it is. */
 			char line[160] = "building";
-			FILE *f = fopen(log, "re");
-			if (f) {
-				char tmp[160];
-				while (fgets(tmp, sizeof tmp, f))
-					if (tmp[0] != '\n')
-						snprintf(line, sizeof line, "%s", tmp);
-				fclose(f);
-			}
-			line[strcspn(line, "\n")] = 0;
+			last_line(log, line, sizeof line);
 			progress(b, "%s", line);
 			last = mono_ms();
 		}
@@ -361,9 +371,11 @@ static int df_debian_base(struct build *b, struct dfbuild *d)
 		char *argv[] = { builder, tmp, d->from_debian, NULL };
 		int rc = run_builder(b, argv, log);
 		if (rc < 0) {
+			char line[300] = "";
+			last_line(log, line, sizeof line);
 			unlink(tmp);
 			return errf(-rc, "FROM debian:%s: the image builder failed (suite unknown to this machine's "
-					 "apt mirrors, or no network?); see %s", d->from_debian, log);
+					 "apt mirrors, or no network?): %s; see %s", d->from_debian, line, log);
 		}
 		if (chmod(tmp, 0444) < 0 || rename(tmp, ext4) < 0) {
 			rc = errf_sys("rename %s", tmp);

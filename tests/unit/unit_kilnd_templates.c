@@ -252,7 +252,7 @@ static int build_dockerfile_from_oci(void)
 		{ .name = "disk1", .dockerfile = ctx, .disk_mib = 4096 },
 		{ .name = "disk2", .dockerfile = ctx, .disk_mib = 100 },
 	};
-	const char *why[] = { "--disk are about --dockerfile", "--disk 10: want 64 to ",
+	const char *why[] = { "--disk and --build-net are about --dockerfile", "--disk 10: want 64 to ",
 			      "--disk 4096: the root is grown in the build VM, which a RUN, COPY, ADD or WORKDIR step "
 			      "boots; this Dockerfile has none",
 			      "--disk 100: smaller than the FROM image's " };
