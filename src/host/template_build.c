@@ -44,12 +44,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -234,6 +236,12 @@ static int run_builder(struct build *b, char *const argv[], const char *log)
 			dup2(fd, 1);
 			dup2(fd, 2);
 		}
+		/* kilnd ignores SIGPIPE; the builder's pipelines want it back.
+		 * And no descriptor of ours: mmdebstrap hands apt the next
+		 * free one as `cat >&N`, which dash refuses past 9 ("Bad fd
+		 * number"), and kilnd holds many. */
+		signal(SIGPIPE, SIG_DFL);
+		syscall(SYS_close_range, 3, ~0U, 0);
 		execv(argv[0], argv);
 		_exit(127);
 	}

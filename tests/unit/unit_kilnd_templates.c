@@ -347,6 +347,11 @@ static int build_dockerfile_from_debian(void)
 	T_ASSERT(system(cmd) == 0, "%s", cmd);
 	struct build_opts o2 = { .name = "fromtrixie", .dockerfile = ctx };
 	rc = build_logged(&o2, "trixie1");
+	if (rc < 0) {	/* the builder's log says why */
+		snprintf(cmd, sizeof cmd, "grep -v '^I: ' %s/templates/.cache/*.log | tail -25 >&2", cfg.data_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no builder log)\n");
+	}
 	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
 	snprintf(man, sizeof man, "%s/templates/fromtrixie/v1", cfg.data_dir);
 	bctx_step_key("", "debian", "trixie", key);
