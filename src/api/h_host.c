@@ -321,13 +321,15 @@ int h_host_template_build(struct req *r)
 	 * them (remote_template_build): counted here, where the build runs. */
 	const char *mt = req_query(r, "max_templates"), *mb = req_query(r, "max_builds");
 	const char *ms = req_query(r, "max_seconds"), *mr = req_query(r, "max_root_mib");
-	const char *fv = req_query(r, "first_version");
+	const char *fv = req_query(r, "first_version"), *dm = req_query(r, "disk_mib");
 	struct tbuild_req q = { .name = r->params[0], .tar_fd = r->body_fd, .dockerfile = req_query(r, "dockerfile"),
 				.build_args = a.n ? a.args : NULL, .group = req_query(r, "group"),
 				.max_templates = mt ? strtoll(mt, NULL, 10) : 0,
 				.max_builds = mb ? strtoll(mb, NULL, 10) : 0,
 				.max_seconds = ms ? strtoll(ms, NULL, 10) : 0,
 				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0,
+				.disk_mib = dm ? strtoll(dm, NULL, 10) : 0,
+				.build_net = req_query(r, "build_net"),
 				.first_version = 0 };
 	char *end = NULL;
 	if (fv && ((q.first_version = strtoll(fv, &end, 10)) < 0 || q.first_version > INT32_MAX || *end || end == fv))

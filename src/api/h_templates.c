@@ -1,7 +1,7 @@
 /*
  * h_templates: a workspace's own templates (docs/api.md "Templates",
  * docs/templates.md "Building through the API"):
- *   POST   /v1/templates?name=N[&dockerfile=F][&build_arg=K=V...]
+ *   POST   /v1/templates?name=N[&dockerfile=F][&build_arg=K=V...][&disk_mib=MIB][&build_net=P]
  *          the body a tar of the build context (gzip or not), spooled to
  *          an unlinked file as it arrives (BODY_FILE, --max-file bounds
  *          it: 413), never held in memory; 202 once it is unpacked and
@@ -35,6 +35,8 @@
 
 struct build_query {
 	const char *name, *dockerfile;
+	int64_t disk_mib;		/* disk_mib=; 0: the FROM image's size */
+	const char *build_net;		/* build_net=; NULL: no network */
 	const char *args[TBUILD_ARGS_MAX + 2];
 	int nargs;
 	bool nul, unknown;
@@ -51,7 +53,8 @@ static enum MHD_Result one_arg(void *cls, enum MHD_ValueKind kind, const char *k
 	if (!strcmp(key, "build_arg")) {
 		if (q->nargs <= TBUILD_ARGS_MAX)
 			q->args[q->nargs++] = value ? value : "";
-	} else if (strcmp(key, "name") && strcmp(key, "dockerfile") && !q->unknown) {
+	} else if (strcmp(key, "name") && strcmp(key, "dockerfile") && strcmp(key, "disk_mib") &&
+		   strcmp(key, "build_net") && !q->unknown) {
 		q->unknown = true;
 		snprintf(q->bad, sizeof q->bad, "%s", key);
 	}
@@ -65,11 +68,22 @@ static int build_query(struct req *r, struct build_query *q)
 	if (q->nul)
 		return errf(EINVAL, "a query parameter holds a NUL byte");
 	if (q->unknown)
-		return errf(EINVAL, "unknown query parameter '%s' (name, dockerfile, build_arg)", q->bad);
+		return errf(EINVAL, "unknown query parameter '%s' (name, dockerfile, build_arg, disk_mib, build_net)", q->bad);
 	if (q->nargs > TBUILD_ARGS_MAX)
 		return errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX);
 	q->name = req_query(r, "name");
 	q->dockerfile = req_query(r, "dockerfile");
+	q->build_net = req_query(r, "build_net");
+	const char *disk = req_query(r, "disk_mib");
+	if (disk) {
+		char *end = NULL;
+		errno = 0;
+		long long v = strtoll(disk, &end, 10);
+		if (errno || end == disk || *end || v < OPS_TEMPLATE_DISK_MIN_MIB || v > OPS_TEMPLATE_DISK_MAX_MIB)
+			return errf(EINVAL, "disk_mib '%.20s': want a number of MiB from %d to %d", disk,
+				    OPS_TEMPLATE_DISK_MIN_MIB, OPS_TEMPLATE_DISK_MAX_MIB);
+		q->disk_mib = v;
+	}
 	if (!q->name || !q->name[0])
 		return errf(EINVAL, "the query's name= is required: the template's name");
 	if (!ops_template_name_ok(q->name))
@@ -112,7 +126,8 @@ int h_template_build(struct req *r)
 	struct ops_caller c;
 	struct ops_quota quota;
 	req_caller_quota(r, &c, &quota);
-	int rc = ops_template_build(&c, q.name, r->body_fd, q.dockerfile, q.nargs ? q.args : NULL);
+	int rc = ops_template_build(&c, q.name, r->body_fd, q.dockerfile, q.nargs ? q.args : NULL, q.disk_mib,
+				    q.build_net);
 	if (rc == -EDQUOT)
 		return reply_limit(r, &quota);
 	if (rc < 0)

@@ -45,6 +45,7 @@ static const struct {
 	{ "copy", builtin_copy },
 	{ "tar-create", builtin_tar_create },
 	{ "tar-extract", builtin_tar_extract },
+	{ "grow-fs", builtin_grow_fs },
 };
 
 builtin_fn *builtin_find(const char *name)

@@ -17,6 +17,9 @@
  *       refused with EINVAL, naming the entry: absolute names, "..",
  *       a path through a symlink, device nodes, unknown entry types,
  *       truncated or corrupt input.
+ *   grow-fs DIR                       (growfs.c)
+ *       the ext4 filesystem mounted at DIR grown online to its whole
+ *       block device (a template build's root on a disk made larger).
  */
 #ifndef KILN_GUEST_BUILTIN_H
 #define KILN_GUEST_BUILTIN_H
@@ -28,5 +31,6 @@ int builtin_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2,
 int builtin_copy(int argc, char *const *argv);
 int builtin_tar_create(int argc, char *const *argv);
 int builtin_tar_extract(int argc, char *const *argv);
+int builtin_grow_fs(int argc, char *const *argv);
 
 #endif

@@ -59,9 +59,29 @@ int dfbuild_from(const char *image, char *kind, const char **rest)
 		*rest = image + 4;
 		return 0;
 	}
+	if (!strncmp(image, "debian:", 7)) {
+		*kind = 'd';
+		*rest = image + 7;
+		return dfbuild_suite_ok(*rest) ? 0 : errf(EINVAL, "FROM %.200s: not a Debian suite (a codename "
+				"such as bookworm or trixie: a-z, then a-z, 0-9 or '-', at most %d)", image, DF_SUITE_MAX);
+	}
 	return errf(EINVAL, "FROM %.200s: kiln builds FROM kiln/TEMPLATE (a template's image, e.g. "
-			    "kiln/minimal) or oci:PATH[:TAG] (an OCI layout or archive in the build "
-			    "context); images are not pulled from a registry", image);
+			    "kiln/minimal), oci:PATH[:TAG] (an OCI layout or archive in the build "
+			    "context) or debian:SUITE (built with mmdebstrap); images are not pulled from a "
+			    "registry", image);
+}
+
+/* A suite name goes on the builder's command line and into a sed
+ * expression there: only a codename's characters. */
+bool dfbuild_suite_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > DF_SUITE_MAX || s[0] < 'a' || s[0] > 'z')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
 }
 
 /* The identity of a file for the cache key: where it is and which inode
@@ -142,6 +162,14 @@ static int from_oci(struct dfbuild *d, const char *ref, int line)
 	return df_pathf(d->from_oci, sizeof d->from_oci, "%s/%s", d->bc.dir, clean);
 }
 
+/* FROM debian:SUITE: the caller builds it (once: the cache keeps it by
+ * this key) through the machine's apt sources. */
+static void from_debian(struct dfbuild *d, const char *suite)
+{
+	snprintf(d->from_debian, sizeof d->from_debian, "%s", suite);
+	bctx_step_key("", "debian", suite, d->from_key);
+}
+
 /* ---- open ------------------------------------------------------------------------------ */
 
 int dfbuild_open(struct dfbuild *d)
@@ -196,6 +224,10 @@ int dfbuild_open(struct dfbuild *d)
 	d->lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (d->lock < 0 || flock(d->lock, LOCK_EX) < 0)
 		return errf_sys("lock %s", lockp);
+	if (kind == 'd') {
+		from_debian(d, rest);
+		return 0;
+	}
 	return kind == 't' ? from_template(d, rest, from->line) : from_oci(d, rest, from->line);
 }
 
@@ -234,6 +266,21 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 	for (int i = last; i >= 0 && resume < 0; i--)
 		if (df_disk_step(d->df.steps[i].kind) && dfcache_has(d, keys[i]))
 			resume = i;
+	/* --disk: the root is grown in the build VM, which only a disk step
+	 * boots; and never shrunk. */
+	uint64_t from_size = 0;
+	if (d->disk_mib && (rc = disk_size(d->base, &from_size)) == 0) {
+		if (!d->steps)
+			rc = errf(EINVAL, "--disk %lld: the root is grown in the build VM, which a RUN, COPY, ADD or "
+					  "WORKDIR step boots; this Dockerfile has none", (long long)d->disk_mib);
+		else if ((uint64_t)d->disk_mib << 20 < from_size)
+			rc = errf(EINVAL, "--disk %lld: smaller than the FROM image's %llu MiB (a root is never shrunk)",
+				  (long long)d->disk_mib, (unsigned long long)(from_size >> 20));
+	}
+	if (rc < 0) {
+		free(keys);
+		return rc;
+	}
 	struct state s;
 	dfstate_init(&s, d->base_image);
 	struct vm v = { .pid = 0 };
@@ -259,10 +306,16 @@ int dfbuild_run(struct dfbuild *d, const char *out)
 		}
 		dfcache_path(d, keys[i], "layer", step_layer, sizeof step_layer);
 		if (!v.pid) {
-			/* The first step not cached: a VM over what is. */
+			/* The first step not cached: a VM over what is, its
+			 * disk as large as --disk says and the root grown to
+			 * it (a cached layer is that size already: the keys
+			 * hold it). */
 			const char *parent = top[0] ? top : d->base;
 			unlink(step_layer);
-			if ((rc = disk_create(step_layer, parent)) < 0 || (rc = dfvm_boot(d, &v, step_layer)) < 0)
+			rc = d->disk_mib ? disk_create_sized(step_layer, parent, (uint64_t)d->disk_mib << 20)
+					 : disk_create(step_layer, parent);
+			if (rc < 0 || (rc = dfvm_boot(d, &v, step_layer)) < 0 ||
+			    (d->disk_mib && (rc = dfvm_grow(d, &v)) < 0))
 				break;
 		}
 		df_note(d, "step %d/%d (line %d): %.160s", i + 1, n, st->line, st->text);

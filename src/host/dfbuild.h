@@ -5,11 +5,13 @@
  *
  * FROM names a raw root image: a kiln template's (`kiln/NAME`, the root
  * image of its version in service, or a compiled-in one's prebuilt
- * image) or an OCI image in the context (`oci:PATH[:TAG]`, unpacked by
- * the caller into the cache). Each RUN, COPY, ADD and WORKDIR is a step
- * on the disk, done inside one build microVM (no network device: a RUN
- * reaches nothing outside the VM; the host keeps the files API and exec
- * over vsock), never on the host. After each step the guest syncs and
+ * image), an OCI image in the context (`oci:PATH[:TAG]`, unpacked by
+ * the caller into the cache) or a Debian suite (`debian:SUITE`, built by
+ * the caller with mmdebstrap through the machine's apt sources, once,
+ * into the cache). Each RUN, COPY, ADD and WORKDIR is a step
+ * on the disk, done inside one build microVM (no network device unless
+ * the build asks for one, under an egress policy: tap; the host keeps
+ * the files API and exec over vsock), never on the host. After each step the guest syncs and
  * the VMM seals the disk's top layer and goes on over a new one (the
  * "layer" control command), so every step leaves a sealed overlay in
  * the step cache, DATA/templates/.cache/KEY.layer, KEY being the chain
@@ -33,6 +35,7 @@
 struct host_config;
 
 #define DF_RUN_TIMEOUT_MS (30 * 60 * 1000)	/* one RUN step */
+#define DF_SUITE_MAX 32				/* FROM debian:SUITE */
 #define DF_TAIL 240				/* bytes of a failed RUN's output in the error (the log has all) */
 
 struct dfbuild {
@@ -45,6 +48,10 @@ struct dfbuild {
 	uint64_t max_context;		/* 0: BCTX_MAX_BYTES */
 	int64_t deadline_ms;		/* mono_ms the build must end by (a plan's build_seconds); 0: none */
 	int vcpus, memory_mib;		/* the build VM's */
+	int64_t disk_mib;		/* the root's size (build_opts'); 0: the FROM image's */
+	/* The build VM's network (build_opts' build_net, its policy set by
+	 * the caller): NULL tap, no network device. */
+	const char *tap, *netns, *dns;
 	const char *vdir;		/* the version's directory (the build VM's goes there) */
 	bool tty;
 	void (*progress)(void *pctx, const char *msg);
@@ -56,9 +63,11 @@ struct dfbuild {
 	char cache[PATH_MAX];		/* DATA/templates/.cache */
 	int lock;			/* on the cache */
 	char from_oci[PATH_MAX];	/* FROM oci:: the reference (context path[:TAG]), else "" */
+	char from_debian[DF_SUITE_MAX + 1];	/* FROM debian:: the suite, else "" */
 	char from_key[65];		/* FROM's identity, hashed */
 	/* The raw image and its config the steps start from: set by
-	 * dfbuild_open for FROM kiln/NAME, by the caller for FROM oci: */
+	 * dfbuild_open for FROM kiln/NAME, by the caller for FROM oci: and
+	 * FROM debian: */
 	char base[PATH_MAX];
 	json_t *base_image;
 
@@ -77,8 +86,11 @@ int dfbuild_run(struct dfbuild *d, const char *out);
 void dfbuild_close(struct dfbuild *d);
 
 /* What a FROM says: kind 't' (kiln/NAME: name), 'o' (oci:REF: ref),
- * or -EINVAL naming what is accepted. */
+ * 'd' (debian:SUITE: suite, checked by dfbuild_suite_ok), or -EINVAL
+ * naming what is accepted. */
 int dfbuild_from(const char *image, char *kind, const char **rest);
+/* A Debian suite's name: a-z, then a-z, 0-9 or '-', 1 to DF_SUITE_MAX. */
+bool dfbuild_suite_ok(const char *suite);
 
 /* A WORKDIR or COPY destination p in the guest, joined onto the working
  * directory wd, "." and ".." taken out; a trailing '/' kept. */

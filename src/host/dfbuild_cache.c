@@ -48,6 +48,13 @@ int dfcache_plan(struct dfbuild *d, char (*keys)[65])
 {
 	char prev[65];
 	snprintf(prev, sizeof prev, "%s", d->from_key);
+	/* A root grown to another size is another chain (the default's keys
+	 * stay what they were). */
+	if (d->disk_mib) {
+		char size[32];
+		snprintf(size, sizeof size, "%lld", (long long)d->disk_mib);
+		bctx_step_key(d->from_key, "disk", size, prev);
+	}
 	for (int i = 0; i < d->df.nsteps; i++) {
 		const struct df_step *st = &d->df.steps[i];
 		struct strbuf in;

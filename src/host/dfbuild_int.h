@@ -99,6 +99,9 @@ void dfvm_kill(struct vm *v);
 int dfvm_run(struct vm *v, const struct state *s, const struct df_step *st, struct out *o);
 int dfvm_copy(struct dfbuild *d, struct vm *v, const struct state *s, const struct df_step *st, struct out *o);
 int dfvm_workdir(struct vm *v, const struct state *s, const struct df_step *st, struct out *o);
+/* The root's ext4 grown online to the whole of the VM's disk (the
+ * agent's grow-fs built-in). */
+int dfvm_grow(struct dfbuild *d, struct vm *v);
 /* The guest's writes onto the disk, then the disk's top sealed as the
  * step's layer and a new top at next. */
 int dfvm_checkpoint(struct vm *v, const char *next);

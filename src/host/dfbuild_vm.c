@@ -30,9 +30,11 @@ int dfvm_boot(struct dfbuild *d, struct vm *v, const char *disk)
 	rmtree(v->dir);
 	if (mkdir(v->dir, 0700) < 0)
 		return errf_sys("mkdir %s", v->dir);
-	/* No network device: a RUN reaches nothing outside its VM. */
+	/* No network device unless the build gave one (under its egress
+	 * policy): without, a RUN reaches nothing outside its VM. */
 	struct vm_spec s = { .dir = v->dir, .vcpus = d->vcpus, .memory_mib = d->memory_mib, .disk = disk,
-			     .hostname = d->name };
+			     .hostname = d->name, .tap = d->tap, .netns = d->tap ? d->netns : NULL,
+			     .dns = d->tap ? d->dns : NULL };
 	df_note(d, "booting the build VM");
 	int rc = vmm_launch(d->cfg, &s, &v->pid);
 	if (rc < 0)
@@ -438,6 +440,25 @@ int dfvm_workdir(struct vm *v, const struct state *s, const struct df_step *st, 
 		rc = 0;
 	return rc < 0 ? errf(-rc, "step %d/%d (line %d, WORKDIR %s): %s", o->step, o->steps, st->line,
 			     s->workdir, errmsg()) : 0;
+}
+
+int dfvm_grow(struct dfbuild *d, struct vm *v)
+{
+	struct guest *g;
+	int rc = guest_open(v->vsock, 10000, v->pid, &g);
+	if (rc < 0)
+		return rc;
+	const char *argv[] = { "grow-fs", "/", NULL };
+	rc = guest_builtin_run(g, argv, NULL, -1, -1);
+	guest_close(g);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "growing the root to %lld MiB (--disk) in the build VM: %s", (long long)d->disk_mib,
+			    msg);
+	}
+	df_note(d, "the root filesystem takes the whole disk: %lld MiB", (long long)d->disk_mib);
+	return 0;
 }
 
 /* The guest's writes onto the disk, then the disk's top sealed as the

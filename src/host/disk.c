@@ -19,6 +19,13 @@ int disk_create(const char *top, const char *base)
 	return overlay_create(top, base);
 }
 
+int disk_create_sized(const char *top, const char *base, uint64_t size)
+{
+	if (base[0] != '/' || top[0] != '/')
+		return errf(EINVAL, "disk paths must be absolute (%s over %s)", top, base);
+	return overlay_create_sized(top, base, size);
+}
+
 int disk_seal(const char *path)
 {
 	return overlay_set_sealed(path, true);

@@ -18,6 +18,8 @@
 
 /* Make top, a new empty overlay over base. */
 int disk_create(const char *top, const char *base);
+/* The same, the disk size bytes (at least base's: overlay_create_sized). */
+int disk_create_sized(const char *top, const char *base, uint64_t size);
 /* Seal an overlay: read-only from now on, a base for others. */
 int disk_seal(const char *path);
 /* A depth-1 overlay at out with the content of top's chain, over the same

@@ -35,6 +35,8 @@ struct tbuild_req {
 	const char *dockerfile;		/* its path in the context; NULL: "Dockerfile" */
 	const char *const *build_args;	/* NAME=VALUE, NULL-ended, or NULL */
 	uint64_t max_context;		/* unpacked bytes; 0: BCTX_MAX_BYTES */
+	int64_t disk_mib;		/* the root's size (build_opts' --disk); 0: the FROM image's */
+	const char *build_net;		/* the RUN steps' network (build_opts' --build-net); NULL: none */
 	/* A plan's limits (ops/template.c): the templates whose names start
 	 * with group (a workspace's "wHEX_") are counted together, as their
 	 * build directories say. 0: no limit. */

@@ -52,6 +52,8 @@ struct host_config;
 #define TEMPLATE_VCPUS_MAX 8
 #define TEMPLATE_MEMORY_MIN_MIB 128
 #define TEMPLATE_MEMORY_MAX_MIB 65536
+#define TEMPLATE_DISK_MIN_MIB 64		/* --disk: a Dockerfile build's root (template_build.h) */
+#define TEMPLATE_DISK_MAX_MIB (1 << 20)	/* 1 TiB, sparse: a plan's template_mib bounds what it holds */
 #define TEMPLATES_MAX 64
 /* The volume slots a template is built with (docs/api.md "Volumes"). */
 #define TEMPLATE_VOLUME_SLOTS 2		/* templates in service at once */

@@ -45,12 +45,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -182,6 +184,24 @@ static int open_version(struct build *b)
 
 /* ---- steps ------------------------------------------------------------------------------ */
 
+/* The last non-empty line of a log, its newline dropped (out unchanged
+ * if there is none). */
+static void last_line(const char *log, char *out, size_t cap)
+{
+	FILE *f = fopen(log, "re");
+	if (!f)
+		return;
+	char tmp[400];
+	while (fgets(tmp, sizeof tmp, f))
+		if (tmp[0] != '\n' && cap) {
+			size_t n = strlen(tmp) < cap ? strlen(tmp) : cap - 1;
+			memcpy(out, tmp, n);
+			out[n] = 0;
+		}
+	fclose(f);
+	out[strcspn(out, "\n")] = 0;
+}
+
 static int wait_builder(struct build *b, pid_t pid, const char *log)
 {
 	int64_t last = 0;
@@ -196,20 +216,38 @@ static int wait_builder(struct build *b, pid_t pid, const char *log)
 		if (mono_ms() - last >= (b->tty ? 1000 : 15000)) {
 			/* The builder's last line says where it is. */
 			char line[160] = "building";
-			FILE *f = fopen(log, "re");
-			if (f) {
-				char tmp[160];
-				while (fgets(tmp, sizeof tmp, f))
-					if (tmp[0] != '\n')
-						snprintf(line, sizeof line, "%s", tmp);
-				fclose(f);
-			}
-			line[strcspn(line, "\n")] = 0;
+			last_line(log, line, sizeof line);
 			progress(b, "%s", line);
 			last = mono_ms();
 		}
 		usleep(200000);
 	}
+}
+
+/* Run an image builder (argv[0]), its output to log, and wait for it. */
+static int run_builder(struct build *b, char *const argv[], const char *log)
+{
+	progress(b, "running %s (log: %s)", argv[0], log);
+	/* Not detached: a build interrupted with ^C takes its builder along. */
+	pid_t pid = fork();
+	if (pid < 0)
+		return errf_sys("fork");
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		/* kilnd ignores SIGPIPE; the builder's pipelines want it back.
+		 * And no descriptor of ours: mmdebstrap hands apt the next
+		 * free one as `cat >&N`, which dash refuses past 9 ("Bad fd
+		 * number"), and kilnd holds many. */
+		signal(SIGPIPE, SIG_DFL);
+		syscall(SYS_close_range, 3, ~0U, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return wait_builder(b, pid, log);
 }
 
 /* Copy a root image, keeping holes (a 4 GiB image holds 0.5 GiB). */
@@ -322,6 +360,93 @@ static int df_oci_base(struct build *b, struct dfbuild *d)
 	return 0;
 }
 
+/* FROM debian:SUITE in a Dockerfile: built once by build-rootfs-debian
+ * (mmdebstrap through the machine's apt sources, as `base` is) into the
+ * step cache, .cache/FROMKEY.ext4, which every later build of the suite
+ * takes as it is. The builder's log stays beside it (.log). */
+static int df_debian_base(struct build *b, struct dfbuild *d)
+{
+	char ext4[PATH_MAX], log[PATH_MAX], tmp[PATH_MAX + 8], builder[PATH_MAX + 32];
+	snprintf(ext4, sizeof ext4, "%.4000s/%s.ext4", d->cache, d->from_key);
+	snprintf(log, sizeof log, "%.4000s/%s.log", d->cache, d->from_key);
+	snprintf(tmp, sizeof tmp, "%s.tmp", ext4);
+	if (access(ext4, F_OK) == 0) {
+		progress(b, "FROM debian:%s: built before (cached)", d->from_debian);
+	} else {
+		snprintf(builder, sizeof builder, "%s/build-rootfs-debian", b->cfg->image_builders);
+		if (access(builder, X_OK) < 0)
+			return errf(ENOENT, "FROM debian:%s: no image builder %s (it comes with kiln's images/)",
+				    d->from_debian, builder);
+		unlink(tmp);
+		char *argv[] = { builder, tmp, d->from_debian, NULL };
+		int rc = run_builder(b, argv, log);
+		if (rc < 0) {
+			char line[300] = "";
+			last_line(log, line, sizeof line);
+			unlink(tmp);
+			return errf(-rc, "FROM debian:%s: the image builder failed (suite unknown to this machine's "
+					 "apt mirrors, or no network?): %s; see %s", d->from_debian, line, log);
+		}
+		if (chmod(tmp, 0444) < 0 || rename(tmp, ext4) < 0) {
+			rc = errf_sys("rename %s", tmp);
+			unlink(tmp);
+			return rc;
+		}
+	}
+	snprintf(d->base, sizeof d->base, "%s", ext4);
+	return 0;
+}
+
+/* --build-net SPEC as a policy (template_build.h). */
+static int build_net_policy(const char *spec, struct net_policy *p)
+{
+	memset(p, 0, sizeof *p);
+	p->allow_internet = true;
+	if (!strcmp(spec, "internet"))
+		return 0;
+	char buf[1024];
+	if (strlen(spec) >= sizeof buf)
+		return errf(EINVAL, "--build-net: too long");
+	snprintf(buf, sizeof buf, "%s", spec);
+	char *save = NULL;
+	for (char *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+		if (p->nallow == NET_MAX_CIDRS)
+			return errf(EINVAL, "--build-net: more than %d CIDRs", NET_MAX_CIDRS);
+		if (net_parse_cidr(c, &p->allow[p->nallow++]) < 0)
+			return errf(EINVAL, "--build-net '%.64s': want none, internet or CIDR[,CIDR...] (a.b.c.d[/n])", c);
+	}
+	return p->nallow ? 0 : errf(EINVAL, "--build-net: want none, internet or CIDR[,CIDR...]");
+}
+
+/* The RUN steps' network: the build's own slot (build_net) under the
+ * policy asked for, for the image step only; then the template VM's
+ * default policy again. */
+static int df_net(struct build *b, struct dfbuild *d, bool on)
+{
+	const char *spec = b->o->build_net;
+	if (!spec || !strcmp(spec, "none"))
+		return 0;
+	if (!b->net.slot)
+		return on ? errf(EINVAL, "--build-net %.64s: this host has no sandbox network (kilnd --no-net)", spec)
+			  : 0;
+	struct net_config nc;
+	struct net_slot ns;
+	struct net_policy p = { .allow_internet = true };
+	net_default_config(&nc);
+	net_slot_info(&nc, b->net.slot, &ns);
+	int rc = on ? build_net_policy(spec, &p) : 0;
+	if (rc == 0)
+		rc = net_set_policy(&nc, &ns, &p);
+	if (rc < 0 || !on)
+		return rc;
+	d->tap = b->net.tap;
+	d->netns = b->net.netns;
+	dns_servers(b->cfg, b->t.dns);
+	d->dns = b->t.dns;
+	progress(b, "RUN steps on the network: %s", spec);
+	return 0;
+}
+
 static int step_image_dockerfile(struct build *b, const char *out)
 {
 	const struct build_opts *o = b->o;
@@ -329,13 +454,20 @@ static int step_image_dockerfile(struct build *b, const char *out)
 			     .deadline_ms = o->max_seconds ? b->t0 + o->max_seconds * 1000 : 0,
 			     .file = o->dockerfile_file, .build_args = o->build_args,
 			     .max_context = o->max_context, .vcpus = b->t.vcpus, .memory_mib = b->t.memory_mib,
+			     .disk_mib = o->disk_mib,
 			     .vdir = b->t.dir, .tty = b->tty, .progress = df_progress, .pctx = b };
 	progress(b, "reading %s", o->dockerfile);
 	int rc = dfbuild_open(&d);
 	if (rc == 0 && d.from_oci[0])
 		rc = df_oci_base(b, &d);
+	else if (rc == 0 && d.from_debian[0])
+		rc = df_debian_base(b, &d);
+	if (rc == 0)
+		rc = df_net(b, &d, true);
 	if (rc == 0)
 		rc = dfbuild_run(&d, out);
+	int rc2 = df_net(b, &d, false);
+	rc = rc ?: rc2;
 	if (rc == 0) {
 		json_decref(b->t.image);
 		b->t.image = json_incref(d.image);
@@ -378,23 +510,8 @@ static int step_image(struct build *b)
 		snprintf(log, sizeof log, "%s/image.log", b->t.dir);
 		if (access(builder, X_OK) < 0)
 			return errf(ENOENT, "no prebuilt image %s and no builder %s", src, builder);
-		progress(b, "running %s (log: %s)", builder, log);
 		char *argv[] = { builder, tmp, NULL };
-		pid_t pid;
-		/* Not detached: a build interrupted with ^C takes its builder along. */
-		pid = fork();
-		if (pid < 0)
-			return errf_sys("fork");
-		if (pid == 0) {
-			int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-			if (fd >= 0) {
-				dup2(fd, 1);
-				dup2(fd, 2);
-			}
-			execv(builder, argv);
-			_exit(127);
-		}
-		rc = wait_builder(b, pid, log);
+		rc = run_builder(b, argv, log);
 	}
 	struct stat st;
 	if (rc == 0 && b->o->max_root_mib && stat(tmp, &st) == 0 &&
@@ -886,8 +1003,16 @@ static int check_opts(const struct build_opts *o)
 			    o->name);
 	if (!!o->oci + !!o->image + !!o->dockerfile > 1)
 		return errf(EINVAL, "--oci, --image and --dockerfile: give one");
-	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context) && !o->dockerfile)
-		return errf(EINVAL, "--file, --build-arg and --max-context are about --dockerfile: give it");
+	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context || o->disk_mib ||
+	     o->build_net) && !o->dockerfile)
+		return errf(EINVAL, "--file, --build-arg, --max-context, --disk and --build-net are about --dockerfile: "
+				    "give it");
+	struct net_policy np;
+	if (o->build_net && strcmp(o->build_net, "none") && build_net_policy(o->build_net, &np) < 0)
+		return -EINVAL;
+	if (o->disk_mib && (o->disk_mib < TEMPLATE_DISK_MIN_MIB || o->disk_mib > TEMPLATE_DISK_MAX_MIB))
+		return errf(EINVAL, "--disk %lld: want %d to %d MiB", (long long)o->disk_mib, TEMPLATE_DISK_MIN_MIB,
+			    TEMPLATE_DISK_MAX_MIB);
 	if (o->start && (!o->start[0] || strlen(o->start) >= TEMPLATE_START_MAX))
 		return errf(EINVAL, "--start: a command of 1 to %d bytes", TEMPLATE_START_MAX - 1);
 	if ((o->ready_port || o->ready_timeout_s) && !o->start)

@@ -29,6 +29,15 @@ struct build_opts {
 	const char *dockerfile, *dockerfile_file;
 	const char *const *build_args;
 	uint64_t max_context;
+	/* The root's size in MiB (0: the FROM image's): the build VM's disk
+	 * is made this large and its ext4 grown online before the steps, so
+	 * RUN has the room and the template's root is this size. */
+	int64_t disk_mib;
+	/* The network of a Dockerfile's RUN steps (--build-net): NULL or
+	 * "none", no network device; "internet", a sandbox's default policy
+	 * (the internet, not the host's networks); or CIDR[,CIDR...], only
+	 * those (as a sandbox's allow_out). Needs the host's network. */
+	const char *build_net;
 	/* A plan's (tbuild.h; 0: none): the build fails once it has run
 	 * max_seconds (checked before each step, and each RUN's timeout cut
 	 * to what is left), or when its root image takes more than

@@ -258,6 +258,16 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 		curl_free(e);
 		sep = '&';
 	}
+	if (c && req->build_net) {
+		char *e = curl_easy_escape(c, req->build_net, 0);
+		strbuf_printf(&path, "%cbuild_net=%s", sep, e ? e : "");
+		curl_free(e);
+		sep = '&';
+	}
+	if (c && req->disk_mib) {
+		strbuf_printf(&path, "%cdisk_mib=%lld", sep, (long long)req->disk_mib);
+		sep = '&';
+	}
 	if (c && (req->max_seconds || req->max_root_mib)) {
 		strbuf_printf(&path, "%cmax_seconds=%lld&max_root_mib=%lld", sep, (long long)req->max_seconds,
 			      (long long)req->max_root_mib);

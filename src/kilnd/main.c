@@ -77,7 +77,8 @@ static const char usage_text[] =
 	"       kilnd template build NAME [--image FILE | --oci PATH[:TAG]] [--vcpus N] [--memory MIB]\n"
 	"                            [--start CMD [--ready-port N] [--ready-timeout S]] [--no-snapshot] [--restart]\n"
 	"       kilnd template build NAME --dockerfile DIR [--file F] [--build-arg NAME=VALUE ...]\n"
-	"                            [--max-context MIB] [same options]  (docs/templates.md)\n"
+	"                            [--max-context MIB] [--disk MIB] [--build-net none|internet|CIDR,...]\n"
+	"                            [same options]  (docs/templates.md)\n"
 	"       kilnd template list\n"
 	"       kilnd cluster token create [--expires SECONDS] [--uses N|any]\n"
 	"       kilnd cluster token list | revoke ID|PREFIX\n"
@@ -183,7 +184,7 @@ enum {
 	O_DOMAIN, O_WEB_DIR,
 	O_WORKSPACE, O_NAME, O_IMAGE, O_NO_SNAPSHOT, O_RESTART, O_HELP,
 	O_OCI, O_VCPUS, O_MEMORY, O_START, O_READY_PORT, O_READY_TIMEOUT,
-	O_DOCKERFILE, O_DF_FILE, O_BUILD_ARG, O_MAX_CONTEXT, O_JOB,
+	O_DOCKERFILE, O_DF_FILE, O_BUILD_ARG, O_MAX_CONTEXT, O_DISK, O_BUILD_NET, O_JOB,
 	O_NO_NET, O_NET_POOL, O_POOL, O_DNS, O_NET_RANGE, O_NO_JAIL, O_JAIL_UID, O_CGROUP, O_VMM_OVERHEAD, O_VMM_PIDS, O_RESERVE_DISK,
 	O_PLANS, O_DEFAULT_PLAN, O_PLAN_WINDOW, O_PRICE_VCPU, O_PRICE_GIB,
 	O_API, O_JOIN_TOKEN, O_API_CA, O_ADVERTISE, O_EXPIRES, O_USES,
@@ -240,6 +241,8 @@ static const struct option options[] = {
 	{ "file", required_argument, 0, O_DF_FILE },
 	{ "build-arg", required_argument, 0, O_BUILD_ARG },
 	{ "max-context", required_argument, 0, O_MAX_CONTEXT },
+	{ "disk", required_argument, 0, O_DISK },
+	{ "build-net", required_argument, 0, O_BUILD_NET },
 	{ "job", required_argument, 0, O_JOB },
 	{ "start", required_argument, 0, O_START },
 	{ "ready-port", required_argument, 0, O_READY_PORT },
@@ -286,6 +289,8 @@ struct cmdline {
 	const char *build_args[65];	/* --build-arg NAME=VALUE, NULL-ended */
 	int nbuild_args;
 	long long max_context_mib;
+	long long disk_mib;		/* template build --disk: the root's size (--dockerfile) */
+	const char *build_net;		/* template build --build-net: the RUN steps' network */
 	const char *job;		/* template build --job FILE: a build through the API (tbuild.h) */
 	int ready_port, ready_timeout;
 	bool no_snapshot, restart;
@@ -404,6 +409,8 @@ static void parse(int argc, char **argv, struct cmdline *c)
 			c->build_args[c->nbuild_args++] = optarg;
 			break;
 		case O_MAX_CONTEXT: c->max_context_mib = number(optarg, "--max-context", 1, 1 << 20); break;
+		case O_BUILD_NET: c->build_net = optarg; break;
+		case O_DISK: c->disk_mib = number(optarg, "--disk", TEMPLATE_DISK_MIN_MIB, TEMPLATE_DISK_MAX_MIB); break;
 		case O_JOB: c->job = optarg; break;
 		case O_START: c->start = optarg; break;
 		case O_READY_PORT: c->ready_port = (int)number(optarg, "--ready-port", 1, 65535); break;
@@ -750,7 +757,8 @@ static int cmd_template(struct cmdline *c, int argc, char **argv)
 					.memory_mib = c->memory_mib, .start = c->start, .ready_port = c->ready_port,
 					.ready_timeout_s = c->ready_timeout, .dockerfile = c->dockerfile,
 					.dockerfile_file = c->df_file, .build_args = c->build_args,
-					.max_context = (uint64_t)c->max_context_mib << 20 };
+					.max_context = (uint64_t)c->max_context_mib << 20,
+					.disk_mib = c->disk_mib, .build_net = c->build_net };
 		signal(SIGPIPE, SIG_IGN);
 		if (template_build(&c->host, &o) < 0) {
 			fprintf(stderr, "kilnd: %s\n", errmsg());

@@ -1,6 +1,7 @@
 #include "ops/template.h"
 #include "ops/plan.h"
 #include "common/err.h"
+#include "net/net.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -201,8 +202,29 @@ static int own_name(const struct ops_caller *c, const char *name, char out[OPS_T
 	return 0;
 }
 
+/* A build's network: none, internet or CIDR[,CIDR...] (the host's
+ * --build-net; at most NET_MAX_CIDRS). */
+static int build_net_ok(const char *s)
+{
+	if (!strcmp(s, "none") || !strcmp(s, "internet"))
+		return 0;
+	char buf[1024];
+	if (!s[0] || strlen(s) >= sizeof buf)
+		return errf(EINVAL, "build_net: want none, internet or CIDR[,CIDR...]");
+	snprintf(buf, sizeof buf, "%s", s);
+	int n = 0;
+	char *save = NULL;
+	for (char *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+		struct net_cidr cidr;
+		if (++n > NET_MAX_CIDRS || net_parse_cidr(c, &cidr) < 0)
+			return errf(EINVAL, "build_net '%.64s': want none, internet or at most %d CIDRs a.b.c.d[/n]",
+				    c, NET_MAX_CIDRS);
+	}
+	return n ? 0 : errf(EINVAL, "build_net: want none, internet or CIDR[,CIDR...]");
+}
+
 int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
-		       const char *const *build_args)
+		       const char *const *build_args, int64_t disk_mib, const char *build_net)
 {
 	if (!name || !name[0])
 		return errf(EINVAL, "the query's name= is required: the template's name");
@@ -221,6 +243,11 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 				    build_args[n]);
 	if (n > TBUILD_ARGS_MAX)
 		return errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX);
+	if (disk_mib && (disk_mib < OPS_TEMPLATE_DISK_MIN_MIB || disk_mib > OPS_TEMPLATE_DISK_MAX_MIB))
+		return errf(EINVAL, "disk_mib %lld: want %d to %d", (long long)disk_mib, OPS_TEMPLATE_DISK_MIN_MIB,
+			    OPS_TEMPLATE_DISK_MAX_MIB);
+	if (build_net && build_net_ok(build_net) < 0)
+		return -EINVAL;
 	bool found;
 	int rc = listed(c->hostif, name, NULL, &found);
 	if (rc < 0)
@@ -239,6 +266,7 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 	char group[PREFIX_HEX + 3];
 	snprintf(group, sizeof group, "%.*s", PREFIX_HEX + 2, host);
 	struct tbuild_req r = { .name = host, .tar_fd = tar_fd, .dockerfile = dockerfile, .build_args = build_args,
+				.disk_mib = disk_mib, .build_net = build_net,
 				.group = group, .max_templates = p.limits.templates,
 				.max_builds = p.limits.template_builds, .max_seconds = p.limits.build_seconds,
 				.max_root_mib = p.limits.template_mib };

@@ -22,8 +22,13 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #define OPS_TEMPLATE_NAME_MAX 19
+/* A build's disk_mib (the host's TEMPLATE_DISK_MIN_MIB and _MAX_MIB, host/template.h:
+ * ops may not include it): checked by ops_template_build (the API checks its query before the upload). */
+#define OPS_TEMPLATE_DISK_MIN_MIB 64
+#define OPS_TEMPLATE_DISK_MAX_MIB (1 << 20)
 #define OPS_TEMPLATE_HOST_NAME 32	/* with the workspace's prefix, and its NUL */
 
 /* A workspace's template name: 1 to 19 of [a-z0-9_-], not starting with
@@ -50,11 +55,13 @@ int ops_template_resolve(struct hostif *hi, const char *ws, const char *name, ch
 
 /* Build workspace c's template name from the context tar in tar_fd (the
  * request's query: dockerfile, NULL or a relative path; build_args,
- * K=V NULL-ended). -EINVAL naming what is wrong, -EEXIST for a shared
+ * K=V NULL-ended; disk_mib, the root's size, 0: the FROM image's;
+ * build_net, the RUN steps' network: NULL or none, internet,
+ * CIDR[,CIDR...]). -EINVAL naming what is wrong, -EEXIST for a shared
  * template's name, -EBUSY while one builds, -EDQUOT over the plan's
  * templates or template_builds (c->quota says which). */
 int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
-		       const char *const *build_args);
+		       const char *const *build_args, int64_t disk_mib, const char *build_net);
 
 /* What GET /v1/templates/{name} shows: the listing's record (listed:
  * a version is in service) and, for the workspace's own, its builds. */

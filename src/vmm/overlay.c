@@ -185,6 +185,21 @@ int overlay_create(const char *path, const char *base)
 	return write_new(path, base, size, depth + 1);
 }
 
+int overlay_create_sized(const char *path, const char *base, uint64_t size)
+{
+	char resolved[PATH_MAX];
+	resolve(path, base, resolved, sizeof resolved);
+	uint64_t have = 0;
+	uint32_t depth = 0;
+	int rc = base_info(resolved, &have, &depth);
+	if (rc < 0)
+		return rc;
+	if (size % 512 || size < have)
+		return errf(EINVAL, "overlay %s: size %llu: want a multiple of 512, at least its base's %llu", path,
+			    (unsigned long long)size, (unsigned long long)have);
+	return write_new(path, base, size, depth + 1);
+}
+
 int overlay_set_sealed(const char *path, bool sealed)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC);

@@ -102,6 +102,59 @@ nc=$(grep -c "cached: " "$T/dock2.log")
 	grep -q "^step 9/9 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
 	pass df_failed_run_cached_steps "$nc steps cached; $(tail -1 "$T/dock2.log" | cut -c1-240)" ||
 	fail df_failed_run_cached_steps "status $st, $nc cached: $(tail -3 "$T/dock2.log" | tr '\n' ' ')"
+# --disk (docs/templates.md "Disk size"): refused without --dockerfile
+# and under its floor; in the full tier (two build VMs) a RUN writing
+# 100 MiB, more than minimal's image has free, fails without it and
+# passes with --disk 512, whose root filesystem is then 512 MiB (in the
+# build VM's df, and the image's superblock).
+out=$("$KILND" --data "$DATA" template build x --image "$MIN" --disk 512 2>&1)
+[[ $out == *"--disk and --build-net are about --dockerfile"* ]] && pass tdisk_needs_dockerfile "$out" || fail tdisk_needs_dockerfile "$out"
+out=$("$KILND" --data "$DATA" template build x --dockerfile "$CTX" --disk 8 2>&1)
+[[ $out == *"--disk"*"8"* ]] && pass tdisk_floor "$out" || fail tdisk_floor "$out"
+if full_only tdisk_grow "two build VMs, about 30 s"; then
+	mkdir -p "$T/grow"
+	printf '%s\n' 'FROM kiln/minimal' 'RUN dd if=/dev/zero of=/big bs=1M count=100 && sync && df -k / | tail -1' > "$T/grow/Dockerfile"
+	"$KILND" --data "$DATA" template build ungrown --dockerfile "$T/grow" --no-snapshot > "$T/ungrown.log" 2>&1
+	st=$?
+	[ "$st" != 0 ] && grep -q "No space left" "$T/ungrown.log" && pass tdisk_default_full "$(grep -m1 'No space' "$T/ungrown.log")" ||
+		fail tdisk_default_full "status $st: $(tail -3 "$T/ungrown.log" | tr '\n' ' ')"
+	"$KILND" --data "$DATA" template build grown --dockerfile "$T/grow" --disk 512 --no-snapshot > "$T/grown.log" 2>&1
+	st=$?
+	kb=$(sed -n 's/^step 2\/2 | [^ ]* *\([0-9]*\) .*/\1/p' "$T/grown.log" | tail -1)
+	blocks=$(dumpe2fs -h "$DATA/templates/grown/v1/root.ext4" 2>/dev/null | sed -n 's/^Block count: *//p')
+	bsize=$(dumpe2fs -h "$DATA/templates/grown/v1/root.ext4" 2>/dev/null | sed -n 's/^Block size: *//p')
+	mib=$(( ${blocks:-0} * ${bsize:-0} >> 20 ))
+	[ "$st" = 0 ] && grep -q "the root filesystem takes the whole disk: 512 MiB" "$T/grown.log" &&
+		[ "${kb:-0}" -gt 450000 ] && [ "$mib" -ge 500 ] && [ "$mib" -le 512 ] &&
+		[ "$(stat -c %s "$DATA/templates/grown/v1/root.ext4")" = $((512 << 20)) ] &&
+		pass tdisk_grow "df in the build VM: $kb KiB; root.ext4's filesystem $mib MiB" ||
+		fail tdisk_grow "status $st, df $kb KiB, fs $mib MiB: $(grep -v '^step 2/2 | ' "$T/grown.log" | tail -4 | tr '\n' ' ')"
+fi
+# --build-net (docs/templates.md "Network"): a bad CIDR refused; in the
+# full tier (a build VM) the RUN steps of a build allowed 203.0.113.10
+# reach its server in "the internet" (a namespace made here,
+# tests/integration/upstream.sh) and not 192.0.2.2's, which the default
+# policy would reach: the allow list is what holds.
+out=$("$KILND" --data "$DATA" template build x --dockerfile "$CTX" --build-net 10.0.0.0/33 2>&1)
+[[ $out == *"--build-net '10.0.0.0/33': want none, internet or CIDR"* ]] && pass tnet_bad_cidr "$out" || fail tnet_bad_cidr "$out"
+if full_only tnet_build "a build VM, about 20 s"; then
+	. "$REPO/tests/integration/upstream.sh"
+	upstream kiln-t88-up kup88
+	mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
+	ip netns exec kiln-t88-up python3 -m http.server 80 --directory "$T/www" >/dev/null 2>&1 &
+	at_exit "kill $! 2>/dev/null"
+	for i in $(seq 60); do [ "$(curl -s -m 5 http://203.0.113.10/)" = kiln-upstream ] && break; sleep 0.5; done
+	mkdir -p "$T/netctx"
+	printf '%s\n' 'FROM kiln/minimal' \
+		'RUN a=$(echo GET / | nc -w 4 203.0.113.10 80 | head -1); b=$(echo GET / | nc -w 4 192.0.2.2 80 | head -1); echo "in:[$a] out:[$b] net:[$(ls /sys/class/net | tr "\n" " ")]"' \
+		> "$T/netctx/Dockerfile"
+	"$KILND" --data "$DATA" template build netb --dockerfile "$T/netctx" --build-net 203.0.113.10/32 --no-snapshot > "$T/netb.log" 2>&1
+	st=$?
+	line=$(grep -m1 '| in:\[' "$T/netb.log")
+	[ "$st" = 0 ] && [[ $line == *"in:[kiln-upstream] out:[] net:[eth0 lo ]"* ]] &&
+		grep -q "RUN steps on the network: 203.0.113.10/32" "$T/netb.log" && pass tnet_build "$line" ||
+		fail tnet_build "status $st: ${line:-$(tail -3 "$T/netb.log" | tr '\n' ' ')}"
+fi
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --ready-port 80 2>&1)
 [[ $out == *"give it"* ]] && pass tstart_port_without_start "$out" || fail tstart_port_without_start "$out"
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --start true --no-snapshot 2>&1)
@@ -191,6 +244,11 @@ upload "$T/big" "name=big"
 expect tapi_over_size 413 payload_too_large
 upload "$T/ctx.tar" "name=nodf&dockerfile=missing/Dockerfile"
 expect tapi_no_dockerfile 400 invalid_request
+upload "$T/ctx.tar" "name=dk&disk_mib=10"
+expect tapi_disk_floor 400 invalid_request
+check tapi_disk_floor_names "$BODY" grep -q "disk_mib '10': want a number of MiB from 64" "$T/body"
+upload "$T/ctx.tar" "name=bn&build_net=10.0.0.0/33"
+expect tapi_build_net_bad 400 invalid_request
 follow web & fw=$!
 KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template logs broken -f > "$T/broken.sse" 2> "$T/broken.err"
 st=$?

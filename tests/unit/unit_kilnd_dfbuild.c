@@ -161,8 +161,18 @@ static int from_forms(void)
 	T_ASSERT(dfbuild_from("kiln/minimal", &kind, &rest) == 0 && kind == 't' && !strcmp(rest, "minimal"), "kiln/");
 	T_ASSERT(dfbuild_from("oci:./img.tar:v1", &kind, &rest) == 0 && kind == 'o' && !strcmp(rest, "./img.tar:v1"),
 		 "oci:");
-	T_ASSERT(dfbuild_from("debian:bookworm", &kind, &rest) == -EINVAL && strstr(errmsg(), "not pulled"), "%s",
-		 errmsg());
+	T_ASSERT(dfbuild_from("debian:bookworm", &kind, &rest) == 0 && kind == 'd' && !strcmp(rest, "bookworm"),
+		 "debian:");
+	T_ASSERT(dfbuild_from("debian:trixie-backports", &kind, &rest) == 0 && kind == 'd', "a suite with '-'");
+	/* The suite reaches a command line and a sed expression: a codename's characters only. */
+	static const char *const bad[] = { "debian:", "debian:Bookworm", "debian:../x", "debian:a b", "debian:-x",
+					   "debian:b/w", "debian:$(id)", "debian:a\\b",
+					   "debian:abcdefghijklmnopqrstuvwxyz0123456", NULL };
+	for (int i = 0; bad[i]; i++)
+		T_ASSERT(dfbuild_from(bad[i], &kind, &rest) == -EINVAL && strstr(errmsg(), "not a Debian suite"),
+			 "%s: %s", bad[i], errmsg());
+	T_ASSERT(dfbuild_from("ubuntu:noble", &kind, &rest) == -EINVAL && strstr(errmsg(), "not pulled") &&
+		 strstr(errmsg(), "debian:SUITE"), "%s", errmsg());
 	T_ASSERT(dfbuild_from("kiln/", &kind, &rest) == -EINVAL, "kiln/ alone");
 	return 0;
 }

@@ -42,7 +42,7 @@ static void names_and_qualification(void)
 /* ---- a fake host: shared minimal and srv, ws_one's web and ws_two's web ---- */
 
 static char h_one[OPS_TEMPLATE_HOST_NAME], h_two[OPS_TEMPLATE_HOST_NAME];
-static struct { char name[64], dockerfile[64], group[32]; int nargs, calls; int64_t max_templates, max_builds, max_seconds, max_root_mib;
+static struct { char name[64], dockerfile[64], group[32]; int nargs, calls; int64_t max_templates, max_builds, max_seconds, max_root_mib, disk_mib; char build_net[64];
 		bool quota; } built;
 
 static int fake_templates(void *ctx, hostif_template_fn *fn, void *fctx)
@@ -73,6 +73,8 @@ static int fake_build(void *ctx, const struct tbuild_req *r)
 	built.max_builds = r->max_builds;
 	built.max_seconds = r->max_seconds;
 	built.max_root_mib = r->max_root_mib;
+	built.disk_mib = r->disk_mib;
+	snprintf(built.build_net, sizeof built.build_net, "%s", r->build_net ? r->build_net : "");
 	if (built.quota)	/* tbuild_start's words at a limit */
 		return errf(EDQUOT, "this workspace has 3 templates, the most its plan allows (templates 3): "
 			    "delete one first");
@@ -118,20 +120,26 @@ static void build_refusals(void)
 	struct ops_caller c = { .hostif = &hi, .workspace = "ws_one" };
 	const char *bad_arg[] = { "A=1", "no", NULL }, *args[] = { "A=1", "B=2", NULL };
 	memset(&built, 0, sizeof built);
-	CHECK(ops_template_build(&c, NULL, 0, NULL, NULL) == -EINVAL && strstr(errmsg(), "name= is required"));
-	CHECK(ops_template_build(&c, "Bad", 0, NULL, NULL) == -EINVAL && strstr(errmsg(), "bad template name"));
-	CHECK(ops_template_build(&c, "srv", 0, NULL, NULL) == -EEXIST && strstr(errmsg(), "taken"));
-	CHECK(ops_template_build(&c, "minimal", 0, NULL, NULL) == -EEXIST);
-	CHECK(ops_template_build(&c, "x", 0, "../Dockerfile", NULL) == -EINVAL && strstr(errmsg(), ".."));
-	CHECK(ops_template_build(&c, "x", 0, "/etc/passwd", NULL) == -EINVAL);
-	CHECK(ops_template_build(&c, "x", 0, "a//b", NULL) == -EINVAL);
-	CHECK(ops_template_build(&c, "x", 0, NULL, bad_arg) == -EINVAL && strstr(errmsg(), "'no'"));
+	CHECK(ops_template_build(&c, NULL, 0, NULL, NULL, 0, NULL) == -EINVAL && strstr(errmsg(), "name= is required"));
+	CHECK(ops_template_build(&c, "Bad", 0, NULL, NULL, 0, NULL) == -EINVAL && strstr(errmsg(), "bad template name"));
+	CHECK(ops_template_build(&c, "srv", 0, NULL, NULL, 0, NULL) == -EEXIST && strstr(errmsg(), "taken"));
+	CHECK(ops_template_build(&c, "minimal", 0, NULL, NULL, 0, NULL) == -EEXIST);
+	CHECK(ops_template_build(&c, "x", 0, "../Dockerfile", NULL, 0, NULL) == -EINVAL && strstr(errmsg(), ".."));
+	CHECK(ops_template_build(&c, "x", 0, "/etc/passwd", NULL, 0, NULL) == -EINVAL);
+	CHECK(ops_template_build(&c, "x", 0, "a//b", NULL, 0, NULL) == -EINVAL);
+	CHECK(ops_template_build(&c, "x", 0, NULL, bad_arg, 0, NULL) == -EINVAL && strstr(errmsg(), "'no'"));
+	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 10, NULL) == -EINVAL && strstr(errmsg(), "disk_mib 10: want 64 to"));
+	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, (1 << 20) + 1, NULL) == -EINVAL);
+	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 0, "10.0.0.0/33") == -EINVAL &&
+	      strstr(errmsg(), "build_net '10.0.0.0/33'"));
+	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 0, "") == -EINVAL);
+	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 0, "everything") == -EINVAL);
 	CHECK(built.calls == 0);
 	/* Through: the host gets the qualified name; its error comes back
 	 * with the workspace's name in it. */
-	CHECK(ops_template_build(&c, "web", 0, "sub/Dockerfile", args) == -EBUSY);
+	CHECK(ops_template_build(&c, "web", 0, "sub/Dockerfile", args, 512, "203.0.113.0/24,198.51.100.7") == -EBUSY);
 	CHECK(built.calls == 1 && !strcmp(built.name, h_one) && !strcmp(built.dockerfile, "sub/Dockerfile") &&
-	      built.nargs == 2);
+	      built.nargs == 2 && built.disk_mib == 512 && !strcmp(built.build_net, "203.0.113.0/24,198.51.100.7"));
 	CHECK(!strcmp(errmsg(), "a build of template web is running"));
 	/* No plans: no limits handed down. */
 	CHECK(built.max_templates == 0 && built.max_builds == 0);
@@ -145,11 +153,11 @@ static void build_refusals(void)
 	struct ops_quota q;
 	c.plans = &plans;
 	c.quota = &q;
-	CHECK(ops_template_build(&c, "web", 0, NULL, NULL) == -EBUSY);
+	CHECK(ops_template_build(&c, "web", 0, NULL, NULL, 0, NULL) == -EBUSY);
 	CHECK(strlen(built.group) == 12 && !strncmp(built.group, h_one, 12) && built.max_templates == 3 &&
 	      built.max_builds == 1 && built.max_seconds == 900 && built.max_root_mib == 4096);
 	built.quota = true;
-	CHECK(ops_template_build(&c, "web", 0, NULL, NULL) == -EDQUOT);
+	CHECK(ops_template_build(&c, "web", 0, NULL, NULL, 0, NULL) == -EDQUOT);
 	CHECK(!strcmp(errmsg(), "this workspace has 3 templates, the most plan free allows (templates 3): "
 				"delete one first"));
 	CHECK(q.applied && !strcmp(q.plan, "free") && !strcmp(q.report.limit, "templates") && q.report.value == 3);

@@ -7,6 +7,7 @@
  * the version directories are written here as a build leaves them.
  */
 #include "host/template.h"
+#include "host/build_context.h"
 #include "host/template_build.h"
 #include "common/err.h"
 
@@ -241,6 +242,142 @@ static int build_dockerfile_from_oci(void)
 	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
 	snprintf(cmd, sizeof cmd, "grep -q 'unpacked before (cached)' %s && ! grep -q unpacking %s", log, log);
 	T_ASSERT(system(cmd) == 0, "the OCI image was unpacked again");
+	/* --disk: about a Dockerfile, at least 64 MiB, never below the FROM
+	 * image (the OCI root here is over 1 GiB), and grown only in a build
+	 * VM, which a config-only Dockerfile never boots (tests/e2e/88 grows
+	 * one for real). */
+	struct build_opts bad[] = {
+		{ .name = "disk1", .oci = "/x", .disk_mib = 512 },
+		{ .name = "disk1", .dockerfile = ctx, .disk_mib = 10 },
+		{ .name = "disk1", .dockerfile = ctx, .disk_mib = 4096 },
+		{ .name = "disk2", .dockerfile = ctx, .disk_mib = 100 },
+	};
+	const char *why[] = { "--disk and --build-net are about --dockerfile", "--disk 10: want 64 to ",
+			      "--disk 4096: the root is grown in the build VM, which a RUN, COPY, ADD or WORKDIR step "
+			      "boots; this Dockerfile has none",
+			      "--disk 100: smaller than the FROM image's " };
+	for (int i = 0; i < 4; i++) {
+		if (i == 3) {
+			snprintf(cmd, sizeof cmd, "printf 'FROM oci:img:v1\\nRUN true\\n' > %s/Dockerfile", ctx);
+			T_ASSERT(system(cmd) == 0, "%s", cmd);
+		}
+		rc = template_build(&cfg, &bad[i]);
+		T_ASSERT(rc == -EINVAL && strstr(errmsg(), why[i]), "case %d: %d %s", i, rc, errmsg());
+	}
+	return 0;
+}
+
+/* Run a template build with its log (stderr) into DATA/NAME.log. */
+static int build_logged(struct build_opts *o, const char *name)
+{
+	char log[700];
+	snprintf(log, sizeof log, "%s/%s.log", cfg.data_dir, name);
+	fflush(stderr);
+	int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	dup2(fd, 2);
+	int rc = template_build(&cfg, o);
+	dup2(saved, 2);
+	close(saved);
+	close(fd);
+	return rc;
+}
+
+/* A Dockerfile FROM debian:SUITE with config steps only. Quick: without
+ * an image builder the build says so; a suite built before is taken from
+ * the step cache (.cache/KEY.ext4, put there as a build leaves it), no
+ * builder run. Full tier (network, minutes): images/build-rootfs-debian
+ * for real, trixie through this machine's (bookworm) apt sources, once:
+ * the second build takes the cache. */
+static int build_dockerfile_from_debian(void)
+{
+	char cmd[3000], ctx[600], man[600], key[65], builders[600];
+	snprintf(ctx, sizeof ctx, "%s/debctx", cfg.data_dir);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s && printf 'FROM debian:bookworm\nENV DEB=1\n' > %s/Dockerfile", ctx, ctx);
+	T_ASSERT(system(cmd) == 0, "%s", cmd);
+	char saved[sizeof cfg.image_builders];
+	memcpy(saved, cfg.image_builders, sizeof saved);
+	snprintf(builders, sizeof builders, "%s/no-builders", cfg.data_dir);
+	mkdir(builders, 0700);
+	snprintf(cfg.image_builders, sizeof cfg.image_builders, "%s", builders);
+	struct build_opts o = { .name = "fromdeb", .dockerfile = ctx };
+	int rc = build_logged(&o, "deb0");
+	T_ASSERT(rc == -ENOENT && strstr(errmsg(), "FROM debian:bookworm: no image builder ") &&
+		 strstr(errmsg(), "/build-rootfs-debian"), "%d %s", rc, errmsg());
+	/* The suite's image as a build of it leaves it in the cache. */
+	bctx_step_key("", "debian", "bookworm", key);
+	snprintf(cmd, sizeof cmd, "mkdir -p %s/suite/bin %s/suite/etc && printf '#!/x\n' > %s/suite/bin/sh && "
+		 "chmod 755 %s/suite/bin/sh && echo VERSION_CODENAME=bookworm > %s/suite/etc/os-release && "
+		 "mke2fs -q -t ext4 -d %s/suite %s/templates/.cache/%s.ext4 8M >/dev/null && chmod 444 %s/templates/.cache/%s.ext4",
+		 cfg.data_dir, cfg.data_dir, cfg.data_dir, cfg.data_dir, cfg.data_dir, cfg.data_dir, cfg.data_dir, key,
+		 cfg.data_dir, key);
+	T_ASSERT(system(cmd) == 0, "%s", cmd);
+	o.restart = true;
+	rc = build_logged(&o, "deb1");
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
+	snprintf(cmd, sizeof cmd, "grep -q 'FROM debian:bookworm: built before (cached)' %s/deb1.log && "
+		 "! grep -q 'running ' %s/deb1.log", cfg.data_dir, cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "not taken from the cache: %s", cmd);
+	snprintf(man, sizeof man, "%s/templates/fromdeb/v1", cfg.data_dir);
+	struct tmpl t;
+	T_ASSERT(tmpl_load(man, &t) == 0, "%s", errmsg());
+	T_ASSERT(!strcmp(json_string_value(json_object_get(json_object_get(t.image, "env"), "DEB")), "1"), "env");
+	tmpl_clear(&t);
+	snprintf(cmd, sizeof cmd, "debugfs -R 'cat /etc/os-release' %s/root.ext4 2>/dev/null | "
+		 "grep -qx VERSION_CODENAME=bookworm", man);
+	T_ASSERT(system(cmd) == 0, "root.ext4 is not the suite's image: %s", cmd);
+	memcpy(cfg.image_builders, saved, sizeof saved);
+
+	if (!getenv("KILN_TEST_FULL") || strcmp(getenv("KILN_TEST_FULL"), "1")) {
+		printf("SKIP build_dockerfile_from_debian (mmdebstrap of trixie): the full tier (KILN_TEST_FULL=1) "
+		       "runs it; it needs this machine's apt mirrors\n");
+		return 0;
+	}
+	/* images/, beside build/ (or build/san). */
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	self[n > 0 ? n : 0] = 0;
+	for (int up = 0; up < 3; up++) {
+		*strrchr(self, '/') = 0;
+		snprintf(cfg.image_builders, sizeof cfg.image_builders, "%s/../images", self);
+		snprintf(cmd, sizeof cmd, "%s/build-rootfs-debian", cfg.image_builders);
+		if (access(cmd, X_OK) == 0)
+			break;
+	}
+	snprintf(cmd, sizeof cmd, "printf 'FROM debian:trixie\nENV DEB=2\n' > %s/Dockerfile", ctx);
+	T_ASSERT(system(cmd) == 0, "%s", cmd);
+	struct build_opts o2 = { .name = "fromtrixie", .dockerfile = ctx };
+	rc = build_logged(&o2, "trixie1");
+	if (rc < 0) {	/* the builder's log says why */
+		snprintf(cmd, sizeof cmd, "grep -v '^I: ' %s/templates/.cache/*.log | tail -25 >&2", cfg.data_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "(no builder log)\n");
+	}
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
+	snprintf(man, sizeof man, "%s/templates/fromtrixie/v1", cfg.data_dir);
+	bctx_step_key("", "debian", "trixie", key);
+	snprintf(cmd, sizeof cmd, "debugfs -R 'cat /usr/lib/os-release' %s/root.ext4 2>/dev/null | grep -qx "
+		 "VERSION_CODENAME=trixie && debugfs -R 'stat /usr/bin/python3' %s/root.ext4 2>/dev/null | grep -q Inode && "
+		 "test -s %s/templates/.cache/%s.ext4 && grep -q 'running .*build-rootfs-debian' %s/trixie1.log",
+		 man, man, cfg.data_dir, key, cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "trixie's image: %s", cmd);
+	o2.restart = true;
+	rc = build_logged(&o2, "trixie2");
+	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
+	snprintf(cmd, sizeof cmd, "grep -q 'FROM debian:trixie: built before (cached)' %s/trixie2.log && "
+		 "! grep -q 'running ' %s/trixie2.log", cfg.data_dir, cfg.data_dir);
+	T_ASSERT(system(cmd) == 0, "built again: %s", cmd);
+	/* A suite the mirrors do not have: the builder's failure, its log named. */
+	snprintf(cmd, sizeof cmd, "printf 'FROM debian:nosuchsuite\n' > %s/Dockerfile", ctx);
+	T_ASSERT(system(cmd) == 0, "%s", cmd);
+	struct build_opts o3 = { .name = "fromnone", .dockerfile = ctx };
+	rc = build_logged(&o3, "none");
+	T_ASSERT(rc < 0 && strstr(errmsg(), "FROM debian:nosuchsuite: the image builder failed") &&
+		 strstr(errmsg(), ".log"), "%d %s", rc, errmsg());
+	bctx_step_key("", "debian", "nosuchsuite", key);
+	snprintf(cmd, sizeof cmd, "test ! -e %s/templates/.cache/%s.ext4 && test ! -e %s/templates/.cache/%s.ext4.tmp",
+		 cfg.data_dir, key, cfg.data_dir, key);
+	T_ASSERT(system(cmd) == 0, "a failed suite left an image: %s", cmd);
+	memcpy(cfg.image_builders, saved, sizeof saved);
 	return 0;
 }
 
@@ -260,6 +397,7 @@ int main(void)
 	T_RUN(operator_templates);
 	T_RUN(build_from_oci);
 	T_RUN(build_dockerfile_from_oci);
+	T_RUN(build_dockerfile_from_debian);
 	templates_close(ts);
 	snprintf(p, sizeof p, "rm -rf %s", dir);
 	if (system(p) != 0)

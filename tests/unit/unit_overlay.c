@@ -288,6 +288,40 @@ static bool growth_stops_at_the_reserve(void)
 	return true;
 }
 
+/* A disk made larger than its base (a template build's --disk): the
+ * base's bytes, then zeros to the new end, writable there; a layer put
+ * over it keeps the size; smaller than the base or not a multiple of
+ * 512 is refused. */
+static void sized_overlay_grows_the_disk(void)
+{
+	make_base();
+	CHECK(overlay_create_sized(path("small"), path("base.img"), SIZE - 512) == -EINVAL);
+	CHECK(overlay_create_sized(path("odd"), path("base.img"), 2 * SIZE + 1) == -EINVAL);
+	CHECK(overlay_create_sized(path("big"), path("base.img"), 2 * SIZE) == 0);
+	struct chain c;
+	CHECK(chain_open(&c, path("big"), true) == 0);
+	CHECK(c.size == 2 * SIZE);
+	static uint8_t big[2 * SIZE];
+	struct iovec all = { big, 2 * SIZE };
+	CHECK(chain_readv(&c, &all, 1, 0) == 2 * SIZE);
+	CHECK(memcmp(big, model, SIZE) == 0);
+	bool zeros = true;
+	for (int i = SIZE; i < 2 * SIZE; i++)
+		zeros &= big[i] == 0;
+	CHECK(zeros);
+	struct iovec w = { (void *)"past the base", 13 };
+	CHECK(chain_writev(&c, &w, 1, 2 * SIZE - 4096) == 13);
+	CHECK(chain_flush(&c) == 0);
+	chain_close(&c);
+	CHECK(overlay_set_sealed(path("big"), true) == 0);
+	CHECK(overlay_create(path("big2"), path("big")) == 0);
+	CHECK(chain_open(&c, path("big2"), false) == 0);
+	char tail[13];
+	struct iovec r = { tail, 13 };
+	CHECK(c.size == 2 * SIZE && chain_readv(&c, &r, 1, 2 * SIZE - 4096) == 13 && !memcmp(tail, "past the base", 13));
+	chain_close(&c);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -301,6 +335,7 @@ int main(void)
 	RUN(raw_disks_cannot_fork);
 	RUN(damaged_overlays_are_refused);
 	RUN(copyup_over_holes);
+	RUN(sized_overlay_grows_the_disk);
 	test_failed = 0;
 	if (growth_stops_at_the_reserve()) {
 		printf("%s growth_stops_at_the_reserve\n", test_failed ? "FAIL" : "PASS");
