@@ -537,43 +537,6 @@ def run_code():
             "errors structured, a dead shell comes back; javascript without node 400; envs per cell, a bad name 400")
 
 
-def code_interpreter_built():
-    """The code-interpreter template (node) was built by tests/sdk/serve,
-    or an AssertionError saying why not: the javascript tests fail then,
-    never skip."""
-    word = os.environ.get("KILN_TEST_CODE_INTERPRETER", "")
-    if not word.startswith("built"):
-        raise AssertionError(f"no code-interpreter template to run javascript in: {word or 'tests/sdk/serve said nothing'}")
-
-
-@test
-def javascript_context():
-    # Real node in a guest, through the SDK: one context (js, an alias), a
-    # few cells; top-level await gives the awaited value, its declarations last.
-    code_interpreter_built()
-    sb = new("code-interpreter")
-    try:
-        ctx = sb.create_code_context(language="js")
-        eq(ctx.language, "javascript", "create_code_context(language='js')")
-        r = sb.run_code("var pj = 40; const pk = 2; console.log(`node ${process.versions.node}`)", context=ctx)
-        eq((r.stdout.startswith("node "), r.error), (True, None), f"a cell's console.log: {r.stdout!r}")
-        a = sb.run_code("let pa = await new Promise((ok) => setTimeout(() => ok(pj), 10)); await (async () => pa + pk)()",
-                        context=ctx)
-        eq((a.text, a.error), ("42", None), "top-level await: the cell's value is the awaited one")
-        eq(sb.code.run("[pa, pk, typeof pj]", context=ctx).text, "[ 40, 2, 'number' ]",
-           "the awaited cell's let and the first cell's const and var last")
-        e = sb.run_code("await Promise.reject(new RangeError('no way'))", context=ctx)
-        eq((e.error.name, e.error.value, e.text), ("RangeError", "no way", None), "a rejected await: structured")
-        raises(InvalidRequest, sb.run_code, "1", "python", context=ctx)
-        raises(ValueError, sb.code.create_context, language="cobol")
-        eq(ctx.id in [c.id for c in sb.list_code_contexts() if c.language == "javascript"], True,
-           "listed as javascript")
-        sb.remove_code_context(ctx)
-    finally:
-        sb.delete()
-    return f"{r.stdout.strip()}: const/var/let kept, await at top level 42, a rejection structured"
-
-
 # An object with HTML and PNG representations, its PNG (3x2, red) made
 # with the standard library only (the base template has no matplotlib).
 RICH_CELL = r"""
@@ -1348,6 +1311,56 @@ def cleanup():
         for s in c.snapshots():
             c.delete_snapshot(s.id)
     return left
+
+
+# Last of the tests: tests/sdk/serve builds the code-interpreter template
+# in the background while the others run.
+def code_interpreter_built():
+    """The code-interpreter template (node) was built by tests/sdk/serve,
+    or an AssertionError saying why not: the javascript tests fail then,
+    never skip. serve builds it in the background while the tests run:
+    its KILN_SDK_CODE_INTERPRETER line in the host's log
+    (KILN_TEST_HOST_LOG) is waited for, 15 minutes at most."""
+    word = os.environ.get("KILN_TEST_CODE_INTERPRETER", "")
+    log = os.environ.get("KILN_TEST_HOST_LOG", "")
+    deadline = time.monotonic() + 900
+    while not word and log and time.monotonic() < deadline:
+        with open(log, errors="replace") as f:
+            for line in f:
+                if line.startswith("KILN_SDK_CODE_INTERPRETER="):
+                    word = line.split("=", 1)[1].strip()
+        if not word:
+            time.sleep(1)
+    if not word.startswith("built"):
+        raise AssertionError(f"no code-interpreter template to run javascript in: {word or 'tests/sdk/serve said nothing'}")
+
+
+@test
+def javascript_context():
+    # Real node in a guest, through the SDK: one context (js, an alias), a
+    # few cells; top-level await gives the awaited value, its declarations last.
+    code_interpreter_built()
+    sb = new("code-interpreter")
+    try:
+        ctx = sb.create_code_context(language="js")
+        eq(ctx.language, "javascript", "create_code_context(language='js')")
+        r = sb.run_code("var pj = 40; const pk = 2; console.log(`node ${process.versions.node}`)", context=ctx)
+        eq((r.stdout.startswith("node "), r.error), (True, None), f"a cell's console.log: {r.stdout!r}")
+        a = sb.run_code("let pa = await new Promise((ok) => setTimeout(() => ok(pj), 10)); await (async () => pa + pk)()",
+                        context=ctx)
+        eq((a.text, a.error), ("42", None), "top-level await: the cell's value is the awaited one")
+        eq(sb.code.run("[pa, pk, typeof pj]", context=ctx).text, "[ 40, 2, 'number' ]",
+           "the awaited cell's let and the first cell's const and var last")
+        e = sb.run_code("await Promise.reject(new RangeError('no way'))", context=ctx)
+        eq((e.error.name, e.error.value, e.text), ("RangeError", "no way", None), "a rejected await: structured")
+        raises(InvalidRequest, sb.run_code, "1", "python", context=ctx)
+        raises(ValueError, sb.code.create_context, language="cobol")
+        eq(ctx.id in [c.id for c in sb.list_code_contexts() if c.language == "javascript"], True,
+           "listed as javascript")
+        sb.remove_code_context(ctx)
+    finally:
+        sb.delete()
+    return f"{r.stdout.strip()}: const/var/let kept, await at top level 42, a rejection structured"
 
 
 def main():
