@@ -175,14 +175,7 @@ static int write_new(const char *path, const char *base_as_stored, uint64_t size
 
 int overlay_create(const char *path, const char *base)
 {
-	char resolved[PATH_MAX];
-	resolve(path, base, resolved, sizeof resolved);
-	uint64_t size = 0;
-	uint32_t depth = 0;
-	int rc = base_info(resolved, &size, &depth);
-	if (rc < 0)
-		return rc;
-	return write_new(path, base, size, depth + 1);
+	return overlay_create_sized(path, base, 0);
 }
 
 int overlay_create_sized(const char *path, const char *base, uint64_t size)
@@ -194,6 +187,8 @@ int overlay_create_sized(const char *path, const char *base, uint64_t size)
 	int rc = base_info(resolved, &have, &depth);
 	if (rc < 0)
 		return rc;
+	if (!size)
+		size = have;	/* overlay_create: its base's size */
 	if (size % 512 || size < have)
 		return errf(EINVAL, "overlay %s: size %llu: want a multiple of 512, at least its base's %llu", path,
 			    (unsigned long long)size, (unsigned long long)have);

@@ -58,8 +58,9 @@ bool overlay_is(int fd);
  * overlay's directory). */
 int overlay_create(const char *path, const char *base);
 /* overlay_create_sized: the same, describing a disk of size bytes (a
- * multiple of 512, at least the base's: -EINVAL otherwise); what lies
- * past the base reads as zeros. A disk grown for its filesystem to grow. */
+ * multiple of 512, at least the base's: -EINVAL otherwise; 0: the
+ * base's, as overlay_create); what lies past the base reads as zeros. A
+ * disk grown for its filesystem to grow. */
 int overlay_create_sized(const char *path, const char *base, uint64_t size);
 /* overlay_set_sealed: mark an overlay read-only (a base for others), or
  * undo that. */
