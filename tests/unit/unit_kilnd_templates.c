@@ -267,6 +267,15 @@ static int build_dockerfile_from_oci(void)
 	return 0;
 }
 
+/* Whether the build logged in DATA/LOG.log took suite's image from the
+ * cache and ran no builder (cmd: the check, for the failure message). */
+static bool from_cache(const char *suite, const char *log, char *cmd, size_t cap)
+{
+	snprintf(cmd, cap, "grep -q 'FROM debian:%s: built before (cached)' %s/%s.log && "
+		 "! grep -q 'running ' %s/%s.log", suite, cfg.data_dir, log, cfg.data_dir, log);
+	return system(cmd) == 0;
+}
+
 /* Run a template build with its log (stderr) into DATA/NAME.log. */
 static int build_logged(struct build_opts *o, const char *name)
 {
@@ -314,9 +323,7 @@ static int build_dockerfile_from_debian(void)
 	o.restart = true;
 	rc = build_logged(&o, "deb1");
 	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
-	snprintf(cmd, sizeof cmd, "grep -q 'FROM debian:bookworm: built before (cached)' %s/deb1.log && "
-		 "! grep -q 'running ' %s/deb1.log", cfg.data_dir, cfg.data_dir);
-	T_ASSERT(system(cmd) == 0, "not taken from the cache: %s", cmd);
+	T_ASSERT(from_cache("bookworm", "deb1", cmd, sizeof cmd), "not taken from the cache: %s", cmd);
 	snprintf(man, sizeof man, "%s/templates/fromdeb/v1", cfg.data_dir);
 	struct tmpl t;
 	T_ASSERT(tmpl_load(man, &t) == 0, "%s", errmsg());
@@ -363,9 +370,7 @@ static int build_dockerfile_from_debian(void)
 	o2.restart = true;
 	rc = build_logged(&o2, "trixie2");
 	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
-	snprintf(cmd, sizeof cmd, "grep -q 'FROM debian:trixie: built before (cached)' %s/trixie2.log && "
-		 "! grep -q 'running ' %s/trixie2.log", cfg.data_dir, cfg.data_dir);
-	T_ASSERT(system(cmd) == 0, "built again: %s", cmd);
+	T_ASSERT(from_cache("trixie", "trixie2", cmd, sizeof cmd), "built again: %s", cmd);
 	/* A suite the mirrors do not have: the builder's failure, its log named. */
 	snprintf(cmd, sizeof cmd, "printf 'FROM debian:nosuchsuite\n' > %s/Dockerfile", ctx);
 	T_ASSERT(system(cmd) == 0, "%s", cmd);
