@@ -176,13 +176,19 @@ api PATCH "/v1/databases/$DB" '{"idle_seconds":-1}'
 expect db_idle_bad 400 invalid_request
 api PATCH "/v1/databases/$DB" '{"idle_seconds":3}'
 check db_idle_set "$STATUS $(jget 'j.get("idle_seconds")')" [ "$STATUS/$(jget 'j.get("idle_seconds")')" = "200/3" ]
+# db_hibernated: poll the database until it is hibernated (60 s at most);
+# st: the status it last had.
+db_hibernated() {
+	local i
+	for i in $(seq 120); do
+		api GET "/v1/databases/$DB"
+		st=$(jget 'j["status"]')
+		[ "$st" = hibernated ] && break
+		sleep 0.5
+	done
+}
 ti=$(date +%s.%N) st=
-for i in $(seq 120); do
-	api GET "/v1/databases/$DB"
-	st=$(jget 'j["status"]')
-	[ "$st" = hibernated ] && break
-	sleep 0.5
-done
+db_hibernated
 check db_idle_hibernated "status $st after $(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ti" "$(date +%s.%N)") s" [ "$st" = hibernated ]
 # kilnd restarted while it sleeps: its listeners are armed again.
 tr0=$(date +%s.%N)
@@ -203,12 +209,7 @@ xq "$PW2" "SELECT count(*) FROM t"
 check db_external_after_restart "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/2" ]
 if full_only db_external_wakes "a second hibernation, woken through the external port"; then
 	api PATCH "/v1/databases/$DB" '{"idle_seconds":3}'
-	for i in $(seq 120); do
-		api GET "/v1/databases/$DB"
-		st=$(jget 'j["status"]')
-		[ "$st" = hibernated ] && break
-		sleep 0.5
-	done
+	db_hibernated
 	tw=$(date +%s.%N)
 	CT=60 xq "$PW2" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
 	tq=$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tw" "$(date +%s.%N)")
