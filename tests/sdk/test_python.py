@@ -1313,14 +1313,14 @@ def cleanup():
     return left
 
 
-# Last of the tests: should tests/sdk/serve's build of the code-interpreter
-# template end after the tests started, the others need not wait for it.
+# Last of the tests: tests/sdk/serve builds the code-interpreter template
+# in the background while the others run.
 def code_interpreter_built():
     """The code-interpreter template (node) was built by tests/sdk/serve,
     or an AssertionError saying why not: the javascript tests fail then,
-    never skip. Its KILN_SDK_CODE_INTERPRETER line in the host's log
-    (KILN_TEST_HOST_LOG) is waited for, 15 minutes at most, should serve
-    print it after the tests started."""
+    never skip. serve builds it in the background while the tests run:
+    its KILN_SDK_CODE_INTERPRETER line in the host's log
+    (KILN_TEST_HOST_LOG) is waited for, 15 minutes at most."""
     word = os.environ.get("KILN_TEST_CODE_INTERPRETER", "")
     log = os.environ.get("KILN_TEST_HOST_LOG", "")
     deadline = time.monotonic() + 900

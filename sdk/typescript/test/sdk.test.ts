@@ -489,7 +489,7 @@ async function codeInterpreterBuilt(): Promise<string> {
 }
 
 // Real node in a guest, through the SDK: the code-interpreter template (tests/sdk/serve builds it
-// beside base; not built is a failure saying why). One context (js, an alias), a few cells.
+// in the background; not built is a failure saying why). One context (js, an alias), a few cells.
 test("javascript: a context keeps its globals; top-level await gives the awaited value", async () => {
   const built = await codeInterpreterBuilt();
   assert.ok(built.startsWith("built"), `no code-interpreter template to run javascript in: ${built || "tests/sdk/serve said nothing"}`);
