@@ -238,10 +238,12 @@ static int guest_tls(const struct ops_caller *c, const char *id, const char *san
 	const char *env[] = { idv, san, NULL };
 	char buf[DBCERT_PEM_MAX];
 	size_t n = 0;
+	int64_t t0 = mono_ms();
 	int rc = guest_sh_out(c, sandbox, make_tls, env, "making its TLS key and certificate", buf, sizeof buf, &n);
 	rc = rc ?: dbcert_take(buf, n, pem);
 	if (rc == 0)
-		log_info("database %s: its server's own TLS key and certificate made in its guest", id);
+		log_info("database %s: its server's own TLS key and certificate made in its guest, in use (%.2f s)", id,
+			 (double)(mono_ms() - t0) / 1000);
 	return rc;
 }
 
@@ -593,7 +595,7 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 	char host[16] = "";
 	const char *status = "creating";
 	sandbox_address(c, d->sandbox, host, &status);
-	char url[400];
+	char url[600];
 	snprintf(url, sizeof url, "postgresql://%s%s%s@%s:%d/%s", DB_USER, password ? ":" : "", password ? password : "",
 		 host, DB_PORT, DB_DBNAME);
 	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "id", d->id, "name", d->name, "status",
