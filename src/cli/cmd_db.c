@@ -1,7 +1,8 @@
 /*
  * cmd_db: managed databases (docs/databases.md): a PostgreSQL server in a
  * microVM of its own, reachable from this workspace's sandboxes. kiln db
- * create, ls, get, rm, reset-password, backup, backups and restore, by
+ * create, ls, get, cert, rm, reset-password, backup, backups, restore and
+ * external, by
  * the database's name or id.
  */
 #include "cli/cli.h"
@@ -29,6 +30,17 @@ static const char *key_arg(const struct command *cmd, struct opts *o, int i, con
 static void print_url(json_t *r)
 {
 	printf("%s\n", str(r, "url"));
+}
+
+/* kiln db cert NAME: its server's certificate (PEM), the root a client
+ * verifies it by (sslrootcert= in its external URL). */
+static void print_cert(json_t *r)
+{
+	const char *pem = json_string_value(json_object_get(r, "tls_certificate"));
+	if (!pem)
+		die("database %s has no certificate yet (made before TLS: kiln db external %s on makes one)",
+		    str(r, "name"), str(r, "name"));
+	fputs(pem, stdout);
 }
 
 static void print_id(json_t *r)
@@ -123,6 +135,7 @@ static const struct db_call {
 	void (*print)(json_t *r);
 } db_calls[] = {
 	{ "get", "GET", "", NULL, NULL },
+	{ "cert", "GET", "", NULL, print_cert },
 	{ "reset-password", "POST", "/reset-password", NULL, print_url },
 	{ "backup", "POST", "/backups", "taking a backup", print_id },
 	{ "backups", "GET", "/backups", NULL, print_backups },
@@ -191,6 +204,7 @@ int cmd_db(const struct command *cmd, struct opts *o)
 		{ "create", "backup-interval backups-kept external", db_create },
 		{ "ls", "", db_ls },
 		{ "get", "", db_call },
+		{ "cert", "", db_call },
 		{ "rm", "", db_rm },
 		{ "reset-password", "", db_call },
 		{ "backup", "", db_call },

@@ -217,7 +217,7 @@ static const struct command commands[] = {
 	  "  template logs N [-f]     its build's log; -f: and new lines until the build ends\n"
 	  "  template rm N...         delete templates (not while a sandbox of it exists)\n", false },
 	{ "apps", cmd_apps, "", "apps [--json]", "the apps of this workspace: name, status, version, URL", NULL, false },
-	{ "db", cmd_db, "backup-interval backups-kept external", "db create|ls|get|rm|reset-password|backup|backups|restore|external ... [--json]",
+	{ "db", cmd_db, "backup-interval backups-kept external", "db create|ls|get|cert|rm|reset-password|backup|backups|restore|external ... [--json]",
 	  "managed PostgreSQL databases, reachable from this workspace's sandboxes",
 	  "  db create [NAME] [--backup-interval S] [--backups-kept N] [--external]\n"
 	  "                           a database in a microVM of its own; prints its URL with the\n"
@@ -227,13 +227,16 @@ static const struct command commands[] = {
 	  "                           of kilnd's (its external URL printed on a second line)\n"
 	  "  db ls                    the databases: name, id, status, host:port\n"
 	  "  db get NAME              one database, as JSON (NAME: its name or id; no password)\n"
+	  "  db cert NAME             its server's TLS certificate (PEM): save it as the file its\n"
+	  "                           external URL names (sslrootcert=ID.crt) to verify the server\n"
 	  "  db rm NAME...            delete databases and their VMs (their backups are kept)\n"
 	  "  db reset-password NAME   a new password (the old one fails from then); prints the URL\n"
 	  "  db backup NAME           a backup now (a snapshot); prints its id\n"
 	  "  db backups NAME          its backups, oldest first: id and kind (manual or scheduled)\n"
 	  "  db restore BACKUP [NAME] a new database with the backup's data; prints its URL\n"
-	  "  db external NAME on|off  open it to outside kiln through a port of kilnd's (prints\n"
-	  "                           its external URL), or close that port and cut its connections\n", false },
+	  "  db external NAME on|off  open it to outside kiln through a port of kilnd's, TLS only\n"
+	  "                           (prints its external URL), or close that port and cut its\n"
+	  "                           connections\n", false },
 	{ "help", NULL, "", "help [COMMAND]", "this list, or one command's usage", NULL, false },
 };
 

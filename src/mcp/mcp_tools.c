@@ -82,6 +82,7 @@
 	"\"idle_seconds\":{\"type\":\"integer\"},\"external_access\":{\"type\":\"boolean\"}," \
 	"\"external_host\":{\"type\":[\"string\",\"null\"]},\"external_port\":{\"type\":[\"integer\",\"null\"]}," \
 	"\"external_url\":{\"type\":[\"string\",\"null\"]}," \
+	"\"tls_certificate\":{\"type\":[\"string\",\"null\"]},\"tls_certificate_sha256\":{\"type\":[\"string\",\"null\"]}," \
 	"\"vm_restarts\":{\"type\":\"integer\"},\"events\":{\"type\":\"array\"}," \
 	"\"created_at\":{\"type\":\"string\"}}}"
 #define DB_KEY_PROP \

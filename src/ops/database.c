@@ -3,6 +3,7 @@
  */
 #include "ops/database.h"
 #include "ops/app.h"
+#include "ops/dbcert.h"
 #include "ops/validate.h"
 #include "net/net.h"
 #include "common/err.h"
@@ -12,6 +13,7 @@
 #include "store/sbx_state.h"
 #include "store/store.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,18 +92,27 @@ static const char set_password[] =
 	"done\n"
 	"rm -f /tmp/kiln-db.err\n";
 
-/* script run by /bin/sh in the sandbox, with env_extra (or NULL) in its
- * environment; what: what it does, for the error. */
-static int guest_sh(const struct ops_caller *c, const char *sandbox, const char *script, const char *env_extra,
-		    const char *what)
+/* script run by /bin/sh in the sandbox, with env (NAME=VALUE, NULL-ended,
+ * or NULL) in its environment; what: what it does, for the error. out
+ * (or NULL): the first out_max bytes of its stdout (*out_n of them). */
+static int guest_sh_out(const struct ops_caller *c, const char *sandbox, const char *script,
+			const char *const *env_extra, const char *what, char *out, size_t out_max, size_t *out_n)
 {
-	const char *env[] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", env_extra, NULL };
+	const char *env[8] = { "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" };
+	for (int i = 0; env_extra && env_extra[i] && i < 6; i++)
+		env[i + 1] = env_extra[i];
 	const char *argv[] = { "/bin/sh", "-c", script, "kiln-db", NULL };
 	/* The first 400 bytes of the script's stderr, for the error. */
-	struct hostif_run run = { .argv = argv, .env = env, .timeout_ms = 90000, .err_max = 400 };
+	struct hostif_run run = { .argv = argv, .env = env, .timeout_ms = 90000, .err_max = 400,
+				  .out_max = out ? out_max : 0 };
 	int rc = hostif_run(c->hostif, c->workspace, sandbox, &run);
 	char err[420];
 	snprintf(err, sizeof err, "%.*s", (int)run.err.len, run.err.len ? run.err.data : "");
+	if (out) {
+		*out_n = rc == 0 && run.out.len <= out_max ? run.out.len : 0;
+		if (*out_n)
+			memcpy(out, run.out.data, *out_n);
+	}
 	hostif_run_free(&run);
 	if (rc < 0) {
 		char why[300];	/* errf must not read the buffer it writes */
@@ -112,6 +123,13 @@ static int guest_sh(const struct ops_caller *c, const char *sandbox, const char 
 		if ((unsigned char)*p < ' ')
 			*p = ' ';
 	return run.code == 0 ? 0 : errf(EIO, "the database's server: %s failed (exit %d): %s", what, run.code, err);
+}
+
+static int guest_sh(const struct ops_caller *c, const char *sandbox, const char *script, const char *env_extra,
+		    const char *what)
+{
+	const char *env[] = { env_extra, NULL };
+	return guest_sh_out(c, sandbox, script, env, what, NULL, 0, NULL);
 }
 
 static int guest_password(const struct ops_caller *c, const char *sandbox, const char *password)
@@ -132,6 +150,103 @@ static const char await_queries[] =
 	"done\n"
 	"rm -f /tmp/kiln-db.err\n";
 
+/* The server's own key and certificate (docs/databases.md "TLS"), made
+ * in its guest: a new P-256 key (fast in an emulated guest too, where
+ * RSA's search for primes is not) that never leaves it, a certificate
+ * signed by that key for the database's id (CN) and its addresses
+ * (KILN_DB_SAN), and the server told to use them (ALTER SYSTEM, which
+ * is after the template's `ssl = off` in the configuration's order;
+ * reloaded, so no connection is cut). It then checks that the server
+ * presents that certificate on 127.0.0.1:5432 (a reload takes effect a
+ * moment later) and prints it. Run at create, at a restore (a restored
+ * database gets a key of its own, not its backup's), and for a database
+ * made before TLS when its external access is turned on. Debian's
+ * snakeoil key in the image is every database's, and is not used. */
+#define DB_TLS_DIR "/var/lib/postgresql/kiln-tls"
+static const char make_tls[] =
+	"d=" DB_TLS_DIR "\n"
+	"umask 077\n"
+	"mkdir -p $d\n"
+	"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 36500 -sha256 \\\n"
+	"    -subj \"/CN=$KILN_DB_ID\" -addext \"subjectAltName=$KILN_DB_SAN\" \\\n"
+	"    -keyout $d/server.key.new -out $d/server.crt.new 2>/tmp/kiln-db.err ||\n"
+	"  { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }\n"
+	"chown postgres:postgres $d $d/server.key.new $d/server.crt.new\n"
+	"mv -f $d/server.key.new $d/server.key && mv -f $d/server.crt.new $d/server.crt || exit 1\n"
+	"runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -c \"ALTER SYSTEM SET ssl_cert_file = '$d/server.crt'\" \\\n"
+	"    -c \"ALTER SYSTEM SET ssl_key_file = '$d/server.key'\" -c 'ALTER SYSTEM SET ssl = on' \\\n"
+	"    -c 'SELECT pg_reload_conf()' >/dev/null 2>/tmp/kiln-db.err || { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }\n"
+	"want=$(openssl x509 -noout -fingerprint -sha256 -in $d/server.crt)\n"
+	"i=0\n"
+	"until [ \"$(openssl s_client -starttls postgres -connect 127.0.0.1:5432 </dev/null 2>/dev/null |\n"
+	"    openssl x509 -noout -fingerprint -sha256 2>/dev/null)\" = \"$want\" ]; do\n"
+	"  i=$((i + 1)); [ $i -ge 60 ] && { echo 'the server does not present its new certificate' >&2; exit 1; }\n"
+	"  sleep 0.25\n"
+	"done\n"
+	"rm -f /tmp/kiln-db.err\n"
+	"cat $d/server.crt\n";
+
+/* The address of sandbox's network namespace (its veth's end), which its
+ * workspace's sandboxes connect to; "" when it has none or is gone. */
+static void sandbox_address(const struct ops_caller *c, const char *sandbox, char host[16], const char **status)
+{
+	struct sbx_row row;
+	host[0] = 0;
+	if (!sandbox[0] || hostif_get(c->hostif, c->workspace, sandbox, false, &row) < 0) {
+		if (status)
+			*status = sandbox[0] ? "lost" : "creating";
+		return;
+	}
+	if (status)
+		*status = sbx_state_name(row.state);
+	if (row.net_slot > 0) {
+		struct net_config nc;
+		struct net_slot s;
+		net_default_config(&nc);
+		net_slot_info(&nc, (uint32_t)row.net_slot, &s);
+		snprintf(host, 16, "%s", s.ns_ip);
+	}
+	sbx_row_clear(&row);
+}
+
+static const char *external_host(void);
+
+/* Whether s may go in a certificate's subjectAltName as a DNS name. */
+static bool dns_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	return n && n < 254 && !s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-")];
+}
+
+/* A new key and certificate in d's server (make_tls): the certificate,
+ * checked (ops/dbcert.h), into pem. It names the database's address
+ * and the host external URLs name, so sslmode=verify-full works with
+ * either while they stay what they were. */
+static int guest_tls(const struct ops_caller *c, const char *id, const char *sandbox, char pem[DBCERT_PEM_MAX])
+{
+	char host[16], idv[ID_MAX + 16], san[400];
+	sandbox_address(c, sandbox, host, NULL);
+	const char *eh = external_host();
+	struct in6_addr a;
+	bool ip = inet_pton(AF_INET, eh, &a) == 1 || inet_pton(AF_INET6, eh, &a) == 1;
+	int k = snprintf(san, sizeof san, "KILN_DB_SAN=IP:127.0.0.1");
+	if (host[0])
+		k += snprintf(san + k, sizeof san - (size_t)k, ",IP:%s", host);
+	if ((ip || dns_name_ok(eh)) && strcmp(eh, "127.0.0.1") && strcmp(eh, host))
+		snprintf(san + k, sizeof san - (size_t)k, ",%s:%s", ip ? "IP" : "DNS", eh);
+	snprintf(idv, sizeof idv, "KILN_DB_ID=%s", id);
+	const char *env[] = { idv, san, NULL };
+	char buf[DBCERT_PEM_MAX];
+	size_t n = 0;
+	int64_t t0 = mono_ms();
+	int rc = guest_sh_out(c, sandbox, make_tls, env, "making its TLS key and certificate", buf, sizeof buf, &n);
+	rc = rc ?: dbcert_take(buf, n, pem);
+	if (rc == 0)
+		log_info("database %s: its server's own TLS key and certificate made in its guest, in use (%.2f s)", id,
+			 (double)(mono_ms() - t0) / 1000);
+	return rc;
+}
+
 static int new_password(char password[DB_PASSWORD_LEN + 1])
 {
 	return randid_make(password, DB_PASSWORD_LEN + 1, "", DB_PASSWORD_LEN);
@@ -139,8 +254,11 @@ static int new_password(char password[DB_PASSWORD_LEN + 1])
 
 /* ---- operations ------------------------------------------------------------ */
 
-/* A sandbox for the database, its server up and password set. */
-static int spawn(const struct ops_caller *c, const struct db_row *d, const char *password, char sandbox[ID_MAX])
+/* A sandbox for the database, its server up, password set and its own
+ * TLS key made (pem: its certificate; a restored one gets a new key, so
+ * no two databases share one). */
+static int spawn(const struct ops_caller *c, const struct db_row *d, const char *password, char sandbox[ID_MAX],
+		 char pem[DBCERT_PEM_MAX])
 {
 	json_t *args = json_pack("{s:b,s:i,s:{s:s},s:[i]}", "persistent", 1, "ttl_seconds", 0, "metadata",
 				 "kiln_database", d->id, "workspace_ports", DB_PORT);
@@ -167,6 +285,7 @@ static int spawn(const struct ops_caller *c, const struct db_row *d, const char 
 		rc = ops_app_supervise(c, sandbox, DB_COMMAND, "always", mono_ms() + DB_READY_S * 1000);
 	rc = rc ?: ops_app_wait_listening(c, sandbox, DB_PORT, DB_READY_S);
 	rc = rc ?: guest_password(c, sandbox, password);
+	rc = rc ?: guest_tls(c, d->id, sandbox, pem);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", errmsg());
@@ -234,7 +353,12 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	 * make a sandbox. */
 	if ((rc = store_db_insert(c->store, d)) < 0)
 		return rc;
-	rc = spawn(c, d, password, d->sandbox);
+	/* Its external port is taken before its sandbox is made: none free
+	 * is a 503 at once (the listener opens once it has a sandbox). */
+	char pem[DBCERT_PEM_MAX] = "";
+	rc = external ? set_external(c, d, true) : 0;
+	rc = rc ?: spawn(c, d, password, d->sandbox, pem);
+	rc = rc ?: store_db_set_tls(c->store, d->id, pem);
 	if (rc == 0 && d->backup_interval_s)
 		rc = store_db_set_schedule(c->store, d);
 	if (rc == 0 && idle >= 0)
@@ -243,11 +367,12 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 		hostif_delete(c->hostif, c->workspace, d->sandbox);
 	else if (rc < 0 && d->sandbox[0])
 		hostif_delete(c->hostif, c->workspace, d->sandbox);
-	if (rc == 0 && external && (rc = set_external(c, d, true)) < 0)
-		hostif_delete(c->hostif, c->workspace, d->sandbox);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof why, "%s", errmsg());
+		if (d->external_port && store_db_set_external(c->store, d->id, 0) < 0)
+			log_warn("database %s: releasing port %lld of a create that failed: %s", d->id,
+				 (long long)d->external_port, errmsg());
 		store_db_delete(c->store, c->workspace, d->id);
 		explicit_bzero(password, DB_PASSWORD_LEN + 1);
 		return errf(-rc, "%s", why);
@@ -339,6 +464,19 @@ int ops_db_reset_password(const struct ops_caller *c, const char *key, struct db
 	return rc;
 }
 
+/* d's server has its own key and certificate (made now if it has none:
+ * a database made before TLS; this wakes it). */
+static int ensure_tls(const struct ops_caller *c, const struct db_row *d)
+{
+	char pem[DBCERT_PEM_MAX];
+	int rc = store_db_tls(c->store, d->id, pem, sizeof pem);
+	if (rc < 0 || pem[0])
+		return rc;
+	rc = its_sandbox(d);
+	rc = rc ?: guest_tls(c, d->id, d->sandbox, pem);
+	return rc ?: store_db_set_tls(c->store, d->id, pem);
+}
+
 int ops_db_update(const struct ops_caller *c, const char *key, const json_t *args, struct db_row *out)
 {
 	int64_t idle = -1;
@@ -351,6 +489,10 @@ int ops_db_update(const struct ops_caller *c, const char *key, const json_t *arg
 	rc = rc ?: store_db_set_schedule(c->store, out);
 	if (rc == 0 && idle >= 0)
 		rc = store_db_set_idle(c->store, out->id, idle);
+	/* A database made before TLS gets its key before it is opened to
+	 * outside (the external port takes TLS connections only). */
+	if (rc == 0 && external && !out->external_port)
+		rc = ensure_tls(c, out);
 	if (rc == 0 && json_object_get(args, "external_access")) {
 		rc = set_external(c, out, external);
 		external_sync();
@@ -452,21 +594,8 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 {
 	char host[16] = "";
 	const char *status = "creating";
-	struct sbx_row row;
-	if (d->sandbox[0] && hostif_get(c->hostif, c->workspace, d->sandbox, false, &row) == 0) {
-		status = sbx_state_name(row.state);
-		if (row.net_slot > 0) {
-			struct net_config nc;
-			struct net_slot s;
-			net_default_config(&nc);
-			net_slot_info(&nc, (uint32_t)row.net_slot, &s);
-			snprintf(host, sizeof host, "%s", s.ns_ip);
-		}
-		sbx_row_clear(&row);
-	} else if (d->sandbox[0]) {
-		status = "lost";
-	}
-	char url[400];
+	sandbox_address(c, d->sandbox, host, &status);
+	char url[600];
 	snprintf(url, sizeof url, "postgresql://%s%s%s@%s:%d/%s", DB_USER, password ? ":" : "", password ? password : "",
 		 host, DB_PORT, DB_DBNAME);
 	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:s,s:s,s:s,s:I}", "id", d->id, "name", d->name, "status",
@@ -490,13 +619,28 @@ json_t *ops_db_json(const struct ops_caller *c, const struct db_row *d, const ch
 		if (c->store && store_db_idle(c->store, d->id, DB_IDLE_DEFAULT_S, &idle) < 0)
 			log_warn("database %s: its idle period: %s", d->id, errmsg());
 		json_object_set_new(j, "idle_seconds", json_integer(idle));
-		/* From outside: through kilnd's port (ops_db_external). */
+		/* Its server's certificate (TLS: its own key, made in its
+		 * guest), which a client verifies it by. */
+		char pem[DBCERT_PEM_MAX] = "", sha[DBCERT_SHA256_LEN] = "";
+		if (c->store && store_db_tls(c->store, d->id, pem, sizeof pem) < 0)
+			log_warn("database %s: its certificate: %s", d->id, errmsg());
+		if (pem[0] && dbcert_sha256(pem, sha) < 0) {
+			log_warn("database %s: its certificate: %s", d->id, errmsg());
+			pem[0] = 0;
+		}
+		json_object_set_new(j, "tls_certificate", pem[0] ? json_string(pem) : json_null());
+		json_object_set_new(j, "tls_certificate_sha256", sha[0] ? json_string(sha) : json_null());
+		/* From outside: through kilnd's port (ops_db_external), TLS
+		 * only, the server verified by its certificate as the only
+		 * root (saved as ID.crt: docs/databases.md "TLS"). */
 		bool ext = d->external_port > 0;
 		const char *eh = external_host();
 		bool v6 = strchr(eh, ':') != NULL;	/* an IPv6 address, in brackets in a URL */
-		snprintf(url, sizeof url, "postgresql://%s%s%s@%s%s%s:%lld/%s", DB_USER, password ? ":" : "",
-			 password ? password : "", v6 ? "[" : "", eh, v6 ? "]" : "", (long long)d->external_port,
-			 DB_DBNAME);
+		int k = snprintf(url, sizeof url, "postgresql://%s%s%s@%s%s%s:%lld/%s", DB_USER, password ? ":" : "",
+				 password ? password : "", v6 ? "[" : "", eh, v6 ? "]" : "",
+				 (long long)d->external_port, DB_DBNAME);
+		if (pem[0] && k > 0 && (size_t)k < sizeof url)
+			snprintf(url + k, sizeof url - (size_t)k, "?sslmode=verify-ca&sslrootcert=%s.crt", d->id);
 		json_object_set_new(j, "external_access", json_boolean(ext));
 		json_object_set_new(j, "external_host", ext ? json_string(eh) : json_null());
 		json_object_set_new(j, "external_port", ext ? json_integer(d->external_port) : json_null());

@@ -18,6 +18,10 @@
  * data as it was, and a new password.
  * Its VM that dies is booted again from its own disk by the database
  * watch (below), committed data kept; backups may be made on a schedule.
+ * Its server speaks TLS with a key of its own, made in its guest at
+ * create and at a restore (never the backup's, nor the image's), its
+ * certificate checked (ops/dbcert.h) and kept in the store: the root its
+ * external clients verify it by (docs/databases.md "TLS").
  *
  * Errors as ops.h: -EINVAL naming the field, -ENOENT "database X not
  * found" (another workspace's too), -EEXIST for a name the workspace has,
@@ -51,8 +55,9 @@
  * the same after a restart of kilnd) and released when access is turned
  * off or the database is deleted. The kilnd that serves the API listens
  * on it (proxy/dbport.h: at bind, default loopback) and relays each
- * connection to the database's port 5432, waking it if it hibernates.
- * host: what its external_url names (default the bind address). */
+ * connection to the database's port 5432, waking it if it hibernates;
+ * TLS connections only. host: what its external_url names (default the
+ * bind address). */
 struct db_external {
 	char bind[64];
 	char host[256];
@@ -111,7 +116,8 @@ int ops_db_backups(const struct ops_caller *c, const char *key, json_t **out);
 /* {id, name, status (its sandbox's: running, hibernated, failed, ...),
  * sandbox_id, host, port, user, database, url, from_backup, created_ms,
  * idle_seconds, external_access, external_host, external_port,
- * external_url, ...};
+ * external_url (sslmode=verify-ca, sslrootcert=ID.crt), tls_certificate,
+ * tls_certificate_sha256, ...};
  * password (NULL: left out) goes in password and the url. */
 json_t *ops_db_json(const struct ops_caller *c, const struct db_row *r, const char *password);
 json_t *ops_db_backup_json(const struct db_backup_row *b);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -186,6 +187,117 @@ void dbport_sync(void)
 	poke();
 }
 
+/* ---- TLS only ----------------------------------------------------------------
+ * A PostgreSQL client that wants TLS opens with an SSLRequest (8 bytes:
+ * length 8, code 80877103); the server answers one byte, 'S', and the
+ * TLS handshake follows, between the client and the database's server
+ * (its own key: docs/databases.md "TLS"). The relay reads that first
+ * message: an SSLRequest goes on to the server, whose answer must be
+ * 'S'; a GSSAPI encryption request is answered 'N' (no GSSAPI here: the
+ * client then asks for TLS); a CancelRequest (16 bytes, clear text in
+ * PostgreSQL's protocol, and it carries no password or data) goes on as
+ * it is; anything else, a startup message in clear text above all, is
+ * answered with the error below and closed, before the database is
+ * woken or reached. So no password or row crosses this port in clear. */
+
+#define PG_SSL_REQUEST 80877103u
+#define PG_GSSENC_REQUEST 80877104u
+#define PG_CANCEL_REQUEST 80877102u
+#define HELLO_WAIT_MS 15000		/* a client sends its first message at once */
+#define ANSWER_WAIT_MS 60000		/* the server answers the SSLRequest (after a wake) */
+#define NO_TLS_MSG "kiln: this database's external port takes TLS connections only: connect with " \
+	"sslmode=verify-ca (or verify-full) and sslrootcert= its certificate (tls_certificate of the database; " \
+	"docs/databases.md \"TLS\")"
+#define SERVER_NO_TLS_MSG "kiln: the database's server does not offer TLS now, so its external port " \
+	"refuses the connection"
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* n bytes of fd into p within wait_ms: 0, or -1 (closed, cut, failed,
+ * too slow). fd may be blocking or not. */
+static int recv_all(int fd, uint8_t *p, size_t n, int wait_ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t got = 0; got < n;) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		long left = wait_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		struct pollfd pf = { fd, POLLIN, 0 };
+		if (left <= 0)
+			return -1;
+		int r = poll(&pf, 1, (int)left);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		ssize_t k = recv(fd, p + got, n - got, MSG_DONTWAIT);
+		if (k < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (k <= 0)
+			return -1;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+/* A FATAL ErrorResponse (SQLSTATE 28000, as a refusal by pg_hba is)
+ * with msg, which libpq shows its user, to the client. */
+static void pg_refuse(int fd, const char *msg)
+{
+	uint8_t b[512];
+	size_t n = 5;
+	const char *f[][2] = { { "S", "FATAL" }, { "V", "FATAL" }, { "C", "28000" }, { "M", msg } };
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		size_t l = strlen(f[i][1]) + 1;
+		if (n + 1 + l + 1 > sizeof b)
+			break;
+		b[n++] = (uint8_t)f[i][0][0];
+		memcpy(b + n, f[i][1], l);
+		n += l;
+	}
+	b[n++] = 0;
+	b[0] = 'E';
+	uint32_t len = (uint32_t)(n - 1);
+	b[1] = (uint8_t)(len >> 24), b[2] = (uint8_t)(len >> 16), b[3] = (uint8_t)(len >> 8), b[4] = (uint8_t)len;
+	tunnel_send_all(fd, b, n, 2000);
+}
+
+/* The client's first message, to go on to the server (hello, *n bytes),
+ * or -1 when the connection is refused (answered already, or gone). */
+static int first_message(const char *id, int client, uint8_t hello[16], size_t *n)
+{
+	for (int tries = 0; tries < 2; tries++) {
+		if (recv_all(client, hello, 8, HELLO_WAIT_MS) < 0)
+			return -1;
+		uint32_t len = be32(hello), code = be32(hello + 4);
+		if (len == 8 && code == PG_SSL_REQUEST) {
+			*n = 8;
+			return 0;
+		}
+		if (len == 16 && code == PG_CANCEL_REQUEST) {
+			*n = 16;
+			return recv_all(client, hello + 8, 8, HELLO_WAIT_MS);
+		}
+		if (len == 8 && code == PG_GSSENC_REQUEST && tries == 0) {
+			if (tunnel_send_all(client, "N", 1, 2000) < 0)
+				return -1;
+			continue;
+		}
+		break;
+	}
+	static time_t logged;	/* a flood of them is one line each 10 s (a race here costs a line) */
+	time_t now = time(NULL);
+	if (now - logged >= 10) {
+		logged = now;
+		log_info("database %s: a connection without TLS to its external port refused", id);
+	}
+	pg_refuse(client, NO_TLS_MSG);
+	return -1;
+}
+
 /* ---- a connection ---------------------------------------------------------- */
 
 struct conn {
@@ -222,6 +334,13 @@ static void *conn_run(void *arg)
 	pthread_mutex_lock(&lock);
 	client = c->l->cfd[c->slot][0];
 	pthread_mutex_unlock(&lock);
+	uint8_t hello[16];
+	size_t hn = 0;
+	if (first_message(c->l->id, client, hello, &hn) < 0) {	/* not TLS: refused before it is woken */
+		conn_end(c);
+		free(c);
+		return NULL;
+	}
 	struct hostif_guest hg;
 	int rc = hostif_enter(hostif, c->ws, c->sandbox, &hg);	/* wakes it if it hibernates */
 	int g = -1;
@@ -236,7 +355,28 @@ static void *conn_run(void *arg)
 		bool cut = c->l->gone;
 		c->l->cfd[c->slot][1] = g;
 		pthread_mutex_unlock(&lock);
-		if (!cut && (!n || tunnel_send_all(client, early, n, EARLY_WAIT_MS) == 0))
+		/* The SSLRequest's answer ('S', else no TLS: refused), then
+		 * whatever followed it, then the relay. The guest's bytes
+		 * are read one at a time here: no more than that. */
+		uint8_t answer = 'S';
+		uint8_t *e = early;
+		if (!cut && tunnel_send_all(g, hello, hn, EARLY_WAIT_MS) < 0)
+			cut = true;
+		if (!cut && hn == 8) {
+			if (n)
+				answer = e[0], e++, n--;
+			else if (recv_all(g, &answer, 1, ANSWER_WAIT_MS) < 0)
+				cut = true;
+			if (!cut && answer != 'S') {
+				log_warn("database %s: its server answered TLS with 0x%02x: the external connection refused",
+					 c->l->id, answer);
+				pg_refuse(client, SERVER_NO_TLS_MSG);
+				cut = true;
+			}
+			if (!cut && tunnel_send_all(client, "S", 1, EARLY_WAIT_MS) < 0)
+				cut = true;
+		}
+		if (!cut && (!n || tunnel_send_all(client, e, n, EARLY_WAIT_MS) == 0))
 			tunnel_run(client, g, -1, NULL, NULL);
 	}
 	free(early);

@@ -8,6 +8,10 @@
  * wakes a hibernated database first, so the client sees a slow connect
  * and then its server). Nothing else of the database's sandbox is
  * reachable this way: the port is fixed, the client names nothing.
+ * TLS only: the client's first message must ask for TLS (an SSLRequest,
+ * passed on to the database's server, whose own key the TLS session
+ * ends at), else it gets a PostgreSQL error saying so and is closed,
+ * before the database is woken (dbport.c "TLS only").
  *
  * At most ops_db_external.conns_max connections of one database at a
  * time, and DBPORT_CONNS_MAX in all: one past them is closed at once.

@@ -411,6 +411,14 @@ const char schema_sql[] =
 	"  database_id TEXT PRIMARY KEY,\n"
 	"  port BIGINT NOT NULL UNIQUE\n"
 	");\n"
+	/* A database's TLS certificate (store_databases.h store_db_tls):
+	 * the PEM its server presents, made in its guest with a key that
+	 * never leaves it; none: made before TLS. A table of its own, so no
+	 * older table changes. */
+	"CREATE TABLE IF NOT EXISTS database_tls (\n"
+	"  database_id TEXT PRIMARY KEY,\n"
+	"  cert TEXT NOT NULL\n"
+	");\n"
 	/* What happened to a database's VM (its restarts), numbered per
 	 * database: a table of its own, so no older table changes. */
 	"CREATE TABLE IF NOT EXISTS database_events (\n"

@@ -132,6 +132,34 @@ int store_db_set_external(struct store *st, const char *id, int64_t port)
 				  (long long)port, id);
 }
 
+struct pem_out {
+	char *p;
+	size_t cap;
+};
+
+static int row_tls(void *ctx, const struct dbv *c, int n)
+{
+	struct pem_out *o = ctx;
+	if (n < 1)
+		return errf(EIO, "store: short database TLS row");
+	copy_str(o->p, o->cap, dbv_text(&c[0]));
+	return 0;
+}
+
+int store_db_tls(struct store *st, const char *id, char *pem, size_t cap)
+{
+	struct pem_out o = { pem, cap };
+	pem[0] = 0;
+	return RUN(st, "SELECT cert FROM database_tls WHERE database_id = $1", row_tls, &o, NULL, DBV_S(id));
+}
+
+int store_db_set_tls(struct store *st, const char *id, const char *pem)
+{
+	return RUN(st, "INSERT INTO database_tls (database_id, cert) VALUES ($1, $2) "
+		       "ON CONFLICT (database_id) DO UPDATE SET cert = excluded.cert",
+		   NULL, NULL, NULL, DBV_S(id), DBV_S(pem));
+}
+
 int store_db_delete(struct store *st, const char *workspace, const char *id)
 {
 	int64_t changes = 0;

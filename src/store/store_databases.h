@@ -12,6 +12,7 @@
 #define KILN_STORE_STORE_DATABASES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "store/store.h"
@@ -52,6 +53,10 @@ int store_db_set_idle(struct store *st, const char *id, int64_t secs);
 /* Its external port: port 0 takes it away; another port is taken only
  * if no database has it and this one has none (-EEXIST otherwise). */
 int store_db_set_external(struct store *st, const char *id, int64_t port);
+/* Its server's TLS certificate (PEM, validated by the caller): into
+ * pem (cap bytes, "" when it has none). */
+int store_db_tls(struct store *st, const char *id, char *pem, size_t cap);
+int store_db_set_tls(struct store *st, const char *id, const char *pem);
 /* Marked deleted: -ENOENT if it was not live. */
 int store_db_delete(struct store *st, const char *workspace, const char *id);
 typedef int store_db_fn(void *ctx, const struct db_row *r);

@@ -11,13 +11,17 @@
 # events say so. Scheduled backups: made every interval, the oldest past
 # backups_kept deleted, manual ones kept. A backup (a snapshot) restores into a new database that has
 # the row. Delete takes its sandbox along. Bad input is a 4xx naming it.
-# External access (kilnd's TCP port, one here, --db-external-ports): off
-# by default (refused), on by PATCH (a host client, tests/e2e/pg.py over
-# libpq, queries with the password; a wrong one fails), kept across a
-# kilnd restart, none left for a second database (503), a database's
+# TLS: each database's own certificate in its JSON (a restored one gets
+# a new one), a sandbox's psql gets TLS. External access (kilnd's TCP
+# port, one here, --db-external-ports): off by default (refused), on by
+# PATCH (a host client, tests/e2e/pg.py over libpq, queries over TLS
+# with the server verified by its certificate; a wrong password fails;
+# clear text is refused by the port), kept across a kilnd restart, none
+# left for a restore that asks for it at create (503), a database's
 # connections limited (--db-external-conns 2: the third closed at once),
-# cut and refused when access is turned off, the port handed to the next
-# one then, and refused again once that one is deleted. A hibernated
+# cut and refused when access is turned off, the port handed to a restore
+# with external_access at create then (verified by its own certificate,
+# not by the first one's), and refused again once that one is deleted. A hibernated
 # database is woken after a restart of kilnd by a sandbox's connection
 # (its listeners armed again); the full tier also wakes one through the
 # external port.
@@ -47,12 +51,31 @@ gx() {
 ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
 # q SANDBOX URL SQL: psql from that sandbox (CT, default 5, seconds to connect).
 q() { gx "$1" "PGCONNECT_TIMEOUT=${CT:-5} psql -X -q -tA -v ON_ERROR_STOP=1 '$2' -c \"$3\""; }
-# xq PASSWORD SQL: from the host, through the external port (OUT, ERR, RC).
+# xq PASSWORD SQL: from the host, through the external port (OUT, ERR, RC),
+# over TLS: the server verified with CRT (default: the first database's
+# certificate) as the only root, sslmode MODE (default verify-ca).
 # CT (default 30: a database just woken in a loaded emulated host took
 # more than 5 s to authenticate) bounds the connect; a refusal is at once.
 xq() {
-	OUT=$(PGCONNECT_TIMEOUT=${CT:-30} python3 "$REPO/tests/e2e/pg.py" "postgresql://postgres:$1@127.0.0.1:$EXTP/postgres" "$2" 2> "$T/xq.err")
+	OUT=$(PGCONNECT_TIMEOUT=${CT:-30} python3 "$REPO/tests/e2e/pg.py" \
+		"postgresql://postgres:$1@127.0.0.1:$EXTP/postgres?sslmode=${MODE:-verify-ca}&sslrootcert=${CRT:-$T/db.crt}" "$2" 2> "$T/xq.err")
 	RC=$? ERR=$(tr '\n' ' ' < "$T/xq.err")
+}
+# cert_of FILE: the database answer's certificate (BODY) into FILE; prints
+# its SHA-256 as computed here from the PEM, and whether it is the
+# answer's tls_certificate_sha256.
+cert_of() {
+	printf '%s\n' "$(jget 'j["tls_certificate"] or ""')" > "$1"	# the PEM, one newline at its end
+	python3 - "$1" "$(jget 'j["tls_certificate_sha256"]')" <<'PY'
+import hashlib, ssl, sys
+pem = open(sys.argv[1]).read()
+try:
+    h = hashlib.sha256(ssl.PEM_cert_to_DER_cert(pem)).hexdigest().upper()
+except ValueError as e:
+    print("not a PEM certificate:", e); sys.exit(0)
+h = ":".join(h[i:i + 2] for i in range(0, len(h), 2))
+print(h, h == sys.argv[2])
+PY
 }
 
 # ---- bad input --------------------------------------------------------------------
@@ -78,6 +101,9 @@ else
 fi
 DB=$(jget 'j["id"]') PW=$(jget 'j["password"]') DBURL=$(jget 'j["url"]') DBHOST=$(jget 'j["host"]') DBSBX=$(jget 'j["sandbox_id"]')
 check db_url "url names user, password, host, port" [ "$DBURL" = "postgresql://postgres:$PW@$DBHOST:5432/postgres" ]
+# Its server's own certificate (made in its guest), in the answer.
+DBSHA=$(cert_of "$T/db.crt")
+check db_tls_certificate "sha256 here, and the answer's: $DBSHA" [ "${DBSHA#* }" = True ]
 api GET "/v1/databases/$DB"
 check db_get_no_password "$(jget 'sorted(j)')" [ "$STATUS/$(jget '"password" in j, j["url"].count(":")')" = "200/(False, 2)" ]
 api GET /v1/databases
@@ -98,8 +124,15 @@ r=$?; ok $r db_cli_bad_name "$(head -c 200 "$T/cli_bad")"
 create_sandbox '{"template":"postgres"}'
 C1=$SBX
 [ -n "$C1" ] || { fail db_client "$STATUS $BODY"; exit 1; }
-q "$C1" "$DBURL" "CREATE TABLE t (x int); INSERT INTO t VALUES (42); SELECT x FROM t"
-check db_query_same_workspace "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+# CT 30: the sandbox's first connection, with its TLS handshake (libpq's
+# sslmode prefer), took more than 5 s in an emulated host at a load of 17.
+tq=$(date +%s.%N)
+CT=30 q "$C1" "$DBURL" "CREATE TABLE t (x int); INSERT INTO t VALUES (42); SELECT x FROM t"
+check db_query_same_workspace "$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tq" "$(date +%s.%N)") s (exec included): rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+# A sandbox's psql (sslmode prefer, libpq's default) gets TLS too.
+tq=$(date +%s.%N)
+CT=30 q "$C1" "$DBURL" "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+check db_tls_same_workspace "$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tq" "$(date +%s.%N)") s: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/t" ]
 
 # ---- external access -------------------------------------------------------------------
 api GET "/v1/databases/$DB"
@@ -112,13 +145,21 @@ api PATCH "/v1/databases/$DB" '{"external_access":"yes"}'
 expect db_external_bad 400 invalid_request
 api PATCH "/v1/databases/$DB" '{"external_access":true}'
 check db_external_on "$STATUS $(jget 'j.get("external_url")')" \
-	[ "$STATUS/$(jget 'j["external_access"], j["external_port"], j["external_url"]')" = "200/(True, $EXTP, 'postgresql://postgres@127.0.0.1:$EXTP/postgres')" ]
+	[ "$STATUS/$(jget 'j["external_access"], j["external_port"], j["external_url"]')" = "200/(True, $EXTP, 'postgresql://postgres@127.0.0.1:$EXTP/postgres?sslmode=verify-ca&sslrootcert=$DB.crt')" ]
+# TLS end to end: the client verifies the server by its certificate, and
+# the server sees the session as TLS.
 tx=$(date +%s.%N)
-xq "$PW" "SELECT x FROM t"
-check db_external_query "$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tx" "$(date +%s.%N)") s: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+xq "$PW" "SELECT x, ssl FROM t, pg_stat_ssl WHERE pid = pg_backend_pid()"
+check db_external_query "$(python3 -c "import sys; print('%.2f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tx" "$(date +%s.%N)") s, TLS verified: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42|t" ]
+MODE=verify-full xq "$PW" "SELECT 1"
+check db_external_verify_full "the certificate names 127.0.0.1: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/1" ]
 xq "not-$PW" "SELECT 1"
 [ "$RC" != 0 ] && [[ "$ERR" == *"password authentication failed"* ]]
 r=$?; ok $r db_external_password_checked "rc $RC err '$ERR'"
+# Clear text is refused by the port, with an error that says why.
+MODE=disable xq "$PW" "SELECT 1"
+[ "$RC" != 0 ] && [[ "$ERR" == *"takes TLS connections only"* ]]
+r=$?; ok $r db_external_plaintext_refused "rc $RC err '$ERR'"
 
 # ---- another workspace ---------------------------------------------------------------
 KEY=$OTHER
@@ -145,6 +186,8 @@ q "$C1" "$DBURL" "SELECT 1"
 r=$?; ok $r db_old_password_fails "rc $RC err '$ERR'"
 q "$C1" "$URL2" "SELECT x FROM t"
 check db_new_password_works "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42" ]
+api GET "/v1/databases/$DB"
+check db_tls_kept_by_reset "$(jget 'j["tls_certificate_sha256"]')" [ "$(jget 'j["tls_certificate_sha256"]')" = "${DBSHA% *}" ]
 
 # ---- its VM dies: started again from its disk ------------------------------------------
 # A committed row, then the VMM killed: the watch boots the same disk
@@ -239,19 +282,15 @@ expect db_schedule_bad_kept 400 invalid_request
 api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":2,"backups_kept":1}'
 check db_schedule_set "$STATUS $(head -c 200 <<<"$BODY")" [ "$STATUS/$(jget 'j["backup_interval_seconds"], j["backups_kept"]')" = "200/(2, 1)" ]
 tsb0=$(date +%s.%N)
-ts=$(date +%s.%N)
-api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\"}"
-tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
-DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]') PW3=$(jget 'j.get("password")')
-[ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"]')" = "$BK" ] && [ "$SBX3" != "$DBSBX" ]
-r=$?; ok $r db_restore "$STATUS in $tr_ s: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
-q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
-check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
 
 # ---- external access: one port, connection limits, off, delete ------------------------
-api PATCH "/v1/databases/$DB3" '{"external_access":true}'
-[ "$STATUS" = 503 ] && [[ "$(jget 'j["error"]["message"]')" == *"$EXTP-$EXTP"* ]]
-r=$?; ok $r db_external_no_free_port "$STATUS $(head -c 200 <<<"$BODY")"
+# A restore that asks for external access while the one port is taken:
+# 503 at once (before a sandbox is made), and nothing is left of it.
+api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\",\"external_access\":true}"
+s1=$STATUS m1=$(jget 'j["error"]["message"]')
+api GET /v1/databases/copy
+[ "$s1" = 503 ] && [[ "$m1" == *"$EXTP-$EXTP"* ]] && [ "$STATUS" = 404 ]
+r=$?; ok $r db_external_no_free_port "create $s1 $m1; then GET $STATUS"
 # Three raw connections: the third is closed at once (2 a database);
 # turning access off cuts the others and the port refuses.
 cut=$(python3 - "$EXTP" "$URL" "$KEY" "$DB" <<'PY' 2>&1
@@ -280,11 +319,32 @@ print(third, first, st, cut, refused)
 PY
 )
 check db_external_limit_and_off "third closed, first open, PATCH, cut, refused: $cut" [ "$cut" = "True False 200 True True" ]
-# The CLI (docs/cli.md "Databases") turns it on for the restored one.
+# The port free again: restored into a new database with external
+# access from its create. It has a key and certificate of its own, not
+# its backup's (which are the first database's).
+ts=$(date +%s.%N)
+api POST /v1/databases "{\"name\":\"copy\",\"from_backup\":\"$BK\",\"external_access\":true}"
+tr_=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$ts" "$(date +%s.%N)")
+DB3=$(jget 'j["id"]') URL3=$(jget 'j["url"]') SBX3=$(jget 'j["sandbox_id"]') PW3=$(jget 'j.get("password")')
+[ "$STATUS" = 201 ] && [ "$(jget 'j["from_backup"], j["external_port"]')" = "('$BK', $EXTP)" ] && [ "$SBX3" != "$DBSBX" ] &&
+	[[ "$(jget 'j["external_url"]')" == "postgresql://postgres:$PW3@127.0.0.1:$EXTP/postgres?sslmode=verify-ca&sslrootcert=$DB3.crt" ]]
+r=$?; ok $r db_restore "$STATUS in $tr_ s, external at create: $(head -c 300 <<<"$BODY" | sed "s/$(jget 'j.get("password") or "-"')/***/g")"
+SHA3=$(cert_of "$T/db3.crt")
+[ "${SHA3#* }" = True ] && [ "${SHA3% *}" != "${DBSHA% *}" ]
+r=$?; ok $r db_tls_restore_new_key "restored $SHA3, the backup's database ${DBSHA% *}"
+q "$C1" "$URL3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_restored_has_row "rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+# The CLI (docs/cli.md "Databases"): its external URL, and its certificate.
 ext=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db external copy on 2>&1)
-check db_external_port_reused "kiln db external copy on: $ext" [ "$ext" = "postgresql://postgres@127.0.0.1:$EXTP/postgres" ]
-xq "$PW3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
-check db_external_next_database "the restored one through the port: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db cert copy > "$T/db3-cli.crt" 2>&1
+[ "$ext" = "postgresql://postgres@127.0.0.1:$EXTP/postgres?sslmode=verify-ca&sslrootcert=$DB3.crt" ] && cmp -s "$T/db3.crt" "$T/db3-cli.crt"
+r=$?; ok $r db_external_port_reused "kiln db external copy on: $ext; kiln db cert copy: $(head -c 40 "$T/db3-cli.crt")"
+CRT=$T/db3.crt xq "$PW3" "SELECT string_agg(x::text, ',' ORDER BY x) FROM t"
+check db_external_next_database "the restored one through the port, verified by its certificate: rc $RC out '$OUT' err '$ERR'" [ "$RC/$OUT" = "0/42,43" ]
+# Verified: the first database's certificate does not pass for it.
+xq "$PW3" "SELECT 1"
+[ "$RC" != 0 ] && [[ "$ERR" == *"certificate verify failed"* ]]
+r=$?; ok $r db_external_wrong_certificate "rc $RC err '$ERR'"
 
 # ---- scheduled backups (set before the restore, which they overlap) --------------
 first= sched=

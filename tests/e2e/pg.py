@@ -8,7 +8,9 @@ the connection, its SCRAM authentication and the query are PostgreSQL's
 own client's. Prints each row as psql -tA does (values joined by '|'),
 exits 0; a failed connection or query is its libpq message on stderr and
 exit 1. PGCONNECT_TIMEOUT in the environment bounds the connect as for
-psql.
+psql. TLS is libpq's too: sslmode and sslrootcert in URL (the external
+port takes TLS only; verify-ca with the database's certificate verifies
+its server).
 """
 import ctypes
 import ctypes.util

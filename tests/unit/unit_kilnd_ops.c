@@ -7,6 +7,7 @@
  * create takes (and set_network those of PUT .../network). */
 #include "ops/ops.h"
 #include "ops/app.h"
+#include "ops/dbcert.h"
 #include "ops/plan.h"
 #include "mcp/mcp.h"
 #include "common/err.h"
@@ -418,6 +419,57 @@ static void app_route_cache(void)
 	CHECK(system(cmd) == 0);
 }
 
+/* A database's certificate as its (hostile) guest printed it: one PEM
+ * certificate of a bounded size, base64 of one DER SEQUENCE that fills
+ * it; its SHA-256 as openssl's -fingerprint prints it. (The certificate:
+ * `openssl req -x509 -newkey ec ...` as src/ops/database.c makes one.) */
+static const char good_pem[] =
+	"-----BEGIN CERTIFICATE-----\n"
+	"MIIBkjCCATigAwIBAgIUI7HfTzWC2cfO2BOrCht9iZWJCQIwCgYIKoZIzj0EAwIw\n"
+	"EjEQMA4GA1UEAwwHZGJfdGVzdDAgFw0yNjEyMDYwMTU0MzlaGA8yMTI2MTExMjAx\n"
+	"NTQzOVowEjEQMA4GA1UEAwwHZGJfdGVzdDBZMBMGByqGSM49AgEGCCqGSM49AwEH\n"
+	"A0IABCJHb14Z0kuqTmTzAGN2wnVVa/BbB6YrJPZIFGNTBKc9hU0Fvgrhr36XRkrq\n"
+	"9bOUCHeGQqXPXZLxD2n7sxhUibGjajBoMB0GA1UdDgQWBBSycRRBakMZnGnhDNWx\n"
+	"PPCfyAKCkDAfBgNVHSMEGDAWgBSycRRBakMZnGnhDNWxPPCfyAKCkDAPBgNVHRMB\n"
+	"Af8EBTADAQH/MBUGA1UdEQQOMAyHBH8AAAGHBArIABIwCgYIKoZIzj0EAwIDSAAw\n"
+	"RQIgOfd2L3UWX+Dtr8jE1efXoPJSOuRJa/NpYpLfd2vm97YCIQDuapevftP5tkHv\n"
+	"U3hepMW7vlMjfes34URipD++2maoJw==\n"
+	"-----END CERTIFICATE-----\n"
+;
+
+static void dbcert_takes_one_certificate_only(void)
+{
+	char pem[DBCERT_PEM_MAX], sha[DBCERT_SHA256_LEN], in[DBCERT_PEM_MAX + 64];
+	CHECK(dbcert_take(good_pem, strlen(good_pem), pem) == 0 && !strcmp(pem, good_pem));
+	CHECK(dbcert_sha256(pem, sha) == 0 &&
+	      !strcmp(sha, "C6:0A:E7:FF:D9:D6:AC:A6:3D:28:AC:98:D8:C5:96:97:91:F3:79:20:87:5B:52:06:E7:1A:43:08:F7:05:65:79"));
+	/* trailing white space is taken, and the PEM given back ends in one newline */
+	snprintf(in, sizeof in, "%s\n \n", good_pem);
+	CHECK(dbcert_take(in, strlen(in), pem) == 0 && !strcmp(pem, good_pem));
+	/* a second certificate, or anything after the first */
+	snprintf(in, sizeof in, "%s%s", good_pem, good_pem);
+	CHECK(dbcert_take(in, strlen(in), pem) == -EPROTO && !pem[0]);
+	snprintf(in, sizeof in, "%sx\n", good_pem);
+	CHECK(dbcert_take(in, strlen(in), pem) == -EPROTO);
+	/* a private key is not a certificate */
+	snprintf(in, sizeof in, "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n");
+	CHECK(dbcert_take(in, strlen(in), pem) == -EPROTO && strstr(errmsg(), "not one PEM certificate"));
+	/* a byte that is not base64 (a quote, which could end a string elsewhere) */
+	snprintf(in, sizeof in, "%s", good_pem);
+	in[40] = '"';
+	CHECK(dbcert_take(in, strlen(in), pem) == -EPROTO && strstr(errmsg(), "not base64"));
+	/* a line dropped: the DER is shorter than its SEQUENCE says */
+	snprintf(in, sizeof in, "%s", good_pem);
+	char *l2 = strchr(strchr(in, '\n') + 1, '\n') + 1;
+	memmove(strchr(in, '\n') + 1, l2, strlen(l2) + 1);
+	CHECK(dbcert_take(in, strlen(in), pem) == -EPROTO);
+	/* a NUL inside, and more than the bound */
+	CHECK(dbcert_take(good_pem, sizeof good_pem, pem) == -EPROTO);
+	memset(in, 'A', sizeof in);
+	CHECK(dbcert_take(in, sizeof in, pem) == -EPROTO && strstr(errmsg(), "over"));
+	CHECK(dbcert_sha256("junk", sha) == -EPROTO && !sha[0]);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -431,5 +483,6 @@ int main(void)
 	RUN(kept_limit_counts_no_window);
 	RUN(app_refuses_bad_arguments);
 	RUN(app_route_cache);
+	RUN(dbcert_takes_one_certificate_only);
 	return failures ? 1 : 0;
 }
