@@ -16,8 +16,9 @@
  *            without (PUT .../import?sha256=), which checks the digest,
  *            boots the version's zygote and only then serves it. One
  *            replica copies a version to a host: the one whose claim
- *            the store took (template_copies); a failed copy drops it.
- *            So a
+ *            the store took (template_copies), a lease it renews while
+ *            the copy runs (tclaim.h: one that dies mid-copy holds it
+ *            no longer than TCLAIM_MS); a failed copy drops it. So a
  *            finished build reaches the other hosts within a heartbeat
  *            and a copy, and a host that was down or joins later gets
  *            it at its first heartbeat.
@@ -38,6 +39,7 @@
 #include "hostif/remote_int.h"
 #include "hostif/hostif_wire.h"
 #include "hostif/placement.h"
+#include "hostif/tclaim.h"
 #include "host/template.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -56,10 +58,11 @@
 #define TSYNC_MS 2000
 #define TSYNC_RETRY_MS 30000		/* a copy that failed is tried again after this */
 #define TPUSHED_MS 60000		/* a copy made: not made again before the heartbeat says so */
-/* A replica's claim to copy a version to a host (template_copies): held
- * this long, the most its export and import calls may take, so that
- * another replica takes over from one that died mid-copy. */
-#define TCLAIM_MS (2 * SLOW_TIMEOUT_S * 1000)
+/* A replica's claim to copy a version to a host (template_copies, and
+ * tclaim.h): a lease this long, renewed every third of it while the copy
+ * runs, so that another replica takes over from one that died mid-copy
+ * within this (and a round), not after the longest a copy may take. */
+#define TCLAIM_MS 30000
 
 static int64_t now_ms(void)
 {
@@ -689,19 +692,18 @@ static void tsync(void *ctx)
 				forget_pushed(rm, w[j].name, l.h[i].id);
 				continue;
 			}
+			struct tclaim claim;
 			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version) ||
-			    store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
-						      TCLAIM_MS) <= 0)
+			    tclaim_take(&claim, rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
+					TCLAIM_MS) <= 0)
 				continue;	/* another replica copies it (or the store did not say) */
 			int rc = copy_one(rm, w[j].name, w[j].version, &l.h[w[j].src], &l.h[i], &tfd, &ex);
-			if (rc < 0) {
+			if (rc < 0)
 				log_warn("template %s v%d: copying it from host %s to host %s failed: %s", w[j].name,
 					 w[j].version, l.h[w[j].src].name, l.h[i].name, errmsg());
-				store_template_copy_release(rm->cfg.store, w[j].name, w[j].version, l.h[i].id,
-							    rm->replica);
-			} else	/* held until the host's heartbeat lists it, not longer */
-				store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
-							  TPUSHED_MS);
+			/* Failed: released, for any replica to try; made: held
+			 * until the host's heartbeat lists it, not longer. */
+			tclaim_end(&claim, rc < 0 ? 0 : TPUSHED_MS);
 			note_pushed(rm, w[j].name, l.h[i].id, w[j].version, rc < 0);
 		}
 		if (tfd >= 0)

@@ -10,6 +10,7 @@
 #include "store/cluster.h"
 #include "store/store_databases.h"
 #include "hostif/placement.h"
+#include "hostif/tclaim.h"
 #include "host/meter.h"
 #include "api/http.h"
 #include "api/keys.h"
@@ -1948,6 +1949,34 @@ static void template_copy_claims(void)
 	store_close(st);
 }
 
+/* A copy's claim as a replica holds it (tclaim.h): a lease of 1 s,
+ * renewed while the copy runs, so another replica is refused after two
+ * leases have passed; its claimer dead (the renewing stops, nothing
+ * released), another takes it within a lease. Ended with the copy made,
+ * it is held keep_ms; with the copy failed, released. */
+static void template_copy_claim_renewed(void)
+{
+	struct store *st = open_fresh();
+	struct tclaim c, d;
+	CHECK(tclaim_take(&c, st, "w2_tcl", 1, "h_b", "api_one", 1000) == 1);
+	CHECK(tclaim_take(&d, st, "w2_tcl", 1, "h_b", "api_two", 1000) == 0);
+	usleep(2200 * 1000);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 1, "h_b", "api_two", 1000) == 0);
+	/* Its replica killed mid-copy: the thread that renewed is gone. */
+	periodic_stop(&c.renew);
+	CHECK(c.renewals >= 4 && !c.lost);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 1, "h_b", "api_two", 60000) == 0);
+	usleep(1100 * 1000);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 1, "h_b", "api_two", 60000) == 1);
+	CHECK(tclaim_take(&c, st, "w2_tcl", 2, "h_b", "api_one", 1000) == 1);
+	CHECK(tclaim_end(&c, 60000) == 0);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 2, "h_b", "api_two", 1000) == 0);
+	CHECK(tclaim_take(&c, st, "w2_tcl", 3, "h_b", "api_one", 60000) == 1);
+	CHECK(tclaim_end(&c, 0) == 0);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 3, "h_b", "api_two", 1000) == 1);
+	store_close(st);
+}
+
 /* A workspace's template (copied between hosts): only a host with the
  * newest version listed, and none below min_version (the highest the name
  * had before it was deleted, plus one); another template goes anywhere it
@@ -2358,6 +2387,7 @@ int main(void)
 	RUN(plan_move_races_plan_delete);
 	RUN(placement_rule_spread_pack_room);
 	RUN(template_copy_claims);
+	RUN(template_copy_claim_renewed);
 	RUN(placement_rule_versions);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
