@@ -294,13 +294,33 @@ int remote_template_state(void *ctx, const char *name, struct tbuild_state *out)
 	return rc ?: the_build(ctx, name, out, &h);
 }
 
+static int count_down(void *ctx, const struct host_row *r)
+{
+	if (strcmp(r->admin, "revoked") && remote_host_down(r))
+		(*(int *)ctx)++;
+	return 0;
+}
+
 int remote_template_log_open(void *ctx, const char *name, int *fd, bool *running)
 {
 	struct remote *rm = ctx;
 	struct tbuild_state st;
 	struct host_row h;
 	int rc = name_check(name);
-	if (rc < 0 || (rc = the_build(rm, name, &st, &h)) < 0)
+	if (rc == 0 && (rc = the_build(rm, name, &st, &h)) == -ENOENT) {
+		/* Not on the hosts that are up: the builder may be one that
+		 * missed a heartbeat (a build's VM can starve its host), and a
+		 * follower that took this for the build's end would stop
+		 * mid-build. Said as the host being away, which it asks again. */
+		char why[300];
+		snprintf(why, sizeof why, "%s", errmsg());
+		int down = 0;
+		if (store_host_each(rm->cfg.store, count_down, &down) == 0 && down > 0)
+			return errf(EHOSTDOWN, "%s on the hosts that are up (%d host%s down)", why, down,
+				    down == 1 ? " is" : "s are");
+		return errf(ENOENT, "%s", why);
+	}
+	if (rc < 0)
 		return rc;
 	if (!st.known)
 		return errf(ENOENT, "template %s has no build log (it was not built through the API)", name);
