@@ -198,6 +198,33 @@ ra=$(on_host a) rb=$(on_host b) bnow=$(host_tmpl b)
 [ -n "$R1" ] && [ -n "$R2" ] && [ "$oldb" = "$TN v1" ] && [ "$marks" = "cluster-built-again cluster-built-again " ] && { [ -z "$rb" ] || [ "$bnow" = "$TN v2" ]; } \
 	&& pass tmpl_cluster_old_copy_not_served "host-b back with the deleted v1 ($oldb): two creates read the new build (host-a: $ra; host-b: ${rb:-none}, which has $bnow)" \
 	|| fail tmpl_cluster_old_copy_not_served "b: '$oldb' now '$bnow' '$R1' '$R2' marks '$marks' a: '$ra' b: '$rb' $BODY"
+# A third while host-a is full (both there: 512 MiB offered, 256 each)
+# and the copies of v2 to host-b and host-c, which have room, are on
+# their way: 503 saying so, with Retry-After, not "no room". (Should a
+# copy be in already, the create goes there: said, and it is deleted.)
+if [ -z "$rb" ]; then
+	STATUS=$(curl -s -m 120 -D "$T/r0.h" -o "$T/body" -w '%{http_code}' -X POST -H "Authorization: Bearer $KEY" \
+		-H 'Content-Type: application/json' --data-binary '{"template":"cltpl"}' "$CL_API1/v1/sandboxes"); BODY=$(cat "$T/body")
+	r0_after=$(sed -n 's/^Retry-After: *//Ip' "$T/r0.h" | tr -d '\r')
+	r0_hosts="host-b: $(host_tmpl b); host-c: $(host_tmpl c)"
+	if [ "$STATUS" = 503 ]; then
+		r0_msg=$(jget 'j["error"]["code"] + ": " + j["error"]["message"]')
+		[[ $r0_msg == "no_capacity: template '$TN' v2 is in service only on hosts that are full; it is being copied to hosts with room"* ]] &&
+			[[ $r0_after =~ ^[0-9]+$ ]] && [ "$r0_after" -ge 2 ] \
+			&& pass tmpl_cluster_copy_pending_503 "host-a full, copies on their way ($r0_hosts): 503 Retry-After: $r0_after, $r0_msg" \
+			|| fail tmpl_cluster_copy_pending_503 "Retry-After '$r0_after' '$r0_msg' ($r0_hosts)"
+	elif [ "$STATUS" = 201 ]; then
+		R0=$(jget 'j["id"]')
+		r0_on=$(for n in b c; do [[ " $(on_host $n) " == *" $R0 "* ]] && echo "$n $(host_tmpl $n)"; done)
+		[[ $r0_on == [bc]" $TN v2" ]] && echo "note: tmpl_cluster_copy_pending_503 not seen: a copy was in before the third create ($r0_on)" \
+			|| fail tmpl_cluster_copy_pending_503 "201 $R0 on '$r0_on' ($r0_hosts)"
+		api DELETE "/v1/sandboxes/$R0"
+	else
+		fail tmpl_cluster_copy_pending_503 "$STATUS Retry-After '$r0_after' $BODY ($r0_hosts)"
+	fi
+else
+	echo "note: tmpl_cluster_copy_pending_503 not run: host-b took one of the two ($rb), so host-a is not full"
+fi
 new_bc() { [[ $(host_tmpl b) == *" v2" && $(host_tmpl c) == *" v2" ]]; }
 until_ok 400 new_bc; took=$((SECONDS - t1))
 sleep 4		# their heartbeats say so

@@ -2007,6 +2007,42 @@ static void placement_rule_versions(void)
 	CHECK(placement_choose(&any, h, 3, &v, &m) == 0);
 }
 
+/* A new version in service only on a full host, and a host with room
+ * that has an older one (or none) yet: -EAGAIN saying the version is
+ * being copied there, not that the cluster is full; with no host of
+ * room left, the plain "no host has room"; another template's rule
+ * (not newest) never waits for a copy. */
+static void placement_waits_for_copy(void)
+{
+	struct host_load h[3];
+	int64_t v = 0, m = 0;
+	load_of(&h[0], "a", 2, 1024, 0, 1024, TMPL_W(3));	/* v3, full */
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_W(2));		/* v2, room */
+	load_of(&h[2], "c", 2, 1024, 0, 1024, "[]");		/* nothing, full */
+	struct placement_rule newest = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "w0123456789_t",
+					 .newest = true, .min_version = 3 };
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == -EAGAIN &&
+	      strstr(errmsg(), "'w0123456789_t' v3 is in service only on hosts that are full; it is being copied"));
+	CHECK(placement_copy_pending(&newest, h, 3) == 3);
+	/* The host with room has none of it yet: the same. */
+	load_of(&h[1], "b", 2, 1024, 0, 0, "[]");
+	CHECK(placement_copy_pending(&newest, h, 3) == 3);
+	/* It has too little room for the version's 256 MiB: full. */
+	load_of(&h[1], "b", 2, 1024, 0, 900, TMPL_W(2));
+	CHECK(placement_copy_pending(&newest, h, 3) == 0);
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == -EAGAIN && strstr(errmsg(), "no host has room"));
+	/* Every host with the newest: full is full. */
+	load_of(&h[1], "b", 2, 1024, 0, 1024, TMPL_W(3));
+	load_of(&h[2], "c", 2, 1024, 0, 1024, TMPL_W(3));
+	CHECK(placement_copy_pending(&newest, h, 3) == 0);
+	/* Only versions from before the floor: nothing new to wait for. */
+	newest.min_version = 4;
+	load_of(&h[2], "c", 2, 1024, 0, 0, "[]");
+	CHECK(placement_copy_pending(&newest, h, 3) == 0);
+	struct placement_rule any = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "w0123456789_t" };
+	CHECK(placement_copy_pending(&any, h, 3) == 0);
+}
+
 /* The builder of a template: the fewest sandboxes, then the most memory
  * offered, then the first; none: -EAGAIN naming it. */
 static void placement_builder_choice(void)
@@ -2389,6 +2425,7 @@ int main(void)
 	RUN(template_copy_claims);
 	RUN(template_copy_claim_renewed);
 	RUN(placement_rule_versions);
+	RUN(placement_waits_for_copy);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
 	RUN(placement_races_never_overplace);
