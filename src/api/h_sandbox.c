@@ -61,6 +61,15 @@ int h_sandbox_create(struct req *r)
 	}
 	if (rc == -EDQUOT)
 		return reply_limit(r, &q);
+	/* A cluster's hosts with room still being copied the template's
+	 * new version: 503 and when to try again. */
+	if (rc == -EAGAIN && q.report.retry_after_ms > 0) {
+		char secs[24];
+		snprintf(secs, sizeof secs, "%lld", (long long)(q.report.retry_after_ms + 999) / 1000);
+		const char *const h[][2] = { { "Retry-After", secs }, { NULL, NULL } };
+		return reply_json_headers(r, 503, h, json_pack("{s:{s:s,s:s}}", "error", "code", "no_capacity",
+							       "message", errmsg()));
+	}
 	if (rc < 0)
 		return reply_errno(r, rc);
 	struct quota_headers qh;

@@ -29,7 +29,8 @@ struct ws_caps_report {
 	char limit[16];			/* -EDQUOT: "running", "creates", "vcpus", "memory_mib",
 				   "hibernated", "snapshots"; else "" */
 	int64_t value;			/* that cap */
-	int64_t retry_after_ms;		/* -EDQUOT: when trying again may succeed; 0: unknown */
+	int64_t retry_after_ms;		/* -EDQUOT, or a cluster's -EAGAIN for a template's copy on
+				   its way: when trying again may succeed; 0: unknown */
 	int creates_used;		/* in the window, this request's included when admitted */
 	int64_t reset_ms;		/* wall ms when the window's oldest create leaves it; 0: none */
 };
@@ -61,7 +62,7 @@ struct create_volume {
 struct create_req {
 	const char *workspace;
 	const struct ws_caps *caps;	/* NULL: none */
-	struct ws_caps_report *report;	/* with caps */
+	struct ws_caps_report *report;	/* with caps, or the caller's (may be NULL) */
 	const char *template;		/* or NULL with snapshot */
 	const char *snapshot;		/* from_snapshot */
 	int64_t ttl_seconds;		/* -1: the default */

@@ -356,12 +356,27 @@ static int gone(struct remote *rm, const char *id, int rc)
 struct choose {
 	struct placement_rule rule;
 	struct placement p;		/* the chosen template's size lands here */
+	int64_t copying;		/* -EAGAIN: the version on its way to a host with room */
 };
 
 static int choose_host(void *ctx, const struct host_load *hosts, int n)
 {
 	struct choose *c = ctx;
-	return placement_choose(&c->rule, hosts, n, &c->p.vcpus, &c->p.memory_mib);
+	int rc = placement_choose(&c->rule, hosts, n, &c->p.vcpus, &c->p.memory_mib);
+	c->copying = rc == -EAGAIN ? placement_copy_pending(&c->rule, hosts, n) : 0;
+	return rc;
+}
+
+/* When a create refused for a copy on its way may try again: what this
+ * replica's copies took on average (export, transfer, import and the
+ * version's zygote booted), else COPY_RETRY_MS; at least a copying round. */
+#define COPY_RETRY_MS 10000
+static int64_t copy_retry_ms(struct remote *rm)
+{
+	pthread_mutex_lock(&rm->tlock);
+	int64_t ms = rm->tships ? rm->tship_ns / rm->tships / 1000000 : COPY_RETRY_MS;
+	pthread_mutex_unlock(&rm->tlock);
+	return ms < 2000 ? 2000 : ms > 120000 ? 120000 : ms;
 }
 
 /* The workspace's caps as the cluster counts them (store_place): over
@@ -523,6 +538,7 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	struct choose c = {
 		{ .policy = rm->cfg.policy, .vcpu_overcommit = rm->cfg.vcpu_overcommit, .template = req->template },
 		{ .workspace = req->workspace, .kind = "sandbox" },
+		0,
 	};
 	/* A workspace's template: its newest version, never one from
 	 * before the name was deleted (placement.h). */
@@ -550,6 +566,10 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 		rc = reserve(rm, &c, req->caps, req->report, NULL, 1, res, &h);
 	}
 	if (rc < 0) {
+		/* The new version's copy to a host with room is on its way:
+		 * the caller is told when to try again (Retry-After). */
+		if (rc == -EAGAIN && c.copying && req->report)
+			req->report->retry_after_ms = copy_retry_ms(rm);
 		host_row_clear(&h);
 		return rc;
 	}
@@ -868,7 +888,7 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 	 * there against the workspace's caps first. A tree is made whole or
 	 * not at all; separate forks are made while the caps have room, as
 	 * on one host, and the refusal comes after the children made. */
-	struct choose c = { { 0 }, { .workspace = req->workspace, .kind = "sandbox" } };
+	struct choose c = { { 0 }, { .workspace = req->workspace, .kind = "sandbox" }, 0 };
 	char res[HOST_FORK_MAX][ID_MAX];
 	int n = req->count;
 	rc = reserve(rm, &c, req->caps, req->report, &h, n, res, &none);

@@ -73,9 +73,35 @@ int placement_choose(const struct placement_rule *rule, const struct host_load *
 	}
 	if (best >= 0)
 		return best;
+	int64_t copying = placement_copy_pending(rule, hosts, n);
+	if (seen && copying)
+		return errf(EAGAIN, "template '%s' v%lld is in service only on hosts that are full; it is being "
+				    "copied to hosts with room (docs/cluster.md \"Templates\"): retry when the copy is in",
+			    rule->template, (long long)copying);
 	return seen ? errf(EAGAIN, "no host has room for a sandbox of template '%s' (kilnd cluster hosts)",
 			   rule->template)
 		    : errf(ENOENT, "template '%s' is built on no host that is up", rule->template);
+}
+
+int64_t placement_copy_pending(const struct placement_rule *rule, const struct host_load *hosts, int n)
+{
+	int64_t newest = 0, ver, v = 0, m = 0, vv, mm;
+	int over = rule->vcpu_overcommit > 0 ? rule->vcpu_overcommit : 1;
+	if (!rule->newest)
+		return 0;
+	for (int i = 0; i < n; i++)
+		if (listed(&hosts[i].host, rule->template, &ver, &vv, &mm) == 0 && ver > newest)
+			newest = ver, v = vv, m = mm;
+	if (newest < rule->min_version)
+		return 0;	/* only old copies: nothing of the new build is in yet */
+	for (int i = 0; i < n; i++) {
+		if (listed(&hosts[i].host, rule->template, &ver, &vv, &mm) == 0 && ver >= newest)
+			continue;
+		if (m <= hosts[i].host.memory_mib - hosts[i].memory_mib &&
+		    v <= hosts[i].host.vcpus * over - hosts[i].vcpus)
+			return newest;
+	}
+	return 0;
 }
 
 int placement_builder(const struct host_row *hosts, int n)

@@ -50,6 +50,14 @@ bool placement_workspace_template(const char *name);
 int placement_choose(const struct placement_rule *rule, const struct host_load *hosts, int n,
 		     int64_t *vcpus, int64_t *memory_mib);
 
+/* A workspace's template (rule->newest) whose newest version is on its
+ * way to a host with room: that version, when one of the n hosts lacks it
+ * (lists an older one, or none: the cluster copies it there, remote_tmpl.c)
+ * and has room for a sandbox of it; 0 when none. A create that found
+ * only full hosts with the newest version is then told to retry, not
+ * that the cluster is full. */
+int64_t placement_copy_pending(const struct placement_rule *rule, const struct host_load *hosts, int n);
+
 /* The size of template name as host h built it (its heartbeat's list):
  * 0, or -ENOENT. */
 int placement_template_size(const struct host_row *h, const char *name, int64_t *vcpus,

@@ -16,8 +16,9 @@
  *            without (PUT .../import?sha256=), which checks the digest,
  *            boots the version's zygote and only then serves it. One
  *            replica copies a version to a host: the one whose claim
- *            the store took (template_copies); a failed copy drops it.
- *            So a
+ *            the store took (template_copies), a lease it renews while
+ *            the copy runs (tclaim.h: one that dies mid-copy holds it
+ *            no longer than TCLAIM_MS); a failed copy drops it. So a
  *            finished build reaches the other hosts within a heartbeat
  *            and a copy, and a host that was down or joins later gets
  *            it at its first heartbeat.
@@ -38,6 +39,7 @@
 #include "hostif/remote_int.h"
 #include "hostif/hostif_wire.h"
 #include "hostif/placement.h"
+#include "hostif/tclaim.h"
 #include "host/template.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -56,10 +58,11 @@
 #define TSYNC_MS 2000
 #define TSYNC_RETRY_MS 30000		/* a copy that failed is tried again after this */
 #define TPUSHED_MS 60000		/* a copy made: not made again before the heartbeat says so */
-/* A replica's claim to copy a version to a host (template_copies): held
- * this long, the most its export and import calls may take, so that
- * another replica takes over from one that died mid-copy. */
-#define TCLAIM_MS (2 * SLOW_TIMEOUT_S * 1000)
+/* A replica's claim to copy a version to a host (template_copies, and
+ * tclaim.h): a lease this long, renewed every third of it while the copy
+ * runs, so that another replica takes over from one that died mid-copy
+ * within this (and a round), not after the longest a copy may take. */
+#define TCLAIM_MS 30000
 
 static int64_t now_ms(void)
 {
@@ -291,13 +294,33 @@ int remote_template_state(void *ctx, const char *name, struct tbuild_state *out)
 	return rc ?: the_build(ctx, name, out, &h);
 }
 
+static int count_down(void *ctx, const struct host_row *r)
+{
+	if (strcmp(r->admin, "revoked") && remote_host_down(r))
+		(*(int *)ctx)++;
+	return 0;
+}
+
 int remote_template_log_open(void *ctx, const char *name, int *fd, bool *running)
 {
 	struct remote *rm = ctx;
 	struct tbuild_state st;
 	struct host_row h;
 	int rc = name_check(name);
-	if (rc < 0 || (rc = the_build(rm, name, &st, &h)) < 0)
+	if (rc == 0 && (rc = the_build(rm, name, &st, &h)) == -ENOENT) {
+		/* Not on the hosts that are up: the builder may be one that
+		 * missed a heartbeat (a build's VM can starve its host), and a
+		 * follower that took this for the build's end would stop
+		 * mid-build. Said as the host being away, which it asks again. */
+		char why[300];
+		snprintf(why, sizeof why, "%s", errmsg());
+		int down = 0;
+		if (store_host_each(rm->cfg.store, count_down, &down) == 0 && down > 0)
+			return errf(EHOSTDOWN, "%s on the hosts that are up (%d host%s down)", why, down,
+				    down == 1 ? " is" : "s are");
+		return errf(ENOENT, "%s", why);
+	}
+	if (rc < 0)
 		return rc;
 	if (!st.known)
 		return errf(ENOENT, "template %s has no build log (it was not built through the API)", name);
@@ -689,19 +712,18 @@ static void tsync(void *ctx)
 				forget_pushed(rm, w[j].name, l.h[i].id);
 				continue;
 			}
+			struct tclaim claim;
 			if (pushed_lately(rm, w[j].name, l.h[i].id, w[j].version) ||
-			    store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
-						      TCLAIM_MS) <= 0)
+			    tclaim_take(&claim, rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
+					TCLAIM_MS) <= 0)
 				continue;	/* another replica copies it (or the store did not say) */
 			int rc = copy_one(rm, w[j].name, w[j].version, &l.h[w[j].src], &l.h[i], &tfd, &ex);
-			if (rc < 0) {
+			if (rc < 0)
 				log_warn("template %s v%d: copying it from host %s to host %s failed: %s", w[j].name,
 					 w[j].version, l.h[w[j].src].name, l.h[i].name, errmsg());
-				store_template_copy_release(rm->cfg.store, w[j].name, w[j].version, l.h[i].id,
-							    rm->replica);
-			} else	/* held until the host's heartbeat lists it, not longer */
-				store_template_copy_claim(rm->cfg.store, w[j].name, w[j].version, l.h[i].id, rm->replica,
-							  TPUSHED_MS);
+			/* Failed: released, for any replica to try; made: held
+			 * until the host's heartbeat lists it, not longer. */
+			tclaim_end(&claim, rc < 0 ? 0 : TPUSHED_MS);
 			note_pushed(rm, w[j].name, l.h[i].id, w[j].version, rc < 0);
 		}
 		if (tfd >= 0)

@@ -204,8 +204,10 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 	const struct ws_caps *capsp = NULL;
 	struct ws_caps_report scratch, *rep = NULL;
 	int rc = plan_caps(c, &plan, &caps, &capsp, &rep);
-	if (capsp && !rep)
-		rep = &scratch;
+	/* The caller's report also without caps: a cluster's refusal for a
+	 * template's copy on its way says when to retry in it. */
+	if (!rep)
+		rep = c->quota ? &c->quota->report : capsp ? &scratch : NULL;
 	rc = rc ?: ops_credit_check(c);
 	int64_t max_ttl = c->max_ttl;
 	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)

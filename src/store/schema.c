@@ -244,8 +244,8 @@ const char schema_sql[] =
 	 * tsync): one claims it here, the others leave it, so that a version
 	 * is sent to a host once, not once per replica. owner is the
 	 * replica's random id (a restarted one is another); a claim past
-	 * until_ms (the lease its claimer gave) may be taken over. A new
-	 * table, as above. */
+	 * until_ms (the lease its claimer gave, renewed while its copy runs:
+	 * hostif/tclaim.h) may be taken over. A new table, as above. */
 	"CREATE TABLE IF NOT EXISTS template_copies (\n"
 	"  name TEXT NOT NULL,\n"
 	"  version BIGINT NOT NULL,\n"

@@ -10,6 +10,7 @@
 #include "store/cluster.h"
 #include "store/store_databases.h"
 #include "hostif/placement.h"
+#include "hostif/tclaim.h"
 #include "host/meter.h"
 #include "api/http.h"
 #include "api/keys.h"
@@ -1948,6 +1949,34 @@ static void template_copy_claims(void)
 	store_close(st);
 }
 
+/* A copy's claim as a replica holds it (tclaim.h): a lease of 1 s,
+ * renewed while the copy runs, so another replica is refused after two
+ * leases have passed; its claimer dead (the renewing stops, nothing
+ * released), another takes it within a lease. Ended with the copy made,
+ * it is held keep_ms; with the copy failed, released. */
+static void template_copy_claim_renewed(void)
+{
+	struct store *st = open_fresh();
+	struct tclaim c, d;
+	CHECK(tclaim_take(&c, st, "w2_tcl", 1, "h_b", "api_one", 1000) == 1);
+	CHECK(tclaim_take(&d, st, "w2_tcl", 1, "h_b", "api_two", 1000) == 0);
+	usleep(2200 * 1000);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 1, "h_b", "api_two", 1000) == 0);
+	/* Its replica killed mid-copy: the thread that renewed is gone. */
+	periodic_stop(&c.renew);
+	CHECK(c.renewals >= 4 && !c.lost);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 1, "h_b", "api_two", 60000) == 0);
+	usleep(1100 * 1000);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 1, "h_b", "api_two", 60000) == 1);
+	CHECK(tclaim_take(&c, st, "w2_tcl", 2, "h_b", "api_one", 1000) == 1);
+	CHECK(tclaim_end(&c, 60000) == 0);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 2, "h_b", "api_two", 1000) == 0);
+	CHECK(tclaim_take(&c, st, "w2_tcl", 3, "h_b", "api_one", 60000) == 1);
+	CHECK(tclaim_end(&c, 0) == 0);
+	CHECK(store_template_copy_claim(st, "w2_tcl", 3, "h_b", "api_two", 1000) == 1);
+	store_close(st);
+}
+
 /* A workspace's template (copied between hosts): only a host with the
  * newest version listed, and none below min_version (the highest the name
  * had before it was deleted, plus one); another template goes anywhere it
@@ -1976,6 +2005,42 @@ static void placement_rule_versions(void)
 	any.min_version = 3;
 	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_W(2));
 	CHECK(placement_choose(&any, h, 3, &v, &m) == 0);
+}
+
+/* A new version in service only on a full host, and a host with room
+ * that has an older one (or none) yet: -EAGAIN saying the version is
+ * being copied there, not that the cluster is full; with no host of
+ * room left, the plain "no host has room"; another template's rule
+ * (not newest) never waits for a copy. */
+static void placement_waits_for_copy(void)
+{
+	struct host_load h[3];
+	int64_t v = 0, m = 0;
+	load_of(&h[0], "a", 2, 1024, 0, 1024, TMPL_W(3));	/* v3, full */
+	load_of(&h[1], "b", 2, 1024, 0, 0, TMPL_W(2));		/* v2, room */
+	load_of(&h[2], "c", 2, 1024, 0, 1024, "[]");		/* nothing, full */
+	struct placement_rule newest = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "w0123456789_t",
+					 .newest = true, .min_version = 3 };
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == -EAGAIN &&
+	      strstr(errmsg(), "'w0123456789_t' v3 is in service only on hosts that are full; it is being copied"));
+	CHECK(placement_copy_pending(&newest, h, 3) == 3);
+	/* The host with room has none of it yet: the same. */
+	load_of(&h[1], "b", 2, 1024, 0, 0, "[]");
+	CHECK(placement_copy_pending(&newest, h, 3) == 3);
+	/* It has too little room for the version's 256 MiB: full. */
+	load_of(&h[1], "b", 2, 1024, 0, 900, TMPL_W(2));
+	CHECK(placement_copy_pending(&newest, h, 3) == 0);
+	CHECK(placement_choose(&newest, h, 3, &v, &m) == -EAGAIN && strstr(errmsg(), "no host has room"));
+	/* Every host with the newest: full is full. */
+	load_of(&h[1], "b", 2, 1024, 0, 1024, TMPL_W(3));
+	load_of(&h[2], "c", 2, 1024, 0, 1024, TMPL_W(3));
+	CHECK(placement_copy_pending(&newest, h, 3) == 0);
+	/* Only versions from before the floor: nothing new to wait for. */
+	newest.min_version = 4;
+	load_of(&h[2], "c", 2, 1024, 0, 0, "[]");
+	CHECK(placement_copy_pending(&newest, h, 3) == 0);
+	struct placement_rule any = { .policy = PLACE_SPREAD, .vcpu_overcommit = 8, .template = "w0123456789_t" };
+	CHECK(placement_copy_pending(&any, h, 3) == 0);
 }
 
 /* The builder of a template: the fewest sandboxes, then the most memory
@@ -2358,7 +2423,9 @@ int main(void)
 	RUN(plan_move_races_plan_delete);
 	RUN(placement_rule_spread_pack_room);
 	RUN(template_copy_claims);
+	RUN(template_copy_claim_renewed);
 	RUN(placement_rule_versions);
+	RUN(placement_waits_for_copy);
 	RUN(placement_builder_choice);
 	RUN(placement_reserves_in_the_store);
 	RUN(placement_races_never_overplace);
