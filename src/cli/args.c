@@ -38,7 +38,7 @@ static const struct optdef optdefs[] = {
 	{ "idle-seconds", 0, VALUE }, { "ready-timeout", 0, VALUE }, { "tail", 0, VALUE },
 	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
 	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE }, { "force", 0, NONE },
-	{ "external", 0, NONE },
+	{ "external", 0, NONE }, { "disk", 0, VALUE }, { "build-net", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -239,6 +239,14 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 		if (!o->build_args)
 			o->build_args = json_array();
 		json_array_append_new(o->build_args, json_string(v));
+	}
+	else if (!strcmp(n, "disk"))
+		o->disk = args_number("--disk", v, CLI_TEMPLATE_DISK_MIN_MIB, CLI_TEMPLATE_DISK_MAX_MIB);
+	else if (!strcmp(n, "build-net")) {
+		/* The syntax of a CIDR is kilnd's to check (its 400 names the bad one). */
+		if (!v[0] || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+			usage_error(cmd, "--build-net wants none, internet or CIDR[,CIDR...], not '%s'", v);
+		o->build_net = v;
 	}
 	else if (!strcmp(n, "timeout")) o->timeout = args_number("-t/--timeout", v, 1, 86400);
 	else if (!strcmp(n, "stdin")) o->in = true;

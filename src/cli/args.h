@@ -14,6 +14,11 @@
 /* kiln's exit statuses (docs/cli.md). exec and shell exit with the remote
  * command's status instead; kiln's own failures stay in 125..127 so that
  * they do not look like the command's (docker's convention). */
+/* template build --disk: kilnd's bounds (ops/template.h's OPS_TEMPLATE_DISK_MIN_MIB
+ * and _MAX_MIB; the CLI includes no header of kilnd's). */
+#define CLI_TEMPLATE_DISK_MIN_MIB 64
+#define CLI_TEMPLATE_DISK_MAX_MIB (1 << 20)
+
 enum {
 	EXIT_USAGE = 2,		/* bad command line: nothing was sent */
 	EXIT_KILN = 125,	/* kiln or kilnd failed (unreachable, TLS, an API error) */
@@ -49,6 +54,8 @@ struct opts {
 	bool replace;			/* fs cp, fs mv: --replace */
 	const char *file;		/* template build's --file */
 	json_t *build_args;		/* template build's --build-arg K=V, an array, or NULL */
+	long long disk;			/* template build's --disk MIB, 0: not given */
+	const char *build_net;		/* template build's --build-net none|internet|CIDR,... */
 	const char *given[64];		/* the long names of the options given, in order */
 	int ngiven;
 	json_t *env, *meta;		/* from -e / --meta, or NULL */

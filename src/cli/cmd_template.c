@@ -81,6 +81,12 @@ static int template_build(const struct command *cmd, struct opts *o)
 	json_t *a;
 	json_array_foreach(o->build_args, i, a)
 		query_add(&q, "build_arg", json_string_value(a));
+	char disk[24];
+	if (o->disk) {
+		snprintf(disk, sizeof disk, "%lld", o->disk);
+		query_add(&q, "disk_mib", disk);
+	}
+	query_add(&q, "build_net", o->build_net);
 	struct context_list files;
 	context_list(o->pos[1], o->file, &files);
 	off_t size;
@@ -152,7 +158,7 @@ static int template_rm(const struct command *cmd, struct opts *o)
 int cmd_template(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
-		{ "build", "name file build-arg follow", template_build },
+		{ "build", "name file build-arg disk build-net follow", template_build },
 		{ "context", "file", template_context },
 		{ "get", "", template_get },
 		{ "logs", "follow", template_logs },

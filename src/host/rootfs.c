@@ -110,11 +110,16 @@ int rootfs_for_guest(const char *dir, const char *workdir)
 	return rc;
 }
 
-int rootfs_make_ext4(const char *dir, const char *out, uint64_t used_bytes, long entries,
+int rootfs_make_ext4(const char *dir, const char *out, uint64_t used_bytes, long entries, uint64_t size_mib,
 		     const char *log)
 {
 	uint64_t mib = used_bytes / (1 << 20);
-	mib += mib / 4 + ROOTFS_HEADROOM_MIB;
+	mib += mib / 4;
+	if (size_mib && size_mib < mib + 1)
+		return errf(EINVAL, "--disk %llu: the image's files need %llu MiB (their %llu MiB and a quarter "
+				    "more for the filesystem)", (unsigned long long)size_mib,
+			    (unsigned long long)mib + 1, (unsigned long long)(used_bytes >> 20));
+	mib = size_mib ? size_mib : mib + ROOTFS_HEADROOM_MIB;
 	long inodes = entries + entries / 4 + 8192;
 	char size[32], nino[32];
 	snprintf(size, sizeof size, "%lluM", (unsigned long long)mib);

@@ -18,9 +18,12 @@ int rootfs_for_guest(const char *dir, const char *workdir);
 
 /* mke2fs -d: an ext4 image of dir at out, sized for used_bytes of content
  * and entries inodes with headroom (ROOTFS_HEADROOM_MIB free for the
- * sandboxes' writes, sparse on the host). log: mke2fs's output. */
+ * sandboxes' writes, sparse on the host), or, size_mib not 0, exactly
+ * size_mib MiB (a template build's --disk): EINVAL, naming both, when the
+ * content with a quarter more for the filesystem's own does not fit.
+ * log: mke2fs's output. */
 #define ROOTFS_HEADROOM_MIB 1024
-int rootfs_make_ext4(const char *dir, const char *out, uint64_t used_bytes, long entries,
+int rootfs_make_ext4(const char *dir, const char *out, uint64_t used_bytes, long entries, uint64_t size_mib,
 		     const char *log);
 
 #endif

@@ -281,7 +281,9 @@ static json_t *image_json(const struct oci_config *c, const char *ref)
 
 /* The OCI image ref unpacked and written as a raw root image at out;
  * its config into *image. */
-static int oci_root(struct build *b, const char *ref, const char *out, json_t **image)
+/* disk_mib: the image's size (--oci --disk), 0: its content and
+ * ROOTFS_HEADROOM_MIB free. */
+static int oci_root(struct build *b, const char *ref, const char *out, int64_t disk_mib, json_t **image)
 {
 	char root[PATH_MAX + 16], scratch[PATH_MAX + 16], log[PATH_MAX + 16];
 	snprintf(root, sizeof root, "%s/oci-root", b->t.dir);
@@ -304,8 +306,10 @@ static int oci_root(struct build *b, const char *ref, const char *out, json_t **
 	}
 	if (rc == 0) {
 		progress(b, "mke2fs (log: %s)", log);
-		rc = rootfs_make_ext4(root, out, st.bytes, st.entries, log);
+		rc = rootfs_make_ext4(root, out, st.bytes, st.entries, (uint64_t)disk_mib, log);
 	}
+	if (rc == 0 && disk_mib)
+		progress(b, "the root filesystem takes the whole disk: %lld MiB", (long long)disk_mib);
 	if (rc == 0 && !(*image = image_json(&cfg, ref)))
 		rc = errf(ENOMEM, "out of memory");
 	oci_config_free(&cfg);
@@ -316,7 +320,7 @@ static int oci_root(struct build *b, const char *ref, const char *out, json_t **
 static int step_image_oci(struct build *b, const char *out)
 {
 	json_t *image = NULL;
-	int rc = oci_root(b, b->o->oci, out, &image);
+	int rc = oci_root(b, b->o->oci, out, b->o->disk_mib, &image);
 	if (rc == 0) {
 		json_decref(b->t.image);
 		b->t.image = image;
@@ -342,7 +346,7 @@ static int df_oci_base(struct build *b, struct dfbuild *d)
 	if (access(ext4, F_OK) < 0) {
 		json_t *image = NULL;
 		unlink(tmp);
-		rc = oci_root(b, d->from_oci, tmp, &image);
+		rc = oci_root(b, d->from_oci, tmp, 0, &image);
 		if (rc == 0 && json_dump_file(image, js, 0) < 0)
 			rc = errf(EIO, "writing %s", js);
 		if (rc == 0 && (chmod(tmp, 0444) < 0 || rename(tmp, ext4) < 0))
@@ -1003,10 +1007,14 @@ static int check_opts(const struct build_opts *o)
 			    o->name);
 	if (!!o->oci + !!o->image + !!o->dockerfile > 1)
 		return errf(EINVAL, "--oci, --image and --dockerfile: give one");
-	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context || o->disk_mib ||
-	     o->build_net) && !o->dockerfile)
-		return errf(EINVAL, "--file, --build-arg, --max-context, --disk and --build-net are about --dockerfile: "
+	if ((o->dockerfile_file || (o->build_args && o->build_args[0]) || o->max_context || o->build_net) &&
+	    !o->dockerfile)
+		return errf(EINVAL, "--file, --build-arg, --max-context and --build-net are about --dockerfile: "
 				    "give it");
+	/* An --image file, or a compiled-in template's image, is taken as it is. */
+	if (o->disk_mib && !o->dockerfile && !o->oci)
+		return errf(EINVAL, "--disk is about --dockerfile and --oci (the root is made at that size); "
+				    "an --image file or a compiled-in image is used as it is");
 	struct net_policy np;
 	if (o->build_net && strcmp(o->build_net, "none") && build_net_policy(o->build_net, &np) < 0)
 		return -EINVAL;

@@ -4,9 +4,9 @@
 # minimal root's files, taken out of build/guest/rootfs-minimal.ext4 with
 # debugfs, as the base layer, then two layers with whiteouts and an opaque
 # directory), builds it with `kilnd template build ocitest --oci DIR:v1
-# --vcpus 3 --memory 384`, creates a sandbox of it and checks, inside the
-# guest, every file as the layers say, the image's Env and WorkingDir, and
-# the template's vCPUs and memory (nproc, MemTotal). A corrupted image is
+# --vcpus 3 --memory 384 --disk 1536`, creates a sandbox of it and checks, inside the
+# guest, every file as the layers say, the image's Env and WorkingDir, the
+# root's size (df), and the template's vCPUs and memory (nproc, MemTotal). A corrupted image is
 # refused before anything boots, and nothing of it is put in service.
 # tier: full: a slow file whose ground the quick tier covers otherwise (the unit tests unpack OCI layouts (whiteouts, opaque directories, limits) natively)
 . "$(dirname "$0")/lib.sh"
@@ -33,7 +33,7 @@ st=$?
 	[ ! -e "$DATA/templates/ocibad/current" ] &&
 	pass oci_corrupt_refused "$(tail -1 "$T/bad.log" | cut -c1-200)" || fail oci_corrupt_refused "status $st: $(tail -2 "$T/bad.log")"
 
-"$KILND" --data "$DATA" template build ocitest --oci "$T/img:v1" --vcpus 3 --memory 384 > "$T/build.log" 2>&1
+"$KILND" --data "$DATA" template build ocitest --oci "$T/img:v1" --vcpus 3 --memory 384 --disk 1536 > "$T/build.log" 2>&1
 st=$?
 [ "$st" = 0 ] && [ "$(readlink "$DATA/templates/ocitest/current")" = v1 ] &&
 	pass oci_build "$(grep -o 'image: [0-9]* layers[^(]*' "$T/build.log" | head -1); $(tail -1 "$T/build.log")" ||
@@ -77,6 +77,12 @@ run oci_no_markers 'find / -xdev -name ".wh.*" | wc -l' 0
 # The image config: Env under the create's env, WorkingDir for exec.
 run oci_env 'echo "$KILN_OCI $EXTRA"' 'layered from-create'
 run oci_workdir 'pwd' /keep
+# --disk 1536: the root made at that size (without it: the files, a
+# quarter more and 1 GiB, about 1030 MiB here).
+out 'df -k / | tail -1'
+kb=$(awk '{print $2}' <<<"$OUT")
+[ "${kb:-0}" -gt 1400000 ] && [ "${kb:-0}" -le 1572864 ] && grep -q "the root filesystem takes the whole disk: 1536 MiB" "$T/build.log" &&
+	pass oci_disk "df /: $OUT" || fail oci_disk "df /: $OUT; $(grep -c 'whole disk' "$T/build.log") log lines"
 # The template's resources.
 run oci_nproc 'nproc' 3
 # MemTotal: the 384 MiB less what the kernel keeps (tens of MiB), more

@@ -23,6 +23,7 @@
 # takes wildcards (*.txt docs/*.txt), ADD unpacks a .tar.gz whose files
 # come before their directories (or with none listed). The API's upload
 # of it is a tar listing files before their directory.
+# time limit: 900 (the full tier adds four builds in build VMs and a snapshot: it hit the default 420 s in a loaded emulated host)
 . "$(dirname "$0")/lib.sh"
 have_kvm || { fail tstart_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 MIN=$REPO/build/guest/rootfs-minimal.ext4
@@ -102,13 +103,13 @@ nc=$(grep -c "cached: " "$T/dock2.log")
 	grep -q "^step 9/9 | about to fail" "$T/dock2.log" && [ "$(readlink "$DATA/templates/dock/current")" = v1 ] &&
 	pass df_failed_run_cached_steps "$nc steps cached; $(tail -1 "$T/dock2.log" | cut -c1-240)" ||
 	fail df_failed_run_cached_steps "status $st, $nc cached: $(tail -3 "$T/dock2.log" | tr '\n' ' ')"
-# --disk (docs/templates.md "Disk size"): refused without --dockerfile
+# --disk (docs/templates.md "Disk size"): refused with --image
 # and under its floor; in the full tier (two build VMs) a RUN writing
 # 100 MiB, more than minimal's image has free, fails without it and
 # passes with --disk 512, whose root filesystem is then 512 MiB (in the
 # build VM's df, and the image's superblock).
 out=$("$KILND" --data "$DATA" template build x --image "$MIN" --disk 512 2>&1)
-[[ $out == *"--disk and --build-net are about --dockerfile"* ]] && pass tdisk_needs_dockerfile "$out" || fail tdisk_needs_dockerfile "$out"
+[[ $out == *"--disk is about --dockerfile and --oci"* ]] && pass tdisk_needs_dockerfile "$out" || fail tdisk_needs_dockerfile "$out"
 out=$("$KILND" --data "$DATA" template build x --dockerfile "$CTX" --disk 8 2>&1)
 [[ $out == *"--disk"*"8"* ]] && pass tdisk_floor "$out" || fail tdisk_floor "$out"
 if full_only tdisk_grow "two build VMs, about 30 s"; then
@@ -137,7 +138,11 @@ fi
 # policy would reach: the allow list is what holds.
 out=$("$KILND" --data "$DATA" template build x --dockerfile "$CTX" --build-net 10.0.0.0/33 2>&1)
 [[ $out == *"--build-net '10.0.0.0/33': want none, internet or CIDR"* ]] && pass tnet_bad_cidr "$out" || fail tnet_bad_cidr "$out"
-if full_only tnet_build "a build VM, about 20 s"; then
+# up88: "the internet" (once), with a server on 203.0.113.10 and 192.0.2.2;
+# netctx: a Dockerfile whose RUN tries both and says what answered.
+up88() {
+	[ -n "${UP88:-}" ] && return 0
+	UP88=1
 	. "$REPO/tests/integration/upstream.sh"
 	upstream kiln-t88-up kup88
 	mkdir -p "$T/www" && echo kiln-upstream > "$T/www/index.html"
@@ -146,8 +151,11 @@ if full_only tnet_build "a build VM, about 20 s"; then
 	for i in $(seq 60); do [ "$(curl -s -m 5 http://203.0.113.10/)" = kiln-upstream ] && break; sleep 0.5; done
 	mkdir -p "$T/netctx"
 	printf '%s\n' 'FROM kiln/minimal' \
-		'RUN a=$(echo GET / | nc -w 4 203.0.113.10 80 | head -1); b=$(echo GET / | nc -w 4 192.0.2.2 80 | head -1); echo "in:[$a] out:[$b] net:[$(ls /sys/class/net | tr "\n" " ")]"' \
+		'RUN a=$(echo GET / | nc -w 4 203.0.113.10 80 | head -1); b=$(echo GET / | nc -w 4 192.0.2.2 80 | head -1); echo "in:[$a] out:[$b] net:[$(ls /sys/class/net | tr "\n" " ")]" | tee /net.txt' \
 		> "$T/netctx/Dockerfile"
+}
+if full_only tnet_build "a build VM, about 20 s"; then
+	up88
 	"$KILND" --data "$DATA" template build netb --dockerfile "$T/netctx" --build-net 203.0.113.10/32 --no-snapshot > "$T/netb.log" 2>&1
 	st=$?
 	line=$(grep -m1 '| in:\[' "$T/netb.log")
@@ -342,5 +350,35 @@ s2=$STATUS
 api GET /v1/templates/web
 check tapi_deleted "delete $s1, $s2; then get $STATUS; templates: $(ls "$DATA/templates" | tr '\n' ' '); builds: $(ls -A "$DATA/templates/.builds" | tr '\n' ' ')" \
 	[ "$s1" = 204 -a "$s2" = 204 -a "$STATUS" = 404 -a -z "$(ls "$DATA/templates/.builds")" ]
+# build_net and disk_mib through the API, end to end (full tier: a build
+# VM, a snapshot and a sandbox, about a minute): the RUN reaches the
+# allowed 203.0.113.10 and not 192.0.2.2, and a sandbox of the template
+# has the 512 MiB root (minimal's is 64 MiB).
+if full_only tapi_net_disk "a build VM and a snapshot, about a minute"; then
+	up88
+	tar -C "$T/netctx" -cf "$T/netctx.tar" .
+	upload "$T/netctx.tar" "name=netdisk&disk_mib=512&build_net=203.0.113.10/32"
+	s1=$STATUS
+	follow netdisk
+	e=$(ended netdisk)
+	line=$(grep -m1 '| in:\[' "$T/netdisk.sse" | sed 's/.*| //; s/".*//')
+	ok=0
+	[ "$s1" = 202 ] && [[ $e == *'"ready"'* ]] && grep -q "RUN steps on the network: 203.0.113.10/32" "$T/netdisk.sse" &&
+		grep -q "the root filesystem takes the whole disk: 512 MiB" "$T/netdisk.sse" &&
+		[[ $line == "in:[kiln-upstream] out:[] net:[eth0 lo ]"* ]] && ok=1
+	check tapi_build_net_disk "$s1; end $e; RUN: $line" [ $ok = 1 ]
+	create_sandbox '{"template":"netdisk"}'
+	N=$SBX
+	at_exit 'api DELETE /v1/sandboxes/${N:-none}'
+	api POST "/v1/sandboxes/$N/exec" '{"cmd":"df -k / | tail -1; cat /net.txt"}'
+	kb=$(jget 'j["stdout"].split("\n")[0].split()[1]')
+	got=$(jget 'j["stdout"].split("\n")[1]')
+	check tapi_net_disk_sandbox "df / ${kb} KiB; /net.txt: $got" \
+		[ "${kb:-0}" -gt 450000 -a "${kb:-0}" -le 524288 -a "${got%% net:*}" = "in:[kiln-upstream] out:[]" ]
+	api DELETE "/v1/sandboxes/$N"
+	N=
+	api DELETE /v1/templates/netdisk
+	expect tapi_net_disk_deleted 204 -
+fi
 echo "-- the API's template cases took $((SECONDS - t_api)) s"
 alive tstart_alive

@@ -97,5 +97,50 @@ check cli_upload_unignored "context_bytes $bytes" [ -n "$bytes" ] && [ "$bytes" 
 printf 'ok\nsrc/[a-\n' > "$C/.dockerignore"
 out=$(KILN_API_URL=$API KILN_API_KEY=$key "$kiln" template build "$C" --name ctxbad 2>&1); st=$?
 check cli_bad_pattern "exit $st: $out" [ "$st" != 0 ] && grep -q 'line 2' <<<"$out"
+# --disk and --build-net (CLI) and disk_mib and build_net (Python SDK)
+# reach the build: no VM boots for either, since kilnd refuses a disk
+# smaller than base's 4 GiB image before the first step, and a build
+# network on a kilnd without one (--no-net) at the image step, each
+# naming the value it got. Bad values are refused before the upload.
+D=$dir/dctx
+mkdir -p "$D" && printf 'FROM kiln/base\nRUN true\n' > "$D/Dockerfile"
+kb() { KILN_API_URL=$API KILN_API_KEY=$key "$kiln" template build "$D" "$@"; }
+out=$(kb --name cdisk --disk 1024 -f 2>&1); st=$?
+check cli_disk_sent "exit $st: $(tail -1 <<<"$out")" [ "$st" = 1 ] && grep -q "disk 1024: smaller than the FROM image's 4096 MiB" <<<"$out"
+out=$(kb --name cnet --build-net 203.0.113.10/32 -f 2>&1); st=$?
+check cli_build_net_sent "exit $st: $(tail -1 <<<"$out")" [ "$st" = 1 ] &&
+	grep -q "build-net 203.0.113.10/32: this host has no sandbox network" <<<"$out"
+out=$(kb --name cbad --disk 10 2>&1); st=$?
+check cli_disk_bad "exit $st: $(head -1 <<<"$out")" [ "$st" = 2 ] && grep -q -- "--disk: '10' is not a number from 64" <<<"$out"
+out=$(kb --name cbad --build-net 10.0.0.0/33 2>&1); st=$?
+check cli_build_net_bad "exit $st: $(head -1 <<<"$out")" [ "$st" = 125 ] && grep -q "build_net '10.0.0.0/33'" <<<"$out"
+out=$(PYTHONPATH="$repo/sdk/python" python3 - "$API" "$key" "$D" 2>&1 <<'PY'
+import sys
+from kiln import Client, InvalidRequest
+c = Client(api_url=sys.argv[1], api_key=sys.argv[2])
+def ended(name, **kw):
+    c.build_template(sys.argv[3], name, **kw)
+    end = [e for e in c.template_logs(name, follow=True) if e["kind"] == "end"][0]
+    c.delete_template(name)
+    return "%s: %s" % (end["status"], end["error"])
+for kw in ({"disk_mib": 10}, {"disk_mib": "1024"}, {"build_net": ""}, {"build_net": "10.0.0.0/8,"}):
+    try:
+        c.build_template(sys.argv[3], "pybad", **kw)
+        print("not refused:", kw)
+    except ValueError as e:
+        print("refused:", e)
+try:
+    c.build_template(sys.argv[3], "pybad", build_net="10.0.0.0/33")
+    print("not refused: 10.0.0.0/33")
+except InvalidRequest as e:
+    print("400:", e)
+print(ended("pydisk", disk_mib=1024))
+print(ended("pynet", build_net="203.0.113.10/32"))
+PY
+)
+check python_disk_build_net "$(tr '\n' '|' <<<"$out")" [ "$(grep -c '^refused: \(disk_mib\|build_net\)' <<<"$out")" = 4 ] &&
+	grep -q "^400: .*build_net '10.0.0.0/33'" <<<"$out" &&
+	grep -q "^failed: .*disk 1024: smaller than the FROM image's 4096 MiB" <<<"$out" &&
+	grep -q "^failed: .*build-net 203.0.113.10/32: this host has no sandbox network" <<<"$out"
 stop_kilnd
 exit $rc

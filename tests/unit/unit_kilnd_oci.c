@@ -276,7 +276,11 @@ static int ext4_image(void)
 	/* An /etc that is a symlink is refused, not written through. */
 	snprintf(ext4, sizeof ext4, "%s/root.ext4", tmp);
 	snprintf(log, sizeof log, "%s/mke2fs.log", tmp);
-	T_ASSERT(rootfs_make_ext4(root, ext4, st.bytes, st.entries, log) == 0, "%s", errmsg());
+	/* A --disk too small for the files is refused, naming both sizes. */
+	rc = rootfs_make_ext4(root, ext4, 300 << 20, st.entries, 64, log);
+	T_ASSERT(rc == -EINVAL && strstr(errmsg(), "--disk 64: the image's files need 376 MiB (their 300 MiB"), "%d %s",
+		 rc, errmsg());
+	T_ASSERT(rootfs_make_ext4(root, ext4, st.bytes, st.entries, 0, log) == 0, "%s", errmsg());
 	T_ASSERT(sh("debugfs -R 'cat /etc/new' %s 2>/dev/null | grep -qx new", ext4) == 0, "etc/new in the image");
 	T_ASSERT(sh("debugfs -R 'cat /opq/c' %s 2>/dev/null | grep -qx c", ext4) == 0, "opq/c in the image");
 	T_ASSERT(sh("debugfs -R 'stat /etc/old' %s 2>&1 | grep -q 'File not found'", ext4) == 0,

@@ -26,18 +26,43 @@ def _name(name: str) -> str:
     return name
 
 
+# disk_mib's bounds: kilnd's (docs/templates.md "Disk size").
+DISK_MIN_MIB, DISK_MAX_MIB = 64, 1 << 20
+
+
+def _disk_mib(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not DISK_MIN_MIB <= v <= DISK_MAX_MIB:
+        raise ValueError(f"disk_mib {v!r}: want a number of MiB from {DISK_MIN_MIB} to {DISK_MAX_MIB}")
+    return v
+
+
+def _build_net(v: Any) -> str:
+    # none, internet or CIDR[,CIDR...]; kilnd checks each CIDR (its 400 names the bad one).
+    if not isinstance(v, str) or not v or "" in v.split(","):
+        raise ValueError(f"build_net {v!r}: want 'none', 'internet' or 'CIDR[,CIDR...]'")
+    return v
+
+
 def build(t: "Transport", context_dir: PathLike, name: str, *, dockerfile: Optional[str] = None,
-          build_args: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
+          build_args: Optional[Mapping[str, str]] = None, disk_mib: Optional[int] = None,
+          build_net: Optional[str] = None) -> Dict[str, Any]:
     """POST /v1/templates: what context_dir's .dockerignore keeps (and the
     Dockerfile and .dockerignore), as a gzipped tar (spooled to a
     temporary file, not held in memory); {name, build_id, status:
-    "building", context_bytes} once kilnd has unpacked it."""
+    "building", context_bytes} once kilnd has unpacked it. disk_mib: the
+    root's size (64 to 1048576 MiB, sparse; default the FROM image's);
+    build_net: what the RUN steps reach ("none", the default, "internet",
+    or "CIDR[,CIDR...]")."""
     src = os.fspath(context_dir)
     if not os.path.isdir(src):
         raise ValueError(f"{src!r} is not a directory (the build context)")
     pairs = [("name", _name(name))]
     if dockerfile is not None:
         pairs.append(("dockerfile", dockerfile))
+    if disk_mib is not None:
+        pairs.append(("disk_mib", str(_disk_mib(disk_mib))))
+    if build_net is not None:
+        pairs.append(("build_net", _build_net(build_net)))
     pairs += [("build_arg", f"{k}={v}") for k, v in (build_args or {}).items()]  # repeated
     path = "/v1/templates?" + urlencode(pairs)
     # What .dockerignore hides is never sent (a node_modules, a .git, an .env).

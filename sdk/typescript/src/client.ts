@@ -60,6 +60,22 @@ function templateName(name: string): string {
   return name;
 }
 
+/** A build's disk_mib: kilnd's bounds (docs/templates.md "Disk size"). */
+function templateDiskMib(v: number): number {
+  if (!Number.isInteger(v) || v < 64 || v > 1048576) {
+    throw new TypeError(`diskMib ${JSON.stringify(v)}: want a number of MiB from 64 to 1048576`);
+  }
+  return v;
+}
+
+/** A build's network: none, internet or CIDR[,CIDR...]; kilnd checks each CIDR (its 400 names the bad one). */
+function templateBuildNet(v: string): string {
+  if (typeof v !== "string" || v === "" || v.split(",").includes("")) {
+    throw new TypeError(`buildNet ${JSON.stringify(v)}: want "none", "internet" or "CIDR[,CIDR...]"`);
+  }
+  return v;
+}
+
 export function env(name: string): string | undefined {
   const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
   return p?.env?.[name] || undefined;
@@ -304,7 +320,11 @@ export class Client {
    * ({name, build_id, status: "building", context_bytes}).
    */
   async buildTemplate(contextDir: string, name: string,
-                      options: { dockerfile?: string; buildArgs?: Record<string, string> } = {}): Promise<Record<string, unknown>> {
+                      options: { dockerfile?: string; buildArgs?: Record<string, string>; diskMib?: number;
+                                 buildNet?: string } = {}): Promise<Record<string, unknown>> {
+    // Checked before the context is packed: a bad value is named at once.
+    if (options.diskMib !== undefined) templateDiskMib(options.diskMib);
+    if (options.buildNet !== undefined) templateBuildNet(options.buildNet);
     const { packDir } = await import("./tar.js");
     const { contextFilter } = await import("./dockerignore.js");
     // What .dockerignore hides is never sent (a node_modules, a .git, an .env).
@@ -312,6 +332,8 @@ export class Client {
     const q = new URLSearchParams({ name: templateName(name) });
     if (options.dockerfile !== undefined) q.append("dockerfile", options.dockerfile);
     for (const [k, v] of Object.entries(options.buildArgs ?? {})) q.append("build_arg", `${k}=${v}`);
+    if (options.diskMib !== undefined) q.append("disk_mib", String(options.diskMib));
+    if (options.buildNet !== undefined) q.append("build_net", options.buildNet);
     return this.json("POST", `/v1/templates?${q.toString()}`, {
       body: blob, headers: { "Content-Type": "application/x-tar" }, ok: [202],
     });

@@ -120,6 +120,33 @@ test("buildTemplate's context: what .dockerignore hides is not sent (tests/unit/
   }
 });
 
+test("buildTemplate: diskMib and buildNet reach the build (docs/templates.md \"Disk size\", \"Network\")", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "kiln-ctx-"));
+  const c = new Client();
+  const name = `tsdisk${process.pid % 100000}`;
+  try {
+    await writeFile(join(dir, "Dockerfile"), "FROM kiln/base\nRUN true\n");
+    // Checked here, before anything is sent, naming the option.
+    await assert.rejects(() => c.buildTemplate(dir, name, { diskMib: 10 }), (e: Error) =>
+      e instanceof TypeError && e.message.includes("diskMib 10: want a number of MiB from 64"));
+    await assert.rejects(() => c.buildTemplate(dir, name, { buildNet: "10.0.0.0/8," }), (e: Error) =>
+      e instanceof TypeError && e.message.includes("buildNet"));
+    // A CIDR is kilnd's to check: its 400 names build_net (so it was sent as build_net).
+    const bad = await rejects(() => c.buildTemplate(dir, name, { buildNet: "10.0.0.0/33" }), InvalidRequest);
+    assert.ok(bad.message.includes("build_net '10.0.0.0/33'"), bad.message);
+    // A disk smaller than base's 4 GiB image: the build refuses it before a
+    // build VM boots, naming the size it got.
+    await c.buildTemplate(dir, name, { diskMib: 1024 });
+    let end: Record<string, unknown> = {};
+    for await (const ev of c.followTemplateLogs(name)) if (ev.kind === "end") end = ev;
+    assert.equal(end.status, "failed", JSON.stringify(end));
+    assert.ok(String(end.error).includes("--disk 1024: smaller than the FROM image's 4096 MiB"), JSON.stringify(end));
+  } finally {
+    await c.deleteTemplate(name).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test("create, get, list", async () => {
   A = await create({ ttlSeconds: 3600, metadata: { owner: "ts-test" }, env: { FROM_SANDBOX: "yes" } });
   assert.deepEqual([A.status, A.template, A.metadata, A.ttlSeconds], ["running", "minimal", { owner: "ts-test" }, 3600]);
