@@ -322,6 +322,7 @@ int h_host_template_build(struct req *r)
 	const char *mt = req_query(r, "max_templates"), *mb = req_query(r, "max_builds");
 	const char *ms = req_query(r, "max_seconds"), *mr = req_query(r, "max_root_mib");
 	const char *fv = req_query(r, "first_version"), *dm = req_query(r, "disk_mib");
+	const char *vc = req_query(r, "vcpus"), *mm = req_query(r, "memory_mib");	/* template_build checks them */
 	struct tbuild_req q = { .name = r->params[0], .tar_fd = r->body_fd, .dockerfile = req_query(r, "dockerfile"),
 				.build_args = a.n ? a.args : NULL, .group = req_query(r, "group"),
 				.max_templates = mt ? strtoll(mt, NULL, 10) : 0,
@@ -330,6 +331,7 @@ int h_host_template_build(struct req *r)
 				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0,
 				.disk_mib = dm ? strtoll(dm, NULL, 10) : 0,
 				.build_net = req_query(r, "build_net"),
+				.vcpus = vc ? atoi(vc) : 0, .memory_mib = mm ? atoi(mm) : 0,
 				.first_version = 0 };
 	char *end = NULL;
 	if (fv && ((q.first_version = strtoll(fv, &end, 10)) < 0 || q.first_version > INT32_MAX || *end || end == fv))

@@ -2,6 +2,7 @@
  * h_templates: a workspace's own templates (docs/api.md "Templates",
  * docs/templates.md "Building through the API"):
  *   POST   /v1/templates?name=N[&dockerfile=F][&build_arg=K=V...][&disk_mib=MIB][&build_net=P]
+ *          [&vcpus=N][&memory_mib=MIB]
  *          the body a tar of the build context (gzip or not), spooled to
  *          an unlinked file as it arrives (BODY_FILE, --max-file bounds
  *          it: 413), never held in memory; 202 once it is unpacked and
@@ -37,6 +38,7 @@ struct build_query {
 	const char *name, *dockerfile;
 	int64_t disk_mib;		/* disk_mib=; 0: the FROM image's size */
 	const char *build_net;		/* build_net=; NULL: no network */
+	int vcpus, memory_mib;		/* vcpus=, memory_mib=; 0: 1 vCPU, 256 MiB */
 	const char *args[TBUILD_ARGS_MAX + 2];
 	int nargs;
 	bool nul, unknown;
@@ -54,11 +56,26 @@ static enum MHD_Result one_arg(void *cls, enum MHD_ValueKind kind, const char *k
 		if (q->nargs <= TBUILD_ARGS_MAX)
 			q->args[q->nargs++] = value ? value : "";
 	} else if (strcmp(key, "name") && strcmp(key, "dockerfile") && strcmp(key, "disk_mib") &&
-		   strcmp(key, "build_net") && !q->unknown) {
+		   strcmp(key, "build_net") && strcmp(key, "vcpus") && strcmp(key, "memory_mib") && !q->unknown) {
 		q->unknown = true;
 		snprintf(q->bad, sizeof q->bad, "%s", key);
 	}
 	return MHD_YES;
+}
+
+/* Query parameter key, if there, as a number from lo to hi into *out. */
+static int query_int(struct req *r, const char *key, int lo, int hi, const char *what, int *out)
+{
+	const char *v = req_query(r, key);
+	if (!v)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || end == v || *end || n < lo || n > hi)
+		return errf(EINVAL, "%s '%.20s': want %s from %d to %d", key, v, what, lo, hi);
+	*out = (int)n;
+	return 0;
 }
 
 static int build_query(struct req *r, struct build_query *q)
@@ -68,7 +85,8 @@ static int build_query(struct req *r, struct build_query *q)
 	if (q->nul)
 		return errf(EINVAL, "a query parameter holds a NUL byte");
 	if (q->unknown)
-		return errf(EINVAL, "unknown query parameter '%s' (name, dockerfile, build_arg, disk_mib, build_net)", q->bad);
+		return errf(EINVAL, "unknown query parameter '%s' (name, dockerfile, build_arg, disk_mib, build_net, vcpus, "
+				    "memory_mib)", q->bad);
 	if (q->nargs > TBUILD_ARGS_MAX)
 		return errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX);
 	q->name = req_query(r, "name");
@@ -84,6 +102,10 @@ static int build_query(struct req *r, struct build_query *q)
 				    OPS_TEMPLATE_DISK_MIN_MIB, OPS_TEMPLATE_DISK_MAX_MIB);
 		q->disk_mib = v;
 	}
+	if (query_int(r, "vcpus", 1, OPS_TEMPLATE_VCPUS_MAX, "a number of vCPUs", &q->vcpus) < 0 ||
+	    query_int(r, "memory_mib", OPS_TEMPLATE_MEMORY_MIN_MIB, OPS_TEMPLATE_MEMORY_MAX_MIB, "a number of MiB",
+		      &q->memory_mib) < 0)
+		return -EINVAL;
 	if (!q->name || !q->name[0])
 		return errf(EINVAL, "the query's name= is required: the template's name");
 	if (!ops_template_name_ok(q->name))
@@ -126,8 +148,10 @@ int h_template_build(struct req *r)
 	struct ops_caller c;
 	struct ops_quota quota;
 	req_caller_quota(r, &c, &quota);
-	int rc = ops_template_build(&c, q.name, r->body_fd, q.dockerfile, q.nargs ? q.args : NULL, q.disk_mib,
-				    q.build_net);
+	struct ops_build_spec s = { .dockerfile = q.dockerfile, .build_args = q.nargs ? q.args : NULL,
+				    .disk_mib = q.disk_mib, .build_net = q.build_net, .vcpus = q.vcpus,
+				    .memory_mib = q.memory_mib };
+	int rc = ops_template_build(&c, q.name, r->body_fd, &s);
 	if (rc == -EDQUOT)
 		return reply_limit(r, &quota);
 	if (rc < 0)

@@ -39,6 +39,7 @@ static const struct optdef optdefs[] = {
 	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
 	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE }, { "force", 0, NONE },
 	{ "external", 0, NONE }, { "disk", 0, VALUE }, { "build-net", 0, VALUE },
+	{ "vcpus", 0, VALUE }, { "memory", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -242,6 +243,10 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	}
 	else if (!strcmp(n, "disk"))
 		o->disk = args_number("--disk", v, CLI_TEMPLATE_DISK_MIN_MIB, CLI_TEMPLATE_DISK_MAX_MIB);
+	else if (!strcmp(n, "vcpus"))
+		o->vcpus = args_number("--vcpus", v, 1, CLI_TEMPLATE_VCPUS_MAX);
+	else if (!strcmp(n, "memory"))
+		o->memory = args_number("--memory", v, CLI_TEMPLATE_MEMORY_MIN_MIB, CLI_TEMPLATE_MEMORY_MAX_MIB);
 	else if (!strcmp(n, "build-net")) {
 		/* The syntax of a CIDR is kilnd's to check (its 400 names the bad one). */
 		if (!v[0] || v[0] == ',' || v[strlen(v) - 1] == ',' || strstr(v, ",,"))

@@ -18,6 +18,10 @@
  * and _MAX_MIB; the CLI includes no header of kilnd's). */
 #define CLI_TEMPLATE_DISK_MIN_MIB 64
 #define CLI_TEMPLATE_DISK_MAX_MIB (1 << 20)
+/* And its --vcpus and --memory (OPS_TEMPLATE_VCPUS_MAX, _MEMORY_MIN_MIB, _MEMORY_MAX_MIB). */
+#define CLI_TEMPLATE_VCPUS_MAX 8
+#define CLI_TEMPLATE_MEMORY_MIN_MIB 128
+#define CLI_TEMPLATE_MEMORY_MAX_MIB 65536
 
 enum {
 	EXIT_USAGE = 2,		/* bad command line: nothing was sent */
@@ -55,6 +59,7 @@ struct opts {
 	const char *file;		/* template build's --file */
 	json_t *build_args;		/* template build's --build-arg K=V, an array, or NULL */
 	long long disk;			/* template build's --disk MIB, 0: not given */
+	long long vcpus, memory;	/* template build's --vcpus N and --memory MIB, 0: not given */
 	const char *build_net;		/* template build's --build-net none|internet|CIDR,... */
 	const char *given[64];		/* the long names of the options given, in order */
 	int ngiven;

@@ -87,6 +87,15 @@ static int template_build(const struct command *cmd, struct opts *o)
 		query_add(&q, "disk_mib", disk);
 	}
 	query_add(&q, "build_net", o->build_net);
+	char vcpus[24], memory[24];
+	if (o->vcpus) {
+		snprintf(vcpus, sizeof vcpus, "%lld", o->vcpus);
+		query_add(&q, "vcpus", vcpus);
+	}
+	if (o->memory) {
+		snprintf(memory, sizeof memory, "%lld", o->memory);
+		query_add(&q, "memory_mib", memory);
+	}
 	struct context_list files;
 	context_list(o->pos[1], o->file, &files);
 	off_t size;
@@ -158,7 +167,7 @@ static int template_rm(const struct command *cmd, struct opts *o)
 int cmd_template(const struct command *cmd, struct opts *o)
 {
 	static const struct subcommand subs[] = {
-		{ "build", "name file build-arg disk build-net follow", template_build },
+		{ "build", "name file build-arg disk build-net vcpus memory follow", template_build },
 		{ "context", "file", template_context },
 		{ "get", "", template_get },
 		{ "logs", "follow", template_logs },

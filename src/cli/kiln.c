@@ -202,16 +202,17 @@ static const struct command commands[] = {
 	  "  app logs NAME [--tail N] [-f]  what kiln did with it, then the last N lines of its log\n"
 	  "                           (0 to 10000, default 100); -f: and new ones as they come\n"
 	  "  app rm NAME...           delete apps, their sandboxes and URLs\n", false },
-	{ "template", cmd_template, "name file build-arg disk build-net follow",
+	{ "template", cmd_template, "name file build-arg disk build-net vcpus memory follow",
 	  "template build|context|get|logs|rm ... [--json]",
 	  "the workspace's own templates, built from a Dockerfile",
 	  "  template build DIR --name N [--file F] [--build-arg K=V]... [--disk MIB]\n"
-	  "      [--build-net none|internet|CIDR,...] [-f]\n"
+	  "      [--build-net none|internet|CIDR,...] [--vcpus N] [--memory MIB] [-f]\n"
 	  "                           send DIR as the build context (a tar of what its .dockerignore\n"
 	  "                           keeps) and build template N from its Dockerfile (--file:\n"
 	  "                           another path in DIR); --disk: the root's size (64 to 1048576\n"
 	  "                           MiB, sparse; default the FROM image's); --build-net: what the\n"
-	  "                           RUN steps reach (default none); -f: print\n"
+	  "                           RUN steps reach (default none); --vcpus (1 to 8) and --memory\n"
+	  "                           (128 to 65536 MiB): its sandboxes' (default 1 and 256); -f: print\n"
 	  "                           the build's log until it ends (exit 1 if it failed)\n"
 	  "  template context DIR [--file F]\n"
 	  "                           the paths a build of DIR sends: what its .dockerignore keeps\n"

@@ -159,9 +159,10 @@ static int job_write(const struct host *h, const struct tbuild_req *r, const cha
 	json_t *args = json_array();
 	for (size_t i = 0; args && r->build_args && r->build_args[i]; i++)
 		json_array_append_new(args, json_string(r->build_args[i]));
-	json_t *j = json_pack("{s:s,s:s,s:s,s:o*,s:I,s:I,s:s?,s:I,s:I,s:I,s:I,s:b,s:s,s:o*}", "name", r->name,
+	json_t *j = json_pack("{s:s,s:s,s:s,s:o*,s:I,s:I,s:s?,s:i,s:i,s:I,s:I,s:I,s:I,s:b,s:s,s:o*}", "name", r->name,
 			      "context", ctx, "dockerfile_file", file, "build_args", args, "max_context",
 			      (json_int_t)r->max_context, "disk_mib", (json_int_t)r->disk_mib, "build_net", r->build_net,
+			      "vcpus", r->vcpus, "memory_mib", r->memory_mib,
 			      "max_seconds", (json_int_t)r->max_seconds, "max_root_mib", (json_int_t)r->max_root_mib,
 			      "first_version", (json_int_t)r->first_version, "started_ms", (json_int_t)started, "verbose", log_verbose, "net_range", range, "host",
 			      host_config_json(h->cfg));
@@ -222,6 +223,8 @@ int tbuild_job(const char *path, const char *name)
 				.max_context = (uint64_t)json_integer_value(json_object_get(j, "max_context")),
 				.disk_mib = json_integer_value(json_object_get(j, "disk_mib")),
 				.build_net = json_string_value(json_object_get(j, "build_net")),
+				.vcpus = (int)json_integer_value(json_object_get(j, "vcpus")),
+				.memory_mib = (int)json_integer_value(json_object_get(j, "memory_mib")),
 				.max_seconds = json_integer_value(json_object_get(j, "max_seconds")),
 				.max_root_mib = json_integer_value(json_object_get(j, "max_root_mib")),
 				.first_version = json_integer_value(json_object_get(j, "first_version")) };

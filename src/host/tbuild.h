@@ -37,6 +37,7 @@ struct tbuild_req {
 	uint64_t max_context;		/* unpacked bytes; 0: BCTX_MAX_BYTES */
 	int64_t disk_mib;		/* the root's size (build_opts' --disk); 0: the FROM image's */
 	const char *build_net;		/* the RUN steps' network (build_opts' --build-net); NULL: none */
+	int vcpus, memory_mib;		/* the template's shape (build_opts'); 0: 1 vCPU, 256 MiB */
 	/* A plan's limits (ops/template.c): the templates whose names start
 	 * with group (a workspace's "wHEX_") are counted together, as their
 	 * build directories say. 0: no limit. */

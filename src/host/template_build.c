@@ -960,9 +960,15 @@ static int version_settings(struct build *b)
 		snprintf(b->t.start, sizeof b->t.start, "%s", saved.start);
 		b->t.ready_port = saved.ready_port;
 		if ((o->vcpus && o->vcpus != saved.vcpus) || (o->memory_mib && o->memory_mib != saved.memory_mib)) {
-			rc = errf(EINVAL, "version %d is being built with %d vCPUs and %d MiB: resume it "
-					  "without --vcpus/--memory, or start over with --restart",
-				  b->t.version, saved.vcpus, saved.memory_mib);
+			/* A Dockerfile's build (the API's) starts over instead: its
+			 * steps come back from the step cache. */
+			if (o->dockerfile)
+				rc = errf(ESTALE, "version %d was begun with %d vCPUs and %d MiB", b->t.version,
+					  saved.vcpus, saved.memory_mib);
+			else
+				rc = errf(EINVAL, "version %d is being built with %d vCPUs and %d MiB: resume it "
+						  "without --vcpus/--memory, or start over with --restart",
+					  b->t.version, saved.vcpus, saved.memory_mib);
 			tmpl_clear(&saved);
 			return rc;
 		}
@@ -1069,6 +1075,20 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 	snprintf(b.t.root, sizeof b.t.root, "%s/root.ext4", b.t.dir);
 	if (rc == 0)
 		rc = version_settings(&b);
+	if (rc == -ESTALE) {	/* another shape than the version in progress's */
+		fprintf(stderr, "template %s: %s, asked for another: starting over\n", o->name, errmsg());
+		char link[PATH_MAX + 8];
+		snprintf(link, sizeof link, "%s/build", b.tdir);
+		rmtree(b.t.dir);
+		unlink(link);
+		rc = open_version(&b);
+		snprintf(b.t.root, sizeof b.t.root, "%s/root.ext4", b.t.dir);
+		if (rc == 0)
+			rc = version_settings(&b);
+	}
+	if (rc == 0)	/* the shape its sandboxes get, in the build's log */
+		fprintf(stderr, "template %s: version %d: %d vCPUs and %d MiB\n", o->name, b.t.version, b.t.vcpus,
+			b.t.memory_mib);
 	if (rc == 0 && !step_done(&b, "snapshot"))
 		b.t.net = cfg->net;
 	if (rc == 0 && b.t.net)

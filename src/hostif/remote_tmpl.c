@@ -271,6 +271,10 @@ int remote_template_build(void *ctx, const struct tbuild_req *req)
 		strbuf_printf(&path, "%cdisk_mib=%lld", sep, (long long)req->disk_mib);
 		sep = '&';
 	}
+	if (c && (req->vcpus || req->memory_mib)) {
+		strbuf_printf(&path, "%cvcpus=%d&memory_mib=%d", sep, req->vcpus, req->memory_mib);
+		sep = '&';
+	}
 	if (c && (req->max_seconds || req->max_root_mib)) {
 		strbuf_printf(&path, "%cmax_seconds=%lld&max_root_mib=%lld", sep, (long long)req->max_seconds,
 			      (long long)req->max_root_mib);

@@ -223,9 +223,29 @@ static int build_net_ok(const char *s)
 	return n ? 0 : errf(EINVAL, "build_net: want none, internet or CIDR[,CIDR...]");
 }
 
-int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
-		       const char *const *build_args, int64_t disk_mib, const char *build_net)
+/* A shape over the plan's size of one sandbox: -EDQUOT naming it (a
+ * template none of the workspace's sandboxes could be made of). */
+static int shape_over_plan(const struct ops_caller *c, const struct plan *p, const char *limit, int64_t cap,
+			   int64_t want)
 {
+	ops_quota_note(c, p, true);
+	if (c->quota) {
+		snprintf(c->quota->report.limit, sizeof c->quota->report.limit, "%s", limit);
+		c->quota->report.value = cap;
+	}
+	return errf(EDQUOT, "a template of %lld %s: plan %s makes sandboxes of at most %lld (%s %lld)",
+		    (long long)want, strcmp(limit, "vcpus") ? "MiB" : "vCPUs", p->name, (long long)cap, limit,
+		    (long long)cap);
+}
+
+int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const struct ops_build_spec *s)
+{
+	static const struct ops_build_spec none;
+	if (!s)
+		s = &none;
+	const char *dockerfile = s->dockerfile, *build_net = s->build_net;
+	const char *const *build_args = s->build_args;
+	int64_t disk_mib = s->disk_mib;
 	if (!name || !name[0])
 		return errf(EINVAL, "the query's name= is required: the template's name");
 	if (!ops_template_name_ok(name))
@@ -248,6 +268,11 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 			    OPS_TEMPLATE_DISK_MAX_MIB);
 	if (build_net && build_net_ok(build_net) < 0)
 		return -EINVAL;
+	if (s->vcpus && (s->vcpus < 1 || s->vcpus > OPS_TEMPLATE_VCPUS_MAX))
+		return errf(EINVAL, "vcpus %d: want 1 to %d", s->vcpus, OPS_TEMPLATE_VCPUS_MAX);
+	if (s->memory_mib && (s->memory_mib < OPS_TEMPLATE_MEMORY_MIN_MIB || s->memory_mib > OPS_TEMPLATE_MEMORY_MAX_MIB))
+		return errf(EINVAL, "memory_mib %d: want %d to %d", s->memory_mib, OPS_TEMPLATE_MEMORY_MIN_MIB,
+			    OPS_TEMPLATE_MEMORY_MAX_MIB);
 	bool found;
 	int rc = listed(c->hostif, name, NULL, &found);
 	if (rc < 0)
@@ -263,11 +288,17 @@ int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd,
 	struct plan p;
 	if ((rc = ops_workspace_plan(c, &p)) < 0)
 		return rc;
+	/* The defaults (1 vCPU, 256 MiB) are held to the plan as well. */
+	int vcpus = s->vcpus ? s->vcpus : 1, memory_mib = s->memory_mib ? s->memory_mib : 256;
+	if (p.limits.vcpus && vcpus > p.limits.vcpus)
+		return shape_over_plan(c, &p, "vcpus", p.limits.vcpus, vcpus);
+	if (p.limits.memory_mib && memory_mib > p.limits.memory_mib)
+		return shape_over_plan(c, &p, "memory_mib", p.limits.memory_mib, memory_mib);
 	char group[PREFIX_HEX + 3];
 	snprintf(group, sizeof group, "%.*s", PREFIX_HEX + 2, host);
 	struct tbuild_req r = { .name = host, .tar_fd = tar_fd, .dockerfile = dockerfile, .build_args = build_args,
 				.disk_mib = disk_mib, .build_net = build_net,
-				.group = group, .max_templates = p.limits.templates,
+				.vcpus = s->vcpus, .memory_mib = s->memory_mib, .group = group, .max_templates = p.limits.templates,
 				.max_builds = p.limits.template_builds, .max_seconds = p.limits.build_seconds,
 				.max_root_mib = p.limits.template_mib };
 	rc = hostif_template_build(c->hostif, &r);

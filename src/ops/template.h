@@ -29,6 +29,11 @@
  * ops may not include it): checked by ops_template_build (the API checks its query before the upload). */
 #define OPS_TEMPLATE_DISK_MIN_MIB 64
 #define OPS_TEMPLATE_DISK_MAX_MIB (1 << 20)
+/* A build's shape (the host's TEMPLATE_VCPUS_MAX, TEMPLATE_MEMORY_MIN_MIB
+ * and _MAX_MIB, host/template.h; unit_kilnd_template_scope asserts they agree). */
+#define OPS_TEMPLATE_VCPUS_MAX 8
+#define OPS_TEMPLATE_MEMORY_MIN_MIB 128
+#define OPS_TEMPLATE_MEMORY_MAX_MIB 65536
 #define OPS_TEMPLATE_HOST_NAME 32	/* with the workspace's prefix, and its NUL */
 
 /* A workspace's template name: 1 to 19 of [a-z0-9_-], not starting with
@@ -53,15 +58,21 @@ int ops_templates_each(struct hostif *hi, const char *ws, hostif_template_fn *fn
  * shared one); -ENOENT when neither exists. */
 int ops_template_resolve(struct hostif *hi, const char *ws, const char *name, char out[OPS_TEMPLATE_HOST_NAME]);
 
-/* Build workspace c's template name from the context tar in tar_fd (the
- * request's query: dockerfile, NULL or a relative path; build_args,
- * K=V NULL-ended; disk_mib, the root's size, 0: the FROM image's;
- * build_net, the RUN steps' network: NULL or none, internet,
- * CIDR[,CIDR...]). -EINVAL naming what is wrong, -EEXIST for a shared
- * template's name, -EBUSY while one builds, -EDQUOT over the plan's
- * templates or template_builds (c->quota says which). */
-int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const char *dockerfile,
-		       const char *const *build_args, int64_t disk_mib, const char *build_net);
+/* What a build asks for beside its context (POST /v1/templates' query). */
+struct ops_build_spec {
+	const char *dockerfile;		/* NULL or a relative path in the context */
+	const char *const *build_args;	/* K=V, NULL-ended, or NULL */
+	int64_t disk_mib;		/* the root's size; 0: the FROM image's */
+	const char *build_net;		/* the RUN steps' network: NULL or none, internet, CIDR[,CIDR...] */
+	int vcpus, memory_mib;		/* the sandboxes' shape; 0: 1 vCPU, 256 MiB */
+};
+
+/* Build workspace c's template name from the context tar in tar_fd, as
+ * s asks (NULL: all defaults). -EINVAL naming what is wrong, -EEXIST for
+ * a shared template's name, -EBUSY while one builds, -EDQUOT over the
+ * plan's templates or template_builds, or for a shape over its vcpus or
+ * memory_mib (c->quota says which). */
+int ops_template_build(const struct ops_caller *c, const char *name, int tar_fd, const struct ops_build_spec *s);
 
 /* What GET /v1/templates/{name} shows: the listing's record (listed:
  * a version is in service) and, for the workspace's own, its builds. */

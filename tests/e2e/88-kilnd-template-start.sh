@@ -213,7 +213,8 @@ expect tstart_app_nothing_listens 504 timeout
 api DELETE "/v1/apps/$APP"
 # Templates through the API (docs/templates.md "Building through the
 # API"): the same context as a tar upload (its steps come from the step
-# cache), the log followed to its end, a sandbox of it; another
+# cache) with a shape (2 vCPUs, 384 MiB), the log followed to its end, a
+# sandbox of it of that shape; another
 # workspace does not see it; bad uploads refused; a failing Dockerfile
 # ends "failed" with its error and log; in use, it is not deleted.
 t_api=$SECONDS
@@ -229,7 +230,7 @@ upload() {	# upload FILE QUERY [KEY]
 }
 follow() { curl -sN -m 900 -H "Authorization: Bearer $KEY" "$URL/v1/templates/$1/logs?follow=1" > "$T/$1.sse"; }
 ended() { grep -A1 '^event: end' "$T/$1.sse" | sed -n 's/^data: //p'; }
-upload "$T/ctx.tar" "name=web&build_arg=UNUSED=1"
+upload "$T/ctx.tar" "name=web&build_arg=UNUSED=1&vcpus=2&memory_mib=384"
 check tapi_build_accepted "$STATUS $BODY" [ "$STATUS" = 202 -a "$(jget 'j["status"], j["name"]')" = "('building', 'web')" ]
 # The CLI sends its directory as a gzipped tar.
 out=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template build "$T/bad" --name broken 2>&1); st=$?
@@ -257,6 +258,9 @@ expect tapi_disk_floor 400 invalid_request
 check tapi_disk_floor_names "$BODY" grep -q "disk_mib '10': want a number of MiB from 64" "$T/body"
 upload "$T/ctx.tar" "name=bn&build_net=10.0.0.0/33"
 expect tapi_build_net_bad 400 invalid_request
+upload "$T/ctx.tar" "name=vc&vcpus=9"
+expect tapi_vcpus_bad 400 invalid_request
+check tapi_vcpus_bad_names "$BODY" grep -q "vcpus '9': want a number of vCPUs from 1 to 8" "$T/body"
 follow web & fw=$!
 KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" template logs broken -f > "$T/broken.sse" 2> "$T/broken.err"
 st=$?
@@ -276,6 +280,11 @@ api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt /app/notes.txt; wget
 got=$(jget '" ".join(j["stdout"].split())')
 api GET "/v1/sandboxes/$W"
 check tapi_sandbox "'$got', template $(jget 'j["template"]')" [ "$got" = "last-v1 notes dock $T/host-secret" -a "$(jget 'j["template"]')" = web ]
+shape=$(jget 'j["vcpus"], j["memory_mib"]')
+api POST "/v1/sandboxes/$W/exec" '{"cmd":"grep -c ^processor /proc/cpuinfo; sed -n \"s/^MemTotal: *\\([0-9]*\\) kB/\\1/p\" /proc/meminfo"}'
+read -r np mem <<<"$(jget '" ".join(j["stdout"].split())')"
+check tapi_shape "sandbox $shape; the guest: $np CPUs, MemTotal ${mem:-?} kB; log: $(grep -o 'version [0-9]*: [0-9]* vCPUs and [0-9]* MiB' "$T/web.sse" | head -1)" \
+	[ "$shape" = "(2, 384)" -a "$np" = 2 ] && [ "${mem:-0}" -gt $((300 << 10)) -a "${mem:-0}" -le $((384 << 10)) ]
 KEY2=$(new_key tstart-other)
 STATUS=$(curl -s -o "$T/body" -w '%{http_code}' -H "Authorization: Bearer $KEY2" "$URL/v1/templates/web")
 s1=$STATUS

@@ -110,6 +110,16 @@ check cli_disk_sent "exit $st: $(tail -1 <<<"$out")" [ "$st" = 1 ] && grep -q "d
 out=$(kb --name cnet --build-net 203.0.113.10/32 -f 2>&1); st=$?
 check cli_build_net_sent "exit $st: $(tail -1 <<<"$out")" [ "$st" = 1 ] &&
 	grep -q "build-net 203.0.113.10/32: this host has no sandbox network" <<<"$out"
+# --vcpus and --memory: the version's shape is in the log before the disk
+# check ends the build.
+out=$(kb --name cshape --disk 1024 --vcpus 3 --memory 384 -f 2>&1); st=$?
+check cli_shape_sent "exit $st: $(grep -m1 'vCPUs and' <<<"$out")" [ "$st" = 1 ] &&
+	grep -q "version 1: 3 vCPUs and 384 MiB" <<<"$out"
+out=$(kb --name cbad --vcpus 9 2>&1); st=$?
+check cli_vcpus_bad "exit $st: $(head -1 <<<"$out")" [ "$st" = 2 ] && grep -q -- "--vcpus: '9' is not a number from 1" <<<"$out"
+out=$(curl -s -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/x-tar' \
+	--data-binary x "$API/v1/templates?name=cbad&memory_mib=64")
+check api_memory_bad "$out" grep -q "memory_mib '64': want a number of MiB from 128 to 65536" <<<"$out"
 out=$(kb --name cbad --disk 10 2>&1); st=$?
 check cli_disk_bad "exit $st: $(head -1 <<<"$out")" [ "$st" = 2 ] && grep -q -- "--disk: '10' is not a number from 64" <<<"$out"
 out=$(kb --name cbad --build-net 10.0.0.0/33 2>&1); st=$?
@@ -123,7 +133,8 @@ def ended(name, **kw):
     end = [e for e in c.template_logs(name, follow=True) if e["kind"] == "end"][0]
     c.delete_template(name)
     return "%s: %s" % (end["status"], end["error"])
-for kw in ({"disk_mib": 10}, {"disk_mib": "1024"}, {"build_net": ""}, {"build_net": "10.0.0.0/8,"}):
+for kw in ({"disk_mib": 10}, {"disk_mib": "1024"}, {"build_net": ""}, {"build_net": "10.0.0.0/8,"},
+           {"vcpus": 0}, {"memory_mib": 100000}):
     try:
         c.build_template(sys.argv[3], "pybad", **kw)
         print("not refused:", kw)
@@ -135,10 +146,14 @@ try:
 except InvalidRequest as e:
     print("400:", e)
 print(ended("pydisk", disk_mib=1024))
+c.build_template(sys.argv[3], "pyshape", disk_mib=1024, vcpus=2, memory_mib=512)
+print("log:", [e["text"] for e in c.template_logs("pyshape", follow=True) if e["kind"] == "line" and "vCPUs and" in e["text"]])
+c.delete_template("pyshape")
 print(ended("pynet", build_net="203.0.113.10/32"))
 PY
 )
-check python_disk_build_net "$(tr '\n' '|' <<<"$out")" [ "$(grep -c '^refused: \(disk_mib\|build_net\)' <<<"$out")" = 4 ] &&
+check python_disk_build_net "$(tr '\n' '|' <<<"$out")" [ "$(grep -c '^refused: \(disk_mib\|build_net\|vcpus\|memory_mib\)' <<<"$out")" = 6 ] &&
+	grep -q "^log: .*version 1: 2 vCPUs and 512 MiB" <<<"$out" &&
 	grep -q "^400: .*build_net '10.0.0.0/33'" <<<"$out" &&
 	grep -q "^failed: .*disk 1024: smaller than the FROM image's 4096 MiB" <<<"$out" &&
 	grep -q "^failed: .*build-net 203.0.113.10/32: this host has no sandbox network" <<<"$out"

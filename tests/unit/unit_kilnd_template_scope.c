@@ -42,7 +42,8 @@ static void names_and_qualification(void)
 /* ---- a fake host: shared minimal and srv, ws_one's web and ws_two's web ---- */
 
 static char h_one[OPS_TEMPLATE_HOST_NAME], h_two[OPS_TEMPLATE_HOST_NAME];
-static struct { char name[64], dockerfile[64], group[32]; int nargs, calls; int64_t max_templates, max_builds, max_seconds, max_root_mib, disk_mib; char build_net[64];
+static struct { char name[64], dockerfile[64], group[32]; int nargs, calls; int64_t max_templates, max_builds, max_seconds, max_root_mib, disk_mib;
+		int vcpus, memory_mib; char build_net[64];
 		bool quota; } built;
 
 static int fake_templates(void *ctx, hostif_template_fn *fn, void *fctx)
@@ -74,6 +75,8 @@ static int fake_build(void *ctx, const struct tbuild_req *r)
 	built.max_seconds = r->max_seconds;
 	built.max_root_mib = r->max_root_mib;
 	built.disk_mib = r->disk_mib;
+	built.vcpus = r->vcpus;
+	built.memory_mib = r->memory_mib;
 	snprintf(built.build_net, sizeof built.build_net, "%s", r->build_net ? r->build_net : "");
 	if (built.quota)	/* tbuild_start's words at a limit */
 		return errf(EDQUOT, "this workspace has 3 templates, the most its plan allows (templates 3): "
@@ -114,32 +117,54 @@ static void workspaces_see_their_own(void)
 	json_decref(names);
 }
 
+/* The host's bounds of a template's shape are the API's. */
+_Static_assert(OPS_TEMPLATE_VCPUS_MAX == TEMPLATE_VCPUS_MAX, "vCPU bound");
+_Static_assert(OPS_TEMPLATE_MEMORY_MIN_MIB == TEMPLATE_MEMORY_MIN_MIB, "memory bound");
+_Static_assert(OPS_TEMPLATE_MEMORY_MAX_MIB == TEMPLATE_MEMORY_MAX_MIB, "memory bound");
+
+/* ops_template_build with a spec of these. */
+static int build(const struct ops_caller *c, const char *name, const char *dockerfile, const char *const *args,
+		 int64_t disk_mib, const char *build_net, int vcpus, int memory_mib)
+{
+	struct ops_build_spec s = { .dockerfile = dockerfile, .build_args = args, .disk_mib = disk_mib,
+				    .build_net = build_net, .vcpus = vcpus, .memory_mib = memory_mib };
+	return ops_template_build(c, name, 0, &s);
+}
+
 static void build_refusals(void)
 {
 	struct hostif hi = { &fake_ops, NULL };
 	struct ops_caller c = { .hostif = &hi, .workspace = "ws_one" };
 	const char *bad_arg[] = { "A=1", "no", NULL }, *args[] = { "A=1", "B=2", NULL };
 	memset(&built, 0, sizeof built);
-	CHECK(ops_template_build(&c, NULL, 0, NULL, NULL, 0, NULL) == -EINVAL && strstr(errmsg(), "name= is required"));
-	CHECK(ops_template_build(&c, "Bad", 0, NULL, NULL, 0, NULL) == -EINVAL && strstr(errmsg(), "bad template name"));
-	CHECK(ops_template_build(&c, "srv", 0, NULL, NULL, 0, NULL) == -EEXIST && strstr(errmsg(), "taken"));
-	CHECK(ops_template_build(&c, "minimal", 0, NULL, NULL, 0, NULL) == -EEXIST);
-	CHECK(ops_template_build(&c, "x", 0, "../Dockerfile", NULL, 0, NULL) == -EINVAL && strstr(errmsg(), ".."));
-	CHECK(ops_template_build(&c, "x", 0, "/etc/passwd", NULL, 0, NULL) == -EINVAL);
-	CHECK(ops_template_build(&c, "x", 0, "a//b", NULL, 0, NULL) == -EINVAL);
-	CHECK(ops_template_build(&c, "x", 0, NULL, bad_arg, 0, NULL) == -EINVAL && strstr(errmsg(), "'no'"));
-	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 10, NULL) == -EINVAL && strstr(errmsg(), "disk_mib 10: want 64 to"));
-	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, (1 << 20) + 1, NULL) == -EINVAL);
-	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 0, "10.0.0.0/33") == -EINVAL &&
+	CHECK(build(&c, NULL, NULL, NULL, 0, NULL, 0, 0) == -EINVAL && strstr(errmsg(), "name= is required"));
+	CHECK(build(&c, "Bad", NULL, NULL, 0, NULL, 0, 0) == -EINVAL && strstr(errmsg(), "bad template name"));
+	CHECK(build(&c, "srv", NULL, NULL, 0, NULL, 0, 0) == -EEXIST && strstr(errmsg(), "taken"));
+	CHECK(build(&c, "minimal", NULL, NULL, 0, NULL, 0, 0) == -EEXIST);
+	CHECK(build(&c, "x", "../Dockerfile", NULL, 0, NULL, 0, 0) == -EINVAL && strstr(errmsg(), ".."));
+	CHECK(build(&c, "x", "/etc/passwd", NULL, 0, NULL, 0, 0) == -EINVAL);
+	CHECK(build(&c, "x", "a//b", NULL, 0, NULL, 0, 0) == -EINVAL);
+	CHECK(build(&c, "x", NULL, bad_arg, 0, NULL, 0, 0) == -EINVAL && strstr(errmsg(), "'no'"));
+	CHECK(build(&c, "x", NULL, NULL, 10, NULL, 0, 0) == -EINVAL && strstr(errmsg(), "disk_mib 10: want 64 to"));
+	CHECK(build(&c, "x", NULL, NULL, (1 << 20) + 1, NULL, 0, 0) == -EINVAL);
+	CHECK(build(&c, "x", NULL, NULL, 0, "10.0.0.0/33", 0, 0) == -EINVAL &&
 	      strstr(errmsg(), "build_net '10.0.0.0/33'"));
-	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 0, "") == -EINVAL);
-	CHECK(ops_template_build(&c, "x", 0, NULL, NULL, 0, "everything") == -EINVAL);
+	CHECK(build(&c, "x", NULL, NULL, 0, "", 0, 0) == -EINVAL);
+	CHECK(build(&c, "x", NULL, NULL, 0, "everything", 0, 0) == -EINVAL);
+	CHECK(build(&c, "x", NULL, NULL, 0, NULL, 9, 0) == -EINVAL && !strcmp(errmsg(), "vcpus 9: want 1 to 8"));
+	CHECK(build(&c, "x", NULL, NULL, 0, NULL, -1, 0) == -EINVAL);
+	CHECK(build(&c, "x", NULL, NULL, 0, NULL, 0, 64) == -EINVAL &&
+	      !strcmp(errmsg(), "memory_mib 64: want 128 to 65536"));
+	CHECK(build(&c, "x", NULL, NULL, 0, NULL, 0, 65537) == -EINVAL);
 	CHECK(built.calls == 0);
 	/* Through: the host gets the qualified name; its error comes back
 	 * with the workspace's name in it. */
-	CHECK(ops_template_build(&c, "web", 0, "sub/Dockerfile", args, 512, "203.0.113.0/24,198.51.100.7") == -EBUSY);
+	CHECK(build(&c, "web", "sub/Dockerfile", args, 512, "203.0.113.0/24,198.51.100.7", 0, 0) == -EBUSY);
 	CHECK(built.calls == 1 && !strcmp(built.name, h_one) && !strcmp(built.dockerfile, "sub/Dockerfile") &&
-	      built.nargs == 2 && built.disk_mib == 512 && !strcmp(built.build_net, "203.0.113.0/24,198.51.100.7"));
+	      built.nargs == 2 && built.disk_mib == 512 && !strcmp(built.build_net, "203.0.113.0/24,198.51.100.7") &&
+	      built.vcpus == 0 && built.memory_mib == 0);
+	CHECK(build(&c, "web", NULL, NULL, 0, NULL, 3, 384) == -EBUSY && built.calls == 2 && built.vcpus == 3 &&
+	      built.memory_mib == 384);
 	CHECK(!strcmp(errmsg(), "a build of template web is running"));
 	/* No plans: no limits handed down. */
 	CHECK(built.max_templates == 0 && built.max_builds == 0);
@@ -153,15 +178,22 @@ static void build_refusals(void)
 	struct ops_quota q;
 	c.plans = &plans;
 	c.quota = &q;
-	CHECK(ops_template_build(&c, "web", 0, NULL, NULL, 0, NULL) == -EBUSY);
+	CHECK(build(&c, "web", NULL, NULL, 0, NULL, 0, 0) == -EBUSY);
 	CHECK(strlen(built.group) == 12 && !strncmp(built.group, h_one, 12) && built.max_templates == 3 &&
 	      built.max_builds == 1 && built.max_seconds == 900 && built.max_root_mib == 4096);
 	built.quota = true;
-	CHECK(ops_template_build(&c, "web", 0, NULL, NULL, 0, NULL) == -EDQUOT);
+	CHECK(build(&c, "web", NULL, NULL, 0, NULL, 0, 0) == -EDQUOT);
 	CHECK(!strcmp(errmsg(), "this workspace has 3 templates, the most plan free allows (templates 3): "
 				"delete one first"));
 	CHECK(q.applied && !strcmp(q.plan, "free") && !strcmp(q.report.limit, "templates") && q.report.value == 3);
 	built.quota = false;
+	/* A shape over the plan's size of one sandbox (free: 8 vCPUs, 8192
+	 * MiB) is refused before the host hears of it, naming the limit. */
+	int calls = built.calls;
+	CHECK(build(&c, "web", NULL, NULL, 0, NULL, 8, 16384) == -EDQUOT && built.calls == calls);
+	CHECK(!strcmp(errmsg(), "a template of 16384 MiB: plan free makes sandboxes of at most 8192 (memory_mib 8192)"));
+	CHECK(!strcmp(q.report.limit, "memory_mib") && q.report.value == 8192);
+	CHECK(build(&c, "web", NULL, NULL, 0, NULL, 8, 8192) == -EBUSY && built.calls == calls + 1);
 }
 
 int main(void)

@@ -99,13 +99,15 @@ class Client(_Connection):
 
     def build_template(self, context_dir: Any, name: str, *, dockerfile: Optional[str] = None,
                        build_args: Optional[Mapping[str, str]] = None, disk_mib: Optional[int] = None,
-                       build_net: Optional[str] = None) -> Dict[str, Any]:
+                       build_net: Optional[str] = None, vcpus: Optional[int] = None,
+                       memory_mib: Optional[int] = None) -> Dict[str, Any]:
         """Build the workspace's own template ``name`` from the Dockerfile
         in context_dir (kiln.templates.build: disk_mib, the root's size;
-        build_net, what its RUN steps reach); returns once kilnd runs it."""
+        build_net, what its RUN steps reach; vcpus and memory_mib, its
+        sandboxes' shape); returns once kilnd runs it."""
         from . import templates
         return templates.build(self.transport, context_dir, name, dockerfile=dockerfile, build_args=build_args,
-                               disk_mib=disk_mib, build_net=build_net)
+                               disk_mib=disk_mib, build_net=build_net, vcpus=vcpus, memory_mib=memory_mib)
 
     def template(self, name: str) -> Dict[str, Any]:
         """One template: status (building, ready, failed), error, versions, size."""

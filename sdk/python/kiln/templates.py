@@ -36,6 +36,16 @@ def _disk_mib(v: Any) -> int:
     return v
 
 
+# A template's shape (docs/templates.md "vCPUs and memory"): kilnd's bounds.
+VCPUS_MAX, MEMORY_MIN_MIB, MEMORY_MAX_MIB = 8, 128, 65536
+
+
+def _bounded(what: str, v: Any, lo: int, hi: int, unit: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"{what} {v!r}: want a number of {unit} from {lo} to {hi}")
+    return v
+
+
 def _build_net(v: Any) -> str:
     # none, internet or CIDR[,CIDR...]; kilnd checks each CIDR (its 400 names the bad one).
     if not isinstance(v, str) or not v or "" in v.split(","):
@@ -45,14 +55,16 @@ def _build_net(v: Any) -> str:
 
 def build(t: "Transport", context_dir: PathLike, name: str, *, dockerfile: Optional[str] = None,
           build_args: Optional[Mapping[str, str]] = None, disk_mib: Optional[int] = None,
-          build_net: Optional[str] = None) -> Dict[str, Any]:
+          build_net: Optional[str] = None, vcpus: Optional[int] = None,
+          memory_mib: Optional[int] = None) -> Dict[str, Any]:
     """POST /v1/templates: what context_dir's .dockerignore keeps (and the
     Dockerfile and .dockerignore), as a gzipped tar (spooled to a
     temporary file, not held in memory); {name, build_id, status:
     "building", context_bytes} once kilnd has unpacked it. disk_mib: the
     root's size (64 to 1048576 MiB, sparse; default the FROM image's);
     build_net: what the RUN steps reach ("none", the default, "internet",
-    or "CIDR[,CIDR...]")."""
+    or "CIDR[,CIDR...]"); vcpus (1 to 8) and memory_mib (128 to 65536):
+    the shape of its sandboxes (default 1 vCPU, 256 MiB)."""
     src = os.fspath(context_dir)
     if not os.path.isdir(src):
         raise ValueError(f"{src!r} is not a directory (the build context)")
@@ -63,6 +75,10 @@ def build(t: "Transport", context_dir: PathLike, name: str, *, dockerfile: Optio
         pairs.append(("disk_mib", str(_disk_mib(disk_mib))))
     if build_net is not None:
         pairs.append(("build_net", _build_net(build_net)))
+    if vcpus is not None:
+        pairs.append(("vcpus", str(_bounded("vcpus", vcpus, 1, VCPUS_MAX, "vCPUs"))))
+    if memory_mib is not None:
+        pairs.append(("memory_mib", str(_bounded("memory_mib", memory_mib, MEMORY_MIN_MIB, MEMORY_MAX_MIB, "MiB"))))
     pairs += [("build_arg", f"{k}={v}") for k, v in (build_args or {}).items()]  # repeated
     path = "/v1/templates?" + urlencode(pairs)
     # What .dockerignore hides is never sent (a node_modules, a .git, an .env).

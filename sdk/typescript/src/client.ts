@@ -68,6 +68,14 @@ function templateDiskMib(v: number): number {
   return v;
 }
 
+/** A template's vcpus (1 to 8) or memory_mib (128 to 65536): kilnd's bounds. */
+function templateShape(what: string, v: number, lo: number, hi: number, unit: string): number {
+  if (!Number.isInteger(v) || v < lo || v > hi) {
+    throw new TypeError(`${what} ${JSON.stringify(v)}: want a number of ${unit} from ${lo} to ${hi}`);
+  }
+  return v;
+}
+
 /** A build's network: none, internet or CIDR[,CIDR...]; kilnd checks each CIDR (its 400 names the bad one). */
 function templateBuildNet(v: string): string {
   if (typeof v !== "string" || v === "" || v.split(",").includes("")) {
@@ -321,10 +329,13 @@ export class Client {
    */
   async buildTemplate(contextDir: string, name: string,
                       options: { dockerfile?: string; buildArgs?: Record<string, string>; diskMib?: number;
-                                 buildNet?: string } = {}): Promise<Record<string, unknown>> {
+                                 buildNet?: string; vcpus?: number; memoryMib?: number } = {}):
+                      Promise<Record<string, unknown>> {
     // Checked before the context is packed: a bad value is named at once.
     if (options.diskMib !== undefined) templateDiskMib(options.diskMib);
     if (options.buildNet !== undefined) templateBuildNet(options.buildNet);
+    if (options.vcpus !== undefined) templateShape("vcpus", options.vcpus, 1, 8, "vCPUs");
+    if (options.memoryMib !== undefined) templateShape("memoryMib", options.memoryMib, 128, 65536, "MiB");
     const { packDir } = await import("./tar.js");
     const { contextFilter } = await import("./dockerignore.js");
     // What .dockerignore hides is never sent (a node_modules, a .git, an .env).
@@ -334,6 +345,8 @@ export class Client {
     for (const [k, v] of Object.entries(options.buildArgs ?? {})) q.append("build_arg", `${k}=${v}`);
     if (options.diskMib !== undefined) q.append("disk_mib", String(options.diskMib));
     if (options.buildNet !== undefined) q.append("build_net", options.buildNet);
+    if (options.vcpus !== undefined) q.append("vcpus", String(options.vcpus));
+    if (options.memoryMib !== undefined) q.append("memory_mib", String(options.memoryMib));
     return this.json("POST", `/v1/templates?${q.toString()}`, {
       body: blob, headers: { "Content-Type": "application/x-tar" }, ok: [202],
     });

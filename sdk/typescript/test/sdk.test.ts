@@ -120,7 +120,7 @@ test("buildTemplate's context: what .dockerignore hides is not sent (tests/unit/
   }
 });
 
-test("buildTemplate: diskMib and buildNet reach the build (docs/templates.md \"Disk size\", \"Network\")", async () => {
+test("buildTemplate: diskMib, buildNet, vcpus and memoryMib reach the build (docs/templates.md \"Disk size\", \"Network\")", async () => {
   const dir = await mkdtemp(join(tmpdir(), "kiln-ctx-"));
   const c = new Client();
   const name = `tsdisk${process.pid % 100000}`;
@@ -131,14 +131,24 @@ test("buildTemplate: diskMib and buildNet reach the build (docs/templates.md \"D
       e instanceof TypeError && e.message.includes("diskMib 10: want a number of MiB from 64"));
     await assert.rejects(() => c.buildTemplate(dir, name, { buildNet: "10.0.0.0/8," }), (e: Error) =>
       e instanceof TypeError && e.message.includes("buildNet"));
+    await assert.rejects(() => c.buildTemplate(dir, name, { vcpus: 9 }), (e: Error) =>
+      e instanceof TypeError && e.message.includes("vcpus 9: want a number of vCPUs from 1 to 8"));
+    await assert.rejects(() => c.buildTemplate(dir, name, { memoryMib: 64 }), (e: Error) =>
+      e instanceof TypeError && e.message.includes("memoryMib 64: want a number of MiB from 128"));
     // A CIDR is kilnd's to check: its 400 names build_net (so it was sent as build_net).
     const bad = await rejects(() => c.buildTemplate(dir, name, { buildNet: "10.0.0.0/33" }), InvalidRequest);
     assert.ok(bad.message.includes("build_net '10.0.0.0/33'"), bad.message);
     // A disk smaller than base's 4 GiB image: the build refuses it before a
     // build VM boots, naming the size it got.
-    await c.buildTemplate(dir, name, { diskMib: 1024 });
+    await c.buildTemplate(dir, name, { diskMib: 1024, vcpus: 2, memoryMib: 512 });
     let end: Record<string, unknown> = {};
-    for await (const ev of c.followTemplateLogs(name)) if (ev.kind === "end") end = ev;
+    const shape: string[] = [];
+    for await (const ev of c.followTemplateLogs(name)) {
+      if (ev.kind === "end") end = ev;
+      if (ev.kind === "line" && String(ev.text).includes("vCPUs and")) shape.push(String(ev.text));
+    }
+    // The version's shape is in the log before the disk check ends the build.
+    assert.ok(shape.some((l) => l.includes("version 1: 2 vCPUs and 512 MiB")), JSON.stringify(shape));
     assert.equal(end.status, "failed", JSON.stringify(end));
     assert.ok(String(end.error).includes("--disk 1024: smaller than the FROM image's 4096 MiB"), JSON.stringify(end));
   } finally {
