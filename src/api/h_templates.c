@@ -92,20 +92,13 @@ static int build_query(struct req *r, struct build_query *q)
 	q->name = req_query(r, "name");
 	q->dockerfile = req_query(r, "dockerfile");
 	q->build_net = req_query(r, "build_net");
-	const char *disk = req_query(r, "disk_mib");
-	if (disk) {
-		char *end = NULL;
-		errno = 0;
-		long long v = strtoll(disk, &end, 10);
-		if (errno || end == disk || *end || v < OPS_TEMPLATE_DISK_MIN_MIB || v > OPS_TEMPLATE_DISK_MAX_MIB)
-			return errf(EINVAL, "disk_mib '%.20s': want a number of MiB from %d to %d", disk,
-				    OPS_TEMPLATE_DISK_MIN_MIB, OPS_TEMPLATE_DISK_MAX_MIB);
-		q->disk_mib = v;
-	}
-	if (query_int(r, "vcpus", 1, OPS_TEMPLATE_VCPUS_MAX, "a number of vCPUs", &q->vcpus) < 0 ||
+	int disk = 0;
+	if (query_int(r, "disk_mib", OPS_TEMPLATE_DISK_MIN_MIB, OPS_TEMPLATE_DISK_MAX_MIB, "a number of MiB", &disk) < 0 ||
+	    query_int(r, "vcpus", 1, OPS_TEMPLATE_VCPUS_MAX, "a number of vCPUs", &q->vcpus) < 0 ||
 	    query_int(r, "memory_mib", OPS_TEMPLATE_MEMORY_MIN_MIB, OPS_TEMPLATE_MEMORY_MAX_MIB, "a number of MiB",
 		      &q->memory_mib) < 0)
 		return -EINVAL;
+	q->disk_mib = disk;
 	if (!q->name || !q->name[0])
 		return errf(EINVAL, "the query's name= is required: the template's name");
 	if (!ops_template_name_ok(q->name))
