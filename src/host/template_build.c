@@ -147,8 +147,9 @@ static int next_version(const char *tdir)
 	return max + 1;
 }
 
-/* The version in progress (resumed) or a new one. */
-static int open_version(struct build *b)
+/* The version in progress (resumed) or a new one; discard: not that one,
+ * whatever it is (its settings differ from what the build asks). */
+static int open_version(struct build *b, bool discard)
 {
 	b->t.volume_slots = TEMPLATE_VOLUME_SLOTS;	/* every version built from now on */
 	char link[PATH_MAX + 8], target[16];
@@ -157,7 +158,7 @@ static int open_version(struct build *b)
 	if (n > 0) {
 		target[n] = 0;
 		snprintf(b->t.dir, sizeof b->t.dir, "%s/%s", b->tdir, target);
-		if (b->o->restart || atoi(target + 1) < b->o->first_version) {
+		if (discard || b->o->restart || atoi(target + 1) < b->o->first_version) {
 			rmtree(b->t.dir);
 			unlink(link);
 		} else if (access(b->t.dir, F_OK) == 0) {
@@ -1069,7 +1070,7 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 			close(lock);
 		return errf(EBUSY, "another build of template %s is running", o->name);
 	}
-	rc = open_version(&b);
+	rc = open_version(&b, false);
 	snprintf(b.t.name, sizeof b.t.name, "%s", o->name);
 	pthread_mutex_init(&b.t.zlock, NULL);
 	snprintf(b.t.root, sizeof b.t.root, "%s/root.ext4", b.t.dir);
@@ -1077,11 +1078,7 @@ int template_build(const struct host_config *cfg, const struct build_opts *o)
 		rc = version_settings(&b);
 	if (rc == -ESTALE) {	/* another shape than the version in progress's */
 		fprintf(stderr, "template %s: %s, asked for another: starting over\n", o->name, errmsg());
-		char link[PATH_MAX + 8];
-		snprintf(link, sizeof link, "%s/build", b.tdir);
-		rmtree(b.t.dir);
-		unlink(link);
-		rc = open_version(&b);
+		rc = open_version(&b, true);
 		snprintf(b.t.root, sizeof b.t.root, "%s/root.ext4", b.t.dir);
 		if (rc == 0)
 			rc = version_settings(&b);

@@ -115,6 +115,12 @@ check cli_build_net_sent "exit $st: $(tail -1 <<<"$out")" [ "$st" = 1 ] &&
 out=$(kb --name cshape --disk 1024 --vcpus 3 --memory 384 -f 2>&1); st=$?
 check cli_shape_sent "exit $st: $(grep -m1 'vCPUs and' <<<"$out")" [ "$st" = 1 ] &&
 	grep -q "version 1: 3 vCPUs and 384 MiB" <<<"$out"
+# Built again in another shape, the failed version in progress is
+# started over, not resumed (docs/templates.md "vCPUs and memory").
+out=$(kb --name cshape --disk 1024 --vcpus 2 --memory 384 -f 2>&1); st=$?
+check cli_shape_starts_over "exit $st: $(grep -m1 'starting over' <<<"$out")" [ "$st" = 1 ] &&
+	grep -q "was begun with 3 vCPUs and 384 MiB, asked for another: starting over" <<<"$out" &&
+	grep -q "version 1: 2 vCPUs and 384 MiB" <<<"$out"
 out=$(kb --name cbad --vcpus 9 2>&1); st=$?
 check cli_vcpus_bad "exit $st: $(head -1 <<<"$out")" [ "$st" = 2 ] && grep -q -- "--vcpus: '9' is not a number from 1" <<<"$out"
 out=$(curl -s -X POST -H "Authorization: Bearer $key" -H 'Content-Type: application/x-tar' \
