@@ -1363,21 +1363,77 @@ def javascript_context():
     return f"{r.stdout.strip()}: const/var/let kept, await at top level 42, a rejection structured"
 
 
+def existing():
+    """The ids of what the two workspaces hold now: sandboxes, snapshots, apps."""
+    ids = set()
+    for key in (os.environ["KILN_API_KEY"], os.environ["KILN_TEST_KEY2"]):
+        c = Client(api_key=key)
+        ids.update(a.id for a in App.list(client=c))
+        ids.update(sb.id for sb in c.list())
+        ids.update(s.id for s in c.snapshots())
+    return ids
+
+
+def remove_new(before):
+    """Delete what a failed try made (not in BEFORE): the next try, and
+    the last check that the tests left nothing, start from the same
+    place. What earlier tests left stays for that check to find."""
+    gone = []
+    for key in (os.environ["KILN_API_KEY"], os.environ["KILN_TEST_KEY2"]):
+        c = Client(api_key=key)
+        for obj, rm in ([(a, a.delete) for a in App.list(client=c)] +
+                        [(sb, sb.delete) for sb in c.list()] +
+                        [(s, lambda s=s: c.delete_snapshot(s.id)) for s in c.snapshots()]):
+            if obj.id not in before:
+                gone.append(obj.id)
+                try:
+                    rm()
+                except KilnError:
+                    pass
+    return gone
+
+
 def main():
+    # A test that fails is tried once more at once, in this same kilnd (a
+    # guest that died under the emulated host's load, issue 21, took a
+    # whole group's rerun in a fresh host: five to ten minutes). A pass
+    # the second time prints the first failure as a FLAKY line, which
+    # tests/run lists at the end; two failures are a FAIL with both.
+    # KILN_SDK_RETRY=0: no second try.
     failed = 0
     only = sys.argv[1:]
+    retry = os.environ.get("KILN_SDK_RETRY", "1") != "0"
     for t in TESTS:
         if only and t.__name__ not in only:
             continue
         name = "py_" + t.__name__
-        t0 = time.monotonic()
-        try:
-            detail = t()
+        before = existing() if retry else set()
+        first = None
+        for attempt in (1, 2):
+            t0 = time.monotonic()
+            try:
+                detail = t()
+            except Exception as e:
+                why = f"{type(e).__name__}: {e}".replace("\n", " ")
+                traceback.print_exc(file=sys.stdout)
+                if attempt == 1 and retry:
+                    first = why
+                    try:
+                        gone = remove_new(before)
+                    except Exception as e2:  # kilnd itself gone: no second try
+                        failed += 1
+                        print(f"FAIL {name}: {why} (and listing what it left failed: {e2})", flush=True)
+                        break
+                    print(f"  {name} failed; trying it once more (deleted what the try made: {gone or 'nothing'})",
+                          flush=True)
+                    continue
+                failed += 1
+                print(f"FAIL {name}: {why}" + (f" (the first try: {first})" if first else ""), flush=True)
+                break
+            if first:
+                print(f"FLAKY {name}: the first try failed: {first}", flush=True)
             print(f"PASS {name}: {detail} ({time.monotonic() - t0:.1f} s)", flush=True)
-        except Exception as e:
-            failed += 1
-            print(f"FAIL {name}: {type(e).__name__}: {e}".replace("\n", " "), flush=True)
-            traceback.print_exc(file=sys.stdout)
+            break
     left = cleanup()
     if left:
         print(f"FAIL py_cleanup: the tests left {len(left)} sandboxes (deleted now): {' '.join(left)}")
