@@ -29,7 +29,7 @@ PROTO_SRC  := src/common/buf.c src/common/proto.c
 CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 # The unit loop's shell tests that start servers (below, "Shell tests").
-UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context
+UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context net
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -48,7 +48,10 @@ CLI_SRC       := $(wildcard src/cli/*.c)
 # libarchive: the tar reader of OCI image layers (src/host/oci.c).
 # libpq: the store's PostgreSQL driver (Debian's libpq-dev; its header is
 # under /usr/include/postgresql).
-KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lpq -lnettle -lcurl -larchive
+# libnftables: src/net's rules, applied in process (src/net/netns.c;
+# Debian's libnftables-dev).
+NET_LIBS      := -lnftables
+KILND_LIBS    := -lmicrohttpd -ljansson -lsqlite3 -lpq -lnettle -lcurl -larchive $(NET_LIBS)
 PQ_CFLAGS     := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
 # libcurl: the CLI's HTTP and HTTPS (Debian's libcurl4-openssl-dev).
 CLI_LIBS      := -ljansson -lnettle -lcurl
@@ -87,7 +90,7 @@ $(BUILD)/kiln-vmm: $(call obj,$(VMM_SRC) $(COMMON_SRC) $(CLIENT_SRC))
 
 # (netpolicy.c is the policy's JSON form, for kilnd: kiln-net takes it parsed.)
 $(BUILD)/kiln-net: $(call obj,src/tools/kiln-net.c $(filter-out src/net/netpolicy.c,$(wildcard src/net/*.c)) $(COMMON_SRC))
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(NET_LIBS)
 
 $(BUILD)/kiln-disk: $(call obj,src/tools/kiln-disk.c src/vmm/overlay.c $(COMMON_SRC))
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
