@@ -161,7 +161,8 @@ static const char await_queries[] =
  * moment later) and prints it. Run at create, at a restore (a restored
  * database gets a key of its own, not its backup's), and for a database
  * made before TLS when its external access is turned on. Debian's
- * snakeoil key in the image is every database's, and is not used. */
+ * snakeoil key, which every database would share, is deleted from the
+ * image when it is built (images/postgres-setup). */
 #define DB_TLS_DIR "/var/lib/postgresql/kiln-tls"
 static const char make_tls[] =
 	"d=" DB_TLS_DIR "\n"
