@@ -119,7 +119,7 @@ expect db_name_taken 409 conflict
 # REST's answer, without the password; another workspace's key gets a
 # tool error (the create is MCP's in the full tier: db_mcp_create).
 mcp get_database '{"database":"main"}'
-g=$(jget 'r=j["result"]; (r.get("isError", False), r["structuredContent"]["id"], "password" in r["structuredContent"])')
+g=$(jget '[(r.get("isError", False), r["structuredContent"]["id"], "password" in r["structuredContent"]) for r in [j["result"]]][0]')
 mcp list_databases '{}'
 l=$(jget '[d["id"] for d in j["result"]["structuredContent"]["databases"]]')
 KEY=$OTHER
@@ -388,13 +388,13 @@ r=$?; ok $r db_scheduled_backups "in $tsb s: first $first (now $STATUS), kept $s
 # ---- the workspace MCP makes one ---------------------------------------------------------
 if full_only db_mcp_create "a database made and deleted through the workspace MCP (a create: 30 s of the emulated host)"; then
 	mcp create_database '{"name":"by-mcp"}'
-	mc=$(jget 'r=j["result"]; c=r.get("structuredContent") or {}; (r.get("isError", False), c.get("name"), c.get("status"), len(c.get("password") or ""))')
+	mc=$(jget '[(r.get("isError", False), c.get("name"), c.get("status"), len(c.get("password") or "")) for r in [j["result"]] for c in [r.get("structuredContent") or {}]][0]')
 	M=$(jget 'j["result"]["structuredContent"]["id"]')
 	MPW=$(jget 'j["result"]["structuredContent"]["password"]')
 	mcp create_database '{"name":"by-mcp"}'
 	m2=$(jget 'j["result"]["isError"], j["result"]["content"][0]["text"]')
 	mcp reset_database_password '{"database":"by-mcp"}'
-	mr=$(jget 'r=j["result"]; c=r.get("structuredContent") or {}; p=c.get("password") or ""; (r.get("isError", False), len(p), p != "'"$MPW"'", p in c.get("url", ""))')
+	mr=$(jget '[(r.get("isError", False), len(p), p != "'"$MPW"'", p in c.get("url", "")) for r in [j["result"]] for c in [r.get("structuredContent") or {}] for p in [c.get("password") or ""]][0]')
 	mcp backup_database '{"database":"by-mcp"}'
 	MB=$(jget 'j["result"]["structuredContent"]["id"]')
 	mcp list_database_backups '{"database":"by-mcp"}'
