@@ -47,10 +47,11 @@ gx() {
 	api POST "/v1/sandboxes/$1/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1], "timeout_seconds": 60}))' "$2")"
 	OUT=$(jget 'j["stdout"].strip()') ERR=$(jget 'j["stderr"].strip()') RC=$(jget 'j["exit_code"]')
 }
-# mcp TOOL ARGS: a tools/call of the workspace MCP (POST /mcp, stateless); BODY its JSON-RPC answer.
+# mcp TOOL ARGS: a tools/call of the workspace MCP (POST /mcp, stateless; the version that has
+# structuredContent); BODY its JSON-RPC answer.
 mcp() {
 	api POST /mcp "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$1\",\"arguments\":$2}}" \
-		-H 'Accept: application/json, text/event-stream'
+		-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18'
 }
 # ok RC NAME DETAIL: pass if RC (a condition's $?) is 0, else fail.
 ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
