@@ -39,7 +39,7 @@ static const struct optdef optdefs[] = {
 	{ "user", 'u', VALUE }, { "replace", 0, NONE }, { "file", 0, VALUE }, { "build-arg", 0, VALUE },
 	{ "backup-interval", 0, VALUE }, { "backups-kept", 0, VALUE }, { "force", 0, NONE },
 	{ "external", 0, NONE }, { "disk", 0, VALUE }, { "build-net", 0, VALUE },
-	{ "vcpus", 0, VALUE }, { "memory", 0, VALUE },
+	{ "vcpus", 0, VALUE }, { "memory", 0, VALUE }, { "last-event-id", 0, VALUE },
 };
 
 /* What POST /v1/keys takes as expires_in_seconds: about ten years. */
@@ -273,6 +273,7 @@ static void apply(const struct command *cmd, const struct optdef *d, const char 
 	else if (!strcmp(n, "from")) o->from = v;
 	else if (!strcmp(n, "to")) o->to = v;
 	else if (!strcmp(n, "sandbox")) o->sandbox = v;
+	else if (!strcmp(n, "last-event-id")) o->last_event_id = v;
 	else if (!strcmp(n, "csv")) o->csv = true;
 	else if (!strcmp(n, "name")) o->name = v;
 	else if (!strcmp(n, "scope")) o->scope = scope_arg(cmd, v);

@@ -39,7 +39,8 @@ struct opts {
 	bool json, tree, in, public, recursive, follow, no_internet, internet, help, delete_parent, close, persistent,
 	     force;
 	const char *signal;		/* proc kill's -s */
-	const char *by, *from, *to, *sandbox;	/* usage's --by, --from, --to, --sandbox */
+	const char *by, *from, *to, *sandbox;	/* usage's --by, --from, --to, --sandbox (events' too) */
+	const char *last_event_id;	/* events' --last-event-id */
 	bool csv;			/* usage's --csv */
 	long long wait;			/* proc output's --wait, 0: not given */
 	const char *name, *scope, *plan;	/* keys create's --name, --scope; admin's --plan */

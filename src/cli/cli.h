@@ -88,6 +88,8 @@ int key_revoke(struct opts *o, int first, const char *base);
 /* Server-Sent Events from c until on() returns nonzero (its value) or the
  * stream ends (0); -1 on an error. */
 int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, void *arg), void *arg);
+/* Inside on(): the id of the event it was handed ("" if it had none). */
+const char *sse_event_id(void);
 
 /* The commands (cmd_*.c). Each returns kiln's exit status. */
 /* The JSON body of a command to run: pos[i..] (one: a shell line; more:
@@ -98,7 +100,7 @@ json_t *command_body(const struct command *cmd, struct opts *o, int i);
 COMMAND(create); COMMAND(ls); COMMAND(get); COMMAND(fork); COMMAND(snapshot);
 COMMAND(hibernate); COMMAND(wake); COMMAND(pause); COMMAND(resume); COMMAND(persistent); COMMAND(ttl); COMMAND(idle_pause); COMMAND(rm); COMMAND(snapshots); COMMAND(volume);
 COMMAND(templates); COMMAND(template); COMMAND(usage); COMMAND(limits); COMMAND(exec); COMMAND(shell); COMMAND(logs);
-COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports);
+COMMAND(cp); COMMAND(fs); COMMAND(expose); COMMAND(unexpose); COMMAND(ports); COMMAND(preview); COMMAND(events);
 COMMAND(network); COMMAND(promote); COMMAND(proc); COMMAND(billing); COMMAND(statements);
 COMMAND(keys); COMMAND(audit); COMMAND(admin); COMMAND(app); COMMAND(apps); COMMAND(db);
 #undef COMMAND

@@ -16,6 +16,13 @@
 
 #define BODY_MAX (64u << 20)
 
+static char event_id[64];	/* the id: line of the event being read */
+
+const char *sse_event_id(void)
+{
+	return event_id;
+}
+
 /* Read Server-Sent Events until on() returns nonzero or the stream ends.
  * Returns on()'s value, 0 at the end of the stream, -1 on an error. */
 int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, void *arg), void *arg)
@@ -27,6 +34,7 @@ int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, voi
 	int rc = 0;
 	if (!line)
 		die("out of memory");
+	event_id[0] = 0;
 	while (!rc && (n = httpc_read(c, buf, sizeof buf)) > 0) {
 		for (long k = 0; k < n && !rc; k++) {
 			char ch = buf[k];
@@ -44,6 +52,9 @@ int sse_read(struct httpc *c, int (*on)(const char *event, const char *data, voi
 				free(data);
 				data = NULL;
 				snprintf(event, sizeof event, "message");
+				event_id[0] = 0;
+			} else if (!strncmp(line, "id: ", 4)) {
+				snprintf(event_id, sizeof event_id, "%s", line + 4);
 			} else if (!strncmp(line, "event: ", 7)) {
 				snprintf(event, sizeof event, "%s", line + 7);
 			} else if (!strncmp(line, "data: ", 6)) {

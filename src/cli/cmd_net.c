@@ -106,3 +106,25 @@ int cmd_network(const struct command *cmd, struct opts *o)
 	json_decref(r);
 	return 0;
 }
+
+/* kiln preview ID PORT [--ttl SECONDS]: a signed link to an exposed port
+ * (private ones too) that needs no API key until it expires; kilnd
+ * checks the TTL (docs/api.md "Preview links"). */
+int cmd_preview(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	char path[160];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/ports/%d/preview", need_id(cmd, o, 0), port_arg(o, 1));
+	json_t *body = json_object();
+	if (!body)
+		die("out of memory");
+	if (o->ttl >= 0)
+		json_object_set_new(body, "ttl_seconds", json_integer(o->ttl));
+	json_t *r = call("POST", path, body);
+	if (o->json)
+		print_json(r);
+	else
+		printf("%s\n", str(r, "url"));
+	json_decref(r);
+	return 0;
+}

@@ -125,6 +125,18 @@ static const struct command commands[] = {
 	  "  --public                 no API key needed to reach it\n", false },
 	{ "unexpose", cmd_unexpose, "", "unexpose ID PORT", "stop exposing a port", NULL, false },
 	{ "ports", cmd_ports, "", "ports ID [--json]", "the exposed ports of a sandbox", NULL, false },
+	{ "preview", cmd_preview, "ttl", "preview ID PORT [--ttl SECONDS] [--json]",
+	  "a link to an exposed port (private ones too) that needs no API key until it expires; prints it",
+	  "  --ttl SECONDS            how long the link works (60 to 604800; default 3600)\n", false },
+	{ "events", cmd_events, "sandbox last-event-id limit",
+	  "events [--sandbox ID] [--last-event-id ID] [--limit N] [--json]",
+	  "the workspace's sandbox events as they happen: one line each (time, id, type, sandbox, details)",
+	  "  --sandbox ID             one sandbox's events only\n"
+	  "  --last-event-id ID       first the events after that one (an id a line printed), while kept\n"
+	  "                           (else a resync line on stderr: list again)\n"
+	  "  --limit N                exit after N printed (1 to 1000; a resync counts; default: never)\n"
+	  "  --json                   each event as a JSON line, with event (its kind) and event_id;\n"
+	  "                           usage samples too\n", false },
 	{ "rm", cmd_rm, "", "rm ID...", "delete sandboxes (or snapshots: snap_...)", NULL, false },
 	{ "templates", cmd_templates, "", "templates [--json]", "the templates and their state", NULL, false },
 	{ "usage", cmd_usage, "by from to sandbox csv",

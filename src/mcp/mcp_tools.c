@@ -85,6 +85,12 @@
 	"\"tls_certificate\":{\"type\":[\"string\",\"null\"]},\"tls_certificate_sha256\":{\"type\":[\"string\",\"null\"]}," \
 	"\"vm_restarts\":{\"type\":\"integer\"},\"events\":{\"type\":\"array\"}," \
 	"\"created_at\":{\"type\":\"string\"}}}"
+/* One backup of a database, as GET /v1/databases/{id}/backups lists it. */
+#define DB_BACKUP_SCHEMA \
+	"{\"type\":\"object\",\"required\":[\"id\",\"database_id\",\"kind\",\"created_ms\"],\"properties\":{" \
+	"\"id\":{\"type\":\"string\",\"description\":\"The backup (a snapshot, snap_...): create_database's from_backup.\"}," \
+	"\"database_id\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"description\":\"manual or scheduled.\"}," \
+	"\"created_ms\":{\"type\":\"integer\"}}}"
 #define DB_KEY_PROP \
 	"\"database\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The database's name or id (db_...).\"}"
 /* The app a tool acts on: its name or id, as the REST routes take. */
@@ -906,6 +912,47 @@ static int t_db_delete(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	return rc;
 }
 
+static int t_db_reset_password(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_row d;
+	char pw[DB_PASSWORD_LEN + 1] = "";
+	int rc = ops_db_reset_password(&oc, arg_str(args, "database", ""), &d, pw);
+	rc = db_result(&oc, rc, &d, pw, out);
+	explicit_bzero(pw, sizeof pw);
+	return rc;
+}
+
+/* A backup now (a snapshot of the database's sandbox; the plan's
+ * snapshots limit: its message names it). */
+static int t_db_backup(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_backup_row b;
+	int rc = ops_db_backup(&oc, arg_str(args, "database", ""), &b);
+	if (rc < 0)
+		return rc;
+	json_t *j = ops_db_backup_json(&b);
+	if (!j)
+		return errf(ENOMEM, "out of memory");
+	mcp_json(out, j);
+	return 0;
+}
+
+static int t_db_backups(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	json_t *a;
+	int rc = ops_db_backups(&oc, arg_str(args, "database", ""), &a);
+	if (rc < 0)
+		return rc;
+	mcp_json(out, json_pack("{s:o}", "backups", a));
+	return 0;
+}
+
 /* ---- apps ---------------------------------------------------------------------------------------------- */
 
 /* An app's JSON as GET /v1/apps/{app} gives it: its URL as this request's
@@ -1352,6 +1399,22 @@ const struct mcp_tool mcp_tools[] = {
 	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
 	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_db_delete },
+	{ "reset_database_password", "Reset a database's password",
+	  "Set a new random password for the database's user: the old one fails from then on. Returns the "
+	  "database with its new url and password (shown here only).",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  DB_SCHEMA, MCP_DESTRUCTIVE, t_db_reset_password },
+	{ "backup_database", "Back up a database",
+	  "A backup of the database now (a snapshot of its VM, memory and disk, counted in the plan's "
+	  "snapshots); create_database with from_backup restores it into a new database.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  DB_BACKUP_SCHEMA, 0, t_db_backup },
+	{ "list_database_backups", "List a database's backups",
+	  "The database's backups, manual and scheduled, oldest first.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  "{\"type\":\"object\",\"required\":[\"backups\"],\"properties\":{\"backups\":{\"type\":\"array\","
+	  "\"items\":" DB_BACKUP_SCHEMA "}}}",
+	  MCP_READ_ONLY, t_db_backups },
 	{ "create_app", "Deploy an app",
 	  "Run a long-lived service (a web server, an API) in a sandbox kiln keeps for it, at a stable URL "
 	  "(url in the result) that needs no key: command must listen on port. Returns once it does; "

@@ -160,8 +160,14 @@ static const char await_queries[] =
  * presents that certificate on 127.0.0.1:5432 (a reload takes effect a
  * moment later) and prints it. Run at create, at a restore (a restored
  * database gets a key of its own, not its backup's), and for a database
- * made before TLS when its external access is turned on. Debian's
- * snakeoil key in the image is every database's, and is not used. */
+ * made before TLS when its external access is turned on. The key and
+ * certificate are on the disk (fsync'ed, then renamed, the directory
+ * fsync'ed) before ALTER SYSTEM, which PostgreSQL makes durable: else a
+ * VM killed within the guest's writeback delay boots again with ssl =
+ * on and an empty server.crt, and the server never starts ("no start
+ * line"; tests/e2e/90 db_vm_restarted saw it). Debian's
+ * snakeoil key, which every database would share, is deleted from the
+ * image when it is built (images/postgres-setup). */
 #define DB_TLS_DIR "/var/lib/postgresql/kiln-tls"
 static const char make_tls[] =
 	"d=" DB_TLS_DIR "\n"
@@ -172,7 +178,8 @@ static const char make_tls[] =
 	"    -keyout $d/server.key.new -out $d/server.crt.new 2>/tmp/kiln-db.err ||\n"
 	"  { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }\n"
 	"chown postgres:postgres $d $d/server.key.new $d/server.crt.new\n"
-	"mv -f $d/server.key.new $d/server.key && mv -f $d/server.crt.new $d/server.crt || exit 1\n"
+	"sync $d/server.key.new $d/server.crt.new &&\n"
+	"  mv -f $d/server.key.new $d/server.key && mv -f $d/server.crt.new $d/server.crt && sync $d || exit 1\n"
 	"runuser -u postgres -- psql -X -q -v ON_ERROR_STOP=1 -c \"ALTER SYSTEM SET ssl_cert_file = '$d/server.crt'\" \\\n"
 	"    -c \"ALTER SYSTEM SET ssl_key_file = '$d/server.key'\" -c 'ALTER SYSTEM SET ssl = on' \\\n"
 	"    -c 'SELECT pg_reload_conf()' >/dev/null 2>/tmp/kiln-db.err || { tail -c 400 /tmp/kiln-db.err >&2; exit 1; }\n"

@@ -713,6 +713,8 @@ snap=$("$KILN" snapshot "$C")
 read -r k1 k2 <<<"$("$KILN" fork "$C" -n 2 | tr '\n' ' ')"
 gone=$("$KILN" promote "$k1" 2>&1)
 check cli_promote "forked $k1 $k2; kiln promote $k1 printed '$gone'" [ -n "$k2" -a "$gone" = "$k2" ]
+notk=$("$KILN" promote "$C" 2>&1); st=$?
+check cli_promote_not_forked "exit $st: $notk" eval '[ $st = 125 ] && [[ $notk == *"not forked"* ]]'
 "$KILN" rm "$k1" >/dev/null 2>&1
 "$KILN" usage > "$T/usage.txt" && grep -q '^cpu_seconds' "$T/usage.txt" && pass cli_usage "$(head -1 "$T/usage.txt")" || fail cli_usage "$(cat "$T/usage.txt")"
 "$KILN" rm "$C" "$snap" && ! "$KILN" get "$C" 2>/dev/null && pass cli_rm "sandbox and snapshot" || fail cli_rm "still there"

@@ -6,7 +6,8 @@
 # line (a zygote's child that is not kilnd's); a VMM that ended on its own
 # (here SIGTERM, which kiln-vmm handles and reports): its last stderr
 # line, the line that names a triple fault or a panic when the guest died.
-# Both are deletable after.
+# Both are deletable after, and the event stream (GET /v1/events) told
+# the failure with its reason (a "failed" event whose error is that line).
 # A guest that dies before it is ready (KILN_TEST_SPAWN_DIES=N: the next N
 # guests the zygote spawns triple-fault, src/host/failpoint.h): the create
 # starts it once more on a fresh disk and answers 201, the sandbox works,
@@ -28,7 +29,10 @@ gone() { local i; for i in $(seq 1 1000); do kill -0 "$1" 2>/dev/null || return 
 
 # case NAME SIGNAL WANT: create, signal its VMM, GET at once.
 case_() {
-	local name=$1 sig=$2 want=$3 id pid st err
+	local name=$1 sig=$2 want=$3 id pid st err ev evp
+	curl -sN -m 300 -H "Authorization: Bearer $KEY" "$URL/v1/events" > "$T/ev.$name" 2>/dev/null &
+	evp=$!
+	sleep 0.5
 	create_sandbox
 	id=$SBX
 	[ -n "$id" ] || { fail "${name}_create" "$BODY"; return; }
@@ -45,6 +49,24 @@ case_() {
 	api GET /v1/sandboxes
 	st=$(python3 -c "import json,sys; print([s['status'] for s in json.load(open(sys.argv[1]))['sandboxes'] if s['id']==sys.argv[2]])" "$T/body" "$id" 2>&1)
 	check "${name}_listed" "in the list: $st" [ "$st" = "['failed']" ]
+	sleep 1
+	kill "$evp" 2>/dev/null
+	wait "$evp" 2>/dev/null
+	ev=$(python3 - "$T/ev.$name" "$id" <<'PY'
+import json, sys
+ev, out = None, []
+for line in open(sys.argv[1]):
+    line = line.rstrip("\n")
+    if line.startswith("event: "):
+        ev = line[7:]
+    elif line.startswith("data: ") and ev == "sandbox":
+        d = json.loads(line[6:])
+        if d.get("id") == sys.argv[2] and d.get("type") == "failed":
+            out.append("%s|%s" % (d.get("state"), d.get("error")))
+print("\n".join(out))
+PY
+)
+	check "${name}_event" "failed events of $id: $ev" eval '[ "$(wc -l <<<"$ev")" = 1 ] && [[ ${ev%%|*} == failed && ${ev#*|} =~ $want ]]'
 	api DELETE "/v1/sandboxes/$id"
 	expect "${name}_deletable" 204 -
 }

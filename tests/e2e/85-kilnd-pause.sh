@@ -211,6 +211,47 @@ curl -sN -m 3 -H "Authorization: Bearer $KEY" -H "Last-Event-ID: bogus-12" "$URL
 grep -q '^event: resync' "$T/ev3" && pass events_unknown_id_resync "Last-Event-ID bogus-12: resync" ||
 	fail events_unknown_id_resync "$(head -c 300 "$T/ev3")"
 
+# The CLI (docs/cli.md): pause and resume print the state; kiln events
+# resumes the stream after an id with one line an event, --json adds the
+# event's id and kind, and an id the server does not keep is a resync on
+# stderr; a sandbox that is not there is exit 125 naming it; kiln preview
+# prints a link that passes the proxy without a key (502: nothing listens
+# on that port of the minimal guest; a tampered link is 401), and an
+# unexposed port or a short TTL are refused with kilnd's words.
+export KILN_API_URL=$URL KILN_API_KEY=$KEY
+p1=$("$KILN" pause "$S" 2>&1) p2=$("$KILN" pause "$S" 2>&1) r1=$("$KILN" resume "$S" 2>&1)
+check cli_pause_resume "pause: $p1, again: $p2, resume: $r1" [ "$p1 $p2 $r1" = "paused paused running" ]
+cev=$(timeout 60 "$KILN" events --sandbox "$S" --last-event-id "$LAST" --limit 4 2>&1)
+cjs=$(timeout 60 "$KILN" events --sandbox "$S" --last-event-id "$LAST" --limit 1 --json 2>&1)
+check cli_events "$(awk '{print $3}' <<<"$cev" | tr '\n' ' '); --json: $cjs" eval '[ "$(awk "{print \$3, \$4}" <<<"$cev" | tr "\n" " ")" = "paused $S resumed $S paused $S resumed $S " ] &&
+	[[ $cjs == *"\"type\":\"paused\""*"\"event\":\"sandbox\""*"\"event_id\":\""* ]]'
+cres=$(timeout 60 "$KILN" events --last-event-id bogus-12 --limit 1 2>&1); st=$?
+check cli_events_resync "exit $st: $cres" eval '[ $st = 0 ] && [[ $cres == "kiln: resync"* ]]'
+cnf=$("$KILN" events --sandbox sbx_doesnotexist 2>&1); st=$?
+pnf=$("$KILN" pause sbx_doesnotexist 2>&1); st2=$?
+check cli_events_pause_not_found "events: exit $st: $cnf; pause: exit $st2: $pnf" \
+	eval '[ $st = 125 -a $st2 = 125 ] && [[ $cnf == *sbx_doesnotexist* && $pnf == *sbx_doesnotexist* ]]'
+"$KILN" expose "$S" 8080 > /dev/null 2>&1
+purl=$("$KILN" preview "$S" 8080 --ttl 120 2>&1)
+pcode=$(curl -s -o /dev/null -w '%{http_code}' -m 60 "$purl")
+tcode=$(curl -s -o /dev/null -w '%{http_code}' -m 60 "${purl/kiln_preview=/kiln_preview=9}")
+nocode=$(curl -s -o /dev/null -w '%{http_code}' -m 60 "${purl%%\?*}")
+check cli_preview "$purl: $pcode, tampered $tcode, none $nocode" eval '[[ $purl == http*"/v1/sandboxes/$S/proxy/8080/"*kiln_preview=* ]] && [ "$pcode $tcode $nocode" = "502 401 401" ]'
+un=$("$KILN" preview "$S" 7777 2>&1); st=$?
+short=$("$KILN" preview "$S" 8080 --ttl 5 2>&1); st2=$?
+check cli_preview_refused "7777: exit $st: $un; --ttl 5: exit $st2: $short" eval '[ $st = 125 -a $st2 = 125 ] && [[ $un == *7777* && $short == *ttl* ]]'
+"$KILN" unexpose "$S" 8080 > /dev/null 2>&1
+# kiln persistent and idle-pause (PATCH .../lifecycle) print what kilnd
+# answered; a word other than on/off is a usage error (2).
+pon=$("$KILN" persistent "$S" on 2>&1) ip=$("$KILN" idle-pause "$S" 30 2>&1)
+api GET "/v1/sandboxes/$S"
+srv=$(jget 'j["persistent"], j["idle_pause_seconds"]')
+poff=$("$KILN" persistent "$S" off 2>&1) ip0=$("$KILN" idle-pause "$S" 0 2>&1)
+"$KILN" persistent "$S" maybe > /dev/null 2>&1; st=$?
+check cli_persistent_idle_pause "'$pon' '$ip' (server: $srv); '$poff' '$ip0'; 'maybe': exit $st" \
+	eval '[ "$pon" = "$S persistent on, when idle hibernate" -a "$ip" = "$S pauses after 30s idle" -a "$srv" = "(True, 30)" ] &&
+	[ "$poff" = "$S persistent off, when idle delete" -a "$ip0" = "$S does not pause when idle" -a $st = 2 ]'
+
 # Paused across a kilnd restart: still paused, and resumes.
 api POST "/v1/sandboxes/$S/pause"
 stop_kilnd

@@ -7,7 +7,8 @@
 # writes fail in the guest; a volume in use is not deleted; a sandbox with
 # one hibernates and wakes with it mounted; a fork of a read-write one is
 # refused, of a read-only one shares it; a snapshot is refused; volumes
-# survive their sandbox, a kilnd restart and kill -9 of kilnd (and a
+# survive their sandbox, a kilnd restart and kill -9 of kilnd (what the
+# guest fsync'ed before it is read by the next sandbox that mounts it; a
 # restarted kilnd wakes a hibernated sandbox with its volume and lets
 # the volume go when the sandbox is deleted); one is attached to and
 # detached from a running sandbox (REST and the CLI), never unmounted
@@ -132,6 +133,10 @@ gx "$S5" 'cat /data/f'
 api GET "/v1/volumes/$V"
 check volume_restart "after a restart: $OUT; attached_to $(jget '[a["sandbox_id"] for a in j["attached_to"]]')" \
 	[ "$OUT" = hello -a "$(jget '[a["sandbox_id"] for a in j["attached_to"]]')" = "['$S5']" ]
+# What the guest fsync'ed just before kill -9 of kilnd is on the volume
+# for a sandbox that mounts it afresh (L1, below: volume_kilnd_kill9_fsync).
+gx "$S5" 'echo before-kill9 > /data/g && sync /data/g && cat /data/g'
+g_written=$OUT
 kill -9 "$KILND_PID"
 wait "$KILND_PID" 2>/dev/null
 KILND_PID=
@@ -165,6 +170,9 @@ check volume_attach_live "$STATUS: $(jget '[(a["sandbox_id"], a["path"], a["slot
 gx "$L1" 'grep " /late " /proc/mounts; cat /late/f; echo late > /late/l && sync /late/l'
 ok=; [ "$RC" = 0 ] && [[ "$OUT" == *" /late ext4 rw"*hello ]] && ok=1
 check volume_attach_mounted "rc $RC: $OUT $ERR" [ -n "$ok" ]
+gx "$L1" 'cat /late/g /late/h'
+check volume_kilnd_kill9_fsync "written '$g_written' before kill -9 of kilnd; a new mount reads: $(echo $OUT) $ERR" \
+	[ "$g_written" = before-kill9 -a "$(echo $OUT)" = "before-kill9 after-kill9" ]
 api POST "/v1/sandboxes/$L1/volumes" '{"name":"data","path":"/again"}'
 expect volume_attach_twice 409 conflict && echo "  ($(msg))"
 api POST "/v1/sandboxes/$L2/volumes" '{"name":"data","path":"/d","read_only":true}'

@@ -47,6 +47,12 @@ gx() {
 	api POST "/v1/sandboxes/$1/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1], "timeout_seconds": 60}))' "$2")"
 	OUT=$(jget 'j["stdout"].strip()') ERR=$(jget 'j["stderr"].strip()') RC=$(jget 'j["exit_code"]')
 }
+# mcp TOOL ARGS: a tools/call of the workspace MCP (POST /mcp, stateless; the version that has
+# structuredContent); BODY its JSON-RPC answer.
+mcp() {
+	api POST /mcp "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"$1\",\"arguments\":$2}}" \
+		-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18'
+}
 # ok RC NAME DETAIL: pass if RC (a condition's $?) is 0, else fail.
 ok() { if [ "$1" = 0 ]; then pass "$2" "$3"; else fail "$2" "$3"; fi; }
 # q SANDBOX URL SQL: psql from that sandbox (CT, default 5, seconds to connect).
@@ -110,6 +116,19 @@ api GET /v1/databases
 check db_list "$(jget '[d["name"] for d in j["databases"]]')" [ "$(jget '[d["id"] for d in j["databases"]]')" = "['$DB']" ]
 api POST /v1/databases '{"name":"main"}'
 expect db_name_taken 409 conflict
+# The workspace MCP's database tools (docs/mcp.md) on the same database:
+# REST's answer, without the password; another workspace's key gets a
+# tool error (the create is MCP's in the full tier: db_mcp_create).
+mcp get_database '{"database":"main"}'
+g=$(jget '[(r.get("isError", False), r["structuredContent"]["id"], "password" in r["structuredContent"]) for r in [j["result"]]][0]')
+mcp list_databases '{}'
+l=$(jget '[d["id"] for d in j["result"]["structuredContent"]["databases"]]')
+KEY=$OTHER
+mcp get_database "{\"database\":\"$DB\"}"
+o=$(jget 'j["result"]["isError"], j["result"]["content"][0]["text"]')
+KEY=$MAIN
+check db_mcp_get_list "get_database: $g; list_databases: $l; with another workspace's key: $o" \
+	eval '[ "$g" = "(False, '"'$DB'"', False)" ] && [ "$l" = "['"'$DB'"']" ] && [[ $o == "(True, "*"not found"* ]]'
 # The CLI (docs/cli.md "Databases") on the same database.
 cli_ls=$(KILN_API_URL=$URL KILN_API_KEY=$KEY "$KILN" db ls 2>&1)
 [[ "$cli_ls" == *main*"$DB"*running*"$DBHOST:5432"* ]]
@@ -268,6 +287,9 @@ BK=$(jget 'j["id"]')
 r=$?; ok $r db_backup "$STATUS $BODY"
 api GET "/v1/databases/$DB/backups"
 check db_backups_listed "$BODY" [ "$(jget '[b["id"] for b in j["backups"]]')" = "['$BK']" ]
+mcp list_database_backups '{"database":"main"}'
+check db_mcp_backups "list_database_backups: $(jget 'j["result"].get("structuredContent")')" \
+	[ "$(jget '[(b["id"], b["kind"]) for b in j["result"]["structuredContent"]["backups"]]')" = "[('$BK', 'manual')]" ]
 KEY=$OTHER
 api POST /v1/databases "{\"from_backup\":\"$BK\"}"
 expect db_other_workspace_backup_404 404 not_found
@@ -364,10 +386,39 @@ api GET "/v1/snapshots/$first"
 	[[ "$kinds" == *"('$BK', 'manual')"* ]]
 r=$?; ok $r db_scheduled_backups "in $tsb s: first $first (now $STATUS), kept $sched; $kinds"
 
+# ---- the workspace MCP makes one ---------------------------------------------------------
+if full_only db_mcp_create "a database made and deleted through the workspace MCP (a create: 30 s of the emulated host)"; then
+	mcp create_database '{"name":"by-mcp"}'
+	mc=$(jget '[(r.get("isError", False), c.get("name"), c.get("status"), len(c.get("password") or "")) for r in [j["result"]] for c in [r.get("structuredContent") or {}]][0]')
+	M=$(jget 'j["result"]["structuredContent"]["id"]')
+	MPW=$(jget 'j["result"]["structuredContent"]["password"]')
+	mcp create_database '{"name":"by-mcp"}'
+	m2=$(jget 'j["result"]["isError"], j["result"]["content"][0]["text"]')
+	mcp reset_database_password '{"database":"by-mcp"}'
+	mr=$(jget '[(r.get("isError", False), len(p), p != "'"$MPW"'", p in c.get("url", "")) for r in [j["result"]] for c in [r.get("structuredContent") or {}] for p in [c.get("password") or ""]][0]')
+	mcp backup_database '{"database":"by-mcp"}'
+	MB=$(jget 'j["result"]["structuredContent"]["id"]')
+	mcp list_database_backups '{"database":"by-mcp"}'
+	mb=$(jget '[(b["id"], b["kind"]) for b in j["result"]["structuredContent"]["backups"]]')
+	mcp delete_database '{"database":"by-mcp"}'
+	md=$(jget 'j["result"].get("isError", False)')
+	api GET "/v1/databases/$M"
+	check db_mcp_create "create_database: $mc; again: $m2; reset_database_password: $mr; backup_database $MB, listed $mb; delete_database by name: isError $md, then GET $STATUS" \
+		eval '[ "$mc" = "(False, '"'by-mcp'"', '"'running'"', 24)" ] && [[ $m2 == "(True, "*by-mcp* ]] && [ "$mr" = "(False, 24, True, True)" ] &&
+		[[ $MB == snap_* ]] && [ "$mb" = "[('"'$MB'"', '"'manual'"')]" ] && [ "$md/$STATUS" = False/404 ]'
+	[ -n "$MB" ] && api DELETE "/v1/snapshots/$MB"
+fi
+
 # ---- delete --------------------------------------------------------------------------
+# The restored one through the workspace MCP's delete_database.
 for d in "$DB:$DBSBX" "$DB3:$SBX3"; do
-	api DELETE "/v1/databases/${d%%:*}"
-	s1=$STATUS
+	if [ "${d%%:*}" = "$DB3" ]; then
+		mcp delete_database "{\"database\":\"$DB3\"}"
+		s1=$(jget '"204" if not j["result"].get("isError") else j["result"]["content"][0]["text"]')
+	else
+		api DELETE "/v1/databases/${d%%:*}"
+		s1=$STATUS
+	fi
 	api GET "/v1/databases/${d%%:*}"
 	s2=$STATUS
 	api GET "/v1/sandboxes/${d#*:}"

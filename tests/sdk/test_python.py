@@ -810,7 +810,20 @@ def events_stream_and_resume():
         closer.cancel()
         again.close()
     eq(first, ["resumed", "exec_started"], "resumed after the paused event's id")
-    return f"{len(seen)} events of {sb.id}, in order; resumed from an id"
+    # Error paths: one sandbox's stream of a sandbox that is not there is
+    # NotFound at once; an id the server does not keep yields a resync first.
+    raises(NotFound, A.client.events, "sbx_doesnotexist0000000")
+    raises(ValueError, A.client.events, "sbx/../x")
+    stale = A.client.events(last_event_id="bogus-12")
+    closer = threading.Timer(60, stale.close)
+    closer.start()
+    try:
+        got = next(iter(stale), None)
+    finally:
+        closer.cancel()
+        stale.close()
+    eq((got.kind, got.type) if got else None, ("resync", "resync"), "an id the server does not keep")
+    return f"{len(seen)} events of {sb.id}, in order; resumed from an id; NotFound; resync"
 
 
 @test

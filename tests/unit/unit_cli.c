@@ -152,6 +152,7 @@ static int options_anywhere(void)
 		"create minimal --ttl 60 --json", "create --json minimal", "ls --json --status running",
 		"cp -r sbx_a:/tmp /tmp/kiln-unit-never", "logs sbx_a -f -n 3", "rm sbx_a snap_b",
 		"network sbx_a --no-internet --deny-out 10.0.0.0/8", "fs ls sbx_a:/", "shell sbx_a -- echo -n hi",
+		"preview sbx_a 8080 --ttl 120", "events --sandbox sbx_a --last-event-id mio2k3x1-42 --limit 2 --json",
 	};
 	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
 		int st = run(good[i]);
@@ -165,7 +166,12 @@ static int options_anywhere(void)
 	T_ASSERT(run("create minimal base") == 2 && strstr(out, "'base'"), "%s", out);
 	T_ASSERT(run("create minimal --template base") == 2, "%s", out);
 	T_ASSERT(run("get nosuch") == 2 && strstr(out, "not a sandbox id"), "%s", out);
-	T_NOTE("%zu forms parsed, 6 refused", sizeof good / sizeof good[0]);
+	/* An id that could end the Last-Event-ID header, or another option's value. */
+	T_ASSERT(run("events --last-event-id 'x\r\nX-Evil: 1'") == 2 && strstr(out, "not an event id"), "%s", out);
+	T_ASSERT(run("events --sandbox vol_a") == 2 && strstr(out, "'vol_a' is not a sandbox id"), "%s", out);
+	T_ASSERT(run("events --limit 0") == 2 && strstr(out, "--limit"), "%s", out);
+	T_ASSERT(run("preview sbx_a 0") == 2 && strstr(out, "PORT"), "%s", out);
+	T_NOTE("%zu forms parsed, 10 refused", sizeof good / sizeof good[0]);
 	return 0;
 }
 

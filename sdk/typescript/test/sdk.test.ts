@@ -772,6 +772,23 @@ test("events: a stream, and resuming it from an id", async () => {
     again.close();
   }
   assert.deepEqual(first, ["resumed", "exec_started"]);
+  // Error paths: one sandbox's stream of a sandbox that is not there is
+  // NotFound at once; an id the server does not keep yields a resync first.
+  await rejects(() => A.client.events({ sandbox: "sbx_doesnotexist0000000" }), NotFound);
+  await rejects(() => A.client.events({ sandbox: "sbx/../x" }), TypeError);
+  const stale = await A.client.events({ lastEventId: "bogus-12" });
+  const t3 = setTimeout(() => stale.close(), 60_000);
+  let got: { kind: string; type: string } | undefined;
+  try {
+    for await (const ev of stale) {
+      got = { kind: ev.kind, type: ev.type };
+      break;
+    }
+  } finally {
+    clearTimeout(t3);
+    stale.close();
+  }
+  assert.deepEqual(got, { kind: "resync", type: "resync" }, "an id the server does not keep");
 });
 
 test("fork and forkTree", async () => {

@@ -88,12 +88,26 @@ const init = (version) => ({
 
 let ws;          // the workspace endpoint's client, from examples/mcp-config.json
 let sbx;         // a sandbox made through it
+// The tools ws called that succeeded, and that failed (a tool error or a
+// JSON-RPC error): the last test checks every tool has both here.
+const seen = { ok: new Set(), error: new Set() };
 
 before(async () => {
   const kiln = configServers().kiln;
   assert.equal(kiln.type, "http");
   const client = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(kiln.url), { requestInit: { headers: kiln.headers } }));
+  const callTool = client.callTool.bind(client);
+  client.callTool = async (params, ...rest) => {
+    try {
+      const r = await callTool(params, ...rest);
+      (r.isError ? seen.error : seen.ok).add(params.name);
+      return r;
+    } catch (e) {
+      if (e instanceof McpError) seen.error.add(params.name);
+      throw e;
+    }
+  };
   ws = client;
 });
 
@@ -103,13 +117,13 @@ test("workspace: initialize and list the tools", async () => {
   assert.match(ws.getInstructions(), /sandbox/);
   const { tools } = await ws.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [
-    "app_logs", "attach_volume", "copy_file", "create_app", "create_database", "create_sandbox", "create_volume",
+    "app_logs", "attach_volume", "backup_database", "copy_file", "create_app", "create_database", "create_sandbox", "create_volume",
     "delete_app", "delete_database", "delete_sandbox",
     "delete_snapshot", "delete_volume", "deploy_app", "detach_volume", "expose_port", "fork_sandbox", "fork_tree",
-    "get_app", "get_database", "get_sandbox", "hibernate_sandbox", "list_apps", "list_databases", "list_dir",
+    "get_app", "get_database", "get_sandbox", "hibernate_sandbox", "list_apps", "list_database_backups", "list_databases", "list_dir",
     "list_ports", "list_processes",
     "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "move_file", "pause_sandbox", "process_output",
-    "promote_sandbox", "read_file", "resume_sandbox", "run_code", "set_network", "shell", "signal_process",
+    "promote_sandbox", "read_file", "reset_database_password", "resume_sandbox", "run_code", "set_network", "shell", "signal_process",
     "snapshot_sandbox", "start_process", "unexpose_port", "wake_sandbox", "write_file", "write_files",
   ]);
   // The annotations say which tools only read and which destroy.
@@ -266,6 +280,7 @@ test("workspace: hibernate and wake", async () => {
   await call(ws, "hibernate_sandbox", { sandbox_id: sbx });
   const s = await call(ws, "shell", { sandbox_id: sbx, command: "cat /work/notes.txt" });
   assert.equal(s.structuredContent.stdout, "héllo\n", "a tool call wakes it, files intact");
+  assert.match(await toolError(ws, "wake_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
 });
 
 test("workspace: pause and resume", async () => {
@@ -277,6 +292,7 @@ test("workspace: pause and resume", async () => {
   const s = await call(ws, "shell", { sandbox_id: sbx, command: "cat /work/notes.txt" });
   assert.equal(s.structuredContent.stdout, "héllo\n", "a tool call resumes it");
   assert.match(await toolError(ws, "pause_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
+  assert.match(await toolError(ws, "resume_sandbox", { sandbox_id: "sbx_doesnotexist" }), /not found/);
 });
 
 test("workspace: list_templates", async () => {
@@ -471,6 +487,9 @@ test("workspace: unknown tools and bad arguments are JSON-RPC errors", async () 
   assert.match(await rpcError(ws.callTool({ name: "shell", arguments: { sandbox_id: sbx, command: "x", cmd: "y" } }), -32602), /unknown argument 'cmd'/);
   assert.match(await rpcError(ws.callTool({ name: "fork_sandbox", arguments: { sandbox_id: sbx, count: 0 } }), -32602), /count/);
   assert.match(await rpcError(ws.callTool({ name: "write_file", arguments: { sandbox_id: sbx, path: "/x", content: "y", encoding: "rot13" } }), -32602), /encoding/);
+  for (const name of ["list_sandboxes", "list_volumes", "list_apps", "list_databases"]) {
+    assert.match(await rpcError(ws.callTool({ name, arguments: { bogus: 1 } }), -32602), /unknown argument 'bogus'/, name);
+  }
   assert.match(await rpcError(ws.request({ method: "resources/list", params: {} },
     (await import("@modelcontextprotocol/sdk/types.js")).ListResourcesResultSchema), -32601), /not found/);
 });
@@ -630,6 +649,10 @@ test("workspace: database tools' errors (docs/databases.md; the databases themse
   assert.match(await toolError(ws, "create_database", { from_backup: "snap_nothere" }), /backup snap_nothere not found/);
   assert.match(await toolError(ws, "get_database", { database: "db_nothere" }), /database db_nothere not found/);
   assert.match(await toolError(ws, "delete_database", { database: "nothere" }), /database nothere not found/);
+  assert.match(await toolError(ws, "reset_database_password", { database: "nothere" }), /database nothere not found/);
+  assert.match(await toolError(ws, "backup_database", { database: "db_nothere" }), /database db_nothere not found/);
+  assert.match(await toolError(ws, "list_database_backups", { database: "nothere" }), /database nothere not found/);
+  await rpcError(ws.callTool({ name: "backup_database", arguments: {} }), -32602);
   await rpcError(ws.callTool({ name: "create_database", arguments: { colour: "red" } }), -32602);
   assert.deepEqual((await call(ws, "list_databases")).structuredContent, { databases: [] });
 });
@@ -640,6 +663,19 @@ test("workspace: delete_sandbox", async () => {
   assert.match(await toolError(ws, "delete_sandbox", { sandbox_id: sbx }), /not found/);
   const l = await call(ws, "list_sandboxes");
   assert.ok(!l.structuredContent.sandboxes.some((s) => s.id === sbx));
+});
+
+test("workspace: every tool listed has a success and an error path in this file", async () => {
+  const { tools } = await ws.listTools();
+  // A database takes a minute of an emulated host: the database tools'
+  // successes are tests/e2e/90's (db_mcp_get_list, db_mcp_backups,
+  // db_delete_*; db_mcp_create, full tier).
+  const elsewhere = new Set(["create_database", "get_database", "delete_database", "reset_database_password",
+    "backup_database", "list_database_backups"]);
+  const names = tools.map((t) => t.name);
+  const noOk = names.filter((n) => !seen.ok.has(n) && !elsewhere.has(n));
+  const noError = names.filter((n) => !seen.error.has(n));
+  assert.deepEqual({ noOk, noError }, { noOk: [], noError: [] }, "tools whose success or error path this file never took");
 });
 
 after(async () => {
