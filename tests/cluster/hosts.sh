@@ -6,6 +6,11 @@
 # which places it and calls the agent that has it. Each agent offers 512
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
+# KILN_CLUSTER_ONLY=sdk: the hosts serve the SDK suites run outside
+# (tests/cluster/sdk.sh) instead of the cases here; their templates (four,
+# as tests/sdk/serve's) go on the scratch disk tests/cluster/run gives.
+sdk_mode=0
+[ "${KILN_CLUSTER_ONLY:-}" = sdk ] && sdk_mode=1 && export KILN_TEST_TMP=${KILN_SCRATCH:-/tmp}
 . "$(dirname "$0")/../e2e/lib.sh"
 : "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_OP:?} ${CL_KEY_PLAN:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_PORT_C:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_ADV_C:?} ${CL_TLS:?} ${CL_CTL:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
@@ -58,19 +63,51 @@ until_ok() {
 # A build whose guest died in this emulation (issue 21) resumes when run
 # again: once more, then it must be in service.
 mkdir -p "$T/a" "$T/b"
-build() { "$KILND" --data "$T/$1" --no-net template build minimal >> "$T/build-$1.log" 2>&1; }
-for n in a b; do build "$n" & done
+# The SDK suites want base (python3) too.
+tmpls=minimal
+[ $sdk_mode = 1 ] && tmpls="minimal base"
+build() { "$KILND" --data "$T/$1" --no-net template build "$2" >> "$T/build-$1-$2.log" 2>&1; }
+for n in a b; do (for t in $tmpls; do build "$n" "$t"; done) & done
 wait
+sfx() { [ "$1" = minimal ] || echo "_$1"; }	# template_a: minimal's, as before
 for n in a b; do
-	grep -q "version 1 in service" "$T/build-$n.log" || build "$n"
-	grep -q "version 1 in service" "$T/build-$n.log" && pass "template_$n" "$(tail -1 "$T/build-$n.log")" \
-		|| { fail "template_$n" "$(tail -3 "$T/build-$n.log" | tr '\n' ' ')"; exit 1; }
+	for t in $tmpls; do
+		grep -q "version 1 in service" "$T/build-$n-$t.log" || build "$n" "$t"
+		grep -q "version 1 in service" "$T/build-$n-$t.log" && pass "template_$n$(sfx "$t")" "$(tail -1 "$T/build-$n-$t.log")" \
+			|| { fail "template_$n$(sfx "$t")" "$(tail -3 "$T/build-$n-$t.log" | tr '\n' ' ')"; exit 1; }
+	done
 done
-start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN"
-start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN"
+# For the SDK suites, room for what they run at once (two shared
+# sandboxes, a test's own, an app's, the code-interpreter's).
+offer=()
+[ $sdk_mode = 1 ] && offer=(--offer-memory 4096 --offer-vcpus 8)
+start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN" "${offer[@]}"
+start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN" "${offer[@]}"
 joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
 if until_ok 60 joined; then pass agents_joined "host-a and host-b, one token of any number of uses"
 else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1; fi
+
+# KILN_CLUSTER_ONLY=sdk: the SDK suites outside against the replicas,
+# while the hosts serve them; then nothing may be left on a host.
+if [ $sdk_mode = 1 ]; then
+	# code-interpreter (node: the SDKs' javascript tests) on host-a only,
+	# in the background while the suites run, as tests/sdk/serve builds
+	# it; the line it prints is what the tests wait for.
+	(
+		if build a code-interpreter; then echo "KILN_SDK_CODE_INTERPRETER=built on host-a: $(tail -1 "$T/build-a-code-interpreter.log")"
+		else echo "KILN_SDK_CODE_INTERPRETER=failed: $(tail -3 "$T/build-a-code-interpreter.log" | tr '\n' ' ')"; fi
+	) &
+	ci_pid=$!
+	at_exit "kill $ci_pid 2>/dev/null"
+	ans=$(curl -s -m 3000 -X POST "$CL_CTL/sdk")
+	[[ $ans == ok* ]] && pass sdk_suites_ran "$ans" || fail sdk_suites_ran "tests/cluster/run answered '$ans'"
+	sleep 2
+	left=$(on_host a; on_host b)
+	[ -z "${left// /}" ] && pass sdk_no_sandboxes_left "host-a and host-b run none after the SDK suites" \
+		|| fail sdk_no_sandboxes_left "still on the hosts: $left"
+	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
+	exit 0
+fi
 
 # A workspace's template through the cluster: a build and two copies of
 # about 70 MiB, 5 to 6 minutes in the emulated host, more than make

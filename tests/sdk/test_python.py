@@ -37,6 +37,17 @@ def test(fn):
     return fn
 
 
+class Skip(Exception):
+    """What a test cannot check at this endpoint: a SKIP line naming why."""
+
+
+def skip_on_cluster(why):
+    """Raises Skip(why) against a cluster's API replica (KILN_TEST_CLUSTER,
+    tests/cluster/sdk.sh): only for what one-box kilnd alone can do."""
+    if os.environ.get("KILN_TEST_CLUSTER") == "1":
+        raise Skip(f"against a cluster's API replica: {why}")
+
+
 def new(template="minimal", **kw):
     sb = Sandbox.create(template, **kw)
     made.append(sb.id)
@@ -1374,6 +1385,8 @@ def main():
         try:
             detail = t()
             print(f"PASS {name}: {detail} ({time.monotonic() - t0:.1f} s)", flush=True)
+        except Skip as e:
+            print(f"SKIP {name}: {e}", flush=True)
         except Exception as e:
             failed += 1
             print(f"FAIL {name}: {type(e).__name__}: {e}".replace("\n", " "), flush=True)
