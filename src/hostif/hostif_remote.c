@@ -343,12 +343,32 @@ static void lost_row(const char *ws, const char *id, const struct host_row *h, s
 	snprintf(r->error, sizeof r->error, "%s", errmsg());
 }
 
-/* The host no longer has it: the API sees it ended. */
-static int gone(struct remote *rm, const char *id, int rc)
+static int sbx_path(char *p, size_t n, const char *ws, const char *id, const char *tail);
+
+/* A call about the sandbox on host h ended in rc. An ENOENT ends its
+ * placement (the API sees it ended) only when the host says the sandbox
+ * itself is gone (a GET of it: 404, or its record deleted): a call's
+ * ENOENT may be about something else (a volume not attached, a process,
+ * a snapshot), and ending the placement then lost a running sandbox
+ * from the API: every later call "not found" while it ran on (the
+ * Python SDK's volumes test against a cluster, tests/cluster/sdk.sh).
+ * rc and its message are kept. */
+static int gone(struct remote *rm, const struct host_row *h, const char *ws, const char *id, int rc)
 {
-	if (rc == -ENOENT)
+	if (rc != -ENOENT)
+		return rc;
+	char why[512], path[256];
+	snprintf(why, sizeof why, "%s", errmsg());
+	sbx_path(path, sizeof path, ws, id, NULL);
+	json_t *a = NULL;
+	struct sbx_row row;
+	int st = remote_call(rm, h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+	st = answer_row(st, a, &row);
+	if (st == -ENOENT || (st == 0 && row.state == SBX_DELETED))
 		store_placement_end(rm->cfg.store, id);
-	return rc;
+	if (st == 0)
+		sbx_row_clear(&row);
+	return errf(ENOENT, "%s", why);
 }
 
 /* ---- sandboxes -------------------------------------------------------------------- */
@@ -634,7 +654,9 @@ static int r_get(void *ctx, const char *ws, const char *id, bool touch, struct s
 	else if (rc == 0)
 		sbx_row_clear(&tmp);
 	host_row_clear(&h);
-	return gone(rm, id, rc);
+	if (rc == -ENOENT)	/* the host no longer has it: the API sees it ended */
+		store_placement_end(rm->cfg.store, id);
+	return rc;
 }
 
 /* Each: the placements, then each host's list once, then the records in
@@ -756,8 +778,9 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
 	 * other replicas' reads and events see it. */
 	if (rc == 0 && out && !strcmp(out->id, id) && !strcmp(out->workspace, ws))
 		store_sandbox_save(rm->cfg.store, out);
+	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	return gone(rm, id, rc);
+	return rc;
 }
 
 static int r_delete(void *ctx, const char *ws, const char *id)
@@ -854,8 +877,9 @@ static int r_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MA
 		}
 	}
 	json_decref(a);
+	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	return gone(rm, id, rc);
+	return rc;
 }
 
 static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
@@ -1011,6 +1035,7 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 			rc = errf(EPROTO, "host %s: a relay line that is neither OK nor ERR", h.name);
 		}
 	}
+	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
 	if (held) {
 		/* Entered: it runs now. The record says so at once (its host's
@@ -1025,7 +1050,7 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	if (rc < 0) {
 		link_close(l);
-		return gone(rm, id, rc);
+		return rc;
 	}
 	return link_take(l);
 }
