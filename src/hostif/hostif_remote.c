@@ -783,6 +783,26 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
 	return rc;
 }
 
+/* The sandbox's record says it was deleted at once, not a heartbeat
+ * later: a GET of it right after (on any replica) answers 404
+ * sandbox_ended with when and why, as one-box kilnd does, not "not
+ * found" (the SDKs' ended_sandbox tests against a cluster). */
+static void record_deleted(struct remote *rm, const char *id)
+{
+	struct sbx_row row;
+	if (store_sandbox_load(rm->cfg.store, id, &row) < 0)
+		return;
+	if (row.state != SBX_DELETED) {
+		row.state = SBX_DELETED;
+		if (!row.deleted_ms)
+			row.deleted_ms = wall_ms();
+		if (!row.ended[0])
+			snprintf(row.ended, sizeof row.ended, "deleted");
+		store_sandbox_save(rm->cfg.store, &row);
+	}
+	sbx_row_clear(&row);
+}
+
 static int r_delete(void *ctx, const char *ws, const char *id)
 {
 	struct remote *rm = ctx;
@@ -792,11 +812,13 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 		return rc;
 	bool down = remote_host_down(&h);
 	host_row_clear(&h);
-	if (down)	/* deleted now; its host ends it when back (reconciliation) */
-		return store_placement_end(rm->cfg.store, id);
-	rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
-	if (rc == 0)
-		store_placement_end(rm->cfg.store, id);
+	if (!down)
+		rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
+	/* Down: deleted now; its host ends it when back (reconciliation). */
+	if (rc == 0) {
+		record_deleted(rm, id);
+		rc = store_placement_end(rm->cfg.store, id);
+	}
 	return rc;
 }
 
