@@ -345,6 +345,22 @@ static void lost_row(const char *ws, const char *id, const struct host_row *h, s
 
 static int sbx_path(char *p, size_t n, const char *ws, const char *id, const char *tail);
 
+/* What this replica did to a sandbox, told to its own listeners at once
+ * (state NULL: the record's), as one-box kilnd tells every move: the
+ * look at the database each second (events_poll) misses the states that
+ * last less than it (creating, deleting, a pause resumed at once), and
+ * the SDKs' event tests want each (created, ready, resumed, deleting:
+ * tests/cluster/sdk.sh). The event log tells a state it has already
+ * seen once only, so the look finding the same record later adds none.
+ * The other replicas hear of it from the database, as before. */
+static void tell(const struct sbx_row *r, const char *state)
+{
+	struct host_event e = { r->workspace, r->id, state ? state : sbx_state_name(r->state), r->cpu_seconds,
+				r->rss_bytes, r->parent, r->error, r->ended, NULL, 0, NULL };
+	host_events_emit(&e);
+}
+
+
 /* A call about the sandbox on host h ended in rc. An ENOENT ends its
  * placement (the API sees it ended) only when the host says the sandbox
  * itself is gone (a GET of it: 404, or its record deleted): a call's
@@ -603,8 +619,12 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 		if (req->report)
 			*req->report = cluster;
 		rc = store_placement_rename(rm->cfg.store, res[0], out->id, out->vcpus, out->memory_mib);
+		if (rc == 0)
+			tell(out, "creating");	/* before its record: the look then finds a move */
 		/* Its record at once, for what counts creates (plans). */
 		rc = rc ?: store_sandbox_save(rm->cfg.store, out);
+		if (rc == 0)
+			tell(out, NULL);
 		if (rc < 0) {
 			/* Made, but the API cannot find it again: undo it. */
 			char why[512];
@@ -776,8 +796,10 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
 	rc = answer_row(rc, a, out);
 	/* The change is the database's at once, not a heartbeat later: the
 	 * other replicas' reads and events see it. */
-	if (rc == 0 && out && !strcmp(out->id, id) && !strcmp(out->workspace, ws))
+	if (rc == 0 && out && !strcmp(out->id, id) && !strcmp(out->workspace, ws)) {
 		store_sandbox_save(rm->cfg.store, out);
+		tell(out, NULL);
+	}
 	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
 	return rc;
@@ -799,6 +821,7 @@ static void record_deleted(struct remote *rm, const char *id)
 		if (!row.ended[0])
 			snprintf(row.ended, sizeof row.ended, "deleted");
 		store_sandbox_save(rm->cfg.store, &row);
+		tell(&row, NULL);
 	}
 	sbx_row_clear(&row);
 }
@@ -812,8 +835,14 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 		return rc;
 	bool down = remote_host_down(&h);
 	host_row_clear(&h);
-	if (!down)
+	if (!down) {
+		struct sbx_row was;
+		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
+			tell(&was, "deleting");
+			sbx_row_clear(&was);
+		}
 		rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
+	}
 	/* Down: deleted now; its host ends it when back (reconciliation). */
 	if (rc == 0) {
 		record_deleted(rm, id);
@@ -975,9 +1004,11 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 		if (wire_row_parse(e, ch) < 0)
 			continue;
 		if (store_placement_rename(rm->cfg.store, res[*made], ch->id, ch->vcpus, ch->memory_mib) < 0 ||
-		    store_sandbox_save(rm->cfg.store, ch) < 0) {
+		    (tell(ch, "creating"), store_sandbox_save(rm->cfg.store, ch)) < 0) {
 			sbx_row_clear(ch);
 			memset(ch, 0, sizeof *ch);	/* exists, not findable: skipped */
+		} else {
+			tell(ch, NULL);
 		}
 		(*made)++;
 	}
@@ -1071,6 +1102,7 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			row.state = SBX_RUNNING;
 			store_sandbox_save(rm->cfg.store, &row);
+			tell(&row, NULL);
 			sbx_row_clear(&row);
 		}
 		store_wake_done(rm->cfg.store, id);
