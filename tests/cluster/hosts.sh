@@ -93,9 +93,18 @@ if [ $sdk_mode = 1 ]; then
 	# code-interpreter (node: the SDKs' javascript tests) on host-a only,
 	# in the background while the suites run, as tests/sdk/serve builds
 	# it; the line it prints is what the tests wait for.
+	# Said once the replicas place it: the template list asks the hosts
+	# themselves, placement goes by their heartbeats (every 3 s), so one
+	# more after the list has it (a create at once was refused, "built
+	# on no host that is up").
+	ci_ready() {
+		curl -s -m 10 -H "Authorization: Bearer $CL_KEY" "$CL_API1/v1/templates" |
+			python3 -c 'import json,sys; sys.exit(not any(t["name"] == "code-interpreter" and t["status"] == "ready" for t in json.load(sys.stdin)["templates"]))' 2>/dev/null
+	}
 	(
-		if build a code-interpreter; then echo "KILN_SDK_CODE_INTERPRETER=built on host-a: $(tail -1 "$T/build-a-code-interpreter.log")"
-		else echo "KILN_SDK_CODE_INTERPRETER=failed: $(tail -3 "$T/build-a-code-interpreter.log" | tr '\n' ' ')"; fi
+		if ! build a code-interpreter; then echo "KILN_SDK_CODE_INTERPRETER=failed: $(tail -3 "$T/build-a-code-interpreter.log" | tr '\n' ' ')"
+		elif ! until_ok 60 ci_ready; then echo "KILN_SDK_CODE_INTERPRETER=failed: built on host-a, but the replica does not list it ready in 60 s"
+		else sleep 4; echo "KILN_SDK_CODE_INTERPRETER=built on host-a: $(tail -1 "$T/build-a-code-interpreter.log")"; fi
 	) &
 	ci_pid=$!
 	at_exit "kill $ci_pid 2>/dev/null"
@@ -363,10 +372,22 @@ fi
 del_ok=1
 for s in $P1 $S1 $N1; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || { del_ok=0; fail delete "$s: $STATUS $BODY"; }; done
 [ $del_ok = 1 ] && pass delete "$P1 $S1 $N1: 204 each"
+# At once, on the other replica too: ended, with when and why, as one-box
+# kilnd answers (the record was the database's only a heartbeat later).
+URL=$CL_API2 api GET "/v1/sandboxes/$P1"
+[ "$STATUS $(jget 'j["error"]["code"], j["error"].get("ended")')" = "404 ('sandbox_ended', 'deleted')" ] \
+	&& pass deleted_is_ended "GET right after the delete, on the other replica: 404 sandbox_ended" \
+	|| fail deleted_is_ended "$STATUS $BODY"
 a=$(on_host a) b=$(on_host b)
 [ -z "$a$b" ] && pass hosts_empty "nothing runs on either host" || fail hosts_empty "a: '$a' b: '$b'"
 api GET /v1/sandboxes
 [ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass list_empty "" || fail list_empty "$BODY"
+# A smoke of the Python SDK's suite at replica 1, run outside by
+# tests/cluster/run (tests/cluster/sdk.sh, KILN_CLUSTER_SDK_SMOKE): a few
+# of its tests on minimal sandboxes, one at a time; the whole suite runs
+# with KILN_CLUSTER_ONLY=sdk (the full tier).
+ans=$(curl -s -m 300 -X POST "$CL_CTL/sdk-smoke")
+[[ $ans == ok* ]] && pass sdk_smoke "$ans" || fail sdk_smoke "tests/cluster/run answered '$ans'"
 # ---- a workspace's caps hold over every host and replica (issue 13) ----------------
 # Workspace cap: running 3, creates_per_hour 5 (tests/cluster/run). 12
 # creates at once, 6 through each replica, with room for 4 on the hosts:

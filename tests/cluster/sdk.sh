@@ -14,11 +14,18 @@
 # to 1 request a second, of a cluster with no host: tests/sdk/serve's
 # kilnd with no templates), CL_SDK_HOST_LOG (where the hosts' lines go:
 # the code-interpreter template's KILN_SDK_CODE_INTERPRETER line),
-# KILN_CLUSTER_SDK_GROUPS (python, typescript, mcp; default: python).
+# KILN_CLUSTER_SDK_GROUPS (python, typescript, mcp; default: python),
+# KILN_CLUSTER_SDK_SMOKE.
 set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/python.sh"
-: "${CL_SDK_URL:?} ${CL_OP:?} ${CL_SDK_RATE_URL:?} ${CL_SDK_RATE_KEY:?} ${CL_SDK_HOST_LOG:?}"
+# With KILN_CLUSTER_SDK_SMOKE=1 (make test's cluster run): only the
+# Python tests in SMOKE below, on minimal sandboxes one at a time (no
+# rate-limited replica, no base template there).
+smoke=${KILN_CLUSTER_SDK_SMOKE:-}
+: "${CL_SDK_URL:?} ${CL_OP:?} ${CL_SDK_HOST_LOG:?}"
+[ "$smoke" = 1 ] || : "${CL_SDK_RATE_URL:?} ${CL_SDK_RATE_KEY:?}"
+SMOKE=(config_from_env_and_args ended_sandbox create_errors delete context_manager_deletes_even_when_the_block_raises)
 T=$(mktemp -d /tmp/kclsdk.XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
 fail() { echo "FAIL $1: $2"; }
@@ -48,12 +55,16 @@ else
 	exit 1
 fi
 export KILN_API_URL=$CL_SDK_URL KILN_API_KEY=$key KILN_TEST_KEY2=$key2 KILN_TEST_LIMITED_KEY=$limited
-export KILN_TEST_RATE_URL=$CL_SDK_RATE_URL KILN_TEST_RATE_KEY=$CL_SDK_RATE_KEY
+export KILN_TEST_RATE_URL=${CL_SDK_RATE_URL:-} KILN_TEST_RATE_KEY=${CL_SDK_RATE_KEY:-}
 export KILN_TEST_HOST_LOG=$CL_SDK_HOST_LOG KILN_TEST_ORIGIN_ALLOWED=http://allowed.example KILN_REPO=$repo
 # What a test cannot do against a cluster says so with a SKIP line
 # naming why (test_python.py's skip_on_cluster).
 export KILN_TEST_CLUSTER=1
 
+if [ "$smoke" = 1 ]; then
+	sdk_python_venv && sdk_run cl-sdk-smoke "$T/venv/bin/python" "$repo/tests/sdk/test_python.py" "${SMOKE[@]}"
+	exit 0
+fi
 for g in ${KILN_CLUSTER_SDK_GROUPS:-python}; do
 	t0=$(date +%s)
 	echo "== cluster-sdk-$g"
