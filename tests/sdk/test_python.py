@@ -8,7 +8,9 @@ tree. Environment: KILN_API_URL, KILN_API_KEY (workspace "sdk"),
 KILN_TEST_KEY2 (another workspace), KILN_TEST_LIMITED_KEY (a workspace on
 the free plan with one running sandbox at most), KILN_TEST_RATE_URL and
 KILN_TEST_RATE_KEY (a kilnd limited to 1 request a second, no templates).
-Prints "PASS name: detail" / "FAIL name: why".
+The same file runs against a cluster's API replica (tests/cluster/sdk.sh,
+KILN_TEST_CLUSTER=1), unchanged in what it asserts.
+Prints "PASS name: detail" / "FAIL name: why" / "SKIP name: why".
 """
 
 import datetime
