@@ -343,12 +343,48 @@ static void lost_row(const char *ws, const char *id, const struct host_row *h, s
 	snprintf(r->error, sizeof r->error, "%s", errmsg());
 }
 
-/* The host no longer has it: the API sees it ended. */
-static int gone(struct remote *rm, const char *id, int rc)
+static int sbx_path(char *p, size_t n, const char *ws, const char *id, const char *tail);
+
+/* What this replica did to a sandbox, told to its own listeners at once
+ * (state NULL: the record's), as one-box kilnd tells every move: the
+ * look at the database each second (events_poll) misses the states that
+ * last less than it (creating, deleting, a pause resumed at once), and
+ * the SDKs' event tests want each (created, ready, resumed, deleting:
+ * tests/cluster/sdk.sh). The event log tells a state it has already
+ * seen once only, so the look finding the same record later adds none.
+ * The other replicas hear of it from the database, as before. */
+static void tell(const struct sbx_row *r, const char *state)
 {
-	if (rc == -ENOENT)
+	struct host_event e = { r->workspace, r->id, state ? state : sbx_state_name(r->state), r->cpu_seconds,
+				r->rss_bytes, r->parent, r->error, r->ended, NULL, 0, NULL };
+	host_events_emit(&e);
+}
+
+
+/* A call about the sandbox on host h ended in rc. An ENOENT ends its
+ * placement (the API sees it ended) only when the host says the sandbox
+ * itself is gone (a GET of it: 404, or its record deleted): a call's
+ * ENOENT may be about something else (a volume not attached, a process,
+ * a snapshot), and ending the placement then lost a running sandbox
+ * from the API: every later call "not found" while it ran on (the
+ * Python SDK's volumes test against a cluster, tests/cluster/sdk.sh).
+ * rc and its message are kept. */
+static int gone(struct remote *rm, const struct host_row *h, const char *ws, const char *id, int rc)
+{
+	if (rc != -ENOENT)
+		return rc;
+	char why[512], path[256];
+	snprintf(why, sizeof why, "%s", errmsg());
+	sbx_path(path, sizeof path, ws, id, NULL);
+	json_t *a = NULL;
+	struct sbx_row row;
+	int st = remote_call(rm, h, "GET", path, NULL, CALL_TIMEOUT_S, &a, NULL);
+	st = answer_row(st, a, &row);
+	if (st == -ENOENT || (st == 0 && row.state == SBX_DELETED))
 		store_placement_end(rm->cfg.store, id);
-	return rc;
+	if (st == 0)
+		sbx_row_clear(&row);
+	return errf(ENOENT, "%s", why);
 }
 
 /* ---- sandboxes -------------------------------------------------------------------- */
@@ -583,8 +619,12 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 		if (req->report)
 			*req->report = cluster;
 		rc = store_placement_rename(rm->cfg.store, res[0], out->id, out->vcpus, out->memory_mib);
+		if (rc == 0)
+			tell(out, "creating");	/* before its record: the look then finds a move */
 		/* Its record at once, for what counts creates (plans). */
 		rc = rc ?: store_sandbox_save(rm->cfg.store, out);
+		if (rc == 0)
+			tell(out, NULL);
 		if (rc < 0) {
 			/* Made, but the API cannot find it again: undo it. */
 			char why[512];
@@ -634,7 +674,9 @@ static int r_get(void *ctx, const char *ws, const char *id, bool touch, struct s
 	else if (rc == 0)
 		sbx_row_clear(&tmp);
 	host_row_clear(&h);
-	return gone(rm, id, rc);
+	if (rc == -ENOENT)	/* the host no longer has it: the API sees it ended */
+		store_placement_end(rm->cfg.store, id);
+	return rc;
 }
 
 /* Each: the placements, then each host's list once, then the records in
@@ -754,10 +796,34 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
 	rc = answer_row(rc, a, out);
 	/* The change is the database's at once, not a heartbeat later: the
 	 * other replicas' reads and events see it. */
-	if (rc == 0 && out && !strcmp(out->id, id) && !strcmp(out->workspace, ws))
+	if (rc == 0 && out && !strcmp(out->id, id) && !strcmp(out->workspace, ws)) {
 		store_sandbox_save(rm->cfg.store, out);
+		tell(out, NULL);
+	}
+	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	return gone(rm, id, rc);
+	return rc;
+}
+
+/* The sandbox's record says it was deleted at once, not a heartbeat
+ * later: a GET of it right after (on any replica) answers 404
+ * sandbox_ended with when and why, as one-box kilnd does, not "not
+ * found" (the SDKs' ended_sandbox tests against a cluster). */
+static void record_deleted(struct remote *rm, const char *id)
+{
+	struct sbx_row row;
+	if (store_sandbox_load(rm->cfg.store, id, &row) < 0)
+		return;
+	if (row.state != SBX_DELETED) {
+		row.state = SBX_DELETED;
+		if (!row.deleted_ms)
+			row.deleted_ms = wall_ms();
+		if (!row.ended[0])
+			snprintf(row.ended, sizeof row.ended, "deleted");
+		store_sandbox_save(rm->cfg.store, &row);
+		tell(&row, NULL);
+	}
+	sbx_row_clear(&row);
 }
 
 static int r_delete(void *ctx, const char *ws, const char *id)
@@ -769,11 +835,19 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 		return rc;
 	bool down = remote_host_down(&h);
 	host_row_clear(&h);
-	if (down)	/* deleted now; its host ends it when back (reconciliation) */
-		return store_placement_end(rm->cfg.store, id);
-	rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
-	if (rc == 0)
-		store_placement_end(rm->cfg.store, id);
+	if (!down) {
+		struct sbx_row was;
+		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
+			tell(&was, "deleting");
+			sbx_row_clear(&was);
+		}
+		rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
+	}
+	/* Down: deleted now; its host ends it when back (reconciliation). */
+	if (rc == 0) {
+		record_deleted(rm, id);
+		rc = store_placement_end(rm->cfg.store, id);
+	}
 	return rc;
 }
 
@@ -854,8 +928,9 @@ static int r_snapshot(void *ctx, const char *ws, const char *id, char snap[ID_MA
 		}
 	}
 	json_decref(a);
+	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	return gone(rm, id, rc);
+	return rc;
 }
 
 static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
@@ -868,8 +943,13 @@ static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
 	char path[256];
 	snprintf(path, sizeof path, "/v1/host/snapshots/%s/%s", ws, snap);
 	rc = remote_call(rm, &h, "DELETE", path, NULL, CALL_TIMEOUT_S, NULL, NULL);
-	if (rc == 0 || rc == -ENOENT)
+	/* Its record says deleted at once, not a heartbeat later: a GET of
+	 * it right after answered 200 with the deleted snapshot (the SDKs'
+	 * snapshot test against a cluster). */
+	if (rc == 0 || rc == -ENOENT) {
 		store_placement_end(rm->cfg.store, snap);
+		store_snapshot_delete(rm->cfg.store, snap, ws);
+	}
 	host_row_clear(&h);
 	return rc;
 }
@@ -924,9 +1004,11 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 		if (wire_row_parse(e, ch) < 0)
 			continue;
 		if (store_placement_rename(rm->cfg.store, res[*made], ch->id, ch->vcpus, ch->memory_mib) < 0 ||
-		    store_sandbox_save(rm->cfg.store, ch) < 0) {
+		    (tell(ch, "creating"), store_sandbox_save(rm->cfg.store, ch)) < 0) {
 			sbx_row_clear(ch);
 			memset(ch, 0, sizeof *ch);	/* exists, not findable: skipped */
+		} else {
+			tell(ch, NULL);
 		}
 		(*made)++;
 	}
@@ -1011,6 +1093,7 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 			rc = errf(EPROTO, "host %s: a relay line that is neither OK nor ERR", h.name);
 		}
 	}
+	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
 	if (held) {
 		/* Entered: it runs now. The record says so at once (its host's
@@ -1019,13 +1102,14 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			row.state = SBX_RUNNING;
 			store_sandbox_save(rm->cfg.store, &row);
+			tell(&row, NULL);
 			sbx_row_clear(&row);
 		}
 		store_wake_done(rm->cfg.store, id);
 	}
 	if (rc < 0) {
 		link_close(l);
-		return gone(rm, id, rc);
+		return rc;
 	}
 	return link_take(l);
 }

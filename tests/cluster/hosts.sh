@@ -6,6 +6,11 @@
 # which places it and calls the agent that has it. Each agent offers 512
 # MiB: room for two 256 MiB "minimal" sandboxes, so that placement and
 # its refusals show. Environment: see tests/cluster/run.
+# KILN_CLUSTER_ONLY=sdk: the hosts serve the SDK suites run outside
+# (tests/cluster/sdk.sh) instead of the cases here; their templates (four,
+# as tests/sdk/serve's) go on the scratch disk tests/cluster/run gives.
+sdk_mode=0
+[ "${KILN_CLUSTER_ONLY:-}" = sdk ] && sdk_mode=1 && export KILN_TEST_TMP=${KILN_SCRATCH:-/tmp}
 . "$(dirname "$0")/../e2e/lib.sh"
 : "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_OP:?} ${CL_KEY_PLAN:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_PORT_C:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_ADV_C:?} ${CL_TLS:?} ${CL_CTL:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
@@ -58,19 +63,60 @@ until_ok() {
 # A build whose guest died in this emulation (issue 21) resumes when run
 # again: once more, then it must be in service.
 mkdir -p "$T/a" "$T/b"
-build() { "$KILND" --data "$T/$1" --no-net template build minimal >> "$T/build-$1.log" 2>&1; }
-for n in a b; do build "$n" & done
+# The SDK suites want base (python3) too.
+tmpls=minimal
+[ $sdk_mode = 1 ] && tmpls="minimal base"
+build() { "$KILND" --data "$T/$1" --no-net template build "$2" >> "$T/build-$1-$2.log" 2>&1; }
+for n in a b; do (for t in $tmpls; do build "$n" "$t"; done) & done
 wait
+sfx() { [ "$1" = minimal ] || echo "_$1"; }	# template_a: minimal's, as before
 for n in a b; do
-	grep -q "version 1 in service" "$T/build-$n.log" || build "$n"
-	grep -q "version 1 in service" "$T/build-$n.log" && pass "template_$n" "$(tail -1 "$T/build-$n.log")" \
-		|| { fail "template_$n" "$(tail -3 "$T/build-$n.log" | tr '\n' ' ')"; exit 1; }
+	for t in $tmpls; do
+		grep -q "version 1 in service" "$T/build-$n-$t.log" || build "$n" "$t"
+		grep -q "version 1 in service" "$T/build-$n-$t.log" && pass "template_$n$(sfx "$t")" "$(tail -1 "$T/build-$n-$t.log")" \
+			|| { fail "template_$n$(sfx "$t")" "$(tail -3 "$T/build-$n-$t.log" | tr '\n' ' ')"; exit 1; }
+	done
 done
-start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN"
-start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN"
+# For the SDK suites, room for what they run at once (two shared
+# sandboxes, a test's own, an app's, the code-interpreter's).
+offer=()
+[ $sdk_mode = 1 ] && offer=(--offer-memory 4096 --offer-vcpus 8)
+start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN" "${offer[@]}"
+start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN" "${offer[@]}"
 joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
 if until_ok 60 joined; then pass agents_joined "host-a and host-b, one token of any number of uses"
 else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1; fi
+
+# KILN_CLUSTER_ONLY=sdk: the SDK suites outside against the replicas,
+# while the hosts serve them; then nothing may be left on a host.
+if [ $sdk_mode = 1 ]; then
+	# code-interpreter (node: the SDKs' javascript tests) on host-a only,
+	# in the background while the suites run, as tests/sdk/serve builds
+	# it; the line it prints is what the tests wait for.
+	# Said once the replicas place it: the template list asks the hosts
+	# themselves, placement goes by their heartbeats (every 3 s), so one
+	# more after the list has it (a create at once was refused, "built
+	# on no host that is up").
+	ci_ready() {
+		curl -s -m 10 -H "Authorization: Bearer $CL_KEY" "$CL_API1/v1/templates" |
+			python3 -c 'import json,sys; sys.exit(not any(t["name"] == "code-interpreter" and t["status"] == "ready" for t in json.load(sys.stdin)["templates"]))' 2>/dev/null
+	}
+	(
+		if ! build a code-interpreter; then echo "KILN_SDK_CODE_INTERPRETER=failed: $(tail -3 "$T/build-a-code-interpreter.log" | tr '\n' ' ')"
+		elif ! until_ok 60 ci_ready; then echo "KILN_SDK_CODE_INTERPRETER=failed: built on host-a, but the replica does not list it ready in 60 s"
+		else sleep 4; echo "KILN_SDK_CODE_INTERPRETER=built on host-a: $(tail -1 "$T/build-a-code-interpreter.log")"; fi
+	) &
+	ci_pid=$!
+	at_exit "kill $ci_pid 2>/dev/null"
+	ans=$(curl -s -m 3000 -X POST "$CL_CTL/sdk")
+	[[ $ans == ok* ]] && pass sdk_suites_ran "$ans" || fail sdk_suites_ran "tests/cluster/run answered '$ans'"
+	sleep 2
+	left=$(on_host a; on_host b)
+	[ -z "${left// /}" ] && pass sdk_no_sandboxes_left "host-a and host-b run none after the SDK suites" \
+		|| fail sdk_no_sandboxes_left "still on the hosts: $left"
+	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
+	exit 0
+fi
 
 # A workspace's template through the cluster: a build and two copies of
 # about 70 MiB, 5 to 6 minutes in the emulated host, more than make
@@ -326,10 +372,22 @@ fi
 del_ok=1
 for s in $P1 $S1 $N1; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || { del_ok=0; fail delete "$s: $STATUS $BODY"; }; done
 [ $del_ok = 1 ] && pass delete "$P1 $S1 $N1: 204 each"
+# At once, on the other replica too: ended, with when and why, as one-box
+# kilnd answers (the record was the database's only a heartbeat later).
+URL=$CL_API2 api GET "/v1/sandboxes/$P1"
+[ "$STATUS $(jget 'j["error"]["code"], j["error"].get("ended")')" = "404 ('sandbox_ended', 'deleted')" ] \
+	&& pass deleted_is_ended "GET right after the delete, on the other replica: 404 sandbox_ended" \
+	|| fail deleted_is_ended "$STATUS $BODY"
 a=$(on_host a) b=$(on_host b)
 [ -z "$a$b" ] && pass hosts_empty "nothing runs on either host" || fail hosts_empty "a: '$a' b: '$b'"
 api GET /v1/sandboxes
 [ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass list_empty "" || fail list_empty "$BODY"
+# A smoke of the Python SDK's suite at replica 1, run outside by
+# tests/cluster/run (tests/cluster/sdk.sh, KILN_CLUSTER_SDK_SMOKE): a few
+# of its tests on minimal sandboxes, one at a time; the whole suite runs
+# with KILN_CLUSTER_ONLY=sdk (the full tier).
+ans=$(curl -s -m 300 -X POST "$CL_CTL/sdk-smoke")
+[[ $ans == ok* ]] && pass sdk_smoke "$ans" || fail sdk_smoke "tests/cluster/run answered '$ans'"
 # ---- a workspace's caps hold over every host and replica (issue 13) ----------------
 # Workspace cap: running 3, creates_per_hour 5 (tests/cluster/run). 12
 # creates at once, 6 through each replica, with room for 4 on the hosts:
