@@ -13,18 +13,24 @@ static int port_arg(struct opts *o, int i)
 	return (int)args_number("PORT", o->pos[i], 1, 65535);
 }
 
-int cmd_expose(const struct command *cmd, struct opts *o)
+/* An answer that has a URL: the URL, or with --json the whole answer. */
+static int print_url(json_t *r, const struct opts *o)
 {
-	need_args(cmd, o, 2, 2);
-	char path[160];
-	snprintf(path, sizeof path, "/v1/sandboxes/%s/ports", need_id(cmd, o, 0));
-	json_t *r = call("POST", path, json_pack("{s:i,s:b}", "port", port_arg(o, 1), "public", o->public));
 	if (o->json)
 		print_json(r);
 	else
 		printf("%s\n", str(r, "url"));
 	json_decref(r);
 	return 0;
+}
+
+int cmd_expose(const struct command *cmd, struct opts *o)
+{
+	need_args(cmd, o, 2, 2);
+	char path[160];
+	snprintf(path, sizeof path, "/v1/sandboxes/%s/ports", need_id(cmd, o, 0));
+	json_t *r = call("POST", path, json_pack("{s:i,s:b}", "port", port_arg(o, 1), "public", o->public));
+	return print_url(r, o);
 }
 
 int cmd_unexpose(const struct command *cmd, struct opts *o)
@@ -121,10 +127,5 @@ int cmd_preview(const struct command *cmd, struct opts *o)
 	if (o->ttl >= 0)
 		json_object_set_new(body, "ttl_seconds", json_integer(o->ttl));
 	json_t *r = call("POST", path, body);
-	if (o->json)
-		print_json(r);
-	else
-		printf("%s\n", str(r, "url"));
-	json_decref(r);
-	return 0;
+	return print_url(r, o);
 }
