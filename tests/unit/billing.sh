@@ -7,7 +7,8 @@
 # one sandbox's, CSV, the prices kilnd is given, /v1/billing (cost,
 # projected, credit left), 402 credit_exhausted on a create and a wake of
 # a workspace whose credit is spent while another workspace is not held,
-# a plan without the workspace MCP, and bad queries. Everything started is stopped and removed at the end,
+# a plan without the workspace MCP, bad queries, and the free plan's one
+# volume of at most 1 GiB. Everything started is stopped and removed at the end,
 # failed or not. Run by the unit loop as build/tests/unit_billing; prints
 # PASS/FAIL lines, exits 1 on any FAIL.
 name=billing
@@ -91,4 +92,19 @@ api "$rich" GET "/v1/usage?format=xml"
 check bad_format "$STATUS $(body)" [ "$STATUS" = 400 ]
 "$kilnd" --data "$dir/x" --price-vcpu-hour 0.0000001 routes > /dev/null 2> "$dir/err"
 check bad_price "$(head -1 "$dir/err")" grep -q -- "--price-vcpu-hour" "$dir/err"
+
+# The shipped free plan's named volumes (issue 18: one, of at most 1 GiB):
+# /v1/limits says so, and POST /v1/volumes holds to it, naming the limit.
+freevol=$(kd keys create --workspace freevol 2>/dev/null)
+kd workspace plan freevol free > /dev/null || fail setup "kilnd workspace plan freevol free"
+api "$freevol" GET /v1/limits
+check free_volume_limits "$(body)" is 'j["plan"] == "free" and j["limits"]["volumes"] == 1 and j["limits"]["volume_mib"] == 1024'
+api "$freevol" POST /v1/volumes '{"name":"big","size_mib":2048}'
+check free_volume_over_size "$STATUS $(body)" is 'j["error"]["code"] == "limit_exceeded" and j["error"]["limit"] == "volume_mib" and j["error"]["value"] == 1024'
+[ "$STATUS" = 429 ] || fail free_volume_over_size_status "$STATUS"
+api "$freevol" POST /v1/volumes '{"name":"one","size_mib":1024}'
+check free_volume_one "$STATUS $(body)" [ "$STATUS" = 201 ]
+api "$freevol" POST /v1/volumes '{"name":"two","size_mib":64}'
+check free_volume_second "$STATUS $(body)" is 'j["error"]["code"] == "limit_exceeded" and j["error"]["limit"] == "volumes" and j["error"]["value"] == 1'
+[ "$STATUS" = 429 ] || fail free_volume_second_status "$STATUS"
 exit $rc
