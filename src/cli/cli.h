@@ -35,6 +35,10 @@ json_t *call(const char *method, const char *path, json_t *body);
 /* The rest of a request started with status rc (httpc_start's): its
  * whole answer (yours to free), or exit on a failure or an error status. */
 char *finish(struct httpc *c, int rc);
+/* A GET whose answer is read as it comes (a download, an event stream):
+ * started with header (NULL for none), or exit on a failure or on an
+ * answer that is not 200 (its error reported). path is freed. */
+void get_stream(struct httpc *c, char *path, const char *header);
 void print_json(json_t *j);
 /* An answer r: with --json, print it, free it and return NULL (the
  * command is done); else r (yours to free), to print for people. */

@@ -208,14 +208,7 @@ static int app_logs(const struct command *cmd, struct opts *o)
 		return 0;
 	}
 	struct httpc c;
-	if (httpc_start(&c, &target, "GET", path, "Accept: text/event-stream\r\n", NULL, 0, -1, 0) < 0)
-		die("%s", c.error);
-	free(path);
-	if (c.status != 200) {
-		char *resp = NULL;
-		httpc_read_all(&c, &resp, NULL, BODY_MAX);
-		die_response(c.status, resp);
-	}
+	get_stream(&c, path, "Accept: text/event-stream\r\n");
 	int rc = sse_read(&c, follow_event, o);
 	httpc_close(&c);
 	if (rc < 0)

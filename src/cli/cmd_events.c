@@ -90,14 +90,7 @@ int cmd_events(const struct command *cmd, struct opts *o)
 		query_add(&q, "sandbox", o->sandbox);
 	char *path = query_path("/v1/events", &q);
 	struct httpc c;
-	if (httpc_start(&c, &target, "GET", path, header, NULL, 0, -1, 0) < 0)
-		die("%s", c.error);
-	free(path);
-	if (c.status != 200) {
-		char *resp = NULL;
-		httpc_read_all(&c, &resp, NULL, 1u << 20);
-		die_response(c.status, resp);
-	}
+	get_stream(&c, path, header);
 	struct follow f = { o, o->limit > 0 ? o->limit : -1 };
 	int rc = sse_read(&c, on_event, &f);
 	httpc_close(&c);

@@ -136,14 +136,7 @@ static void download(const char *route, const char *id, const char *path, int fd
 {
 	char *p = files_path(route, id, path, NULL);
 	struct httpc c;
-	if (httpc_start(&c, &target, "GET", p, NULL, NULL, 0, -1, 0) < 0)
-		die("%s", c.error);
-	free(p);
-	if (c.status != 200) {
-		char *resp = NULL;
-		httpc_read_all(&c, &resp, NULL, BODY_MAX);
-		die_response(c.status, resp);
-	}
+	get_stream(&c, p, NULL);
 	char buf[65536];
 	long n;
 	while ((n = httpc_read(&c, buf, sizeof buf)) > 0)

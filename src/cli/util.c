@@ -54,6 +54,17 @@ char *finish(struct httpc *c, int rc)
 	return resp;
 }
 
+void get_stream(struct httpc *c, char *path, const char *header)
+{
+	if (httpc_start(c, &target, "GET", path, header, NULL, 0, -1, 0) < 0)
+		die("%s", c->error);
+	free(path);
+	if (c->status != 200) {
+		char *resp = NULL;
+		httpc_read_all(c, &resp, NULL, BODY_MAX);
+		die_response(c->status, resp);
+	}
+}
 
 json_t *call(const char *method, const char *path, json_t *body)
 {
