@@ -298,14 +298,17 @@ void mcp_text(struct mcp_out *out, const char *text, size_t len)
 		s ? s : json_string("(output not valid UTF-8)")));
 }
 
-void mcp_json(struct mcp_out *out, json_t *obj)
+int mcp_json(struct mcp_out *out, json_t *obj)
 {
+	if (!obj)
+		return errf(ENOMEM, "out of memory");
 	char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
 	if (text)
 		mcp_text(out, text, strlen(text));
 	free(text);
 	json_decref(out->structured);
 	out->structured = obj;
+	return 0;
 }
 
 /* ---- methods ------------------------------------------------------------------------------------------ */

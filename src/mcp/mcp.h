@@ -92,7 +92,9 @@ int64_t arg_int(const json_t *args, const char *key, int64_t dflt);
 /* Helpers for tools (mcp.c). */
 void mcp_text(struct mcp_out *out, const char *text, size_t len);
 /* The structured object as the text block too (the spec's advice for
- * clients that read only content); steals obj. */
-void mcp_json(struct mcp_out *out, json_t *obj);
+ * clients that read only content); steals obj. 0, or -ENOMEM for a NULL
+ * obj (a json_pack that ran out of memory), so a tool can end with
+ * `return mcp_json(out, j);`. */
+int mcp_json(struct mcp_out *out, json_t *obj);
 
 #endif

@@ -740,10 +740,7 @@ static int volume_result(const struct ops_caller *oc, int rc, const struct vol_r
 	if (rc < 0)
 		return rc;
 	json_t *j = volume_out(ops_volume_json(oc, v));
-	if (!j)
-		return errf(ENOMEM, "out of memory");
-	mcp_json(out, j);
-	return 0;
+	return mcp_json(out, j);
 }
 
 static int t_volume_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
@@ -935,10 +932,7 @@ static int t_db_backup(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	if (rc < 0)
 		return rc;
 	json_t *j = ops_db_backup_json(&b);
-	if (!j)
-		return errf(ENOMEM, "out of memory");
-	mcp_json(out, j);
-	return 0;
+	return mcp_json(out, j);
 }
 
 static int t_db_backups(struct mcp_call *c, const json_t *args, struct mcp_out *out)
@@ -977,10 +971,7 @@ static int app_result(struct mcp_call *c, const struct ops_caller *oc, int rc, c
 	if (rc < 0)
 		return rc;
 	json_t *j = app_out(c, oc, a);
-	if (!j)
-		return errf(ENOMEM, "out of memory");
-	mcp_json(out, j);
-	return 0;
+	return mcp_json(out, j);
 }
 
 /* An app's row is 21 KiB: on the heap, not the connection thread's stack
