@@ -21,6 +21,7 @@
 #include "api/inflight.h"
 #include "api/render.h"
 #include "api/sse.h"
+#include "ops/fields.h"
 #include "ops/ops.h"
 #include "ops/validate.h"
 #include "common/strbuf.h"
@@ -39,18 +40,42 @@ int exec_parse(struct req *r, struct exec_req *e)
 	return exec_parse_json(r->json, r->api->cfg->max_json_bytes, e);
 }
 
+const struct field exec_fields[] = {
+	{ .name = "cmd", .type = FIELD_STRING, .max = EXEC_CMD_MAX,
+	  .description = "A shell command (/bin/sh -c); or argv." },
+	{ .name = "argv", .type = FIELD_STRINGS, .min = 1, .max = ARGV_MAX, .item_max = 128 * 1024,
+	  .description = "A program and its arguments, instead of cmd." },
+	{ .name = "env", .type = FIELD_MAP, .env_names = true, .max = 1024, .key_max = 128, .item_max = 64 * 1024,
+	  .description = "Environment over the sandbox's." },
+	{ .name = "cwd", .type = FIELD_STRING, .max = 4095, .description = "Its working directory (absolute)." },
+	{ .name = "user", .type = FIELD_STRING, .max = 64,
+	  .description = "A user name, uid or uid:gid (default root)." },
+	{ .name = "timeout_seconds", .type = FIELD_INTEGER, .min = 0, .max = EXEC_TIMEOUT_MAX,
+	  .description = "Kill it after this long (default 0: never)." },
+	{ .type = FIELD_END }
+};
+
+/* REST's body: the same and stdin, bounded by the server's body size. */
+static const struct field exec_body_fields[] = {
+	{ .type = FIELD_INCLUDE, .items = exec_fields },
+	{ .name = "stdin", .type = FIELD_STRING },
+	{ .type = FIELD_END }
+};
+
 int exec_parse_json(const json_t *body, size_t stdin_max, struct exec_req *e)
 {
-	static const char *const keys[] = { "cmd", "argv", "env", "cwd", "user", "timeout_seconds", "stdin", NULL };
+	const struct field *argv = fields_find(exec_fields, "argv");
 	memset(e, 0, sizeof *e);
-	int rc = v_known_keys(body, keys);
-	rc = rc ?: v_str(body, "cmd", false, EXEC_CMD_MAX, &e->cmd);
-	rc = rc ?: v_str_array(body, "argv", ARGV_MAX, 128 * 1024, &e->argv);
-	rc = rc ?: v_str_map(body, "env", 1024, 128, 64 * 1024, true, &e->env);
-	rc = rc ?: v_str(body, "cwd", false, 4095, &e->cwd);
-	rc = rc ?: v_str(body, "user", false, 64, &e->user);
-	rc = rc ?: v_int(body, "timeout_seconds", false, 0, EXEC_TIMEOUT_MAX, &e->timeout_s);
+	int rc = fields_check(exec_body_fields, body, NULL);
+	rc = rc ?: v_str_array(body, "argv", (size_t)argv->max, (size_t)argv->item_max, &e->argv);
 	rc = rc ?: v_str(body, "stdin", false, stdin_max, &e->stdin_text);
+	if (rc == 0) {
+		e->cmd = field_str(body, "cmd", NULL);
+		e->env = field_get(body, "env");
+		e->cwd = field_str(body, "cwd", NULL);
+		e->user = field_str(body, "user", NULL);
+		e->timeout_s = field_int(body, "timeout_seconds", 0);
+	}
 	if (rc == 0 && !!e->cmd == !!e->argv)
 		rc = errf(EINVAL, "give exactly one of 'cmd' (a shell command) and 'argv'");
 	if (rc == 0 && e->cmd && !e->cmd[0])

@@ -149,11 +149,10 @@ int h_sandbox_wake(struct req *r)
 
 static int fork_route(struct req *r, bool tree)
 {
-	static const char *const keys[] = { "count", NULL };
 	struct ops_caller c;
 	struct ops_quota q;
 	struct ops_forked f;
-	int rc = v_known_keys(r->json, keys);
+	int rc = fields_check(ops_fork_fields, r->json, NULL);
 	if (rc < 0)
 		return reply_errno(r, rc);
 	req_caller_quota(r, &c, &q);

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/fields.h"
+
 struct api;
 struct guest_stat;
 struct hostif;
@@ -104,6 +106,8 @@ struct exec_req {
 int exec_parse(struct req *r, struct exec_req *e);
 /* exec_parse of a JSON object (NULL: empty); stdin_max bounds its stdin. */
 int exec_parse_json(const json_t *body, size_t stdin_max, struct exec_req *e);
+/* Its fields but stdin (ops/fields.h): MCP's start_process shows them. */
+extern const struct field exec_fields[];
 /* Start e on g, the guest of sandbox id (entered), with env
  * (ops_env_merge), and tell the event stream: what exec_start does once
  * in, for a front end with no path (MCP's start_process). -errno: the

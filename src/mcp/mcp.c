@@ -137,14 +137,28 @@ static bool has_type(const json_t *v, const char *type)
 
 /* v against the subset of JSON Schema our tools' inputSchemas use: type,
  * properties, required, additionalProperties (false or a schema), enum,
- * minimum, maximum, maxLength, maxProperties, items, minItems, maxItems.
+ * minimum, maximum, maxLength, maxProperties, propertyNames (its lengths),
+ * items, minItems, maxItems.
  * -EINVAL naming the offending argument. */
-static int schema_check(const json_t *schema, const json_t *v, const char *where)
+int mcp_schema_check(const json_t *schema, const json_t *v, const char *where)
 {
 	const char *type = json_string_value(json_object_get(schema, "type"));
 	if (type && !has_type(v, type))
 		return errf(EINVAL, "%s must be %s%s, not %s", where,
 			    strchr("aeiou", type[0]) ? "an " : "a ", type, v_type_name(v));
+	/* A list of types (a signal: a name or a number): one of them. */
+	json_t *types = json_object_get(schema, "type"), *ty;
+	size_t ti;
+	bool any = !json_is_array(types);
+	char tnames[80] = "";
+	json_array_foreach(types, ti, ty) {
+		const char *n = json_string_value(ty);
+		any = any || (n && has_type(v, n));
+		size_t len = strlen(tnames);
+		snprintf(tnames + len, sizeof tnames - len, "%s%s", ti ? " or " : "", n ? n : "?");
+	}
+	if (!any)
+		return errf(EINVAL, "%s must be %s, not %s", where, tnames, v_type_name(v));
 	json_t *e = json_object_get(schema, "enum");
 	if (e) {
 		size_t i;
@@ -174,7 +188,7 @@ static int schema_check(const json_t *schema, const json_t *v, const char *where
 		size_t i;
 		json_array_foreach(v, i, x) {
 			snprintf(sub, sizeof sub, "%s[%zu]", where, i);
-			int rc = items ? schema_check(items, x, sub) : 0;
+			int rc = items ? mcp_schema_check(items, x, sub) : 0;
 			if (rc < 0)
 				return rc;
 		}
@@ -186,6 +200,18 @@ static int schema_check(const json_t *schema, const json_t *v, const char *where
 	json_t *maxp = json_object_get(schema, "maxProperties");
 	if (maxp && json_object_size(v) > (size_t)json_integer_value(maxp))
 		return errf(EINVAL, "%s has more than %lld entries", where, (long long)json_integer_value(maxp));
+	/* An env's names: as long as the operation takes (fields_schema). */
+	json_t *names = json_object_get(schema, "propertyNames");
+	if (names) {
+		const char *k;
+		json_t *x;
+		json_int_t lo = json_integer_value(json_object_get(names, "minLength"));
+		json_int_t hi = json_integer_value(json_object_get(names, "maxLength"));
+		json_object_foreach((json_t *)v, k, x)
+			if ((json_int_t)strlen(k) < lo || (hi && (json_int_t)strlen(k) > hi))
+				return errf(EINVAL, "%s: keys must be %lld to %lld bytes", where, (long long)lo,
+					    (long long)hi);
+	}
 	size_t i;
 	json_t *req;
 	json_array_foreach(json_object_get(schema, "required"), i, req) {
@@ -206,7 +232,7 @@ static int schema_check(const json_t *schema, const json_t *v, const char *where
 		if (!ps)
 			ps = json_is_object(extra) ? extra : NULL;
 		/* null is an absent optional argument, as in the REST API */
-		int rc = ps && !json_is_null(x) ? schema_check(ps, x, sub) : 0;
+		int rc = ps && !json_is_null(x) ? mcp_schema_check(ps, x, sub) : 0;
 		if (rc < 0)
 			return rc;
 	}
@@ -253,12 +279,13 @@ static const struct mcp_tool *find_tool(const struct mcp_call *c, const char *na
 	return NULL;
 }
 
-/* A tool's inputSchema as this endpoint shows it: on the workspace
- * endpoint a sandbox tool takes sandbox_id first. */
-static json_t *input_schema(const struct mcp_call *c, const struct mcp_tool *t)
+/* A tool's inputSchema, made from its field table (the operation's own
+ * where it has one, so that the bounds shown are the ones checked): on
+ * the workspace endpoint a sandbox tool takes sandbox_id first. */
+json_t *mcp_input_schema(const struct mcp_tool *t, const char *sandbox_id)
 {
-	json_t *s = json_loads(t->input_schema, JSON_REJECT_DUPLICATES, NULL);
-	if (!s || c->sandbox_id || !(t->flags & MCP_SANDBOX))
+	json_t *s = fields_schema(t->input);
+	if (!s || sandbox_id || !(t->flags & MCP_SANDBOX))
 		return s;
 	json_t *props = json_object(), *req = json_array();
 	json_object_set_new(props, "sandbox_id", json_pack("{s:s,s:s}", "type", "string",
@@ -275,7 +302,7 @@ static json_t *input_schema(const struct mcp_call *c, const struct mcp_tool *t)
 static json_t *tool_json(const struct mcp_call *c, const struct mcp_tool *t)
 {
 	json_t *j = json_pack("{s:s,s:s,s:o}", "name", t->name, "description", t->description,
-			      "inputSchema", input_schema(c, t));
+			      "inputSchema", mcp_input_schema(t, c->sandbox_id));
 	if (!j)
 		return NULL;
 	/* Fields a version does not define are left out for its clients. */
@@ -365,8 +392,8 @@ static json_t *m_tools_call(struct mcp_call *c, json_t *id, json_t *params)
 	json_t *empty = json_object();
 	if (!args || json_is_null(args))
 		args = empty;
-	json_t *schema = input_schema(c, t);
-	int rc = schema ? schema_check(schema, args, "arguments") : errf(ENOMEM, "out of memory");
+	json_t *schema = mcp_input_schema(t, c->sandbox_id);
+	int rc = schema ? mcp_schema_check(schema, args, "arguments") : errf(ENOMEM, "out of memory");
 	json_decref(schema);
 	if (rc < 0) {
 		json_decref(empty);

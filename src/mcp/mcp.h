@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ops/fields.h"
+
 struct req;
 
 /* Protocol versions, newest first: the index is what a call carries. */
@@ -57,9 +59,12 @@ enum {
 
 struct mcp_tool {
 	const char *name, *title, *description;
-	/* JSON Schema text. A sandbox tool's schema has no sandbox_id: the
-	 * workspace endpoint adds it. */
-	const char *input_schema, *output_schema;
+	/* The arguments, as a field table (ops/fields.h): the inputSchema is
+	 * made from it (fields_schema), never written as text. A sandbox
+	 * tool's has no sandbox_id: the workspace endpoint adds it. */
+	const struct field *input;
+	/* JSON Schema text of structuredContent. */
+	const char *output_schema;
 	unsigned flags;
 	mcp_tool_fn *fn;
 };
@@ -71,6 +76,20 @@ extern const struct mcp_tool mcp_tools[];
 extern const int mcp_ntools;
 extern const struct mcp_tool mcp_ws_tools[];
 extern const int mcp_ws_ntools;
+
+/* The argument tables tools share: none; only sandbox_id (the field
+ * MCP_SANDBOX_ID makes). */
+extern const struct field mcp_no_args[];
+extern const struct field mcp_sandbox_only[];
+#define MCP_SANDBOX_ID(desc) { .name = "sandbox_id", .type = FIELD_STRING, .required = true, .description = desc }
+
+/* Tool t's inputSchema as the endpoint (sandbox_id: the per-sandbox one's,
+ * or NULL) shows it; NULL when out of memory. */
+json_t *mcp_input_schema(const struct mcp_tool *t, const char *sandbox_id);
+/* v against the subset of JSON Schema that schema uses (what
+ * fields_schema writes): -EINVAL naming the argument, as tools/call
+ * answers it (-32602). where: "arguments" at the top. */
+int mcp_schema_check(const json_t *schema, const json_t *v, const char *where);
 
 /* Helpers for tools (mcp_tools.c). The tool's sandbox: the endpoint's, or
  * its sandbox_id argument. */

@@ -51,9 +51,6 @@
 	"\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
 	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"}," \
 	"\"parent_id\":{\"type\":[\"string\",\"null\"]}}}"
-#define SANDBOX_ID_ONLY \
-	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" \
-	"\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"}}}"
 
 #define VOLUME_SCHEMA \
 	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"size_mib\",\"attached_to\"],\"properties\":{" \
@@ -91,28 +88,126 @@
 	"\"id\":{\"type\":\"string\",\"description\":\"The backup (a snapshot, snap_...): create_database's from_backup.\"}," \
 	"\"database_id\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"description\":\"manual or scheduled.\"}," \
 	"\"created_ms\":{\"type\":\"integer\"}}}"
-#define DB_KEY_PROP \
-	"\"database\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The database's name or id (db_...).\"}"
-/* The app a tool acts on: its name or id, as the REST routes take. */
-#define APP_KEY_PROP \
-	"\"app\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The app's name or id (app_...).\"}"
-/* What create_app and deploy_app share (ops_app_fields less name and sandbox_id). */
-#define APP_FIELDS \
-	"\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535," \
-	"\"description\":\"The port the command listens on in the sandbox.\"}," \
-	"\"command\":{\"type\":\"string\",\"maxLength\":" NUM(APP_COMMAND_MAX) "," \
-	"\"description\":\"The shell command that serves (run under a supervisor that restarts it).\"}," \
-	"\"template\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ",\"description\":\"base (default) or minimal.\"}," \
-	"\"from_snapshot\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) "," \
-	"\"description\":\"A snapshot (snap_...) to start from instead of a template (command optional: it may run already).\"}," \
-	"\"env\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_ENV_MAX) ",\"additionalProperties\":" \
-	"{\"type\":\"string\",\"maxLength\":" NUM(OPS_ENV_VALUE_MAX) "}}," \
-	"\"restart\":{\"type\":\"string\",\"enum\":[\"always\",\"on-failure\",\"never\"]," \
-	"\"description\":\"When the command is started again after it exits (default on-failure).\"}," \
-	"\"idle_seconds\":{\"type\":\"integer\",\"minimum\":0," \
-	"\"description\":\"Hibernate it after this long without requests (0: never; default 900); the next request wakes it.\"}," \
-	"\"ready_timeout_seconds\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(APP_READY_MAX_S) "," \
-	"\"description\":\"How long the command has to listen on port (default 60).\"}"
+
+/* ---- arguments ------------------------------------------------------------------------------------ */
+
+/* Each tool's arguments are a field table (ops/fields.h): an operation's
+ * own (create_sandbox is ops_create_fields), or, for what only a tool
+ * takes (a shell command, a path), one written here. mcp.c makes the
+ * inputSchema from it; nothing here is schema text. */
+
+const struct field mcp_no_args[] = { { .type = FIELD_END } };
+const struct field mcp_sandbox_only[] = { MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_END } };
+
+static const char *const languages[] = { "python", "bash", "sh", "javascript", NULL };
+static const char *const encodings[] = { "utf-8", "base64", NULL };
+
+#define GUEST_PATH(n, req, desc) \
+	{ .name = n, .type = FIELD_STRING, .required = req, .max = 4095, .description = desc }
+#define TIMEOUT_MS(desc) \
+	{ .name = "timeout_ms", .type = FIELD_INTEGER, .min = 1, .max = 86400000, .description = desc }
+
+static const struct field shell_args[] = {
+	{ .name = "command", .type = FIELD_STRING, .required = true, .max = 262144, .description = "The shell command." },
+	TIMEOUT_MS("Kill the command after this long (default 120000)."),
+	{ .type = FIELD_END }
+};
+static const struct field run_code_args[] = {
+	{ .name = "code", .type = FIELD_STRING, .required = true, .max = 1048576, .description = "The source: a cell." },
+	{ .name = "language", .type = FIELD_STRING, .choices = languages,
+	  .description = "Default: the context's (python for the default context); each language has its own "
+			 "default context." },
+	{ .name = "context", .type = FIELD_STRING, .max = 64,
+	  .description = "A context id (from POST .../code/contexts); default: the language's default context." },
+	TIMEOUT_MS("Interrupt the cell after this long (default 120000); its variables stay."),
+	{ .name = "envs", .type = FIELD_MAP, .env_names = true, .max = CODE_ENVS_MAX, .key_max = CODE_ENV_NAME_MAX,
+	  .item_max = CODE_ENV_VALUE_MAX,
+	  .description = "Environment variables of this cell only (os.environ, process.env, exported shell "
+			 "variables), undone after it." },
+	{ .type = FIELD_END }
+};
+static const struct field path_args[] = {
+	GUEST_PATH("path", true, "An absolute path in the sandbox."), { .type = FIELD_END }
+};
+static const struct field write_file_args[] = {
+	GUEST_PATH("path", true, "An absolute path in the sandbox."),
+	{ .name = "content", .type = FIELD_STRING, .required = true,
+	  .description = "The file's content, as text or base64." },
+	{ .name = "encoding", .type = FIELD_STRING, .choices = encodings,
+	  .description = "How content is written: utf-8 (default) or base64." },
+	{ .type = FIELD_END }
+};
+static const struct field copy_args[] = {
+	GUEST_PATH("from", true, "An absolute path in the sandbox."),
+	GUEST_PATH("to", true, "The copy's absolute path."),
+	{ .name = "recursive", .type = FIELD_BOOLEAN, .description = "Copy a directory and everything in it (default false)." },
+	{ .name = "replace", .type = FIELD_BOOLEAN, .description = "Overwrite an existing target (default false)." },
+	{ .type = FIELD_END }
+};
+static const struct field move_args[] = {
+	GUEST_PATH("from", true, "An absolute path in the sandbox."),
+	GUEST_PATH("to", true, "Its new absolute path."),
+	{ .name = "replace", .type = FIELD_BOOLEAN, .description = "Replace an existing target (default false)." },
+	{ .type = FIELD_END }
+};
+static const struct field batch_file[] = {
+	GUEST_PATH("path", true, "An absolute path in the sandbox."),
+	{ .name = "content", .type = FIELD_STRING, .description = "The file's content as text (or give content_base64)." },
+	{ .name = "content_base64", .type = FIELD_STRING, .description = "The file's bytes, base64." },
+	{ .name = "mode", .type = FIELD_SCALAR, .description = "Octal text such as \"755\" (default 644)." },
+	{ .type = FIELD_END }
+};
+static const struct field write_files_args[] = {
+	{ .name = "files", .type = FIELD_OBJECTS, .required = true, .min = 1, .max = FILE_BATCH_MAX_FILES,
+	  .items = batch_file },
+	{ .type = FIELD_END }
+};
+static const struct field fork_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_INCLUDE, .items = ops_fork_fields }, { .type = FIELD_END }
+};
+static const struct field promote_args[] = {
+	MCP_SANDBOX_ID("The child to keep (sbx_...)."),
+	{ .name = "delete_parent", .type = FIELD_BOOLEAN, .description = "Delete the parent too (default false)." },
+	{ .type = FIELD_END }
+};
+static const struct field delete_volume_args[] = {
+	{ .name = "volume_id", .type = FIELD_STRING, .description = "The volume (vol_...)." },
+	{ .name = "name", .type = FIELD_STRING, .max = OPS_VOLUME_NAME_MAX, .description = "Its name, instead of volume_id." },
+	{ .type = FIELD_END }
+};
+static const struct field attach_volume_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_INCLUDE, .items = ops_volume_entry_fields },
+	{ .type = FIELD_END }
+};
+static const struct field detach_volume_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."),
+	{ .name = "volume", .type = FIELD_STRING, .required = true, .max = 64,
+	  .description = "The volume's name or id (vol_...)." },
+	{ .name = "force", .type = FIELD_BOOLEAN,
+	  .description = "Kill the processes using the mount first (default false)." },
+	{ .type = FIELD_END }
+};
+/* The database or app a tool acts on: its name or id, as the REST routes take. */
+#define DB_KEY { .name = "database", .type = FIELD_STRING, .required = true, .max = 64, \
+		 .description = "The database's name or id (db_...)." }
+#define APP_KEY { .name = "app", .type = FIELD_STRING, .required = true, .max = 64, \
+		  .description = "The app's name or id (app_...)." }
+static const struct field db_key_args[] = { DB_KEY, { .type = FIELD_END } };
+/* update_database: PATCH /v1/databases/{database}'s body and the key. */
+static const struct field db_update_args[] = {
+	DB_KEY, { .type = FIELD_INCLUDE, .items = ops_db_update_fields }, { .type = FIELD_END }
+};
+static const struct field app_key_args[] = { APP_KEY, { .type = FIELD_END } };
+/* deploy_app: POST /v1/apps/{app}/deploy's body and the key. */
+static const struct field deploy_app_args[] = {
+	APP_KEY, { .type = FIELD_INCLUDE, .items = ops_app_deploy_fields }, { .type = FIELD_END }
+};
+static const struct field app_logs_args[] = {
+	APP_KEY,
+	{ .name = "tail", .type = FIELD_INTEGER, .min = 0, .max = 10000,
+	  .description = "How many of the log's last lines (default 100)." },
+	{ .type = FIELD_END }
+};
 
 /* ---- helpers --------------------------------------------------------------------------------------- */
 
@@ -921,6 +1016,23 @@ static int t_db_reset_password(struct mcp_call *c, const json_t *args, struct mc
 	return rc;
 }
 
+/* update_database: PATCH /v1/databases/{database}, its body the
+ * arguments less database; answers the database as GET does. */
+static int t_db_update(struct mcp_call *c, const json_t *args, struct mcp_out *out)
+{
+	struct ops_caller oc;
+	req_caller(c->r, &oc);
+	struct db_row d;
+	json_t *body = json_deep_copy(args);
+	if (!body)
+		return errf(ENOMEM, "out of memory");
+	json_object_del(body, "database");
+	/* no free external port: -EAGAIN saying so */
+	int rc = ops_db_update(&oc, arg_str(args, "database", ""), body, &d);
+	json_decref(body);
+	return db_result(&oc, rc, &d, NULL, out);
+}
+
 /* A backup now (a snapshot of the database's sandbox; the plan's
  * snapshots limit: its message names it). */
 static int t_db_backup(struct mcp_call *c, const json_t *args, struct mcp_out *out)
@@ -1138,10 +1250,7 @@ const struct mcp_tool mcp_tools[] = {
 	  "Run a command with /bin/sh -c in the sandbox and wait for it to end. Returns its "
 	  "standard output, then its standard error and exit code when there is something to say "
 	  "(each stream is cut after 1 MiB).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],\"properties\":{"
-	  "\"command\":{\"type\":\"string\",\"maxLength\":262144,\"description\":\"The shell command.\"},"
-	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
-	  "\"description\":\"Kill the command after this long (default 120000).\"}}}",
+	  shell_args,
 	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"exit_code\",\"signal\",\"timed_out\","
 	  "\"duration_ms\",\"truncated\"],\"properties\":{"
 	  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\"},"
@@ -1155,18 +1264,7 @@ const struct mcp_tool mcp_tools[] = {
 	  "value of its last expression, its error with the traceback (bash: a failing last command), and "
 	  "any plot as an image. Needs python3 in the sandbox (the base template); javascript needs node "
 	  "(the code-interpreter template).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"code\"],\"properties\":{"
-	  "\"code\":{\"type\":\"string\",\"maxLength\":1048576,\"description\":\"The source: a cell.\"},"
-	  "\"language\":{\"type\":\"string\",\"enum\":[\"python\",\"bash\",\"sh\",\"javascript\"],"
-	  "\"description\":\"Default: the context's (python for the default context); each language has its own default context.\"},"
-	  "\"context\":{\"type\":\"string\",\"maxLength\":64,"
-	  "\"description\":\"A context id (from POST .../code/contexts); default: the language's default context.\"},"
-	  "\"timeout_ms\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":86400000,"
-	  "\"description\":\"Interrupt the cell after this long (default 120000); its variables stay.\"},"
-	  "\"envs\":{\"type\":\"object\",\"maxProperties\":" NUM(CODE_ENVS_MAX) ",\"additionalProperties\":"
-	  "{\"type\":\"string\",\"maxLength\":" NUM(CODE_ENV_VALUE_MAX) "},"
-	  "\"description\":\"Environment variables of this cell only (os.environ, process.env, exported "
-	  "shell variables), undone after it.\"}}}",
+	  run_code_args,
 	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"results\",\"error\",\"execution_count\"],"
 	  "\"properties\":{\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
 	  "\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
@@ -1176,19 +1274,14 @@ const struct mcp_tool mcp_tools[] = {
 	{ "read_file", "Read a file",
 	  "Read a file of the sandbox (at most 4 MiB). Text comes back as text; other bytes as "
 	  "base64 (an embedded resource, and encoding \"base64\" in the structured result).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"}}}",
+	  path_args,
 	  "{\"type\":\"object\",\"required\":[\"path\",\"encoding\",\"content\",\"size\"],\"properties\":{"
 	  "\"path\":{\"type\":\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
 	  "\"content\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
 	  MCP_SANDBOX | MCP_READ_ONLY, t_read_file },
 	{ "write_file", "Write a file",
 	  "Create or replace a file of the sandbox (atomically; missing directories are made).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\",\"content\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
-	  "\"content\":{\"type\":\"string\",\"description\":\"The file's content, as text or base64.\"},"
-	  "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
-	  "\"description\":\"How content is written: utf-8 (default) or base64.\"}}}",
+	  write_file_args,
 	  "{\"type\":\"object\",\"required\":[\"path\",\"size\"],\"properties\":{"
 	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_file },
@@ -1196,21 +1289,14 @@ const struct mcp_tool mcp_tools[] = {
 	  "Copy a file (or, with recursive, a directory tree) of the sandbox to another path, keeping "
 	  "modes; missing parent directories of the target are made. An existing target is an error "
 	  "unless replace.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"from\",\"to\"],\"properties\":{"
-	  "\"from\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
-	  "\"to\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"The copy's absolute path.\"},"
-	  "\"recursive\":{\"type\":\"boolean\",\"description\":\"Copy a directory and everything in it (default false).\"},"
-	  "\"replace\":{\"type\":\"boolean\",\"description\":\"Overwrite an existing target (default false).\"}}}",
+	  copy_args,
 	  "{\"type\":\"object\",\"required\":[\"from\",\"to\"],\"properties\":{"
 	  "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_copy },
 	{ "move_file", "Move or rename a file or directory",
 	  "Move (rename) a file or directory of the sandbox to another path. An existing target is an "
 	  "error unless replace.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"from\",\"to\"],\"properties\":{"
-	  "\"from\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
-	  "\"to\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"Its new absolute path.\"},"
-	  "\"replace\":{\"type\":\"boolean\",\"description\":\"Replace an existing target (default false).\"}}}",
+	  move_args,
 	  "{\"type\":\"object\",\"required\":[\"from\",\"to\"],\"properties\":{"
 	  "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_move },
@@ -1218,21 +1304,14 @@ const struct mcp_tool mcp_tools[] = {
 	  "Create or replace several files of the sandbox in one call, all or none: each is staged "
 	  "beside its target and they are put in place only when all are written (missing directories "
 	  "are made). At most " NUM(FILE_BATCH_MAX_FILES) " files, 64 MiB in all.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"files\"],\"properties\":{"
-	  "\"files\":{\"type\":\"array\",\"minItems\":1,\"maxItems\":" NUM(FILE_BATCH_MAX_FILES) ",\"items\":{"
-	  "\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"},"
-	  "\"content\":{\"type\":\"string\",\"description\":\"The file's content as text (or give content_base64).\"},"
-	  "\"content_base64\":{\"type\":\"string\",\"description\":\"The file's bytes, base64.\"},"
-	  "\"mode\":{\"type\":[\"string\",\"integer\"],\"description\":\"Octal text such as \\\"755\\\" (default 644).\"}}}}}}",
+	  write_files_args,
 	  "{\"type\":\"object\",\"required\":[\"files\",\"count\"],\"properties\":{"
 	  "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
 	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}},\"count\":{\"type\":\"integer\"}}}",
 	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_files },
 	{ "list_dir", "List a directory",
 	  "List the entries of a directory of the sandbox: type, size and name, one a line.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"An absolute path in the sandbox.\"}}}",
+	  path_args,
 	  "{\"type\":\"object\",\"required\":[\"path\",\"entries\"],\"properties\":{"
 	  "\"path\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},\"entries\":{\"type\":\"array\","
 	  "\"items\":{\"type\":\"object\",\"required\":[\"name\",\"type\"],\"properties\":{"
@@ -1241,59 +1320,31 @@ const struct mcp_tool mcp_tools[] = {
 	{ "create_sandbox", "Create a sandbox",
 	  "Create a sandbox (a Linux microVM) from a template, running in well under a second, or "
 	  "from a snapshot. base is Debian with python3, pip, git, curl and a C compiler; minimal is busybox.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	  "\"template\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ",\"description\":\"base (default) or minimal.\"},"
-	  "\"from_snapshot\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
-	  "\"description\":\"A snapshot (snap_...) to start from instead of a template: its memory and disk.\"},"
-	  "\"ttl_seconds\":{\"type\":\"integer\",\"minimum\":0,"
-	  "\"description\":\"Delete it after this long without use (0: never; default and most: the server's).\"},"
-	  "\"persistent\":{\"type\":\"boolean\",\"description\":\"true: hibernate it when idle for its TTL "
-	  "instead of deleting it (not on plans whose TTL counts from creation).\"},"
-	  "\"idle_pause_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":604800,"
-	  "\"description\":\"Pause it (vCPUs stopped, memory kept) after this long without use, before its TTL "
-	  "acts; the next use resumes it (0, the default: never).\"},"
-	  "\"metadata\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_METADATA_MAX) ",\"additionalProperties\":"
-	  "{\"type\":\"string\",\"maxLength\":" NUM(OPS_METADATA_VALUE_MAX) "}},"
-	  "\"env\":{\"type\":\"object\",\"maxProperties\":" NUM(OPS_ENV_MAX) ",\"additionalProperties\":"
-	  "{\"type\":\"string\",\"maxLength\":" NUM(OPS_ENV_VALUE_MAX) "},"
-	  "\"description\":\"Environment of every command run in it.\"},"
-	  "\"allow_out\":{\"type\":\"array\",\"maxItems\":" NUM(NET_MAX_CIDRS) ",\"items\":{\"type\":\"string\"},"
-	  "\"description\":\"IPv4 addresses or CIDRs; when given, only these can be reached.\"},"
-	  "\"deny_out\":{\"type\":\"array\",\"maxItems\":" NUM(NET_MAX_CIDRS) ",\"items\":{\"type\":\"string\"},"
-	  "\"description\":\"IPv4 addresses or CIDRs never reachable.\"},"
-	  "\"allow_internet\":{\"type\":\"boolean\",\"description\":\"false: nothing leaves the sandbox (default true).\"},"
-	  "\"volumes\":{\"type\":\"array\",\"maxItems\":" NUM(HOST_VOLUMES_MAX) ",\"items\":{\"type\":\"object\","
-	  "\"required\":[\"name\",\"path\"],\"additionalProperties\":false,\"properties\":{"
-	  "\"name\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"},\"read_only\":{\"type\":\"boolean\"}}},"
-	  "\"description\":\"Named volumes (POST /v1/volumes) mounted at path; a read-write one is this sandbox's alone.\"}}}",
+	  ops_create_fields,
 	  SANDBOX_SCHEMA, 0, t_create },
 	{ "list_sandboxes", "List sandboxes", "List the workspace's sandboxes, oldest first.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  mcp_no_args,
 	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
 	  "\"items\":" SANDBOX_SCHEMA "}}}",
 	  MCP_READ_ONLY, t_list },
 	{ "get_sandbox", "Describe a sandbox", "One sandbox: its status, template, size, parent and usage.",
-	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, MCP_READ_ONLY, t_get },
+	  mcp_sandbox_only, SANDBOX_SCHEMA, MCP_READ_ONLY, t_get },
 	{ "delete_sandbox", "Delete a sandbox", "Delete a sandbox: its VM, its disk and its files are gone.",
-	  SANDBOX_ID_ONLY,
+	  mcp_sandbox_only,
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"deleted\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_delete },
 	{ "fork_sandbox", "Fork a sandbox",
 	  "Fork a running sandbox into count copies, memory and disk (copy-on-write): each child "
 	  "continues from the parent's state, to try different paths from one point.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{"
-	  "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
-	  "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(HOST_FORK_MAX) ",\"description\":\"How many children (default 1).\"}}}",
+	  fork_args,
 	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
 	  "\"items\":" SANDBOX_SCHEMA "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
 	  0, t_fork },
 	{ "promote_sandbox", "Keep one fork, delete its siblings",
 	  "After fork_sandbox: keep this child and delete every other sandbox forked from the same "
 	  "parent (and the parent with delete_parent), in one call; says what was deleted and what failed.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{"
-	  "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The child to keep (sbx_...).\"},"
-	  "\"delete_parent\":{\"type\":\"boolean\",\"description\":\"Delete the parent too (default false).\"}}}",
+	  promote_args,
 	  "{\"type\":\"object\",\"required\":[\"kept\",\"parent\",\"deleted\",\"parent_deleted\",\"failed\"],"
 	  "\"properties\":{\"kept\":{\"type\":\"string\"},\"parent\":{\"type\":\"string\"},"
 	  "\"deleted\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"parent_deleted\":{\"type\":\"boolean\"},"
@@ -1302,37 +1353,30 @@ const struct mcp_tool mcp_tools[] = {
 	{ "hibernate_sandbox", "Hibernate a sandbox",
 	  "Save a sandbox to disk and stop its VM: it costs nothing until used again (any tool "
 	  "call on it wakes it).",
-	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_hibernate },
+	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_hibernate },
 	{ "wake_sandbox", "Wake a sandbox", "Restore a hibernated sandbox now (tools wake it anyway).",
-	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_wake },
+	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_wake },
 	{ "pause_sandbox", "Pause a sandbox",
 	  "Stop a sandbox's CPUs, keeping its memory and processes: no CPU is billed, and it comes back "
 	  "in milliseconds (any tool call on it resumes it).",
-	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_pause },
+	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_pause },
 	{ "resume_sandbox", "Resume a sandbox", "Start a paused sandbox's CPUs again (tools resume it anyway).",
-	  SANDBOX_ID_ONLY, SANDBOX_SCHEMA, 0, t_resume },
+	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_resume },
 	{ "create_volume", "Create a volume",
 	  "Make a named volume: storage that outlives sandboxes (an ext4 disk). Attach it with "
 	  "create_sandbox's volumes [{name, path}]; a read-write one is one sandbox's at a time.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"size_mib\"],\"properties\":{"
-	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
-	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique in the workspace.\"},"
-	  "\"size_mib\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(OPS_VOLUME_MIB_MAX) ","
-	  "\"description\":\"Its size in MiB.\"}}}",
+	  ops_volume_create_fields,
 	  VOLUME_SCHEMA, 0, t_volume_create },
 	{ "list_volumes", "List volumes",
 	  "List the workspace's volumes, oldest first, with the sandboxes each is attached to (path, read-only).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  mcp_no_args,
 	  "{\"type\":\"object\",\"required\":[\"volumes\"],\"properties\":{\"volumes\":{\"type\":\"array\","
 	  "\"items\":" VOLUME_SCHEMA "}}}",
 	  MCP_READ_ONLY, t_volume_list },
 	{ "delete_volume", "Delete a volume",
 	  "Delete a volume and its data, by its id or its name. A volume attached to a sandbox is not "
 	  "deleted (the error names the sandbox): delete that sandbox first.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	  "\"volume_id\":{\"type\":\"string\",\"description\":\"The volume (vol_...).\"},"
-	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
-	  "\"description\":\"Its name, instead of volume_id.\"}}}",
+	  delete_volume_args,
 	  "{\"type\":\"object\",\"required\":[\"volume_id\",\"deleted\"],\"properties\":{"
 	  "\"volume_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_volume_delete },
@@ -1340,19 +1384,12 @@ const struct mcp_tool mcp_tools[] = {
 	  "Mount one of the workspace's volumes at path in a sandbox that runs already (a hibernated one is "
 	  "woken); refused while another sandbox writes to it, for a path or volume the sandbox has, or when "
 	  "its volume slots are all used.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"name\",\"path\"],"
-	  "\"properties\":{\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
-	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ",\"description\":\"The volume's name.\"},"
-	  "\"path\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_PATH_MAX) ",\"description\":\"Where to mount it (absolute).\"},"
-	  "\"read_only\":{\"type\":\"boolean\",\"description\":\"Mount it read-only (default false).\"}}}",
+	  attach_volume_args,
 	  VOLUME_SCHEMA, 0, t_volume_attach },
 	{ "detach_volume", "Detach a volume from a sandbox",
 	  "Sync, unmount and let go a volume (its name or id) of a sandbox, so another may take it; refused, "
 	  "naming the mount, while a process in the sandbox uses it, unless force kills those processes first.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"volume\"],"
-	  "\"properties\":{\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"},"
-	  "\"volume\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"The volume's name or id (vol_...).\"},"
-	  "\"force\":{\"type\":\"boolean\",\"description\":\"Kill the processes using the mount first (default false).\"}}}",
+	  detach_volume_args,
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"volume\",\"detached\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"volume\":{\"type\":\"string\"},\"detached\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_volume_detach },
@@ -1361,48 +1398,40 @@ const struct mcp_tool mcp_tools[] = {
 	  "sandboxes only (psql is in template postgres). Returns once it takes connections, with its url "
 	  "(postgresql://postgres:PASSWORD@HOST:5432/postgres): the password is shown here only. "
 	  "from_backup restores a backup (a snapshot id) into the new database.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
-	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's databases.\"},"
-	  "\"from_backup\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
-	  "\"description\":\"A backup (snap_...) of one of the workspace's databases to restore.\"},"
-	  "\"backup_interval_seconds\":{\"type\":\"integer\",\"minimum\":0,"
-	  "\"description\":\"A backup every this many seconds (0: none, the default; else at least 300).\"},"
-	  "\"backups_kept\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":100,"
-	  "\"description\":\"The scheduled backups kept, the newest (default 7).\"},"
-	  "\"idle_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" NUM(DB_IDLE_MAX_S) ","
-	  "\"description\":\"Hibernated after this long without connections (0: never; default "
-	  NUM(DB_IDLE_DEFAULT_S) "); the next connection wakes it.\"},"
-	  "\"external_access\":{\"type\":\"boolean\","
-	  "\"description\":\"Reachable from outside kiln through a TCP port of kilnd's (external_url); default false.\"}}}",
+	  ops_db_fields,
 	  DB_SCHEMA, 0, t_db_create },
 	{ "list_databases", "List databases", "List the workspace's databases, oldest first (no passwords).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  mcp_no_args,
 	  "{\"type\":\"object\",\"required\":[\"databases\"],\"properties\":{\"databases\":{\"type\":\"array\","
 	  "\"items\":" DB_SCHEMA "}}}",
 	  MCP_READ_ONLY, t_db_list },
 	{ "get_database", "Describe a database",
 	  "One database: its status, host, port and url (without the password).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  db_key_args,
 	  DB_SCHEMA, MCP_READ_ONLY, t_db_get },
 	{ "delete_database", "Delete a database", "Delete a database and its VM (its backups are kept).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  db_key_args,
 	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
 	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_db_delete },
 	{ "reset_database_password", "Reset a database's password",
 	  "Set a new random password for the database's user: the old one fails from then on. Returns the "
 	  "database with its new url and password (shown here only).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  db_key_args,
 	  DB_SCHEMA, MCP_DESTRUCTIVE, t_db_reset_password },
+	{ "update_database", "Change a database's settings",
+	  "Set a database's backup schedule (backup_interval_seconds, backups_kept), its idle time before it "
+	  "hibernates, and whether it is reachable from outside kiln (external_access): the fields given "
+	  "change, the rest stay. Returns the database as get_database does.",
+	  db_update_args, DB_SCHEMA, 0, t_db_update },
 	{ "backup_database", "Back up a database",
 	  "A backup of the database now (a snapshot of its VM, memory and disk, counted in the plan's "
 	  "snapshots); create_database with from_backup restores it into a new database.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  db_key_args,
 	  DB_BACKUP_SCHEMA, 0, t_db_backup },
 	{ "list_database_backups", "List a database's backups",
 	  "The database's backups, manual and scheduled, oldest first.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"database\"],\"properties\":{" DB_KEY_PROP "}}",
+	  db_key_args,
 	  "{\"type\":\"object\",\"required\":[\"backups\"],\"properties\":{\"backups\":{\"type\":\"array\","
 	  "\"items\":" DB_BACKUP_SCHEMA "}}}",
 	  MCP_READ_ONLY, t_db_backups },
@@ -1411,41 +1440,33 @@ const struct mcp_tool mcp_tools[] = {
 	  "(url in the result) that needs no key: command must listen on port. Returns once it does; "
 	  "kiln restarts the command when it exits (restart), remakes the sandbox when it ends, hibernates "
 	  "it when idle and wakes it on the next request. A running sandbox (sandbox_id) can be made an app.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"name\",\"port\"],\"properties\":{"
-	  "\"name\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_VOLUME_NAME_MAX) ","
-	  "\"description\":\"a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's apps.\"},"
-	  "\"sandbox_id\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ","
-	  "\"description\":\"A running sandbox (sbx_...) to make the app, instead of a template or snapshot.\"},"
-	  APP_FIELDS "}}",
+	  ops_app_create_fields,
 	  APP_SCHEMA, 0, t_app_create },
 	{ "list_apps", "List apps", "List the workspace's apps, oldest first, with their URLs and status.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  mcp_no_args,
 	  "{\"type\":\"object\",\"required\":[\"apps\"],\"properties\":{\"apps\":{\"type\":\"array\","
 	  "\"items\":" APP_SCHEMA "}}}",
 	  MCP_READ_ONLY, t_app_list },
 	{ "get_app", "Describe an app",
 	  "One app: its URL, command, port, status (its sandbox's: running, hibernated, ... or failed with "
 	  "a reason), version and how often its VM was remade.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{" APP_KEY_PROP "}}",
+	  app_key_args,
 	  APP_SCHEMA, MCP_READ_ONLY, t_app_get },
 	{ "deploy_app", "Deploy a new version of an app",
 	  "Make the app's next version (any field given replaces the app's, the rest are kept) in a new "
 	  "sandbox, wait until it listens, then switch the URL to it; the old version serves until then, "
 	  "and on as before if the new one never listens.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{"
-	  APP_KEY_PROP "," APP_FIELDS "}}",
+	  deploy_app_args,
 	  APP_SCHEMA, MCP_DESTRUCTIVE, t_app_deploy },
 	{ "delete_app", "Delete an app", "Delete an app: its sandboxes and its URL are gone.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{" APP_KEY_PROP "}}",
+	  app_key_args,
 	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
 	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_app_delete },
 	{ "app_logs", "Read an app's logs",
 	  "What kiln did with the app (deployed, restarted, remade: events) and the last lines its command "
 	  "and the supervisor wrote (its output, and lines such as \"kiln: the app exited with status 1\").",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"app\"],\"properties\":{" APP_KEY_PROP ","
-	  "\"tail\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":10000,"
-	  "\"description\":\"How many of the log's last lines (default 100).\"}}}",
+	  app_logs_args,
 	  "{\"type\":\"object\",\"required\":[\"events\",\"lines\"],\"properties\":{"
 	  "\"events\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
 	  "\"at\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}}},"

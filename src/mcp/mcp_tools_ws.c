@@ -30,9 +30,6 @@
 
 /* ---- schemas ------------------------------------------------------------------------------------ */
 
-#define ID_ARG "\"sandbox_id\":{\"type\":\"string\",\"description\":\"The sandbox (sbx_...).\"}"
-#define ONLY_SANDBOX \
-	"{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" ID_ARG "}}"
 #define SANDBOX_OUT \
 	"{\"type\":\"object\",\"required\":[\"id\",\"status\",\"template\"],\"properties\":{" \
 	"\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
@@ -42,23 +39,58 @@
 	"\"id\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
 	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"},\"created_at\":{\"type\":\"string\"}," \
 	"\"stored_bytes\":{\"type\":\"integer\"}}}"
-#define PORT_ARG "\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535,\"description\":\"A TCP port of the sandbox.\"}"
 #define PORT_OUT \
 	"{\"type\":\"object\",\"required\":[\"port\",\"public\",\"url\"],\"properties\":{" \
 	"\"port\":{\"type\":\"integer\"},\"public\":{\"type\":\"boolean\"},\"url\":{\"type\":\"string\"}," \
 	"\"host_url\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"}}}"
-#define PROCESS_ARG \
-	"\"process_id\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":4294967295," \
-	"\"description\":\"The process's id, as start_process or list_processes gave it (not its pid).\"}"
 #define PROCESS_OUT \
 	"{\"type\":\"object\",\"required\":[\"id\",\"pid\",\"status\"],\"properties\":{" \
 	"\"id\":{\"type\":\"integer\"},\"pid\":{\"type\":\"integer\"},\"command\":{\"type\":\"string\"}," \
 	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\"]},\"started_at\":{\"type\":\"string\"}," \
 	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]}," \
 	"\"output_dropped\":{\"type\":\"integer\"}}}"
-#define CIDRS(what) \
-	"{\"type\":\"array\",\"maxItems\":" NUM(NET_MAX_CIDRS) ",\"items\":{\"type\":\"string\"}," \
-	"\"description\":\"" what "\"}"
+
+/* ---- arguments (field tables, ops/fields.h: mcp.c makes the inputSchema) ------------------------- */
+
+static const struct field fork_tree_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_INCLUDE, .items = ops_fork_fields }, { .type = FIELD_END }
+};
+static const struct field delete_snapshot_args[] = {
+	{ .name = "snapshot_id", .type = FIELD_STRING, .required = true, .max = OPS_NAME_MAX,
+	  .description = "The snapshot (snap_...)." },
+	{ .type = FIELD_END }
+};
+/* set_network: PUT .../network's body and the sandbox. */
+static const struct field network_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_INCLUDE, .items = ops_network_fields },
+	{ .type = FIELD_END }
+};
+#define PORT_ARG { .name = "port", .type = FIELD_INTEGER, .required = true, .min = 1, .max = 65535, \
+		   .description = "A TCP port of the sandbox." }
+static const struct field expose_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), PORT_ARG,
+	{ .name = "public", .type = FIELD_BOOLEAN, .description = "Reachable without the API key (default false)." },
+	{ .type = FIELD_END }
+};
+static const struct field unexpose_args[] = { MCP_SANDBOX_ID("The sandbox (sbx_...)."), PORT_ARG, { .type = FIELD_END } };
+/* start_process: POST .../processes's fields but stdin (no tool writes to a process). */
+static const struct field proc_start_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_INCLUDE, .items = exec_fields }, { .type = FIELD_END }
+};
+#define PROCESS_ARG { .name = "process_id", .type = FIELD_INTEGER, .required = true, .min = 1, .max = 4294967295, \
+		      .description = "The process's id, as start_process or list_processes gave it (not its pid)." }
+static const struct field proc_signal_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), PROCESS_ARG,
+	{ .name = "signal", .type = FIELD_SCALAR, .required = true,
+	  .description = "A name (TERM, SIGKILL...) or a number (1 to 64)." },
+	{ .type = FIELD_END }
+};
+static const struct field proc_output_args[] = {
+	MCP_SANDBOX_ID("The sandbox (sbx_...)."), PROCESS_ARG,
+	{ .name = "wait_seconds", .type = FIELD_INTEGER, .min = 0, .max = PROC_WAIT_MAX,
+	  .description = "Wait this long for more output or its end (default 0: what there is now)." },
+	{ .type = FIELD_END }
+};
 
 /* ---- helpers --------------------------------------------------------------------------------------- */
 
@@ -279,79 +311,62 @@ const struct mcp_tool mcp_ws_tools[] = {
 	  "Fork a running sandbox into count children in one pause: every child continues from the "
 	  "same instant of memory and disk (fork_sandbox pauses the parent once per child, so its "
 	  "children may differ by what ran in between). For trying several paths from one state.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" ID_ARG ","
-	  "\"count\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":" NUM(HOST_FORK_MAX) ",\"description\":\"How many children (default 1).\"}}}",
+	  fork_tree_args,
 	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
 	  "\"items\":" SANDBOX_OUT "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
 	  0, t_fork_tree },
 	{ "snapshot_sandbox", "Snapshot a sandbox",
 	  "Save a sandbox's memory and disk as a snapshot (snap_...) and keep it running. create_sandbox "
 	  "with from_snapshot starts new sandboxes from it, as many as you like.",
-	  ONLY_SANDBOX, SNAPSHOT_OUT, 0, t_snapshot },
+	  mcp_sandbox_only, SNAPSHOT_OUT, 0, t_snapshot },
 	{ "list_snapshots", "List snapshots", "List the workspace's snapshots.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  mcp_no_args,
 	  "{\"type\":\"object\",\"required\":[\"snapshots\"],\"properties\":{\"snapshots\":{\"type\":\"array\","
 	  "\"items\":" SNAPSHOT_OUT "}}}",
 	  MCP_READ_ONLY, t_snapshot_list },
 	{ "delete_snapshot", "Delete a snapshot",
 	  "Delete a snapshot; sandboxes made from it keep running.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"snapshot_id\"],\"properties\":{"
-	  "\"snapshot_id\":{\"type\":\"string\",\"maxLength\":" NUM(OPS_NAME_MAX) ",\"description\":\"The snapshot (snap_...).\"}}}",
+	  delete_snapshot_args,
 	  "{\"type\":\"object\",\"required\":[\"snapshot_id\",\"deleted\"],\"properties\":{"
 	  "\"snapshot_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_snapshot_delete },
 	{ "set_network", "Set what a sandbox may reach",
 	  "Replace a sandbox's whole egress policy (fields left out take their defaults: no fields is "
 	  "the open policy); in force when it answers. Connections already open are not cut.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" ID_ARG ","
-	  "\"allow_out\":" CIDRS("IPv4 addresses or CIDRs; when given, only these can be reached.") ","
-	  "\"deny_out\":" CIDRS("IPv4 addresses or CIDRs never reachable.") ","
-	  "\"allow_internet\":{\"type\":\"boolean\",\"description\":\"false: nothing leaves the sandbox (default true).\"}}}",
+	  network_args,
 	  SANDBOX_OUT, 0, t_network },
 	{ "expose_port", "Expose a port of a sandbox",
 	  "Make a TCP port of the sandbox reachable over HTTP(S) through kiln: answers its URLs. Private "
 	  "(the default) needs the API key; public: anyone with the URL. Exposing it again changes public.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"port\"],\"properties\":{"
-	  ID_ARG "," PORT_ARG ","
-	  "\"public\":{\"type\":\"boolean\",\"description\":\"Reachable without the API key (default false).\"}}}",
+	  expose_args,
 	  PORT_OUT, 0, t_port_expose },
 	{ "unexpose_port", "Stop exposing a port",
 	  "Stop exposing a port of the sandbox: its URLs answer no more.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"port\"],\"properties\":{"
-	  ID_ARG "," PORT_ARG "}}",
+	  unexpose_args,
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"port\",\"unexposed\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"},\"unexposed\":{\"type\":\"boolean\"}}}",
 	  MCP_DESTRUCTIVE, t_port_unexpose },
 	{ "list_ports", "List a sandbox's exposed ports", "The sandbox's exposed ports with their URLs.",
-	  ONLY_SANDBOX,
+	  mcp_sandbox_only,
 	  "{\"type\":\"object\",\"required\":[\"ports\"],\"properties\":{\"ports\":{\"type\":\"array\","
 	  "\"items\":" PORT_OUT "}}}",
 	  MCP_READ_ONLY, t_port_list },
 	{ "start_process", "Start a background process",
 	  "Start a command in the sandbox that keeps running after this call (a server, a long job): "
 	  "answers its id at once. process_output reads what it prints, signal_process stops it.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],\"properties\":{" ID_ARG ","
-	  "\"cmd\":{\"type\":\"string\",\"maxLength\":" NUM(EXEC_CMD_MAX) ",\"description\":\"A shell command (/bin/sh -c); or argv.\"},"
-	  "\"argv\":{\"type\":\"array\",\"minItems\":1,\"items\":{\"type\":\"string\"},\"description\":\"A program and its arguments, instead of cmd.\"},"
-	  "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},\"description\":\"Environment over the sandbox's.\"},"
-	  "\"cwd\":{\"type\":\"string\",\"maxLength\":4095,\"description\":\"Its working directory (absolute).\"},"
-	  "\"user\":{\"type\":\"string\",\"maxLength\":64,\"description\":\"A user name, uid or uid:gid (default root).\"},"
-	  "\"timeout_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" NUM(EXEC_TIMEOUT_MAX) ","
-	  "\"description\":\"Kill it after this long (default 0: never).\"}}}",
+	  proc_start_args,
 	  "{\"type\":\"object\",\"required\":[\"id\",\"pid\",\"status\"],\"properties\":{"
 	  "\"id\":{\"type\":\"integer\"},\"pid\":{\"type\":\"integer\"},\"status\":{\"type\":\"string\"}}}",
 	  MCP_DESTRUCTIVE, t_proc_start },
 	{ "list_processes", "List background processes",
 	  "The background processes the sandbox keeps, running and exited, with their exit codes.",
-	  ONLY_SANDBOX,
+	  mcp_sandbox_only,
 	  "{\"type\":\"object\",\"required\":[\"processes\"],\"properties\":{\"processes\":{\"type\":\"array\","
 	  "\"items\":" PROCESS_OUT "}}}",
 	  MCP_READ_ONLY, t_proc_list },
 	{ "signal_process", "Signal a background process",
 	  "Send a signal to a background process: TERM (stop), KILL, INT, HUP... by name or number.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"process_id\",\"signal\"],"
-	  "\"properties\":{" ID_ARG "," PROCESS_ARG ","
-	  "\"signal\":{\"type\":[\"string\",\"integer\"],\"description\":\"A name (TERM, SIGKILL...) or a number (1 to 64).\"}}}",
+	  proc_signal_args,
 	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"process_id\",\"signal\",\"sent\"],\"properties\":{"
 	  "\"sandbox_id\":{\"type\":\"string\"},\"process_id\":{\"type\":\"integer\"},\"signal\":{\"type\":\"integer\"},"
 	  "\"sent\":{\"type\":\"boolean\"}}}",
@@ -359,10 +374,7 @@ const struct mcp_tool mcp_ws_tools[] = {
 	{ "process_output", "Read a background process's output",
 	  "What a background process printed that the sandbox kept (the latest part), then more until it "
 	  "ends or wait_seconds pass; status says whether it has ended, and how (each stream cut after 1 MiB).",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\",\"process_id\"],"
-	  "\"properties\":{" ID_ARG "," PROCESS_ARG ","
-	  "\"wait_seconds\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":" NUM(PROC_WAIT_MAX) ","
-	  "\"description\":\"Wait this long for more output or its end (default 0: what there is now).\"}}}",
+	  proc_output_args,
 	  "{\"type\":\"object\",\"required\":[\"id\",\"pid\",\"status\",\"stdout\",\"stderr\"],\"properties\":{"
 	  "\"id\":{\"type\":\"integer\"},\"pid\":{\"type\":\"integer\"},"
 	  "\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\"]},"
@@ -373,7 +385,7 @@ const struct mcp_tool mcp_ws_tools[] = {
 	{ "list_templates", "List templates",
 	  "The templates sandboxes are made from (create_sandbox's template), with their size and "
 	  "whether they are built.",
-	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
+	  mcp_no_args,
 	  "{\"type\":\"object\",\"required\":[\"templates\"],\"properties\":{\"templates\":{\"type\":\"array\","
 	  "\"items\":{\"type\":\"object\",\"required\":[\"name\",\"status\"],\"properties\":{"
 	  "\"name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"vcpus\":{\"type\":\"integer\"},"

@@ -3,6 +3,7 @@
  * (ops/app.h).
  */
 #include "ops/app.h"
+#include "ops/fields.h"
 #include "ops/validate.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -26,8 +27,48 @@
 #define REMAKE_BACKOFF_MS 10000	/* after a remake that failed */
 #define CONSOLE_WINDOW (512 << 10)	/* of a replaced sandbox's console, read for its app's lines */
 
-const char *const ops_app_fields[] = { "name", "template", "from_snapshot", "sandbox_id", "command", "port", "env",
-				       "restart", "idle_seconds", "ready_timeout_seconds", NULL };
+static const char *const restarts[] = { "always", "on-failure", "never", NULL };
+
+/* What create and deploy share; a deploy's port is optional (the app's
+ * stays), a create's required. */
+const struct field ops_app_fields[] = {
+	{ .name = "command", .type = FIELD_STRING, .max = APP_COMMAND_MAX - 1,
+	  .description = "The shell command that serves (run under a supervisor that restarts it)." },
+	{ .name = "template", .type = FIELD_STRING, .max = OPS_NAME_MAX, .description = "base (default) or minimal." },
+	{ .name = "from_snapshot", .type = FIELD_STRING, .max = OPS_NAME_MAX,
+	  .description = "A snapshot (snap_...) to start from instead of a template (command optional: it may run "
+			 "already)." },
+	{ .name = "restart", .type = FIELD_STRING, .choices = restarts,
+	  .description = "When the command is started again after it exits (default on-failure)." },
+	{ .name = "idle_seconds", .type = FIELD_INTEGER, .min = 0, .max = FIELD_NO_MAX,
+	  .description = "Hibernate it after this long without requests (0: never; default 900); the next "
+			 "request wakes it." },
+	{ .name = "ready_timeout_seconds", .type = FIELD_INTEGER, .min = 1, .max = APP_READY_MAX_S,
+	  .description = "How long the command has to listen on port (default 60)." },
+	{ .name = "env", .type = FIELD_MAP, .env_names = true, .max = OPS_ENV_MAX, .key_max = OPS_ENV_KEY_MAX,
+	  .item_max = OPS_ENV_VALUE_MAX, .description = "Environment of the command." },
+	{ .type = FIELD_END }
+};
+
+#define PORT_FIELD(req) \
+	{ .name = "port", .type = FIELD_INTEGER, .required = req, .min = 1, .max = 65535, \
+	  .description = "The port the command listens on in the sandbox." }
+
+const struct field ops_app_create_fields[] = {
+	{ .name = "name", .type = FIELD_STRING, .required = true, .max = OPS_VOLUME_NAME_MAX,
+	  .description = "a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's apps." },
+	{ .name = "sandbox_id", .type = FIELD_STRING, .max = OPS_NAME_MAX,
+	  .description = "A running sandbox (sbx_...) to make the app, instead of a template or snapshot." },
+	PORT_FIELD(true),
+	{ .type = FIELD_INCLUDE, .items = ops_app_fields },
+	{ .type = FIELD_END }
+};
+
+const struct field ops_app_deploy_fields[] = {
+	PORT_FIELD(false),
+	{ .type = FIELD_INCLUDE, .items = ops_app_fields },
+	{ .type = FIELD_END }
+};
 
 /* The supervisor, run by /bin/sh with the command and the restart policy
  * in its environment, not its arguments: `pkill -f SERVER` in the
@@ -312,46 +353,47 @@ static int parse(const struct ops_caller *c, const json_t *args, bool deploy, st
 	memset(o, 0, sizeof *o);
 	o->ready = APP_READY_DEFAULT_S;
 	o->port = -1, o->idle = -1;
-	int rc = v_known_keys(args, ops_app_fields);
-	if (rc == 0 && deploy && (json_object_get(args, "name") || json_object_get(args, "sandbox_id")))
-		rc = errf(EINVAL, "a deploy keeps the app's name and makes its own sandbox: "
-				  "fields 'name' and 'sandbox_id' are for POST /v1/apps");
-	rc = rc ?: v_str(args, "name", !deploy, OPS_VOLUME_NAME_MAX, &o->name);
-	if (rc == 0 && o->name && !app_name_ok(o->name))
-		rc = errf(EINVAL, "field 'name' of an app is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
-			  OPS_VOLUME_NAME_MAX, o->name);
-	rc = rc ?: v_str(args, "template", false, OPS_NAME_MAX, &o->template);
-	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &o->snapshot);
-	rc = rc ?: v_str(args, "sandbox_id", false, OPS_NAME_MAX, &o->sandbox);
-	rc = rc ?: v_str(args, "command", false, APP_COMMAND_MAX - 1, &o->command);
-	rc = rc ?: v_str(args, "restart", false, 15, &o->restart);
-	rc = rc ?: v_int(args, "port", !deploy, 1, 65535, &o->port);
 	/* The sandbox's TTL is idle_seconds: the plan's cap on TTLs holds it,
 	 * and a plan that caps them has no "never" (0). */
 	struct plan p;
 	int64_t max_idle = c->max_ttl;
-	rc = rc ?: ops_workspace_plan(c, &p);
-	if (rc == 0 && p.limits.ttl_absolute)
-		rc = errf(EPERM, "plan %s deletes a sandbox a fixed time after its creation: an app needs one "
-				 "that lives as long as it is used (a plan whose TTL counts idle time)", p.name);
+	int rc = ops_workspace_plan(c, &p);
 	if (rc == 0 && p.limits.max_ttl_seconds && p.limits.max_ttl_seconds < max_idle)
 		max_idle = p.limits.max_ttl_seconds;
 	o->idle_max = max_idle;
 	o->idle_never_ok = !p.limits.max_ttl_seconds;
-	rc = rc ?: v_int(args, "idle_seconds", false, 0, max_idle, &o->idle);
+	if (rc == 0 && deploy && (json_object_get(args, "name") || json_object_get(args, "sandbox_id")))
+		rc = errf(EINVAL, "a deploy keeps the app's name and makes its own sandbox: "
+				  "fields 'name' and 'sandbox_id' are for POST /v1/apps");
+	const struct field_cap cap[] = { { "idle_seconds", max_idle }, { NULL, 0 } };
+	rc = rc ?: fields_check(deploy ? ops_app_deploy_fields : ops_app_create_fields, args, cap);
+	if (rc == 0) {
+		o->name = field_str(args, "name", NULL);
+		o->template = field_str(args, "template", NULL);
+		o->snapshot = field_str(args, "from_snapshot", NULL);
+		o->sandbox = field_str(args, "sandbox_id", NULL);
+		o->command = field_str(args, "command", NULL);
+		o->restart = field_str(args, "restart", NULL);
+		o->port = field_int(args, "port", -1);
+		o->idle = field_int(args, "idle_seconds", -1);
+		o->ready = field_int(args, "ready_timeout_seconds", APP_READY_DEFAULT_S);
+		o->env = field_get(args, "env");
+	}
+	if (rc == 0 && o->name && !app_name_ok(o->name))
+		rc = errf(EINVAL, "field 'name' of an app is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
+			  OPS_VOLUME_NAME_MAX, o->name);
+	if (rc == 0 && p.limits.ttl_absolute)
+		rc = errf(EPERM, "plan %s deletes a sandbox a fixed time after its creation: an app needs one "
+				 "that lives as long as it is used (a plan whose TTL counts idle time)", p.name);
 	if (rc == 0 && o->idle == 0 && !o->idle_never_ok)
 		rc = errf(EINVAL, "field 'idle_seconds' 0 (never hibernated) is over plan %s's limit of %lld seconds",
 			  p.name, (long long)max_idle);
-	rc = rc ?: v_int(args, "ready_timeout_seconds", false, 1, APP_READY_MAX_S, &o->ready);
-	rc = rc ?: v_str_map(args, "env", OPS_ENV_MAX, OPS_ENV_KEY_MAX, OPS_ENV_VALUE_MAX, true, &o->env);
 	if (rc < 0)
 		return rc;
 	o->has_port = o->port > 0, o->has_idle = o->idle >= 0;
 	int sources = !!o->template + !!o->snapshot + !!o->sandbox;
 	if (sources > 1)
 		return errf(EINVAL, "an app comes from one of 'template', 'from_snapshot' or 'sandbox_id', not %d", sources);
-	if (o->restart && strcmp(o->restart, "always") && strcmp(o->restart, "on-failure") && strcmp(o->restart, "never"))
-		return errf(EINVAL, "field 'restart' is always, on-failure or never, not '%.20s'", o->restart);
 	if (o->command && !o->command[0])
 		return errf(EINVAL, "field 'command' is empty");
 	/* Without a command the source must run the server itself: a

@@ -54,8 +54,11 @@
 #define APP_NO_DOMAIN "apps are served on their own origin (APP.DOMAIN): this server has no --domain " \
 		      "(kilnd --domain localhost will do on one machine: *.localhost is this machine)"
 
-/* The fields ops_app_create and ops_app_deploy accept (NULL-terminated). */
-extern const char *const ops_app_fields[];
+/* The fields ops_app_create and ops_app_deploy accept (ops/fields.h):
+ * what both share, and each one's whole table. */
+extern const struct field ops_app_fields[];
+extern const struct field ops_app_create_fields[];
+extern const struct field ops_app_deploy_fields[];
 
 /* POST /v1/apps: name ([a-z0-9-], as a volume's), port, and where it
  * comes from: template (default "base"), from_snapshot, or sandbox_id

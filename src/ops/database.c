@@ -2,6 +2,7 @@
  * database: managed PostgreSQL databases (ops/database.h).
  */
 #include "ops/database.h"
+#include "ops/fields.h"
 #include "ops/app.h"
 #include "ops/dbcert.h"
 #include "ops/validate.h"
@@ -21,10 +22,31 @@
 #include <time.h>
 #include <unistd.h>
 
-const char *const ops_db_fields[] = { "name", "from_backup", "backup_interval_seconds", "backups_kept",
-				      "idle_seconds", "external_access", NULL };
-static const char *const schedule_fields[] = { "backup_interval_seconds", "backups_kept", "idle_seconds",
-					       "external_access", NULL };
+#define STR_(x) #x
+#define NUM(x) STR_(x)
+
+/* What a create and PATCH share. */
+const struct field ops_db_update_fields[] = {
+	{ .name = "idle_seconds", .type = FIELD_INTEGER, .min = 0, .max = DB_IDLE_MAX_S,
+	  .description = "Hibernated after this long without connections (0: never; default "
+			 NUM(DB_IDLE_DEFAULT_S) "); the next connection wakes it." },
+	{ .name = "external_access", .type = FIELD_BOOLEAN,
+	  .description = "Reachable from outside kiln through a TCP port of kilnd's (external_url); default false." },
+	{ .name = "backup_interval_seconds", .type = FIELD_INTEGER, .min = 0, .max = DB_BACKUP_INTERVAL_MAX,
+	  .description = "A backup every this many seconds (0: none, the default; else at least 300)." },
+	{ .name = "backups_kept", .type = FIELD_INTEGER, .min = 1, .max = DB_BACKUPS_KEPT_MAX,
+	  .description = "The scheduled backups kept, the newest (default 7)." },
+	{ .type = FIELD_END }
+};
+
+const struct field ops_db_fields[] = {
+	{ .type = FIELD_INCLUDE, .items = ops_db_update_fields },
+	{ .name = "name", .type = FIELD_STRING, .max = OPS_VOLUME_NAME_MAX,
+	  .description = "a-z, 0-9 and '-', starting with a letter or digit; unique among the workspace's databases." },
+	{ .name = "from_backup", .type = FIELD_STRING, .max = OPS_NAME_MAX,
+	  .description = "A backup (snap_...) of one of the workspace's databases to restore." },
+	{ .type = FIELD_END }
+};
 
 int64_t ops_db_backup_min_s = DB_BACKUP_MIN_S;
 struct db_external ops_db_external = { DB_EXTERNAL_BIND, "", DB_EXTERNAL_PORT_LO, DB_EXTERNAL_PORT_HI,
@@ -307,11 +329,8 @@ static int spawn(const struct ops_caller *c, const struct db_row *d, const char 
 /* The schedule fields of args over d's (a new interval starts now). */
 static int parse_schedule(const json_t *args, struct db_row *d)
 {
-	int64_t iv = -1, kept = -1;
-	int rc = v_int(args, "backup_interval_seconds", false, 0, DB_BACKUP_INTERVAL_MAX, &iv);
-	rc = rc ?: v_int(args, "backups_kept", false, 1, DB_BACKUPS_KEPT_MAX, &kept);
-	if (rc < 0)
-		return rc;
+	/* Checked against ops_db_update_fields already (fields_check). */
+	int64_t iv = field_int(args, "backup_interval_seconds", -1), kept = field_int(args, "backups_kept", -1);
 	if (iv > 0 && iv < ops_db_backup_min_s)
 		return errf(EINVAL, "field 'backup_interval_seconds' is 0 (no scheduled backups) or at least %lld, not %lld",
 			    (long long)ops_db_backup_min_s, (long long)iv);
@@ -332,14 +351,16 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	const char *name = NULL, *backup = NULL;
 	int64_t idle = -1;
 	bool external = false;
-	int rc = v_known_keys(args, ops_db_fields);
-	rc = rc ?: v_int(args, "idle_seconds", false, 0, DB_IDLE_MAX_S, &idle);
-	rc = rc ?: v_bool(args, "external_access", &external);
-	rc = rc ?: v_str(args, "name", false, OPS_VOLUME_NAME_MAX, &name);
+	int rc = fields_check(ops_db_fields, args, NULL);
+	if (rc == 0) {
+		idle = field_int(args, "idle_seconds", -1);
+		external = field_bool(args, "external_access", false);
+		name = field_str(args, "name", NULL);
+		backup = field_str(args, "from_backup", NULL);
+	}
 	if (rc == 0 && name && !ops_db_name_ok(name))
 		rc = errf(EINVAL, "field 'name' of a database is [a-z0-9][a-z0-9-]* (at most %d characters), not '%.80s'",
 			  OPS_VOLUME_NAME_MAX, name);
-	rc = rc ?: v_str(args, "from_backup", false, OPS_NAME_MAX, &backup);
 	struct db_row *d = out;
 	memset(d, 0, sizeof *d);
 	rc = rc ?: parse_schedule(args, d);
@@ -488,9 +509,11 @@ int ops_db_update(const struct ops_caller *c, const char *key, const json_t *arg
 {
 	int64_t idle = -1;
 	bool external = false;
-	int rc = v_known_keys(args, schedule_fields);
-	rc = rc ?: v_int(args, "idle_seconds", false, 0, DB_IDLE_MAX_S, &idle);
-	rc = rc ?: v_bool(args, "external_access", &external);
+	int rc = fields_check(ops_db_update_fields, args, NULL);
+	if (rc == 0) {
+		idle = field_int(args, "idle_seconds", -1);
+		external = field_bool(args, "external_access", false);
+	}
 	rc = rc ?: ops_db_get(c, key, out);
 	rc = rc ?: parse_schedule(args, out);
 	rc = rc ?: store_db_set_schedule(c->store, out);

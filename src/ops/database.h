@@ -78,8 +78,9 @@ extern void (*ops_db_external_sync)(void);
  * kilnd was told otherwise). */
 extern int64_t ops_db_backup_min_s;
 
-/* The fields ops_db_create accepts (NULL-terminated). */
-extern const char *const ops_db_fields[];
+/* The fields ops_db_create accepts, and ops_db_update (ops/fields.h). */
+extern const struct field ops_db_fields[];
+extern const struct field ops_db_update_fields[];
 
 /* Whether s is a database's name: [a-z0-9][a-z0-9-]*, at most 63. */
 bool ops_db_name_ok(const char *s);

@@ -1,7 +1,9 @@
 #include "ops/ops.h"
 #include "ops/credit.h"
+#include "ops/fields.h"
 #include "ops/template.h"
 #include "ops/validate.h"
+#include "net/net.h"
 #include "net/netpolicy.h"
 #include "common/err.h"
 #include "store/store.h"
@@ -58,17 +60,82 @@ int ops_template_known(struct hostif *hi, const char *ws, const char *name, json
 	return errf(ENOENT, "unknown template '%.64s'; the templates are: %s", name, n.list);
 }
 
-const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
-					  "metadata", "env", "allow_out", "deny_out", "allow_internet", "volumes",
-					  "idle_pause_seconds", NULL };
-/* ops_create_service's: a create's and the ports it opens to its workspace. */
-static const char *const service_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
-					       "metadata", "env", "allow_out", "deny_out", "allow_internet",
-					       "volumes", "idle_pause_seconds", "workspace_ports", NULL };
-
 /* idle_pause_seconds: paused after this long without a request (0:
  * never), a week at most; the TTL rule still acts at ttl_seconds. */
 #define IDLE_PAUSE_MAX 604800
+
+/* The egress policy's fields are checked by its parser
+ * (net/netpolicy.h), whose messages REST has always answered. */
+static int policy_check(const json_t *obj, const char *name)
+{
+	(void)name;
+	char *policy = NULL;
+	int rc = netpolicy_from_request(obj, &policy);
+	free(policy);
+	return rc;
+}
+
+static int volumes_check(const json_t *obj, const char *name)
+{
+	(void)name;
+	return ops_volumes_check(obj);
+}
+
+#define POLICY_FIELDS \
+	{ .name = "allow_out", .type = FIELD_STRINGS, .max = NET_MAX_CIDRS, .check = policy_check, \
+	  .description = "IPv4 addresses or CIDRs; when given, only these can be reached." }, \
+	{ .name = "deny_out", .type = FIELD_STRINGS, .max = NET_MAX_CIDRS, .check = policy_check, \
+	  .description = "IPv4 addresses or CIDRs never reachable." }, \
+	{ .name = "allow_internet", .type = FIELD_BOOLEAN, .check = policy_check, \
+	  .description = "false: nothing leaves the sandbox (default true)." }
+
+/* In the order they are checked (the first error is the one told). A
+ * field added here is in create_sandbox's schema too. */
+const struct field ops_create_fields[] = {
+	{ .name = "template", .type = FIELD_STRING, .max = OPS_NAME_MAX,
+	  .description = "base (default) or minimal." },
+	{ .name = "from_snapshot", .type = FIELD_STRING, .max = OPS_NAME_MAX,
+	  .description = "A snapshot (snap_...) to start from instead of a template: its memory and disk." },
+	{ .name = "ttl_seconds", .type = FIELD_INTEGER, .min = 0, .max = FIELD_NO_MAX,
+	  .description = "Delete it after this long without use (0: never; default and most: the server's)." },
+	{ .name = "persistent", .type = FIELD_BOOLEAN,
+	  .description = "true: hibernate it when idle for its TTL instead of deleting it (not on plans whose "
+			 "TTL counts from creation)." },
+	{ .name = "idle_pause_seconds", .type = FIELD_INTEGER, .min = 0, .max = IDLE_PAUSE_MAX,
+	  .description = "Pause it (vCPUs stopped, memory kept) after this long without use, before its TTL "
+			 "acts; the next use resumes it (0, the default: never)." },
+	{ .name = "metadata", .type = FIELD_MAP, .max = OPS_METADATA_MAX, .key_max = OPS_METADATA_KEY_MAX,
+	  .item_max = OPS_METADATA_VALUE_MAX, .description = "Labels of your own (list filters on them)." },
+	{ .name = "env", .type = FIELD_MAP, .env_names = true, .max = OPS_ENV_MAX, .key_max = OPS_ENV_KEY_MAX,
+	  .item_max = OPS_ENV_VALUE_MAX, .description = "Environment of every command run in it." },
+	POLICY_FIELDS,
+	{ .name = "volumes", .type = FIELD_OBJECTS, .max = HOST_VOLUMES_MAX, .items = ops_volume_entry_fields,
+	  .check = volumes_check,
+	  .description = "Named volumes (POST /v1/volumes) mounted at path; a read-write one is this sandbox's alone." },
+	{ .type = FIELD_END }
+};
+/* ops_create_service's: a create's and the ports it opens to its workspace. */
+static const struct field service_fields[] = {
+	{ .type = FIELD_INCLUDE, .items = ops_create_fields },
+	{ .name = "workspace_ports", .type = FIELD_INTEGERS, .max = NET_WS_PORTS_MAX, .item_max = 65535,
+	  .check = policy_check },
+	{ .type = FIELD_END }
+};
+
+const struct field ops_lifecycle_fields[] = {
+	{ .name = "ttl_seconds", .type = FIELD_INTEGER, .min = 0, .max = FIELD_NO_MAX },
+	{ .name = "persistent", .type = FIELD_BOOLEAN },
+	{ .name = "idle_pause_seconds", .type = FIELD_INTEGER, .min = 0, .max = IDLE_PAUSE_MAX },
+	{ .type = FIELD_END }
+};
+
+const struct field ops_network_fields[] = { POLICY_FIELDS, { .type = FIELD_END } };
+
+const struct field ops_fork_fields[] = {
+	{ .name = "count", .type = FIELD_INTEGER, .min = 1, .max = HOST_FORK_MAX,
+	  .description = "How many children (default 1)." },
+	{ .type = FIELD_END }
+};
 
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 {
@@ -179,7 +246,7 @@ static int quota_error(const struct plan *p, int rc)
 	return errf(EDQUOT, "%s (plan %s)", why, p->name);
 }
 
-static int create(const struct ops_caller *c, const json_t *args, const char *const *fields, struct sbx_row *out);
+static int create(const struct ops_caller *c, const json_t *args, const struct field *fields, struct sbx_row *out);
 
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
 {
@@ -191,7 +258,7 @@ int ops_create_service(const struct ops_caller *c, const json_t *args, struct sb
 	return create(c, args, service_fields, out);
 }
 
-static int create(const struct ops_caller *c, const json_t *args, const char *const *fields, struct sbx_row *out)
+static int create(const struct ops_caller *c, const json_t *args, const struct field *fields, struct sbx_row *out)
 {
 	const char *tmpl = NULL, *snap = NULL;
 	int64_t ttl = -1, idle_pause = 0;
@@ -212,17 +279,19 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 	int64_t max_ttl = c->max_ttl;
 	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
 		max_ttl = plan.limits.max_ttl_seconds;
-	rc = rc ?: v_known_keys(args, fields);
-	rc = rc ?: v_str(args, "template", false, OPS_NAME_MAX, &tmpl);
-	rc = rc ?: v_str(args, "from_snapshot", false, OPS_NAME_MAX, &snap);
-	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
-	rc = rc ?: v_bool(args, "persistent", &persistent);
-	rc = rc ?: v_int(args, "idle_pause_seconds", false, 0, IDLE_PAUSE_MAX, &idle_pause);
+	const struct field_cap cap[] = { { "ttl_seconds", max_ttl }, { NULL, 0 } };
+	rc = rc ?: fields_check(fields, args, cap);
+	if (rc == 0) {
+		tmpl = field_str(args, "template", NULL);
+		snap = field_str(args, "from_snapshot", NULL);
+		ttl = field_int(args, "ttl_seconds", -1);
+		persistent = field_bool(args, "persistent", false);
+		idle_pause = field_int(args, "idle_pause_seconds", 0);
+		metadata = field_get(args, "metadata");
+		env = field_get(args, "env");
+	}
 	if (rc == 0 && persistent)
 		rc = idle_rule(&plan, true, &rule);
-	rc = rc ?: v_str_map(args, "metadata", OPS_METADATA_MAX, OPS_METADATA_KEY_MAX,
-			     OPS_METADATA_VALUE_MAX, false, &metadata);
-	rc = rc ?: v_str_map(args, "env", OPS_ENV_MAX, OPS_ENV_KEY_MAX, OPS_ENV_VALUE_MAX, true, &env);
 	rc = rc ?: netpolicy_from_request(args, &policy);
 	if (rc == 0 && tmpl && snap)
 		rc = errf(EINVAL, "give either 'template' or 'from_snapshot', not both");
@@ -281,7 +350,6 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 
 int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out)
 {
-	static const char *const keys[] = { "ttl_seconds", "persistent", "idle_pause_seconds", NULL };
 	struct plan plan = { 0 };
 	int rc = ops_workspace_plan(c, &plan);
 	int64_t max_ttl = c->max_ttl, ttl = -1;
@@ -290,10 +358,13 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 	bool persistent = false;
 	int64_t idle_pause = -1;
 	struct lifecycle_change lc = { 0 };
-	rc = rc ?: v_known_keys(args, keys);
-	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
-	rc = rc ?: v_bool(args, "persistent", &persistent);
-	rc = rc ?: v_int(args, "idle_pause_seconds", false, 0, IDLE_PAUSE_MAX, &idle_pause);
+	const struct field_cap cap[] = { { "ttl_seconds", max_ttl }, { NULL, 0 } };
+	rc = rc ?: fields_check(ops_lifecycle_fields, args, cap);
+	if (rc == 0) {
+		ttl = field_int(args, "ttl_seconds", -1);
+		persistent = field_bool(args, "persistent", false);
+		idle_pause = field_int(args, "idle_pause_seconds", -1);
+	}
 	if (rc == 0 && ttl < 0 && idle_pause < 0 && !json_object_get(args, "persistent"))
 		rc = errf(EINVAL, "give 'ttl_seconds', 'persistent', 'idle_pause_seconds' or more of them");
 	if (rc == 0 && ttl == 0 && plan.limits.max_ttl_seconds)
@@ -312,9 +383,8 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 
 int ops_set_network(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out)
 {
-	static const char *const keys[] = { "allow_out", "deny_out", "allow_internet", NULL };
 	char *policy = NULL;
-	int rc = v_known_keys(args, keys);
+	int rc = fields_check(ops_network_fields, args, NULL);
 	/* No fields is the open policy, said explicitly (for no fields
 	 * netpolicy_from_request gives no policy at all). */
 	json_t *open_policy = json_pack("{s:b}", "allow_internet", 1);
@@ -336,7 +406,9 @@ int ops_fork(const struct ops_caller *c, const char *parent_id, const json_t *ar
 	struct ws_caps caps;
 	const struct ws_caps *capsp = NULL;
 	struct ws_caps_report scratch, *rep = NULL;
-	int rc = v_int(args, "count", false, 1, HOST_FORK_MAX, &count);
+	/* The rest of args is the front end's (MCP's sandbox_id). */
+	int rc = fields_check_one(&ops_fork_fields[0], args, NULL);
+	count = field_int(args, "count", 1);
 	rc = rc ?: plan_caps(c, &plan, &caps, &capsp, &rep);
 	if (capsp && !rep)
 		rep = &scratch;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "hostif/hostif.h"
+#include "ops/fields.h"
 #include "ops/plan.h"
 
 /* Bounds of a sandbox's metadata and env (keys, key length, value length). */
@@ -85,9 +86,14 @@ int ops_template_known(struct hostif *hi, const char *ws, const char *name, json
  * memory. */
 char **ops_env_merge(const char *sandbox_env, const json_t *request_env);
 
-/* The fields ops_create accepts, NULL-terminated (for a front end that
- * lists them, e.g. in a schema). */
-extern const char *const ops_create_fields[];
+/* The fields each operation accepts (ops/fields.h): what it checks a
+ * request against, and what MCP's tools show as their inputSchema.
+ * ops_create's; ops_set_lifecycle's; ops_set_network's; ops_fork's (count:
+ * its other fields are the front end's). */
+extern const struct field ops_create_fields[];
+extern const struct field ops_lifecycle_fields[];
+extern const struct field ops_network_fields[];
+extern const struct field ops_fork_fields[];
 
 /* Create a sandbox from args: template (default "base") or from_snapshot,
  * ttl_seconds (0 to max_ttl, or the plan's max_ttl_seconds when lower;
@@ -171,6 +177,13 @@ struct ops_volumes {
 	int n;
 };
 int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops_volumes *out);
+/* args' volumes checked as ops_volumes_parse does, but for names not
+ * being looked up (no store needed). */
+int ops_volumes_check(const json_t *args);
+/* A volumes entry's fields {name, path, read_only} (attach's too);
+ * POST /v1/volumes's {name, size_mib}. */
+extern const struct field ops_volume_entry_fields[];
+extern const struct field ops_volume_create_fields[];
 
 /* POST /v1/volumes {name, size_mib (1 to OPS_VOLUME_MIB_MAX)}: held to
  * the plan's volumes, volume_mib and storage_mib (-EDQUOT, c->quota

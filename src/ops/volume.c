@@ -42,50 +42,59 @@ static int path_check(const char *p, const char *at)
 	return 0;
 }
 
-/* One {name, path, read_only} (at: "volumes[I]." or "" for messages)
- * into out's entry i, its name resolved to the caller's volume. */
-static int volume_entry(const struct ops_caller *c, const json_t *v, const char *at, int i, struct ops_volumes *out)
+const struct field ops_volume_entry_fields[] = {
+	{ .name = "name", .type = FIELD_STRING, .required = true, .max = OPS_VOLUME_NAME_MAX,
+	  .description = "The volume's name." },
+	{ .name = "path", .type = FIELD_STRING, .required = true, .max = OPS_VOLUME_PATH_MAX,
+	  .description = "Where to mount it (absolute)." },
+	{ .name = "read_only", .type = FIELD_BOOLEAN, .description = "Mount it read-only (default false)." },
+	{ .type = FIELD_END }
+};
+
+const struct field ops_volume_create_fields[] = {
+	{ .name = "name", .type = FIELD_STRING, .required = true, .max = OPS_VOLUME_NAME_MAX,
+	  .description = "a-z, 0-9 and '-', starting with a letter or digit; unique in the workspace." },
+	{ .name = "size_mib", .type = FIELD_INTEGER, .required = true, .min = 1, .max = OPS_VOLUME_MIB_MAX,
+	  .description = "Its size in MiB." },
+	{ .type = FIELD_END }
+};
+
+/* One {name, path, read_only} (at: "volumes[I]." or "" for messages),
+ * checked without the store. */
+static int entry_check(const json_t *v, const char *at)
 {
-	static const char *const keys[] = { "name", "path", "read_only", NULL };
-	const char *name = NULL, *path = NULL;
-	bool ro = false;
 	if (!json_is_object(v))
 		return errf(EINVAL, "%s must be an object {name, path, read_only}", *at ? at : "the volume");
-	int rc = v_known_keys(v, keys);
-	rc = rc ?: v_str(v, "name", true, 64, &name);
-	rc = rc ?: v_str(v, "path", true, OPS_VOLUME_PATH_MAX + 1, &path);
-	rc = rc ?: v_bool(v, "read_only", &ro);
+	int rc = fields_check(ops_volume_entry_fields, v, NULL);
 	if (rc < 0)
 		return *at ? errf(-rc, "%.*s: %s", (int)strlen(at) - 1, at, errmsg()) : rc;
+	const char *name = field_str(v, "name", ""), *path = field_str(v, "path", "");
 	if (!ops_volume_name_ok(name))
 		return errf(EINVAL, "%sname '%.64s' is not a volume name", at, name);
-	if ((rc = path_check(path, at)) < 0)
-		return rc;
-	for (int j = 0; j < i; j++) {
-		if (!strcmp(out->name[j], name))
-			return errf(EINVAL, "volume '%s' is named twice in 'volumes'", name);
-		if (!strcmp(out->path[j], path))
-			return errf(EINVAL, "path '%s' is given twice in 'volumes'", path);
-	}
+	return path_check(path, at);
+}
+
+/* Entry v (checked) into out's entry i, its name resolved to the
+ * caller's volume. */
+static int volume_entry(const struct ops_caller *c, const json_t *v, int i, struct ops_volumes *out)
+{
+	const char *name = field_str(v, "name", ""), *path = field_str(v, "path", "");
 	struct vol_row r;
-	rc = c->store ? store_volume_load(c->store, c->workspace, name, true, &r)
-		      : errf(ENOSYS, "volumes need the store");
+	int rc = c->store ? store_volume_load(c->store, c->workspace, name, true, &r)
+			  : errf(ENOSYS, "volumes need the store");
 	if (rc < 0)
 		return rc;	/* -ENOENT "volume NAME not found" */
 	snprintf(out->id[i], sizeof out->id[i], "%s", r.id);
 	snprintf(out->name[i], sizeof out->name[i], "%s", name);
 	snprintf(out->path[i], sizeof out->path[i], "%s", path);
-	out->v[i] = (struct create_volume){ out->id[i], out->name[i], out->path[i], ro };
+	out->v[i] = (struct create_volume){ out->id[i], out->name[i], out->path[i], field_bool(v, "read_only", false) };
 	return 0;
 }
 
-int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops_volumes *out)
+int ops_volumes_check(const json_t *args)
 {
-	memset(out, 0, sizeof *out);
 	const json_t *a = json_object_get(args, "volumes");
 	if (!a || json_is_null(a))
-		return 0;
-	if (json_is_array(a) && json_array_size(a) == 0)
 		return 0;
 	if (!json_is_array(a))
 		return errf(EINVAL, "'volumes' must be an array, not %s", v_type_name(a));
@@ -96,8 +105,32 @@ int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops
 	json_array_foreach(a, i, v) {
 		char at[32];
 		snprintf(at, sizeof at, "volumes[%zu].", i);
-		int rc = volume_entry(c, v, at, (int)i, out);
+		int rc = entry_check(v, at);
 		if (rc < 0)
+			return rc;
+		const char *name = field_str(v, "name", ""), *path = field_str(v, "path", "");
+		for (size_t j = 0; j < i; j++) {
+			const json_t *w = json_array_get(a, j);
+			if (!strcmp(field_str(w, "name", ""), name))
+				return errf(EINVAL, "volume '%s' is named twice in 'volumes'", name);
+			if (!strcmp(field_str(w, "path", ""), path))
+				return errf(EINVAL, "path '%s' is given twice in 'volumes'", path);
+		}
+	}
+	return 0;
+}
+
+int ops_volumes_parse(const struct ops_caller *c, const json_t *args, struct ops_volumes *out)
+{
+	memset(out, 0, sizeof *out);
+	int rc = ops_volumes_check(args);
+	const json_t *a = json_object_get(args, "volumes");
+	if (rc < 0 || !json_is_array(a))
+		return rc;
+	size_t i;
+	const json_t *v;
+	json_array_foreach(a, i, v) {
+		if ((rc = volume_entry(c, v, (int)i, out)) < 0)
 			return rc;
 		out->n++;
 	}
@@ -117,12 +150,9 @@ static int refused(const struct ops_caller *c, const struct plan *p, const char 
 
 int ops_volume_create(const struct ops_caller *c, const json_t *args, struct vol_row *out)
 {
-	static const char *const keys[] = { "name", "size_mib", NULL };
-	const char *name = NULL;
-	int64_t size = 0;
-	int rc = v_known_keys(args, keys);
-	rc = rc ?: v_str(args, "name", true, 64, &name);
-	rc = rc ?: v_int(args, "size_mib", true, 1, OPS_VOLUME_MIB_MAX, &size);
+	int rc = fields_check(ops_volume_create_fields, args, NULL);
+	const char *name = field_str(args, "name", "");
+	int64_t size = field_int(args, "size_mib", 0);
 	if (rc == 0 && !ops_volume_name_ok(name))
 		rc = errf(EINVAL, "'name' must be 1 to %d of a-z, 0-9 and '-', starting with a letter or digit",
 			  OPS_VOLUME_NAME_MAX);
@@ -276,7 +306,8 @@ int ops_volume_attach(const struct ops_caller *c, const char *sandbox, const jso
 	if (!v_is_id(sandbox, "sbx_"))
 		return errf(ENOENT, "sandbox %.64s not found", sandbox);
 	int rc = hostif_get(c->hostif, c->workspace, sandbox, false, NULL);
-	rc = rc ?: volume_entry(c, args, "", 0, &vs);
+	rc = rc ?: entry_check(args, "");
+	rc = rc ?: volume_entry(c, args, 0, &vs);
 	rc = rc ?: hostif_volume_attach(c->hostif, c->workspace, sandbox, &vs.v[0]);
 	return rc ?: store_volume_load(c->store, c->workspace, vs.id[0], false, out);
 }

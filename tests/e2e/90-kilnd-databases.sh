@@ -379,10 +379,13 @@ for i in $(seq 120); do
 done
 tsb=$(python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$tsb0" "$(date +%s.%N)")
 kinds=$(jget '[(b["id"], b["kind"]) for b in j["backups"]]')
-api PATCH "/v1/databases/$DB" '{"backup_interval_seconds":0}'
-s1=$STATUS
+# The schedule stopped through the workspace MCP's update_database (PATCH's
+# fields, the same operation): its answer is the database, schedule off.
+mcp update_database '{"database":"main","backup_interval_seconds":0}'
+s1=$(jget '[(r.get("isError", False), c.get("id"), c.get("backup_interval_seconds")) for r in [j["result"]] for c in [r.get("structuredContent") or {}]][0]')
+check db_mcp_update "update_database: $s1" [ "$s1" = "(False, '$DB', 0)" ]
 api GET "/v1/snapshots/$first"
-[ -n "$first" ] && [ "$(wc -w <<<"$sched")" = 1 ] && [ "$sched" != "$first" ] && [ "$STATUS" = 404 ] && [ "$s1" = 200 ] &&
+[ -n "$first" ] && [ "$(wc -w <<<"$sched")" = 1 ] && [ "$sched" != "$first" ] && [ "$STATUS" = 404 ] &&
 	[[ "$kinds" == *"('$BK', 'manual')"* ]]
 r=$?; ok $r db_scheduled_backups "in $tsb s: first $first (now $STATUS), kept $sched; $kinds"
 

@@ -226,14 +226,14 @@ static void mcp_create_schema_matches_ops(void)
 	CHECK(t != NULL);
 	if (!t)
 		return;
-	json_t *schema = json_loads(t->input_schema, 0, NULL);
+	json_t *schema = mcp_input_schema(t, NULL);
 	json_t *props = json_object_get(schema, "properties");
 	CHECK(json_is_object(props));
 	size_t n = 0;
-	for (const char *const *f = ops_create_fields; *f; f++, n++)
-		if (!json_object_get(props, *f)) {
-			printf("  create_sandbox's schema lacks '%s'\n", *f);
-			CHECK(json_object_get(props, *f));
+	for (const struct field *f = ops_create_fields; f->type != FIELD_END; f++, n++)
+		if (!json_object_get(props, f->name)) {
+			printf("  create_sandbox's schema lacks '%s'\n", f->name);
+			CHECK(json_object_get(props, f->name));
 		}
 	CHECK(json_object_size(props) == n);
 	/* No cap of its own on ttl_seconds: the server's applies. */
@@ -241,7 +241,7 @@ static void mcp_create_schema_matches_ops(void)
 	json_t *fork_schema = NULL;
 	for (int i = 0; i < mcp_ntools; i++)
 		if (!strcmp(mcp_tools[i].name, "fork_sandbox"))
-			fork_schema = json_loads(mcp_tools[i].input_schema, 0, NULL);
+			fork_schema = mcp_input_schema(&mcp_tools[i], NULL);
 	json_t *count = json_object_get(json_object_get(fork_schema, "properties"), "count");
 	CHECK(json_integer_value(json_object_get(count, "maximum")) == HOST_FORK_MAX);
 	json_decref(fork_schema);
@@ -284,7 +284,7 @@ static void mcp_tool_tables(void)
 	for (int i = 0; i < n; i++) {
 		for (int j = 0; j < i; j++)
 			CHECK(strcmp(all[i]->name, all[j]->name) != 0);
-		json_t *in = json_loads(all[i]->input_schema, JSON_REJECT_DUPLICATES, NULL);
+		json_t *in = mcp_input_schema(all[i], NULL);
 		json_t *out = all[i]->output_schema ? json_loads(all[i]->output_schema, JSON_REJECT_DUPLICATES, NULL)
 						    : json_object();
 		if (!in || !out)
@@ -300,11 +300,11 @@ static void mcp_tool_tables(void)
 	CHECK(fork_tree && network_tool);
 	if (!fork_tree || !network_tool)
 		return;
-	json_t *s = json_loads(fork_tree->input_schema, 0, NULL);
+	json_t *s = mcp_input_schema(fork_tree, NULL);
 	json_t *count = json_object_get(json_object_get(s, "properties"), "count");
 	CHECK(json_integer_value(json_object_get(count, "maximum")) == HOST_FORK_MAX);
 	json_decref(s);
-	s = json_loads(network_tool->input_schema, 0, NULL);
+	s = mcp_input_schema(network_tool, NULL);
 	json_t *props = json_object_get(s, "properties");
 	CHECK(json_object_size(props) == 4 && json_object_get(props, "sandbox_id") &&
 	      json_object_get(props, "allow_out") && json_object_get(props, "deny_out") &&

@@ -124,7 +124,7 @@ test("workspace: initialize and list the tools", async () => {
     "list_ports", "list_processes",
     "list_sandboxes", "list_snapshots", "list_templates", "list_volumes", "move_file", "pause_sandbox", "process_output",
     "promote_sandbox", "read_file", "reset_database_password", "resume_sandbox", "run_code", "set_network", "shell", "signal_process",
-    "snapshot_sandbox", "start_process", "unexpose_port", "wake_sandbox", "write_file", "write_files",
+    "snapshot_sandbox", "start_process", "unexpose_port", "update_database", "wake_sandbox", "write_file", "write_files",
   ]);
   // The annotations say which tools only read and which destroy.
   const hint = (n) => tools.find((t) => t.name === n).annotations;
@@ -141,6 +141,13 @@ test("workspace: initialize and list the tools", async () => {
   }
   const shell = tools.find((t) => t.name === "shell");
   assert.deepEqual(shell.inputSchema.required, ["sandbox_id", "command"]);
+  // The schemas are made from src/ops' field tables (docs/mcp.md): a tool
+  // over PATCH /v1/databases/{id} shows the bounds create_database does.
+  const props = (n) => tools.find((t) => t.name === n).inputSchema.properties;
+  for (const f of ["backup_interval_seconds", "backups_kept", "idle_seconds", "external_access"]) {
+    assert.deepEqual(props("update_database")[f], props("create_database")[f], f);
+  }
+  assert.deepEqual([props("update_database").backups_kept.minimum, props("update_database").backups_kept.maximum], [1, 100]);
   await ws.ping();
 });
 
@@ -654,6 +661,15 @@ test("workspace: database tools' errors (docs/databases.md; the databases themse
   assert.match(await toolError(ws, "list_database_backups", { database: "nothere" }), /database nothere not found/);
   await rpcError(ws.callTool({ name: "backup_database", arguments: {} }), -32602);
   await rpcError(ws.callTool({ name: "create_database", arguments: { colour: "red" } }), -32602);
+  assert.match(await toolError(ws, "update_database", { database: "nothere", idle_seconds: 60 }), /database nothere not found/);
+  // A bound of the table: the schema's check (-32602) and REST's PATCH say the same range.
+  assert.match(await rpcError(ws.callTool({ name: "update_database", arguments: { database: "nothere", backups_kept: 101 } }), -32602),
+    /'backups_kept' must be from 1 to 100/);
+  const rest = await fetch(`${URL_}/v1/databases/nothere`, {
+    method: "PATCH", headers: { Authorization: `Bearer ${KEY}`, "Content-Type": "application/json" }, body: JSON.stringify({ backups_kept: 101 }),
+  });
+  assert.equal(rest.status, 400);
+  assert.match((await rest.json()).error.message, /field 'backups_kept' must be from 1 to 100/);
   assert.deepEqual((await call(ws, "list_databases")).structuredContent, { databases: [] });
 });
 
@@ -669,9 +685,9 @@ test("workspace: every tool listed has a success and an error path in this file"
   const { tools } = await ws.listTools();
   // A database takes a minute of an emulated host: the database tools'
   // successes are tests/e2e/90's (db_mcp_get_list, db_mcp_backups,
-  // db_delete_*; db_mcp_create, full tier).
+  // db_delete_*, db_mcp_update; db_mcp_create, full tier).
   const elsewhere = new Set(["create_database", "get_database", "delete_database", "reset_database_password",
-    "backup_database", "list_database_backups"]);
+    "backup_database", "list_database_backups", "update_database"]);
   const names = tools.map((t) => t.name);
   const noOk = names.filter((n) => !seen.ok.has(n) && !elsewhere.has(n));
   const noError = names.filter((n) => !seen.error.has(n));

@@ -1,0 +1,467 @@
+/* Unit tests for the field tables (src/ops/fields.h): for every field of
+ * every table (the operations' and each MCP tool's), the schema made
+ * from it and the checks agree. A value just past each bound (one byte
+ * too long, one over the maximum, one entry too many, the wrong type, a
+ * required field left out) is refused by fields_check naming the field,
+ * by MCP's schema check of the generated inputSchema naming the argument,
+ * and, where the table is an operation's, by the operation itself; the
+ * value at the bound passes both checks; the bound is in the schema. And
+ * every MCP tool's inputSchema is the one made from its table. */
+#include "api/hcommon.h"
+#include "mcp/mcp.h"
+#include "ops/app.h"
+#include "ops/database.h"
+#include "ops/fields.h"
+#include "ops/ops.h"
+#include "common/err.h"
+#include "test.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct ops_caller caller = { .hostif = NULL, .workspace = "ws_test", .max_ttl = 3600 };
+
+/* The operations over a table, run on args that must be refused before
+ * they reach the host interface (the caller has none) or the store. */
+static int op_create(const json_t *a)
+{
+	struct sbx_row row;
+	return ops_create(&caller, a, &row);
+}
+static int op_app_create(const json_t *a)
+{
+	struct app_row *row = malloc(sizeof *row);
+	int rc = row ? ops_app_create(&caller, a, row) : -ENOMEM;
+	free(row);
+	return rc;
+}
+static int op_app_deploy(const json_t *a)
+{
+	struct app_row *row = malloc(sizeof *row);
+	int rc = row ? ops_app_deploy(&caller, "app_x", a, row) : -ENOMEM;
+	free(row);
+	return rc;
+}
+static int op_db_create(const json_t *a)
+{
+	struct db_row d;
+	char pw[DB_PASSWORD_LEN + 1];
+	return ops_db_create(&caller, a, &d, pw);
+}
+static int op_db_update(const json_t *a)
+{
+	struct db_row d;
+	return ops_db_update(&caller, "db_x", a, &d);
+}
+static int op_volume_create(const json_t *a)
+{
+	struct vol_row v;
+	return ops_volume_create(&caller, a, &v);
+}
+static int op_network(const json_t *a)
+{
+	struct sbx_row row;
+	return ops_set_network(&caller, "nope", a, &row);
+}
+static int op_lifecycle(const json_t *a)
+{
+	struct sbx_row row;
+	return ops_set_lifecycle(&caller, "nope", a, &row);
+}
+static int op_exec(const json_t *a)
+{
+	struct exec_req e;
+	int rc = exec_parse_json(a, 1 << 20, &e);
+	free(e.argv);
+	return rc;
+}
+
+static const struct {
+	const char *name;
+	const struct field *t;
+	int (*op)(const json_t *);
+} tables[] = {
+	{ "ops_create_fields", ops_create_fields, op_create },
+	{ "ops_lifecycle_fields", ops_lifecycle_fields, op_lifecycle },
+	{ "ops_network_fields", ops_network_fields, op_network },
+	{ "ops_fork_fields", ops_fork_fields, NULL },
+	{ "ops_volume_entry_fields", ops_volume_entry_fields, NULL },
+	{ "ops_volume_create_fields", ops_volume_create_fields, op_volume_create },
+	{ "ops_app_fields", ops_app_fields, NULL },
+	{ "ops_app_create_fields", ops_app_create_fields, op_app_create },
+	{ "ops_app_deploy_fields", ops_app_deploy_fields, op_app_deploy },
+	{ "ops_db_fields", ops_db_fields, op_db_create },
+	{ "ops_db_update_fields", ops_db_update_fields, op_db_update },
+	{ "exec_fields", exec_fields, op_exec },
+};
+
+/* A value of f that every check takes; i varies it (volumes are named
+ * and mounted once each). */
+static json_t *good(const struct field *f, int i);
+
+static json_t *good_object(const struct field *t, int i)
+{
+	json_t *o = json_object();
+	for (; t->type != FIELD_END; t++) {
+		if (t->type == FIELD_INCLUDE) {
+			json_t *inc = good_object(t->items, i);
+			json_object_update(o, inc);
+			json_decref(inc);
+			continue;
+		}
+		if (t->required)
+			json_object_set_new(o, t->name, good(t, i));
+	}
+	return o;
+}
+
+static json_t *good(const struct field *f, int i)
+{
+	char s[32];
+	switch (f->type) {
+	case FIELD_STRING:
+		if (f->choices)
+			return json_string(f->choices[0]);
+		snprintf(s, sizeof s, "%sa%d", !strcmp(f->name, "path") ? "/" : "", i);
+		return json_string(s);
+	case FIELD_INTEGER:
+		return json_integer(f->min);
+	case FIELD_BOOLEAN:
+		return json_true();
+	case FIELD_MAP:
+		return json_object();
+	case FIELD_SCALAR:
+		return json_string("TERM");
+	case FIELD_STRINGS:
+	case FIELD_OBJECTS:
+	case FIELD_INTEGERS: {
+		json_t *a = json_array();
+		for (int k = 0; k < f->min; k++)
+			json_array_append_new(a, f->type == FIELD_STRINGS ? json_string("10.0.0.0/8")
+					      : f->type == FIELD_OBJECTS ? good_object(f->items, k) : json_integer(1));
+		return a;
+	}
+	default:
+		return json_null();
+	}
+}
+
+static json_t *repeat(char c, int64_t n)
+{
+	char *b = malloc((size_t)n + 1);
+	memset(b, c, (size_t)n);
+	b[n] = 0;
+	json_t *s = json_string(b);
+	free(b);
+	return s;
+}
+
+/* An array of n items made by item(k). */
+static json_t *items(const struct field *f, int64_t n)
+{
+	json_t *a = json_array();
+	for (int64_t k = 0; k < n; k++)
+		json_array_append_new(a, f->type == FIELD_STRINGS ? json_string("10.0.0.0/8")
+				      : f->type == FIELD_OBJECTS ? good_object(f->items, (int)k) : json_integer(1));
+	return a;
+}
+
+static json_t *map(int64_t n, int64_t key_len, int64_t value_len)
+{
+	json_t *m = json_object();
+	for (int64_t k = 0; k < n; k++) {
+		char key[32];
+		snprintf(key, sizeof key, "K%lld", (long long)k);
+		json_object_set_new(m, key, repeat('v', value_len));
+	}
+	if (key_len) {
+		json_t *k = repeat('K', key_len);
+		json_object_set_new(m, json_string_value(k), json_string("v"));
+		json_decref(k);
+	}
+	return m;
+}
+
+struct ctx {
+	const char *table;
+	const struct field *t;
+	int (*op)(const json_t *);
+	json_t *schema, *base;
+	int cases;
+};
+
+/* base with f set to v (NULL: f left out): refused (want_ok false) or
+ * taken by fields_check, by the schema check, and refused by the
+ * operation too. Steals v. */
+static void try(struct ctx *x, const struct field *f, json_t *v, bool want_ok, const char *what)
+{
+	json_t *a = json_deep_copy(x->base);
+	if (v)
+		json_object_set_new(a, f->name, v);
+	else
+		json_object_del(a, f->name);
+	x->cases++;
+	int rc = fields_check(x->t, a, NULL);
+	char why[512];
+	snprintf(why, sizeof why, "%s", errmsg());
+	bool ok = want_ok ? rc == 0 : rc == -EINVAL && strstr(why, f->name);
+	if (!ok)
+		printf("  %s.%s %s: fields_check %d '%s'\n", x->table, f->name, what, rc, rc ? why : "");
+	CHECK(ok);
+	rc = mcp_schema_check(x->schema, a, "arguments");
+	snprintf(why, sizeof why, "%s", errmsg());
+	ok = want_ok ? rc == 0 : rc == -EINVAL && strstr(why, f->name);
+	if (!ok)
+		printf("  %s.%s %s: the schema's check %d '%s'\n", x->table, f->name, what, rc, rc ? why : "");
+	CHECK(ok);
+	if (x->op && !want_ok && fields_check(x->t, a, NULL) < 0) {
+		rc = x->op(a);
+		snprintf(why, sizeof why, "%s", errmsg());
+		if (rc != -EINVAL || !strstr(why, f->name))
+			printf("  %s.%s %s: the operation %d '%s'\n", x->table, f->name, what, rc, why);
+		CHECK(rc == -EINVAL && strstr(why, f->name));
+	}
+	json_decref(a);
+}
+
+static json_int_t num(const json_t *s, const char *key)
+{
+	json_t *v = json_object_get(s, key);
+	return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static void field_agrees(struct ctx *x, const struct field *f)
+{
+	json_t *p = json_object_get(json_object_get(x->schema, "properties"), f->name);
+	if (!p)
+		printf("  %s.%s: not in the schema\n", x->table, f->name);
+	CHECK(p != NULL);
+	if (!p)
+		return;
+	bool listed = false;
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(x->schema, "required"), i, r)
+		listed = listed || !strcmp(json_string_value(r), f->name);
+	CHECK(listed == f->required);
+	if (f->required)
+		try(x, f, NULL, false, "left out");
+	if (f->description)
+		CHECK(!strcmp(json_string_value(json_object_get(p, "description")), f->description));
+	switch (f->type) {
+	case FIELD_STRING:
+		CHECK(!strcmp(json_string_value(json_object_get(p, "type")), "string"));
+		try(x, f, json_integer(5), false, "an integer");
+		if (f->max) {
+			CHECK(num(p, "maxLength") == f->max);
+			try(x, f, repeat('a', f->max + 1), false, "one byte too long");
+			if (!f->choices && strcmp(f->name, "path"))
+				try(x, f, repeat('a', f->max), true, "at its length");
+		} else {
+			CHECK(!json_object_get(p, "maxLength"));
+		}
+		if (f->choices) {
+			size_t n = 0;
+			while (f->choices[n])
+				n++;
+			CHECK(json_array_size(json_object_get(p, "enum")) == n);
+			try(x, f, json_string("not-a-choice"), false, "not a choice");
+			for (size_t k = 0; k < n; k++)
+				try(x, f, json_string(f->choices[k]), true, "a choice");
+		}
+		break;
+	case FIELD_INTEGER:
+		CHECK(!strcmp(json_string_value(json_object_get(p, "type")), "integer"));
+		CHECK(num(p, "minimum") == f->min);
+		try(x, f, json_string("1"), false, "a string");
+		try(x, f, json_integer(f->min - 1), false, "one under the minimum");
+		try(x, f, json_integer(f->min), true, "the minimum");
+		if (f->max != FIELD_NO_MAX) {
+			CHECK(num(p, "maximum") == f->max);
+			try(x, f, json_integer(f->max + 1), false, "one over the maximum");
+			try(x, f, json_integer(f->max), true, "the maximum");
+		} else {
+			CHECK(!json_object_get(p, "maximum"));
+		}
+		break;
+	case FIELD_BOOLEAN:
+		try(x, f, json_string("yes"), false, "a string");
+		try(x, f, json_false(), true, "false");
+		break;
+	case FIELD_MAP: {
+		CHECK(num(p, "maxProperties") == f->max);
+		CHECK(num(json_object_get(p, "propertyNames"), "maxLength") == f->key_max);
+		CHECK(num(json_object_get(p, "additionalProperties"), "maxLength") == f->item_max);
+		try(x, f, json_array(), false, "an array");
+		try(x, f, map(f->max + 1, 0, 1), false, "one entry too many");
+		try(x, f, map(f->max, 0, 1), true, "as many entries as it takes");
+		try(x, f, map(0, f->key_max + 1, 0), false, "a name one byte too long");
+		try(x, f, map(0, f->key_max, 0), true, "a name at its length");
+		try(x, f, map(1, 0, f->item_max + 1), false, "a value one byte too long");
+		try(x, f, map(1, 0, f->item_max), true, "a value at its length");
+		break;
+	}
+	case FIELD_STRINGS:
+	case FIELD_OBJECTS:
+		CHECK(num(p, "maxItems") == f->max);
+		CHECK(num(p, "minItems") == (f->min ? f->min : -1));
+		try(x, f, json_object(), false, "an object");
+		try(x, f, items(f, f->max + 1), false, "one item too many");
+		try(x, f, items(f, f->max), true, "as many items as it takes");
+		if (f->min)
+			try(x, f, items(f, f->min - 1), false, "one item too few");
+		if (f->type == FIELD_STRINGS && f->item_max) {
+			CHECK(num(json_object_get(p, "items"), "maxLength") == f->item_max);
+			json_t *a = items(f, f->min ? f->min : 1);
+			json_array_set_new(a, 0, repeat('a', f->item_max + 1));
+			try(x, f, a, false, "an item one byte too long");
+		}
+		if (f->type == FIELD_OBJECTS)
+			CHECK(json_equal(json_object_get(p, "items"), fields_schema(f->items)));
+		break;
+	case FIELD_SCALAR:
+		try(x, f, json_true(), false, "a boolean");
+		try(x, f, json_integer(9), true, "an integer");
+		break;
+	default:
+		CHECK(!"a field type this test does not know");
+	}
+}
+
+static void table_agrees(struct ctx *x, const struct field *t)
+{
+	for (; t->type != FIELD_END; t++)
+		if (t->type == FIELD_INCLUDE)
+			table_agrees(x, t->items);
+		else
+			field_agrees(x, t);
+}
+
+static int check_table(const char *name, const struct field *t, int (*op)(const json_t *))
+{
+	struct ctx x = { name, t, op, fields_schema(t), good_object(t, 0), 0 };
+	CHECK(x.schema && x.base);
+	/* The least the table asks (its required fields) passes both checks;
+	 * a field it does not name is refused by both. */
+	int rc = fields_check(t, x.base, NULL);
+	if (rc < 0)
+		printf("  %s: its required fields alone: %s\n", name, errmsg());
+	CHECK(rc == 0);
+	CHECK(mcp_schema_check(x.schema, x.base, "arguments") == 0);
+	json_t *extra = json_deep_copy(x.base);
+	json_object_set_new(extra, "colour", json_string("red"));
+	CHECK(fields_check(t, extra, NULL) == -EINVAL && strstr(errmsg(), "unknown field 'colour'"));
+	CHECK(mcp_schema_check(x.schema, extra, "arguments") == -EINVAL && strstr(errmsg(), "colour"));
+	json_decref(extra);
+	table_agrees(&x, t);
+	json_decref(x.schema);
+	json_decref(x.base);
+	return x.cases;
+}
+
+static void operation_tables_agree(void)
+{
+	int cases = 0;
+	for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
+		cases += check_table(tables[i].name, tables[i].t, tables[i].op);
+	printf("  %d cases\n", cases);
+	CHECK(cases > 200);
+}
+
+/* Whether table t is want or includes it. */
+static bool uses(const struct field *t, const struct field *want)
+{
+	if (t == want)
+		return true;
+	for (; t->type != FIELD_END; t++)
+		if (t->type == FIELD_INCLUDE && uses(t->items, want))
+			return true;
+	return false;
+}
+
+static const struct mcp_tool *tool(const char *name)
+{
+	for (int i = 0; i < mcp_ntools; i++)
+		if (!strcmp(mcp_tools[i].name, name))
+			return &mcp_tools[i];
+	for (int i = 0; i < mcp_ws_ntools; i++)
+		if (!strcmp(mcp_ws_tools[i].name, name))
+			return &mcp_ws_tools[i];
+	return NULL;
+}
+
+/* Every tool's inputSchema is its table's (a sandbox tool's with
+ * sandbox_id added), and its table agrees with the schema check; the
+ * tools over an operation take that operation's table. */
+static void mcp_tools_schemas_come_from_tables(void)
+{
+	const struct { const struct mcp_tool *t; int n; } tabs[] = { { mcp_tools, mcp_ntools },
+								     { mcp_ws_tools, mcp_ws_ntools } };
+	int tools = 0;
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < tabs[k].n; i++) {
+			const struct mcp_tool *t = &tabs[k].t[i];
+			tools++;
+			CHECK(t->input != NULL);
+			if (!t->input)
+				continue;
+			json_t *made = fields_schema(t->input), *shown = mcp_input_schema(t, NULL);
+			if (t->flags & MCP_SANDBOX) {
+				CHECK(json_object_get(json_object_get(shown, "properties"), "sandbox_id"));
+				json_object_del(json_object_get(shown, "properties"), "sandbox_id");
+				json_t *req = json_object_get(shown, "required");
+				CHECK(!strcmp(json_string_value(json_array_get(req, 0)), "sandbox_id"));
+				json_array_remove(req, 0);
+				if (!json_array_size(req))
+					json_object_del(shown, "required");
+			}
+			if (!json_equal(made, shown))
+				printf("  %s: its inputSchema is not its table's\n", t->name);
+			CHECK(json_equal(made, shown));
+			/* On the per-sandbox endpoint: exactly the table's. */
+			json_t *one = mcp_input_schema(t, "sbx_x");
+			CHECK(json_equal(made, one));
+			json_decref(one);
+			json_decref(made);
+			json_decref(shown);
+			check_table(t->name, t->input, NULL);
+		}
+	printf("  %d tools\n", tools);
+	CHECK(tools >= 50);
+	const struct { const char *tool; const struct field *t; } over[] = {
+		{ "create_sandbox", ops_create_fields }, { "fork_sandbox", ops_fork_fields },
+		{ "fork_tree", ops_fork_fields }, { "set_network", ops_network_fields },
+		{ "create_volume", ops_volume_create_fields }, { "attach_volume", ops_volume_entry_fields },
+		{ "create_database", ops_db_fields }, { "update_database", ops_db_update_fields },
+		{ "create_app", ops_app_create_fields }, { "deploy_app", ops_app_deploy_fields },
+		{ "start_process", exec_fields },
+	};
+	for (size_t i = 0; i < sizeof over / sizeof over[0]; i++) {
+		const struct mcp_tool *t = tool(over[i].tool);
+		if (!t || !uses(t->input, over[i].t))
+			printf("  %s does not take its operation's table\n", over[i].tool);
+		CHECK(t && uses(t->input, over[i].t));
+	}
+}
+
+/* A bound the table leaves to the call (the plan's TTL cap) is the
+ * caller's: refused over it, with the bound in the message. */
+static void caps_bound_no_max_fields(void)
+{
+	json_t *a = json_pack("{s:i}", "ttl_seconds", 3601);
+	const struct field_cap cap[] = { { "ttl_seconds", 3600 }, { NULL, 0 } };
+	CHECK(fields_check(ops_create_fields, a, cap) == -EINVAL && strstr(errmsg(), "from 0 to 3600"));
+	CHECK(fields_check(ops_create_fields, a, NULL) == 0);
+	CHECK(op_create(a) == -EINVAL && strstr(errmsg(), "'ttl_seconds' must be from 0 to 3600"));
+	json_decref(a);
+}
+
+int main(void)
+{
+	int failures = 0;
+	RUN(operation_tables_agree);
+	RUN(mcp_tools_schemas_come_from_tables);
+	RUN(caps_bound_no_max_fields);
+	return failures ? 1 : 0;
+}
