@@ -60,11 +60,11 @@ int ops_template_known(struct hostif *hi, const char *ws, const char *name, json
 
 const char *const ops_create_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
 					  "metadata", "env", "allow_out", "deny_out", "allow_internet", "volumes",
-					  "idle_pause_seconds", NULL };
+					  "idle_pause_seconds", "disk_mib", NULL };
 /* ops_create_service's: a create's and the ports it opens to its workspace. */
 static const char *const service_fields[] = { "template", "from_snapshot", "ttl_seconds", "persistent",
 					       "metadata", "env", "allow_out", "deny_out", "allow_internet",
-					       "volumes", "idle_pause_seconds", "workspace_ports", NULL };
+					       "volumes", "idle_pause_seconds", "disk_mib", "workspace_ports", NULL };
 
 /* idle_pause_seconds: paused after this long without a request (0:
  * never), a week at most; the TTL rule still acts at ttl_seconds. */
@@ -181,6 +181,19 @@ static int quota_error(const struct plan *p, int rc)
 
 static int create(const struct ops_caller *c, const json_t *args, const char *const *fields, struct sbx_row *out);
 
+/* A disk over the plan's disk_mib: refused as the host refuses a sandbox
+ * over its vcpus or memory_mib (ws_caps.c), the limit named. */
+static int disk_refused(const struct plan *p, struct ws_caps_report *rep, int64_t mib)
+{
+	if (rep) {
+		memset(rep, 0, sizeof *rep);
+		snprintf(rep->limit, sizeof rep->limit, "disk_mib");
+		rep->value = p->limits.disk_mib;
+	}
+	return errf(EDQUOT, "a sandbox disk of %lld MiB is over this workspace's limit of %lld MiB (plan %s)",
+		    (long long)mib, (long long)p->limits.disk_mib, p->name);
+}
+
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
 {
 	return create(c, args, ops_create_fields, out);
@@ -194,7 +207,7 @@ int ops_create_service(const struct ops_caller *c, const json_t *args, struct sb
 static int create(const struct ops_caller *c, const json_t *args, const char *const *fields, struct sbx_row *out)
 {
 	const char *tmpl = NULL, *snap = NULL;
-	int64_t ttl = -1, idle_pause = 0;
+	int64_t ttl = -1, idle_pause = 0, disk_mib = 0;
 	bool persistent = false;
 	struct lifecycle_change rule = { 0 };
 	json_t *metadata = NULL, *env = NULL;
@@ -218,6 +231,9 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 	rc = rc ?: v_int(args, "ttl_seconds", false, 0, max_ttl, &ttl);
 	rc = rc ?: v_bool(args, "persistent", &persistent);
 	rc = rc ?: v_int(args, "idle_pause_seconds", false, 0, IDLE_PAUSE_MAX, &idle_pause);
+	rc = rc ?: v_int(args, "disk_mib", false, OPS_DISK_MIB_MIN, OPS_DISK_MIB_MAX, &disk_mib);
+	if (rc == 0 && plan.limits.disk_mib && disk_mib > plan.limits.disk_mib)
+		rc = disk_refused(&plan, rep, disk_mib);
 	if (rc == 0 && persistent)
 		rc = idle_rule(&plan, true, &rule);
 	rc = rc ?: v_str_map(args, "metadata", OPS_METADATA_MAX, OPS_METADATA_KEY_MAX,
@@ -264,6 +280,7 @@ static int create(const struct ops_caller *c, const json_t *args, const char *co
 		.idle_hibernate = persistent || plan.limits.idle_hibernate != 0,
 		.retention_seconds = persistent ? 0 : plan.limits.hibernated_retention_seconds,
 		.idle_pause_seconds = idle_pause > 0 ? idle_pause : 0,
+		.disk_mib = disk_mib,
 		.metadata = meta_text,
 		.env = env_text,
 		.net_policy = policy,
