@@ -310,6 +310,26 @@ static enum MHD_Result one_build_arg(void *cls, enum MHD_ValueKind kind, const c
 	return MHD_YES;
 }
 
+/* query_num: the query parameter name, absent (0) or a whole number from
+ * min to max; anything else -EINVAL naming it. What the API replica sent
+ * (remote_template_build) is numbers; a value that is not one is refused,
+ * never read as 0 or as its leading digits. */
+static int query_num(struct req *r, const char *name, int64_t min, int64_t max, int64_t *out)
+{
+	const char *v = req_query(r, name);
+	*out = 0;
+	if (!v)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (end == v || *end || errno || n < min || n > max)
+		return errf(EINVAL, "%s must be a whole number from %lld to %lld, not '%.20s'", name, (long long)min,
+			    (long long)max, v);
+	*out = n;
+	return 0;
+}
+
 int h_host_template_build(struct req *r)
 {
 	struct host_args a = { 0 };
@@ -318,26 +338,26 @@ int h_host_template_build(struct req *r)
 		return reply_wire_error(r, errf(EINVAL, "more than %d build_arg", TBUILD_ARGS_MAX), NULL);
 	a.args[a.n] = NULL;
 	/* The plan's limits, as the API replica that took the request read
-	 * them (remote_template_build): counted here, where the build runs. */
-	const char *mt = req_query(r, "max_templates"), *mb = req_query(r, "max_builds");
-	const char *ms = req_query(r, "max_seconds"), *mr = req_query(r, "max_root_mib");
-	const char *fv = req_query(r, "first_version"), *dm = req_query(r, "disk_mib");
-	const char *vc = req_query(r, "vcpus"), *mm = req_query(r, "memory_mib");	/* template_build checks them */
+	 * them (remote_template_build): counted here, where the build runs.
+	 * vcpus, memory_mib and disk_mib: template_build checks their bounds;
+	 * here only that each is a number. */
+	int64_t mt, mb, ms, mr, fv, dm, vc, mm;
+	int rc = query_num(r, "max_templates", 0, INT64_MAX, &mt);
+	rc = rc ?: query_num(r, "max_builds", 0, INT64_MAX, &mb);
+	rc = rc ?: query_num(r, "max_seconds", 0, INT64_MAX, &ms);
+	rc = rc ?: query_num(r, "max_root_mib", 0, INT64_MAX, &mr);
+	rc = rc ?: query_num(r, "first_version", 0, INT32_MAX, &fv);
+	rc = rc ?: query_num(r, "disk_mib", 0, INT64_MAX >> 20, &dm);
+	rc = rc ?: query_num(r, "vcpus", 0, INT32_MAX, &vc);
+	rc = rc ?: query_num(r, "memory_mib", 0, INT32_MAX, &mm);
+	if (rc < 0)
+		return reply_wire_error(r, rc, NULL);
 	struct tbuild_req q = { .name = r->params[0], .tar_fd = r->body_fd, .dockerfile = req_query(r, "dockerfile"),
 				.build_args = a.n ? a.args : NULL, .group = req_query(r, "group"),
-				.max_templates = mt ? strtoll(mt, NULL, 10) : 0,
-				.max_builds = mb ? strtoll(mb, NULL, 10) : 0,
-				.max_seconds = ms ? strtoll(ms, NULL, 10) : 0,
-				.max_root_mib = mr ? strtoll(mr, NULL, 10) : 0,
-				.disk_mib = dm ? strtoll(dm, NULL, 10) : 0,
-				.build_net = req_query(r, "build_net"),
-				.vcpus = vc ? atoi(vc) : 0, .memory_mib = mm ? atoi(mm) : 0,
-				.first_version = 0 };
-	char *end = NULL;
-	if (fv && ((q.first_version = strtoll(fv, &end, 10)) < 0 || q.first_version > INT32_MAX || *end || end == fv))
-		return reply_wire_error(r, errf(EINVAL, "first_version must be a number from 0 to %d, not '%.20s'",
-						INT32_MAX, fv), NULL);
-	int rc = hostif_template_build(r->api->hostif, &q);
+				.max_templates = mt, .max_builds = mb, .max_seconds = ms, .max_root_mib = mr,
+				.disk_mib = dm, .build_net = req_query(r, "build_net"),
+				.vcpus = (int)vc, .memory_mib = (int)mm, .first_version = fv };
+	rc = hostif_template_build(r->api->hostif, &q);
 	if (rc < 0)
 		return reply_wire_error(r, rc, NULL);
 	return reply_json(r, 202, json_pack("{s:s}", "status", "building"));

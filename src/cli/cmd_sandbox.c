@@ -47,6 +47,8 @@ int cmd_create(const struct command *cmd, struct opts *o)
 		json_object_set_new(body, "persistent", json_true());
 	if (o->idle_pause >= 0)
 		json_object_set_new(body, "idle_pause_seconds", json_integer(o->idle_pause));
+	if (o->disk)
+		json_object_set_new(body, "disk_mib", json_integer(o->disk));
 	if (o->env)
 		json_object_set_new(body, "env", o->env);
 	if (o->meta)

@@ -19,14 +19,15 @@ struct httpc_target target;
 	"  --no-internet            nothing leaves the sandbox\n"
 
 static const struct command commands[] = {
-	{ "create", cmd_create, "template from-snapshot ttl persistent idle-pause env meta allow-out deny-out no-internet volume",
-	  "create [TEMPLATE|SNAPSHOT] [--ttl SECONDS] [--persistent] [--idle-pause SECONDS] [-e K=V]... [--meta K=V]... [--volume NAME:/PATH[:ro]]... [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet] [--json]",
+	{ "create", cmd_create, "template from-snapshot ttl persistent idle-pause disk env meta allow-out deny-out no-internet volume",
+	  "create [TEMPLATE|SNAPSHOT] [--ttl SECONDS] [--persistent] [--idle-pause SECONDS] [--disk MIB] [-e K=V]... [--meta K=V]... [--volume NAME:/PATH[:ro]]... [--allow-out CIDR]... [--deny-out CIDR]... [--no-internet] [--json]",
 	  "create a sandbox from a template (default base) or a snapshot; prints its id",
 	  "  TEMPLATE, --template T   the template (kiln templates lists them)\n"
 	  "  SNAPSHOT, --from-snapshot S  a snapshot id (snap_...) instead\n"
 	  "  --ttl SECONDS            idle timeout, 0 to 604800 (0: none)\n"
 	  "  --persistent             the idle timeout hibernates it instead of deleting it\n"
 	  "  --idle-pause SECONDS     pause it after this long idle, before the idle timeout (0: never)\n"
+	  "  --disk MIB               a root disk of MIB (at least the template's; its filesystem takes it all)\n"
 	  "  -e, --env K=V            environment of every command run in it\n"
 	  "  --meta K=V               metadata (kiln ls --meta filters on it)\n"
 	  "  --volume NAME:/PATH[:ro] mount volume NAME (kiln volume create) at PATH; :ro read-only\n"

@@ -145,6 +145,9 @@ int sandbox_top(struct sandbox *sb, char top[PATH_MAX]);
 int sandbox_set_top(struct sandbox *sb, const char *top);
 int disks_json_top(const char *disks, char top[PATH_MAX]);
 char *disks_json(const char *top);
+/* disk_grow.c: sb's root disk made bytes large (no smaller than it is)
+ * while it runs, its root filesystem grown to it by the guest agent. */
+int sandbox_grow_disk(struct host *h, struct sandbox *sb, uint64_t bytes);
 /* The VMM's control socket path. */
 void sandbox_ctl(struct sandbox *sb, char *out, size_t cap);
 /* logs.c: keep the end of a failing sandbox's console (before its

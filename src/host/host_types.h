@@ -70,6 +70,8 @@ struct create_req {
 	bool ttl_absolute, idle_hibernate;	/* the TTL rule (store.h sbx_row) */
 	int64_t retention_seconds;
 	int64_t idle_pause_seconds;		/* 0: never paused when idle */
+	int64_t disk_mib;		/* the root disk's size (no smaller than the template's or
+					   snapshot's); 0: theirs */
 	const char *metadata, *env;	/* JSON object text, or NULL */
 	const char *net_policy;		/* egress policy text (netpolicy.h), or NULL: open */
 	int64_t arrival_ns;		/* CLOCK_MONOTONIC, for ready_ms */

@@ -3,6 +3,7 @@
  * by booting, or from a snapshot), delete, hibernate, wake, and guest
  * access. Forks and snapshots are in fork.c.
  */
+#include "host/disk.h"
 #include "host/dns.h"
 #include "host/guest_conn.h"
 #include "host/jail.h"
@@ -607,6 +608,29 @@ static int create_spawned(struct host *h, const struct create_req *req, struct t
 	return rc;
 }
 
+/* disk_wanted: the create's disk_mib against the disk it comes with (the
+ * template's root image, or the snapshot's disk): *grow the bytes to grow
+ * it to, 0 when it is that size already; -EINVAL when smaller. */
+static int disk_wanted(struct host *h, const struct create_req *req, struct tmpl *t,
+		       const struct snap_row *snap, uint64_t *grow)
+{
+	(void)h;
+	char path[PATH_MAX];
+	uint64_t have = 0, want = (uint64_t)req->disk_mib << 20;
+	int rc = t ? (snprintf(path, sizeof path, "%s", t->base), 0)
+		   : disks_json_top(snap->disks, path) < 0 ? errf(EINVAL, "snapshot %s: no disk recorded", snap->id) : 0;
+	if (rc == 0)
+		rc = disk_size(path, &have);
+	if (rc < 0)
+		return rc;
+	if (want < have)
+		return errf(EINVAL, "disk_mib %lld is smaller than %s %s's disk of %llu MiB (a disk is never shrunk)",
+			    (long long)req->disk_mib, t ? "template" : "snapshot", t ? t->name : snap->id,
+			    (unsigned long long)((have + (1 << 20) - 1) >> 20));
+	*grow = want > have ? want : 0;
+	return 0;
+}
+
 int host_create(struct host *h, const struct create_req *req, struct sandbox **out)
 {
 	const struct host_config *cfg = h->cfg;
@@ -628,8 +652,12 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		row.vcpus = t->vcpus;
 		row.memory_mib = t->memory_mib;
 	}
-	/* Refused before anything is made: no slots, or a volume held. */
+	/* Refused before anything is made: no slots, or a volume held, or a
+	 * disk smaller than the one it comes with. */
 	if ((rc = volumes_check(h, req, t)) < 0)
+		goto out;
+	uint64_t grow = 0;
+	if (req->disk_mib > 0 && (rc = disk_wanted(h, req, t, &snap, &grow)) < 0)
 		goto out;
 	if ((rc = host_admit_ws(h, req->workspace, req->caps, req->report, 1, row.vcpus,
 				row.memory_mib)) < 0)
@@ -664,6 +692,10 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 		rc = create_spawned(h, req, t, &snap, &row, &sb);
 		if (!sb)
 			goto out;	/* nothing made; the admission given back */
+	}
+	if (rc == 0 && grow) {
+		rc = sandbox_grow_disk(h, sb, grow);
+		step(sb, "grow");
 	}
 	int vrc = 0;
 	if (rc == 0 && req->nvolumes > 0) {

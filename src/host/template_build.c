@@ -490,6 +490,23 @@ static int step_image_dockerfile(struct build *b, const char *out)
 	return rc;
 }
 
+/* --disk for an image taken as it is: the file made MIB long (sparse:
+ * zeros past the image, no space taken), its filesystem grown to it in
+ * the template VM (grow_root). Never shrunk. */
+static int extend_image(struct build *b, const char *path)
+{
+	struct stat st;
+	uint64_t want = (uint64_t)b->o->disk_mib << 20;
+	if (stat(path, &st) < 0)
+		return errf_sys("stat %s", path);
+	if ((uint64_t)st.st_size > want)
+		return errf(EINVAL, "--disk %lld: smaller than the image's %lld MiB (a root is never shrunk)",
+			    (long long)b->o->disk_mib, (long long)((st.st_size + (1 << 20) - 1) >> 20));
+	if (truncate(path, (off_t)want) < 0)
+		return errf_sys("truncate %s", path);
+	return 0;
+}
+
 static int step_image(struct build *b)
 {
 	char src[PATH_MAX + 32], tmp[PATH_MAX + 16];
@@ -507,6 +524,8 @@ static int step_image(struct build *b)
 	} else if (access(src, R_OK) == 0) {
 		progress(b, "copying %s", src);
 		rc = copy_image(src, tmp);
+		if (rc == 0 && b->o->disk_mib)
+			rc = extend_image(b, tmp);
 	} else if (b->o->image) {
 		return errf_sys("image %s", src);
 	} else {
@@ -765,9 +784,35 @@ static int start_command(struct build *b)
 	}
 }
 
+/* The root filesystem of an image taken as it is grown to its --disk
+ * (extend_image made the disk that large): the agent's grow-fs /, online,
+ * written to the template's layer, which the snapshot keeps. */
+static int grow_root(struct build *b)
+{
+	char vsock[PATH_MAX];
+	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
+	struct guest *g;
+	int rc = guest_open(vsock, 10000, b->vm_pid, &g);
+	if (rc < 0)
+		return rc;
+	const char *argv[] = { "grow-fs", "/", NULL };
+	rc = guest_builtin_run(g, argv, NULL, -1, -1);
+	guest_close(g);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "growing the root to %lld MiB (--disk) in the template VM: %s",
+			    (long long)b->o->disk_mib, msg);
+	}
+	progress(b, "the root filesystem takes the whole disk: %lld MiB", (long long)b->o->disk_mib);
+	return 0;
+}
+
 static int step_warm(struct build *b)
 {
 	int rc = run_in_vm(b, b->vmdir, b->vm_pid, ROOT_CHECK, "kiln-root-ok");
+	if (rc == 0 && b->o->disk_mib && !b->o->dockerfile && !b->o->oci)
+		rc = grow_root(b);
 	if (rc == 0 && b->def->warmup) {
 		progress(b, "%s", b->def->warmup);
 		rc = run_in_vm(b, b->vmdir, b->vm_pid, b->def->warmup, NULL);
@@ -1018,10 +1063,11 @@ static int check_opts(const struct build_opts *o)
 	    !o->dockerfile)
 		return errf(EINVAL, "--file, --build-arg, --max-context and --build-net are about --dockerfile: "
 				    "give it");
-	/* An --image file, or a compiled-in template's image, is taken as it is. */
-	if (o->disk_mib && !o->dockerfile && !o->oci)
-		return errf(EINVAL, "--disk is about --dockerfile and --oci (the root is made at that size); "
-				    "an --image file or a compiled-in image is used as it is");
+	/* An --image file, or a compiled-in template's image, is grown in the
+	 * template VM (step_warm), whose layer the snapshot keeps. */
+	if (o->disk_mib && o->no_snapshot && !o->dockerfile && !o->oci)
+		return errf(EINVAL, "--disk with --image or a compiled-in image grows the root filesystem in the "
+				    "template VM, which --no-snapshot discards: give one of them");
 	struct net_policy np;
 	if (o->build_net && strcmp(o->build_net, "none") && build_net_policy(o->build_net, &np) < 0)
 		return -EINVAL;

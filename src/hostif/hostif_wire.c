@@ -195,6 +195,8 @@ json_t *wire_create(const struct create_req *q)
 		return NULL;
 	if (q->idle_pause_seconds)
 		json_object_set_new(o, "idle_pause_seconds", json_integer(q->idle_pause_seconds));
+	if (q->disk_mib)
+		json_object_set_new(o, "disk_mib", json_integer(q->disk_mib));
 	set_text(o, "template", q->template);
 	set_text(o, "snapshot", q->snapshot);
 	set_text(o, "metadata", q->metadata);
@@ -268,6 +270,9 @@ int wire_create_parse(const json_t *j, struct create_req *q, struct ws_caps *cap
 	q->idle_hibernate = bool_of(j, "idle_hibernate");
 	q->retention_seconds = int_of(j, "retention_seconds");
 	q->idle_pause_seconds = int_of(j, "idle_pause_seconds");
+	q->disk_mib = int_of(j, "disk_mib");
+	if (q->disk_mib < 0 || q->disk_mib > (INT64_MAX >> 20))
+		return errf(EINVAL, "a create's disk_mib %lld is out of range", (long long)q->disk_mib);
 	int vrc = volumes_parse(j, q, vols);
 	if (vrc < 0)
 		return vrc;

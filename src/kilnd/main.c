@@ -74,7 +74,7 @@ static const char usage_text[] =
 	"       kilnd admin create [--name NAME]   an operator credential, for /v1/admin\n"
 	"       kilnd admin list\n"
 	"       kilnd admin revoke ID|PREFIX\n"
-	"       kilnd template build NAME [--image FILE | --oci PATH[:TAG] [--disk MIB]] [--vcpus N] [--memory MIB]\n"
+	"       kilnd template build NAME [--image FILE | --oci PATH[:TAG]] [--disk MIB] [--vcpus N] [--memory MIB]\n"
 	"                            [--start CMD [--ready-port N] [--ready-timeout S]] [--no-snapshot] [--restart]\n"
 	"       kilnd template build NAME --dockerfile DIR [--file F] [--build-arg NAME=VALUE ...]\n"
 	"                            [--max-context MIB] [--disk MIB] [--build-net none|internet|CIDR,...]\n"
@@ -289,7 +289,7 @@ struct cmdline {
 	const char *build_args[65];	/* --build-arg NAME=VALUE, NULL-ended */
 	int nbuild_args;
 	long long max_context_mib;
-	long long disk_mib;		/* template build --disk: the root's size (--dockerfile, --oci) */
+	long long disk_mib;		/* template build --disk: the root's size (--dockerfile, --oci, --image) */
 	const char *build_net;		/* template build --build-net: the RUN steps' network */
 	const char *job;		/* template build --job FILE: a build through the API (tbuild.h) */
 	int ready_port, ready_timeout;

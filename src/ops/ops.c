@@ -104,6 +104,9 @@ const struct field ops_create_fields[] = {
 	{ .name = "idle_pause_seconds", .type = FIELD_INTEGER, .min = 0, .max = IDLE_PAUSE_MAX,
 	  .description = "Pause it (vCPUs stopped, memory kept) after this long without use, before its TTL "
 			 "acts; the next use resumes it (0, the default: never)." },
+	{ .name = "disk_mib", .type = FIELD_INTEGER, .min = OPS_DISK_MIB_MIN, .max = OPS_DISK_MIB_MAX,
+	  .description = "The root disk's size in MiB: at least the template's (or snapshot's), at most the "
+			 "plan's disk_mib; the root filesystem takes all of it (default: the template's size)." },
 	{ .name = "metadata", .type = FIELD_MAP, .max = OPS_METADATA_MAX, .key_max = OPS_METADATA_KEY_MAX,
 	  .item_max = OPS_METADATA_VALUE_MAX, .description = "Labels of your own (list filters on them)." },
 	{ .name = "env", .type = FIELD_MAP, .env_names = true, .max = OPS_ENV_MAX, .key_max = OPS_ENV_KEY_MAX,
@@ -248,6 +251,19 @@ static int quota_error(const struct plan *p, int rc)
 
 static int create(const struct ops_caller *c, const json_t *args, const struct field *fields, struct sbx_row *out);
 
+/* A disk over the plan's disk_mib: refused as the host refuses a sandbox
+ * over its vcpus or memory_mib (ws_caps.c), the limit named. */
+static int disk_refused(const struct plan *p, struct ws_caps_report *rep, int64_t mib)
+{
+	if (rep) {
+		memset(rep, 0, sizeof *rep);
+		snprintf(rep->limit, sizeof rep->limit, "disk_mib");
+		rep->value = p->limits.disk_mib;
+	}
+	return errf(EDQUOT, "a sandbox disk of %lld MiB is over this workspace's limit of %lld MiB (plan %s)",
+		    (long long)mib, (long long)p->limits.disk_mib, p->name);
+}
+
 int ops_create(const struct ops_caller *c, const json_t *args, struct sbx_row *out)
 {
 	return create(c, args, ops_create_fields, out);
@@ -261,7 +277,7 @@ int ops_create_service(const struct ops_caller *c, const json_t *args, struct sb
 static int create(const struct ops_caller *c, const json_t *args, const struct field *fields, struct sbx_row *out)
 {
 	const char *tmpl = NULL, *snap = NULL;
-	int64_t ttl = -1, idle_pause = 0;
+	int64_t ttl = -1, idle_pause = 0, disk_mib = 0;
 	bool persistent = false;
 	struct lifecycle_change rule = { 0 };
 	json_t *metadata = NULL, *env = NULL;
@@ -287,9 +303,12 @@ static int create(const struct ops_caller *c, const json_t *args, const struct f
 		ttl = field_int(args, "ttl_seconds", -1);
 		persistent = field_bool(args, "persistent", false);
 		idle_pause = field_int(args, "idle_pause_seconds", 0);
+		disk_mib = field_int(args, "disk_mib", 0);
 		metadata = field_get(args, "metadata");
 		env = field_get(args, "env");
 	}
+	if (rc == 0 && plan.limits.disk_mib && disk_mib > plan.limits.disk_mib)
+		rc = disk_refused(&plan, rep, disk_mib);
 	if (rc == 0 && persistent)
 		rc = idle_rule(&plan, true, &rule);
 	rc = rc ?: netpolicy_from_request(args, &policy);
@@ -333,6 +352,7 @@ static int create(const struct ops_caller *c, const json_t *args, const struct f
 		.idle_hibernate = persistent || plan.limits.idle_hibernate != 0,
 		.retention_seconds = persistent ? 0 : plan.limits.hibernated_retention_seconds,
 		.idle_pause_seconds = idle_pause > 0 ? idle_pause : 0,
+		.disk_mib = disk_mib,
 		.metadata = meta_text,
 		.env = env_text,
 		.net_policy = policy,

@@ -32,6 +32,11 @@
 #define OPS_ENV_VALUE_MAX	8192
 /* A template name or snapshot id. */
 #define OPS_NAME_MAX		64
+/* A create's disk_mib: 1 MiB to 1 TiB; the
+ * template's own size (at least) and the plan's disk_mib (at most) are
+ * checked besides. */
+#define OPS_DISK_MIB_MIN	1
+#define OPS_DISK_MIB_MAX	1048576
 
 /* What a workspace's plan said of a create or fork (for the front end's
  * answer: a refusal's details, the creates window's headers). */

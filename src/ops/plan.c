@@ -12,7 +12,7 @@
 const char *const plan_limit_names[] = {
 	"running", "creates_per_hour", "vcpus", "memory_mib", "max_ttl_seconds",
 	"ttl_absolute", "idle_hibernate", "hibernated_retention_seconds", "credit_microdollars", "no_workspace_mcp",
-	"hibernated", "snapshots", "storage_mib", "volumes", "volume_mib", "templates", "template_builds", "build_seconds", "template_mib", NULL,
+	"hibernated", "snapshots", "storage_mib", "volumes", "volume_mib", "templates", "template_builds", "build_seconds", "template_mib", "disk_mib", NULL,
 };
 
 /* The limits that are switches: 0 or 1. */
@@ -27,7 +27,7 @@ static int64_t *limit_field(struct plan_limits *l, int i)
 			 &l->max_ttl_seconds, &l->ttl_absolute, &l->idle_hibernate,
 			 &l->hibernated_retention_seconds, &l->credit_microdollars, &l->no_workspace_mcp,
 			 &l->hibernated, &l->snapshots, &l->storage_mib, &l->volumes, &l->volume_mib,
-			 &l->templates, &l->template_builds, &l->build_seconds, &l->template_mib };
+			 &l->templates, &l->template_builds, &l->build_seconds, &l->template_mib, &l->disk_mib };
 	return f[i];
 }
 
@@ -35,10 +35,10 @@ static int64_t *limit_field(struct plan_limits *l, int i)
  * numbers are its; the paid plans' concurrency and sizes are kiln's
  * defaults, for the operator to change. */
 static const struct plan shipped[] = {
-	{ "free", { 5, 60, 8, 8192, 3600, 1, 0, 0, 5400000, 0, 10, 10, 10 * 1024, 1, 1024, 3, 1, 900, 4096 } },	/* $5.40 a month */
-	{ "pro", { 100, 1200, 8, 32768, 7 * 86400, 0, 0, 0, 0, 0, 200, 200, 100 * 1024, 20, 65536, 20, 2, 3600, 16384 } },
-	{ "team", { 500, 6000, 8, 65536, 30 * 86400, 0, 0, 0, 0, 0, 1000, 1000, 1024 * 1024, 100, 65536, 100, 5, 3600, 65536 } },
-	{ "enterprise", { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
+	{ "free", { 5, 60, 8, 8192, 3600, 1, 0, 0, 5400000, 0, 10, 10, 10 * 1024, 1, 1024, 3, 1, 900, 4096, 4096 } },	/* $5.40 a month */
+	{ "pro", { 100, 1200, 8, 32768, 7 * 86400, 0, 0, 0, 0, 0, 200, 200, 100 * 1024, 20, 65536, 20, 2, 3600, 16384, 65536 } },
+	{ "team", { 500, 6000, 8, 65536, 30 * 86400, 0, 0, 0, 0, 0, 1000, 1000, 1024 * 1024, 100, 65536, 100, 5, 3600, 65536, 262144 } },
+	{ "enterprise", { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 } },
 };
 
 void plans_init(struct plans *p)

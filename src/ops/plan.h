@@ -47,6 +47,7 @@ struct plan_limits {
 	int64_t template_builds;	/* its builds running at once */
 	int64_t build_seconds;		/* one build's longest run */
 	int64_t template_mib;		/* a template's root image, allocated MiB */
+	int64_t disk_mib;		/* one sandbox's root disk (a create's disk_mib), MiB */
 };
 
 struct plan {

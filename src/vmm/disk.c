@@ -44,6 +44,12 @@ int disk_flush(struct disk *d)
 
 int disk_fork(struct disk *d, const char *parent_new, const char *const *child_paths, int n)
 {
+	return disk_fork_sized(d, parent_new, child_paths, n, 0);
+}
+
+int disk_fork_sized(struct disk *d, const char *parent_new, const char *const *child_paths, int n,
+		    uint64_t size)
+{
 	if (d->read_only)
 		return 0;
 	struct layer *top = &d->chain.layers[0];
@@ -77,7 +83,7 @@ int disk_fork(struct disk *d, const char *parent_new, const char *const *child_p
 		if ((rc = overlay_create(child_paths[made], base)) < 0)
 			break;
 	if (rc == 0)
-		rc = overlay_create(parent_new, base);
+		rc = overlay_create_sized(parent_new, base, size);
 	struct chain next;
 	if (rc == 0 && (rc = chain_open(&next, parent_new, true)) < 0)
 		unlink(parent_new);
@@ -91,6 +97,7 @@ int disk_fork(struct disk *d, const char *parent_new, const char *const *child_p
 	next.reserve = d->chain.reserve;
 	chain_close(&d->chain);
 	d->chain = next;
+	d->size = next.size;
 	snprintf(d->path, sizeof d->path, "%s", parent_new);
 	return 0;
 }

@@ -31,5 +31,12 @@ int disk_flush(struct disk *d);
  * copy-on-write view of this disk as it is now. A read-only disk is shared
  * as it is (children get its path in child_paths_out). */
 int disk_fork(struct disk *d, const char *parent_new, const char *const *child_paths, int n);
+/* disk_fork_sized: the same, the disk's own new top (parent_new)
+ * describing a disk of size bytes (0: as it is; else a multiple of 512,
+ * no smaller: -EINVAL) whose part past the old size reads as zeros. The
+ * children keep the old size. How a disk grows (kiln-vmm's "layer" with
+ * "size"): the old top's map cannot grow in place. */
+int disk_fork_sized(struct disk *d, const char *parent_new, const char *const *child_paths, int n,
+		    uint64_t size);
 
 #endif

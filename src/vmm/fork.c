@@ -219,33 +219,53 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
  * the disk that later VMs can boot over. The template build uses it to
  * keep the disk after each Dockerfile step (its step cache). The guest
  * should have synced: what it still holds in its page cache is not in
- * the sealed layer. Reply: "sealed", the layer that now holds the state. */
+ * the sealed layer. Reply: "sealed", the layer that now holds the state.
+ *
+ * With "size":B (bytes, a multiple of 512, no smaller than the disk, at
+ * most LAYER_SIZE_MAX) the new overlay describes a disk of B, zeros past
+ * the old end, and the guest is told its capacity changed (a sandbox
+ * created with a larger disk than its template's: docs/templates.md).
+ * Reply also: "size", the disk's size now. */
+#define LAYER_SIZE_MAX (1ULL << 40)
+
 int cmd_layer(struct vm *vm, const struct json *req, struct strbuf *r)
 {
 	const char *path = json_get_str(req, "path");
 	if (!path || path[0] != '/')
 		return errf(EINVAL, "\"path\" must be an absolute path for the new top layer");
+	int64_t size = 0;
+	if (json_get(req, "size") && (!json_get_int(req, "size", &size) || size <= 0 || size % 512 ||
+				      (uint64_t)size > LAYER_SIZE_MAX))
+		return errf(EINVAL, "\"size\" must be a number of bytes, a multiple of 512, 1 TiB at most");
 	struct disk *disk = NULL;
+	struct virtio_dev *dev = NULL;
 	for (int d = 0; !disk && d < vm->nvirtio; d++) {
 		struct disk *x = virtio_blk_disk(vm->virtio[d]);
 		if (x && !x->read_only)
-			disk = x;
+			disk = x, dev = vm->virtio[d];
 	}
 	if (!disk)
 		return errf(EINVAL, "the VM has no writable disk");
+	if (size && (uint64_t)size < disk->size)
+		return errf(EINVAL, "\"size\" %lld is smaller than the disk's %llu bytes (a disk never shrinks)",
+			    (long long)size, (unsigned long long)disk->size);
 	bool was_paused = vm->paused;
 	int rc = vm_pause(vm);
 	if (rc < 0)
 		return rc;
 	char sealed[4200];
 	snprintf(sealed, sizeof sealed, "%s", disk->path);
+	uint64_t before = disk->size;
 	if ((rc = vm_flush_disks(vm)) == 0)
-		rc = disk_fork(disk, path, NULL, 0);
+		rc = disk_fork_sized(disk, path, NULL, 0, (uint64_t)size);
+	if (rc == 0 && disk->size != before)
+		rc = virtio_blk_resized(dev);
 	if (!was_paused)
 		vm_resume(vm);
 	if (rc < 0)
 		return rc;
 	strbuf_printf(r, ",\"sealed\":");
 	strbuf_json_str(r, sealed);
+	strbuf_printf(r, ",\"size\":%llu", (unsigned long long)disk->size);
 	return 0;
 }

@@ -374,11 +374,15 @@ int chain_open_within(struct chain *c, const char *path, bool writable,
 			chain_close(c);            /* frees what open_layer got */
 			return rc;
 		}
+		/* A layer may be smaller than the one above it (a disk grown
+		 * over it: overlay_create_sized), never larger: past its end
+		 * lookup falls through to layers that end there too, and the
+		 * raw base reads zeros past its file. */
 		if (c->n == 1)
 			c->size = l->raw ? l->file_size & ~511ULL : l->size;
-		else if (!l->raw && l->size < c->size) {
+		else if (!l->raw && l->size > c->layers[c->n - 2].size) {
 			chain_close(c);
-			return errf(EINVAL, "disk %s: layer %s is smaller than the disk", path, l->path);
+			return errf(EINVAL, "disk %s: layer %s is larger than the layer above it", path, l->path);
 		}
 		if (l->raw)
 			break;

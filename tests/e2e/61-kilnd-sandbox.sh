@@ -40,6 +40,49 @@ api GET /v1/sandboxes
 api GET "/v1/sandboxes?status=hibernated"
 [ "$(jget 'len(j["sandboxes"])')" = 0 ] && pass list_filter "status=hibernated: none" || fail list_filter "$BODY"
 
+# ---- a larger root disk at create (docs/templates.md "A sandbox's disk size") -----------------
+# minimal's root is a 64 MiB ext4. G asks for 256 MiB: kiln-vmm grows the
+# disk under the restored guest (a new top, the capacity changed, its
+# interrupt) and the agent grows the mounted ext4 before create answers.
+# P, made just before it the same way without disk_mib, keeps 64 MiB and
+# is the peer its create time is compared with. G's 80 MiB file lies past
+# the template's whole disk; G's fork child has G's size. The full tier:
+# growing ext4 writes (its new inode tables), slow in the emulation.
+# The quick tier's case: one create of minimal grown by one ext4 group of
+# 8 MiB (64 to 72 MiB), its / bigger than the 56037 1K-blocks of 64 MiB.
+t_small=$(date +%s%N)
+create_sandbox '{"template":"minimal","disk_mib":72}'
+S72=$SBX s72_said="$STATUS $(head -c 300 "$T/body")"
+api POST "/v1/sandboxes/$S72/exec" '{"cmd":"df -k / | tail -1"}'
+k72=$(jget 'j["stdout"].split()[1]')
+api DELETE "/v1/sandboxes/$S72"
+check disk_at_create_small "/ of a sandbox created with disk_mib 72: ${k72} 1K-blocks; case $(( ($(date +%s%N) - t_small) / 1000000 )) ms; $(grep -o "disk grown to 72.*" "$T/kilnd.log" | tail -1)" \
+	eval '[ -n "$S72" ] && [ "${k72:-0}" -gt 60000 ] && [ "$k72" -lt 73728 ]'
+[ -n "$S72" ] || echo "  create: $s72_said"
+if full_only disk_at_create "a disk grown by 192 MiB, an 80 MiB write, a fork: about a minute in the emulated host"; then
+	t_disk=$(date +%s%N)
+	create_sandbox '{"template":"minimal"}'
+	P=$SBX p_ms=$(jget 'j["ready_ms"]')
+	create_sandbox '{"template":"minimal","disk_mib":256}'
+	G=$SBX g_ms=$(jget 'j["ready_ms"]') g_said="$STATUS $(head -c 300 "$T/body")"
+	root_kib() { api POST "/v1/sandboxes/$1/exec" '{"cmd":"df -k / | tail -1 | awk \"{print \\$2}\""}'; jget 'j["stdout"].strip()'; }
+	pk=$(root_kib "$P") gk=$(root_kib "$G")
+	api POST "/v1/sandboxes/$G/exec" '{"cmd":"dd if=/dev/zero of=/big bs=1M count=80 2>&1 && sync && ls -l /big && rm /big"}'
+	wrote=$(jget 'j["exit_code"], " 83886080 " in j["stdout"]')
+	api POST "/v1/sandboxes/$G/fork" '{"count":1}'
+	GK=$(jget '" ".join(s["id"] for s in j["sandboxes"] if s["parent_id"] == "'"$G"'")')
+	ck=$(root_kib "$GK")
+	grown="/ of 1K-blocks: $pk without, $gk with disk_mib 256, $ck in its fork; 80 MiB written: $wrote"
+	if [ -n "$G" ]; then
+		check disk_at_create "$grown; create ${g_ms} ms against ${p_ms} (ratio $(python3 -c "print(round($g_ms / $p_ms, 2))" 2>/dev/null)); $(grep -o "disk grown to.*" "$T/kilnd.log" | tail -1)" \
+			eval '[ "${pk:-0}" -gt 50000 ] && [ "$pk" -lt 66000 ] && [ "${gk:-0}" -gt 200000 ] && [ "$gk" -lt 263000 ] && [ "$ck" = "$gk" ] && [ "$wrote" = "(0, True)" ]'
+	else
+		fail disk_at_create "$g_said; kilnd: $(grep -iE 'grow|disk|layer' "$T/kilnd.log" | tail -4 | tr '\n' ' ')"
+	fi
+	for s in $P $G $GK; do api DELETE "/v1/sandboxes/$s"; done
+	echo "-- the disk_at_create case took $(( ($(date +%s%N) - t_disk) / 1000000 )) ms"
+fi
+
 # ---- exec --------------------------------------------------------------------------------------
 api POST "/v1/sandboxes/$A/exec" '{"cmd":"echo hello; echo oops >&2; exit 3"}'
 [ "$STATUS" = 200 ] && [ "$(jget 'j["stdout"], j["stderr"], j["exit_code"], j["timed_out"], j["duration_ms"] > 0')" = "('hello\n', 'oops\n', 3, False, True)" ] &&

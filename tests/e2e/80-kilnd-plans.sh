@@ -15,7 +15,7 @@ have_kvm || { fail plans_kvm "no KVM here: run it in tests/host/run"; exit 1; }
 build_template minimal || exit 1
 cat > "$T/plans.json" <<'EOF'
 {"tiny": {"running": 3, "creates_per_hour": 6, "max_ttl_seconds": 120},
- "small": {"memory_mib": 128},
+ "small": {"memory_mib": 128, "disk_mib": 100},
  "idle": {"idle_hibernate": 1, "hibernated_retention_seconds": 8},
  "abs": {"ttl_absolute": 1},
  "keep": {"hibernated": 1, "snapshots": 1},
@@ -185,6 +185,16 @@ KEY=$SMALL
 api POST /v1/sandboxes '{"template":"minimal"}'
 [ "$STATUS" = 429 ] && [ "$(jget 'j["error"]["limit"]')" = memory_mib ] && [ "$(jget 'j["error"]["value"]')" = 128 ] &&
 	pass size_refused "a 256 MiB sandbox on plan small (128 MiB): 429 memory_mib" || fail size_refused "$STATUS $BODY"
+# A create's disk_mib (nothing is made for any of these): over the plan's
+# disk_mib 429 naming it, under the template's 64 MiB or not an integer 400.
+api POST /v1/sandboxes '{"template":"minimal","disk_mib":200}'
+d1="$STATUS $(jget 'j["error"]["limit"], j["error"]["value"], j["error"]["plan"]')"
+api POST /v1/sandboxes '{"template":"minimal","disk_mib":32}'
+d2="$STATUS $(jget 'j["error"]["message"]')"
+api POST /v1/sandboxes '{"template":"minimal","disk_mib":"lots"}'
+d3="$STATUS $(jget 'j["error"]["message"]')"
+check disk_refused "$d1 | $d2 | $d3" \
+	eval '[ "$d1" = "429 ('\''disk_mib'\'', 100, '\''small'\'')" ] && [[ $d2 == "400 "*"disk_mib 32 is smaller than template minimal"*"64 MiB"* ]] && [[ $d3 == "400 "*disk_mib* ]]'
 KEY=$OPEN
 open=()
 for i in 1 2 3 4; do

@@ -54,6 +54,12 @@ static void create_refuses_bad_arguments(void)
 	CHECK(create("{\"env\":[\"A=1\"]}") == -EINVAL && strstr(why, "env"));
 	CHECK(create("{\"allow_out\":[\"300.1.2.3/8\"]}") == -EINVAL && strstr(why, "300.1.2.3"));
 	CHECK(create("{\"allow_internet\":\"no\"}") == -EINVAL && strstr(why, "allow_internet"));
+	/* disk_mib: a whole number of 1 to 1048576 MiB (the template's size
+	 * and the plan's limit are checked after: e2e 80). */
+	CHECK(create("{\"disk_mib\":\"lots\"}") == -EINVAL && strstr(why, "disk_mib"));
+	CHECK(create("{\"disk_mib\":0}") == -EINVAL && strstr(why, "disk_mib"));
+	CHECK(create("{\"disk_mib\":1048577}") == -EINVAL && strstr(why, "disk_mib"));
+	CHECK(create("{\"disk_mib\":1.5}") == -EINVAL && strstr(why, "disk_mib"));
 	/* Bounds from ops.h: one key over the metadata limit. */
 	char *big = malloc(64 * 1024);
 	int n = snprintf(big, 64 * 1024, "{\"metadata\":{");

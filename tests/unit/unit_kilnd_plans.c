@@ -80,7 +80,7 @@ static void plans_file(void)
 	static const struct {
 		const char *text, *want;
 	} bad[] = {
-		{ "{\"free\": {\"runing\": 2}}", "unknown limit 'runing' (known: running, creates_per_hour, vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, hibernated_retention_seconds, credit_microdollars, no_workspace_mcp, hibernated, snapshots, storage_mib, volumes, volume_mib, templates, template_builds, build_seconds, template_mib)" },
+		{ "{\"free\": {\"runing\": 2}}", "unknown limit 'runing' (known: running, creates_per_hour, vcpus, memory_mib, max_ttl_seconds, ttl_absolute, idle_hibernate, hibernated_retention_seconds, credit_microdollars, no_workspace_mcp, hibernated, snapshots, storage_mib, volumes, volume_mib, templates, template_builds, build_seconds, template_mib, disk_mib)" },
 		{ "{\"free\": {\"running\": -1}}", "limit 'running' must be a whole number" },
 		{ "{\"free\": {\"running\": 1.5}}", "limit 'running' must be a whole number" },
 		{ "{\"free\": 3}", "must be a JSON object" },

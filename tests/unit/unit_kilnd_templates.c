@@ -254,21 +254,30 @@ static int build_dockerfile_from_oci(void)
 	T_ASSERT(rc < 0 && strstr(errmsg(), "step boot failed"), "%d %s", rc, errmsg());
 	snprintf(cmd, sizeof cmd, "grep -q 'unpacked before (cached)' %s && ! grep -q unpacking %s", log, log);
 	T_ASSERT(system(cmd) == 0, "the OCI image was unpacked again");
-	/* --disk: about a Dockerfile or an OCI image (not an --image file), at least 64 MiB, never below the FROM
-	 * image (the OCI root here is over 1 GiB), and grown only in a build
-	 * VM, which a config-only Dockerfile never boots (tests/e2e/88 grows
-	 * one for real). */
+	/* --disk: an --image file's is grown in the template VM, so not with
+	 * --no-snapshot, and never below the image (a sparse 128 MiB one
+	 * here); at least 64 MiB, never below the FROM image (the OCI root
+	 * here is over 1 GiB), and grown only in a build VM, which a
+	 * config-only Dockerfile never boots (tests/e2e/88 grows both for
+	 * real). */
+	char big_img[600];
+	snprintf(big_img, sizeof big_img, "%s/big.img", cfg.data_dir);
+	snprintf(cmd, sizeof cmd, "truncate -s 128M %s", big_img);
+	T_ASSERT(system(cmd) == 0, "%s", cmd);
 	struct build_opts bad[] = {
-		{ .name = "disk1", .image = "/x", .disk_mib = 512 },
+		{ .name = "disk1", .image = "/x", .disk_mib = 512, .no_snapshot = true },
 		{ .name = "disk1", .dockerfile = ctx, .disk_mib = 10 },
 		{ .name = "disk1", .dockerfile = ctx, .disk_mib = 4096 },
 		{ .name = "disk2", .dockerfile = ctx, .disk_mib = 100 },
+		{ .name = "disk3", .image = big_img, .disk_mib = 64 },
 	};
-	const char *why[] = { "--disk is about --dockerfile and --oci", "--disk 10: want 64 to ",
+	const char *why[] = { "--disk with --image or a compiled-in image grows the root filesystem in the template "
+			      "VM, which --no-snapshot discards", "--disk 10: want 64 to ",
 			      "--disk 4096: the root is grown in the build VM, which a RUN, COPY, ADD or WORKDIR step "
 			      "boots; this Dockerfile has none",
-			      "--disk 100: smaller than the FROM image's " };
-	for (int i = 0; i < 4; i++) {
+			      "--disk 100: smaller than the FROM image's ",
+			      "--disk 64: smaller than the image's 128 MiB (a root is never shrunk)" };
+	for (int i = 0; i < 5; i++) {
 		if (i == 3) {
 			snprintf(cmd, sizeof cmd, "printf 'FROM oci:img:v1\\nRUN true\\n' > %s/Dockerfile", ctx);
 			T_ASSERT(system(cmd) == 0, "%s", cmd);

@@ -322,6 +322,42 @@ static void sized_overlay_grows_the_disk(void)
 	chain_close(&c);
 }
 
+/* A disk grown over an overlay (a sandbox created with disk_mib: its
+ * top sealed, a larger one over it): the chain opens with a lower layer
+ * smaller than the disk, reads the sealed top's writes, then the base,
+ * then zeros to the new end, and takes writes past the old end. */
+static void sized_overlay_over_an_overlay(void)
+{
+	make_base();
+	CHECK(overlay_create(path("mid"), path("base.img")) == 0);
+	struct chain c;
+	CHECK(chain_open(&c, path("mid"), true) == 0);
+	struct iovec w = { (void *)"in the old top", 14 };
+	CHECK(chain_writev(&c, &w, 1, 3 * 4096) == 14);
+	CHECK(chain_flush(&c) == 0);
+	chain_close(&c);
+	CHECK(overlay_set_sealed(path("mid"), true) == 0);
+	CHECK(overlay_create_sized(path("grown"), path("mid"), 3 * SIZE) == 0);
+	CHECK(chain_open(&c, path("grown"), true) == 0);
+	CHECK(c.size == 3 * SIZE && c.n == 3);
+	static uint8_t all[3 * SIZE], want[SIZE];
+	memcpy(want, model, SIZE);
+	memcpy(want + 3 * 4096, "in the old top", 14);
+	struct iovec r = { all, 3 * SIZE };
+	CHECK(chain_readv(&c, &r, 1, 0) == 3 * SIZE);
+	CHECK(memcmp(all, want, SIZE) == 0);
+	bool zeros = true;
+	for (int i = SIZE; i < 3 * SIZE; i++)
+		zeros &= all[i] == 0;
+	CHECK(zeros);
+	struct iovec w2 = { (void *)"past the old end", 16 };
+	CHECK(chain_writev(&c, &w2, 1, 2 * SIZE + 512) == 16);
+	char back[16];
+	struct iovec r2 = { back, 16 };
+	CHECK(chain_readv(&c, &r2, 1, 2 * SIZE + 512) == 16 && !memcmp(back, "past the old end", 16));
+	chain_close(&c);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -336,6 +372,7 @@ int main(void)
 	RUN(damaged_overlays_are_refused);
 	RUN(copyup_over_holes);
 	RUN(sized_overlay_grows_the_disk);
+	RUN(sized_overlay_over_an_overlay);
 	test_failed = 0;
 	if (growth_stops_at_the_reserve()) {
 		printf("%s growth_stops_at_the_reserve\n", test_failed ? "FAIL" : "PASS");

@@ -55,6 +55,7 @@ class Sandbox:
                allow_out: Optional[Sequence[str]] = None, deny_out: Optional[Sequence[str]] = None,
                allow_internet: Optional[bool] = None, from_snapshot: Optional[str] = None,
                volumes: Optional[Sequence[Mapping[str, Any]]] = None,
+               disk_mib: Optional[int] = None,
                api_url: Optional[str] = None, api_key: Optional[str] = None,
                client: Optional[Client] = None) -> "Sandbox":
         """Create a sandbox from a template (default ``base``) or a snapshot.
@@ -69,7 +70,11 @@ class Sandbox:
         sandbox may reach (only those), ``deny_out`` CIDRs it may never
         reach, ``allow_internet=False`` nothing at all (docs/network.md);
         ``volumes`` named volumes to mount, each ``{"name": N, "path":
-        "/data", "read_only": False}`` (kiln.Volume; docs/api.md "Volumes")."""
+        "/data", "read_only": False}`` (kiln.Volume; docs/api.md "Volumes");
+        ``disk_mib`` a root disk of that many MiB, at least the template's
+        (or snapshot's) and at most the plan's, its filesystem grown to all
+        of it before this returns (docs/templates.md "A sandbox's disk
+        size"; default: the template's size)."""
         c = resolve(client, api_url, api_key)
         if template is not None and from_snapshot is not None:
             raise ValueError("give either template or from_snapshot, not both")
@@ -81,6 +86,7 @@ class Sandbox:
             "deny_out": list(deny_out) if deny_out is not None else None,
             "allow_internet": allow_internet,
             "volumes": [dict(v) for v in volumes] if volumes is not None else None,
+            "disk_mib": disk_mib,
         })
         return cls(c, c.transport.request("POST", "/v1/sandboxes", json_body=body).json())
 

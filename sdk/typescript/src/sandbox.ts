@@ -37,6 +37,8 @@ export interface CreateOptions extends ConnectOptions {
   allowInternet?: boolean;
   /** Named volumes to mount (Client.createVolume; docs/api.md "Volumes"). */
   volumes?: VolumeMount[];
+  /** The root disk in MiB: at least the template's (or snapshot's), at most the plan's disk_mib; its filesystem takes all of it (docs/templates.md "A sandbox's disk size"). Default: the template's size. */
+  diskMib?: number;
 }
 
 /** An egress policy; fields left out take their defaults. */
@@ -153,6 +155,7 @@ export class Sandbox {
       body.volumes = options.volumes.map((v) => ({ name: v.name, path: v.path, read_only: v.readOnly ?? false }));
     if (options.persistent !== undefined) body.persistent = options.persistent;
     if (options.idlePauseSeconds !== undefined) body.idle_pause_seconds = options.idlePauseSeconds;
+    if (options.diskMib !== undefined) body.disk_mib = options.diskMib;
     if (options.metadata !== undefined) body.metadata = options.metadata;
     if (options.env !== undefined) body.env = options.env;
     networkBody(options, body);

@@ -9,6 +9,9 @@
  * configuration change interrupt (virtio 1.2 §4.2.2: InterruptStatus bit
  * 1), after which Linux's virtio_blk re-reads the capacity.
  *
+ * A disk's capacity changes the same way when it grows (virtio_blk_resized,
+ * after disk_fork_sized: kiln-vmm's "layer" with "size").
+ *
  * A slot never offers VIRTIO_BLK_F_RO: features are settled once, when
  * the driver binds, and a slot is read-only or not per attach. A
  * read-only volume is enforced here instead: every write answers IOERR.
@@ -179,6 +182,20 @@ static void capacity_changed(struct virtio_dev *d)
 		virtio_notify_config(d);
 	else
 		d->config_generation++;
+}
+
+int virtio_blk_resized(struct virtio_dev *d)
+{
+	if (d->ops->device_id != VIRTIO_ID_BLOCK)
+		return errf(EINVAL, "virtio_blk_resized: not a virtio-blk device");
+	struct blk *b = d->priv;
+	if (b->slot >= 0)
+		return errf(EINVAL, "virtio_blk_resized: a volume slot (attach sets its size)");
+	pthread_mutex_lock(&d->vm->dev_lock);
+	set_capacity(b, b->disk.size);
+	capacity_changed(d);
+	pthread_mutex_unlock(&d->vm->dev_lock);
+	return 0;
 }
 
 int virtio_blk_attach(struct virtio_dev *d, int fd, uint64_t size, bool read_only)

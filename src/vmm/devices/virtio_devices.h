@@ -12,6 +12,10 @@ int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index, u
 /* virtio_blk_disk: the disk behind a virtio-blk device, or NULL. */
 struct virtio_dev;
 struct disk *virtio_blk_disk(struct virtio_dev *d);
+/* virtio_blk_resized: the device's capacity becomes its disk's size now
+ * (a disk that grew: disk_fork_sized), and the driver is told with a
+ * configuration change interrupt (Linux's virtio_blk re-reads it). */
+int virtio_blk_resized(struct virtio_dev *d);
 /* Volume slots (volume.h): a virtio-blk device with no backing and
  * capacity 0 until a volume is attached. index is its place among the
  * virtio-blk devices, *out the device. */
