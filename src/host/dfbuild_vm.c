@@ -444,19 +444,9 @@ int dfvm_workdir(struct vm *v, const struct state *s, const struct df_step *st, 
 
 int dfvm_grow(struct dfbuild *d, struct vm *v)
 {
-	struct guest *g;
-	int rc = guest_open(v->vsock, 10000, v->pid, &g);
+	int rc = guest_grow_root(v->vsock, v->pid, "the build VM", (long long)d->disk_mib);
 	if (rc < 0)
 		return rc;
-	const char *argv[] = { "grow-fs", "/", NULL };
-	rc = guest_builtin_run(g, argv, NULL, -1, -1);
-	guest_close(g);
-	if (rc < 0) {
-		char msg[300];
-		snprintf(msg, sizeof msg, "%s", errmsg());
-		return errf(-rc, "growing the root to %lld MiB (--disk) in the build VM: %s", (long long)d->disk_mib,
-			    msg);
-	}
 	df_note(d, "the root filesystem takes the whole disk: %lld MiB", (long long)d->disk_mib);
 	return 0;
 }

@@ -627,3 +627,20 @@ int guest_builtin_run(struct guest *g, const char *const *argv, const char *user
 		}
 	}
 }
+
+int guest_grow_root(const char *vsock, pid_t vmm_pid, const char *what, long long mib)
+{
+	struct guest *g;
+	int rc = guest_open(vsock, 10000, vmm_pid, &g);
+	if (rc < 0)
+		return rc;
+	const char *argv[] = { "grow-fs", "/", NULL };
+	rc = guest_builtin_run(g, argv, NULL, -1, -1);
+	guest_close(g);
+	if (rc < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(-rc, "growing the root to %lld MiB (--disk) in %s: %s", mib, what, msg);
+	}
+	return 0;
+}

@@ -159,6 +159,10 @@ int guest_builtin_start(struct guest *g, const char *const *argv, const char *us
 int guest_builtin_status(const struct guest_ev *exit, const char *err, size_t errlen);
 int guest_builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd,
 		      int watch_fd);
+/* The agent's grow-fs / in the guest of the VMM at vsock (pid vmm_pid):
+ * its root ext4 grown online to the whole disk. what names the VM in the
+ * error ("the build VM"), mib the size it was to reach. */
+int guest_grow_root(const char *vsock, pid_t vmm_pid, const char *what, long long mib);
 
 struct guest_stat {
 	char name[4096];		/* list: relative to the listed directory */

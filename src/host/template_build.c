@@ -791,19 +791,9 @@ static int grow_root(struct build *b)
 {
 	char vsock[PATH_MAX];
 	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
-	struct guest *g;
-	int rc = guest_open(vsock, 10000, b->vm_pid, &g);
+	int rc = guest_grow_root(vsock, b->vm_pid, "the template VM", (long long)b->o->disk_mib);
 	if (rc < 0)
 		return rc;
-	const char *argv[] = { "grow-fs", "/", NULL };
-	rc = guest_builtin_run(g, argv, NULL, -1, -1);
-	guest_close(g);
-	if (rc < 0) {
-		char msg[300];
-		snprintf(msg, sizeof msg, "%s", errmsg());
-		return errf(-rc, "growing the root to %lld MiB (--disk) in the template VM: %s",
-			    (long long)b->o->disk_mib, msg);
-	}
 	progress(b, "the root filesystem takes the whole disk: %lld MiB", (long long)b->o->disk_mib);
 	return 0;
 }

@@ -105,8 +105,6 @@ int tool_guest(struct mcp_call *c, const json_t *args, struct hostif_guest *hg);
 void tool_leave(struct mcp_call *c, struct hostif_guest *hg);
 /* The record as a tool's answer (the row is cleared). */
 json_t *sandbox_json(struct sbx_row *row);
-const char *arg_str(const json_t *args, const char *key, const char *dflt);
-int64_t arg_int(const json_t *args, const char *key, int64_t dflt);
 
 /* Helpers for tools (mcp.c). */
 void mcp_text(struct mcp_out *out, const char *text, size_t len);

@@ -247,18 +247,6 @@ json_t *sandbox_json(struct sbx_row *row)
 	return j;
 }
 
-const char *arg_str(const json_t *args, const char *key, const char *dflt)
-{
-	const char *s = json_string_value(json_object_get(args, key));
-	return s ? s : dflt;
-}
-
-int64_t arg_int(const json_t *args, const char *key, int64_t dflt)
-{
-	json_t *v = json_object_get(args, key);
-	return json_is_integer(v) ? json_integer_value(v) : dflt;
-}
-
 /* ---- shell ---------------------------------------------------------------------------------------- */
 
 struct capped {
@@ -334,7 +322,7 @@ static int t_shell(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	rc = env ? hostif_enter(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), &hg)
 		 : errf(ENOMEM, "out of memory");
 	if (rc == 0) {
-		rc = run_shell(c, hg.g, arg_str(args, "command", ""), env, arg_int(args, "timeout_ms", 120000),
+		rc = run_shell(c, hg.g, field_str(args, "command", ""), env, field_int(args, "timeout_ms", 120000),
 			       out);
 		tool_leave(c, &hg);
 	}
@@ -349,14 +337,14 @@ static int t_shell(struct mcp_call *c, const json_t *args, struct mcp_out *out)
  * image block; the Execution as the structured result. */
 static int t_run_code(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *context = arg_str(args, "context", NULL), *lang = arg_str(args, "language", NULL);
+	const char *context = field_str(args, "context", NULL), *lang = field_str(args, "language", NULL);
 	int rc = context ? code_context_name(context) : 0;
 	rc = rc ?: lang ? code_language(lang, &lang) : 0;
 	rc = rc ?: tool_sandbox(c, args, true, NULL);
-	int64_t timeout_ms = arg_int(args, "timeout_ms", 120000), wait;
+	int64_t timeout_ms = field_int(args, "timeout_ms", 120000), wait;
 	json_t *request, *execution, *fail, *envs = NULL;
 	rc = rc ?: code_envs(args, "envs", &envs);
-	rc = rc ?: code_run_request(arg_str(args, "code", ""), lang, context, (timeout_ms + 999) / 1000, OUTPUT_MAX,
+	rc = rc ?: code_run_request(field_str(args, "code", ""), lang, context, (timeout_ms + 999) / 1000, OUTPUT_MAX,
 				    envs, &wait, &request);
 	rc = rc ?: code_cell(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args), request, req_socket(c->r),
 			     wait, OUTPUT_MAX, &execution, &fail);
@@ -411,7 +399,7 @@ static int read_all(int fd, char *buf, size_t n)
  * path, then enter the sandbox. */
 static int path_guest(struct mcp_call *c, const json_t *args, const char **path, struct hostif_guest *hg)
 {
-	*path = arg_str(args, "path", "");
+	*path = field_str(args, "path", "");
 	int rc = v_guest_path(*path, "path");
 	return rc < 0 ? rc : tool_guest(c, args, hg);
 }
@@ -480,7 +468,7 @@ static int decode_base64(const char *s, size_t n, uint8_t **out, size_t *len)
 
 static int t_write_file(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *path = arg_str(args, "path", ""), *enc = arg_str(args, "encoding", "utf-8");
+	const char *path = field_str(args, "path", ""), *enc = field_str(args, "encoding", "utf-8");
 	json_t *content = json_object_get(args, "content");
 	int rc = v_guest_path(path, "path");
 	if (rc == 0 && path[strlen(path) - 1] == '/')
@@ -528,7 +516,7 @@ static int t_write_file(struct mcp_call *c, const json_t *args, struct mcp_out *
 /* copy_file, move_file: as POST .../files/copy and .../files/rename. */
 static int t_copy(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *from = arg_str(args, "from", ""), *to = arg_str(args, "to", "");
+	const char *from = field_str(args, "from", ""), *to = field_str(args, "to", "");
 	bool recursive = json_is_true(json_object_get(args, "recursive"));
 	bool replace = json_is_true(json_object_get(args, "replace"));
 	int rc = v_guest_path(from, "from");
@@ -550,7 +538,7 @@ static int t_copy(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 
 static int t_move(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *from = arg_str(args, "from", ""), *to = arg_str(args, "to", "");
+	const char *from = field_str(args, "from", ""), *to = field_str(args, "to", "");
 	bool replace = json_is_true(json_object_get(args, "replace"));
 	int rc = v_guest_path(from, "from");
 	rc = rc ?: v_guest_path(to, "to");
@@ -703,7 +691,7 @@ static int t_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	rc = hostif_delete(c->r->api->hostif, c->r->workspace, tool_sandbox_id(c, args));
 	if (rc < 0)
 		return rc;
-	mcp_json(out, json_pack("{s:s,s:b}", "sandbox_id", arg_str(args, "sandbox_id", ""), "deleted", 1));
+	mcp_json(out, json_pack("{s:s,s:b}", "sandbox_id", field_str(args, "sandbox_id", ""), "deleted", 1));
 	return 0;
 }
 
@@ -869,7 +857,7 @@ static int t_volume_delete(struct mcp_call *c, const json_t *args, struct mcp_ou
 {
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
-	const char *id = arg_str(args, "volume_id", NULL), *name = arg_str(args, "name", NULL);
+	const char *id = field_str(args, "volume_id", NULL), *name = field_str(args, "name", NULL);
 	if (!id == !name)
 		return errf(EINVAL, "give the volume's volume_id (vol_...) or its name, not both");
 	char found[ID_MAX] = "";
@@ -880,8 +868,8 @@ static int t_volume_delete(struct mcp_call *c, const json_t *args, struct mcp_ou
 		if (rc < 0)
 			return rc;
 		json_array_foreach(a, i, v)
-			if (!strcmp(arg_str(v, "name", ""), name))
-				snprintf(found, sizeof found, "%s", arg_str(v, "id", ""));
+			if (!strcmp(field_str(v, "name", ""), name))
+				snprintf(found, sizeof found, "%s", field_str(v, "id", ""));
 		json_decref(a);
 		if (!found[0])
 			return errf(ENOENT, "volume %s not found", name);
@@ -906,7 +894,7 @@ static int t_volume_attach(struct mcp_call *c, const json_t *args, struct mcp_ou
 		return errf(ENOMEM, "out of memory");
 	json_object_del(entry, "sandbox_id");
 	/* the one-writer rule, no free slot: -EBUSY naming it */
-	int rc = ops_volume_attach(&oc, arg_str(args, "sandbox_id", ""), entry, &v);
+	int rc = ops_volume_attach(&oc, field_str(args, "sandbox_id", ""), entry, &v);
 	json_decref(entry);
 	return volume_result(&oc, rc, &v, out);
 }
@@ -915,7 +903,7 @@ static int t_volume_detach(struct mcp_call *c, const json_t *args, struct mcp_ou
 {
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
-	const char *sbx = arg_str(args, "sandbox_id", ""), *vol = arg_str(args, "volume", "");
+	const char *sbx = field_str(args, "sandbox_id", ""), *vol = field_str(args, "volume", "");
 	/* in use in the guest (and not forced): -EBUSY naming the mount */
 	int rc = ops_volume_detach(&oc, sbx, vol, json_is_true(json_object_get(args, "force")));
 	if (rc < 0)
@@ -989,7 +977,7 @@ static int t_db_get(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	struct db_row d;
-	return db_result(&oc, ops_db_get(&oc, arg_str(args, "database", ""), &d), &d, NULL, out);
+	return db_result(&oc, ops_db_get(&oc, field_str(args, "database", ""), &d), &d, NULL, out);
 }
 
 static int t_db_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
@@ -997,7 +985,7 @@ static int t_db_delete(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	struct db_row d;
-	int rc = ops_db_get(&oc, arg_str(args, "database", ""), &d);
+	int rc = ops_db_get(&oc, field_str(args, "database", ""), &d);
 	rc = rc ?: ops_db_delete(&oc, d.id);
 	if (rc == 0)
 		mcp_json(out, json_pack("{s:s,s:s,s:b}", "id", d.id, "name", d.name, "deleted", 1));
@@ -1010,7 +998,7 @@ static int t_db_reset_password(struct mcp_call *c, const json_t *args, struct mc
 	req_caller(c->r, &oc);
 	struct db_row d;
 	char pw[DB_PASSWORD_LEN + 1] = "";
-	int rc = ops_db_reset_password(&oc, arg_str(args, "database", ""), &d, pw);
+	int rc = ops_db_reset_password(&oc, field_str(args, "database", ""), &d, pw);
 	rc = db_result(&oc, rc, &d, pw, out);
 	explicit_bzero(pw, sizeof pw);
 	return rc;
@@ -1028,7 +1016,7 @@ static int t_db_update(struct mcp_call *c, const json_t *args, struct mcp_out *o
 		return errf(ENOMEM, "out of memory");
 	json_object_del(body, "database");
 	/* no free external port: -EAGAIN saying so */
-	int rc = ops_db_update(&oc, arg_str(args, "database", ""), body, &d);
+	int rc = ops_db_update(&oc, field_str(args, "database", ""), body, &d);
 	json_decref(body);
 	return db_result(&oc, rc, &d, NULL, out);
 }
@@ -1040,7 +1028,7 @@ static int t_db_backup(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	struct db_backup_row b;
-	int rc = ops_db_backup(&oc, arg_str(args, "database", ""), &b);
+	int rc = ops_db_backup(&oc, field_str(args, "database", ""), &b);
 	if (rc < 0)
 		return rc;
 	json_t *j = ops_db_backup_json(&b);
@@ -1052,7 +1040,7 @@ static int t_db_backups(struct mcp_call *c, const json_t *args, struct mcp_out *
 	struct ops_caller oc;
 	req_caller(c->r, &oc);
 	json_t *a;
-	int rc = ops_db_backups(&oc, arg_str(args, "database", ""), &a);
+	int rc = ops_db_backups(&oc, field_str(args, "database", ""), &a);
 	if (rc < 0)
 		return rc;
 	mcp_json(out, json_pack("{s:o}", "backups", a));
@@ -1148,7 +1136,7 @@ static int t_app_get(struct mcp_call *c, const json_t *args, struct mcp_out *out
 	struct app_row *a = app_row_new();
 	if (!a)
 		return -ENOMEM;
-	int rc = app_result(c, &oc, ops_app_get(&oc, arg_str(args, "app", ""), a), a, out);
+	int rc = app_result(c, &oc, ops_app_get(&oc, field_str(args, "app", ""), a), a, out);
 	free(a);
 	return rc;
 }
@@ -1167,7 +1155,7 @@ static int t_app_deploy(struct mcp_call *c, const json_t *args, struct mcp_out *
 	json_object_del(body, "app");
 	/* never listened: -ETIMEDOUT, the old version serving on; another
 	 * deploy switched first: -ESTALE */
-	int rc = app_result(c, &oc, ops_app_deploy(&oc, arg_str(args, "app", ""), body, a), a, out);
+	int rc = app_result(c, &oc, ops_app_deploy(&oc, field_str(args, "app", ""), body, a), a, out);
 	json_decref(body);
 	free(a);
 	return rc;
@@ -1182,7 +1170,7 @@ static int t_app_delete(struct mcp_call *c, const json_t *args, struct mcp_out *
 		return -ENOMEM;
 	/* By its id once found, so that the answer names the app deleted
 	 * whichever way the caller named it. */
-	int rc = ops_app_get(&oc, arg_str(args, "app", ""), a);
+	int rc = ops_app_get(&oc, field_str(args, "app", ""), a);
 	rc = rc ?: ops_app_delete(&oc, a->id);
 	if (rc == 0)
 		mcp_json(out, json_pack("{s:s,s:s,s:b}", "id", a->id, "name", a->name, "deleted", 1));
@@ -1203,11 +1191,11 @@ static int t_app_logs(struct mcp_call *c, const json_t *args, struct mcp_out *ou
 	req_caller(c->r, &oc);
 	struct app_row *a = app_row_new();
 	json_t *events = a ? json_array() : NULL, *lines = events ? json_array() : NULL;
-	int rc = lines ? ops_app_get(&oc, arg_str(args, "app", ""), a) : errf(ENOMEM, "out of memory");
+	int rc = lines ? ops_app_get(&oc, field_str(args, "app", ""), a) : errf(ENOMEM, "out of memory");
 	rc = rc ?: store_app_events(oc.store, a->id, add_app_event, events);
 	char *text = NULL;
 	size_t n = 0;
-	rc = rc ?: ops_app_log_tail(&oc, a, (int)arg_int(args, "tail", APP_TAIL_DEFAULT), &text, &n);
+	rc = rc ?: ops_app_log_tail(&oc, a, (int)field_int(args, "tail", APP_TAIL_DEFAULT), &text, &n);
 	free(a);
 	if (rc < 0) {
 		json_decref(events);
@@ -1219,7 +1207,7 @@ static int t_app_logs(struct mcp_call *c, const json_t *args, struct mcp_out *ou
 	size_t i;
 	json_t *e;
 	json_array_foreach(events, i, e)
-		strbuf_printf(&t, "[%s] %s\n", arg_str(e, "at", ""), arg_str(e, "text", ""));
+		strbuf_printf(&t, "[%s] %s\n", field_str(e, "at", ""), field_str(e, "text", ""));
 	strbuf_printf(&t, "[log]\n");
 	for (const char *p = text, *end = text + n; p < end;) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));

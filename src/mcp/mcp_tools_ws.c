@@ -169,7 +169,7 @@ static int t_snapshot_list(struct mcp_call *c, const json_t *args, struct mcp_ou
 
 static int t_snapshot_delete(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
-	const char *id = arg_str(args, "snapshot_id", "");
+	const char *id = field_str(args, "snapshot_id", "");
 	int rc = v_is_id(id, "snap_") ? hostif_snapshot_delete(c->r->api->hostif, c->r->workspace, id)
 				      : errf(ENOENT, "snapshot %.40s not found", id);
 	return answer_rc(out, rc, json_pack("{s:s,s:b}", "snapshot_id", id, "deleted", 1));
@@ -194,7 +194,7 @@ static int t_port_expose(struct mcp_call *c, const json_t *args, struct mcp_out 
 	bool existed;
 	json_t *j = NULL;
 	int rc = tool_sandbox(c, args, true, NULL);
-	rc = rc ?: port_expose(c->r, tool_sandbox_id(c, args), (int)arg_int(args, "port", 0),
+	rc = rc ?: port_expose(c->r, tool_sandbox_id(c, args), (int)field_int(args, "port", 0),
 			       json_is_true(json_object_get(args, "public")), &existed, &j);
 	return answer_rc(out, rc, j);
 }
@@ -202,7 +202,7 @@ static int t_port_expose(struct mcp_call *c, const json_t *args, struct mcp_out 
 static int t_port_unexpose(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	const char *id = tool_sandbox_id(c, args);
-	int port = (int)arg_int(args, "port", 0);
+	int port = (int)field_int(args, "port", 0);
 	int rc = tool_sandbox(c, args, true, NULL);
 	rc = rc ?: store_port_delete(c->r->api->store, id, port);	/* not exposed: -ENOENT saying so */
 	return answer_rc(out, rc, json_pack("{s:s,s:i,s:b}", "sandbox_id", id, "port", port, "unexposed", 1));
@@ -266,7 +266,7 @@ static int t_proc_list(struct mcp_call *c, const json_t *args, struct mcp_out *o
 static int t_proc_signal(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 {
 	struct hostif_guest hg;
-	uint32_t pid = (uint32_t)arg_int(args, "process_id", 0);
+	uint32_t pid = (uint32_t)field_int(args, "process_id", 0);
 	int sig = 0;
 	int rc = proc_signal_of(json_object_get(args, "signal"), &sig);
 	rc = rc ?: tool_guest(c, args, &hg);
@@ -287,7 +287,7 @@ static int t_proc_output(struct mcp_call *c, const json_t *args, struct mcp_out 
 	max = max < OUTPUT_MAX ? max : OUTPUT_MAX;
 	int rc = tool_guest(c, args, &hg);
 	if (rc == 0) {
-		rc = proc_output(hg.g, (uint32_t)arg_int(args, "process_id", 0), arg_int(args, "wait_seconds", 0), max,
+		rc = proc_output(hg.g, (uint32_t)field_int(args, "process_id", 0), field_int(args, "wait_seconds", 0), max,
 				 req_socket(c->r), &j);
 		tool_leave(c, &hg);	/* a process still running stays so */
 	}
