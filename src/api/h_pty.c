@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,11 @@
 #include <sys/socket.h>
 
 #define PTY_CMD_MAX 4096
+/* A session quiet this long looks at its sandbox: a terminal may idle for
+ * hours, but one whose sandbox was deleted, or whose host went down or
+ * stalls (a cluster's relay: the stream need not end), ends with the
+ * reason rather than wait forever. */
+#define PTY_CHECK_MS 15000
 
 struct pty {
 	struct api *api;
@@ -62,6 +68,35 @@ static void control(struct guest *g, const uint8_t *data, size_t len)
 	if (type && !strcmp(type, "resize") && cols > 0 && cols <= 1000 && rows > 0 && rows <= 1000)
 		guest_exec_resize(g, (unsigned)rows, (unsigned)cols);
 	json_decref(j);
+}
+
+/* The quiet session's look at its sandbox: 1 (with the reason sent) when
+ * it has ended, is gone, or cannot be reached. */
+static int gone(struct pty *p, int fd)
+{
+	struct sbx_row row;
+	int rc = hostif_get(p->api->hostif, p->workspace, p->id, false, &row);
+	char why[600];
+	bool live = rc == 0 && (row.state == SBX_RUNNING || row.state == SBX_PAUSED);
+	if (live) {
+		sbx_row_clear(&row);
+		return 0;
+	}
+	/* Another error (the database away: 503 until it returns) says
+	 * nothing of the sandbox: the session goes on. */
+	if (rc < 0 && rc != -ENOENT && rc != -EHOSTDOWN && rc != -ETIMEDOUT)
+		return 0;
+	if (rc == -ENOENT)
+		snprintf(why, sizeof why, "sandbox %s was deleted", p->id);
+	else if (rc < 0)
+		snprintf(why, sizeof why, "sandbox %s cannot be reached: %s", p->id, errmsg());
+	else
+		snprintf(why, sizeof why, "sandbox %s is %s%s%s", p->id, sbx_state_name(row.state),
+			 row.error[0] ? ": " : "", row.error);
+	if (rc == 0)
+		sbx_row_clear(&row);
+	send_error(fd, why);
+	return 1;
 }
 
 /* Frames from the client. 1 when the session should end. */
@@ -173,11 +208,14 @@ static void session(void *ctx, int fd, int peer, const char *extra, size_t n)
 			 * the session's. */
 			{ .fd = peer, .events = POLLRDHUP },
 		};
-		if (poll(pf, 3, -1) < 0) {
+		int k = poll(pf, 3, PTY_CHECK_MS);
+		if (k < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (k == 0 && gone(p, fd))
+			break;
 		if (pf[0].revents && from_client(fd, &wr, g))
 			break;
 		if (pf[2].revents)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 struct guest {
 	struct kiln_client *c;
 	char cwd[256];			/* exec's directory when a command names none */
+	bool holds;			/* a background process started or attached here */
 };
 
 /* The library's message becomes ours (errmsg()). */
@@ -136,7 +138,7 @@ const char *guest_default_cwd(const struct guest *g)
 	return g->cwd;
 }
 
-int guest_adopt(int fd, const void *early, size_t n, const char *cwd, struct guest **out)
+int guest_adopt(int fd, const void *early, size_t n, const char *cwd, int wait_ms, struct guest **out)
 {
 	struct guest *g = calloc(1, sizeof *g);
 	if (!g || !(g->c = kiln_client_new())) {
@@ -151,8 +153,52 @@ int guest_adopt(int fd, const void *early, size_t n, const char *cwd, struct gue
 		return rc;
 	}
 	guest_set_default_cwd(g, cwd);
+	kiln_client_set_timeout(g->c, wait_ms);
 	*out = g;
 	return 0;
+}
+
+bool guest_holds_process(const struct guest *g)
+{
+	return g && g->holds;
+}
+
+int guest_close_wait(struct guest *g, int wait_ms)
+{
+	int fd = -1, rc = 0;
+	void *early = NULL;
+	size_t n = 0;
+	if (!g)
+		return 0;
+	if (kiln_client_detach(g->c, &fd, &early, &n) < 0 || fd < 0) {
+		guest_close(g);	/* broken already: nothing to wait for */
+		return 0;
+	}
+	free(early);
+	guest_close(g);
+	/* Our end of sending; then whatever comes until the other end's,
+	 * which a relay's host sends once the agent has closed its side. */
+	shutdown(fd, SHUT_WR);
+	int64_t deadline = mono_ms() + wait_ms;
+	char buf[4096];
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int k = left > 0 ? poll(&p, 1, (int)left) : 0;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k == 0) {
+			rc = errf(ETIMEDOUT, "the guest connection's other end did not close within %d ms", wait_ms);
+			break;
+		}
+		ssize_t r = k > 0 ? recv(fd, buf, sizeof buf, MSG_DONTWAIT) : -1;
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (r <= 0)
+			break;	/* its end (or it reset: ended as well) */
+	}
+	close(fd);
+	return rc;
 }
 
 int guest_release(struct guest *g, int *fd, void **early, size_t *n)
@@ -177,6 +223,8 @@ int guest_exec_start(struct guest *g, struct guest_cmd *cmd)
 		.cols = cmd->cols,
 	};
 	int rc = kiln_exec_start(g->c, &r, &cmd->id, &cmd->pid);
+	if (rc == 0 && cmd->background)
+		g->holds = true;
 	return rc < 0 ? gfail(g, rc, "exec") : 0;
 }
 
@@ -189,6 +237,8 @@ int guest_exec_detach(struct guest *g)
 int guest_attach(struct guest *g, uint32_t id, uint32_t *pid, uint64_t *dropped)
 {
 	int rc = kiln_attach(g->c, id, pid, dropped);
+	if (rc == 0)
+		g->holds = true;
 	return rc < 0 ? gfail(g, rc, "attach") : 0;
 }
 

@@ -38,8 +38,21 @@ const char *guest_default_cwd(const struct guest *g);
 /* A relay of a guest connection (the cluster's API, hostif_remote.c): a
  * stream joined to the agent (fd, owned from here on; early: n bytes
  * read from it already) becomes a struct guest, with the directory of
- * commands that name none. */
-int guest_adopt(int fd, const void *early, size_t n, const char *cwd, struct guest **out);
+ * commands that name none. Its peer is a host across a network, which
+ * can stall: each wait for an answer or for room to send is bounded by
+ * wait_ms (-1: none; streams' waits are their callers' own). */
+int guest_adopt(int fd, const void *early, size_t n, const char *cwd, int wait_ms, struct guest **out);
+/* Whether a background process was started or attached through g: the
+ * agent keeps g as its client (who gets its exit; no other may ATTACH)
+ * until g ends. */
+bool guest_holds_process(const struct guest *g);
+/* Close g and wait, up to wait_ms, for its other end to close too. A
+ * relay's host closes it once the agent has closed its connection, so a
+ * request after this one finds what a local close leaves (the process
+ * free to attach, its exit kept); a plain close would end the agent's
+ * side only later, racing that request. 0, or -ETIMEDOUT (errmsg());
+ * g is freed either way. */
+int guest_close_wait(struct guest *g, int wait_ms);
 /* The other end of such a relay (the host agent): hand over the
  * connection's stream (*fd, the caller closes it) and the bytes read
  * from it already (*early, malloc'd, *n); g keeps no connection. */

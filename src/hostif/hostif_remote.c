@@ -11,6 +11,7 @@
 #include "hostif/hostif_wire.h"
 #include "hostif/placement.h"
 #include "hostif/relay_link.h"
+#include "common/log.h"
 #include "host/guest_conn.h"
 #include "store/cluster.h"
 #include "store/sbx_state.h"
@@ -37,6 +38,14 @@
 #define CONNECT_TIMEOUT_S 5
 #define RELAY_WAIT_MS 120000		/* a relay's enter may wake a hibernated sandbox */
 #define RELAY_HEAD_MAX 8192
+/* A relayed guest connection: each wait for the guest's answer (or for
+ * room to send it a request) through the host; a host that stalls past
+ * it ends the request with an error, never holds it. Streams (exec,
+ * PTY, follow, watch) wait on their own terms. */
+#define RELAY_CALL_MS 120000
+/* Leaving a connection that holds a process: the wait for the host to
+ * say its agent has closed the other end (guest_close_wait). */
+#define RELAY_LEAVE_MS 10000
 #define LOG_MAX (64 << 20)
 
 
@@ -1122,7 +1131,7 @@ static int r_enter(void *ctx, const char *ws, const char *id, struct hostif_gues
 	if (fd < 0)
 		return fd;
 	struct guest *g;
-	int rc = guest_adopt(fd, NULL, 0, cwd, &g);
+	int rc = guest_adopt(fd, NULL, 0, cwd, RELAY_CALL_MS, &g);
 	if (rc < 0)
 		return rc;
 	out->g = g;
@@ -1166,15 +1175,36 @@ static int r_hold(void *ctx, const char *ws, const char *id, struct hostif_guest
 static void r_leave(void *ctx, struct hostif_guest *hg)
 {
 	(void)ctx;
-	if (hg->g)
-		guest_close(hg->g);	/* ends the relay; the host leaves */
+	/* Closing ends the relay; the host then closes its guest connection,
+	 * a moment later. A connection that started or attached a
+	 * background process is its client until the agent sees that
+	 * close: a process started here and attached at once through the
+	 * next request found it still attached ("already has a client"),
+	 * and one signalled after an output request had its exit taken by
+	 * the closing connection and its record freed ("no process with
+	 * id"). One-box's close reaches the agent first; so does this one,
+	 * by waiting for the host's end of the relay. */
+	if (hg->g && guest_holds_process(hg->g)) {
+		char keep[512];		/* the leave is never the error reported */
+		snprintf(keep, sizeof keep, "%s", errmsg());
+		if (guest_close_wait(hg->g, RELAY_LEAVE_MS) < 0)
+			log_warn("sandbox %s: %s", hg->id, errmsg());
+		errf(EIO, "%s", keep);
+	} else if (hg->g) {
+		guest_close(hg->g);
+	}
 	memset(hg, 0, sizeof *hg);
 }
 
 /* The console log as the host has it now, in a memory file (h_logs reads
- * it as a file). Following, the host says how much that is ("OK SIZE")
- * and the relay goes on with what the log gets later: *more. A host that
- * gives no SIZE (older) sends the log to its end and closes. */
+ * it as a file). The host says how much that is ("OK SIZE"); following,
+ * the relay goes on with what the log gets later: *more. Not following,
+ * the SIZE bytes are the answer, whether or not the host has closed yet:
+ * an app's deploy (ops/app.c keep_log) once waited 300 s and more on a
+ * log relay its host had sent all of and not ended (session 31). A host
+ * that gives no SIZE (older) sends the log to its end and closes. Each
+ * wait for the host's bytes is bounded (RELAY_LOG_WAIT_MS). */
+#define RELAY_LOG_WAIT_MS 30000
 static int r_log_open(void *ctx, const char *ws, const char *id, bool follow, int *out, int *more)
 {
 	char ok[32] = "";
@@ -1188,22 +1218,28 @@ static int r_log_open(void *ctx, const char *ws, const char *id, bool follow, in
 	}
 	char *end;
 	long long size = strtoll(ok, &end, 10);
-	bool sized = follow && end != ok && *end == 0 && size >= 0 && size <= LOG_MAX;
+	bool sized = end != ok && *end == 0 && size >= 0 && size <= LOG_MAX;
+	struct timeval tv = { RELAY_LOG_WAIT_MS / 1000, 0 }, none = { 0, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	char buf[65536];
-	ssize_t n;
+	ssize_t n = 0;
 	size_t total = 0, want = sized ? (size_t)size : LOG_MAX;
 	while (total < want && (n = recv(fd, buf, want - total < sizeof buf ? want - total : sizeof buf, 0)) > 0) {
 		if (write(mfd, buf, (size_t)n) != n)
 			break;
 		total += (size_t)n;
 	}
-	if (sized && total == want) {
+	int stalled = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	if (sized && total == want && follow) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);	/* the follower's waits */
 		*more = fd;
 	} else {
 		close(fd);
-		if (sized) {	/* the relay ended inside what it said it would send */
+		if ((sized && total < want) || stalled) {
 			close(mfd);
-			return errf(EHOSTDOWN, "sandbox %s: its host's log relay ended early", id);
+			return stalled ? errf(EHOSTDOWN, "sandbox %s: its host's log relay sent nothing for %d s",
+					      id, RELAY_LOG_WAIT_MS / 1000)
+				       : errf(EHOSTDOWN, "sandbox %s: its host's log relay ended early", id);
 		}
 	}
 	*out = mfd;

@@ -190,11 +190,23 @@ static void *pump(void *arg)
 					{ .fd = l->tls_fd, .events = down ? POLLIN : 0 } };
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
-		if (pf[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+		if (!up && (pf[0].revents & (POLLHUP | POLLERR)))
+			break;	/* the API closed its end: it waits no more */
+		if (up && (pf[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ssize_t n = recv(local, buf, PUMP_BUF, 0);
-			if (n <= 0) {
-				up = false;	/* the API's side ended: so does the relay */
+			if (n < 0)
 				break;
+			if (n == 0) {
+				/* The API's side ended its sending: so does the
+				 * relay's (TCP's half-close under TLS, which the
+				 * host watches for), and the host's end comes
+				 * back once its agent has closed (guest_conn.h
+				 * guest_close_wait). */
+				up = false;
+				shutdown(l->tls_fd, SHUT_WR);
+				if (!down)
+					break;
+				continue;
 			}
 			if (link_send(l, buf, (size_t)n) < 0)
 				break;

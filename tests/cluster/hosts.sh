@@ -199,6 +199,32 @@ api PUT "/v1/sandboxes/$B1/files?path=/tmp/blob" "" --data-binary @"$T/blob"
 curl -s -m 60 -H "Authorization: Bearer $KEY" -o "$T/blob.tls" "$URL/v1/sandboxes/$B1/files?path=/tmp/blob"
 [ "$STATUS" = 200 ] && cmp -s "$T/blob" "$T/blob.tls" && pass tls_relay_files "300 kB up and down through host-b's TLS relays" \
 	|| fail tls_relay_files "$STATUS $BODY"
+# Background processes started and attached back to back through the
+# relays, at one kept-alive connection's pace (the TypeScript SDK's): as
+# on one box, each attach finds its process free and each exit is kept
+# for the next output (tests/cluster/proc_race.py). The API's leave of a
+# connection holding a process waits for the host's end of the relay
+# (src/host/guest_conn.h guest_close_wait). Then the console log, not
+# followed, through each host's relay: its SIZE bytes are the answer,
+# whether or not the host has closed the relay yet (an app deploy waited
+# 300 s on it in session 31).
+# One round a host in the quick tier, three in the full tier (three took
+# 3.3 s on host-a and 7.6 s on host-b, whose leaves each wait its 300 ms
+# grace after the FIN; session 32, a loaded machine).
+A1=$(on_host a | cut -d' ' -f1)
+rounds=1; full && rounds=3
+for h in a b; do
+	x=$A1; [ $h = b ] && x=$B1
+	t0=$(date +%s%N)
+	out=$(python3 "$(dirname "$0")/proc_race.py" "$URL" "$KEY" "$x" "$rounds" 2>&1)
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	[[ $out == ok* ]] && pass "proc_relay_order_$h" "host-$h, $x: $out ($ms ms)" || fail "proc_relay_order_$h" "host-$h, $x: $out"
+	t0=$(date +%s%N)
+	api GET "/v1/sandboxes/$x/logs?tail=3"
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	[ "$STATUS" = 200 ] && [ $ms -lt 20000 ] && pass "log_relay_$h" "host-$h: the console's last lines in $ms ms" \
+		|| fail "log_relay_$h" "$STATUS after $ms ms: $BODY"
+done
 # The relays end with the API's connections: host-b's TLS server (MHD)
 # tells nothing of a client's end, so the agent watches the socket; here
 # nothing of B1's is left running, and it hibernates (and wakes).
@@ -312,6 +338,28 @@ code3=$(curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$CL_PORT_
 code=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $CL_KEY" "http://127.0.0.1:$CL_PORT_A/v1/host/sandboxes")
 [ "$code" = 401 ] && pass host_call_refused "a tenant's key at a host: 401" || fail host_call_refused "$code"
 grep -q "host call from .* refused" "$T/a.log" && pass host_call_logged "host-a logged it" || fail host_call_logged ""
+
+# ---- a host stalls (full tier: about 40 s) ----------------------------------------
+# A terminal through the replica whose host stops answering (its agent
+# stopped: the TCP connection stays, nothing comes) ends with the reason
+# once the host is down, not waiting on the silent relay forever (session
+# 31: a PTY that upgraded and sent nothing for 10 minutes). The agent
+# then goes on, is up again and its sandboxes running, before it dies.
+if [ "${KILN_TEST_FULL:-}" = 1 ]; then
+	python3 "$(dirname "$0")/pty_watch.py" "$CL_API1" "$KEY" "$S1" "echo pty-ready; sleep 600" 150 > "$T/pty" 2>&1 &
+	wpid=$!
+	until_ok 60 grep -q 'pty-ready' "$T/pty"
+	kill -STOP "${agent_pid[$other]}"; t0=$SECONDS
+	until_ok 140 grep -q '^closed\|^silent\|^ended\|^not' "$T/pty"; took=$((SECONDS - t0))
+	kill -CONT "${agent_pid[$other]}"
+	wait $wpid 2>/dev/null
+	back() { URL=$CL_API1 api GET "/v1/sandboxes/$S1"; [ "$(jget 'j["status"]')" = running ]; }
+	until_ok 60 back; back_st=$?
+	grep -q '^text .*"type":"error".*'"$S1"' is lost\|^text .*"type":"error".*cannot be reached' "$T/pty" && grep -q '^closed 1011' "$T/pty" \
+		&& pass pty_host_stalled "ended $took s after host-$other stopped: $(grep '^text' "$T/pty" | tail -1 | cut -c1-200)" \
+		|| fail pty_host_stalled "after $took s: $(tr '\n' ' ' < "$T/pty" | cut -c1-400)"
+	[ $back_st = 0 ] && pass host_stalled_back "host-$other went on: $S1 running again" || fail host_stalled_back "$STATUS $BODY"
+fi
 
 # ---- a host dies ------------------------------------------------------------------
 # host-$other runs S1 and S2; host-$full runs P1 and P2.

@@ -6,7 +6,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/err.h"
@@ -69,7 +72,7 @@ static int play(bool hang_up, int wait_ms, struct seen *s, struct guest_ev *exit
 	if (hang_up)
 		shutdown(sv[1], SHUT_WR);
 	struct guest *g;
-	int rc = guest_adopt(sv[0], NULL, 0, NULL, &g);
+	int rc = guest_adopt(sv[0], NULL, 0, NULL, -1, &g);
 	if (rc == 0) {
 		struct guest_cmd c = { .shell = "true" };
 		memset(s, 0, sizeof *s);
@@ -134,6 +137,105 @@ static int test_silence_times_out(void)
 	return 0;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A relay's host that took the request and went silent (the cluster's
+ * PTY that upgraded and then sent nothing for 10 minutes, session 31):
+ * the start ends with ETIMEDOUT at the relay's bound. Before the bound,
+ * guest_exec_start waited for STARTED forever, and so did this test. */
+static int test_relay_silent_host_times_out(void)
+{
+	int sv[2];
+	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	struct guest *g;
+	int rc = guest_adopt(sv[0], NULL, 0, NULL, 300, &g);
+	T_ASSERT(rc == 0, "adopt: %s", errmsg());
+	struct guest_cmd c = { .shell = "exec sh -l", .pty = true, .stdin_pipe = true };
+	int64_t t0 = now_ms();
+	rc = guest_exec_start(g, &c);
+	int64_t took = now_ms() - t0;
+	guest_close(g);
+	close(sv[1]);
+	T_ASSERT(rc == -ETIMEDOUT, "rc %d (%s) after %lld ms", rc, errmsg(), (long long)took);
+	T_ASSERT(took >= 250 && took < 5000, "timed out after %lld ms, the bound is 300", (long long)took);
+	T_NOTE("%s (%lld ms)", errmsg(), (long long)took);
+	return 0;
+}
+
+/* The host side of a relay: read (and drop) until the API's end, wait
+ * linger_ms (the host closing its guest connection), then close; with
+ * linger_ms < 0 never close (a stalled host). The child's pid. */
+static pid_t host_side(int fd, int linger_ms)
+{
+	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	char b[4096];
+	while (read(fd, b, sizeof b) > 0)
+		;
+	if (linger_ms < 0)
+		pause();
+	poll(NULL, 0, linger_ms);
+	(void)!write(fd, "x", 1);	/* what the guest still sent: dropped */
+	close(fd);
+	_exit(0);
+}
+
+/* A connection that started a background process is the process's
+ * client until the agent sees it end: leaving waits for the other end
+ * (a relay's host closes once its agent has), or a request after it
+ * races the close. */
+static int test_close_wait_waits_for_the_other_end(void)
+{
+	frame(KILN_STARTED, 0, false);
+	int sv[2];
+	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	ssize_t w = write(sv[1], script.p + script.off, buf_used(&script));
+	buf_free(&script);
+	T_ASSERT(w > 0, "script");
+	struct guest *g;
+	T_ASSERT(guest_adopt(sv[0], NULL, 0, NULL, 2000, &g) == 0, "adopt: %s", errmsg());
+	T_ASSERT(!guest_holds_process(g), "holds a process before any");
+	struct guest_cmd c = { .shell = "sleep 100", .background = true };
+	T_ASSERT(guest_exec_start(g, &c) == 0, "start: %s", errmsg());
+	T_ASSERT(guest_holds_process(g), "a background start does not hold its process");
+	pid_t pid = host_side(sv[1], 300);
+	close(sv[1]);
+	int64_t t0 = now_ms();
+	int rc = guest_close_wait(g, 5000);
+	int64_t took = now_ms() - t0;
+	int st;
+	waitpid(pid, &st, 0);
+	T_ASSERT(rc == 0, "rc %d (%s)", rc, errmsg());
+	T_ASSERT(took >= 250, "returned after %lld ms, before the other end closed (300 ms)", (long long)took);
+	T_NOTE("the other end closed after %lld ms", (long long)took);
+	return 0;
+}
+
+static int test_close_wait_is_bounded(void)
+{
+	int sv[2];
+	T_ASSERT(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	struct guest *g;
+	T_ASSERT(guest_adopt(sv[0], NULL, 0, NULL, 2000, &g) == 0, "adopt: %s", errmsg());
+	pid_t pid = host_side(sv[1], -1);
+	int64_t t0 = now_ms();
+	int rc = guest_close_wait(g, 300);
+	int64_t took = now_ms() - t0;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(sv[1]);
+	T_ASSERT(rc == -ETIMEDOUT, "rc %d (%s)", rc, errmsg());
+	T_ASSERT(took >= 250 && took < 5000, "gave up after %lld ms, the bound is 300", (long long)took);
+	T_NOTE("%s", errmsg());
+	return 0;
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -141,5 +243,8 @@ int main(void)
 	T_RUN(test_closed_before_exit);
 	T_RUN(test_end_is_no_exit);
 	T_RUN(test_silence_times_out);
+	T_RUN(test_relay_silent_host_times_out);
+	T_RUN(test_close_wait_waits_for_the_other_end);
+	T_RUN(test_close_wait_is_bounded);
 	return t_failed ? 1 : 0;
 }
