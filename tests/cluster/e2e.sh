@@ -10,7 +10,8 @@
 # them at its end; what it needs of a kilnd of its own (its process, data
 # directory, log, or other options) are SKIP lines naming why.
 # Environment: CL_E2E_URL (the replica; started with --rate 0, what the
-# files give their own kilnd), CL_OP (an operator's key), CL_KEY (a
+# files give their own kilnd), CL_E2E_URL61 and CL_E2E_ARGS61 (a replica
+# with the options 61-kilnd-sandbox gives its kilnd, and those), CL_OP (an operator's key), CL_KEY (a
 # workspace's key, to see the hosts' templates), KILN_CLUSTER_E2E_FILES
 # (names of tests/e2e files without .sh; default: those below).
 # Prints each file's lines as they come, each case's name led by clNN_
@@ -24,7 +25,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 # The files that speak only HTTP to kilnd, on minimal sandboxes (the
 # hosts build minimal; docs/cluster.md "How it is tested" says which
 # others do not run here and why).
-FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin)
+FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin 61-kilnd-sandbox)
 T=$(mktemp -d /tmp/kcle2e.XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
 for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
@@ -36,7 +37,9 @@ for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
 	fi
 	# The one-box limit of a file (tests/integration/run's 420 s) plus
 	# the cluster's slower creates.
-	KILN_API_URL=$CL_E2E_URL KILN_ADMIN_KEY=$CL_OP KILN_API_KEY=$CL_KEY KILN_API_ARGS="--rate 0" \
+	url=$CL_E2E_URL args="--rate 0"
+	[[ $f == 61-* ]] && url=${CL_E2E_URL61:?} args=${CL_E2E_ARGS61:?}
+	KILN_API_URL=$url KILN_ADMIN_KEY=$CL_OP KILN_API_KEY=$CL_KEY KILN_API_ARGS=$args \
 		timeout -k 5 "${KILN_CLUSTER_E2E_TIMEOUT:-900}" bash "$repo/tests/e2e/$f.sh" < /dev/null 2>&1 |
 		sed -u -E "s/^(PASS|FAIL|SKIP) /\1 cl${f%%-*}_/" | tee "$T/out"
 	st=${PIPESTATUS[0]}
