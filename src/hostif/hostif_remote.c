@@ -12,6 +12,7 @@
 #include "hostif/placement.h"
 #include "hostif/relay_link.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "host/guest_conn.h"
 #include "store/cluster.h"
 #include "store/sbx_state.h"
@@ -573,12 +574,25 @@ static int volumes_host(struct remote *rm, const struct create_req *req, struct 
 	return 0;
 }
 
+/* A create or fork child the host was asked for, timed from the call's
+ * start (placement, the host's create, the record): the replica's
+ * kiln_sandbox_create_seconds, as one-box kilnd's host times its own. */
+static void create_timed(struct remote *rm, int64_t t0, int n, bool ok)
+{
+	if (!rm->cfg.metrics)
+		return;
+	double s = (double)(mono_ns() - t0) / 1e9;
+	for (int i = 0; i < n; i++)
+		metrics_create(rm->cfg.metrics, s, ok);
+}
+
 static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
 {
 	struct remote *rm = ctx;
 	struct host_row h, snap_host;
 	char res[1][ID_MAX];
 	int rc;
+	int64_t t0 = mono_ns();
 	memset(out, 0, sizeof *out);
 	struct choose c = {
 		{ .policy = rm->cfg.policy, .vcpu_overcommit = rm->cfg.vcpu_overcommit, .template = req->template },
@@ -648,6 +662,7 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	} else {
 		store_placement_drop(rm->cfg.store, res[0]);
 	}
+	create_timed(rm, t0, 1, rc == 0);
 	host_row_clear(&h);
 	return rc;
 }
@@ -967,6 +982,7 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 {
 	struct remote *rm = ctx;
 	struct host_row h, none;
+	int64_t t0 = mono_ns();
 	*made = 0;
 	if (req->count < 1 || req->count > HOST_FORK_MAX)
 		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
@@ -1023,6 +1039,8 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 	}
 	for (int k = *made; k < n; k++)
 		store_placement_drop(rm->cfg.store, res[k]);	/* not made: no create */
+	create_timed(rm, t0, *made, true);
+	create_timed(rm, t0, n - *made, false);
 	const json_t *err = json_object_get(a, "error");
 	if (rc == 0 && err)
 		rc = wire_error_parse(err, req->report);
@@ -1274,6 +1292,18 @@ static void r_metrics(void *ctx, struct strbuf *b)
 	struct host_gauges g = { 0 };
 	if (store_host_each(rm->cfg.store, count_host, &g) < 0)
 		return;
+	/* One-box kilnd's gauge (src/host/host.c), over the cluster: what
+	 * the database has of every sandbox, as GET /v1/sandboxes answers,
+	 * so a scrape of any replica reads the same as one of kilnd. */
+	int64_t count[SBX_NSTATES];
+	if (store_sandbox_states(rm->cfg.store, count) == 0) {
+		strbuf_printf(b, "# HELP kiln_sandboxes Sandboxes of the cluster, by state (its database's records).\n"
+				 "# TYPE kiln_sandboxes gauge\n");
+		for (int i = 0; i < SBX_NSTATES; i++)
+			if (i != SBX_DELETED)
+				strbuf_printf(b, "kiln_sandboxes{state=\"%s\"} %lld\n", sbx_state_name(i),
+					      (long long)count[i]);
+	}
 	strbuf_printf(b, "# HELP kiln_cluster_hosts Hosts of the cluster by state.\n"
 			  "# TYPE kiln_cluster_hosts gauge\n"
 			  "kiln_cluster_hosts{state=\"up\"} %d\nkiln_cluster_hosts{state=\"down\"} %d\n"
