@@ -833,16 +833,21 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
  * later: a GET of it right after (on any replica) answers 404
  * sandbox_ended with when and why, as one-box kilnd does, not "not
  * found" (the SDKs' ended_sandbox tests against a cluster). */
-static void record_deleted(struct remote *rm, const char *id)
+static void record_deleted(struct remote *rm, const char *id, bool failed)
 {
 	struct sbx_row row;
 	if (store_sandbox_load(rm->cfg.store, id, &row) < 0)
 		return;
 	if (row.state != SBX_DELETED) {
+		/* One that had failed ended by failing, whatever removed it
+		 * (as its host and one-box kilnd say: sandbox_delete_why). */
+		failed = failed || row.state == SBX_FAILED;
 		row.state = SBX_DELETED;
 		if (!row.deleted_ms)
 			row.deleted_ms = wall_ms();
-		if (!row.ended[0])
+		if (failed)
+			snprintf(row.ended, sizeof row.ended, "failed");
+		else if (!row.ended[0])
 			snprintf(row.ended, sizeof row.ended, "deleted");
 		store_sandbox_save(rm->cfg.store, &row);
 		tell(&row, NULL);
@@ -857,11 +862,18 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 	int rc = where(rm, ws, id, &h);
 	if (rc < 0)
 		return rc;
-	bool down = remote_host_down(&h);
+	bool down = remote_host_down(&h), failed = false;
 	host_row_clear(&h);
 	if (!down) {
+		/* The host's own record first: one that failed a moment ago,
+		 * which the database has not heard of yet (its next heartbeat),
+		 * is recorded as ended by failing, as one-box kilnd answers. */
 		struct sbx_row was;
-		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
+		int got = r_get(rm, ws, id, false, &was);
+		if (got < 0)
+			got = store_sandbox_load(rm->cfg.store, id, &was);
+		if (got == 0) {
+			failed = was.state == SBX_FAILED;
 			tell(&was, "deleting");
 			sbx_row_clear(&was);
 		}
@@ -869,7 +881,7 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 	}
 	/* Down: deleted now; its host ends it when back (reconciliation). */
 	if (rc == 0) {
-		record_deleted(rm, id);
+		record_deleted(rm, id, failed);
 		rc = store_placement_end(rm->cfg.store, id);
 	}
 	return rc;
