@@ -225,7 +225,10 @@ api POST "/v1/sandboxes/$A/processes/$proc/stdin" 'x'
 expect process_stdin_closed_by_it 409 stdin_closed
 api POST "/v1/sandboxes/$A/processes/$proc/signal" '{"signal":"KILL"}'
 # A process that reads nothing: the pipe's 64 KiB and 2 MiB queued, then 409.
-api POST "/v1/sandboxes/$A/processes" '{"cmd":"sleep 60","stdin":true}'
+# (It lives until killed below: against a cluster the three sends crossed
+# the emulated host's forwarded ports in over 60 s, and a sleep 60 ended
+# before the third, answered 404.)
+api POST "/v1/sandboxes/$A/processes" '{"cmd":"sleep 600","stdin":true}'
 proc=$(jget 'j["id"]')
 head -c 1000000 /dev/zero > "$T/mb"
 full=
