@@ -1086,6 +1086,15 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	/* A guest relay wakes a hibernated sandbox: held to the cap first. */
 	int held = !strcmp(kind, "guest") ? wake_hold(rm, ws, id, &h) : 0;
+	/* And told as the wake it is, cap or none (below). */
+	bool asleep = held > 0;
+	if (held == 0 && !strcmp(kind, "guest")) {
+		struct sbx_row was;
+		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
+			asleep = was.state == SBX_HIBERNATED;
+			sbx_row_clear(&was);
+		}
+	}
 	if (held < 0) {
 		host_row_clear(&h);
 		return held;
@@ -1134,9 +1143,11 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	if (held) {
+	if (asleep) {
 		/* Entered: it runs now. The record says so at once (its host's
-		 * comes with the next heartbeat), and the hold goes. */
+		 * comes with the next heartbeat), and this replica's stream
+		 * tells of it at once, as of a wake it made (an exec that woke
+		 * it: e2e 61 events_one_sandbox against a cluster). */
 		struct sbx_row row;
 		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			row.state = SBX_RUNNING;
@@ -1144,8 +1155,9 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 			tell(&row, NULL);
 			sbx_row_clear(&row);
 		}
-		store_wake_done(rm->cfg.store, id);
 	}
+	if (held)
+		store_wake_done(rm->cfg.store, id);	/* the hold goes */
 	if (rc < 0) {
 		link_close(l);
 		return rc;
