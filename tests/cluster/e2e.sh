@@ -39,9 +39,9 @@ for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
 	# the cluster's slower creates.
 	url=$CL_E2E_URL args="--rate 0" tier=${KILN_TEST_FULL:-}
 	# 61 at the quick tier's sizes, whatever the tier: relayed bytes
-	# cross the emulated host's forwarded ports at about 25 kB/s
-	# (docs/cluster.md), and the full tier's four 20 MB execs would take
-	# most of an hour there.
+	# cross the emulated host's forwarded ports, slow under load (one run
+	# moved about 25 kB/s, docs/cluster.md): the full tier's four 20 MB
+	# execs could take most of an hour there.
 	[[ $f == 61-* ]] && url=${CL_E2E_URL61:?} args=${CL_E2E_ARGS61:?} tier=
 	KILN_TEST_FULL=$tier KILN_API_URL=$url KILN_ADMIN_KEY=$CL_OP KILN_API_KEY=$CL_KEY KILN_API_ARGS=$args \
 		timeout -k 5 "${KILN_CLUSTER_E2E_TIMEOUT:-900}" bash "$repo/tests/e2e/$f.sh" < /dev/null 2>&1 |
