@@ -12,6 +12,7 @@
 #include "hostif/placement.h"
 #include "hostif/relay_link.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "host/guest_conn.h"
 #include "store/cluster.h"
 #include "store/sbx_state.h"
@@ -573,12 +574,25 @@ static int volumes_host(struct remote *rm, const struct create_req *req, struct 
 	return 0;
 }
 
+/* A create or fork child the host was asked for, timed from the call's
+ * start (placement, the host's create, the record): the replica's
+ * kiln_sandbox_create_seconds, as one-box kilnd's host times its own. */
+static void create_timed(struct remote *rm, int64_t t0, int n, bool ok)
+{
+	if (!rm->cfg.metrics)
+		return;
+	double s = (double)(mono_ns() - t0) / 1e9;
+	for (int i = 0; i < n; i++)
+		metrics_create(rm->cfg.metrics, s, ok);
+}
+
 static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out)
 {
 	struct remote *rm = ctx;
 	struct host_row h, snap_host;
 	char res[1][ID_MAX];
 	int rc;
+	int64_t t0 = mono_ns();
 	memset(out, 0, sizeof *out);
 	struct choose c = {
 		{ .policy = rm->cfg.policy, .vcpu_overcommit = rm->cfg.vcpu_overcommit, .template = req->template },
@@ -648,6 +662,7 @@ static int r_create(void *ctx, const struct create_req *req, struct sbx_row *out
 	} else {
 		store_placement_drop(rm->cfg.store, res[0]);
 	}
+	create_timed(rm, t0, 1, rc == 0);
 	host_row_clear(&h);
 	return rc;
 }
@@ -818,16 +833,21 @@ static int on_sandbox(struct remote *rm, const char *method, const char *ws, con
  * later: a GET of it right after (on any replica) answers 404
  * sandbox_ended with when and why, as one-box kilnd does, not "not
  * found" (the SDKs' ended_sandbox tests against a cluster). */
-static void record_deleted(struct remote *rm, const char *id)
+static void record_deleted(struct remote *rm, const char *id, bool failed)
 {
 	struct sbx_row row;
 	if (store_sandbox_load(rm->cfg.store, id, &row) < 0)
 		return;
 	if (row.state != SBX_DELETED) {
+		/* One that had failed ended by failing, whatever removed it
+		 * (as its host and one-box kilnd say: sandbox_delete_why). */
+		failed = failed || row.state == SBX_FAILED;
 		row.state = SBX_DELETED;
 		if (!row.deleted_ms)
 			row.deleted_ms = wall_ms();
-		if (!row.ended[0])
+		if (failed)
+			snprintf(row.ended, sizeof row.ended, "failed");
+		else if (!row.ended[0])
 			snprintf(row.ended, sizeof row.ended, "deleted");
 		store_sandbox_save(rm->cfg.store, &row);
 		tell(&row, NULL);
@@ -842,11 +862,18 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 	int rc = where(rm, ws, id, &h);
 	if (rc < 0)
 		return rc;
-	bool down = remote_host_down(&h);
+	bool down = remote_host_down(&h), failed = false;
 	host_row_clear(&h);
 	if (!down) {
+		/* The host's own record first: one that failed a moment ago,
+		 * which the database has not heard of yet (its next heartbeat),
+		 * is recorded as ended by failing, as one-box kilnd answers. */
 		struct sbx_row was;
-		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
+		int got = r_get(rm, ws, id, false, &was);
+		if (got < 0)
+			got = store_sandbox_load(rm->cfg.store, id, &was);
+		if (got == 0) {
+			failed = was.state == SBX_FAILED;
 			tell(&was, "deleting");
 			sbx_row_clear(&was);
 		}
@@ -854,7 +881,7 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 	}
 	/* Down: deleted now; its host ends it when back (reconciliation). */
 	if (rc == 0) {
-		record_deleted(rm, id);
+		record_deleted(rm, id, failed);
 		rc = store_placement_end(rm->cfg.store, id);
 	}
 	return rc;
@@ -967,6 +994,7 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 {
 	struct remote *rm = ctx;
 	struct host_row h, none;
+	int64_t t0 = mono_ns();
 	*made = 0;
 	if (req->count < 1 || req->count > HOST_FORK_MAX)
 		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
@@ -1023,6 +1051,8 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 	}
 	for (int k = *made; k < n; k++)
 		store_placement_drop(rm->cfg.store, res[k]);	/* not made: no create */
+	create_timed(rm, t0, *made, true);
+	create_timed(rm, t0, n - *made, false);
 	const json_t *err = json_object_get(a, "error");
 	if (rc == 0 && err)
 		rc = wire_error_parse(err, req->report);
@@ -1056,6 +1086,15 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	/* A guest relay wakes a hibernated sandbox: held to the cap first. */
 	int held = !strcmp(kind, "guest") ? wake_hold(rm, ws, id, &h) : 0;
+	/* And told as the wake it is, cap or none (below). */
+	bool asleep = held > 0;
+	if (held == 0 && !strcmp(kind, "guest")) {
+		struct sbx_row was;
+		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
+			asleep = was.state == SBX_HIBERNATED;
+			sbx_row_clear(&was);
+		}
+	}
 	if (held < 0) {
 		host_row_clear(&h);
 		return held;
@@ -1104,9 +1143,11 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	if (held) {
+	if (asleep) {
 		/* Entered: it runs now. The record says so at once (its host's
-		 * comes with the next heartbeat), and the hold goes. */
+		 * comes with the next heartbeat), and this replica's stream
+		 * tells of it at once, as of a wake it made (an exec that woke
+		 * it: e2e 61 events_one_sandbox against a cluster). */
 		struct sbx_row row;
 		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			row.state = SBX_RUNNING;
@@ -1114,8 +1155,9 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 			tell(&row, NULL);
 			sbx_row_clear(&row);
 		}
-		store_wake_done(rm->cfg.store, id);
 	}
+	if (held)
+		store_wake_done(rm->cfg.store, id);	/* the hold goes */
 	if (rc < 0) {
 		link_close(l);
 		return rc;
@@ -1274,6 +1316,18 @@ static void r_metrics(void *ctx, struct strbuf *b)
 	struct host_gauges g = { 0 };
 	if (store_host_each(rm->cfg.store, count_host, &g) < 0)
 		return;
+	/* One-box kilnd's gauge (src/host/host.c), over the cluster: what
+	 * the database has of every sandbox, as GET /v1/sandboxes answers,
+	 * so a scrape of any replica reads the same as one of kilnd. */
+	int64_t count[SBX_NSTATES];
+	if (store_sandbox_states(rm->cfg.store, count) == 0) {
+		strbuf_printf(b, "# HELP kiln_sandboxes Sandboxes of the cluster, by state (its database's records).\n"
+				 "# TYPE kiln_sandboxes gauge\n");
+		for (int i = 0; i < SBX_NSTATES; i++)
+			if (i != SBX_DELETED)
+				strbuf_printf(b, "kiln_sandboxes{state=\"%s\"} %lld\n", sbx_state_name(i),
+					      (long long)count[i]);
+	}
 	strbuf_printf(b, "# HELP kiln_cluster_hosts Hosts of the cluster by state.\n"
 			  "# TYPE kiln_cluster_hosts gauge\n"
 			  "kiln_cluster_hosts{state=\"up\"} %d\nkiln_cluster_hosts{state=\"down\"} %d\n"

@@ -17,6 +17,7 @@
 #include "hostif/placement.h"
 
 struct store;
+struct metrics;
 
 /* vCPUs placed per vCPU a host offers: guests mostly wait, and a sandbox
  * that runs gets its vCPU time from the host's scheduler. */
@@ -28,6 +29,7 @@ struct remote_config {
 	enum placement_policy policy;
 	const char *ca_file;		/* PEM CA for https hosts, or NULL: the system's */
 	int vcpu_overcommit;		/* vCPUs placed per vCPU a host offers (>= 1) */
+	struct metrics *metrics;	/* creates and forks timed here (the API's /metrics), or NULL */
 };
 
 /* Fill *out; cfg is copied. -ENOMEM. */

@@ -850,6 +850,7 @@ static int serve(struct cmdline *c)
 		struct remote_config rc = {
 			.store = st, .policy = c->placement && !strcmp(c->placement, "pack") ? PLACE_PACK : PLACE_SPREAD,
 			.ca_file = c->hosts_ca, .vcpu_overcommit = HOST_VCPU_OVERCOMMIT,
+			.metrics = api.metrics,
 		};
 		if (hostif_remote(&hostif, &rc) < 0)
 			die("%s", errmsg());

@@ -190,4 +190,9 @@ int store_placement_ids(struct store *st, const char *host_id, store_id_fn *fn, 
 int store_placement_each(struct store *st, const char *ws, const char *kind, store_placed_fn *fn,
 			 void *ctx);
 
+/* How many sandboxes of the cluster are in each state but deleted
+ * (count indexed by enum sbx_state; the deleted one stays 0): a
+ * replica's kiln_sandboxes gauge. */
+int store_sandbox_states(struct store *st, int64_t count[SBX_NSTATES]);
+
 #endif

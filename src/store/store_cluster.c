@@ -360,3 +360,25 @@ int store_template_copy_release(struct store *st, const char *name, int64_t vers
 		     NULL, NULL, NULL, DBV_S(name), DBV_I(version), DBV_S(host_id), DBV_S(owner));
 	return rc < 0 ? rc : 0;
 }
+
+/* ---- what a replica shows ---------------------------------------------------------- */
+
+static int row_state_count(void *ctx, const struct dbv *c, int n)
+{
+	int64_t *count = ctx;
+	enum sbx_state st;
+	if (n < 2)
+		return errf(EIO, "store: short row of sandboxes by state");
+	/* A state this build does not know (a newer replica's) is left out. */
+	if (sbx_state_parse(dbv_text(&c[0]), &st) == 0)
+		count[st] = dbv_int(&c[1]);
+	return 0;
+}
+
+int store_sandbox_states(struct store *st, int64_t count[SBX_NSTATES])
+{
+	memset(count, 0, SBX_NSTATES * sizeof *count);
+	int rc = RUN(st, "SELECT state, COUNT(*) FROM sandboxes WHERE state <> $1 GROUP BY state", row_state_count,
+		     count, NULL, DBV_S(sbx_state_name(SBX_DELETED)));
+	return rc < 0 ? rc : 0;
+}

@@ -9,8 +9,11 @@
 # KILN_CLUSTER_ONLY=sdk: the hosts serve the SDK suites run outside
 # (tests/cluster/sdk.sh) instead of the cases here; their templates (four,
 # as tests/sdk/serve's) go on the scratch disk tests/cluster/run gives.
-sdk_mode=0
+# KILN_CLUSTER_ONLY=e2e: the same, for e2e files run outside
+# (tests/cluster/e2e.sh) on minimal sandboxes.
+sdk_mode=0 e2e_mode=0
 [ "${KILN_CLUSTER_ONLY:-}" = sdk ] && sdk_mode=1 && export KILN_TEST_TMP=${KILN_SCRATCH:-/tmp}
+[ "${KILN_CLUSTER_ONLY:-}" = e2e ] && e2e_mode=1 && export KILN_TEST_TMP=${KILN_SCRATCH:-/tmp}
 . "$(dirname "$0")/../e2e/lib.sh"
 : "${CL_API1:?} ${CL_API2:?} ${CL_TOKEN:?} ${CL_KEY:?} ${CL_KEY_CAP:?} ${CL_KEY_BROKE:?} ${CL_KEY_IDLE:?} ${CL_KEY_ABS:?} ${CL_OP:?} ${CL_KEY_PLAN:?} ${CL_PORT_A:?} ${CL_PORT_B:?} ${CL_PORT_C:?} ${CL_ADV_A:?} ${CL_ADV_B:?} ${CL_ADV_C:?} ${CL_TLS:?} ${CL_CTL:?}"
 # host-b serves HTTPS (CL_TLS: its certificate, and the CA the API
@@ -80,7 +83,8 @@ done
 # For the SDK suites, room for what they run at once (two shared
 # sandboxes, a test's own, an app's, the code-interpreter's).
 offer=()
-[ $sdk_mode = 1 ] && offer=(--offer-memory 4096 --offer-vcpus 8)
+# And for the e2e files' (five sandboxes of one file at once).
+[ $sdk_mode = 1 ] || [ $e2e_mode = 1 ] && offer=(--offer-memory 4096 --offer-vcpus 8)
 start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN" "${offer[@]}"
 start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN" "${offer[@]}"
 joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
@@ -114,6 +118,19 @@ if [ $sdk_mode = 1 ]; then
 	left=$(on_host a; on_host b)
 	[ -z "${left// /}" ] && pass sdk_no_sandboxes_left "host-a and host-b run none after the SDK suites" \
 		|| fail sdk_no_sandboxes_left "still on the hosts: $left"
+	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
+	exit 0
+fi
+
+# KILN_CLUSTER_ONLY=e2e: the e2e files outside against replica 1, while
+# the hosts serve them; then nothing may be left on a host.
+if [ $e2e_mode = 1 ]; then
+	ans=$(curl -s -m 2300 -X POST "$CL_CTL/e2e")
+	[[ $ans == ok* ]] && pass e2e_files_ran "$ans" || fail e2e_files_ran "tests/cluster/run answered '$ans'"
+	sleep 2
+	left=$(on_host a; on_host b)
+	[ -z "${left// /}" ] && pass e2e_no_sandboxes_left "host-a and host-b run none after the e2e files" \
+		|| fail e2e_no_sandboxes_left "still on the hosts: $left"
 	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
 	exit 0
 fi

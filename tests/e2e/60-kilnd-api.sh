@@ -4,7 +4,8 @@
 # and endless bodies, deep nesting, bad ids and paths, garbage on the
 # socket), rate limits, docs/api.md against the routes, and the CLI's
 # errors. After all of it the service must still be serving. Runs with or
-# without KVM.
+# without KVM. With KILN_API_URL, against that endpoint (lib.sh; the cases
+# that need kilnd's own process, data directory or options are SKIP lines).
 # where: native (no sandbox is started: tests/integration/run)
 . "$(dirname "$0")/lib.sh"
 
@@ -31,14 +32,20 @@ KEY_C=$(new_key gamma)
 KEY=$KEY_C
 api GET /v1/sandboxes
 expect auth_fresh_key 200 -
+if endpoint; then
+	endpoint_revoke gamma
+else
 kid=$("$KILND" --data "$DATA" keys list | awk '$3 == "gamma" { print $1 }')
 "$KILND" --data "$DATA" keys revoke "$kid" 2>/dev/null
+fi
 api GET /v1/sandboxes
 expect auth_revoked 401 unauthorized
+if one_box keys_hashed "reads its data directory for the key in the clear"; then
 "$KILND" --data "$DATA" keys list | grep -q "$(cut -c1-13 <<<"$KEY_A")" &&
 	! grep -rqs "$KEY_A" "$DATA" &&
 	pass keys_hashed "keys list shows the prefix; the key itself is nowhere in $DATA" ||
 	fail keys_hashed "the key is stored in the clear, or missing from keys list"
+fi
 
 KEY=
 api GET /healthz
@@ -78,14 +85,18 @@ expect logs_missing_sandbox 404 not_found
 api GET "/v1/sandboxes?status=running&template=base&metadata.owner=x&limit=1000&cursor=1700000000000.sbx_aaaaaaaaaaaaaaaaaaaa"
 [ "$STATUS" = 200 ] && [ "$(jget 'len(j["sandboxes"]), j["next_cursor"]')" = "(0, None)" ] &&
 	pass list_all_params "every known parameter accepted" || fail list_all_params "$STATUS $BODY"
+if one_box templates_listed "its templates are not built; a cluster's hosts have built theirs"; then
 api GET /v1/templates
 [ "$STATUS" = 200 ] && [ "$(jget '",".join(t["name"] + ":" + t["status"] for t in j["templates"])')" = "minimal:not_built,base:not_built,code-interpreter:not_built,postgres:not_built" ] &&
 	pass templates_listed "minimal, base, code-interpreter and postgres, not built" || fail templates_listed "$STATUS $BODY"
+fi
 api GET /v1/usage
 [ "$STATUS" = 200 ] && [ "$(jget 'j["sandboxes"]')" = 0 ] && [ "$(jget 'j["cpu_seconds"]')" = 0.0 ] &&
 	pass usage_empty "$BODY" || fail usage_empty "$STATUS $BODY"
+if one_box create_unbuilt_template "minimal not built there; a cluster's hosts have built it"; then
 api POST /v1/sandboxes '{"template":"minimal"}'
 expect create_unbuilt_template 503 no_capacity
+fi
 api POST /v1/sandboxes '{"template":"nope"}'
 expect create_unknown_template 404 template_not_found &&
 	check unknown_template_lists "$(jget 'j["error"]["message"]')" \
@@ -184,9 +195,9 @@ STATUS=$(python3 -c 'import sys; sys.stdout.write("{\"x\":\"" + "a" * (3 << 20))
 BODY=$(cat "$T/body")
 expect body_chunked_too_large 413 payload_too_large
 # Two Content-Lengths that differ (RFC 9112 §6.3): 400, in the JSON shape.
-STATUS=$(python3 - "$PORT" "$KEY" "$T/body" <<'PY'
+STATUS=$(python3 - "$PORT" "$KEY" "$T/body" "$E2E_HOST" <<'PY'
 import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s = socket.create_connection((sys.argv[4], int(sys.argv[1])))
 body = b'{"template":"minimal"}'
 s.sendall(b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + sys.argv[2].encode() +
           b"\r\nContent-Type: application/json\r\nContent-Length: %d\r\nContent-Length: 5\r\n"
@@ -268,9 +279,9 @@ api POST /v1/sandboxes/sbx_doesnotexist/hibernate '{"now":true}'
 expect hibernate_unknown_field 400 invalid_request
 api GET "/v1/sandboxes/sbx_doesnotexist/pty"
 expect pty_not_websocket 400 invalid_request
-code=$(python3 - "$PORT" "$KEY" <<'EOF'
+code=$(python3 - "$PORT" "$KEY" "$E2E_HOST" <<'EOF'
 import http.client, sys
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+c = http.client.HTTPConnection(sys.argv[3], int(sys.argv[1]), timeout=10)
 c.request("GET", "/v1/sandboxes?x=" + "a" * 200000, headers={"Authorization": "Bearer " + sys.argv[2]})
 print(c.getresponse().status)
 EOF
@@ -283,9 +294,9 @@ check url_too_long "status $code" [ "$code" -ge 400 -a "$code" -lt 500 ]
 # libmicrohttpd cannot frame an answer (a request line it cannot parse, a
 # Content-Length it cannot read), closed with no answer at all: never its
 # HTML page.
-python3 - "$PORT" "$KEY" <<'EOF' | tee "$T/mhd_errors"
+python3 - "$PORT" "$KEY" "$E2E_HOST" <<'EOF' | tee "$T/mhd_errors"
 import json, socket, sys, time
-port, key = int(sys.argv[1]), sys.argv[2]
+port, key, host = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 auth = b"Authorization: Bearer " + key.encode() + b"\r\n"
 post = b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\n" + auth
 cases = [
@@ -300,7 +311,7 @@ cases = [
     ("uri_too_long", b"GET /v1/sandboxes?x=" + b"a" * 200000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414, "uri_too_long"),
 ]
 for name, payload, want, code in cases:
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection((host, port))
     got = b""
     try:
         s.settimeout(5)
@@ -328,7 +339,7 @@ for name, payload, want, code in cases:
 # that goes silent after half a body: kilnd lives on.
 socks = []
 for payload in [b"\x00\xff garbage\r\n\r\n", b"POST /v1/sandboxes HTTP/1.1\r\nContent-Length: 10\r\n\r\nab"]:
-    s = socket.create_connection(("127.0.0.1", port))
+    s = socket.create_connection((host, port))
     s.sendall(payload)
     socks.append(s)
 time.sleep(2)
@@ -407,6 +418,7 @@ api GET /v1/usage
 # ---- rate limits --------------------------------------------------------------------------------
 # 1 request a second, bursts of 4: of 12 quick requests the first 4 pass
 # and most others are refused (a slow machine refills a token or two).
+if one_box "anon_rate_limit rate_limit" "kilnd started again with --rate 1/4 --anon-rate 1/3"; then
 stop_kilnd
 start_kilnd --rate 1/4 --anon-rate 1/3 || exit 1
 # Keys guessed from one address: after a burst of 3 refusals, 429s, while
@@ -444,12 +456,14 @@ if [[ $codes == 200\ 200\ 200\ 200\ * ]] && [ "$n429" -ge 1 ] && [ $((12 - n429)
 else
 	fail rate_limit "codes in ${secs} s: $codes; Retry-After '$retry'; other workspace $b"
 fi
+fi
 alive alive_at_end
 
 # SIGTERM taken by a thread that is not the main one (the kernel may hand
 # a process-directed signal to any thread not blocking it) still stops
 # kilnd: it used to set the flag and wake no one, the main thread asleep
 # in pause() (1 stop in 15 hung here). tgkill aims it at such a thread.
+if one_box stop_signal_any_thread "signals a thread of kilnd's own process"; then
 tid=$(ls /proc/$KILND_PID/task | grep -vx "$KILND_PID" | tail -1)
 python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None, use_errno=True).syscall(234, int(sys.argv[1]), int(sys.argv[2]), 15) != 0)' "$KILND_PID" "$tid"
 for i in $(seq 1 100); do kill -0 "$KILND_PID" 2>/dev/null || break; sleep 0.1; done
@@ -458,4 +472,5 @@ if ! kill -0 "$KILND_PID" 2>/dev/null; then
 	wait "$KILND_PID" 2>/dev/null; KILND_PID=
 else
 	fail stop_signal_any_thread "SIGTERM to thread $tid: kilnd still running after 10 s; log: $(tail -2 "$T/kilnd.log" | tr '\n' ' ')"
+fi
 fi

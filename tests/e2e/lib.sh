@@ -4,6 +4,7 @@
 # directory, and at exit deletes what it made and checks that nothing of
 # it is left: no kiln-vmm process, no directory, no socket.
 # Lines: "PASS name: detail" / "FAIL name: why" (tests/run counts them).
+# With KILN_API_URL set they run against that endpoint instead (below).
 set -u
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=${KILN_BUILD:-$REPO/build}
@@ -13,8 +14,39 @@ KILN=$BUILD/kiln
 # (KILN_TEST_TMP: another place for it, e.g. a disk filesystem.)
 T=$(mktemp -d "${KILN_TEST_TMP:-/tmp}/ke.XXXXXX")
 DATA=$T/d
+# KILN_API_URL: the tests run against that endpoint (a replica of a
+# cluster: tests/cluster/e2e.sh, issue 12) instead of a kilnd of their
+# own. start_kilnd starts none (KILN_API_ARGS: the options the endpoint's
+# kilnd was given, as start_kilnd would be given them; default --rate 0,
+# as tests/cluster/run starts replica 1 for them); new_key makes a
+# workspace, named with this test's prefix, and a key of it through the
+# operator API (KILN_ADMIN_KEY: an operator's key), and at exit the
+# sandboxes of those workspaces and then the workspaces are deleted;
+# build_template looks that the endpoint has the template ready
+# (KILN_API_KEY: a key of a workspace there). A case that needs kilnd's
+# own process, data directory or log, or a kilnd started with other
+# options, says so with a SKIP line (one_box). PORT (and E2E_HOST) are
+# the endpoint's, for the cases that speak HTTP on raw sockets.
+# Read once here: a test exports KILN_API_URL itself for the CLI.
+E2E_ENDPOINT=${KILN_API_URL:-}
+if [ -n "$E2E_ENDPOINT" ]; then
+	URL=${E2E_ENDPOINT%/}
+	E2E_HOST=${URL#*://}; E2E_HOST=${E2E_HOST%%/*}
+	PORT=${E2E_HOST##*:}; E2E_HOST=${E2E_HOST%:*}
+	# Workspace names are at most 16 of a-z, 0-9 and -.
+	E2E_WS=e$(printf '%04x' $RANDOM)-
+	# The endpoint's log is not this test's: what greps kilnd's finds none.
+	: > "$T/kilnd.log"
+	if [ -z "${KILN_ADMIN_KEY:-}" ] || [ -z "${KILN_API_KEY:-}" ] || [[ ! $PORT =~ ^[0-9]+$ ]]; then
+		echo "FAIL e2e_endpoint: KILN_API_URL is set ($URL): the tests then run against it, with KILN_ADMIN_KEY (an operator's key: '${KILN_ADMIN_KEY:+set}') and KILN_API_KEY (a workspace's: '${KILN_API_KEY:+set}') and a URL with its port; unset KILN_API_URL to test a kilnd of their own"
+		rm -rf "$T"
+		exit 1
+	fi
+else
 PORT=${PORT:-$((17000 + RANDOM % 2000))}
 URL=http://127.0.0.1:$PORT
+E2E_HOST=127.0.0.1
+fi
 KILND_PID=
 _cleanups=()
 
@@ -26,6 +58,17 @@ check() {
 }
 . "$REPO/tests/tier.sh"	# full, full_only
 at_exit() { _cleanups+=("$1"); }
+# endpoint: whether the tests run against KILN_API_URL's endpoint.
+endpoint() { [ -n "$E2E_ENDPOINT" ]; }
+# one_box NAMES WHY: true with one-box kilnd (the test's own); against an
+# endpoint false, with a SKIP line for each case in NAMES saying what of
+# kilnd's own it needs: `if one_box x "its data directory"; then ...; fi`.
+one_box() {
+	[ -z "$E2E_ENDPOINT" ] && return 0
+	local n
+	for n in $1; do echo "SKIP $n: needs one-box kilnd ($2)"; done
+	return 1
+}
 
 # kiln-vmm processes that belong to this test (their command lines name
 # its data directory, or their sockets live in it).
@@ -51,6 +94,7 @@ sandbox_vmms() {
 _on_exit() {
 	local i
 	for ((i = ${#_cleanups[@]} - 1; i >= 0; i--)); do eval "${_cleanups[i]}"; done
+	if [ -n "$E2E_ENDPOINT" ]; then _endpoint_cleanup; rm -rf "$T"; return; fi
 	stop_kilnd
 	# Zygotes outlive kilnd on purpose (a restart reuses them): stop ours.
 	local z
@@ -107,6 +151,7 @@ trap 'exit 143' TERM INT
 
 # start_kilnd [options]: run kilnd on $PORT with $DATA; waits for /healthz.
 start_kilnd() {
+	[ -n "$E2E_ENDPOINT" ] && { _endpoint_start "$@"; return; }
 	"$KILND" --data "$DATA" --listen "127.0.0.1:$PORT" "$@" >> "$T/kilnd.log" 2>&1 &
 	KILND_PID=$!
 	local i
@@ -128,7 +173,10 @@ stop_kilnd() {
 }
 
 # new_key [WORKSPACE]: print a fresh API key.
-new_key() { "$KILND" --data "$DATA" keys create --workspace "${1:-default}" 2>/dev/null; }
+new_key() {
+	[ -n "$E2E_ENDPOINT" ] && { _endpoint_key "${1:-default}"; return; }
+	"$KILND" --data "$DATA" keys create --workspace "${1:-default}" 2>/dev/null
+}
 
 # api METHOD PATH [BODY] [curl args...]: sets STATUS and BODY (the body
 # is also in $T/body). $KEY is the caller's key ("" for none). The
@@ -248,6 +296,14 @@ expect() {
 
 # alive NAME: kilnd is still running and answering.
 alive() {
+	if [ -n "$E2E_ENDPOINT" ]; then
+		if curl -s -m 30 -o /dev/null -w '%{http_code}' "$URL/healthz" | grep -q 200; then
+			pass "$1" "the endpoint still serving"
+		else
+			fail "$1" "the endpoint $URL stopped answering /healthz"
+		fi
+		return
+	fi
 	if kill -0 "$KILND_PID" 2>/dev/null && curl -s -o /dev/null -w '%{http_code}' "$URL/healthz" | grep -q 200; then
 		pass "$1" "kilnd still serving"
 	else
@@ -272,6 +328,7 @@ alive() {
 build_template() {
 	local own= z
 	[ "$1" = --own ] && { own=1; shift; }
+	[ -n "$E2E_ENDPOINT" ] && { _endpoint_template "$1" "$own"; return; }
 	local cache=${KILN_TEMPLATE_CACHE:-}
 	if [ -z "$own" ] && [ -n "$cache" ] && { [ -L "$DATA/templates" ] || [ ! -e "$DATA/templates" ]; }; then
 		if [ ! -e "$cache/templates/$1/current" ]; then
@@ -340,3 +397,103 @@ meter_sandbox() {
 sbx_usage() { sleep 1.2; api GET "/v1/sandboxes/$1"; jget "j['usage']['$2']"; }
 # within V LO HI: LO <= V <= HI (numbers with decimals).
 within() { python3 -c "import sys; v, lo, hi = map(float, sys.argv[1:]); sys.exit(0 if lo <= v <= hi else 1)" "$@"; }
+
+
+# ---- against an endpoint (KILN_API_URL, above) ----
+
+# _op METHOD PATH [BODY]: the endpoint's operator API; _OP_STATUS, the
+# body in $T/op.body.
+_op() {
+	_OP_STATUS=$(curl -s -m 60 -o "$T/op.body" -w '%{http_code}' -X "$1" -H "Authorization: Bearer $KILN_ADMIN_KEY" \
+		${3:+-H 'Content-Type: application/json' --data-binary "$3"} "$URL$2")
+}
+_op_json() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(($1))" "$T/op.body" 2>/dev/null; }
+
+# _endpoint_start ARGS: the endpoint answers, and has the options asked.
+_endpoint_start() {
+	local has=${KILN_API_ARGS---rate 0}
+	if [ "$*" != "$has" ]; then
+		fail start_kilnd "this test's kilnd is given '$*', the endpoint $URL has '$has' (KILN_API_ARGS): run it with one-box kilnd"
+		return 1
+	fi
+	curl -s -m 30 -o /dev/null -w '%{http_code}' "$URL/healthz" | grep -q 200 && return 0
+	fail start_kilnd "the endpoint $URL does not answer /healthz"
+	return 1
+}
+
+# _endpoint_ws NAME: the endpoint's name of this test's workspace NAME.
+_endpoint_ws() { local ws=$E2E_WS$1; echo "${ws:0:16}"; }
+
+# _endpoint_key NAME: a workspace of this test (made at its first key,
+# recorded in $T/workspaces for _endpoint_cleanup) and a key of it.
+_endpoint_key() {
+	local ws
+	ws=$(_endpoint_ws "$1")
+	if ! grep -qx "$ws" "$T/workspaces" 2>/dev/null; then
+		_op POST /v1/admin/workspaces "{\"name\":\"$ws\"}"
+		if [ "$_OP_STATUS" != 201 ]; then
+			fail new_key "workspace $ws at $URL: $_OP_STATUS $(head -c 300 "$T/op.body")" >&2
+			return 1
+		fi
+		echo "$ws" >> "$T/workspaces"
+	fi
+	_op POST "/v1/admin/workspaces/$ws/keys" '{"name":"e2e"}'
+	if [ "$_OP_STATUS" != 201 ]; then
+		fail new_key "a key of $ws at $URL: $_OP_STATUS $(head -c 300 "$T/op.body")" >&2
+		return 1
+	fi
+	_op_json 'j["key"]'
+}
+
+# endpoint_revoke NAME: revoke every key of this test's workspace NAME
+# through the operator API (what `kilnd keys revoke` does one-box).
+endpoint_revoke() {
+	local ws id n=0
+	ws=$(_endpoint_ws "$1")
+	_op GET "/v1/admin/workspaces/$ws/keys"
+	for id in $(_op_json '" ".join(k["id"] for k in j["keys"])'); do
+		_op DELETE "/v1/admin/workspaces/$ws/keys/$id"
+		[ "$_OP_STATUS" = 204 ] && n=$((n + 1))
+	done
+	[ $n -ge 1 ]
+}
+
+# _endpoint_template NAME OWN: the endpoint lists NAME ready (built by
+# its hosts); a build of the test's own (--own) it cannot give.
+_endpoint_template() {
+	local st
+	if [ -n "$2" ]; then
+		fail "template_$1" "a build of the test's own (build_template --own) needs one-box kilnd"
+		return 1
+	fi
+	st=$(curl -s -m 60 -H "Authorization: Bearer $KILN_API_KEY" "$URL/v1/templates" |
+		python3 -c 'import json,sys; print(" ".join(t["status"] for t in json.load(sys.stdin)["templates"] if t["name"] == sys.argv[1]) or "absent")' "$1" 2>&1)
+	if [ "$st" = ready ]; then
+		pass "template_$1" "ready at the endpoint $URL (built by its hosts)"
+	else
+		fail "template_$1" "not ready at the endpoint $URL: $st"
+		return 1
+	fi
+}
+
+# _endpoint_cleanup: every sandbox of the workspaces this test made is
+# deleted (with a key made for it), then the workspaces, which revokes
+# their keys; a workspace left is a FAIL line.
+_endpoint_cleanup() {
+	local ws k s i
+	[ -s "$T/workspaces" ] || return 0
+	while read -r ws; do
+		_op POST "/v1/admin/workspaces/$ws/keys" '{"name":"e2e-cleanup"}'
+		k=$(_op_json 'j["key"]')
+		for i in $(seq 1 30); do
+			for s in $(curl -s -m 60 -H "Authorization: Bearer $k" "$URL/v1/sandboxes?limit=1000" |
+					python3 -c 'import json,sys; print(" ".join(s["id"] for s in json.load(sys.stdin)["sandboxes"]))' 2>/dev/null); do
+				curl -s -m 120 -o /dev/null -X DELETE -H "Authorization: Bearer $k" "$URL/v1/sandboxes/$s"
+			done
+			_op DELETE "/v1/admin/workspaces/$ws"
+			[ "$_OP_STATUS" = 204 ] && break
+			sleep 1
+		done
+		[ "$_OP_STATUS" = 204 ] || echo "FAIL cleanup: workspace $ws at $URL not deleted: $_OP_STATUS $(head -c 300 "$T/op.body")"
+	done < "$T/workspaces"
+}

@@ -606,6 +606,32 @@ static void usage_sums_per_workspace(void)
 	store_close(st);
 }
 
+/* Sandboxes by state, as a cluster's replica shows them (its /metrics
+ * kiln_sandboxes, src/hostif/hostif_remote.c): each state but deleted. */
+static void sandbox_states_counted(void)
+{
+	struct store *st = open_fresh();
+	char ws[ID_MAX];
+	int64_t before[SBX_NSTATES], after[SBX_NSTATES];
+	const enum sbx_state add[] = { SBX_RUNNING, SBX_RUNNING, SBX_HIBERNATED, SBX_DELETED };
+	CHECK(store_workspace_ensure(st, "states", ws) == 0);
+	CHECK(store_sandbox_states(st, before) == 0);
+	for (size_t i = 0; i < sizeof add / sizeof *add; i++) {
+		struct sbx_row r;
+		new_sbx(&r, ws);
+		r.state = add[i];
+		CHECK(store_sandbox_save(st, &r) == 0);
+	}
+	CHECK(store_sandbox_states(st, after) == 0);
+	for (int i = 0; i < SBX_NSTATES; i++) {
+		int64_t want = i == SBX_DELETED ? 0 : before[i] + (i == SBX_RUNNING ? 2 : i == SBX_HIBERNATED);
+		if (after[i] != want)
+			printf("  %s: %lld, want %lld\n", sbx_state_name(i), (long long)after[i], (long long)want);
+		CHECK(after[i] == want);
+	}
+	store_close(st);
+}
+
 /* Metered hours add up per sandbox and hour, stay in their workspace, and
  * come back by hour (summed or per sandbox) within a range; the billed
  * columns of a sandbox round-trip and sum. */
@@ -2406,6 +2432,7 @@ int main(void)
 	RUN(schema_v1_is_migrated);
 	RUN(concurrent_opens_migrate_once);
 	RUN(usage_sums_per_workspace);
+	RUN(sandbox_states_counted);
 	RUN(usage_hours_add_up);
 	RUN(workspaces_and_operators);
 	RUN(statements_are_written_once);
