@@ -71,14 +71,24 @@ static void choices_text(const char *const *c, char *buf, size_t size)
 	}
 }
 
-static int check_strings(const struct field *f, const json_t *v)
+/* An array field of f->min to f->max items of kind: 0 with *n its count. */
+static int check_array(const struct field *f, const json_t *v, const char *kind, size_t *n)
 {
 	if (!json_is_array(v))
-		return errf(EINVAL, "field '%s' must be an array of strings, not %s", f->name, v_type_name(v));
-	size_t n = json_array_size(v);
-	if ((int64_t)n < f->min || (int64_t)n > f->max)
+		return errf(EINVAL, "field '%s' must be an array of %s, not %s", f->name, kind, v_type_name(v));
+	*n = json_array_size(v);
+	if ((int64_t)*n < f->min || (int64_t)*n > f->max)
 		return errf(EINVAL, "field '%s' must have %lld to %lld items", f->name, (long long)f->min,
 			    (long long)f->max);
+	return 0;
+}
+
+static int check_strings(const struct field *f, const json_t *v)
+{
+	size_t n;
+	int rc = check_array(f, v, "strings", &n);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(v, i);
 		if (!json_is_string(e) || (f->item_max && json_string_length(e) > (size_t)f->item_max) ||
@@ -106,17 +116,15 @@ static int check_integers(const struct field *f, const json_t *v)
 
 static int check_objects(const struct field *f, const json_t *v)
 {
-	if (!json_is_array(v))
-		return errf(EINVAL, "field '%s' must be an array of objects, not %s", f->name, v_type_name(v));
-	size_t n = json_array_size(v);
-	if ((int64_t)n < f->min || (int64_t)n > f->max)
-		return errf(EINVAL, "field '%s' must have %lld to %lld items", f->name, (long long)f->min,
-			    (long long)f->max);
+	size_t n;
+	int rc = check_array(f, v, "objects", &n);
+	if (rc < 0)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		json_t *e = json_array_get(v, i);
-		int rc = json_is_object(e) ? fields_check(f->items, e, NULL)
-					   : errf(EINVAL, "field '%s': item %zu must be an object, not %s", f->name, i,
-						  v_type_name(e));
+		rc = json_is_object(e) ? fields_check(f->items, e, NULL)
+				       : errf(EINVAL, "field '%s': item %zu must be an object, not %s", f->name, i,
+					      v_type_name(e));
 		if (rc < 0) {
 			char why[400];
 			snprintf(why, sizeof why, "%s", errmsg());
