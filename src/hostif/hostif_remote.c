@@ -479,18 +479,24 @@ static int64_t caps_running(struct remote *rm, const char *ws)
 /* Before anything that may wake sandbox id on host h (a wake; a relay
  * into a sandbox the records say is hibernated): hold it as running
  * against the workspace's cap over every host. 1: held (store_wake_done
- * when it is over), 0: nothing to hold, or -EDQUOT. */
-static int wake_hold(struct remote *rm, const char *ws, const char *id, const struct host_row *h)
+ * when it is over), 0: nothing to hold, or -EDQUOT. asleep (NULL: not
+ * asked) gets whether the record says hibernated, read once here with
+ * or without a cap. */
+static int wake_hold(struct remote *rm, const char *ws, const char *id, const struct host_row *h, bool *asleep)
 {
 	int64_t cap = caps_running(rm, ws);
-	if (!cap)
-		return 0;
-	struct sbx_row row;
-	if (store_sandbox_load(rm->cfg.store, id, &row) < 0)
-		return 0;	/* no record yet: its host counts it */
-	bool asleep = row.state == SBX_HIBERNATED;
-	sbx_row_clear(&row);
-	if (!asleep)
+	bool was_asleep = false;
+	if (cap || asleep) {
+		struct sbx_row row;
+		/* No record yet: not asleep, its host counts it. */
+		if (store_sandbox_load(rm->cfg.store, id, &row) == 0) {
+			was_asleep = row.state == SBX_HIBERNATED;
+			sbx_row_clear(&row);
+		}
+	}
+	if (asleep)
+		*asleep = was_asleep;
+	if (!cap || !was_asleep)
 		return 0;
 	struct place_caps pc = { .running = cap };
 	struct place_count count = { 0 };
@@ -900,7 +906,7 @@ static int r_wake(void *ctx, const char *ws, const char *id, struct sbx_row *out
 	struct remote *rm = ctx;
 	struct host_row h;
 	int rc = where(rm, ws, id, &h);
-	int held = rc < 0 || remote_host_down(&h) ? 0 : wake_hold(rm, ws, id, &h);
+	int held = rc < 0 || remote_host_down(&h) ? 0 : wake_hold(rm, ws, id, &h, NULL);
 	host_row_clear(&h);
 	if (held < 0)
 		return held;
@@ -1084,17 +1090,10 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 		host_row_clear(&h);
 		return rc;
 	}
-	/* A guest relay wakes a hibernated sandbox: held to the cap first. */
-	int held = !strcmp(kind, "guest") ? wake_hold(rm, ws, id, &h) : 0;
-	/* And told as the wake it is, cap or none (below). */
-	bool asleep = held > 0;
-	if (held == 0 && !strcmp(kind, "guest")) {
-		struct sbx_row was;
-		if (store_sandbox_load(rm->cfg.store, id, &was) == 0) {
-			asleep = was.state == SBX_HIBERNATED;
-			sbx_row_clear(&was);
-		}
-	}
+	/* A guest relay wakes a hibernated sandbox: held to the cap first,
+	 * and told as the wake it is, cap or none (below). */
+	bool asleep = false;
+	int held = !strcmp(kind, "guest") ? wake_hold(rm, ws, id, &h, &asleep) : 0;
 	if (held < 0) {
 		host_row_clear(&h);
 		return held;
