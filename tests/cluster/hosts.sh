@@ -93,6 +93,20 @@ else fail agents_joined "$(tail -3 "$T/a.log" "$T/b.log" | tr '\n' ' ')"; exit 1
 
 # KILN_CLUSTER_ONLY=sdk: the SDK suites outside against the replicas,
 # while the hosts serve them; then nothing may be left on a host.
+# outside MODE SECONDS RAN WHAT: tests/cluster/run runs MODE's clients
+# (POST $CL_CTL/MODE), case MODE_RAN says so; MODE_no_sandboxes_left
+# checks the hosts after WHAT; the script ends here.
+outside() {
+	local ans left n
+	ans=$(curl -s -m "$2" -X POST "$CL_CTL/$1")
+	[[ $ans == ok* ]] && pass "$1_$3" "$ans" || fail "$1_$3" "tests/cluster/run answered '$ans'"
+	sleep 2
+	left=$(on_host a; on_host b)
+	[ -z "${left// /}" ] && pass "$1_no_sandboxes_left" "host-a and host-b run none after $4" \
+		|| fail "$1_no_sandboxes_left" "still on the hosts: $left"
+	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
+	exit 0
+}
 if [ $sdk_mode = 1 ]; then
 	# code-interpreter (node: the SDKs' javascript tests) on host-a only,
 	# in the background while the suites run, as tests/sdk/serve builds
@@ -112,28 +126,12 @@ if [ $sdk_mode = 1 ]; then
 	) &
 	ci_pid=$!
 	at_exit "kill $ci_pid 2>/dev/null"
-	ans=$(curl -s -m 3000 -X POST "$CL_CTL/sdk")
-	[[ $ans == ok* ]] && pass sdk_suites_ran "$ans" || fail sdk_suites_ran "tests/cluster/run answered '$ans'"
-	sleep 2
-	left=$(on_host a; on_host b)
-	[ -z "${left// /}" ] && pass sdk_no_sandboxes_left "host-a and host-b run none after the SDK suites" \
-		|| fail sdk_no_sandboxes_left "still on the hosts: $left"
-	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
-	exit 0
+	outside sdk 3000 suites_ran "the SDK suites"
 fi
 
 # KILN_CLUSTER_ONLY=e2e: the e2e files outside against replica 1, while
 # the hosts serve them; then nothing may be left on a host.
-if [ $e2e_mode = 1 ]; then
-	ans=$(curl -s -m 2300 -X POST "$CL_CTL/e2e")
-	[[ $ans == ok* ]] && pass e2e_files_ran "$ans" || fail e2e_files_ran "tests/cluster/run answered '$ans'"
-	sleep 2
-	left=$(on_host a; on_host b)
-	[ -z "${left// /}" ] && pass e2e_no_sandboxes_left "host-a and host-b run none after the e2e files" \
-		|| fail e2e_no_sandboxes_left "still on the hosts: $left"
-	[ -s "$T/failed" ] && { for n in a b; do echo "  host-$n's last log lines:"; tail -12 "$T/$n.log" 2>/dev/null | sed 's/^/  | /'; done; exit 1; }
-	exit 0
-fi
+[ $e2e_mode = 1 ] && outside e2e 2300 files_ran "the e2e files"
 
 # A workspace's template through the cluster: a build and two copies of
 # about 70 MiB, 5 to 6 minutes in the emulated host, more than make
