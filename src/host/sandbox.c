@@ -611,16 +611,15 @@ static int create_spawned(struct host *h, const struct create_req *req, struct t
 /* disk_wanted: the create's disk_mib against the disk it comes with (the
  * template's root image, or the snapshot's disk): *grow the bytes to grow
  * it to, 0 when it is that size already; -EINVAL when smaller. */
-static int disk_wanted(struct host *h, const struct create_req *req, struct tmpl *t,
-		       const struct snap_row *snap, uint64_t *grow)
+static int disk_wanted(const struct create_req *req, struct tmpl *t, const struct snap_row *snap, uint64_t *grow)
 {
-	(void)h;
 	char path[PATH_MAX];
 	uint64_t have = 0, want = (uint64_t)req->disk_mib << 20;
-	int rc = t ? (snprintf(path, sizeof path, "%s", t->base), 0)
-		   : disks_json_top(snap->disks, path) < 0 ? errf(EINVAL, "snapshot %s: no disk recorded", snap->id) : 0;
-	if (rc == 0)
-		rc = disk_size(path, &have);
+	if (t)
+		snprintf(path, sizeof path, "%s", t->base);
+	else if (disks_json_top(snap->disks, path) < 0)
+		return errf(EINVAL, "snapshot %s: no disk recorded", snap->id);
+	int rc = disk_size(path, &have);
 	if (rc < 0)
 		return rc;
 	if (want < have)
@@ -657,7 +656,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	if ((rc = volumes_check(h, req, t)) < 0)
 		goto out;
 	uint64_t grow = 0;
-	if (req->disk_mib > 0 && (rc = disk_wanted(h, req, t, &snap, &grow)) < 0)
+	if (req->disk_mib > 0 && (rc = disk_wanted(req, t, &snap, &grow)) < 0)
 		goto out;
 	if ((rc = host_admit_ws(h, req->workspace, req->caps, req->report, 1, row.vcpus,
 				row.memory_mib)) < 0)
