@@ -805,12 +805,12 @@ static int start_command(struct build *b)
  * written to the template's layer, which the snapshot keeps. */
 static int grow_root(struct build *b)
 {
-	char vsock[PATH_MAX];
+	char vsock[PATH_MAX], said[200];
 	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
-	int rc = guest_grow_root(vsock, b->vm_pid, "the template VM", (long long)b->o->disk_mib);
+	int rc = guest_grow_root(vsock, b->vm_pid, "the template VM", (long long)b->o->disk_mib, said, sizeof said);
 	if (rc < 0)
 		return rc;
-	progress(b, "the root filesystem takes the whole disk: %lld MiB", (long long)b->o->disk_mib);
+	progress(b, "the root filesystem takes the whole disk: %lld MiB (%s)", (long long)b->o->disk_mib, said);
 	return 0;
 }
 
