@@ -29,7 +29,7 @@ PROTO_SRC  := src/common/buf.c src/common/proto.c
 CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 # The unit loop's shell tests that start servers (below, "Shell tests").
-UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context net
+UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context net seed
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -172,7 +172,8 @@ $(BUILD)/tests/unit_docs: tests/unit/docs.sh
 # store on a throwaway PostgreSQL; cluster: hosts joining a cluster
 # (PostgreSQL, kilnd and agents); keys: API keys' scopes, expiry and the
 # audit log; billing: usage by the hour, billing and the credit;
-# statements: monthly statements and what prints them (kilnd on SQLite).
+# statements: monthly statements and what prints them (kilnd on SQLite);
+# seed: build-rootfs-debian's checks of a seed image (no server at all).
 # UNIT_SH (above) names them.
 $(patsubst %,$(BUILD)/tests/unit_%,$(UNIT_SH)): $(BUILD)/tests/unit_%: tests/unit/%.sh
 	@mkdir -p $(dir $@)

@@ -113,6 +113,8 @@ json_t *render_sandbox(const struct sbx_row *r)
 	json_object_set_new(j, "template", json_string(ops_template_short(r->template)));
 	json_object_set_new(j, "vcpus", json_integer(r->vcpus));
 	json_object_set_new(j, "memory_mib", json_integer(r->memory_mib));
+	/* 0: made before the store kept it (schema version 12). */
+	json_object_set_new(j, "disk_mib", r->disk_mib > 0 ? json_integer(r->disk_mib) : json_null());
 	json_object_set_new(j, "created_at", render_time(r->created_ms));
 	json_object_set_new(j, "ready_ms", r->ready_ms > 0 ? json_real(r->ready_ms) : json_null());
 	json_object_set_new(j, "ttl_seconds", json_integer(r->ttl_seconds));

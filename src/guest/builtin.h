@@ -3,6 +3,11 @@
  * agent with stdin, stdout and stderr, returns 0 or an errno value (its
  * exit code) after writing one line of explanation to stderr.
  *
+ * They write with write(2) or dprintf, never through stdio's buffers:
+ * the child ends with _exit (spawn.c), which flushes nothing, and an
+ * fflush there would also write out whatever the agent had buffered
+ * when it forked.
+ *
  *   copy FROM TO RECURSIVE REPLACE    (RECURSIVE, REPLACE: "0" or "1")
  *       FROM (a file, symlink, FIFO, or with RECURSIVE a directory tree)
  *       to TO: modes, times and symlinks kept, owners too when run as

@@ -63,7 +63,7 @@ int builtin_grow_fs(int argc, char *const *argv)
 	 * the ioctl compares with, and it refuses a shrink (EINVAL) itself. */
 	uint64_t want = sectors * 512 / bsize;
 	if (want <= (uint64_t)sf.f_blocks) {
-		printf("grow-fs: %" PRIu64 " blocks of %" PRIu64 ": the device is no larger\n", want, bsize);
+		dprintf(1, "grow-fs: %" PRIu64 " blocks of %" PRIu64 ": the device is no larger\n", want, bsize);
 		close(fd);
 		return 0;
 	}
@@ -77,7 +77,7 @@ int builtin_grow_fs(int argc, char *const *argv)
 	if (fstatfs(fd, &after) < 0)
 		after = sf;
 	close(fd);
-	printf("grow-fs: %" PRIu64 " -> %" PRIu64 " blocks of %" PRIu64 "\n", (uint64_t)sf.f_blocks,
+	dprintf(1, "grow-fs: %" PRIu64 " -> %" PRIu64 " blocks of %" PRIu64 "\n", (uint64_t)sf.f_blocks,
 	       (uint64_t)after.f_blocks, bsize);
 	return 0;
 }

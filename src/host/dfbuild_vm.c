@@ -444,10 +444,11 @@ int dfvm_workdir(struct vm *v, const struct state *s, const struct df_step *st, 
 
 int dfvm_grow(struct dfbuild *d, struct vm *v)
 {
-	int rc = guest_grow_root(v->vsock, v->pid, "the build VM", (long long)d->disk_mib);
+	char said[200];
+	int rc = guest_grow_root(v->vsock, v->pid, "the build VM", (long long)d->disk_mib, said, sizeof said);
 	if (rc < 0)
 		return rc;
-	df_note(d, "the root filesystem takes the whole disk: %lld MiB", (long long)d->disk_mib);
+	df_note(d, "the root filesystem takes the whole disk: %lld MiB (%s)", (long long)d->disk_mib, said);
 	return 0;
 }
 

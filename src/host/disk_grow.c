@@ -122,8 +122,9 @@ int sandbox_grow_disk(struct host *h, struct sandbox *sb, uint64_t bytes)
 	int64_t t_try = now_ms();
 	/* Step 3: the filesystem. */
 	const char *argv[] = { "grow-fs", "/", NULL };
+	char said[200] = "";
 	if (rc == 0)
-		rc = guest_builtin_run(g, argv, NULL, -1, -1);
+		rc = guest_builtin_said(g, argv, said, sizeof said);
 	guest_close(g);
 	if (rc < 0) {
 		snprintf(msg, sizeof msg, "%s", errmsg());
@@ -135,7 +136,7 @@ int sandbox_grow_disk(struct host *h, struct sandbox *sb, uint64_t bytes)
 	 * groups' inode tables, docs/templates.md). */
 	int64_t t_end = now_ms();
 	log_info("sandbox %s: disk grown to %llu MiB in %lld ms: layer %lld, capacity seen %lld (%d more looks), "
-		 "grow-fs %lld", sb->row.id, (unsigned long long)(bytes >> 20), (long long)(t_end - t0),
-		 (long long)(t_layer - t0), (long long)(t_try - t_layer), tries, (long long)(t_end - t_try));
+		 "grow-fs %lld (%s)", sb->row.id, (unsigned long long)(bytes >> 20), (long long)(t_end - t0),
+		 (long long)(t_layer - t0), (long long)(t_try - t_layer), tries, (long long)(t_end - t_try), said);
 	return 0;
 }

@@ -52,6 +52,7 @@ static int child_new(struct host *h, struct sandbox *parent, bool pending, struc
 	snprintf(row.parent, sizeof row.parent, "%s", parent->row.id);
 	row.vcpus = parent->row.vcpus;
 	row.memory_mib = parent->row.memory_mib;
+	row.disk_mib = parent->row.disk_mib;
 	row.ttl_seconds = parent->row.ttl_seconds;
 	row.ttl_absolute = parent->row.ttl_absolute;
 	row.idle_hibernate = parent->row.idle_hibernate;

@@ -639,14 +639,19 @@ int guest_builtin_status(const struct guest_ev *exit, const char *err, size_t er
 	return errf(exit->code, "%s", n ? msg : strerror(exit->code));
 }
 
-int guest_builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd,
-		      int watch_fd)
+/* guest_builtin_run, keeping the first cap - 1 bytes of its stdout in
+ * out (NUL-terminated) when out is not NULL, the rest read and dropped:
+ * the guest says what it likes, the host keeps a bounded line of it. */
+static int builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd, int watch_fd,
+		       char *out, size_t cap)
 {
 	int rc = guest_builtin_start(g, argv, user, in_fd >= 0);
 	if (rc < 0)
 		return rc;
 	char err[1024], buf[65536];
-	size_t errlen = 0;
+	size_t errlen = 0, outlen = 0;
+	if (out && cap)
+		out[0] = 0;
 	bool fed = in_fd < 0;
 	for (;;) {
 		/* Keep up to 1 MiB queued for its stdin: memory stays bounded
@@ -672,20 +677,41 @@ int guest_builtin_run(struct guest *g, const char *const *argv, const char *user
 			size_t k = ev.len < sizeof err - errlen ? ev.len : sizeof err - errlen;
 			memcpy(err + errlen, ev.data, k);
 			errlen += k;
+		} else if (ev.kind == GEV_STDOUT && out && outlen + 1 < cap) {
+			size_t k = ev.len < cap - 1 - outlen ? ev.len : cap - 1 - outlen;
+			for (size_t i = 0; i < k; i++) {
+				unsigned char c = ((const unsigned char *)ev.data)[i];
+				out[outlen + i] = c < 0x20 || c == 0x7f ? ' ' : (char)c;
+			}
+			outlen += k;
+			out[outlen] = 0;
 		} else if (ev.kind == GEV_EXIT) {
+			while (outlen && out[outlen - 1] == ' ')
+				out[--outlen] = 0;
 			return guest_builtin_status(&ev, err, errlen);
 		}
 	}
 }
 
-int guest_grow_root(const char *vsock, pid_t vmm_pid, const char *what, long long mib)
+int guest_builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd,
+		      int watch_fd)
+{
+	return builtin_run(g, argv, user, in_fd, watch_fd, NULL, 0);
+}
+
+int guest_builtin_said(struct guest *g, const char *const *argv, char *out, size_t cap)
+{
+	return builtin_run(g, argv, NULL, -1, -1, out, cap);
+}
+
+int guest_grow_root(const char *vsock, pid_t vmm_pid, const char *what, long long mib, char *said, size_t cap)
 {
 	struct guest *g;
 	int rc = guest_open(vsock, 10000, vmm_pid, &g);
 	if (rc < 0)
 		return rc;
 	const char *argv[] = { "grow-fs", "/", NULL };
-	rc = guest_builtin_run(g, argv, NULL, -1, -1);
+	rc = guest_builtin_said(g, argv, said, cap);
 	guest_close(g);
 	if (rc < 0) {
 		char msg[300];

@@ -165,17 +165,22 @@ int guest_set_user(struct guest *g, const char *user);
  * guest_builtin_start starts one (an exec: then guest_exec_next, and
  * guest_exec_stdin with stdin_pipe); guest_builtin_status turns its exit
  * and the stderr it wrote into 0 or -errno with its message.
- * guest_builtin_run does all of it for one that produces no output,
+ * guest_builtin_run does all of it for one whose output is not wanted,
  * feeding in_fd (if >= 0) to its stdin from its offset to the end.
+ * guest_builtin_said runs one with no stdin and keeps what it printed
+ * (grow-fs's line): the first cap - 1 bytes of its stdout in out, control
+ * characters as spaces, trailing ones dropped.
  */
 int guest_builtin_start(struct guest *g, const char *const *argv, const char *user, bool stdin_pipe);
 int guest_builtin_status(const struct guest_ev *exit, const char *err, size_t errlen);
 int guest_builtin_run(struct guest *g, const char *const *argv, const char *user, int in_fd,
 		      int watch_fd);
+int guest_builtin_said(struct guest *g, const char *const *argv, char *out, size_t cap);
 /* The agent's grow-fs / in the guest of the VMM at vsock (pid vmm_pid):
  * its root ext4 grown online to the whole disk. what names the VM in the
- * error ("the build VM"), mib the size it was to reach. */
-int guest_grow_root(const char *vsock, pid_t vmm_pid, const char *what, long long mib);
+ * error ("the build VM"), mib the size it was to reach; said gets
+ * grow-fs's line ("grow-fs: 16384 -> 131072 blocks of 4096"). */
+int guest_grow_root(const char *vsock, pid_t vmm_pid, const char *what, long long mib, char *said, size_t cap);
 
 struct guest_stat {
 	char name[4096];		/* list: relative to the listed directory */

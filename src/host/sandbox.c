@@ -608,18 +608,29 @@ static int create_spawned(struct host *h, const struct create_req *req, struct t
 	return rc;
 }
 
-/* disk_wanted: the create's disk_mib against the disk it comes with (the
- * template's root image, or the snapshot's disk): *grow the bytes to grow
- * it to, 0 when it is that size already; -EINVAL when smaller. */
-static int disk_wanted(const struct create_req *req, struct tmpl *t, const struct snap_row *snap, uint64_t *grow)
+/* disk_wanted: the create's disk_mib (0: none asked) against the disk it
+ * comes with (the template's root image, or the snapshot's disk): *grow
+ * the bytes to grow it to, 0 when it is that size already or none was
+ * asked; -EINVAL when smaller. *mib: the size the sandbox's disk has
+ * then, in MiB, for its record (0, unknown, when none was asked and the
+ * size could not be read: that alone refuses no create). */
+static int disk_wanted(const struct create_req *req, struct tmpl *t, const struct snap_row *snap, uint64_t *grow,
+		       int64_t *mib)
 {
 	char path[PATH_MAX];
 	uint64_t have = 0, want = (uint64_t)req->disk_mib << 20;
+	*grow = 0;
+	*mib = 0;
+	int rc = 0;
 	if (t)
 		snprintf(path, sizeof path, "%s", t->base);
 	else if (disks_json_top(snap->disks, path) < 0)
-		return errf(EINVAL, "snapshot %s: no disk recorded", snap->id);
-	int rc = disk_size(path, &have);
+		rc = errf(EINVAL, "snapshot %s: no disk recorded", snap->id);
+	rc = rc ?: disk_size(path, &have);
+	if (req->disk_mib <= 0) {
+		*mib = rc == 0 ? (int64_t)((have + (1 << 20) - 1) >> 20) : 0;
+		return 0;
+	}
 	if (rc < 0)
 		return rc;
 	if (want < have)
@@ -627,6 +638,7 @@ static int disk_wanted(const struct create_req *req, struct tmpl *t, const struc
 			    (long long)req->disk_mib, t ? "template" : "snapshot", t ? t->name : snap->id,
 			    (unsigned long long)((have + (1 << 20) - 1) >> 20));
 	*grow = want > have ? want : 0;
+	*mib = req->disk_mib;
 	return 0;
 }
 
@@ -656,7 +668,8 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	if ((rc = volumes_check(h, req, t)) < 0)
 		goto out;
 	uint64_t grow = 0;
-	if (req->disk_mib > 0 && (rc = disk_wanted(req, t, &snap, &grow)) < 0)
+	int64_t disk_mib = 0;
+	if ((rc = disk_wanted(req, t, &snap, &grow, &disk_mib)) < 0)
 		goto out;
 	if ((rc = host_admit_ws(h, req->workspace, req->caps, req->report, 1, row.vcpus,
 				row.memory_mib)) < 0)
@@ -676,6 +689,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	row.retention_seconds = req->retention_seconds;
 	row.idle_pause_seconds = req->idle_pause_seconds;
 	row.created_ms = row.active_ms = wall_ms();
+	row.disk_mib = disk_mib;
 	row.metadata = dup_or_null(req->metadata);
 	/* From a template, its image's Env under the create's (templates.md). */
 	row.env = req->snapshot ? dup_or_null(req->env ? req->env : snap.env) : tmpl_env_merge(t, req->env);
@@ -704,6 +718,7 @@ int host_create(struct host *h, const struct create_req *req, struct sandbox **o
 	double ms = (double)(mono_ns() - req->arrival_ns) / 1e6;
 	if (rc == 0) {
 		pthread_mutex_lock(&sb->lock);
+		sb->row.disk_mib = disk_mib;	/* a pool's VM came with none */
 		sb->row.ready_ms = ms;
 		sb->row.active_ms = wall_ms();
 		pthread_mutex_unlock(&sb->lock);

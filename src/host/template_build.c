@@ -368,10 +368,13 @@ static int df_oci_base(struct build *b, struct dfbuild *d)
 /* FROM debian:SUITE in a Dockerfile: built once by build-rootfs-debian
  * (mmdebstrap through the machine's apt sources, as `base` is) into the
  * step cache, .cache/FROMKEY.ext4, which every later build of the suite
- * takes as it is. The builder's log stays beside it (.log). */
+ * takes as it is. The builder's log stays beside it (.log). It is given
+ * `base`'s prebuilt image as a seed: when that image's own files show it
+ * is the suite's image (the builder checks), the cache is seeded with a
+ * copy of it and no mmdebstrap runs; its last line, logged, says which. */
 static int df_debian_base(struct build *b, struct dfbuild *d)
 {
-	char ext4[PATH_MAX], log[PATH_MAX], tmp[PATH_MAX + 8], builder[PATH_MAX + 32];
+	char ext4[PATH_MAX], log[PATH_MAX], tmp[PATH_MAX + 8], builder[PATH_MAX + 32], seed[PATH_MAX + 32];
 	snprintf(ext4, sizeof ext4, "%.4000s/%s.ext4", d->cache, d->from_key);
 	snprintf(log, sizeof log, "%.4000s/%s.log", d->cache, d->from_key);
 	snprintf(tmp, sizeof tmp, "%s.tmp", ext4);
@@ -383,7 +386,17 @@ static int df_debian_base(struct build *b, struct dfbuild *d)
 			return errf(ENOENT, "FROM debian:%s: no image builder %s (it comes with kiln's images/)",
 				    d->from_debian, builder);
 		unlink(tmp);
-		char *argv[] = { builder, tmp, d->from_debian, NULL };
+		snprintf(seed, sizeof seed, "%s/rootfs-base.ext4", b->cfg->images);
+		char *argv[6];
+		int n = 0;
+		argv[n++] = builder;
+		if (access(seed, R_OK) == 0) {
+			argv[n++] = "--seed";
+			argv[n++] = seed;
+		}
+		argv[n++] = tmp;
+		argv[n++] = d->from_debian;
+		argv[n] = NULL;
 		int rc = run_builder(b, argv, log);
 		if (rc < 0) {
 			char line[300] = "";
@@ -397,6 +410,9 @@ static int df_debian_base(struct build *b, struct dfbuild *d)
 			unlink(tmp);
 			return rc;
 		}
+		char line[300] = "";
+		last_line(log, line, sizeof line);
+		progress(b, "FROM debian:%s: %s", d->from_debian, line);
 	}
 	snprintf(d->base, sizeof d->base, "%s", ext4);
 	return 0;
@@ -789,12 +805,12 @@ static int start_command(struct build *b)
  * written to the template's layer, which the snapshot keeps. */
 static int grow_root(struct build *b)
 {
-	char vsock[PATH_MAX];
+	char vsock[PATH_MAX], said[200];
 	vm_path(vsock, sizeof vsock, b->vmdir, "vsock.sock");
-	int rc = guest_grow_root(vsock, b->vm_pid, "the template VM", (long long)b->o->disk_mib);
+	int rc = guest_grow_root(vsock, b->vm_pid, "the template VM", (long long)b->o->disk_mib, said, sizeof said);
 	if (rc < 0)
 		return rc;
-	progress(b, "the root filesystem takes the whole disk: %lld MiB", (long long)b->o->disk_mib);
+	progress(b, "the root filesystem takes the whole disk: %lld MiB (%s)", (long long)b->o->disk_mib, said);
 	return 0;
 }
 

@@ -74,6 +74,8 @@ json_t *wire_row(const struct sbx_row *r)
 			      r->ready_ms);
 	if (o && r->idle_pause_seconds)
 		json_object_set_new(o, "idle_pause_seconds", json_integer(r->idle_pause_seconds));
+	if (o && r->disk_mib)
+		json_object_set_new(o, "disk_mib", json_integer(r->disk_mib));
 	if (!o)
 		return NULL;
 	json_t *acc = json_pack("{s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:s,s:i,s:s}", "vmm_pid",
@@ -120,6 +122,7 @@ int wire_row_parse(const json_t *j, struct sbx_row *r)
 	r->idle_hibernate = bool_of(j, "idle_hibernate");
 	r->retention_seconds = int_of(j, "retention_seconds");
 	r->idle_pause_seconds = int_of(j, "idle_pause_seconds");
+	r->disk_mib = int_of(j, "disk_mib");
 	r->created_ms = int_of(j, "created_ms");
 	r->updated_ms = int_of(j, "updated_ms");
 	r->deleted_ms = int_of(j, "deleted_ms");

@@ -49,7 +49,7 @@
 #define SANDBOX_SCHEMA \
 	"{\"type\":\"object\",\"required\":[\"id\",\"status\",\"template\"],\"properties\":{" \
 	"\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
-	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"}," \
+	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"},\"disk_mib\":{\"type\":[\"integer\",\"null\"]}," \
 	"\"parent_id\":{\"type\":[\"string\",\"null\"]}}}"
 
 #define VOLUME_SCHEMA \

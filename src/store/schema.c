@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 11;
+const int schema_version = 12;
 
 /* The operator's plans (version 11): made by schema_sql and, idempotently,
  * by the migration step that marks the version. */
@@ -102,7 +102,10 @@ const char schema_sql[] =
 	"  stored_bytes BIGINT NOT NULL DEFAULT 0,\n"
 	/* Paused after this many idle seconds (0: never), before its TTL
 	 * rule acts (docs/api.md "Persistent sandboxes"). */
-	"  idle_pause_seconds BIGINT NOT NULL DEFAULT 0\n"
+	"  idle_pause_seconds BIGINT NOT NULL DEFAULT 0,\n"
+	/* The size of its root disk (the template's, or the create's
+	 * disk_mib); 0 for a sandbox made before version 12 said it. */
+	"  disk_mib BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"
@@ -483,6 +486,8 @@ const struct migration schema_migrations[] = {
 	 * would enforce the shipped limits and not the operator's, refuses
 	 * this database rather than run beside a newer replica. */
 	{ 11, PLANS_TABLE },
+	/* Version 11's sandboxes did not say their disk's size. */
+	{ 12, "ALTER TABLE sandboxes ADD COLUMN disk_mib BIGINT NOT NULL DEFAULT 0;\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

@@ -204,6 +204,7 @@ struct sbx_row {
 	char parent[ID_MAX];		/* forked from, or "" */
 	char snapshot[ID_MAX];		/* created from this snapshot, or "" */
 	int vcpus, memory_mib;
+	int64_t disk_mib;		/* its root disk's size (template's or create's); 0: unknown */
 	int64_t ttl_seconds;		/* idle timeout; 0: none */
 	bool ttl_absolute;		/* ttl_seconds counts from creation, activity or not */
 	bool idle_hibernate;		/* idle: hibernated, not deleted... */

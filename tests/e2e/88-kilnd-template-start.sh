@@ -120,7 +120,7 @@ IMGDISK=
 if full_only tdisk_image "a template VM, about 15 s"; then
 	"$KILND" --data "$DATA" template build imgdisk --image "$MIN" --disk 256 > "$T/imgdisk.log" 2>&1
 	st=$?
-	[ "$st" = 0 ] && grep -q "the root filesystem takes the whole disk: 256 MiB" "$T/imgdisk.log" && IMGDISK=1 &&
+	[ "$st" = 0 ] && grep -q "the root filesystem takes the whole disk: 256 MiB (grow-fs: [0-9]* -> [0-9]* blocks of" "$T/imgdisk.log" && IMGDISK=1 &&
 		pass tdisk_image_build "$(grep -m1 'whole disk' "$T/imgdisk.log")" ||
 		fail tdisk_image_build "status $st: $(tail -3 "$T/imgdisk.log" | tr '\n' ' ')"
 fi
@@ -139,7 +139,7 @@ if full_only tdisk_grow "two build VMs, about 30 s"; then
 	blocks=$(dumpe2fs -h "$DATA/templates/grown/v1/root.ext4" 2>/dev/null | sed -n 's/^Block count: *//p')
 	bsize=$(dumpe2fs -h "$DATA/templates/grown/v1/root.ext4" 2>/dev/null | sed -n 's/^Block size: *//p')
 	mib=$(( ${blocks:-0} * ${bsize:-0} >> 20 ))
-	[ "$st" = 0 ] && grep -q "the root filesystem takes the whole disk: 512 MiB" "$T/grown.log" &&
+	[ "$st" = 0 ] && grep -q "the root filesystem takes the whole disk: 512 MiB (grow-fs: [0-9]* -> [0-9]* blocks of" "$T/grown.log" &&
 		[ "${kb:-0}" -gt 450000 ] && [ "$mib" -ge 500 ] && [ "$mib" -le 512 ] &&
 		[ "$(stat -c %s "$DATA/templates/grown/v1/root.ext4")" = $((512 << 20)) ] &&
 		pass tdisk_grow "df in the build VM: $kb KiB; root.ext4's filesystem $mib MiB" ||

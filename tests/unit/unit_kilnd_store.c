@@ -380,10 +380,11 @@ static void sandbox_rows_round_trip(void)
 	r.net_slot = 17;
 	r.net_policy = strdup("{\"allow_internet\":false}");
 	r.stored_bytes = 777;
+	r.disk_mib = 4096;
 	CHECK(store_sandbox_save(st, &r) == 0);
 	struct sbx_row back;
 	CHECK(store_sandbox_load(st, r.id, &back) == 0);
-	CHECK(back.stored_bytes == 777);
+	CHECK(back.stored_bytes == 777 && back.disk_mib == 4096);
 	CHECK(back.net_slot == 17 && back.net_policy && !strcmp(back.net_policy, "{\"allow_internet\":false}"));
 	CHECK(!strcmp(back.template, "base") && back.state == SBX_RUNNING && back.vcpus == 2);
 	CHECK(back.ready_ms == 12.5 && back.vmm_pid == 4242 && back.vmm_start == 99);
@@ -497,6 +498,12 @@ static void schema_v1_is_migrated(void)
 	CHECK(store_sandbox_save(st, &r) == 0);
 	sbx_row_clear(&r);
 	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.idle_pause_seconds == 90);
+	/* Version 12: an older sandbox's disk size is unknown (0) until said. */
+	CHECK(r.disk_mib == 0);
+	r.disk_mib = 72;
+	CHECK(store_sandbox_save(st, &r) == 0);
+	sbx_row_clear(&r);
+	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.disk_mib == 72);
 	sbx_row_clear(&r);
 	/* The tables version 1 lacked were made too. */
 	char ws[ID_MAX];

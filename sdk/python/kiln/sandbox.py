@@ -164,6 +164,12 @@ class Sandbox:
         return self._info.get("parent_id")
 
     @property
+    def disk_mib(self) -> Optional[int]:
+        """The size of its root disk in MiB: the template's, or the
+        create's ``disk_mib`` (None: made before kilnd kept it)."""
+        return self._info.get("disk_mib")
+
+    @property
     def ready_ms(self) -> Optional[float]:
         return self._info.get("ready_ms")
 

@@ -232,6 +232,10 @@ export class Sandbox {
   get parentId(): string | null {
     return this.data.parent_id;
   }
+  /** Its root disk's size in MiB: the template's, or the create's diskMib (null: unknown). */
+  get diskMib(): number | null {
+    return this.data.disk_mib ?? null;
+  }
   get readyMs(): number | null {
     return this.data.ready_ms;
   }

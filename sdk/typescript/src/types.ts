@@ -8,6 +8,8 @@ export interface SandboxJSON {
   template: string;
   vcpus: number;
   memory_mib: number;
+  /** Its root disk's size: the template's, or the create's disk_mib (null: made before kilnd kept it). */
+  disk_mib: number | null;
   created_at: string;
   ready_ms: number | null;
   ttl_seconds: number;
