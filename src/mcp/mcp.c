@@ -308,8 +308,8 @@ static json_t *tool_json(const struct mcp_call *c, const struct mcp_tool *t)
 	/* Fields a version does not define are left out for its clients. */
 	if (c->version <= MCP_2025_06_18) {
 		json_object_set_new(j, "title", json_string(t->title));
-		if (t->output_schema)
-			json_object_set_new(j, "outputSchema", json_loads(t->output_schema, 0, NULL));
+		if (t->output)
+			json_object_set_new(j, "outputSchema", fields_out_schema(t->output));
 	}
 	if (c->version <= MCP_2025_03_26)
 		json_object_set_new(j, "annotations", json_pack("{s:s,s:b,s:b,s:b}",

@@ -63,8 +63,10 @@ struct mcp_tool {
 	 * made from it (fields_schema), never written as text. A sandbox
 	 * tool's has no sandbox_id: the workspace endpoint adds it. */
 	const struct field *input;
-	/* JSON Schema text of structuredContent. */
-	const char *output_schema;
+	/* structuredContent, as a response's field table (ops/fields.h): the
+	 * outputSchema is made from it (fields_out_schema). An object the
+	 * REST API answers with too is api/render.h's table. */
+	const struct field *output;
 	unsigned flags;
 	mcp_tool_fn *fn;
 };

@@ -31,6 +31,9 @@ enum field_type {
 	FIELD_OBJECTS,		/* an array of min..max objects, each of the fields of items */
 	FIELD_SCALAR,		/* a string or an integer (a signal: a name or a number) */
 	FIELD_INCLUDE,		/* the fields of table items, here (fields two operations share) */
+	/* Only in a response's table (fields_out_schema): */
+	FIELD_NUMBER,		/* a number, integer or not */
+	FIELD_OBJECT,		/* an object of the fields of items (NULL: of its own shape) */
 };
 
 /* No static maximum: the server's or the plan's, known at the call. */
@@ -41,6 +44,7 @@ struct field {
 	enum field_type type;
 	bool required;
 	bool env_names;			/* FIELD_MAP: keys are shell variable names */
+	bool nullable;			/* a response's: the value may be null */
 	int64_t min, max;
 	int64_t key_max, item_max;
 	const char *const *choices;	/* FIELD_STRING: NULL-terminated */
@@ -77,6 +81,15 @@ const struct field *fields_find(const struct field *t, const char *name);
  * maxProperties, propertyNames, minItems, maxItems), enum, required,
  * description. NULL when out of memory. */
 json_t *fields_schema(const struct field *t);
+
+/* A response's table: what an object of it holds, as MCP's outputSchema
+ * (and the REST API's shape: the front ends render the same object).
+ * required: the key is always there; nullable: its value may be null;
+ * no other key (additionalProperties false), so that an object the
+ * renderer grew a key for fails a client's check until its table says
+ * it. FIELD_OBJECTS and FIELD_OBJECT of items NULL: any object. NULL
+ * when out of memory. */
+json_t *fields_out_schema(const struct field *t);
 
 /* The value of a field fields_check accepted: absent or null gives dflt. */
 const char *field_str(const json_t *obj, const char *name, const char *dflt);

@@ -6,13 +6,21 @@
  * by MCP's schema check of the generated inputSchema naming the argument,
  * and, where the table is an operation's, by the operation itself; the
  * value at the bound passes both checks; the bound is in the schema. And
- * every MCP tool's inputSchema is the one made from its table. */
+ * every MCP tool's inputSchema is the one made from its table. The
+ * response tables (api/render.h, the tools' outputSchemas): a real object
+ * of each kind, rendered, has exactly the table's keys, of its types, null
+ * only where the table says, and each of the table's keys shows up, null
+ * too where it may be. */
 #include "api/hcommon.h"
+#include "api/render.h"
+#include "host/guest_conn.h"
+#include "hostif/hostif.h"
 #include "mcp/mcp.h"
 #include "ops/app.h"
 #include "ops/database.h"
 #include "ops/fields.h"
 #include "ops/ops.h"
+#include "ops/validate.h"
 #include "common/err.h"
 #include "test.h"
 
@@ -457,11 +465,289 @@ static void caps_bound_no_max_fields(void)
 	json_decref(a);
 }
 
+/* ---- responses ---------------------------------------------------------------------------------- */
+
+/* The fields of a response table a rendered object showed: with a value,
+ * and null. */
+static struct shown {
+	const struct field *f;
+	bool value, null;
+} shown[512];
+static int nshown;
+
+static struct shown *shown_of(const struct field *f)
+{
+	for (int i = 0; i < nshown; i++)
+		if (shown[i].f == f)
+			return &shown[i];
+	if (nshown == (int)(sizeof shown / sizeof shown[0]))
+		return &shown[0];
+	shown[nshown].f = f;
+	return &shown[nshown++];
+}
+
+static bool string_in(const char *const *c, const char *s)
+{
+	for (; *c; c++)
+		if (!strcmp(*c, s))
+			return true;
+	return false;
+}
+
+static int out_object(const struct field *t, const json_t *v, const char *where);
+
+/* v, the value of field f: of its type; 0, or -1 having said why. */
+static int out_value(const struct field *f, const json_t *v, const char *where)
+{
+	size_t i;
+	json_t *x;
+	const char *k;
+	bool ok = false;
+	switch (f->type) {
+	case FIELD_STRING:
+		ok = json_is_string(v) && (!f->choices || string_in(f->choices, json_string_value(v)));
+		break;
+	case FIELD_INTEGER:
+		ok = json_is_integer(v);
+		break;
+	case FIELD_NUMBER:
+		ok = json_is_number(v);
+		break;
+	case FIELD_BOOLEAN:
+		ok = json_is_boolean(v);
+		break;
+	case FIELD_SCALAR:
+		ok = json_is_string(v) || json_is_integer(v);
+		break;
+	case FIELD_MAP:
+		ok = json_is_object(v);
+		json_object_foreach((json_t *)v, k, x)
+			ok = ok && json_is_string(x);
+		break;
+	case FIELD_STRINGS:
+	case FIELD_INTEGERS:
+		ok = json_is_array(v);
+		json_array_foreach(v, i, x)
+			ok = ok && (f->type == FIELD_STRINGS ? json_is_string(x) : json_is_integer(x));
+		break;
+	case FIELD_OBJECT:
+		ok = json_is_object(v) && (!f->items || out_object(f->items, v, where) == 0);
+		break;
+	case FIELD_OBJECTS:
+		ok = json_is_array(v);
+		json_array_foreach(v, i, x)
+			ok = ok && json_is_object(x) && (!f->items || out_object(f->items, x, where) == 0);
+		break;
+	default:
+		break;
+	}
+	if (!ok)
+		printf("  %s.%s: %s is not what its table says\n", where, f->name, v_type_name(v));
+	return ok ? 0 : -1;
+}
+
+/* v against response table t: its keys are t's, each of its type, null
+ * only where nullable, every required one there. */
+static int out_object(const struct field *t, const json_t *v, const char *where)
+{
+	const char *k;
+	json_t *x;
+	int rc = 0;
+	json_object_foreach((json_t *)v, k, x) {
+		const struct field *f = fields_find(t, k);
+		if (!f) {
+			printf("  %s: key '%s' is not in its table\n", where, k);
+			rc = -1;
+			continue;
+		}
+		struct shown *s = shown_of(f);
+		if (json_is_null(x)) {
+			s->null = true;
+			if (!f->nullable) {
+				printf("  %s.%s: null, and its table says it is never\n", where, k);
+				rc = -1;
+			}
+		} else {
+			s->value = true;
+			rc |= out_value(f, x, where);
+		}
+	}
+	for (const struct field *f = t; f->type != FIELD_END; f++)
+		if (f->required && !json_object_get(v, f->name)) {
+			printf("  %s: no '%s', which its table says is always there\n", where, f->name);
+			rc = -1;
+		}
+	return rc;
+}
+
+/* Every field of t (and of the tables it holds) was shown with a value,
+ * and null where nullable; but the names in not_here (those only a store
+ * or a guest gives: tests/sdk/mcp and tests/e2e see them). */
+static int all_shown(const struct field *t, const char *where, const char *const *not_here)
+{
+	int rc = 0;
+	for (const struct field *f = t; f->type != FIELD_END; f++) {
+		if (not_here && string_in(not_here, f->name))
+			continue;
+		struct shown *s = shown_of(f);
+		if (!s->value || (f->nullable && !s->null)) {
+			printf("  %s.%s: no rendered object showed it %s\n", where, f->name,
+			       s->value ? "null" : "with a value");
+			rc = -1;
+		}
+		if (f->items && (f->type == FIELD_OBJECT || f->type == FIELD_OBJECTS))
+			rc |= all_shown(f->items, where, not_here);
+	}
+	return rc;
+}
+
+static int check_out(const struct field *t, json_t *v, const char *where)
+{
+	int rc = v ? out_object(t, v, where) : -1;
+	json_decref(v);
+	return rc;
+}
+
+static void sandbox_row(struct sbx_row *r, bool full)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->id, sizeof r->id, "sbx_test");
+	snprintf(r->template, sizeof r->template, "base");
+	r->state = full ? SBX_FAILED : SBX_RUNNING;
+	r->vcpus = 1, r->memory_mib = 256;
+	if (full) {
+		r->created_ms = r->active_ms = 1700000000000;
+		r->ready_ms = 12.5;
+		r->ttl_seconds = 60;
+		snprintf(r->parent, sizeof r->parent, "sbx_parent");
+		snprintf(r->snapshot, sizeof r->snapshot, "snap_x");
+		snprintf(r->error, sizeof r->error, "its VMM died");
+		r->metadata = (char *)"{\"by\":\"test\"}";
+	} else {
+		r->net_policy = (char *)"not a policy";	/* what render shows as null */
+	}
+}
+
+static int vol_att_one(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+		       void *fctx)
+{
+	(void)ctx, (void)ws, (void)id, (void)out;
+	struct vol_att a = { .slot = 1, .read_only = true };
+	snprintf(a.sandbox, sizeof a.sandbox, "sbx_test");
+	snprintf(a.path, sizeof a.path, "/data");
+	return fn(fctx, &a);
+}
+
+static int vol_host_gone(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+			 void *fctx)
+{
+	(void)ctx, (void)ws, (void)id, (void)out, (void)fn, (void)fctx;
+	return errf(EHOSTUNREACH, "its host does not answer");
+}
+
+static void responses_match_tables(void)
+{
+	int rc = 0;
+	struct sbx_row r;
+	for (int full = 0; full < 2; full++) {
+		sandbox_row(&r, full);
+		rc |= check_out(render_sandbox_fields, render_sandbox(&r), "sandbox");
+	}
+	rc |= all_shown(render_sandbox_fields, "sandbox", NULL);
+
+	struct snap_row sn = { .id = "snap_x", .sandbox = "sbx_test", .template = "base", .vcpus = 1 };
+	rc |= check_out(render_snapshot_fields, render_snapshot(&sn), "snapshot");
+	sn.created_ms = 1700000000000;
+	rc |= check_out(render_snapshot_fields, render_snapshot(&sn), "snapshot");
+	rc |= all_shown(render_snapshot_fields, "snapshot", NULL);
+
+	rc |= check_out(render_exec_result_fields, render_exec_result("hi\n", 3, NULL, 0, 0, 0, false, 1.5, false),
+			"exec_result");
+	rc |= check_out(render_exec_result_fields, render_exec_result(NULL, 0, "\xff", 1, -1, 9, true, 2, true),
+			"exec_result");
+	rc |= all_shown(render_exec_result_fields, "exec_result", NULL);
+
+	/* A volume its host lists an attachment of, and one whose host is gone. */
+	struct hostif_ops vo = { .volume_get = vol_att_one };
+	struct hostif hi = { &vo, NULL };
+	struct ops_caller vc = { .hostif = &hi, .workspace = "ws_test" };
+	struct vol_row v = { .id = "vol_x", .workspace = "ws_test", .name = "data", .size_mib = 64,
+			     .created_ms = 1700000000000 };
+	rc |= check_out(render_volume_fields, render_volume(ops_volume_json(&vc, &v)), "volume");
+	vo.volume_get = vol_host_gone;
+	v.created_ms = 0;
+	rc |= check_out(render_volume_fields, render_volume(ops_volume_json(&vc, &v)), "volume");
+	rc |= all_shown(render_volume_fields, "volume", NULL);
+
+	/* An app that failed (no sandbox to ask its host about), bare and full. */
+	static struct app_row a;
+	memset(&a, 0, sizeof a);
+	snprintf(a.id, sizeof a.id, "app_x");
+	snprintf(a.name, sizeof a.name, "web");
+	snprintf(a.restart, sizeof a.restart, "always");
+	snprintf(a.state, sizeof a.state, "failed");
+	a.port = 8000;
+	rc |= check_out(render_app_fields, render_app(&caller, &a, NULL), "app");
+	snprintf(a.template, sizeof a.template, "base");
+	snprintf(a.snapshot, sizeof a.snapshot, "snap_x");
+	snprintf(a.command, sizeof a.command, "httpd");
+	snprintf(a.env, sizeof a.env, "{\"WHO\":\"me\"}");
+	snprintf(a.sandbox, sizeof a.sandbox, "sbx_test");
+	snprintf(a.reason, sizeof a.reason, "it exited");
+	a.created_ms = a.updated_ms = 1700000000000;
+	rc |= check_out(render_app_fields, render_app(&caller, &a, "http://app-x.test/"), "app");
+	rc |= all_shown(render_app_fields, "app", NULL);
+
+	/* A database being made (no sandbox yet; no store: no events or
+	 * certificate, which tests/e2e/90 sees), with and without its
+	 * password, schedule and external port. */
+	struct db_row d = { .id = "db_x", .workspace = "ws_test", .name = "main" };
+	rc |= check_out(render_database_fields, render_database(&caller, &d, NULL), "database");
+	snprintf(d.from_backup, sizeof d.from_backup, "snap_x");
+	d.created_ms = 1700000000000;
+	d.backup_interval_s = 3600, d.next_backup_ms = 1700000360000, d.external_port = 15432;
+	rc |= check_out(render_database_fields, render_database(&caller, &d, "secret"), "database");
+	static const char *const db_store_only[] = { "tls_certificate", "tls_certificate_sha256", "ts_ms", "kind", "text",
+						     NULL };
+	rc |= all_shown(render_database_fields, "database", db_store_only);
+
+	struct db_backup_row b = { .id = "snap_b", .database = "db_x", .created_ms = 1700000000000 };
+	rc |= check_out(render_db_backup_fields, ops_db_backup_json(&b), "db_backup");
+	snprintf(b.kind, sizeof b.kind, "scheduled");
+	rc |= check_out(render_db_backup_fields, ops_db_backup_json(&b), "db_backup");
+	rc |= all_shown(render_db_backup_fields, "db_backup", NULL);
+
+	/* A directory's entries: a symlink, and a name that is not UTF-8. */
+	struct guest_stat st = { .name = "a", .mode = 0120777, .size = 1, .mtime_ns = 1700000000000000000 };
+	snprintf(st.link, sizeof st.link, "b");
+	rc |= check_out(render_dir_entry_fields, stat_json(&st, "name", st.name), "dir_entry");
+	memset(&st, 0, sizeof st);
+	st.mode = 0100644;
+	snprintf(st.name, sizeof st.name, "\xff");
+	rc |= check_out(render_dir_entry_fields, stat_json(&st, "name", st.name), "dir_entry");
+	rc |= all_shown(render_dir_entry_fields, "dir_entry", NULL);
+	CHECK(rc == 0);
+
+	/* The schema says the same as the table: a rendered sandbox passes
+	 * it, one with a key the table lacks does not. */
+	json_t *schema = fields_out_schema(render_sandbox_fields);
+	sandbox_row(&r, true);
+	json_t *j = render_sandbox(&r);
+	CHECK(schema && json_is_false(json_object_get(schema, "additionalProperties")));
+	CHECK(json_object_size(json_object_get(schema, "properties")) == json_object_size(j) &&
+	      json_array_size(json_object_get(schema, "required")) == json_object_size(j) - 1);
+	json_t *types = json_object_get(json_object_get(json_object_get(schema, "properties"), "parent_id"), "type");
+	CHECK(json_is_array(types) && json_array_size(types) == 2);
+	json_decref(j);
+	json_decref(schema);
+}
+
 int main(void)
 {
 	int failures = 0;
 	RUN(operation_tables_agree);
 	RUN(mcp_tools_schemas_come_from_tables);
 	RUN(caps_bound_no_max_fields);
+	RUN(responses_match_tables);
 	return failures ? 1 : 0;
 }
