@@ -725,6 +725,7 @@ static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	struct ops_caller oc;
 	struct sbx_row row;
 	req_caller(c->r, &oc);
+	oc.shaped = args;	/* mcp.c checked it against ops_create_fields */
 	int rc = ops_create(&oc, args, &row);
 	if (rc < 0)
 		return rc;
@@ -899,6 +900,7 @@ static int t_volume_create(struct mcp_call *c, const json_t *args, struct mcp_ou
 	struct ops_caller oc;
 	struct vol_row v;
 	req_caller(c->r, &oc);
+	oc.shaped = args;
 	/* a plan's limit: its message names it */
 	return volume_result(&oc, ops_volume_create(&oc, args, &v), &v, out);
 }
@@ -997,6 +999,7 @@ static int t_db_create(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	req_caller(c->r, &oc);
 	struct db_row d;
 	char pw[DB_PASSWORD_LEN + 1] = "";
+	oc.shaped = args;
 	int rc = ops_db_create(&oc, args, &d, pw);
 	rc = db_result(&oc, rc, &d, pw, out);
 	explicit_bzero(pw, sizeof pw);
@@ -1073,6 +1076,7 @@ static int t_db_update(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	if (!body)
 		return errf(ENOMEM, "out of memory");
 	json_object_del(body, "database");
+	oc.shaped = body;	/* checked as db_update_args: the key and ops_db_update_fields */
 	/* no free external port: -EAGAIN saying so */
 	int rc = ops_db_update(&oc, field_str(args, "database", ""), body, &d);
 	json_decref(body);
@@ -1147,6 +1151,7 @@ static int t_app_create(struct mcp_call *c, const json_t *args, struct mcp_out *
 		return -ENOMEM;
 	/* not listening in time: -ETIMEDOUT with the end of its log; a plan's
 	 * limit: its message names it */
+	oc.shaped = args;
 	int rc = app_result(c, &oc, ops_app_create(&oc, args, a), a, out);
 	free(a);
 	return rc;
@@ -1204,6 +1209,7 @@ static int t_app_deploy(struct mcp_call *c, const json_t *args, struct mcp_out *
 		return errf(ENOMEM, "out of memory");
 	}
 	json_object_del(body, "app");
+	oc.shaped = body;	/* checked as deploy_app_args: the key and ops_app_deploy_fields */
 	/* never listened: -ETIMEDOUT, the old version serving on; another
 	 * deploy switched first: -ESTALE */
 	int rc = app_result(c, &oc, ops_app_deploy(&oc, field_str(args, "app", ""), body, a), a, out);

@@ -211,6 +211,7 @@ static int t_network(struct mcp_call *c, const json_t *args, struct mcp_out *out
 	struct ops_caller oc = caller(c, true);
 	struct sbx_row row;
 	json_t *body = rest_body(args);
+	oc.shaped = body;	/* checked as network_args: sandbox_id and ops_network_fields */
 	int rc = body ? ops_set_network(&oc, tool_sandbox_id(c, args), body, &row) : errf(ENOMEM, "out of memory");
 	json_decref(body);
 	return answer_rc(out, rc, rc < 0 ? NULL : sandbox_json(&row));

@@ -69,6 +69,16 @@ struct field_cap {
  * null is an absent optional field. */
 int fields_check(const struct field *t, const json_t *obj, const struct field_cap *caps);
 
+/* fields_check in two halves, for a front end that checks a request
+ * before it calls the operation (MCP: a bad argument is a JSON-RPC error
+ * there, a refusal of the operation the tool's answer):
+ * fields_check_shape is what the table's schema says (unknown fields,
+ * types, static bounds) and fields_check_rest the operation's part after
+ * it, the fields' own parsers (check) and the caller's caps. One after
+ * the other they are fields_check, each rule checked once. */
+int fields_check_shape(const struct field *t, const json_t *obj);
+int fields_check_rest(const struct field *t, const json_t *obj, const struct field_cap *caps);
+
 /* One field of obj against f alone (the operation's other fields are a
  * front end's to check). */
 int fields_check_one(const struct field *f, const json_t *obj, const struct field_cap *caps);
