@@ -151,7 +151,9 @@ static int check_one(const struct field *f, const json_t *obj, const struct fiel
 	json_t *v = field_get(obj, f->name);
 	if (f->check && part != SHAPE)
 		return !v && f->required ? errf(EINVAL, "field '%s' is required", f->name) : f->check(obj, f->name);
-	if (part == REST && !(v && capped(f, caps)))
+	/* The rest: what the schema does not say (a cap; an env's names,
+	 * whose pattern it does not show). */
+	if (part == REST && !(v && (capped(f, caps) || f->env_names)))
 		return 0;
 	if (!v)
 		return f->required ? errf(EINVAL, "field '%s' is required", f->name) : 0;
@@ -176,8 +178,8 @@ static int check_one(const struct field *f, const json_t *obj, const struct fiel
 	case FIELD_BOOLEAN:
 		return v_bool(obj, f->name, &b);
 	case FIELD_MAP:
-		return v_str_map(obj, f->name, (size_t)f->max, (size_t)f->key_max, (size_t)f->item_max, f->env_names,
-				 &m);
+		return v_str_map(obj, f->name, (size_t)f->max, (size_t)f->key_max, (size_t)f->item_max,
+				 f->env_names && part != SHAPE, &m);
 	case FIELD_STRINGS:
 		return check_strings(f, v);
 	case FIELD_OBJECTS:

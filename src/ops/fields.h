@@ -74,7 +74,8 @@ int fields_check(const struct field *t, const json_t *obj, const struct field_ca
  * there, a refusal of the operation the tool's answer):
  * fields_check_shape is what the table's schema says (unknown fields,
  * types, static bounds) and fields_check_rest the operation's part after
- * it, the fields' own parsers (check) and the caller's caps. One after
+ * it, the fields' own parsers (check), the caller's caps and an env's
+ * variable names. One after
  * the other they are fields_check, each rule checked once. */
 int fields_check_shape(const struct field *t, const json_t *obj);
 int fields_check_rest(const struct field *t, const json_t *obj, const struct field_cap *caps);

@@ -471,10 +471,10 @@ static void caps_bound_no_max_fields(void)
 }
 
 /* fields_check in halves (MCP's front end, then the operation): the shape
- * takes what only a cap or a field's parser refuses, the rest refuses it,
- * and a request the front end shaped is not shaped again by the
- * operation (an unknown field it would refuse gets past: the front end's
- * to refuse, so a call that skips it is the bug the test would show). */
+ * takes what only a cap, a field's parser or an env's names refuse, and
+ * the rest refuses it; the rest does not shape again (an unknown field
+ * gets past it: the front end's to refuse); an operation whose request
+ * no front end shaped checks it all. */
 static void check_halves(void)
 {
 	const struct field_cap cap[] = { { "ttl_seconds", 3600 }, { NULL, 0 } };
@@ -485,6 +485,10 @@ static void check_halves(void)
 	a = json_pack("{s:[s]}", "allow_out", "not-an-address");
 	CHECK(fields_check_shape(ops_create_fields, a) == 0);
 	CHECK(fields_check_rest(ops_create_fields, a, NULL) == -EINVAL && strstr(errmsg(), "not-an-address"));
+	json_decref(a);
+	a = json_pack("{s:{s:s}}", "env", "1BAD", "x");
+	CHECK(fields_check_shape(ops_create_fields, a) == 0);
+	CHECK(fields_check_rest(ops_create_fields, a, NULL) == -EINVAL && strstr(errmsg(), "not a variable name"));
 	json_decref(a);
 	a = json_pack("{s:i,s:s}", "ttl_seconds", 60, "colour", "red");
 	CHECK(fields_check_shape(ops_create_fields, a) == -EINVAL && strstr(errmsg(), "unknown field 'colour'"));
