@@ -47,10 +47,12 @@
 /* ---- results (field tables, ops/fields.h: mcp.c makes the outputSchema; the
  * objects the REST API answers with too are api/render.h's) ------------ */
 
-static const char *const out_read_file_encoding_values[] = { "utf-8", "base64", NULL };
+/* read_file's and write_file's */
+static const char *const encodings[] = { "utf-8", "base64", NULL };
+
 static const struct field out_read_file[] = {
 	{ .name = "path", .type = FIELD_STRING, .required = true },
-	{ .name = "encoding", .type = FIELD_STRING, .required = true, .choices = out_read_file_encoding_values },
+	{ .name = "encoding", .type = FIELD_STRING, .required = true, .choices = encodings },
 	{ .name = "content", .type = FIELD_STRING, .required = true },
 	{ .name = "size", .type = FIELD_INTEGER, .required = true },
 	{ .type = FIELD_END }
@@ -178,7 +180,6 @@ const struct field mcp_no_args[] = { { .type = FIELD_END } };
 const struct field mcp_sandbox_only[] = { MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_END } };
 
 static const char *const languages[] = { "python", "bash", "sh", "javascript", NULL };
-static const char *const encodings[] = { "utf-8", "base64", NULL };
 
 #define GUEST_PATH(n, req, desc) \
 	{ .name = n, .type = FIELD_STRING, .required = req, .max = 4095, .description = desc }
