@@ -57,28 +57,20 @@ static const struct field out_read_file[] = {
 	{ .name = "size", .type = FIELD_INTEGER, .required = true },
 	{ .type = FIELD_END }
 };
+/* write_file's, and each of write_files' */
 static const struct field out_write_file[] = {
 	{ .name = "path", .type = FIELD_STRING, .required = true },
 	{ .name = "size", .type = FIELD_INTEGER, .required = true },
 	{ .type = FIELD_END }
 };
+/* copy_file's and move_file's */
 static const struct field out_copy_file[] = {
 	{ .name = "from", .type = FIELD_STRING, .required = true },
 	{ .name = "to", .type = FIELD_STRING, .required = true },
 	{ .type = FIELD_END }
 };
-static const struct field out_move_file[] = {
-	{ .name = "from", .type = FIELD_STRING, .required = true },
-	{ .name = "to", .type = FIELD_STRING, .required = true },
-	{ .type = FIELD_END }
-};
-static const struct field out_write_files_files[] = {
-	{ .name = "path", .type = FIELD_STRING, .required = true },
-	{ .name = "size", .type = FIELD_INTEGER, .required = true },
-	{ .type = FIELD_END }
-};
 static const struct field out_write_files[] = {
-	{ .name = "files", .type = FIELD_OBJECTS, .required = true, .items = out_write_files_files },
+	{ .name = "files", .type = FIELD_OBJECTS, .required = true, .items = out_write_file },
 	{ .name = "count", .type = FIELD_INTEGER, .required = true },
 	{ .type = FIELD_END }
 };
@@ -135,7 +127,8 @@ static const struct field out_list_databases[] = {
 	{ .name = "databases", .type = FIELD_OBJECTS, .required = true, .items = render_database_fields },
 	{ .type = FIELD_END }
 };
-static const struct field out_delete_database[] = {
+/* delete_database's and delete_app's */
+static const struct field out_deleted[] = {
 	{ .name = "id", .type = FIELD_STRING, .required = true },
 	{ .name = "name", .type = FIELD_STRING, .required = true },
 	{ .name = "deleted", .type = FIELD_BOOLEAN, .required = true },
@@ -147,12 +140,6 @@ static const struct field out_list_database_backups[] = {
 };
 static const struct field out_list_apps[] = {
 	{ .name = "apps", .type = FIELD_OBJECTS, .required = true, .items = render_app_fields },
-	{ .type = FIELD_END }
-};
-static const struct field out_delete_app[] = {
-	{ .name = "id", .type = FIELD_STRING, .required = true },
-	{ .name = "name", .type = FIELD_STRING, .required = true },
-	{ .name = "deleted", .type = FIELD_BOOLEAN, .required = true },
 	{ .type = FIELD_END }
 };
 static const struct field out_app_logs_events[] = {
@@ -1326,7 +1313,7 @@ const struct mcp_tool mcp_tools[] = {
 	  "Move (rename) a file or directory of the sandbox to another path. An existing target is an "
 	  "error unless replace.",
 	  move_args,
-	  out_move_file, MCP_SANDBOX | MCP_DESTRUCTIVE, t_move },
+	  out_copy_file, MCP_SANDBOX | MCP_DESTRUCTIVE, t_move },
 	{ "write_files", "Write several files",
 	  "Create or replace several files of the sandbox in one call, all or none: each is staged "
 	  "beside its target and they are put in place only when all are written (missing directories "
@@ -1413,7 +1400,7 @@ const struct mcp_tool mcp_tools[] = {
 	  render_database_fields, MCP_READ_ONLY, t_db_get },
 	{ "delete_database", "Delete a database", "Delete a database and its VM (its backups are kept).",
 	  db_key_args,
-	  out_delete_database, MCP_DESTRUCTIVE, t_db_delete },
+	  out_deleted, MCP_DESTRUCTIVE, t_db_delete },
 	{ "reset_database_password", "Reset a database's password",
 	  "Set a new random password for the database's user: the old one fails from then on. Returns the "
 	  "database with its new url and password (shown here only).",
@@ -1456,7 +1443,7 @@ const struct mcp_tool mcp_tools[] = {
 	  render_app_fields, MCP_DESTRUCTIVE, t_app_deploy },
 	{ "delete_app", "Delete an app", "Delete an app: its sandboxes and its URL are gone.",
 	  app_key_args,
-	  out_delete_app, MCP_DESTRUCTIVE, t_app_delete },
+	  out_deleted, MCP_DESTRUCTIVE, t_app_delete },
 	{ "app_logs", "Read an app's logs",
 	  "What kiln did with the app (deployed, restarted, remade: events) and the last lines its command "
 	  "and the supervisor wrote (its output, and lines such as \"kiln: the app exited with status 1\").",
