@@ -79,18 +79,25 @@ static json_t *string_schema(int64_t max)
 	return s;
 }
 
+/* A FIELD_STRING's choices, null too where nullable (a response's). */
+static json_t *enum_of(const struct field *f)
+{
+	json_t *e = json_array();
+	for (const char *const *c = f->choices; *c; c++)
+		json_array_append_new(e, json_string(*c));
+	if (f->nullable)
+		json_array_append_new(e, json_null());
+	return e;
+}
+
 static json_t *field_schema(const struct field *f)
 {
 	json_t *s = NULL;
 	switch (f->type) {
 	case FIELD_STRING:
 		s = string_schema(f->max);
-		if (s && f->choices) {
-			json_t *e = json_array();
-			for (const char *const *c = f->choices; *c; c++)
-				json_array_append_new(e, json_string(*c));
-			json_object_set_new(s, "enum", e);
-		}
+		if (s && f->choices)
+			json_object_set_new(s, "enum", enum_of(f));
 		break;
 	case FIELD_INTEGER:
 		s = json_pack("{s:s}", "type", "integer");
@@ -145,14 +152,8 @@ static json_t *out_field(const struct field *f)
 	switch (f->type) {
 	case FIELD_STRING:
 		s = json_pack("{s:s}", "type", "string");
-		if (s && f->choices) {
-			json_t *e = json_array();
-			for (const char *const *c = f->choices; *c; c++)
-				json_array_append_new(e, json_string(*c));
-			if (f->nullable)
-				json_array_append_new(e, json_null());
-			json_object_set_new(s, "enum", e);
-		}
+		if (s && f->choices)
+			json_object_set_new(s, "enum", enum_of(f));
 		break;
 	case FIELD_INTEGER:
 		s = json_pack("{s:s}", "type", "integer");
