@@ -38,14 +38,7 @@ static json_t *app_json(struct req *r, const struct ops_caller *c, const struct 
 {
 	char url[400];
 	proxy_app_url(r, a->id, url, sizeof url);
-	json_t *j = ops_app_json(c, a, url);
-	if (j) {
-		json_object_set_new(j, "created_at", render_time(a->created_ms));
-		json_object_set_new(j, "updated_at", render_time(a->updated_ms));
-		json_object_del(j, "created_ms");
-		json_object_del(j, "updated_ms");
-	}
-	return j;
+	return render_app(c, a, url);
 }
 
 static int reply_app(struct req *r, const struct ops_caller *c, int rc, const struct app_row *a, int status)

@@ -24,23 +24,12 @@
 #include <errno.h>
 #include <string.h>
 
-/* The database as JSON, with the API's time. */
-static json_t *db_json(const struct ops_caller *c, const struct db_row *d, const char *password)
-{
-	json_t *j = ops_db_json(c, d, password);
-	if (j) {
-		json_object_set_new(j, "created_at", render_time(d->created_ms));
-		json_object_del(j, "created_ms");
-	}
-	return j;
-}
-
 static int reply_db(struct req *r, const struct ops_caller *c, int rc, const struct db_row *d,
 		    const char *password, int status)
 {
 	if (rc < 0)
 		return reply_errno(r, rc);
-	json_t *j = db_json(c, d, password);
+	json_t *j = render_database(c, d, password);
 	return j ? reply_json(r, status, j) : reply_error(r, 500, "internal", "out of memory");
 }
 
@@ -67,7 +56,7 @@ struct list_ctx {
 static int list_one(void *ctx, const struct db_row *d)
 {
 	struct list_ctx *l = ctx;
-	json_t *j = db_json(l->c, d, NULL);
+	json_t *j = render_database(l->c, d, NULL);
 	return j && json_array_append_new(l->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
 }
 

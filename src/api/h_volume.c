@@ -14,23 +14,12 @@
 
 #include <errno.h>
 
-/* ops_volume_json with the time as the API gives times. */
-static json_t *render(json_t *j)
-{
-	if (j) {
-		json_object_set_new(j, "created_at",
-				    render_time(json_integer_value(json_object_get(j, "created_ms"))));
-		json_object_del(j, "created_ms");
-	}
-	return j;
-}
-
 /* rc of an operation that filled v: its error, or v as JSON. */
 static int reply_volume(struct req *r, const struct ops_caller *c, int rc, const struct vol_row *v, int status)
 {
 	if (rc < 0)
 		return reply_errno(r, rc);
-	json_t *j = render(ops_volume_json(c, v));
+	json_t *j = render_volume(ops_volume_json(c, v));
 	return j ? reply_json(r, status, j) : reply_error(r, 500, "internal", "out of memory");
 }
 
@@ -55,7 +44,7 @@ int h_volume_list(struct req *r)
 	size_t i;
 	json_t *v;
 	json_array_foreach(a, i, v)
-		render(v);
+		render_volume(v);
 	return reply_json(r, 200, json_pack("{s:o}", "volumes", a));
 }
 

@@ -1,3 +1,5 @@
+#include "ops/app.h"
+#include "ops/database.h"
 #include "ops/template.h"
 #include "api/render.h"
 #include "net/netpolicy.h"
@@ -185,5 +187,38 @@ json_t *render_chunk(const void *p, size_t n)
 	char *b64 = base64_of(p, n);
 	json_t *j = b64 ? json_pack("{s:s}", "data_b64", b64) : NULL;
 	free(b64);
+	return j;
+}
+
+/* ms in j (an operation's object) as the API's time key: created_ms as
+ * created_at. */
+static void api_time(json_t *j, const char *ms_key, const char *at_key)
+{
+	json_object_set_new(j, at_key, render_time(json_integer_value(json_object_get(j, ms_key))));
+	json_object_del(j, ms_key);
+}
+
+json_t *render_volume(json_t *ops_json)
+{
+	if (ops_json)
+		api_time(ops_json, "created_ms", "created_at");
+	return ops_json;
+}
+
+json_t *render_app(const struct ops_caller *c, const struct app_row *a, const char *url)
+{
+	json_t *j = ops_app_json(c, a, url);
+	if (j) {
+		api_time(j, "created_ms", "created_at");
+		api_time(j, "updated_ms", "updated_at");
+	}
+	return j;
+}
+
+json_t *render_database(const struct ops_caller *c, const struct db_row *d, const char *password)
+{
+	json_t *j = ops_db_json(c, d, password);
+	if (j)
+		api_time(j, "created_ms", "created_at");
 	return j;
 }

@@ -16,7 +16,8 @@
  *   - JSON-RPC, with HTTP 400: a body that is not JSON (-32700), not a
  *     message (-32600), or an MCP-Protocol-Version header we do not speak;
  *   - JSON-RPC, with HTTP 200: unknown methods (-32601), unknown tools and
- *     arguments that break the tool's inputSchema (-32602);
+ *     arguments that break the tool's field table, whose inputSchema says
+ *     the same (-32602);
  *   - a tool that ran and failed (no such file, sandbox gone) answers a
  *     result with isError: true, so the model reads why.
  */
@@ -124,119 +125,42 @@ static json_t *rpc_result(json_t *id, json_t *result)
 
 /* ---- argument checking ------------------------------------------------------------------------------ */
 
-static bool has_type(const json_t *v, const char *type)
+/* The arguments tool t takes on the endpoint (sandbox_id: the per-sandbox
+ * one's, or NULL): its table, and on the workspace endpoint a sandbox
+ * tool's sandbox_id first (in buf). */
+static const struct field *tool_fields(const struct mcp_tool *t, const char *sandbox_id, struct field buf[3])
 {
-	if (!strcmp(type, "string")) return json_is_string(v);
-	if (!strcmp(type, "integer")) return json_is_integer(v);
-	if (!strcmp(type, "number")) return json_is_number(v);
-	if (!strcmp(type, "boolean")) return json_is_boolean(v);
-	if (!strcmp(type, "object")) return json_is_object(v);
-	if (!strcmp(type, "array")) return json_is_array(v);
-	return false;
+	if (sandbox_id || !(t->flags & MCP_SANDBOX))
+		return t->input;
+	buf[0] = (struct field)MCP_SANDBOX_ID("The sandbox (sbx_...), from create_sandbox or list_sandboxes.");
+	buf[1] = (struct field){ .type = FIELD_INCLUDE, .items = t->input };
+	buf[2] = (struct field){ .type = FIELD_END };
+	return buf;
 }
 
-/* v against the subset of JSON Schema our tools' inputSchemas use: type,
- * properties, required, additionalProperties (false or a schema), enum,
- * minimum, maximum, maxLength, maxProperties, propertyNames (its lengths),
- * items, minItems, maxItems.
- * -EINVAL naming the offending argument. */
-int mcp_schema_check(const json_t *schema, const json_t *v, const char *where)
+/* args against the tool's field table, as the operation behind the tool
+ * checks a REST body (same bounds, same messages, but "argument" where
+ * REST says "field"), with sandbox_id first on the workspace endpoint for
+ * a sandbox tool: the table's shape (fields_check_shape), which the
+ * inputSchema made from it shows; what the schema cannot say (a field's
+ * own parser, a plan's cap) the operation checks, told by ops_caller's
+ * shaped that the rest is all it has left (each rule once). -EINVAL with
+ * errmsg() set. */
+static int args_check(const struct mcp_call *c, const struct mcp_tool *t, const json_t *args)
 {
-	const char *type = json_string_value(json_object_get(schema, "type"));
-	if (type && !has_type(v, type))
-		return errf(EINVAL, "%s must be %s%s, not %s", where,
-			    strchr("aeiou", type[0]) ? "an " : "a ", type, v_type_name(v));
-	/* A list of types (a signal: a name or a number): one of them. */
-	json_t *types = json_object_get(schema, "type"), *ty;
-	size_t ti;
-	bool any = !json_is_array(types);
-	char tnames[80] = "";
-	json_array_foreach(types, ti, ty) {
-		const char *n = json_string_value(ty);
-		any = any || (n && has_type(v, n));
-		size_t len = strlen(tnames);
-		snprintf(tnames + len, sizeof tnames - len, "%s%s", ti ? " or " : "", n ? n : "?");
-	}
-	if (!any)
-		return errf(EINVAL, "%s must be %s, not %s", where, tnames, v_type_name(v));
-	json_t *e = json_object_get(schema, "enum");
-	if (e) {
-		size_t i;
-		json_t *x;
-		bool found = false;
-		json_array_foreach(e, i, x)
-			found = found || json_equal(x, (json_t *)v);
-		if (!found)
-			return errf(EINVAL, "%s is not one of the allowed values", where);
-	}
-	json_t *min = json_object_get(schema, "minimum"), *max = json_object_get(schema, "maximum");
-	if (json_is_number(v) && ((min && json_number_value(v) < json_number_value(min)) ||
-				  (max && json_number_value(v) > json_number_value(max))))
-		return errf(EINVAL, "%s must be from %lld to %lld", where,
-			    (long long)json_number_value(min), (long long)json_number_value(max));
-	json_t *maxlen = json_object_get(schema, "maxLength");
-	if (json_is_string(v) && maxlen && json_string_length(v) > (size_t)json_integer_value(maxlen))
-		return errf(EINVAL, "%s is longer than %lld bytes", where,
-			    (long long)json_integer_value(maxlen));
-	char sub[160];
-	if (json_is_array(v)) {
-		json_t *mi = json_object_get(schema, "minItems"), *ma = json_object_get(schema, "maxItems");
-		if ((mi && json_array_size(v) < (size_t)json_integer_value(mi)) ||
-		    (ma && json_array_size(v) > (size_t)json_integer_value(ma)))
-			return errf(EINVAL, "%s has too few or too many items", where);
-		json_t *items = json_object_get(schema, "items"), *x;
-		size_t i;
-		json_array_foreach(v, i, x) {
-			snprintf(sub, sizeof sub, "%s[%zu]", where, i);
-			int rc = items ? mcp_schema_check(items, x, sub) : 0;
-			if (rc < 0)
-				return rc;
-		}
-	}
-	if (!json_is_object(v))
+	struct field buf[3];
+	int rc = fields_check_shape(tool_fields(t, c->sandbox_id, buf), args);
+	if (rc == 0)
 		return 0;
-	json_t *props = json_object_get(schema, "properties");
-	json_t *extra = json_object_get(schema, "additionalProperties");
-	json_t *maxp = json_object_get(schema, "maxProperties");
-	if (maxp && json_object_size(v) > (size_t)json_integer_value(maxp))
-		return errf(EINVAL, "%s has more than %lld entries", where, (long long)json_integer_value(maxp));
-	/* An env's names: as long as the operation takes (fields_schema). */
-	json_t *names = json_object_get(schema, "propertyNames");
-	if (names) {
-		const char *k;
-		json_t *x;
-		json_int_t lo = json_integer_value(json_object_get(names, "minLength"));
-		json_int_t hi = json_integer_value(json_object_get(names, "maxLength"));
-		json_object_foreach((json_t *)v, k, x)
-			if ((json_int_t)strlen(k) < lo || (hi && (json_int_t)strlen(k) > hi))
-				return errf(EINVAL, "%s: keys must be %lld to %lld bytes", where, (long long)lo,
-					    (long long)hi);
-	}
-	size_t i;
-	json_t *req;
-	json_array_foreach(json_object_get(schema, "required"), i, req) {
-		json_t *x = json_object_get(v, json_string_value(req));
-		if (!x || json_is_null(x))
-			return errf(EINVAL, "argument '%s' is required", json_string_value(req));
-	}
-	const char *k;
-	json_t *x;
-	json_object_foreach((json_t *)v, k, x) {
-		json_t *ps = props ? json_object_get(props, k) : NULL;
-		if (!strcmp(where, "arguments"))
-			snprintf(sub, sizeof sub, "argument '%.64s'", k);
-		else
-			snprintf(sub, sizeof sub, "%.80s['%.64s']", where, k);
-		if (!ps && json_is_false(extra))
-			return errf(EINVAL, "unknown argument '%.64s'", k);
-		if (!ps)
-			ps = json_is_object(extra) ? extra : NULL;
-		/* null is an absent optional argument, as in the REST API */
-		int rc = ps && !json_is_null(x) ? mcp_schema_check(ps, x, sub) : 0;
-		if (rc < 0)
-			return rc;
-	}
-	return 0;
+	char why[512];
+	const char *m = errmsg();
+	if (!strncmp(m, "unknown field ", 14))
+		snprintf(why, sizeof why, "unknown argument %s", m + 14);
+	else if (!strncmp(m, "field ", 6))
+		snprintf(why, sizeof why, "argument %s", m + 6);
+	else
+		snprintf(why, sizeof why, "%s", m);
+	return errf(-rc, "%s", why);
 }
 
 /* ---- the tool registry ------------------------------------------------------------------------------ */
@@ -280,23 +204,11 @@ static const struct mcp_tool *find_tool(const struct mcp_call *c, const char *na
 }
 
 /* A tool's inputSchema, made from its field table (the operation's own
- * where it has one, so that the bounds shown are the ones checked): on
- * the workspace endpoint a sandbox tool takes sandbox_id first. */
+ * where it has one, so that the bounds shown are the ones checked). */
 json_t *mcp_input_schema(const struct mcp_tool *t, const char *sandbox_id)
 {
-	json_t *s = fields_schema(t->input);
-	if (!s || sandbox_id || !(t->flags & MCP_SANDBOX))
-		return s;
-	json_t *props = json_object(), *req = json_array();
-	json_object_set_new(props, "sandbox_id", json_pack("{s:s,s:s}", "type", "string",
-		"description", "The sandbox (sbx_...), from create_sandbox or list_sandboxes."));
-	json_object_update(props, json_object_get(s, "properties"));
-	json_array_append_new(req, json_string("sandbox_id"));
-	if (json_object_get(s, "required"))
-		json_array_extend(req, json_object_get(s, "required"));
-	json_object_set_new(s, "properties", props);
-	json_object_set_new(s, "required", req);
-	return s;
+	struct field buf[3];
+	return fields_schema(tool_fields(t, sandbox_id, buf));
 }
 
 static json_t *tool_json(const struct mcp_call *c, const struct mcp_tool *t)
@@ -308,8 +220,8 @@ static json_t *tool_json(const struct mcp_call *c, const struct mcp_tool *t)
 	/* Fields a version does not define are left out for its clients. */
 	if (c->version <= MCP_2025_06_18) {
 		json_object_set_new(j, "title", json_string(t->title));
-		if (t->output_schema)
-			json_object_set_new(j, "outputSchema", json_loads(t->output_schema, 0, NULL));
+		if (t->output)
+			json_object_set_new(j, "outputSchema", fields_out_schema(t->output));
 	}
 	if (c->version <= MCP_2025_03_26)
 		json_object_set_new(j, "annotations", json_pack("{s:s,s:b,s:b,s:b}",
@@ -392,9 +304,7 @@ static json_t *m_tools_call(struct mcp_call *c, json_t *id, json_t *params)
 	json_t *empty = json_object();
 	if (!args || json_is_null(args))
 		args = empty;
-	json_t *schema = mcp_input_schema(t, c->sandbox_id);
-	int rc = schema ? mcp_schema_check(schema, args, "arguments") : errf(ENOMEM, "out of memory");
-	json_decref(schema);
+	int rc = args_check(c, t, args);
 	if (rc < 0) {
 		json_decref(empty);
 		return rpc_error(id, RPC_INVALID_PARAMS, "tool %s: %s", name, errmsg());

@@ -15,7 +15,7 @@
  *                                templates (mcp_tools_ws.c)
  *
  * mcp.c is the protocol (JSON-RPC, versions, Origin, the tool registry and
- * argument checking against each tool's inputSchema); mcp_tools.c and
+ * argument checking against each tool's field table); mcp_tools.c and
  * mcp_tools_ws.c the tools, which call the operations and the host interface as the REST
  * handlers do.
  */
@@ -46,7 +46,7 @@ struct mcp_out {
 	json_t *structured;		/* object, or NULL */
 };
 
-/* A tool runs with arguments already checked against input_schema. It
+/* A tool runs with arguments already checked against its input table. It
  * returns 0, or -errno with errmsg() set: a failure the model is told
  * about (isError), not a protocol error. */
 typedef int mcp_tool_fn(struct mcp_call *c, const json_t *args, struct mcp_out *out);
@@ -63,8 +63,10 @@ struct mcp_tool {
 	 * made from it (fields_schema), never written as text. A sandbox
 	 * tool's has no sandbox_id: the workspace endpoint adds it. */
 	const struct field *input;
-	/* JSON Schema text of structuredContent. */
-	const char *output_schema;
+	/* structuredContent, as a response's field table (ops/fields.h): the
+	 * outputSchema is made from it (fields_out_schema). An object the
+	 * REST API answers with too is api/render.h's table. */
+	const struct field *output;
 	unsigned flags;
 	mcp_tool_fn *fn;
 };
@@ -86,10 +88,6 @@ extern const struct field mcp_sandbox_only[];
 /* Tool t's inputSchema as the endpoint (sandbox_id: the per-sandbox one's,
  * or NULL) shows it; NULL when out of memory. */
 json_t *mcp_input_schema(const struct mcp_tool *t, const char *sandbox_id);
-/* v against the subset of JSON Schema that schema uses (what
- * fields_schema writes): -EINVAL naming the argument, as tools/call
- * answers it (-32602). where: "arguments" at the top. */
-int mcp_schema_check(const json_t *schema, const json_t *v, const char *where);
 
 /* Helpers for tools (mcp_tools.c). The tool's sandbox: the endpoint's, or
  * its sandbox_id argument. */

@@ -44,50 +44,117 @@
 #define STR_(x) #x
 #define NUM(x) STR_(x)
 
-/* ---- schemas ------------------------------------------------------------------------------------ */
+/* ---- results (field tables, ops/fields.h: mcp.c makes the outputSchema; the
+ * objects the REST API answers with too are api/render.h's) ------------ */
 
-#define SANDBOX_SCHEMA \
-	"{\"type\":\"object\",\"required\":[\"id\",\"status\",\"template\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
-	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"},\"disk_mib\":{\"type\":[\"integer\",\"null\"]}," \
-	"\"parent_id\":{\"type\":[\"string\",\"null\"]}}}"
+/* read_file's and write_file's */
+static const char *const encodings[] = { "utf-8", "base64", NULL };
 
-#define VOLUME_SCHEMA \
-	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"size_mib\",\"attached_to\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"size_mib\":{\"type\":\"integer\"}," \
-	"\"created_at\":{\"type\":\"string\"},\"attached_to\":{\"type\":\"array\",\"items\":{\"type\":\"object\"," \
-	"\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"path\":{\"type\":\"string\"}," \
-	"\"read_only\":{\"type\":\"boolean\"}}}}}}"
+static const struct field out_read_file[] = {
+	{ .name = "path", .type = FIELD_STRING, .required = true },
+	{ .name = "encoding", .type = FIELD_STRING, .required = true, .choices = encodings },
+	{ .name = "content", .type = FIELD_STRING, .required = true },
+	{ .name = "size", .type = FIELD_INTEGER, .required = true },
+	{ .type = FIELD_END }
+};
+/* write_file's, and each of write_files' */
+static const struct field out_write_file[] = {
+	{ .name = "path", .type = FIELD_STRING, .required = true },
+	{ .name = "size", .type = FIELD_INTEGER, .required = true },
+	{ .type = FIELD_END }
+};
+/* copy_file's and move_file's */
+static const struct field out_copy_file[] = {
+	{ .name = "from", .type = FIELD_STRING, .required = true },
+	{ .name = "to", .type = FIELD_STRING, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_write_files[] = {
+	{ .name = "files", .type = FIELD_OBJECTS, .required = true, .items = out_write_file },
+	{ .name = "count", .type = FIELD_INTEGER, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_dir[] = {
+	{ .name = "path", .type = FIELD_STRING, .required = true },
+	{ .name = "truncated", .type = FIELD_BOOLEAN, .required = true },
+	{ .name = "entries", .type = FIELD_OBJECTS, .required = true, .items = render_dir_entry_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_sandboxes[] = {
+	{ .name = "sandboxes", .type = FIELD_OBJECTS, .required = true, .items = render_sandbox_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_delete_sandbox[] = {
+	{ .name = "sandbox_id", .type = FIELD_STRING, .required = true },
+	{ .name = "deleted", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_fork_sandbox[] = {
+	{ .name = "sandboxes", .type = FIELD_OBJECTS, .required = true, .items = render_sandbox_fields },
+	{ .name = "failed", .type = FIELD_INTEGER },
+	{ .name = "error", .type = FIELD_STRING },
+	{ .type = FIELD_END }
+};
+static const struct field out_promote_failed[] = {
+	{ .name = "id", .type = FIELD_STRING, .required = true },
+	{ .name = "error", .type = FIELD_STRING, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_promote_sandbox[] = {
+	{ .name = "kept", .type = FIELD_STRING, .required = true },
+	{ .name = "parent", .type = FIELD_STRING, .required = true },
+	{ .name = "deleted", .type = FIELD_STRINGS, .required = true },
+	{ .name = "parent_deleted", .type = FIELD_BOOLEAN, .required = true },
+	{ .name = "failed", .type = FIELD_OBJECTS, .required = true, .items = out_promote_failed },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_volumes[] = {
+	{ .name = "volumes", .type = FIELD_OBJECTS, .required = true, .items = render_volume_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_delete_volume[] = {
+	{ .name = "volume_id", .type = FIELD_STRING, .required = true },
+	{ .name = "deleted", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_detach_volume[] = {
+	{ .name = "sandbox_id", .type = FIELD_STRING, .required = true },
+	{ .name = "volume", .type = FIELD_STRING, .required = true },
+	{ .name = "detached", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_databases[] = {
+	{ .name = "databases", .type = FIELD_OBJECTS, .required = true, .items = render_database_fields },
+	{ .type = FIELD_END }
+};
+/* delete_database's and delete_app's */
+static const struct field out_deleted[] = {
+	{ .name = "id", .type = FIELD_STRING, .required = true },
+	{ .name = "name", .type = FIELD_STRING, .required = true },
+	{ .name = "deleted", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_database_backups[] = {
+	{ .name = "backups", .type = FIELD_OBJECTS, .required = true, .items = render_db_backup_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_apps[] = {
+	{ .name = "apps", .type = FIELD_OBJECTS, .required = true, .items = render_app_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_app_logs_events[] = {
+	{ .name = "at", .type = FIELD_STRING, .required = true, .nullable = true },
+	{ .name = "text", .type = FIELD_STRING, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_app_logs[] = {
+	{ .name = "events", .type = FIELD_OBJECTS, .required = true, .items = out_app_logs_events },
+	{ .name = "lines", .type = FIELD_STRINGS, .required = true },
+	{ .type = FIELD_END }
+};
 
-#define APP_SCHEMA \
-	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"port\",\"status\",\"version\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"url\":{\"type\":[\"string\",\"null\"]}," \
-	"\"port\":{\"type\":\"integer\"},\"template\":{\"type\":[\"string\",\"null\"]}," \
-	"\"from_snapshot\":{\"type\":[\"string\",\"null\"]},\"command\":{\"type\":[\"string\",\"null\"]}," \
-	"\"env\":{\"type\":\"object\"},\"restart\":{\"type\":\"string\"},\"idle_seconds\":{\"type\":\"integer\"}," \
-	"\"sandbox_id\":{\"type\":[\"string\",\"null\"]},\"status\":{\"type\":\"string\"}," \
-	"\"version\":{\"type\":\"integer\"},\"vm_restarts\":{\"type\":\"integer\"}," \
-	"\"reason\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"}," \
-	"\"updated_at\":{\"type\":\"string\"}}}"
-#define DB_SCHEMA \
-	"{\"type\":\"object\",\"required\":[\"id\",\"name\",\"status\",\"host\",\"port\",\"url\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"}," \
-	"\"sandbox_id\":{\"type\":\"string\"},\"host\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"}," \
-	"\"user\":{\"type\":\"string\"},\"password\":{\"type\":\"string\"},\"database\":{\"type\":\"string\"}," \
-	"\"url\":{\"type\":\"string\"},\"from_backup\":{\"type\":[\"string\",\"null\"]}," \
-	"\"backup_interval_seconds\":{\"type\":\"integer\"},\"backups_kept\":{\"type\":\"integer\"}," \
-	"\"idle_seconds\":{\"type\":\"integer\"},\"external_access\":{\"type\":\"boolean\"}," \
-	"\"external_host\":{\"type\":[\"string\",\"null\"]},\"external_port\":{\"type\":[\"integer\",\"null\"]}," \
-	"\"external_url\":{\"type\":[\"string\",\"null\"]}," \
-	"\"tls_certificate\":{\"type\":[\"string\",\"null\"]},\"tls_certificate_sha256\":{\"type\":[\"string\",\"null\"]}," \
-	"\"vm_restarts\":{\"type\":\"integer\"},\"events\":{\"type\":\"array\"}," \
-	"\"created_at\":{\"type\":\"string\"}}}"
-/* One backup of a database, as GET /v1/databases/{id}/backups lists it. */
-#define DB_BACKUP_SCHEMA \
-	"{\"type\":\"object\",\"required\":[\"id\",\"database_id\",\"kind\",\"created_ms\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\",\"description\":\"The backup (a snapshot, snap_...): create_database's from_backup.\"}," \
-	"\"database_id\":{\"type\":\"string\"},\"kind\":{\"type\":\"string\",\"description\":\"manual or scheduled.\"}," \
-	"\"created_ms\":{\"type\":\"integer\"}}}"
+
+
 
 /* ---- arguments ------------------------------------------------------------------------------------ */
 
@@ -100,7 +167,6 @@ const struct field mcp_no_args[] = { { .type = FIELD_END } };
 const struct field mcp_sandbox_only[] = { MCP_SANDBOX_ID("The sandbox (sbx_...)."), { .type = FIELD_END } };
 
 static const char *const languages[] = { "python", "bash", "sh", "javascript", NULL };
-static const char *const encodings[] = { "utf-8", "base64", NULL };
 
 #define GUEST_PATH(n, req, desc) \
 	{ .name = n, .type = FIELD_STRING, .required = req, .max = 4095, .description = desc }
@@ -647,6 +713,7 @@ static int t_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 	struct ops_caller oc;
 	struct sbx_row row;
 	req_caller(c->r, &oc);
+	oc.shaped = args;	/* mcp.c checked it against ops_create_fields */
 	int rc = ops_create(&oc, args, &row);
 	if (rc < 0)
 		return rc;
@@ -807,22 +874,12 @@ static int t_resume(struct mcp_call *c, const json_t *args, struct mcp_out *out)
 
 /* ---- volumes ----------------------------------------------------------------------------------------- */
 
-/* A volume's JSON as GET /v1/volumes gives it (created_at, not created_ms). */
-static json_t *volume_out(json_t *j)
-{
-	if (j) {
-		json_object_set_new(j, "created_at", render_time(json_integer_value(json_object_get(j, "created_ms"))));
-		json_object_del(j, "created_ms");
-	}
-	return j;
-}
-
 /* rc of an operation that filled v: its error, or v as the tool's result. */
 static int volume_result(const struct ops_caller *oc, int rc, const struct vol_row *v, struct mcp_out *out)
 {
 	if (rc < 0)
 		return rc;
-	json_t *j = volume_out(ops_volume_json(oc, v));
+	json_t *j = render_volume(ops_volume_json(oc, v));
 	return mcp_json(out, j);
 }
 
@@ -831,6 +888,7 @@ static int t_volume_create(struct mcp_call *c, const json_t *args, struct mcp_ou
 	struct ops_caller oc;
 	struct vol_row v;
 	req_caller(c->r, &oc);
+	oc.shaped = args;
 	/* a plan's limit: its message names it */
 	return volume_result(&oc, ops_volume_create(&oc, args, &v), &v, out);
 }
@@ -846,7 +904,7 @@ static int t_volume_list(struct mcp_call *c, const json_t *args, struct mcp_out 
 	if (rc < 0)
 		return rc;
 	json_array_foreach(a, i, v)
-		volume_out(v);
+		render_volume(v);
 	mcp_json(out, json_pack("{s:o}", "volumes", a));
 	return 0;
 }
@@ -920,13 +978,7 @@ static int db_result(const struct ops_caller *oc, int rc, const struct db_row *d
 {
 	if (rc < 0)
 		return rc;
-	json_t *j = ops_db_json(oc, d, password);
-	if (!j)
-		return errf(ENOMEM, "out of memory");
-	json_object_set_new(j, "created_at", render_time(d->created_ms));
-	json_object_del(j, "created_ms");
-	mcp_json(out, j);
-	return 0;
+	return mcp_json(out, render_database(oc, d, password));
 }
 
 static int t_db_create(struct mcp_call *c, const json_t *args, struct mcp_out *out)
@@ -935,6 +987,7 @@ static int t_db_create(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	req_caller(c->r, &oc);
 	struct db_row d;
 	char pw[DB_PASSWORD_LEN + 1] = "";
+	oc.shaped = args;
 	int rc = ops_db_create(&oc, args, &d, pw);
 	rc = db_result(&oc, rc, &d, pw, out);
 	explicit_bzero(pw, sizeof pw);
@@ -949,11 +1002,7 @@ struct db_list {
 static int db_list_one(void *ctx, const struct db_row *d)
 {
 	struct db_list *l = ctx;
-	json_t *j = ops_db_json(l->oc, d, NULL);
-	if (j) {
-		json_object_set_new(j, "created_at", render_time(d->created_ms));
-		json_object_del(j, "created_ms");
-	}
+	json_t *j = render_database(l->oc, d, NULL);
 	return j && json_array_append_new(l->a, j) == 0 ? 0 : errf(ENOMEM, "out of memory");
 }
 
@@ -1015,6 +1064,7 @@ static int t_db_update(struct mcp_call *c, const json_t *args, struct mcp_out *o
 	if (!body)
 		return errf(ENOMEM, "out of memory");
 	json_object_del(body, "database");
+	oc.shaped = body;	/* checked as db_update_args: the key and ops_db_update_fields */
 	/* no free external port: -EAGAIN saying so */
 	int rc = ops_db_update(&oc, field_str(args, "database", ""), body, &d);
 	json_decref(body);
@@ -1055,14 +1105,7 @@ static json_t *app_out(struct mcp_call *c, const struct ops_caller *oc, const st
 {
 	char url[400];
 	proxy_app_url(c->r, a->id, url, sizeof url);
-	json_t *j = ops_app_json(oc, a, url);
-	if (j) {
-		json_object_set_new(j, "created_at", render_time(a->created_ms));
-		json_object_set_new(j, "updated_at", render_time(a->updated_ms));
-		json_object_del(j, "created_ms");
-		json_object_del(j, "updated_ms");
-	}
-	return j;
+	return render_app(oc, a, url);
 }
 
 static int app_result(struct mcp_call *c, const struct ops_caller *oc, int rc, const struct app_row *a,
@@ -1096,6 +1139,7 @@ static int t_app_create(struct mcp_call *c, const json_t *args, struct mcp_out *
 		return -ENOMEM;
 	/* not listening in time: -ETIMEDOUT with the end of its log; a plan's
 	 * limit: its message names it */
+	oc.shaped = args;
 	int rc = app_result(c, &oc, ops_app_create(&oc, args, a), a, out);
 	free(a);
 	return rc;
@@ -1153,6 +1197,7 @@ static int t_app_deploy(struct mcp_call *c, const json_t *args, struct mcp_out *
 		return errf(ENOMEM, "out of memory");
 	}
 	json_object_del(body, "app");
+	oc.shaped = body;	/* checked as deploy_app_args: the key and ops_app_deploy_fields */
 	/* never listened: -ETIMEDOUT, the old version serving on; another
 	 * deploy switched first: -ESTALE */
 	int rc = app_result(c, &oc, ops_app_deploy(&oc, field_str(args, "app", ""), body, a), a, out);
@@ -1239,12 +1284,7 @@ const struct mcp_tool mcp_tools[] = {
 	  "standard output, then its standard error and exit code when there is something to say "
 	  "(each stream is cut after 1 MiB).",
 	  shell_args,
-	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"exit_code\",\"signal\",\"timed_out\","
-	  "\"duration_ms\",\"truncated\"],\"properties\":{"
-	  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"exit_code\":{\"type\":\"integer\"},"
-	  "\"signal\":{\"type\":[\"integer\",\"null\"]},\"timed_out\":{\"type\":\"boolean\"},"
-	  "\"duration_ms\":{\"type\":\"number\"},\"truncated\":{\"type\":\"boolean\"}}}",
-	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_shell },
+	  render_exec_result_fields, MCP_SANDBOX | MCP_DESTRUCTIVE, t_shell },
 	{ "run_code", "Run code",
 	  "Run Python (or bash, sh, javascript) in the sandbox's interpreter, which keeps variables, "
 	  "imports and functions from one call to the next (as a notebook does; bash keeps its variables, "
@@ -1253,212 +1293,161 @@ const struct mcp_tool mcp_tools[] = {
 	  "any plot as an image. Needs python3 in the sandbox (the base template); javascript needs node "
 	  "(the code-interpreter template).",
 	  run_code_args,
-	  "{\"type\":\"object\",\"required\":[\"stdout\",\"stderr\",\"results\",\"error\",\"execution_count\"],"
-	  "\"properties\":{\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-	  "\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},"
-	  "\"error\":{\"type\":[\"object\",\"null\"]},\"execution_count\":{\"type\":\"integer\"},"
-	  "\"truncated\":{\"type\":\"boolean\"},\"duration_ms\":{\"type\":\"number\"}}}",
-	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_run_code },
+	  render_code_execution_fields, MCP_SANDBOX | MCP_DESTRUCTIVE, t_run_code },
 	{ "read_file", "Read a file",
 	  "Read a file of the sandbox (at most 4 MiB). Text comes back as text; other bytes as "
 	  "base64 (an embedded resource, and encoding \"base64\" in the structured result).",
 	  path_args,
-	  "{\"type\":\"object\",\"required\":[\"path\",\"encoding\",\"content\",\"size\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\"},\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
-	  "\"content\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
-	  MCP_SANDBOX | MCP_READ_ONLY, t_read_file },
+	  out_read_file, MCP_SANDBOX | MCP_READ_ONLY, t_read_file },
 	{ "write_file", "Write a file",
 	  "Create or replace a file of the sandbox (atomically; missing directories are made).",
 	  write_file_args,
-	  "{\"type\":\"object\",\"required\":[\"path\",\"size\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}",
-	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_file },
+	  out_write_file, MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_file },
 	{ "copy_file", "Copy a file or directory",
 	  "Copy a file (or, with recursive, a directory tree) of the sandbox to another path, keeping "
 	  "modes; missing parent directories of the target are made. An existing target is an error "
 	  "unless replace.",
 	  copy_args,
-	  "{\"type\":\"object\",\"required\":[\"from\",\"to\"],\"properties\":{"
-	  "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"}}}",
-	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_copy },
+	  out_copy_file, MCP_SANDBOX | MCP_DESTRUCTIVE, t_copy },
 	{ "move_file", "Move or rename a file or directory",
 	  "Move (rename) a file or directory of the sandbox to another path. An existing target is an "
 	  "error unless replace.",
 	  move_args,
-	  "{\"type\":\"object\",\"required\":[\"from\",\"to\"],\"properties\":{"
-	  "\"from\":{\"type\":\"string\"},\"to\":{\"type\":\"string\"}}}",
-	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_move },
+	  out_copy_file, MCP_SANDBOX | MCP_DESTRUCTIVE, t_move },
 	{ "write_files", "Write several files",
 	  "Create or replace several files of the sandbox in one call, all or none: each is staged "
 	  "beside its target and they are put in place only when all are written (missing directories "
 	  "are made). At most " NUM(FILE_BATCH_MAX_FILES) " files, 64 MiB in all.",
 	  write_files_args,
-	  "{\"type\":\"object\",\"required\":[\"files\",\"count\"],\"properties\":{"
-	  "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	  "\"path\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}},\"count\":{\"type\":\"integer\"}}}",
-	  MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_files },
+	  out_write_files, MCP_SANDBOX | MCP_DESTRUCTIVE, t_write_files },
 	{ "list_dir", "List a directory",
 	  "List the entries of a directory of the sandbox: type, size and name, one a line.",
 	  path_args,
-	  "{\"type\":\"object\",\"required\":[\"path\",\"entries\"],\"properties\":{"
-	  "\"path\":{\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"},\"entries\":{\"type\":\"array\","
-	  "\"items\":{\"type\":\"object\",\"required\":[\"name\",\"type\"],\"properties\":{"
-	  "\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}}}}}}",
-	  MCP_SANDBOX | MCP_READ_ONLY, t_list_dir },
+	  out_list_dir, MCP_SANDBOX | MCP_READ_ONLY, t_list_dir },
 	{ "create_sandbox", "Create a sandbox",
 	  "Create a sandbox (a Linux microVM) from a template, running in well under a second, or "
 	  "from a snapshot. base is Debian with python3, pip, git, curl and a C compiler; minimal is busybox.",
 	  ops_create_fields,
-	  SANDBOX_SCHEMA, 0, t_create },
+	  render_sandbox_fields, 0, t_create },
 	{ "list_sandboxes", "List sandboxes", "List the workspace's sandboxes, oldest first.",
 	  mcp_no_args,
-	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
-	  "\"items\":" SANDBOX_SCHEMA "}}}",
-	  MCP_READ_ONLY, t_list },
+	  out_list_sandboxes, MCP_READ_ONLY, t_list },
 	{ "get_sandbox", "Describe a sandbox", "One sandbox: its status, template, size, parent and usage.",
-	  mcp_sandbox_only, SANDBOX_SCHEMA, MCP_READ_ONLY, t_get },
+	  mcp_sandbox_only, render_sandbox_fields, MCP_READ_ONLY, t_get },
 	{ "delete_sandbox", "Delete a sandbox", "Delete a sandbox: its VM, its disk and its files are gone.",
 	  mcp_sandbox_only,
-	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"deleted\"],\"properties\":{"
-	  "\"sandbox_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_delete },
+	  out_delete_sandbox, MCP_DESTRUCTIVE, t_delete },
 	{ "fork_sandbox", "Fork a sandbox",
 	  "Fork a running sandbox into count copies, memory and disk (copy-on-write): each child "
 	  "continues from the parent's state, to try different paths from one point.",
 	  fork_args,
-	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
-	  "\"items\":" SANDBOX_SCHEMA "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
-	  0, t_fork },
+	  out_fork_sandbox, 0, t_fork },
 	{ "promote_sandbox", "Keep one fork, delete its siblings",
 	  "After fork_sandbox: keep this child and delete every other sandbox forked from the same "
 	  "parent (and the parent with delete_parent), in one call; says what was deleted and what failed.",
 	  promote_args,
-	  "{\"type\":\"object\",\"required\":[\"kept\",\"parent\",\"deleted\",\"parent_deleted\",\"failed\"],"
-	  "\"properties\":{\"kept\":{\"type\":\"string\"},\"parent\":{\"type\":\"string\"},"
-	  "\"deleted\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},\"parent_deleted\":{\"type\":\"boolean\"},"
-	  "\"failed\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}}}}",
-	  MCP_DESTRUCTIVE, t_promote },
+	  out_promote_sandbox, MCP_DESTRUCTIVE, t_promote },
 	{ "hibernate_sandbox", "Hibernate a sandbox",
 	  "Save a sandbox to disk and stop its VM: it costs nothing until used again (any tool "
 	  "call on it wakes it).",
-	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_hibernate },
+	  mcp_sandbox_only, render_sandbox_fields, 0, t_hibernate },
 	{ "wake_sandbox", "Wake a sandbox", "Restore a hibernated sandbox now (tools wake it anyway).",
-	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_wake },
+	  mcp_sandbox_only, render_sandbox_fields, 0, t_wake },
 	{ "pause_sandbox", "Pause a sandbox",
 	  "Stop a sandbox's CPUs, keeping its memory and processes: no CPU is billed, and it comes back "
 	  "in milliseconds (any tool call on it resumes it).",
-	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_pause },
+	  mcp_sandbox_only, render_sandbox_fields, 0, t_pause },
 	{ "resume_sandbox", "Resume a sandbox", "Start a paused sandbox's CPUs again (tools resume it anyway).",
-	  mcp_sandbox_only, SANDBOX_SCHEMA, 0, t_resume },
+	  mcp_sandbox_only, render_sandbox_fields, 0, t_resume },
 	{ "create_volume", "Create a volume",
 	  "Make a named volume: storage that outlives sandboxes (an ext4 disk). Attach it with "
 	  "create_sandbox's volumes [{name, path}]; a read-write one is one sandbox's at a time.",
 	  ops_volume_create_fields,
-	  VOLUME_SCHEMA, 0, t_volume_create },
+	  render_volume_fields, 0, t_volume_create },
 	{ "list_volumes", "List volumes",
 	  "List the workspace's volumes, oldest first, with the sandboxes each is attached to (path, read-only).",
 	  mcp_no_args,
-	  "{\"type\":\"object\",\"required\":[\"volumes\"],\"properties\":{\"volumes\":{\"type\":\"array\","
-	  "\"items\":" VOLUME_SCHEMA "}}}",
-	  MCP_READ_ONLY, t_volume_list },
+	  out_list_volumes, MCP_READ_ONLY, t_volume_list },
 	{ "delete_volume", "Delete a volume",
 	  "Delete a volume and its data, by its id or its name. A volume attached to a sandbox is not "
 	  "deleted (the error names the sandbox): delete that sandbox first.",
 	  delete_volume_args,
-	  "{\"type\":\"object\",\"required\":[\"volume_id\",\"deleted\"],\"properties\":{"
-	  "\"volume_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_volume_delete },
+	  out_delete_volume, MCP_DESTRUCTIVE, t_volume_delete },
 	{ "attach_volume", "Attach a volume to a running sandbox",
 	  "Mount one of the workspace's volumes at path in a sandbox that runs already (a hibernated one is "
 	  "woken); refused while another sandbox writes to it, for a path or volume the sandbox has, or when "
 	  "its volume slots are all used.",
 	  attach_volume_args,
-	  VOLUME_SCHEMA, 0, t_volume_attach },
+	  render_volume_fields, 0, t_volume_attach },
 	{ "detach_volume", "Detach a volume from a sandbox",
 	  "Sync, unmount and let go a volume (its name or id) of a sandbox, so another may take it; refused, "
 	  "naming the mount, while a process in the sandbox uses it, unless force kills those processes first.",
 	  detach_volume_args,
-	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"volume\",\"detached\"],\"properties\":{"
-	  "\"sandbox_id\":{\"type\":\"string\"},\"volume\":{\"type\":\"string\"},\"detached\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_volume_detach },
+	  out_detach_volume, MCP_DESTRUCTIVE, t_volume_detach },
 	{ "create_database", "Create a PostgreSQL database",
 	  "Make a managed PostgreSQL 15 database in a microVM of its own, reachable from this workspace's "
 	  "sandboxes only (psql is in template postgres). Returns once it takes connections, with its url "
 	  "(postgresql://postgres:PASSWORD@HOST:5432/postgres): the password is shown here only. "
 	  "from_backup restores a backup (a snapshot id) into the new database.",
 	  ops_db_fields,
-	  DB_SCHEMA, 0, t_db_create },
+	  render_database_fields, 0, t_db_create },
 	{ "list_databases", "List databases", "List the workspace's databases, oldest first (no passwords).",
 	  mcp_no_args,
-	  "{\"type\":\"object\",\"required\":[\"databases\"],\"properties\":{\"databases\":{\"type\":\"array\","
-	  "\"items\":" DB_SCHEMA "}}}",
-	  MCP_READ_ONLY, t_db_list },
+	  out_list_databases, MCP_READ_ONLY, t_db_list },
 	{ "get_database", "Describe a database",
 	  "One database: its status, host, port and url (without the password).",
 	  db_key_args,
-	  DB_SCHEMA, MCP_READ_ONLY, t_db_get },
+	  render_database_fields, MCP_READ_ONLY, t_db_get },
 	{ "delete_database", "Delete a database", "Delete a database and its VM (its backups are kept).",
 	  db_key_args,
-	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
-	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_db_delete },
+	  out_deleted, MCP_DESTRUCTIVE, t_db_delete },
 	{ "reset_database_password", "Reset a database's password",
 	  "Set a new random password for the database's user: the old one fails from then on. Returns the "
 	  "database with its new url and password (shown here only).",
 	  db_key_args,
-	  DB_SCHEMA, MCP_DESTRUCTIVE, t_db_reset_password },
+	  render_database_fields, MCP_DESTRUCTIVE, t_db_reset_password },
 	{ "update_database", "Change a database's settings",
 	  "Set a database's backup schedule (backup_interval_seconds, backups_kept), its idle time before it "
 	  "hibernates, and whether it is reachable from outside kiln (external_access): the fields given "
 	  "change, the rest stay. Returns the database as get_database does.",
-	  db_update_args, DB_SCHEMA, 0, t_db_update },
+	  db_update_args, render_database_fields, 0, t_db_update },
 	{ "backup_database", "Back up a database",
 	  "A backup of the database now (a snapshot of its VM, memory and disk, counted in the plan's "
 	  "snapshots); create_database with from_backup restores it into a new database.",
 	  db_key_args,
-	  DB_BACKUP_SCHEMA, 0, t_db_backup },
+	  render_db_backup_fields, 0, t_db_backup },
 	{ "list_database_backups", "List a database's backups",
 	  "The database's backups, manual and scheduled, oldest first.",
 	  db_key_args,
-	  "{\"type\":\"object\",\"required\":[\"backups\"],\"properties\":{\"backups\":{\"type\":\"array\","
-	  "\"items\":" DB_BACKUP_SCHEMA "}}}",
-	  MCP_READ_ONLY, t_db_backups },
+	  out_list_database_backups, MCP_READ_ONLY, t_db_backups },
 	{ "create_app", "Deploy an app",
 	  "Run a long-lived service (a web server, an API) in a sandbox kiln keeps for it, at a stable URL "
 	  "(url in the result) that needs no key: command must listen on port. Returns once it does; "
 	  "kiln restarts the command when it exits (restart), remakes the sandbox when it ends, hibernates "
 	  "it when idle and wakes it on the next request. A running sandbox (sandbox_id) can be made an app.",
 	  ops_app_create_fields,
-	  APP_SCHEMA, 0, t_app_create },
+	  render_app_fields, 0, t_app_create },
 	{ "list_apps", "List apps", "List the workspace's apps, oldest first, with their URLs and status.",
 	  mcp_no_args,
-	  "{\"type\":\"object\",\"required\":[\"apps\"],\"properties\":{\"apps\":{\"type\":\"array\","
-	  "\"items\":" APP_SCHEMA "}}}",
-	  MCP_READ_ONLY, t_app_list },
+	  out_list_apps, MCP_READ_ONLY, t_app_list },
 	{ "get_app", "Describe an app",
 	  "One app: its URL, command, port, status (its sandbox's: running, hibernated, ... or failed with "
 	  "a reason), version and how often its VM was remade.",
 	  app_key_args,
-	  APP_SCHEMA, MCP_READ_ONLY, t_app_get },
+	  render_app_fields, MCP_READ_ONLY, t_app_get },
 	{ "deploy_app", "Deploy a new version of an app",
 	  "Make the app's next version (any field given replaces the app's, the rest are kept) in a new "
 	  "sandbox, wait until it listens, then switch the URL to it; the old version serves until then, "
 	  "and on as before if the new one never listens.",
 	  deploy_app_args,
-	  APP_SCHEMA, MCP_DESTRUCTIVE, t_app_deploy },
+	  render_app_fields, MCP_DESTRUCTIVE, t_app_deploy },
 	{ "delete_app", "Delete an app", "Delete an app: its sandboxes and its URL are gone.",
 	  app_key_args,
-	  "{\"type\":\"object\",\"required\":[\"id\",\"name\",\"deleted\"],\"properties\":{"
-	  "\"id\":{\"type\":\"string\"},\"name\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_app_delete },
+	  out_deleted, MCP_DESTRUCTIVE, t_app_delete },
 	{ "app_logs", "Read an app's logs",
 	  "What kiln did with the app (deployed, restarted, remade: events) and the last lines its command "
 	  "and the supervisor wrote (its output, and lines such as \"kiln: the app exited with status 1\").",
 	  app_logs_args,
-	  "{\"type\":\"object\",\"required\":[\"events\",\"lines\"],\"properties\":{"
-	  "\"events\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"
-	  "\"at\":{\"type\":\"string\"},\"text\":{\"type\":\"string\"}}}},"
-	  "\"lines\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}}",
-	  MCP_READ_ONLY, t_app_logs },
+	  out_app_logs, MCP_READ_ONLY, t_app_logs },
 };
 const int mcp_ntools = sizeof mcp_tools / sizeof mcp_tools[0];

@@ -11,6 +11,7 @@
 #include "hostif/hostif.h"
 #include "api/api.h"
 #include "api/hcommon.h"
+#include "api/render.h"
 #include "api/http.h"
 #include "mcp/mcp.h"
 #include "ops/ops.h"
@@ -28,27 +29,55 @@
 #define STR_(x) #x
 #define NUM(x) STR_(x)
 
-/* ---- schemas ------------------------------------------------------------------------------------ */
+/* ---- results (field tables, ops/fields.h: mcp.c makes the outputSchema; the
+ * objects the REST API answers with too are api/render.h's) ------------ */
 
-#define SANDBOX_OUT \
-	"{\"type\":\"object\",\"required\":[\"id\",\"status\",\"template\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
-	"\"parent_id\":{\"type\":[\"string\",\"null\"]}}}"
-#define SNAPSHOT_OUT \
-	"{\"type\":\"object\",\"required\":[\"id\",\"sandbox_id\",\"template\",\"created_at\"],\"properties\":{" \
-	"\"id\":{\"type\":\"string\"},\"sandbox_id\":{\"type\":\"string\"},\"template\":{\"type\":\"string\"}," \
-	"\"vcpus\":{\"type\":\"integer\"},\"memory_mib\":{\"type\":\"integer\"},\"created_at\":{\"type\":\"string\"}," \
-	"\"stored_bytes\":{\"type\":\"integer\"}}}"
-#define PORT_OUT \
-	"{\"type\":\"object\",\"required\":[\"port\",\"public\",\"url\"],\"properties\":{" \
-	"\"port\":{\"type\":\"integer\"},\"public\":{\"type\":\"boolean\"},\"url\":{\"type\":\"string\"}," \
-	"\"host_url\":{\"type\":[\"string\",\"null\"]},\"created_at\":{\"type\":\"string\"}}}"
-#define PROCESS_OUT \
-	"{\"type\":\"object\",\"required\":[\"id\",\"pid\",\"status\"],\"properties\":{" \
-	"\"id\":{\"type\":\"integer\"},\"pid\":{\"type\":\"integer\"},\"command\":{\"type\":\"string\"}," \
-	"\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\"]},\"started_at\":{\"type\":\"string\"}," \
-	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]}," \
-	"\"output_dropped\":{\"type\":\"integer\"}}}"
+static const struct field out_fork_tree[] = {
+	{ .name = "sandboxes", .type = FIELD_OBJECTS, .required = true, .items = render_sandbox_fields },
+	{ .name = "failed", .type = FIELD_INTEGER },
+	{ .name = "error", .type = FIELD_STRING },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_snapshots[] = {
+	{ .name = "snapshots", .type = FIELD_OBJECTS, .required = true, .items = render_snapshot_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_delete_snapshot[] = {
+	{ .name = "snapshot_id", .type = FIELD_STRING, .required = true },
+	{ .name = "deleted", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_unexpose_port[] = {
+	{ .name = "sandbox_id", .type = FIELD_STRING, .required = true },
+	{ .name = "port", .type = FIELD_INTEGER, .required = true },
+	{ .name = "unexposed", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_ports[] = {
+	{ .name = "ports", .type = FIELD_OBJECTS, .required = true, .items = render_port_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_start_process[] = {
+	{ .name = "id", .type = FIELD_INTEGER, .required = true },
+	{ .name = "pid", .type = FIELD_INTEGER, .required = true },
+	{ .name = "status", .type = FIELD_STRING, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_processes[] = {
+	{ .name = "processes", .type = FIELD_OBJECTS, .required = true, .items = render_process_fields },
+	{ .type = FIELD_END }
+};
+static const struct field out_signal_process[] = {
+	{ .name = "sandbox_id", .type = FIELD_STRING, .required = true },
+	{ .name = "process_id", .type = FIELD_INTEGER, .required = true },
+	{ .name = "signal", .type = FIELD_INTEGER, .required = true },
+	{ .name = "sent", .type = FIELD_BOOLEAN, .required = true },
+	{ .type = FIELD_END }
+};
+static const struct field out_list_templates[] = {
+	{ .name = "templates", .type = FIELD_OBJECTS, .required = true, .items = render_template_fields },
+	{ .type = FIELD_END }
+};
 
 /* ---- arguments (field tables, ops/fields.h: mcp.c makes the inputSchema) ------------------------- */
 
@@ -182,6 +211,7 @@ static int t_network(struct mcp_call *c, const json_t *args, struct mcp_out *out
 	struct ops_caller oc = caller(c, true);
 	struct sbx_row row;
 	json_t *body = rest_body(args);
+	oc.shaped = body;	/* checked as network_args: sandbox_id and ops_network_fields */
 	int rc = body ? ops_set_network(&oc, tool_sandbox_id(c, args), body, &row) : errf(ENOMEM, "out of memory");
 	json_decref(body);
 	return answer_rc(out, rc, rc < 0 ? NULL : sandbox_json(&row));
@@ -312,86 +342,57 @@ const struct mcp_tool mcp_ws_tools[] = {
 	  "same instant of memory and disk (fork_sandbox pauses the parent once per child, so its "
 	  "children may differ by what ran in between). For trying several paths from one state.",
 	  fork_tree_args,
-	  "{\"type\":\"object\",\"required\":[\"sandboxes\"],\"properties\":{\"sandboxes\":{\"type\":\"array\","
-	  "\"items\":" SANDBOX_OUT "},\"failed\":{\"type\":\"integer\"},\"error\":{\"type\":\"string\"}}}",
-	  0, t_fork_tree },
+	  out_fork_tree, 0, t_fork_tree },
 	{ "snapshot_sandbox", "Snapshot a sandbox",
 	  "Save a sandbox's memory and disk as a snapshot (snap_...) and keep it running. create_sandbox "
 	  "with from_snapshot starts new sandboxes from it, as many as you like.",
-	  mcp_sandbox_only, SNAPSHOT_OUT, 0, t_snapshot },
+	  mcp_sandbox_only, render_snapshot_fields, 0, t_snapshot },
 	{ "list_snapshots", "List snapshots", "List the workspace's snapshots.",
 	  mcp_no_args,
-	  "{\"type\":\"object\",\"required\":[\"snapshots\"],\"properties\":{\"snapshots\":{\"type\":\"array\","
-	  "\"items\":" SNAPSHOT_OUT "}}}",
-	  MCP_READ_ONLY, t_snapshot_list },
+	  out_list_snapshots, MCP_READ_ONLY, t_snapshot_list },
 	{ "delete_snapshot", "Delete a snapshot",
 	  "Delete a snapshot; sandboxes made from it keep running.",
 	  delete_snapshot_args,
-	  "{\"type\":\"object\",\"required\":[\"snapshot_id\",\"deleted\"],\"properties\":{"
-	  "\"snapshot_id\":{\"type\":\"string\"},\"deleted\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_snapshot_delete },
+	  out_delete_snapshot, MCP_DESTRUCTIVE, t_snapshot_delete },
 	{ "set_network", "Set what a sandbox may reach",
 	  "Replace a sandbox's whole egress policy (fields left out take their defaults: no fields is "
 	  "the open policy); in force when it answers. Connections already open are not cut.",
 	  network_args,
-	  SANDBOX_OUT, 0, t_network },
+	  render_sandbox_fields, 0, t_network },
 	{ "expose_port", "Expose a port of a sandbox",
 	  "Make a TCP port of the sandbox reachable over HTTP(S) through kiln: answers its URLs. Private "
 	  "(the default) needs the API key; public: anyone with the URL. Exposing it again changes public.",
 	  expose_args,
-	  PORT_OUT, 0, t_port_expose },
+	  render_port_fields, 0, t_port_expose },
 	{ "unexpose_port", "Stop exposing a port",
 	  "Stop exposing a port of the sandbox: its URLs answer no more.",
 	  unexpose_args,
-	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"port\",\"unexposed\"],\"properties\":{"
-	  "\"sandbox_id\":{\"type\":\"string\"},\"port\":{\"type\":\"integer\"},\"unexposed\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_port_unexpose },
+	  out_unexpose_port, MCP_DESTRUCTIVE, t_port_unexpose },
 	{ "list_ports", "List a sandbox's exposed ports", "The sandbox's exposed ports with their URLs.",
 	  mcp_sandbox_only,
-	  "{\"type\":\"object\",\"required\":[\"ports\"],\"properties\":{\"ports\":{\"type\":\"array\","
-	  "\"items\":" PORT_OUT "}}}",
-	  MCP_READ_ONLY, t_port_list },
+	  out_list_ports, MCP_READ_ONLY, t_port_list },
 	{ "start_process", "Start a background process",
 	  "Start a command in the sandbox that keeps running after this call (a server, a long job): "
 	  "answers its id at once. process_output reads what it prints, signal_process stops it.",
 	  proc_start_args,
-	  "{\"type\":\"object\",\"required\":[\"id\",\"pid\",\"status\"],\"properties\":{"
-	  "\"id\":{\"type\":\"integer\"},\"pid\":{\"type\":\"integer\"},\"status\":{\"type\":\"string\"}}}",
-	  MCP_DESTRUCTIVE, t_proc_start },
+	  out_start_process, MCP_DESTRUCTIVE, t_proc_start },
 	{ "list_processes", "List background processes",
 	  "The background processes the sandbox keeps, running and exited, with their exit codes.",
 	  mcp_sandbox_only,
-	  "{\"type\":\"object\",\"required\":[\"processes\"],\"properties\":{\"processes\":{\"type\":\"array\","
-	  "\"items\":" PROCESS_OUT "}}}",
-	  MCP_READ_ONLY, t_proc_list },
+	  out_list_processes, MCP_READ_ONLY, t_proc_list },
 	{ "signal_process", "Signal a background process",
 	  "Send a signal to a background process: TERM (stop), KILL, INT, HUP... by name or number.",
 	  proc_signal_args,
-	  "{\"type\":\"object\",\"required\":[\"sandbox_id\",\"process_id\",\"signal\",\"sent\"],\"properties\":{"
-	  "\"sandbox_id\":{\"type\":\"string\"},\"process_id\":{\"type\":\"integer\"},\"signal\":{\"type\":\"integer\"},"
-	  "\"sent\":{\"type\":\"boolean\"}}}",
-	  MCP_DESTRUCTIVE, t_proc_signal },
+	  out_signal_process, MCP_DESTRUCTIVE, t_proc_signal },
 	{ "process_output", "Read a background process's output",
 	  "What a background process printed that the sandbox kept (the latest part), then more until it "
 	  "ends or wait_seconds pass; status says whether it has ended, and how (each stream cut after 1 MiB).",
 	  proc_output_args,
-	  "{\"type\":\"object\",\"required\":[\"id\",\"pid\",\"status\",\"stdout\",\"stderr\"],\"properties\":{"
-	  "\"id\":{\"type\":\"integer\"},\"pid\":{\"type\":\"integer\"},"
-	  "\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"exited\"]},"
-	  "\"stdout\":{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},"
-	  "\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]},"
-	  "\"output_dropped\":{\"type\":\"integer\"},\"truncated\":{\"type\":\"boolean\"}}}",
-	  MCP_READ_ONLY, t_proc_output },
+	  render_process_output_fields, MCP_READ_ONLY, t_proc_output },
 	{ "list_templates", "List templates",
 	  "The templates sandboxes are made from (create_sandbox's template), with their size and "
 	  "whether they are built.",
 	  mcp_no_args,
-	  "{\"type\":\"object\",\"required\":[\"templates\"],\"properties\":{\"templates\":{\"type\":\"array\","
-	  "\"items\":{\"type\":\"object\",\"required\":[\"name\",\"status\"],\"properties\":{"
-	  "\"name\":{\"type\":\"string\"},\"description\":{\"type\":\"string\"},\"vcpus\":{\"type\":\"integer\"},"
-	  "\"memory_mib\":{\"type\":\"integer\"},\"status\":{\"type\":\"string\"},"
-	  "\"version\":{\"type\":[\"integer\",\"null\"]},\"built_at\":{\"type\":[\"string\",\"null\"]},"
-	  "\"snapshot\":{\"type\":\"boolean\"}}}}}}",
-	  MCP_READ_ONLY, t_templates },
+	  out_list_templates, MCP_READ_ONLY, t_templates },
 };
 const int mcp_ws_ntools = sizeof mcp_ws_tools / sizeof mcp_ws_tools[0];

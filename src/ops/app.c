@@ -366,7 +366,7 @@ static int parse(const struct ops_caller *c, const json_t *args, bool deploy, st
 		rc = errf(EINVAL, "a deploy keeps the app's name and makes its own sandbox: "
 				  "fields 'name' and 'sandbox_id' are for POST /v1/apps");
 	const struct field_cap cap[] = { { "idle_seconds", max_idle }, { NULL, 0 } };
-	rc = rc ?: fields_check(deploy ? ops_app_deploy_fields : ops_app_create_fields, args, cap);
+	rc = rc ?: ops_fields_check(c, deploy ? ops_app_deploy_fields : ops_app_create_fields, args, cap);
 	if (rc == 0) {
 		o->name = field_str(args, "name", NULL);
 		o->template = field_str(args, "template", NULL);

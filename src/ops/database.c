@@ -351,7 +351,7 @@ int ops_db_create(const struct ops_caller *c, const json_t *args, struct db_row 
 	const char *name = NULL, *backup = NULL;
 	int64_t idle = -1;
 	bool external = false;
-	int rc = fields_check(ops_db_fields, args, NULL);
+	int rc = ops_fields_check(c, ops_db_fields, args, NULL);
 	if (rc == 0) {
 		idle = field_int(args, "idle_seconds", -1);
 		external = field_bool(args, "external_access", false);
@@ -509,7 +509,7 @@ int ops_db_update(const struct ops_caller *c, const char *key, const json_t *arg
 {
 	int64_t idle = -1;
 	bool external = false;
-	int rc = fields_check(ops_db_update_fields, args, NULL);
+	int rc = ops_fields_check(c, ops_db_update_fields, args, NULL);
 	if (rc == 0) {
 		idle = field_int(args, "idle_seconds", -1);
 		external = field_bool(args, "external_access", false);

@@ -134,11 +134,27 @@ static int check_objects(const struct field *f, const json_t *v)
 	return 0;
 }
 
-int fields_check_one(const struct field *f, const json_t *obj, const struct field_cap *caps)
+/* Which rules of a field check_one applies (fields.h: fields_check is
+ * the two halves, fields_check_shape and fields_check_rest). */
+enum part { ALL, SHAPE, REST };
+
+static bool capped(const struct field *f, const struct field_cap *caps)
+{
+	for (; caps && caps->name; caps++)
+		if (!strcmp(caps->name, f->name))
+			return true;
+	return false;
+}
+
+static int check_one(const struct field *f, const json_t *obj, const struct field_cap *caps, enum part part)
 {
 	json_t *v = field_get(obj, f->name);
-	if (f->check)
+	if (f->check && part != SHAPE)
 		return !v && f->required ? errf(EINVAL, "field '%s' is required", f->name) : f->check(obj, f->name);
+	/* The rest: what the schema does not say (a cap; an env's names,
+	 * whose pattern it does not show). */
+	if (part == REST && !(v && (capped(f, caps) || f->env_names)))
+		return 0;
 	if (!v)
 		return f->required ? errf(EINVAL, "field '%s' is required", f->name) : 0;
 	const char *s = NULL;
@@ -162,8 +178,8 @@ int fields_check_one(const struct field *f, const json_t *obj, const struct fiel
 	case FIELD_BOOLEAN:
 		return v_bool(obj, f->name, &b);
 	case FIELD_MAP:
-		return v_str_map(obj, f->name, (size_t)f->max, (size_t)f->key_max, (size_t)f->item_max, f->env_names,
-				 &m);
+		return v_str_map(obj, f->name, (size_t)f->max, (size_t)f->key_max, (size_t)f->item_max,
+				 f->env_names && part != SHAPE, &m);
 	case FIELD_STRINGS:
 		return check_strings(f, v);
 	case FIELD_OBJECTS:
@@ -180,24 +196,44 @@ int fields_check_one(const struct field *f, const json_t *obj, const struct fiel
 	}
 }
 
-static int check_all(const struct field *t, const json_t *obj, const struct field_cap *caps)
+int fields_check_one(const struct field *f, const json_t *obj, const struct field_cap *caps)
+{
+	return check_one(f, obj, caps, ALL);
+}
+
+static int check_all(const struct field *t, const json_t *obj, const struct field_cap *caps, enum part part)
 {
 	for (; t->type != FIELD_END; t++) {
-		int rc = t->type == FIELD_INCLUDE ? check_all(t->items, obj, caps) : fields_check_one(t, obj, caps);
+		int rc = t->type == FIELD_INCLUDE ? check_all(t->items, obj, caps, part) : check_one(t, obj, caps, part);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
-int fields_check(const struct field *t, const json_t *obj, const struct field_cap *caps)
+static int check(const struct field *t, const json_t *obj, const struct field_cap *caps, enum part part)
 {
 	const char *key;
 	json_t *v;
 	if (obj && !json_is_object(obj))
 		return errf(EINVAL, "the body must be a JSON object, not %s", v_type_name(obj));
 	json_object_foreach((json_t *)obj, key, v)
-		if (!fields_find(t, key))
+		if (part != REST && !fields_find(t, key))
 			return errf(EINVAL, "unknown field '%.64s'", key);
-	return check_all(t, obj, caps);
+	return check_all(t, obj, caps, part);
+}
+
+int fields_check(const struct field *t, const json_t *obj, const struct field_cap *caps)
+{
+	return check(t, obj, caps, ALL);
+}
+
+int fields_check_shape(const struct field *t, const json_t *obj)
+{
+	return check(t, obj, NULL, SHAPE);
+}
+
+int fields_check_rest(const struct field *t, const json_t *obj, const struct field_cap *caps)
+{
+	return check(t, obj, caps, REST);
 }

@@ -31,6 +31,9 @@ enum field_type {
 	FIELD_OBJECTS,		/* an array of min..max objects, each of the fields of items */
 	FIELD_SCALAR,		/* a string or an integer (a signal: a name or a number) */
 	FIELD_INCLUDE,		/* the fields of table items, here (fields two operations share) */
+	/* Only in a response's table (fields_out_schema): */
+	FIELD_NUMBER,		/* a number, integer or not */
+	FIELD_OBJECT,		/* an object of the fields of items (NULL: of its own shape) */
 };
 
 /* No static maximum: the server's or the plan's, known at the call. */
@@ -41,6 +44,7 @@ struct field {
 	enum field_type type;
 	bool required;
 	bool env_names;			/* FIELD_MAP: keys are shell variable names */
+	bool nullable;			/* a response's: the value may be null */
 	int64_t min, max;
 	int64_t key_max, item_max;
 	const char *const *choices;	/* FIELD_STRING: NULL-terminated */
@@ -65,6 +69,17 @@ struct field_cap {
  * null is an absent optional field. */
 int fields_check(const struct field *t, const json_t *obj, const struct field_cap *caps);
 
+/* fields_check in two halves, for a front end that checks a request
+ * before it calls the operation (MCP: a bad argument is a JSON-RPC error
+ * there, a refusal of the operation the tool's answer):
+ * fields_check_shape is what the table's schema says (unknown fields,
+ * types, static bounds) and fields_check_rest the operation's part after
+ * it, the fields' own parsers (check), the caller's caps and an env's
+ * variable names. One after
+ * the other they are fields_check, each rule checked once. */
+int fields_check_shape(const struct field *t, const json_t *obj);
+int fields_check_rest(const struct field *t, const json_t *obj, const struct field_cap *caps);
+
 /* One field of obj against f alone (the operation's other fields are a
  * front end's to check). */
 int fields_check_one(const struct field *f, const json_t *obj, const struct field_cap *caps);
@@ -77,6 +92,15 @@ const struct field *fields_find(const struct field *t, const char *name);
  * maxProperties, propertyNames, minItems, maxItems), enum, required,
  * description. NULL when out of memory. */
 json_t *fields_schema(const struct field *t);
+
+/* A response's table: what an object of it holds, as MCP's outputSchema
+ * (and the REST API's shape: the front ends render the same object).
+ * required: the key is always there; nullable: its value may be null;
+ * no other key (additionalProperties false), so that an object the
+ * renderer grew a key for fails a client's check until its table says
+ * it. FIELD_OBJECTS and FIELD_OBJECT of items NULL: any object. NULL
+ * when out of memory. */
+json_t *fields_out_schema(const struct field *t);
 
 /* The value of a field fields_check accepted: absent or null gives dflt. */
 const char *field_str(const json_t *obj, const char *name, const char *dflt);

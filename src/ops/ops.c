@@ -140,6 +140,12 @@ const struct field ops_fork_fields[] = {
 	{ .type = FIELD_END }
 };
 
+int ops_fields_check(const struct ops_caller *c, const struct field *t, const json_t *args,
+		     const struct field_cap *caps)
+{
+	return args && args == c->shaped ? fields_check_rest(t, args, caps) : fields_check(t, args, caps);
+}
+
 int ops_workspace_plan(const struct ops_caller *c, struct plan *out)
 {
 	memset(out, 0, sizeof *out);
@@ -296,7 +302,7 @@ static int create(const struct ops_caller *c, const json_t *args, const struct f
 	if (plan.limits.max_ttl_seconds && plan.limits.max_ttl_seconds < max_ttl)
 		max_ttl = plan.limits.max_ttl_seconds;
 	const struct field_cap cap[] = { { "ttl_seconds", max_ttl }, { NULL, 0 } };
-	rc = rc ?: fields_check(fields, args, cap);
+	rc = rc ?: ops_fields_check(c, fields, args, cap);
 	if (rc == 0) {
 		tmpl = field_str(args, "template", NULL);
 		snap = field_str(args, "from_snapshot", NULL);
@@ -379,7 +385,7 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 	int64_t idle_pause = -1;
 	struct lifecycle_change lc = { 0 };
 	const struct field_cap cap[] = { { "ttl_seconds", max_ttl }, { NULL, 0 } };
-	rc = rc ?: fields_check(ops_lifecycle_fields, args, cap);
+	rc = rc ?: ops_fields_check(c, ops_lifecycle_fields, args, cap);
 	if (rc == 0) {
 		ttl = field_int(args, "ttl_seconds", -1);
 		persistent = field_bool(args, "persistent", false);
@@ -404,7 +410,7 @@ int ops_set_lifecycle(const struct ops_caller *c, const char *id, const json_t *
 int ops_set_network(const struct ops_caller *c, const char *id, const json_t *args, struct sbx_row *out)
 {
 	char *policy = NULL;
-	int rc = fields_check(ops_network_fields, args, NULL);
+	int rc = ops_fields_check(c, ops_network_fields, args, NULL);
 	/* No fields is the open policy, said explicitly (for no fields
 	 * netpolicy_from_request gives no policy at all). */
 	json_t *open_policy = json_pack("{s:b}", "allow_internet", 1);

@@ -60,7 +60,16 @@ struct ops_caller {
 	int64_t max_ttl;		/* seconds: the cap on ttl_seconds */
 	bool touch;			/* looking a sandbox up is activity (TTL) */
 	struct ops_quota *quota;	/* out, or NULL */
+	/* A request a front end ran fields_check_shape on against the
+	 * operation's own table (MCP, before a tool runs): given as args,
+	 * the operation checks only the rest (ops_fields_check). */
+	const json_t *shaped;
 };
+
+/* args against the operation's table t: fields_check, or, for the
+ * request c->shaped, fields_check_rest (its shape was checked once). */
+int ops_fields_check(const struct ops_caller *c, const struct field *t, const json_t *args,
+		     const struct field_cap *caps);
 
 /* The workspace's plan, with its own limits applied over the plan's
  * (its own plan, or the server's default). */

@@ -150,7 +150,7 @@ static int refused(const struct ops_caller *c, const struct plan *p, const char 
 
 int ops_volume_create(const struct ops_caller *c, const json_t *args, struct vol_row *out)
 {
-	int rc = fields_check(ops_volume_create_fields, args, NULL);
+	int rc = ops_fields_check(c, ops_volume_create_fields, args, NULL);
 	const char *name = field_str(args, "name", "");
 	int64_t size = field_int(args, "size_mib", 0);
 	if (rc == 0 && !ops_volume_name_ok(name))

@@ -6,14 +6,23 @@
  * by MCP's schema check of the generated inputSchema naming the argument,
  * and, where the table is an operation's, by the operation itself; the
  * value at the bound passes both checks; the bound is in the schema. And
- * every MCP tool's inputSchema is the one made from its table. */
+ * every MCP tool's inputSchema is the one made from its table. The
+ * response tables (api/render.h, the tools' outputSchemas): a real object
+ * of each kind, rendered, has exactly the table's keys, of its types, null
+ * only where the table says, and each of the table's keys shows up, null
+ * too where it may be. */
 #include "api/hcommon.h"
+#include "api/render.h"
+#include "host/guest_conn.h"
+#include "hostif/hostif.h"
 #include "mcp/mcp.h"
 #include "ops/app.h"
 #include "ops/database.h"
 #include "ops/fields.h"
 #include "ops/ops.h"
+#include "ops/validate.h"
 #include "common/err.h"
+#include "schema_check.h"
 #include "test.h"
 
 #include <errno.h>
@@ -203,13 +212,17 @@ static void try(struct ctx *x, const struct field *f, json_t *v, bool want_ok, c
 		json_object_del(a, f->name);
 	x->cases++;
 	int rc = fields_check(x->t, a, NULL);
+	/* The halves (MCP's front end, then the operation) agree with it. */
+	int split = fields_check_shape(x->t, a);
+	split = split ?: fields_check_rest(x->t, a, NULL);
+	CHECK(split == rc);
 	char why[512];
 	snprintf(why, sizeof why, "%s", errmsg());
 	bool ok = want_ok ? rc == 0 : rc == -EINVAL && strstr(why, f->name);
 	if (!ok)
 		printf("  %s.%s %s: fields_check %d '%s'\n", x->table, f->name, what, rc, rc ? why : "");
 	CHECK(ok);
-	rc = mcp_schema_check(x->schema, a, "arguments");
+	rc = schema_check(x->schema, a, "arguments");
 	snprintf(why, sizeof why, "%s", errmsg());
 	ok = want_ok ? rc == 0 : rc == -EINVAL && strstr(why, f->name);
 	if (!ok)
@@ -348,11 +361,11 @@ static int check_table(const char *name, const struct field *t, int (*op)(const 
 	if (rc < 0)
 		printf("  %s: its required fields alone: %s\n", name, errmsg());
 	CHECK(rc == 0);
-	CHECK(mcp_schema_check(x.schema, x.base, "arguments") == 0);
+	CHECK(schema_check(x.schema, x.base, "arguments") == 0);
 	json_t *extra = json_deep_copy(x.base);
 	json_object_set_new(extra, "colour", json_string("red"));
 	CHECK(fields_check(t, extra, NULL) == -EINVAL && strstr(errmsg(), "unknown field 'colour'"));
-	CHECK(mcp_schema_check(x.schema, extra, "arguments") == -EINVAL && strstr(errmsg(), "colour"));
+	CHECK(schema_check(x.schema, extra, "arguments") == -EINVAL && strstr(errmsg(), "colour"));
 	json_decref(extra);
 	table_agrees(&x, t);
 	json_decref(x.schema);
@@ -457,11 +470,327 @@ static void caps_bound_no_max_fields(void)
 	json_decref(a);
 }
 
+/* fields_check in halves (MCP's front end, then the operation): the shape
+ * takes what only a cap, a field's parser or an env's names refuse, and
+ * the rest refuses it; the rest does not shape again (an unknown field
+ * gets past it: the front end's to refuse); an operation whose request
+ * no front end shaped checks it all. */
+static void check_halves(void)
+{
+	const struct field_cap cap[] = { { "ttl_seconds", 3600 }, { NULL, 0 } };
+	json_t *a = json_pack("{s:i}", "ttl_seconds", 3601);
+	CHECK(fields_check_shape(ops_create_fields, a) == 0);
+	CHECK(fields_check_rest(ops_create_fields, a, cap) == -EINVAL && strstr(errmsg(), "from 0 to 3600"));
+	json_decref(a);
+	a = json_pack("{s:[s]}", "allow_out", "not-an-address");
+	CHECK(fields_check_shape(ops_create_fields, a) == 0);
+	CHECK(fields_check_rest(ops_create_fields, a, NULL) == -EINVAL && strstr(errmsg(), "not-an-address"));
+	json_decref(a);
+	a = json_pack("{s:{s:s}}", "env", "1BAD", "x");
+	CHECK(fields_check_shape(ops_create_fields, a) == 0);
+	CHECK(fields_check_rest(ops_create_fields, a, NULL) == -EINVAL && strstr(errmsg(), "not a variable name"));
+	json_decref(a);
+	a = json_pack("{s:i,s:s}", "ttl_seconds", 60, "colour", "red");
+	CHECK(fields_check_shape(ops_create_fields, a) == -EINVAL && strstr(errmsg(), "unknown field 'colour'"));
+	CHECK(fields_check_rest(ops_create_fields, a, cap) == 0);
+	json_decref(a);
+	/* The operation shapes what no front end did. */
+	struct ops_caller c = caller;
+	struct vol_row v;
+	a = json_pack("{s:s,s:i,s:s}", "name", "data", "size_mib", 1, "colour", "red");
+	CHECK(ops_volume_create(&c, a, &v) == -EINVAL && strstr(errmsg(), "unknown field 'colour'"));
+	json_decref(a);
+	a = json_pack("{s:s,s:i}", "name", "BAD NAME", "size_mib", 1);
+	c.shaped = a;	/* shaped or not, the name's letters are the operation's */
+	CHECK(ops_volume_create(&c, a, &v) == -EINVAL && strstr(errmsg(), "name"));
+	json_decref(a);
+}
+
+/* ---- responses ---------------------------------------------------------------------------------- */
+
+/* The fields of a response table a rendered object showed: with a value,
+ * and null. */
+static struct shown {
+	const struct field *f;
+	bool value, null;
+} shown[512];
+static int nshown;
+
+static struct shown *shown_of(const struct field *f)
+{
+	for (int i = 0; i < nshown; i++)
+		if (shown[i].f == f)
+			return &shown[i];
+	if (nshown == (int)(sizeof shown / sizeof shown[0]))
+		return &shown[0];
+	shown[nshown].f = f;
+	return &shown[nshown++];
+}
+
+static bool string_in(const char *const *c, const char *s)
+{
+	for (; *c; c++)
+		if (!strcmp(*c, s))
+			return true;
+	return false;
+}
+
+static int out_object(const struct field *t, const json_t *v, const char *where);
+
+/* v, the value of field f: of its type; 0, or -1 having said why. */
+static int out_value(const struct field *f, const json_t *v, const char *where)
+{
+	size_t i;
+	json_t *x;
+	const char *k;
+	bool ok = false;
+	switch (f->type) {
+	case FIELD_STRING:
+		ok = json_is_string(v) && (!f->choices || string_in(f->choices, json_string_value(v)));
+		break;
+	case FIELD_INTEGER:
+		ok = json_is_integer(v);
+		break;
+	case FIELD_NUMBER:
+		ok = json_is_number(v);
+		break;
+	case FIELD_BOOLEAN:
+		ok = json_is_boolean(v);
+		break;
+	case FIELD_SCALAR:
+		ok = json_is_string(v) || json_is_integer(v);
+		break;
+	case FIELD_MAP:
+		ok = json_is_object(v);
+		json_object_foreach((json_t *)v, k, x)
+			ok = ok && json_is_string(x);
+		break;
+	case FIELD_STRINGS:
+	case FIELD_INTEGERS:
+		ok = json_is_array(v);
+		json_array_foreach(v, i, x)
+			ok = ok && (f->type == FIELD_STRINGS ? json_is_string(x) : json_is_integer(x));
+		break;
+	case FIELD_OBJECT:
+		ok = json_is_object(v) && (!f->items || out_object(f->items, v, where) == 0);
+		break;
+	case FIELD_OBJECTS:
+		ok = json_is_array(v);
+		json_array_foreach(v, i, x)
+			ok = ok && json_is_object(x) && (!f->items || out_object(f->items, x, where) == 0);
+		break;
+	default:
+		break;
+	}
+	if (!ok)
+		printf("  %s.%s: %s is not what its table says\n", where, f->name, v_type_name(v));
+	return ok ? 0 : -1;
+}
+
+/* v against response table t: its keys are t's, each of its type, null
+ * only where nullable, every required one there. */
+static int out_object(const struct field *t, const json_t *v, const char *where)
+{
+	const char *k;
+	json_t *x;
+	int rc = 0;
+	json_object_foreach((json_t *)v, k, x) {
+		const struct field *f = fields_find(t, k);
+		if (!f) {
+			printf("  %s: key '%s' is not in its table\n", where, k);
+			rc = -1;
+			continue;
+		}
+		struct shown *s = shown_of(f);
+		if (json_is_null(x)) {
+			s->null = true;
+			if (!f->nullable) {
+				printf("  %s.%s: null, and its table says it is never\n", where, k);
+				rc = -1;
+			}
+		} else {
+			s->value = true;
+			rc |= out_value(f, x, where);
+		}
+	}
+	for (const struct field *f = t; f->type != FIELD_END; f++)
+		if (f->required && !json_object_get(v, f->name)) {
+			printf("  %s: no '%s', which its table says is always there\n", where, f->name);
+			rc = -1;
+		}
+	return rc;
+}
+
+/* Every field of t (and of the tables it holds) was shown with a value,
+ * and null where nullable; but the names in not_here (those only a store
+ * or a guest gives: tests/sdk/mcp and tests/e2e see them). */
+static int all_shown(const struct field *t, const char *where, const char *const *not_here)
+{
+	int rc = 0;
+	for (const struct field *f = t; f->type != FIELD_END; f++) {
+		if (not_here && string_in(not_here, f->name))
+			continue;
+		struct shown *s = shown_of(f);
+		if (!s->value || (f->nullable && !s->null)) {
+			printf("  %s.%s: no rendered object showed it %s\n", where, f->name,
+			       s->value ? "null" : "with a value");
+			rc = -1;
+		}
+		if (f->items && (f->type == FIELD_OBJECT || f->type == FIELD_OBJECTS))
+			rc |= all_shown(f->items, where, not_here);
+	}
+	return rc;
+}
+
+static int check_out(const struct field *t, json_t *v, const char *where)
+{
+	int rc = v ? out_object(t, v, where) : -1;
+	json_decref(v);
+	return rc;
+}
+
+static void sandbox_row(struct sbx_row *r, bool full)
+{
+	memset(r, 0, sizeof *r);
+	snprintf(r->id, sizeof r->id, "sbx_test");
+	snprintf(r->template, sizeof r->template, "base");
+	r->state = full ? SBX_FAILED : SBX_RUNNING;
+	r->vcpus = 1, r->memory_mib = 256;
+	if (full) {
+		r->created_ms = r->active_ms = 1700000000000;
+		r->ready_ms = 12.5;
+		r->ttl_seconds = 60;
+		r->disk_mib = 64;
+		snprintf(r->parent, sizeof r->parent, "sbx_parent");
+		snprintf(r->snapshot, sizeof r->snapshot, "snap_x");
+		snprintf(r->error, sizeof r->error, "its VMM died");
+		r->metadata = (char *)"{\"by\":\"test\"}";
+	} else {
+		r->net_policy = (char *)"not a policy";	/* what render shows as null */
+	}
+}
+
+static int vol_att_one(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+		       void *fctx)
+{
+	(void)ctx, (void)ws, (void)id, (void)out;
+	struct vol_att a = { .slot = 1, .read_only = true };
+	snprintf(a.sandbox, sizeof a.sandbox, "sbx_test");
+	snprintf(a.path, sizeof a.path, "/data");
+	return fn(fctx, &a);
+}
+
+static int vol_host_gone(void *ctx, const char *ws, const char *id, struct vol_row *out, store_att_fn *fn,
+			 void *fctx)
+{
+	(void)ctx, (void)ws, (void)id, (void)out, (void)fn, (void)fctx;
+	return errf(EHOSTUNREACH, "its host does not answer");
+}
+
+static void responses_match_tables(void)
+{
+	int rc = 0;
+	struct sbx_row r;
+	for (int full = 0; full < 2; full++) {
+		sandbox_row(&r, full);
+		rc |= check_out(render_sandbox_fields, render_sandbox(&r), "sandbox");
+	}
+	rc |= all_shown(render_sandbox_fields, "sandbox", NULL);
+
+	struct snap_row sn = { .id = "snap_x", .sandbox = "sbx_test", .template = "base", .vcpus = 1 };
+	rc |= check_out(render_snapshot_fields, render_snapshot(&sn), "snapshot");
+	sn.created_ms = 1700000000000;
+	rc |= check_out(render_snapshot_fields, render_snapshot(&sn), "snapshot");
+	rc |= all_shown(render_snapshot_fields, "snapshot", NULL);
+
+	rc |= check_out(render_exec_result_fields, render_exec_result("hi\n", 3, NULL, 0, 0, 0, false, 1.5, false),
+			"exec_result");
+	rc |= check_out(render_exec_result_fields, render_exec_result(NULL, 0, "\xff", 1, -1, 9, true, 2, true),
+			"exec_result");
+	rc |= all_shown(render_exec_result_fields, "exec_result", NULL);
+
+	/* A volume its host lists an attachment of, and one whose host is gone. */
+	struct hostif_ops vo = { .volume_get = vol_att_one };
+	struct hostif hi = { &vo, NULL };
+	struct ops_caller vc = { .hostif = &hi, .workspace = "ws_test" };
+	struct vol_row v = { .id = "vol_x", .workspace = "ws_test", .name = "data", .size_mib = 64,
+			     .created_ms = 1700000000000 };
+	rc |= check_out(render_volume_fields, render_volume(ops_volume_json(&vc, &v)), "volume");
+	vo.volume_get = vol_host_gone;
+	v.created_ms = 0;
+	rc |= check_out(render_volume_fields, render_volume(ops_volume_json(&vc, &v)), "volume");
+	rc |= all_shown(render_volume_fields, "volume", NULL);
+
+	/* An app that failed (no sandbox to ask its host about), bare and full. */
+	static struct app_row a;
+	memset(&a, 0, sizeof a);
+	snprintf(a.id, sizeof a.id, "app_x");
+	snprintf(a.name, sizeof a.name, "web");
+	snprintf(a.restart, sizeof a.restart, "always");
+	snprintf(a.state, sizeof a.state, "failed");
+	a.port = 8000;
+	rc |= check_out(render_app_fields, render_app(&caller, &a, NULL), "app");
+	snprintf(a.template, sizeof a.template, "base");
+	snprintf(a.snapshot, sizeof a.snapshot, "snap_x");
+	snprintf(a.command, sizeof a.command, "httpd");
+	snprintf(a.env, sizeof a.env, "{\"WHO\":\"me\"}");
+	snprintf(a.sandbox, sizeof a.sandbox, "sbx_test");
+	snprintf(a.reason, sizeof a.reason, "it exited");
+	a.created_ms = a.updated_ms = 1700000000000;
+	rc |= check_out(render_app_fields, render_app(&caller, &a, "http://app-x.test/"), "app");
+	rc |= all_shown(render_app_fields, "app", NULL);
+
+	/* A database being made (no sandbox yet; no store: no events or
+	 * certificate, which tests/e2e/90 sees), with and without its
+	 * password, schedule and external port. */
+	struct db_row d = { .id = "db_x", .workspace = "ws_test", .name = "main" };
+	rc |= check_out(render_database_fields, render_database(&caller, &d, NULL), "database");
+	snprintf(d.from_backup, sizeof d.from_backup, "snap_x");
+	d.created_ms = 1700000000000;
+	d.backup_interval_s = 3600, d.next_backup_ms = 1700000360000, d.external_port = 15432;
+	rc |= check_out(render_database_fields, render_database(&caller, &d, "secret"), "database");
+	static const char *const db_store_only[] = { "tls_certificate", "tls_certificate_sha256", "ts_ms", "kind", "text",
+						     NULL };
+	rc |= all_shown(render_database_fields, "database", db_store_only);
+
+	struct db_backup_row b = { .id = "snap_b", .database = "db_x", .created_ms = 1700000000000 };
+	rc |= check_out(render_db_backup_fields, ops_db_backup_json(&b), "db_backup");
+	snprintf(b.kind, sizeof b.kind, "scheduled");
+	rc |= check_out(render_db_backup_fields, ops_db_backup_json(&b), "db_backup");
+	rc |= all_shown(render_db_backup_fields, "db_backup", NULL);
+
+	/* A directory's entries: a symlink, and a name that is not UTF-8. */
+	struct guest_stat st = { .name = "a", .mode = 0120777, .size = 1, .mtime_ns = 1700000000000000000 };
+	snprintf(st.link, sizeof st.link, "b");
+	rc |= check_out(render_dir_entry_fields, stat_json(&st, "name", st.name), "dir_entry");
+	memset(&st, 0, sizeof st);
+	st.mode = 0100644;
+	snprintf(st.name, sizeof st.name, "\xff");
+	rc |= check_out(render_dir_entry_fields, stat_json(&st, "name", st.name), "dir_entry");
+	rc |= all_shown(render_dir_entry_fields, "dir_entry", NULL);
+	CHECK(rc == 0);
+
+	/* The schema says the same as the table: a rendered sandbox passes
+	 * it, one with a key the table lacks does not. */
+	json_t *schema = fields_out_schema(render_sandbox_fields);
+	sandbox_row(&r, true);
+	json_t *j = render_sandbox(&r);
+	CHECK(schema && json_is_false(json_object_get(schema, "additionalProperties")));
+	CHECK(json_object_size(json_object_get(schema, "properties")) == json_object_size(j) &&
+	      json_array_size(json_object_get(schema, "required")) == json_object_size(j) - 1);
+	json_t *types = json_object_get(json_object_get(json_object_get(schema, "properties"), "parent_id"), "type");
+	CHECK(json_is_array(types) && json_array_size(types) == 2);
+	json_decref(j);
+	json_decref(schema);
+}
+
 int main(void)
 {
 	int failures = 0;
 	RUN(operation_tables_agree);
 	RUN(mcp_tools_schemas_come_from_tables);
 	RUN(caps_bound_no_max_fields);
+	RUN(check_halves);
+	RUN(responses_match_tables);
 	return failures ? 1 : 0;
 }

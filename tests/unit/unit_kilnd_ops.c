@@ -275,8 +275,8 @@ static void set_network_refuses_bad_arguments(void)
 	CHECK(network("{\"allow_internet\":false}") == -ENOENT);
 }
 
-/* The workspace MCP's tools, both tables: one name each; every schema is
- * JSON; fork_tree's count and set_network's fields are REST's. */
+/* The workspace MCP's tools, both tables: one name each; every tool has
+ * both schemas; fork_tree's count and set_network's fields are REST's. */
 static void mcp_tool_tables(void)
 {
 	const struct { const struct mcp_tool *t; int n; } tabs[] = { { mcp_tools, mcp_ntools },
@@ -291,10 +291,9 @@ static void mcp_tool_tables(void)
 		for (int j = 0; j < i; j++)
 			CHECK(strcmp(all[i]->name, all[j]->name) != 0);
 		json_t *in = mcp_input_schema(all[i], NULL);
-		json_t *out = all[i]->output_schema ? json_loads(all[i]->output_schema, JSON_REJECT_DUPLICATES, NULL)
-						    : json_object();
+		json_t *out = all[i]->output ? fields_out_schema(all[i]->output) : NULL;
 		if (!in || !out)
-			printf("  %s: a schema is not JSON\n", all[i]->name);
+			printf("  %s: a schema is missing\n", all[i]->name);
 		CHECK(in && out);
 		json_decref(in);
 		json_decref(out);

@@ -108,6 +108,11 @@ before(async () => {
       throw e;
     }
   };
+  // The SDK checks each structuredContent against the tool's outputSchema
+  // (made from the response tables of src/api/render_fields.c) once it has
+  // listed the tools: list them before any call, so that every success
+  // below is checked, whichever tests run.
+  await client.listTools();
   ws = client;
 });
 
@@ -138,6 +143,12 @@ test("workspace: initialize and list the tools", async () => {
   for (const t of tools) {
     assert.equal(t.inputSchema.type, "object", t.name);
     assert.ok(t.description && t.title && t.outputSchema, t.name);
+    // The client checks every result by it (before() listed the tools):
+    // a key the server's table lacks fails the call that returns it.
+    const check = ws.getToolOutputValidator(t.name);
+    assert.equal(typeof check, "function", t.name);
+    assert.equal(check({ not_a_key: 1 }).valid, false, t.name);
+    assert.equal(t.outputSchema.additionalProperties, false, t.name);
   }
   const shell = tools.find((t) => t.name === "shell");
   assert.deepEqual(shell.inputSchema.required, ["sandbox_id", "command"]);
@@ -688,6 +699,9 @@ test("workspace: every tool listed has a success and an error path in this file"
   // db_delete_*, db_mcp_update; db_mcp_create, full tier).
   const elsewhere = new Set(["create_database", "get_database", "delete_database", "reset_database_password",
     "backup_database", "list_database_backups", "update_database"]);
+  const e2e = readFileSync(join(process.env.KILN_REPO, "tests", "e2e", "90-kilnd-databases.sh"), "utf8");
+  const notThere = [...elsewhere].filter((n) => !new RegExp(`^\\s*mcp ${n} `, "m").test(e2e));
+  assert.deepEqual(notThere, [], "tools this file leaves to tests/e2e/90, which never calls them");
   const names = tools.map((t) => t.name);
   const noOk = names.filter((n) => !seen.ok.has(n) && !elsewhere.has(n));
   const noError = names.filter((n) => !seen.error.has(n));
