@@ -252,7 +252,6 @@ test("create's diskMib: the root grown, the size in create, get and list, bad si
   const limited = new Client({ apiKey: env.KILN_TEST_LIMITED_KEY });
   const over = await rejects(() => Sandbox.create({ template: "minimal", diskMib: 5000, client: limited }), LimitExceeded, "limit_exceeded");
   assert.deepEqual([over.limit, over.value, over.plan], ["disk_mib", 4096, "free"]);
-  console.log(`  ts disk: / ${grown} KiB at 72 MiB against ${plain} without; ready_ms ${sb.readyMs?.toFixed(0)} against ${A.readyMs?.toFixed(0)} without`);
 });
 
 test("volumes: create, list, get, mount at create, detach, attach, delete", async () => {
