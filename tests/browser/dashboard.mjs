@@ -191,6 +191,25 @@ await step("sign_in", async () => {
   await shot("sandboxes-empty");
 });
 
+// diskShown(id, want, go): sandbox id's page (opened first if go) shows its vCPUs, memory and
+// root disk as the API's record says, the disk being want MiB (null: the
+// template's, whatever the record says it is, not null).
+const DISK_MIB = 72;
+let otherMs = 0;	// the REST create of the sandbox with DISK_MIB, ms
+async function diskShown(id, want, go = true) {
+  const t0 = Date.now();
+  if (go) await page.goto(`${URL_}/dashboard/#/sandboxes/${id}`);
+  await page.locator("#d-disk", { hasText: "MiB" }).waitFor({ timeout: 30000 });
+  const j = (await rest("GET", `/v1/sandboxes/${id}`)).json;
+  const disk = (await page.locator("#d-disk").textContent()).trim();
+  const size = (await page.locator("#d-size").textContent()).trim();
+  check(want === null ? "disk_size_template" : "disk_size", disk === `${j?.disk_mib} MiB` && (want === null ? j?.disk_mib > 0 : j?.disk_mib === want) &&
+    size === `${j?.vcpus} vCPU, ${j?.memory_mib} MiB memory`,
+    `${id}'s page: "${size}", disk "${disk}", as the API's vcpus ${j?.vcpus}, memory_mib ${j?.memory_mib}, disk_mib ${j?.disk_mib}` +
+      `; ready in ${j?.ready_ms?.toFixed(0)} ms${want === null ? "" : ` (the create took ${otherMs} ms)`}; the page checked in ${Date.now() - t0} ms`,
+    `page "${size}", "${disk}"; API ${JSON.stringify({ vcpus: j?.vcpus, memory_mib: j?.memory_mib, disk_mib: j?.disk_mib })}; wanted disk ${want ?? "the template's"}`);
+}
+
 let sbx = null, child = null;
 if (!ONLY_STATIC) {
   await step("create", async () => {
@@ -207,7 +226,11 @@ if (!ONLY_STATIC) {
     const env = await rest("POST", `/v1/sandboxes/${sbx}/exec`, { cmd: "echo $GREETING" });
     check("create", env.json?.stdout === "hello from the dashboard\n", `${sbx} created from the form, running, with its env`, JSON.stringify(env.json));
     // One made behind the page's back shows up by the event stream alone.
-    const other = await rest("POST", "/v1/sandboxes", { template: TEMPLATE, ttl_seconds: 900 });
+    // It asks for a larger root disk (one ext4 group past minimal's 64
+    // MiB, the cheapest grow): its page shows the API's disk_mib.
+    const tOther = Date.now();
+    const other = await rest("POST", "/v1/sandboxes", { template: TEMPLATE, ttl_seconds: 900, disk_mib: DISK_MIB });
+    otherMs = Date.now() - tOther;
     if (other.json?.id) made.add(other.json.id);
     await page.locator(`#sandboxes tr[data-id="${other.json?.id}"]`).waitFor({ timeout: 30000 });
     const same = await page.evaluate(() => window.__noReload === 1);
@@ -220,6 +243,9 @@ if (!ONLY_STATIC) {
     await page.getByLabel("Filter").fill("");
     check("filters", none === 0 && one === 1, "status hibernated shows none; an id filter shows one", `${none} hibernated, ${one} by id`);
     await shot("sandboxes");
+    await step("disk_size", () => diskShown(other.json.id, DISK_MIB));
+    await page.goto(`${URL_}/dashboard/#/sandboxes`);
+    await page.locator(`#sandboxes tr[data-id="${other.json.id}"]`).waitFor({ timeout: 30000 });
     await rest("DELETE", `/v1/sandboxes/${other.json.id}`);
     await page.locator(`#sandboxes tr[data-id="${other.json.id}"]`).waitFor({ state: "detached", timeout: 60000 });
     made.delete(other.json.id);
@@ -229,6 +255,7 @@ if (!ONLY_STATIC) {
   if (sbx) {
     await step("terminal", async () => {
       await page.locator(`#sandboxes a[href="#/sandboxes/${sbx}"]`).click();
+      await step("disk_size_template", () => diskShown(sbx, null, false));
       await page.locator("#terminal .xterm-rows").waitFor({ timeout: 30000 });
       await page.locator("#term-status", { hasText: "connected" }).waitFor({ timeout: 60000 });
       const rows = page.locator("#terminal .xterm-rows");

@@ -191,6 +191,46 @@ def create_errors():
     return "unknown template: NotFound listing the templates; bad ttl, env name: InvalidRequest; unknown snapshot: NotFound"
 
 
+def root_kib(sb):
+    """The size of sb's / in 1K-blocks, as df says inside the guest."""
+    r = sb.exec("df -k / | tail -1")
+    eq(r.exit_code, 0, f"df: {r.stderr}")
+    return int(r.stdout.split()[1])
+
+
+@test
+def create_disk_mib():
+    # docs/templates.md "A sandbox's disk size". One sandbox grown by one
+    # ext4 group (minimal's 64 MiB to 72: the cheapest grow); A, a plain
+    # create, has its template's size, and its / is the one compared.
+    eq(A.disk_mib, 64, "a plain create's disk_mib: minimal's, not None")
+    plain = root_kib(A)
+    t0 = time.monotonic()
+    sb = new("minimal", disk_mib=72)
+    took = time.monotonic() - t0
+    eq(sb.disk_mib, 72, "create's answer")
+    eq(Sandbox.get(sb.id).disk_mib, 72, "get")
+    eq([s.disk_mib for s in Sandbox.list() if s.id == sb.id], [72], "list")
+    grown = root_kib(sb)
+    sb.delete()
+    # ext4 keeps about an eighth of minimal's small disk (journal, inode
+    # tables): / is a little under 72 MiB, and more than the 64 MiB one.
+    assert 0.8 * 72 * 1024 < grown <= 72 * 1024 and grown > plain, f"/ of {grown} KiB grown, {plain} KiB plain"
+    # Refused before anything is made, each naming disk_mib.
+    e = raises(InvalidRequest, Sandbox.create, "minimal", disk_mib=32)
+    assert "disk_mib 32 is smaller than template minimal's disk of 64 MiB" in e.message, e
+    e2 = raises(InvalidRequest, Sandbox.create, "minimal", disk_mib="lots")
+    e3 = raises(InvalidRequest, Sandbox.create, "minimal", disk_mib=1048577)
+    assert "disk_mib" in e2.message and "disk_mib" in e3.message, (e2, e3)
+    limited = Client(api_key=os.environ["KILN_TEST_LIMITED_KEY"])
+    e4 = raises(LimitExceeded, Sandbox.create, "minimal", disk_mib=5000, client=limited, code="limit_exceeded")
+    eq((e4.limit, e4.value, e4.plan), ("disk_mib", 4096, "free"), "over the free plan's disk_mib")
+    limited.close()
+    return (f"disk_mib 72 in create, get, list; / {grown} KiB against {plain} KiB without (64); create {took:.2f} s, "
+            f"ready_ms {sb.ready_ms:.0f} against {A.ready_ms:.0f} without; "
+            f"refused: 32 ({e.message[:60]}...), 'lots', 1048577 (400), 5000 on free (429 disk_mib 4096)")
+
+
 @test
 def volumes_create_mount_delete():
     c = A.client

@@ -59,6 +59,8 @@ export interface Sandbox {
   template: string;
   vcpus: number;
   memory_mib: number;
+  /** Its root disk, MiB: the template's or the create's disk_mib (null: made before kilnd kept it). */
+  disk_mib?: number | null;
   created_at: string;
   ttl_seconds: number;
   ready_ms?: number | null;

@@ -220,6 +220,40 @@ test("create errors", async () => {
   await rejects(() => Sandbox.create({ template: "minimal", fromSnapshot: "snap_x" }), TypeError);
 });
 
+/** The size of sb's / in 1K-blocks, as df says inside the guest. */
+async function rootKib(sb: Sandbox): Promise<number> {
+  const r = await sb.exec("df -k / | tail -1");
+  assert.equal(r.exitCode, 0, r.stderr);
+  return Number(r.stdout.split(/\s+/)[1]);
+}
+
+test("create's diskMib: the root grown, the size in create, get and list, bad sizes named", async () => {
+  // docs/templates.md "A sandbox's disk size". One sandbox grown by one
+  // ext4 group (minimal's 64 MiB to 72: the cheapest grow); A, a plain
+  // create, has its template's size, and its / is the one compared.
+  assert.equal(A.diskMib, 64, "a plain create's diskMib: minimal's, not null");
+  const plain = await rootKib(A);
+  const sb = await create({ diskMib: 72 });
+  assert.equal(sb.diskMib, 72, "create's answer");
+  assert.equal((await Sandbox.get(sb.id)).diskMib, 72, "get");
+  assert.deepEqual((await Sandbox.list()).filter((s) => s.id === sb.id).map((s) => s.diskMib), [72], "list");
+  const grown = await rootKib(sb);
+  await sb.delete();
+  // ext4 keeps about an eighth of minimal's small disk (journal, inode
+  // tables): / is a little under 72 MiB, and more than the 64 MiB one.
+  assert.ok(grown > 0.8 * 72 * 1024 && grown <= 72 * 1024 && grown > plain, `/ of ${grown} KiB grown, ${plain} KiB plain`);
+  // Refused before anything is made, each naming disk_mib.
+  const small = await rejects(() => Sandbox.create({ template: "minimal", diskMib: 32 }), InvalidRequest);
+  assert.ok(small.message.includes("disk_mib 32 is smaller than template minimal's disk of 64 MiB"), small.message);
+  for (const bad of ["lots" as unknown as number, 1048577]) {
+    const e = await rejects(() => Sandbox.create({ template: "minimal", diskMib: bad }), InvalidRequest);
+    assert.ok(e.message.includes("disk_mib"), e.message);
+  }
+  const limited = new Client({ apiKey: env.KILN_TEST_LIMITED_KEY });
+  const over = await rejects(() => Sandbox.create({ template: "minimal", diskMib: 5000, client: limited }), LimitExceeded, "limit_exceeded");
+  assert.deepEqual([over.limit, over.value, over.plan], ["disk_mib", 4096, "free"]);
+});
+
 test("volumes: create, list, get, mount at create, detach, attach, delete", async () => {
   const c = A.client;
   const name = `ts-vol-${Date.now() % 100000}`;
