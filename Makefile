@@ -233,9 +233,12 @@ build/guest/rootfs-postgres.ext4: images/build-rootfs-postgres images/postgres-s
 # (src/host/template.c); kilnd restarts that copy if it dies. The
 # packages are one image, kept (rootfs-code-interpreter.pkgs), so that a
 # change to the interpreter only copies it and puts the new file in.
-build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base images/code-interpreter.packages
+# images/code-interpreter-setup makes matplotlib's font cache there.
+build/guest/rootfs-code-interpreter.pkgs: images/build-rootfs-base images/code-interpreter.packages \
+		images/code-interpreter-setup
 	@mkdir -p $(dir $@)
-	images/build-rootfs-base $@ 4G "$$(paste -sd, images/code-interpreter.packages)" kiln-code
+	images/build-rootfs-base $@ 4G "$$(paste -sd, images/code-interpreter.packages)" kiln-code \
+		images/code-interpreter-setup
 build/guest/rootfs-code-interpreter.ext4: build/guest/rootfs-code-interpreter.pkgs \
 		src/guest/interp/kiln_interp.py images/code-interpreter.preload
 	cp --sparse=always $< $@.tmp
