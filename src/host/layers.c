@@ -12,6 +12,7 @@
  * (template.h templates_collect).
  */
 #include "host/disk.h"
+#include "host/failpoint.h"
 #include "host/host_int.h"
 #include "host/template.h"
 #include "common/err.h"
@@ -169,6 +170,8 @@ void layers_gc(struct host *h)
 	pthread_mutex_unlock(&h->lock);
 	/* If the snapshots cannot be read, remove nothing rather than too much. */
 	if (store_snapshot_each_live(h->store, add_snapshot, &g) == 0) {
+		if (failpoint_hit(FP_GC_SLOW))
+			sleep(1);
 		char root[PATH_MAX];
 		snprintf(root, sizeof root, "%s/sandboxes", h->cfg->data_dir);
 		sweep(root, &live_sbx, &g.layers);
