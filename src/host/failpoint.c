@@ -8,9 +8,10 @@ static const char *const names[FP_COUNT] = {
 	[FP_READY_DIES] = "KILN_TEST_READY_DIES",
 	[FP_FORK_DIES] = "KILN_TEST_FORK_DIES",
 	[FP_RESTORE_DIES] = "KILN_TEST_RESTORE_DIES",
+	[FP_GC_SLOW] = "KILN_TEST_GC_SLOW",
 };
 /* -1: not read yet. */
-static atomic_int left[FP_COUNT] = { -1, -1, -1, -1 };
+static atomic_int left[FP_COUNT] = { -1, -1, -1, -1, -1 };
 
 bool failpoint_hit(enum failpoint fp)
 {

@@ -1,7 +1,8 @@
 /*
  * failpoint: deaths that tests cause on purpose, to show that kilnd
- * survives them (tests/e2e/79-kilnd-vmm-died.sh). Each is a count N from
- * kilnd's environment, read once: the next N occasions are hit.
+ * survives them (tests/e2e/79-kilnd-vmm-died.sh), and delays that hold a
+ * race's window open. Each is a count N from kilnd's environment, read
+ * once: the next N occasions are hit.
  *   KILN_TEST_SPAWN_DIES  spawned guests triple-fault before their VMM's
  *                         ready (the spawn's "test_triple_fault": child.c)
  *   KILN_TEST_READY_DIES  spawned VMMs end right after their ready
@@ -10,6 +11,10 @@
  *   KILN_TEST_RESTORE_DIES  guests restored by a VMM of their own (a wake,
  *                         a create from a snapshot) triple-fault before
  *                         ready (kiln-vmm --test-triple-fault: vm.c)
+ *   KILN_TEST_GC_SLOW     the layers collector waits 1 s between reading
+ *                         the live chains and sweeping (layers.c): a
+ *                         directory made meanwhile must survive the sweep
+ *                         (tests/e2e/62-kilnd-concurrency.sh)
  * Unset (as in production): never hit.
  */
 #ifndef KILN_HOST_FAILPOINT_H
@@ -17,7 +22,7 @@
 
 #include <stdbool.h>
 
-enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_COUNT };
+enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_GC_SLOW, FP_COUNT };
 
 /* Whether this occasion is hit (takes one from its count). */
 bool failpoint_hit(enum failpoint fp);

@@ -76,8 +76,8 @@ static int child_new(struct host *h, struct sandbox *parent, bool pending, struc
 	pthread_mutex_lock(&sb->op);	/* until it is ready or gone, as in a create */
 	host_link(h, sb);
 	rc = sandbox_save(h, sb);
-	if (rc == 0 && mkdir(sb->dir, 0700) < 0)
-		rc = errf_sys("mkdir %s", sb->dir);
+	if (rc == 0)
+		rc = layers_mkdir(h, sb->dir, false);
 	/* The parent's VMM makes the child's files, as the parent's uid. */
 	if (rc == 0)
 		rc = vmm_jail_inherit(h, parent, sb);
@@ -368,11 +368,17 @@ int host_snapshot(struct host *h, struct sandbox *sb, char id[ID_MAX])
 	snprintf(dir, sizeof dir, "%s/snapshots/%s", cfg->data_dir, snap.id);
 	snprintf(vmdir, sizeof vmdir, "%s/vm", dir);
 	snprintf(disk, sizeof disk, "%s/disk", dir);
-	if (rc == 0 && mkdir(dir, 0700) < 0)
-		rc = errf_sys("mkdir %s", dir);
 	if (rc < 0)
 		goto out;
+	/* Made under the layers lock, held until its record is saved: the
+	 * collector takes a snapshot directory without one for a deleted
+	 * snapshot's. */
 	pthread_mutex_lock(&h->layers);
+	if (mkdir(dir, 0700) < 0) {
+		rc = errf_sys("mkdir %s", dir);
+		pthread_mutex_unlock(&h->layers);
+		goto out;
+	}
 	/* Paused, the disk and the memory are of the same instant; kiln-vmm
 	 * keeps a VM that was paused before a snapshot paused after it. */
 	bool paused = !was_paused && (rc = sandbox_ctl_cmd(sb, "pause", 10000)) == 0;

@@ -67,7 +67,8 @@ struct host {
 	int64_t mem_mib;		/* memory of running and starting VMs */
 	int creating;			/* creates in flight (max_creates) */
 	/* Held while a layer is made and recorded, and by the collector, so
-	 * a layer is never collected between the two. */
+	 * a layer is never collected between the two; and while a sandbox's
+	 * or snapshot's directory is made (layers_mkdir). */
 	pthread_mutex_t layers;
 	pthread_t housekeeper;
 	bool housekeeping, stop;
@@ -223,6 +224,11 @@ int volumes_snapshot_check(struct host *h, struct sandbox *sb);
 /* layers.c: remove the disk layers and directories nothing uses. */
 #define CHAIN_MAX 64
 void layers_gc(struct host *h);
+/* mkdir of a directory the collector sweeps (DATA/sandboxes/ID of a
+ * sandbox already linked, DATA/snapshots/ID), under h->layers: one made
+ * while a collection runs would be taken for a deleted one's. exist_ok:
+ * EEXIST is no error. */
+int layers_mkdir(struct host *h, const char *dir, bool exist_ok);
 
 /* recover.c */
 int host_recover(struct host *h);

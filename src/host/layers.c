@@ -10,8 +10,17 @@
  * sandboxes and snapshots, and old tops a fork left in live ones; and
  * template versions out of service that no chain sits on
  * (template.h templates_collect).
+ *
+ * The collector reads the list of sandboxes, then sweeps: a directory
+ * that appeared between the two would be swept as a deleted sandbox's
+ * (a create's, a pool member's or a fork child's, before it had a disk:
+ * its disk then failed with "overlay .../disk: No such file or
+ * directory"). So such directories are made only under h->layers, which
+ * the collector holds throughout (layers_mkdir), by a sandbox linked
+ * before: a directory the sweep sees belongs to a sandbox it read.
  */
 #include "host/disk.h"
+#include "host/failpoint.h"
 #include "host/host_int.h"
 #include "host/template.h"
 #include "common/err.h"
@@ -20,6 +29,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +179,8 @@ void layers_gc(struct host *h)
 	pthread_mutex_unlock(&h->lock);
 	/* If the snapshots cannot be read, remove nothing rather than too much. */
 	if (store_snapshot_each_live(h->store, add_snapshot, &g) == 0) {
+		if (failpoint_hit(FP_GC_SLOW))
+			sleep(1);
 		char root[PATH_MAX];
 		snprintf(root, sizeof root, "%s/sandboxes", h->cfg->data_dir);
 		sweep(root, &live_sbx, &g.layers);
@@ -183,4 +195,12 @@ void layers_gc(struct host *h)
 	refs_free(&g.layers);
 	refs_free(&g.live_snaps);
 	refs_free(&live_sbx);
+}
+
+int layers_mkdir(struct host *h, const char *dir, bool exist_ok)
+{
+	pthread_mutex_lock(&h->layers);
+	int rc = mkdir(dir, 0700) < 0 && !(exist_ok && errno == EEXIST) ? errf_sys("mkdir %s", dir) : 0;
+	pthread_mutex_unlock(&h->layers);
+	return rc;
 }

@@ -365,6 +365,22 @@ void sandbox_fail(struct host *h, struct sandbox *sb, const char *why)
 
 /* ---- create ---------------------------------------------------------------------------- */
 
+/* A failed disk_create of a new sandbox's top layer over what (a
+ * template or snapshot), said as that: the bare "overlay PATH: ..." names
+ * neither the step nor the cause. ENOENT with the sandbox's directory
+ * gone: something removed it under the create (as the layers collector
+ * once did: layers.c), which the error says rather than the path. */
+static int disk_error(struct sandbox *sb, int rc, const char *what)
+{
+	char msg[200];
+	snprintf(msg, sizeof msg, "%s", errmsg());
+	struct stat st;
+	if (rc == -ENOENT && stat(sb->dir, &st) < 0 && errno == ENOENT)
+		return errf(-rc, "making its disk over %s: its directory %s was removed while the sandbox "
+			    "was being made", what, sb->dir);
+	return errf(-rc, "making its disk over %s: %s", what, msg);
+}
+
 static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *t,
 			       const struct net_lease *net)
 {
@@ -373,6 +389,11 @@ static int build_from_template(struct host *h, struct sandbox *sb, struct tmpl *
 	snprintf(top, sizeof top, "%s/disk", sb->dir);
 	pthread_mutex_lock(&h->layers);	/* made and recorded before the collector looks */
 	int rc = disk_create(top, t->base);
+	if (rc < 0) {
+		char what[64];
+		snprintf(what, sizeof what, "template %s v%d", t->name, t->version);
+		rc = disk_error(sb, rc, what);
+	}
 	if (rc == 0)
 		rc = sandbox_set_top(sb, top);
 	pthread_mutex_unlock(&h->layers);
@@ -429,8 +450,11 @@ static int build_from_snapshot(struct host *h, struct sandbox *sb, const struct 
 		? errf(EINVAL, "snapshot %s: no disk recorded", snap->id) : 0;
 	if (rc == 0 && access(base, R_OK) < 0)
 		rc = errf(ENOENT, "snapshot %s: its disk is gone", snap->id);
-	if (rc == 0)
-		rc = disk_create(top, base);
+	if (rc == 0 && (rc = disk_create(top, base)) < 0) {
+		char what[64];
+		snprintf(what, sizeof what, "snapshot %s", snap->id);
+		rc = disk_error(sb, rc, what);
+	}
 	if (rc == 0)
 		rc = sandbox_set_top(sb, top);
 	pthread_mutex_unlock(&h->layers);
@@ -471,7 +495,7 @@ static bool snapshot_has_net(const struct host_config *cfg, const char *id)
 static int start_vm(struct host *h, struct sandbox *sb, struct tmpl *t, const struct snap_row *snap,
 		    struct net_lease *net)
 {
-	int rc = mkdir(sb->dir, 0700) < 0 ? errf_sys("mkdir %s", sb->dir) : 0;
+	int rc = layers_mkdir(h, sb->dir, false);
 	if (rc == 0)
 		rc = net_acquire(h, sb, t ? t->net : snapshot_has_net(h->cfg, snap->id), net);
 	step(sb, "net");
@@ -1079,8 +1103,7 @@ static int reboot_admitted(struct host *h, struct sandbox *sb)
 	if (rc < 0)
 		return rc;
 	sb->counts_memory = true;
-	if (mkdir(sb->dir, 0700) < 0 && errno != EEXIST)
-		rc = errf_sys("mkdir %s", sb->dir);
+	rc = layers_mkdir(h, sb->dir, true);
 	struct net_lease net;
 	if (rc == 0)
 		rc = net_acquire(h, sb, sb->row.net_slot != 0, &net);

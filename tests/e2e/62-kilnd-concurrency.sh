@@ -3,11 +3,44 @@
 # a command) or is refused with 503; kilnd does not crash, and no
 # half-made sandbox is left (every VMM and directory belongs to a sandbox
 # the API lists). kilnd runs with room for 12, so some must be refused.
+# First: creates while a delete's layers collector runs (held open 1 s by
+# KILN_TEST_GC_SLOW: kilnd's start's collection is the first, the
+# delete's the second), from another workspace: each keeps the directory
+# it makes and succeeds (the collector took a directory made after it
+# read the sandbox list for a deleted sandbox's, and removed it: "create
+# failed: overlay .../disk: No such file or directory").
 # tier: full: a slow file whose ground the quick tier covers otherwise (e2e 80 creates eight sandboxes at once, and the SDK tests create in parallel)
 . "$(dirname "$0")/lib.sh"
 
 build_template minimal || exit 1
-start_kilnd --rate 0 --max-sandboxes 12 --max-creates 4 --create-wait 60000 || exit 1
+KILN_TEST_GC_SLOW=2 start_kilnd --rate 0 --max-sandboxes 12 --max-creates 4 --create-wait 60000 || exit 1
+KEY2=$(new_key conc2) KEY=$(new_key conc3)
+api POST /v1/sandboxes '{"template":"minimal"}'
+first=$(jget 'j["id"]')
+curl -s -m 60 -o /dev/null -w '%{http_code}\n' -X DELETE -H "Authorization: Bearer $KEY" "$URL/v1/sandboxes/$first" \
+	> "$T/gc.del" &
+dpid=$! n=0 pids=()
+while kill -0 $dpid 2>/dev/null && [ $n -lt 10 ]; do
+	n=$((n + 1))
+	curl -s -m 120 -o "$T/g$n.json" -w '%{http_code}\n' -X POST -H "Authorization: Bearer $KEY2" \
+		--data-binary '{"template":"minimal"}' "$URL/v1/sandboxes" > "$T/g$n.code" &
+	pids+=($!)
+	sleep 0.2
+done
+wait $dpid "${pids[@]}"
+gc_ok=0 gc_bad= made=()
+for i in $(seq 1 $n); do
+	if [ "$(cat "$T/g$i.code")" = 201 ]; then
+		gc_ok=$((gc_ok + 1))
+		made+=("$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$T/g$i.json")")
+	else
+		gc_bad+="$(cat "$T/g$i.code") $(head -c 300 "$T/g$i.json"); "
+	fi
+done
+check create_while_collecting "delete $(cat "$T/gc.del"); $gc_ok of $n creates made during it succeeded${gc_bad:+; $gc_bad}" \
+	[ "$(cat "$T/gc.del")" = 204 -a -z "$gc_bad" -a $n -ge 3 ]
+KEY=$KEY2
+for s in "${made[@]}"; do api DELETE "/v1/sandboxes/$s"; done
 KEY=$(new_key conc)
 
 pids=()
