@@ -25,7 +25,8 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 # The files that speak only HTTP to kilnd, on minimal sandboxes (the
 # hosts build minimal; docs/cluster.md "How it is tested" says which
 # others do not run here and why).
-FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin 61-kilnd-sandbox)
+FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin 61-kilnd-sandbox 62-kilnd-concurrency
+	72-kilnd-cli)
 T=$(mktemp -d /tmp/kcle2e.XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
 for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do

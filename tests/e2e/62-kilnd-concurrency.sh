@@ -3,11 +3,21 @@
 # a command) or is refused with 503; kilnd does not crash, and no
 # half-made sandbox is left (every VMM and directory belongs to a sandbox
 # the API lists). kilnd runs with room for 12, so some must be refused.
+# Against an endpoint (a cluster's replica, tests/cluster/e2e.sh) the
+# hosts' own room applies, not the file's: every create answers 201 or
+# 503 no_capacity, at least one is made, and what is made is listed,
+# works and is deleted at once; the 12 and 8, and kilnd's VMMs and
+# directories, are one-box kilnd's (SKIP lines say so).
 # tier: full: a slow file whose ground the quick tier covers otherwise (e2e 80 creates eight sandboxes at once, and the SDK tests create in parallel)
 . "$(dirname "$0")/lib.sh"
 
 build_template minimal || exit 1
-start_kilnd --rate 0 --max-sandboxes 12 --max-creates 4 --create-wait 60000 || exit 1
+limits="--max-sandboxes 12 --max-creates 4 --create-wait 60000"
+if one_box concurrent_creates_counted "started with $limits: 12 made, 8 refused"; then
+	start_kilnd --rate 0 $limits || exit 1
+else
+	start_kilnd --rate 0 || exit 1
+fi
 KEY=$(new_key conc)
 
 pids=()
@@ -26,7 +36,10 @@ for i in $(seq 1 20); do
 	*) other+="$i:$code $(head -c 200 "$T/c$i.json") " ;;
 	esac
 done
-if [ -z "$other" ] && [ ${#created[@]} = 12 ] && [ $refused = 8 ]; then
+if endpoint; then
+	check concurrent_creates "20 at once: ${#created[@]} created, $refused refused with 503 no_capacity${other:+, others: $other}" \
+		[ -z "$other" -a ${#created[@]} -ge 1 -a $(( ${#created[@]} + refused )) = 20 ]
+elif [ -z "$other" ] && [ ${#created[@]} = 12 ] && [ $refused = 8 ]; then
 	pass concurrent_creates "20 at once: 12 created, 8 refused with 503"
 else
 	fail concurrent_creates "${#created[@]} created, $refused refused, others: $other"
@@ -44,9 +57,11 @@ for s in "${created[@]}"; do
 	[ "$(jget 'j["stdout"]')" = "$s" ] && ok=$((ok + 1))
 done
 check created_all_work "$ok of ${#created[@]} answer an exec, each with its own hostname" [ "$ok" = ${#created[@]} ]
-vmms=$(sandbox_vmms | wc -l)
-dirs=$(ls "$DATA/sandboxes" | wc -l)
-check no_half_made "sandbox VMMs $vmms, directories $dirs, for ${#created[@]} sandboxes" [ "$vmms" = ${#created[@]} -a "$dirs" = ${#created[@]} ]
+if one_box no_half_made "counts its kiln-vmm processes and sandbox directories"; then
+	vmms=$(sandbox_vmms | wc -l)
+	dirs=$(ls "$DATA/sandboxes" | wc -l)
+	check no_half_made "sandbox VMMs $vmms, directories $dirs, for ${#created[@]} sandboxes" [ "$vmms" = ${#created[@]} -a "$dirs" = ${#created[@]} ]
+fi
 
 # Deleting them all at once, too.
 pids=()
@@ -57,6 +72,12 @@ done
 wait "${pids[@]}"
 sleep 0.5
 codes=$(sort "$T/del.codes" | uniq -c | tr -s ' ' | tr '\n' ' ')
-check concurrent_deletes "codes: $codes; sandbox VMMs left $(sandbox_vmms | wc -l), directories $(ls "$DATA/sandboxes" | wc -l)" \
-	[ "$(grep -c 204 "$T/del.codes")" = ${#created[@]} -a "$(sandbox_vmms | wc -l)" = 0 -a "$(ls "$DATA/sandboxes" | wc -l)" = 0 ]
+if endpoint; then
+	api GET /v1/sandboxes
+	check concurrent_deletes "codes: $codes; the endpoint lists $(jget 'len(j["sandboxes"])') sandboxes after" \
+		[ "$(grep -c 204 "$T/del.codes")" = ${#created[@]} -a "$(jget 'len(j["sandboxes"])')" = 0 ]
+else
+	check concurrent_deletes "codes: $codes; sandbox VMMs left $(sandbox_vmms | wc -l), directories $(ls "$DATA/sandboxes" | wc -l)" \
+		[ "$(grep -c 204 "$T/del.codes")" = ${#created[@]} -a "$(sandbox_vmms | wc -l)" = 0 -a "$(ls "$DATA/sandboxes" | wc -l)" = 0 ]
+fi
 alive alive_at_end
