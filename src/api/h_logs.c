@@ -15,6 +15,7 @@
 #include "api/sse.h"
 #include "api/render.h"
 #include "common/err.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 
 #include <errno.h>
@@ -105,7 +106,15 @@ struct follow {
 	struct sse_follow sf;
 	char part[LINE_MAX_BYTES];	/* a line not ended yet */
 	size_t npart;
+	int quiet;		/* more: waits with nothing from the host since it last looked */
 };
+
+/* A relay from a cluster's host (more) ends when the sandbox does; one
+ * whose end never arrived stayed open after the sandbox was deleted
+ * through an API replica (e2e 72-kilnd-cli's `kiln logs -f` against the
+ * cluster, issue 12). Quiet for this many waits (SSE_FOLLOW_POLL_MS each),
+ * the follower looks at the sandbox itself. */
+#define RELAY_QUIET_LOOK 8
 
 static void flush_line(struct follow *f)
 {
@@ -118,6 +127,30 @@ static bool ended(struct follow *f)
 	return sandbox_ended(f->api->hostif, f->workspace, f->id);
 }
 
+/* Bytes of the log as lines (the last one, not ended yet, kept). */
+static void take(struct follow *f, const char *chunk, ssize_t n)
+{
+	for (ssize_t i = 0; i < n; i++) {
+		if (chunk[i] == '\n')
+			flush_line(f);
+		else if (f->npart < sizeof f->part)
+			f->part[f->npart++] = chunk[i];
+	}
+}
+
+/* The end: the relay closed, a line not ended sent, then "end". */
+static bool finish(struct follow *f, struct sse_follow *sf, const char *why)
+{
+	if (f->more >= 0)
+		close(f->more);
+	f->more = sf->wait_fd = -1;
+	if (f->npart)
+		flush_line(f);
+	sse_event(&sf->out, "end", json_pack("{s:s}", "reason", why));
+	sf->done = true;
+	return true;
+}
+
 /* The log's next bytes as lines, or its end (sse_more_fn). */
 static bool follow_more(void *ctx, struct sse_follow *sf)
 {
@@ -125,34 +158,27 @@ static bool follow_more(void *ctx, struct sse_follow *sf)
 	char chunk[16384];
 	ssize_t n = f->more >= 0 ? recv(f->more, chunk, sizeof chunk, MSG_DONTWAIT)
 				 : pread(f->fd, chunk, sizeof chunk, f->off);
-	if (n <= 0 && f->more >= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR))) {
+	if (n <= 0 && f->more >= 0 && !(n < 0 && (errno == EAGAIN || errno == EINTR)))
 		/* The host ended it: the sandbox ended, or the host went. */
-		close(f->more);
-		f->more = sf->wait_fd = -1;
-		if (f->npart)
-			flush_line(f);
-		sse_event(&sf->out, "end", json_pack("{s:s}", "reason", ended(f) ? "the sandbox ended"
-									 : "its host stopped sending it"));
-		sf->done = true;
-		return true;
-	}
+		return finish(f, sf, ended(f) ? "the sandbox ended" : "its host stopped sending it");
 	if (n > 0) {
+		f->quiet = 0;
 		f->off += n;
-		for (ssize_t i = 0; i < n; i++) {
-			if (chunk[i] == '\n')
-				flush_line(f);
-			else if (f->npart < sizeof f->part)
-				f->part[f->npart++] = chunk[i];
+		take(f, chunk, n);
+		return true;
+	}
+	if (f->more >= 0 && ++f->quiet >= RELAY_QUIET_LOOK) {
+		f->quiet = 0;
+		if (ended(f)) {
+			/* What the host sent before it stopped, then the end. */
+			while ((n = recv(f->more, chunk, sizeof chunk, MSG_DONTWAIT)) > 0)
+				take(f, chunk, n);
+			log_info("log of sandbox %s followed: it ended and its host's relay had not", f->id);
+			return finish(f, sf, "the sandbox ended");
 		}
-		return true;
 	}
-	if (f->more < 0 && ended(f)) {
-		if (f->npart)
-			flush_line(f);
-		sse_event(&sf->out, "end", json_pack("{s:s}", "reason", "the sandbox ended"));
-		sf->done = true;
-		return true;
-	}
+	if (f->more < 0 && ended(f))
+		return finish(f, sf, "the sandbox ended");
 	return false;
 }
 

@@ -170,7 +170,8 @@ int store_placement_rename(struct store *st, const char *from, const char *to, i
 int store_placement_drop(struct store *st, const char *id);
 /* The wake of sandbox id is over (it runs, or it failed): its hold goes. */
 int store_wake_done(struct store *st, const char *id);
-/* It ended (deleted): its reservation is free. Idempotent. */
+/* It ended (deleted): its reservation is free, and a sandbox's exposed
+ * ports are gone. Idempotent. */
 int store_placement_end(struct store *st, const char *id);
 /* The host the workspace's id (sandbox or snapshot) is placed on:
  * -ENOENT if the workspace has no such placement. *ended whether the

@@ -276,8 +276,14 @@ int store_wake_done(struct store *st, const char *id)
 
 int store_placement_end(struct store *st, const char *id)
 {
-	return RUN(st, "UPDATE placements SET ended_ms = $1 WHERE id = $2 AND ended_ms IS NULL", NULL, NULL,
-		   NULL, DBV_I(wall_ms()), DBV_S(id));
+	int rc = RUN(st, "UPDATE placements SET ended_ms = $1 WHERE id = $2 AND ended_ms IS NULL", NULL, NULL,
+		     NULL, DBV_I(wall_ms()), DBV_S(id));
+	/* A sandbox's exposed ports go with it, as its host drops them from
+	 * its own database (host.c sandbox_set_state): a public port's
+	 * record outlived its sandbox deleted through a replica, answering
+	 * 404 for the missing sandbox where 401 was due (e2e 69-kilnd-ports
+	 * against the cluster, issue 12). */
+	return rc ?: store_port_delete_all(st, id);
 }
 
 struct where {

@@ -23,9 +23,11 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tests/python.sh"
 : "${CL_E2E_URL:?} ${CL_OP:?} ${CL_KEY:?}"
 # The files that speak only HTTP to kilnd, on minimal sandboxes (the
-# hosts build minimal; docs/cluster.md "How it is tested" says which
-# others do not run here and why).
-FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin 61-kilnd-sandbox)
+# hosts build minimal) and 69's of base (host-a builds it where 69 runs:
+# tests/cluster/hosts.sh); docs/cluster.md "How it is tested" says which
+# others do not run here and why.
+FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin 61-kilnd-sandbox 62-kilnd-concurrency
+	69-kilnd-ports 72-kilnd-cli)
 T=$(mktemp -d /tmp/kcle2e.XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
 for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
@@ -43,6 +45,8 @@ for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
 	# moved about 25 kB/s, docs/cluster.md): the full tier's four 20 MB
 	# execs could take most of an hour there.
 	[[ $f == 61-* ]] && url=${CL_E2E_URL61:?} args=${CL_E2E_ARGS61:?} tier=
+	# 69 gives its kilnd --domain sbx.test, which replica 1 has.
+	[[ $f == 69-* ]] && args="--rate 0 --domain sbx.test"
 	KILN_TEST_FULL=$tier KILN_API_URL=$url KILN_ADMIN_KEY=$CL_OP KILN_API_KEY=$CL_KEY KILN_API_ARGS=$args \
 		timeout -k 5 "${KILN_CLUSTER_E2E_TIMEOUT:-900}" bash "$repo/tests/e2e/$f.sh" < /dev/null 2>&1 |
 		sed -u -E "s/^(PASS|FAIL|SKIP) /\1 cl${f%%-*}_/" | tee "$T/out"

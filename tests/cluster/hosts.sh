@@ -69,12 +69,17 @@ mkdir -p "$T/a" "$T/b"
 # The SDK suites want base (python3) too.
 tmpls=minimal
 [ $sdk_mode = 1 ] && tmpls="minimal base"
+tmpls_a=$tmpls tmpls_b=$tmpls
+# e2e 69-kilnd-ports (in tests/cluster/e2e.sh's default files) wants
+# base: host-a builds it, where the replicas place its sandboxes.
+[ $e2e_mode = 1 ] && { [ -z "${KILN_CLUSTER_E2E_FILES:-}" ] || [[ " $KILN_CLUSTER_E2E_FILES" == *" 69-"* ]]; } && tmpls_a="minimal base"
 build() { "$KILND" --data "$T/$1" --no-net template build "$2" >> "$T/build-$1-$2.log" 2>&1; }
-for n in a b; do (for t in $tmpls; do build "$n" "$t"; done) & done
+for n in a b; do (eval "ts=\$tmpls_$n"; for t in $ts; do build "$n" "$t"; done) & done
 wait
 sfx() { [ "$1" = minimal ] || echo "_$1"; }	# template_a: minimal's, as before
 for n in a b; do
-	for t in $tmpls; do
+	eval "ts=\$tmpls_$n"
+	for t in $ts; do
 		grep -q "version 1 in service" "$T/build-$n-$t.log" || build "$n" "$t"
 		grep -q "version 1 in service" "$T/build-$n-$t.log" && pass "template_$n$(sfx "$t")" "$(tail -1 "$T/build-$n-$t.log")" \
 			|| { fail "template_$n$(sfx "$t")" "$(tail -3 "$T/build-$n-$t.log" | tr '\n' ' ')"; exit 1; }

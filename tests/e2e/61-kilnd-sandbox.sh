@@ -54,7 +54,9 @@ api GET "/v1/sandboxes?status=hibernated"
 # growing ext4 writes (its new inode tables), slow in the emulation.
 # The quick tier's case: one create of minimal grown by one ext4 group of
 # 8 MiB (64 to 72 MiB), its / bigger than the 56037 1K-blocks of 64 MiB,
-# and kilnd's log has grow-fs's own line (the agent's built-in printed it).
+# and kilnd's log has grow-fs's own line (the agent's built-in printed it;
+# against an endpoint the line is in its host's log, which the test does
+# not see: the size and the records are checked there).
 t_small=$(date +%s%N)
 create_sandbox '{"template":"minimal","disk_mib":72}'
 S72=$SBX s72_said="$STATUS $(head -c 300 "$T/body")"
@@ -67,7 +69,8 @@ api POST "/v1/sandboxes/$S72/exec" '{"cmd":"df -k / | tail -1"}'
 k72=$(jget 'j["stdout"].split()[1]')
 api DELETE "/v1/sandboxes/$S72"
 check disk_at_create_small "/ of a sandbox created with disk_mib 72: ${k72} 1K-blocks; disk_mib in create, get, list: $d72; case $(( ($(date +%s%N) - t_small) / 1000000 )) ms; $(grep -o "disk grown to 72.*" "$T/kilnd.log" | tail -1)" \
-	eval '[ -n "$S72" ] && [ "${k72:-0}" -gt 60000 ] && [ "$k72" -lt 73728 ] && [ "$d72" = "72 72 72" ] && grep -q "disk grown to 72 MiB.*(grow-fs: [0-9]* -> [0-9]* blocks of 1024)" "$T/kilnd.log"'
+	eval '[ -n "$S72" ] && [ "${k72:-0}" -gt 60000 ] && [ "$k72" -lt 73728 ] && [ "$d72" = "72 72 72" ] &&
+	      { endpoint || grep -q "disk grown to 72 MiB.*(grow-fs: [0-9]* -> [0-9]* blocks of 1024)" "$T/kilnd.log"; }'
 [ -n "$S72" ] || echo "  create: $s72_said"
 if full_only disk_at_create "a disk grown by 192 MiB, an 80 MiB write, a fork: about a minute in the emulated host"; then
 	t_disk=$(date +%s%N)

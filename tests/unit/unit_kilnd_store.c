@@ -2183,7 +2183,15 @@ static void placement_reserves_in_the_store(void)
 	CHECK(on_host(st, a) == 4 && on_host(st, b) == 2 && on_host(st, c) == 0 && on_host(st, d) == 0);
 	/* An ended sandbox frees its room; a reservation left by an API that
 	 * died mid-create holds it until it is stale. */
+	/* And its exposed ports go (one-box kilnd's host drops its own). */
+	struct port_row pr = { .port = 8080, .public = true, .created_ms = wall_ms() }, got;
+	snprintf(pr.sandbox, sizeof pr.sandbox, "%s", first);
+	snprintf(pr.workspace, sizeof pr.workspace, "ws_place");
+	bool existed = true;
+	CHECK(store_port_add(st, &pr, 5, &existed) == 0 && !existed);
+	CHECK(store_port_load(st, first, 8080, &got) == 0);
 	CHECK(store_placement_end(st, first) == 0 && store_placement_end(st, first) == 0);
+	CHECK(store_port_load(st, first, 8080, &got) == -ENOENT);
 	snprintf(sql, sizeof sql, "INSERT INTO placements (id, workspace_id, host_id, kind, vcpus, memory_mib, "
 				  "created_ms) VALUES ('res_dead', 'ws_place', '%s', 'sandbox', 1, 256, %lld)",
 		 a, (long long)wall_ms());
