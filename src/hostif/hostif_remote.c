@@ -48,6 +48,10 @@
  * say its agent has closed the other end (guest_close_wait). */
 #define RELAY_LEAVE_MS 10000
 #define LOG_MAX (64 << 20)
+/* A sandbox's delete that did not reach its host: tries more, and how
+ * soon the first must have failed for them (r_delete). */
+#define DELETE_RETRIES 2
+#define DELETE_RETRY_WITHIN_MS 10000
 
 
 static int64_t mono_ns(void)
@@ -883,7 +887,25 @@ static int r_delete(void *ctx, const char *ws, const char *id)
 			tell(&was, "deleting");
 			sbx_row_clear(&was);
 		}
+		int64_t t0 = mono_ns();
 		rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL);
+		/* A call that failed at once without reaching its host (a
+		 * connection reset or refused, an empty reply) is made twice
+		 * more: a delete is idempotent, and the callers that clean up
+		 * (an app's remake that did not come up, a remake another
+		 * replica won: src/ops/app.c) have no later try, so the sandbox
+		 * ran on, placed, with nothing to end it (session 34's CI: an
+		 * app's spare left on host-a by "Recv failure: Connection reset
+		 * by peer"). A repeat that finds it gone (ENOENT) means the one
+		 * before went through and its answer was lost. Not after a
+		 * slow failure: a timeout is SLOW_TIMEOUT_S long. */
+		for (int i = 0; rc == -EHOSTDOWN && i < DELETE_RETRIES &&
+				mono_ns() - t0 < DELETE_RETRY_WITHIN_MS * INT64_C(1000000); i++) {
+			log_warn("cluster: deleting %s: %s: once more", id, errmsg());
+			sleep(1 + i);
+			if ((rc = on_sandbox(rm, "DELETE", ws, id, NULL, NULL, SLOW_TIMEOUT_S, NULL)) == -ENOENT)
+				rc = 0;
+		}
 	}
 	/* Down: deleted now; its host ends it when back (reconciliation). */
 	if (rc == 0) {
