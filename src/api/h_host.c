@@ -49,6 +49,7 @@
 #include "host/guest_conn.h"
 #include "proxy/tunnel.h"
 #include "common/err.h"
+#include "common/failpoint.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -131,29 +132,10 @@ int h_host_get(struct req *r)
 	return rc;
 }
 
-/* KILN_TEST_HOST_DROP_DELETES=N, for tests only (as src/host/failpoint.h's
- * settings; unset in production): the next N sandbox deletes close their
- * connection unanswered, before deleting anything, as a connection reset
- * between the API and its host looks to the API (tests/cluster/hosts.sh,
- * `delete_retried`). Whether this one is dropped. */
-static bool drop_this_delete(void)
-{
-	static int left = -1;	/* -1: the environment not read yet */
-	int n = __atomic_load_n(&left, __ATOMIC_ACQUIRE);
-	if (n < 0) {
-		const char *e = getenv("KILN_TEST_HOST_DROP_DELETES");
-		int want = -1, v = e ? atoi(e) : 0;
-		__atomic_compare_exchange_n(&left, &want, v > 0 ? v : 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	}
-	while ((n = __atomic_load_n(&left, __ATOMIC_ACQUIRE)) > 0)
-		if (__atomic_compare_exchange_n(&left, &n, n - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			return true;
-	return false;
-}
-
 int h_host_delete(struct req *r)
 {
-	if (drop_this_delete()) {
+	/* A test's reset connection (common/failpoint.h): unanswered. */
+	if (failpoint_hit(FP_HOST_DROP_DELETE)) {
 		log_warn("test: the delete of sandbox %s dropped unanswered (KILN_TEST_HOST_DROP_DELETES)", r->params[1]);
 		return reply_abort(r);
 	}

@@ -18,7 +18,7 @@
 #include "host/host_int.h"
 #include "host/net.h"
 #include "host/proc.h"
-#include "host/failpoint.h"
+#include "common/failpoint.h"
 #include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"

@@ -20,7 +20,7 @@
  * before: a directory the sweep sees belongs to a sandbox it read.
  */
 #include "host/disk.h"
-#include "host/failpoint.h"
+#include "common/failpoint.h"
 #include "host/host_int.h"
 #include "host/template.h"
 #include "common/err.h"

@@ -1,5 +1,5 @@
 #include "host/template.h"
-#include "host/failpoint.h"
+#include "common/failpoint.h"
 #include "host/fsutil.h"
 #include "host/jail.h"
 #include "host/net.h"

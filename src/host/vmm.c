@@ -1,6 +1,6 @@
 #include "host/dns.h"
 #include "host/vmm.h"
-#include "host/failpoint.h"
+#include "common/failpoint.h"
 #include "host/jail.h"
 #include "net/net.h"
 #include "host/proc.h"

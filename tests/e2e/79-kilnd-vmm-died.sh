@@ -9,7 +9,7 @@
 # Both are deletable after, and the event stream (GET /v1/events) told
 # the failure with its reason (a "failed" event whose error is that line).
 # A guest that dies before it is ready (KILN_TEST_SPAWN_DIES=N: the next N
-# guests the zygote spawns triple-fault, src/host/failpoint.h): the create
+# guests the zygote spawns triple-fault, src/common/failpoint.h): the create
 # starts it once more on a fresh disk and answers 201, the sandbox works,
 # the retry is counted in /metrics; a second death is the create's error,
 # naming the triple fault, with no VMM left behind. A VMM that ends after

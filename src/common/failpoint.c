@@ -1,4 +1,4 @@
-#include "host/failpoint.h"
+#include "common/failpoint.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,9 +9,10 @@ static const char *const names[FP_COUNT] = {
 	[FP_FORK_DIES] = "KILN_TEST_FORK_DIES",
 	[FP_RESTORE_DIES] = "KILN_TEST_RESTORE_DIES",
 	[FP_GC_SLOW] = "KILN_TEST_GC_SLOW",
+	[FP_HOST_DROP_DELETE] = "KILN_TEST_HOST_DROP_DELETES",
 };
 /* -1: not read yet. */
-static atomic_int left[FP_COUNT] = { -1, -1, -1, -1, -1 };
+static atomic_int left[FP_COUNT] = { [0 ... FP_COUNT - 1] = -1 };
 
 bool failpoint_hit(enum failpoint fp)
 {

@@ -1,5 +1,6 @@
 /*
- * failpoint: deaths that tests cause on purpose, to show that kilnd
+ * failpoint (common: the host agent and its HTTP front use it): deaths
+ * that tests cause on purpose, to show that kilnd
  * survives them (tests/e2e/79-kilnd-vmm-died.sh), and delays that hold a
  * race's window open. Each is a count N from kilnd's environment, read
  * once: the next N occasions are hit.
@@ -15,14 +16,18 @@
  *                         the live chains and sweeping (layers.c): a
  *                         directory made meanwhile must survive the sweep
  *                         (tests/e2e/62-kilnd-concurrency.sh)
+ *   KILN_TEST_HOST_DROP_DELETES  a host agent closes the connection of a
+ *                         sandbox delete unanswered, before deleting (as
+ *                         a reset looks to the API: api/h_host.c,
+ *                         tests/cluster/hosts.sh `delete_retried`)
  * Unset (as in production): never hit.
  */
-#ifndef KILN_HOST_FAILPOINT_H
-#define KILN_HOST_FAILPOINT_H
+#ifndef KILN_COMMON_FAILPOINT_H
+#define KILN_COMMON_FAILPOINT_H
 
 #include <stdbool.h>
 
-enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_GC_SLOW, FP_COUNT };
+enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_GC_SLOW, FP_HOST_DROP_DELETE, FP_COUNT };
 
 /* Whether this occasion is hit (takes one from its count). */
 bool failpoint_hit(enum failpoint fp);
