@@ -729,9 +729,13 @@ class ZygoteClient:
                 with self.answered:
                     self.answers.clear()
                 socket.send_fds(self.sock, [json.dumps({"language": language, "cwd": cwd}).encode()], [in_r, out_w])
+                # No time limit: the zygote's first answer waits for its
+                # imports, which took minutes in a loaded emulated host (a
+                # worker of its own would take as long); a zygote that dies
+                # ends the wait.
                 with self.answered:
-                    self.answered.wait_for(lambda: self.answers or self.dead, 60)
-                    answer = self.answers.pop(0) if self.answers else "no answer"
+                    self.answered.wait_for(lambda: self.answers or self.dead)
+                    answer = self.answers.pop(0) if self.answers else "it ended"
             except OSError as e:
                 answer = str(e)
         os.close(in_r)
@@ -802,10 +806,16 @@ def zygote(fd, preload):
                     break
                 if pid == 0:
                     break
-                sock.send(json.dumps({"exit": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
+                try:
+                    sock.send(json.dumps({"exit": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
+                except OSError:
+                    os._exit(0)     # the server is gone
         if sock not in ready:
             continue
-        msg, fds, _, _ = socket.recv_fds(sock, 4096, 2)
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 4096, 2)
+        except OSError:
+            msg, fds = b"", []      # a server killed resets the pair
         if not msg:
             os._exit(0)
         try:
@@ -817,14 +827,20 @@ def zygote(fd, preload):
         except (ValueError, KeyError, TypeError, OSError) as e:
             for f in fds:
                 os.close(f)
-            sock.send(json.dumps({"error": str(e)}).encode())
+            try:
+                sock.send(json.dumps({"error": str(e)}).encode())
+            except OSError:
+                os._exit(0)
             continue
         if pid == 0:
             _forked(language, cwd, fds, sock, (wake_r, wake_w))
         for f in fds:
             os.close(f)
         pidfd = os.pidfd_open(pid)
-        socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+        try:
+            socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+        except OSError:
+            os._exit(0)
         os.close(pidfd)
 
 
