@@ -122,7 +122,13 @@ try:
         wp = int(open("/proc/%d/stat" % w).read().rsplit(")", 1)[1].split()[1]) if w > 0 else -1
         result(lang + "_forked", err is None and out.split()[:2] == [lang, "/tmp"] and wp == z,
                "%r; its worker %d's parent %d (zygote %s)" % (out.strip(), w, wp, z))
-    # Exit statuses through the zygote.
+    # Exit statuses through the zygote: a shell's own (its worker ends with it), a python worker's, a signal.
+    bctx = create(language="bash")
+    _, _, err = run("exit 7", context=bctx["id"])
+    out, _, _ = run("echo back", context=bctx["id"])
+    result("shell_exit_status", err and err["name"] == "InterpreterDied" and "(status 7)" in err["value"] and
+           out == "back\n", "%s; then %r" % (err and err["value"], out))
+    call(dict(op="delete", id=bctx["id"]))
     _, _, err = run("import os; os._exit(3)", context=ctx["id"])
     result("exit_status", err and err["name"] == "InterpreterDied" and "(status 3)" in err["value"],
            err and err["value"])

@@ -864,6 +864,10 @@ def _forked(language, cwd, fds, sock, wake):
         else:
             shell_worker(language, cwd)
         status = 0
+    except SystemExit as e:
+        # As a process of its own would end: the shell worker ends with
+        # its shell's status (sys.exit), which the caller reports.
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:
         traceback.print_exc()
     finally:
