@@ -29,7 +29,7 @@ PROTO_SRC  := src/common/buf.c src/common/proto.c
 CLIENT_SRC := $(filter-out src/client/kiln-guest.c,$(wildcard src/client/*.c))
 UNIT_SRC   := $(wildcard tests/unit/*.c)
 # The unit loop's shell tests that start servers (below, "Shell tests").
-UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context net seed
+UNIT_SH    := pg cluster cluster_volumes keys billing admin statements deploy runner context net seed interp
 ITEST_SRC  := $(wildcard tests/integration/*.c)
 
 obj = $(patsubst %.c,$(OBJ)/%.o,$(1))
@@ -173,7 +173,8 @@ $(BUILD)/tests/unit_docs: tests/unit/docs.sh
 # (PostgreSQL, kilnd and agents); keys: API keys' scopes, expiry and the
 # audit log; billing: usage by the hour, billing and the credit;
 # statements: monthly statements and what prints them (kilnd on SQLite);
-# seed: build-rootfs-debian's checks of a seed image (no server at all).
+# seed: build-rootfs-debian's checks of a seed image (no server at all);
+# interp: the sandboxes' code interpreter (a network namespace, no VM).
 # UNIT_SH (above) names them.
 $(patsubst %,$(BUILD)/tests/unit_%,$(UNIT_SH)): $(BUILD)/tests/unit_%: tests/unit/%.sh
 	@mkdir -p $(dir $@)

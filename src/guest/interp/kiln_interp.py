@@ -597,6 +597,283 @@ process.stdin.on('end', () => process.exit(0));
 })();
 """
 
+# ---- the zygote: workers forked, not started -------------------------------------------------------
+
+# A python, bash or sh context's worker is forked from one process that
+# has imported this file and the preloads once (the zygote), instead of
+# being a Python interpreter of its own that starts and imports them: a
+# new context costs a fork, not seconds (a Python start in a small VM; the
+# code-interpreter template's numpy, pandas and matplotlib imports, most
+# of them), and its workers share those modules' pages with the zygote.
+# The server and the zygote speak over a SOCK_SEQPACKET pair: a request
+# (JSON) carries the worker's two pipe ends; the zygote forks and answers
+# with the child's pid and a pidfd of it, which the server signals (a
+# pidfd cannot reach a process that reused the pid); the zygote is the
+# worker's parent, so it reaps it and sends its exit status. If the
+# zygote cannot start or dies, contexts start as processes of their own
+# (the path before it) until one starts again. KILN_INTERP_ZYGOTE=0 turns
+# it off (bench/interp-contexts compares the two).
+
+class ForkedProc:
+    """A worker the zygote forked: what Context and run() use of a Popen."""
+
+    def __init__(self, pid, pidfd):
+        self.pid, self.pidfd = pid, pidfd
+        self.stdin = self.stdout = None
+        self.returncode = None
+        self.orphaned = False           # the zygote died: no status will come
+        self._ended = threading.Event()
+
+    def ended(self, status):
+        self.returncode = status
+        self._ended.set()
+
+    def poll(self):
+        if self._ended.is_set():
+            return self.returncode
+        if select.select([self.pidfd], [], [], 0)[0]:
+            return self.wait()
+        return None
+
+    def wait(self):
+        # A pidfd is readable once its process has ended; its status comes
+        # from the zygote, which reaps it at once.
+        select.select([self.pidfd], [], [])
+        if not self._ended.wait(0 if self.orphaned else 10):
+            self.ended("unknown")
+        return self.returncode
+
+    def send_signal(self, sig):
+        try:
+            signal.pidfd_send_signal(self.pidfd, sig)
+        except OSError:
+            pass                        # it has ended
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+    def __del__(self):
+        try:
+            os.close(self.pidfd)
+        except (OSError, AttributeError):
+            pass
+
+
+class ZygoteClient:
+    """The server's side of one zygote process."""
+
+    def __init__(self):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-u", __file__, "zygote", str(theirs.fileno()), PRELOAD],
+                                         pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+                                         start_new_session=True)
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()    # one request at a time: answers come in order
+        self.answers = []
+        self.answered = threading.Condition()
+        self.procs = {}                 # pid -> ForkedProc, until its exit status comes
+        self.dead = False
+        threading.Thread(target=self.read, daemon=True).start()
+
+    def read(self):
+        while True:
+            try:
+                msg, fds, _, _ = socket.recv_fds(self.sock, 4096, 1)
+            except OSError:
+                msg, fds = b"", []
+            if not msg:
+                break
+            try:
+                m = json.loads(msg)
+            except ValueError:
+                m = {}
+            if "pid" in m and fds:
+                p = ForkedProc(m["pid"], fds[0])
+                self.procs[p.pid] = p
+                answer = p
+            elif "exit" in m:
+                p = self.procs.pop(m["exit"], None)
+                if p is not None:
+                    p.ended(m.get("status"))
+                continue
+            else:
+                for fd in fds:
+                    os.close(fd)
+                answer = m.get("error") or "a bad answer"
+            with self.answered:
+                self.answers.append(answer)
+                self.answered.notify_all()
+        with self.answered:
+            self.dead = True
+            for p in self.procs.values():
+                p.orphaned = True
+            self.answered.notify_all()
+        self.sock.close()
+        try:
+            self.proc.kill()
+            self.proc.wait()
+        except OSError:
+            pass
+
+    def spawn(self, language, cwd):
+        """A worker of language in cwd, forked; None where the zygote
+        cannot (it is gone, or its fork failed: said in the log)."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        p = None
+        with self.lock:
+            try:
+                with self.answered:
+                    self.answers.clear()
+                socket.send_fds(self.sock, [json.dumps({"language": language, "cwd": cwd}).encode()], [in_r, out_w])
+                # No time limit: the zygote's first answer waits for its
+                # imports, which took minutes in a loaded emulated host (a
+                # worker of its own would take as long); a zygote that dies
+                # ends the wait.
+                with self.answered:
+                    self.answered.wait_for(lambda: self.answers or self.dead)
+                    answer = self.answers.pop(0) if self.answers else "it ended"
+            except OSError as e:
+                answer = str(e)
+        os.close(in_r)
+        os.close(out_w)
+        if isinstance(answer, ForkedProc):
+            p = answer
+            p.stdin = os.fdopen(in_w, "w", buffering=1, encoding="utf-8")
+            p.stdout = os.fdopen(out_r, "r", encoding="utf-8")
+            return p
+        print("kiln_interp: the zygote did not fork a %s worker: %s" % (language, answer), file=sys.stderr)
+        os.close(in_w)
+        os.close(out_r)
+        return None
+
+
+_zygote = [None]
+_zygote_lock = threading.Lock()
+
+
+def zygote_client():
+    """The live zygote, started (again) if it is not; None where it is
+    turned off or cannot start."""
+    if os.environ.get("KILN_INTERP_ZYGOTE") == "0":
+        return None
+    if not (hasattr(socket, "send_fds") and hasattr(os, "pidfd_open")):
+        return None     # a Python before 3.9 (a user's image): workers of their own
+    with _zygote_lock:
+        z = _zygote[0]
+        if z is None or z.dead:
+            try:
+                z = _zygote[0] = ZygoteClient()
+            except OSError as e:
+                print("kiln_interp: the zygote did not start: %s" % e, file=sys.stderr)
+                z = _zygote[0] = None
+        return z
+
+
+def zygote(fd, preload):
+    """The zygote's loop: fork a worker for each request, answer with its
+    pid and a pidfd, and send each worker's exit status when it ends. It
+    ends when the server does (its socket's end)."""
+    sock = socket.socket(fileno=fd)
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    for mod in filter(None, preload.split(",")):
+        try:
+            importlib.import_module(mod)
+        except Exception as e:
+            print("kiln_interp: preload %s: %s" % (mod, e), file=sys.stderr)
+    import gc
+    gc.freeze()     # what is imported stays out of the collector: its pages stay shared
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda sig, frame: None)
+    while True:
+        ready = select.select([sock, wake_r], [], [])[0]
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+            while True:
+                try:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                try:
+                    sock.send(json.dumps({"exit": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
+                except OSError:
+                    os._exit(0)     # the server is gone
+        if sock not in ready:
+            continue
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 4096, 2)
+        except OSError:
+            msg, fds = b"", []      # a server killed resets the pair
+        if not msg:
+            os._exit(0)
+        try:
+            req = json.loads(msg)
+            language, cwd = req["language"], req["cwd"]
+            if len(fds) != 2 or language not in ("python", "bash", "sh") or not isinstance(cwd, str):
+                raise ValueError("a bad request")
+            pid = os.fork()
+        except (ValueError, KeyError, TypeError, OSError) as e:
+            for f in fds:
+                os.close(f)
+            try:
+                sock.send(json.dumps({"error": str(e)}).encode())
+            except OSError:
+                os._exit(0)
+            continue
+        if pid == 0:
+            _forked(language, cwd, fds, sock, (wake_r, wake_w))
+        for f in fds:
+            os.close(f)
+        pidfd = os.pidfd_open(pid)
+        try:
+            socket.send_fds(sock, [json.dumps({"pid": pid}).encode()], [pidfd])
+        except OSError:
+            os._exit(0)
+        os.close(pidfd)
+
+
+def _forked(language, cwd, fds, sock, wake):
+    """A worker, in the zygote's child: what `worker` or `shell` would
+    have been as a process of its own. Never returns."""
+    status = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        sock.close()
+        for f in wake:
+            os.close(f)
+        os.setsid()
+        os.dup2(fds[0], 0)
+        os.dup2(fds[1], 1)
+        for f in fds:
+            os.close(f)
+        if language == "python":
+            worker(cwd, PRELOAD)
+        else:
+            shell_worker(language, cwd)
+        status = 0
+    except SystemExit as e:
+        # As a process of its own would end: the shell worker ends with
+        # its shell's status (sys.exit), which the caller reports.
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(status)
+
+
 # ---- the server: contexts and connections ---------------------------------------------------------
 
 class Unsupported(Exception):
@@ -628,6 +905,12 @@ class Context:
         self.start()
 
     def start(self):
+        if self.language in ("python", "bash", "sh"):
+            z = zygote_client()
+            if z is not None:
+                self.proc = z.spawn(self.language, self.cwd or "")
+                if self.proc is not None:
+                    return
         if self.language == "python":
             argv = [sys.executable, "-u", __file__, "worker", self.cwd or "", PRELOAD]
         elif self.language in ("bash", "sh"):
@@ -961,6 +1244,9 @@ def _preload(args):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         worker(sys.argv[2] if len(sys.argv) > 2 else "", sys.argv[3] if len(sys.argv) > 3 else "")
+    elif len(sys.argv) > 2 and sys.argv[1] == "zygote":
+        PRELOAD = sys.argv[3] if len(sys.argv) > 3 else ""
+        zygote(int(sys.argv[2]), PRELOAD)
     elif len(sys.argv) > 2 and sys.argv[1] == "shell":
         shell_worker(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
     elif len(sys.argv) > 1 and sys.argv[1] == "start":
