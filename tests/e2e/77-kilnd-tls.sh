@@ -23,11 +23,16 @@ mkdir -p "$C"
 pass certificates "a CA, kilnd's certificate for 127.0.0.1, another CA"
 
 # ---- kilnd's refusals ----------------------------------------------------------------------
-out=$("$KILND" --data "$DATA" --listen "127.0.0.1:$PORT" --tls-key "$C/kilnd.key" 2>&1)
+# In a data directory of their own: a kilnd that ran in $DATA would make
+# its templates/ a directory, and build_template (below) could no longer
+# link the run's shared minimal there (it built its own: 17 s in CI 34).
+RD=$T/refusals
+mkdir -p "$RD"
+out=$("$KILND" --data "$RD" --listen "127.0.0.1:$PORT" --tls-key "$C/kilnd.key" 2>&1)
 [ $? != 0 ] && grep -q -- '--tls-cert and --tls-key go together' <<<"$out" && pass tls_key_alone "refused: $out" ||
 	fail tls_key_alone "$out"
 echo "not a certificate" > "$C/junk.pem"
-timeout 20 "$KILND" --data "$DATA" --listen "127.0.0.1:$PORT" --tls-cert "$C/junk.pem" --tls-key "$C/kilnd.key" > "$T/junk.log" 2>&1
+timeout 20 "$KILND" --data "$RD" --listen "127.0.0.1:$PORT" --tls-cert "$C/junk.pem" --tls-key "$C/kilnd.key" > "$T/junk.log" 2>&1
 st=$?
 [ "$st" != 0 ] && [ "$st" != 124 ] && grep -qi 'https\|pem' "$T/junk.log" && pass tls_bad_pem "exit $st: $(tail -1 "$T/junk.log")" ||
 	fail tls_bad_pem "exit $st: $(tail -3 "$T/junk.log")"
