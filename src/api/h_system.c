@@ -54,6 +54,9 @@ static int add_template(void *ctx, const struct hostif_template *t)
 			      "status", t->built ? "ready" : "not_built");
 	if (!j)
 		return -1;
+	/* Its root disk: a create's default size and least disk_mib; null
+	 * before it is built (or from an agent that does not say). */
+	json_object_set_new(j, "disk_mib", t->built && t->disk_mib > 0 ? json_integer(t->disk_mib) : json_null());
 	json_object_set_new(j, "version", t->built ? json_integer(t->version) : json_null());
 	json_object_set_new(j, "built_at", t->built ? render_time(t->built_ms) : json_null());
 	json_object_set_new(j, "snapshot", json_boolean(t->built && t->snapshot));

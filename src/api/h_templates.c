@@ -173,6 +173,8 @@ int h_template_get(struct req *r)
 	json_object_set_new(j, "description", in.listed ? json_string(t->description) : json_null());
 	json_object_set_new(j, "vcpus", in.listed ? json_integer(t->vcpus) : json_null());
 	json_object_set_new(j, "memory_mib", in.listed ? json_integer(t->memory_mib) : json_null());
+	json_object_set_new(j, "disk_mib", in.listed && t->built && t->disk_mib > 0 ? json_integer(t->disk_mib)
+										 : json_null());
 	json_object_set_new(j, "version", in.listed && t->built ? json_integer(t->version) : json_null());
 	json_object_set_new(j, "built_at", in.listed && t->built ? render_time(t->built_ms) : json_null());
 	json_object_set_new(j, "start", in.listed && t->start[0] ? json_string(t->start) : json_null());

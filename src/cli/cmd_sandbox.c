@@ -418,17 +418,19 @@ int cmd_templates(const struct command *cmd, struct opts *o)
 		print_json(r);
 	} else {
 		struct table t;
-		table_init(&t, "NAME STATUS VERSION VCPUS MEM_MIB DESCRIPTION");
+		table_init(&t, "NAME STATUS VERSION VCPUS MEM_MIB DISK_MIB DESCRIPTION");
 		size_t i;
 		json_t *s;
 		json_array_foreach(json_object_get(r, "templates"), i, s) {
-			json_t *v = json_object_get(s, "version");
-			char ver[24] = "-", cpus[24], mem[24];
+			json_t *v = json_object_get(s, "version"), *d = json_object_get(s, "disk_mib");
+			char ver[24] = "-", cpus[24], mem[24], disk[24] = "-";
 			if (json_is_integer(v))
 				snprintf(ver, sizeof ver, "v%lld", (long long)json_integer_value(v));
+			if (json_is_integer(d))	/* null before it is built */
+				snprintf(disk, sizeof disk, "%lld", (long long)json_integer_value(d));
 			snprintf(cpus, sizeof cpus, "%lld", (long long)json_integer_value(json_object_get(s, "vcpus")));
 			snprintf(mem, sizeof mem, "%lld", (long long)json_integer_value(json_object_get(s, "memory_mib")));
-			table_row(&t, str(s, "name"), status_word(str(s, "status")), ver, cpus, mem,
+			table_row(&t, str(s, "name"), status_word(str(s, "status")), ver, cpus, mem, disk,
 				  str(s, "description"), NULL);
 		}
 		table_print(&t, stdout);

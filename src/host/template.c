@@ -1,5 +1,6 @@
 #include "host/template.h"
 #include "common/failpoint.h"
+#include "host/disk.h"
 #include "host/fsutil.h"
 #include "host/jail.h"
 #include "host/net.h"
@@ -187,6 +188,11 @@ int tmpl_load(const char *dir, struct tmpl *t)
 	if (rc == 0 && (t->version <= 0 || t->vcpus <= 0 || t->memory_mib <= 0))
 		rc = errf(EINVAL, "%s: bad version, vcpus or memory_mib", path);
 	snprintf(t->dir, sizeof t->dir, "%s", dir);
+	/* What a sandbox of it gets without a disk_mib (sandbox.c's
+	 * disk_wanted reads the same): GET /v1/templates shows it. */
+	uint64_t bytes;
+	if (rc == 0 && disk_size(t->base, &bytes) == 0)
+		t->disk_mib = (int64_t)((bytes + (1 << 20) - 1) >> 20);
 	return rc;
 }
 

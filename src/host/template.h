@@ -84,6 +84,7 @@ struct tmpl {
 	int version;
 	char dir[VM_DIR_MAX];
 	int vcpus, memory_mib;
+	int64_t disk_mib;		/* base's size, rounded up: a create's default disk; 0: unreadable */
 	char root[PATH_MAX];		/* the read-only image */
 	char base[PATH_MAX];		/* what sandbox overlays sit on: layer, or root */
 	bool snapshot;

@@ -61,6 +61,7 @@ struct hostif_template {
 	char name[32];
 	char description[256];
 	int vcpus, memory_mib;		/* the version's, else the definition's */
+	int64_t disk_mib;		/* built: its root disk (a create's default); 0: not known */
 	bool built;
 	int version;			/* built */
 	int64_t built_ms;		/* built: wall clock */

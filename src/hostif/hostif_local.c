@@ -264,6 +264,7 @@ static int tmpl_copy(void *ctx, const struct template_def *d, const struct tmpl 
 	struct hostif_template ht = {
 		.vcpus = t ? t->vcpus : d->vcpus,
 		.memory_mib = t ? t->memory_mib : d->memory_mib,
+		.disk_mib = t ? t->disk_mib : 0,
 		.built = t != NULL,
 		.version = t ? t->version : 0,
 		.built_ms = t ? t->built_ms : 0,

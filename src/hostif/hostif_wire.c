@@ -438,10 +438,11 @@ int wire_att_parse(const json_t *j, struct vol_att *a)
 
 json_t *wire_template(const struct hostif_template *t)
 {
-	return json_pack("{s:s,s:s,s:i,s:i,s:b,s:i,s:I,s:b,s:s,s:i}", "name", t->name, "description",
-			 t->description, "vcpus", t->vcpus, "memory_mib", t->memory_mib, "built", t->built,
-			 "version", t->version, "built_ms", (json_int_t)t->built_ms, "snapshot", t->snapshot,
-			 "start", t->start, "ready_port", t->ready_port);
+	return json_pack("{s:s,s:s,s:i,s:i,s:I,s:b,s:i,s:I,s:b,s:s,s:i}", "name", t->name, "description",
+			 t->description, "vcpus", t->vcpus, "memory_mib", t->memory_mib, "disk_mib",
+			 (json_int_t)t->disk_mib, "built", t->built, "version", t->version, "built_ms",
+			 (json_int_t)t->built_ms, "snapshot", t->snapshot, "start", t->start, "ready_port",
+			 t->ready_port);
 }
 
 int wire_template_parse(const json_t *j, struct hostif_template *t)
@@ -453,6 +454,9 @@ int wire_template_parse(const json_t *j, struct hostif_template *t)
 	str_to(t->description, sizeof t->description, j, "description");
 	t->vcpus = (int)int_of(j, "vcpus");
 	t->memory_mib = (int)int_of(j, "memory_mib");
+	t->disk_mib = int_of(j, "disk_mib");	/* absent from an older agent: 0, not known */
+	if (t->disk_mib < 0)
+		t->disk_mib = 0;
 	t->built = bool_of(j, "built");
 	t->version = (int)int_of(j, "version");
 	t->built_ms = int_of(j, "built_ms");

@@ -210,6 +210,9 @@ async function diskShown(id, want, go = true) {
     `page "${size}", "${disk}"; API ${JSON.stringify({ vcpus: j?.vcpus, memory_mib: j?.memory_mib, disk_mib: j?.disk_mib })}; wanted disk ${want ?? "the template's"}`);
 }
 
+// What the page should say of a shape the API gives (web/src/dom.ts fmtShape).
+const shapeOf = (j) => `${j?.vcpus ? `${j.vcpus} vCPU` : "—"} · ${j?.memory_mib ? `${j.memory_mib} MiB` : "—"} · ${j?.disk_mib ? `${j.disk_mib} MiB` : "—"} disk`;
+
 let sbx = null, child = null;
 if (!ONLY_STATIC) {
   await step("create", async () => {
@@ -217,6 +220,34 @@ if (!ONLY_STATIC) {
     await page.getByLabel("Template").selectOption(TEMPLATE);
     await page.getByLabel("Idle timeout (s, 0: none)").fill("900");
     await page.getByLabel("Environment").fill("GREETING=hello from the dashboard");
+    // First refused: a disk smaller than the template's. The form says what
+    // kilnd says (the same create by REST answers the same), keeps all
+    // that was typed, and the create below sends it unchanged but the disk.
+    await step("create_refused", async () => {
+      const t0 = Date.now();
+      const tj = (await rest("GET", `/v1/templates/${TEMPLATE}`)).json;
+      const shape = `${TEMPLATE}: ${shapeOf(tj)}`;
+      await page.locator("#c-shape", { hasText: shape }).waitFor({ timeout: 15000 }).catch(() => {});
+      const shown = (await page.locator("#c-shape").textContent()).trim();
+      const diskBox = page.getByLabel("Disk MiB (empty: default)");
+      await diskBox.fill("8");
+      await page.getByRole("button", { name: "Create sandbox" }).click();
+      const msg = page.locator("#create-msg");
+      await msg.filter({ hasText: "Create failed" }).waitFor({ timeout: 30000 });
+      const said = (await msg.textContent()).trim();
+      const r = await rest("POST", "/v1/sandboxes", { template: TEMPLATE, ttl_seconds: 900, disk_mib: 8 });
+      if (r.json?.id) made.add(r.json.id);
+      const kept = [await page.getByLabel("Template").inputValue(), await page.getByLabel("Idle timeout (s, 0: none)").inputValue(),
+        await page.getByLabel("Environment").inputValue(), await diskBox.inputValue()];
+      const want = [TEMPLATE, "900", "GREETING=hello from the dashboard", "8"];
+      await shot("create-refused");
+      check("create_refused", r.status === 400 && said === `Create failed: ${r.json?.error?.message}` &&
+        said.includes(`smaller than template ${TEMPLATE}'s disk of ${tj?.disk_mib} MiB`) && JSON.stringify(kept) === JSON.stringify(want) &&
+        shown === shape && tj?.disk_mib > 0,
+        `disk 8 MiB refused in the form with kilnd's words ("${said}"), all typed kept; the form shows "${shown}" as GET /v1/templates/${TEMPLATE} (${Date.now() - t0} ms)`,
+        `form "${said}" / REST ${r.status} ${r.text.slice(0, 200)}; kept ${JSON.stringify(kept)}; shape "${shown}", want "${shape}"`);
+      await diskBox.fill("");
+    });
     await page.getByRole("button", { name: "Create sandbox" }).click();
     const row = page.locator("#sandboxes tbody tr").first();
     await row.waitFor({ timeout: T });
@@ -235,6 +266,17 @@ if (!ONLY_STATIC) {
     await page.locator(`#sandboxes tr[data-id="${other.json?.id}"]`).waitFor({ timeout: 30000 });
     const same = await page.evaluate(() => window.__noReload === 1);
     check("live_list", same, `${other.json?.id}, created by the REST API, appeared without a reload (SSE)`, "the page reloaded");
+    // Each row's shape as the API's record gives it: the form's (the
+    // template's disk) and the REST one's (DISK_MIB).
+    const shapes = [], tShape = Date.now();
+    for (const id of [sbx, other.json?.id]) {
+      const j = (await rest("GET", `/v1/sandboxes/${id}`)).json;
+      const cell = page.locator(`#sandboxes tr[data-id="${id}"] td.shape`);
+      await cell.filter({ hasText: shapeOf(j) }).waitFor({ timeout: 15000 }).catch(() => {});
+      shapes.push({ id, want: shapeOf(j), got: (await cell.textContent()).trim(), disk: j?.disk_mib });
+    }
+    check("list_shape", shapes.every((x) => x.got === x.want && x.disk > 0) && shapes[1].disk === DISK_MIB,
+      `the list shows each sandbox's shape as the API gives it: ${shapes.map((x) => `"${x.got}"`).join(", ")} (${Date.now() - tShape} ms)`, JSON.stringify(shapes));
     await page.getByLabel("Status").selectOption("hibernated");
     const none = await page.locator("#sandboxes tbody tr").count();
     await page.getByLabel("Status").selectOption("all");
@@ -387,6 +429,15 @@ if (!ONLY_STATIC) {
       await page.getByRole("link", { name: "Templates" }).click();
       await page.locator(`#snapshots tr[data-id="${snap}"]`).waitFor({ timeout: 30000 });
       const tpl = await page.locator(`#templates tr[data-name="${TEMPLATE}"]`).textContent();
+      // Its disk, as both template answers give it, and as the form's
+      // sandbox (made without disk_mib) got it.
+      const cellDisk = (await page.locator(`#templates tr[data-name="${TEMPLATE}"] td.disk`).textContent()).trim();
+      const listed = (await rest("GET", "/v1/templates")).json?.templates?.find((x) => x.name === TEMPLATE)?.disk_mib;
+      const got = (await rest("GET", `/v1/templates/${TEMPLATE}`)).json?.disk_mib;
+      const sbxDisk = (await rest("GET", `/v1/sandboxes/${sbx}`)).json?.disk_mib;
+      check("templates_disk", cellDisk === `${listed} MiB` && listed > 0 && got === listed && sbxDisk === listed,
+        `the templates page shows ${TEMPLATE}'s disk "${cellDisk}": GET /v1/templates and /v1/templates/${TEMPLATE} say ${listed}, and its sandbox has ${sbxDisk}`,
+        `page "${cellDisk}", listed ${listed}, got ${got}, sandbox ${sbxDisk}`);
       await shot("templates");
       await page.getByRole("button", { name: `Delete snapshot ${snap}` }).click();
       await page.locator(`#snapshots tr[data-id="${snap}"]`).waitFor({ state: "detached", timeout: 60000 });

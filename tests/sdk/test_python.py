@@ -1261,10 +1261,15 @@ def bad_key_is_auth_error_everywhere():
 @test
 def templates_usage():
     c = A.client
-    names = {t["name"]: t["status"] for t in c.templates()}
+    listed = {t["name"]: t for t in c.templates()}
+    names = {n: t["status"] for n, t in listed.items()}
     eq((names.get("minimal"), names.get("base")), ("ready", "ready"))
+    # Its root disk, as both answers give it: what a create without
+    # disk_mib gets (A is such a minimal sandbox).
+    disk = listed["minimal"].get("disk_mib")
+    eq((disk, c.template("minimal").get("disk_mib")), (A.disk_mib, A.disk_mib), "minimal's disk_mib, listed and got")
     assert c.usage()["sandboxes"] >= 2
-    return "templates ready, usage counted"
+    return f"templates ready, minimal's disk_mib {disk} as its sandbox's; usage counted"
 
 
 @test

@@ -120,7 +120,16 @@ static int operator_templates(void)
 	tmpl_put(ts, t);
 	/* A new version in service is picked up. */
 	T_ASSERT(put_version("myapp", 2, 8, 2048, NULL) == 0, "%s", errmsg());
+	/* With its disk: the base's size rounded up to a MiB, what a create
+	 * without disk_mib gets and GET /v1/templates says (v1 had none: 0). */
+	snprintf(p, sizeof p, "%s/templates/myapp/v2/layer", cfg.data_dir);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	T_ASSERT(fd >= 0 && ftruncate(fd, (100 << 20) + 1) == 0, "%s", p);
+	close(fd);
 	T_ASSERT(templates_get(ts, "myapp", &t) == 0 && t->version == 2 && t->vcpus == 8, "v2 not in service");
+	T_ASSERT(t->disk_mib == 101, "v2's disk_mib %lld, want 101", (long long)t->disk_mib);
+	tmpl_put(ts, t);
+	T_ASSERT(templates_get(ts, "zeta", &t) == 0 && t->disk_mib == 0, "zeta's disk_mib %lld", (long long)t->disk_mib);
 	tmpl_put(ts, t);
 	return 0;
 }

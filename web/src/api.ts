@@ -74,6 +74,20 @@ export interface Sandbox {
   error?: string;
 }
 
+/** GET /v1/templates: one entry (docs/api.md "Template"). */
+export interface Template {
+  name: string;
+  description: string;
+  vcpus: number;
+  memory_mib: number;
+  /** Its root disk, MiB: a create's default and least disk_mib (null: not built). */
+  disk_mib?: number | null;
+  status: string;
+  version: number | null;
+  built_at: string | null;
+  snapshot: boolean;
+}
+
 export interface FileEntry {
   name: string;
   type: string;

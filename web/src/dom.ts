@@ -29,6 +29,13 @@ export function fmtBytes(n: number): string {
   return `${i ? n.toFixed(1) : n} ${u[i]}`;
 }
 
+/** A sandbox's or template's shape as the API gives it: "2 vCPU · 512 MiB · 1024 MiB disk";
+ * "—" in place of what it gives as null (or not yet: a sandbox known only from its event). */
+export function fmtShape(vcpus?: number | null, memoryMib?: number | null, diskMib?: number | null): string {
+  const or = (v: number | null | undefined, unit: string) => (v ? `${v} ${unit}` : "—");
+  return `${or(vcpus, "vCPU")} · ${or(memoryMib, "MiB")} · ${or(diskMib, "MiB")} disk`;
+}
+
 export function fmtTime(iso?: string | null): string {
   if (!iso) return "—";
   const d = new Date(iso);

@@ -2,8 +2,8 @@
 // hash, drawing the workspace's state from the public REST API and keeping
 // the sandbox list live from GET /v1/events.
 import "./style.css";
-import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry, type Volume } from "./api";
-import { h, clear, fmtBytes, fmtTime, notice, keepFocus, badge, actionButton } from "./dom";
+import { api, ApiError, setCsrf, whenSignedOut, type Sandbox, type FileEntry, type Template, type Volume } from "./api";
+import { h, clear, fmtBytes, fmtShape, fmtTime, notice, keepFocus, badge, actionButton } from "./dom";
 import { openTerminal, type TermHandle } from "./terminal";
 import { lineChart } from "./chart";
 import { appsView, appView, type View } from "./apps";
@@ -243,24 +243,44 @@ function parseEnv(text: string): Record<string, string> {
   return env;
 }
 
+// The create form. POST /v1/sandboxes takes a disk size (disk_mib: at
+// least the template's, at most the plan's); vCPUs and memory are the
+// template's (set when it is built), so the form shows them beside the
+// template it names. A refusal is shown in kilnd's words and the form
+// keeps everything typed, to be corrected and sent again.
 function createForm(): HTMLElement {
   const tpl = h("select", { id: "c-template", name: "template" });
-  api<{ templates: { name: string; status: string }[] }>("GET", "/v1/templates").then((r) => {
-    for (const t of r.templates) tpl.append(h("option", { value: t.name }, t.status === "not_built" ? `${t.name} (not built)` : t.name));
+  const shape = h("p", { id: "c-shape", class: "help" });
+  const templates = new Map<string, Template>();
+  const disk = h("input", { id: "c-disk", type: "number", inputmode: "numeric", placeholder: "the template's", "aria-describedby": "c-shape" });
+  const showShape = () => {
+    const t = templates.get(tpl.value);
+    shape.textContent = t ? `${tpl.value}: ${fmtShape(t.vcpus, t.memory_mib, t.disk_mib)}` : "";
+    disk.placeholder = t?.disk_mib ? `${t.disk_mib} (the template's)` : "the template's";
+  };
+  tpl.addEventListener("change", showShape);
+  api<{ templates: Template[] }>("GET", "/v1/templates").then((r) => {
+    for (const t of r.templates) {
+      templates.set(t.name, t);
+      tpl.append(h("option", { value: t.name }, t.status === "not_built" ? `${t.name} (not built)` : t.name));
+    }
     const base = r.templates.find((t) => t.name === "base");
     if (base) tpl.value = "base";
+    showShape();
   }).catch(() => {});
   const ttl = h("input", { id: "c-ttl", type: "number", min: "0", max: "604800", value: "600", inputmode: "numeric" });
   const env = h("textarea", { id: "c-env", rows: "2", placeholder: "NAME=value, one a line", spellcheck: "false" });
   const noNet = h("input", { id: "c-nonet", type: "checkbox" });
-  const msg = h("p", { "aria-live": "polite" });
+  const msg = h("p", { id: "create-msg", "aria-live": "polite" });
   const btn = h("button", { type: "submit" }, "Create sandbox");
   const form = h("form", { class: "card create", "aria-label": "Create a sandbox" },
     h("h2", {}, "New sandbox"),
     h("div", { class: "row" },
       h("div", {}, h("label", { for: "c-template" }, "Template"), tpl),
+      h("div", {}, h("label", { for: "c-disk" }, "Disk MiB (empty: default)"), disk),
       h("div", {}, h("label", { for: "c-ttl" }, "Idle timeout (s, 0: none)"), ttl),
       h("div", { class: "check" }, noNet, h("label", { for: "c-nonet" }, "No internet"))),
+    shape,
     h("label", { for: "c-env" }, "Environment"), env,
     btn, msg);
   form.addEventListener("submit", async (ev) => {
@@ -269,6 +289,8 @@ function createForm(): HTMLElement {
     notice(msg, "creating…");
     try {
       const body: any = { template: tpl.value, ttl_seconds: Number(ttl.value || 0) };
+      // As typed: kilnd checks it (a number, its bounds) and says what is wrong.
+      if (disk.value.trim()) body.disk_mib = Number(disk.value);
       const e = parseEnv(env.value);
       if (Object.keys(e).length) body.env = e;
       if (noNet.checked) body.allow_internet = false;
@@ -298,6 +320,7 @@ function listView(): HTMLElement {
       h("td", {}, h("a", { href: `#/sandboxes/${s.id}` }, s.id)),
       h("td", {}, badge(s.status)),
       h("td", {}, s.template),
+      h("td", { class: "shape" }, fmtShape(s.vcpus, s.memory_mib, s.disk_mib)),
       h("td", {}, s.parent_id ? h("a", { href: `#/sandboxes/${s.parent_id}` }, s.parent_id) : "—"),
       h("td", {}, fmtTime(s.created_at)),
       h("td", { class: "num" }, s.usage ? s.usage.cpu_seconds.toFixed(1) : "—"),
@@ -317,7 +340,7 @@ function listView(): HTMLElement {
         h("div", { class: "grow" }, h("label", { for: "f-search" }, "Filter"), search)),
       h("div", { class: "scroll" },
         h("table", { id: "sandboxes" },
-          h("thead", {}, h("tr", {}, ...["Id", "Status", "Template", "Parent", "Created", "CPU s", "Memory"].map((t) => h("th", { scope: "col" }, t)))),
+          h("thead", {}, h("tr", {}, ...["Id", "Status", "Template", "Shape", "Parent", "Created", "CPU s", "Memory"].map((t) => h("th", { scope: "col" }, t)))),
           tbody)),
       count));
 }
@@ -695,8 +718,9 @@ function keysView(): HTMLElement {
 function templatesView(): HTMLElement {
   const tb = h("tbody"), sb = h("tbody");
   const msg = h("p", { "aria-live": "polite" });
-  api("GET", "/v1/templates").then((r) => clear(tb, ...r.templates.map((t: any) => h("tr", { "data-name": t.name },
-    h("td", {}, t.name), h("td", {}, t.description), h("td", {}, `${t.vcpus} vCPU, ${t.memory_mib} MiB`),
+  api<{ templates: Template[] }>("GET", "/v1/templates").then((r) => clear(tb, ...r.templates.map((t) => h("tr", { "data-name": t.name },
+    h("td", {}, t.name), h("td", { class: "wrap" }, t.description), h("td", {}, `${t.vcpus} vCPU, ${t.memory_mib} MiB`),
+    h("td", { class: "disk num" }, t.disk_mib ? `${t.disk_mib} MiB` : "—"),
     h("td", {}, t.status === "ready" ? `v${t.version}, ${fmtTime(t.built_at)}${t.snapshot ? " (zygote)" : ""}` : "not built")))))
     .catch((e) => notice(msg, (e as Error).message, "error"));
   const loadSnaps = () => api("GET", "/v1/snapshots").then((r) => clear(sb, ...(r.snapshots.length ? r.snapshots.map((n: any) => {
@@ -722,7 +746,7 @@ function templatesView(): HTMLElement {
   loadSnaps();
   const head = (...c: string[]) => h("thead", {}, h("tr", {}, ...c.map((t) => h("th", { scope: "col" }, t))));
   return h("div", {}, msg,
-    h("section", { class: "card" }, h("h2", {}, "Templates"), h("div", { class: "scroll" }, h("table", { id: "templates" }, head("Name", "Description", "Size", "Built"), tb))),
+    h("section", { class: "card" }, h("h2", {}, "Templates"), h("div", { class: "scroll" }, h("table", { id: "templates" }, head("Name", "Description", "Size", "Disk", "Built"), tb))),
     h("section", { class: "card" }, h("h2", {}, "Snapshots"), h("div", { class: "scroll" }, h("table", { id: "snapshots" }, head("Id", "Of sandbox", "Template", "Taken", ""), sb))));
 }
 

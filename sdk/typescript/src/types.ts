@@ -211,6 +211,8 @@ export interface TemplateJSON {
   description: string;
   vcpus: number;
   memory_mib: number;
+  /** Its root disk, MiB: a sandbox's size unless its create asks for more (null: not built). */
+  disk_mib: number | null;
   status: "ready" | "not_built";
   version: number | null;
   built_at: string | null;

@@ -1204,8 +1204,13 @@ test("apps: createApp, getApp, apps, appLogs, followAppLogs, deployApp, deleteAp
 });
 
 test("templates and usage", async () => {
-  const t = Object.fromEntries((await A.client.templates()).map((x) => [x.name, x.status]));
+  const listed = await A.client.templates();
+  const t = Object.fromEntries(listed.map((x) => [x.name, x.status]));
   assert.deepEqual([t.minimal, t.base], ["ready", "ready"]);
+  // Its root disk, as both answers give it: what a create without
+  // diskMib gets (A is such a minimal sandbox).
+  const disk = listed.find((x) => x.name === "minimal")?.disk_mib;
+  assert.deepEqual([disk, (await A.client.template("minimal")).disk_mib], [A.diskMib, A.diskMib]);
   assert.ok((await A.client.usage()).sandboxes >= 2);
 });
 
