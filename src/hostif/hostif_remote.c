@@ -484,22 +484,25 @@ static int64_t caps_running(struct remote *rm, const char *ws)
  * into a sandbox the records say is hibernated): hold it as running
  * against the workspace's cap over every host. 1: held (store_wake_done
  * when it is over), 0: nothing to hold, or -EDQUOT. asleep (NULL: not
- * asked) gets whether the record says hibernated, read once here with
- * or without a cap. */
+ * asked) gets whether the record says hibernated or paused (a relay
+ * into it starts its guest again: woken or resumed), read once here
+ * with or without a cap; a paused one counts as running already, so
+ * it is not held. */
 static int wake_hold(struct remote *rm, const char *ws, const char *id, const struct host_row *h, bool *asleep)
 {
 	int64_t cap = caps_running(rm, ws);
-	bool was_asleep = false;
+	bool was_asleep = false, was_paused = false;
 	if (cap || asleep) {
 		struct sbx_row row;
 		/* No record yet: not asleep, its host counts it. */
 		if (store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			was_asleep = row.state == SBX_HIBERNATED;
+			was_paused = row.state == SBX_PAUSED;
 			sbx_row_clear(&row);
 		}
 	}
 	if (asleep)
-		*asleep = was_asleep;
+		*asleep = was_asleep || was_paused;
 	if (!cap || !was_asleep)
 		return 0;
 	struct place_caps pc = { .running = cap };
@@ -1167,8 +1170,11 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	if (asleep) {
 		/* Entered: it runs now. The record says so at once (its host's
 		 * comes with the next heartbeat), and this replica's stream
-		 * tells of it at once, as of a wake it made (an exec that woke
-		 * it: e2e 61 events_one_sandbox against a cluster). */
+		 * tells of it at once, as of a wake or resume it made, before
+		 * the exec's own events (an exec that woke it: e2e 61
+		 * events_one_sandbox against a cluster; one that resumed a
+		 * paused one: 85-kilnd-pause events_lifecycle, told a
+		 * heartbeat later, after the next exec had started). */
 		struct sbx_row row;
 		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			row.state = SBX_RUNNING;
