@@ -1021,6 +1021,22 @@ static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
 	return rc;
 }
 
+/* Sandbox id, hibernated or paused in the records, was started again by
+ * its host for a call made here (a relay into it, a fork of it): the
+ * record says running at once (its host's comes with the next
+ * heartbeat), and this replica's stream tells of it at once, woken or
+ * resumed, before what the call itself tells. */
+static void told_running(struct remote *rm, const char *id)
+{
+	struct sbx_row row;
+	if (store_sandbox_load(rm->cfg.store, id, &row) == 0) {
+		row.state = SBX_RUNNING;
+		store_sandbox_save(rm->cfg.store, &row);
+		tell(&row, NULL);
+		sbx_row_clear(&row);
+	}
+}
+
 static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made)
 {
 	struct remote *rm = ctx;
@@ -1061,10 +1077,20 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 		json_object_set_new(b, "caps", wire_caps(req->caps));
 	char path[256];
 	sbx_path(path, sizeof path, req->workspace, req->id, "/fork");
+	/* A paused parent is resumed by its host first: told before its
+	 * children, as one-box (e2e 85-kilnd-pause events_lifecycle). */
+	struct sbx_row parent;
+	bool paused = false;
+	if (store_sandbox_load(rm->cfg.store, req->id, &parent) == 0) {
+		paused = parent.state == SBX_PAUSED;
+		sbx_row_clear(&parent);
+	}
 	json_t *a = NULL;
 	rc = remote_call(rm, &h, "POST", path, b, SLOW_TIMEOUT_S, &a, NULL);
 	size_t i;
 	json_t *e;
+	if (paused && json_array_size(json_object_get(a, "children")) > 0)
+		told_running(rm, req->id);
 	json_array_foreach(json_object_get(a, "children"), i, e) {
 		if (*made >= n)
 			break;
@@ -1167,22 +1193,12 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	if (asleep) {
-		/* Entered: it runs now. The record says so at once (its host's
-		 * comes with the next heartbeat), and this replica's stream
-		 * tells of it at once, as of a wake or resume it made, before
-		 * the exec's own events (an exec that woke it: e2e 61
-		 * events_one_sandbox against a cluster; one that resumed a
-		 * paused one: 85-kilnd-pause events_lifecycle, told a
-		 * heartbeat later, after the next exec had started). */
-		struct sbx_row row;
-		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
-			row.state = SBX_RUNNING;
-			store_sandbox_save(rm->cfg.store, &row);
-			tell(&row, NULL);
-			sbx_row_clear(&row);
-		}
-	}
+	/* Entered: it runs now, told before the exec's own events (an exec
+	 * that woke it: e2e 61 events_one_sandbox against a cluster; one
+	 * that resumed a paused one: 85-kilnd-pause events_lifecycle, told
+	 * a heartbeat later, after the next exec had started). */
+	if (asleep && rc == 0)
+		told_running(rm, id);
 	if (held)
 		store_wake_done(rm->cfg.store, id);	/* the hold goes */
 	if (rc < 0) {
