@@ -502,8 +502,17 @@ _endpoint_template() {
 		fail "template_$1" "a build of the test's own (build_template --own) needs one-box kilnd"
 		return 1
 	fi
-	st=$(curl -s -m 60 -H "Authorization: Bearer $KILN_API_KEY" "$URL/v1/templates" |
-		python3 -c 'import json,sys; print(" ".join(t["status"] for t in json.load(sys.stdin)["templates"] if t["name"] == sys.argv[1]) or "absent")' "$1" 2>&1)
+	# Asked again for up to 60 s: a replica lists what the hosts that
+	# answer it have, and a template on one host only (81-kilnd-billing's
+	# meter) was "absent" once while that host was slow to answer
+	# (session 35).
+	local i
+	for i in $(seq 1 30); do
+		st=$(curl -s -m 60 -H "Authorization: Bearer $KILN_API_KEY" "$URL/v1/templates" |
+			python3 -c 'import json,sys; print(" ".join(t["status"] for t in json.load(sys.stdin)["templates"] if t["name"] == sys.argv[1]) or "absent")' "$1" 2>&1)
+		[ "$st" = ready ] && break
+		sleep 2
+	done
 	if [ "$st" = ready ]; then
 		pass "template_$1" "ready at the endpoint $URL (built by its hosts)"
 	else
