@@ -1260,23 +1260,24 @@ static int r_hold(void *ctx, const char *ws, const char *id, struct hostif_guest
 static void r_leave(void *ctx, struct hostif_guest *hg)
 {
 	(void)ctx;
-	/* Closing ends the relay; the host then closes its guest connection,
-	 * a moment later. A connection that started or attached a
-	 * background process is its client until the agent sees that
-	 * close: a process started here and attached at once through the
-	 * next request found it still attached ("already has a client"),
-	 * and one signalled after an output request had its exit taken by
-	 * the closing connection and its record freed ("no process with
-	 * id"). One-box's close reaches the agent first; so does this one,
-	 * by waiting for the host's end of the relay. */
-	if (hg->g && guest_holds_process(hg->g)) {
+	/* Closing ends the relay; the host then closes its guest connection
+	 * and leaves the sandbox (its activity: last_active_at), a moment
+	 * later. One-box does both before the request is answered; so does
+	 * this, by waiting for the host's end of the relay (bounded). Else
+	 * a connection that started or attached a background process was
+	 * its client still: a process started here and attached at once
+	 * through the next request found it attached ("already has a
+	 * client"), and one signalled after an output request had its exit
+	 * taken by the closing connection and its record freed ("no process
+	 * with id"); and an exec's activity came after its answer: the
+	 * next request read last_active_at before it (e2e 85-kilnd-pause
+	 * idle_pause_pauses against a replica saw it move 182 ms later). */
+	if (hg->g) {
 		char keep[512];		/* the leave is never the error reported */
 		snprintf(keep, sizeof keep, "%s", errmsg());
 		if (guest_close_wait(hg->g, RELAY_LEAVE_MS) < 0)
 			log_warn("sandbox %s: %s", hg->id, errmsg());
 		errf(EIO, "%s", keep);
-	} else if (hg->g) {
-		guest_close(hg->g);
 	}
 	memset(hg, 0, sizeof *hg);
 }
