@@ -484,22 +484,25 @@ static int64_t caps_running(struct remote *rm, const char *ws)
  * into a sandbox the records say is hibernated): hold it as running
  * against the workspace's cap over every host. 1: held (store_wake_done
  * when it is over), 0: nothing to hold, or -EDQUOT. asleep (NULL: not
- * asked) gets whether the record says hibernated, read once here with
- * or without a cap. */
+ * asked) gets whether the record says hibernated or paused (a relay
+ * into it starts its guest again: woken or resumed), read once here
+ * with or without a cap; a paused one counts as running already, so
+ * it is not held. */
 static int wake_hold(struct remote *rm, const char *ws, const char *id, const struct host_row *h, bool *asleep)
 {
 	int64_t cap = caps_running(rm, ws);
-	bool was_asleep = false;
+	bool was_asleep = false, was_paused = false;
 	if (cap || asleep) {
 		struct sbx_row row;
 		/* No record yet: not asleep, its host counts it. */
 		if (store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 			was_asleep = row.state == SBX_HIBERNATED;
+			was_paused = row.state == SBX_PAUSED;
 			sbx_row_clear(&row);
 		}
 	}
 	if (asleep)
-		*asleep = was_asleep;
+		*asleep = was_asleep || was_paused;
 	if (!cap || !was_asleep)
 		return 0;
 	struct place_caps pc = { .running = cap };
@@ -1018,6 +1021,22 @@ static int r_snapshot_delete(void *ctx, const char *ws, const char *snap)
 	return rc;
 }
 
+/* Sandbox id, hibernated or paused in the records, was started again by
+ * its host for a call made here (a relay into it, a fork of it): the
+ * record says running at once (its host's comes with the next
+ * heartbeat), and this replica's stream tells of it at once, woken or
+ * resumed, before what the call itself tells. */
+static void told_running(struct remote *rm, const char *id)
+{
+	struct sbx_row row;
+	if (store_sandbox_load(rm->cfg.store, id, &row) == 0) {
+		row.state = SBX_RUNNING;
+		store_sandbox_save(rm->cfg.store, &row);
+		tell(&row, NULL);
+		sbx_row_clear(&row);
+	}
+}
+
 static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *children, int *made)
 {
 	struct remote *rm = ctx;
@@ -1058,10 +1077,20 @@ static int r_fork(void *ctx, const struct hostif_fork *req, struct sbx_row *chil
 		json_object_set_new(b, "caps", wire_caps(req->caps));
 	char path[256];
 	sbx_path(path, sizeof path, req->workspace, req->id, "/fork");
+	/* A paused parent is resumed by its host first: told before its
+	 * children, as one-box (e2e 85-kilnd-pause events_lifecycle). */
+	struct sbx_row parent;
+	bool paused = false;
+	if (store_sandbox_load(rm->cfg.store, req->id, &parent) == 0) {
+		paused = parent.state == SBX_PAUSED;
+		sbx_row_clear(&parent);
+	}
 	json_t *a = NULL;
 	rc = remote_call(rm, &h, "POST", path, b, SLOW_TIMEOUT_S, &a, NULL);
 	size_t i;
 	json_t *e;
+	if (paused && json_array_size(json_object_get(a, "children")) > 0)
+		told_running(rm, req->id);
 	json_array_foreach(json_object_get(a, "children"), i, e) {
 		if (*made >= n)
 			break;
@@ -1164,19 +1193,12 @@ static int relay_open(struct remote *rm, const char *ws, const char *id, const c
 	}
 	rc = gone(rm, &h, ws, id, rc);
 	host_row_clear(&h);
-	if (asleep) {
-		/* Entered: it runs now. The record says so at once (its host's
-		 * comes with the next heartbeat), and this replica's stream
-		 * tells of it at once, as of a wake it made (an exec that woke
-		 * it: e2e 61 events_one_sandbox against a cluster). */
-		struct sbx_row row;
-		if (rc == 0 && store_sandbox_load(rm->cfg.store, id, &row) == 0) {
-			row.state = SBX_RUNNING;
-			store_sandbox_save(rm->cfg.store, &row);
-			tell(&row, NULL);
-			sbx_row_clear(&row);
-		}
-	}
+	/* Entered: it runs now, told before the exec's own events (an exec
+	 * that woke it: e2e 61 events_one_sandbox against a cluster; one
+	 * that resumed a paused one: 85-kilnd-pause events_lifecycle, told
+	 * a heartbeat later, after the next exec had started). */
+	if (asleep && rc == 0)
+		told_running(rm, id);
 	if (held)
 		store_wake_done(rm->cfg.store, id);	/* the hold goes */
 	if (rc < 0) {
@@ -1238,23 +1260,24 @@ static int r_hold(void *ctx, const char *ws, const char *id, struct hostif_guest
 static void r_leave(void *ctx, struct hostif_guest *hg)
 {
 	(void)ctx;
-	/* Closing ends the relay; the host then closes its guest connection,
-	 * a moment later. A connection that started or attached a
-	 * background process is its client until the agent sees that
-	 * close: a process started here and attached at once through the
-	 * next request found it still attached ("already has a client"),
-	 * and one signalled after an output request had its exit taken by
-	 * the closing connection and its record freed ("no process with
-	 * id"). One-box's close reaches the agent first; so does this one,
-	 * by waiting for the host's end of the relay. */
-	if (hg->g && guest_holds_process(hg->g)) {
+	/* Closing ends the relay; the host then closes its guest connection
+	 * and leaves the sandbox (its activity: last_active_at), a moment
+	 * later. One-box does both before the request is answered; so does
+	 * this, by waiting for the host's end of the relay (bounded). Else
+	 * a connection that started or attached a background process was
+	 * its client still: a process started here and attached at once
+	 * through the next request found it attached ("already has a
+	 * client"), and one signalled after an output request had its exit
+	 * taken by the closing connection and its record freed ("no process
+	 * with id"); and an exec's activity came after its answer: the
+	 * next request read last_active_at before it (e2e 85-kilnd-pause
+	 * idle_pause_pauses against a replica saw it move 182 ms later). */
+	if (hg->g) {
 		char keep[512];		/* the leave is never the error reported */
 		snprintf(keep, sizeof keep, "%s", errmsg());
 		if (guest_close_wait(hg->g, RELAY_LEAVE_MS) < 0)
 			log_warn("sandbox %s: %s", hg->id, errmsg());
 		errf(EIO, "%s", keep);
-	} else if (hg->g) {
-		guest_close(hg->g);
 	}
 	memset(hg, 0, sizeof *hg);
 }

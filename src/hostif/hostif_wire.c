@@ -338,6 +338,11 @@ int wire_snap_parse(const json_t *j, struct snap_row *r)
 	r->memory_mib = (int)int_of(j, "memory_mib");
 	r->created_ms = int_of(j, "created_ms");
 	r->deleted_ms = int_of(j, "deleted_ms");
+	/* What the plan's storage_mib counts (ops/keep.c): without it a
+	 * replica saved 0 and a cluster's snapshots took no room. */
+	r->stored_bytes = int_of(j, "stored_bytes");
+	if (r->stored_bytes < 0)
+		return errf(EPROTO, "a snapshot record with a negative stored_bytes");
 	int rc = text_of(j, "disks", &r->disks);
 	rc = rc ?: text_of(j, "env", &r->env);
 	if (rc < 0) {

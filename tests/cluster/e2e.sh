@@ -10,8 +10,9 @@
 # them at its end; what it needs of a kilnd of its own (its process, data
 # directory, log, or other options) are SKIP lines naming why.
 # Environment: CL_E2E_URL (the replica; started with --rate 0, what the
-# files give their own kilnd), CL_E2E_URL61 and CL_E2E_ARGS61 (a replica
-# with the options 61-kilnd-sandbox gives its kilnd, and those), CL_OP (an operator's key), CL_KEY (a
+# files give their own kilnd), CL_E2E_REPLICAS (lines "FILE URL ARGS": a
+# replica for FILE started with the options ARGS that FILE gives its
+# kilnd: 61, 80, 81 and 85), CL_OP (an operator's key), CL_KEY (a
 # workspace's key, to see the hosts' templates), KILN_CLUSTER_E2E_FILES
 # (names of tests/e2e files without .sh; default: those below).
 # Prints each file's lines as they come, each case's name led by clNN_
@@ -27,7 +28,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 # tests/cluster/hosts.sh); docs/cluster.md "How it is tested" says which
 # others do not run here and why.
 FILES=(60-kilnd-api 74-kilnd-contract 63-kilnd-ttl 58-kilnd-sdk-admin 61-kilnd-sandbox 62-kilnd-concurrency
-	69-kilnd-ports 72-kilnd-cli)
+	69-kilnd-ports 72-kilnd-cli 80-kilnd-plans 81-kilnd-billing 85-kilnd-pause)
 T=$(mktemp -d /tmp/kcle2e.XXXXXX) || exit 1
 trap 'rm -rf "$T"' EXIT
 for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
@@ -40,11 +41,21 @@ for f in ${KILN_CLUSTER_E2E_FILES:-${FILES[*]}}; do
 	# The one-box limit of a file (tests/integration/run's 420 s) plus
 	# the cluster's slower creates.
 	url=$CL_E2E_URL args="--rate 0" tier=${KILN_TEST_FULL:-}
-	# 61 at the quick tier's sizes, whatever the tier: relayed bytes
-	# cross the emulated host's forwarded ports, slow under load (one run
-	# moved about 25 kB/s, docs/cluster.md): the full tier's four 20 MB
-	# execs could take most of an hour there.
-	[[ $f == 61-* ]] && url=${CL_E2E_URL61:?} args=${CL_E2E_ARGS61:?} tier=
+	# A file with a replica of its own (tests/cluster/run e2e_args).
+	if line=$(grep -m1 "^$f " <<<"${CL_E2E_REPLICAS:-}"); then
+		line=${line#"$f "} url=${line%% *} args=${line#* }
+	elif [[ $f == @(61|80|81|85)-* ]]; then
+		echo "FAIL cluster_e2e_$f: no replica of its own (CL_E2E_REPLICAS)"
+		continue
+	fi
+	# These at the quick tier's sizes, whatever the tier. 61: relayed
+	# bytes cross the emulated host's forwarded ports, slow under load
+	# (one run moved about 25 kB/s, docs/cluster.md): the full tier's
+	# four 20 MB execs could take most of an hour there. 80: its replica
+	# has the quick tier's window (--plan-window 75). 81: the full tier's
+	# four forks of its 2-vCPU sandbox (10 vCPUs on the parent's host)
+	# are more than a host here offers (8).
+	[[ $f == @(61|80|81)-* ]] && tier=
 	# 69 gives its kilnd --domain sbx.test, which replica 1 has.
 	[[ $f == 69-* ]] && args="--rate 0 --domain sbx.test"
 	KILN_TEST_FULL=$tier KILN_API_URL=$url KILN_ADMIN_KEY=$CL_OP KILN_API_KEY=$CL_KEY KILN_API_ARGS=$args \

@@ -70,10 +70,20 @@ mkdir -p "$T/a" "$T/b"
 tmpls=minimal
 [ $sdk_mode = 1 ] && tmpls="minimal base"
 tmpls_a=$tmpls tmpls_b=$tmpls
-# e2e 69-kilnd-ports (in tests/cluster/e2e.sh's default files) wants
-# base: host-a builds it, where the replicas place its sandboxes.
-[ $e2e_mode = 1 ] && { [ -z "${KILN_CLUSTER_E2E_FILES:-}" ] || [[ " $KILN_CLUSTER_E2E_FILES" == *" 69-"* ]]; } && tmpls_a="minimal base"
-build() { "$KILND" --data "$T/$1" --no-net template build "$2" >> "$T/build-$1-$2.log" 2>&1; }
+# e2e_wants NN-: the e2e files run (KILN_CLUSTER_ONLY=e2e) include NN
+# (tests/cluster/e2e.sh's default files do).
+e2e_wants() { [ $e2e_mode = 1 ] && { [ -z "${KILN_CLUSTER_E2E_FILES:-}" ] || [[ " $KILN_CLUSTER_E2E_FILES" == *" $1"* ]]; }; }
+# e2e 69-kilnd-ports wants base: host-a builds it, where the replicas
+# place its sandboxes. 81-kilnd-billing wants lib.sh's meter_sandbox
+# template, "meter" (2 vCPUs, 512 MiB, the minimal root): host-a builds
+# it as that builds it.
+e2e_wants 69- && tmpls_a="minimal base"
+e2e_wants 81- && tmpls_a+=" meter"
+build() {
+	local more=()
+	[ "$2" = meter ] && more=(--image "$BUILD/guest/rootfs-minimal.ext4" --vcpus 2 --memory 512)
+	"$KILND" --data "$T/$1" --no-net template build "$2" "${more[@]}" >> "$T/build-$1-$2.log" 2>&1
+}
 for n in a b; do (eval "ts=\$tmpls_$n"; for t in $ts; do build "$n" "$t"; done) & done
 wait
 sfx() { [ "$1" = minimal ] || echo "_$1"; }	# template_a: minimal's, as before
@@ -90,6 +100,9 @@ done
 offer=()
 # And for the e2e files' (five sandboxes of one file at once).
 [ $sdk_mode = 1 ] || [ $e2e_mode = 1 ] && offer=(--offer-memory 4096 --offer-vcpus 8)
+# And e2e 81-kilnd-billing's and 85-kilnd-pause's sampling (what they
+# give their kilnd, --sample-ms 500: their replicas have it too).
+{ e2e_wants 81- || e2e_wants 85-; } && offer+=(--sample-ms 500)
 start_agent a "$CL_PORT_A" "$CL_ADV_A" --join-token "$CL_TOKEN" "${offer[@]}"
 start_agent b "$CL_PORT_B" "$CL_ADV_B" --join-token "$CL_TOKEN" "${offer[@]}"
 joined() { grep -q "joined" "$T/a.log" && grep -q "joined" "$T/b.log"; }
@@ -136,7 +149,7 @@ fi
 
 # KILN_CLUSTER_ONLY=e2e: the e2e files outside against replica 1, while
 # the hosts serve them; then nothing may be left on a host.
-[ $e2e_mode = 1 ] && outside e2e 2300 files_ran "the e2e files"
+[ $e2e_mode = 1 ] && outside e2e 2400 files_ran "the e2e files"
 
 # A workspace's template through the cluster: a build and two copies of
 # about 70 MiB, 5 to 6 minutes in the emulated host, more than make
