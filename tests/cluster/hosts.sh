@@ -149,7 +149,7 @@ fi
 
 # KILN_CLUSTER_ONLY=e2e: the e2e files outside against replica 1, while
 # the hosts serve them; then nothing may be left on a host.
-[ $e2e_mode = 1 ] && outside e2e 2400 files_ran "the e2e files"
+[ $e2e_mode = 1 ] && outside e2e 3300 files_ran "the e2e files"
 
 # A workspace's template through the cluster: a build and two copies of
 # about 70 MiB, 5 to 6 minutes in the emulated host, more than make
