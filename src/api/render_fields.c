@@ -149,7 +149,7 @@ static const char *const tmpl_status[] = { "ready", "not_built", NULL };
 const struct field render_template_fields[] = {
 	STR("name"), STR("description"), INT("vcpus"), INT("memory_mib"),
 	{ .name = "status", .type = FIELD_STRING, .required = true, .choices = tmpl_status },
-	INT_NULL("version"), STR_NULL("built_at"), BOOL("snapshot"), STR_NULL("start"), INT_NULL("ready_port"), END
+	INT_NULL("version"), STR_NULL("built_at"), BOOL("snapshot"), STR_NULL("start"), INT_NULL("ready_port"), INT_NULL("disk_mib"), END
 };
 
 /* code.c's execution of a cell (run_code) */
