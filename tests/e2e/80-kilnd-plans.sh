@@ -372,9 +372,23 @@ api DELETE "/v1/sandboxes/$Q1"
 check operators_plan_held "PUT one running 2: $p1; 3rd create: $q3; PUT {}: $p2; 2nd create: $q4; PUT gold: $p3, on it: $q5; kilnd: $ws_gold" \
 	eval '[ "$p1" = "200 (2, True)" ] && [ -n "$Q1" ] && [ -n "$Q2" ] && [ "$q3" = "429 ('\''running'\'', 2, '\''one'\'') 10" ] && [ "$p2" = "200 1" ] && [ "$q4" = "429 ('\''running'\'', 1)" ] && [ "$p3" = 201 ] && [ "$q5" = "429 ('\''memory_mib'\'', 128, '\''gold'\'')" ] && [[ $ws_gold == "w-one gold {"* ]]'
 
+# ---- tiny's window, waited out: admits again -----------------------------------------------------
+while [ $SECONDS -lt $slide_at ]; do sleep 1; done
+KEY=$TINY
+create_h h9 '{"template":"minimal"}'
+[ "$STATUS" = 201 ] && pass window_slides "after Retry-After: 201, Remaining $(header h9 X-RateLimit-Remaining)" ||
+	fail window_slides "$STATUS $BODY"
+ninth=$(jget 'j["id"]')
+
+# ---- MCP is held to the same limits ------------------------------------------------------------
+KEY=$TINY
+mcp_h=(-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18')
+api POST /mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' "${mcp_h[@]}"
+api POST /mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"template":"minimal","ttl_seconds":9999}}}' "${mcp_h[@]}"
+grep -q 'ttl_seconds' <<<"$BODY" && grep -q '"isError":true' <<<"$BODY" &&
+	pass mcp_ttl_cap "MCP create_sandbox: the plan's TTL cap, a tool error" || fail mcp_ttl_cap "$STATUS $(head -c 300 <<<"$BODY")"
+
 # ---- the TTL rules: hibernate when idle, then delete; count from creation ---------------------
-# (while tiny waits out its Retry-After: about 25 s of waiting for TTLs
-# in place of the 15 s the wait below took by itself in CI 34)
 KEY=$IDLE
 api POST /v1/sandboxes '{"template":"minimal","ttl_seconds":4}'
 I=$(jget 'j["id"]')
@@ -401,22 +415,6 @@ wait $busy
 [ "$from" = creation ] && [ "$got" = ended:ttl ] && [ $took -lt 40 ] &&
 	pass absolute_while_busy "counted from creation: deleted after ${took} s with a 60 s command running" ||
 	fail absolute_while_busy "counts_from $from, status $got after $took s"
-
-# ---- tiny's window, waited out: admits again -----------------------------------------------------
-while [ $SECONDS -lt $slide_at ]; do sleep 1; done
-KEY=$TINY
-create_h h9 '{"template":"minimal"}'
-[ "$STATUS" = 201 ] && pass window_slides "after Retry-After: 201, Remaining $(header h9 X-RateLimit-Remaining)" ||
-	fail window_slides "$STATUS $BODY"
-ninth=$(jget 'j["id"]')
-
-# ---- MCP is held to the same limits ------------------------------------------------------------
-KEY=$TINY
-mcp_h=(-H 'Accept: application/json, text/event-stream' -H 'MCP-Protocol-Version: 2025-06-18')
-api POST /mcp '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}' "${mcp_h[@]}"
-api POST /mcp '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_sandbox","arguments":{"template":"minimal","ttl_seconds":9999}}}' "${mcp_h[@]}"
-grep -q 'ttl_seconds' <<<"$BODY" && grep -q '"isError":true' <<<"$BODY" &&
-	pass mcp_ttl_cap "MCP create_sandbox: the plan's TTL cap, a tool error" || fail mcp_ttl_cap "$STATUS $(head -c 300 <<<"$BODY")"
 
 KEY=$OPEN
 for s in "${open[@]}"; do api DELETE "/v1/sandboxes/$s"; done
