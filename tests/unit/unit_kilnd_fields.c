@@ -8,7 +8,8 @@
  * value at the bound passes both checks; the bound is in the schema. And
  * every MCP tool's inputSchema is the one made from its table. The
  * response tables (api/render.h, the tools' outputSchemas): a real object
- * of each kind, rendered, has exactly the table's keys, of its types, null
+ * of each kind (templates: as the host interface gives them), rendered,
+ * has exactly the table's keys, of its types, null
  * only where the table says, and each of the table's keys shows up, null
  * too where it may be. */
 #include "api/hcommon.h"
@@ -687,6 +688,23 @@ static int vol_host_gone(void *ctx, const char *ws, const char *id, struct vol_r
 	return errf(EHOSTUNREACH, "its host does not answer");
 }
 
+/* The host interface's templates, for the templates' table: a built one
+ * with a snapshot, a start command, its port and its disk; one not built. */
+static int tmpl_each(void *ctx, hostif_template_fn *fn, void *fctx)
+{
+	(void)ctx;
+	struct hostif_template t = { .name = "minimal", .description = "busybox", .vcpus = 1, .memory_mib = 256,
+				     .disk_mib = 64, .built = true, .version = 2, .built_ms = 1700000000000,
+				     .snapshot = true, .start = "httpd -f", .ready_port = 8000 };
+	int rc = fn(fctx, &t);
+	if (rc)
+		return rc < 0 ? rc : 0;
+	struct hostif_template n = { .name = "base", .description = "Debian", .vcpus = 2, .memory_mib = 512 };
+	rc = fn(fctx, &n);
+	return rc < 0 ? rc : 0;
+}
+static const struct hostif_ops tmpl_ops = { .name = "fields", .templates = tmpl_each };
+
 static void responses_match_tables(void)
 {
 	int rc = 0;
@@ -768,6 +786,18 @@ static void responses_match_tables(void)
 	snprintf(st.name, sizeof st.name, "\xff");
 	rc |= check_out(render_dir_entry_fields, stat_json(&st, "name", st.name), "dir_entry");
 	rc |= all_shown(render_dir_entry_fields, "dir_entry", NULL);
+
+	/* Templates (GET /v1/templates, MCP list_templates), as the host
+	 * interface gives them: one built with everything, one not built. */
+	struct hostif thi = { &tmpl_ops, NULL };
+	json_t *tl = NULL;
+	CHECK(templates_list(&thi, "ws_fields", &tl) == 0);
+	json_t *ta = json_object_get(tl, "templates");
+	CHECK(json_array_size(ta) == 2);
+	for (size_t i = 0; i < json_array_size(ta); i++)
+		rc |= check_out(render_template_fields, json_incref(json_array_get(ta, i)), "template");
+	json_decref(tl);
+	rc |= all_shown(render_template_fields, "template", NULL);
 	CHECK(rc == 0);
 
 	/* The schema says the same as the table: a rendered sandbox passes
