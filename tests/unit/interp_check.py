@@ -96,6 +96,7 @@ def gone(pid, within=5):
 
 
 LOG = "/tmp/kiln-interp-check.%d.log" % os.getpid()
+shell_workers = []
 server = start_server({})
 try:
     # Forked by the zygote: its child, a session of its own, the preloads imported.
@@ -120,6 +121,7 @@ try:
         # $PPID of the shell is its worker, whose parent is the zygote.
         w = int(out.split()[-1]) if out.split() else -1
         wp = int(open("/proc/%d/stat" % w).read().rsplit(")", 1)[1].split()[1]) if w > 0 else -1
+        shell_workers.append(w)
         result(lang + "_forked", err is None and out.split()[:2] == [lang, "/tmp"] and wp == z,
                "%r; its worker %d's parent %d (zygote %s)" % (out.strip(), w, wp, z))
     # Exit statuses through the zygote: a shell's own (its worker ends with it), a python worker's, a signal.
@@ -183,6 +185,14 @@ try:
 finally:
     server.kill()
     server.wait()
+# The server gone, its workers end (their requests end) and a shell
+# worker takes its cells' directory with it.
+cells = ["/tmp/kiln-cells-%d" % w for w in shell_workers]
+t0 = time.monotonic()
+while any(os.path.exists(c) for c in cells) and time.monotonic() - t0 < 5:
+    time.sleep(0.05)
+left = [c for c in cells if os.path.exists(c)]
+result("shell_cells_removed", cells and not left, "%d shell workers' cells directories; left: %s" % (len(cells), left))
 
 # The path without the zygote: workers are the server's children.
 server = start_server({"KILN_INTERP_ZYGOTE": "0"})

@@ -365,7 +365,9 @@ def shell_worker(shell, cwd):
         line("set +o history")
     line(mark(0))
     if wait_mark(0, forward=False) is None:
+        shutil.rmtree(cells, ignore_errors=True)
         sys.exit("kiln_interp: %s did not start" % shell)
+
     def cell(req, count):
         path = os.path.join(cells, "cell-%d" % count)
         with open(path, "w", encoding="utf-8") as f:
@@ -406,7 +408,13 @@ def shell_worker(shell, cwd):
             send({"t": "error", "name": "NonZeroExit", "value": "exit status %d" % status,
                   "traceback": state["err_tail"]})
 
-    serve_cells(requests, send, cell)
+    try:
+        serve_cells(requests, send, cell)
+    finally:
+        # However it ends (its shell's exit, or the server gone: the end
+        # of its requests), its cells go with it; the server's removal
+        # (Context.gone) is for a worker killed.
+        shutil.rmtree(cells, ignore_errors=True)
 
 
 def shell_set_envs(envs):
@@ -431,8 +439,8 @@ def shell_restore_envs(envs):
 
 
 def cells_dir(pid):
-    """Where a shell worker keeps its cells (the server removes it when
-    the worker is gone)."""
+    """Where a shell worker keeps its cells (removed as it ends, or by the
+    server when the worker was killed)."""
     return os.path.join(tempfile.gettempdir(), "kiln-cells-%d" % pid)
 
 
