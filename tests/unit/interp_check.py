@@ -1,5 +1,6 @@
 """tests/unit/interp_check.py INTERP: tests/unit/interp.sh's checks, in a
 network namespace of their own (the server's port is fixed)."""
+import atexit
 import json
 import os
 import signal
@@ -96,6 +97,7 @@ def gone(pid, within=5):
 
 
 LOG = "/tmp/kiln-interp-check.%d.log" % os.getpid()
+atexit.register(lambda: os.path.exists(LOG) and os.unlink(LOG))   # also when a check raises
 shell_workers = []
 server = start_server({})
 try:
@@ -206,5 +208,4 @@ finally:
     server.wait()
 if failed:
     print("the server's log:\n" + open(LOG).read()[-3000:])
-os.unlink(LOG)
 sys.exit(1 if failed else 0)
