@@ -731,11 +731,8 @@ class ZygoteClient:
         cannot (it is gone, or its fork failed: said in the log)."""
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
-        p = None
-        with self.lock:
+        with self.lock:     # one request in flight: its answer is the next one
             try:
-                with self.answered:
-                    self.answers.clear()
                 socket.send_fds(self.sock, [json.dumps({"language": language, "cwd": cwd}).encode()], [in_r, out_w])
                 # No time limit: the zygote's first answer waits for its
                 # imports, which took minutes in a loaded emulated host (a
@@ -749,10 +746,9 @@ class ZygoteClient:
         os.close(in_r)
         os.close(out_w)
         if isinstance(answer, ForkedProc):
-            p = answer
-            p.stdin = os.fdopen(in_w, "w", buffering=1, encoding="utf-8")
-            p.stdout = os.fdopen(out_r, "r", encoding="utf-8")
-            return p
+            answer.stdin = os.fdopen(in_w, "w", buffering=1, encoding="utf-8")
+            answer.stdout = os.fdopen(out_r, "r", encoding="utf-8")
+            return answer
         print("kiln_interp: the zygote did not fork a %s worker: %s" % (language, answer), file=sys.stderr)
         os.close(in_w)
         os.close(out_r)
