@@ -56,14 +56,67 @@ static char *dup_or_null(const struct dbv *v)
 	return v->type == DBV_TEXT ? strdup(v->s) : NULL;
 }
 
+/* Rows a query gave, kept so that its row callback runs once the store's
+ * lock is given back. A callback may reach the host (an app's listing
+ * reads its sandbox), and the host may write to the store (a sandbox whose
+ * VMM died is marked failed as it is found): under the lock, which is not
+ * recursive, that hung kilnd for good (`kiln apps` while an app's VMM had
+ * just died). Each row is one block: its columns, then their text. */
+struct kept_row {
+	struct kept_row *next;
+	int n;
+	struct dbv cols[];
+};
+
+struct kept {
+	struct kept_row *head, **tail;
+};
+
+static int keep_row(void *ctx, const struct dbv *c, int n)
+{
+	struct kept *k = ctx;
+	size_t text = 0;
+	for (int i = 0; i < n; i++)
+		if (c[i].type == DBV_TEXT)
+			text += strlen(c[i].s) + 1;
+	struct kept_row *r = malloc(sizeof *r + (size_t)n * sizeof r->cols[0] + text);
+	if (!r)
+		return errf(ENOMEM, "store: out of memory");
+	r->next = NULL;
+	r->n = n;
+	char *t = (char *)&r->cols[n];
+	for (int i = 0; i < n; i++) {
+		r->cols[i] = c[i];
+		if (c[i].type == DBV_TEXT) {
+			size_t len = strlen(c[i].s) + 1;
+			r->cols[i].s = memcpy(t, c[i].s, len);
+			t += len;
+		}
+	}
+	*k->tail = r;
+	k->tail = &r->next;
+	return 0;
+}
+
 int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
 	      db_row_fn *fn, void *ctx, int64_t *changes)
 {
+	/* In a transaction the caller holds the lock on purpose; without a
+	 * lock (PostgreSQL's pool) a callback holds a connection, not it. */
 	if (st->tx || !st->lock)
 		return st->drv->exec(st->db, st->tx, sql, p, n, fn, ctx, changes);
+	struct kept k = { NULL, &k.head };
 	pthread_mutex_lock(st->lock);
-	int rc = st->drv->exec(st->db, NULL, sql, p, n, fn, ctx, changes);
+	int rc = st->drv->exec(st->db, NULL, sql, p, n, fn ? keep_row : NULL, &k, changes);
 	pthread_mutex_unlock(st->lock);
+	/* As the drivers do: a callback's non-zero answer ends the rows
+	 * and is what the statement returns. */
+	for (struct kept_row *r = k.head, *next; r; r = next) {
+		next = r->next;
+		if (rc == 0)
+			rc = fn(ctx, r->cols, r->n);
+		free(r);
+	}
 	return rc;
 }
 

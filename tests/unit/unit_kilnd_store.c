@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -610,6 +611,78 @@ static void usage_sums_per_workspace(void)
 	int live = 0;
 	CHECK(store_sandbox_each_live(st, count_live, &live) == 0);
 	CHECK(live >= 2);
+	store_close(st);
+}
+
+/* A row callback that calls the store again (an app's listing reads its
+ * sandbox through the host, which marks a sandbox whose VMM died failed
+ * in the store as it finds it): on SQLite the store's lock was held
+ * across the callbacks, and kilnd hung for good. A watchdog turns such a
+ * hang into a failure. Also: a callback's non-zero answer still ends the
+ * rows and is what the call returns. */
+static struct store *nested_st;
+static int nested_rows;
+
+static void nested_hung(int sig)
+{
+	(void)sig;
+	static const char msg[] = "FAIL callbacks_may_use_the_store: a row callback that wrote to the store "
+				  "hung (the store's lock held across it)\n";
+	if (write(1, msg, sizeof msg - 1) < 0) {
+		/* nothing more to say */
+	}
+	_exit(1);
+}
+
+static int fail_each(void *ctx, struct sbx_row *r)
+{
+	(void)ctx;
+	nested_rows++;
+	r->state = SBX_FAILED;
+	snprintf(r->error, sizeof r->error, "marked in the callback");
+	int rc = store_sandbox_save(nested_st, r);
+	sbx_row_clear(r);
+	return rc;
+}
+
+static int stop_at_first(void *ctx, struct sbx_row *r)
+{
+	(*(int *)ctx)++;
+	sbx_row_clear(r);
+	return 7;
+}
+
+static void callbacks_may_use_the_store(void)
+{
+	struct store *st = open_fresh();
+	nested_st = st;
+	char ws[ID_MAX], ids[3][ID_MAX];
+	CHECK(store_workspace_ensure(st, "nested", ws) == 0);
+	for (int i = 0; i < 3; i++) {
+		struct sbx_row r;
+		new_sbx(&r, ws);
+		snprintf(ids[i], sizeof ids[i], "%s", r.id);
+		CHECK(store_sandbox_save(st, &r) == 0);
+	}
+	signal(SIGALRM, nested_hung);
+	alarm(30);
+	nested_rows = 0;
+	CHECK(store_sandbox_each_live(st, fail_each, NULL) == 0);
+	alarm(0);
+	CHECK(nested_rows >= 3);
+	for (int i = 0; i < 3; i++) {
+		struct sbx_row back;
+		CHECK(store_sandbox_load(st, ids[i], &back) == 0);
+		CHECK(back.state == SBX_FAILED && strcmp(back.error, "marked in the callback") == 0);
+		sbx_row_clear(&back);
+	}
+	int calls = 0;
+	for (int i = 0; i < 2; i++) {
+		struct sbx_row r;
+		new_sbx(&r, ws);
+		CHECK(store_sandbox_save(st, &r) == 0);
+	}
+	CHECK(store_sandbox_each_live(st, stop_at_first, &calls) == 7 && calls == 1);
 	store_close(st);
 }
 
@@ -2448,6 +2521,7 @@ int main(void)
 	RUN(concurrent_opens_migrate_once);
 	RUN(usage_sums_per_workspace);
 	RUN(sandbox_states_counted);
+	RUN(callbacks_may_use_the_store);
 	RUN(usage_hours_add_up);
 	RUN(workspaces_and_operators);
 	RUN(statements_are_written_once);
