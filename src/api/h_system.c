@@ -49,21 +49,8 @@ int h_metrics(struct req *r)
 
 static int add_template(void *ctx, const struct hostif_template *t)
 {
-	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:s}", "name", t->name, "description", t->description,
-			      "vcpus", t->vcpus, "memory_mib", t->memory_mib,
-			      "status", t->built ? "ready" : "not_built");
-	if (!j)
-		return -1;
-	/* Its root disk: a create's default size and least disk_mib; null
-	 * before it is built (or from an agent that does not say). */
-	json_object_set_new(j, "disk_mib", t->built && t->disk_mib > 0 ? json_integer(t->disk_mib) : json_null());
-	json_object_set_new(j, "version", t->built ? json_integer(t->version) : json_null());
-	json_object_set_new(j, "built_at", t->built ? render_time(t->built_ms) : json_null());
-	json_object_set_new(j, "snapshot", json_boolean(t->built && t->snapshot));
-	/* What runs in its snapshot, so in every sandbox at create. */
-	json_object_set_new(j, "start", t->start[0] ? json_string(t->start) : json_null());
-	json_object_set_new(j, "ready_port", t->ready_port ? json_integer(t->ready_port) : json_null());
-	return json_array_append_new(ctx, j);
+	json_t *j = render_template(t);
+	return j ? json_array_append_new(ctx, j) : -1;
 }
 
 int templates_list(struct hostif *hi, const char *ws, json_t **out)

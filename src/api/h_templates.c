@@ -167,18 +167,20 @@ int h_template_get(struct req *r)
 		return reply_errno(r, rc);
 	const struct hostif_template *t = &in.t;
 	const char *status = in.own ? in.b.status : (in.listed && t->built ? "ready" : "not_built");
-	json_t *j = json_pack("{s:s,s:s,s:b}", "name", t->name, "status", status, "own", in.own);
+	/* The listing's fields (render_template); null where no version is
+	 * listed yet (a first build under way, or failed). */
+	json_t *j = render_template(t);
+	static const char *const listed_only[] = { "description", "vcpus", "memory_mib", "disk_mib", "version",
+						   "built_at", "snapshot", "start", "ready_port" };
+	for (size_t i = 0; j && !in.listed && i < sizeof listed_only / sizeof listed_only[0]; i++)
+		json_object_set_new(j, listed_only[i], json_null());
+	if (j && (json_object_set_new(j, "status", json_string(status)) < 0 ||
+		  json_object_set_new(j, "own", json_boolean(in.own)) < 0)) {
+		json_decref(j);
+		j = NULL;
+	}
 	if (!j)
 		return reply_error(r, 500, "internal", "out of memory");
-	json_object_set_new(j, "description", in.listed ? json_string(t->description) : json_null());
-	json_object_set_new(j, "vcpus", in.listed ? json_integer(t->vcpus) : json_null());
-	json_object_set_new(j, "memory_mib", in.listed ? json_integer(t->memory_mib) : json_null());
-	json_object_set_new(j, "disk_mib", in.listed && t->built && t->disk_mib > 0 ? json_integer(t->disk_mib)
-										 : json_null());
-	json_object_set_new(j, "version", in.listed && t->built ? json_integer(t->version) : json_null());
-	json_object_set_new(j, "built_at", in.listed && t->built ? render_time(t->built_ms) : json_null());
-	json_object_set_new(j, "start", in.listed && t->start[0] ? json_string(t->start) : json_null());
-	json_object_set_new(j, "ready_port", in.listed && t->ready_port ? json_integer(t->ready_port) : json_null());
 	if (in.own) {
 		json_t *v = json_array();
 		for (int i = 0; v && i < in.b.nversions; i++)

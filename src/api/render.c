@@ -2,6 +2,7 @@
 #include "ops/database.h"
 #include "ops/template.h"
 #include "api/render.h"
+#include "hostif/hostif.h"
 #include "net/netpolicy.h"
 
 #include <nettle/base64.h>
@@ -220,5 +221,24 @@ json_t *render_database(const struct ops_caller *c, const struct db_row *d, cons
 	json_t *j = ops_db_json(c, d, password);
 	if (j)
 		api_time(j, "created_ms", "created_at");
+	return j;
+}
+
+json_t *render_template(const struct hostif_template *t)
+{
+	json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:s}", "name", t->name, "description", t->description,
+			      "vcpus", t->vcpus, "memory_mib", t->memory_mib,
+			      "status", t->built ? "ready" : "not_built");
+	if (!j)
+		return NULL;
+	/* Its root disk: a create's default size and least disk_mib; null
+	 * before it is built (or from an agent that does not say). */
+	json_object_set_new(j, "disk_mib", t->built && t->disk_mib > 0 ? json_integer(t->disk_mib) : json_null());
+	json_object_set_new(j, "version", t->built ? json_integer(t->version) : json_null());
+	json_object_set_new(j, "built_at", t->built ? render_time(t->built_ms) : json_null());
+	json_object_set_new(j, "snapshot", json_boolean(t->built && t->snapshot));
+	/* What runs in its snapshot, so in every sandbox at create. */
+	json_object_set_new(j, "start", t->start[0] ? json_string(t->start) : json_null());
+	json_object_set_new(j, "ready_port", t->ready_port ? json_integer(t->ready_port) : json_null());
 	return j;
 }

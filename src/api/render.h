@@ -31,6 +31,11 @@ struct db_row;
 json_t *render_volume(json_t *ops_json);
 json_t *render_app(const struct ops_caller *c, const struct app_row *a, const char *url);
 json_t *render_database(const struct ops_caller *c, const struct db_row *d, const char *password);
+/* A template as GET /v1/templates lists it (docs/api.md, Template):
+ * what a version in service has is null before one is built. GET
+ * /v1/templates/{name} answers the same fields. */
+struct hostif_template;
+json_t *render_template(const struct hostif_template *t);
 /* "2025-05-20T12:34:56.789Z" */
 json_t *render_time(int64_t ms);
 /* Bytes as a JSON string: invalid UTF-8 sequences become U+FFFD. */

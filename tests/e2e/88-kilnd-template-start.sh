@@ -294,9 +294,14 @@ e=$(ended web)
 check tapi_follow_to_end "end $e; $(grep -c '^event: line' "$T/web.sse") lines, $(grep -c 'cached: ' "$T/web.sse") steps cached" \
 	[ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["status"])' "$e" 2>/dev/null)" = ready ]
 api GET /v1/templates/web
+one=$BODY
 check tapi_get "$BODY" [ "$(jget 'j["status"], j["version"], j["versions"], j["size_bytes"] > 0, j["error"]')" = "('ready', 1, [1], True, None)" ]
 api GET /v1/templates
 check tapi_listed "$(jget '[t["name"] for t in j["templates"]]')" [ "$(jget '[t["name"] for t in j["templates"] if t["name"] in ("web", "broken")]')" = "['web']" ]
+# One template's GET gives every field of its listing, the same (both
+# are render_template's).
+d=$(python3 -c 'import json,sys; g=json.loads(sys.argv[1]); l=[t for t in json.loads(sys.argv[2])["templates"] if t["name"]=="web"]; l=l[0] if l else {"listed": "no"}; print({k: (l[k], g.get(k, "(none)")) for k in l if g.get(k, "(none)") != l[k]})' "$one" "$BODY" 2>&1)
+check tapi_get_as_listed "fields that differ (listed, GET): $d" [ "$d" = "{}" ]
 create_sandbox '{"template":"web"}'
 W=$SBX
 api POST "/v1/sandboxes/$W/exec" '{"cmd":"cat /app/last.txt /app/notes.txt; wget -qO- http://127.0.0.1:8000/index.html; readlink /app/out"}'
