@@ -255,7 +255,11 @@ bool sandbox_ended(struct hostif *hi, const char *ws, const char *id)
 		return true;	/* deleted, and gone from the host */
 	if (rc < 0)
 		return false;
-	bool gone = row.state == SBX_DELETED || row.state == SBX_FAILED;
+	/* Deleting: its VMM is being stopped and its log goes with it. A
+	 * host's relay of a followed log ends here, before the API replica
+	 * that asked for the delete hears it is done (and would end the
+	 * follow itself: "its host's relay had not", h_logs.c). */
+	bool gone = row.state == SBX_DELETED || row.state == SBX_DELETING || row.state == SBX_FAILED;
 	sbx_row_clear(&row);
 	return gone;
 }

@@ -76,8 +76,9 @@ int req_query_user(struct req *r, const char **user);
  * DATA/tmp (a client sending Expect: 100-continue sends none of it).
  * -1 to go on, or the answer's MHD result. */
 int req_upload_admit(struct req *r, int (*check)(struct req *r));
-/* Whether the sandbox has ended (deleted, failed, or gone from the host):
- * what a followed log ends with. False while it cannot be told. */
+/* Whether the sandbox has ended (being deleted or deleted, failed, or gone
+ * from the host): what a followed log ends with. False while it cannot be
+ * told. */
 bool sandbox_ended(struct hostif *hi, const char *ws, const char *id);
 /* How long a sandbox that ended is still named in 404s (docs/api.md). */
 #define ENDED_RETENTION_S (24 * 3600)
