@@ -10,7 +10,9 @@
 
 #include <stdio.h>
 
-/* One statement on st (its transaction, if st is a store_tx view). */
+/* One statement on st (its transaction, if st is a store_tx view). Its
+ * rows reach fn after the store's lock is given back (outside a
+ * transaction), so fn may call the store, or anything that does. */
 int store_run(struct store *st, const char *sql, const struct dbv *p, int n,
 	      db_row_fn *fn, void *ctx, int64_t *changes);
 
