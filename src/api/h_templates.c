@@ -170,10 +170,9 @@ int h_template_get(struct req *r)
 	/* The listing's fields (render_template); null where no version is
 	 * listed yet (a first build under way, or failed). */
 	json_t *j = render_template(t);
-	static const char *const listed_only[] = { "description", "vcpus", "memory_mib", "disk_mib", "version",
-						   "built_at", "snapshot", "start", "ready_port" };
-	for (size_t i = 0; j && !in.listed && i < sizeof listed_only / sizeof listed_only[0]; i++)
-		json_object_set_new(j, listed_only[i], json_null());
+	for (void *it = j && !in.listed ? json_object_iter(j) : NULL; it; it = json_object_iter_next(j, it))
+		if (strcmp(json_object_iter_key(it), "name") != 0)
+			json_object_iter_set_new(j, it, json_null());
 	if (j && (json_object_set_new(j, "status", json_string(status)) < 0 ||
 		  json_object_set_new(j, "own", json_boolean(in.own)) < 0)) {
 		json_decref(j);
