@@ -815,11 +815,16 @@ int sandbox_delete_why(struct host *h, struct sandbox *sb, const char *why)
 
 int sandbox_state_error(struct sandbox *sb, const char *want)
 {
+	char why[sizeof sb->row.error];
 	pthread_mutex_lock(&sb->lock);
 	enum sbx_state state = sb->row.state;
+	snprintf(why, sizeof why, "%s", state == SBX_FAILED ? sb->row.error : "");
 	pthread_mutex_unlock(&sb->lock);
 	if (state == SBX_DELETED)
 		return errf(ENOENT, "sandbox %s not found", sb->row.id);
+	/* A failed one says why: the caller's next question. */
+	if (why[0])
+		return errf(EBUSY, "sandbox %s is failed (%s), not %s", sb->row.id, why, want);
 	return errf(EBUSY, "sandbox %s is %s, not %s", sb->row.id, sbx_state_name(state), want);
 }
 

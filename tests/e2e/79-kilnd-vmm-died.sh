@@ -6,7 +6,8 @@
 # line (a zygote's child that is not kilnd's); a VMM that ended on its own
 # (here SIGTERM, which kiln-vmm handles and reports): its last stderr
 # line, the line that names a triple fault or a panic when the guest died.
-# Both are deletable after, and the event stream (GET /v1/events) told
+# An exec on it is a 409 that names that reason. Both are deletable
+# after, and the event stream (GET /v1/events) told
 # the failure with its reason (a "failed" event whose error is that line).
 # A guest that dies before it is ready (KILN_TEST_SPAWN_DIES=N: the next N
 # guests the zygote spawns triple-fault, src/common/failpoint.h): the create
@@ -49,6 +50,11 @@ case_() {
 	api GET /v1/sandboxes
 	st=$(python3 -c "import json,sys; print([s['status'] for s in json.load(open(sys.argv[1]))['sandboxes'] if s['id']==sys.argv[2]])" "$T/body" "$id" 2>&1)
 	check "${name}_listed" "in the list: $st" [ "$st" = "['failed']" ]
+	# A request that needs it running says why it is not: the reason, not
+	# just "failed" (a client's next question, and a test's report).
+	api POST "/v1/sandboxes/$id/exec" '{"cmd":"true"}'
+	st=$(jget 'j["error"]["message"]')
+	check "${name}_exec_says_why" "exec: $STATUS $st" eval '[ "$STATUS" = 409 ] && [[ $st == "sandbox $id is failed ("* && $st =~ $want && $st == *"), not running" ]]'
 	sleep 1
 	kill "$evp" 2>/dev/null
 	wait "$evp" 2>/dev/null

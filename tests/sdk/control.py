@@ -1,6 +1,7 @@
 """The control server of tests/sdk/serve, inside the KVM host.
 
-GET /log     the last lines of kilnd's log (for a failing test's report)
+GET /log     the last lines of kilnd's log (for a failing test's report);
+             /log?ids=A,B every line naming one of those ids
 GET /finish  checks that the tests left nothing behind (no live sandbox
              in any workspace, no sandbox VMM), stops kilnd, checks that no
              kiln-vmm of ours is left, answers PASS/FAIL lines and exits.
@@ -67,10 +68,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path == "/log":
+        if self.path == "/log" or self.path.startswith("/log?ids="):
+            # /log?ids=sbx_a,sbx_b: every line naming one of them, from
+            # the whole log (a sandbox that died early in a group is long
+            # out of the last lines by the time the group's end asks).
+            ids = [i for i in self.path[len("/log?ids="):].split(",") if i] if "?" in self.path else []
             try:
                 with open(os.path.join(tmp, "kilnd.log"), errors="replace") as f:
-                    self.reply("".join(f.readlines()[-40:]))
+                    lines = f.readlines()
+                if ids:
+                    lines = [ln for ln in lines if any(i in ln for i in ids)][-60:]
+                self.reply("".join(lines[-40:] if not ids else lines))
             except OSError as e:
                 self.reply(str(e))
         elif self.path == "/finish":
