@@ -18,21 +18,21 @@ sdk_python_venv() {
 	return 1
 }
 
-# sdk_run NAME CMD...: one suite, its PASS/FAIL/SKIP lines passed through;
+# sdk_run NAME CMD...: one suite, its PASS/FAIL/SKIP/FLAKY lines passed through;
 # one that exits non-zero without a FAIL line is a failure too, and so is
 # one that reports nothing. Its whole output stays in $T/NAME.out.
 sdk_run() {
 	local name=$1; shift
 	"$@" > "$T/$name.out" 2>&1
 	local rc=$?
-	grep -E '^(PASS|FAIL|SKIP) ' "$T/$name.out"
+	grep -E '^(PASS|FAIL|SKIP|FLAKY) ' "$T/$name.out"
 	if [ $rc != 0 ] && ! grep -q '^FAIL ' "$T/$name.out"; then
 		fail "$name" "exited with status $rc: $(tail -15 "$T/$name.out" | tr '\n' ' ')"
 	elif ! grep -qE '^(PASS|FAIL) ' "$T/$name.out"; then
 		fail "$name" "reported nothing: $(tail -15 "$T/$name.out" | tr '\n' ' ')"
 	fi
 	if grep -q '^FAIL ' "$T/$name.out"; then
-		echo "  $name's other output:"; grep -vE '^(PASS|FAIL|SKIP) ' "$T/$name.out" | tail -30 | sed 's/^/  | /'
+		echo "  $name's other output:"; grep -vE '^(PASS|FAIL|SKIP|FLAKY) ' "$T/$name.out" | tail -30 | sed 's/^/  | /'
 	fi
 }
 
