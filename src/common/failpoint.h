@@ -12,6 +12,11 @@
  *   KILN_TEST_RESTORE_DIES  guests restored by a VMM of their own (a wake,
  *                         a create from a snapshot) triple-fault before
  *                         ready (kiln-vmm --test-triple-fault: vm.c)
+ *   KILN_TEST_RESYNC_DIES  a VMM ends right before kilnd resyncs its guest
+ *                         (host/sandbox.c sandbox_wait_ready: the ctl
+ *                         socket's shutdown), so the resync finds the
+ *                         agent's connection closed, as a guest's death
+ *                         there makes it
  *   KILN_TEST_GC_SLOW     the layers collector waits 1 s between reading
  *                         the live chains and sweeping (layers.c): a
  *                         directory made meanwhile must survive the sweep
@@ -27,7 +32,7 @@
 
 #include <stdbool.h>
 
-enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_GC_SLOW, FP_HOST_DROP_DELETE, FP_COUNT };
+enum failpoint { FP_SPAWN_DIES, FP_READY_DIES, FP_FORK_DIES, FP_RESTORE_DIES, FP_RESYNC_DIES, FP_GC_SLOW, FP_HOST_DROP_DELETE, FP_COUNT };
 
 /* Whether this occasion is hit (takes one from its count). */
 bool failpoint_hit(enum failpoint fp);

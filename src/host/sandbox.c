@@ -15,6 +15,7 @@
 #include "host/vmm.h"
 #include "common/metrics.h"
 #include "common/err.h"
+#include "common/failpoint.h"
 #include "host/host_config.h"
 #include "common/log.h"
 
@@ -286,6 +287,27 @@ static int agent_ready(struct host *h, struct sandbox *sb, struct guest **out)
 	return rc;
 }
 
+/* Whether the VMM exits within ms (not reaped: the caller's start_over
+ * or abort does that). */
+static bool vmm_exits_within(struct sandbox *sb, int ms)
+{
+	pthread_mutex_lock(&sb->lock);
+	int fd = sb->pidfd;
+	pthread_mutex_unlock(&sb->lock);
+	if (fd < 0)
+		return false;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int n;
+	while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
+		;
+	return n == 1;
+}
+
+/* How long a resync that failed waits for the VMM to end: a guest that
+ * dies while kilnd resyncs it closes the agent's connection first, and its
+ * VMM writes its post-mortem and exits a moment later. */
+#define RESYNC_DEATH_MS 5000
+
 int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync, const struct tmpl *t)
 {
 	struct guest *g;
@@ -293,9 +315,25 @@ int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync, const st
 	step(sb, "agent");
 	if (rc < 0)
 		return rc;
+	if (resync && failpoint_hit(FP_RESYNC_DIES)) {
+		/* Tests: the VMM ends before the resync, which then finds the
+		 * agent's connection closed, as a guest's death makes it. */
+		sandbox_ctl_cmd(sb, "shutdown", 5000);
+		vmm_exits_within(sb, RESYNC_DEATH_MS);
+	}
 	if (resync)
 		rc = guest_resync(g, sb->row.id, sb->row.id);
 	step(sb, "resync");
+	if (rc < 0 && vmm_exits_within(sb, RESYNC_DEATH_MS)) {
+		/* Its guest died before it was ready, as one that dies before its
+		 * agent answers (guest_open): ECHILD, which the create, the wake
+		 * and the fork answer by starting it once more (session 37's CI
+		 * lost a TypeScript test's create so: "guest resync: the agent
+		 * closed the connection; the VMM said: end of post-mortem"). */
+		char why[300];
+		snprintf(why, sizeof why, "%s", errmsg());
+		rc = errf(ECHILD, "the guest died while kilnd resynced it (%s)", why);
+	}
 	if (rc == 0 && sb->row.net_slot)
 		write_resolv_conf(h, sb, g, t);
 	guest_close(g);

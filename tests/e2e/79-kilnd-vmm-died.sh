@@ -15,7 +15,8 @@
 # the retry is counted in /metrics; a second death is the create's error,
 # naming the triple fault, with no VMM left behind. A VMM that ends after
 # its own ready, before the guest agent answered (KILN_TEST_READY_DIES=1),
-# is started again the same way, and a fork whose child dies before it
+# is started again the same way, as is one whose guest dies while kilnd
+# resyncs it (KILN_TEST_RESYNC_DIES=1), and a fork whose child dies before it
 # is ready (KILN_TEST_FORK_DIES=1) forks again. A wake or a create from
 # a snapshot whose restored guest dies (KILN_TEST_RESTORE_DIES) is made
 # once more too.
@@ -113,6 +114,23 @@ if [ -n "$id" ] && grep -q "sandbox $id: the VMM exited before the guest agent a
 	api DELETE "/v1/sandboxes/$id"
 else
 	fail start_retry_after_ready "status $STATUS, kilnd.log: $(grep "$id\|again" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400) $BODY"
+fi
+# After the agent answered, while kilnd resyncs the guest (its clock,
+# entropy, name): a guest that dies there closes the agent's connection
+# and its VMM ends a moment later (KILN_TEST_RESYNC_DIES: the VMM shut
+# down right before the resync). Still before ready: started again too,
+# not a failed create (session 37's CI lost one so).
+stop_kilnd
+KILN_TEST_RESYNC_DIES=1 start_kilnd --rate 0 || exit 1
+create_sandbox
+id=$SBX
+if [ -n "$id" ] && grep -q "sandbox $id: the guest died while kilnd resynced it (guest resync: .*); starting it again on a fresh disk" "$T/kilnd.log"; then
+	api POST "/v1/sandboxes/$id/exec" '{"cmd":"echo resynced > /root/retry && sync && cat /root/retry && hostname"}'
+	out=$(jget 'j["stdout"].split()')
+	check start_retry_after_resync "201 after the first guest died in its resync; the second runs, named: $out" [ "$out" = "['resynced', '$id']" ]
+	api DELETE "/v1/sandboxes/$id"
+else
+	fail start_retry_after_resync "status $STATUS, kilnd.log: $(grep "$id\|resync" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400) $BODY"
 fi
 # A fork whose child dies before it is ready (KILN_TEST_FORK_DIES=1: the
 # first forked child triple-faults): kiln-vmm ends that fork's children
