@@ -46,6 +46,9 @@ at_exit 'cleanup_ws "$MAIN"; cleanup_ws "$OTHER"'
 gx() {
 	api POST "/v1/sandboxes/$1/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1], "timeout_seconds": 60}))' "$2")"
 	OUT=$(jget 'j["stdout"].strip()') ERR=$(jget 'j["stderr"].strip()') RC=$(jget 'j["exit_code"]')
+	# No answer from the command: the exec's own error instead (a CI's
+	# failure said only "rc '' out '' err ''").
+	[ "$STATUS" = 200 ] || ERR="exec: HTTP $STATUS: $(head -c 300 <<<"$BODY")"
 }
 # mcp TOOL ARGS: a tools/call of the workspace MCP (POST /mcp, stateless; the version that has
 # structuredContent); BODY its JSON-RPC answer.
