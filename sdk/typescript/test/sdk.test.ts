@@ -18,7 +18,7 @@ import { request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { test as nodeTest } from "node:test";
 
 import {
   AuthError, Client, CommandHandle, Conflict, ConnectionFailed, DockerIgnore, InvalidRequest, KilnError, LimitExceeded,
@@ -34,6 +34,99 @@ async function create(options: Parameters<typeof Sandbox.create>[0] = {}): Promi
   const sb = await Sandbox.create({ template: "minimal", ...options });
   made.push(sb.id);
   return sb;
+}
+
+const SHARED_A = { ttlSeconds: 3600, metadata: { owner: "ts-test" }, env: { FROM_SANDBOX: "yes" } };
+
+/** The ids of what the two workspaces hold now: sandboxes, snapshots, apps. */
+async function existing(): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for (const key of [env.KILN_API_KEY, env.KILN_TEST_KEY2]) {
+    const c = new Client({ apiKey: key });
+    for (const a of await c.apps()) ids.add(a.id);
+    for (const sb of await Sandbox.list({ client: c })) ids.add(sb.id);
+    for (const sn of await c.snapshots()) ids.add(sn.id);
+  }
+  return ids;
+}
+
+/** Delete what a failed try made (not in before): the second try, and the
+ * last test's check that nothing is left, start from the same place. */
+async function removeNew(before: Set<string>): Promise<string[]> {
+  const gone: string[] = [];
+  for (const key of [env.KILN_API_KEY, env.KILN_TEST_KEY2]) {
+    const c = new Client({ apiKey: key });
+    for (const a of await c.apps()) if (!before.has(a.id)) { gone.push(a.id); await c.deleteApp(a.id).catch(() => undefined); }
+    for (const sb of await Sandbox.list({ client: c })) if (!before.has(sb.id)) { gone.push(sb.id); await sb.delete().catch(() => undefined); }
+    for (const sn of await c.snapshots()) if (!before.has(sn.id)) { gone.push(sn.id); await c.deleteSnapshot(sn.id).catch(() => undefined); }
+  }
+  return gone;
+}
+
+/** A shared sandbox that died (its guest lost under the emulated host's
+ * load, issue 21) is made again for a test's second try, as it was made;
+ * the dead one is deleted. What kilnd said of how it died comes back for
+ * the FLAKY line. */
+async function reviveShared(): Promise<string[]> {
+  const said: string[] = [];
+  const again = async (old: Sandbox | undefined, name: string, options: Parameters<typeof create>[0]) => {
+    if (!old) return old;
+    let status = "gone", error: string | undefined;
+    try {
+      const now = await Sandbox.get(old.id);
+      status = now.status;
+      error = now.info.error;
+    } catch (e) {
+      if (!(e instanceof NotFound)) throw e;
+    }
+    if (["running", "paused", "hibernated"].includes(status)) return old;
+    await old.delete().catch(() => undefined);
+    const fresh = await create(options);
+    said.push(`${name} ${old.id} was ${status} (${error ?? "no error recorded"}): made again as ${fresh.id}`);
+    return fresh;
+  };
+  A = (await again(A, "A", SHARED_A)) as Sandbox;
+  B = (await again(B, "B", { template: "base" })) as Sandbox;
+  return said;
+}
+
+/**
+ * A test that fails is tried once more at once, in this same kilnd, as
+ * tests/sdk/test_python.py does (a guest that died under the emulated
+ * host's load took the whole group's rerun in a fresh host: about 300 s):
+ * what the first try made is deleted, a dead shared sandbox made again,
+ * and a pass the second time prints the first failure as a FLAKY line,
+ * which tests/run lists at the end. A second failure is the test's.
+ * KILN_SDK_RETRY=0: no second try.
+ */
+function test(name: string, fn: () => unknown): void {
+  nodeTest(name, async () => {
+    const retry = env.KILN_SDK_RETRY !== "0";
+    const before = retry ? await existing() : new Set<string>();
+    try {
+      await fn();
+      return;
+    } catch (e) {
+      if (!retry) throw e;
+      const first = String((e as Error)?.message ?? e).replace(/\s+/g, " ").slice(0, 400);
+      let gone: string[];
+      try {
+        gone = await removeNew(before);
+      } catch {
+        throw e;   // kilnd itself gone: no second try
+      }
+      let revived: string[];
+      try {
+        revived = await reviveShared();
+      } catch (e2) {
+        revived = [`looking at the shared sandboxes failed: ${String(e2)}`];
+      }
+      const more = revived.length ? ` [${revived.join("; ")}]` : "";
+      console.log(`  ${name} failed; trying it once more (deleted what the try made: ${gone.join(" ") || "nothing"})${more}`);
+      await fn();
+      console.log(`FLAKY ${env.KILN_TEST_PREFIX ?? ""}${name.replace(/\s+/g, "_")}: the first try failed: ${first}${more}`);
+    }
+  });
 }
 
 /** fn rejects with an instance of cls (and this code). */
@@ -158,7 +251,7 @@ test("buildTemplate: diskMib, buildNet, vcpus and memoryMib reach the build (doc
 });
 
 test("create, get, list", async () => {
-  A = await create({ ttlSeconds: 3600, metadata: { owner: "ts-test" }, env: { FROM_SANDBOX: "yes" } });
+  A = await create(SHARED_A);
   assert.deepEqual([A.status, A.template, A.metadata, A.ttlSeconds], ["running", "minimal", { owner: "ts-test" }, 3600]);
   assert.ok((A.readyMs ?? 0) > 0);
   B = await create({ template: "base" });
@@ -1218,7 +1311,9 @@ test("templates and usage", async () => {
 // the file's path and its pass not at all, so tests/run could not settle a
 // run of the file again that left nothing (CI of 929ea5d: one failing
 // test left its three sandboxes; the rerun passed, the hook's FAIL stood).
-test("the tests leave no sandboxes", async () => {
+// Not tried twice: a first try deletes what it finds, so a second would
+// pass whatever the tests left.
+nodeTest("the tests leave no sandboxes", async () => {
   // The shared ones, then anything the tests left (they should leave nothing).
   for (const sb of [A, B]) if (sb) await sb.delete().catch(() => undefined);
   const left: string[] = [];
