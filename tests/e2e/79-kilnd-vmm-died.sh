@@ -100,38 +100,41 @@ if [ -n "$id" ]; then
 	check start_retry_metric "$(grep '^kiln_sandbox_start_retries_total' <<<"$BODY")" grep -qx 'kiln_sandbox_start_retries_total 1' <<<"$BODY"
 	api DELETE "/v1/sandboxes/$id"
 fi
+# retried FAILPOINT NAME LOGGED CMD WANT: kilnd started with FAILPOINT=1,
+# whose first guest dies at start; the create is 201 all the same, kilnd's
+# log says why it started it again (LOGGED, a grep pattern), and CMD in
+# the second guest prints WANT (python's list of its words; @ID@: its id).
+retried() {
+	local fp=$1 name=$2 logged=$3 cmd=$4 want=$5 id out
+	stop_kilnd
+	export "$fp=1"
+	start_kilnd --rate 0 || exit 1
+	unset "$fp"
+	create_sandbox
+	id=$SBX
+	if [ -n "$id" ] && grep -q "sandbox $id: $logged; starting it again on a fresh disk" "$T/kilnd.log"; then
+		api POST "/v1/sandboxes/$id/exec" "$(python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$cmd")"
+		out=$(jget 'j["stdout"].split()')
+		want=${want//@ID@/$id}
+		check "$name" "201 after the first guest died; the second runs: $out" [ "$out" = "$want" ]
+		api DELETE "/v1/sandboxes/$id"
+	else
+		fail "$name" "status $STATUS, kilnd.log: $(grep "$id" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400) $BODY"
+	fi
+}
 # After the VMM's own ready, before the guest agent answered kilnd (the
 # VMM ends as on a triple fault right after its ready: KILN_TEST_READY_DIES):
 # started again from the template too.
-stop_kilnd
-KILN_TEST_READY_DIES=1 start_kilnd --rate 0 || exit 1
-create_sandbox
-id=$SBX
-if [ -n "$id" ] && grep -q "sandbox $id: the VMM exited before the guest agent answered; starting it again on a fresh disk" "$T/kilnd.log"; then
-	api POST "/v1/sandboxes/$id/exec" '{"cmd":"echo again > /root/retry && sync && cat /root/retry"}'
-	out=$(jget 'j["stdout"].strip()')
-	check start_retry_after_ready "201 after the first VMM ended past its ready; the second runs: '$out'" [ "$out" = again ]
-	api DELETE "/v1/sandboxes/$id"
-else
-	fail start_retry_after_ready "status $STATUS, kilnd.log: $(grep "$id\|again" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400) $BODY"
-fi
+retried KILN_TEST_READY_DIES start_retry_after_ready "the VMM exited before the guest agent answered" \
+	"echo again > /root/retry && sync && cat /root/retry" "['again']"
 # After the agent answered, while kilnd resyncs the guest (its clock,
 # entropy, name): a guest that dies there closes the agent's connection
 # and its VMM ends a moment later (KILN_TEST_RESYNC_DIES: the VMM shut
 # down right before the resync). Still before ready: started again too,
-# not a failed create (session 37's CI lost one so).
-stop_kilnd
-KILN_TEST_RESYNC_DIES=1 start_kilnd --rate 0 || exit 1
-create_sandbox
-id=$SBX
-if [ -n "$id" ] && grep -q "sandbox $id: the guest died while kilnd resynced it (guest resync: .*); starting it again on a fresh disk" "$T/kilnd.log"; then
-	api POST "/v1/sandboxes/$id/exec" '{"cmd":"echo resynced > /root/retry && sync && cat /root/retry && hostname"}'
-	out=$(jget 'j["stdout"].split()')
-	check start_retry_after_resync "201 after the first guest died in its resync; the second runs, named: $out" [ "$out" = "['resynced', '$id']" ]
-	api DELETE "/v1/sandboxes/$id"
-else
-	fail start_retry_after_resync "status $STATUS, kilnd.log: $(grep "$id\|resync" "$T/kilnd.log" | tail -3 | tr '\n' ' ' | head -c 400) $BODY"
-fi
+# not a failed create (session 37's CI lost one so); named after the
+# resync of the second guest.
+retried KILN_TEST_RESYNC_DIES start_retry_after_resync "the guest died while kilnd resynced it (guest resync: .*)" \
+	"echo resynced > /root/retry && sync && cat /root/retry && hostname" "['resynced', '@ID@']"
 # A fork whose child dies before it is ready (KILN_TEST_FORK_DIES=1: the
 # first forked child triple-faults): kiln-vmm ends that fork's children
 # and resumes the parent; kilnd forks again.
