@@ -287,8 +287,8 @@ static int agent_ready(struct host *h, struct sandbox *sb, struct guest **out)
 	return rc;
 }
 
-/* Whether the VMM exits within ms (not reaped: the caller's start_over
- * or abort does that). */
+/* Whether the VMM exits within ms (not reaped: the caller's start_over,
+ * abort or wait_exit does that). */
 static bool vmm_exits_within(struct sandbox *sb, int ms)
 {
 	pthread_mutex_lock(&sb->lock);
@@ -326,8 +326,9 @@ int sandbox_wait_ready(struct host *h, struct sandbox *sb, bool resync, const st
 	step(sb, "resync");
 	if (rc < 0 && vmm_exits_within(sb, RESYNC_DEATH_MS)) {
 		/* Its guest died before it was ready, as one that dies before its
-		 * agent answers (guest_open): ECHILD, which the create, the wake
-		 * and the fork answer by starting it once more (session 37's CI
+		 * agent answers (guest_open): ECHILD, which the create and the
+		 * wake answer by starting it once more (a fork's child fails
+		 * its fork, with this reason; session 37's CI
 		 * lost a TypeScript test's create so: "guest resync: the agent
 		 * closed the connection; the VMM said: end of post-mortem"). */
 		char why[300];
@@ -870,16 +871,12 @@ int sandbox_state_error(struct sandbox *sb, const char *want)
 static int wait_exit(struct sandbox *sb, int ms)
 {
 	pthread_mutex_lock(&sb->lock);
-	int fd = sb->pidfd;
+	bool none = sb->pidfd < 0;
 	pid_t pid = sb->row.vmm_pid;
 	pthread_mutex_unlock(&sb->lock);
-	if (fd < 0)
+	if (none)
 		return 0;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	int n;
-	while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR)
-		;
-	if (n != 1)
+	if (!vmm_exits_within(sb, ms))
 		return errf(ETIMEDOUT, "the VMM did not exit within %d ms", ms);
 	proc_reap(pid);
 	return 0;

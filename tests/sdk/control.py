@@ -76,9 +76,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             try:
                 with open(os.path.join(tmp, "kilnd.log"), errors="replace") as f:
                     lines = f.readlines()
-                if ids:
-                    lines = [ln for ln in lines if any(i in ln for i in ids)][-60:]
-                self.reply("".join(lines[-40:] if not ids else lines))
+                lines = [ln for ln in lines if any(i in ln for i in ids)][-60:] if ids else lines[-40:]
+                self.reply("".join(lines))
             except OSError as e:
                 self.reply(str(e))
         elif self.path == "/finish":

@@ -101,6 +101,9 @@ def ghost():
 
 A = None  # minimal, for commands and files
 B = None  # base, for run_code (python3)
+# What each is made with (create_get_list, and revive_shared after one died).
+SHARED = {"A": ("minimal", dict(ttl_seconds=3600, metadata={"owner": "sdk-test"}, env={"FROM_SANDBOX": "yes"})),
+          "B": ("base", {})}
 
 
 @test
@@ -118,10 +121,10 @@ def config_from_env_and_args():
 @test
 def create_get_list():
     global A, B
-    A = new("minimal", ttl_seconds=3600, metadata={"owner": "sdk-test"}, env={"FROM_SANDBOX": "yes"})
+    A = new(SHARED["A"][0], **SHARED["A"][1])
     eq((A.status, A.template, A.metadata, A.ttl_seconds), ("running", "minimal", {"owner": "sdk-test"}, 3600))
     assert A.ready_ms and A.ready_ms > 0, A.info
-    B = new("base")
+    B = new(SHARED["B"][0], **SHARED["B"][1])
     got = Sandbox.get(A.id)
     eq((got.id, got.status, got), (A.id, "running", A))
     ids = [s.id for s in Sandbox.list()]
@@ -1472,9 +1475,7 @@ def revive_shared():
     keeps the reason kilnd gave."""
     global A, B
     said = []
-    for name, template, kw in (("A", "minimal", dict(ttl_seconds=3600, metadata={"owner": "sdk-test"},
-                                                       env={"FROM_SANDBOX": "yes"})),
-                               ("B", "base", {})):
+    for name, (template, kw) in SHARED.items():
         old = globals()[name]
         if old is None:
             continue
