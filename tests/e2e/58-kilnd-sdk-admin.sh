@@ -19,6 +19,7 @@
 # that endpoint (lib.sh), with its operator key (KILN_ADMIN_KEY).
 # where: native (no sandbox is started: tests/integration/run)
 # time limit: 900 (a fresh checkout first waits for, or runs, npm ci of sdk/typescript)
+# order: last (the other native files run while npm-prepare works)
 . "$(dirname "$0")/lib.sh"
 here=$(cd "$(dirname "$0")" && pwd)
 
