@@ -51,7 +51,31 @@ KILND_PID=
 _cleanups=()
 
 pass() { echo "PASS $1${2:+: $2}"; }
-fail() { echo "FAIL $1${2:+: $2}"; echo "$1" >> "$T/failed"; }
+fail() {
+	echo "FAIL $1${2:+: $2}"; echo "$1" >> "$T/failed"
+	case ${2:-} in *"did not answer in time"*|*"no answer from the agent"*) _stuck_guest ;; esac
+}
+# _stuck_guest: once per file, where a guest stopped answering (issue 21:
+# a sandbox whose agent took no connection while its host's QEMU used a
+# whole core): which threads of the host use its CPU, each VMM's KVM exit
+# counters 2 s apart (a guest that loops exits, a VMM thread that spins
+# does not) and the end of its guest's console.
+_stuck_guest() {
+	[ -e "$T/stuck-shown" ] && return
+	: > "$T/stuck-shown"
+	echo "  a guest stopped answering; the host's busiest threads:"
+	top -b -n 1 -H -w 160 2>/dev/null | sed -n '7,16p' | sed 's/^/  | /'
+	local c a b
+	for c in "$DATA"/sandboxes/*/ctl.sock; do
+		[ -S "$c" ] || continue
+		a=$(printf '{"cmd":"stats"}\n' | timeout 5 socat -t 4 - "UNIX-CONNECT:$c" 2>&1 | head -c 400)
+		sleep 2
+		b=$(printf '{"cmd":"stats"}\n' | timeout 5 socat -t 4 - "UNIX-CONNECT:$c" 2>&1 | head -c 400)
+		echo "  $(basename "$(dirname "$c")"): stats $a"
+		echo "    2 s later: $b"
+		tail -5 "$(dirname "$c")/console.log" 2>/dev/null | cut -c1-200 | sed 's/^/    console| /'
+	done
+}
 check() {
 	local name=$1 detail=$2; shift 2
 	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
