@@ -571,7 +571,11 @@ api PUT /v1/admin/plans/cl-gold '{"limits":{"running":2}}'; g3=$STATUS
 KEY=$CL_KEY_PLAN URL=$CL_API2
 create_sandbox; G2=$SBX
 for s in $G1 $G2; do api DELETE "/v1/sandboxes/$s"; [ "$STATUS" = 204 ] || fail plan_delete "$s: $STATUS $BODY"; done
-[ "$g1 $g3" = "200 200" ] && [ -n "$G1" ] && [ -n "$G2" ] && [ "$g2" = "429 ('running', 1, 'cl-gold') 10" ] \
+# Retry-After 10 when the slot's holder is running, 1 while the database
+# still has it starting (src/common/retry.h): the agent's record of G1
+# can reach the database after G1's create answered (one CI: 1).
+[ "$g1 $g3" = "200 200" ] && [ -n "$G1" ] && [ -n "$G2" ] &&
+	{ [ "$g2" = "429 ('running', 1, 'cl-gold') 10" ] || [ "$g2" = "429 ('running', 1, 'cl-gold') 1" ]; } \
 	&& pass plan_change_cluster "running 1 set on replica 1: replica 2 made $G1, refused the next ($g2); 2 set on replica 1: replica 2 made $G2" \
 	|| fail plan_change_cluster "PUT $g1, made '$G1', then $g2; PUT $g3, made '$G2'"
 
@@ -582,7 +586,12 @@ if [ -n "$M" ]; then
 	sleep 10	# a sample (5 s) and a heartbeat (3 s) after the burn
 	m1=$(musage)
 	d=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 3))" "$m1" "$m0")
-	check metering_cluster "one vCPU busy 10 s on host-$(for x in a b; do [[ " $(on_host $x) " == *" $M "* ]] && echo $x; done): $d active vCPU-seconds in GET /v1/usage ($m0 then $m1; 9 to 11)" within "$d" 9 11
+	# 8 to 12, not 83-kilnd-metering's 9 to 11: this case shows that the
+	# agents' meters reach the API's usage, and runs beside the other
+	# stream's host, whose load the emulated host's tick accounting
+	# under-counts (8.51 and 8.7 in two CIs, each costing the
+	# cluster's tests a second run); 83 runs alone for the precise bound.
+	check metering_cluster "one vCPU busy 10 s on host-$(for x in a b; do [[ " $(on_host $x) " == *" $M "* ]] && echo $x; done): $d active vCPU-seconds in GET /v1/usage ($m0 then $m1; 8 to 12)" within "$d" 8 12
 	api DELETE "/v1/sandboxes/$M"
 	[ "$STATUS" = 204 ] || fail metering_delete "$STATUS $BODY"
 else

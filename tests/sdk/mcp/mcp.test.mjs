@@ -18,6 +18,9 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 const URL_ = process.env.KILN_API_URL;
 const KEY = process.env.KILN_API_KEY;
 const made = new Set();
+const everMade = new Set();   // every sandbox made here, deleted or not (its snapshots go at the end)
+const madeAdd = made.add.bind(made);
+made.add = (id) => { everMade.add(id); return madeAdd(id); };
 const vols = new Set();   // volumes a test made and has not deleted yet
 const apps = new Set();   // apps likewise
 
@@ -98,9 +101,11 @@ before(async () => {
   const client = new Client({ name: "kiln-mcp-test", version: "1.0.0" });
   await client.connect(new StreamableHTTPClientTransport(new URL(kiln.url), { requestInit: { headers: kiln.headers } }));
   const callTool = client.callTool.bind(client);
-  client.callTool = async (params, ...rest) => {
+  client.callTool = async (params, resultSchema, options) => {
     try {
-      const r = await callTool(params, ...rest);
+      // 180 s rather than the SDK's 60: a snapshot_sandbox in the emulated
+      // host under the CI's load timed out at 60 s (session 38).
+      const r = await callTool(params, resultSchema, { timeout: 180_000, ...options });
       (r.isError ? seen.error : seen.ok).add(params.name);
       return r;
     } catch (e) {
@@ -708,11 +713,28 @@ test("workspace: every tool listed has a success and an error path in this file"
   assert.deepEqual({ noOk, noError }, { noOk: [], noError: [] }, "tools whose success or error path this file never took");
 });
 
+/** DELETE path until it is gone (204 or 404), 120 s at most: a sandbox
+ * whose snapshot a timed-out call left running is busy until that ends,
+ * and one left behind failed the next group, the examples, whose
+ * workspace must start empty (session 38's CI). */
+async function deleteUntilGone(path) {
+  for (let i = 0; i < 60; i++) {
+    const r = await fetch(URL_ + path, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
+    if (r.status === 204 || r.status === 404) return;
+    await new Promise((ok) => setTimeout(ok, 2000));
+  }
+}
+
 after(async () => {
   await ws?.close();
-  // Whatever a failed test left behind.
-  for (const id of made) {
-    await fetch(`${URL_}/v1/sandboxes/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
+  // Whatever a failed test left behind: its sandboxes, and the snapshots
+  // of every sandbox this file made (a snapshot_sandbox that timed out
+  // here may still have made one).
+  const r = await fetch(`${URL_}/v1/snapshots`, { headers: { Authorization: `Bearer ${KEY}` } });
+  const snaps = r.ok ? (await r.json()).snapshots ?? [] : [];
+  for (const id of made) await deleteUntilGone(`/v1/sandboxes/${id}`);
+  for (const snap of snaps) {
+    if (everMade.has(snap.sandbox_id)) await deleteUntilGone(`/v1/snapshots/${snap.id}`);
   }
   for (const id of apps) {
     await fetch(`${URL_}/v1/apps/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${KEY}` } });
