@@ -173,7 +173,15 @@ static int keep_records(struct store *st, const struct host_row *h, const json_t
 			continue;
 		}
 		if (store_placement_is(st, row.id, row.workspace, h->id) == 0) {
-			rc = store_sandbox_save(st, &row);
+			/* 1: the database has a newer revision (an answer of
+			 * the host saved after this heartbeat read its store):
+			 * this record is old news, and acts on nothing. */
+			rc = store_sandbox_keep(st, &row);
+			if (rc == 1) {
+				sbx_row_clear(&row);
+				rc = 0;
+				continue;
+			}
 			/* Deleted on its host (its TTL, an idle retention):
 			 * it no longer holds room there. */
 			if (rc == 0 && row.state == SBX_DELETED)

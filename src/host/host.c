@@ -227,6 +227,9 @@ int sandbox_save(struct host *h, struct sandbox *sb)
 		return 0;	/* no record until a create claims it (pool.h) */
 	pthread_mutex_lock(&sb->lock);
 	save_usage(h, sb);
+	/* Each save a new revision: what an API keeps of this record takes
+	 * the newest one whichever way it came (store_sandbox_keep). */
+	sb->row.rev++;
 	int rc = store_sandbox_save(h->store, &sb->row);
 	/* The name is a static string: it outlives the lock; what may
 	 * change is copied. */

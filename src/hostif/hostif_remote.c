@@ -856,6 +856,7 @@ static void record_deleted(struct remote *rm, const char *id, bool failed)
 		 * (as its host and one-box kilnd say: sandbox_delete_why). */
 		failed = failed || row.state == SBX_FAILED;
 		row.state = SBX_DELETED;
+		row.rev++;	/* past a heartbeat's copy of the record it read */
 		if (!row.deleted_ms)
 			row.deleted_ms = wall_ms();
 		if (failed)
@@ -1031,6 +1032,7 @@ static void told_running(struct remote *rm, const char *id)
 	struct sbx_row row;
 	if (store_sandbox_load(rm->cfg.store, id, &row) == 0) {
 		row.state = SBX_RUNNING;
+		row.rev++;	/* the host's next save has it too (store_sandbox_keep) */
 		store_sandbox_save(rm->cfg.store, &row);
 		tell(&row, NULL);
 		sbx_row_clear(&row);

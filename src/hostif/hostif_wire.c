@@ -76,6 +76,8 @@ json_t *wire_row(const struct sbx_row *r)
 		json_object_set_new(o, "idle_pause_seconds", json_integer(r->idle_pause_seconds));
 	if (o && r->disk_mib)
 		json_object_set_new(o, "disk_mib", json_integer(r->disk_mib));
+	if (o && r->rev)
+		json_object_set_new(o, "rev", json_integer(r->rev));
 	if (!o)
 		return NULL;
 	json_t *acc = json_pack("{s:i,s:I,s:f,s:f,s:f,s:f,s:I,s:f,s:f,s:f,s:I,s:I,s:s,s:i,s:s}", "vmm_pid",
@@ -123,6 +125,9 @@ int wire_row_parse(const json_t *j, struct sbx_row *r)
 	r->retention_seconds = int_of(j, "retention_seconds");
 	r->idle_pause_seconds = int_of(j, "idle_pause_seconds");
 	r->disk_mib = int_of(j, "disk_mib");
+	r->rev = int_of(j, "rev");
+	if (r->rev < 0)
+		return errf(EPROTO, "a sandbox record: field 'rev' is negative");
 	r->created_ms = int_of(j, "created_ms");
 	r->updated_ms = int_of(j, "updated_ms");
 	r->deleted_ms = int_of(j, "deleted_ms");

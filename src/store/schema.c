@@ -14,7 +14,7 @@
  */
 #include "store/schema.h"
 
-const int schema_version = 12;
+const int schema_version = 13;
 
 /* The operator's plans (version 11): made by schema_sql and, idempotently,
  * by the migration step that marks the version. */
@@ -105,7 +105,12 @@ const char schema_sql[] =
 	"  idle_pause_seconds BIGINT NOT NULL DEFAULT 0,\n"
 	/* The size of its root disk (the template's, or the create's
 	 * disk_mib); 0 for a sandbox made before version 12 said it. */
-	"  disk_mib BIGINT NOT NULL DEFAULT 0\n"
+	"  disk_mib BIGINT NOT NULL DEFAULT 0,\n"
+	/* The record's revision: its host adds one at every save, and a
+	 * save of an older revision than the one kept is dropped (store.h
+	 * store_sandbox_save), so a heartbeat's record read before a change
+	 * never overwrites the change. */
+	"  rev BIGINT NOT NULL DEFAULT 0\n"
 	");\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_workspace ON sandboxes (workspace_id, state);\n"
 	"CREATE INDEX IF NOT EXISTS sandboxes_by_state ON sandboxes (state);\n"
@@ -488,6 +493,9 @@ const struct migration schema_migrations[] = {
 	{ 11, PLANS_TABLE },
 	/* Version 11's sandboxes did not say their disk's size. */
 	{ 12, "ALTER TABLE sandboxes ADD COLUMN disk_mib BIGINT NOT NULL DEFAULT 0;\n" },
+	/* Version 12's records had no revision: a heartbeat's record read
+	 * while a sandbox was starting could overwrite its create's. */
+	{ 13, "ALTER TABLE sandboxes ADD COLUMN rev BIGINT NOT NULL DEFAULT 0;\n" },
 };
 
 const int schema_nmigrations = sizeof schema_migrations / sizeof schema_migrations[0];

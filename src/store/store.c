@@ -699,19 +699,20 @@ int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src)
 	"active_ms, ready_ms, vmm_pid, vmm_start, cpu_seconds, cpu_base, "                \
 	"mem_mib_seconds, running_seconds, rss_bytes, error, net_slot, net_policy, ended, " \
 	"ttl_absolute, idle_hibernate, retention_seconds, active_cpu_seconds, active_base, " \
-	"pss_mib_seconds, pss_bytes, stored_bytes, idle_pause_seconds, disk_mib"
-#define SBX_NCOLS 38
+	"pss_mib_seconds, pss_bytes, stored_bytes, idle_pause_seconds, disk_mib, rev"
+#define SBX_NCOLS 39
 
 static const char *empty_null(const char *s)
 {
 	return s && s[0] ? s : NULL;
 }
 
-int store_sandbox_save(struct store *st, const struct sbx_row *r)
+int store_sandbox_keep(struct store *st, const struct sbx_row *r)
 {
-	return RUN(st,
+	int64_t changes = 0;
+	int rc = RUN(st,
 		   "INSERT INTO sandboxes (" SBX_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, "
-		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38) "
+		   "$10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, $37, $38, $39) "
 		   "ON CONFLICT (id) DO UPDATE SET state = excluded.state, ttl_seconds = excluded.ttl_seconds, "
 		   "metadata = excluded.metadata, env = excluded.env, disks = excluded.disks, "
 		   "updated_ms = excluded.updated_ms, deleted_ms = excluded.deleted_ms, "
@@ -726,8 +727,9 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   "active_cpu_seconds = excluded.active_cpu_seconds, active_base = excluded.active_base, "
 		   "pss_mib_seconds = excluded.pss_mib_seconds, pss_bytes = excluded.pss_bytes, "
 		   "stored_bytes = excluded.stored_bytes, idle_pause_seconds = excluded.idle_pause_seconds, "
-		   "disk_mib = excluded.disk_mib",
-		   NULL, NULL, NULL,
+		   "disk_mib = excluded.disk_mib, rev = excluded.rev "
+		   "WHERE excluded.rev >= sandboxes.rev",
+		   NULL, NULL, &changes,
 		   DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->template), DBV_S(sbx_state_name(r->state)),
 		   DBV_S(empty_null(r->parent)), DBV_S(empty_null(r->snapshot)),
 		   DBV_I(r->vcpus), DBV_I(r->memory_mib), DBV_I(r->ttl_seconds),
@@ -740,7 +742,15 @@ int store_sandbox_save(struct store *st, const struct sbx_row *r)
 		   DBV_I(r->net_slot), DBV_S(r->net_policy), DBV_S(empty_null(r->ended)),
 		   DBV_I(r->ttl_absolute), DBV_I(r->idle_hibernate), DBV_I(r->retention_seconds),
 		   DBV_D(r->active_cpu_seconds), DBV_D(r->active_base), DBV_D(r->pss_mib_seconds),
-		   DBV_I(r->pss_bytes), DBV_I(r->stored_bytes), DBV_I(r->idle_pause_seconds), DBV_I(r->disk_mib));
+		   DBV_I(r->pss_bytes), DBV_I(r->stored_bytes), DBV_I(r->idle_pause_seconds), DBV_I(r->disk_mib),
+		   DBV_I(r->rev));
+	return rc < 0 ? rc : changes ? 0 : 1;
+}
+
+int store_sandbox_save(struct store *st, const struct sbx_row *r)
+{
+	int rc = store_sandbox_keep(st, r);
+	return rc < 0 ? rc : 0;
 }
 
 static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
@@ -788,6 +798,7 @@ static int fill_sbx(struct sbx_row *r, const struct dbv *c, int n)
 	r->stored_bytes = dbv_int(&c[35]);
 	r->idle_pause_seconds = dbv_int(&c[36]);
 	r->disk_mib = dbv_int(&c[37]);
+	r->rev = dbv_int(&c[38]);
 	if ((c[9].type == DBV_TEXT && !r->metadata) || (c[10].type == DBV_TEXT && !r->env) ||
 	    (c[11].type == DBV_TEXT && !r->disks) || (c[26].type == DBV_TEXT && !r->net_policy)) {
 		sbx_row_clear(r);

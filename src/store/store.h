@@ -205,6 +205,7 @@ struct sbx_row {
 	char snapshot[ID_MAX];		/* created from this snapshot, or "" */
 	int vcpus, memory_mib;
 	int64_t disk_mib;		/* its root disk's size (template's or create's); 0: unknown */
+	int64_t rev;			/* revision: its host's saves count it up (store_sandbox_keep) */
 	int64_t ttl_seconds;		/* idle timeout; 0: none */
 	bool ttl_absolute;		/* ttl_seconds counts from creation, activity or not */
 	bool idle_hibernate;		/* idle: hibernated, not deleted... */
@@ -241,6 +242,12 @@ void sbx_row_clear(struct sbx_row *r);
 /* Deep copy; -ENOMEM. */
 int sbx_row_copy(struct sbx_row *dst, const struct sbx_row *src);
 
+/* Insert or replace a sandbox's record, unless the one kept has a higher
+ * rev: a record read on a host before a change (a heartbeat's) must not
+ * overwrite the change that a later answer of the host already saved.
+ * keep: 0 saved, 1 not (the kept record is newer), or -errno; save: the
+ * same with 1 as 0, for a caller to whom either is success. */
+int store_sandbox_keep(struct store *st, const struct sbx_row *r);
 int store_sandbox_save(struct store *st, const struct sbx_row *r);
 int store_sandbox_load(struct store *st, const char *id, struct sbx_row *r);
 typedef int store_sbx_fn(void *ctx, struct sbx_row *r);	/* r is owned by fn */

@@ -400,6 +400,29 @@ static void sandbox_rows_round_trip(void)
 	CHECK(store_sandbox_load(st, r.id, &back) == 0 && back.state == SBX_DELETED && back.deleted_ms);
 	sbx_row_clear(&back);
 	CHECK(store_sandbox_load(st, "sbx_nothere", &back) == -ENOENT);
+	/* Revisions: a record older than the one kept (a heartbeat's copy,
+	 * read on the host before its create's answer was saved) changes
+	 * nothing; the same revision or a newer one replaces it. */
+	r.state = SBX_RUNNING;
+	r.deleted_ms = 0;
+	r.rev = 5;
+	CHECK(store_sandbox_keep(st, &r) == 0);
+	r.state = SBX_CREATING;
+	r.rev = 4;
+	CHECK(store_sandbox_keep(st, &r) == 1);
+	CHECK(store_sandbox_save(st, &r) == 0);	/* the same, as success */
+	CHECK(store_sandbox_load(st, r.id, &back) == 0 && back.state == SBX_RUNNING && back.rev == 5);
+	sbx_row_clear(&back);
+	r.state = SBX_HIBERNATED;
+	r.rev = 5;
+	CHECK(store_sandbox_keep(st, &r) == 0);
+	CHECK(store_sandbox_load(st, r.id, &back) == 0 && back.state == SBX_HIBERNATED);
+	sbx_row_clear(&back);
+	r.state = SBX_RUNNING;
+	r.rev = 9;
+	CHECK(store_sandbox_keep(st, &r) == 0);
+	CHECK(store_sandbox_load(st, r.id, &back) == 0 && back.state == SBX_RUNNING && back.rev == 9);
+	sbx_row_clear(&back);
 	sbx_row_clear(&r);
 	store_close(st);
 }
@@ -506,6 +529,13 @@ static void schema_v1_is_migrated(void)
 	CHECK(store_sandbox_save(st, &r) == 0);
 	sbx_row_clear(&r);
 	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.disk_mib == 72);
+	/* Version 13: an older record is revision 0, which any save keeps. */
+	CHECK(r.rev == 0);
+	r.rev = 1;
+	r.state = SBX_HIBERNATED;
+	CHECK(store_sandbox_keep(st, &r) == 0);
+	sbx_row_clear(&r);
+	CHECK(store_sandbox_load(st, "sbx_old", &r) == 0 && r.rev == 1 && r.state == SBX_HIBERNATED);
 	sbx_row_clear(&r);
 	/* The tables version 1 lacked were made too. */
 	char ws[ID_MAX];

@@ -3,7 +3,9 @@
  * with every field, the disk space it takes included (the replica saves
  * what it parsed, and the plan's storage_mib counts that: e2e
  * 80-kilnd-plans storage_limit against a cluster found it lost), and a
- * record of the wrong shape is refused. */
+ * record of the wrong shape is refused. A sandbox's record keeps its
+ * revision, which decides whether the replica keeps it
+ * (store_sandbox_keep). */
 #include "hostif/hostif_wire.h"
 #include "store/store.h"
 #include "common/err.h"
@@ -53,10 +55,30 @@ static void snapshot_record_refused(void)
 	json_decref(j);
 }
 
+static void sandbox_record_keeps_revision(void)
+{
+	struct sbx_row in = { .id = "sbx_1", .workspace = "ws_1", .template = "minimal", .state = SBX_RUNNING,
+			      .vcpus = 1, .memory_mib = 256, .rev = 41, .disk_mib = 1024 };
+	json_t *j = wire_row(&in);
+	CHECK(j != NULL);
+	struct sbx_row out;
+	CHECK(wire_row_parse(j, &out) == 0);
+	CHECK(out.rev == 41 && out.state == SBX_RUNNING && out.disk_mib == 1024);
+	sbx_row_clear(&out);
+	json_object_set_new(j, "rev", json_integer(-1));
+	CHECK(wire_row_parse(j, &out) == -EPROTO && strstr(errmsg(), "rev"));
+	/* Absent (an older host): revision 0. */
+	json_object_del(j, "rev");
+	CHECK(wire_row_parse(j, &out) == 0 && out.rev == 0);
+	sbx_row_clear(&out);
+	json_decref(j);
+}
+
 int main(void)
 {
 	int failures = 0;
 	RUN(snapshot_record_round_trips);
 	RUN(snapshot_record_refused);
+	RUN(sandbox_record_keeps_revision);
 	return failures ? 1 : 0;
 }
