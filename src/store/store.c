@@ -893,7 +893,10 @@ int store_snapshot_save(struct store *st, const struct snap_row *r)
 {
 	return RUN(st,
 		   "INSERT INTO snapshots (" SNAP_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
-		   "ON CONFLICT (id) DO UPDATE SET disks = excluded.disks, deleted_ms = excluded.deleted_ms, "
+		   "ON CONFLICT (id) DO UPDATE SET disks = excluded.disks, "
+		   /* A deletion is final: a heartbeat's copy read on the host
+		    * before the delete does not bring the snapshot back. */
+		   "deleted_ms = COALESCE(snapshots.deleted_ms, excluded.deleted_ms), "
 		   "stored_bytes = excluded.stored_bytes",
 		   NULL, NULL, NULL, DBV_S(r->id), DBV_S(r->workspace), DBV_S(r->sandbox),
 		   DBV_S(r->template), DBV_I(r->vcpus), DBV_I(r->memory_mib), DBV_S(r->disks),

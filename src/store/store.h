@@ -272,6 +272,8 @@ struct snap_row {
 };
 
 void snap_row_clear(struct snap_row *r);
+/* Insert or update; a snapshot once deleted stays deleted (deleted_ms is
+ * kept whatever r says). */
 int store_snapshot_save(struct store *st, const struct snap_row *r);
 /* -ENOENT unless it exists, is not deleted, and (if workspace is not
  * NULL) belongs to that workspace. */
