@@ -17,10 +17,13 @@ import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
 const URL_ = process.env.KILN_API_URL;
 const KEY = process.env.KILN_API_KEY;
-const made = new Set();
+const made = new Set();       // sandboxes a test made and has not deleted yet
 const everMade = new Set();   // every sandbox made here, deleted or not (its snapshots go at the end)
-const madeAdd = made.add.bind(made);
-made.add = (id) => { everMade.add(id); return madeAdd(id); };
+/** A sandbox made here: deleted at the end if a test has not, its snapshots in any case. */
+function track(id) {
+  made.add(id);
+  everMade.add(id);
+}
 const vols = new Set();   // volumes a test made and has not deleted yet
 const apps = new Set();   // apps likewise
 
@@ -170,7 +173,7 @@ test("workspace: initialize and list the tools", async () => {
 test("workspace: create_sandbox, get_sandbox, list_sandboxes", async () => {
   const r = await call(ws, "create_sandbox", { template: "minimal", metadata: { by: "mcp" }, ttl_seconds: 3600 });
   sbx = r.structuredContent.id;
-  made.add(sbx);
+  track(sbx);
   assert.equal(r.structuredContent.status, "running");
   assert.equal(JSON.parse(r.content[0].text).id, sbx, "the text block is the same JSON");
   const g = await call(ws, "get_sandbox", { sandbox_id: sbx });
@@ -195,7 +198,7 @@ test("workspace: shell", async () => {
 
 test("workspace: run_code keeps its variables between calls", async () => {
   const b = (await call(ws, "create_sandbox", { template: "base", ttl_seconds: 3600 })).structuredContent.id;
-  made.add(b);
+  track(b);
   let r = await call(ws, "run_code", { sandbox_id: b, code: "x = 41\nprint('set')" });
   assert.deepEqual([r.structuredContent.stdout, r.structuredContent.error], ["set\n", null]);
   r = await call(ws, "run_code", { sandbox_id: b, code: "x + 1" });
@@ -279,8 +282,8 @@ test("workspace: write_files (all or none), copy_file, move_file", async () => {
 test("workspace: fork_sandbox", async () => {
   const f = await call(ws, "fork_sandbox", { sandbox_id: sbx, count: 2 });
   const [kid, other] = f.structuredContent.sandboxes.map((s) => s.id);
-  made.add(kid);
-  made.add(other);
+  track(kid);
+  track(other);
   assert.equal(f.structuredContent.sandboxes[0].parent_id, sbx);
   const r = await call(ws, "read_file", { sandbox_id: kid, path: "/work/notes.txt" });
   assert.equal(r.content[0].text, "héllo\n", "the child has the parent's files");
@@ -329,7 +332,7 @@ test("workspace: list_templates", async () => {
 test("workspace: fork_tree", async () => {
   const f = await call(ws, "fork_tree", { sandbox_id: sbx, count: 2 });
   const kids = f.structuredContent.sandboxes.map((s) => s.id);
-  kids.forEach((k) => made.add(k));
+  kids.forEach(track);
   assert.equal(kids.length, 2);
   assert.ok(f.structuredContent.sandboxes.every((s) => s.parent_id === sbx && s.status === "running"));
   for (const k of kids) {
@@ -350,7 +353,7 @@ test("workspace: snapshot_sandbox, list_snapshots, delete_snapshot", async () =>
   assert.ok((await listed()).includes(s.id));
   // create_sandbox takes it (from_snapshot): the files come with it.
   const c = (await call(ws, "create_sandbox", { from_snapshot: s.id, ttl_seconds: 600 })).structuredContent;
-  made.add(c.id);
+  track(c.id);
   assert.equal(c.from_snapshot, s.id);
   assert.equal((await call(ws, "read_file", { sandbox_id: c.id, path: "/work/notes.txt" })).content[0].text, "héllo\n");
   await call(ws, "delete_sandbox", { sandbox_id: c.id });
@@ -425,7 +428,7 @@ test("workspace: start_process, list_processes, process_output, signal_process",
 
 test("workspace: a server started with start_process, reached at expose_port's URL", async () => {
   const b = (await call(ws, "create_sandbox", { template: "base", ttl_seconds: 600 })).structuredContent.id;
-  made.add(b);
+  track(b);
   await call(ws, "write_file", { sandbox_id: b, path: "/srv/mcp/hi.txt", content: "served\n" });
   const p = (await call(ws, "start_process", { sandbox_id: b,
     argv: ["python3", "-m", "http.server", "8090", "--bind", "127.0.0.1", "--directory", "/srv/mcp"] })).structuredContent;
@@ -465,7 +468,7 @@ test("workspace: create_volume, list_volumes, attach_volume, detach_volume, dele
   // Attached to a sandbox: listed so, and not deleted, by id or by name; the error names the sandbox.
   const s = (await call(ws, "create_sandbox", { template: "minimal", ttl_seconds: 600,
     volumes: [{ name, path: "/data" }] })).structuredContent;
-  made.add(s.id);
+  track(s.id);
   const sh = await call(ws, "shell", { sandbox_id: s.id, command: "grep ' /data ' /proc/mounts | cut -d' ' -f2,3" });
   assert.equal(sh.structuredContent.stdout, "/data ext4\n");
   assert.deepEqual((await listed()).find((x) => x.id === v.id).attached_to.map((a) => [a.sandbox_id, a.path, a.read_only]),
