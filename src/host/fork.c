@@ -20,6 +20,7 @@
 #include "host/proc.h"
 #include "common/failpoint.h"
 #include "host/vmm.h"
+#include "vmm/overlay.h"
 #include "common/metrics.h"
 #include "common/err.h"
 #include "host/host_config.h"
@@ -94,39 +95,41 @@ static int child_new(struct host *h, struct sandbox *parent, bool pending, struc
 }
 
 /* kiln-vmm forks the disks before the processes, so a fork that failed
- * may have left the parent on a new overlay, TOP.<pid>-<n> (docs/disk.md),
- * with the old top sealed under it. Find it, so the record follows the
- * disk the VM really writes. */
+ * may have left the parent on a new overlay, STEM.<pid>-<n>
+ * (docs/disk.md, vmm/overlay.h overlay_fork_name), with the old top
+ * sealed under it. Find the one whose base is the top, so the record
+ * follows the disk the VM really writes. */
 static void follow_new_top(struct host *h, struct sandbox *parent)
 {
-	char top[PATH_MAX], prefix[PATH_MAX + 32], best[PATH_MAX] = "";
+	char top[PATH_MAX], prefix[PATH_MAX + 32], found[PATH_MAX] = "";
 	if (sandbox_top(parent, top) < 0)
 		return;
-	int plen = snprintf(prefix, sizeof prefix, "%s.%d-", strrchr(top, '/') + 1, parent->row.vmm_pid);
-	long bestn = -1;
-	DIR *d = opendir(parent->dir);
+	const char *name = strrchr(top, '/') + 1;
+	size_t stem = overlay_fork_stem(top) - (size_t)(name - top);
+	int plen = snprintf(prefix, sizeof prefix, "%.*s.%d-", (int)stem, name, parent->row.vmm_pid);
+	char (*chain)[PATH_MAX] = calloc(CHAIN_MAX, PATH_MAX);
+	DIR *d = chain ? opendir(parent->dir) : NULL;
 	struct dirent *e;
-	while (d && (e = readdir(d))) {
-		char *end;
+	while (d && !found[0] && (e = readdir(d))) {
+		char *end, cand[PATH_MAX];
 		if (strncmp(e->d_name, prefix, plen) != 0)
 			continue;
-		long k = strtol(e->d_name + plen, &end, 10);
-		if (*end || k <= bestn)
+		strtoul(e->d_name + plen, &end, 10);
+		if (*end || end == e->d_name + plen)
 			continue;
-		bestn = k;
-		snprintf(best, sizeof best, "%s/%s", parent->dir, e->d_name);
+		snprintf(cand, sizeof cand, "%s/%s", parent->dir, e->d_name);
+		int n = 0;
+		if (strcmp(cand, top) != 0 && disk_chain(h->cfg->data_dir, cand, chain, CHAIN_MAX, &n) == 0 &&
+		    n > 1 && strcmp(chain[1], top) == 0)
+			snprintf(found, sizeof found, "%s", cand);
 	}
 	if (d)
 		closedir(d);
-	char (*chain)[PATH_MAX] = bestn >= 0 ? calloc(CHAIN_MAX, PATH_MAX) : NULL;
-	int n = 0;
-	bool switched = chain && disk_chain(h->cfg->data_dir, best, chain, CHAIN_MAX, &n) == 0 && n > 1 &&
-			strcmp(chain[1], top) == 0;
 	free(chain);
-	if (!switched)
+	if (!found[0])
 		return;	/* the parent is still on its top */
-	log_warn("sandbox %s: the failed fork left it on %s", parent->row.id, best);
-	sandbox_set_top(parent, best);
+	log_warn("sandbox %s: the failed fork left it on %s", parent->row.id, found);
+	sandbox_set_top(parent, found);
 	sandbox_save(h, parent);
 }
 

@@ -47,6 +47,15 @@ int disk_fork(struct disk *d, const char *parent_new, const char *const *child_p
 	return disk_fork_sized(d, parent_new, child_paths, n, 0);
 }
 
+int disk_fork_next(struct disk *d, int pid, unsigned n0, const char *const *child_paths, int n)
+{
+	if (d->read_only)
+		return 0;
+	char parent_new[sizeof d->path];
+	int rc = overlay_fork_name(d->path, pid, n0, parent_new, sizeof parent_new);
+	return rc < 0 ? rc : disk_fork(d, parent_new, child_paths, n);
+}
+
 int disk_fork_sized(struct disk *d, const char *parent_new, const char *const *child_paths, int n,
 		    uint64_t size)
 {

@@ -31,6 +31,9 @@ int disk_flush(struct disk *d);
  * copy-on-write view of this disk as it is now. A read-only disk is shared
  * as it is (children get its path in child_paths_out). */
 int disk_fork(struct disk *d, const char *parent_new, const char *const *child_paths, int n);
+/* disk_fork_next: disk_fork with the disk's new top named by
+ * overlay_fork_name (pid, from n0): the name a live fork gives it. */
+int disk_fork_next(struct disk *d, int pid, unsigned n0, const char *const *child_paths, int n);
 /* disk_fork_sized: the same, the disk's own new top (parent_new)
  * describing a disk of size bytes (0: as it is; else a multiple of 512,
  * no smaller: -EINVAL) whose part past the old size reads as zeros. The

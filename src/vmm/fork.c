@@ -132,9 +132,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 				cfgs[i].disks[ndisks].read_only = true;
 			}
 		}
-		char parent_new[4200];
-		snprintf(parent_new, sizeof parent_new, "%s.%d-%u", disk->path, (int)getpid(), vm->forks);
-		rc = disk_fork(disk, parent_new, paths, n);
+		rc = disk_fork_next(disk, (int)getpid(), vm->forks, paths, n);
 		ndisks++;
 	}
 	t_sealed = now_ns();

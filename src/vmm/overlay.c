@@ -195,6 +195,53 @@ int overlay_create_sized(const char *path, const char *base, uint64_t size)
 	return write_new(path, base, size, depth + 1);
 }
 
+/* Whether s[0..n) is <digits>-<digits>. */
+static bool fork_suffix(const char *s, size_t n)
+{
+	size_t i = 0, a, b;
+	for (a = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++, a++)
+		;
+	if (!a || i >= n || s[i++] != '-')
+		return false;
+	for (b = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++, b++)
+		;
+	return b && i == n;
+}
+
+size_t overlay_fork_stem(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t name = slash ? (size_t)(slash - path) + 1 : 0, end = strlen(path);
+	for (;;) {
+		size_t dot = end;
+		while (dot > name && path[dot - 1] != '.')
+			dot--;
+		/* dot - 1 is the '.'; a name that is all suffix keeps it. */
+		if (dot <= name + 1 || !fork_suffix(path + dot, end - dot))
+			return end;
+		end = dot - 1;
+	}
+}
+
+int overlay_fork_name(const char *path, int pid, unsigned n0, char *out, size_t cap)
+{
+	size_t stem = overlay_fork_stem(path);
+	for (unsigned n = n0;; n++) {
+		int len = snprintf(out, cap, "%.*s.%d-%u", (int)stem, path, pid, n);
+		const char *name = len < 0 ? NULL : strrchr(out, '/');
+		name = name ? name + 1 : out;
+		/* Room for ".flat" too: a later fork may flatten under it. */
+		if (len < 0 || (size_t)len + sizeof ".flat" > cap || strlen(name) + strlen(".flat") > NAME_MAX)
+			return errf(ENAMETOOLONG, "overlay %s: no room for a fork's name", path);
+		char flat[PATH_MAX + sizeof ".flat"];
+		snprintf(flat, sizeof flat, "%s.flat", out);
+		if (access(out, F_OK) < 0 && errno == ENOENT && access(flat, F_OK) < 0 && errno == ENOENT)
+			return 0;
+		if (n - n0 > 100000)
+			return errf(EEXIST, "overlay %s: every fork name taken", path);
+	}
+}
+
 int overlay_set_sealed(const char *path, bool sealed)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC);

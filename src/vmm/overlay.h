@@ -62,6 +62,16 @@ int overlay_create(const char *path, const char *base);
  * base's, as overlay_create); what lies past the base reads as zeros. A
  * disk grown for its filesystem to grow. */
 int overlay_create_sized(const char *path, const char *base, uint64_t size);
+/* overlay_fork_name: the name a live fork gives a disk's new top
+ * (docs/disk.md "Forking a disk"): STEM.<pid>-<n>, STEM being path less
+ * the ".<digits>-<digits>" suffixes earlier forks gave it, n the first
+ * from n0 for which neither the name nor the name with ".flat" exists. The
+ * name stays the same length however often the disk is forked (appending
+ * to the top's name outgrew NAME_MAX after about 30 forks of one VM, and
+ * every fork after failed). 0, or -ENAMETOOLONG. */
+int overlay_fork_name(const char *path, int pid, unsigned n0, char *out, size_t cap);
+/* overlay_fork_stem: the length of path's STEM (above). */
+size_t overlay_fork_stem(const char *path);
 /* overlay_set_sealed: mark an overlay read-only (a base for others), or
  * undo that. */
 int overlay_set_sealed(const char *path, bool sealed);

@@ -2,7 +2,8 @@
  * Unit tests for the copy-on-write overlay format (src/vmm/overlay.c):
  * random writes through a chain agree with a plain in-memory model, the
  * base never changes, sealed layers refuse writes, flattening keeps the
- * content, and damaged files are refused.
+ * content, and damaged files are refused. A disk forked many times keeps
+ * a short top name.
  */
 #include "vmm/disk.h"
 #include "vmm/overlay.h"
@@ -145,6 +146,52 @@ static void deep_chains_flatten(void)
 	CHECK(chain_open(&f, path("flat"), false) == 0);
 	CHECK(f.n == 2 && same_as_model(&f));
 	chain_close(&f);
+	disk_close(&d);
+}
+
+/* The parent's new top at a fork is named from the stem of its old one,
+ * without the suffixes earlier forks added: appending ".<pid>-<n>" at
+ * every fork made the name longer than NAME_MAX after about 30 forks of
+ * one VM, and every fork after that failed (bench/soak, 200 forks). */
+static void fork_names_stay_short(void)
+{
+	char out[4096];
+	CHECK(overlay_fork_stem("/d/disk") == strlen("/d/disk"));
+	CHECK(overlay_fork_stem("/d/disk.12-0.345-17") == strlen("/d/disk"));
+	CHECK(overlay_fork_stem("/d/root.kcow.7-1") == strlen("/d/root.kcow"));
+	CHECK(overlay_fork_stem("/d/disk.12-x") == strlen("/d/disk.12-x"));	/* not a fork's */
+	CHECK(overlay_fork_stem("/d/disk.-1") == strlen("/d/disk.-1"));
+	CHECK(overlay_fork_stem("/d.1-2/disk") == strlen("/d.1-2/disk"));	/* a directory's dots */
+	CHECK(overlay_fork_stem("/d/.1-2") == strlen("/d/.1-2"));		/* all suffix: kept */
+	CHECK(overlay_fork_name(path("x.3-4"), 99, 0, out, sizeof out) == 0 && !strcmp(out, path("x.99-0")));
+	/* A name that is taken, or whose ".flat" is, is passed over. */
+	int fd = open(path("x.99-0"), O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	fd = open(path("x.99-1.flat"), O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	CHECK(overlay_fork_name(path("x.3-4"), 99, 0, out, sizeof out) == 0 && !strcmp(out, path("x.99-2")));
+	/* Forty forks of one disk, a child each, every one asking from 0: the
+	 * top's name stays STEM.<pid>-<n>, and the content holds. */
+	struct disk d;
+	CHECK(disk_open(&d, path("flat"), false) == 0);
+	char kidname[64];
+	int forks = 0;
+	for (int i = 0; i < 40; i++) {
+		snprintf(kidname, sizeof kidname, "many-kid%d", i);
+		const char *kid = path(kidname);
+		if (disk_fork_next(&d, 4242, 0, &kid, 1) < 0) {
+			printf("  fork %d: %s\n", i, errmsg());
+			break;
+		}
+		forks++;
+		random_writes(&d.chain, 3);
+	}
+	CHECK(forks == 40);
+	CHECK(!strcmp(d.path, path("flat.4242-39")));
+	CHECK(d.chain.layers[0].depth <= OVERLAY_MAX_DEPTH);
+	CHECK(same_as_model(&d.chain));
 	disk_close(&d);
 }
 
@@ -368,6 +415,7 @@ int main(void)
 	RUN(overlay_follows_model);
 	RUN(fork_chain_is_copy_on_write);
 	RUN(deep_chains_flatten);
+	RUN(fork_names_stay_short);
 	RUN(raw_disks_cannot_fork);
 	RUN(damaged_overlays_are_refused);
 	RUN(copyup_over_holes);
