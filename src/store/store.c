@@ -1167,7 +1167,14 @@ int store_usage_set(struct store *st, const struct usage_hour *u)
 	return RUN(st,
 		   "INSERT INTO usage_hours (workspace_id, sandbox_id, hour_ms, cpu_us, mem_mib_s, run_ms) "
 		   "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (sandbox_id, hour_ms) DO UPDATE SET "
-		   "cpu_us = excluded.cpu_us, mem_mib_s = excluded.mem_mib_s, run_ms = excluded.run_ms",
+		   /* An hour only grows on its host: of two copies (a heartbeat
+		    * taken late, after a newer one) the larger is the newer. */
+		   "cpu_us = CASE WHEN excluded.cpu_us > usage_hours.cpu_us THEN excluded.cpu_us "
+		   "ELSE usage_hours.cpu_us END, "
+		   "mem_mib_s = CASE WHEN excluded.mem_mib_s > usage_hours.mem_mib_s THEN excluded.mem_mib_s "
+		   "ELSE usage_hours.mem_mib_s END, "
+		   "run_ms = CASE WHEN excluded.run_ms > usage_hours.run_ms THEN excluded.run_ms "
+		   "ELSE usage_hours.run_ms END",
 		   NULL, NULL, NULL, DBV_S(u->workspace), DBV_S(u->sandbox), DBV_I(u->hour_ms),
 		   DBV_I(u->cpu_us), DBV_I(u->mem_mib_s), DBV_I(u->run_ms));
 }

@@ -395,7 +395,8 @@ struct usage_hour {
 /* Add to a sandbox's hour (created at zero if new). */
 int store_usage_add(struct store *st, const struct usage_hour *u);
 /* Set (not add) an hour's usage: a cluster's API keeping what its host
- * counted, which the host sends whole and may send again. */
+ * counted, which the host sends whole and may send again. Each figure
+ * only grows (an older copy taken after a newer one changes nothing). */
 int store_usage_set(struct store *st, const struct usage_hour *u);
 /* Each hour of the workspace's usage (of one sandbox, unless sandbox is
  * NULL) with from_ms <= hour_ms < to_ms, by hour then sandbox, summed over

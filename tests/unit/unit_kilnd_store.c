@@ -800,6 +800,19 @@ static void usage_hours_add_up(void)
 	memset(got, 0, sizeof got);
 	CHECK(store_usage_hours(st, a, NULL, h1, h2, false, collect_hour, got) == 0);	/* from h1 */
 	CHECK(got[0].hour_ms == h1 && got[1].hour_ms == 0);
+	/* store_usage_set (a host's whole hour, through its heartbeat): a
+	 * newer copy replaces, an older one taken after it changes nothing. */
+	struct usage_hour w = { .hour_ms = h1, .cpu_us = 500, .mem_mib_s = 50, .run_ms = 700 };
+	snprintf(w.workspace, sizeof w.workspace, "%s", a);
+	snprintf(w.sandbox, sizeof w.sandbox, "sbx_set");
+	CHECK(store_usage_set(st, &w) == 0);
+	w.cpu_us = 900, w.mem_mib_s = 90, w.run_ms = 1200;
+	CHECK(store_usage_set(st, &w) == 0);
+	w.cpu_us = 600, w.mem_mib_s = 60, w.run_ms = 800;	/* the older copy, late */
+	CHECK(store_usage_set(st, &w) == 0);
+	memset(got, 0, sizeof got);
+	CHECK(store_usage_hours(st, a, "sbx_set", h0, h2, false, collect_hour, got) == 0);
+	CHECK(got[0].hour_ms == h1 && got[0].cpu_us == 900 && got[0].mem_mib_s == 90 && got[0].run_ms == 1200);
 	/* The billed columns of a sandbox record. */
 	struct sbx_row r, back;
 	new_sbx(&r, a);
