@@ -175,13 +175,8 @@ static int keep_records(struct store *st, const struct host_row *h, const json_t
 		if (store_placement_is(st, row.id, row.workspace, h->id) == 0) {
 			/* 1: the database has a newer revision (an answer of
 			 * the host saved after this heartbeat read its store):
-			 * this record is old news, and acts on nothing. */
+			 * this record is old news, and acts on nothing below. */
 			rc = store_sandbox_keep(st, &row);
-			if (rc == 1) {
-				sbx_row_clear(&row);
-				rc = 0;
-				continue;
-			}
 			/* Deleted on its host (its TTL, an idle retention):
 			 * it no longer holds room there. */
 			if (rc == 0 && row.state == SBX_DELETED)
@@ -189,6 +184,8 @@ static int keep_records(struct store *st, const struct host_row *h, const json_t
 			/* Running again (or gone): a wake's hold on it is over. */
 			if (rc == 0 && row.state != SBX_HIBERNATED)
 				rc = store_wake_done(st, row.id);
+			if (rc == 1)
+				rc = 0;
 		} else
 			refused++;
 		sbx_row_clear(&row);

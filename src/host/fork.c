@@ -111,13 +111,12 @@ static void follow_new_top(struct host *h, struct sandbox *parent)
 	DIR *d = chain ? opendir(parent->dir) : NULL;
 	struct dirent *e;
 	while (d && !found[0] && (e = readdir(d))) {
-		char *end, cand[PATH_MAX];
-		if (strncmp(e->d_name, prefix, plen) != 0)
+		char cand[PATH_MAX];
+		int clen = snprintf(cand, sizeof cand, "%s/%s", parent->dir, e->d_name);
+		/* STEM.<pid>-<n> exactly: its own stem is the top's. */
+		if (strncmp(e->d_name, prefix, plen) != 0 ||
+		    overlay_fork_stem(cand) != (size_t)clen - strlen(e->d_name) + stem)
 			continue;
-		strtoul(e->d_name + plen, &end, 10);
-		if (*end || end == e->d_name + plen)
-			continue;
-		snprintf(cand, sizeof cand, "%s/%s", parent->dir, e->d_name);
 		int n = 0;
 		if (strcmp(cand, top) != 0 && disk_chain(h->cfg->data_dir, cand, chain, CHAIN_MAX, &n) == 0 &&
 		    n > 1 && strcmp(chain[1], top) == 0)

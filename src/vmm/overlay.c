@@ -198,14 +198,14 @@ int overlay_create_sized(const char *path, const char *base, uint64_t size)
 /* Whether s[0..n) is <digits>-<digits>. */
 static bool fork_suffix(const char *s, size_t n)
 {
-	size_t i = 0, a, b;
-	for (a = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++, a++)
-		;
-	if (!a || i >= n || s[i++] != '-')
+	size_t dash = 0, i;
+	while (dash < n && s[dash] >= '0' && s[dash] <= '9')
+		dash++;
+	if (dash == 0 || dash >= n || s[dash] != '-')
 		return false;
-	for (b = 0; i < n && s[i] >= '0' && s[i] <= '9'; i++, b++)
+	for (i = dash + 1; i < n && s[i] >= '0' && s[i] <= '9'; i++)
 		;
-	return b && i == n;
+	return i > dash + 1 && i == n;
 }
 
 size_t overlay_fork_stem(const char *path)

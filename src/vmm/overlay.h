@@ -68,7 +68,8 @@ int overlay_create_sized(const char *path, const char *base, uint64_t size);
  * from n0 for which neither the name nor the name with ".flat" exists. The
  * name stays the same length however often the disk is forked (appending
  * to the top's name outgrew NAME_MAX after about 30 forks of one VM, and
- * every fork after failed). 0, or -ENAMETOOLONG. */
+ * every fork after failed). 0, -ENAMETOOLONG, or -EEXIST (every name
+ * taken). */
 int overlay_fork_name(const char *path, int pid, unsigned n0, char *out, size_t cap);
 /* overlay_fork_stem: the length of path's STEM (above). */
 size_t overlay_fork_stem(const char *path);
