@@ -120,6 +120,8 @@ KILND_UNIT_BINS := $(filter $(BUILD)/tests/unit_kilnd_%,$(UNIT_BINS))
 $(KILND_UNIT_BINS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(KILND_LIB_SRC) $(CLIENT_SRC) $(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(KILND_LIBS)
+# The fork's own uid: kilnd's half and the VMM's (own_uid, its filter).
+$(BUILD)/tests/unit_kilnd_fork_uid: $(call obj,src/vmm/own_uid.c src/vmm/jail.c)
 $(AGENT_UNIT_BINS): $(BUILD)/tests/%: $(OBJ)/tests/unit/%.o $(call obj,$(COMMON_SRC) $(CLIENT_SRC) $(GUEST_LIB))
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -14,6 +14,7 @@
  */
 #include "host/cgroup.h"
 #include "host/disk.h"
+#include "host/fork_uid.h"
 #include "host/jail.h"
 #include "host/host_int.h"
 #include "host/net.h"
@@ -153,11 +154,24 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 	json_t *children = json_array(), *reply = NULL;
 	/* Each child's TAP, opened here in its own namespace and passed: a
 	 * fork stays in its parent's jail and cannot open one by name. */
-	int taps[HOST_FORK_MAX], ntaps = 0;
+	int taps[HOST_FORK_MAX + 1], ntaps = 0;
 	bool want_net = parent->row.net_slot != 0;
+	/* A jailed parent's children each take a uid of their own
+	 * (fork_uid.h), asking on one socket passed first. */
+	struct fork_uids uids = { .running = false };
+	pthread_mutex_lock(&h->lock);
+	uid_t family = parent->jail_uid;
+	pthread_mutex_unlock(&h->lock);
+	bool own_uids = rc == 0 && cfg->jail && family;
+	if (own_uids) {
+		int end = -1;
+		rc = fork_uids_start(&uids, family, kids, n, &end);
+		if (rc == 0)
+			taps[ntaps++] = end;
+	}
 	/* And each child's own vmm.log as its stderr (else it writes to its
-	 * parent's), where the 8 descriptors a request can carry allow. */
-	bool logs = (want_net ? 2 : 1) * n <= 8;
+	 * parent's), where the descriptors a request can carry allow. */
+	bool logs = (want_net ? 2 : 1) * n + ntaps <= VMM_CTL_FDS_MAX;
 	for (int i = 0; rc == 0 && i < n; i++) {
 		char top[PATH_MAX], vsock[PATH_MAX], ctl[PATH_MAX], console[PATH_MAX];
 		snprintf(top, sizeof top, "%s/disk", kids[i]->dir);
@@ -196,8 +210,13 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 	/* The layers lock covers the fork and the recording of the new tops,
 	 * which kiln-vmm makes: the collector must not see them unrecorded. */
 	pthread_mutex_lock(&h->layers);
+	if (rc == 0 && ntaps > VMM_CTL_FDS_MAX)
+		rc = errf(E2BIG, "a fork of %d children with networks carries too many descriptors: "
+			  "fork at most %d at once", n, VMM_CTL_FDS_MAX - (own_uids ? 1 : 0));
 	if (rc == 0) {
 		json_t *req = json_pack("{s:s,s:O}", "cmd", "fork", "children", children);
+		if (req && own_uids)
+			json_object_set_new(req, "uid_fd", json_integer(0));
 		char ctl[PATH_MAX];
 		sandbox_ctl(parent, ctl, sizeof ctl);
 		rc = req ? vmm_ctl_fds(ctl, req, taps, ntaps, &reply, cfg->boot_timeout_ms)
@@ -206,6 +225,10 @@ static int fork_once(struct host *h, struct sandbox *parent, int n, const struct
 	}
 	for (int i = 0; i < ntaps; i++)
 		close(taps[i]);
+	/* A child refused its uid ended before it was ready, saying why:
+	 * the fork's error names it. */
+	if (own_uids)
+		fork_uids_stop(&uids);
 	json_decref(children);
 	json_t *pids = json_object_get(reply, "children");
 	const char *ptop = json_string_value(json_array_get(json_object_get(reply, "parent_disks"), 0));
@@ -325,10 +348,27 @@ int host_fork(struct host *h, struct sandbox *sb, int count, bool tree,
 	*made = 0;
 	if (count < 1 || count > HOST_FORK_MAX)
 		return errf(EINVAL, "count must be from 1 to %d", HOST_FORK_MAX);
+	/* A live fork's VMM runs in a user namespace of its own (fork_uid.h),
+	 * in which its own forks could map no uid but its: it moves to a
+	 * fresh VMM first, hibernated and woken (started by root, as a wake
+	 * is), which forks as any other. */
+	pthread_mutex_lock(&sb->lock);
+	pid_t vmm = sb->row.vmm_pid;
+	pthread_mutex_unlock(&sb->lock);
+	bool move = h->cfg->jail && (sandbox_in(sb, SBX_RUNNING) || sandbox_in(sb, SBX_PAUSED)) &&
+		    proc_own_userns(vmm);
+	if (move && host_hibernate(h, sb, false) < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "%s", errmsg());
+		return errf(EBUSY, "sandbox %s is itself a live fork: moving it to a fresh VMM before it "
+			    "forks failed: %s", sb->row.id, msg);
+	}
+	if (move)
+		log_info("sandbox %s: moved to a fresh VMM to fork (it is a live fork)", sb->row.id);
 	pthread_mutex_lock(&sb->op);
 	/* A paused one is resumed first (its children run); a hibernated
-	 * one is refused: wake it first. */
-	int rc = sandbox_in(sb, SBX_PAUSED) ? resume_locked(h, sb) : 0;
+	 * one is refused: wake it first (one moved above is woken here). */
+	int rc = move ? ready_locked(h, sb) : sandbox_in(sb, SBX_PAUSED) ? resume_locked(h, sb) : 0;
 	if (rc < 0)
 		;
 	else if (!sandbox_in(sb, SBX_RUNNING))

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "host/host_config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,7 +16,7 @@
 #include <unistd.h>
 
 /* The lowest uid from --jail-uid that no other linked sandbox's VMM has:
- * two sandboxes never share one unless one is the other's fork. */
+ * no two sandboxes share one (a fork takes its own: fork_uid.h). */
 static uid_t pick_uid(struct host *h, struct sandbox *sb)
 {
 	pthread_mutex_lock(&h->lock);
@@ -173,16 +174,50 @@ int vmm_jail_inherit(struct host *h, struct sandbox *parent, struct sandbox *chi
 	if (!h->cfg->jail)
 		return 0;
 	pthread_mutex_lock(&h->lock);
-	child->jail_uid = parent->jail_uid;
+	uid_t family = parent->jail_uid;
 	pthread_mutex_unlock(&h->lock);
-	if (!child->jail_uid)
+	if (!family)
 		return 0;	/* the parent runs unjailed (started with --no-jail) */
-	char cgroup[PATH_MAX], top[PATH_MAX];
-	int rc = give_dir(child->dir, child->jail_uid);
+	/* Its own uid, taken by its VMM as the fork starts it (fork_uid.h);
+	 * until then the directory is its parent's VMM's, which makes the
+	 * child's first files there. */
+	pick_uid(h, child);
+	char top[PATH_MAX];
+	int rc = give_dir(child->dir, family);
 	int disk_mib = sandbox_top(parent, top) == 0 ? disk_charge_mib(h->cfg, top) : 0;
-	if (rc == 0 && h->cgroups)
+	if (rc == 0 && h->cgroups) {
+		char cgroup[PATH_MAX];
 		rc = cgroup_make(h->cfg, child->row.id, child->row.vcpus, child->row.memory_mib,
 				 disk_mib, cgroup);
+	}
+	return rc;
+}
+
+int vmm_jail_adopt(struct sandbox *child, uid_t from, uid_t uid)
+{
+	/* The directory first: from then on its parent's VMM can put
+	 * nothing more in it. Then the files that VMM made there (its disk
+	 * layer, a console log): plain files only, each opened without
+	 * following a link (give_file); sockets stay as they are (made open
+	 * to all, reached only through the directory), and kilnd's own files
+	 * (vmm.log) stay root's. */
+	int rc = give_dir(child->dir, uid);
+	DIR *d = rc == 0 ? opendir(child->dir) : NULL;
+	if (rc == 0 && !d)
+		rc = errf_sys("jail: %s", child->dir);
+	struct dirent *e;
+	while (d && rc == 0 && (e = readdir(d))) {
+		struct stat st;
+		char path[PATH_MAX];
+		if (e->d_name[0] == '.' ||
+		    (size_t)snprintf(path, sizeof path, "%s/%s", child->dir, e->d_name) >= sizeof path)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+		    st.st_uid == from)
+			rc = give_file(path, uid);
+	}
+	if (d)
+		closedir(d);
 	return rc;
 }
 

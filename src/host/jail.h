@@ -7,12 +7,12 @@
  *
  *   DATA/sandboxes       read-write; the sandboxes' directories are 0700,
  *                        each owned by its VMM's uid, so a VMM reaches its
- *                        own (and its forks', which share its uid) only
+ *                        own only (a fork takes a uid of its own: fork_uid.h)
  *   the disk chain's directories below the template or snapshot, the
  *   snapshot being restored, the kernel (read-only)
  *
- * Forks of a VMM stay in its jail (they share its namespaces and uid); a
- * VMM that may be forked therefore has no PID namespace of its own, or
+ * Forks of a VMM stay in its jail (they share its namespaces, not its
+ * uid); a VMM that may be forked therefore has no PID namespace of its own, or
  * its forks would die with it. --no-jail turns all of this off (debugging).
  */
 #ifndef KILN_HOST_JAIL_H
@@ -47,9 +47,14 @@ struct vmm_jail {
  * directory and the cgroup, and gives sb->dir to the VMM's uid. */
 int vmm_jail_prepare(struct host *h, struct sandbox *sb, const char *top, const char *extra,
 		     const char *extra2, const char *netns, struct vmm_jail *out);
-/* The uid of a child forked from parent: the parent's (its VMM makes the
- * child's files); the child's directory is given to it. */
+/* A child forked from parent: a uid of its own (child->jail_uid), its
+ * cgroup, and its directory given to the parent's uid for now (the
+ * parent's VMM makes the child's files there). */
 int vmm_jail_inherit(struct host *h, struct sandbox *parent, struct sandbox *child);
+/* vmm_jail_adopt: give the child's directory, and the plain files the
+ * parent's VMM (uid from) made in it, to uid (the child's own,
+ * fork_uid.h). */
+int vmm_jail_adopt(struct sandbox *child, uid_t from, uid_t uid);
 /* Remove the root directory and the cgroup (idempotent). */
 void vmm_jail_release(struct host *h, struct sandbox *sb);
 /* kiln-vmm's --jail options, appended at argv[*n]. */

@@ -280,6 +280,15 @@ int proc_uid(pid_t pid, uid_t *uid)
 	return 0;
 }
 
+bool proc_own_userns(pid_t pid)
+{
+	char path[64];
+	struct stat mine, theirs;
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+	return pid > 0 && stat("/proc/self/ns/user", &mine) == 0 && stat(path, &theirs) == 0 &&
+	       (mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev);
+}
+
 int proc_kill_wait(pid_t pid, int64_t start, int ms)
 {
 	return proc_kill_owned(pid, start, (uid_t)-1, ms);

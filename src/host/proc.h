@@ -61,6 +61,9 @@ int proc_kill_wait(pid_t pid, int64_t start, int ms);
 int proc_kill_owned(pid_t pid, int64_t start, uid_t uid, int ms);
 /* The uid a process runs as (-EPERM while its uids differ). */
 int proc_uid(pid_t pid, uid_t *uid);
+/* proc_own_userns: whether pid runs in a user namespace other than ours
+ * (a live fork's VMM: fork_uid.h). false when it cannot be told. */
+bool proc_own_userns(pid_t pid);
 
 /* Write / read "PID START\n" files (a VMM's identity in its directory).
  * Neither follows a symlink; a record with no start time is refused. */

@@ -212,7 +212,7 @@ static ssize_t send_fds(int fd, const char *text, size_t len, const int *fds, in
 {
 	struct iovec iov = { (void *)text, len };
 	union {
-		char buf[CMSG_SPACE(sizeof(int) * 8)];
+		char buf[CMSG_SPACE(sizeof(int) * VMM_CTL_FDS_MAX)];
 		struct cmsghdr align;
 	} u;
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -232,8 +232,8 @@ static ssize_t send_fds(int fd, const char *text, size_t len, const int *fds, in
 int vmm_ctl_fds(const char *sock, json_t *req, const int *fds, int nfds, json_t **reply,
 		int timeout_ms)
 {
-	if (nfds < 0 || nfds > 8)
-		return errf(EINVAL, "at most 8 descriptors with a control request");
+	if (nfds < 0 || nfds > VMM_CTL_FDS_MAX)
+		return errf(EINVAL, "at most %d descriptors with a control request", VMM_CTL_FDS_MAX);
 	*reply = NULL;
 	char *text = json_dumps(req, JSON_COMPACT);
 	if (!text)

@@ -54,7 +54,9 @@ int vmm_launch(const struct host_config *cfg, const struct vm_spec *spec, pid_t 
  * VMM does not know the command (a kiln-vmm without that feature). */
 int vmm_ctl(const char *sock, json_t *req, json_t **reply, int timeout_ms);
 /* The same, passing descriptors with the request (SCM_RIGHTS), which it
- * names by their index (e.g. "tap_fd":0). They stay the caller's. */
+ * names by their index (e.g. "tap_fd":0), VMM_CTL_FDS_MAX at most (what
+ * kiln-vmm keeps of one request's). They stay the caller's. */
+#define VMM_CTL_FDS_MAX 16
 int vmm_ctl_fds(const char *sock, json_t *req, const int *fds, int nfds, json_t **reply,
 		int timeout_ms);
 

@@ -2,6 +2,8 @@
 #include "vmm/vmm.h"
 #include "vmm/devices/virtio_devices.h"
 #include "vmm/jail.h"
+#include "vmm/overlay.h"
+#include "vmm/own_uid.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -19,15 +21,18 @@
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 120000
+#define OWN_UID_TIMEOUT_MS 30000
 
 /* close_inherited: close every descriptor but stdio, the ready pipe and
  * what the caller asked to keep. The parent's KVM, epoll, socket and TAP
  * descriptors must not live on in the child. */
+#define KEEP_MAX (24 + VOLUME_SLOTS_MAX + MAX_DISKS * 64)
+
 static void close_inherited(int ready_fd, const int *keep)
 {
-	int fds[32], n = 0;
+	int fds[KEEP_MAX + 1], n = 0;
 	fds[n++] = ready_fd;
-	for (int i = 0; keep && keep[i] >= 0 && n < 31; i++)
+	for (int i = 0; keep && keep[i] >= 0 && n < KEEP_MAX; i++)
 		fds[n++] = keep[i];
 	for (int i = 1; i < n; i++)          /* sort, so gaps can be closed in ranges */
 		for (int k = i; k > 0 && fds[k - 1] > fds[k]; k--) {
@@ -63,6 +68,21 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 	vm.ready_fd = ready_fd;
 	vm.ready_from_ns = t0;
 	int status = vm_build_restored(&vm, payload, len);
+	/* Its disks are open (over its parent's layers): only now may it
+	 * leave its parent's uid, whose directories those layers lie in. */
+	for (int i = 0; i < own_cfg.ndisks; i++) {
+		const struct chain *b = own_cfg.disks[i].below;
+		for (int l = own_cfg.disks[i].below_from; b && l < b->n; l++)
+			if (b->layers[l].fd >= 0)
+				close(b->layers[l].fd);     /* its disk holds copies */
+		own_cfg.disks[i].below = NULL;
+	}
+	if (status == 0 && own_cfg.uid_sock >= 0) {
+		int sock = own_cfg.uid_sock;
+		own_cfg.uid_sock = -1;
+		if (own_uid(sock, own_cfg.uid_index, OWN_UID_TIMEOUT_MS) < 0)
+			status = EXIT_CONFIG;
+	}
 	if (status != 0) {
 		dprintf(ready_fd, "error %s\n", errmsg());
 		vm_teardown(&vm);
@@ -141,15 +161,21 @@ static int start_on(int wfd, const struct guest_mem *mem, const struct vmm_confi
 		}
 		/* Its own descriptors: KVM, the TAP, and the read-only volumes
 		 * a live fork shares with its parent. */
-		int keep[2 + VOLUME_SLOTS_MAX] = { c->kvm_fd, c->tap_fd }, k = 0;
+		int keep[3 + VOLUME_SLOTS_MAX] = { c->kvm_fd, c->tap_fd, c->uid_sock }, k = 0;
 		for (int i = 0; i < VOLUME_SLOTS_MAX; i++)
-			keep[2 + i] = i < c->volume_slots ? c->volumes[i].fd : -1;
-		int all[16 + 2 + VOLUME_SLOTS_MAX + 1];
+			keep[3 + i] = i < c->volume_slots ? c->volumes[i].fd : -1;
+		static int all[KEEP_MAX + 1];
 		for (int i = 0; keep_fds && keep_fds[i] >= 0 && k < 16; i++)
 			all[k++] = keep_fds[i];
-		for (int i = 0; i < 2 + VOLUME_SLOTS_MAX; i++)
+		for (int i = 0; i < 3 + VOLUME_SLOTS_MAX; i++)
 			if (keep[i] >= 0)
 				all[k++] = keep[i];
+		/* And the parent's disk layers its own disks sit on. */
+		for (int d = 0; d < c->ndisks; d++)
+			for (int l = c->disks[d].below ? c->disks[d].below_from : 0;
+			     c->disks[d].below && l < c->disks[d].below->n && k < KEEP_MAX; l++)
+				if (c->disks[d].below->layers[l].fd >= 0)
+					all[k++] = c->disks[d].below->layers[l].fd;
 		all[k] = -1;
 		close_inherited(wfd, all);
 		if (c->jail.root) {

@@ -146,7 +146,7 @@ int config_parse(struct vmm_config *cfg, int argc, char **argv)
 	cfg->guest_cid = 3;
 	cfg->rng = true;
 	cfg->resync = true;
-	cfg->kvm_fd = cfg->tap_fd = cfg->stderr_fd = -1;
+	cfg->kvm_fd = cfg->tap_fd = cfg->stderr_fd = cfg->uid_sock = -1;
 	for (int i = 0; i < VOLUME_SLOTS_MAX; i++)
 		cfg->volumes[i].fd = -1;
 	cfg->mac = "06:00:ac:10:00:02";

@@ -13,9 +13,16 @@
 
 #define MAX_DISKS 8
 
+struct chain;
+
 struct disk_config {
 	const char *path;
 	bool read_only;
+	/* A forked VM's disk: its top at path sits on layer below_from of
+	 * its parent's open chain below, whose layers it takes over
+	 * (overlay.h chain_open_over). NULL: opened by path. */
+	const struct chain *below;
+	int below_from;
 };
 
 /* A volume given at start (--volume SLOT:FD[:ro]): an inherited
@@ -60,6 +67,11 @@ struct vmm_config {
 	int kvm_fd;                 /* /dev/kvm, opened before the jail (-1: open it) */
 	int tap_fd;                 /* the TAP, opened before the jail (-1: open by name) */
 	int stderr_fd;              /* a spawned or forked child's stderr (-1: inherited) */
+	/* A live fork of a jailed VMM takes a uid of its own from the host
+	 * before its guest runs (child.c own_uid): the socket it asks on
+	 * (-1: it keeps its parent's uid), and its place in the fork. */
+	int uid_sock;
+	int uid_index;
 };
 
 /* config_parse: fill cfg from argv. Returns 0, or -1 with errmsg() set

@@ -263,6 +263,8 @@ int ctl_child_config(struct vm *cfg_vm_for_fds, const struct json *req, struct v
 		struct disk_config *dc = &cfg->disks[cfg->ndisks++];
 		char *comma = strrchr(path, ',');
 		dc->read_only = false;
+		dc->below = NULL;
+		dc->below_from = 0;
 		if (comma && strcmp(comma, ",ro") == 0) {
 			*comma = 0;
 			dc->read_only = true;

@@ -10,9 +10,15 @@
 
 int disk_open(struct disk *d, const char *path, bool read_only)
 {
+	return disk_open_over(d, path, read_only, NULL, 0);
+}
+
+int disk_open_over(struct disk *d, const char *path, bool read_only, const struct chain *below,
+		   int from)
+{
 	memset(d, 0, sizeof *d);
 	snprintf(d->path, sizeof d->path, "%s", path);
-	int rc = chain_open(&d->chain, path, !read_only);
+	int rc = chain_open_over(&d->chain, path, !read_only, below, from);
 	if (rc < 0)
 		return rc;
 	d->size = d->chain.size;
@@ -82,7 +88,7 @@ int disk_fork_sized(struct disk *d, const char *parent_new, const char *const *c
 			overlay_set_sealed(frozen, false);
 			return errf(ENAMETOOLONG, "disk %s: path too long", frozen);
 		}
-		if ((rc = overlay_flatten(frozen, base, NULL)) < 0 || (rc = overlay_set_sealed(base, true)) < 0) {
+		if ((rc = overlay_flatten_chain(&d->chain, base)) < 0 || (rc = overlay_set_sealed(base, true)) < 0) {
 			overlay_set_sealed(frozen, false);
 			return rc;
 		}
@@ -93,9 +99,16 @@ int disk_fork_sized(struct disk *d, const char *parent_new, const char *const *c
 			break;
 	if (rc == 0)
 		rc = overlay_create_sized(parent_new, base, size);
-	struct chain next;
-	if (rc == 0 && (rc = chain_open(&next, parent_new, true)) < 0)
+	/* The new top's chain reuses the open layers under the sealed one
+	 * (those of a forked VM lie in its ancestors' directories, which it
+	 * cannot open by path); the sealed one is reopened read-only. */
+	struct chain next, sealed = { 0 };
+	bool folded = strcmp(base, frozen) != 0;
+	if (rc == 0 && !folded)
+		rc = chain_open_over(&sealed, frozen, false, &d->chain, 1);
+	if (rc == 0 && (rc = chain_open_over(&next, parent_new, true, folded ? NULL : &sealed, 0)) < 0)
 		unlink(parent_new);
+	chain_close(&sealed);
 	if (rc < 0) {
 		/* Leave everything as it was: the parent keeps writing its top. */
 		for (int i = 0; i < made; i++)

@@ -20,6 +20,10 @@ struct disk {
 };
 
 int disk_open(struct disk *d, const char *path, bool read_only);
+/* disk_open_over: the same over layers from of an open chain below
+ * (overlay.h chain_open_over): a forked VM's disk. */
+int disk_open_over(struct disk *d, const char *path, bool read_only, const struct chain *below,
+		   int from);
 void disk_close(struct disk *d);
 /* Both return bytes transferred or -errno; the range is checked. */
 int64_t disk_readv(struct disk *d, const struct iovec *iov, int n, uint64_t off);

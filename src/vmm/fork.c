@@ -14,6 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 static double ms_between(uint64_t a, uint64_t b)
 {
 	return (double)(b - a) / 1e6;
@@ -65,11 +72,25 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	if (n > CHILDREN_MAX)
 		return errf(EINVAL, "at most %d children per fork", CHILDREN_MAX);
 
+	/* A jailed parent's children each take a uid of their own, asking
+	 * the host on this socket (child.c own_uid): one descriptor shared
+	 * by all of them, each naming its place. */
+	int uid_sock = -1;
+	int64_t idx;
+	if (json_get(req, "uid_fd")) {
+		if (!json_get_int(req, "uid_fd", &idx))
+			return errf(EINVAL, "\"uid_fd\" must be the index of a passed descriptor");
+		if ((uid_sock = ctl_claim_fd(vm, idx)) < 0)
+			return uid_sock;
+	}
 	static struct vmm_config cfgs[CHILDREN_MAX];
 	int i = 0, rc;
 	for (struct json *c = children->child; c; c = c->next, i++) {
-		if (c->type != JSON_OBJECT)
+		if (c->type != JSON_OBJECT) {
+			close_taps(cfgs, i);
+			close_fd(&uid_sock);
 			return errf(EINVAL, "child %d: settings must be an object", i);
+		}
 		cfgs[i] = *vm->cfg;
 		cfgs[i].restore_dir = "(fork)";
 		cfgs[i].snap_base = NULL;    /* its memory is no snapshot on disk */
@@ -82,11 +103,14 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		cfgs[i].stderr_fd = -1;
 		cfgs[i].tap = NULL;
 		cfgs[i].kernel = cfgs[i].initrd = NULL;
+		cfgs[i].uid_sock = uid_sock;
+		cfgs[i].uid_index = i;
 		rc = ctl_child_config(vm, c, &cfgs[i]);
 		if (rc == 0 && cfgs[i].jail.root)
 			rc = errf(EINVAL, "forked children share their parent's jail");
 		if (rc < 0) {
 			close_taps(cfgs, i + 1);
+			close_fd(&uid_sock);
 			return errf(-rc, "child %d: %s", i, errmsg());
 		}
 	}
@@ -94,11 +118,13 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	for (i = 0; i < n; i++)
 		if (cfgs[i].ndisks != vm->cfg->ndisks) {
 			close_taps(cfgs, n);
+			close_fd(&uid_sock);
 			return errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
 				    i, vm->cfg->ndisks);
 		}
 	if ((rc = fork_volumes(vm, cfgs, n)) < 0) {
 		close_taps(cfgs, n);
+		close_fd(&uid_sock);
 		return rc;
 	}
 
@@ -107,8 +133,11 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	 * the capture of the VM's state, and starting (forking) the children. */
 	uint64_t t_start = now_ns(), t_stopped, t_flushed, t_sealed = 0, t_captured = 0;
 	bool was_paused = vm->paused;
-	if ((rc = vm_pause(vm)) < 0)
+	if ((rc = vm_pause(vm)) < 0) {
+		close_taps(cfgs, n);
+		close_fd(&uid_sock);
 		return rc;
+	}
 	t_stopped = now_ns();
 	struct strbuf payload;
 	strbuf_init(&payload);
@@ -133,6 +162,12 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 			}
 		}
 		rc = disk_fork_next(disk, (int)getpid(), vm->forks, paths, n);
+		/* Each child's top sits on the layer just sealed: it takes that
+		 * and those below from this chain, open (chain_open_over). */
+		for (i = 0; rc == 0 && !disk->read_only && i < n; i++) {
+			cfgs[i].disks[ndisks].below = &disk->chain;
+			cfgs[i].disks[ndisks].below_from = 1;
+		}
 		ndisks++;
 	}
 	t_sealed = now_ns();
@@ -164,6 +199,7 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 	}
 	uint64_t t_started = now_ns();
 	close_taps(cfgs, n);           /* the children have their own copies */
+	close_fd(&uid_sock);
 	double pause_ms = (double)(now_ns() - t0) / 1e6;
 	if (!was_paused)
 		vm_resume(vm);

@@ -199,9 +199,11 @@ static const char *const main_calls[] = {
 	"signalfd4", "bind", "listen", "accept4", "connect", "sendto", "sendmsg", "recvfrom",
 	"recvmsg", "shutdown", "setsockopt", "getsockopt", "getsockname",
 	"wait4", "getrandom", "dup", "dup2", "dup3", "pipe2", "rt_sigaction", "sigaltstack",
-	"prlimit64", "sched_getaffinity", "uname", "sysinfo", "membarrier", "timer_create",
+	"sched_getaffinity", "uname", "sysinfo", "membarrier", "timer_create",
 	"copy_file_range", "fallocate", "sync_file_range", "fadvise64", "fstatfs",
 };
+
+static const char *const own_uid_calls[] = { "setresuid", "setresgid", "capset", "getuid", "geteuid", "getgid" };
 
 static int add_calls(scmp_filter_ctx ctx, const char *const *names, size_t n)
 {
@@ -282,6 +284,23 @@ static int load_filter(bool main_thread)
 				      SCMP_A0(SCMP_CMP_EQ, FORK_FLAGS));
 	if (rc == 0 && main_thread)
 		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+	/* A live fork's own uid (own_uid.h): a user namespace, and nothing
+	 * else, made by unshare; the uid and gid the host mapped in it; its
+	 * capabilities dropped. Without capabilities outside it, setresuid
+	 * and setresgid only pick among the caller's own ids, and capset
+	 * only lowers. A namespace made with no mapping written by the host
+	 * lends nothing the filter lets it use: every other namespace, mount
+	 * and setns stay forbidden. */
+	if (rc == 0 && main_thread)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(unshare), 1,
+				      SCMP_A0(SCMP_CMP_EQ, CLONE_NEWUSER));
+	if (rc == 0 && main_thread)
+		rc = add_calls(ctx, own_uid_calls, sizeof own_uid_calls / sizeof own_uid_calls[0]);
+	/* Limits of its own process only (glibc's setrlimit is pid 0): the
+	 * creator of a fork's user namespace holds every capability in it,
+	 * and could otherwise lower its fork's limits. */
+	if (rc == 0 && main_thread)
+		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A0(SCMP_CMP_EQ, 0));
 	if (rc == 0 && (rc = seccomp_load(ctx)) < 0)
 		rc = errf(-rc, "seccomp_load: %s", strerror(-rc));
 	seccomp_release(ctx);

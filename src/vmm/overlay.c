@@ -402,6 +402,67 @@ int chain_open(struct chain *c, const char *path, bool writable)
 	return chain_open_within(c, path, writable, NULL);
 }
 
+/* layer_copy: l as a copy of an open layer of another chain: its own
+ * descriptor (a dup) and map, the same file. */
+static int layer_copy(struct layer *l, const struct layer *from)
+{
+	*l = *from;
+	l->map = NULL;
+	l->base = NULL;
+	l->unsynced = 0;
+	l->fd = fcntl(from->fd, F_DUPFD_CLOEXEC, 0);
+	if (l->fd < 0)
+		return errf_sys("disk %s: dup", from->path);
+	if (from->base && !(l->base = strdup(from->base)))
+		return errf(ENOMEM, "out of memory");
+	if (from->nmap) {
+		if (!(l->map = malloc(from->nmap * 8)))
+			return errf(ENOMEM, "out of memory");
+		memcpy(l->map, from->map, from->nmap * 8);
+	}
+	return 0;
+}
+
+int chain_open_over(struct chain *c, const char *path, bool writable, const struct chain *below,
+		    int from)
+{
+	if (!below || from < 0 || from >= below->n)
+		return chain_open(c, path, writable);
+	if (below->writable && from == 0)
+		return errf(EINVAL, "disk %s: a writable top cannot be shared as a base", path);
+	memset(c, 0, sizeof *c);
+	int n = 1 + below->n - from;
+	if (!(c->layers = calloc((size_t)n, sizeof *c->layers)))
+		return errf(ENOMEM, "out of memory");
+	int rc = open_layer(&c->layers[0], path, writable, NULL);
+	c->n = 1;
+	const struct layer *top = &c->layers[0];
+	if (rc == 0 && (top->raw || !top->base || strcmp(top->base, below->layers[from].path) != 0)) {
+		/* Not a layer over that chain (or named another way): open it
+		 * as its header says. */
+		chain_close(c);
+		return chain_open(c, path, writable);
+	}
+	/* Every layer's slot counts once tried: chain_close frees what a
+	 * failed copy got (a failed dup leaves fd -1). */
+	for (int i = from; rc == 0 && i < below->n; i++)
+		rc = layer_copy(&c->layers[c->n++], &below->layers[i]);
+	if (rc == 0 && !below->layers[from].raw && below->layers[from].size > top->size)
+		rc = errf(EINVAL, "disk %s: layer %s is larger than the layer above it", path,
+			  below->layers[from].path);
+	c->size = top->size;
+	if (rc == 0 && writable && top->sealed)
+		rc = errf(EROFS, "disk %s is a sealed overlay (a base for others): open it read-only", path);
+	if (rc == 0 && !(c->scratch = malloc(CLUSTER)))
+		rc = errf(ENOMEM, "out of memory");
+	if (rc < 0) {
+		chain_close(c);
+		return rc;
+	}
+	c->writable = writable;
+	return 0;
+}
+
 int chain_open_within(struct chain *c, const char *path, bool writable,
 		      const char *const *roots)
 {
@@ -669,26 +730,28 @@ int overlay_flatten(const char *top, const char *out, const char *const *roots)
 	int rc = chain_open_within(&c, top, false, roots);
 	if (rc < 0)
 		return rc;
+	rc = overlay_flatten_chain(&c, out);
+	chain_close(&c);
+	return rc;
+}
+
+int overlay_flatten_chain(struct chain *cp, const char *out)
+{
+	struct chain c = *cp;          /* read only: lookup takes no lock or state */
+	const char *top = c.layers[0].path;
 	struct layer *raw = &c.layers[c.n - 1];
-	if (!raw->raw) {
-		chain_close(&c);
+	if (!raw->raw)
 		return errf(EINVAL, "disk %s: chain has no raw base", top);
-	}
 	/* The new overlay stores the raw base's absolute path. */
 	char base[PATH_MAX];
-	if (!realpath(raw->path, base)) {
-		rc = errf_sys("base %s", raw->path);
-		chain_close(&c);
-		return rc;
-	}
-	rc = write_new(out, base, c.size, 1);
+	if (!realpath(raw->path, base))
+		return errf_sys("base %s", raw->path);
+	int rc = write_new(out, base, c.size, 1);
 	struct chain o;
 	if (rc == 0)
 		rc = chain_open(&o, out, true);
-	if (rc < 0) {
-		chain_close(&c);
+	if (rc < 0)
 		return rc;
-	}
 	uint8_t *cl = malloc(CLUSTER);
 	uint64_t nclusters = (c.size + CLUSTER - 1) / CLUSTER;
 	for (uint64_t k = 0; rc == 0 && k < nclusters; k++) {
@@ -710,7 +773,6 @@ int overlay_flatten(const char *top, const char *out, const char *const *roots)
 		rc = errf(-rc, "flattening %s: %s", out, strerror(-rc));
 	free(cl);
 	chain_close(&o);
-	chain_close(&c);
 	if (rc < 0)
 		unlink(out);
 	return rc;

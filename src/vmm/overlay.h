@@ -85,6 +85,10 @@ int overlay_set_base(const char *path, const char *base);
  * chain has above its raw base, over that base: depth 1. roots: as for
  * chain_open_within (NULL: any path). */
 int overlay_flatten(const char *top, const char *out, const char *const *roots);
+/* overlay_flatten_chain: the same from a chain already open (its layers
+ * are read, not changed): a VMM flattens its own disk this way, whose
+ * lower layers may lie in directories it can no longer open by path. */
+int overlay_flatten_chain(struct chain *c, const char *out);
 
 /* overlay_open_within: open path (flags as for open) only if it is a
  * regular file whose real path lies under one of roots (a NULL-ended list
@@ -94,6 +98,16 @@ int overlay_flatten(const char *top, const char *out, const char *const *roots);
 int overlay_open_within(const char *path, int flags, const char *const *roots);
 
 int chain_open(struct chain *c, const char *path, bool writable);
+/* chain_open_over: open the overlay at path whose base is layer from of
+ * an open chain below, taking that layer and the ones under it from
+ * below (their descriptors duplicated, their maps copied) instead of
+ * opening them by path: a forked VM gets its parent's layers this way,
+ * the directories they lie in being its parent's and its ancestors',
+ * closed to its own uid (docs/security.md, "Forks"). A top whose base
+ * is another file is opened by path as chain_open does; below's
+ * writable top cannot be shared (-EINVAL). */
+int chain_open_over(struct chain *c, const char *path, bool writable, const struct chain *below,
+		    int from);
 /* chain_open_within: chain_open with every layer below the top opened by
  * overlay_open_within(roots). */
 int chain_open_within(struct chain *c, const char *path, bool writable,

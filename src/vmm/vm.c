@@ -153,8 +153,7 @@ static int setup_devices(struct vm *vm)
 	    pvpanic_add(vm) < 0)
 		return EXIT_ERROR;
 	for (int i = 0; i < cfg->ndisks; i++)
-		if (virtio_blk_add(vm, cfg->disks[i].path, cfg->disks[i].read_only, i,
-				   cfg->disk_reserve_mib << 20) < 0)
+		if (virtio_blk_add(vm, &cfg->disks[i], i, cfg->disk_reserve_mib << 20) < 0)
 			return EXIT_CONFIG;
 	/* Volume slots right after the disks: part of the device set, so a
 	 * snapshot's children and restores have them where the guest saw

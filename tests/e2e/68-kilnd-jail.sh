@@ -2,8 +2,8 @@
 # The jail around every VMM kilnd starts (docs/kilnd.md "Isolation"): an
 # unprivileged uid of its own, seccomp, its sandbox's network namespace,
 # a cgroup with cpu, memory and pids limits, and a root holding only the
-# sandboxes' directory and the template. Forks keep their parent's uid and
-# get their own cgroup. A guest fork bomb and a memory hog leave kilnd and
+# sandboxes' directory and the template. Forks get a uid and a cgroup of
+# their own. A guest fork bomb and a memory hog leave kilnd and
 # a neighbour responsive; a VMM that goes over its memory limit is killed
 # and its sandbox marked failed, the neighbour unharmed. A SIGKILL of
 # kilnd and a restart, then deleting everything, leave no namespace, veth,
@@ -54,15 +54,75 @@ others=$(ls -A "/proc/$pa/root$DATA/" 2>/dev/null | tr '\n' ' ')
 check jail_root "root holds '$seen', DATA in it holds '$others'" \
 	eval '[ "$seen" = "$want" ] && ! [ -e "/proc/$pa/root/etc/passwd" ] && ! [ -e "/proc/$pa/root$DATA/kilnd.db" ]'
 
-# Forks stay in their parent's jail (same uid) with a cgroup of their own.
+# Forks stay in their parent's jail with a cgroup and a uid of their own
+# (docs/security.md "Forks"): a fork's VMM cannot open its parent's files
+# or connect to its sockets, nor the parent its fork's; a fork of the fork
+# still reads the layers of both (held open, its directories closed to
+# it); a hibernated fork wakes as its own uid.
+run_in "$A" 'echo from-a > /root/a.txt && sync' > /dev/null
 api POST "/v1/sandboxes/$A/fork" '{"count":1}'
 K=$(jget 'j["sandboxes"][0]["id"]')
 pk=$(vmm_of "$K")
-uk=$(awk '/^Uid:/{print $2}' /proc/$pk/status 2>/dev/null)
+uk=$(awk '/^Uid:/{print $2 "/" $3 "/" $4}' /proc/$pk/status 2>/dev/null)
+gk=$(awk '/^Gid:/{print $2}' /proc/$pk/status 2>/dev/null)
+capk=$(awk '/^CapEff:/{print $2}' /proc/$pk/status 2>/dev/null)
+nnpk=$(awk '/^NoNewPrivs:/{print $2}' /proc/$pk/status 2>/dev/null)
+seck=$(awk '/^Seccomp:/{print $2}' /proc/$pk/status 2>/dev/null)
+uk=${uk:-none} u1=${uk%%/*}
 cgk=$(cut -d: -f3 /proc/$pk/cgroup 2>/dev/null)
-fk=$(run_in "$K" 'echo forked')
-check jail_fork "fork $K: uid $uk, cgroup $cgk, answers '$fk'" \
-	eval '[ "$uk" = "${ua%%/*}" ] && [ "$cgk" = "/kiln/$K" ] && [ "$fk" = forked ]'
+fk=$(run_in "$K" 'cat /root/a.txt')
+dk=$(stat -c '%u:%a' "$DATA/sandboxes/$K" 2>/dev/null)
+check jail_fork "fork $K: uid $uk gid $gk (A's ${ua%%/*}, B's $ub), CapEff $capk, NoNewPrivs $nnpk, seccomp $seck, cgroup $cgk, directory $dk, reads '$fk'" \
+	eval '[ "$uk" = "$u1/$u1/$u1" ] && [ "$u1" != 0 ] && [ "$u1" != "${ua%%/*}" ] && [ "$u1" != "$ub" ] &&
+	      [ "$gk" = "$u1" ] && [ "$capk" = 0000000000000000 ] && [ "$nnpk" = 1 ] && [ "$seck" = 2 ] &&
+	      [ "$cgk" = "/kiln/$K" ] && [ "$dk" = "$u1:700" ] && [ "$fk" = from-a ]'
+# as_uid UID PATH: what a VMM of that uid gets, in the jails' mount
+# namespace (A's VMM's: there DATA's directories above sandboxes/ are
+# open to all), opening PATH or, a socket, connecting to it: "ok" or the
+# error's name.
+as_uid() {
+	python3 - "$1" "$2" "$pa" <<'PY'
+import ctypes, errno, os, socket, stat, sys
+uid, path, ns = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+fd = os.open("/proc/%s/ns/mnt" % ns, os.O_RDONLY)
+if ctypes.CDLL(None, use_errno=True).setns(fd, 0x00020000) != 0:
+    print("setns failed"); sys.exit(0)
+is_sock = os.path.exists(path) and stat.S_ISSOCK(os.lstat(path).st_mode)
+os.setgroups([]); os.setgid(uid); os.setuid(uid)
+try:
+    if is_sock:
+        s = socket.socket(socket.AF_UNIX); s.connect(path); s.close()
+    else:
+        open(path, "rb").close()
+    print("ok")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+}
+sa=$DATA/sandboxes/$A sk=$DATA/sandboxes/$K
+reach="A->K disk $(as_uid "${ua%%/*}" "$sk/disk"), A->K ctl $(as_uid "${ua%%/*}" "$sk/ctl.sock"),"
+reach="$reach A->K vsock $(as_uid "${ua%%/*}" "$sk/vsock.sock"), K->A disk $(as_uid "$u1" "$(readlink -f "$sa/disk")"),"
+reach="$reach K->A ctl $(as_uid "$u1" "$sa/ctl.sock"), K->K disk $(as_uid "$u1" "$sk/disk"), K->K ctl $(as_uid "$u1" "$sk/ctl.sock"),"
+reach="$reach B->K disk $(as_uid "$ub" "$sk/disk")"
+check jail_fork_apart "$reach ($(stat -c '%n %u:%g %a' "$sk"/* | sed "s|$sk/||" | tr '\n' ' '))" \
+	eval '[ "$reach" = "A->K disk EACCES, A->K ctl EACCES, A->K vsock EACCES, K->A disk EACCES, K->A ctl EACCES, K->K disk ok, K->K ctl ok, B->K disk EACCES" ]'
+run_in "$K" 'echo from-k > /root/k.txt && sync' > /dev/null
+api POST "/v1/sandboxes/$K/fork" '{"count":1}'
+G=$(jget 'j["sandboxes"][0]["id"]') gbody=$BODY
+ug=$(awk '/^Uid:/{print $2}' /proc/$(vmm_of "$G")/status 2>/dev/null)
+fg=$(run_in "$G" 'cat /root/a.txt /root/k.txt | xargs')
+pk2=$(vmm_of "$K")
+uk2=$(awk '/^Uid:/{print $2}' /proc/$pk2/status 2>/dev/null)
+[ "$(readlink /proc/$pk2/ns/user)" = "$(readlink /proc/self/ns/user)" ] && uk2="$uk2 in the host's user namespace"
+check jail_fork_of_fork "fork $G of $K: uid $ug, reads '$fg'; $K moved to a fresh VMM, uid $uk2$([ -n "$G" ] || echo " ($gbody)")" \
+	eval '[ -n "$ug" ] && [ "$ug" != "$u1" ] && [ "$ug" != "${ua%%/*}" ] && [ "$fg" = "from-a from-k" ] && [ "$uk2" = "$u1 in the host'"'"'s user namespace" ]'
+api POST "/v1/sandboxes/$K/hibernate" ''
+hk=$STATUS
+wk=$(run_in "$K" 'cat /root/k.txt')
+uw=$(awk '/^Uid:/{print $2}' /proc/$(vmm_of "$K")/status 2>/dev/null)
+check jail_fork_wakes "hibernate $hk; woken, uid $uw, reads '$wk'" \
+	eval '[ "$hk" = 200 ] && [ "$uw" = "$u1" ] && [ "$wk" = from-k ]'
+[ -n "$G" ] && api DELETE "/v1/sandboxes/$G"
 [ -n "$K" ] && api DELETE "/v1/sandboxes/$K"
 check jail_fork_cgroup_removed "after delete: $CG/$K exists: $([ -e "$CG/$K" ] && echo yes || echo no)" \
 	eval '[ -n "$K" ] && [ ! -e "$CG/$K" ]'

@@ -195,6 +195,61 @@ static void fork_names_stay_short(void)
 	disk_close(&d);
 }
 
+/* A line of forks, each the last one's child (a VM forked from a fork),
+ * each in a directory of its own that is gone by the next fork: a forked
+ * VM cannot open its ancestors' layers by path (their directories are
+ * their uids', docs/security.md "Forks"), so its disk takes them open
+ * from its parent's chain (disk_open_over), and its own forks and the
+ * flattening past OVERLAY_MAX_DEPTH work from the open chain too. */
+static void lineage_forks_without_paths(void)
+{
+	char gen[64], gone[64], kidname[80];
+	snprintf(gen, sizeof gen, "line0");
+	CHECK(mkdir(path(gen), 0700) == 0);
+	snprintf(kidname, sizeof kidname, "line0/disk");
+	CHECK(overlay_create(path(kidname), path("base.img")) == 0);
+	make_base();
+	struct disk d;
+	CHECK(disk_open(&d, path(kidname), false) == 0);
+	random_writes(&d.chain, 5);
+	int done = 0;
+	for (int g = 1; g <= 12; g++) {
+		snprintf(gen, sizeof gen, "line%d", g);
+		CHECK(mkdir(path(gen), 0700) == 0);
+		snprintf(kidname, sizeof kidname, "line%d/disk", g);
+		const char *kid = path(kidname);
+		if (disk_fork_next(&d, 4242, 0, &kid, 1) < 0) {
+			printf("  generation %d: fork: %s\n", g, errmsg());
+			break;
+		}
+		struct disk k;
+		if (disk_open_over(&k, kid, false, &d.chain, 1) < 0) {
+			printf("  generation %d: open: %s\n", g, errmsg());
+			break;
+		}
+		disk_close(&d);
+		snprintf(gen, sizeof gen, "line%d", g - 1);
+		snprintf(gone, sizeof gone, "line%d.gone", g - 1);
+		CHECK(rename(path(gen), path(gone)) == 0);
+		d = k;
+		CHECK(same_as_model(&d.chain));
+		random_writes(&d.chain, 3);
+		done = g;
+	}
+	CHECK(done == 12);
+	if (done < 1 || d.chain.n < 1)
+		return;
+	CHECK(d.chain.layers[0].depth <= OVERLAY_MAX_DEPTH);
+	CHECK(same_as_model(&d.chain));
+	/* A top over something else than the chain given: opened by path. */
+	struct chain c;
+	CHECK(chain_open_over(&c, path("base.img"), false, &d.chain, 1) == 0 && c.n == 1);
+	chain_close(&c);
+	/* The writable top itself is never shared. */
+	CHECK(chain_open_over(&c, d.path, false, &d.chain, 0) == -EINVAL);
+	disk_close(&d);
+}
+
 static void raw_disks_cannot_fork(void)
 {
 	struct disk d;
@@ -416,6 +471,7 @@ int main(void)
 	RUN(fork_chain_is_copy_on_write);
 	RUN(deep_chains_flatten);
 	RUN(fork_names_stay_short);
+	RUN(lineage_forks_without_paths);
 	RUN(raw_disks_cannot_fork);
 	RUN(damaged_overlays_are_refused);
 	RUN(copyup_over_holes);

@@ -2,7 +2,8 @@
  * The VMM's seccomp allowlist (src/vmm/jail.c), loaded in forked children
  * that then try what a VMM taken over by its guest might: what the VMM
  * itself does must work (threads, fork, a TAP ioctl), and a terminal
- * ioctl it never makes (TIOCSTI), a clone into new namespaces or clone3
+ * ioctl it never makes (TIOCSTI), a clone into new namespaces, unshare
+ * of any namespace but a user one (a fork's own uid), setns, or clone3
  * must not. A refused call kills the child with 128 + SIGSYS (the
  * filter's handler), or fails with ENOSYS for clone3. Signals: a vCPU
  * kick (a timer aimed at a thread of its own) and SIGKILL of a child it
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/if_tun.h>
@@ -93,6 +95,39 @@ static int clone_newuser(void)
 	long r = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0);
 	if (r == 0)
 		_exit(0);
+	return 0;
+}
+
+/* A live fork's own uid (vmm/own_uid.h): a user namespace alone, made
+ * by unshare, is allowed; with any other namespace, or joined by setns,
+ * it is not. */
+static int unshare_user(void)
+{
+	return unshare(CLONE_NEWUSER) == 0 ? 0 : 1;
+}
+
+static int unshare_user_and_mounts(void)
+{
+	unshare(CLONE_NEWUSER | CLONE_NEWNS);
+	return 0;
+}
+
+static int own_limits(void)
+{
+	struct rlimit r;
+	return getrlimit(RLIMIT_NOFILE, &r) == 0 && setrlimit(RLIMIT_NOFILE, &r) == 0 ? 0 : 1;
+}
+
+static int others_limits(void)
+{
+	struct rlimit r;
+	syscall(SYS_prlimit64, getppid(), RLIMIT_NOFILE, NULL, &r);
+	return 0;
+}
+
+static int setns_call(void)
+{
+	setns(0, CLONE_NEWUSER);
 	return 0;
 }
 
@@ -236,6 +271,8 @@ static void vmm_filter_allows_what_the_vmm_does(void)
 	CHECK(under_filter(clone3_call) == 0);
 	CHECK(under_filter(timer_kick) == 0);
 	CHECK(under_filter(kill_own_child) == 0);
+	CHECK(under_filter_as(990111, unshare_user) == 0);
+	CHECK(under_filter(own_limits) == 0);
 }
 
 /* What a VMM taken over by its guest might aim at another process. */
@@ -279,6 +316,9 @@ static void vmm_filter_kills_the_rest(void)
 	if (st != 128 + SIGSYS)
 		printf("  clone(CLONE_NEWUSER) under the filter: status %d, wanted %d\n", st, 128 + SIGSYS);
 	CHECK(st == 128 + SIGSYS);
+	CHECK(under_filter(unshare_user_and_mounts) == 128 + SIGSYS);
+	CHECK(under_filter(setns_call) == 128 + SIGSYS);
+	CHECK(under_filter(others_limits) == 128 + SIGSYS);
 }
 
 int main(void)

@@ -248,12 +248,13 @@ static int blk_register(struct vm *vm, struct blk *b, bool read_only, uint64_t s
 	return virtio_mmio_add(vm, &b->ops, b, out ? out : &d);
 }
 
-int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index, uint64_t reserve)
+int virtio_blk_add(struct vm *vm, const struct disk_config *dc, int index, uint64_t reserve)
 {
+	bool read_only = dc->read_only;
 	struct blk *b = calloc(1, sizeof *b);
 	if (!b)
 		return errf(ENOMEM, "out of memory");
-	int rc = disk_open(&b->disk, path, read_only);
+	int rc = disk_open_over(&b->disk, dc->path, read_only, dc->below, dc->below_from);
 	if (rc < 0) {
 		free(b);
 		return rc;

@@ -8,7 +8,8 @@
 struct vm;
 
 /* reserve: bytes its file system keeps free (disk growth fails below it). */
-int virtio_blk_add(struct vm *vm, const char *path, bool read_only, int index, uint64_t reserve);
+struct disk_config;
+int virtio_blk_add(struct vm *vm, const struct disk_config *dc, int index, uint64_t reserve);
 /* virtio_blk_disk: the disk behind a virtio-blk device, or NULL. */
 struct virtio_dev;
 struct disk *virtio_blk_disk(struct virtio_dev *d);
