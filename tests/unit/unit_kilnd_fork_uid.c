@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FAMILY 990101u     /* the forking VMM's uid */
@@ -236,15 +237,24 @@ static void fork_child_has_no_capability(void)
 	if (p == 0) {
 		close(go[0]);
 		become(FAMILY);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		int rc = own_uid(end, 0, 10000);
-		if (write(go[1], rc == 0 ? "y" : "n", 1) < 0)
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		char line[64];
+		int len = snprintf(line, sizeof line, "%c%.3f", rc == 0 ? 'y' : 'n',
+				   (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
+		if (write(go[1], line, (size_t)len) < 0)
 			_exit(3);
 		pause();
 		_exit(0);
 	}
 	close(go[1]);
-	char c = 0;
-	CHECK(read(go[0], &c, 1) == 1 && c == 'y');
+	char took[64] = "";
+	ssize_t got = read(go[0], took, sizeof took - 1);
+	CHECK(got > 0 && took[0] == 'y');
+	took[got > 0 ? got : 0] = 0;
+	printf("  own_uid took %s ms (ask, the host's checks, chown and maps, the switch)\n", took + 1);
 	close(go[0]);
 	char path[64], buf[4096] = "";
 	snprintf(path, sizeof path, "/proc/%d/status", (int)p);
