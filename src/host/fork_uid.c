@@ -16,8 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* How long a child may take from the fork to its question: the fork's
- * own bound (kilnd's boot timeout) ends the serving before that. */
+/* How often the serving looks up from its socket: it ends when every
+ * child has its uid or the fork's reply is in (the fork's own bound,
+ * kilnd's boot timeout, limits how long that takes). */
 #define POLL_MS 500
 
 /* read_at: a small file under a /proc/PID directory, NUL-ended. */
