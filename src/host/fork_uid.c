@@ -1,6 +1,7 @@
 #include "host/fork_uid.h"
 #include "host/host_int.h"
 #include "host/jail.h"
+#include "host/proc.h"
 #include "common/err.h"
 #include "common/log.h"
 
@@ -79,11 +80,10 @@ static int check_asker(const struct fork_uids *fu, pid_t pid)
 	if (rc == 0 && (!ids_are(buf, "\nUid:", fu->family) || !ids_are(buf, "\nGid:", fu->family)))
 		rc = errf(EPERM, "fork uid: process %d is not of the forking VMM's uid %u",
 			  (int)pid, (unsigned)fu->family);
-	struct stat mine, theirs;
-	if (rc == 0 && (stat("/proc/self/ns/user", &mine) < 0 ||
-			fstatat(dir, "ns/user", &theirs, 0) < 0))
-		rc = errf_sys("fork uid: process %d: user namespace", (int)pid);
-	if (rc == 0 && mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev)
+	int own = rc == 0 ? proc_dir_own_userns(dir) : 0;
+	if (own < 0)
+		rc = errf(-own, "fork uid: process %d: user namespace: %s", (int)pid, strerror(-own));
+	else if (rc == 0 && !own)
 		rc = errf(EPERM, "fork uid: process %d made no user namespace", (int)pid);
 	if (rc == 0 && (read_at(dir, "uid_map", buf, sizeof buf) != 0 ||
 			read_at(dir, "gid_map", buf, sizeof buf) != 0))
@@ -163,11 +163,8 @@ static int serve(struct fork_uids *fu)
 	}
 	if (dir >= 0)
 		close(dir);
-	if (rc < 0) {
+	if (rc < 0)
 		log_warn("%s", errmsg());
-		if (!fu->error[0])
-			snprintf(fu->error, sizeof fu->error, "%s", errmsg());
-	}
 	if (answer >= 0) {
 		char reply[300];
 		int len = rc == 0 ? snprintf(reply, sizeof reply, "ok\n")

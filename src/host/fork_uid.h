@@ -35,7 +35,6 @@ struct fork_uids {
 	int n;
 	bool given[FORK_UID_MAX];
 	int ngiven;
-	char error[200];         /* the first refusal, for the fork's error */
 	pthread_t thread;
 	bool running;
 };

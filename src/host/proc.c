@@ -280,13 +280,23 @@ int proc_uid(pid_t pid, uid_t *uid)
 	return 0;
 }
 
+int proc_dir_own_userns(int procdir)
+{
+	struct stat mine, theirs;
+	if (stat("/proc/self/ns/user", &mine) < 0 || fstatat(procdir, "ns/user", &theirs, 0) < 0)
+		return -errno;
+	return mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev;
+}
+
 bool proc_own_userns(pid_t pid)
 {
 	char path[64];
-	struct stat mine, theirs;
-	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
-	return pid > 0 && stat("/proc/self/ns/user", &mine) == 0 && stat(path, &theirs) == 0 &&
-	       (mine.st_ino != theirs.st_ino || mine.st_dev != theirs.st_dev);
+	snprintf(path, sizeof path, "/proc/%d", (int)pid);
+	int dir = pid > 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	int own = dir >= 0 ? proc_dir_own_userns(dir) : 0;
+	if (dir >= 0)
+		close(dir);
+	return own > 0;
 }
 
 int proc_kill_wait(pid_t pid, int64_t start, int ms)

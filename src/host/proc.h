@@ -64,6 +64,9 @@ int proc_uid(pid_t pid, uid_t *uid);
 /* proc_own_userns: whether pid runs in a user namespace other than ours
  * (a live fork's VMM: fork_uid.h). false when it cannot be told. */
 bool proc_own_userns(pid_t pid);
+/* proc_dir_own_userns: the same for a process's open /proc/PID directory:
+ * 1 or 0, or -errno when it cannot be told. */
+int proc_dir_own_userns(int procdir);
 
 /* Write / read "PID START\n" files (a VMM's identity in its directory).
  * Neither follows a symlink; a record with no start time is refused. */

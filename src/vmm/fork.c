@@ -84,12 +84,11 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 			return uid_sock;
 	}
 	static struct vmm_config cfgs[CHILDREN_MAX];
-	int i = 0, rc;
+	int i = 0, rc, made = 0;      /* made: settings whose descriptors are ours to close */
 	for (struct json *c = children->child; c; c = c->next, i++) {
 		if (c->type != JSON_OBJECT) {
-			close_taps(cfgs, i);
-			close_fd(&uid_sock);
-			return errf(EINVAL, "child %d: settings must be an object", i);
+			rc = errf(EINVAL, "child %d: settings must be an object", i);
+			goto refused;
 		}
 		cfgs[i] = *vm->cfg;
 		cfgs[i].restore_dir = "(fork)";
@@ -106,38 +105,31 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		cfgs[i].uid_sock = uid_sock;
 		cfgs[i].uid_index = i;
 		rc = ctl_child_config(vm, c, &cfgs[i]);
+		made = i + 1;
 		if (rc == 0 && cfgs[i].jail.root)
 			rc = errf(EINVAL, "forked children share their parent's jail");
 		if (rc < 0) {
-			close_taps(cfgs, i + 1);
-			close_fd(&uid_sock);
-			return errf(-rc, "child %d: %s", i, errmsg());
+			rc = errf(-rc, "child %d: %s", i, errmsg());
+			goto refused;
 		}
 	}
 
 	for (i = 0; i < n; i++)
 		if (cfgs[i].ndisks != vm->cfg->ndisks) {
-			close_taps(cfgs, n);
-			close_fd(&uid_sock);
-			return errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
-				    i, vm->cfg->ndisks);
+			rc = errf(EINVAL, "child %d: give \"disks\" with %d path(s), one per parent disk",
+				  i, vm->cfg->ndisks);
+			goto refused;
 		}
-	if ((rc = fork_volumes(vm, cfgs, n)) < 0) {
-		close_taps(cfgs, n);
-		close_fd(&uid_sock);
-		return rc;
-	}
+	if ((rc = fork_volumes(vm, cfgs, n)) < 0)
+		goto refused;
 
 	/* Where the pause goes, step by step (the reply's steps_ms): the
 	 * vCPUs stopping, the disks' pending writes, sealing the disk layers,
 	 * the capture of the VM's state, and starting (forking) the children. */
 	uint64_t t_start = now_ns(), t_stopped, t_flushed, t_sealed = 0, t_captured = 0;
 	bool was_paused = vm->paused;
-	if ((rc = vm_pause(vm)) < 0) {
-		close_taps(cfgs, n);
-		close_fd(&uid_sock);
-		return rc;
-	}
+	if ((rc = vm_pause(vm)) < 0)
+		goto refused;
 	t_stopped = now_ns();
 	struct strbuf payload;
 	strbuf_init(&payload);
@@ -245,6 +237,11 @@ int cmd_fork(struct vm *vm, const struct json *req, struct strbuf *r)
 		      ms_between(t_captured, t_started), disks.data ? disks.data : "");
 	strbuf_free(&disks);
 	return 0;
+
+refused:	/* before anything started: the descriptors passed go */
+	close_taps(cfgs, made);
+	close_fd(&uid_sock);
+	return rc;
 }
 
 /* layer: {"cmd":"layer","path":P}. The root disk's current top is sealed

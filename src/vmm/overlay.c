@@ -735,35 +735,34 @@ int overlay_flatten(const char *top, const char *out, const char *const *roots)
 	return rc;
 }
 
-int overlay_flatten_chain(struct chain *cp, const char *out)
+int overlay_flatten_chain(struct chain *c, const char *out)
 {
-	struct chain c = *cp;          /* read only: lookup takes no lock or state */
-	const char *top = c.layers[0].path;
-	struct layer *raw = &c.layers[c.n - 1];
+	const char *top = c->layers[0].path;
+	struct layer *raw = &c->layers[c->n - 1];
 	if (!raw->raw)
 		return errf(EINVAL, "disk %s: chain has no raw base", top);
 	/* The new overlay stores the raw base's absolute path. */
 	char base[PATH_MAX];
 	if (!realpath(raw->path, base))
 		return errf_sys("base %s", raw->path);
-	int rc = write_new(out, base, c.size, 1);
+	int rc = write_new(out, base, c->size, 1);
 	struct chain o;
 	if (rc == 0)
 		rc = chain_open(&o, out, true);
 	if (rc < 0)
 		return rc;
 	uint8_t *cl = malloc(CLUSTER);
-	uint64_t nclusters = (c.size + CLUSTER - 1) / CLUSTER;
+	uint64_t nclusters = (c->size + CLUSTER - 1) / CLUSTER;
 	for (uint64_t k = 0; rc == 0 && k < nclusters; k++) {
 		uint64_t where;
-		struct layer *l = lookup(&c, k, &where);
+		struct layer *l = lookup(c, k, &where);
 		if (!l || l->raw)
 			continue;               /* unchanged from the base */
 		if (!cl) {
 			rc = errf(ENOMEM, "out of memory");
 			break;
 		}
-		size_t len = (size_t)(k * CLUSTER + CLUSTER > c.size ? c.size - k * CLUSTER : CLUSTER);
+		size_t len = (size_t)(k * CLUSTER + CLUSTER > c->size ? c->size - k * CLUSTER : CLUSTER);
 		if ((rc = full_pread(l->fd, cl, len, where)) == 0)
 			rc = write_range(&o, k * CLUSTER, cl, len);
 		if (rc < 0)

@@ -44,7 +44,7 @@ static int await_answer(int fd, int timeout_ms)
 	return errf(EPROTO, "own uid: the host did not answer (%s)", got ? "a bad answer" : "it closed");
 }
 
-static int ask(int sock, int index, int pipe_w)
+int own_uid_ask(int sock, int index, int pipe_w)
 {
 	char text[32];
 	int len = snprintf(text, sizeof text, "uid %d\n", index);
@@ -80,7 +80,7 @@ int own_uid(int sock, int index, int timeout_ms)
 	if (rc == 0 && pipe2(p, O_CLOEXEC) < 0)
 		rc = errf_sys("own uid: pipe");
 	if (rc == 0)
-		rc = ask(sock, index, p[1]);
+		rc = own_uid_ask(sock, index, p[1]);
 	close(sock);
 	if (p[1] >= 0)
 		close(p[1]);          /* the host holds its own copy */

@@ -27,5 +27,8 @@
  * at most timeout_ms for the answer. 0, or -errno with errmsg() set. The
  * caller must be single-threaded. sock is closed. */
 int own_uid(int sock, int index, int timeout_ms);
+/* own_uid_ask: step 2 alone, the question and the pipe to answer on
+ * (pipe_w stays the caller's). 0, or -errno with errmsg() set. */
+int own_uid_ask(int sock, int index, int pipe_w);
 
 #endif

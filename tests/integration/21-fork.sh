@@ -59,3 +59,16 @@ if [[ $r == *'"ok":false'*'raw image'* ]] && [ "$alive" = alive ] && [ ! -e "$T/
 else
 	fail fork_raw_refused "reply $r, parent '$alive'"
 fi
+
+# Requests refused before anything starts (cmd_fork's one way out): each
+# names what is wrong, makes no child, and leaves the parent answering.
+bad=""
+for req in '{"cmd":"fork","children":[5]}' \
+	   "{\"cmd\":\"fork\",\"children\":[{\"vsock\":\"$T/b.vsock\"}]}" \
+	   "{\"cmd\":\"fork\",\"uid_fd\":3,\"children\":[{\"disks\":[\"$T/b.kcow\"]}]}"; do
+	r=$(ctl "$T/p.ctl" "$req")
+	bad="$bad$(sed -n 's/.*"error":"\([^"]*\)".*/\1/p' <<<"$r" | cut -c1-60);"
+done
+alive=$(gsh "$T/p.vsock" 'echo alive')
+check fork_requests_refused "$bad parent '$alive', child disk made: $([ -e "$T/b.kcow" ] && echo yes || echo no)" \
+	eval '[[ $bad == *"settings must be an object"*"child 0: give"*"no descriptor 3 was passed"* ]] && [ "$alive" = alive ] && [ ! -e "$T/b.kcow" ]'

@@ -68,6 +68,13 @@ static void make_tree(void)
 		abort();
 }
 
+static int remove_tree(void)
+{
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+	return system(cmd);
+}
+
 /* become: the forking VMM as its child starts: its uid and gid, no
  * groups, no_new_privs, the VMM's filter. */
 static void become(uid_t uid)
@@ -96,9 +103,8 @@ static int kid_main(int sock, int index)
 	return 0;
 }
 
-static pid_t start_kid(int sock, int index, int *status_pipe)
+static pid_t start_kid(int sock, int index)
 {
-	(void)status_pipe;
 	fflush(stdout);
 	pid_t p = fork();
 	if (p == 0)
@@ -131,22 +137,7 @@ static int ask_raw(int sock, int index, bool newns, uid_t as, char *answer, size
 		int q[2];
 		if (pipe2(q, 0) < 0)
 			_exit(96);
-		char text[32];
-		int len = snprintf(text, sizeof text, "uid %d\n", index);
-		struct iovec iov = { text, (size_t)len };
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} u;
-		memset(&u, 0, sizeof u);
-		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-				    .msg_controllen = sizeof u.buf };
-		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &q[1], sizeof(int));
-		if (sendmsg(sock, &m, 0) != len)
+		if (own_uid_ask(sock, index, q[1]) < 0)
 			_exit(95);
 		close(q[1]);
 		char buf[300];
@@ -197,7 +188,7 @@ static void fork_child_takes_own_uid(void)
 
 	/* The child: its uid, its directory and disk; the host file the
 	 * planted link names is left as it was. */
-	pid_t p = start_kid(end, 0, NULL);
+	pid_t p = start_kid(end, 0);
 	int st = wait_status(p);
 	if (st != 0)
 		printf("  the child ended with %d\n", st);
@@ -212,9 +203,7 @@ static void fork_child_takes_own_uid(void)
 	CHECK(strstr(answer, "has its uid already") != NULL);
 	fork_uids_stop(&fu);
 	close(end);
-	char cmd[200];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", top);
-	CHECK(system(cmd) == 0);
+	CHECK(remove_tree() == 0);
 }
 
 /* The uid it runs as is the one kilnd mapped, with no capability, as the
@@ -276,9 +265,7 @@ static void fork_child_has_no_capability(void)
 	wait_status(p);
 	fork_uids_stop(&fu);
 	close(end);
-	char cmd[200];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", top);
-	CHECK(system(cmd) == 0);
+	CHECK(remove_tree() == 0);
 }
 
 /* With no host answering (the fork's serving ended), a child gets no uid
