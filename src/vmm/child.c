@@ -101,18 +101,6 @@ child_run(const struct guest_mem *mem, const struct vmm_config *cfg, const uint8
 	_exit(status);
 }
 
-/* has_final_line: whether a "ready", "error" or "died" line has arrived. */
-static bool has_final_line(const char *buf, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if ((i == 0 || buf[i - 1] == '\n') && (strncmp(buf + i, "ready ", 6) == 0 ||
-						     strncmp(buf + i, "error ", 6) == 0 ||
-						     strncmp(buf + i, "died ", 5) == 0) &&
-		    memchr(buf + i, '\n', n - i))
-			return true;
-	return false;
-}
-
 /* start_on: fork the intermediate process, which forks the VM; both
  * report on wfd, which this closes. 0, or -errno when the fork failed
  * (said on wfd too, for a reader in another process). With mid NULL it
@@ -268,28 +256,35 @@ void child_reap(pid_t pid)
 
 int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 {
-	if (!has_final_line(buf, n)) {
-		out->pid = -1;
-		if (n > 4 && strncmp(buf, "pid ", 4) == 0)
-			out->pid = atoi(buf + 4);
-		return eof || n >= CHILD_REPORT_MAX - 1 ? errf(EIO, "the new VM exited before it was ready") : 0;
-	}
-	/* "pid N" from the intermediate process, then "ready PID MS",
-	 * "error MESSAGE" or "died MESSAGE" from the VM. */
+	/* "pid N" from the intermediate process, and "ready PID MS", "error
+	 * MESSAGE" or "died MESSAGE" from the VM. The two processes write
+	 * the same pipe, so the VM's "ready" can come first: on a busy host
+	 * the intermediate may not run between its fork and its write for
+	 * longer than the VM takes to restore (seen with one host CPU: 6
+	 * spawns at once, one "ready" 245 ms in, ahead of its "pid").
+	 * Whole lines only; buf is left as it is, for the next call. */
 	int pid = -1, inner;
-	double ms;
+	double ms = 0;
+	bool ready = false;
 	out->pid = -1;
-	buf[n] = 0;
-	for (char *l = buf, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
-		*nl = 0;
+	for (size_t i = 0; i < n;) {
+		const char *nl = memchr(buf + i, '\n', n - i);
+		if (!nl)
+			break;
+		char l[CHILD_REPORT_MAX];
+		size_t len = (size_t)(nl - (buf + i));
+		if (len >= sizeof l)
+			len = sizeof l - 1;
+		memcpy(l, buf + i, len);
+		l[len] = 0;
+		i = (size_t)(nl - buf) + 1;
 		if (sscanf(l, "pid %d", &pid) == 1) {
 			out->pid = pid;       /* known even if it fails: see child_discard */
 			continue;
 		}
-		if (sscanf(l, "ready %d %lf", &inner, &ms) == 2 && pid > 0) {
-			out->pid = pid;
-			out->ready_ms = ms;
-			return 1;
+		if (!ready && sscanf(l, "ready %d %lf", &inner, &ms) == 2) {
+			ready = true;
+			continue;
 		}
 		if (strncmp(l, "error ", 6) == 0)
 			return errf(EINVAL, "%s", l + 6);
@@ -297,7 +292,14 @@ int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
 			return errf(ECHILD, "the guest died before it was ready: %s", l + 5);
 		return errf(EIO, "the new VM said '%.100s'", l);
 	}
-	return errf(EIO, "the new VM exited before it was ready");
+	if (ready && pid > 0) {
+		out->ready_ms = ms;
+		return 1;
+	}
+	if (eof || n >= CHILD_REPORT_MAX - 1)
+		return errf(EIO, ready ? "the new VM was ready, but its pid never came"
+				       : "the new VM exited before it was ready");
+	return 0;
 }
 
 int child_wait(int fd, struct child_result *out)

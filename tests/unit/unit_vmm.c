@@ -1,9 +1,10 @@
 /*
  * Unit tests for the parts of kiln-vmm that need no KVM: guest address
- * checks, split-virtqueue parsing against hostile descriptor chains, and
- * the AML encoder.
+ * checks, split-virtqueue parsing against hostile descriptor chains, the
+ * AML encoder, and how a new VM's report is read.
  */
 #include "vmm/aml.h"
+#include "vmm/child.h"
 #include "vmm/devices/virtio_mmio.h"
 #include "vmm/vmm.h"
 #include "test.h"
@@ -197,6 +198,41 @@ static void aml_encodes(void)
 	strbuf_free(&body);
 }
 
+/* child_parse: the intermediate's "pid" and the VM's "ready" share one
+ * pipe and may come in either order (20-snapshot's six spawns at once
+ * in a one-CPU host had "ready" first); either way it waits for both,
+ * and the buffer it was given still parses the same when more comes. */
+static int parse(const char *text, bool eof, struct child_result *r)
+{
+	char buf[CHILD_REPORT_MAX];
+	snprintf(buf, sizeof buf, "%s", text);
+	return child_parse(buf, strlen(buf), eof, r);
+}
+
+static void child_report_in_any_order(void)
+{
+	struct child_result r;
+	CHECK(parse("pid 41\nready 7 12.5\n", false, &r) == 1 && r.pid == 41 && r.ready_ms == 12.5);
+	CHECK(parse("ready 7 12.5\npid 41\n", false, &r) == 1 && r.pid == 41 && r.ready_ms == 12.5);
+	CHECK(parse("ready 7 12.5\n", false, &r) == 0);                 /* its pid still to come */
+	CHECK(parse("ready 7 12.5\npid 4", false, &r) == 0);            /* half a line */
+	CHECK(parse("pid 41\n", false, &r) == 0 && r.pid == 41);
+	CHECK(parse("pid 41\nready 7 1", false, &r) == 0);
+	CHECK(parse("ready 7 12.5\n", true, &r) < 0);                   /* the pid never came */
+	CHECK(parse("pid 41\n", true, &r) < 0 && r.pid == 41);           /* ended before ready */
+	CHECK(parse("pid 41\nerror no memory\n", false, &r) < 0 && r.pid == 41);
+	CHECK(parse("died triple fault\n", false, &r) < 0);
+	CHECK(parse("pid 41\nhello\n", false, &r) < 0);                 /* anything else */
+
+	/* Fed as it arrives, into one buffer, ready first. */
+	char buf[CHILD_REPORT_MAX] = "ready 9 3.25\n";
+	size_t n = strlen(buf);
+	CHECK(child_parse(buf, n, false, &r) == 0);
+	memcpy(buf + n, "pid 77\n", 7);
+	n += 7;
+	CHECK(child_parse(buf, n, false, &r) == 1 && r.pid == 77 && r.ready_ms == 3.25);
+}
+
 int main(void)
 {
 	int failures = 0;
@@ -204,5 +240,6 @@ int main(void)
 	RUN(virtq_pops_valid_chain);
 	RUN(virtq_rejects_hostile_chains);
 	RUN(aml_encodes);
+	RUN(child_report_in_any_order);
 	return failures ? 1 : 0;
 }
