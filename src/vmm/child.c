@@ -254,7 +254,7 @@ void child_reap(pid_t pid)
 		;
 }
 
-int child_parse(char *buf, size_t n, bool eof, struct child_result *out)
+int child_parse(const char *buf, size_t n, bool eof, struct child_result *out)
 {
 	/* "pid N" from the intermediate process, and "ready PID MS", "error
 	 * MESSAGE" or "died MESSAGE" from the VM. The two processes write

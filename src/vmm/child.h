@@ -44,10 +44,11 @@ int child_wait(int fd, struct child_result *out);
 int children_start(const struct guest_mem *mem, const struct vmm_config *cfgs, int n,
 		   const uint8_t *payload, size_t len, uint64_t t0, int *fds, pid_t *seed);
 /* child_parse: for callers that read the descriptor themselves (into a
- * buffer of CHILD_REPORT_MAX): 1 and *out when the child reported ready,
- * 0 while more is to come, -errno when it failed or went away. */
+ * buffer of CHILD_REPORT_MAX, which it only reads, so it can be called
+ * again as more comes): 1 and *out when the child reported ready, 0
+ * while more is to come, -errno when it failed or went away. */
 #define CHILD_REPORT_MAX 600
-int child_parse(char *buf, size_t n, bool eof, struct child_result *out);
+int child_parse(const char *buf, size_t n, bool eof, struct child_result *out);
 /* child_discard: a child that failed or never reported ready is killed
  * rather than left running unseen (out->pid is set once its pid is known,
  * -1 before). child_wait does this itself. */
